@@ -1,0 +1,166 @@
+//! What a running tool call can reach: its id, cancellation, progress reporting and resources.
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::Resources;
+
+/// Something a running tool reports before it returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolUpdate {
+    /// How far along the call is.
+    Progress {
+        /// Work done so far.
+        progress: f64,
+        /// Total work, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        /// A human-readable note.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// A piece of output produced so far (a line of a command's stdout, say).
+    Output {
+        /// The new text.
+        text: String,
+    },
+}
+
+/// A [`ToolUpdate`] tagged with the call it belongs to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProgressEvent {
+    /// The call id.
+    pub call_id: String,
+    /// The tool name.
+    pub tool: String,
+    /// The update.
+    pub update: ToolUpdate,
+}
+
+/// The sending half a tool reports progress through. Sends wait when the receiver is behind
+/// (backpressure), so nothing is dropped; with no receiver, updates go nowhere.
+#[derive(Clone, Debug, Default)]
+pub struct ProgressSender {
+    tx: Option<mpsc::Sender<ProgressEvent>>,
+}
+
+impl ProgressSender {
+    /// A sender that forwards to `tx`.
+    pub fn new(tx: mpsc::Sender<ProgressEvent>) -> Self {
+        Self { tx: Some(tx) }
+    }
+
+    /// A sender with no receiver.
+    pub fn disconnected() -> Self {
+        Self { tx: None }
+    }
+
+    /// Whether anyone is listening.
+    pub fn is_connected(&self) -> bool {
+        self.tx.as_ref().is_some_and(|tx| !tx.is_closed())
+    }
+
+    pub(crate) async fn send(&self, event: ProgressEvent) {
+        if let Some(tx) = &self.tx {
+            // A closed receiver means nobody listens any more; that is not the tool's failure.
+            let _ = tx.send(event).await;
+        }
+    }
+}
+
+/// Everything a tool call can reach besides its arguments.
+///
+/// The executor builds one per call. Tests and direct callers use [`ToolContext::new`].
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    call_id: String,
+    tool: String,
+    cancel: CancellationToken,
+    progress: ProgressSender,
+    resources: Resources,
+}
+
+impl ToolContext {
+    /// A context for call `call_id` with a fresh cancellation token, no progress receiver and
+    /// no resources.
+    pub fn new(call_id: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool: String::new(),
+            cancel: CancellationToken::new(),
+            progress: ProgressSender::disconnected(),
+            resources: Resources::new(),
+        }
+    }
+
+    /// Uses `cancel` as the call's cancellation token.
+    pub fn with_cancellation(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// Sends progress to `progress`.
+    pub fn with_progress(mut self, progress: ProgressSender) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Shares `resources` with the call.
+    pub fn with_resources(mut self, resources: Resources) -> Self {
+        self.resources = resources;
+        self
+    }
+
+    pub(crate) fn with_tool(mut self, tool: impl Into<String>) -> Self {
+        self.tool = tool.into();
+        self
+    }
+
+    /// The id of this call, unique within a conversation.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The token that is cancelled when the call should stop (user cancel or timeout).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the call has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Shared resources.
+    pub fn resources(&self) -> &Resources {
+        &self.resources
+    }
+
+    /// Reports a partial piece of output.
+    pub async fn output(&self, text: impl Into<String>) {
+        self.update(ToolUpdate::Output { text: text.into() }).await;
+    }
+
+    /// Reports progress.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.update(ToolUpdate::Progress {
+            progress,
+            total,
+            message,
+        })
+        .await;
+    }
+
+    /// Sends any update.
+    pub async fn update(&self, update: ToolUpdate) {
+        let event = ProgressEvent {
+            call_id: self.call_id.clone(),
+            tool: self.tool.clone(),
+            update,
+        };
+        self.progress.send(event).await;
+    }
+}

@@ -1,0 +1,499 @@
+//! Running tool calls safely: validation, hooks, approval, isolation, limits.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{FutureExt, StreamExt};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::truncate::limit_output;
+use crate::{
+    Approval, ApprovalGate, ApprovalPolicy, ApprovalRequest, CallOutcome, CallResult, ExecError,
+    HookFailure, PostHook, PostHookAction, PreHook, PreHookAction, ProgressSender, RegistryView,
+    Resources, ToolCall, ToolContext, ToolOutput, registry::Entry,
+};
+
+/// Default per-call timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default output limit in bytes.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 100_000;
+/// Default number of calls a batch runs at once.
+pub const DEFAULT_CONCURRENCY: usize = 16;
+/// Default time a cancelled or timed-out tool gets to clean up before its task is aborted.
+pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_millis(500);
+
+/// Where a call runs: its cancellation and where its progress goes.
+#[derive(Clone, Debug, Default)]
+pub struct CallScope {
+    /// Cancelling this stops the calls running under it. Each call gets a child token.
+    pub cancel: CancellationToken,
+    /// Receives progress and partial output.
+    pub progress: ProgressSender,
+}
+
+impl CallScope {
+    /// A scope cancelled by `cancel`, with no progress receiver.
+    pub fn with_cancel(cancel: CancellationToken) -> Self {
+        Self {
+            cancel,
+            progress: ProgressSender::disconnected(),
+        }
+    }
+}
+
+/// Runs tool calls through the pipeline:
+///
+/// 1. look the tool up (an unknown name gets "did you mean" suggestions);
+/// 2. validate the arguments against the input schema;
+/// 3. pre-hooks, in order: continue, allow, block, or rewrite (rewrites are validated again);
+/// 4. the approval gate (or, with none, the [`ApprovalPolicy`]);
+/// 5. the call, in its own task, with a timeout and cancellation; a panic becomes an error;
+/// 6. the output limit, cut on UTF-8 boundaries with a visible marker;
+/// 7. post-hooks, in order.
+///
+/// Every failure becomes a typed [`ExecError`], which [`CallOutcome::output`] turns into an
+/// error output the model can read. Nothing a tool, hook or gate does can panic the executor.
+///
+/// ```
+/// use mux_tool::{CallScope, Executor, Registry, ToolCall, ToolContext, ToolError, ToolOutput, TypedTool};
+/// use serde_json::json;
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Args { text: String }
+/// struct Shout;
+/// impl TypedTool for Shout {
+///     type Args = Args;
+///     const NAME: &'static str = "shout";
+///     fn description(&self) -> String { "Upper-cases text".into() }
+///     fn annotations(&self) -> mux_tool::ToolAnnotations { mux_tool::ToolAnnotations::read_only() }
+///     async fn call(&self, args: Args, _: ToolContext) -> Result<ToolOutput, ToolError> {
+///         Ok(ToolOutput::text(args.text.to_uppercase()))
+///     }
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+/// let registry = Registry::new();
+/// registry.register_typed(Shout)?;
+/// let executor = Executor::new(registry);
+///
+/// let ok = executor.execute(ToolCall::new("1", "shout", json!({"text": "hi"})), &CallScope::default()).await;
+/// assert_eq!(ok.output().to_text(), "HI");
+///
+/// let bad = executor.execute(ToolCall::new("2", "shout", json!({"txt": "hi"})), &CallScope::default()).await;
+/// assert!(bad.output().to_text().contains("\"text\" is a required property"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Executor {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    tools: RegistryView,
+    pre_hooks: Vec<Arc<dyn PreHook>>,
+    post_hooks: Vec<Arc<dyn PostHook>>,
+    gate: Option<Arc<dyn ApprovalGate>>,
+    policy: ApprovalPolicy,
+    timeout: Duration,
+    tool_timeouts: HashMap<String, Duration>,
+    cancel_grace: Duration,
+    max_output_bytes: usize,
+    concurrency: usize,
+    resources: Resources,
+}
+
+impl Executor {
+    /// An executor over `tools` with default settings, no hooks and no gate.
+    pub fn new(tools: impl Into<RegistryView>) -> Self {
+        Self::builder(tools).build()
+    }
+
+    /// A builder over `tools`.
+    pub fn builder(tools: impl Into<RegistryView>) -> ExecutorBuilder {
+        ExecutorBuilder {
+            inner: Inner {
+                tools: tools.into(),
+                pre_hooks: Vec::new(),
+                post_hooks: Vec::new(),
+                gate: None,
+                policy: ApprovalPolicy::default(),
+                timeout: DEFAULT_TIMEOUT,
+                tool_timeouts: HashMap::new(),
+                cancel_grace: DEFAULT_CANCEL_GRACE,
+                max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+                concurrency: DEFAULT_CONCURRENCY,
+                resources: Resources::new(),
+            },
+        }
+    }
+
+    /// The tools this executor can run.
+    pub fn tools(&self) -> &RegistryView {
+        &self.inner.tools
+    }
+
+    /// The resources shared with every call.
+    pub fn resources(&self) -> &Resources {
+        &self.inner.resources
+    }
+
+    /// Runs one call through the pipeline.
+    pub async fn execute(&self, call: ToolCall, scope: &CallScope) -> CallOutcome {
+        let span = tracing::info_span!(
+            "execute_tool",
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.name,
+            gen_ai.tool.call.id = %call.id,
+        );
+        self.execute_inner(call, scope).instrument(span).await
+    }
+
+    /// Runs calls concurrently, at most the configured concurrency at once, and returns their
+    /// outcomes in call order.
+    pub async fn execute_batch(&self, calls: Vec<ToolCall>, scope: &CallScope) -> Vec<CallOutcome> {
+        futures::stream::iter(calls.into_iter().map(|call| self.execute(call, scope)))
+            .buffered(self.inner.concurrency)
+            .collect()
+            .await
+    }
+
+    async fn execute_inner(&self, mut call: ToolCall, scope: &CallScope) -> CallOutcome {
+        let started = Instant::now();
+        let mut result = self.run_pipeline(&mut call, scope).await;
+        if let Err(err) = &result {
+            tracing::debug!(error.type = err.kind(), "tool call failed: {err}");
+        }
+        let mut hook_failures = Vec::new();
+        for hook in &self.inner.post_hooks {
+            match guarded(hook.after(&call, &result)).await {
+                Ok(Ok(PostHookAction::Keep)) => {}
+                Ok(Ok(PostHookAction::Replace(output))) => result = Ok(output),
+                Ok(Err(err)) => hook_failures.push(failure(hook.name(), err.to_string())),
+                Err(panic) => {
+                    hook_failures.push(failure(hook.name(), format!("panicked: {panic}")))
+                }
+            }
+        }
+        for failed in &hook_failures {
+            tracing::warn!(hook = %failed.hook, "post-hook failed: {}", failed.message);
+        }
+        CallOutcome {
+            call,
+            result,
+            hook_failures,
+            duration: started.elapsed(),
+        }
+    }
+
+    async fn run_pipeline(&self, call: &mut ToolCall, scope: &CallScope) -> CallResult {
+        let inner = &self.inner;
+        let Some(entry) = inner.tools.entry(&call.name) else {
+            return Err(ExecError::UnknownTool {
+                suggestions: inner.tools.suggest(&call.name),
+                name: call.name.clone(),
+            });
+        };
+        let tool = entry.tool.spec().name.to_string();
+        let problems = entry.validator.problems(&call.input);
+        if !problems.is_empty() {
+            return Err(ExecError::InvalidArguments { tool, problems });
+        }
+        let pre_approved_by = self.run_pre_hooks(&entry, call).await?;
+        self.approve(&entry, call, pre_approved_by.as_deref(), scope)
+            .await?;
+        let mut output = self.run_tool(&entry, call, scope).await?;
+        limit_output(&mut output, inner.max_output_bytes);
+        Ok(output)
+    }
+
+    /// Runs the pre-hooks; returns the name of the hook that pre-approved the call, if any.
+    async fn run_pre_hooks(
+        &self,
+        entry: &Entry,
+        call: &mut ToolCall,
+    ) -> Result<Option<String>, ExecError> {
+        let spec = entry.tool.spec();
+        let mut pre_approved_by = None;
+        for hook in &self.inner.pre_hooks {
+            let hook_name = hook.name().to_owned();
+            let action = match guarded(hook.before(call, spec)).await {
+                Ok(Ok(action)) => action,
+                Ok(Err(err)) => return Err(hook_failed(spec, hook_name, err.to_string())),
+                Err(panic) => {
+                    return Err(hook_failed(spec, hook_name, format!("panicked: {panic}")));
+                }
+            };
+            match action {
+                PreHookAction::Continue => {}
+                PreHookAction::Allow => pre_approved_by = Some(hook_name),
+                PreHookAction::Block { reason } => {
+                    return Err(ExecError::Blocked {
+                        tool: spec.name.to_string(),
+                        hook: hook_name,
+                        reason,
+                    });
+                }
+                PreHookAction::Rewrite(input) => {
+                    let problems = entry.validator.problems(&input);
+                    if !problems.is_empty() {
+                        return Err(ExecError::InvalidRewrite {
+                            tool: spec.name.to_string(),
+                            hook: hook_name,
+                            problems,
+                        });
+                    }
+                    call.input = input;
+                }
+            }
+        }
+        Ok(pre_approved_by)
+    }
+
+    async fn approve(
+        &self,
+        entry: &Entry,
+        call: &ToolCall,
+        pre_approved_by: Option<&str>,
+        scope: &CallScope,
+    ) -> Result<(), ExecError> {
+        let spec = entry.tool.spec();
+        let tool = || spec.name.to_string();
+        let Some(gate) = &self.inner.gate else {
+            if pre_approved_by.is_none() && self.inner.policy.requires_approval(spec) {
+                return Err(ExecError::ApprovalRequired { tool: tool() });
+            }
+            return Ok(());
+        };
+        let subject =
+            match std::panic::catch_unwind(AssertUnwindSafe(|| entry.tool.subject(&call.input))) {
+                Ok(subject) => subject,
+                Err(panic) => {
+                    return Err(ExecError::Panicked {
+                        tool: tool(),
+                        message: panic_message(&*panic),
+                    });
+                }
+            };
+        let request = ApprovalRequest {
+            call,
+            spec,
+            subject: &subject,
+            pre_approved_by,
+        };
+        let verdict = tokio::select! {
+            verdict = guarded(gate.review(request)) => verdict,
+            () = scope.cancel.cancelled() => return Err(ExecError::Cancelled { tool: tool() }),
+        };
+        match verdict {
+            Ok(Approval::Approve) => Ok(()),
+            Ok(Approval::Deny { reason }) => Err(ExecError::Denied {
+                tool: tool(),
+                reason,
+            }),
+            Err(panic) => Err(ExecError::GateFailed {
+                tool: tool(),
+                message: format!("panicked: {panic}"),
+            }),
+        }
+    }
+
+    async fn run_tool(
+        &self,
+        entry: &Entry,
+        call: &ToolCall,
+        scope: &CallScope,
+    ) -> Result<ToolOutput, ExecError> {
+        let inner = &self.inner;
+        let tool_name = entry.tool.spec().name.to_string();
+        if scope.cancel.is_cancelled() {
+            return Err(ExecError::Cancelled { tool: tool_name });
+        }
+        let timeout = inner
+            .tool_timeouts
+            .get(&tool_name)
+            .copied()
+            .unwrap_or(inner.timeout);
+        let cancel = scope.cancel.child_token();
+        let cx = ToolContext::new(call.id.clone())
+            .with_tool(tool_name.clone())
+            .with_cancellation(cancel.clone())
+            .with_progress(scope.progress.clone())
+            .with_resources(inner.resources.clone());
+        let tool = Arc::clone(&entry.tool);
+        let input = call.input.clone();
+        let mut task = tokio::spawn(async move { tool.call(input, cx).await });
+
+        let stopped = tokio::select! {
+            joined = &mut task => {
+                return match joined {
+                    Ok(Ok(output)) => Ok(output),
+                    Ok(Err(source)) => Err(ExecError::Tool { tool: tool_name, source }),
+                    Err(err) if err.is_panic() => Err(ExecError::Panicked {
+                        message: panic_message(&*err.into_panic()),
+                        tool: tool_name,
+                    }),
+                    Err(_) => Err(ExecError::Cancelled { tool: tool_name }),
+                };
+            }
+            () = scope.cancel.cancelled() => ExecError::Cancelled { tool: tool_name },
+            () = tokio::time::sleep(timeout) => ExecError::TimedOut { tool: tool_name, after: timeout },
+        };
+        // Tell the tool to stop, give it a moment to clean up (kill its children, say), then
+        // abort it. Dropping the task's future runs the tool's drop guards.
+        cancel.cancel();
+        if tokio::time::timeout(inner.cancel_grace, &mut task)
+            .await
+            .is_err()
+        {
+            task.abort();
+        }
+        Err(stopped)
+    }
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = &self.inner;
+        f.debug_struct("Executor")
+            .field("tools", &inner.tools.names())
+            .field(
+                "pre_hooks",
+                &inner.pre_hooks.iter().map(|h| h.name()).collect::<Vec<_>>(),
+            )
+            .field(
+                "post_hooks",
+                &inner
+                    .post_hooks
+                    .iter()
+                    .map(|h| h.name())
+                    .collect::<Vec<_>>(),
+            )
+            .field("gate", &inner.gate.is_some())
+            .field("policy", &inner.policy)
+            .field("timeout", &inner.timeout)
+            .field("max_output_bytes", &inner.max_output_bytes)
+            .field("concurrency", &inner.concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures an [`Executor`].
+pub struct ExecutorBuilder {
+    inner: Inner,
+}
+
+impl ExecutorBuilder {
+    /// Adds a pre-hook; hooks run in the order they are added.
+    pub fn pre_hook(mut self, hook: impl PreHook) -> Self {
+        self.inner.pre_hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// Adds a post-hook; hooks run in the order they are added.
+    pub fn post_hook(mut self, hook: impl PostHook) -> Self {
+        self.inner.post_hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// Sets the approval gate, consulted for every call.
+    pub fn gate(mut self, gate: impl ApprovalGate) -> Self {
+        self.inner.gate = Some(Arc::new(gate));
+        self
+    }
+
+    /// Sets a shared approval gate.
+    pub fn shared_gate(mut self, gate: Arc<dyn ApprovalGate>) -> Self {
+        self.inner.gate = Some(gate);
+        self
+    }
+
+    /// Which calls need approval when no gate is set. Default: [`ApprovalPolicy::UnlessReadOnly`].
+    pub fn approval_policy(mut self, policy: ApprovalPolicy) -> Self {
+        self.inner.policy = policy;
+        self
+    }
+
+    /// The per-call timeout. Default: [`DEFAULT_TIMEOUT`].
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.inner.timeout = timeout;
+        self
+    }
+
+    /// A timeout for one tool, overriding the default.
+    pub fn tool_timeout(mut self, tool: impl Into<String>, timeout: Duration) -> Self {
+        self.inner.tool_timeouts.insert(tool.into(), timeout);
+        self
+    }
+
+    /// How long a cancelled tool may take to stop before its task is aborted.
+    /// Default: [`DEFAULT_CANCEL_GRACE`].
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.inner.cancel_grace = grace;
+        self
+    }
+
+    /// The output limit in bytes. Default: [`DEFAULT_MAX_OUTPUT_BYTES`].
+    pub fn max_output_bytes(mut self, bytes: usize) -> Self {
+        self.inner.max_output_bytes = bytes;
+        self
+    }
+
+    /// How many calls of a batch run at once (at least 1). Default: [`DEFAULT_CONCURRENCY`].
+    pub fn concurrency(mut self, concurrency: usize) -> Self {
+        self.inner.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Resources shared with every call through [`ToolContext::resources`].
+    pub fn resources(mut self, resources: Resources) -> Self {
+        self.inner.resources = resources;
+        self
+    }
+
+    /// Builds the executor.
+    pub fn build(self) -> Executor {
+        Executor {
+            inner: Arc::new(self.inner),
+        }
+    }
+}
+
+/// Polls `future`, turning a panic into its message.
+async fn guarded<F: Future>(future: F) -> Result<F::Output, String> {
+    AssertUnwindSafe(future)
+        .catch_unwind()
+        .await
+        .map_err(|panic| panic_message(&*panic))
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
+    }
+}
+
+fn hook_failed(spec: &crate::ToolSpec, hook: String, message: String) -> ExecError {
+    ExecError::HookFailed {
+        tool: spec.name.to_string(),
+        hook,
+        message,
+    }
+}
+
+fn failure(hook: &str, message: String) -> HookFailure {
+    HookFailure {
+        hook: hook.to_owned(),
+        message,
+    }
+}

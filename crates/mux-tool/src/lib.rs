@@ -1,0 +1,40 @@
+#![doc = include_str!("docs/crate.md")]
+#![forbid(unsafe_code)]
+
+pub mod approval;
+mod call;
+mod context;
+mod executor;
+mod filter;
+pub mod hooks;
+mod output;
+mod registry;
+mod resources;
+mod spec;
+mod subject;
+mod tool;
+pub mod truncate;
+mod typed;
+mod validation;
+
+pub use approval::{Approval, ApprovalGate, ApprovalPolicy, ApprovalRequest};
+pub use call::{CallOutcome, CallResult, ExecError, HookFailure, ToolCall};
+pub use context::{ProgressEvent, ProgressSender, ToolContext, ToolUpdate};
+pub use executor::{
+    CallScope, DEFAULT_CANCEL_GRACE, DEFAULT_CONCURRENCY, DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_TIMEOUT, Executor, ExecutorBuilder,
+};
+pub use filter::{GlobPattern, ToolFilter};
+pub use hooks::{HookError, PostHook, PostHookAction, PreHook, PreHookAction};
+pub use output::{Content, ToolOutput};
+pub use registry::{Registry, RegistryError, RegistryView};
+pub use resources::Resources;
+pub use spec::{MAX_NAME_LEN, SpecError, ToolAnnotations, ToolName, ToolSpec};
+pub use subject::Subject;
+pub use tool::{BoxFuture, Tool, ToolError};
+pub use typed::{Typed, TypedTool, input_schema_for};
+pub use validation::ArgumentProblem;
+
+// Re-exported so that users name the same versions in their `TypedTool::Args` derives.
+pub use schemars;
+pub use serde_json;

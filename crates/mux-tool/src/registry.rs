@@ -1,0 +1,253 @@
+//! The set of tools an agent can call, shared safely between tasks.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use crate::validation::ArgsValidator;
+use crate::{SpecError, Tool, ToolFilter, ToolSpec, Typed, TypedTool};
+
+/// A registered tool with its compiled input schema.
+pub(crate) struct Entry {
+    pub(crate) tool: Arc<dyn Tool>,
+    pub(crate) validator: ArgsValidator,
+}
+
+/// Why a tool could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// A tool with this name is already registered; use [`Registry::replace`] to swap it.
+    #[error("a tool named `{name}` is already registered")]
+    Duplicate {
+        /// The name.
+        name: String,
+    },
+    /// The tool's spec is unusable.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+}
+
+/// Tools by name. Cheap to clone; clones share the same tools, and every method is safe to
+/// call from many tasks at once.
+///
+/// Listing is in name order, so the tool list sent to a model is stable across runs and
+/// registration races (prompt caching depends on it).
+///
+/// ```
+/// use mux_tool::{Registry, ToolFilter, ToolSpec};
+/// # use mux_tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput};
+/// # struct Named(ToolSpec);
+/// # impl Tool for Named {
+/// #     fn spec(&self) -> &ToolSpec { &self.0 }
+/// #     fn call(&self, _: serde_json::Value, _: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+/// #         Box::pin(async { Ok(ToolOutput::default()) })
+/// #     }
+/// # }
+/// # let tool = |name: &str| Named(ToolSpec::new(name, "", serde_json::json!({"type": "object"})).unwrap());
+/// let registry = Registry::new();
+/// registry.register(tool("write_file"))?;
+/// registry.register(tool("read_file"))?;
+/// assert!(registry.register(tool("read_file")).is_err()); // duplicate
+/// assert_eq!(registry.names(), ["read_file", "write_file"]);
+/// assert_eq!(registry.view(ToolFilter::glob("read_*")?).names(), ["read_file"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct Registry {
+    tools: Arc<RwLock<BTreeMap<String, Arc<Entry>>>>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `tool`; a second tool with the same name is an error.
+    pub fn register(&self, tool: impl Tool) -> Result<(), RegistryError> {
+        self.register_shared(Arc::new(tool))
+    }
+
+    /// Registers a typed tool.
+    pub fn register_typed<T: TypedTool>(&self, tool: T) -> Result<(), RegistryError> {
+        self.register(Typed::new(tool)?)
+    }
+
+    /// Registers a tool that is already shared.
+    pub fn register_shared(&self, tool: Arc<dyn Tool>) -> Result<(), RegistryError> {
+        let entry = Self::entry_for(tool)?;
+        let name = entry.tool.spec().name.to_string();
+        let mut tools = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        if tools.contains_key(&name) {
+            return Err(RegistryError::Duplicate { name });
+        }
+        tools.insert(name, Arc::new(entry));
+        Ok(())
+    }
+
+    /// Registers `tool`, replacing any tool of the same name, and returns the replaced one.
+    pub fn replace(&self, tool: Arc<dyn Tool>) -> Result<Option<Arc<dyn Tool>>, RegistryError> {
+        let entry = Self::entry_for(tool)?;
+        let name = entry.tool.spec().name.to_string();
+        let previous = self
+            .tools
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(name, Arc::new(entry));
+        Ok(previous.map(|entry| Arc::clone(&entry.tool)))
+    }
+
+    /// Removes the tool called `name` and returns it.
+    pub fn remove(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let removed = self
+            .tools
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+        removed.map(|entry| Arc::clone(&entry.tool))
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.entry(name).map(|entry| Arc::clone(&entry.tool))
+    }
+
+    /// Whether a tool called `name` is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.read().contains_key(name)
+    }
+
+    /// The number of tools.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// Whether there are no tools.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every tool, in name order.
+    pub fn list(&self) -> Vec<Arc<dyn Tool>> {
+        self.view(ToolFilter::All).list()
+    }
+
+    /// Every tool name, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.read().keys().cloned().collect()
+    }
+
+    /// Every spec, in name order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.view(ToolFilter::All).specs()
+    }
+
+    /// A live view of the tools `filter` accepts. Tools registered later appear in it.
+    pub fn view(&self, filter: ToolFilter) -> RegistryView {
+        RegistryView {
+            registry: self.clone(),
+            filter,
+        }
+    }
+
+    pub(crate) fn entry(&self, name: &str) -> Option<Arc<Entry>> {
+        self.read().get(name).cloned()
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Entry>>> {
+        self.tools.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn entry_for(tool: Arc<dyn Tool>) -> Result<Entry, RegistryError> {
+        let validator = ArgsValidator::compile(tool.spec())?;
+        Ok(Entry { tool, validator })
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.names())
+            .finish()
+    }
+}
+
+/// The tools of a [`Registry`] that a [`ToolFilter`] accepts, read live.
+#[derive(Clone, Debug)]
+pub struct RegistryView {
+    registry: Registry,
+    filter: ToolFilter,
+}
+
+impl RegistryView {
+    /// The filter of this view.
+    pub fn filter(&self) -> &ToolFilter {
+        &self.filter
+    }
+
+    /// The underlying registry.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The tool called `name`, if it is visible.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.entry(name).map(|entry| Arc::clone(&entry.tool))
+    }
+
+    /// Visible tools in name order.
+    pub fn list(&self) -> Vec<Arc<dyn Tool>> {
+        self.visible(|entry| Arc::clone(&entry.tool))
+    }
+
+    /// Visible tool names in order.
+    pub fn names(&self) -> Vec<String> {
+        self.visible(|entry| entry.tool.spec().name.to_string())
+    }
+
+    /// Visible specs in name order.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.visible(|entry| entry.tool.spec().clone())
+    }
+
+    /// Up to three visible names closest to `name`, best first, for "did you mean" messages.
+    pub fn suggest(&self, name: &str) -> Vec<String> {
+        let wanted = name.to_ascii_lowercase();
+        let mut scored: Vec<(f64, String)> = self
+            .names()
+            .into_iter()
+            .filter_map(|candidate| {
+                let lower = candidate.to_ascii_lowercase();
+                let mut score = strsim::jaro_winkler(&wanted, &lower);
+                if !wanted.is_empty() && (lower.contains(&wanted) || wanted.contains(&lower)) {
+                    score = score.max(0.9);
+                }
+                (score >= 0.75).then_some((score, candidate))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        scored.into_iter().take(3).map(|(_, name)| name).collect()
+    }
+
+    pub(crate) fn entry(&self, name: &str) -> Option<Arc<Entry>> {
+        self.registry
+            .entry(name)
+            .filter(|entry| self.filter.matches(entry.tool.spec()))
+    }
+
+    fn visible<T>(&self, map: impl Fn(&Entry) -> T) -> Vec<T> {
+        self.registry
+            .read()
+            .values()
+            .filter(|entry| self.filter.matches(entry.tool.spec()))
+            .map(|entry| map(entry))
+            .collect()
+    }
+}
+
+impl From<Registry> for RegistryView {
+    fn from(registry: Registry) -> Self {
+        registry.view(ToolFilter::All)
+    }
+}

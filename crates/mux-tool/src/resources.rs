@@ -1,0 +1,105 @@
+//! A typed map of shared objects that tools reach through their context.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
+
+type Slot = Arc<dyn Any + Send + Sync>;
+
+/// Shared resources keyed by type: a todo list, an HTTP client, a project root.
+///
+/// Cloning is cheap and clones share the same map.
+///
+/// ```
+/// use mux_tool::Resources;
+///
+/// struct ProjectRoot(std::path::PathBuf);
+///
+/// let resources = Resources::new();
+/// resources.insert(ProjectRoot("/srv/app".into()));
+/// let root = resources.get::<ProjectRoot>().expect("inserted above");
+/// assert_eq!(root.0, std::path::Path::new("/srv/app"));
+/// ```
+#[derive(Clone, Default)]
+pub struct Resources {
+    map: Arc<RwLock<HashMap<TypeId, Slot>>>,
+}
+
+impl Resources {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Stores `value`, replacing any earlier value of the same type, and returns the earlier one.
+    pub fn insert<T: Any + Send + Sync>(&self, value: T) -> Option<Arc<T>> {
+        self.insert_arc(Arc::new(value))
+    }
+
+    /// Stores a value that is already shared.
+    pub fn insert_arc<T: Any + Send + Sync>(&self, value: Arc<T>) -> Option<Arc<T>> {
+        let previous = self
+            .map
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(TypeId::of::<T>(), value);
+        previous.and_then(|slot| slot.downcast::<T>().ok())
+    }
+
+    /// The value of type `T`, if one was stored.
+    pub fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        let slot = self
+            .map
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&TypeId::of::<T>())
+            .cloned()?;
+        slot.downcast::<T>().ok()
+    }
+
+    /// The value of type `T`, inserting `make()` first if there is none.
+    pub fn get_or_insert_with<T: Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Arc<T> {
+        let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
+        let id = TypeId::of::<T>();
+        if let Some(existing) = map
+            .get(&id)
+            .cloned()
+            .and_then(|slot| slot.downcast::<T>().ok())
+        {
+            return existing;
+        }
+        let value = Arc::new(make());
+        map.insert(id, Arc::clone(&value) as Slot);
+        value
+    }
+
+    /// Whether a value of type `T` is stored.
+    pub fn contains<T: Any + Send + Sync>(&self) -> bool {
+        self.map
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(&TypeId::of::<T>())
+    }
+
+    /// The number of stored values.
+    pub fn len(&self) -> usize {
+        self.map
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether the map is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl fmt::Debug for Resources {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resources")
+            .field("len", &self.len())
+            .finish()
+    }
+}

@@ -1,0 +1,133 @@
+//! Checking a call's arguments against the tool's input schema.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{SpecError, ToolSpec, truncate::truncate_str};
+
+/// The longest problem message kept; longer ones (which quote a huge argument) are cut.
+const MAX_PROBLEM_LEN: usize = 300;
+
+/// One thing wrong with a call's arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArgumentProblem {
+    /// JSON Pointer to the offending value (`""` is the arguments object itself).
+    pub path: String,
+    /// What is wrong, in the words of the schema validator.
+    pub message: String,
+}
+
+impl fmt::Display for ArgumentProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "at `{}`: {}", self.path, self.message)
+        }
+    }
+}
+
+/// A compiled input schema.
+pub(crate) struct ArgsValidator {
+    validator: jsonschema::Validator,
+}
+
+impl ArgsValidator {
+    /// Compiles the spec's input schema. No remote `$ref` is ever fetched.
+    pub(crate) fn compile(spec: &ToolSpec) -> Result<Self, SpecError> {
+        jsonschema::validator_for(&spec.input_schema)
+            .map(|validator| Self { validator })
+            .map_err(|err| SpecError::InvalidSchema {
+                tool: spec.name.to_string(),
+                reason: err.to_string(),
+            })
+    }
+
+    /// Every problem with `input`, in the validator's order; empty when `input` is valid.
+    pub(crate) fn problems(&self, input: &Value) -> Vec<ArgumentProblem> {
+        if self.validator.is_valid(input) {
+            return Vec::new();
+        }
+        self.validator
+            .iter_errors(input)
+            .map(|err| ArgumentProblem {
+                path: err.instance_path().to_string(),
+                message: truncate_str(&err.to_string(), MAX_PROBLEM_LEN).into_owned(),
+            })
+            .collect()
+    }
+}
+
+/// Joins problems into one sentence for the model.
+pub(crate) fn describe(problems: &[ArgumentProblem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn validator() -> ArgsValidator {
+        let spec = ToolSpec::new(
+            "t",
+            "",
+            json!({
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "limit": {"type": "integer", "minimum": 1}},
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+        )
+        .unwrap();
+        ArgsValidator::compile(&spec).unwrap()
+    }
+
+    #[test]
+    fn valid_input_has_no_problems() {
+        assert!(
+            validator()
+                .problems(&json!({"path": "a", "limit": 3}))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn problems_name_the_field_and_the_reason() {
+        let problems = validator().problems(&json!({"limit": "ten"}));
+        let text = describe(&problems);
+        assert!(text.contains("\"path\" is a required property"), "{text}");
+        assert!(text.contains("at `/limit`"), "{text}");
+        assert!(text.contains("not of type \"integer\""), "{text}");
+    }
+
+    #[test]
+    fn huge_values_are_not_quoted_whole() {
+        let problems = validator().problems(&json!({"path": "a", "limit": "x".repeat(10_000)}));
+        assert!(
+            problems
+                .iter()
+                .all(|p| p.message.len() <= MAX_PROBLEM_LEN + 64)
+        );
+    }
+
+    #[test]
+    fn an_invalid_schema_is_a_spec_error() {
+        let spec = ToolSpec::new(
+            "t",
+            "",
+            json!({"type": "object", "properties": {"a": {"type": 5}}}),
+        )
+        .unwrap();
+        assert!(matches!(
+            ArgsValidator::compile(&spec),
+            Err(SpecError::InvalidSchema { .. })
+        ));
+    }
+}

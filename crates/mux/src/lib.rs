@@ -1,0 +1,60 @@
+//! mux is agentic infrastructure for Rust: the middle layer between an application's UI and
+//! an LLM. This facade re-exports the layers behind features:
+//!
+//! | feature | module | what it brings |
+//! |---|---|---|
+//! | `tool` (default) | [`tool`] | the `Tool` trait, typed tools, registry, filters, executor |
+//! | `full` | all of the above | every layer |
+//!
+//! Library authors who only define tools can depend on `mux-tool` directly; applications
+//! depend on `mux` and pick features.
+//!
+//! # Example
+//!
+//! ```
+//! # #[cfg(feature = "tool")] {
+//! use mux::prelude::*;
+//! use serde_json::json;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Args { city: String }
+//!
+//! struct Weather;
+//! impl TypedTool for Weather {
+//!     type Args = Args;
+//!     const NAME: &'static str = "weather";
+//!     fn description(&self) -> String { "Current weather for a city".into() }
+//!     fn annotations(&self) -> ToolAnnotations { ToolAnnotations::read_only() }
+//!     async fn call(&self, args: Args, _: ToolContext) -> Result<ToolOutput, ToolError> {
+//!         Ok(ToolOutput::text(format!("Sunny in {}", args.city)))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let registry = Registry::new();
+//! registry.register_typed(Weather).unwrap();
+//! let executor = Executor::new(registry);
+//! let outcome = executor
+//!     .execute(ToolCall::new("1", "weather", json!({"city": "Oslo"})), &CallScope::default())
+//!     .await;
+//! assert_eq!(outcome.output().to_text(), "Sunny in Oslo");
+//! # });
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+
+#[cfg(feature = "tool")]
+#[doc(inline)]
+pub use mux_tool as tool;
+
+/// The names most programs need, in one import.
+pub mod prelude {
+    #[cfg(feature = "tool")]
+    #[doc(no_inline)]
+    pub use mux_tool::{
+        Approval, ApprovalGate, ApprovalPolicy, CallOutcome, CallScope, Content, ExecError,
+        Executor, PostHook, PostHookAction, PreHook, PreHookAction, Registry, Subject, Tool,
+        ToolAnnotations, ToolCall, ToolContext, ToolError, ToolFilter, ToolOutput, ToolSpec,
+        TypedTool,
+    };
+}

@@ -1,0 +1,12 @@
+//! Helpers shared by the runnable examples in this folder. Run an example from the repository
+//! root with `cargo run --example NAME`.
+
+use std::fmt::Display;
+
+/// Prints a step of an example as `==> what` followed by an indented detail.
+pub fn step(what: impl Display, detail: impl Display) {
+    println!("==> {what}");
+    for line in detail.to_string().lines() {
+        println!("    {line}");
+    }
+}

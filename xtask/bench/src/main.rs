@@ -1,0 +1,42 @@
+//! The home of every mux benchmark. Each benchmark measures a subject and a baseline in the
+//! same run, prints a table, and the whole set is written to the JSON report whose path is the
+//! first argument (default `target/bench-report.json`).
+
+mod executor;
+mod harness;
+
+use std::process::ExitCode;
+
+use harness::Row;
+
+/// A benchmark: measures subjects and their baselines, one row each.
+type Benchmark = fn() -> Result<Vec<Row>, String>;
+
+fn main() -> ExitCode {
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "target/bench-report.json".to_owned());
+    let mut rows: Vec<Row> = Vec::new();
+    let benchmarks: [(&str, Benchmark); 1] = [("executor", executor::run)];
+    for (name, run) in benchmarks {
+        match run() {
+            Ok(found) => rows.extend(found),
+            Err(err) => {
+                eprintln!("benchmark `{name}` failed: {err}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+
+    println!("{}", harness::table(&rows));
+    match harness::write_report(&path, &rows) {
+        Ok(()) => {
+            println!("report written to {path}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("could not write the bench report to {path}: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! `cargo xtask`: the project's checks, each a subcommand, and `ci`, which runs them all.
+//!
+//! ```text
+//! cargo xtask ci          fmt, clippy, test, doc, layering, features, deny; then "N passed, N failed"
+//! cargo xtask lint        fmt --check and clippy -D warnings
+//! cargo xtask test        nextest (or cargo test) plus doctests
+//! cargo xtask doc         cargo doc with warnings denied
+//! cargo xtask layering    every mux-* dependency points strictly downward
+//! cargo xtask features    each crate builds with no and all features; the facade with each alone
+//! cargo xtask deny        cargo deny check bans licenses sources (installs cargo-deny if missing)
+//! cargo xtask bench       every benchmark; writes target/bench-report.json
+//! ```
+
+mod cargo;
+mod features;
+mod layering;
+mod metadata;
+
+use std::process::ExitCode;
+
+use cargo::{Cmd, workspace_root};
+
+/// A named check that passes or fails with a message.
+struct Step {
+    name: &'static str,
+    run: fn() -> Result<(), String>,
+}
+
+const CI_STEPS: &[Step] = &[
+    Step {
+        name: "fmt",
+        run: fmt,
+    },
+    Step {
+        name: "clippy",
+        run: clippy,
+    },
+    Step {
+        name: "test",
+        run: test,
+    },
+    Step {
+        name: "doc",
+        run: doc,
+    },
+    Step {
+        name: "layering",
+        run: layering::run,
+    },
+    Step {
+        name: "features",
+        run: features::run,
+    },
+    Step {
+        name: "deny",
+        run: deny,
+    },
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = args.first().map(String::as_str).unwrap_or("help");
+    let steps: Vec<&Step> = match command {
+        "ci" => CI_STEPS.iter().collect(),
+        "lint" => CI_STEPS
+            .iter()
+            .filter(|s| matches!(s.name, "fmt" | "clippy"))
+            .collect(),
+        "bench" => return report("bench", bench()),
+        "help" | "-h" | "--help" => {
+            println!("{}", usage());
+            return ExitCode::SUCCESS;
+        }
+        name => match CI_STEPS.iter().find(|s| s.name == name) {
+            Some(step) => vec![step],
+            None => {
+                eprintln!("unknown xtask command `{name}`\n\n{}", usage());
+                return ExitCode::from(2);
+            }
+        },
+    };
+    run_steps(&steps)
+}
+
+/// Runs steps in order, stopping at the first failure, and ends with "N passed, N failed".
+fn run_steps(steps: &[&Step]) -> ExitCode {
+    let (mut passed, mut failed) = (0, 0);
+    for step in steps {
+        eprintln!("\n==> xtask: {}", step.name);
+        match (step.run)() {
+            Ok(()) => passed += 1,
+            Err(message) => {
+                eprintln!("xtask: step `{}` failed: {message}", step.name);
+                failed += 1;
+                break;
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn report(name: &str, result: Result<(), String>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: `{name}` failed: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn usage() -> &'static str {
+    "usage: cargo xtask <ci|lint|fmt|clippy|test|doc|layering|features|deny|bench>"
+}
+
+fn fmt() -> Result<(), String> {
+    Cmd::cargo(["fmt", "--all", "--", "--check"]).run()
+}
+
+fn clippy() -> Result<(), String> {
+    Cmd::cargo([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings",
+    ])
+    .run()
+}
+
+fn test() -> Result<(), String> {
+    if Cmd::cargo(["nextest", "--version"]).quiet().run().is_ok() {
+        Cmd::cargo([
+            "nextest",
+            "run",
+            "--workspace",
+            "--all-features",
+            "--no-tests=warn",
+        ])
+        .run()?;
+    } else {
+        eprintln!("xtask: cargo-nextest is not installed; using cargo test");
+        Cmd::cargo([
+            "test",
+            "--workspace",
+            "--all-features",
+            "--lib",
+            "--bins",
+            "--tests",
+        ])
+        .run()?;
+    }
+    Cmd::cargo(["test", "--workspace", "--all-features", "--doc"]).run()
+}
+
+fn doc() -> Result<(), String> {
+    Cmd::cargo(["doc", "--workspace", "--no-deps", "--all-features"])
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .run()
+}
+
+fn deny() -> Result<(), String> {
+    if Cmd::cargo(["deny", "--version"]).quiet().run().is_err() {
+        eprintln!("xtask: cargo-deny is missing; installing it");
+        Cmd::cargo(["install", "cargo-deny", "--locked"]).run()?;
+    }
+    Cmd::cargo(["deny", "check", "bans", "licenses", "sources"]).run()
+}
+
+fn bench() -> Result<(), String> {
+    let report = workspace_root().join("target").join("bench-report.json");
+    Cmd::cargo([
+        "run",
+        "--release",
+        "--quiet",
+        "--package",
+        "xtask-bench",
+        "--",
+    ])
+    .arg(report.to_string_lossy().as_ref())
+    .run()
+}
