@@ -172,7 +172,7 @@ impl Executor {
         }
         let mut hook_failures = Vec::new();
         for hook in &self.inner.post_hooks {
-            match guarded(hook.after(&call, &result)).await {
+            match guarded(|| hook.after(&call, &result)).await {
                 Ok(Ok(PostHookAction::Keep)) => {}
                 Ok(Ok(PostHookAction::Replace(output))) => result = Ok(output),
                 Ok(Err(err)) => hook_failures.push(failure(hook.name(), err.to_string())),
@@ -223,7 +223,7 @@ impl Executor {
         let mut pre_approved_by = None;
         for hook in &self.inner.pre_hooks {
             let hook_name = hook.name().to_owned();
-            let action = match guarded(hook.before(call, spec)).await {
+            let action = match guarded(|| hook.before(call, spec)).await {
                 Ok(Ok(action)) => action,
                 Ok(Err(err)) => return Err(hook_failed(spec, hook_name, err.to_string())),
                 Err(panic) => {
@@ -288,7 +288,7 @@ impl Executor {
             pre_approved_by,
         };
         let verdict = tokio::select! {
-            verdict = guarded(gate.review(request)) => verdict,
+            verdict = guarded(|| gate.review(request)) => verdict,
             () = scope.cancel.cancelled() => return Err(ExecError::Cancelled { tool: tool() }),
         };
         match verdict {
@@ -331,6 +331,11 @@ impl Executor {
         let mut task = tokio::spawn(async move { tool.call(input, cx).await });
 
         let stopped = tokio::select! {
+            // Cancellation and the timeout are checked first, so that a tool which returns
+            // because it saw its token cancelled is reported as cancelled.
+            biased;
+            () = scope.cancel.cancelled() => ExecError::Cancelled { tool: tool_name },
+            () = tokio::time::sleep(timeout) => ExecError::TimedOut { tool: tool_name, after: timeout },
             joined = &mut task => {
                 return match joined {
                     Ok(Ok(output)) => Ok(output),
@@ -342,8 +347,6 @@ impl Executor {
                     Err(_) => Err(ExecError::Cancelled { tool: tool_name }),
                 };
             }
-            () = scope.cancel.cancelled() => ExecError::Cancelled { tool: tool_name },
-            () = tokio::time::sleep(timeout) => ExecError::TimedOut { tool: tool_name, after: timeout },
         };
         // Tell the tool to stop, give it a moment to clean up (kill its children, say), then
         // abort it. Dropping the task's future runs the tool's drop guards.
@@ -465,8 +468,10 @@ impl ExecutorBuilder {
     }
 }
 
-/// Polls `future`, turning a panic into its message.
-async fn guarded<F: Future>(future: F) -> Result<F::Output, String> {
+/// Builds the future with `make` and polls it, turning a panic in either into its message.
+async fn guarded<F: Future>(make: impl FnOnce() -> F) -> Result<F::Output, String> {
+    let future =
+        std::panic::catch_unwind(AssertUnwindSafe(make)).map_err(|panic| panic_message(&*panic))?;
     AssertUnwindSafe(future)
         .catch_unwind()
         .await

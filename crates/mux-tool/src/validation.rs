@@ -32,13 +32,17 @@ impl fmt::Display for ArgumentProblem {
 /// A compiled input schema.
 pub(crate) struct ArgsValidator {
     validator: jsonschema::Validator,
+    schema: Value,
 }
 
 impl ArgsValidator {
     /// Compiles the spec's input schema. No remote `$ref` is ever fetched.
     pub(crate) fn compile(spec: &ToolSpec) -> Result<Self, SpecError> {
         jsonschema::validator_for(&spec.input_schema)
-            .map(|validator| Self { validator })
+            .map(|validator| Self {
+                validator,
+                schema: spec.input_schema.clone(),
+            })
             .map_err(|err| SpecError::InvalidSchema {
                 tool: spec.name.to_string(),
                 reason: err.to_string(),
@@ -52,11 +56,31 @@ impl ArgsValidator {
         }
         self.validator
             .iter_errors(input)
-            .map(|err| ArgumentProblem {
-                path: err.instance_path().to_string(),
-                message: truncate_str(&err.to_string(), MAX_PROBLEM_LEN).into_owned(),
+            .map(|err| {
+                let message = self
+                    .allowed_values(err.schema_path().as_str())
+                    .map(|allowed| format!("{} is not one of {allowed}", err.instance()))
+                    .unwrap_or_else(|| err.to_string());
+                ArgumentProblem {
+                    path: err.instance_path().to_string(),
+                    message: truncate_str(&message, MAX_PROBLEM_LEN).into_owned(),
+                }
             })
             .collect()
+    }
+
+    /// For a failed `oneOf`/`anyOf` whose branches are all constants (what schemars generates
+    /// for a documented enum), the allowed values, so the message can list them.
+    fn allowed_values(&self, schema_path: &str) -> Option<String> {
+        if !(schema_path.ends_with("/oneOf") || schema_path.ends_with("/anyOf")) {
+            return None;
+        }
+        let branches = self.schema.pointer(schema_path)?.as_array()?;
+        let values: Option<Vec<String>> = branches
+            .iter()
+            .map(|branch| branch.get("const").map(Value::to_string))
+            .collect();
+        values.map(|values| values.join(", "))
     }
 }
 

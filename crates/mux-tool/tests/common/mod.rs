@@ -1,0 +1,152 @@
+//! Tools and helpers shared by the integration tests.
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mux_tool::{Registry, Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+#[derive(Deserialize, JsonSchema)]
+pub struct EchoArgs {
+    /// Text to echo.
+    pub text: String,
+}
+
+/// Echoes its text; read-only.
+pub struct Echo;
+
+impl TypedTool for Echo {
+    type Args = EchoArgs;
+    const NAME: &'static str = "echo";
+    fn description(&self) -> String {
+        "Echoes its text".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+    async fn call(&self, args: EchoArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(args.text))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct SleepArgs {
+    /// Milliseconds to sleep.
+    pub ms: u64,
+    /// Echoed back after the sleep.
+    #[serde(default)]
+    pub tag: String,
+}
+
+/// Sleeps, then returns its tag; read-only. Counts how many calls noticed cancellation.
+#[derive(Default, Clone)]
+pub struct Sleep {
+    pub saw_cancel: Arc<AtomicUsize>,
+}
+
+impl TypedTool for Sleep {
+    type Args = SleepArgs;
+    const NAME: &'static str = "sleep";
+    fn description(&self) -> String {
+        "Sleeps".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+    async fn call(&self, args: SleepArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(args.ms)) => Ok(ToolOutput::text(args.tag)),
+            () = cx.cancellation().cancelled() => {
+                self.saw_cancel.fetch_add(1, Ordering::SeqCst);
+                Err(ToolError::Cancelled)
+            }
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct RunArgs {
+    /// A shell command.
+    pub command: String,
+}
+
+/// Pretends to run a command; not read-only, so it needs approval.
+pub struct Run;
+
+impl TypedTool for Run {
+    type Args = RunArgs;
+    const NAME: &'static str = "run";
+    fn description(&self) -> String {
+        "Runs a command".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::destructive()
+    }
+    fn subject(&self, args: &RunArgs) -> Subject {
+        Subject::command(&args.command)
+    }
+    async fn call(&self, args: RunArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!("ran {}", args.command)))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct NoArgs {}
+
+/// Panics when called.
+pub struct Explode;
+
+impl TypedTool for Explode {
+    type Args = NoArgs;
+    const NAME: &'static str = "explode";
+    fn description(&self) -> String {
+        "Panics".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+    async fn call(&self, _args: NoArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        panic!("boom in the tool")
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct BigArgs {
+    /// The text to repeat.
+    pub unit: String,
+    /// How many times.
+    pub times: usize,
+}
+
+/// Returns a large text; read-only.
+pub struct Big;
+
+impl TypedTool for Big {
+    type Args = BigArgs;
+    const NAME: &'static str = "big";
+    fn description(&self) -> String {
+        "Returns big output".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+    async fn call(&self, args: BigArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        cx.output("starting").await;
+        cx.progress(1.0, Some(2.0), Some("halfway".into())).await;
+        Ok(ToolOutput::text(args.unit.repeat(args.times)))
+    }
+}
+
+/// A registry holding every test tool.
+pub fn registry() -> Registry {
+    let registry = Registry::new();
+    registry.register_typed(Echo).unwrap();
+    registry.register_typed(Sleep::default()).unwrap();
+    registry.register_typed(Run).unwrap();
+    registry.register_typed(Explode).unwrap();
+    registry.register_typed(Big).unwrap();
+    registry
+}
