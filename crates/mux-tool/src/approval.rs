@@ -1,5 +1,7 @@
 //! The approval gate: the seam where the permission layer and the human decide.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::{BoxFuture, Subject, ToolCall, ToolSpec};
@@ -9,8 +11,8 @@ use crate::{BoxFuture, Subject, ToolCall, ToolSpec};
 pub struct ApprovalRequest<'a> {
     /// The call, with validated (and possibly rewritten) arguments.
     pub call: &'a ToolCall,
-    /// The tool's spec.
-    pub spec: &'a ToolSpec,
+    /// The tool's spec, shared: a gate that keeps it clones the `Arc`, not the schema.
+    pub spec: &'a Arc<ToolSpec>,
     /// What the call touches.
     pub subject: &'a Subject,
     /// The pre-hook that approved the call in advance, if one did.
@@ -102,7 +104,7 @@ pub struct OwnedApprovalRequest {
     /// The call.
     pub call: ToolCall,
     /// The tool's spec.
-    pub spec: ToolSpec,
+    pub spec: Arc<ToolSpec>,
     /// What the call touches.
     pub subject: Subject,
     /// The pre-hook that approved the call in advance, if one did.
@@ -113,7 +115,7 @@ impl From<ApprovalRequest<'_>> for OwnedApprovalRequest {
     fn from(request: ApprovalRequest<'_>) -> Self {
         Self {
             call: request.call.clone(),
-            spec: request.spec.clone(),
+            spec: Arc::clone(request.spec),
             subject: request.subject.clone(),
             pre_approved_by: request.pre_approved_by.map(str::to_owned),
         }

@@ -283,7 +283,7 @@ impl Executor {
             };
         let request = ApprovalRequest {
             call,
-            spec,
+            spec: &entry.spec,
             subject: &subject,
             pre_approved_by,
         };

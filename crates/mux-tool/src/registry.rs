@@ -10,6 +10,8 @@ use crate::{SpecError, Tool, ToolFilter, ToolSpec, Typed, TypedTool};
 /// A registered tool with its compiled input schema.
 pub(crate) struct Entry {
     pub(crate) tool: Arc<dyn Tool>,
+    /// A shared copy of the tool's spec, so gates can keep it without cloning the schema.
+    pub(crate) spec: Arc<ToolSpec>,
     pub(crate) validator: ArgsValidator,
 }
 
@@ -161,7 +163,12 @@ impl Registry {
 
     fn entry_for(tool: Arc<dyn Tool>) -> Result<Entry, RegistryError> {
         let validator = ArgsValidator::compile(tool.spec())?;
-        Ok(Entry { tool, validator })
+        let spec = Arc::new(tool.spec().clone());
+        Ok(Entry {
+            tool,
+            spec,
+            validator,
+        })
     }
 }
 

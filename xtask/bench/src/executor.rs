@@ -7,6 +7,9 @@ use mux_tool::{
     Approval, CallScope, Executor, PostHookAction, PreHookAction, Registry, Tool, ToolCall,
     ToolContext, ToolError, ToolOutput, Typed, TypedTool,
 };
+use std::future::Future;
+use std::sync::Arc;
+
 use serde_json::json;
 use tokio::runtime::{Builder, Runtime};
 
@@ -49,13 +52,15 @@ fn executor() -> Result<Executor, String> {
 }
 
 fn measure(runtime: &Runtime, flavour: &str) -> Result<Row, String> {
-    let executor = executor()?;
-    let direct = Typed::new(Noop).map_err(|err| format!("building the no-op tool: {err}"))?;
-    let input = json!({"text": "hello", "count": 3});
-    let scope = CallScope::default();
+    let executor = Arc::new(executor()?);
+    let direct =
+        Arc::new(Typed::new(Noop).map_err(|err| format!("building the no-op tool: {err}"))?);
 
     let through_executor = per_iter(SAMPLES, ITERS, |iters| {
-        runtime.block_on(async {
+        let executor = Arc::clone(&executor);
+        on_worker(runtime, async move {
+            let input = json!({"text": "hello", "count": 3});
+            let scope = CallScope::default();
             for i in 0..iters {
                 let call = ToolCall::new(i.to_string(), "noop", input.clone());
                 let outcome = executor.execute(call, &scope).await;
@@ -64,10 +69,13 @@ fn measure(runtime: &Runtime, flavour: &str) -> Result<Row, String> {
         });
     });
     let baseline = per_iter(SAMPLES, ITERS, |iters| {
-        runtime.block_on(async {
+        let direct = Arc::clone(&direct);
+        on_worker(runtime, async move {
+            let input = json!({"text": "hello", "count": 3});
             for i in 0..iters {
-                let _id = i.to_string();
-                let output = direct.call(input.clone(), ToolContext::new("direct")).await;
+                let output = direct
+                    .call(input.clone(), ToolContext::new(i.to_string()))
+                    .await;
                 assert!(output.is_ok());
             }
         });
@@ -79,6 +87,13 @@ fn measure(runtime: &Runtime, flavour: &str) -> Result<Row, String> {
         baseline: "direct Tool::call, same tool".to_owned(),
         baseline_value: baseline.as_nanos() as f64,
     })
+}
+
+/// Runs `work` as a task on the runtime's workers, as an agent loop would, rather than on the
+/// thread that calls `block_on`.
+fn on_worker(runtime: &Runtime, work: impl Future<Output = ()> + Send + 'static) {
+    let joined = runtime.block_on(runtime.spawn(work));
+    assert!(joined.is_ok(), "the benchmark task panicked");
 }
 
 /// Runs on a current-thread runtime and on a two-worker runtime (where each call's task may

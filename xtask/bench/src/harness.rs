@@ -42,12 +42,12 @@ pub(crate) fn per_iter(samples: usize, iters: u32, mut f: impl FnMut(u32)) -> Du
 /// A plain-text table of the rows.
 pub(crate) fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<44} {:>12} {:<6} {:<34} {:>12} {:>8}\n",
+        "{:<56} {:>10} {:<5} {:<32} {:>10} {:>7}\n",
         "benchmark", "value", "unit", "baseline", "baseline", "ratio"
     );
     for row in rows {
         out.push_str(&format!(
-            "{:<44} {:>12.1} {:<6} {:<34} {:>12.1} {:>8.2}\n",
+            "{:<56} {:>10.1} {:<5} {:<32} {:>10.1} {:>7.2}\n",
             row.name,
             row.value,
             row.unit,
