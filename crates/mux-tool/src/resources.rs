@@ -24,12 +24,33 @@ type Slot = Arc<dyn Any + Send + Sync>;
 #[derive(Clone, Default)]
 pub struct Resources {
     map: Arc<RwLock<HashMap<TypeId, Slot>>>,
+    parent: Option<Arc<Resources>>,
 }
 
 impl Resources {
     /// An empty map.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A layer over `self`: values inserted into the child stay in it, and lookups fall back to
+    /// `self` (and its parents). Useful for per-run values beside process-wide ones.
+    ///
+    /// ```
+    /// use mux_tool::Resources;
+    ///
+    /// let shared = Resources::new();
+    /// shared.insert(1u32);
+    /// let run = shared.child();
+    /// run.insert("per run");
+    /// assert_eq!(*run.get::<u32>().unwrap(), 1);
+    /// assert!(shared.get::<&str>().is_none());
+    /// ```
+    pub fn child(&self) -> Resources {
+        Resources {
+            map: Arc::default(),
+            parent: Some(Arc::new(self.clone())),
+        }
     }
 
     /// Stores `value`, replacing any earlier value of the same type, and returns the earlier one.
@@ -47,19 +68,28 @@ impl Resources {
         previous.and_then(|slot| slot.downcast::<T>().ok())
     }
 
-    /// The value of type `T`, if one was stored.
+    /// The value of type `T`, if one was stored here or in a parent.
     pub fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
         let slot = self
             .map
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&TypeId::of::<T>())
-            .cloned()?;
-        slot.downcast::<T>().ok()
+            .cloned();
+        match slot {
+            Some(slot) => slot.downcast::<T>().ok(),
+            None => self.parent.as_ref()?.get::<T>(),
+        }
     }
 
-    /// The value of type `T`, inserting `make()` first if there is none.
+    /// The value of type `T` (here or in a parent), inserting `make()` here first if there is
+    /// none.
     pub fn get_or_insert_with<T: Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Arc<T> {
+        if let Some(inherited) = self.parent.as_ref().and_then(|parent| parent.get::<T>()) {
+            if !self.contains_here::<T>() {
+                return inherited;
+            }
+        }
         let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
         let id = TypeId::of::<T>();
         if let Some(existing) = map
@@ -101,5 +131,31 @@ impl fmt::Debug for Resources {
         f.debug_struct("Resources")
             .field("len", &self.len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_sees_its_parent_and_shadows_it() {
+        let parent = Resources::new();
+        parent.insert(String::from("parent"));
+        parent.insert(7u8);
+        let child = parent.child();
+        child.insert(String::from("child"));
+        assert_eq!(*child.get::<String>().unwrap(), "child");
+        assert_eq!(*parent.get::<String>().unwrap(), "parent");
+        assert_eq!(*child.get::<u8>().unwrap(), 7);
+        assert!(child.contains::<u8>());
+        assert_eq!(child.len(), 1);
+        // Values inserted into the parent later are visible through the child.
+        parent.insert(1.5f64);
+        assert_eq!(*child.get::<f64>().unwrap(), 1.5);
+        // get_or_insert_with finds the inherited value instead of shadowing it.
+        assert_eq!(*child.get_or_insert_with(|| 9u8), 7);
+        assert_eq!(*child.get_or_insert_with(|| 3u16), 3);
+        assert!(parent.get::<u16>().is_none());
     }
 }
