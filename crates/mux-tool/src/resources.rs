@@ -104,15 +104,23 @@ impl Resources {
         value
     }
 
-    /// Whether a value of type `T` is stored.
+    /// Whether a value of type `T` is stored here or in a parent.
     pub fn contains<T: Any + Send + Sync>(&self) -> bool {
+        self.contains_here::<T>()
+            || self
+                .parent
+                .as_ref()
+                .is_some_and(|parent| parent.contains::<T>())
+    }
+
+    fn contains_here<T: Any + Send + Sync>(&self) -> bool {
         self.map
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .contains_key(&TypeId::of::<T>())
     }
 
-    /// The number of stored values.
+    /// The number of values stored in this layer (parents not counted).
     pub fn len(&self) -> usize {
         self.map
             .read()
