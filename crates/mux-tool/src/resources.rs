@@ -85,10 +85,10 @@ impl Resources {
     /// The value of type `T` (here or in a parent), inserting `make()` here first if there is
     /// none.
     pub fn get_or_insert_with<T: Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Arc<T> {
-        if let Some(inherited) = self.parent.as_ref().and_then(|parent| parent.get::<T>()) {
-            if !self.contains_here::<T>() {
-                return inherited;
-            }
+        if !self.contains_here::<T>()
+            && let Some(inherited) = self.parent.as_ref().and_then(|parent| parent.get::<T>())
+        {
+            return inherited;
         }
         let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
         let id = TypeId::of::<T>();
