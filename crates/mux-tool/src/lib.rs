@@ -2,6 +2,8 @@
 #![forbid(unsafe_code)]
 
 pub mod approval;
+#[cfg(feature = "builtin")]
+pub mod builtin;
 mod call;
 mod context;
 mod executor;

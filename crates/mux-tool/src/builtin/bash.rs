@@ -1,0 +1,448 @@
+//! `bash`: a shell command in the root, with a timeout, capped and streamed output, and the
+//! whole process group killed on cancel, timeout or drop.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::Sandbox;
+use super::text::{decode_head, decode_tail};
+use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+
+/// The timeout when the call gives no `timeout_ms`.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The longest timeout a call may ask for.
+const MAX_TIMEOUT: Duration = Duration::from_secs(600);
+/// How many bytes of output are kept, by default: half from the start, half from the end.
+const DEFAULT_MAX_OUTPUT_BYTES: usize = 30_000;
+/// The variables kept by [`Bash::scrub_env`] when given [`DEFAULT_KEPT_ENV`].
+pub const DEFAULT_KEPT_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR",
+    "TZ",
+];
+/// How long the output pipes may stay open after the command has exited and its group was
+/// killed (a process that left the group can hold them).
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The arguments of `bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashArgs {
+    /// The command line, run with `bash -c` in the workspace root.
+    pub command: String,
+    /// How long the command may run, in milliseconds. Default: 120000; at most 600000.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 600_000))]
+    pub timeout_ms: Option<u64>,
+}
+
+/// Runs a shell command in the sandbox root.
+///
+/// The command gets its own process group. On cancellation, on timeout, when the call's
+/// future is dropped, and after the command exits (background jobs included) the whole group
+/// is killed with `SIGKILL`, grandchildren too. Output (stdout and stderr interleaved) is
+/// streamed through [`ToolContext::output`] and kept up to a cap, head and tail, with a marker
+/// saying how much was left out in between. A non-zero exit is an error output.
+///
+/// Unix only: elsewhere every call fails with an error that says so.
+#[derive(Clone, Debug)]
+pub struct Bash {
+    sandbox: Sandbox,
+    shell: OsString,
+    default_timeout: Duration,
+    max_output_bytes: usize,
+    kept_env: Option<Vec<String>>,
+}
+
+impl Bash {
+    /// `bash` confined to `sandbox`, inheriting the environment.
+    pub fn new(sandbox: Sandbox) -> Self {
+        Self {
+            sandbox,
+            shell: OsString::from("bash"),
+            default_timeout: DEFAULT_TIMEOUT,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            kept_env: None,
+        }
+    }
+
+    /// Runs commands with `shell -c` instead of `bash -c`.
+    pub fn shell(mut self, shell: impl Into<OsString>) -> Self {
+        self.shell = shell.into();
+        self
+    }
+
+    /// The timeout of a call that gives none (capped at 600 s).
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.default_timeout = timeout.min(MAX_TIMEOUT);
+        self
+    }
+
+    /// Keeps at most `bytes` bytes of output.
+    pub fn max_output_bytes(mut self, bytes: usize) -> Self {
+        self.max_output_bytes = bytes;
+        self
+    }
+
+    /// Starts commands with an empty environment except the variables named in `keep`
+    /// (see [`DEFAULT_KEPT_ENV`]), so secrets in the parent's environment do not reach them.
+    pub fn scrub_env<I, S>(mut self, keep: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.kept_env = Some(keep.into_iter().map(Into::into).collect());
+        self
+    }
+
+    fn timeout(&self, args: &BashArgs) -> Result<Duration, ToolError> {
+        match args.timeout_ms {
+            None => Ok(self.default_timeout),
+            Some(0) => Err(ToolError::InvalidArguments(
+                "timeout_ms must be at least 1".into(),
+            )),
+            Some(ms) if Duration::from_millis(ms) > MAX_TIMEOUT => {
+                Err(ToolError::InvalidArguments(format!(
+                    "timeout_ms {ms} is more than the maximum of {}",
+                    MAX_TIMEOUT.as_millis()
+                )))
+            }
+            Some(ms) => Ok(Duration::from_millis(ms)),
+        }
+    }
+}
+
+impl TypedTool for Bash {
+    type Args = BashArgs;
+    const NAME: &'static str = "bash";
+
+    fn description(&self) -> String {
+        "Runs a shell command with bash -c in the workspace root and returns its combined \
+         stdout and stderr and exit code. Long output keeps its start and end. The command and \
+         everything it started are killed at the timeout (timeout_ms, default 120000)."
+            .into()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::destructive().with_open_world(true)
+    }
+
+    fn subject(&self, args: &BashArgs) -> Subject {
+        Subject::command(&args.command)
+    }
+
+    async fn call(&self, args: BashArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let timeout = self.timeout(&args)?;
+        if args.command.trim().is_empty() {
+            return Err(ToolError::InvalidArguments("command is empty".into()));
+        }
+        let root = self.sandbox.resolve_existing(".")?;
+        run::run(self, &args.command, root.real(), timeout, &cx).await
+    }
+}
+
+/// Output kept within a cap: the first half and the last half, with a count of what fell out
+/// between them.
+#[derive(Debug)]
+pub(crate) struct HeadTail {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    head_cap: usize,
+    tail_cap: usize,
+    omitted: usize,
+}
+
+impl HeadTail {
+    pub(crate) fn new(cap: usize) -> Self {
+        let head_cap = cap / 2;
+        Self {
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            head_cap,
+            tail_cap: cap - head_cap,
+            omitted: 0,
+        }
+    }
+
+    pub(crate) fn push(&mut self, mut bytes: &[u8]) {
+        let room = self.head_cap - self.head.len();
+        let to_head = room.min(bytes.len());
+        self.head.extend_from_slice(&bytes[..to_head]);
+        bytes = &bytes[to_head..];
+        self.tail.extend(bytes);
+        let excess = self.tail.len().saturating_sub(self.tail_cap);
+        if excess > 0 {
+            self.tail.drain(..excess);
+            self.omitted += excess;
+        }
+    }
+
+    /// Bytes that were dropped.
+    pub(crate) fn omitted(&self) -> usize {
+        self.omitted
+    }
+
+    /// The kept text, with a marker where bytes were dropped; no character is split.
+    pub(crate) fn text(&self) -> String {
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        if self.omitted == 0 {
+            let mut all = self.head.clone();
+            all.extend_from_slice(&tail);
+            return String::from_utf8_lossy(&all).into_owned();
+        }
+        format!(
+            "{}\n[… {} bytes of output omitted …]\n{}",
+            decode_head(&self.head),
+            self.omitted,
+            decode_tail(&tail)
+        )
+    }
+}
+
+#[cfg(unix)]
+mod run {
+    use std::path::Path;
+    use std::process::{ExitStatus, Stdio};
+    use std::time::Duration;
+
+    use rustix::process::{Pid, Signal, kill_process_group};
+    use serde_json::json;
+    use tokio::io::{AsyncRead, AsyncReadExt};
+    use tokio::process::Command;
+    use tokio::sync::mpsc;
+
+    use super::{Bash, DRAIN_TIMEOUT, HeadTail};
+    use crate::builtin::text::Utf8Stream;
+    use crate::{ToolContext, ToolError, ToolOutput};
+
+    /// A process group that is killed when this is dropped, unless disarmed.
+    struct GroupGuard {
+        group: Option<Pid>,
+    }
+
+    impl GroupGuard {
+        fn kill(&self) {
+            if let Some(group) = self.group {
+                // ESRCH (no process left in the group) is the outcome we want anyway.
+                let _ = kill_process_group(group, Signal::KILL);
+            }
+        }
+
+        fn disarm(&mut self) {
+            self.group = None;
+        }
+    }
+
+    impl Drop for GroupGuard {
+        fn drop(&mut self) {
+            self.kill();
+        }
+    }
+
+    enum End {
+        Exited(ExitStatus),
+        TimedOut,
+    }
+
+    pub(super) async fn run(
+        bash: &Bash,
+        command: &str,
+        root: &Path,
+        timeout: Duration,
+        cx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let mut cmd = Command::new(&bash.shell);
+        cmd.arg("-c")
+            .arg(command)
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(keep) = &bash.kept_env {
+            cmd.env_clear();
+            for name in keep {
+                if let Some(value) = std::env::var_os(name) {
+                    cmd.env(name, value);
+                }
+            }
+        }
+        let mut child = cmd.spawn().map_err(|err| {
+            ToolError::failed(format!(
+                "cannot start {}: {err}",
+                bash.shell.to_string_lossy()
+            ))
+        })?;
+        let mut guard = GroupGuard {
+            group: child
+                .id()
+                .and_then(|id| i32::try_from(id).ok())
+                .and_then(Pid::from_raw),
+        };
+
+        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(32);
+        let readers = [
+            child.stdout.take().map(|out| forward(out, tx.clone())),
+            child.stderr.take().map(|err| forward(err, tx.clone())),
+        ];
+        drop(tx);
+
+        let mut kept = HeadTail::new(bash.max_output_bytes);
+        let mut stream = Utf8Stream::default();
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let end = loop {
+            tokio::select! {
+                () = cx.cancellation().cancelled() => {
+                    guard.kill();
+                    let _ = tokio::time::timeout(DRAIN_TIMEOUT, child.wait()).await;
+                    return Err(ToolError::Cancelled);
+                }
+                () = &mut deadline => {
+                    guard.kill();
+                    let _ = tokio::time::timeout(DRAIN_TIMEOUT, child.wait()).await;
+                    break End::TimedOut;
+                }
+                Some(chunk) = rx.recv() => {
+                    kept.push(&chunk);
+                    let text = stream.push(&chunk);
+                    if !text.is_empty() {
+                        cx.output(text).await;
+                    }
+                }
+                status = child.wait() => break End::Exited(status?),
+            }
+        };
+        // Background jobs the command left behind die with it; then the pipes close.
+        guard.kill();
+        guard.disarm();
+        let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+            while let Some(chunk) = rx.recv().await {
+                kept.push(&chunk);
+                let text = stream.push(&chunk);
+                if !text.is_empty() {
+                    cx.output(text).await;
+                }
+            }
+        })
+        .await;
+        for reader in readers.into_iter().flatten() {
+            reader.abort();
+        }
+        let rest = stream.finish();
+        if !rest.is_empty() {
+            cx.output(rest).await;
+        }
+
+        let mut text = kept.text();
+        let (note, is_error, code) = match end {
+            End::TimedOut => (
+                format!(
+                    "[timed out after {} ms; the command and its child processes were killed]",
+                    timeout.as_millis()
+                ),
+                true,
+                None,
+            ),
+            End::Exited(status) => match status.code() {
+                Some(0) => (String::new(), false, Some(0)),
+                Some(code) => (format!("[exit code {code}]"), true, Some(code)),
+                None => (
+                    format!("[terminated by a signal: {status}]"),
+                    true,
+                    None,
+                ),
+            },
+        };
+        if text.is_empty() && note.is_empty() {
+            text.push_str("(no output)");
+        }
+        if drained.is_err() {
+            text.push_str("\n[output pipes stayed open after the command exited; stopped reading]");
+        }
+        if !note.is_empty() {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&note);
+        }
+        let mut output = ToolOutput::text(text)
+            .with_metadata("exit_code", json!(code))
+            .with_metadata("timed_out", json!(matches!(end, End::TimedOut)))
+            .with_metadata("omitted_bytes", json!(kept.omitted()));
+        output.is_error = is_error;
+        Ok(output)
+    }
+
+    /// Copies a pipe into `tx` chunk by chunk until it closes.
+    fn forward(
+        mut pipe: impl AsyncRead + Unpin + Send + 'static,
+        tx: mpsc::Sender<Vec<u8>>,
+    ) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 8192];
+            loop {
+                match pipe.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if tx.send(buf[..n].to_vec()).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+#[cfg(not(unix))]
+mod run {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use super::Bash;
+    use crate::{ToolContext, ToolError, ToolOutput};
+
+    pub(super) async fn run(
+        _bash: &Bash,
+        _command: &str,
+        _root: &Path,
+        _timeout: Duration,
+        _cx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        Err(ToolError::failed(
+            "the bash tool runs on Unix only (it needs process groups to kill a command's children)",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HeadTail;
+
+    #[test]
+    fn short_output_is_kept_whole() {
+        let mut kept = HeadTail::new(100);
+        kept.push(b"hello ");
+        kept.push(b"world");
+        assert_eq!(kept.text(), "hello world");
+        assert_eq!(kept.omitted(), 0);
+    }
+
+    #[test]
+    fn long_output_keeps_head_and_tail_without_splitting_characters() {
+        let mut kept = HeadTail::new(9);
+        for _ in 0..10 {
+            kept.push("日本語".as_bytes());
+        }
+        let text = kept.text();
+        assert!(text.starts_with("日\n"), "{text}");
+        assert!(text.ends_with("\n語"), "{text}");
+        assert!(text.contains("[… 81 bytes of output omitted …]"), "{text}");
+        assert!(!text.contains('\u{FFFD}'));
+    }
+}

@@ -1,0 +1,134 @@
+//! `edit_file`: exact string replacement, unique unless `replace_all` is set.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::write_file::atomic_write;
+use super::{Sandbox, blocking};
+use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+
+/// The largest file `edit_file` loads, by default.
+const DEFAULT_MAX_EDIT_BYTES: u64 = 10 * 1024 * 1024;
+
+/// The arguments of `edit_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditFileArgs {
+    /// The file to edit, relative to the root.
+    pub path: String,
+    /// The exact text to replace, including whitespace and indentation.
+    pub old_string: String,
+    /// The text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of requiring exactly one. Default: false.
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+/// Replaces an exact string in a text file and writes the file atomically.
+///
+/// `old_string` must occur exactly once unless `replace_all` is set; "not found" and "found N
+/// times" are errors that say so, and the file is left untouched.
+#[derive(Clone, Debug)]
+pub struct EditFile {
+    sandbox: Sandbox,
+    max_bytes: u64,
+}
+
+impl EditFile {
+    /// `edit_file` confined to `sandbox`.
+    pub fn new(sandbox: Sandbox) -> Self {
+        Self {
+            sandbox,
+            max_bytes: DEFAULT_MAX_EDIT_BYTES,
+        }
+    }
+
+    /// Refuses files larger than `bytes`.
+    pub fn max_bytes(mut self, bytes: u64) -> Self {
+        self.max_bytes = bytes;
+        self
+    }
+}
+
+impl TypedTool for EditFile {
+    type Args = EditFileArgs;
+    const NAME: &'static str = "edit_file";
+
+    fn description(&self) -> String {
+        "Replaces exact text in a file under the workspace root. old_string must match the file \
+         exactly (whitespace included) and occur once, unless replace_all is true. Read the file \
+         first; copy the text without the line-number prefix."
+            .into()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::destructive()
+    }
+
+    fn subject(&self, args: &EditFileArgs) -> Subject {
+        Subject::path(&args.path)
+    }
+
+    async fn call(&self, args: EditFileArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let tool = self.clone();
+        blocking(move || tool.edit(&args)).await
+    }
+}
+
+impl EditFile {
+    fn edit(&self, args: &EditFileArgs) -> Result<ToolOutput, ToolError> {
+        if args.old_string.is_empty() {
+            return Err(ToolError::InvalidArguments(
+                "old_string is empty; to create or replace a whole file use write_file".into(),
+            ));
+        }
+        if args.old_string == args.new_string {
+            return Err(ToolError::InvalidArguments(
+                "old_string and new_string are the same; there is nothing to change".into(),
+            ));
+        }
+        let resolved = self.sandbox.resolve_existing(&args.path)?;
+        let shown = resolved.display();
+        let meta = std::fs::metadata(resolved.real())?;
+        if !meta.is_file() {
+            return Err(ToolError::failed(format!("{shown} is not a regular file")));
+        }
+        if meta.len() > self.max_bytes {
+            return Err(ToolError::failed(format!(
+                "{shown} is {} bytes, more than the {} bytes edit_file loads",
+                meta.len(),
+                self.max_bytes
+            )));
+        }
+        let bytes = std::fs::read(resolved.real())?;
+        let content = String::from_utf8(bytes).map_err(|_| {
+            ToolError::failed(format!("{shown} is not UTF-8 text; edit_file edits text only"))
+        })?;
+        let found = content.matches(args.old_string.as_str()).count();
+        match found {
+            0 => {
+                return Err(ToolError::failed(format!(
+                    "old_string was not found in {shown}; read the file and copy the text \
+                     exactly, whitespace included"
+                )));
+            }
+            1 => {}
+            n if !args.replace_all => {
+                return Err(ToolError::failed(format!(
+                    "old_string was found {n} times in {shown}; include more surrounding text \
+                     to make it unique, or set replace_all to replace every occurrence"
+                )));
+            }
+            _ => {}
+        }
+        let updated = content.replace(args.old_string.as_str(), &args.new_string);
+        atomic_write(resolved.real(), updated.as_bytes())?;
+        let noun = if found == 1 { "occurrence" } else { "occurrences" };
+        Ok(
+            ToolOutput::text(format!("Replaced {found} {noun} in {shown}"))
+                .with_metadata("replacements", json!(found)),
+        )
+    }
+}

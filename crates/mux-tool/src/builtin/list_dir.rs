@@ -1,0 +1,117 @@
+//! `list_dir`: the entries of one directory, gitignore-aware.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::walk::walk;
+use super::{Sandbox, blocking};
+use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+
+/// How many entries a call lists at most, by default.
+const DEFAULT_MAX_ENTRIES: usize = 1000;
+
+/// The arguments of `list_dir`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDirArgs {
+    /// The directory to list, relative to the root. Default: the root.
+    #[serde(default = "root")]
+    pub path: String,
+}
+
+fn root() -> String {
+    ".".to_owned()
+}
+
+/// Lists one directory, sorted by name: directories end in `/`, symlinks in `@`. Entries
+/// matched by `.gitignore` or `.ignore` files and the `.git` directory are left out.
+#[derive(Clone, Debug)]
+pub struct ListDir {
+    sandbox: Sandbox,
+    max_entries: usize,
+}
+
+impl ListDir {
+    /// `list_dir` confined to `sandbox`.
+    pub fn new(sandbox: Sandbox) -> Self {
+        Self {
+            sandbox,
+            max_entries: DEFAULT_MAX_ENTRIES,
+        }
+    }
+
+    /// Lists at most `entries` entries per call.
+    pub fn max_entries(mut self, entries: usize) -> Self {
+        self.max_entries = entries;
+        self
+    }
+}
+
+impl TypedTool for ListDir {
+    type Args = ListDirArgs;
+    const NAME: &'static str = "list_dir";
+
+    fn description(&self) -> String {
+        "Lists a directory under the workspace root (default: the root). Directories end in /, \
+         symlinks in @; gitignored entries are left out."
+            .into()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+
+    fn subject(&self, args: &ListDirArgs) -> Subject {
+        Subject::path(&args.path)
+    }
+
+    async fn call(&self, args: ListDirArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let tool = self.clone();
+        let cancel = cx.cancellation().clone();
+        blocking(move || {
+            let resolved = tool.sandbox.resolve_existing(&args.path)?;
+            let shown = resolved.display();
+            if !resolved.real().is_dir() {
+                return Err(ToolError::failed(format!(
+                    "{shown} is not a directory; use read_file to read a file"
+                )));
+            }
+            let mut lines = Vec::new();
+            let mut more = 0usize;
+            for entry in walk(resolved.real(), Some(1)) {
+                if cancel.is_cancelled() {
+                    return Err(ToolError::Cancelled);
+                }
+                let entry = entry.map_err(|err| ToolError::failed(err.to_string()))?;
+                if entry.depth() == 0 {
+                    continue;
+                }
+                if lines.len() == tool.max_entries {
+                    more += 1;
+                    continue;
+                }
+                let name = entry.file_name().to_string_lossy();
+                let suffix = match entry.file_type() {
+                    Some(kind) if kind.is_symlink() => "@",
+                    Some(kind) if kind.is_dir() => "/",
+                    _ => "",
+                };
+                lines.push(format!("{name}{suffix}"));
+            }
+            let count = lines.len();
+            let mut text = if lines.is_empty() {
+                format!("({shown} is empty)")
+            } else {
+                lines.join("\n")
+            };
+            if more > 0 {
+                text.push_str(&format!("\n[{more} more entries not shown]"));
+            }
+            Ok(ToolOutput::text(text)
+                .with_metadata("entries", json!(count))
+                .with_metadata("omitted", json!(more)))
+        })
+        .await
+    }
+}

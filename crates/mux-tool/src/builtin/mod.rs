@@ -1,0 +1,130 @@
+//! The built-in tools, confined to a [`Sandbox`] root (feature `builtin`; `web_fetch` needs
+//! the feature `web`).
+//!
+//! | tool | arguments | annotations | subject |
+//! |---|---|---|---|
+//! | [`read_file`](ReadFile) | `path`, `offset`, `limit` | read-only | path |
+//! | [`write_file`](WriteFile) | `path`, `content` | destructive | path |
+//! | [`edit_file`](EditFile) | `path`, `old_string`, `new_string`, `replace_all` | destructive | path |
+//! | [`list_dir`](ListDir) | `path` | read-only | path |
+//! | [`glob`](Glob) | `pattern`, `path` | read-only | path |
+//! | [`grep`](Grep) | `pattern`, `path`, `glob`, `ignore_case` | read-only | path |
+//! | [`bash`](Bash) | `command`, `timeout_ms` | destructive | command |
+//! | [`todo_write`](TodoWrite) | `todos` | idempotent | none |
+//! | `web_fetch` (feature `web`) | `url` | read-only, open world | URL |
+//!
+//! Every path is checked against the root on every call (see [`Sandbox`]): `..`, `~`,
+//! absolute paths outside the root and symlinks that lead out are refused with an error that
+//! says why.
+//!
+//! ```
+//! use mux_tool::builtin::{self, Sandbox};
+//! use mux_tool::{ApprovalPolicy, CallScope, Executor, Registry, ToolCall};
+//! use serde_json::json;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+//! let dir = tempfile::tempdir()?;
+//! let registry = Registry::new();
+//! builtin::register(&registry, &Sandbox::new(dir.path())?)?;
+//! let executor = Executor::builder(registry)
+//!     .approval_policy(ApprovalPolicy::Never)
+//!     .build();
+//!
+//! let write = ToolCall::new("1", "write_file", json!({"path": "src/hello.txt", "content": "hi\n"}));
+//! assert!(!executor.execute(write, &CallScope::default()).await.output().is_error);
+//!
+//! let read = ToolCall::new("2", "read_file", json!({"path": "src/hello.txt"}));
+//! assert_eq!(executor.execute(read, &CallScope::default()).await.output().to_text(), "     1\thi");
+//!
+//! let escape = ToolCall::new("3", "read_file", json!({"path": "../secret"}));
+//! let refused = executor.execute(escape, &CallScope::default()).await.output();
+//! assert!(refused.is_error && refused.to_text().contains("`..`"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod bash;
+mod edit_file;
+mod glob;
+mod grep;
+mod list_dir;
+mod read_file;
+mod sandbox;
+mod text;
+mod todo_write;
+mod walk;
+#[cfg(feature = "web")]
+mod web_fetch;
+mod write_file;
+
+use std::sync::Arc;
+
+pub use bash::{Bash, BashArgs, DEFAULT_KEPT_ENV};
+pub use edit_file::{EditFile, EditFileArgs};
+pub use glob::{Glob, GlobArgs};
+pub use grep::{Grep, GrepArgs};
+pub use list_dir::{ListDir, ListDirArgs};
+pub use read_file::{ReadFile, ReadFileArgs};
+pub use sandbox::{Sandbox, SandboxError, SandboxPath};
+pub use todo_write::{TodoCounts, TodoItem, TodoList, TodoStatus, TodoWrite, TodoWriteArgs};
+#[cfg(feature = "web")]
+pub use web_fetch::{WebFetch, WebFetchArgs};
+pub use write_file::{WriteFile, WriteFileArgs};
+
+use crate::{Registry, RegistryError, SpecError, Tool, ToolError, Typed, TypedTool};
+
+/// Why the built-in tools could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuiltinError {
+    /// A tool could not be registered (a name already taken, say).
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// A tool's spec is unusable.
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    /// The HTTP client for `web_fetch` could not be built.
+    #[cfg(feature = "web")]
+    #[error("cannot build the HTTP client for web_fetch: {0}")]
+    HttpClient(#[source] reqwest::Error),
+}
+
+/// Every built-in tool with default settings, confined to `sandbox`. Includes `web_fetch`
+/// when the feature `web` is on.
+pub fn tools(sandbox: &Sandbox) -> Result<Vec<Arc<dyn Tool>>, BuiltinError> {
+    fn typed<T: TypedTool>(tool: T) -> Result<Arc<dyn Tool>, BuiltinError> {
+        Ok(Arc::new(Typed::new(tool)?))
+    }
+    let mut tools = Vec::with_capacity(9);
+    tools.extend([
+        typed(ReadFile::new(sandbox.clone()))?,
+        typed(WriteFile::new(sandbox.clone()))?,
+        typed(EditFile::new(sandbox.clone()))?,
+        typed(ListDir::new(sandbox.clone()))?,
+        typed(Glob::new(sandbox.clone()))?,
+        typed(Grep::new(sandbox.clone()))?,
+        typed(Bash::new(sandbox.clone()))?,
+        typed(TodoWrite)?,
+    ]);
+    #[cfg(feature = "web")]
+    tools.push(typed(WebFetch::new().map_err(BuiltinError::HttpClient)?)?);
+    Ok(tools)
+}
+
+/// Registers every built-in tool (see [`tools`]) in `registry`.
+pub fn register(registry: &Registry, sandbox: &Sandbox) -> Result<(), BuiltinError> {
+    for tool in tools(sandbox)? {
+        registry.register_shared(tool)?;
+    }
+    Ok(())
+}
+
+/// Runs blocking file-system work off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|err| ToolError::failed(format!("the file operation did not finish: {err}")))?
+}

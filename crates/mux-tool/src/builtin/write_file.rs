@@ -1,0 +1,96 @@
+//! `write_file`: creates or replaces a file atomically, creating parent directories.
+
+use std::io::Write;
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{Sandbox, blocking};
+use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+
+/// The arguments of `write_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFileArgs {
+    /// The file to write, relative to the root. Missing parent directories are created.
+    pub path: String,
+    /// The complete new content of the file.
+    pub content: String,
+}
+
+/// Writes a whole file: the content goes to a temporary file in the same directory, which is
+/// then renamed over the target, so readers see the old file or the new one, never half.
+#[derive(Clone, Debug)]
+pub struct WriteFile {
+    sandbox: Sandbox,
+}
+
+impl WriteFile {
+    /// `write_file` confined to `sandbox`.
+    pub fn new(sandbox: Sandbox) -> Self {
+        Self { sandbox }
+    }
+}
+
+impl TypedTool for WriteFile {
+    type Args = WriteFileArgs;
+    const NAME: &'static str = "write_file";
+
+    fn description(&self) -> String {
+        "Writes a file under the workspace root, replacing it if it exists and creating missing \
+         parent directories. Give the complete content; to change part of a file use edit_file."
+            .into()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::destructive().with_idempotent(true)
+    }
+
+    fn subject(&self, args: &WriteFileArgs) -> Subject {
+        Subject::path(&args.path)
+    }
+
+    async fn call(&self, args: WriteFileArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let sandbox = self.sandbox.clone();
+        blocking(move || {
+            let resolved = sandbox.resolve(&args.path)?;
+            let shown = resolved.display();
+            let target = resolved.real();
+            if target.is_dir() {
+                return Err(ToolError::failed(format!(
+                    "{shown} is a directory; give a file path"
+                )));
+            }
+            let existed = target.exists();
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            atomic_write(target, args.content.as_bytes())?;
+            let verb = if existed { "Overwrote" } else { "Created" };
+            Ok(
+                ToolOutput::text(format!("{verb} {shown} ({} bytes)", args.content.len()))
+                    .with_metadata("bytes", json!(args.content.len()))
+                    .with_metadata("created", json!(!existed)),
+            )
+        })
+        .await
+    }
+}
+
+/// Writes `bytes` to `target` through a temporary file in the same directory and a rename.
+/// An existing file keeps its permissions.
+pub(crate) fn atomic_write(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = target.parent().unwrap_or_else(|| Path::new("."));
+    let mut temp = tempfile::Builder::new()
+        .prefix(".mux-write-")
+        .tempfile_in(dir)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    if let Ok(meta) = std::fs::metadata(target) {
+        temp.as_file().set_permissions(meta.permissions())?;
+    }
+    temp.persist(target).map_err(|err| err.error)?;
+    Ok(())
+}
