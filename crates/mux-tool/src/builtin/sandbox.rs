@@ -170,7 +170,10 @@ impl SandboxPath {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Sandbox {
+    /// The real path of the root.
     root: PathBuf,
+    /// The root as configured (made absolute), which absolute paths may also start with.
+    configured: PathBuf,
 }
 
 impl Sandbox {
@@ -179,7 +182,11 @@ impl Sandbox {
     pub fn new(root: impl AsRef<Path>) -> Result<Self, SandboxError> {
         let root = root.as_ref();
         let real = canonical_root(root)?;
-        Ok(Self { root: real })
+        let configured = std::path::absolute(root).unwrap_or_else(|_| real.clone());
+        Ok(Self {
+            root: real,
+            configured,
+        })
     }
 
     /// The root's real path as of construction.
@@ -280,6 +287,7 @@ impl Sandbox {
             given
                 .strip_prefix(root)
                 .or_else(|_| given.strip_prefix(&self.root))
+                .or_else(|_| given.strip_prefix(&self.configured))
                 .map_err(|_| SandboxError::OutsideRoot { path: owned() })?
         } else {
             given
