@@ -82,7 +82,7 @@ async fn runs_in_the_root_and_reports_the_exit_code() {
 
     let out = run(&bash, "echo oops >&2; exit 3").await;
     assert!(out.is_error);
-    assert_eq!(out.to_text(), "oops\n\n[exit code 3]");
+    assert_eq!(out.to_text(), "oops\n[exit code 3]");
     assert_eq!(out.metadata["exit_code"], json!(3));
 
     let out = run(&bash, "true").await;

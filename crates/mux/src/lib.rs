@@ -4,6 +4,8 @@
 //! | feature | module | what it brings |
 //! |---|---|---|
 //! | `tool` (default) | [`tool`] | the `Tool` trait, typed tools, registry, filters, executor |
+//! | `builtin` | [`builtin`] | files, search, bash and todo tools, sandboxed to a root |
+//! | `web` | [`builtin`] | adds `web_fetch` (reqwest with rustls) |
 //! | `full` | all of the above | every layer |
 //!
 //! Library authors who only define tools can depend on `mux-tool` directly; applications
@@ -46,6 +48,10 @@
 #[cfg(feature = "tool")]
 #[doc(inline)]
 pub use mux_tool as tool;
+
+#[cfg(feature = "builtin")]
+#[doc(inline)]
+pub use mux_tool::builtin;
 
 /// The names most programs need, in one import.
 pub mod prelude {

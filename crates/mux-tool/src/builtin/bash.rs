@@ -34,7 +34,6 @@ pub struct BashArgs {
     /// The command line, run with `bash -c` in the workspace root.
     pub command: String,
     /// How long the command may run, in milliseconds. Default: 120000; at most 600000.
-    #[serde(default)]
     #[schemars(range(min = 1, max = 600_000))]
     pub timeout_ms: Option<u64>,
 }
@@ -365,7 +364,7 @@ mod run {
             text.push_str("\n[output pipes stayed open after the command exited; stopped reading]");
         }
         if !note.is_empty() {
-            if !text.is_empty() {
+            if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
             }
             text.push_str(&note);

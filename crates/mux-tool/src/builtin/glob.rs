@@ -20,7 +20,6 @@ pub struct GlobArgs {
     /// `**` crosses directories, e.g. `**/*.rs` or `src/*.toml`.
     pub pattern: String,
     /// The directory to search, relative to the root. Default: the root.
-    #[serde(default)]
     pub path: Option<String>,
 }
 

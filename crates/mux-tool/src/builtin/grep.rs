@@ -30,10 +30,8 @@ pub struct GrepArgs {
     /// The regular expression (Rust regex syntax, as in ripgrep).
     pub pattern: String,
     /// The file or directory to search, relative to the root. Default: the root.
-    #[serde(default)]
     pub path: Option<String>,
     /// Only search files whose path (relative to `path`) matches this glob, e.g. `**/*.rs`.
-    #[serde(default)]
     pub glob: Option<String>,
     /// Match without regard to case. Default: false.
     #[serde(default)]

@@ -27,11 +27,9 @@ pub struct ReadFileArgs {
     /// The file to read, relative to the root.
     pub path: String,
     /// The 1-based line number to start at. Default: 1.
-    #[serde(default)]
     #[schemars(range(min = 1))]
     pub offset: Option<u64>,
     /// How many lines to read at most. Default: 2000.
-    #[serde(default)]
     #[schemars(range(min = 1))]
     pub limit: Option<u64>,
 }
