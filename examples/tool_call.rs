@@ -29,8 +29,8 @@ fn parse(args: &[String]) -> Result<Request, String> {
     if flag != "--root" {
         return Err(format!("expected --root first, got {flag:?}"));
     }
-    let args: Value = serde_json::from_str(json)
-        .map_err(|err| format!("JSON_ARGS is not valid JSON: {err}"))?;
+    let args: Value =
+        serde_json::from_str(json).map_err(|err| format!("JSON_ARGS is not valid JSON: {err}"))?;
     Ok(Request {
         root: root.clone(),
         tool: tool.clone(),
@@ -65,7 +65,10 @@ async fn main() -> ExitCode {
         .approval_policy(ApprovalPolicy::Never)
         .build();
     let call = ToolCall::new("cli", request.tool, request.args);
-    let output = executor.execute(call, &CallScope::default()).await.into_output();
+    let output = executor
+        .execute(call, &CallScope::default())
+        .await
+        .into_output();
     match serde_json::to_string_pretty(&output) {
         Ok(json) => {
             println!("{json}");

@@ -31,10 +31,10 @@ async fn run(bash: &Bash, command: &str) -> ToolOutput {
 /// Waits (at most 10 s) for the grandchild to write its pid.
 async fn grandchild_pid(root: &Path) -> u32 {
     for _ in 0..200 {
-        if let Ok(text) = std::fs::read_to_string(root.join("sleep.pid")) {
-            if let Ok(pid) = text.trim().parse() {
-                return pid;
-            }
+        if let Ok(text) = std::fs::read_to_string(root.join("sleep.pid"))
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -95,13 +95,22 @@ async fn output_is_streamed_through_the_progress_sender() {
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     let cx = ToolContext::new("c").with_progress(ProgressSender::new(tx));
     let out = bash
-        .call(args("echo one; sleep 0.1; echo two >&2; printf 'thr\\xc3'; printf '\\xa9e'", None), cx)
+        .call(
+            args(
+                "echo one; sleep 0.1; echo two >&2; printf 'thr\\xc3'; printf '\\xa9e'",
+                None,
+            ),
+            cx,
+        )
         .await
         .unwrap();
     let mut streamed = String::new();
     while let Ok(event) = rx.try_recv() {
         if let ToolUpdate::Output { text } = event.update {
-            assert!(!text.contains('\u{FFFD}'), "a character split across chunks is held back");
+            assert!(
+                !text.contains('\u{FFFD}'),
+                "a character split across chunks is held back"
+            );
             streamed.push_str(&text);
         }
     }
@@ -131,9 +140,16 @@ async fn a_timeout_kills_the_grandchild() {
     let (out, pid) = tokio::join!(call, grandchild_pid(dir.path()));
     let out = out.unwrap();
     assert!(out.is_error);
-    assert!(out.to_text().contains("timed out after 1500 ms"), "{}", out.to_text());
+    assert!(
+        out.to_text().contains("timed out after 1500 ms"),
+        "{}",
+        out.to_text()
+    );
     assert_eq!(out.metadata["timed_out"], json!(true));
-    assert!(wait_gone(pid).await, "grandchild {pid} survived the timeout");
+    assert!(
+        wait_gone(pid).await,
+        "grandchild {pid} survived the timeout"
+    );
 }
 
 #[tokio::test]
@@ -164,7 +180,10 @@ async fn a_dropped_call_kills_the_grandchild() {
     assert!(!is_gone(pid));
     call.abort();
     let _ = call.await;
-    assert!(wait_gone(pid).await, "grandchild {pid} survived the aborted task");
+    assert!(
+        wait_gone(pid).await,
+        "grandchild {pid} survived the aborted task"
+    );
 }
 
 #[tokio::test]
@@ -185,7 +204,10 @@ async fn the_executor_timeout_kills_the_grandchild_within_the_grace_period() {
     );
     let (outcome, pid) = tokio::join!(call, grandchild_pid(dir.path()));
     assert!(outcome.is_error());
-    assert!(wait_gone(pid).await, "grandchild {pid} survived the executor timeout");
+    assert!(
+        wait_gone(pid).await,
+        "grandchild {pid} survived the executor timeout"
+    );
 }
 
 #[tokio::test]
@@ -194,7 +216,10 @@ async fn background_jobs_are_killed_when_the_command_exits() {
     let out = run(&bash, "sleep 1000 & echo $! > sleep.pid; echo started").await;
     assert_eq!(out.to_text(), "started\n");
     let pid = grandchild_pid(dir.path()).await;
-    assert!(wait_gone(pid).await, "background job {pid} outlived its command");
+    assert!(
+        wait_gone(pid).await,
+        "background job {pid} outlived its command"
+    );
 }
 
 #[tokio::test]
@@ -230,5 +255,8 @@ async fn bad_arguments_and_a_missing_shell_are_errors() {
         .call(args("echo", None), ToolContext::new("c"))
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("cannot start /nonexistent/shell"), "{err}");
+    assert!(
+        err.to_string().contains("cannot start /nonexistent/shell"),
+        "{err}"
+    );
 }

@@ -110,14 +110,21 @@ async fn a_large_file_is_read_by_range() {
     let past = ws
         .error("read_file", json!({"path": "big.txt", "offset": 100_001}))
         .await;
-    assert!(past.contains("past the end") && past.contains("100000 lines"), "{past}");
+    assert!(
+        past.contains("past the end") && past.contains("100000 lines"),
+        "{past}"
+    );
 }
 
 #[tokio::test]
 async fn read_output_is_capped_on_character_boundaries() {
     let dir = tempfile::tempdir().unwrap();
     let line = "日本語のテキスト".repeat(50); // 1200 bytes of 3-byte characters
-    std::fs::write(dir.path().join("jp.txt"), format!("{line}\n{line}\n{line}\n")).unwrap();
+    std::fs::write(
+        dir.path().join("jp.txt"),
+        format!("{line}\n{line}\n{line}\n"),
+    )
+    .unwrap();
     let tool = ReadFile::new(Sandbox::new(dir.path()).unwrap())
         .max_line_bytes(100)
         .max_bytes(250);
@@ -126,11 +133,20 @@ async fn read_output_is_capped_on_character_boundaries() {
     let text = out.to_text();
     assert!(!text.contains('\u{FFFD}'), "no split character: {text}");
     assert!(text.contains(" … [line cut]"), "{text}");
-    assert!(text.contains("size cap reached") && text.contains("offset=3"), "{text}");
+    assert!(
+        text.contains("size cap reached") && text.contains("offset=3"),
+        "{text}"
+    );
     let first = text.lines().next().unwrap();
     assert!(first.starts_with("     1\t日本語"), "{first}");
     // 100 bytes of 3-byte characters keep 33 characters (99 bytes).
-    assert_eq!(first.trim_start_matches("     1\t").trim_end_matches(" … [line cut]").len(), 99);
+    assert_eq!(
+        first
+            .trim_start_matches("     1\t")
+            .trim_end_matches(" … [line cut]")
+            .len(),
+        99
+    );
 }
 
 #[tokio::test]
@@ -144,7 +160,10 @@ async fn binary_files_and_directories_are_refused_by_read_file() {
     assert!(err.contains("is a directory"), "{err}");
     let err = ws.error("read_file", json!({"path": "missing.txt"})).await;
     assert!(err.contains("does not exist"), "{err}");
-    assert_eq!(ws.ok("read_file", json!({"path": "dir/file.txt"})).await, "     1\tx");
+    assert_eq!(
+        ws.ok("read_file", json!({"path": "dir/file.txt"})).await,
+        "     1\tx"
+    );
 }
 
 #[tokio::test]
@@ -167,7 +186,10 @@ async fn write_creates_parents_and_replaces_atomically() {
     assert!(text.starts_with("Created a/b/c/new.txt"), "{text}");
     assert_eq!(ws.read("a/b/c/new.txt"), "héllo\n");
     let text = ws
-        .ok("write_file", json!({"path": "a/b/c/new.txt", "content": "bye"}))
+        .ok(
+            "write_file",
+            json!({"path": "a/b/c/new.txt", "content": "bye"}),
+        )
         .await;
     assert!(text.starts_with("Overwrote"), "{text}");
     assert_eq!(ws.read("a/b/c/new.txt"), "bye");
@@ -188,19 +210,34 @@ async fn write_keeps_the_permissions_of_the_file_it_replaces() {
         std::fs::Permissions::from_mode(0o751),
     )
     .unwrap();
-    ws.ok("write_file", json!({"path": "run.sh", "content": "#!/bin/sh\necho hi\n"}))
-        .await;
-    let mode = std::fs::metadata(ws.root.join("run.sh")).unwrap().permissions().mode();
+    ws.ok(
+        "write_file",
+        json!({"path": "run.sh", "content": "#!/bin/sh\necho hi\n"}),
+    )
+    .await;
+    let mode = std::fs::metadata(ws.root.join("run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o751);
 }
 
 #[tokio::test]
 async fn writes_through_symlinks_cannot_escape() {
     let ws = Workspace::new();
-    symlink(ws.base.join("outside/secret.txt"), ws.root.join("link_file")).unwrap();
+    symlink(
+        ws.base.join("outside/secret.txt"),
+        ws.root.join("link_file"),
+    )
+    .unwrap();
     symlink(ws.base.join("outside"), ws.root.join("link_dir")).unwrap();
     symlink(ws.base.join("outside/new.txt"), ws.root.join("dangling")).unwrap();
-    for path in ["link_file", "link_dir/new.txt", "link_dir/x/y.txt", "dangling"] {
+    for path in [
+        "link_file",
+        "link_dir/new.txt",
+        "link_dir/x/y.txt",
+        "dangling",
+    ] {
         let err = ws
             .error("write_file", json!({"path": path, "content": "pwned"}))
             .await;
@@ -252,7 +289,11 @@ async fn an_edit_with_zero_one_and_two_matches() {
         )
         .await;
     assert!(err.contains("found 2 times"), "{err}");
-    assert_eq!(ws.read("f.rs"), "let a = 1;\nlet b = 2;\nlet a2 = 1;\n", "untouched");
+    assert_eq!(
+        ws.read("f.rs"),
+        "let a = 1;\nlet b = 2;\nlet a2 = 1;\n",
+        "untouched"
+    );
 
     let text = ws
         .ok(
@@ -326,7 +367,11 @@ async fn list_dir_caps_its_entries() {
     }
     let tool = builtin::ListDir::new(Sandbox::new(dir.path()).unwrap()).max_entries(10);
     let args = serde_json::from_value(json!({"path": "."})).unwrap();
-    let text = tool.call(args, ToolContext::new("c")).await.unwrap().to_text();
+    let text = tool
+        .call(args, ToolContext::new("c"))
+        .await
+        .unwrap()
+        .to_text();
     assert_eq!(text.lines().count(), 11);
     assert!(text.ends_with("[20 more entries not shown]"), "{text}");
 }
@@ -347,16 +392,21 @@ async fn glob_matches_relative_paths_and_skips_ignored_files() {
     );
     assert_eq!(ws.ok("glob", json!({"pattern": "*.rs"})).await, "build.rs");
     assert_eq!(
-        ws.ok("glob", json!({"pattern": "*.rs", "path": "src"})).await,
+        ws.ok("glob", json!({"pattern": "*.rs", "path": "src"}))
+            .await,
         "src/lib.rs"
     );
     assert_eq!(
         ws.ok("glob", json!({"pattern": "**/secret.txt"})).await,
         "No files match \"**/secret.txt\""
     );
-    let err = ws.error("glob", json!({"pattern": "a[", "path": "."})).await;
+    let err = ws
+        .error("glob", json!({"pattern": "a[", "path": "."}))
+        .await;
     assert!(err.contains("bad glob"), "{err}");
-    let err = ws.error("glob", json!({"pattern": "*", "path": "out"})).await;
+    let err = ws
+        .error("glob", json!({"pattern": "*", "path": "out"}))
+        .await;
     assert!(err.contains("symlink"), "{err}");
 }
 
@@ -374,15 +424,20 @@ async fn grep_finds_lines_skips_ignored_and_binary_files_and_never_follows_links
         "src/a.rs:1:fn alpha() {}"
     );
     assert_eq!(
-        ws.ok("grep", json!({"pattern": "alpha", "ignore_case": true, "glob": "*.txt", "path": "src"}))
-            .await,
+        ws.ok(
+            "grep",
+            json!({"pattern": "alpha", "ignore_case": true, "glob": "*.txt", "path": "src"})
+        )
+        .await,
         "src/b.txt:1:ALPHA in caps"
     );
     assert_eq!(
         ws.ok("grep", json!({"pattern": "SECRET"})).await,
         "No matches for \"SECRET\""
     );
-    let err = ws.error("grep", json!({"pattern": "SECRET", "path": "out"})).await;
+    let err = ws
+        .error("grep", json!({"pattern": "SECRET", "path": "out"}))
+        .await;
     assert!(err.contains("symlink"), "{err}");
     let err = ws.error("grep", json!({"pattern": "(unclosed"})).await;
     assert!(err.contains("bad regex"), "{err}");
@@ -395,7 +450,11 @@ async fn grep_output_is_capped_with_a_marker() {
     std::fs::write(dir.path().join("many.txt"), body).unwrap();
     let tool = builtin::Grep::new(Sandbox::new(dir.path()).unwrap()).max_matches(5);
     let args = serde_json::from_value(json!({"pattern": "hit"})).unwrap();
-    let text = tool.call(args, ToolContext::new("c")).await.unwrap().to_text();
+    let text = tool
+        .call(args, ToolContext::new("c"))
+        .await
+        .unwrap()
+        .to_text();
     assert_eq!(text.lines().count(), 6, "{text}");
     assert!(text.ends_with("[results capped at 5 lines; narrow the pattern, path or glob]"));
 
@@ -403,7 +462,11 @@ async fn grep_output_is_capped_with_a_marker() {
     let args = serde_json::from_value(json!({"pattern": "hit"})).unwrap();
     let out = tool.call(args, ToolContext::new("c")).await.unwrap();
     let text = out.to_text();
-    let results: usize = text.lines().filter(|l| l.starts_with("many.txt:")).map(|l| l.len() + 1).sum();
+    let results: usize = text
+        .lines()
+        .filter(|l| l.starts_with("many.txt:"))
+        .map(|l| l.len() + 1)
+        .sum();
     assert!(results <= 100, "{text}");
     assert!(text.contains("results capped"), "{text}");
 }
@@ -425,11 +488,17 @@ async fn todo_write_keeps_the_list_in_the_shared_resources() {
         text,
         "Todo list (1/3 completed):\n[x] Read the code\n[>] Fix the bug (Fixing the bug)\n[ ] Run the tests"
     );
-    let list = ws.resources.get::<TodoList>().expect("todo_write stored the list");
+    let list = ws
+        .resources
+        .get::<TodoList>()
+        .expect("todo_write stored the list");
     assert_eq!(list.len(), 3);
     assert_eq!(list.current().unwrap().content, "Fix the bug");
     let counts = list.counts();
-    assert_eq!((counts.pending, counts.in_progress, counts.completed), (1, 1, 1));
+    assert_eq!(
+        (counts.pending, counts.in_progress, counts.completed),
+        (1, 1, 1)
+    );
 
     ws.ok(
         "todo_write",
@@ -440,11 +509,17 @@ async fn todo_write_keeps_the_list_in_the_shared_resources() {
     assert_eq!(list.len(), 1, "the list is replaced, not appended to");
 
     let err = ws
-        .error("todo_write", json!({"todos": [{"content": " ", "status": "pending"}]}))
+        .error(
+            "todo_write",
+            json!({"todos": [{"content": " ", "status": "pending"}]}),
+        )
         .await;
     assert!(err.contains("empty content"), "{err}");
     let err = ws
-        .error("todo_write", json!({"todos": [{"content": "x", "status": "done"}]}))
+        .error(
+            "todo_write",
+            json!({"todos": [{"content": "x", "status": "done"}]}),
+        )
         .await;
     assert!(err.contains("status"), "{err}");
 }
@@ -454,7 +529,10 @@ fn every_tool_has_the_arguments_the_issue_names() {
     let dir = tempfile::tempdir().unwrap();
     let tools = builtin::tools(&Sandbox::new(dir.path()).unwrap()).unwrap();
     let properties = |name: &str| -> Vec<String> {
-        let tool = tools.iter().find(|t| t.spec().name.as_str() == name).unwrap();
+        let tool = tools
+            .iter()
+            .find(|t| t.spec().name.as_str() == name)
+            .unwrap();
         let mut keys: Vec<String> = tool.spec().input_schema["properties"]
             .as_object()
             .unwrap()
@@ -472,7 +550,10 @@ fn every_tool_has_the_arguments_the_issue_names() {
     );
     assert_eq!(properties("list_dir"), ["path"]);
     assert_eq!(properties("glob"), ["path", "pattern"]);
-    assert_eq!(properties("grep"), ["glob", "ignore_case", "path", "pattern"]);
+    assert_eq!(
+        properties("grep"),
+        ["glob", "ignore_case", "path", "pattern"]
+    );
     assert_eq!(properties("bash"), ["command", "timeout_ms"]);
     assert_eq!(properties("todo_write"), ["todos"]);
     let read_only = |name: &str| {
@@ -487,14 +568,23 @@ fn every_tool_has_the_arguments_the_issue_names() {
         assert!(read_only(name).read_only, "{name}");
     }
     for name in ["write_file", "edit_file", "bash"] {
-        assert!(read_only(name).destructive && !read_only(name).read_only, "{name}");
+        assert!(
+            read_only(name).destructive && !read_only(name).read_only,
+            "{name}"
+        );
     }
-    let bash = tools.iter().find(|t| t.spec().name.as_str() == "bash").unwrap();
+    let bash = tools
+        .iter()
+        .find(|t| t.spec().name.as_str() == "bash")
+        .unwrap();
     assert_eq!(
         bash.subject(&json!({"command": "ls -la"})),
         mux_tool::Subject::command("ls -la")
     );
-    let read = tools.iter().find(|t| t.spec().name.as_str() == "read_file").unwrap();
+    let read = tools
+        .iter()
+        .find(|t| t.spec().name.as_str() == "read_file")
+        .unwrap();
     assert_eq!(
         read.subject(&json!({"path": "src/main.rs"})),
         mux_tool::Subject::path(Path::new("src/main.rs"))

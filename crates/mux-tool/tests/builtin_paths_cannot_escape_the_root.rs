@@ -125,7 +125,10 @@ fn absolute_path_under_the_root_then_parent() {
     let fx = fixture();
     let sneaky = format!("{}/../outside/secret.txt", fx.root.display());
     let err = fx.sandbox.resolve(&sneaky).unwrap_err();
-    assert!(matches!(err, SandboxError::ParentComponent { .. }), "{err:?}");
+    assert!(
+        matches!(err, SandboxError::ParentComponent { .. }),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -154,7 +157,10 @@ fn encoded_and_look_alike_parents_are_plain_names_inside_the_root() {
         let real = contained(&fx, path);
         assert!(!real.exists(), "{path:?} found {real:?}");
         let err = fx.sandbox.resolve_existing(path).unwrap_err();
-        assert!(matches!(err, SandboxError::NotFound { .. }), "{path:?}: {err:?}");
+        assert!(
+            matches!(err, SandboxError::NotFound { .. }),
+            "{path:?}: {err:?}"
+        );
     }
 }
 
@@ -225,7 +231,10 @@ fn a_root_that_is_a_symlink_is_resolved_once_and_bounds_by_its_target() {
 fn a_file_is_not_a_root() {
     let fx = fixture();
     let err = Sandbox::new(fx.root.join("inside.txt")).unwrap_err();
-    assert!(matches!(err, SandboxError::RootNotDirectory { .. }), "{err:?}");
+    assert!(
+        matches!(err, SandboxError::RootNotDirectory { .. }),
+        "{err:?}"
+    );
     let err = Sandbox::new(fx.base.join("missing")).unwrap_err();
     assert!(matches!(err, SandboxError::Root { .. }), "{err:?}");
 }
@@ -235,6 +244,21 @@ fn errors_name_the_path_and_the_reason() {
     let err = refused("link_out_dir/secret.txt");
     let message = err.to_string();
     assert!(message.contains("link_out_dir/secret.txt"), "{message}");
-    assert!(message.contains("outside the root through the symlink"), "{message}");
-    assert!(!message.contains("/outside"), "the target outside is not revealed: {message}");
+    assert!(
+        message.contains("outside the root through the symlink"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("/outside"),
+        "the target outside is not revealed: {message}"
+    );
+}
+
+#[test]
+fn a_root_swapped_for_a_symlink_out_is_refused() {
+    let fx = fixture();
+    std::fs::rename(&fx.root, fx.base.join("old_root")).unwrap();
+    symlink(fx.base.join("outside"), &fx.root).unwrap();
+    let err = fx.sandbox.resolve("secret.txt").unwrap_err();
+    assert!(matches!(err, SandboxError::RootChanged { .. }), "{err:?}");
 }

@@ -41,22 +41,54 @@ async fn respond(mut stream: TcpStream, port: u16) {
     let request = String::from_utf8_lossy(&request);
     let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
     let (status, headers, body): (&str, String, Vec<u8>) = match path.as_str() {
-        "/page" => ("200 OK", "Content-Type: text/html; charset=utf-8".into(), PAGE.into()),
-        "/plain" => ("200 OK", "Content-Type: text/plain".into(), b"just text".to_vec()),
-        "/big" => ("200 OK", "Content-Type: text/plain; charset=utf-8".into(), "é".repeat(1500).into_bytes()),
-        "/binary" => ("200 OK", "Content-Type: application/octet-stream".into(), vec![0, 1, 2, 3]),
-        "/untyped" => ("200 OK", String::new(), b"<html><body><p>sniffed</p></body></html>".to_vec()),
+        "/page" => (
+            "200 OK",
+            "Content-Type: text/html; charset=utf-8".into(),
+            PAGE.into(),
+        ),
+        "/plain" => (
+            "200 OK",
+            "Content-Type: text/plain".into(),
+            b"just text".to_vec(),
+        ),
+        "/big" => (
+            "200 OK",
+            "Content-Type: text/plain; charset=utf-8".into(),
+            "é".repeat(1500).into_bytes(),
+        ),
+        "/binary" => (
+            "200 OK",
+            "Content-Type: application/octet-stream".into(),
+            vec![0, 1, 2, 3],
+        ),
+        "/untyped" => (
+            "200 OK",
+            String::new(),
+            b"<html><body><p>sniffed</p></body></html>".to_vec(),
+        ),
         "/hop" => ("302 Found", "Location: /plain".into(), Vec::new()),
-        "/away" => ("302 Found", format!("Location: http://localhost:{port}/plain"), Vec::new()),
+        "/away" => (
+            "302 Found",
+            format!("Location: http://localhost:{port}/plain"),
+            Vec::new(),
+        ),
         "/slow" => {
-            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\npartial";
+            let head =
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\npartial";
             stream.write_all(head.as_bytes()).await.unwrap();
             tokio::time::sleep(Duration::from_secs(60)).await;
             return;
         }
-        _ => ("404 Not Found", "Content-Type: text/plain".into(), b"nope".to_vec()),
+        _ => (
+            "404 Not Found",
+            "Content-Type: text/plain".into(),
+            b"nope".to_vec(),
+        ),
     };
-    let mut head = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+    let mut head = format!(
+        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
     if !headers.is_empty() {
         head.push_str(&headers);
         head.push_str("\r\n");
@@ -75,19 +107,31 @@ async fn fetch(tool: &WebFetch, url: String) -> Result<ToolOutput, ToolError> {
 #[tokio::test]
 async fn html_becomes_markdown_without_scripts_or_styles() {
     let port = serve().await;
-    let out = fetch(&WebFetch::new().unwrap(), format!("http://127.0.0.1:{port}/page"))
-        .await
-        .unwrap();
+    let out = fetch(
+        &WebFetch::new().unwrap(),
+        format!("http://127.0.0.1:{port}/page"),
+    )
+    .await
+    .unwrap();
     assert!(!out.is_error);
     let text = out.to_text();
     assert!(text.contains("# Hello"), "{text}");
-    assert!(text.contains("Some **bold** text and a [link](/next)."), "{text}");
-    assert!(!text.contains("secret") && !text.contains("color:red"), "{text}");
+    assert!(
+        text.contains("Some **bold** text and a [link](/next)."),
+        "{text}"
+    );
+    assert!(
+        !text.contains("secret") && !text.contains("color:red"),
+        "{text}"
+    );
     assert_eq!(out.metadata["status"], json!(200));
 
-    let out = fetch(&WebFetch::new().unwrap(), format!("http://127.0.0.1:{port}/untyped"))
-        .await
-        .unwrap();
+    let out = fetch(
+        &WebFetch::new().unwrap(),
+        format!("http://127.0.0.1:{port}/untyped"),
+    )
+    .await
+    .unwrap();
     assert_eq!(out.to_text(), "sniffed");
 }
 
@@ -95,18 +139,25 @@ async fn html_becomes_markdown_without_scripts_or_styles() {
 async fn the_size_cap_cuts_on_a_character_boundary() {
     let port = serve().await;
     let tool = WebFetch::new().unwrap().max_bytes(1001);
-    let out = fetch(&tool, format!("http://127.0.0.1:{port}/big")).await.unwrap();
+    let out = fetch(&tool, format!("http://127.0.0.1:{port}/big"))
+        .await
+        .unwrap();
     let text = out.to_text();
     assert!(text.starts_with(&"é".repeat(500)), "{text}");
     assert!(!text.contains('\u{FFFD}'), "{text}");
-    assert!(text.ends_with("[content cut: only the first 1001 bytes were read]"), "{text}");
+    assert!(
+        text.ends_with("[content cut: only the first 1001 bytes were read]"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
 async fn a_slow_server_times_out() {
     let port = serve().await;
     let tool = WebFetch::with_timeout(Duration::from_millis(300)).unwrap();
-    let err = fetch(&tool, format!("http://127.0.0.1:{port}/slow")).await.unwrap_err();
+    let err = fetch(&tool, format!("http://127.0.0.1:{port}/slow"))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("timed out"), "{err}");
 }
 
@@ -114,12 +165,23 @@ async fn a_slow_server_times_out() {
 async fn statuses_binary_bodies_and_schemes_are_reported() {
     let port = serve().await;
     let tool = WebFetch::new().unwrap();
-    let out = fetch(&tool, format!("http://127.0.0.1:{port}/missing")).await.unwrap();
+    let out = fetch(&tool, format!("http://127.0.0.1:{port}/missing"))
+        .await
+        .unwrap();
     assert!(out.is_error);
-    assert_eq!(out.to_text(), format!("HTTP 404 Not Found from http://127.0.0.1:{port}/missing\nnope"));
+    assert_eq!(
+        out.to_text(),
+        format!("HTTP 404 Not Found from http://127.0.0.1:{port}/missing\nnope")
+    );
 
-    let out = fetch(&tool, format!("http://127.0.0.1:{port}/binary")).await.unwrap();
-    assert!(out.is_error && out.to_text().contains("binary content"), "{}", out.to_text());
+    let out = fetch(&tool, format!("http://127.0.0.1:{port}/binary"))
+        .await
+        .unwrap();
+    assert!(
+        out.is_error && out.to_text().contains("binary content"),
+        "{}",
+        out.to_text()
+    );
 
     let err = fetch(&tool, "file:///etc/passwd".into()).await.unwrap_err();
     assert!(err.to_string().contains("only http and https"), "{err}");
@@ -127,8 +189,15 @@ async fn statuses_binary_bodies_and_schemes_are_reported() {
     assert!(err.to_string().contains("bad URL"), "{err}");
 
     // Nothing listens on the port of a dropped listener.
-    let closed = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap().port();
-    let err = fetch(&tool, format!("http://127.0.0.1:{closed}/")).await.unwrap_err();
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let err = fetch(&tool, format!("http://127.0.0.1:{closed}/"))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("could not connect"), "{err}");
 }
 
@@ -136,13 +205,25 @@ async fn statuses_binary_bodies_and_schemes_are_reported() {
 async fn redirects_are_followed_only_within_the_host() {
     let port = serve().await;
     let tool = WebFetch::new().unwrap();
-    let out = fetch(&tool, format!("http://127.0.0.1:{port}/hop")).await.unwrap();
+    let out = fetch(&tool, format!("http://127.0.0.1:{port}/hop"))
+        .await
+        .unwrap();
     assert_eq!(out.to_text(), "just text");
-    assert_eq!(out.metadata["url"], json!(format!("http://127.0.0.1:{port}/plain")));
+    assert_eq!(
+        out.metadata["url"],
+        json!(format!("http://127.0.0.1:{port}/plain"))
+    );
 
-    let out = fetch(&tool, format!("http://127.0.0.1:{port}/away")).await.unwrap();
+    let out = fetch(&tool, format!("http://127.0.0.1:{port}/away"))
+        .await
+        .unwrap();
     assert!(out.is_error);
-    assert!(out.to_text().contains("redirects to another host: http://localhost:"), "{}", out.to_text());
+    assert!(
+        out.to_text()
+            .contains("redirects to another host: http://localhost:"),
+        "{}",
+        out.to_text()
+    );
 }
 
 #[test]

@@ -350,11 +350,7 @@ mod run {
             End::Exited(status) => match status.code() {
                 Some(0) => (String::new(), false, Some(0)),
                 Some(code) => (format!("[exit code {code}]"), true, Some(code)),
-                None => (
-                    format!("[terminated by a signal: {status}]"),
-                    true,
-                    None,
-                ),
+                None => (format!("[terminated by a signal: {status}]"), true, None),
             },
         };
         if text.is_empty() && note.is_empty() {

@@ -104,7 +104,9 @@ impl EditFile {
         }
         let bytes = std::fs::read(resolved.real())?;
         let content = String::from_utf8(bytes).map_err(|_| {
-            ToolError::failed(format!("{shown} is not UTF-8 text; edit_file edits text only"))
+            ToolError::failed(format!(
+                "{shown} is not UTF-8 text; edit_file edits text only"
+            ))
         })?;
         let found = content.matches(args.old_string.as_str()).count();
         match found {
@@ -125,7 +127,11 @@ impl EditFile {
         }
         let updated = content.replace(args.old_string.as_str(), &args.new_string);
         atomic_write(resolved.real(), updated.as_bytes())?;
-        let noun = if found == 1 { "occurrence" } else { "occurrences" };
+        let noun = if found == 1 {
+            "occurrence"
+        } else {
+            "occurrences"
+        };
         Ok(
             ToolOutput::text(format!("Replaced {found} {noun} in {shown}"))
                 .with_metadata("replacements", json!(found)),

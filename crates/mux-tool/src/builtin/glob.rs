@@ -73,7 +73,10 @@ impl TypedTool for Glob {
                 .literal_separator(true)
                 .build()
                 .map_err(|err| {
-                    ToolError::InvalidArguments(format!("bad glob pattern {:?}: {err}", args.pattern))
+                    ToolError::InvalidArguments(format!(
+                        "bad glob pattern {:?}: {err}",
+                        args.pattern
+                    ))
                 })?
                 .compile_matcher();
             let resolved = tool
@@ -87,11 +90,15 @@ impl TypedTool for Glob {
             }
             let mut found = Vec::new();
             let mut more = 0usize;
+            let mut unreadable = 0usize;
             for entry in walk(resolved.real(), None) {
                 if cancel.is_cancelled() {
                     return Err(ToolError::Cancelled);
                 }
-                let Ok(entry) = entry else { continue };
+                let Ok(entry) = entry else {
+                    unreadable += 1;
+                    continue;
+                };
                 if entry.file_type().is_some_and(|kind| kind.is_dir()) {
                     continue;
                 }
@@ -120,6 +127,11 @@ impl TypedTool for Glob {
             if more > 0 {
                 text.push_str(&format!(
                     "\n[{more} more matches not shown; narrow the pattern or path]"
+                ));
+            }
+            if unreadable > 0 {
+                text.push_str(&format!(
+                    "\n[{unreadable} files or directories could not be read]"
                 ));
             }
             Ok(ToolOutput::text(text)

@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use super::text::decode_head;
 use super::{Sandbox, blocking};
@@ -17,6 +18,8 @@ const DEFAULT_LINE_LIMIT: usize = 2000;
 const DEFAULT_MAX_BYTES: usize = 100_000;
 /// How many bytes of one line are shown, by default; the rest is cut with a marker.
 const DEFAULT_MAX_LINE_BYTES: usize = 2000;
+/// How often (in lines) a long read checks for cancellation.
+const CANCEL_CHECK_LINES: usize = 4096;
 /// How many leading bytes are checked for a NUL byte to tell binary files.
 const BINARY_SNIFF_BYTES: usize = 8192;
 
@@ -87,14 +90,19 @@ impl TypedTool for ReadFile {
         Subject::path(&args.path)
     }
 
-    async fn call(&self, args: ReadFileArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: ReadFileArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
         let tool = self.clone();
-        blocking(move || tool.read(&args)).await
+        let cancel = cx.cancellation().clone();
+        blocking(move || tool.read(&args, &cancel)).await
     }
 }
 
 impl ReadFile {
-    fn read(&self, args: &ReadFileArgs) -> Result<ToolOutput, ToolError> {
+    fn read(
+        &self,
+        args: &ReadFileArgs,
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
         let offset = to_usize(args.offset.unwrap_or(1), "offset")?;
         let limit = to_usize(args.limit.unwrap_or(DEFAULT_LINE_LIMIT as u64), "limit")?;
         let resolved = self.sandbox.resolve_existing(&args.path)?;
@@ -118,6 +126,9 @@ impl ReadFile {
         let mut stop: Option<&'static str> = None;
         while let Some(cut) = read_capped_line(&mut reader, self.max_line_bytes, &mut line)? {
             number += 1;
+            if number % CANCEL_CHECK_LINES == 0 && cancel.is_cancelled() {
+                return Err(ToolError::Cancelled);
+            }
             if number < offset {
                 continue;
             }

@@ -34,6 +34,13 @@ pub enum SandboxError {
         /// What went wrong.
         source: io::Error,
     },
+    /// The root's real path is no longer the one recorded at construction: the root, or a
+    /// directory above it, was moved or replaced by a symlink.
+    #[error("the sandbox root {root:?} was moved or replaced since the sandbox was created")]
+    RootChanged {
+        /// The root's real path as recorded.
+        root: PathBuf,
+    },
     /// The root exists but is not a directory.
     #[error("the sandbox root {root:?} is not a directory")]
     RootNotDirectory {
@@ -178,7 +185,7 @@ pub struct Sandbox {
 
 impl Sandbox {
     /// A sandbox rooted at `root`, which must be an existing directory. The root's real path is
-    /// recorded, and checked again on every call.
+    /// recorded; every call checks that it still is the root's real path.
     pub fn new(root: impl AsRef<Path>) -> Result<Self, SandboxError> {
         let root = root.as_ref();
         let real = canonical_root(root)?;
@@ -198,6 +205,11 @@ impl Sandbox {
     /// root. The last components may not exist yet; every existing one is checked.
     pub fn resolve(&self, path: &str) -> Result<SandboxPath, SandboxError> {
         let root = canonical_root(&self.root)?;
+        if root != self.root {
+            return Err(SandboxError::RootChanged {
+                root: self.root.clone(),
+            });
+        }
         let components = self.lexical(path, &root)?;
         let mut current = root.clone();
         let mut missing = false;
@@ -297,7 +309,9 @@ impl Sandbox {
             match component {
                 Component::Normal(name) => components.push(name.to_owned()),
                 Component::CurDir => {}
-                Component::ParentDir => return Err(SandboxError::ParentComponent { path: owned() }),
+                Component::ParentDir => {
+                    return Err(SandboxError::ParentComponent { path: owned() });
+                }
                 Component::RootDir | Component::Prefix(_) => {
                     return Err(SandboxError::OutsideRoot { path: owned() });
                 }

@@ -71,7 +71,10 @@ mod tests {
         let bytes = "aé".as_bytes();
         assert_eq!(decode_head(&bytes[..2]), "a");
         assert_eq!(decode_head(bytes), "aé");
-        assert_eq!(decode_head("日本".as_bytes().get(..4).unwrap_or_default()), "日");
+        assert_eq!(
+            decode_head("日本".as_bytes().get(..4).unwrap_or_default()),
+            "日"
+        );
     }
 
     #[test]

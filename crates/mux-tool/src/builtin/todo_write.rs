@@ -204,7 +204,11 @@ impl TypedTool for TodoWrite {
     }
 
     async fn call(&self, args: TodoWriteArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
-        if let Some(index) = args.todos.iter().position(|item| item.content.trim().is_empty()) {
+        if let Some(index) = args
+            .todos
+            .iter()
+            .position(|item| item.content.trim().is_empty())
+        {
             return Err(ToolError::InvalidArguments(format!(
                 "todo {} has empty content",
                 index + 1

@@ -112,12 +112,9 @@ impl TypedTool for WebFetch {
 
 impl WebFetch {
     async fn fetch(&self, url: Url) -> Result<ToolOutput, ToolError> {
-        let mut response = self
-            .client
-            .get(url.clone())
-            .send()
-            .await
-            .map_err(|err| ToolError::failed(format!("fetching {url} failed: {}", describe(&err))))?;
+        let mut response = self.client.get(url.clone()).send().await.map_err(|err| {
+            ToolError::failed(format!("fetching {url} failed: {}", describe(&err)))
+        })?;
         let status = response.status();
         let final_url = response.url().clone();
         if status.is_redirection() {
@@ -158,7 +155,11 @@ impl WebFetch {
         if kind == Kind::Binary {
             return Ok(ToolOutput::error(format!(
                 "{final_url} returned binary content ({}); web_fetch reads text and HTML only",
-                if content_type.is_empty() { "no content type" } else { &content_type }
+                if content_type.is_empty() {
+                    "no content type"
+                } else {
+                    &content_type
+                }
             )));
         }
         let text = decode_head(&body);
@@ -215,7 +216,9 @@ impl Kind {
         if !mime.is_empty() || head.contains(&0) {
             return Self::Binary;
         }
-        let start = String::from_utf8_lossy(head).trim_start().to_ascii_lowercase();
+        let start = String::from_utf8_lossy(head)
+            .trim_start()
+            .to_ascii_lowercase();
         if start.starts_with("<!doctype html") || start.starts_with("<html") {
             Self::Html
         } else {
