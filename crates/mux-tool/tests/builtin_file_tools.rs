@@ -167,6 +167,25 @@ async fn binary_files_and_directories_are_refused_by_read_file() {
 }
 
 #[tokio::test]
+async fn a_fifo_is_refused_instead_of_blocking() {
+    let ws = Workspace::new();
+    let status = std::process::Command::new("mkfifo")
+        .arg(ws.root.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let err = ws.error("read_file", json!({"path": "pipe"})).await;
+    assert!(err.contains("not a regular file"), "{err}");
+    let err = ws
+        .error(
+            "edit_file",
+            json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+        )
+        .await;
+    assert!(err.contains("not a regular file"), "{err}");
+}
+
+#[tokio::test]
 async fn invalid_utf8_is_shown_with_replacement_characters() {
     let ws = Workspace::new();
     ws.write("latin1.txt", b"caf\xe9\n");

@@ -10,7 +10,7 @@
 //! | [`glob`](Glob) | `pattern`, `path` | read-only | path |
 //! | [`grep`](Grep) | `pattern`, `path`, `glob`, `ignore_case` | read-only | path |
 //! | [`bash`](Bash) | `command`, `timeout_ms` | destructive | command |
-//! | [`todo_write`](TodoWrite) | `todos` | idempotent | none |
+//! | [`todo_write`](TodoWrite) | `todos` | read-only (its own list only) | none |
 //! | `web_fetch` (feature `web`) | `url` | read-only, open world | URL |
 //!
 //! Every path is checked against the root on every call (see [`Sandbox`]): `..`, `~`,

@@ -107,9 +107,16 @@ impl ReadFile {
         let limit = to_usize(args.limit.unwrap_or(DEFAULT_LINE_LIMIT as u64), "limit")?;
         let resolved = self.sandbox.resolve_existing(&args.path)?;
         let shown = resolved.display();
-        if resolved.real().is_dir() {
+        let meta = std::fs::metadata(resolved.real())?;
+        if meta.is_dir() {
             return Err(ToolError::failed(format!(
                 "{shown} is a directory; use list_dir to see what it holds"
+            )));
+        }
+        if !meta.is_file() {
+            // A FIFO or device could block the read forever.
+            return Err(ToolError::failed(format!(
+                "{shown} is not a regular file (a pipe, socket or device); read_file reads files only"
             )));
         }
         let mut reader = BufReader::with_capacity(BINARY_SNIFF_BYTES, File::open(resolved.real())?);

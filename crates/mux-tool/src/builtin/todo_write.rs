@@ -199,8 +199,10 @@ impl TypedTool for TodoWrite {
             .into()
     }
 
+    /// Read-only in the MCP sense: it changes only the agent's own todo list, not the
+    /// environment, so a plan-only mode can still use it.
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::default().with_idempotent(true)
+        ToolAnnotations::read_only()
     }
 
     async fn call(&self, args: TodoWriteArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
