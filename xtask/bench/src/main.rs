@@ -2,6 +2,7 @@
 //! same run, prints a table, and the whole set is written to the JSON report whose path is the
 //! first argument (default `target/bench-report.json`).
 
+mod builtin;
 mod executor;
 mod harness;
 
@@ -17,7 +18,8 @@ fn main() -> ExitCode {
         .nth(1)
         .unwrap_or_else(|| "target/bench-report.json".to_owned());
     let mut rows: Vec<Row> = Vec::new();
-    let benchmarks: [(&str, Benchmark); 1] = [("executor", executor::run)];
+    let benchmarks: [(&str, Benchmark); 2] =
+        [("executor", executor::run), ("builtin", builtin::run)];
     for (name, run) in benchmarks {
         match run() {
             Ok(found) => rows.extend(found),

@@ -1,0 +1,132 @@
+//! The built-in tools' costs: the sandbox check of a five-component path against the plain
+//! `canonicalize` it replaces, and `grep` over a generated tree against a naive scan of the
+//! same files (read each, test each line with `str::contains`).
+
+use std::path::Path;
+
+use mux_tool::builtin::{Grep, GrepArgs, Sandbox};
+use mux_tool::{ToolContext, TypedTool};
+use tokio::runtime::Builder;
+
+use crate::harness::{Row, per_iter};
+
+const SAMPLES: usize = 11;
+const FILES: usize = 200;
+const LINES: usize = 200;
+
+pub(crate) fn run() -> Result<Vec<Row>, String> {
+    let dir = tempfile::tempdir().map_err(|err| format!("creating a temp dir: {err}"))?;
+    build_tree(dir.path()).map_err(|err| format!("building the tree: {err}"))?;
+    let sandbox = Sandbox::new(dir.path()).map_err(|err| err.to_string())?;
+    Ok(vec![
+        resolve(&sandbox, dir.path())?,
+        grep(&sandbox, dir.path())?,
+    ])
+}
+
+fn build_tree(root: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(root.join("a/b/c/d"))?;
+    std::fs::write(root.join("a/b/c/d/file.txt"), "x")?;
+    for n in 0..FILES {
+        let dir = root.join(format!("src/m{}", n % 10));
+        std::fs::create_dir_all(&dir)?;
+        let body: String = (0..LINES)
+            .map(|line| {
+                if line == n % LINES {
+                    format!("let needle_{n} = {line};\n")
+                } else {
+                    format!("let value_{line} = compute({n}, {line});\n")
+                }
+            })
+            .collect();
+        std::fs::write(dir.join(format!("f{n}.rs")), body)?;
+    }
+    Ok(())
+}
+
+fn resolve(sandbox: &Sandbox, root: &Path) -> Result<Row, String> {
+    let path = "a/b/c/d/file.txt";
+    sandbox
+        .resolve_existing(path)
+        .map_err(|err| err.to_string())?;
+    let full = root.join(path);
+    let checked = per_iter(SAMPLES, 2_000, |iters| {
+        for _ in 0..iters {
+            std::hint::black_box(sandbox.resolve_existing(std::hint::black_box(path)).ok());
+        }
+    });
+    let plain = per_iter(SAMPLES, 2_000, |iters| {
+        for _ in 0..iters {
+            std::hint::black_box(std::fs::canonicalize(std::hint::black_box(&full)).ok());
+        }
+    });
+    Ok(Row {
+        name: "sandbox resolve_existing, 5 components".into(),
+        value: checked.as_secs_f64() * 1e6,
+        unit: "µs",
+        baseline: "std::fs::canonicalize".into(),
+        baseline_value: plain.as_secs_f64() * 1e6,
+    })
+}
+
+fn grep(sandbox: &Sandbox, root: &Path) -> Result<Row, String> {
+    let runtime = Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| format!("building the runtime: {err}"))?;
+    let tool = Grep::new(sandbox.clone());
+    let args = || -> Result<GrepArgs, String> {
+        serde_json::from_value(serde_json::json!({"pattern": "needle_1[0-9] ="}))
+            .map_err(|err| err.to_string())
+    };
+    let found = runtime
+        .block_on(tool.call(args()?, ToolContext::new("bench")))
+        .map_err(|err| err.to_string())?;
+    let matches = found.metadata.get("matches").and_then(|m| m.as_u64());
+    if matches != Some(10) {
+        return Err(format!("grep found {matches:?} lines, expected 10"));
+    }
+    let mut failed = None;
+    let searched = per_iter(SAMPLES, 5, |iters| {
+        for _ in 0..iters {
+            match args() {
+                Ok(args) => {
+                    let out = runtime.block_on(tool.call(args, ToolContext::new("bench")));
+                    std::hint::black_box(out.ok());
+                }
+                Err(err) => failed = Some(err),
+            }
+        }
+    });
+    if let Some(err) = failed {
+        return Err(err);
+    }
+    let naive = per_iter(SAMPLES, 5, |iters| {
+        for _ in 0..iters {
+            std::hint::black_box(naive_scan(&root.join("src"), "needle_1"));
+        }
+    });
+    Ok(Row {
+        name: format!("grep tool, {FILES} files x {LINES} lines"),
+        value: searched.as_secs_f64() * 1e3,
+        unit: "ms",
+        baseline: "naive read + str::contains".into(),
+        baseline_value: naive.as_secs_f64() * 1e3,
+    })
+}
+
+fn naive_scan(dir: &Path, needle: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut found = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found += naive_scan(&path, needle);
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            found += text.lines().filter(|line| line.contains(needle)).count();
+        }
+    }
+    found
+}
