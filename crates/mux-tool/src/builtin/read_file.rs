@@ -133,7 +133,7 @@ impl ReadFile {
         let mut stop: Option<&'static str> = None;
         while let Some(cut) = read_capped_line(&mut reader, self.max_line_bytes, &mut line)? {
             number += 1;
-            if number % CANCEL_CHECK_LINES == 0 && cancel.is_cancelled() {
+            if number.is_multiple_of(CANCEL_CHECK_LINES) && cancel.is_cancelled() {
                 return Err(ToolError::Cancelled);
             }
             if number < offset {
