@@ -262,3 +262,54 @@ fn a_root_swapped_for_a_symlink_out_is_refused() {
     let err = fx.sandbox.resolve("secret.txt").unwrap_err();
     assert!(matches!(err, SandboxError::RootChanged { .. }), "{err:?}");
 }
+
+#[test]
+fn any_path_built_from_hostile_pieces_is_refused_or_stays_inside() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
+    let fx = fixture();
+    let piece = prop::sample::select(vec![
+        "..",
+        ".",
+        "",
+        "~",
+        "sub",
+        "up",
+        "upup",
+        "link_out_dir",
+        "link_in_dir",
+        "link_out_file",
+        "chain1",
+        "loop_a",
+        "dangling_in",
+        "inside.txt",
+        "outside",
+        "secret.txt",
+        "%2e%2e",
+        "new",
+        "\u{ff0e}\u{ff0e}",
+        "..\\..",
+    ]);
+    let path = (any::<bool>(), prop::collection::vec(piece, 1..6)).prop_map(|(abs, parts)| {
+        let joined = parts.join("/");
+        if abs { format!("/{joined}") } else { joined }
+    });
+    let mut runner = TestRunner::new(Config::with_cases(2000));
+    runner
+        .run(&path, |path| {
+            if let Ok(resolved) = fx.sandbox.resolve(&path) {
+                prop_assert!(
+                    resolved.real().starts_with(&fx.root),
+                    "{path:?} resolved to {:?}",
+                    resolved.real()
+                );
+                // Whatever exists on the way must really be inside, symlinks resolved.
+                if let Ok(real) = resolved.real().canonicalize() {
+                    prop_assert!(real.starts_with(&fx.root), "{path:?} leads to {real:?}");
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
