@@ -46,6 +46,9 @@ pub struct BashArgs {
 /// streamed through [`ToolContext::output`] and kept up to a cap, head and tail, with a marker
 /// saying how much was left out in between. A non-zero exit is an error output.
 ///
+/// The root is the working directory, not a file-system boundary: the command reaches what
+/// the process can, and its [`Subject::Command`] is for the permission layer to judge.
+///
 /// Unix only: elsewhere every call fails with an error that says so.
 #[derive(Clone, Debug)]
 pub struct Bash {
