@@ -150,6 +150,26 @@ async fn read_output_is_capped_on_character_boundaries() {
 }
 
 #[tokio::test]
+async fn a_first_line_larger_than_the_cap_is_shown_cut_and_the_offset_moves_on() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("wide.txt"),
+        format!("{}\nnext\n", "ü".repeat(500)),
+    )
+    .unwrap();
+    let tool = ReadFile::new(Sandbox::new(dir.path()).unwrap()).max_bytes(60);
+    let args = serde_json::from_value(json!({"path": "wide.txt"})).unwrap();
+    let out = tool.call(args, ToolContext::new("c")).await.unwrap();
+    let first = out.content[0].as_text().unwrap();
+    assert!(
+        first.starts_with("     1\tüü") && first.ends_with(" … [line cut]"),
+        "{first}"
+    );
+    assert!(first.len() <= 60, "{}", first.len());
+    assert_eq!(out.metadata["next_offset"], json!(2));
+}
+
+#[tokio::test]
 async fn binary_files_and_directories_are_refused_by_read_file() {
     let ws = Workspace::new();
     ws.write("image.bin", [0x89, b'P', b'N', b'G', 0, 0, 1, 2]);

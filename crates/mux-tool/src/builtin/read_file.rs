@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::text::decode_head;
 use super::{Sandbox, blocking};
+use crate::truncate::floor_char_boundary;
 use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 
 /// How many lines are read when the call gives no `limit`.
@@ -155,6 +156,16 @@ impl ReadFile {
             }
             if out.len() + entry.len() + 1 > self.max_bytes {
                 stop = Some("size cap");
+                if shown_lines == 0 {
+                    // Show part of a first line that alone exceeds the cap, so that the next
+                    // offset always moves forward.
+                    let marker = " … [line cut]";
+                    let room = self.max_bytes.saturating_sub(marker.len());
+                    entry.truncate(floor_char_boundary(&entry, room));
+                    entry.push_str(marker);
+                    out.push_str(&entry);
+                    shown_lines = 1;
+                }
                 break;
             }
             if shown_lines > 0 {
