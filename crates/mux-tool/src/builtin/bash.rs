@@ -301,7 +301,10 @@ mod run {
             tokio::select! {
                 () = cx.cancellation().cancelled() => {
                     guard.kill();
-                    let _ = tokio::time::timeout(DRAIN_TIMEOUT, child.wait()).await;
+                    if let Ok(Ok(_)) = tokio::time::timeout(DRAIN_TIMEOUT, child.wait()).await {
+                        // Reaped: the group id must not be signalled again once it may be reused.
+                        guard.disarm();
+                    }
                     return Err(ToolError::Cancelled);
                 }
                 () = &mut deadline => {
