@@ -497,8 +497,24 @@ async fn grep_output_is_capped_with_a_marker() {
     assert_eq!(text.lines().count(), 6, "{text}");
     assert!(text.ends_with("[results capped at 5 lines; narrow the pattern, path or glob]"));
 
+    std::fs::write(
+        dir.path().join("wide.txt"),
+        format!("hit {}\n", "語".repeat(300)),
+    )
+    .unwrap();
+    let tool = builtin::Grep::new(Sandbox::new(dir.path()).unwrap());
+    let args = serde_json::from_value(json!({"pattern": "hit", "path": "wide.txt"})).unwrap();
+    let text = tool
+        .call(args, ToolContext::new("c"))
+        .await
+        .unwrap()
+        .to_text();
+    assert!(text.starts_with("wide.txt:1:hit 語語"), "{text}");
+    assert!(text.ends_with("語 … [line cut]"), "{text}");
+    assert!(!text.contains('\u{FFFD}'), "{text}");
+
     let tool = builtin::Grep::new(Sandbox::new(dir.path()).unwrap()).max_bytes(100);
-    let args = serde_json::from_value(json!({"pattern": "hit"})).unwrap();
+    let args = serde_json::from_value(json!({"pattern": "hit", "path": "many.txt"})).unwrap();
     let out = tool.call(args, ToolContext::new("c")).await.unwrap();
     let text = out.to_text();
     let results: usize = text
