@@ -328,7 +328,10 @@ impl Executor {
             .with_resources(inner.resources.clone());
         let tool = Arc::clone(&entry.tool);
         let input = call.input.clone();
-        let mut task = tokio::spawn(async move { tool.call(input, cx).await });
+        let mut task = AbortOnDrop {
+            handle: tokio::spawn(async move { tool.call(input, cx).await }),
+            cancel: cancel.clone(),
+        };
 
         let stopped = tokio::select! {
             // Cancellation and the timeout are checked first, so that a tool which returns
@@ -336,7 +339,7 @@ impl Executor {
             biased;
             () = scope.cancel.cancelled() => ExecError::Cancelled { tool: tool_name },
             () = tokio::time::sleep(timeout) => ExecError::TimedOut { tool: tool_name, after: timeout },
-            joined = &mut task => {
+            joined = &mut task.handle => {
                 return match joined {
                     Ok(Ok(output)) => Ok(output),
                     Ok(Err(source)) => Err(ExecError::Tool { tool: tool_name, source }),
@@ -351,12 +354,7 @@ impl Executor {
         // Tell the tool to stop, give it a moment to clean up (kill its children, say), then
         // abort it. Dropping the task's future runs the tool's drop guards.
         cancel.cancel();
-        if tokio::time::timeout(inner.cancel_grace, &mut task)
-            .await
-            .is_err()
-        {
-            task.abort();
-        }
+        let _ = tokio::time::timeout(inner.cancel_grace, &mut task.handle).await;
         Err(stopped)
     }
 }
@@ -465,6 +463,21 @@ impl ExecutorBuilder {
         Executor {
             inner: Arc::new(self.inner),
         }
+    }
+}
+
+/// A call's task: when the executor stops waiting for it (the call was cancelled, timed out,
+/// or the caller dropped the `execute` future), the tool's token is cancelled and the task is
+/// aborted, so no tool keeps running unobserved.
+struct AbortOnDrop<T> {
+    handle: tokio::task::JoinHandle<T>,
+    cancel: CancellationToken,
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        self.handle.abort();
     }
 }
 

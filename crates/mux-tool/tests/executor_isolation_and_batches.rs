@@ -4,12 +4,13 @@
 
 mod common;
 
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mux_tool::{
-    CallScope, ExecError, Executor, ProgressSender, Registry, ToolCall, ToolUpdate,
-    truncate::TRUNCATED_METADATA_KEY,
+    CallScope, ExecError, Executor, ProgressSender, Registry, ToolAnnotations, ToolCall,
+    ToolContext, ToolError, ToolOutput, ToolUpdate, TypedTool, truncate::TRUNCATED_METADATA_KEY,
 };
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -235,4 +236,54 @@ async fn one_failing_call_in_a_batch_does_not_affect_the_others() {
         .collect();
     assert_eq!(kinds, ["ok", "panicked", "unknown_tool", "ok"]);
     assert_eq!(outcomes[3].output().to_text(), "b");
+}
+
+/// Sleeps for a minute; sets its flag when its future is dropped.
+struct Dropped(Arc<AtomicBool>);
+
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl TypedTool for Dropped {
+    type Args = common::NoArgs;
+    const NAME: &'static str = "dropped";
+    fn description(&self) -> String {
+        "Sleeps until dropped".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+    async fn call(&self, _: common::NoArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
+        let _guard = SetOnDrop(Arc::clone(&self.0));
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        Ok(ToolOutput::default())
+    }
+}
+
+#[tokio::test]
+async fn dropping_an_execute_future_aborts_the_tool() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let registry = Registry::new();
+    registry
+        .register_typed(Dropped(Arc::clone(&dropped)))
+        .unwrap();
+    let executor = Executor::new(registry);
+    let scope = CallScope::default();
+    let running = executor.execute(ToolCall::new("1", "dropped", json!({})), &scope);
+    // Poll long enough for the tool to start, then give up on it.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), running)
+            .await
+            .is_err()
+    );
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the tool's task was aborted, not left running"
+    );
 }
