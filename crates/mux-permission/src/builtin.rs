@@ -1,0 +1,69 @@
+//! The built-in tool names rules are usually written for, their specs and subjects.
+//!
+//! mux's own file and shell tools use the same names; an application with its own tools gives
+//! them a [`subject`](mux_tool::Tool::subject) and gets the same matching.
+
+use mux_tool::{Subject, ToolAnnotations, ToolSpec};
+use serde_json::{Value, json};
+
+/// The tool names known here.
+pub const NAMES: [&str; 5] = ["Bash", "Read", "Edit", "Write", "WebFetch"];
+
+/// The spec of a built-in tool, with its usual annotations (Read and WebFetch are read-only,
+/// Write is destructive), or `None` for another name.
+pub fn spec(name: &str) -> Option<ToolSpec> {
+    let (description, schema, annotations) = match name {
+        "Bash" => (
+            "Runs a shell command",
+            json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
+            ToolAnnotations::default(),
+        ),
+        "Read" => (
+            "Reads a file",
+            path_schema(),
+            ToolAnnotations::read_only(),
+        ),
+        "Edit" => ("Edits a file", path_schema(), ToolAnnotations::default()),
+        "Write" => (
+            "Writes a file",
+            path_schema(),
+            ToolAnnotations::destructive(),
+        ),
+        "WebFetch" => (
+            "Fetches a URL",
+            json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}),
+            ToolAnnotations::read_only().with_open_world(true),
+        ),
+        _ => return None,
+    };
+    ToolSpec::new(name, description, schema)
+        .ok()
+        .map(|spec| spec.with_annotations(annotations))
+}
+
+fn path_schema() -> Value {
+    json!({"type": "object", "properties": {"path": {"type": "string"}, "file_path": {"type": "string"}}})
+}
+
+/// The subject of a call to a built-in tool: `{"command"}` for Bash, `{"path"}` or
+/// `{"file_path"}` for Read, Edit and Write, `{"url"}` for WebFetch. `None` when the input
+/// lacks the field (or the tool is not built in).
+pub fn subject(name: &str, input: &Value) -> Option<Subject> {
+    let field = |key: &str| input.get(key).and_then(Value::as_str);
+    match name {
+        "Bash" => field("command").map(Subject::command),
+        "Read" | "Edit" | "Write" => field("path").or_else(|| field("file_path")).map(Subject::path),
+        "WebFetch" => field("url").map(Subject::url),
+        _ => None,
+    }
+}
+
+/// What kind of subject a built-in tool's calls have: `"command"`, `"path"` or `"url"`.
+pub(crate) fn subject_kind(name: &str) -> Option<&'static str> {
+    match name {
+        "Bash" => Some("command"),
+        "Read" | "Edit" | "Write" => Some("path"),
+        "WebFetch" => Some("url"),
+        _ => None,
+    }
+}

@@ -1,0 +1,10 @@
+//! Shell commands: parsing scripts into simple commands and matching command specifiers.
+
+mod analyze;
+mod pattern;
+mod words;
+mod wrappers;
+
+pub use analyze::{Analysis, MAX_SCRIPT_BYTES, analyze, parse_only};
+pub use pattern::{CommandPattern, CommandPatternError};
+pub(crate) use pattern::split_words;

@@ -1,0 +1,31 @@
+#![doc = include_str!("docs/crate.md")]
+#![forbid(unsafe_code)]
+
+pub mod builtin;
+pub mod command;
+mod decision;
+mod domain;
+mod gate;
+mod mode;
+mod path;
+mod permissions;
+mod prepared;
+mod remember;
+mod rule;
+mod ruleset;
+mod scope;
+mod scope_rules;
+pub mod settings;
+
+pub use decision::{Decision, Verdict};
+pub use domain::{DomainPattern, DomainPatternError, host_of};
+pub use gate::{Answer, Asker, PermissionGate, Question, RecordedAnswer, asker_fn};
+pub use mode::{Mode, UnknownMode};
+pub use path::{PathContext, PathPattern, PathPatternError, resolve};
+pub use permissions::{Permissions, PermissionsBuilder};
+pub use remember::{Remember, RememberError};
+pub use rule::{Rule, RuleError, RuleProblem};
+pub use ruleset::{RuleKind, RuleSet};
+pub use scope::Scope;
+pub use scope_rules::ScopeRules;
+pub use settings::{LoadError, SaveError};

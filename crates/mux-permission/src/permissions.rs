@@ -1,0 +1,301 @@
+//! The policy: scopes merged, rules matched, the mode applied.
+
+use std::sync::RwLockReadGuard;
+
+use mux_tool::{Subject, ToolSpec};
+
+use crate::prepared::Prepared;
+use crate::{
+    Decision, Mode, PathContext, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
+};
+
+/// A policy over every scope's rules, checked for each call.
+///
+/// ```
+/// use mux_permission::{Permissions, PathContext, RuleSet, Scope, ScopeRules, Verdict, builtin};
+/// use mux_tool::Subject;
+///
+/// let project = ScopeRules::new(RuleSet::new().with_allow("Bash(git diff:*)")?.with_deny("Bash(rm:*)")?);
+/// let permissions = Permissions::builder(PathContext::new("."))
+///     .scope(Scope::Project, project)
+///     .build();
+/// let bash = builtin::spec("Bash").unwrap();
+///
+/// let check = |command: &str| permissions.check(&bash, &Subject::command(command)).verdict;
+/// assert_eq!(check("git diff HEAD"), Verdict::Allow);
+/// assert_eq!(check("git diff && git push"), Verdict::Ask);
+/// assert_eq!(check("git diff $(rm -rf ~)"), Verdict::Deny);
+/// # Ok::<(), mux_permission::RuleError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Permissions {
+    layers: Vec<(Scope, ScopeRules)>,
+    context: PathContext,
+}
+
+/// Builds [`Permissions`].
+#[derive(Debug)]
+pub struct PermissionsBuilder {
+    layers: Vec<(Scope, ScopeRules)>,
+    context: PathContext,
+}
+
+impl PermissionsBuilder {
+    /// Adds a scope's rules. A scope given twice contributes both handles. Without a session
+    /// scope, [`build`](Self::build) adds an empty one.
+    pub fn scope(mut self, scope: Scope, rules: ScopeRules) -> Self {
+        self.layers.push((scope, rules));
+        self
+    }
+
+    /// The policy.
+    pub fn build(mut self) -> Permissions {
+        if !self.layers.iter().any(|(scope, _)| *scope == Scope::Session) {
+            self.layers.push((Scope::Session, ScopeRules::default()));
+        }
+        self.layers.sort_by_key(|(scope, _)| *scope);
+        Permissions {
+            layers: self.layers,
+            context: self.context,
+        }
+    }
+}
+
+impl Permissions {
+    /// A builder anchored at `context`.
+    pub fn builder(context: PathContext) -> PermissionsBuilder {
+        PermissionsBuilder {
+            layers: Vec::new(),
+            context,
+        }
+    }
+
+    /// The same policy for a new session: every other scope is shared, the session scope
+    /// starts empty.
+    pub fn new_session(&self) -> Permissions {
+        let mut layers: Vec<_> = self
+            .layers
+            .iter()
+            .filter(|(scope, _)| *scope != Scope::Session)
+            .cloned()
+            .collect();
+        layers.push((Scope::Session, ScopeRules::default()));
+        Permissions {
+            layers,
+            context: self.context.clone(),
+        }
+    }
+
+    /// The root and home directory paths are anchored at.
+    pub fn context(&self) -> &PathContext {
+        &self.context
+    }
+
+    /// The first handle of a scope, if the policy has one.
+    pub fn scope(&self, scope: Scope) -> Option<&ScopeRules> {
+        self.layers.iter().find(|(s, _)| *s == scope).map(|(_, r)| r)
+    }
+
+    /// The mode in force: that of the highest scope that sets one.
+    pub fn mode(&self) -> Mode {
+        self.layers
+            .iter()
+            .find_map(|(_, rules)| rules.read().mode)
+            .unwrap_or_default()
+    }
+
+    /// Decides whether a call to `spec` touching `subject` may run. Emits a `tracing` event
+    /// (target `mux_permission`) with the verdict, rule and scope.
+    pub fn check(&self, spec: &ToolSpec, subject: &Subject) -> Decision {
+        let decision = self.decide(spec, subject);
+        tracing::info!(
+            target: "mux_permission",
+            tool = spec.name.as_str(),
+            decision = decision.verdict.as_str(),
+            rule = decision.rule.as_deref().unwrap_or(""),
+            scope = decision.scope.map(Scope::as_str).unwrap_or(""),
+            reason = decision.reason.as_str(),
+            "permission decision"
+        );
+        decision
+    }
+
+    fn decide(&self, spec: &ToolSpec, subject: &Subject) -> Decision {
+        let layers: Vec<(Scope, RwLockReadGuard<'_, RuleSet>)> = self
+            .layers
+            .iter()
+            .map(|(scope, rules)| (*scope, rules.read()))
+            .collect();
+        let (mode, mode_scope) = layers
+            .iter()
+            .find_map(|(scope, rules)| rules.mode.map(|m| (m, Some(*scope))))
+            .unwrap_or((Mode::Default, None));
+        let managed_only = layers
+            .iter()
+            .any(|(scope, rules)| *scope == Scope::Managed && rules.managed_rules_only);
+        let tool = spec.name.as_str();
+        let applicable = |kind: RuleKind| {
+            layers.iter().flat_map(move |(scope, rules)| {
+                rules
+                    .list(kind)
+                    .iter()
+                    .filter(move |rule| rule.applies_to(tool))
+                    .map(move |rule| (*scope, rule))
+            })
+        };
+        let prepared = Prepared::new(subject, &self.context);
+
+        // 1. Deny rules hold in every mode and look at everything the call touches.
+        for (scope, rule) in applicable(RuleKind::Deny) {
+            if prepared.caught_by(rule, &self.context) {
+                return Decision::new(Verdict::Deny, format!("denied by the rule `{rule}`"))
+                    .by(rule.as_str(), scope);
+            }
+        }
+        // 2. Part of the call cannot be read, and a deny rule could match that part.
+        if let Some((scope, rule)) =
+            applicable(RuleKind::Deny).find(|(_, rule)| prepared.hides_from(rule))
+        {
+            let why = prepared.hazard().unwrap_or_default();
+            let decision = Decision::new(
+                Verdict::Ask,
+                format!("the deny rule `{rule}` cannot be ruled out: {why}"),
+            )
+            .by(rule.as_str(), scope);
+            return match mode {
+                Mode::DontAsk | Mode::Plan => refuse(decision, mode, mode_scope),
+                _ => decision,
+            };
+        }
+        // 3. Plan mode runs read-only tools only.
+        if mode == Mode::Plan && !spec.annotations.read_only {
+            return Decision::new(
+                Verdict::Deny,
+                format!("plan mode allows only read-only tools, and `{tool}` is not one"),
+            )
+            .in_scope(mode_scope);
+        }
+        // 4. Ask rules, then constructs no rule can vouch for, then allow rules.
+        let asked = applicable(RuleKind::Ask)
+            .find(|(_, rule)| prepared.caught_by(rule, &self.context))
+            .map(|(scope, rule)| {
+                Decision::new(Verdict::Ask, format!("the rule `{rule}` asks"))
+                    .by(rule.as_str(), scope)
+            })
+            .or_else(|| {
+                prepared
+                    .hazard()
+                    .map(|why| Decision::new(Verdict::Ask, format!("no rule can allow this: {why}")))
+            });
+        let outcome = match asked {
+            Some(ask) => ask,
+            None => {
+                let allow_rules = applicable(RuleKind::Allow)
+                    .filter(|(scope, _)| !managed_only || *scope == Scope::Managed);
+                match allowed(&prepared, allow_rules, &self.context) {
+                    Some(decision) => decision,
+                    None => return unmatched(spec, &prepared, mode, mode_scope, &self.context),
+                }
+            }
+        };
+        match (outcome.verdict, mode) {
+            (Verdict::Ask, Mode::Bypass) => Decision::new(
+                Verdict::Allow,
+                format!("bypass mode allows what would ask ({})", outcome.reason),
+            )
+            .in_scope(mode_scope),
+            (Verdict::Ask, Mode::DontAsk) => refuse(outcome, mode, mode_scope),
+            _ => outcome,
+        }
+    }
+
+    /// Records an "always allow" answer: the narrowest rule covering the call (or the
+    /// caller's prefix) added to `scope`, and saved when `persist` is set and the scope has a
+    /// settings file. Returns the rules added.
+    pub fn remember(
+        &self,
+        spec: &ToolSpec,
+        subject: &Subject,
+        choice: &crate::remember::Remember,
+    ) -> Result<Vec<Rule>, crate::remember::RememberError> {
+        crate::remember::remember(self, spec, subject, choice)
+    }
+}
+
+fn refuse(decision: Decision, mode: Mode, mode_scope: Option<Scope>) -> Decision {
+    Decision::new(
+        Verdict::Deny,
+        format!("{mode} mode cannot ask: {}", decision.reason),
+    )
+    .in_scope(decision.scope.or(mode_scope))
+    .with_rule(decision.rule)
+}
+
+impl Decision {
+    fn with_rule(mut self, rule: Option<String>) -> Self {
+        self.rule = rule;
+        self
+    }
+}
+
+/// The allow decision, if allow rules cover the whole subject.
+fn allowed<'a>(
+    prepared: &Prepared,
+    rules: impl Iterator<Item = (Scope, &'a Rule)> + Clone,
+    context: &PathContext,
+) -> Option<Decision> {
+    let (scope, rule) = match prepared {
+        Prepared::Command(analysis) => {
+            let mut first = None;
+            for words in &analysis.commands {
+                let found = rules
+                    .clone()
+                    .find(|(_, rule)| Prepared::command_allowed_by(words, rule))?;
+                first.get_or_insert(found);
+            }
+            first?
+        }
+        _ => rules.clone().find(|(_, rule)| prepared.allowed_by(rule, context))?,
+    };
+    Some(Decision::new(Verdict::Allow, format!("allowed by the rule `{rule}`")).by(rule.as_str(), scope))
+}
+
+/// What the mode makes of a call no rule matched.
+fn unmatched(
+    spec: &ToolSpec,
+    prepared: &Prepared,
+    mode: Mode,
+    mode_scope: Option<Scope>,
+    context: &PathContext,
+) -> Decision {
+    let tool = spec.name.as_str();
+    let decision = match mode {
+        Mode::Bypass => Decision::new(Verdict::Allow, "bypass mode allows calls no rule denies"),
+        Mode::Plan => Decision::new(
+            Verdict::Allow,
+            format!("plan mode allows the read-only tool `{tool}`"),
+        ),
+        Mode::DontAsk => Decision::new(
+            Verdict::Deny,
+            format!("no rule allows this call to `{tool}`, and dontAsk mode cannot ask"),
+        ),
+        Mode::AcceptEdits if is_edit_inside_root(spec, prepared, context) => Decision::new(
+            Verdict::Allow,
+            format!("acceptEdits mode allows `{tool}` inside the project root"),
+        ),
+        Mode::Default | Mode::AcceptEdits => Decision::new(
+            Verdict::Ask,
+            format!("no rule allows this call to `{tool}`"),
+        ),
+    };
+    decision.in_scope(mode_scope)
+}
+
+fn is_edit_inside_root(spec: &ToolSpec, prepared: &Prepared, context: &PathContext) -> bool {
+    match prepared {
+        Prepared::Path {
+            resolved: Ok(real), ..
+        } => !spec.annotations.read_only && real.starts_with(context.root_resolved()),
+        _ => false,
+    }
+}

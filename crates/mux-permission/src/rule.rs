@@ -1,0 +1,246 @@
+//! Rules: `Tool` or `Tool(specifier)`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::command::{CommandPattern, CommandPatternError};
+use crate::domain::{DomainPattern, DomainPatternError};
+use crate::path::{PathPattern, PathPatternError};
+
+/// One permission rule, such as `Bash(git diff:*)`, `Read(./src/**)`,
+/// `WebFetch(domain:example.com)` or `mcp__github__*`.
+///
+/// The tool part is an exact tool name, or a name ending in `*` that matches by prefix. Which
+/// part of the specifier applies to a call comes from the call's
+/// [`Subject`](mux_tool::Subject): a command subject is matched as a command pattern, a path
+/// subject as a path pattern, a URL subject as a `domain:` pattern.
+///
+/// ```
+/// use mux_permission::Rule;
+///
+/// let rule: Rule = "Bash(git diff:*)".parse()?;
+/// assert_eq!(rule.tool(), "Bash");
+/// assert_eq!(rule.specifier(), Some("git diff:*"));
+/// assert!("Bash(".parse::<Rule>().is_err());
+/// # Ok::<(), mux_permission::RuleError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Rule {
+    text: String,
+    tool: String,
+    tool_is_prefix: bool,
+    specifier: Option<Specifier>,
+}
+
+/// A specifier compiled for every kind of subject it can apply to.
+#[derive(Clone, Debug)]
+pub(crate) struct Specifier {
+    pub(crate) raw: String,
+    pub(crate) command: Option<CommandPattern>,
+    pub(crate) path: Option<PathPattern>,
+    pub(crate) domain: Option<DomainPattern>,
+}
+
+/// A rule that cannot be used, naming the rule.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid permission rule `{rule}`: {problem}")]
+pub struct RuleError {
+    /// The rule as written.
+    pub rule: String,
+    /// What is wrong with it.
+    pub problem: RuleProblem,
+}
+
+/// What is wrong with a rule.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuleProblem {
+    /// The rule is empty.
+    #[error("the rule is empty")]
+    Empty,
+    /// The tool name has characters a tool name cannot have.
+    #[error("`{0}` is not a tool name (letters, digits, `_` and `-`, optionally ending in `*`)")]
+    ToolName(String),
+    /// `Tool(` without the closing `)`, or text after it.
+    #[error("expected `Tool` or `Tool(specifier)`")]
+    Syntax,
+    /// `Tool()`.
+    #[error("the specifier in parentheses is empty")]
+    EmptySpecifier,
+    /// A `domain:` specifier that is not a host.
+    #[error(transparent)]
+    Domain(#[from] DomainPatternError),
+    /// The specifier is neither a usable command pattern nor a usable path pattern.
+    #[error("the specifier is neither a command pattern ({command}) nor a path pattern ({path})")]
+    Specifier {
+        /// Why it is not a command pattern.
+        command: CommandPatternError,
+        /// Why it is not a path pattern.
+        path: PathPatternError,
+    },
+}
+
+impl Rule {
+    /// Parses a rule.
+    pub fn parse(text: &str) -> Result<Self, RuleError> {
+        let fail = |problem| RuleError {
+            rule: text.to_owned(),
+            problem,
+        };
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Err(fail(RuleProblem::Empty));
+        }
+        let (tool, specifier) = match trimmed.find('(') {
+            None => (trimmed, None),
+            Some(open) => {
+                let inner = trimmed[open + 1..]
+                    .strip_suffix(')')
+                    .ok_or_else(|| fail(RuleProblem::Syntax))?;
+                (&trimmed[..open], Some(inner))
+            }
+        };
+        let (name, tool_is_prefix) = match tool.strip_suffix('*') {
+            Some(name) => (name, true),
+            None => (tool, false),
+        };
+        let name_ok = !name.is_empty() || tool_is_prefix;
+        if !name_ok
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(fail(RuleProblem::ToolName(tool.to_owned())));
+        }
+        let specifier = match specifier {
+            None => None,
+            Some(raw) if raw.trim().is_empty() => return Err(fail(RuleProblem::EmptySpecifier)),
+            Some(raw) => Some(Specifier::compile(raw).map_err(fail)?),
+        };
+        Ok(Self {
+            text: trimmed.to_owned(),
+            tool: name.to_owned(),
+            tool_is_prefix,
+            specifier,
+        })
+    }
+
+    /// The rule as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The tool name (without a trailing `*`).
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The specifier in parentheses, if any.
+    pub fn specifier(&self) -> Option<&str> {
+        self.specifier.as_ref().map(|s| s.raw.as_str())
+    }
+
+    /// Whether the rule is about the tool named `name`. `mcp__server` also covers every tool
+    /// of that server, as `mcp__server__*` does.
+    pub fn applies_to(&self, name: &str) -> bool {
+        if self.tool_is_prefix {
+            return name.starts_with(&self.tool);
+        }
+        if name == self.tool {
+            return true;
+        }
+        let is_server_rule = self.tool.starts_with("mcp__") && !self.tool[5..].contains("__");
+        is_server_rule
+            && self.specifier.is_none()
+            && name
+                .strip_prefix(&self.tool)
+                .is_some_and(|rest| rest.starts_with("__") && rest.len() > 2)
+    }
+
+    pub(crate) fn spec(&self) -> Option<&Specifier> {
+        self.specifier.as_ref()
+    }
+}
+
+impl Specifier {
+    fn compile(raw: &str) -> Result<Self, RuleProblem> {
+        if let Some(domain) = raw.trim().strip_prefix("domain:") {
+            return Ok(Self {
+                raw: raw.to_owned(),
+                command: None,
+                path: None,
+                domain: Some(DomainPattern::parse(domain)?),
+            });
+        }
+        let command = CommandPattern::parse(raw);
+        let path = PathPattern::parse(raw);
+        match (command, path) {
+            (Err(command), Err(path)) => Err(RuleProblem::Specifier { command, path }),
+            (command, path) => Ok(Self {
+                raw: raw.to_owned(),
+                command: command.ok(),
+                path: path.ok(),
+                domain: None,
+            }),
+        }
+    }
+}
+
+impl FromStr for Rule {
+    type Err = RuleError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for Rule {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(text: &str) -> Option<RuleProblem> {
+        Rule::parse(text).err().map(|e| e.problem)
+    }
+
+    #[test]
+    fn syntax() {
+        assert!(Rule::parse("Bash").is_ok());
+        assert!(Rule::parse("Bash(git status)").is_ok());
+        assert!(Rule::parse("Bash(echo (x))").is_ok());
+        assert!(Rule::parse("WebFetch(domain:example.com)").is_ok());
+        assert_eq!(problem(""), Some(RuleProblem::Empty));
+        assert_eq!(problem("Bash(git"), Some(RuleProblem::Syntax));
+        assert_eq!(problem("Bash()"), Some(RuleProblem::EmptySpecifier));
+        assert_eq!(problem("Ba sh"), Some(RuleProblem::ToolName("Ba sh".into())));
+        assert!(matches!(problem("WebFetch(domain:)"), Some(RuleProblem::Domain(_))));
+        assert!(matches!(problem("Read(a[ 'b)"), Some(RuleProblem::Specifier { .. })));
+    }
+
+    #[test]
+    fn tool_names_and_mcp_servers() {
+        let exact = Rule::parse("mcp__github__create_issue").unwrap_or_else(|e| unreachable!("{e}"));
+        assert!(exact.applies_to("mcp__github__create_issue"));
+        assert!(!exact.applies_to("mcp__github__create_issue2"));
+        let star = Rule::parse("mcp__github__*").unwrap_or_else(|e| unreachable!("{e}"));
+        assert!(star.applies_to("mcp__github__anything"));
+        assert!(!star.applies_to("mcp__gitlab__anything"));
+        let server = Rule::parse("mcp__github").unwrap_or_else(|e| unreachable!("{e}"));
+        assert!(server.applies_to("mcp__github__x"));
+        assert!(!server.applies_to("mcp__githubx__x"));
+        assert!(!Rule::parse("Bash").is_ok_and(|r| r.applies_to("Bash2")));
+    }
+}
