@@ -18,11 +18,7 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
             json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
             ToolAnnotations::default(),
         ),
-        "Read" => (
-            "Reads a file",
-            path_schema(),
-            ToolAnnotations::read_only(),
-        ),
+        "Read" => ("Reads a file", path_schema(), ToolAnnotations::read_only()),
         "Edit" => ("Edits a file", path_schema(), ToolAnnotations::default()),
         "Write" => (
             "Writes a file",
@@ -52,7 +48,9 @@ pub fn subject(name: &str, input: &Value) -> Option<Subject> {
     let field = |key: &str| input.get(key).and_then(Value::as_str);
     match name {
         "Bash" => field("command").map(Subject::command),
-        "Read" | "Edit" | "Write" => field("path").or_else(|| field("file_path")).map(Subject::path),
+        "Read" | "Edit" | "Write" => field("path")
+            .or_else(|| field("file_path"))
+            .map(Subject::path),
         "WebFetch" => field("url").map(Subject::url),
         _ => None,
     }

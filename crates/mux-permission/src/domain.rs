@@ -66,10 +66,7 @@ pub fn host_of(url: &str) -> Option<String> {
     {
         return None;
     }
-    let authority = rest
-        .split(['/', '?', '#', '\\'])
-        .next()
-        .unwrap_or_default();
+    let authority = rest.split(['/', '?', '#', '\\']).next().unwrap_or_default();
     let host_port = authority.rsplit('@').next().unwrap_or_default();
     let host = if let Some(v6) = host_port.strip_prefix('[') {
         format!("[{}]", v6.split(']').next().unwrap_or_default())
@@ -87,9 +84,18 @@ mod tests {
 
     #[test]
     fn hosts() {
-        assert_eq!(host_of("https://Example.COM/a").as_deref(), Some("example.com"));
-        assert_eq!(host_of("https://example.com@evil.com/").as_deref(), Some("evil.com"));
-        assert_eq!(host_of("http://example.com.:8080?x").as_deref(), Some("example.com"));
+        assert_eq!(
+            host_of("https://Example.COM/a").as_deref(),
+            Some("example.com")
+        );
+        assert_eq!(
+            host_of("https://example.com@evil.com/").as_deref(),
+            Some("evil.com")
+        );
+        assert_eq!(
+            host_of("http://example.com.:8080?x").as_deref(),
+            Some("example.com")
+        );
         assert_eq!(host_of("https://ехample.com/"), None);
         assert_eq!(host_of("example.com"), None);
     }

@@ -32,7 +32,9 @@ impl PathContext {
         let root = absolute(root.into());
         let root_real = resolve(&root).unwrap_or_else(|_| root.clone());
         let home = home.map(absolute);
-        let home_real = home.as_ref().map(|h| resolve(h).unwrap_or_else(|_| h.clone()));
+        let home_real = home
+            .as_ref()
+            .map(|h| resolve(h).unwrap_or_else(|_| h.clone()));
         Self {
             root,
             root_real,
@@ -188,10 +190,11 @@ impl PathPattern {
         if spec.split('/').any(|part| part == "..") {
             return Err(PathPatternError::ParentDir);
         }
-        let (anchor, body) = if let Some(rest) = spec.strip_prefix("//") {
-            (Anchor::Absolute, format!("/{rest}"))
-        } else if spec.starts_with('/') {
-            (Anchor::Absolute, spec.to_owned())
+        let (anchor, body) = if spec.starts_with('/') {
+            (
+                Anchor::Absolute,
+                format!("/{}", spec.trim_start_matches('/')),
+            )
         } else if spec == "~" {
             (Anchor::Home, String::new())
         } else if let Some(rest) = spec.strip_prefix("~/") {
@@ -211,15 +214,28 @@ impl PathPattern {
         } else {
             body
         };
+        // What the pattern names, everything beneath it, and for `dir/**` the directory too.
         let beneath = if body.ends_with('/') {
             format!("{body}**")
         } else {
             format!("{body}/**")
         };
+        let mut exact: Vec<&str> = vec![body];
+        let mut any: Vec<&str> = vec![body, &beneath];
+        if let Some(dir) = body.strip_suffix("/**").filter(|d| !d.is_empty()) {
+            exact.push(dir);
+            any.push(dir);
+        }
+        // Allow rules reach beneath only a literal name (`./src`), not a glob (`notes/*`);
+        // deny and ask rules always do, as gitignore would.
+        let last = body.rsplit('/').next().unwrap_or(body);
+        if !last.contains(['*', '?', '[', '{']) {
+            exact.push(&beneath);
+        }
         Ok(Self {
             anchor,
-            exact_case: glob_set(&[body, &beneath], false)?,
-            any_case: glob_set(&[body, &beneath], true)?,
+            exact_case: glob_set(&exact, false)?,
+            any_case: glob_set(&any, true)?,
         })
     }
 
@@ -304,7 +320,8 @@ mod tests {
     fn m(pattern: &str, path: &str) -> bool {
         let pattern = PathPattern::parse(pattern);
         let context = ctx();
-        pattern.is_ok_and(|p| p.matches_in(&context.lexical(Path::new(path)), &context, false, false))
+        pattern
+            .is_ok_and(|p| p.matches_in(&context.lexical(Path::new(path)), &context, false, false))
     }
 
     #[test]
@@ -332,7 +349,13 @@ mod tests {
     #[test]
     fn bad_patterns() {
         assert_eq!(PathPattern::parse("").err(), Some(PathPatternError::Empty));
-        assert_eq!(PathPattern::parse("../x").err(), Some(PathPatternError::ParentDir));
-        assert!(matches!(PathPattern::parse("./a[").err(), Some(PathPatternError::Glob(_))));
+        assert_eq!(
+            PathPattern::parse("../x").err(),
+            Some(PathPatternError::ParentDir)
+        );
+        assert!(matches!(
+            PathPattern::parse("./a[").err(),
+            Some(PathPatternError::Glob(_))
+        ));
     }
 }

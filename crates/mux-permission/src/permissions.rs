@@ -5,9 +5,7 @@ use std::sync::RwLockReadGuard;
 use mux_tool::{Subject, ToolSpec};
 
 use crate::prepared::Prepared;
-use crate::{
-    Decision, Mode, PathContext, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
-};
+use crate::{Decision, Mode, PathContext, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict};
 
 /// A policy over every scope's rules, checked for each call.
 ///
@@ -50,7 +48,11 @@ impl PermissionsBuilder {
 
     /// The policy.
     pub fn build(mut self) -> Permissions {
-        if !self.layers.iter().any(|(scope, _)| *scope == Scope::Session) {
+        if !self
+            .layers
+            .iter()
+            .any(|(scope, _)| *scope == Scope::Session)
+        {
             self.layers.push((Scope::Session, ScopeRules::default()));
         }
         self.layers.sort_by_key(|(scope, _)| *scope);
@@ -93,7 +95,10 @@ impl Permissions {
 
     /// The first handle of a scope, if the policy has one.
     pub fn scope(&self, scope: Scope) -> Option<&ScopeRules> {
-        self.layers.iter().find(|(s, _)| *s == scope).map(|(_, r)| r)
+        self.layers
+            .iter()
+            .find(|(s, _)| *s == scope)
+            .map(|(_, r)| r)
     }
 
     /// The mode in force: that of the highest scope that sets one.
@@ -183,9 +188,9 @@ impl Permissions {
                     .by(rule.as_str(), scope)
             })
             .or_else(|| {
-                prepared
-                    .hazard()
-                    .map(|why| Decision::new(Verdict::Ask, format!("no rule can allow this: {why}")))
+                prepared.hazard().map(|why| {
+                    Decision::new(Verdict::Ask, format!("no rule can allow this: {why}"))
+                })
             });
         let outcome = match asked {
             Some(ask) => ask,
@@ -255,9 +260,14 @@ fn allowed<'a>(
             }
             first?
         }
-        _ => rules.clone().find(|(_, rule)| prepared.allowed_by(rule, context))?,
+        _ => rules
+            .clone()
+            .find(|(_, rule)| prepared.allowed_by(rule, context))?,
     };
-    Some(Decision::new(Verdict::Allow, format!("allowed by the rule `{rule}`")).by(rule.as_str(), scope))
+    Some(
+        Decision::new(Verdict::Allow, format!("allowed by the rule `{rule}`"))
+            .by(rule.as_str(), scope),
+    )
 }
 
 /// What the mode makes of a call no rule matched.

@@ -225,14 +225,24 @@ mod tests {
         assert_eq!(problem(""), Some(RuleProblem::Empty));
         assert_eq!(problem("Bash(git"), Some(RuleProblem::Syntax));
         assert_eq!(problem("Bash()"), Some(RuleProblem::EmptySpecifier));
-        assert_eq!(problem("Ba sh"), Some(RuleProblem::ToolName("Ba sh".into())));
-        assert!(matches!(problem("WebFetch(domain:)"), Some(RuleProblem::Domain(_))));
-        assert!(matches!(problem("Read(a[ 'b)"), Some(RuleProblem::Specifier { .. })));
+        assert_eq!(
+            problem("Ba sh"),
+            Some(RuleProblem::ToolName("Ba sh".into()))
+        );
+        assert!(matches!(
+            problem("WebFetch(domain:)"),
+            Some(RuleProblem::Domain(_))
+        ));
+        assert!(matches!(
+            problem("Read(a[ 'b)"),
+            Some(RuleProblem::Specifier { .. })
+        ));
     }
 
     #[test]
     fn tool_names_and_mcp_servers() {
-        let exact = Rule::parse("mcp__github__create_issue").unwrap_or_else(|e| unreachable!("{e}"));
+        let exact =
+            Rule::parse("mcp__github__create_issue").unwrap_or_else(|e| unreachable!("{e}"));
         assert!(exact.applies_to("mcp__github__create_issue"));
         assert!(!exact.applies_to("mcp__github__create_issue2"));
         let star = Rule::parse("mcp__github__*").unwrap_or_else(|e| unreachable!("{e}"));

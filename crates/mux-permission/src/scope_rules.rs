@@ -49,7 +49,9 @@ impl ScopeRules {
 
     /// Reads the current rules.
     pub fn read(&self) -> RwLockReadGuard<'_, RuleSet> {
-        self.rules.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.rules
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Changes the rules in place.

@@ -133,7 +133,10 @@ pub fn parse(text: &str, file: &Path, context: &PathContext) -> Result<RuleSet, 
     let Some(permissions) = permissions.as_object() else {
         return Err(shape("`permissions` must be an object".into()));
     };
-    if let Some(unknown) = permissions.keys().find(|k| !KNOWN_KEYS.contains(&k.as_str())) {
+    if let Some(unknown) = permissions
+        .keys()
+        .find(|k| !KNOWN_KEYS.contains(&k.as_str()))
+    {
         return Err(shape(format!(
             "unknown key `permissions.{unknown}` (expected one of {})",
             KNOWN_KEYS.join(", ")
@@ -144,12 +147,17 @@ pub fn parse(text: &str, file: &Path, context: &PathContext) -> Result<RuleSet, 
             continue;
         };
         let Some(list) = list.as_array() else {
-            return Err(shape(format!("`permissions.{}` must be an array", kind.as_str())));
+            return Err(shape(format!(
+                "`permissions.{}` must be an array",
+                kind.as_str()
+            )));
         };
         for entry in list {
             let rule = entry_rule(entry, kind, file, context)?;
             if entry.is_object() {
-                rules.entries.insert(rule.as_str().to_owned(), entry.clone());
+                rules
+                    .entries
+                    .insert(rule.as_str().to_owned(), entry.clone());
             }
             rules.add(kind, rule);
         }
@@ -162,7 +170,11 @@ pub fn parse(text: &str, file: &Path, context: &PathContext) -> Result<RuleSet, 
                 source,
             })?)
         }
-        Some(other) => return Err(shape(format!("`defaultMode` must be a string, not {other}"))),
+        Some(other) => {
+            return Err(shape(format!(
+                "`defaultMode` must be a string, not {other}"
+            )));
+        }
     }
     match permissions.get("allowManagedPermissionRulesOnly") {
         None => {}
@@ -205,7 +217,9 @@ fn entry_rule(
                 .keys()
                 .find(|k| !matches!(k.as_str(), "rule" | "match" | "not_match"))
             {
-                return Err(shape(format!("rule `{text}` has an unknown key `{unknown}`")));
+                return Err(shape(format!(
+                    "rule `{text}` has an unknown key `{unknown}`"
+                )));
             }
             let rule = parse(text)?;
             for (key, should_match) in [("match", true), ("not_match", false)] {
@@ -355,7 +369,11 @@ mod tests {
     use super::*;
 
     fn load(text: &str) -> Result<RuleSet, LoadError> {
-        parse(text, Path::new("/p/settings.json"), &PathContext::with_home("/p", None))
+        parse(
+            text,
+            Path::new("/p/settings.json"),
+            &PathContext::with_home("/p", None),
+        )
     }
 
     #[test]
@@ -373,9 +391,15 @@ mod tests {
     fn errors_name_the_file_and_rule() {
         let err = load(r#"{"permissions": {"allow": ["Bash(git"]}}"#).err();
         let text = err.map(|e| e.to_string()).unwrap_or_default();
-        assert!(text.contains("/p/settings.json") && text.contains("Bash(git"), "{text}");
+        assert!(
+            text.contains("/p/settings.json") && text.contains("Bash(git"),
+            "{text}"
+        );
         assert!(matches!(load("{"), Err(LoadError::Json { .. })));
-        assert!(matches!(load(r#"{"permissions": {"alow": []}}"#), Err(LoadError::Shape { .. })));
+        assert!(matches!(
+            load(r#"{"permissions": {"alow": []}}"#),
+            Err(LoadError::Shape { .. })
+        ));
         assert!(matches!(
             load(r#"{"permissions": {"defaultMode": "yolo"}}"#),
             Err(LoadError::Mode { .. })
@@ -386,10 +410,23 @@ mod tests {
     fn examples_are_checked() {
         let ok = r#"{"permissions": {"allow": [{"rule": "Bash(git diff:*)", "match": ["git diff HEAD", "git diff"], "not_match": ["git diff-index", {"command": "git status"}]}]}}"#;
         assert!(load(ok).is_ok());
-        let bad = r#"{"permissions": {"allow": [{"rule": "Bash(git diff:*)", "match": ["git diffx"]}]}}"#;
-        assert!(matches!(load(bad), Err(LoadError::Example { should_match: true, .. })));
+        let bad =
+            r#"{"permissions": {"allow": [{"rule": "Bash(git diff:*)", "match": ["git diffx"]}]}}"#;
+        assert!(matches!(
+            load(bad),
+            Err(LoadError::Example {
+                should_match: true,
+                ..
+            })
+        ));
         let bad_path = r#"{"permissions": {"deny": [{"rule": "Read(./secrets/**)", "not_match": ["secrets/key"]}]}}"#;
-        assert!(matches!(load(bad_path), Err(LoadError::Example { should_match: false, .. })));
+        assert!(matches!(
+            load(bad_path),
+            Err(LoadError::Example {
+                should_match: false,
+                ..
+            })
+        ));
         let url = r#"{"permissions": {"allow": [{"rule": "WebFetch(domain:example.com)", "match": ["https://example.com/x"], "not_match": ["https://example.com.evil.io/"]}]}}"#;
         assert!(load(url).is_ok());
     }

@@ -10,8 +10,7 @@ use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
 
 use super::words::{
-    decode_ansi_c, has_deceptive_chars, has_expansion_chars, unescape_bare,
-    unescape_double_quoted,
+    decode_ansi_c, has_deceptive_chars, has_expansion_chars, unescape_bare, unescape_double_quoted,
 };
 use super::wrappers;
 
@@ -178,10 +177,21 @@ impl Walker<'_> {
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
             match child.kind() {
-                "command" | "redirected_statement" | "list" | "pipeline" | "subshell"
-                | "compound_statement" | "if_statement" | "while_statement" | "for_statement"
-                | "c_style_for_statement" | "case_statement" | "function_definition"
-                | "negated_command" | "command_substitution" | "process_substitution"
+                "command"
+                | "redirected_statement"
+                | "list"
+                | "pipeline"
+                | "subshell"
+                | "compound_statement"
+                | "if_statement"
+                | "while_statement"
+                | "for_statement"
+                | "c_style_for_statement"
+                | "case_statement"
+                | "function_definition"
+                | "negated_command"
+                | "command_substitution"
+                | "process_substitution"
                 | "ERROR" => self.statement(child, src, false),
                 _ => {
                     self.word(child, src);
@@ -299,8 +309,10 @@ impl Walker<'_> {
             && target.known
             && target.text == "/dev/null";
         if !(duplicates_fd || discards) {
-            self.out
-                .hazard(format!("a redirection `{operator}` to the file `{}`", target.text));
+            self.out.hazard(format!(
+                "a redirection `{operator}` to the file `{}`",
+                target.text
+            ));
         }
     }
 
@@ -409,7 +421,10 @@ fn describe_construct(kind: &str) -> String {
     let what = match kind {
         "subshell" => "a subshell `( … )`",
         "compound_statement" => "a command group `{ … }`",
-        "if_statement" | "while_statement" | "for_statement" | "c_style_for_statement"
+        "if_statement"
+        | "while_statement"
+        | "for_statement"
+        | "c_style_for_statement"
         | "case_statement" => "a control-flow statement",
         "function_definition" => "a function definition",
         "negated_command" => "a negated command `!`",

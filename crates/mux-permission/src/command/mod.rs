@@ -6,5 +6,5 @@ mod words;
 mod wrappers;
 
 pub use analyze::{Analysis, MAX_SCRIPT_BYTES, analyze, parse_only};
-pub use pattern::{CommandPattern, CommandPatternError};
 pub(crate) use pattern::split_words;
+pub use pattern::{CommandPattern, CommandPatternError};

@@ -55,7 +55,9 @@ impl CommandPattern {
     pub fn matches(&self, words: &[String]) -> bool {
         match self {
             Self::Exact(expected) => words == expected.as_slice(),
-            Self::Prefix(prefix) => words.len() >= prefix.len() && words[..prefix.len()] == prefix[..],
+            Self::Prefix(prefix) => {
+                words.len() >= prefix.len() && words[..prefix.len()] == prefix[..]
+            }
             Self::Wildcard(pattern) => match_words(pattern, words),
         }
     }
@@ -205,8 +207,14 @@ mod tests {
     #[test]
     fn bad_patterns_are_errors() {
         assert_eq!(CommandPattern::parse("  "), Err(CommandPatternError::Empty));
-        assert_eq!(CommandPattern::parse("echo 'x"), Err(CommandPatternError::UnclosedQuote));
-        assert_eq!(CommandPattern::parse("a:* b"), Err(CommandPatternError::MisplacedPrefix));
+        assert_eq!(
+            CommandPattern::parse("echo 'x"),
+            Err(CommandPatternError::UnclosedQuote)
+        );
+        assert_eq!(
+            CommandPattern::parse("a:* b"),
+            Err(CommandPatternError::MisplacedPrefix)
+        );
     }
 
     #[test]

@@ -14,10 +14,39 @@ pub(crate) struct Inspection {
 
 /// Commands that run their arguments as another command.
 const WRAPPERS: &[&str] = &[
-    "builtin", "busybox", "caffeinate", "chroot", "chrt", "command", "doas", "env", "exec",
-    "fakeroot", "firejail", "flock", "ionice", "ltrace", "nice", "nohup", "nsenter", "parallel",
-    "proxychains", "proxychains4", "runuser", "setsid", "sg", "stdbuf", "strace", "sudo",
-    "taskset", "time", "timeout", "unbuffer", "unshare", "watch", "xargs",
+    "builtin",
+    "busybox",
+    "caffeinate",
+    "chroot",
+    "chrt",
+    "command",
+    "doas",
+    "env",
+    "exec",
+    "fakeroot",
+    "firejail",
+    "flock",
+    "ionice",
+    "ltrace",
+    "nice",
+    "nohup",
+    "nsenter",
+    "parallel",
+    "proxychains",
+    "proxychains4",
+    "runuser",
+    "setsid",
+    "sg",
+    "stdbuf",
+    "strace",
+    "sudo",
+    "taskset",
+    "time",
+    "timeout",
+    "unbuffer",
+    "unshare",
+    "watch",
+    "xargs",
 ];
 
 /// Shells: with `-c` they run a string, without it a file or standard input.
@@ -39,10 +68,14 @@ pub(crate) fn inspect(words: &[String]) -> Inspection {
     let name = base_name(first);
     let args = &words[1..];
     if WRAPPERS.contains(&name) {
-        found.hazards.push(format!("the wrapper `{name}` runs another command"));
+        found
+            .hazards
+            .push(format!("the wrapper `{name}` runs another command"));
         found.runs_arguments = true;
     } else if SHELLS.contains(&name) {
-        found.hazards.push(format!("the shell `{name}` runs a script"));
+        found
+            .hazards
+            .push(format!("the shell `{name}` runs a script"));
         match dash_c_script(args) {
             Some(script) => found.inner_scripts.push(script.to_owned()),
             None => found.runs_arguments = true,
@@ -165,9 +198,21 @@ mod tests {
 
     #[test]
     fn git_config_smuggling_is_a_hazard() {
-        assert!(!inspect(&words("git -c core.pager=sh log")).hazards.is_empty());
-        assert!(!inspect(&words("git -ccore.pager=sh log")).hazards.is_empty());
-        assert!(!inspect(&words("git fetch --upload-pack=evil")).hazards.is_empty());
+        assert!(
+            !inspect(&words("git -c core.pager=sh log"))
+                .hazards
+                .is_empty()
+        );
+        assert!(
+            !inspect(&words("git -ccore.pager=sh log"))
+                .hazards
+                .is_empty()
+        );
+        assert!(
+            !inspect(&words("git fetch --upload-pack=evil"))
+                .hazards
+                .is_empty()
+        );
         assert!(inspect(&words("git -C repo status")).hazards.is_empty());
         assert!(inspect(&words("git log --color")).hazards.is_empty());
     }
