@@ -3,6 +3,8 @@
 
 use std::fmt::Display;
 
+pub mod permission_check;
+
 /// Prints a step of an example as `==> what` followed by an indented detail.
 pub fn step(what: impl Display, detail: impl Display) {
     println!("==> {what}");

@@ -6,6 +6,7 @@
 //! | `tool` (default) | [`tool`] | the `Tool` trait, typed tools, registry, filters, executor |
 //! | `builtin` | [`builtin`] | files, search, bash and todo tools, sandboxed to a root |
 //! | `web` | [`builtin`] | adds `web_fetch` (reqwest with rustls) |
+//! | `permission` | [`permission`] | modes, `Tool(specifier)` rules, scopes, shell-aware matching, the approval gate |
 //! | `full` | all of the above | every layer |
 //!
 //! Library authors who only define tools can depend on `mux-tool` directly; applications
@@ -53,6 +54,10 @@ pub use mux_tool as tool;
 #[doc(inline)]
 pub use mux_tool::builtin;
 
+#[cfg(feature = "permission")]
+#[doc(inline)]
+pub use mux_permission as permission;
+
 /// The names most programs need, in one import.
 pub mod prelude {
     #[cfg(feature = "tool")]
@@ -62,5 +67,12 @@ pub mod prelude {
         Executor, PostHook, PostHookAction, PreHook, PreHookAction, Registry, Subject, Tool,
         ToolAnnotations, ToolCall, ToolContext, ToolError, ToolFilter, ToolOutput, ToolSpec,
         TypedTool,
+    };
+
+    #[cfg(feature = "permission")]
+    #[doc(no_inline)]
+    pub use mux_permission::{
+        Answer, Asker, Decision, Mode, PermissionGate, Permissions, Remember, Rule, RuleSet, Scope,
+        ScopeRules, Verdict,
     };
 }
