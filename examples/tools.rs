@@ -78,7 +78,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register_typed(WordCount)?;
     registry.register_typed(SaveNote::default())?;
     step("registered tools", registry.names().join(", "));
-    let save_note = registry.get("save_note").ok_or("save_note is registered above")?;
+    let save_note = registry
+        .get("save_note")
+        .ok_or("save_note is registered above")?;
     let schema = serde_json::to_string_pretty(&save_note.spec().input_schema)?;
     step("schema of save_note, generated from SaveNoteArgs", schema);
 

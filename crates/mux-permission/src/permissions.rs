@@ -139,27 +139,33 @@ impl Permissions {
             .iter()
             .any(|(scope, rules)| *scope == Scope::Managed && rules.managed_rules_only);
         let tool = spec.name.as_str();
-        let applicable = |kind: RuleKind| {
-            layers.iter().flat_map(move |(scope, rules)| {
-                rules
-                    .list(kind)
-                    .iter()
-                    .filter(move |rule| rule.applies_to(tool))
-                    .map(move |rule| (*scope, rule))
-            })
+        let applicable = |kind: RuleKind| -> Vec<(Scope, &Rule)> {
+            layers
+                .iter()
+                .flat_map(|(scope, rules)| {
+                    rules
+                        .list(kind)
+                        .iter()
+                        .filter(|rule| rule.applies_to(tool))
+                        .map(move |rule| (*scope, rule))
+                })
+                .collect()
         };
+        let deny_rules = applicable(RuleKind::Deny);
         let prepared = Prepared::new(subject, &self.context);
 
         // 1. Deny rules hold in every mode and look at everything the call touches.
-        for (scope, rule) in applicable(RuleKind::Deny) {
+        for &(scope, rule) in &deny_rules {
             if prepared.caught_by(rule, &self.context) {
                 return Decision::new(Verdict::Deny, format!("denied by the rule `{rule}`"))
                     .by(rule.as_str(), scope);
             }
         }
         // 2. Part of the call cannot be read, and a deny rule could match that part.
-        if let Some((scope, rule)) =
-            applicable(RuleKind::Deny).find(|(_, rule)| prepared.hides_from(rule))
+        if let Some((scope, rule)) = deny_rules
+            .iter()
+            .copied()
+            .find(|(_, rule)| prepared.hides_from(rule))
         {
             let why = prepared.hazard().unwrap_or_default();
             let decision = Decision::new(
@@ -182,6 +188,7 @@ impl Permissions {
         }
         // 4. Ask rules, then constructs no rule can vouch for, then allow rules.
         let asked = applicable(RuleKind::Ask)
+            .into_iter()
             .find(|(_, rule)| prepared.caught_by(rule, &self.context))
             .map(|(scope, rule)| {
                 Decision::new(Verdict::Ask, format!("the rule `{rule}` asks"))
@@ -195,7 +202,10 @@ impl Permissions {
         let outcome = match asked {
             Some(ask) => ask,
             None => {
-                let allow_rules = applicable(RuleKind::Allow)
+                let allow_rules = applicable(RuleKind::Allow);
+                let allow_rules = allow_rules
+                    .iter()
+                    .copied()
                     .filter(|(scope, _)| !managed_only || *scope == Scope::Managed);
                 match allowed(&prepared, allow_rules, &self.context) {
                     Some(decision) => decision,

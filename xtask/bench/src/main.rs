@@ -5,6 +5,7 @@
 mod builtin;
 mod executor;
 mod harness;
+mod permission;
 
 use std::process::ExitCode;
 
@@ -18,8 +19,11 @@ fn main() -> ExitCode {
         .nth(1)
         .unwrap_or_else(|| "target/bench-report.json".to_owned());
     let mut rows: Vec<Row> = Vec::new();
-    let benchmarks: [(&str, Benchmark); 2] =
-        [("executor", executor::run), ("builtin", builtin::run)];
+    let benchmarks: [(&str, Benchmark); 3] = [
+        ("executor", executor::run),
+        ("builtin", builtin::run),
+        ("permission", permission::run),
+    ];
     for (name, run) in benchmarks {
         match run() {
             Ok(found) => rows.extend(found),
