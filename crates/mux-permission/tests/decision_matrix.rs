@@ -328,7 +328,7 @@ fn shell_rows() -> Vec<Row> {
         D,
         ASK,
     ));
-    rows.push(("Bash", "sh -c ".repeat(1) + &nested_sh(12), "dev", D, ASK));
+    rows.push(("Bash", format!("sh -c {}", nested_sh(12)), "dev", D, ASK));
     rows
 }
 
