@@ -167,7 +167,9 @@ impl Permissions {
             .copied()
             .find(|(_, rule)| prepared.hides_from(rule))
         {
-            let why = prepared.hazard().unwrap_or_default();
+            let why = prepared
+                .hazard()
+                .unwrap_or_else(|| "its specifier does not apply to what this call touches".into());
             let decision = Decision::new(
                 Verdict::Ask,
                 format!("the deny rule `{rule}` cannot be ruled out: {why}"),

@@ -60,17 +60,18 @@ impl Prepared {
         }
     }
 
-    /// Whether part of the subject could not be read, so a deny rule of `rule`'s kind
-    /// might match what actually happens.
+    /// Whether a deny rule cannot be ruled out: part of the subject could not be read, or the
+    /// rule's specifier has no form for this kind of subject (a `domain:` rule on a command,
+    /// a command rule on a tool with no subject), so the rule might still be meant for it.
     pub(crate) fn hides_from(&self, rule: &Rule) -> bool {
         let Some(spec) = rule.spec() else {
             return false;
         };
         match self {
-            Self::Command(analysis) => analysis.opaque && spec.command.is_some(),
-            Self::Path { resolved, .. } => resolved.is_err() && spec.path.is_some(),
-            Self::Url(host) => host.is_err() && spec.domain.is_some(),
-            Self::Nothing => false,
+            Self::Command(analysis) => spec.command.is_none() || analysis.opaque,
+            Self::Path { resolved, .. } => spec.path.is_none() || resolved.is_err(),
+            Self::Url(host) => spec.domain.is_none() || host.is_err(),
+            Self::Nothing => true,
         }
     }
 

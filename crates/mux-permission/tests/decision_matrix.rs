@@ -95,6 +95,14 @@ fn profile(name: &str) -> &'static str {
             ask:   mcp__slack
             deny:  mcp__github__delete_repo"
         }
+        // Deny rules whose specifier does not fit the subject still cap the call at ask.
+        "misfit" => {
+            "
+            allow: WebFetch
+            allow: mcp__db__query
+            deny:  WebFetch(https://evil.com/**)
+            deny:  mcp__db__query(DROP:*)"
+        }
         other => panic!("no profile {other}"),
     }
 }
@@ -430,6 +438,9 @@ fn web_and_mcp_rows() -> Vec<Row> {
         ("mcp__gitlab__merge",        "",                              "mcp", D,      ASK),
         ("mcp__githubx__list",        "",                              "mcp", D,      ASK),
         ("mcp__github__create_issue", "",                              "mcp", PLAN,   DENY),
+        ("WebFetch",                  "https://docs.rs/",              "misfit", D,   ASK),
+        ("WebFetch",                  "https://docs.rs/",              "misfit", BYPASS, ASK),
+        ("mcp__db__query",            "",                              "misfit", D,   ASK),
         ("mcp__github__get_issue",    "",                              "mcp", PLAN,   ALLOW),
     ];
     table
