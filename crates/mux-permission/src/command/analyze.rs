@@ -369,6 +369,10 @@ impl Walker<'_> {
                 }
             }
             "concatenation" => {
+                if has_expansion_chars(raw) {
+                    self.out
+                        .hazard(format!("the glob or brace pattern `{raw}`"));
+                }
                 let mut text = String::new();
                 let mut known = true;
                 let mut cursor = node.walk();

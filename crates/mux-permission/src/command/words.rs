@@ -106,9 +106,21 @@ fn take_radix(
     (taken > 0).then_some(value)
 }
 
-/// Whether an unquoted word contains characters bash expands: globs and braces.
+/// Whether an unquoted word contains a pattern bash expands: `*`, `?`, a bracket expression
+/// `[…]`, or a brace expansion `{a,b}` / `{1..3}`.
 pub(crate) fn has_expansion_chars(raw: &str) -> bool {
-    raw.contains(['*', '?', '[', '{', '}'])
+    if raw.contains(['*', '?']) {
+        return true;
+    }
+    let closed_after = |open: char, close: char, needs: Option<&[&str]>| {
+        raw.match_indices(open).any(|(at, _)| {
+            let rest = &raw[at + 1..];
+            rest.find(close).is_some_and(|end| {
+                needs.is_none_or(|marks| marks.iter().any(|m| rest[..end].contains(m)))
+            })
+        })
+    };
+    closed_after('[', ']', None) || closed_after('{', '}', Some(&[",", ".."]))
 }
 
 /// Whether the text holds characters that can disguise what a reader sees: control
@@ -149,6 +161,16 @@ mod tests {
         assert_eq!(decode_ansi_c(r"\162m").as_deref(), Some("rm"));
         assert_eq!(decode_ansi_c(r"\u0072m").as_deref(), Some("rm"));
         assert_eq!(decode_ansi_c(r"\q"), None);
+    }
+
+    #[test]
+    fn expansion_patterns() {
+        for word in ["*.rs", "a?", "[ab].txt", "{a,b}", "x{1..3}"] {
+            assert!(has_expansion_chars(word), "{word}");
+        }
+        for word in ["{}", "HEAD@{1}", "[", "--format={h}", "a]b"] {
+            assert!(!has_expansion_chars(word), "{word}");
+        }
     }
 
     #[test]
