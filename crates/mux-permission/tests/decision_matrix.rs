@@ -225,6 +225,7 @@ fn shell_rows() -> Vec<Row> {
         ("git --config-env=core.pager=X log",           "wrappers", D,      ASK),
         ("git fetch --upload-pack='touch x'",           "wrappers", D,      ASK),
         ("git clone --config core.hooksPath=h r",       "wrappers", D,      ASK),
+        ("git diff --output=/etc/motd",                 "dev",      D,      ASK),
         ("rg --pre ./evil pattern",                     "wrappers", D,      ASK),
         ("rg --pre=./evil pattern",                     "wrappers", D,      ASK),
         ("tar -I ./evil -xf a.tar",                     "wrappers", D,      ASK),

@@ -144,6 +144,7 @@ const GIT_SMUGGLERS: &[&str] = &[
     "--receive-pack",
     "--exec",
     "--template",
+    "--output",
 ];
 const RG_SMUGGLERS: &[&str] = &["--pre", "--hostname-bin"];
 const TAR_SMUGGLERS: &[&str] = &[
