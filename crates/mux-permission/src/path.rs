@@ -214,23 +214,16 @@ impl PathPattern {
         } else {
             body
         };
-        // What the pattern names, everything beneath it, and for `dir/**` the directory too.
-        let beneath = if body.ends_with('/') {
-            format!("{body}**")
-        } else {
-            format!("{body}/**")
-        };
-        let mut exact: Vec<&str> = vec![body];
-        let mut any: Vec<&str> = vec![body, &beneath];
-        if let Some(dir) = body.strip_suffix("/**").filter(|d| !d.is_empty()) {
-            exact.push(dir);
-            any.push(dir);
-        }
-        // Allow rules reach beneath only a literal name (`./src`), not a glob (`notes/*`);
-        // deny and ask rules always do, as gitignore would.
-        let last = body.rsplit('/').next().unwrap_or(body);
-        if !last.contains(['*', '?', '[', '{']) {
-            exact.push(&beneath);
+        let (mut exact, mut any) = variants(body);
+        // An absolute pattern through a symlink (`/var/run/…` on a system where it points to
+        // `/run`) also matches the resolved location, so a deny rule cannot be sidestepped by
+        // naming the real path.
+        if anchor == Anchor::Absolute {
+            if let Some(real_body) = resolved_body(body) {
+                let (more_exact, more_any) = variants(&real_body);
+                exact.extend(more_exact);
+                any.extend(more_any);
+            }
         }
         Ok(Self {
             anchor,
@@ -291,7 +284,55 @@ impl PathPattern {
     }
 }
 
-fn glob_set(patterns: &[&str], any_case: bool) -> Result<GlobSet, PathPatternError> {
+/// The globs an allow rule (first) and a deny or ask rule (second) compile to: what the
+/// pattern names, everything beneath it, and for `dir/**` the directory too. Allow rules reach
+/// beneath only a literal name (`./src`), not a glob (`notes/*`); deny and ask rules always do,
+/// as gitignore would.
+fn variants(body: &str) -> (Vec<String>, Vec<String>) {
+    let beneath = if body.ends_with('/') {
+        format!("{body}**")
+    } else {
+        format!("{body}/**")
+    };
+    let mut exact = vec![body.to_owned()];
+    let mut any = vec![body.to_owned(), beneath.clone()];
+    if let Some(dir) = body.strip_suffix("/**").filter(|d| !d.is_empty()) {
+        exact.push(dir.to_owned());
+        any.push(dir.to_owned());
+    }
+    let last = body.rsplit('/').next().unwrap_or(body);
+    if !last.contains(['*', '?', '[', '{']) {
+        exact.push(beneath);
+    }
+    (exact, any)
+}
+
+/// The pattern with its literal leading directories resolved through symlinks, when that
+/// changes anything.
+fn resolved_body(body: &str) -> Option<String> {
+    let parts: Vec<&str> = body.split('/').collect();
+    let literal = parts
+        .iter()
+        .position(|part| part.contains(['*', '?', '[', '{', '\\']))
+        .unwrap_or(parts.len());
+    if literal <= 1 {
+        return None;
+    }
+    let prefix = parts[..literal].join("/");
+    let real = resolve(Path::new(&prefix)).ok()?;
+    let real = real.to_str()?;
+    if real == prefix {
+        return None;
+    }
+    let mut out = globset::escape(real);
+    for part in &parts[literal..] {
+        out.push('/');
+        out.push_str(part);
+    }
+    Some(out)
+}
+
+fn glob_set(patterns: &[String], any_case: bool) -> Result<GlobSet, PathPatternError> {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
         builder.add(glob(pattern, any_case)?);

@@ -10,7 +10,8 @@
 //!   secrets/key  .env  sub/.env  Docs/README.md
 //!   link_out -> {tmp}/outside (a symlink that leaves the root)
 //!   loop_a -> loop_b -> loop_a
-//! {tmp}/outside/private/data  {tmp}/outside/public/page
+//! {tmp}/outside/private/data  {tmp}/outside/public/page  {tmp}/outside/vault/gold
+//! {tmp}/alias -> {tmp}/outside (a deny rule names the vault through this alias)
 //! {tmp}/home/notes/a.md  {tmp}/home/.ssh/id_rsa
 //! ```
 
@@ -81,7 +82,8 @@ fn profile(name: &str) -> &'static str {
             deny:  Read(.env)
             deny:  Edit(./src/generated/**)
             deny:  Read(~/.ssh/**)
-            deny:  Read(//{outside}/private/**)"
+            deny:  Read(//{outside}/private/**)
+            deny:  Read({tmp}/alias/vault/**)"
         }
         "web" => {
             "
@@ -375,6 +377,9 @@ fn path_rows() -> Vec<Row> {
         ("Read {outside}/public/page",                  D,      ALLOW),
         ("Read {outside}/private/data",                 D,      DENY),
         ("Read ../outside/private/data",                D,      DENY),
+        ("Read {outside}/vault/gold",                   D,      DENY),
+        ("Read link_out/vault/gold",                    D,      DENY),
+        ("Read {tmp}/alias/vault/gold",                 D,      DENY),
         ("Read .env",                                   D,      DENY),
         ("Read sub/.env",                               D,      DENY),
         ("Read SECRETS/key",                            D,      DENY),
@@ -459,6 +464,7 @@ fn web_and_mcp_rows() -> Vec<Row> {
 
 struct Tree {
     _dir: tempfile::TempDir,
+    tmp: String,
     root: String,
     outside: String,
     home: String,
@@ -477,6 +483,7 @@ fn tree() -> Tree {
         root.join("Docs"),
         outside.join("private"),
         outside.join("public"),
+        outside.join("vault"),
         home.join("notes"),
         home.join(".ssh"),
     ] {
@@ -491,6 +498,7 @@ fn tree() -> Tree {
         root.join("Docs/README.md"),
         outside.join("private/data"),
         outside.join("public/page"),
+        outside.join("vault/gold"),
         home.join("notes/a.md"),
         home.join(".ssh/id_rsa"),
     ] {
@@ -498,10 +506,12 @@ fn tree() -> Tree {
     }
     std::os::unix::fs::symlink("../secrets", root.join("src/escape")).unwrap();
     std::os::unix::fs::symlink(&outside, root.join("link_out")).unwrap();
+    std::os::unix::fs::symlink(&outside, base.join("alias")).unwrap();
     std::os::unix::fs::symlink("loop_b", root.join("loop_a")).unwrap();
     std::os::unix::fs::symlink("loop_a", root.join("loop_b")).unwrap();
     let text = |p: &Path| p.to_str().unwrap().to_owned();
     Tree {
+        tmp: text(&base),
         root: text(&root),
         outside: text(&outside),
         home: text(&home),
@@ -511,7 +521,8 @@ fn tree() -> Tree {
 
 impl Tree {
     fn fill(&self, text: &str) -> String {
-        text.replace("{root}", &self.root)
+        text.replace("{tmp}", &self.tmp)
+            .replace("{root}", &self.root)
             .replace("{outside}", &self.outside)
             .replace("{home}", &self.home)
     }
