@@ -212,6 +212,23 @@ mod tests {
             "{error}"
         );
 
+        std::fs::write(&file, r#"{"permissions": {"deny": ["Read(./a[)"]}}"#).unwrap();
+        let bad_glob = run_with(&[
+            "--settings",
+            file.to_str().unwrap(),
+            "--tool",
+            "Read",
+            "--input",
+            r#"{"path": "x"}"#,
+        ]);
+        assert_eq!(bad_glob.exit_code, 2);
+        assert!(
+            bad_glob.json["error"]
+                .as_str()
+                .unwrap()
+                .contains("Read(./a[)")
+        );
+
         std::fs::write(&file, "{ not json").unwrap();
         let not_json = run_with(&[
             "--settings",

@@ -70,6 +70,15 @@ pub enum RuleProblem {
     /// A `domain:` specifier that is not a host.
     #[error(transparent)]
     Domain(#[from] DomainPatternError),
+    /// A built-in URL tool's specifier is not `domain:…`.
+    #[error("the specifier of a URL tool must be `domain:host`")]
+    NotADomain,
+    /// A built-in shell tool's specifier is not a command pattern.
+    #[error("invalid command pattern: {0}")]
+    Command(CommandPatternError),
+    /// A built-in file tool's specifier is not a path pattern.
+    #[error("invalid path pattern: {0}")]
+    Path(PathPatternError),
     /// The specifier is neither a usable command pattern nor a usable path pattern.
     #[error("the specifier is neither a command pattern ({command}) nor a path pattern ({path})")]
     Specifier {
@@ -115,7 +124,9 @@ impl Rule {
         let specifier = match specifier {
             None => None,
             Some(raw) if raw.trim().is_empty() => return Err(fail(RuleProblem::EmptySpecifier)),
-            Some(raw) => Some(Specifier::compile(raw).map_err(fail)?),
+            Some(raw) => {
+                Some(Specifier::compile(raw, crate::builtin::subject_kind(name)).map_err(fail)?)
+            }
         };
         Ok(Self {
             text: trimmed.to_owned(),
@@ -163,7 +174,12 @@ impl Rule {
 }
 
 impl Specifier {
-    fn compile(raw: &str) -> Result<Self, RuleProblem> {
+    /// Compiles every form that applies. For a built-in tool (`kind` known), the form its
+    /// subject needs must compile.
+    fn compile(raw: &str, kind: Option<&str>) -> Result<Self, RuleProblem> {
+        if kind == Some("url") && !raw.trim().starts_with("domain:") {
+            return Err(RuleProblem::NotADomain);
+        }
         if let Some(domain) = raw.trim().strip_prefix("domain:") {
             return Ok(Self {
                 raw: raw.to_owned(),
@@ -174,6 +190,11 @@ impl Specifier {
         }
         let command = CommandPattern::parse(raw);
         let path = PathPattern::parse(raw);
+        match (kind, &command, &path) {
+            (Some("command"), Err(err), _) => return Err(RuleProblem::Command(err.clone())),
+            (Some("path"), _, Err(err)) => return Err(RuleProblem::Path(err.clone())),
+            _ => {}
+        }
         match (command, path) {
             (Err(command), Err(path)) => Err(RuleProblem::Specifier { command, path }),
             (command, path) => Ok(Self {
@@ -234,8 +255,18 @@ mod tests {
             Some(RuleProblem::Domain(_))
         ));
         assert!(matches!(
-            problem("Read(a[ 'b)"),
+            problem("Custom(a[ 'b)"),
             Some(RuleProblem::Specifier { .. })
+        ));
+        assert!(matches!(problem("Read(./a[)"), Some(RuleProblem::Path(_))));
+        assert!(matches!(problem("Read(../x)"), Some(RuleProblem::Path(_))));
+        assert!(matches!(
+            problem("Bash(echo 'x)"),
+            Some(RuleProblem::Command(_))
+        ));
+        assert!(matches!(
+            problem("WebFetch(https://x.com)"),
+            Some(RuleProblem::NotADomain)
         ));
     }
 

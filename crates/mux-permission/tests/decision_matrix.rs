@@ -100,9 +100,9 @@ fn profile(name: &str) -> &'static str {
         // Deny rules whose specifier does not fit the subject still cap the call at ask.
         "misfit" => {
             "
-            allow: WebFetch
+            allow: Fetch
             allow: mcp__db__query
-            deny:  WebFetch(https://evil.com/**)
+            deny:  Fetch(https://evil.com/**)
             deny:  mcp__db__query(DROP:*)"
         }
         other => panic!("no profile {other}"),
@@ -449,8 +449,8 @@ fn web_and_mcp_rows() -> Vec<Row> {
         ("mcp__gitlab__merge",        "",                              "mcp", D,      ASK),
         ("mcp__githubx__list",        "",                              "mcp", D,      ASK),
         ("mcp__github__create_issue", "",                              "mcp", PLAN,   DENY),
-        ("WebFetch",                  "https://docs.rs/",              "misfit", D,   ASK),
-        ("WebFetch",                  "https://docs.rs/",              "misfit", BYPASS, ASK),
+        ("Fetch",                     "https://docs.rs/",              "misfit", D,   ASK),
+        ("Fetch",                     "https://docs.rs/",              "misfit", BYPASS, ASK),
         ("mcp__db__query",            "",                              "misfit", D,   ASK),
         ("mcp__github__get_issue",    "",                              "mcp", PLAN,   ALLOW),
     ];
@@ -568,7 +568,7 @@ fn subject(tool: &str, input: &str) -> Subject {
     match tool {
         "Bash" => Subject::command(input),
         "Read" | "Edit" | "Write" => Subject::path(input),
-        "WebFetch" => Subject::url(input),
+        "WebFetch" | "Fetch" => Subject::url(input),
         _ => Subject::None,
     }
 }
