@@ -344,6 +344,14 @@ fn shell_rows() -> Vec<Row> {
         D,
         ASK,
     ));
+    for (deep, rules, mode, expect) in [
+        ("(".repeat(30_000) + "ls" + &")".repeat(30_000), "dev", D, ASK),
+        ("echo ".to_owned() + &"$(".repeat(20_000) + "ls" + &")".repeat(20_000), "dev", D, ASK),
+        ("(".repeat(30_000) + "rm x" + &")".repeat(30_000), "none", BYPASS, ALLOW),
+        ("(".repeat(30_000) + "rm x" + &")".repeat(30_000), "dev", BYPASS, ASK),
+    ] {
+        rows.push(("Bash", deep, rules, mode, expect));
+    }
     rows.push(("Bash", format!("sh -c {}", nested_sh(12)), "dev", D, ASK));
     rows
 }

@@ -19,6 +19,9 @@ use super::wrappers;
 pub const MAX_SCRIPT_BYTES: usize = 64 * 1024;
 /// How deep `sh -c`, `eval` and wrappers may nest before the rest counts as unknown.
 const MAX_DEPTH: usize = 6;
+/// How deeply syntax may nest (subshells in subshells, substitutions in substitutions) before
+/// the rest counts as unknown; keeps the walk's recursion bounded.
+const MAX_NESTING: usize = 200;
 /// How many commands the deny scan collects before the rest counts as unknown.
 const MAX_COMMANDS: usize = 4096;
 
@@ -81,6 +84,7 @@ pub fn analyze(script: &str) -> Analysis {
     Walker {
         out: &mut analysis,
         depth: 0,
+        nesting: 0,
     }
     .script(script, true);
     if analysis.commands.is_empty() && analysis.hazards.is_empty() {
@@ -91,7 +95,10 @@ pub fn analyze(script: &str) -> Analysis {
 
 struct Walker<'a> {
     out: &'a mut Analysis,
+    /// Levels of `sh -c`, `eval` and wrappers.
     depth: usize,
+    /// Levels of syntax within one script.
+    nesting: usize,
 }
 
 /// A word's value after quote removal, and whether that value is known before running.
@@ -132,6 +139,26 @@ impl Walker<'_> {
     }
 
     fn statement(&mut self, node: Node<'_>, src: &str, top: bool) {
+        if !self.enter() {
+            return;
+        }
+        self.statement_inner(node, src, top);
+        self.nesting -= 1;
+    }
+
+    /// Steps one level deeper into the syntax; `false` (and the script counts as unknown)
+    /// past [`MAX_NESTING`].
+    fn enter(&mut self) -> bool {
+        if self.nesting >= MAX_NESTING {
+            self.out.hazard("the command nests too deeply to check");
+            self.out.opaque = true;
+            return false;
+        }
+        self.nesting += 1;
+        true
+    }
+
+    fn statement_inner(&mut self, node: Node<'_>, src: &str, top: bool) {
         match node.kind() {
             "program" | "list" | "pipeline" => {
                 let mut cursor = node.walk();
@@ -317,6 +344,18 @@ impl Walker<'_> {
     }
 
     fn word(&mut self, node: Node<'_>, src: &str) -> Word {
+        if !self.enter() {
+            return Word {
+                text: src[node.byte_range()].to_owned(),
+                known: false,
+            };
+        }
+        let word = self.word_inner(node, src);
+        self.nesting -= 1;
+        word
+    }
+
+    fn word_inner(&mut self, node: Node<'_>, src: &str) -> Word {
         let raw = &src[node.byte_range()];
         match node.kind() {
             "word" => {
