@@ -218,12 +218,12 @@ impl PathPattern {
         // An absolute pattern through a symlink (`/var/run/…` on a system where it points to
         // `/run`) also matches the resolved location, so a deny rule cannot be sidestepped by
         // naming the real path.
-        if anchor == Anchor::Absolute {
-            if let Some(real_body) = resolved_body(body) {
-                let (more_exact, more_any) = variants(&real_body);
-                exact.extend(more_exact);
-                any.extend(more_any);
-            }
+        if anchor == Anchor::Absolute
+            && let Some(real_body) = resolved_body(body)
+        {
+            let (more_exact, more_any) = variants(&real_body);
+            exact.extend(more_exact);
+            any.extend(more_any);
         }
         Ok(Self {
             anchor,
