@@ -23,7 +23,7 @@ pub use gate::{Answer, Asker, PermissionGate, Question, RecordedAnswer, asker_fn
 pub use mode::{Mode, UnknownMode};
 pub use path::{PathContext, PathPattern, PathPatternError, resolve};
 pub use permissions::{Permissions, PermissionsBuilder};
-pub use remember::{Remember, RememberError};
+pub use remember::{Remember, RememberError, suggest_prefixes};
 pub use rule::{Rule, RuleError, RuleProblem};
 pub use ruleset::{RuleKind, RuleSet};
 pub use scope::Scope;

@@ -72,6 +72,48 @@ pub enum RememberError {
     Save(#[from] SaveError),
 }
 
+/// Prefixes an asker can offer for "always allow" on a command, longest first: the leading
+/// words (up to two, options excluded) every command of the script shares. Empty when the
+/// script cannot be allowed by a rule at all.
+///
+/// ```
+/// use mux_permission::suggest_prefixes;
+/// use mux_tool::Subject;
+///
+/// assert_eq!(suggest_prefixes(&Subject::command("git diff HEAD~1")), ["git diff", "git"]);
+/// assert_eq!(suggest_prefixes(&Subject::command("git diff && git log -3")), ["git"]);
+/// assert_eq!(suggest_prefixes(&Subject::command("ls")), ["ls"]);
+/// assert!(suggest_prefixes(&Subject::command("echo $(id)")).is_empty());
+/// ```
+pub fn suggest_prefixes(subject: &Subject) -> Vec<String> {
+    let Subject::Command(script) = subject else {
+        return Vec::new();
+    };
+    let analysis = analyze(script);
+    let Some(first) = analysis.commands.first() else {
+        return Vec::new();
+    };
+    if !analysis.is_plain() {
+        return Vec::new();
+    }
+    let shared = first
+        .iter()
+        .take(2)
+        .take_while(|word| !word.starts_with('-') && !word.contains('*'))
+        .enumerate()
+        .take_while(|(i, word)| {
+            analysis
+                .commands
+                .iter()
+                .all(|words| words.get(*i) == Some(*word))
+        })
+        .count();
+    (1..=shared)
+        .rev()
+        .filter_map(|n| quote_words(&first[..n]).ok())
+        .collect()
+}
+
 pub(crate) fn remember(
     permissions: &Permissions,
     spec: &ToolSpec,
