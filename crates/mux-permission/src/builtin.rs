@@ -56,12 +56,15 @@ pub fn subject(name: &str, input: &Value) -> Option<Subject> {
     }
 }
 
-/// What kind of subject a built-in tool's calls have: `"command"`, `"path"` or `"url"`.
+/// What kind of subject a built-in tool's calls have: `"command"`, `"path"` or `"url"`. Covers
+/// the names above and those of mux-tool's own built-in tools (`bash`, `read_file`, …), so a
+/// rule for them whose specifier does not fit is a load error.
 pub(crate) fn subject_kind(name: &str) -> Option<&'static str> {
     match name {
-        "Bash" => Some("command"),
-        "Read" | "Edit" | "Write" => Some("path"),
-        "WebFetch" => Some("url"),
+        "Bash" | "bash" => Some("command"),
+        "Read" | "Edit" | "Write" | "read_file" | "edit_file" | "write_file" | "list_dir"
+        | "glob" | "grep" => Some("path"),
+        "WebFetch" | "web_fetch" => Some("url"),
         _ => None,
     }
 }

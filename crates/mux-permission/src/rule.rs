@@ -268,6 +268,15 @@ mod tests {
             problem("WebFetch(https://x.com)"),
             Some(RuleProblem::NotADomain)
         ));
+        assert!(matches!(
+            problem("read_file(./a[)"),
+            Some(RuleProblem::Path(_))
+        ));
+        assert!(matches!(
+            problem("web_fetch(x.com)"),
+            Some(RuleProblem::NotADomain)
+        ));
+        assert!(Rule::parse("bash(git diff:*)").is_ok());
     }
 
     #[test]
