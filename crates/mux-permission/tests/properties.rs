@@ -11,7 +11,7 @@ use proptest::prelude::*;
 const WORDS: &[&str] = &[
     "git", "status", "diff", "log", "ls", "-la", "rm", "-rf", "/", "echo", "cat", "npm", "run",
     "test", "'a b'", "\"c d\"", "$(id)", "`id`", "$HOME", "*.txt", "sudo", "sh", "-c", "x",
-    "FOO=1", ">", "out", "2>&1", "find", "-exec", "{}", "\\;", "curl", "|", "xargs",
+    "FOO=1", "> out", "2>&1", "find", "-exec", "{}", "\\;", "curl", "|", "xargs",
 ];
 const OPERATORS: &[&str] = &[" && ", " || ", "; ", " | ", "\n"];
 const RULE_WORDS: &[&str] = &[
