@@ -1,0 +1,175 @@
+//! From bytes to normalized events: an SSE decoder feeding a provider's [`EventMapper`].
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+
+use crate::client::EventStream;
+use crate::error::{LlmError, TimeoutPhase};
+use crate::event::StreamEvent;
+use crate::sse::{SseDecoder, SseEvent};
+
+/// Whether a stream goes on after an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// More events follow.
+    Continue,
+    /// The provider's terminal event arrived; the rest of the body is ignored.
+    Done,
+}
+
+/// Translates one provider's SSE events into normalized [`StreamEvent`]s.
+pub trait EventMapper: Send + 'static {
+    /// The provider name used in errors.
+    fn provider(&self) -> &str;
+
+    /// Handles one SSE event. An in-stream error event becomes `Err`.
+    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Flow, LlmError>;
+
+    /// The body ended before [`Flow::Done`]: emit what closes the message, or fail when the
+    /// stream was cut short.
+    fn on_end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError>;
+}
+
+/// Decodes a whole body held in memory, chunk by chunk, into events.
+pub fn decode_chunks<'a, M: EventMapper>(
+    mut mapper: M,
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<Vec<StreamEvent>, LlmError> {
+    let mut decoder = SseDecoder::new();
+    let mut sse = Vec::new();
+    let mut out = Vec::new();
+    for chunk in chunks {
+        decoder
+            .feed(chunk, &mut sse)
+            .map_err(|err| LlmError::decode(mapper.provider(), err.to_string(), &err.snippet))?;
+        for event in sse.drain(..) {
+            if mapper.on_event(event, &mut out)? == Flow::Done {
+                return Ok(out);
+            }
+        }
+    }
+    decoder
+        .finish(&mut sse)
+        .map_err(|err| LlmError::decode(mapper.provider(), err.to_string(), &err.snippet))?;
+    for event in sse.drain(..) {
+        if mapper.on_event(event, &mut out)? == Flow::Done {
+            return Ok(out);
+        }
+    }
+    mapper.on_end(&mut out)?;
+    Ok(out)
+}
+
+struct State<S, M> {
+    bytes: S,
+    decoder: SseDecoder,
+    mapper: M,
+    sse: Vec<SseEvent>,
+    pending: VecDeque<StreamEvent>,
+    scratch: Vec<StreamEvent>,
+    idle: Option<Duration>,
+    finished: bool,
+}
+
+impl<S, M> State<S, M>
+where
+    S: Stream<Item = Result<Bytes, LlmError>> + Unpin + Send,
+    M: EventMapper,
+{
+    fn decode_error(&self, err: crate::sse::SseError) -> LlmError {
+        LlmError::decode(self.mapper.provider(), err.to_string(), &err.snippet)
+    }
+
+    /// Moves decoded SSE events through the mapper; returns true when the stream is done.
+    fn map_pending_sse(&mut self) -> Result<bool, LlmError> {
+        let events: Vec<SseEvent> = self.sse.drain(..).collect();
+        for event in events {
+            let flow = self.mapper.on_event(event, &mut self.scratch)?;
+            self.pending.extend(self.scratch.drain(..));
+            if flow == Flow::Done {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    async fn next_event(&mut self) -> Option<Result<StreamEvent, LlmError>> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some(Ok(event));
+            }
+            if self.finished {
+                return None;
+            }
+            let next = match self.idle {
+                Some(limit) => match tokio::time::timeout(limit, self.bytes.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        self.finished = true;
+                        return Some(Err(LlmError::Timeout {
+                            provider: self.mapper.provider().to_owned(),
+                            phase: TimeoutPhase::Idle,
+                            after: limit,
+                        }));
+                    }
+                },
+                None => self.bytes.next().await,
+            };
+            let step = match next {
+                Some(Ok(chunk)) => self
+                    .decoder
+                    .feed(&chunk, &mut self.sse)
+                    .map_err(|err| self.decode_error(err))
+                    .and_then(|()| self.map_pending_sse()),
+                Some(Err(err)) => Err(err),
+                None => self
+                    .decoder
+                    .finish(&mut self.sse)
+                    .map_err(|err| self.decode_error(err))
+                    .and_then(|()| self.map_pending_sse())
+                    .and_then(|done| {
+                        if !done {
+                            self.mapper.on_end(&mut self.scratch)?;
+                            self.pending.extend(self.scratch.drain(..));
+                        }
+                        Ok(true)
+                    }),
+            };
+            match step {
+                Ok(done) => self.finished = done,
+                Err(err) => {
+                    self.finished = true;
+                    self.pending.clear();
+                    return Some(Err(err));
+                }
+            }
+        }
+    }
+}
+
+/// Turns a body's byte stream into a stream of normalized events. When `idle` is set, a gap
+/// longer than it between chunks ends the stream with a [`TimeoutPhase::Idle`] timeout. After
+/// an error the stream ends.
+pub fn decode_stream<S, M>(bytes: S, mapper: M, idle: Option<Duration>) -> EventStream
+where
+    S: Stream<Item = Result<Bytes, LlmError>> + Unpin + Send + 'static,
+    M: EventMapper,
+{
+    let state = State {
+        bytes,
+        decoder: SseDecoder::new(),
+        mapper,
+        sse: Vec::new(),
+        pending: VecDeque::new(),
+        scratch: Vec::new(),
+        idle,
+        finished: false,
+    };
+    Box::pin(futures::stream::unfold(state, |mut state| async move {
+        let item = state.next_event().await?;
+        Some((item, state))
+    }))
+}

@@ -1,0 +1,464 @@
+//! Typed errors. Every variant names the provider; none ever carries an API key.
+
+use std::time::Duration;
+
+/// Which wait ran out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimeoutPhase {
+    /// Opening the connection.
+    Connect,
+    /// Waiting for the response (headers, or the whole body when not streaming).
+    Request,
+    /// Waiting for the next chunk of a stream.
+    Idle,
+}
+
+impl TimeoutPhase {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Connect => "connecting",
+            Self::Request => "waiting for the response",
+            Self::Idle => "waiting for the next stream chunk",
+        }
+    }
+}
+
+/// An error from a model provider.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// The API key is missing or wrong (401).
+    #[error("{provider}: authentication failed (HTTP {status}): {message}")]
+    Authentication {
+        /// The provider.
+        provider: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The key may not do this (403).
+    #[error("{provider}: permission denied (HTTP {status}): {message}")]
+    PermissionDenied {
+        /// The provider.
+        provider: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The endpoint or model does not exist (404).
+    #[error("{provider}: not found (HTTP {status}; unknown model or endpoint?): {message}")]
+    NotFound {
+        /// The provider.
+        provider: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// Too many requests (429).
+    #[error("{provider}: rate limited (HTTP {status}){}: {message}", retry_hint(.retry_after))]
+    RateLimited {
+        /// The provider.
+        provider: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+        /// How long the provider asked to wait.
+        retry_after: Option<Duration>,
+    },
+    /// The provider is overloaded (Anthropic's 529, or an `overloaded_error` in a stream).
+    #[error("{provider}: overloaded (HTTP {status}){}: {message}", retry_hint(.retry_after))]
+    Overloaded {
+        /// The provider.
+        provider: String,
+        /// The HTTP status (529; 0 when reported inside a stream).
+        status: u16,
+        /// The provider's message.
+        message: String,
+        /// How long the provider asked to wait.
+        retry_after: Option<Duration>,
+    },
+    /// The prompt does not fit the model's context window.
+    #[error("{provider}: context length exceeded (HTTP {status}): {message}")]
+    ContextLength {
+        /// The provider.
+        provider: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The provider rejected the request.
+    #[error("{provider}: invalid request (HTTP {status}): {message}")]
+    InvalidRequest {
+        /// The provider.
+        provider: String,
+        /// The HTTP status (0 when reported inside a stream).
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The provider failed (5xx, or an `api_error` inside a stream).
+    #[error("{provider}: server error (HTTP {status}): {message}")]
+    Server {
+        /// The provider.
+        provider: String,
+        /// The HTTP status (0 when reported inside a stream).
+        status: u16,
+        /// The provider's message.
+        message: String,
+        /// How long the provider asked to wait.
+        retry_after: Option<Duration>,
+    },
+    /// The connection failed or broke.
+    #[error("{provider}: transport error: {message}")]
+    Transport {
+        /// The provider.
+        provider: String,
+        /// What happened.
+        message: String,
+    },
+    /// A wait ran out.
+    #[error("{provider}: timed out {} after {after:?}", .phase.as_str())]
+    Timeout {
+        /// The provider.
+        provider: String,
+        /// Which wait.
+        phase: TimeoutPhase,
+        /// The limit that was reached.
+        after: Duration,
+    },
+    /// The provider sent something this crate could not read.
+    #[error("{provider}: could not decode the response: {message} (near `{snippet}`)")]
+    Decode {
+        /// The provider.
+        provider: String,
+        /// What was wrong.
+        message: String,
+        /// The offending text, shortened.
+        snippet: String,
+    },
+    /// The client was configured wrongly (missing key, bad URL).
+    #[error("{provider}: configuration error: {message}")]
+    Config {
+        /// The provider.
+        provider: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn retry_hint(retry_after: &Option<Duration>) -> String {
+    match retry_after {
+        Some(after) => format!(", retry after {} ms", after.as_millis()),
+        None => String::new(),
+    }
+}
+
+/// The longest snippet kept in a decode error or a non-JSON error body.
+pub(crate) const SNIPPET_LEN: usize = 200;
+
+/// Shortens `text` to at most [`SNIPPET_LEN`] bytes on a character boundary.
+pub(crate) fn snippet(text: &str) -> String {
+    if text.len() <= SNIPPET_LEN {
+        return text.to_owned();
+    }
+    let mut end = SNIPPET_LEN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+impl LlmError {
+    /// A stable name of the kind: `authentication`, `rate_limited`, ...
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Authentication { .. } => "authentication",
+            Self::PermissionDenied { .. } => "permission_denied",
+            Self::NotFound { .. } => "not_found",
+            Self::RateLimited { .. } => "rate_limited",
+            Self::Overloaded { .. } => "overloaded",
+            Self::ContextLength { .. } => "context_length",
+            Self::InvalidRequest { .. } => "invalid_request",
+            Self::Server { .. } => "server",
+            Self::Transport { .. } => "transport",
+            Self::Timeout { .. } => "timeout",
+            Self::Decode { .. } => "decode",
+            Self::Config { .. } => "config",
+        }
+    }
+
+    /// The HTTP status, when the error came from one (0 or absent for in-stream errors).
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Authentication { status, .. }
+            | Self::PermissionDenied { status, .. }
+            | Self::NotFound { status, .. }
+            | Self::RateLimited { status, .. }
+            | Self::Overloaded { status, .. }
+            | Self::ContextLength { status, .. }
+            | Self::InvalidRequest { status, .. }
+            | Self::Server { status, .. } => (*status != 0).then_some(*status),
+            _ => None,
+        }
+    }
+
+    /// How long the provider asked to wait before retrying.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::RateLimited { retry_after, .. }
+            | Self::Overloaded { retry_after, .. }
+            | Self::Server { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// Whether trying again may succeed: rate limits, overload, server errors, transport
+    /// failures and timeouts. Authentication, bad requests and decode errors are final.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::RateLimited { .. }
+                | Self::Overloaded { .. }
+                | Self::Server { .. }
+                | Self::Transport { .. }
+                | Self::Timeout { .. }
+        )
+    }
+
+    /// The provider's message (or what happened), without the kind and provider prefix.
+    pub fn message(&self) -> String {
+        match self {
+            Self::Authentication { message, .. }
+            | Self::PermissionDenied { message, .. }
+            | Self::NotFound { message, .. }
+            | Self::RateLimited { message, .. }
+            | Self::Overloaded { message, .. }
+            | Self::ContextLength { message, .. }
+            | Self::InvalidRequest { message, .. }
+            | Self::Server { message, .. }
+            | Self::Transport { message, .. }
+            | Self::Decode { message, .. }
+            | Self::Config { message, .. } => message.clone(),
+            Self::Timeout { phase, after, .. } => {
+                format!("timed out {} after {after:?}", phase.as_str())
+            }
+        }
+    }
+
+    /// A decode error with a snippet of the offending text.
+    pub fn decode(provider: &str, message: impl Into<String>, text: &str) -> Self {
+        Self::Decode {
+            provider: provider.to_owned(),
+            message: message.into(),
+            snippet: snippet(text),
+        }
+    }
+
+    /// A transport error.
+    pub fn transport(provider: &str, message: impl Into<String>) -> Self {
+        Self::Transport {
+            provider: provider.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// Maps an HTTP error status and the provider's message to a typed error. `error_type` is
+    /// the provider's own error code when the body had one (`overloaded_error`,
+    /// `context_length_exceeded`, ...).
+    pub fn from_status(
+        provider: &str,
+        status: u16,
+        error_type: Option<&str>,
+        message: String,
+        retry_after: Option<Duration>,
+    ) -> Self {
+        let provider = provider.to_owned();
+        let kind = error_type.unwrap_or("");
+        if is_context_length(kind, &message) {
+            return Self::ContextLength {
+                provider,
+                status,
+                message,
+            };
+        }
+        if kind == "overloaded_error" || status == 529 {
+            return Self::Overloaded {
+                provider,
+                status,
+                message,
+                retry_after,
+            };
+        }
+        match status {
+            401 => Self::Authentication {
+                provider,
+                status,
+                message,
+            },
+            403 => Self::PermissionDenied {
+                provider,
+                status,
+                message,
+            },
+            404 => Self::NotFound {
+                provider,
+                status,
+                message,
+            },
+            429 => Self::RateLimited {
+                provider,
+                status,
+                message,
+                retry_after,
+            },
+            500..=599 => Self::Server {
+                provider,
+                status,
+                message,
+                retry_after,
+            },
+            _ => Self::InvalidRequest {
+                provider,
+                status,
+                message,
+            },
+        }
+    }
+
+    /// Maps an error reported inside a stream (`{"type":"error","error":{...}}`).
+    pub fn in_stream(provider: &str, error_type: &str, message: String) -> Self {
+        let status = match error_type {
+            "authentication_error" => 401,
+            "permission_error" => 403,
+            "not_found_error" => 404,
+            "rate_limit_error" => 429,
+            "overloaded_error" => 529,
+            "api_error" | "server_error" => 500,
+            _ => 400,
+        };
+        let mut error = Self::from_status(provider, status, Some(error_type), message, None);
+        error.clear_status();
+        error
+    }
+
+    fn clear_status(&mut self) {
+        match self {
+            Self::Authentication { status, .. }
+            | Self::PermissionDenied { status, .. }
+            | Self::NotFound { status, .. }
+            | Self::RateLimited { status, .. }
+            | Self::Overloaded { status, .. }
+            | Self::ContextLength { status, .. }
+            | Self::InvalidRequest { status, .. }
+            | Self::Server { status, .. } => *status = 0,
+            _ => {}
+        }
+    }
+
+    /// Replaces every occurrence of `secret` in the error's texts with `[redacted]`.
+    pub fn redact(mut self, secret: &str) -> Self {
+        if secret.len() < 4 {
+            return self;
+        }
+        let scrub = |text: &mut String| {
+            if text.contains(secret) {
+                *text = text.replace(secret, "[redacted]");
+            }
+        };
+        match &mut self {
+            Self::Authentication { message, .. }
+            | Self::PermissionDenied { message, .. }
+            | Self::NotFound { message, .. }
+            | Self::RateLimited { message, .. }
+            | Self::Overloaded { message, .. }
+            | Self::ContextLength { message, .. }
+            | Self::InvalidRequest { message, .. }
+            | Self::Server { message, .. }
+            | Self::Transport { message, .. }
+            | Self::Config { message, .. } => scrub(message),
+            Self::Decode {
+                message, snippet, ..
+            } => {
+                scrub(message);
+                scrub(snippet);
+            }
+            Self::Timeout { .. } => {}
+        }
+        self
+    }
+}
+
+fn is_context_length(kind: &str, message: &str) -> bool {
+    if kind == "context_length_exceeded" {
+        return true;
+    }
+    let lower = message.to_ascii_lowercase();
+    lower.contains("prompt is too long")
+        || lower.contains("context length")
+        || lower.contains("context_length")
+        || lower.contains("context window")
+        || lower.contains("maximum context")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_kinds() {
+        let kind = |status, ty: Option<&str>, msg: &str| {
+            LlmError::from_status("p", status, ty, msg.to_owned(), None).kind()
+        };
+        assert_eq!(kind(401, None, "x"), "authentication");
+        assert_eq!(kind(403, None, "x"), "permission_denied");
+        assert_eq!(kind(404, None, "x"), "not_found");
+        assert_eq!(kind(429, None, "x"), "rate_limited");
+        assert_eq!(kind(529, None, "x"), "overloaded");
+        assert_eq!(kind(500, Some("overloaded_error"), "x"), "overloaded");
+        assert_eq!(kind(503, None, "x"), "server");
+        assert_eq!(kind(400, None, "prompt is too long: 210000 tokens > 200000 maximum"), "context_length");
+        assert_eq!(kind(400, Some("context_length_exceeded"), "x"), "context_length");
+        assert_eq!(kind(400, None, "max_tokens: must be positive"), "invalid_request");
+        assert_eq!(kind(422, None, "x"), "invalid_request");
+    }
+
+    #[test]
+    fn only_transient_errors_are_retryable() {
+        let retryable = |status| LlmError::from_status("p", status, None, String::new(), None).is_retryable();
+        assert!(retryable(429));
+        assert!(retryable(529));
+        assert!(retryable(500));
+        assert!(!retryable(400));
+        assert!(!retryable(401));
+        assert!(!retryable(403));
+        assert!(!LlmError::decode("p", "bad", "{").is_retryable());
+        assert!(LlmError::transport("p", "reset").is_retryable());
+    }
+
+    #[test]
+    fn in_stream_errors_are_typed_without_a_status() {
+        let error = LlmError::in_stream("anthropic", "overloaded_error", "Overloaded".into());
+        assert_eq!(error.kind(), "overloaded");
+        assert_eq!(error.status(), None);
+        assert!(error.is_retryable());
+    }
+
+    #[test]
+    fn redaction_scrubs_every_text() {
+        let error = LlmError::from_status("p", 401, None, "bad key sk-secret-123".into(), None)
+            .redact("sk-secret-123");
+        assert!(!format!("{error} {error:?}").contains("sk-secret-123"));
+    }
+
+    #[test]
+    fn snippets_cut_on_char_boundaries() {
+        let text = "é".repeat(300);
+        let cut = snippet(&text);
+        assert!(cut.len() <= SNIPPET_LEN + "…".len());
+    }
+}

@@ -1,0 +1,230 @@
+//! A request: model, system prompt, messages, tools and sampling settings.
+
+use std::collections::BTreeMap;
+
+use mux_tool::ToolSpec;
+use serde::{Deserialize, Serialize};
+
+use crate::message::{CacheHint, Message};
+
+/// How the model may use tools.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model must call some tool.
+    Any,
+    /// The model must not call tools.
+    None,
+    /// The model must call this tool.
+    Tool {
+        /// The tool name.
+        name: String,
+    },
+}
+
+/// Reasoning effort for models that take an effort level instead of a token budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    /// Minimal reasoning.
+    Low,
+    /// The default.
+    Medium,
+    /// Most reasoning.
+    High,
+}
+
+impl ReasoningEffort {
+    /// The lowercase name providers use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
+
+    /// The effort closest to a token budget (for providers that take an effort level).
+    pub fn from_budget(budget_tokens: u32) -> Self {
+        match budget_tokens {
+            0..=2048 => Self::Low,
+            2049..=8192 => Self::Medium,
+            _ => Self::High,
+        }
+    }
+}
+
+/// Extended thinking / reasoning settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thinking {
+    /// The most tokens the model may spend thinking.
+    pub budget_tokens: u32,
+    /// An explicit effort level; derived from the budget when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<ReasoningEffort>,
+}
+
+impl Thinking {
+    /// Thinking with a token budget.
+    pub fn budget(budget_tokens: u32) -> Self {
+        Self {
+            budget_tokens,
+            effort: None,
+        }
+    }
+
+    /// The effort level: explicit, or derived from the budget.
+    pub fn effort(&self) -> ReasoningEffort {
+        self.effort
+            .unwrap_or_else(|| ReasoningEffort::from_budget(self.budget_tokens))
+    }
+}
+
+/// Prompt-cache hints beyond the per-message [`Message::cache`] marks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachePolicy {
+    /// Cache the system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<CacheHint>,
+    /// Cache the tool definitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<CacheHint>,
+    /// Cache the conversation up to its last message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<CacheHint>,
+}
+
+impl CachePolicy {
+    /// Caches system, tools and conversation tail with the same hint.
+    pub fn all(hint: CacheHint) -> Self {
+        Self {
+            system: Some(hint),
+            tools: Some(hint),
+            tail: Some(hint),
+        }
+    }
+}
+
+/// One model request. Model and `max_tokens` are per request, not per client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// The model name.
+    pub model: String,
+    /// The system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// The tools, sorted by name so the wire order is stable (prompt caching depends on it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
+    /// How tools may be used.
+    #[serde(default)]
+    pub tool_choice: ToolChoice,
+    /// The most output tokens.
+    pub max_tokens: u32,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Sequences that stop generation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop_sequences: Vec<String>,
+    /// Extended thinking / reasoning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<Thinking>,
+    /// Prompt-cache hints.
+    #[serde(default)]
+    pub cache: CachePolicy,
+    /// Free-form metadata (`user_id` is sent to providers that accept it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl Request {
+    /// A request for `model` with an output limit and no messages yet.
+    pub fn new(model: impl Into<String>, max_tokens: u32) -> Self {
+        Self {
+            model: model.into(),
+            system: None,
+            messages: Vec::new(),
+            tools: Vec::new(),
+            tool_choice: ToolChoice::Auto,
+            max_tokens,
+            temperature: None,
+            stop_sequences: Vec::new(),
+            thinking: None,
+            cache: CachePolicy::default(),
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    /// Sets the system prompt.
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// Appends a message.
+    pub fn message(mut self, message: Message) -> Self {
+        self.messages.push(message);
+        self
+    }
+
+    /// Appends a user text message.
+    pub fn user(self, text: impl Into<String>) -> Self {
+        self.message(Message::user(text))
+    }
+
+    /// Sets the tools, sorted by name for a stable wire order.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = ToolSpec>) -> Self {
+        self.tools = tools.into_iter().collect();
+        self.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        self
+    }
+
+    /// Sets the tool choice.
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = choice;
+        self
+    }
+
+    /// Sets the temperature.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Adds a stop sequence.
+    pub fn stop_sequence(mut self, stop: impl Into<String>) -> Self {
+        self.stop_sequences.push(stop.into());
+        self
+    }
+
+    /// Enables thinking with a token budget.
+    pub fn thinking(mut self, budget_tokens: u32) -> Self {
+        self.thinking = Some(Thinking::budget(budget_tokens));
+        self
+    }
+
+    /// Sets the prompt-cache hints.
+    pub fn cache(mut self, cache: CachePolicy) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// Adds a metadata entry.
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// The tools in wire order (sorted by name), whatever order they were pushed in.
+    pub fn sorted_tools(&self) -> Vec<&ToolSpec> {
+        let mut tools: Vec<&ToolSpec> = self.tools.iter().collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools
+    }
+}
