@@ -72,6 +72,8 @@ struct State<S, M> {
     scratch: Vec<StreamEvent>,
     idle: Option<Duration>,
     finished: bool,
+    /// An error to deliver once the events decoded before it have been delivered.
+    failed: Option<LlmError>,
 }
 
 impl<S, M> State<S, M>
@@ -100,6 +102,9 @@ where
         loop {
             if let Some(event) = self.pending.pop_front() {
                 return Some(Ok(event));
+            }
+            if let Some(error) = self.failed.take() {
+                return Some(Err(error));
             }
             if self.finished {
                 return None;
@@ -142,8 +147,8 @@ where
                 Ok(done) => self.finished = done,
                 Err(err) => {
                     self.finished = true;
-                    self.pending.clear();
-                    return Some(Err(err));
+                    self.pending.extend(self.scratch.drain(..));
+                    self.failed = Some(err);
                 }
             }
         }
@@ -167,6 +172,7 @@ where
         scratch: Vec::new(),
         idle,
         finished: false,
+        failed: None,
     };
     Box::pin(futures::stream::unfold(state, |mut state| async move {
         let item = state.next_event().await?;

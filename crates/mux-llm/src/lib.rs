@@ -2,16 +2,22 @@
 #![forbid(unsafe_code)]
 
 mod accumulate;
+#[cfg(feature = "anthropic")]
+pub mod anthropic;
 mod client;
 pub mod decode;
 mod error;
 mod event;
+#[cfg(feature = "http")]
+pub mod http;
 mod message;
 mod request;
 mod response;
 pub mod retry;
 mod secret;
 pub mod sse;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use accumulate::Accumulator;
 pub use client::{BoxFuture, EventStream, LlmClient, accumulate};

@@ -49,6 +49,9 @@ impl SseDecoder {
 
     /// Decodes a chunk, pushing every completed event onto `out`.
     pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        if chunk.is_empty() {
+            return Ok(());
+        }
         if self.after_cr {
             self.after_cr = false;
             if let [b'\n', rest @ ..] = chunk {

@@ -1,0 +1,193 @@
+//! The Anthropic client.
+
+use tracing::Instrument;
+
+use crate::client::{BoxFuture, EventStream, LlmClient};
+use crate::error::LlmError;
+use crate::http::{HttpOptions, Timeouts, Transport, headers};
+use crate::request::Request;
+use crate::response::Response;
+use crate::retry::RetryPolicy;
+use crate::secret::ApiKey;
+
+use super::stream::AnthropicDecoder;
+use super::wire::{request_body, response_from_json};
+
+/// The public API root.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The `anthropic-version` header sent by default.
+pub const DEFAULT_VERSION: &str = "2023-06-01";
+
+/// A client of the Anthropic Messages API (`POST {base}/v1/messages`).
+///
+/// ```no_run
+/// use mux_llm::{LlmClient, Request};
+/// use mux_llm::anthropic::AnthropicClient;
+///
+/// # async fn run() -> Result<(), mux_llm::LlmError> {
+/// let client = AnthropicClient::from_env()?; // ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
+/// let reply = client.complete(Request::new("claude-sonnet-4-5", 1024).user("Hi")).await?;
+/// println!("{}", reply.text());
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct AnthropicClient {
+    transport: Transport,
+    version: String,
+    betas: Vec<String>,
+}
+
+impl AnthropicClient {
+    /// A client with this key for the public API.
+    pub fn new(api_key: ApiKey) -> Result<Self, LlmError> {
+        Self::with_options(HttpOptions::new(DEFAULT_BASE_URL, Some(api_key)))
+    }
+
+    /// A client from `ANTHROPIC_API_KEY` and, when set, `ANTHROPIC_BASE_URL`.
+    pub fn from_env() -> Result<Self, LlmError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`AnthropicClient::from_env`], reading variables through `get`.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
+        let key = get("ANTHROPIC_API_KEY")
+            .filter(|key| !key.trim().is_empty())
+            .map(|key| ApiKey::new(key.trim()))
+            .ok_or_else(|| LlmError::Config {
+                provider: "anthropic".into(),
+                message: "ANTHROPIC_API_KEY is not set".into(),
+            })?;
+        let base = get("ANTHROPIC_BASE_URL")
+            .filter(|url| !url.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        Self::with_options(HttpOptions::new(base, Some(key)))
+    }
+
+    /// A client with explicit HTTP options.
+    pub fn with_options(options: HttpOptions) -> Result<Self, LlmError> {
+        Ok(Self {
+            transport: Transport::new("anthropic", options)?,
+            version: DEFAULT_VERSION.to_owned(),
+            betas: Vec::new(),
+        })
+    }
+
+    /// Sends requests to `base_url` instead (a proxy or a local test server).
+    pub fn base_url(self, base_url: impl Into<String>) -> Result<Self, LlmError> {
+        let mut options = self.transport.options.clone();
+        options.base_url = base_url.into().trim_end_matches('/').to_owned();
+        Ok(Self {
+            transport: Transport::new("anthropic", options)?,
+            ..self
+        })
+    }
+
+    /// Sets the retry policy.
+    pub fn retry(self, retry: RetryPolicy) -> Result<Self, LlmError> {
+        let mut options = self.transport.options.clone();
+        options.retry = retry;
+        Ok(Self {
+            transport: Transport::new("anthropic", options)?,
+            ..self
+        })
+    }
+
+    /// Sets the timeouts.
+    pub fn timeouts(self, timeouts: Timeouts) -> Result<Self, LlmError> {
+        let mut options = self.transport.options.clone();
+        options.timeouts = timeouts;
+        Ok(Self {
+            transport: Transport::new("anthropic", options)?,
+            ..self
+        })
+    }
+
+    /// Adds an `anthropic-beta` feature flag.
+    pub fn beta(mut self, flag: impl Into<String>) -> Self {
+        self.betas.push(flag.into());
+        self
+    }
+
+    /// Sets the `anthropic-version` header.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = version.into();
+        self
+    }
+
+    fn headers(&self) -> Result<reqwest::header::HeaderMap, LlmError> {
+        let key = self
+            .transport
+            .options
+            .api_key
+            .as_ref()
+            .map(ApiKey::expose)
+            .unwrap_or_default();
+        let betas = self.betas.join(",");
+        let mut pairs = vec![
+            ("x-api-key", key),
+            ("anthropic-version", self.version.as_str()),
+            ("accept", "application/json"),
+        ];
+        if !betas.is_empty() {
+            pairs.push(("anthropic-beta", betas.as_str()));
+        }
+        headers("anthropic", &pairs)
+    }
+}
+
+fn span(request: &Request, stream: bool) -> tracing::Span {
+    tracing::info_span!(
+        "llm.request",
+        gen_ai.system = "anthropic",
+        gen_ai.request.model = %request.model,
+        gen_ai.request.max_tokens = request.max_tokens,
+        stream,
+    )
+}
+
+impl LlmClient for AnthropicClient {
+    fn provider(&self) -> &str {
+        "anthropic"
+    }
+
+    fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
+        let span = span(&request, true);
+        Box::pin(
+            async move {
+                let headers = self.headers()?;
+                let body = request_body(&request, true);
+                self.transport
+                    .post_stream("/v1/messages", headers, &body, AnthropicDecoder::new)
+                    .await
+            }
+            .instrument(span),
+        )
+    }
+
+    fn complete(&self, request: Request) -> BoxFuture<'_, Result<Response, LlmError>> {
+        let span = span(&request, false);
+        Box::pin(
+            async move {
+                let headers = self.headers()?;
+                let body = request_body(&request, false);
+                let value = self.transport.post_json("/v1/messages", headers, &body).await?;
+                if value.get("type").and_then(|t| t.as_str()) == Some("error") {
+                    let (kind, message) = crate::http::error_body(&value.to_string());
+                    return Err(LlmError::in_stream(
+                        "anthropic",
+                        kind.as_deref().unwrap_or("api_error"),
+                        message.unwrap_or_default(),
+                    ));
+                }
+                let response = response_from_json(&value)?;
+                tracing::info!(
+                    gen_ai.usage.input_tokens = response.usage.input_tokens,
+                    gen_ai.usage.output_tokens = response.usage.output_tokens,
+                    "llm response"
+                );
+                Ok(response)
+            }
+            .instrument(span),
+        )
+    }
+}

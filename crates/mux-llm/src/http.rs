@@ -1,0 +1,342 @@
+//! The HTTP machinery the providers share: a reqwest client with rustls, timeouts, typed
+//! status errors, retries before the first event, and key redaction.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+
+use crate::client::EventStream;
+use crate::decode::{EventMapper, decode_stream};
+use crate::error::{LlmError, TimeoutPhase, snippet};
+use crate::retry::{RetryPolicy, retry_after_from_headers};
+use crate::secret::ApiKey;
+
+/// The three waits every request is bounded by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Opening the TCP/TLS connection.
+    pub connect: Duration,
+    /// Until the response headers arrive (the whole body when not streaming).
+    pub request: Duration,
+    /// Between two chunks of a stream.
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(10),
+            request: Duration::from_secs(600),
+            idle: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The settings every HTTP provider shares.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    /// The API root, without a trailing slash.
+    pub base_url: String,
+    /// The API key (absent for local servers).
+    pub api_key: Option<ApiKey>,
+    /// Retries of failed attempts.
+    pub retry: RetryPolicy,
+    /// Connection, request and idle timeouts.
+    pub timeouts: Timeouts,
+    /// Extra headers sent with every request.
+    pub headers: Vec<(String, String)>,
+}
+
+impl HttpOptions {
+    /// Options for `base_url` with the default retry policy and timeouts.
+    pub fn new(base_url: impl Into<String>, api_key: Option<ApiKey>) -> Self {
+        Self {
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            api_key,
+            retry: RetryPolicy::default(),
+            timeouts: Timeouts::default(),
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// A sender bound to one provider.
+#[derive(Clone)]
+pub(crate) struct Transport {
+    provider: String,
+    client: reqwest::Client,
+    pub(crate) options: HttpOptions,
+}
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transport")
+            .field("provider", &self.provider)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl Transport {
+    pub(crate) fn new(provider: &str, options: HttpOptions) -> Result<Self, LlmError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(options.timeouts.connect)
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|err| LlmError::Config {
+                provider: provider.to_owned(),
+                message: format!("building the HTTP client: {err}"),
+            })?;
+        Ok(Self {
+            provider: provider.to_owned(),
+            client,
+            options,
+        })
+    }
+
+    pub(crate) fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.options.base_url)
+    }
+
+    fn redact(&self, error: LlmError) -> LlmError {
+        match &self.options.api_key {
+            Some(key) => error.redact(key.expose()),
+            None => error,
+        }
+    }
+
+    fn map_reqwest(&self, err: reqwest::Error) -> LlmError {
+        let error = if err.is_timeout() && err.is_connect() {
+            LlmError::Timeout {
+                provider: self.provider.clone(),
+                phase: TimeoutPhase::Connect,
+                after: self.options.timeouts.connect,
+            }
+        } else {
+            let mut message = err.to_string();
+            let mut source = std::error::Error::source(&err);
+            while let Some(cause) = source {
+                message.push_str(": ");
+                message.push_str(&cause.to_string());
+                source = cause.source();
+            }
+            LlmError::transport(&self.provider, message)
+        };
+        self.redact(error)
+    }
+
+    /// Sends one POST and returns the response if its status is a success.
+    async fn send_once(&self, url: &str, headers: &HeaderMap, body: &Bytes) -> Result<reqwest::Response, LlmError> {
+        let mut builder = self
+            .client
+            .post(url)
+            .headers(headers.clone())
+            .header("content-type", "application/json")
+            .body(body.clone());
+        for (name, value) in &self.options.headers {
+            builder = builder.header(name.as_str(), value.as_str());
+        }
+        let limit = self.options.timeouts.request;
+        let response = match tokio::time::timeout(limit, builder.send()).await {
+            Ok(result) => result.map_err(|err| self.map_reqwest(err))?,
+            Err(_) => {
+                return Err(LlmError::Timeout {
+                    provider: self.provider.clone(),
+                    phase: TimeoutPhase::Request,
+                    after: limit,
+                });
+            }
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let retry_after = retry_after_from_headers(|name| {
+            response.headers().get(name).and_then(|v| v.to_str().ok())
+        });
+        let text = match tokio::time::timeout(limit, response.text()).await {
+            Ok(Ok(text)) => text,
+            Ok(Err(_)) | Err(_) => String::new(),
+        };
+        let (error_type, message) = error_body(&text);
+        let message = message.unwrap_or_else(|| {
+            let reason = status.canonical_reason().unwrap_or("error");
+            if text.trim().is_empty() {
+                format!("HTTP {} {reason} with an empty body", status.as_u16())
+            } else {
+                format!("HTTP {} {reason}: {}", status.as_u16(), snippet(text.trim()))
+            }
+        });
+        Err(self.redact(LlmError::from_status(
+            &self.provider,
+            status.as_u16(),
+            error_type.as_deref(),
+            message,
+            retry_after,
+        )))
+    }
+
+    async fn backoff(&self, retry: u32, error: &LlmError) -> bool {
+        if !error.is_retryable() {
+            return false;
+        }
+        match self.options.retry.delay(retry, error.retry_after()) {
+            Some(delay) => {
+                tracing::warn!(
+                    provider = %self.provider,
+                    error.kind = error.kind(),
+                    retry = retry + 1,
+                    delay_ms = delay.as_millis() as u64,
+                    "retrying LLM request"
+                );
+                tokio::time::sleep(delay).await;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// POSTs a JSON body and returns the decoded JSON reply, retrying retryable failures.
+    pub(crate) async fn post_json(&self, path: &str, headers: HeaderMap, body: &Value) -> Result<Value, LlmError> {
+        let url = self.url(path);
+        let body = Bytes::from(serde_json::to_vec(body).map_err(|err| LlmError::Config {
+            provider: self.provider.clone(),
+            message: format!("encoding the request: {err}"),
+        })?);
+        let mut retry = 0;
+        loop {
+            let attempt = async {
+                let response = self.send_once(&url, &headers, &body).await?;
+                let limit = self.options.timeouts.request;
+                let bytes = match tokio::time::timeout(limit, response.bytes()).await {
+                    Ok(result) => result.map_err(|err| self.map_reqwest(err))?,
+                    Err(_) => {
+                        return Err(LlmError::Timeout {
+                            provider: self.provider.clone(),
+                            phase: TimeoutPhase::Request,
+                            after: limit,
+                        });
+                    }
+                };
+                serde_json::from_slice::<Value>(&bytes).map_err(|err| {
+                    self.redact(LlmError::decode(
+                        &self.provider,
+                        format!("the reply is not JSON: {err}"),
+                        &String::from_utf8_lossy(&bytes),
+                    ))
+                })
+            };
+            match attempt.await {
+                Ok(value) => return Ok(value),
+                Err(error) => {
+                    if !self.backoff(retry, &error).await {
+                        return Err(error);
+                    }
+                    retry += 1;
+                }
+            }
+        }
+    }
+
+    /// POSTs a streaming request and returns its event stream. Failures are retried while no
+    /// event has reached the caller: HTTP errors, and a retryable error as the first event.
+    pub(crate) async fn post_stream<M: EventMapper>(
+        &self,
+        path: &str,
+        headers: HeaderMap,
+        body: &Value,
+        mapper: impl Fn() -> M,
+    ) -> Result<EventStream, LlmError> {
+        let url = self.url(path);
+        let body = Bytes::from(serde_json::to_vec(body).map_err(|err| LlmError::Config {
+            provider: self.provider.clone(),
+            message: format!("encoding the request: {err}"),
+        })?);
+        let mut retry = 0;
+        loop {
+            let attempt = async {
+                let response = self.send_once(&url, &headers, &body).await?;
+                let this = self.clone();
+                let bytes = response
+                    .bytes_stream()
+                    .map_err(move |err| this.map_reqwest(err))
+                    .boxed();
+                let mut stream = decode_stream(bytes, mapper(), Some(self.options.timeouts.idle));
+                match stream.next().await {
+                    Some(Ok(first)) => Ok(Box::pin(futures::stream::once(async { Ok(first) }).chain(stream)) as EventStream),
+                    Some(Err(error)) => Err(self.redact(error)),
+                    None => Err(LlmError::transport(&self.provider, "the stream ended before its first event")),
+                }
+            };
+            match attempt.await {
+                Ok(stream) => return Ok(stream),
+                Err(error) => {
+                    if !self.backoff(retry, &error).await {
+                        return Err(error);
+                    }
+                    retry += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Builds a header map, rejecting values that are not valid header text.
+pub(crate) fn headers(provider: &str, pairs: &[(&str, &str)]) -> Result<HeaderMap, LlmError> {
+    let mut map = HeaderMap::new();
+    for (name, value) in pairs {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| LlmError::Config {
+            provider: provider.to_owned(),
+            message: format!("invalid header name `{name}`"),
+        })?;
+        let mut value = HeaderValue::from_str(value).map_err(|_| LlmError::Config {
+            provider: provider.to_owned(),
+            message: format!("invalid value for header `{name}` (not shown)"),
+        })?;
+        value.set_sensitive(true);
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
+/// The error type and message of a JSON error body, for all three providers' shapes:
+/// `{"error":{"type","message"}}`, `{"error":{"code","message"}}`, `{"error":{"status","message"}}`,
+/// `{"error":"text"}` and `{"message":...}`.
+pub(crate) fn error_body(text: &str) -> (Option<String>, Option<String>) {
+    let Ok(value) = serde_json::from_str::<Value>(text) else {
+        return (None, None);
+    };
+    let error = value.get("error").unwrap_or(&value);
+    if let Some(message) = error.as_str() {
+        return (None, Some(message.to_owned()));
+    }
+    let message = error.get("message").and_then(Value::as_str).map(str::to_owned);
+    let error_type = ["type", "code", "status"]
+        .iter()
+        .find_map(|key| error.get(*key).and_then(Value::as_str))
+        .map(str::to_owned);
+    (error_type, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_bodies_of_every_shape_are_read() {
+        let anthropic = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(error_body(anthropic), (Some("overloaded_error".into()), Some("Overloaded".into())));
+        let openai = r#"{"error":{"message":"bad","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert_eq!(error_body(openai).1.as_deref(), Some("bad"));
+        let ollama = r#"{"error":"model \"x\" not found"}"#;
+        assert_eq!(error_body(ollama), (None, Some("model \"x\" not found".into())));
+        assert_eq!(error_body("<html>502 Bad Gateway</html>"), (None, None));
+    }
+}

@@ -1,0 +1,169 @@
+//! A client that plays scripted responses and records the requests it receives.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use crate::client::{BoxFuture, EventStream, LlmClient};
+use crate::error::LlmError;
+use crate::event::{BlockStart, StreamEvent};
+use crate::message::ContentBlock;
+use crate::request::Request;
+use crate::response::Response;
+
+type Responder = Box<dyn FnMut(&Request) -> Result<Response, LlmError> + Send>;
+
+/// One scripted answer.
+pub enum Script {
+    /// A whole response, streamed as the events that build it.
+    Response(Response),
+    /// These events, in order (an `Err` ends the stream with that error).
+    Events(Vec<Result<StreamEvent, LlmError>>),
+    /// The request fails before streaming.
+    Error(LlmError),
+}
+
+/// Plays a queue of [`Script`]s (or calls a closure) and records every request.
+///
+/// ```
+/// use mux_llm::testing::ScriptedClient;
+/// use mux_llm::{LlmClient, Request};
+///
+/// # futures::executor::block_on(async {
+/// let client = ScriptedClient::new().reply_text("Hello");
+/// let reply = client.complete(Request::new("m", 10).user("Hi")).await?;
+/// assert_eq!(reply.text(), "Hello");
+/// assert_eq!(client.requests()[0].messages[0].text(), "Hi");
+/// # Ok::<(), mux_llm::LlmError>(()) }).unwrap();
+/// ```
+#[derive(Clone, Default)]
+pub struct ScriptedClient {
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    scripts: VecDeque<Script>,
+    responder: Option<Responder>,
+    requests: Vec<Request>,
+}
+
+impl ScriptedClient {
+    /// A client with nothing scripted; requests fail until something is queued.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Queues a script.
+    pub fn push(self, script: Script) -> Self {
+        self.lock().scripts.push_back(script);
+        self
+    }
+
+    /// Queues a whole response.
+    pub fn reply(self, response: Response) -> Self {
+        self.push(Script::Response(response))
+    }
+
+    /// Queues a text reply that ends the turn.
+    pub fn reply_text(self, text: impl Into<String>) -> Self {
+        self.reply(Response {
+            id: None,
+            model: None,
+            content: vec![ContentBlock::text(text)],
+            stop_reason: crate::StopReason::EndTurn,
+            stop_sequence: None,
+            usage: Default::default(),
+        })
+    }
+
+    /// Answers every request (once the queue is empty) by calling `responder`.
+    pub fn respond_with(self, responder: impl FnMut(&Request) -> Result<Response, LlmError> + Send + 'static) -> Self {
+        self.lock().responder = Some(Box::new(responder));
+        self
+    }
+
+    /// The requests received so far, in order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.lock().requests.clone()
+    }
+
+    fn next(&self, request: &Request) -> Script {
+        let mut inner = self.lock();
+        inner.requests.push(request.clone());
+        if let Some(script) = inner.scripts.pop_front() {
+            return script;
+        }
+        match inner.responder.as_mut() {
+            Some(responder) => match responder(request) {
+                Ok(response) => Script::Response(response),
+                Err(error) => Script::Error(error),
+            },
+            None => Script::Error(LlmError::Config {
+                provider: "scripted".into(),
+                message: format!("no scripted reply left for request {}", inner.requests.len()),
+            }),
+        }
+    }
+}
+
+/// The events that stream `response`.
+pub fn events_of(response: &Response) -> Vec<StreamEvent> {
+    let mut events = vec![StreamEvent::MessageStart {
+        id: response.id.clone(),
+        model: response.model.clone(),
+        usage: Default::default(),
+    }];
+    for (index, block) in response.content.iter().enumerate() {
+        let (start, delta) = match block {
+            ContentBlock::Text { text } => (
+                BlockStart::Text,
+                vec![StreamEvent::TextDelta { index, text: text.clone() }],
+            ),
+            ContentBlock::Thinking { thinking, signature } => (
+                BlockStart::Thinking,
+                vec![
+                    StreamEvent::ThinkingDelta { index, thinking: thinking.clone() },
+                    StreamEvent::SignatureDelta { index, signature: signature.clone() },
+                ],
+            ),
+            ContentBlock::RedactedThinking { data } => (BlockStart::RedactedThinking { data: data.clone() }, vec![]),
+            ContentBlock::ToolUse { id, name, input } => (
+                BlockStart::ToolUse { id: id.clone(), name: name.clone() },
+                vec![StreamEvent::ToolInputDelta { index, partial_json: input.to_string() }],
+            ),
+            _ => continue,
+        };
+        events.push(StreamEvent::BlockStart { index, block: start });
+        events.extend(delta);
+        events.push(StreamEvent::BlockStop { index });
+    }
+    events.push(StreamEvent::MessageDelta {
+        stop_reason: Some(response.stop_reason.clone()),
+        stop_sequence: response.stop_sequence.clone(),
+        usage: Some(response.usage),
+    });
+    events.push(StreamEvent::MessageStop);
+    events
+}
+
+impl LlmClient for ScriptedClient {
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+
+    fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
+        let script = self.next(&request);
+        Box::pin(async move {
+            let events: Vec<Result<StreamEvent, LlmError>> = match script {
+                Script::Response(response) => events_of(&response).into_iter().map(Ok).collect(),
+                Script::Events(events) => events,
+                Script::Error(error) => return Err(error),
+            };
+            Ok(Box::pin(futures::stream::iter(events)) as EventStream)
+        })
+    }
+}
