@@ -97,10 +97,6 @@ impl Transport {
         })
     }
 
-    pub(crate) fn provider(&self) -> &str {
-        &self.provider
-    }
-
     pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.options.base_url)
     }

@@ -11,6 +11,8 @@ mod event;
 #[cfg(feature = "http")]
 pub mod http;
 mod message;
+#[cfg(feature = "openai")]
+pub mod openai;
 mod request;
 mod response;
 pub mod retry;

@@ -1,0 +1,237 @@
+//! The Chat Completions client and its presets for compatible servers.
+
+use tracing::Instrument;
+
+use crate::client::{BoxFuture, EventStream, LlmClient};
+use crate::error::LlmError;
+use crate::http::{HttpOptions, Timeouts, Transport, headers};
+use crate::request::Request;
+use crate::response::Response;
+use crate::retry::RetryPolicy;
+use crate::secret::ApiKey;
+
+use super::stream::OpenAiDecoder;
+use super::wire::{WireOptions, request_body, response_from_json};
+
+/// A server that speaks Chat Completions, with its default URL and quirks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Preset {
+    /// OpenAI itself.
+    OpenAi,
+    /// Ollama's OpenAI-compatible endpoint.
+    Ollama,
+    /// vLLM's OpenAI-compatible server.
+    Vllm,
+    /// llama.cpp's `llama-server`.
+    LlamaCpp,
+    /// OpenRouter.
+    OpenRouter,
+    /// Groq.
+    Groq,
+}
+
+impl Preset {
+    /// The provider name used in errors and traces.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::OpenAi => "openai",
+            Self::Ollama => "ollama",
+            Self::Vllm => "vllm",
+            Self::LlamaCpp => "llama.cpp",
+            Self::OpenRouter => "openrouter",
+            Self::Groq => "groq",
+        }
+    }
+
+    /// The default API root (requests go to `{base}/chat/completions`).
+    pub fn base_url(self) -> &'static str {
+        match self {
+            Self::OpenAi => "https://api.openai.com/v1",
+            Self::Ollama => "http://localhost:11434/v1",
+            Self::Vllm => "http://localhost:8000/v1",
+            Self::LlamaCpp => "http://localhost:8080/v1",
+            Self::OpenRouter => "https://openrouter.ai/api/v1",
+            Self::Groq => "https://api.groq.com/openai/v1",
+        }
+    }
+
+    /// The wire differences of this server.
+    pub fn wire_options(self) -> WireOptions {
+        match self {
+            Self::OpenAi => WireOptions::default(),
+            Self::Ollama | Self::Vllm | Self::LlamaCpp => WireOptions {
+                max_completion_tokens: false,
+                include_usage: true,
+                reasoning_effort: false,
+            },
+            Self::OpenRouter | Self::Groq => WireOptions {
+                max_completion_tokens: false,
+                include_usage: true,
+                reasoning_effort: true,
+            },
+        }
+    }
+
+    /// Whether the server needs an API key.
+    pub fn needs_key(self) -> bool {
+        matches!(self, Self::OpenAi | Self::OpenRouter | Self::Groq)
+    }
+}
+
+/// A Chat Completions client (`POST {base}/chat/completions`).
+///
+/// ```no_run
+/// use mux_llm::{LlmClient, Request};
+/// use mux_llm::openai::{OpenAiClient, Preset};
+///
+/// # async fn run() -> Result<(), mux_llm::LlmError> {
+/// let local = OpenAiClient::preset(Preset::Ollama, None)?;
+/// let reply = local.complete(Request::new("qwen3:8b", 512).user("Hi")).await?;
+/// println!("{}", reply.text());
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct OpenAiClient {
+    transport: Transport,
+    provider: String,
+    wire: WireOptions,
+}
+
+impl OpenAiClient {
+    /// A client of OpenAI's API with this key.
+    pub fn new(api_key: ApiKey) -> Result<Self, LlmError> {
+        Self::preset(Preset::OpenAi, Some(api_key))
+    }
+
+    /// A client of a compatible server at its default URL.
+    pub fn preset(preset: Preset, api_key: Option<ApiKey>) -> Result<Self, LlmError> {
+        Self::with_options(preset, HttpOptions::new(preset.base_url(), api_key))
+    }
+
+    /// A client from `OPENAI_API_KEY` and, when set, `OPENAI_BASE_URL`. The key may be absent
+    /// when the base URL points to a local server.
+    pub fn from_env() -> Result<Self, LlmError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`OpenAiClient::from_env`], reading variables through `get`.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
+        let key = get("OPENAI_API_KEY")
+            .filter(|key| !key.trim().is_empty())
+            .map(|key| ApiKey::new(key.trim()));
+        let base = get("OPENAI_BASE_URL").filter(|url| !url.trim().is_empty());
+        if key.is_none() && base.is_none() {
+            return Err(LlmError::Config {
+                provider: "openai".into(),
+                message: "OPENAI_API_KEY is not set (set OPENAI_BASE_URL for a local server)".into(),
+            });
+        }
+        let base = base.unwrap_or_else(|| Preset::OpenAi.base_url().to_owned());
+        Self::with_options(Preset::OpenAi, HttpOptions::new(base, key))
+    }
+
+    /// A client with a preset's quirks and explicit HTTP options.
+    pub fn with_options(preset: Preset, options: HttpOptions) -> Result<Self, LlmError> {
+        if preset.needs_key() && options.api_key.is_none() && options.base_url == preset.base_url() {
+            return Err(LlmError::Config {
+                provider: preset.name().into(),
+                message: "an API key is required".into(),
+            });
+        }
+        Ok(Self {
+            transport: Transport::new(preset.name(), options)?,
+            provider: preset.name().to_owned(),
+            wire: preset.wire_options(),
+        })
+    }
+
+    fn rebuild(self, change: impl FnOnce(&mut HttpOptions)) -> Result<Self, LlmError> {
+        let mut options = self.transport.options.clone();
+        change(&mut options);
+        Ok(Self {
+            transport: Transport::new(&self.provider, options)?,
+            ..self
+        })
+    }
+
+    /// Sends requests to `base_url` instead.
+    pub fn base_url(self, base_url: impl Into<String>) -> Result<Self, LlmError> {
+        let base = base_url.into().trim_end_matches('/').to_owned();
+        self.rebuild(|options| options.base_url = base)
+    }
+
+    /// Sets the retry policy.
+    pub fn retry(self, retry: RetryPolicy) -> Result<Self, LlmError> {
+        self.rebuild(|options| options.retry = retry)
+    }
+
+    /// Sets the timeouts.
+    pub fn timeouts(self, timeouts: Timeouts) -> Result<Self, LlmError> {
+        self.rebuild(|options| options.timeouts = timeouts)
+    }
+
+    /// Overrides the wire differences (for a server no preset describes).
+    pub fn wire_options(mut self, wire: WireOptions) -> Self {
+        self.wire = wire;
+        self
+    }
+
+    fn headers(&self) -> Result<reqwest::header::HeaderMap, LlmError> {
+        let bearer = self
+            .transport
+            .options
+            .api_key
+            .as_ref()
+            .map(|key| format!("Bearer {}", key.expose()));
+        let mut pairs = vec![("accept", "application/json")];
+        if let Some(bearer) = &bearer {
+            pairs.push(("authorization", bearer.as_str()));
+        }
+        headers(&self.provider, &pairs)
+    }
+
+    fn span(&self, request: &Request, stream: bool) -> tracing::Span {
+        tracing::info_span!(
+            "llm.request",
+            gen_ai.system = %self.provider,
+            gen_ai.request.model = %request.model,
+            gen_ai.request.max_tokens = request.max_tokens,
+            stream,
+        )
+    }
+}
+
+impl LlmClient for OpenAiClient {
+    fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
+        let span = self.span(&request, true);
+        Box::pin(
+            async move {
+                let headers = self.headers()?;
+                let body = request_body(&request, self.wire, true);
+                let provider = self.provider.clone();
+                self.transport
+                    .post_stream("/chat/completions", headers, &body, || OpenAiDecoder::new(provider.clone()))
+                    .await
+            }
+            .instrument(span),
+        )
+    }
+
+    fn complete(&self, request: Request) -> BoxFuture<'_, Result<Response, LlmError>> {
+        let span = self.span(&request, false);
+        Box::pin(
+            async move {
+                let headers = self.headers()?;
+                let body = request_body(&request, self.wire, false);
+                let value = self.transport.post_json("/chat/completions", headers, &body).await?;
+                response_from_json(&self.provider, &value)
+            }
+            .instrument(span),
+        )
+    }
+}

@@ -1,0 +1,233 @@
+//! The Chat Completions wire format.
+
+use serde_json::{Map, Value, json};
+
+use crate::error::LlmError;
+use crate::message::{ContentBlock, ImageSource, Message, Role};
+use crate::request::{Request, ToolChoice};
+use crate::response::{Response, StopReason, Usage};
+
+/// Differences between OpenAI and the servers that imitate it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WireOptions {
+    /// Send `max_completion_tokens` (OpenAI) instead of `max_tokens` (most compatible servers).
+    pub max_completion_tokens: bool,
+    /// Ask for a final usage chunk with `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// Send `reasoning_effort` when the request asks for thinking.
+    pub reasoning_effort: bool,
+}
+
+impl Default for WireOptions {
+    fn default() -> Self {
+        Self {
+            max_completion_tokens: true,
+            include_usage: true,
+            reasoning_effort: true,
+        }
+    }
+}
+
+fn image_url(source: &ImageSource) -> String {
+    match source {
+        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        ImageSource::Url { url } => url.clone(),
+    }
+}
+
+fn text_of(blocks: &[ContentBlock]) -> String {
+    blocks.iter().filter_map(ContentBlock::as_text).collect::<Vec<_>>().join("\n")
+}
+
+/// Appends the wire messages for one message: tool results become `role:"tool"` messages,
+/// the rest a user or assistant message. Thinking blocks are not sent (the API has no field
+/// for them).
+fn push_message(message: &Message, out: &mut Vec<Value>) {
+    match message.role {
+        Role::User => {
+            let mut parts = Vec::new();
+            for block in &message.content {
+                match block {
+                    ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                    } => {
+                        let text = text_of(content);
+                        let text = if *is_error { format!("Error: {text}") } else { text };
+                        out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": text}));
+                    }
+                    ContentBlock::Text { text } => parts.push(json!({"type": "text", "text": text})),
+                    ContentBlock::Image { source } => {
+                        parts.push(json!({"type": "image_url", "image_url": {"url": image_url(source)}}));
+                    }
+                    _ => {}
+                }
+            }
+            if parts.is_empty() {
+                return;
+            }
+            let all_text = parts.iter().all(|p| p["type"] == "text");
+            let content = if all_text {
+                Value::String(parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"))
+            } else {
+                Value::Array(parts)
+            };
+            out.push(json!({"role": "user", "content": content}));
+        }
+        Role::Assistant => {
+            let text = text_of(&message.content);
+            let calls: Vec<Value> = message
+                .content
+                .iter()
+                .filter_map(|block| match block {
+                    ContentBlock::ToolUse { id, name, input } => Some(json!({
+                        "id": id,
+                        "type": "function",
+                        "function": {"name": name, "arguments": input.to_string()},
+                    })),
+                    _ => None,
+                })
+                .collect();
+            let mut wire = json!({"role": "assistant"});
+            wire["content"] = if text.is_empty() { Value::Null } else { Value::String(text) };
+            if !calls.is_empty() {
+                wire["tool_calls"] = Value::Array(calls);
+            }
+            out.push(wire);
+        }
+    }
+}
+
+/// The JSON body of a Chat Completions request.
+pub fn request_body(request: &Request, options: WireOptions, stream: bool) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    let mut messages = Vec::new();
+    if let Some(system) = &request.system {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for message in &request.messages {
+        push_message(message, &mut messages);
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    let tokens_field = if options.max_completion_tokens { "max_completion_tokens" } else { "max_tokens" };
+    body.insert(tokens_field.into(), json!(request.max_tokens));
+    let tools = request.sorted_tools();
+    if !tools.is_empty() {
+        let tools: Vec<Value> = tools
+            .into_iter()
+            .map(|spec| {
+                json!({"type": "function", "function": {
+                    "name": spec.name.as_str(),
+                    "description": spec.description,
+                    "parameters": spec.input_schema,
+                }})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+        let choice = match &request.tool_choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::Any => json!("required"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Tool { name } => json!({"type": "function", "function": {"name": name}}),
+        };
+        body.insert("tool_choice".into(), choice);
+    }
+    if let Some(temperature) = request.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    if !request.stop_sequences.is_empty() {
+        body.insert("stop".into(), json!(request.stop_sequences));
+    }
+    if let (Some(thinking), true) = (&request.thinking, options.reasoning_effort) {
+        body.insert("reasoning_effort".into(), json!(thinking.effort().as_str()));
+    }
+    if let Some(user) = request.metadata.get("user_id") {
+        body.insert("user".into(), json!(user));
+    }
+    if stream {
+        body.insert("stream".into(), Value::Bool(true));
+        if options.include_usage {
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+    }
+    Value::Object(body)
+}
+
+/// Maps a `finish_reason` to a normalized stop reason.
+pub(crate) fn stop_reason(finish: &str) -> StopReason {
+    match finish {
+        "stop" => StopReason::EndTurn,
+        "length" => StopReason::MaxTokens,
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "content_filter" => StopReason::Refusal,
+        other => StopReason::Other(other.to_owned()),
+    }
+}
+
+/// Reads a `usage` object; `prompt_tokens` counts cached tokens too, so they are split off.
+pub(crate) fn usage(value: &Value) -> Option<Usage> {
+    if !value.is_object() {
+        return None;
+    }
+    let n = |pointer: &str| value.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    let cached = n("/prompt_tokens_details/cached_tokens");
+    Some(Usage {
+        input_tokens: n("/prompt_tokens").saturating_sub(cached),
+        output_tokens: n("/completion_tokens"),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+        reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
+    })
+}
+
+/// Converts a non-streaming Chat Completions reply to a [`Response`].
+pub fn response_from_json(provider: &str, value: &Value) -> Result<Response, LlmError> {
+    let choice = value
+        .pointer("/choices/0")
+        .ok_or_else(|| LlmError::decode(provider, "the reply has no choices", &value.to_string()))?;
+    let message = &choice["message"];
+    let mut content = Vec::new();
+    for key in ["reasoning_content", "reasoning"] {
+        if let Some(text) = message[key].as_str().filter(|t| !t.is_empty()) {
+            content.push(ContentBlock::Thinking {
+                thinking: text.to_owned(),
+                signature: String::new(),
+            });
+            break;
+        }
+    }
+    let refusal = message["refusal"].as_str().filter(|t| !t.is_empty());
+    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()).or(refusal) {
+        content.push(ContentBlock::text(text));
+    }
+    for (i, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
+        let arguments = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("{}");
+        let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or_default();
+        let input = if arguments.trim().is_empty() {
+            json!({})
+        } else {
+            serde_json::from_str(arguments).map_err(|err| {
+                LlmError::decode(provider, format!("arguments of tool call `{name}` are not valid JSON: {err}"), arguments)
+            })?
+        };
+        content.push(ContentBlock::ToolUse {
+            id: call["id"].as_str().map_or_else(|| format!("call_{i}"), str::to_owned),
+            name: name.to_owned(),
+            input,
+        });
+    }
+    let mut reason = stop_reason(choice["finish_reason"].as_str().unwrap_or("unknown"));
+    if refusal.is_some() {
+        reason = StopReason::Refusal;
+    }
+    Ok(Response {
+        id: value["id"].as_str().map(str::to_owned),
+        model: value["model"].as_str().map(str::to_owned),
+        content,
+        stop_reason: reason,
+        stop_sequence: None,
+        usage: usage(&value["usage"]).unwrap_or_default(),
+    })
+}
