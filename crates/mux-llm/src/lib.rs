@@ -8,6 +8,8 @@ mod client;
 pub mod decode;
 mod error;
 mod event;
+#[cfg(feature = "gemini")]
+pub mod gemini;
 #[cfg(feature = "http")]
 pub mod http;
 mod message;

@@ -1,9 +1,10 @@
 //! Every recorded stream, re-chunked at every byte boundary (and at random boundaries), decodes
 //! to the same events as the whole body.
-#![cfg(all(feature = "anthropic", feature = "openai"))]
+#![cfg(all(feature = "anthropic", feature = "openai", feature = "gemini"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use mux_llm::anthropic::AnthropicDecoder;
+use mux_llm::gemini::GeminiDecoder;
 use mux_llm::decode::{EventMapper, decode_chunks};
 use mux_llm::openai::OpenAiDecoder;
 use mux_llm::{Accumulator, StreamEvent};
@@ -28,10 +29,13 @@ const OPENAI: &[&str] = &[
     "openai/vllm_tool_call.sse",
     "openai/ollama_tool_call.sse",
 ];
+const GEMINI: &[&str] = &["gemini/simple.sse", "gemini/tool_call.sse", "gemini/tool_followup.sse"];
 
 fn mapper(path: &str) -> Box<dyn Fn() -> Box<dyn MapperBox>> {
     if path.starts_with("anthropic/") {
         Box::new(|| Box::new(AnthropicDecoder::new()) as Box<dyn MapperBox>)
+    } else if path.starts_with("gemini/") {
+        Box::new(|| Box::new(GeminiDecoder::new()) as Box<dyn MapperBox>)
     } else {
         Box::new(|| Box::new(OpenAiDecoder::new("openai")) as Box<dyn MapperBox>)
     }
@@ -55,7 +59,7 @@ fn whole(path: &str) -> Vec<StreamEvent> {
 
 #[test]
 fn every_fixture_decodes_and_accumulates() {
-    for path in ANTHROPIC.iter().chain(OPENAI) {
+    for path in ANTHROPIC.iter().chain(OPENAI).chain(GEMINI) {
         let events = whole(path);
         assert!(matches!(events.last(), Some(StreamEvent::MessageStop)), "{path} did not end with MessageStop");
         let mut acc = Accumulator::new("test");
@@ -69,7 +73,7 @@ fn every_fixture_decodes_and_accumulates() {
 
 #[test]
 fn every_split_point_of_every_fixture_gives_the_same_events() {
-    for path in ANTHROPIC.iter().chain(OPENAI) {
+    for path in ANTHROPIC.iter().chain(OPENAI).chain(GEMINI) {
         let body = fixture(path);
         let reference = whole(path);
         let make = mapper(path);
@@ -82,7 +86,7 @@ fn every_split_point_of_every_fixture_gives_the_same_events() {
 
 #[test]
 fn one_byte_chunks_give_the_same_events() {
-    for path in ANTHROPIC.iter().chain(OPENAI) {
+    for path in ANTHROPIC.iter().chain(OPENAI).chain(GEMINI) {
         let body = fixture(path);
         let chunks: Vec<&[u8]> = body.chunks(1).collect();
         assert_eq!(mapper(path)().run(chunks), whole(path), "{path} in one-byte chunks");
@@ -91,10 +95,10 @@ fn one_byte_chunks_give_the_same_events() {
 
 #[test]
 fn crlf_and_cr_line_endings_give_the_same_events() {
-    for path in ANTHROPIC.iter().chain(OPENAI) {
+    for path in ANTHROPIC.iter().chain(OPENAI).chain(GEMINI) {
         let text = String::from_utf8(fixture(path)).unwrap();
         for ending in ["\r\n", "\r"] {
-            let body = text.replace('\n', ending);
+            let body = text.replace("\r\n", "\n").replace('\n', ending);
             assert_eq!(mapper(path)().run(vec![body.as_bytes()]), whole(path), "{path} with {ending:?}");
         }
     }
@@ -103,8 +107,8 @@ fn crlf_and_cr_line_endings_give_the_same_events() {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
-    fn random_chunkings_give_the_same_events(which in 0usize..10, cuts in proptest::collection::vec(0.0f64..1.0, 0..40)) {
-        let path = ANTHROPIC.iter().chain(OPENAI).nth(which).unwrap();
+    fn random_chunkings_give_the_same_events(which in 0usize..13, cuts in proptest::collection::vec(0.0f64..1.0, 0..40)) {
+        let path = ANTHROPIC.iter().chain(OPENAI).chain(GEMINI).nth(which).unwrap();
         let body = fixture(path);
         let mut offsets: Vec<usize> = cuts.iter().map(|c| (c * body.len() as f64) as usize).collect();
         offsets.sort_unstable();

@@ -1,6 +1,6 @@
 //! Wire request bodies, snapshotted per provider: a multi-turn conversation with a system
 //! prompt, tools (given out of order), thinking, tool results and cache hints.
-#![cfg(all(feature = "anthropic", feature = "openai"))]
+#![cfg(all(feature = "anthropic", feature = "openai", feature = "gemini"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use mux_llm::openai::{Preset, WireOptions};
@@ -67,6 +67,11 @@ fn openai_request_body() {
 #[test]
 fn ollama_request_body() {
     insta::assert_json_snapshot!(mux_llm::openai::request_body(&conversation(), Preset::Ollama.wire_options(), true));
+}
+
+#[test]
+fn gemini_request_body() {
+    insta::assert_json_snapshot!(mux_llm::gemini::request_body(&conversation()));
 }
 
 #[test]

@@ -6,6 +6,8 @@
 //! | `tool` (default) | [`tool`] | the `Tool` trait, typed tools, registry, filters, executor |
 //! | `builtin` | [`builtin`] | files, search, bash and todo tools, sandboxed to a root |
 //! | `web` | [`builtin`] | adds `web_fetch` (reqwest with rustls) |
+//! | `llm` | [`llm`] | messages, `LlmClient`, stream events, accumulator, errors, retries |
+//! | `anthropic`, `openai`, `gemini` | [`llm`]`::anthropic`, ... | the providers (reqwest + rustls) |
 //! | `permission` | [`permission`] | modes, `Tool(specifier)` rules, scopes, shell-aware matching, the approval gate |
 //! | `full` | all of the above | every layer |
 //!
@@ -54,6 +56,10 @@ pub use mux_tool as tool;
 #[doc(inline)]
 pub use mux_tool::builtin;
 
+#[cfg(feature = "llm")]
+#[doc(inline)]
+pub use mux_llm as llm;
+
 #[cfg(feature = "permission")]
 #[doc(inline)]
 pub use mux_permission as permission;
@@ -67,6 +73,13 @@ pub mod prelude {
         Executor, PostHook, PostHookAction, PreHook, PreHookAction, Registry, Subject, Tool,
         ToolAnnotations, ToolCall, ToolContext, ToolError, ToolFilter, ToolOutput, ToolSpec,
         TypedTool,
+    };
+
+    #[cfg(feature = "llm")]
+    #[doc(no_inline)]
+    pub use mux_llm::{
+        ContentBlock, LlmClient, LlmError, Message, Request, Response, RetryPolicy, Role,
+        StopReason, StreamEvent, ToolChoice, Usage,
     };
 
     #[cfg(feature = "permission")]

@@ -1,0 +1,148 @@
+//! The Gemini client.
+
+use tracing::Instrument;
+
+use crate::client::{BoxFuture, EventStream, LlmClient};
+use crate::error::LlmError;
+use crate::http::{HttpOptions, Timeouts, Transport, headers};
+use crate::request::Request;
+use crate::response::Response;
+use crate::retry::RetryPolicy;
+use crate::secret::ApiKey;
+
+use super::stream::GeminiDecoder;
+use super::wire::{request_body, response_from_json};
+
+/// The public API root.
+pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
+
+/// A client of the Gemini API. The key goes in the `x-goog-api-key` header.
+///
+/// ```no_run
+/// use mux_llm::{LlmClient, Request};
+/// use mux_llm::gemini::GeminiClient;
+///
+/// # async fn run() -> Result<(), mux_llm::LlmError> {
+/// let client = GeminiClient::from_env()?; // GEMINI_API_KEY
+/// let reply = client.complete(Request::new("gemini-2.5-flash", 1024).user("Hi")).await?;
+/// println!("{}", reply.text());
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct GeminiClient {
+    transport: Transport,
+}
+
+impl GeminiClient {
+    /// A client with this key for the public API.
+    pub fn new(api_key: ApiKey) -> Result<Self, LlmError> {
+        Self::with_options(HttpOptions::new(DEFAULT_BASE_URL, Some(api_key)))
+    }
+
+    /// A client from `GEMINI_API_KEY` (and `GEMINI_BASE_URL` when set).
+    pub fn from_env() -> Result<Self, LlmError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`GeminiClient::from_env`], reading variables through `get`.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
+        let key = get("GEMINI_API_KEY")
+            .filter(|key| !key.trim().is_empty())
+            .map(|key| ApiKey::new(key.trim()))
+            .ok_or_else(|| LlmError::Config {
+                provider: "gemini".into(),
+                message: "GEMINI_API_KEY is not set".into(),
+            })?;
+        let base = get("GEMINI_BASE_URL")
+            .filter(|url| !url.trim().is_empty())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        Self::with_options(HttpOptions::new(base, Some(key)))
+    }
+
+    /// A client with explicit HTTP options.
+    pub fn with_options(options: HttpOptions) -> Result<Self, LlmError> {
+        Ok(Self {
+            transport: Transport::new("gemini", options)?,
+        })
+    }
+
+    fn rebuild(self, change: impl FnOnce(&mut HttpOptions)) -> Result<Self, LlmError> {
+        let mut options = self.transport.options.clone();
+        change(&mut options);
+        Self::with_options(options)
+    }
+
+    /// Sends requests to `base_url` instead.
+    pub fn base_url(self, base_url: impl Into<String>) -> Result<Self, LlmError> {
+        let base = base_url.into().trim_end_matches('/').to_owned();
+        self.rebuild(|options| options.base_url = base)
+    }
+
+    /// Sets the retry policy.
+    pub fn retry(self, retry: RetryPolicy) -> Result<Self, LlmError> {
+        self.rebuild(|options| options.retry = retry)
+    }
+
+    /// Sets the timeouts.
+    pub fn timeouts(self, timeouts: Timeouts) -> Result<Self, LlmError> {
+        self.rebuild(|options| options.timeouts = timeouts)
+    }
+
+    fn headers(&self) -> Result<reqwest::header::HeaderMap, LlmError> {
+        let key = self.transport.options.api_key.as_ref().map(ApiKey::expose).unwrap_or_default();
+        headers("gemini", &[("x-goog-api-key", key), ("accept", "application/json")])
+    }
+}
+
+/// The model path segment, checked so that it cannot change the URL's shape.
+fn model_path(model: &str) -> Result<&str, LlmError> {
+    let model = model.strip_prefix("models/").unwrap_or(model);
+    if model.is_empty() || !model.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_')) {
+        return Err(LlmError::Config {
+            provider: "gemini".into(),
+            message: format!("invalid model name `{model}`"),
+        });
+    }
+    Ok(model)
+}
+
+fn span(request: &Request, stream: bool) -> tracing::Span {
+    tracing::info_span!(
+        "llm.request",
+        gen_ai.system = "gemini",
+        gen_ai.request.model = %request.model,
+        gen_ai.request.max_tokens = request.max_tokens,
+        stream,
+    )
+}
+
+impl LlmClient for GeminiClient {
+    fn provider(&self) -> &str {
+        "gemini"
+    }
+
+    fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
+        let span = span(&request, true);
+        Box::pin(
+            async move {
+                let path = format!("/v1beta/models/{}:streamGenerateContent?alt=sse", model_path(&request.model)?);
+                let body = request_body(&request);
+                self.transport.post_stream(&path, self.headers()?, &body, GeminiDecoder::new).await
+            }
+            .instrument(span),
+        )
+    }
+
+    fn complete(&self, request: Request) -> BoxFuture<'_, Result<Response, LlmError>> {
+        let span = span(&request, false);
+        Box::pin(
+            async move {
+                let path = format!("/v1beta/models/{}:generateContent", model_path(&request.model)?);
+                let body = request_body(&request);
+                let value = self.transport.post_json(&path, self.headers()?, &body).await?;
+                response_from_json(&value)
+            }
+            .instrument(span),
+        )
+    }
+}

@@ -1,0 +1,167 @@
+//! Gemini stream chunks, translated to [`StreamEvent`]s.
+
+use serde_json::Value;
+
+use crate::decode::{EventMapper, Flow};
+use crate::error::LlmError;
+use crate::event::{BlockStart, StreamEvent};
+use crate::response::{StopReason, Usage};
+use crate::sse::SseEvent;
+
+use super::wire::{stop_reason, usage};
+
+/// Translates a `streamGenerateContent?alt=sse` stream. Each chunk is a whole
+/// `GenerateContentResponse`; function calls arrive whole. The stream has no terminal event:
+/// it ends with the body, after a chunk with a `finishReason`.
+#[derive(Debug, Default)]
+pub struct GeminiDecoder {
+    started: bool,
+    next_index: usize,
+    text: Option<usize>,
+    thought: Option<usize>,
+    open: Vec<usize>,
+    calls: usize,
+    finish: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl GeminiDecoder {
+    /// A decoder for one stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn open_block(&mut self, block: BlockStart, out: &mut Vec<StreamEvent>) -> usize {
+        let index = self.next_index;
+        self.next_index += 1;
+        self.open.push(index);
+        out.push(StreamEvent::BlockStart { index, block });
+        index
+    }
+
+    fn close_text(&mut self, out: &mut Vec<StreamEvent>) {
+        for slot in [self.text.take(), self.thought.take()].into_iter().flatten() {
+            self.open.retain(|i| *i != slot);
+            out.push(StreamEvent::BlockStop { index: slot });
+        }
+    }
+
+    /// Handles one `GenerateContentResponse`.
+    pub(crate) fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        if let Some(error) = chunk.get("error") {
+            let message = error.get("message").and_then(Value::as_str).unwrap_or("error").to_owned();
+            let status = error.get("code").and_then(Value::as_u64).unwrap_or(500);
+            let kind = error.get("status").and_then(Value::as_str);
+            let status = u16::try_from(status).unwrap_or(500);
+            return Err(LlmError::from_status("gemini", status, kind, message, None));
+        }
+        if !self.started {
+            self.started = true;
+            out.push(StreamEvent::MessageStart {
+                id: chunk.get("responseId").and_then(Value::as_str).map(str::to_owned),
+                model: chunk.get("modelVersion").and_then(Value::as_str).map(str::to_owned),
+                usage: Usage::default(),
+            });
+        }
+        if let Some(u) = chunk.get("usageMetadata").and_then(usage) {
+            self.usage = Some(u);
+        }
+        if let Some(reason) = chunk.pointer("/promptFeedback/blockReason").and_then(Value::as_str) {
+            self.finish = Some(if reason == "BLOCK_REASON_UNSPECIFIED" { "OTHER".into() } else { "SAFETY".into() });
+        }
+        let Some(candidate) = chunk.pointer("/candidates/0") else {
+            return Ok(());
+        };
+        for part in candidate.pointer("/content/parts").and_then(Value::as_array).into_iter().flatten() {
+            let signature = part.get("thoughtSignature").and_then(Value::as_str);
+            if let Some(call) = part.get("functionCall") {
+                self.close_text(out);
+                if let Some(signature) = signature {
+                    let index = self.open_block(BlockStart::Thinking, out);
+                    out.push(StreamEvent::SignatureDelta { index, signature: signature.to_owned() });
+                    self.open.retain(|i| *i != index);
+                    out.push(StreamEvent::BlockStop { index });
+                }
+                self.calls += 1;
+                let name = call.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let id = call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| format!("call_{}", self.calls), str::to_owned);
+                let args = call.get("args").cloned().unwrap_or_else(|| serde_json::json!({}));
+                let index = self.open_block(BlockStart::ToolUse { id, name }, out);
+                out.push(StreamEvent::ToolInputDelta { index, partial_json: args.to_string() });
+                self.open.retain(|i| *i != index);
+                out.push(StreamEvent::BlockStop { index });
+                continue;
+            }
+            let Some(text) = part.get("text").and_then(Value::as_str) else {
+                continue;
+            };
+            let thought = part.get("thought").and_then(Value::as_bool).unwrap_or(false);
+            if thought {
+                let index = match self.thought {
+                    Some(index) => index,
+                    None => {
+                        let index = self.open_block(BlockStart::Thinking, out);
+                        self.thought = Some(index);
+                        index
+                    }
+                };
+                out.push(StreamEvent::ThinkingDelta { index, thinking: text.to_owned() });
+                if let Some(signature) = signature {
+                    out.push(StreamEvent::SignatureDelta { index, signature: signature.to_owned() });
+                }
+            } else if !text.is_empty() {
+                let index = match self.text {
+                    Some(index) => index,
+                    None => {
+                        let index = self.open_block(BlockStart::Text, out);
+                        self.text = Some(index);
+                        index
+                    }
+                };
+                out.push(StreamEvent::TextDelta { index, text: text.to_owned() });
+            }
+        }
+        if let Some(finish) = candidate.get("finishReason").and_then(Value::as_str) {
+            self.finish = Some(finish.to_owned());
+        }
+        Ok(())
+    }
+
+    /// Closes the message after the last chunk.
+    pub(crate) fn finish_into(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        let Some(finish) = self.finish.take() else {
+            return Err(LlmError::transport("gemini", "the stream ended before a finishReason"));
+        };
+        for index in self.open.drain(..) {
+            out.push(StreamEvent::BlockStop { index });
+        }
+        let reason: StopReason = stop_reason(&finish, self.calls > 0);
+        out.push(StreamEvent::MessageDelta {
+            stop_reason: Some(reason),
+            stop_sequence: None,
+            usage: self.usage.take(),
+        });
+        out.push(StreamEvent::MessageStop);
+        Ok(())
+    }
+}
+
+impl EventMapper for GeminiDecoder {
+    fn provider(&self) -> &str {
+        "gemini"
+    }
+
+    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Flow, LlmError> {
+        let chunk: Value = serde_json::from_str(&event.data)
+            .map_err(|err| LlmError::decode("gemini", format!("bad stream chunk: {err}"), &event.data))?;
+        self.on_chunk(&chunk, out)?;
+        Ok(Flow::Continue)
+    }
+
+    fn on_end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+        self.finish_into(out)
+    }
+}
