@@ -62,7 +62,11 @@ pub fn request_body(request: &Request) -> Value {
                         signature = Some(sig.as_str()).filter(|s| !s.is_empty());
                         continue;
                     }
-                    json!({"text": thinking, "thought": true})
+                    let mut part = json!({"text": thinking, "thought": true});
+                    if !sig.is_empty() {
+                        part["thoughtSignature"] = json!(sig);
+                    }
+                    part
                 }
                 ContentBlock::RedactedThinking { .. } => continue,
             };
