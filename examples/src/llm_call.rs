@@ -47,7 +47,11 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
     let mut prompt = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
-        let mut value = |name: &str| it.next().cloned().ok_or_else(|| format!("{name} needs a value"));
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
         match arg.as_str() {
             "--provider" => options.provider = value("--provider")?,
             "--base-url" => options.base_url = Some(value("--base-url")?),
@@ -55,7 +59,9 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--stream" => options.stream = true,
             "--max-retries" => {
                 let raw = value("--max-retries")?;
-                options.max_retries = raw.parse().map_err(|_| format!("--max-retries: `{raw}` is not a number"))?;
+                options.max_retries = raw
+                    .parse()
+                    .map_err(|_| format!("--max-retries: `{raw}` is not a number"))?;
             }
             "--tools" => options.tools = Some(value("--tools")?),
             flag if flag.starts_with("--") => return Err(format!("unknown option `{flag}`")),
@@ -68,7 +74,10 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
     }
     options.prompt = prompt.ok_or("a prompt is required")?;
     if !matches!(options.provider.as_str(), "anthropic" | "openai" | "gemini") {
-        return Err(format!("--provider must be anthropic, openai or gemini (got `{}`)", options.provider));
+        return Err(format!(
+            "--provider must be anthropic, openai or gemini (got `{}`)",
+            options.provider
+        ));
     }
     Ok(options)
 }
@@ -82,7 +91,10 @@ fn default_model(provider: &str) -> &'static str {
 }
 
 /// Builds the client for the options, reading keys through `env`.
-pub fn client(options: &Options, env: impl Fn(&str) -> Option<String>) -> Result<Arc<dyn LlmClient>, LlmError> {
+pub fn client(
+    options: &Options,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn LlmClient>, LlmError> {
     let retry = RetryPolicy::with_max_retries(options.max_retries);
     let client: Arc<dyn LlmClient> = match options.provider.as_str() {
         "anthropic" => {
@@ -114,7 +126,8 @@ pub fn client(options: &Options, env: impl Fn(&str) -> Option<String>) -> Result
 /// Reads the tools file.
 pub fn load_tools(path: &str) -> Result<Vec<ToolSpec>, String> {
     let text = std::fs::read_to_string(path).map_err(|err| format!("reading {path}: {err}"))?;
-    serde_json::from_str(&text).map_err(|err| format!("{path}: not a JSON array of tool specs: {err}"))
+    serde_json::from_str(&text)
+        .map_err(|err| format!("{path}: not a JSON array of tool specs: {err}"))
 }
 
 /// The response as the example prints it.
@@ -153,15 +166,23 @@ pub async fn run(args: &[String], env: impl Fn(&str) -> Option<String>) -> (Valu
     let tools = match options.tools.as_deref().map(load_tools).transpose() {
         Ok(tools) => tools.unwrap_or_default(),
         Err(message) => {
-            return (json!({"error": {"kind": "usage", "status": null, "message": message, "retry_after_ms": null}}), 2);
+            return (
+                json!({"error": {"kind": "usage", "status": null, "message": message, "retry_after_ms": null}}),
+                2,
+            );
         }
     };
     let client = match client(&options, env) {
         Ok(client) => client,
         Err(error) => return (error_json(&error), 1),
     };
-    let model = options.model.clone().unwrap_or_else(|| default_model(&options.provider).to_owned());
-    let request = Request::new(model, 1024).user(options.prompt.clone()).tools(tools);
+    let model = options
+        .model
+        .clone()
+        .unwrap_or_else(|| default_model(&options.provider).to_owned());
+    let request = Request::new(model, 1024)
+        .user(options.prompt.clone())
+        .tools(tools);
     let result = if options.stream {
         match client.stream(request).await {
             Ok(stream) => mux::llm::accumulate(client.provider(), stream).await,

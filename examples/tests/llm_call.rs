@@ -6,7 +6,10 @@ use mux_llm::testing::{ReplayServer, Reply};
 use serde_json::json;
 
 fn fixture(path: &str) -> Vec<u8> {
-    let path = format!("{}/../crates/mux-llm/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../crates/mux-llm/tests/fixtures/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read(&path).unwrap_or_else(|err| panic!("reading {path}: {err}"))
 }
 
@@ -20,8 +23,21 @@ fn env(name: &str) -> Option<String> {
 
 #[tokio::test]
 async fn anthropic_stream_prints_the_assembled_response() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("anthropic/tool_use.sse"))]).await.unwrap();
-    let (value, code) = run(&args(&["--provider", "anthropic", "--base-url", &server.url(), "--stream", "Weather in Paris?"]), env).await;
+    let server = ReplayServer::start(vec![Reply::sse(fixture("anthropic/tool_use.sse"))])
+        .await
+        .unwrap();
+    let (value, code) = run(
+        &args(&[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &server.url(),
+            "--stream",
+            "Weather in Paris?",
+        ]),
+        env,
+    )
+    .await;
     assert_eq!(code, 0, "{value}");
     assert_eq!(
         value,
@@ -46,9 +62,22 @@ async fn openai_with_a_tools_file_sends_the_tools() {
         json!([{"name": "get_stock_price", "description": "Latest price", "inputSchema": {"type": "object", "properties": {"ticker": {"type": "string"}}}}]).to_string(),
     )
     .unwrap();
-    let server = ReplayServer::start(vec![Reply::sse(fixture("openai/parallel_tools.sse"))]).await.unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(fixture("openai/parallel_tools.sse"))])
+        .await
+        .unwrap();
     let (value, code) = run(
-        &args(&["--provider", "openai", "--base-url", &server.url(), "--stream", "--tools", tools.to_str().unwrap(), "--model", "gpt-4o", "AAPL?"]),
+        &args(&[
+            "--provider",
+            "openai",
+            "--base-url",
+            &server.url(),
+            "--stream",
+            "--tools",
+            tools.to_str().unwrap(),
+            "--model",
+            "gpt-4o",
+            "AAPL?",
+        ]),
         env,
     )
     .await;
@@ -65,8 +94,22 @@ async fn openai_with_a_tools_file_sends_the_tools() {
 #[tokio::test]
 async fn a_rate_limit_prints_the_error_object_and_exits_1() {
     let body = r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
-    let server = ReplayServer::start(vec![Reply::json(429, body).header("retry-after", "3")]).await.unwrap();
-    let (value, code) = run(&args(&["--provider", "anthropic", "--base-url", &server.url(), "--max-retries", "0", "hi"]), env).await;
+    let server = ReplayServer::start(vec![Reply::json(429, body).header("retry-after", "3")])
+        .await
+        .unwrap();
+    let (value, code) = run(
+        &args(&[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &server.url(),
+            "--max-retries",
+            "0",
+            "hi",
+        ]),
+        env,
+    )
+    .await;
     assert_eq!(code, 1);
     assert_eq!(
         value,
@@ -85,5 +128,10 @@ async fn a_missing_key_is_a_config_error() {
 async fn bad_arguments_print_usage() {
     let (value, code) = run(&args(&["--provider", "nope", "hi"]), env).await;
     assert_eq!(code, 2);
-    assert!(value["error"]["message"].as_str().unwrap().contains("usage: llm_call"));
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("usage: llm_call")
+    );
 }

@@ -13,9 +13,16 @@ use crate::response::{Response, StopReason, Usage};
 #[derive(Debug)]
 enum Partial {
     Text(String),
-    Thinking { thinking: String, signature: String },
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
     Redacted(String),
-    ToolUse { id: String, name: String, json: String },
+    ToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
 }
 
 /// Accumulates [`StreamEvent`]s into a [`Response`].
@@ -193,26 +200,68 @@ mod tests {
     fn interleaved_parallel_tool_calls_stay_apart() {
         let mut acc = Accumulator::new("t");
         let events = [
-            StreamEvent::BlockStart { index: 0, block: BlockStart::ToolUse { id: "a".into(), name: "x".into() } },
-            StreamEvent::BlockStart { index: 1, block: BlockStart::ToolUse { id: "b".into(), name: "y".into() } },
-            StreamEvent::ToolInputDelta { index: 1, partial_json: "{\"q\":".into() },
-            StreamEvent::ToolInputDelta { index: 0, partial_json: "{\"p\":1".into() },
-            StreamEvent::ToolInputDelta { index: 1, partial_json: "2}".into() },
-            StreamEvent::ToolInputDelta { index: 0, partial_json: "}".into() },
-            StreamEvent::MessageDelta { stop_reason: Some(StopReason::ToolUse), stop_sequence: None, usage: None },
+            StreamEvent::BlockStart {
+                index: 0,
+                block: BlockStart::ToolUse {
+                    id: "a".into(),
+                    name: "x".into(),
+                },
+            },
+            StreamEvent::BlockStart {
+                index: 1,
+                block: BlockStart::ToolUse {
+                    id: "b".into(),
+                    name: "y".into(),
+                },
+            },
+            StreamEvent::ToolInputDelta {
+                index: 1,
+                partial_json: "{\"q\":".into(),
+            },
+            StreamEvent::ToolInputDelta {
+                index: 0,
+                partial_json: "{\"p\":1".into(),
+            },
+            StreamEvent::ToolInputDelta {
+                index: 1,
+                partial_json: "2}".into(),
+            },
+            StreamEvent::ToolInputDelta {
+                index: 0,
+                partial_json: "}".into(),
+            },
+            StreamEvent::MessageDelta {
+                stop_reason: Some(StopReason::ToolUse),
+                stop_sequence: None,
+                usage: None,
+            },
         ];
         for event in &events {
             acc.push(event).unwrap();
         }
         let response = acc.finish().unwrap();
-        let calls: Vec<_> = response.tool_calls().map(|(id, _, input)| (id.to_owned(), input.clone())).collect();
-        assert_eq!(calls, vec![("a".to_owned(), json!({"p": 1})), ("b".to_owned(), json!({"q": 2}))]);
+        let calls: Vec<_> = response
+            .tool_calls()
+            .map(|(id, _, input)| (id.to_owned(), input.clone()))
+            .collect();
+        assert_eq!(
+            calls,
+            vec![
+                ("a".to_owned(), json!({"p": 1})),
+                ("b".to_owned(), json!({"q": 2}))
+            ]
+        );
     }
 
     #[test]
     fn a_delta_without_a_block_is_an_error() {
         let mut acc = Accumulator::new("t");
-        let err = acc.push(&StreamEvent::TextDelta { index: 3, text: "x".into() }).unwrap_err();
+        let err = acc
+            .push(&StreamEvent::TextDelta {
+                index: 3,
+                text: "x".into(),
+            })
+            .unwrap_err();
         assert_eq!(err.kind(), "decode");
     }
 
@@ -220,9 +269,25 @@ mod tests {
     fn invalid_tool_json_is_an_error_unless_cut_off() {
         let run = |stop| {
             let mut acc = Accumulator::new("t");
-            acc.push(&StreamEvent::BlockStart { index: 0, block: BlockStart::ToolUse { id: "a".into(), name: "x".into() } }).unwrap();
-            acc.push(&StreamEvent::ToolInputDelta { index: 0, partial_json: "{\"p\":".into() }).unwrap();
-            acc.push(&StreamEvent::MessageDelta { stop_reason: Some(stop), stop_sequence: None, usage: None }).unwrap();
+            acc.push(&StreamEvent::BlockStart {
+                index: 0,
+                block: BlockStart::ToolUse {
+                    id: "a".into(),
+                    name: "x".into(),
+                },
+            })
+            .unwrap();
+            acc.push(&StreamEvent::ToolInputDelta {
+                index: 0,
+                partial_json: "{\"p\":".into(),
+            })
+            .unwrap();
+            acc.push(&StreamEvent::MessageDelta {
+                stop_reason: Some(stop),
+                stop_sequence: None,
+                usage: None,
+            })
+            .unwrap();
             acc.finish()
         };
         assert_eq!(run(StopReason::ToolUse).unwrap_err().kind(), "decode");

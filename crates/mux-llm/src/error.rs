@@ -421,15 +421,29 @@ mod tests {
         assert_eq!(kind(529, None, "x"), "overloaded");
         assert_eq!(kind(500, Some("overloaded_error"), "x"), "overloaded");
         assert_eq!(kind(503, None, "x"), "server");
-        assert_eq!(kind(400, None, "prompt is too long: 210000 tokens > 200000 maximum"), "context_length");
-        assert_eq!(kind(400, Some("context_length_exceeded"), "x"), "context_length");
-        assert_eq!(kind(400, None, "max_tokens: must be positive"), "invalid_request");
+        assert_eq!(
+            kind(
+                400,
+                None,
+                "prompt is too long: 210000 tokens > 200000 maximum"
+            ),
+            "context_length"
+        );
+        assert_eq!(
+            kind(400, Some("context_length_exceeded"), "x"),
+            "context_length"
+        );
+        assert_eq!(
+            kind(400, None, "max_tokens: must be positive"),
+            "invalid_request"
+        );
         assert_eq!(kind(422, None, "x"), "invalid_request");
     }
 
     #[test]
     fn only_transient_errors_are_retryable() {
-        let retryable = |status| LlmError::from_status("p", status, None, String::new(), None).is_retryable();
+        let retryable =
+            |status| LlmError::from_status("p", status, None, String::new(), None).is_retryable();
         assert!(retryable(429));
         assert!(retryable(529));
         assert!(retryable(500));

@@ -129,7 +129,12 @@ impl Transport {
     }
 
     /// Sends one POST and returns the response if its status is a success.
-    async fn send_once(&self, url: &str, headers: &HeaderMap, body: &Bytes) -> Result<reqwest::Response, LlmError> {
+    async fn send_once(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> Result<reqwest::Response, LlmError> {
         let mut builder = self
             .client
             .post(url)
@@ -167,7 +172,11 @@ impl Transport {
             if text.trim().is_empty() {
                 format!("HTTP {} {reason} with an empty body", status.as_u16())
             } else {
-                format!("HTTP {} {reason}: {}", status.as_u16(), snippet(text.trim()))
+                format!(
+                    "HTTP {} {reason}: {}",
+                    status.as_u16(),
+                    snippet(text.trim())
+                )
             }
         });
         Err(self.redact(LlmError::from_status(
@@ -200,7 +209,12 @@ impl Transport {
     }
 
     /// POSTs a JSON body and returns the decoded JSON reply, retrying retryable failures.
-    pub(crate) async fn post_json(&self, path: &str, headers: HeaderMap, body: &Value) -> Result<Value, LlmError> {
+    pub(crate) async fn post_json(
+        &self,
+        path: &str,
+        headers: HeaderMap,
+        body: &Value,
+    ) -> Result<Value, LlmError> {
         let url = self.url(path);
         let body = Bytes::from(serde_json::to_vec(body).map_err(|err| LlmError::Config {
             provider: self.provider.clone(),
@@ -266,9 +280,14 @@ impl Transport {
                     .boxed();
                 let mut stream = decode_stream(bytes, mapper(), Some(self.options.timeouts.idle));
                 match stream.next().await {
-                    Some(Ok(first)) => Ok(Box::pin(futures::stream::once(async { Ok(first) }).chain(stream)) as EventStream),
+                    Some(Ok(first)) => Ok(Box::pin(
+                        futures::stream::once(async { Ok(first) }).chain(stream),
+                    ) as EventStream),
                     Some(Err(error)) => Err(self.redact(error)),
-                    None => Err(LlmError::transport(&self.provider, "the stream ended before its first event")),
+                    None => Err(LlmError::transport(
+                        &self.provider,
+                        "the stream ended before its first event",
+                    )),
                 }
             };
             match attempt.await {
@@ -313,7 +332,10 @@ pub(crate) fn error_body(text: &str) -> (Option<String>, Option<String>) {
     if let Some(message) = error.as_str() {
         return (None, Some(message.to_owned()));
     }
-    let message = error.get("message").and_then(Value::as_str).map(str::to_owned);
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let error_type = ["type", "code", "status"]
         .iter()
         .find_map(|key| error.get(*key).and_then(Value::as_str))
@@ -327,12 +349,19 @@ mod tests {
 
     #[test]
     fn error_bodies_of_every_shape_are_read() {
-        let anthropic = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-        assert_eq!(error_body(anthropic), (Some("overloaded_error".into()), Some("Overloaded".into())));
+        let anthropic =
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert_eq!(
+            error_body(anthropic),
+            (Some("overloaded_error".into()), Some("Overloaded".into()))
+        );
         let openai = r#"{"error":{"message":"bad","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
         assert_eq!(error_body(openai).1.as_deref(), Some("bad"));
         let ollama = r#"{"error":"model \"x\" not found"}"#;
-        assert_eq!(error_body(ollama), (None, Some("model \"x\" not found".into())));
+        assert_eq!(
+            error_body(ollama),
+            (None, Some("model \"x\" not found".into()))
+        );
         assert_eq!(error_body("<html>502 Bad Gateway</html>"), (None, None));
     }
 }

@@ -107,7 +107,11 @@ impl ContentBlock {
     }
 
     /// A tool result block holding text.
-    pub fn tool_result(tool_use_id: impl Into<String>, text: impl Into<String>, is_error: bool) -> Self {
+    pub fn tool_result(
+        tool_use_id: impl Into<String>,
+        text: impl Into<String>,
+        is_error: bool,
+    ) -> Self {
         Self::ToolResult {
             tool_use_id: tool_use_id.into(),
             content: vec![Self::text(text)],
@@ -164,6 +168,9 @@ impl Message {
 
     /// The concatenated text blocks.
     pub fn text(&self) -> String {
-        self.content.iter().filter_map(ContentBlock::as_text).collect()
+        self.content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect()
     }
 }

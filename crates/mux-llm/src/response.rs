@@ -115,7 +115,10 @@ pub struct Response {
 impl Response {
     /// The concatenated text blocks.
     pub fn text(&self) -> String {
-        self.content.iter().filter_map(ContentBlock::as_text).collect()
+        self.content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect()
     }
 
     /// The tool calls, in order, as `(id, name, input)`.

@@ -58,7 +58,10 @@ impl RetryPolicy {
             return (after <= self.max_retry_after).then_some(after);
         }
         let factor = 2u32.saturating_pow(retry.min(16));
-        let base = self.initial_backoff.saturating_mul(factor).min(self.max_backoff);
+        let base = self
+            .initial_backoff
+            .saturating_mul(factor)
+            .min(self.max_backoff);
         if self.jitter {
             let half = base / 2;
             Some(half + half.mul_f64(fastrand::f64()))
@@ -73,20 +76,23 @@ impl RetryPolicy {
 /// `anthropic-ratelimit-*-reset` (RFC 3339) and OpenAI's `x-ratelimit-reset-*` (`1s`, `6m0s`,
 /// `20ms`) headers. `header` looks a header up by lowercase name.
 pub fn retry_after_from_headers<'a>(header: impl Fn(&str) -> Option<&'a str>) -> Option<Duration> {
-    if let Some(ms) = header("retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()) {
-        if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
-        }
+    let non_negative = |v: &f64| v.is_finite() && *v >= 0.0;
+    if let Some(ms) = header("retry-after-ms")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(non_negative)
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
     }
     if let Some(value) = header("retry-after") {
         let value = value.trim();
-        if let Ok(secs) = value.parse::<f64>() {
-            if secs.is_finite() && secs >= 0.0 {
-                return Some(Duration::from_secs_f64(secs));
-            }
+        if let Some(secs) = value.parse::<f64>().ok().filter(non_negative) {
+            return Some(Duration::from_secs_f64(secs));
         }
         if let Some(at) = parse_http_date(value) {
-            return Some(at.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO));
+            return Some(
+                at.duration_since(SystemTime::now())
+                    .unwrap_or(Duration::ZERO),
+            );
         }
     }
     let mut earliest: Option<Duration> = None;
@@ -98,7 +104,10 @@ pub fn retry_after_from_headers<'a>(header: impl Fn(&str) -> Option<&'a str>) ->
         "anthropic-ratelimit-output-tokens-reset",
     ] {
         if let Some(at) = header(name).and_then(parse_rfc3339) {
-            keep(at.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO));
+            keep(
+                at.duration_since(SystemTime::now())
+                    .unwrap_or(Duration::ZERO),
+            );
         }
     }
     for name in ["x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"] {
@@ -122,7 +131,9 @@ pub fn parse_go_duration(text: &str) -> Option<Duration> {
             .unwrap_or(rest.len());
         let number: f64 = rest[..split].parse().ok()?;
         rest = &rest[split..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let scale = match &rest[..unit_len] {
             "h" => 3600.0,
             "m" => 60.0,
@@ -166,7 +177,10 @@ fn parse_rfc3339(text: &str) -> Option<SystemTime> {
     let hour: f64 = t.next()?.parse().ok()?;
     let minute: f64 = t.next()?.parse().ok()?;
     let second: f64 = t.next()?.parse().ok()?;
-    to_system_time(days_from_civil(year, month, day), hour * 3600.0 + minute * 60.0 + second)
+    to_system_time(
+        days_from_civil(year, month, day),
+        hour * 3600.0 + minute * 60.0 + second,
+    )
 }
 
 /// Parses an IMF-fixdate: `Wed, 21 Oct 2015 07:28:00 GMT`.
@@ -204,19 +218,34 @@ mod tests {
 
     #[test]
     fn retry_after_headers_are_read_in_order() {
-        assert_eq!(retry_after_from_headers(headers(&[("retry-after-ms", "250")])), Some(Duration::from_millis(250)));
-        assert_eq!(retry_after_from_headers(headers(&[("retry-after", "2")])), Some(Duration::from_secs(2)));
+        assert_eq!(
+            retry_after_from_headers(headers(&[("retry-after-ms", "250")])),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            retry_after_from_headers(headers(&[("retry-after", "2")])),
+            Some(Duration::from_secs(2))
+        );
         assert_eq!(
             retry_after_from_headers(headers(&[("retry-after", "7"), ("retry-after-ms", "10")])),
             Some(Duration::from_millis(10))
         );
         assert_eq!(
-            retry_after_from_headers(headers(&[("x-ratelimit-reset-requests", "6m0s"), ("x-ratelimit-reset-tokens", "20ms")])),
+            retry_after_from_headers(headers(&[
+                ("x-ratelimit-reset-requests", "6m0s"),
+                ("x-ratelimit-reset-tokens", "20ms")
+            ])),
             Some(Duration::from_millis(20))
         );
-        assert_eq!(retry_after_from_headers(headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")])), Some(Duration::ZERO));
         assert_eq!(
-            retry_after_from_headers(headers(&[("anthropic-ratelimit-requests-reset", "2020-01-01T00:00:00Z")])),
+            retry_after_from_headers(headers(&[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")])),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            retry_after_from_headers(headers(&[(
+                "anthropic-ratelimit-requests-reset",
+                "2020-01-01T00:00:00Z"
+            )])),
             Some(Duration::ZERO)
         );
         assert_eq!(retry_after_from_headers(headers(&[])), None);
@@ -225,19 +254,32 @@ mod tests {
     #[test]
     fn dates_parse_to_the_right_instant() {
         let at = parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
-        assert_eq!(at.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(), 1_445_412_480);
+        assert_eq!(
+            at.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(),
+            1_445_412_480
+        );
         let at = parse_rfc3339("2015-10-21T07:28:00Z").unwrap();
-        assert_eq!(at.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(), 1_445_412_480);
+        assert_eq!(
+            at.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs(),
+            1_445_412_480
+        );
     }
 
     #[test]
     fn backoff_grows_is_capped_and_stops() {
-        let policy = RetryPolicy { jitter: false, max_retries: 5, ..RetryPolicy::default() };
+        let policy = RetryPolicy {
+            jitter: false,
+            max_retries: 5,
+            ..RetryPolicy::default()
+        };
         assert_eq!(policy.delay(0, None), Some(Duration::from_millis(500)));
         assert_eq!(policy.delay(1, None), Some(Duration::from_secs(1)));
         assert_eq!(policy.delay(4, None), Some(Duration::from_secs(8)));
         assert_eq!(policy.delay(5, None), None);
-        assert_eq!(policy.delay(0, Some(Duration::from_secs(3))), Some(Duration::from_secs(3)));
+        assert_eq!(
+            policy.delay(0, Some(Duration::from_secs(3))),
+            Some(Duration::from_secs(3))
+        );
         assert_eq!(policy.delay(0, Some(Duration::from_secs(3600))), None);
     }
 

@@ -127,10 +127,9 @@ impl SseDecoder {
         if self.data.is_empty() {
             return Ok(());
         }
-        let data = std::mem::take(&mut self.data);
-        let data = String::from_utf8(data).map_err(|err| SseError {
-            snippet: crate::error::snippet(&String::from_utf8_lossy(err.as_bytes())),
-        })?;
+        // Copy out rather than move: the buffer keeps its capacity for the next event.
+        let data = utf8(&self.data)?.to_owned();
+        self.data.clear();
         out.push(SseEvent { event, data });
         Ok(())
     }
@@ -191,7 +190,10 @@ mod tests {
     fn a_split_utf8_character_comes_out_whole() {
         let text = "data: 40°C\n\n".as_bytes();
         let at = text.iter().position(|b| *b == 0xC2).unwrap() + 1;
-        assert_eq!(decode_chunks(&[&text[..at], &text[at..]]), vec![ev(None, "40°C")]);
+        assert_eq!(
+            decode_chunks(&[&text[..at], &text[at..]]),
+            vec![ev(None, "40°C")]
+        );
     }
 
     #[test]
@@ -215,11 +217,16 @@ mod tests {
 
     #[test]
     fn every_split_point_gives_the_same_events() {
-        let text = "event: x\r\ndata: é1\r\n\r\n: c\ndata: 2\rdata: 3\r\rdata: [DONE]\n\n".as_bytes();
+        let text =
+            "event: x\r\ndata: é1\r\n\r\n: c\ndata: 2\rdata: 3\r\rdata: [DONE]\n\n".as_bytes();
         let whole = decode_chunks(&[text]);
         for a in 0..=text.len() {
             for b in a..=text.len() {
-                assert_eq!(decode_chunks(&[&text[..a], &text[a..b], &text[b..]]), whole, "split at {a},{b}");
+                assert_eq!(
+                    decode_chunks(&[&text[..a], &text[a..b], &text[b..]]),
+                    whole,
+                    "split at {a},{b}"
+                );
             }
         }
     }

@@ -18,7 +18,10 @@ use serde_json::json;
 const KEY: &str = "sk-ant-test-0123456789abcdef";
 
 fn fixture(name: &str) -> Vec<u8> {
-    let path = format!("{}/tests/fixtures/anthropic/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/anthropic/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read(&path).unwrap_or_else(|err| panic!("reading {path}: {err}"))
 }
 
@@ -48,7 +51,9 @@ fn weather_tool() -> ToolSpec {
 
 #[tokio::test]
 async fn text_stream_is_assembled_with_merged_usage() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("basic.sse"))]).await.unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(fixture("basic.sse"))])
+        .await
+        .unwrap();
     let reply = client(&server, 0)
         .complete_streaming(Request::new("claude-3-opus-latest", 64).user("Hi"))
         .await
@@ -57,7 +62,10 @@ async fn text_stream_is_assembled_with_merged_usage() {
     assert_eq!(reply.stop_reason, StopReason::EndTurn);
     assert_eq!(reply.usage.input_tokens, 11);
     assert_eq!(reply.usage.output_tokens, 6);
-    assert_eq!(reply.id.as_deref(), Some("msg_4QpJur2dWWDjF6C758FbBw5vm12BaVipnK"));
+    assert_eq!(
+        reply.id.as_deref(),
+        Some("msg_4QpJur2dWWDjF6C758FbBw5vm12BaVipnK")
+    );
 
     let request = &server.requests()[0];
     assert_eq!(request.path, "/v1/messages");
@@ -68,11 +76,17 @@ async fn text_stream_is_assembled_with_merged_usage() {
 
 /// Streams through `stream()` and accumulates, so the streaming path is the one exercised.
 trait CompleteStreaming {
-    async fn complete_streaming(&self, request: Request) -> Result<mux_llm::Response, mux_llm::LlmError>;
+    async fn complete_streaming(
+        &self,
+        request: Request,
+    ) -> Result<mux_llm::Response, mux_llm::LlmError>;
 }
 
 impl<C: LlmClient> CompleteStreaming for C {
-    async fn complete_streaming(&self, request: Request) -> Result<mux_llm::Response, mux_llm::LlmError> {
+    async fn complete_streaming(
+        &self,
+        request: Request,
+    ) -> Result<mux_llm::Response, mux_llm::LlmError> {
         let stream = self.stream(request).await?;
         mux_llm::accumulate(self.provider(), stream).await
     }
@@ -80,9 +94,15 @@ impl<C: LlmClient> CompleteStreaming for C {
 
 #[tokio::test]
 async fn tool_call_json_split_mid_token_across_chunks() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("tool_use.sse")).chunked(7)]).await.unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(fixture("tool_use.sse")).chunked(7)])
+        .await
+        .unwrap();
     let reply = client(&server, 0)
-        .complete_streaming(Request::new("claude-sonnet-4-20250514", 256).user("Weather in Paris?").tools([weather_tool()]))
+        .complete_streaming(
+            Request::new("claude-sonnet-4-20250514", 256)
+                .user("Weather in Paris?")
+                .tools([weather_tool()]),
+        )
         .await
         .unwrap();
     assert_eq!(reply.stop_reason, StopReason::ToolUse);
@@ -98,7 +118,10 @@ async fn tool_call_json_split_mid_token_across_chunks() {
 #[tokio::test]
 async fn thinking_signature_round_trips_and_split_utf8_survives() {
     let followup = fixture("thinking_followup_utf8.sse");
-    let degree = followup.windows(2).position(|w| w == "°".as_bytes()).unwrap();
+    let degree = followup
+        .windows(2)
+        .position(|w| w == "°".as_bytes())
+        .unwrap();
     let server = ReplayServer::start(vec![
         Reply::sse(fixture("thinking_tool_use.sse")).chunked(13),
         Reply::sse(followup).split_at(&[degree + 1]),
@@ -112,7 +135,11 @@ async fn thinking_signature_round_trips_and_split_utf8_survives() {
         .tools([weather_tool()])
         .thinking(4000);
     let reply = client.complete_streaming(first.clone()).await.unwrap();
-    let ContentBlock::Thinking { thinking, signature } = &reply.content[0] else {
+    let ContentBlock::Thinking {
+        thinking,
+        signature,
+    } = &reply.content[0]
+    else {
         panic!("expected a thinking block, got {:?}", reply.content[0]);
     };
     assert!(thinking.starts_with("The user is asking for weather information for Florence"));
@@ -121,9 +148,10 @@ async fn thinking_signature_round_trips_and_split_utf8_survives() {
     assert_eq!((id, name), ("toolu_0171KFcBwn1Z64XzvQfz3sZS", "weather"));
     assert_eq!(input, &json!({"location": "Florence, Italy"}));
 
-    let second = first
-        .message(reply.to_message())
-        .message(Message::new(Role::User, vec![ContentBlock::tool_result(id, "40 C", false)]));
+    let second = first.message(reply.to_message()).message(Message::new(
+        Role::User,
+        vec![ContentBlock::tool_result(id, "40 C", false)],
+    ));
     let answer = client.complete_streaming(second).await.unwrap();
     assert!(answer.text().contains("40°C (104°F)"));
     assert_eq!(answer.stop_reason, StopReason::EndTurn);
@@ -133,14 +161,25 @@ async fn thinking_signature_round_trips_and_split_utf8_survives() {
     assert_eq!(assistant[0]["type"], "thinking");
     assert_eq!(assistant[0]["signature"].as_str(), Some(signature.as_str()));
     assert_eq!(assistant[0]["thinking"].as_str(), Some(thinking.as_str()));
-    assert_eq!(sent["messages"][2]["content"][0]["tool_use_id"], "toolu_0171KFcBwn1Z64XzvQfz3sZS");
-    assert_eq!(sent["thinking"], json!({"type": "enabled", "budget_tokens": 4000}));
+    assert_eq!(
+        sent["messages"][2]["content"][0]["tool_use_id"],
+        "toolu_0171KFcBwn1Z64XzvQfz3sZS"
+    );
+    assert_eq!(
+        sent["thinking"],
+        json!({"type": "enabled", "budget_tokens": 4000})
+    );
 }
 
 #[tokio::test]
 async fn refusal_is_a_stop_reason_with_reasoning_tokens() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("refusal.sse"))]).await.unwrap();
-    let reply = client(&server, 0).complete_streaming(Request::new("claude-opus-4-7", 64).user("x")).await.unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(fixture("refusal.sse"))])
+        .await
+        .unwrap();
+    let reply = client(&server, 0)
+        .complete_streaming(Request::new("claude-opus-4-7", 64).user("x"))
+        .await
+        .unwrap();
     assert_eq!(reply.stop_reason, StopReason::Refusal);
     assert_eq!(reply.usage.output_tokens, 120);
     assert_eq!(reply.usage.reasoning_tokens, 67);
@@ -160,10 +199,16 @@ fn with_error_after_first_delta() -> Vec<u8> {
 
 #[tokio::test]
 async fn a_mid_stream_error_reaches_the_consumer_typed_and_is_not_retried() {
-    let server = ReplayServer::start(vec![Reply::sse(with_error_after_first_delta()), Reply::sse(fixture("basic.sse"))])
+    let server = ReplayServer::start(vec![
+        Reply::sse(with_error_after_first_delta()),
+        Reply::sse(fixture("basic.sse")),
+    ])
+    .await
+    .unwrap();
+    let mut stream = client(&server, 3)
+        .stream(Request::new("m", 64).user("Hi"))
         .await
         .unwrap();
-    let mut stream = client(&server, 3).stream(Request::new("m", 64).user("Hi")).await.unwrap();
     let mut texts = Vec::new();
     let mut error = None;
     while let Some(item) = stream.next().await {
@@ -176,14 +221,26 @@ async fn a_mid_stream_error_reaches_the_consumer_typed_and_is_not_retried() {
     assert_eq!(texts, vec!["Hello".to_owned()]);
     let error = error.expect("the in-stream error must surface");
     assert_eq!(error.kind(), "overloaded");
-    assert_eq!(server.requests().len(), 1, "events already reached the consumer: no retry");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "events already reached the consumer: no retry"
+    );
 }
 
 #[tokio::test]
 async fn an_error_before_any_event_is_retried() {
     let error_first = b"event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}\n\n".to_vec();
-    let server = ReplayServer::start(vec![Reply::sse(error_first), Reply::sse(fixture("basic.sse"))]).await.unwrap();
-    let reply = client(&server, 2).complete_streaming(Request::new("m", 64).user("Hi")).await.unwrap();
+    let server = ReplayServer::start(vec![
+        Reply::sse(error_first),
+        Reply::sse(fixture("basic.sse")),
+    ])
+    .await
+    .unwrap();
+    let reply = client(&server, 2)
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap();
     assert_eq!(reply.text(), "Hello there!");
     assert_eq!(server.requests().len(), 2);
 }
@@ -198,15 +255,25 @@ async fn rate_limit_with_retry_after_is_retried_then_succeeds() {
     ])
     .await
     .unwrap();
-    let reply = client(&server, 2).complete_streaming(Request::new("m", 64).user("Hi")).await.unwrap();
+    let reply = client(&server, 2)
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap();
     assert_eq!(reply.text(), "Hello there!");
     assert_eq!(server.requests().len(), 2);
 }
 
 #[tokio::test]
 async fn rate_limit_without_retries_reports_retry_after() {
-    let server = ReplayServer::start(vec![Reply::json(429, RATE_LIMIT_BODY).header("retry-after", "7")]).await.unwrap();
-    let error = client(&server, 0).complete_streaming(Request::new("m", 64).user("Hi")).await.unwrap_err();
+    let server = ReplayServer::start(vec![
+        Reply::json(429, RATE_LIMIT_BODY).header("retry-after", "7"),
+    ])
+    .await
+    .unwrap();
+    let error = client(&server, 0)
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), "rate_limited");
     assert_eq!(error.status(), Some(429));
     assert_eq!(error.retry_after(), Some(Duration::from_secs(7)));
@@ -216,22 +283,40 @@ async fn rate_limit_without_retries_reports_retry_after() {
 #[tokio::test]
 async fn overloaded_529_then_500_are_retried_then_succeed() {
     let server = ReplayServer::start(vec![
-        Reply::json(529, r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
-        Reply::json(500, r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#),
+        Reply::json(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ),
+        Reply::json(
+            500,
+            r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#,
+        ),
         Reply::sse(fixture("basic.sse")),
     ])
     .await
     .unwrap();
-    let reply = client(&server, 2).complete_streaming(Request::new("m", 64).user("Hi")).await.unwrap();
+    let reply = client(&server, 2)
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap();
     assert_eq!(reply.text(), "Hello there!");
     assert_eq!(server.requests().len(), 3);
 }
 
 #[tokio::test]
 async fn exhausted_retries_return_the_last_error() {
-    let overloaded = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-    let server = ReplayServer::start(vec![Reply::json(529, overloaded), Reply::json(529, overloaded)]).await.unwrap();
-    let error = client(&server, 1).complete_streaming(Request::new("m", 64).user("Hi")).await.unwrap_err();
+    let overloaded =
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let server = ReplayServer::start(vec![
+        Reply::json(529, overloaded),
+        Reply::json(529, overloaded),
+    ])
+    .await
+    .unwrap();
+    let error = client(&server, 1)
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), "overloaded");
     assert_eq!(error.status(), Some(529));
     assert_eq!(server.requests().len(), 2);
@@ -239,14 +324,28 @@ async fn exhausted_retries_return_the_last_error() {
 
 #[tokio::test]
 async fn unauthorized_is_not_retried_and_never_shows_the_key() {
-    let body = format!(r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key {KEY}"}}}}"#);
-    let server = ReplayServer::start(vec![Reply::json(401, body), Reply::sse(fixture("basic.sse"))]).await.unwrap();
+    let body = format!(
+        r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key {KEY}"}}}}"#
+    );
+    let server = ReplayServer::start(vec![
+        Reply::json(401, body),
+        Reply::sse(fixture("basic.sse")),
+    ])
+    .await
+    .unwrap();
     let client = client(&server, 3);
-    let error = client.complete_streaming(Request::new("m", 64).user("Hi")).await.unwrap_err();
+    let error = client
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), "authentication");
     assert_eq!(error.status(), Some(401));
     assert_eq!(server.requests().len(), 1);
-    for text in [format!("{error}"), format!("{error:?}"), format!("{client:?}")] {
+    for text in [
+        format!("{error}"),
+        format!("{error:?}"),
+        format!("{client:?}"),
+    ] {
         assert!(!text.contains(KEY), "the key leaked into {text}");
     }
     assert!(error.message().contains("[redacted]"));
@@ -254,10 +353,17 @@ async fn unauthorized_is_not_retried_and_never_shows_the_key() {
 
 #[tokio::test]
 async fn a_non_json_error_body_keeps_the_status() {
-    let server = ReplayServer::start(vec![Reply::new(502, "text/html", "<html><body>502 Bad Gateway</body></html>")])
+    let server = ReplayServer::start(vec![Reply::new(
+        502,
+        "text/html",
+        "<html><body>502 Bad Gateway</body></html>",
+    )])
+    .await
+    .unwrap();
+    let error = client(&server, 0)
+        .complete_streaming(Request::new("m", 64).user("Hi"))
         .await
-        .unwrap();
-    let error = client(&server, 0).complete_streaming(Request::new("m", 64).user("Hi")).await.unwrap_err();
+        .unwrap_err();
     assert_eq!(error.kind(), "server");
     assert_eq!(error.status(), Some(502));
     assert!(error.message().contains("502 Bad Gateway"));
@@ -266,8 +372,13 @@ async fn a_non_json_error_body_keeps_the_status() {
 #[tokio::test]
 async fn context_length_is_its_own_kind() {
     let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 211000 tokens > 200000 maximum"}}"#;
-    let server = ReplayServer::start(vec![Reply::json(400, body)]).await.unwrap();
-    let error = client(&server, 2).complete_streaming(Request::new("m", 64).user("Hi")).await.unwrap_err();
+    let server = ReplayServer::start(vec![Reply::json(400, body)])
+        .await
+        .unwrap();
+    let error = client(&server, 2)
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), "context_length");
     assert_eq!(server.requests().len(), 1);
 }
@@ -275,15 +386,26 @@ async fn context_length_is_its_own_kind() {
 #[tokio::test]
 async fn a_stream_cut_short_is_a_transport_error() {
     let body = fixture("basic.sse");
-    let server = ReplayServer::start(vec![Reply::sse(body.clone()).split_at(&[body.len() / 2]).cut_after(1)]).await.unwrap();
-    let error = client(&server, 0).complete_streaming(Request::new("m", 64).user("Hi")).await.unwrap_err();
+    let server = ReplayServer::start(vec![
+        Reply::sse(body.clone())
+            .split_at(&[body.len() / 2])
+            .cut_after(1),
+    ])
+    .await
+    .unwrap();
+    let error = client(&server, 0)
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap_err();
     assert_eq!(error.kind(), "transport");
 }
 
 #[tokio::test]
 async fn a_stalled_stream_hits_the_idle_timeout() {
     let body = fixture("basic.sse");
-    let server = ReplayServer::start(vec![Reply::sse(body).split_at(&[600]).stall_after(1)]).await.unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(body).split_at(&[600]).stall_after(1)])
+        .await
+        .unwrap();
     let mut options = HttpOptions::new(server.url(), Some(ApiKey::new(KEY)));
     options.retry = RetryPolicy::none();
     options.timeouts = Timeouts {
@@ -291,13 +413,27 @@ async fn a_stalled_stream_hits_the_idle_timeout() {
         ..Timeouts::default()
     };
     let client = AnthropicClient::with_options(options).unwrap();
-    let error = client.complete_streaming(Request::new("m", 64).user("Hi")).await.unwrap_err();
-    assert!(matches!(error, mux_llm::LlmError::Timeout { phase: TimeoutPhase::Idle, .. }), "{error:?}");
+    let error = client
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            mux_llm::LlmError::Timeout {
+                phase: TimeoutPhase::Idle,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
 async fn environment_configuration_reads_key_and_base_url() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("basic.sse"))]).await.unwrap();
+    let server = ReplayServer::start(vec![Reply::sse(fixture("basic.sse"))])
+        .await
+        .unwrap();
     let url = server.url();
     let client = AnthropicClient::from_lookup(|name| match name {
         "ANTHROPIC_API_KEY" => Some(KEY.to_owned()),
@@ -305,7 +441,10 @@ async fn environment_configuration_reads_key_and_base_url() {
         _ => None,
     })
     .unwrap();
-    let reply = client.complete_streaming(Request::new("m", 64).user("Hi")).await.unwrap();
+    let reply = client
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap();
     assert_eq!(reply.text(), "Hello there!");
     assert_eq!(server.requests()[0].header("x-api-key"), Some(KEY));
     let missing = AnthropicClient::from_lookup(|_| None).unwrap_err();

@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use mux_llm::anthropic::AnthropicDecoder;
-use mux_llm::gemini::GeminiDecoder;
 use mux_llm::decode::{EventMapper, decode_chunks};
+use mux_llm::gemini::GeminiDecoder;
 use mux_llm::openai::OpenAiDecoder;
 use mux_llm::{Accumulator, StreamEvent};
 use proptest::prelude::*;
@@ -29,7 +29,11 @@ const OPENAI: &[&str] = &[
     "openai/vllm_tool_call.sse",
     "openai/ollama_tool_call.sse",
 ];
-const GEMINI: &[&str] = &["gemini/simple.sse", "gemini/tool_call.sse", "gemini/tool_followup.sse"];
+const GEMINI: &[&str] = &[
+    "gemini/simple.sse",
+    "gemini/tool_call.sse",
+    "gemini/tool_followup.sse",
+];
 
 fn mapper(path: &str) -> Box<dyn Fn() -> Box<dyn MapperBox>> {
     if path.starts_with("anthropic/") {
@@ -61,7 +65,10 @@ fn whole(path: &str) -> Vec<StreamEvent> {
 fn every_fixture_decodes_and_accumulates() {
     for path in ANTHROPIC.iter().chain(OPENAI).chain(GEMINI) {
         let events = whole(path);
-        assert!(matches!(events.last(), Some(StreamEvent::MessageStop)), "{path} did not end with MessageStop");
+        assert!(
+            matches!(events.last(), Some(StreamEvent::MessageStop)),
+            "{path} did not end with MessageStop"
+        );
         let mut acc = Accumulator::new("test");
         for event in &events {
             acc.push(event).unwrap();
@@ -89,7 +96,11 @@ fn one_byte_chunks_give_the_same_events() {
     for path in ANTHROPIC.iter().chain(OPENAI).chain(GEMINI) {
         let body = fixture(path);
         let chunks: Vec<&[u8]> = body.chunks(1).collect();
-        assert_eq!(mapper(path)().run(chunks), whole(path), "{path} in one-byte chunks");
+        assert_eq!(
+            mapper(path)().run(chunks),
+            whole(path),
+            "{path} in one-byte chunks"
+        );
     }
 }
 
@@ -99,7 +110,11 @@ fn crlf_and_cr_line_endings_give_the_same_events() {
         let text = String::from_utf8(fixture(path)).unwrap();
         for ending in ["\r\n", "\r"] {
             let body = text.replace("\r\n", "\n").replace('\n', ending);
-            assert_eq!(mapper(path)().run(vec![body.as_bytes()]), whole(path), "{path} with {ending:?}");
+            assert_eq!(
+                mapper(path)().run(vec![body.as_bytes()]),
+                whole(path),
+                "{path} with {ending:?}"
+            );
         }
     }
 }

@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use mux_llm::openai::{Preset, WireOptions};
-use mux_llm::{CacheHint, CachePolicy, ContentBlock, ImageSource, Message, Request, Role, ToolChoice};
+use mux_llm::{
+    CacheHint, CachePolicy, ContentBlock, ImageSource, Message, Request, Role, ToolChoice,
+};
 use mux_tool::ToolSpec;
 use serde_json::json;
 
@@ -15,7 +17,12 @@ fn conversation() -> Request {
         json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
     )
     .unwrap();
-    let clock = ToolSpec::new("clock", "The current time", json!({"type": "object", "properties": {}})).unwrap();
+    let clock = ToolSpec::new(
+        "clock",
+        "The current time",
+        json!({"type": "object", "properties": {}}),
+    )
+    .unwrap();
     Request::new("model-x", 2048)
         .system("You are a helpful assistant")
         .tools([weather, clock])
@@ -30,17 +37,29 @@ fn conversation() -> Request {
             vec![
                 ContentBlock::text("What's the weather in Florence, and what time is it?"),
                 ContentBlock::Image {
-                    source: ImageSource::Base64 { media_type: "image/png".into(), data: "iVBORw0KGgo=".into() },
+                    source: ImageSource::Base64 {
+                        media_type: "image/png".into(),
+                        data: "iVBORw0KGgo=".into(),
+                    },
                 },
             ],
         ))
         .message(Message::new(
             Role::Assistant,
             vec![
-                ContentBlock::Thinking { thinking: "I need both tools.".into(), signature: "EsQDsig==".into() },
-                ContentBlock::RedactedThinking { data: "EmwKAhgBEgy3va3pzix==".into() },
+                ContentBlock::Thinking {
+                    thinking: "I need both tools.".into(),
+                    signature: "EsQDsig==".into(),
+                },
+                ContentBlock::RedactedThinking {
+                    data: "EmwKAhgBEgy3va3pzix==".into(),
+                },
                 ContentBlock::text("Checking."),
-                ContentBlock::tool_use("toolu_1", "weather", json!({"location": "Florence, Italy"})),
+                ContentBlock::tool_use(
+                    "toolu_1",
+                    "weather",
+                    json!({"location": "Florence, Italy"}),
+                ),
                 ContentBlock::tool_use("toolu_2", "clock", json!({})),
             ],
         ))
@@ -61,12 +80,20 @@ fn anthropic_request_body() {
 
 #[test]
 fn openai_request_body() {
-    insta::assert_json_snapshot!(mux_llm::openai::request_body(&conversation(), WireOptions::default(), true));
+    insta::assert_json_snapshot!(mux_llm::openai::request_body(
+        &conversation(),
+        WireOptions::default(),
+        true
+    ));
 }
 
 #[test]
 fn ollama_request_body() {
-    insta::assert_json_snapshot!(mux_llm::openai::request_body(&conversation(), Preset::Ollama.wire_options(), true));
+    insta::assert_json_snapshot!(mux_llm::openai::request_body(
+        &conversation(),
+        Preset::Ollama.wire_options(),
+        true
+    ));
 }
 
 #[test]

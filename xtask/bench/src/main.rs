@@ -5,6 +5,7 @@
 mod builtin;
 mod executor;
 mod harness;
+mod llm_decode;
 mod permission;
 
 use std::process::ExitCode;
@@ -19,9 +20,10 @@ fn main() -> ExitCode {
         .nth(1)
         .unwrap_or_else(|| "target/bench-report.json".to_owned());
     let mut rows: Vec<Row> = Vec::new();
-    let benchmarks: [(&str, Benchmark); 3] = [
+    let benchmarks: [(&str, Benchmark); 4] = [
         ("executor", executor::run),
         ("builtin", builtin::run),
+        ("llm_decode", llm_decode::run),
         ("permission", permission::run),
     ];
     for (name, run) in benchmarks {

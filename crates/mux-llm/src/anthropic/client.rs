@@ -170,7 +170,10 @@ impl LlmClient for AnthropicClient {
             async move {
                 let headers = self.headers()?;
                 let body = request_body(&request, false);
-                let value = self.transport.post_json("/v1/messages", headers, &body).await?;
+                let value = self
+                    .transport
+                    .post_json("/v1/messages", headers, &body)
+                    .await?;
                 if value.get("type").and_then(|t| t.as_str()) == Some("error") {
                     let (kind, message) = crate::http::error_body(&value.to_string());
                     return Err(LlmError::in_stream(

@@ -1,5 +1,6 @@
 //! Anthropic's stream events, translated to [`StreamEvent`]s.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use serde::Deserialize;
@@ -13,35 +14,24 @@ use crate::sse::SseEvent;
 
 use super::wire::usage;
 
+/// One event, read flat: internally tagged enums buffer every field before dispatching,
+/// which costs more than the whole parse; a flat struct with a borrowed tag does not.
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Wire {
-    MessageStart {
-        message: MessageStart,
-    },
-    ContentBlockStart {
-        index: usize,
-        content_block: Block,
-    },
-    ContentBlockDelta {
-        index: usize,
-        delta: Delta,
-    },
-    ContentBlockStop {
-        index: usize,
-    },
-    MessageDelta {
-        delta: MessageDelta,
-        #[serde(default)]
-        usage: Option<Value>,
-    },
-    MessageStop,
-    Ping,
-    Error {
-        error: ErrorBody,
-    },
-    #[serde(other)]
-    Unknown,
+struct Wire<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    index: usize,
+    #[serde(default)]
+    message: Option<MessageStart>,
+    #[serde(default, borrow)]
+    content_block: Option<Block<'a>>,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    error: Option<ErrorBody>,
 }
 
 #[derive(Deserialize)]
@@ -55,32 +45,29 @@ struct MessageStart {
 }
 
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Block {
-    Text,
-    Thinking,
-    RedactedThinking { data: String },
-    ToolUse { id: String, name: String },
-    #[serde(other)]
-    Unknown,
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    data: Option<String>,
 }
 
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Delta {
-    TextDelta { text: String },
-    ThinkingDelta { thinking: String },
-    SignatureDelta { signature: String },
-    InputJsonDelta {
-        #[serde(default)]
-        partial_json: String,
-    },
-    #[serde(other)]
-    Unknown,
-}
-
-#[derive(Deserialize)]
-struct MessageDelta {
+struct Delta<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    signature: Option<String>,
+    #[serde(default)]
+    partial_json: Option<String>,
     #[serde(default)]
     stop_reason: Option<String>,
     #[serde(default)]
@@ -117,67 +104,123 @@ impl EventMapper for AnthropicDecoder {
     }
 
     fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Flow, LlmError> {
-        let wire: Wire = serde_json::from_str(&event.data).map_err(|err| {
+        let wire: Wire<'_> = serde_json::from_str(&event.data).map_err(|err| {
             LlmError::decode("anthropic", format!("bad stream event: {err}"), &event.data)
         })?;
-        match wire {
-            Wire::MessageStart { message } => {
+        let index = wire.index;
+        match wire.kind.as_ref() {
+            "message_start" => {
                 self.started = true;
+                let message = wire.message.unwrap_or(MessageStart {
+                    id: None,
+                    model: None,
+                    usage: None,
+                });
                 out.push(StreamEvent::MessageStart {
                     id: message.id,
                     model: message.model,
                     usage: message.usage.as_ref().map(usage).unwrap_or_default(),
                 });
             }
-            Wire::ContentBlockStart {
-                index,
-                content_block,
-            } => {
-                let block = match content_block {
-                    Block::Text => BlockStart::Text,
-                    Block::Thinking => BlockStart::Thinking,
-                    Block::RedactedThinking { data } => BlockStart::RedactedThinking { data },
-                    Block::ToolUse { id, name } => BlockStart::ToolUse { id, name },
-                    Block::Unknown => {
+            "content_block_start" => {
+                let Some(block) = wire.content_block else {
+                    return Err(LlmError::decode(
+                        "anthropic",
+                        "content_block_start without a content_block",
+                        &event.data,
+                    ));
+                };
+                let block = match block.kind.as_ref() {
+                    "text" => BlockStart::Text,
+                    "thinking" => BlockStart::Thinking,
+                    "redacted_thinking" => BlockStart::RedactedThinking {
+                        data: block.data.unwrap_or_default(),
+                    },
+                    "tool_use" => BlockStart::ToolUse {
+                        id: block.id.unwrap_or_default(),
+                        name: block.name.unwrap_or_default(),
+                    },
+                    _ => {
                         self.skipped.insert(index);
                         return Ok(Flow::Continue);
                     }
                 };
                 out.push(StreamEvent::BlockStart { index, block });
             }
-            Wire::ContentBlockDelta { index, delta } => {
+            "content_block_delta" => {
                 if self.skipped.contains(&index) {
                     return Ok(Flow::Continue);
                 }
-                out.push(match delta {
-                    Delta::TextDelta { text } => StreamEvent::TextDelta { index, text },
-                    Delta::ThinkingDelta { thinking } => StreamEvent::ThinkingDelta { index, thinking },
-                    Delta::SignatureDelta { signature } => StreamEvent::SignatureDelta { index, signature },
-                    Delta::InputJsonDelta { partial_json } => StreamEvent::ToolInputDelta {
+                let Some(mut delta) = wire.delta else {
+                    return Err(LlmError::decode(
+                        "anthropic",
+                        "content_block_delta without a delta",
+                        &event.data,
+                    ));
+                };
+                let kind = delta.kind.take().unwrap_or_default();
+                let kind = kind.as_ref();
+                out.push(match (kind, delta) {
+                    (
+                        "text_delta",
+                        Delta {
+                            text: Some(text), ..
+                        },
+                    ) => StreamEvent::TextDelta { index, text },
+                    (
+                        "thinking_delta",
+                        Delta {
+                            thinking: Some(thinking),
+                            ..
+                        },
+                    ) => StreamEvent::ThinkingDelta { index, thinking },
+                    (
+                        "signature_delta",
+                        Delta {
+                            signature: Some(signature),
+                            ..
+                        },
+                    ) => StreamEvent::SignatureDelta { index, signature },
+                    ("input_json_delta", delta) => StreamEvent::ToolInputDelta {
                         index,
-                        partial_json,
+                        partial_json: delta.partial_json.unwrap_or_default(),
                     },
-                    Delta::Unknown => return Ok(Flow::Continue),
+                    ("text_delta" | "thinking_delta" | "signature_delta", _) => {
+                        return Err(LlmError::decode(
+                            "anthropic",
+                            format!("{kind} without its text"),
+                            &event.data,
+                        ));
+                    }
+                    _ => return Ok(Flow::Continue),
                 });
             }
-            Wire::ContentBlockStop { index } => {
-                if !self.skipped.contains(&index) {
-                    out.push(StreamEvent::BlockStop { index });
-                }
+            "content_block_stop" if !self.skipped.contains(&index) => {
+                out.push(StreamEvent::BlockStop { index });
             }
-            Wire::MessageDelta { delta, usage: u } => out.push(StreamEvent::MessageDelta {
-                stop_reason: delta.stop_reason.as_deref().map(StopReason::parse),
-                stop_sequence: delta.stop_sequence,
-                usage: u.as_ref().map(usage),
-            }),
-            Wire::MessageStop => {
+            "message_delta" => {
+                let (stop_reason, stop_sequence) = match wire.delta {
+                    Some(delta) => (delta.stop_reason, delta.stop_sequence),
+                    None => (None, None),
+                };
+                out.push(StreamEvent::MessageDelta {
+                    stop_reason: stop_reason.as_deref().map(StopReason::parse),
+                    stop_sequence,
+                    usage: wire.usage.as_ref().map(usage),
+                });
+            }
+            "message_stop" => {
                 out.push(StreamEvent::MessageStop);
                 return Ok(Flow::Done);
             }
-            Wire::Ping | Wire::Unknown => {}
-            Wire::Error { error } => {
+            "error" => {
+                let error = wire.error.unwrap_or(ErrorBody {
+                    kind: "api_error".into(),
+                    message: "error event without details".into(),
+                });
                 return Err(LlmError::in_stream("anthropic", &error.kind, error.message));
             }
+            _ => {}
         }
         Ok(Flow::Continue)
     }

@@ -22,7 +22,9 @@ fn wire_block(block: &ContentBlock) -> Value {
                 "type": "image",
                 "source": {"type": "base64", "media_type": media_type, "data": data}
             }),
-            ImageSource::Url { url } => json!({"type": "image", "source": {"type": "url", "url": url}}),
+            ImageSource::Url { url } => {
+                json!({"type": "image", "source": {"type": "url", "url": url}})
+            }
         },
         ContentBlock::ToolUse { id, name, input } => {
             json!({"type": "tool_use", "id": id, "name": name, "input": input})
@@ -46,16 +48,18 @@ fn wire_block(block: &ContentBlock) -> Value {
             thinking,
             signature,
         } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
-        ContentBlock::RedactedThinking { data } => json!({"type": "redacted_thinking", "data": data}),
+        ContentBlock::RedactedThinking { data } => {
+            json!({"type": "redacted_thinking", "data": data})
+        }
     }
 }
 
 fn message(message: &Message, tail_hint: Option<CacheHint>) -> Value {
     let mut content: Vec<Value> = message.content.iter().map(wire_block).collect();
-    if let Some(hint) = message.cache.or(tail_hint) {
-        if let Some(Value::Object(last)) = content.last_mut() {
-            last.insert("cache_control".into(), cache_control(hint));
-        }
+    if let (Some(hint), Some(Value::Object(last))) =
+        (message.cache.or(tail_hint), content.last_mut())
+    {
+        last.insert("cache_control".into(), cache_control(hint));
     }
     let role = match message.role {
         Role::User => "user",
@@ -96,10 +100,8 @@ pub fn request_body(request: &Request, stream: bool) -> Value {
                     "description": spec.description,
                     "input_schema": spec.input_schema,
                 });
-                if i + 1 == count {
-                    if let Some(hint) = request.cache.tools {
-                        tool["cache_control"] = cache_control(hint);
-                    }
+                if let (true, Some(hint)) = (i + 1 == count, request.cache.tools) {
+                    tool["cache_control"] = cache_control(hint);
                 }
                 tool
             })
@@ -170,7 +172,9 @@ pub fn response_from_json(value: &Value) -> Result<Response, LlmError> {
                 thinking: text("thinking"),
                 signature: text("signature"),
             }),
-            Some("redacted_thinking") => content.push(ContentBlock::RedactedThinking { data: text("data") }),
+            Some("redacted_thinking") => {
+                content.push(ContentBlock::RedactedThinking { data: text("data") })
+            }
             Some("tool_use") => content.push(ContentBlock::ToolUse {
                 id: text("id"),
                 name: text("name"),

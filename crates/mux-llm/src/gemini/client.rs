@@ -89,15 +89,28 @@ impl GeminiClient {
     }
 
     fn headers(&self) -> Result<reqwest::header::HeaderMap, LlmError> {
-        let key = self.transport.options.api_key.as_ref().map(ApiKey::expose).unwrap_or_default();
-        headers("gemini", &[("x-goog-api-key", key), ("accept", "application/json")])
+        let key = self
+            .transport
+            .options
+            .api_key
+            .as_ref()
+            .map(ApiKey::expose)
+            .unwrap_or_default();
+        headers(
+            "gemini",
+            &[("x-goog-api-key", key), ("accept", "application/json")],
+        )
     }
 }
 
 /// The model path segment, checked so that it cannot change the URL's shape.
 fn model_path(model: &str) -> Result<&str, LlmError> {
     let model = model.strip_prefix("models/").unwrap_or(model);
-    if model.is_empty() || !model.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_')) {
+    if model.is_empty()
+        || !model
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+    {
         return Err(LlmError::Config {
             provider: "gemini".into(),
             message: format!("invalid model name `{model}`"),
@@ -125,9 +138,14 @@ impl LlmClient for GeminiClient {
         let span = span(&request, true);
         Box::pin(
             async move {
-                let path = format!("/v1beta/models/{}:streamGenerateContent?alt=sse", model_path(&request.model)?);
+                let path = format!(
+                    "/v1beta/models/{}:streamGenerateContent?alt=sse",
+                    model_path(&request.model)?
+                );
                 let body = request_body(&request);
-                self.transport.post_stream(&path, self.headers()?, &body, GeminiDecoder::new).await
+                self.transport
+                    .post_stream(&path, self.headers()?, &body, GeminiDecoder::new)
+                    .await
             }
             .instrument(span),
         )
@@ -137,9 +155,15 @@ impl LlmClient for GeminiClient {
         let span = span(&request, false);
         Box::pin(
             async move {
-                let path = format!("/v1beta/models/{}:generateContent", model_path(&request.model)?);
+                let path = format!(
+                    "/v1beta/models/{}:generateContent",
+                    model_path(&request.model)?
+                );
                 let body = request_body(&request);
-                let value = self.transport.post_json(&path, self.headers()?, &body).await?;
+                let value = self
+                    .transport
+                    .post_json(&path, self.headers()?, &body)
+                    .await?;
                 response_from_json(&value)
             }
             .instrument(span),

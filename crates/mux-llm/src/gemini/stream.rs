@@ -40,16 +40,27 @@ impl GeminiDecoder {
     }
 
     fn close_text(&mut self, out: &mut Vec<StreamEvent>) {
-        for slot in [self.text.take(), self.thought.take()].into_iter().flatten() {
+        for slot in [self.text.take(), self.thought.take()]
+            .into_iter()
+            .flatten()
+        {
             self.open.retain(|i| *i != slot);
             out.push(StreamEvent::BlockStop { index: slot });
         }
     }
 
     /// Handles one `GenerateContentResponse`.
-    pub(crate) fn on_chunk(&mut self, chunk: &Value, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+    pub(crate) fn on_chunk(
+        &mut self,
+        chunk: &Value,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<(), LlmError> {
         if let Some(error) = chunk.get("error") {
-            let message = error.get("message").and_then(Value::as_str).unwrap_or("error").to_owned();
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("error")
+                .to_owned();
             let status = error.get("code").and_then(Value::as_u64).unwrap_or(500);
             let kind = error.get("status").and_then(Value::as_str);
             let status = u16::try_from(status).unwrap_or(500);
@@ -58,39 +69,70 @@ impl GeminiDecoder {
         if !self.started {
             self.started = true;
             out.push(StreamEvent::MessageStart {
-                id: chunk.get("responseId").and_then(Value::as_str).map(str::to_owned),
-                model: chunk.get("modelVersion").and_then(Value::as_str).map(str::to_owned),
+                id: chunk
+                    .get("responseId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                model: chunk
+                    .get("modelVersion")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
                 usage: Usage::default(),
             });
         }
         if let Some(u) = chunk.get("usageMetadata").and_then(usage) {
             self.usage = Some(u);
         }
-        if let Some(reason) = chunk.pointer("/promptFeedback/blockReason").and_then(Value::as_str) {
-            self.finish = Some(if reason == "BLOCK_REASON_UNSPECIFIED" { "OTHER".into() } else { "SAFETY".into() });
+        if let Some(reason) = chunk
+            .pointer("/promptFeedback/blockReason")
+            .and_then(Value::as_str)
+        {
+            self.finish = Some(if reason == "BLOCK_REASON_UNSPECIFIED" {
+                "OTHER".into()
+            } else {
+                "SAFETY".into()
+            });
         }
         let Some(candidate) = chunk.pointer("/candidates/0") else {
             return Ok(());
         };
-        for part in candidate.pointer("/content/parts").and_then(Value::as_array).into_iter().flatten() {
+        for part in candidate
+            .pointer("/content/parts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let signature = part.get("thoughtSignature").and_then(Value::as_str);
             if let Some(call) = part.get("functionCall") {
                 self.close_text(out);
                 if let Some(signature) = signature {
                     let index = self.open_block(BlockStart::Thinking, out);
-                    out.push(StreamEvent::SignatureDelta { index, signature: signature.to_owned() });
+                    out.push(StreamEvent::SignatureDelta {
+                        index,
+                        signature: signature.to_owned(),
+                    });
                     self.open.retain(|i| *i != index);
                     out.push(StreamEvent::BlockStop { index });
                 }
                 self.calls += 1;
-                let name = call.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let name = call
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
                 let id = call
                     .get("id")
                     .and_then(Value::as_str)
                     .map_or_else(|| format!("call_{}", self.calls), str::to_owned);
-                let args = call.get("args").cloned().unwrap_or_else(|| serde_json::json!({}));
+                let args = call
+                    .get("args")
+                    .cloned()
+                    .unwrap_or_else(|| serde_json::json!({}));
                 let index = self.open_block(BlockStart::ToolUse { id, name }, out);
-                out.push(StreamEvent::ToolInputDelta { index, partial_json: args.to_string() });
+                out.push(StreamEvent::ToolInputDelta {
+                    index,
+                    partial_json: args.to_string(),
+                });
                 self.open.retain(|i| *i != index);
                 out.push(StreamEvent::BlockStop { index });
                 continue;
@@ -98,7 +140,10 @@ impl GeminiDecoder {
             let Some(text) = part.get("text").and_then(Value::as_str) else {
                 continue;
             };
-            let thought = part.get("thought").and_then(Value::as_bool).unwrap_or(false);
+            let thought = part
+                .get("thought")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
             if thought {
                 let index = match self.thought {
                     Some(index) => index,
@@ -108,9 +153,15 @@ impl GeminiDecoder {
                         index
                     }
                 };
-                out.push(StreamEvent::ThinkingDelta { index, thinking: text.to_owned() });
+                out.push(StreamEvent::ThinkingDelta {
+                    index,
+                    thinking: text.to_owned(),
+                });
                 if let Some(signature) = signature {
-                    out.push(StreamEvent::SignatureDelta { index, signature: signature.to_owned() });
+                    out.push(StreamEvent::SignatureDelta {
+                        index,
+                        signature: signature.to_owned(),
+                    });
                 }
             } else if !text.is_empty() {
                 let index = match self.text {
@@ -121,7 +172,10 @@ impl GeminiDecoder {
                         index
                     }
                 };
-                out.push(StreamEvent::TextDelta { index, text: text.to_owned() });
+                out.push(StreamEvent::TextDelta {
+                    index,
+                    text: text.to_owned(),
+                });
             }
         }
         if let Some(finish) = candidate.get("finishReason").and_then(Value::as_str) {
@@ -133,7 +187,10 @@ impl GeminiDecoder {
     /// Closes the message after the last chunk.
     pub(crate) fn finish_into(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         let Some(finish) = self.finish.take() else {
-            return Err(LlmError::transport("gemini", "the stream ended before a finishReason"));
+            return Err(LlmError::transport(
+                "gemini",
+                "the stream ended before a finishReason",
+            ));
         };
         for index in self.open.drain(..) {
             out.push(StreamEvent::BlockStop { index });
@@ -155,8 +212,9 @@ impl EventMapper for GeminiDecoder {
     }
 
     fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Flow, LlmError> {
-        let chunk: Value = serde_json::from_str(&event.data)
-            .map_err(|err| LlmError::decode("gemini", format!("bad stream chunk: {err}"), &event.data))?;
+        let chunk: Value = serde_json::from_str(&event.data).map_err(|err| {
+            LlmError::decode("gemini", format!("bad stream chunk: {err}"), &event.data)
+        })?;
         self.on_chunk(&chunk, out)?;
         Ok(Flow::Continue)
     }

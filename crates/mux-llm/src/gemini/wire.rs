@@ -11,7 +11,11 @@ use crate::request::{Request, ToolChoice};
 use crate::response::{Response, StopReason, Usage};
 
 fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks.iter().filter_map(ContentBlock::as_text).collect::<Vec<_>>().join("\n")
+    blocks
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The JSON body of a `generateContent` request. Tool results name their function, found
@@ -87,7 +91,10 @@ pub fn request_body(request: &Request) -> Value {
     let mut body = Map::new();
     body.insert("contents".into(), Value::Array(contents));
     if let Some(system) = &request.system {
-        body.insert("systemInstruction".into(), json!({"parts": [{"text": system}]}));
+        body.insert(
+            "systemInstruction".into(),
+            json!({"parts": [{"text": system}]}),
+        );
     }
     let tools = request.sorted_tools();
     if !tools.is_empty() {
@@ -101,14 +108,20 @@ pub fn request_body(request: &Request) -> Value {
                 })
             })
             .collect();
-        body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
+        body.insert(
+            "tools".into(),
+            json!([{"functionDeclarations": declarations}]),
+        );
         let config = match &request.tool_choice {
             ToolChoice::Auto => json!({"mode": "AUTO"}),
             ToolChoice::Any => json!({"mode": "ANY"}),
             ToolChoice::None => json!({"mode": "NONE"}),
             ToolChoice::Tool { name } => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
         };
-        body.insert("toolConfig".into(), json!({"functionCallingConfig": config}));
+        body.insert(
+            "toolConfig".into(),
+            json!({"functionCallingConfig": config}),
+        );
     }
     let mut generation = Map::new();
     generation.insert("maxOutputTokens".into(), json!(request.max_tokens));
@@ -134,7 +147,9 @@ pub(crate) fn stop_reason(finish: &str, called_tools: bool) -> StopReason {
         "STOP" if called_tools => StopReason::ToolUse,
         "STOP" => StopReason::EndTurn,
         "MAX_TOKENS" => StopReason::MaxTokens,
-        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY" => StopReason::Refusal,
+        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY" => {
+            StopReason::Refusal
+        }
         other => StopReason::Other(other.to_owned()),
     }
 }

@@ -124,7 +124,8 @@ impl OpenAiClient {
         if key.is_none() && base.is_none() {
             return Err(LlmError::Config {
                 provider: "openai".into(),
-                message: "OPENAI_API_KEY is not set (set OPENAI_BASE_URL for a local server)".into(),
+                message: "OPENAI_API_KEY is not set (set OPENAI_BASE_URL for a local server)"
+                    .into(),
             });
         }
         let base = base.unwrap_or_else(|| Preset::OpenAi.base_url().to_owned());
@@ -133,7 +134,8 @@ impl OpenAiClient {
 
     /// A client with a preset's quirks and explicit HTTP options.
     pub fn with_options(preset: Preset, options: HttpOptions) -> Result<Self, LlmError> {
-        if preset.needs_key() && options.api_key.is_none() && options.base_url == preset.base_url() {
+        if preset.needs_key() && options.api_key.is_none() && options.base_url == preset.base_url()
+        {
             return Err(LlmError::Config {
                 provider: preset.name().into(),
                 message: "an API key is required".into(),
@@ -215,7 +217,9 @@ impl LlmClient for OpenAiClient {
                 let body = request_body(&request, self.wire, true);
                 let provider = self.provider.clone();
                 self.transport
-                    .post_stream("/chat/completions", headers, &body, || OpenAiDecoder::new(provider.clone()))
+                    .post_stream("/chat/completions", headers, &body, || {
+                        OpenAiDecoder::new(provider.clone())
+                    })
                     .await
             }
             .instrument(span),
@@ -228,7 +232,10 @@ impl LlmClient for OpenAiClient {
             async move {
                 let headers = self.headers()?;
                 let body = request_body(&request, self.wire, false);
-                let value = self.transport.post_json("/chat/completions", headers, &body).await?;
+                let value = self
+                    .transport
+                    .post_json("/chat/completions", headers, &body)
+                    .await?;
                 response_from_json(&self.provider, &value)
             }
             .instrument(span),

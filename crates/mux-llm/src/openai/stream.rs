@@ -124,7 +124,10 @@ impl OpenAiDecoder {
         for index in self.open.drain(..) {
             out.push(StreamEvent::BlockStop { index });
         }
-        let mut reason = self.finish.take().unwrap_or_else(|| StopReason::Other("unknown".into()));
+        let mut reason = self
+            .finish
+            .take()
+            .unwrap_or_else(|| StopReason::Other("unknown".into()));
         if self.refused && reason == StopReason::EndTurn {
             reason = StopReason::Refusal;
         }
@@ -145,18 +148,30 @@ impl EventMapper for OpenAiDecoder {
     fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Flow, LlmError> {
         if event.is_done() {
             if self.finish.is_none() {
-                return Err(LlmError::transport(&self.provider, "the stream ended ([DONE]) without a finish_reason"));
+                return Err(LlmError::transport(
+                    &self.provider,
+                    "the stream ended ([DONE]) without a finish_reason",
+                ));
             }
             self.finish_message(out);
             return Ok(Flow::Done);
         }
         let chunk: Chunk = serde_json::from_str(&event.data).map_err(|err| {
-            LlmError::decode(&self.provider, format!("bad stream chunk: {err}"), &event.data)
+            LlmError::decode(
+                &self.provider,
+                format!("bad stream chunk: {err}"),
+                &event.data,
+            )
         })?;
         if let Some(error) = chunk.error {
-            let (kind, message) = crate::http::error_body(&serde_json::json!({"error": error}).to_string());
+            let (kind, message) =
+                crate::http::error_body(&serde_json::json!({"error": error}).to_string());
             let kind = kind.unwrap_or_else(|| "server_error".into());
-            return Err(LlmError::in_stream(&self.provider, &kind, message.unwrap_or_else(|| error.to_string())));
+            return Err(LlmError::in_stream(
+                &self.provider,
+                &kind,
+                message.unwrap_or_else(|| error.to_string()),
+            ));
         }
         if !self.started {
             self.started = true;
@@ -201,13 +216,18 @@ impl EventMapper for OpenAiDecoder {
                             .id
                             .filter(|id| !id.is_empty())
                             .unwrap_or_else(|| format!("call_{position}"));
-                        let name = function.as_ref().and_then(|f| f.name.clone()).unwrap_or_default();
+                        let name = function
+                            .as_ref()
+                            .and_then(|f| f.name.clone())
+                            .unwrap_or_default();
                         let index = self.open_block(BlockStart::ToolUse { id, name }, out);
                         self.tools.insert(position, index);
                         index
                     }
                 };
-                if let Some(arguments) = function.and_then(|f| f.arguments).filter(|a| !a.is_empty()) {
+                if let Some(arguments) =
+                    function.and_then(|f| f.arguments).filter(|a| !a.is_empty())
+                {
                     out.push(StreamEvent::ToolInputDelta {
                         index,
                         partial_json: arguments,
@@ -223,7 +243,10 @@ impl EventMapper for OpenAiDecoder {
 
     fn on_end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         if self.finish.is_none() {
-            return Err(LlmError::transport(&self.provider, "the stream ended before a finish_reason"));
+            return Err(LlmError::transport(
+                &self.provider,
+                "the stream ended before a finish_reason",
+            ));
         }
         self.finish_message(out);
         Ok(())

@@ -36,7 +36,11 @@ fn image_url(source: &ImageSource) -> String {
 }
 
 fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks.iter().filter_map(ContentBlock::as_text).collect::<Vec<_>>().join("\n")
+    blocks
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Appends the wire messages for one message: tool results become `role:"tool"` messages,
@@ -54,12 +58,22 @@ fn push_message(message: &Message, out: &mut Vec<Value>) {
                         is_error,
                     } => {
                         let text = text_of(content);
-                        let text = if *is_error { format!("Error: {text}") } else { text };
-                        out.push(json!({"role": "tool", "tool_call_id": tool_use_id, "content": text}));
+                        let text = if *is_error {
+                            format!("Error: {text}")
+                        } else {
+                            text
+                        };
+                        out.push(
+                            json!({"role": "tool", "tool_call_id": tool_use_id, "content": text}),
+                        );
                     }
-                    ContentBlock::Text { text } => parts.push(json!({"type": "text", "text": text})),
+                    ContentBlock::Text { text } => {
+                        parts.push(json!({"type": "text", "text": text}))
+                    }
                     ContentBlock::Image { source } => {
-                        parts.push(json!({"type": "image_url", "image_url": {"url": image_url(source)}}));
+                        parts.push(
+                            json!({"type": "image_url", "image_url": {"url": image_url(source)}}),
+                        );
                     }
                     _ => {}
                 }
@@ -69,7 +83,13 @@ fn push_message(message: &Message, out: &mut Vec<Value>) {
             }
             let all_text = parts.iter().all(|p| p["type"] == "text");
             let content = if all_text {
-                Value::String(parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n"))
+                Value::String(
+                    parts
+                        .iter()
+                        .filter_map(|p| p["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                )
             } else {
                 Value::Array(parts)
             };
@@ -90,7 +110,11 @@ fn push_message(message: &Message, out: &mut Vec<Value>) {
                 })
                 .collect();
             let mut wire = json!({"role": "assistant"});
-            wire["content"] = if text.is_empty() { Value::Null } else { Value::String(text) };
+            wire["content"] = if text.is_empty() {
+                Value::Null
+            } else {
+                Value::String(text)
+            };
             if !calls.is_empty() {
                 wire["tool_calls"] = Value::Array(calls);
             }
@@ -111,7 +135,11 @@ pub fn request_body(request: &Request, options: WireOptions, stream: bool) -> Va
         push_message(message, &mut messages);
     }
     body.insert("messages".into(), Value::Array(messages));
-    let tokens_field = if options.max_completion_tokens { "max_completion_tokens" } else { "max_tokens" };
+    let tokens_field = if options.max_completion_tokens {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    };
     body.insert(tokens_field.into(), json!(request.max_tokens));
     let tools = request.sorted_tools();
     if !tools.is_empty() {
@@ -184,9 +212,9 @@ pub(crate) fn usage(value: &Value) -> Option<Usage> {
 
 /// Converts a non-streaming Chat Completions reply to a [`Response`].
 pub fn response_from_json(provider: &str, value: &Value) -> Result<Response, LlmError> {
-    let choice = value
-        .pointer("/choices/0")
-        .ok_or_else(|| LlmError::decode(provider, "the reply has no choices", &value.to_string()))?;
+    let choice = value.pointer("/choices/0").ok_or_else(|| {
+        LlmError::decode(provider, "the reply has no choices", &value.to_string())
+    })?;
     let message = &choice["message"];
     let mut content = Vec::new();
     for key in ["reasoning_content", "reasoning"] {
@@ -199,21 +227,42 @@ pub fn response_from_json(provider: &str, value: &Value) -> Result<Response, Llm
         }
     }
     let refusal = message["refusal"].as_str().filter(|t| !t.is_empty());
-    if let Some(text) = message["content"].as_str().filter(|t| !t.is_empty()).or(refusal) {
+    if let Some(text) = message["content"]
+        .as_str()
+        .filter(|t| !t.is_empty())
+        .or(refusal)
+    {
         content.push(ContentBlock::text(text));
     }
-    for (i, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
-        let arguments = call.pointer("/function/arguments").and_then(Value::as_str).unwrap_or("{}");
-        let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or_default();
+    for (i, call) in message["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let arguments = call
+            .pointer("/function/arguments")
+            .and_then(Value::as_str)
+            .unwrap_or("{}");
+        let name = call
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let input = if arguments.trim().is_empty() {
             json!({})
         } else {
             serde_json::from_str(arguments).map_err(|err| {
-                LlmError::decode(provider, format!("arguments of tool call `{name}` are not valid JSON: {err}"), arguments)
+                LlmError::decode(
+                    provider,
+                    format!("arguments of tool call `{name}` are not valid JSON: {err}"),
+                    arguments,
+                )
             })?
         };
         content.push(ContentBlock::ToolUse {
-            id: call["id"].as_str().map_or_else(|| format!("call_{i}"), str::to_owned),
+            id: call["id"]
+                .as_str()
+                .map_or_else(|| format!("call_{i}"), str::to_owned),
             name: name.to_owned(),
             input,
         });

@@ -4,5 +4,5 @@
 mod replay;
 mod scripted;
 
-pub use replay::{RecordedRequest, Reply, ReplayServer};
+pub use replay::{RecordedRequest, ReplayServer, Reply};
 pub use scripted::{Script, ScriptedClient, events_of};

@@ -54,7 +54,8 @@ impl Reply {
 
     /// Adds a response header.
     pub fn header(mut self, name: &str, value: &str) -> Self {
-        self.headers.push((name.to_ascii_lowercase(), value.to_owned()));
+        self.headers
+            .push((name.to_ascii_lowercase(), value.to_owned()));
         self
     }
 
@@ -111,7 +112,10 @@ impl RecordedRequest {
     /// The first value of a header (name matched case-insensitively).
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
-        self.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The body parsed as JSON (`Null` when it is not JSON).
@@ -189,7 +193,9 @@ impl Drop for ReplayServer {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn reason(status: u16) -> &'static str {
@@ -293,7 +299,9 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) -> std::io::Result<()
         if chunk.is_empty() {
             continue;
         }
-        stream.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).await?;
+        stream
+            .write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+            .await?;
         stream.write_all(chunk).await?;
         stream.write_all(b"\r\n").await?;
         stream.flush().await?;

@@ -54,7 +54,9 @@ impl ScriptedClient {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Queues a script.
@@ -81,7 +83,10 @@ impl ScriptedClient {
     }
 
     /// Answers every request (once the queue is empty) by calling `responder`.
-    pub fn respond_with(self, responder: impl FnMut(&Request) -> Result<Response, LlmError> + Send + 'static) -> Self {
+    pub fn respond_with(
+        self,
+        responder: impl FnMut(&Request) -> Result<Response, LlmError> + Send + 'static,
+    ) -> Self {
         self.lock().responder = Some(Box::new(responder));
         self
     }
@@ -104,7 +109,10 @@ impl ScriptedClient {
             },
             None => Script::Error(LlmError::Config {
                 provider: "scripted".into(),
-                message: format!("no scripted reply left for request {}", inner.requests.len()),
+                message: format!(
+                    "no scripted reply left for request {}",
+                    inner.requests.len()
+                ),
             }),
         }
     }
@@ -121,23 +129,46 @@ pub fn events_of(response: &Response) -> Vec<StreamEvent> {
         let (start, delta) = match block {
             ContentBlock::Text { text } => (
                 BlockStart::Text,
-                vec![StreamEvent::TextDelta { index, text: text.clone() }],
+                vec![StreamEvent::TextDelta {
+                    index,
+                    text: text.clone(),
+                }],
             ),
-            ContentBlock::Thinking { thinking, signature } => (
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => (
                 BlockStart::Thinking,
                 vec![
-                    StreamEvent::ThinkingDelta { index, thinking: thinking.clone() },
-                    StreamEvent::SignatureDelta { index, signature: signature.clone() },
+                    StreamEvent::ThinkingDelta {
+                        index,
+                        thinking: thinking.clone(),
+                    },
+                    StreamEvent::SignatureDelta {
+                        index,
+                        signature: signature.clone(),
+                    },
                 ],
             ),
-            ContentBlock::RedactedThinking { data } => (BlockStart::RedactedThinking { data: data.clone() }, vec![]),
+            ContentBlock::RedactedThinking { data } => {
+                (BlockStart::RedactedThinking { data: data.clone() }, vec![])
+            }
             ContentBlock::ToolUse { id, name, input } => (
-                BlockStart::ToolUse { id: id.clone(), name: name.clone() },
-                vec![StreamEvent::ToolInputDelta { index, partial_json: input.to_string() }],
+                BlockStart::ToolUse {
+                    id: id.clone(),
+                    name: name.clone(),
+                },
+                vec![StreamEvent::ToolInputDelta {
+                    index,
+                    partial_json: input.to_string(),
+                }],
             ),
             _ => continue,
         };
-        events.push(StreamEvent::BlockStart { index, block: start });
+        events.push(StreamEvent::BlockStart {
+            index,
+            block: start,
+        });
         events.extend(delta);
         events.push(StreamEvent::BlockStop { index });
     }
