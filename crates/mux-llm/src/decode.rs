@@ -9,7 +9,7 @@ use futures::{Stream, StreamExt};
 use crate::client::EventStream;
 use crate::error::{LlmError, TimeoutPhase};
 use crate::event::StreamEvent;
-use crate::sse::{SseDecoder, SseEvent};
+use crate::sse::{SseDecoder, SseError, SseEventRef};
 
 /// Whether a stream goes on after an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,11 +26,57 @@ pub trait EventMapper: Send + 'static {
     fn provider(&self) -> &str;
 
     /// Handles one SSE event. An in-stream error event becomes `Err`.
-    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Flow, LlmError>;
+    fn on_event(
+        &mut self,
+        event: SseEventRef<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Flow, LlmError>;
 
     /// The body ended before [`Flow::Done`]: emit what closes the message, or fail when the
     /// stream was cut short.
     fn on_end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError>;
+}
+
+/// Why feeding stopped early.
+enum Halt {
+    Sse(SseError),
+    Mapper(LlmError),
+    Done,
+}
+
+impl From<SseError> for Halt {
+    fn from(err: SseError) -> Self {
+        Self::Sse(err)
+    }
+}
+
+/// Feeds one chunk (or the end of input, for `None`) through the decoder and the mapper.
+/// Returns whether the mapper saw its terminal event.
+fn pump<M: EventMapper>(
+    decoder: &mut SseDecoder,
+    mapper: &mut M,
+    chunk: Option<&[u8]>,
+    out: &mut Vec<StreamEvent>,
+) -> Result<bool, LlmError> {
+    let mut step = |event: SseEventRef<'_>| match mapper.on_event(event, out) {
+        Ok(Flow::Continue) => Ok(()),
+        Ok(Flow::Done) => Err(Halt::Done),
+        Err(err) => Err(Halt::Mapper(err)),
+    };
+    let result = match chunk {
+        Some(chunk) => decoder.feed_with(chunk, &mut step),
+        None => decoder.finish_with(&mut step),
+    };
+    match result {
+        Ok(()) => Ok(false),
+        Err(Halt::Done) => Ok(true),
+        Err(Halt::Mapper(err)) => Err(err),
+        Err(Halt::Sse(err)) => Err(LlmError::decode(
+            mapper.provider(),
+            err.to_string(),
+            &err.snippet,
+        )),
+    }
 }
 
 /// Decodes a whole body held in memory, chunk by chunk, into events.
@@ -39,27 +85,15 @@ pub fn decode_chunks<'a, M: EventMapper>(
     chunks: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<Vec<StreamEvent>, LlmError> {
     let mut decoder = SseDecoder::new();
-    let mut sse = Vec::new();
     let mut out = Vec::new();
     for chunk in chunks {
-        decoder
-            .feed(chunk, &mut sse)
-            .map_err(|err| LlmError::decode(mapper.provider(), err.to_string(), &err.snippet))?;
-        for event in sse.drain(..) {
-            if mapper.on_event(event, &mut out)? == Flow::Done {
-                return Ok(out);
-            }
-        }
-    }
-    decoder
-        .finish(&mut sse)
-        .map_err(|err| LlmError::decode(mapper.provider(), err.to_string(), &err.snippet))?;
-    for event in sse.drain(..) {
-        if mapper.on_event(event, &mut out)? == Flow::Done {
+        if pump(&mut decoder, &mut mapper, Some(chunk), &mut out)? {
             return Ok(out);
         }
     }
-    mapper.on_end(&mut out)?;
+    if !pump(&mut decoder, &mut mapper, None, &mut out)? {
+        mapper.on_end(&mut out)?;
+    }
     Ok(out)
 }
 
@@ -67,7 +101,6 @@ struct State<S, M> {
     bytes: S,
     decoder: SseDecoder,
     mapper: M,
-    sse: Vec<SseEvent>,
     pending: VecDeque<StreamEvent>,
     scratch: Vec<StreamEvent>,
     idle: Option<Duration>,
@@ -81,23 +114,6 @@ where
     S: Stream<Item = Result<Bytes, LlmError>> + Unpin + Send,
     M: EventMapper,
 {
-    fn decode_error(&self, err: crate::sse::SseError) -> LlmError {
-        LlmError::decode(self.mapper.provider(), err.to_string(), &err.snippet)
-    }
-
-    /// Moves decoded SSE events through the mapper; returns true when the stream is done.
-    fn map_pending_sse(&mut self) -> Result<bool, LlmError> {
-        let events: Vec<SseEvent> = self.sse.drain(..).collect();
-        for event in events {
-            let flow = self.mapper.on_event(event, &mut self.scratch)?;
-            self.pending.extend(self.scratch.drain(..));
-            if flow == Flow::Done {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
     async fn next_event(&mut self) -> Option<Result<StreamEvent, LlmError>> {
         loop {
             if let Some(event) = self.pending.pop_front() {
@@ -124,30 +140,26 @@ where
                 None => self.bytes.next().await,
             };
             let step = match next {
-                Some(Ok(chunk)) => self
-                    .decoder
-                    .feed(&chunk, &mut self.sse)
-                    .map_err(|err| self.decode_error(err))
-                    .and_then(|()| self.map_pending_sse()),
+                Some(Ok(chunk)) => pump(
+                    &mut self.decoder,
+                    &mut self.mapper,
+                    Some(&chunk),
+                    &mut self.scratch,
+                ),
                 Some(Err(err)) => Err(err),
-                None => self
-                    .decoder
-                    .finish(&mut self.sse)
-                    .map_err(|err| self.decode_error(err))
-                    .and_then(|()| self.map_pending_sse())
+                None => pump(&mut self.decoder, &mut self.mapper, None, &mut self.scratch)
                     .and_then(|done| {
                         if !done {
                             self.mapper.on_end(&mut self.scratch)?;
-                            self.pending.extend(self.scratch.drain(..));
                         }
                         Ok(true)
                     }),
             };
+            self.pending.extend(self.scratch.drain(..));
             match step {
                 Ok(done) => self.finished = done,
                 Err(err) => {
                     self.finished = true;
-                    self.pending.extend(self.scratch.drain(..));
                     self.failed = Some(err);
                 }
             }
@@ -167,7 +179,6 @@ where
         bytes,
         decoder: SseDecoder::new(),
         mapper,
-        sse: Vec::new(),
         pending: VecDeque::new(),
         scratch: Vec::new(),
         idle,

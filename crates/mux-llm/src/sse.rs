@@ -19,6 +19,38 @@ impl SseEvent {
     pub fn is_done(&self) -> bool {
         self.data == "[DONE]"
     }
+
+    /// Borrows this event.
+    pub fn as_ref(&self) -> SseEventRef<'_> {
+        SseEventRef {
+            event: self.event.as_deref(),
+            data: &self.data,
+        }
+    }
+}
+
+/// One decoded event, borrowing the decoder's buffers (no allocation per event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SseEventRef<'a> {
+    /// The `event:` field, when present.
+    pub event: Option<&'a str>,
+    /// The `data:` lines, joined with `\n`.
+    pub data: &'a str,
+}
+
+impl SseEventRef<'_> {
+    /// Whether this is the `[DONE]` sentinel OpenAI-style streams end with.
+    pub fn is_done(&self) -> bool {
+        self.data == "[DONE]"
+    }
+
+    /// An owned copy.
+    pub fn to_owned(&self) -> SseEvent {
+        SseEvent {
+            event: self.event.map(str::to_owned),
+            data: self.data.to_owned(),
+        }
+    }
 }
 
 /// The data of an event was not UTF-8.
@@ -29,14 +61,16 @@ pub struct SseError {
     pub snippet: String,
 }
 
-/// The decoder state. Feed it chunks with [`SseDecoder::feed`].
+/// The decoder state. Feed it chunks with [`SseDecoder::feed`] (owned events) or
+/// [`SseDecoder::feed_with`] (borrowed events, no allocation per event).
 #[derive(Debug, Default)]
 pub struct SseDecoder {
     /// An incomplete line carried over from the previous chunk.
     line: Vec<u8>,
     /// The previous chunk ended with CR: skip an LF at the start of the next.
     after_cr: bool,
-    event: Option<String>,
+    event: Vec<u8>,
+    has_event: bool,
     data: Vec<u8>,
     has_data: bool,
 }
@@ -48,7 +82,28 @@ impl SseDecoder {
     }
 
     /// Decodes a chunk, pushing every completed event onto `out`.
-    pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        self.feed_with(chunk, |event| {
+            out.push(event.to_owned());
+            Ok::<(), SseError>(())
+        })
+    }
+
+    /// Ends the input: a last line without a terminator and a last event without a blank
+    /// line are still delivered.
+    pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+        self.finish_with(|event| {
+            out.push(event.to_owned());
+            Ok::<(), SseError>(())
+        })
+    }
+
+    /// Decodes a chunk, calling `on_event` with every completed event.
+    pub fn feed_with<E: From<SseError>>(
+        &mut self,
+        mut chunk: &[u8],
+        mut on_event: impl FnMut(SseEventRef<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
         if chunk.is_empty() {
             return Ok(());
         }
@@ -58,16 +113,17 @@ impl SseDecoder {
                 chunk = rest;
             }
         }
-        while let Some(end) = chunk.iter().position(|b| *b == b'\n' || *b == b'\r') {
+        while let Some(end) = memchr::memchr2(b'\n', b'\r', chunk) {
             let terminator = chunk[end];
             if self.line.is_empty() {
-                self.process_line(&chunk[..end], out)?;
+                self.process_line(&chunk[..end], &mut on_event)?;
             } else {
                 let mut line = std::mem::take(&mut self.line);
                 line.extend_from_slice(&chunk[..end]);
-                self.process_line(&line, out)?;
+                let result = self.process_line(&line, &mut on_event);
                 line.clear();
                 self.line = line;
+                result?;
             }
             let mut next = end + 1;
             if terminator == b'\r' {
@@ -83,24 +139,30 @@ impl SseDecoder {
         Ok(())
     }
 
-    /// Ends the input: a last line without a terminator and a last event without a blank
-    /// line are still delivered.
-    pub fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    /// Like [`SseDecoder::finish`], calling `on_event`.
+    pub fn finish_with<E: From<SseError>>(
+        &mut self,
+        mut on_event: impl FnMut(SseEventRef<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
-            self.process_line(&line, out)?;
+            self.process_line(&line, &mut on_event)?;
         }
-        self.dispatch(out)
+        self.dispatch(&mut on_event)
     }
 
-    fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) -> Result<(), SseError> {
+    fn process_line<E: From<SseError>>(
+        &mut self,
+        line: &[u8],
+        on_event: &mut impl FnMut(SseEventRef<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
         if line.is_empty() {
-            return self.dispatch(out);
+            return self.dispatch(on_event);
         }
         if line[0] == b':' {
             return Ok(());
         }
-        let (field, value) = match line.iter().position(|b| *b == b':') {
+        let (field, value) = match memchr::memchr(b':', line) {
             Some(colon) => {
                 let value = &line[colon + 1..];
                 (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
@@ -115,23 +177,34 @@ impl SseDecoder {
                 self.data.extend_from_slice(value);
                 self.has_data = true;
             }
-            b"event" => self.event = Some(utf8(value)?.to_owned()),
+            b"event" => {
+                self.event.clear();
+                self.event.extend_from_slice(value);
+                self.has_event = true;
+            }
             _ => {}
         }
         Ok(())
     }
 
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) -> Result<(), SseError> {
-        let event = self.event.take();
+    fn dispatch<E: From<SseError>>(
+        &mut self,
+        on_event: &mut impl FnMut(SseEventRef<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let has_event = std::mem::take(&mut self.has_event);
         self.has_data = false;
         if self.data.is_empty() {
             return Ok(());
         }
-        // Copy out rather than move: the buffer keeps its capacity for the next event.
-        let data = utf8(&self.data)?.to_owned();
+        let result = match (
+            utf8(&self.data),
+            has_event.then(|| utf8(&self.event)).transpose(),
+        ) {
+            (Ok(data), Ok(event)) => on_event(SseEventRef { event, data }),
+            (Err(err), _) | (_, Err(err)) => Err(err.into()),
+        };
         self.data.clear();
-        out.push(SseEvent { event, data });
-        Ok(())
+        result
     }
 }
 

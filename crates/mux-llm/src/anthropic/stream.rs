@@ -10,7 +10,7 @@ use crate::decode::{EventMapper, Flow};
 use crate::error::LlmError;
 use crate::event::{BlockStart, StreamEvent};
 use crate::response::StopReason;
-use crate::sse::SseEvent;
+use crate::sse::SseEventRef;
 
 use super::wire::usage;
 
@@ -103,9 +103,13 @@ impl EventMapper for AnthropicDecoder {
         "anthropic"
     }
 
-    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Flow, LlmError> {
-        let wire: Wire<'_> = serde_json::from_str(&event.data).map_err(|err| {
-            LlmError::decode("anthropic", format!("bad stream event: {err}"), &event.data)
+    fn on_event(
+        &mut self,
+        event: SseEventRef<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Flow, LlmError> {
+        let wire: Wire<'_> = serde_json::from_str(event.data).map_err(|err| {
+            LlmError::decode("anthropic", format!("bad stream event: {err}"), event.data)
         })?;
         let index = wire.index;
         match wire.kind.as_ref() {
@@ -127,7 +131,7 @@ impl EventMapper for AnthropicDecoder {
                     return Err(LlmError::decode(
                         "anthropic",
                         "content_block_start without a content_block",
-                        &event.data,
+                        event.data,
                     ));
                 };
                 let block = match block.kind.as_ref() {
@@ -155,7 +159,7 @@ impl EventMapper for AnthropicDecoder {
                     return Err(LlmError::decode(
                         "anthropic",
                         "content_block_delta without a delta",
-                        &event.data,
+                        event.data,
                     ));
                 };
                 let kind = delta.kind.take().unwrap_or_default();
@@ -189,7 +193,7 @@ impl EventMapper for AnthropicDecoder {
                         return Err(LlmError::decode(
                             "anthropic",
                             format!("{kind} without its text"),
-                            &event.data,
+                            event.data,
                         ));
                     }
                     _ => return Ok(Flow::Continue),

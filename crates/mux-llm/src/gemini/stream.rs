@@ -6,7 +6,7 @@ use crate::decode::{EventMapper, Flow};
 use crate::error::LlmError;
 use crate::event::{BlockStart, StreamEvent};
 use crate::response::{StopReason, Usage};
-use crate::sse::SseEvent;
+use crate::sse::SseEventRef;
 
 use super::wire::{stop_reason, usage};
 
@@ -211,9 +211,13 @@ impl EventMapper for GeminiDecoder {
         "gemini"
     }
 
-    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Flow, LlmError> {
-        let chunk: Value = serde_json::from_str(&event.data).map_err(|err| {
-            LlmError::decode("gemini", format!("bad stream chunk: {err}"), &event.data)
+    fn on_event(
+        &mut self,
+        event: SseEventRef<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Flow, LlmError> {
+        let chunk: Value = serde_json::from_str(event.data).map_err(|err| {
+            LlmError::decode("gemini", format!("bad stream chunk: {err}"), event.data)
         })?;
         self.on_chunk(&chunk, out)?;
         Ok(Flow::Continue)

@@ -9,7 +9,7 @@ use crate::decode::{EventMapper, Flow};
 use crate::error::LlmError;
 use crate::event::{BlockStart, StreamEvent};
 use crate::response::{StopReason, Usage};
-use crate::sse::SseEvent;
+use crate::sse::SseEventRef;
 
 use super::wire::{stop_reason, usage};
 
@@ -145,7 +145,11 @@ impl EventMapper for OpenAiDecoder {
         &self.provider
     }
 
-    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Flow, LlmError> {
+    fn on_event(
+        &mut self,
+        event: SseEventRef<'_>,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Flow, LlmError> {
         if event.is_done() {
             if self.finish.is_none() {
                 return Err(LlmError::transport(
@@ -156,11 +160,11 @@ impl EventMapper for OpenAiDecoder {
             self.finish_message(out);
             return Ok(Flow::Done);
         }
-        let chunk: Chunk = serde_json::from_str(&event.data).map_err(|err| {
+        let chunk: Chunk = serde_json::from_str(event.data).map_err(|err| {
             LlmError::decode(
                 &self.provider,
                 format!("bad stream chunk: {err}"),
-                &event.data,
+                event.data,
             )
         })?;
         if let Some(error) = chunk.error {
