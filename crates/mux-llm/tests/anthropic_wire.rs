@@ -450,3 +450,51 @@ async fn environment_configuration_reads_key_and_base_url() {
     let missing = AnthropicClient::from_lookup(|_| None).unwrap_err();
     assert_eq!(missing.kind(), "config");
 }
+
+#[tokio::test]
+async fn non_streaming_thinking_and_tool_use_round_trip() {
+    let server = ReplayServer::start(vec![
+        Reply::json(200, fixture("thinking_tool_use.json")),
+        Reply::json(200, fixture("thinking_followup.json")),
+    ])
+    .await
+    .unwrap();
+    let client = client(&server, 0);
+    let first = Request::new("claude-sonnet-4-20250514", 4096)
+        .system("You are a helpful assistant")
+        .user("What's the weather in Florence, Italy?")
+        .tools([weather_tool()])
+        .thinking(4000);
+    let reply = client.complete(first.clone()).await.unwrap();
+    let ContentBlock::Thinking { signature, .. } = &reply.content[0] else {
+        panic!("expected a thinking block, got {:?}", reply.content[0]);
+    };
+    assert!(signature.starts_with("EvIDCkYICBgCKkB3OXkd"));
+    let (id, name, input) = reply.tool_calls().next().unwrap();
+    assert_eq!((id, name), ("toolu_018GcaTNHipGG9yeZ3srYF9d", "weather"));
+    assert_eq!(input, &json!({"location": "Florence, Italy"}));
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        (reply.usage.input_tokens, reply.usage.output_tokens),
+        (423, 126)
+    );
+
+    let second = first.message(reply.to_message()).message(Message::new(
+        Role::User,
+        vec![ContentBlock::tool_result(id, "40 C", false)],
+    ));
+    let answer = client.complete(second).await.unwrap();
+    assert!(
+        answer
+            .text()
+            .starts_with("The current weather in Florence, Italy is 40°C (104°F).")
+    );
+    assert_eq!(answer.stop_reason, StopReason::EndTurn);
+
+    let sent = server.requests()[1].json();
+    assert!(sent.get("stream").is_none());
+    assert_eq!(
+        sent["messages"][1]["content"][0]["signature"].as_str(),
+        Some(signature.as_str())
+    );
+}

@@ -228,3 +228,38 @@ async fn environment_configuration_allows_a_keyless_local_server() {
         "config"
     );
 }
+
+#[tokio::test]
+async fn non_streaming_tool_call() {
+    let server = ReplayServer::start(vec![Reply::json(200, fixture("tool_call.json"))])
+        .await
+        .unwrap();
+    let client = client(&server, Preset::OpenAi, Some(KEY), 0);
+    let reply = client
+        .complete(
+            Request::new("gpt-4o", 4000)
+                .system("You are a helpful assistant")
+                .user("What's the weather in Florence,Italy?"),
+        )
+        .await
+        .unwrap();
+    let (id, name, input) = reply.tool_calls().next().unwrap();
+    assert_eq!((id, name), ("call_PzVhbfSC5fkOlTTPrPLKF3og", "weather"));
+    assert_eq!(input, &json!({"location": "Florence, Italy"}));
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        (reply.usage.input_tokens, reply.usage.output_tokens),
+        (61, 16)
+    );
+    assert!(server.requests()[0].json().get("stream").is_none());
+}
+
+#[test]
+fn an_error_chunk_in_the_stream_is_a_typed_error() {
+    use mux_llm::decode::decode_chunks;
+    use mux_llm::openai::OpenAiDecoder;
+    let body = b"data: {\"error\":{\"message\":\"The server had an error while processing your request.\",\"type\":\"server_error\"}}\n\n";
+    let error = decode_chunks(OpenAiDecoder::new("openai"), [&body[..]]).unwrap_err();
+    assert_eq!(error.kind(), "server");
+    assert!(error.is_retryable());
+}
