@@ -498,3 +498,41 @@ async fn non_streaming_thinking_and_tool_use_round_trip() {
         Some(signature.as_str())
     );
 }
+
+#[tokio::test]
+async fn a_slow_response_hits_the_request_timeout_and_is_retried() {
+    let slow = || Reply::sse(fixture("basic.sse")).delay(Duration::from_secs(5));
+    let server = ReplayServer::start(vec![slow(), slow(), Reply::sse(fixture("basic.sse"))])
+        .await
+        .unwrap();
+    let client = |retries| {
+        let mut options = HttpOptions::new(server.url(), Some(ApiKey::new(KEY)));
+        options.retry = fast_retries(retries);
+        options.timeouts = Timeouts {
+            request: Duration::from_millis(150),
+            ..Timeouts::default()
+        };
+        AnthropicClient::with_options(options).unwrap()
+    };
+    let error = client(0)
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            mux_llm::LlmError::Timeout {
+                phase: TimeoutPhase::Request,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.is_retryable());
+    let reply = client(1)
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap();
+    assert_eq!(reply.text(), "Hello there!");
+    assert_eq!(server.requests().len(), 3);
+}

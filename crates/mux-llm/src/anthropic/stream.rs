@@ -240,3 +240,60 @@ impl EventMapper for AnthropicDecoder {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::decode_chunks;
+
+    fn decode(body: &str) -> Result<Vec<StreamEvent>, LlmError> {
+        decode_chunks(AnthropicDecoder::new(), [body.as_bytes()])
+    }
+
+    #[test]
+    fn redacted_thinking_and_unknown_blocks() {
+        let body = concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":21,\"cache_creation_input_tokens\":188086,\"cache_read_input_tokens\":7,\"output_tokens\":1}}}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"redacted_thinking\",\"data\":\"EmwKAhgBEgy3va3pzix\"}}\n\n",
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+            "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"server_tool_use\",\"id\":\"srvtoolu_1\",\"name\":\"web_search\",\"input\":{}}}\n\n",
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n",
+            "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+            "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"pause_turn\"},\"usage\":{\"output_tokens\":393}}\n\n",
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        );
+        let events = decode(body).unwrap();
+        let mut acc = crate::Accumulator::new("anthropic");
+        for event in &events {
+            acc.push(event).unwrap();
+        }
+        let response = acc.finish().unwrap();
+        assert_eq!(
+            response.content,
+            vec![crate::ContentBlock::RedactedThinking {
+                data: "EmwKAhgBEgy3va3pzix".into()
+            }]
+        );
+        assert_eq!(response.stop_reason, StopReason::PauseTurn);
+        assert_eq!(response.usage.cache_write_tokens, 188_086);
+        assert_eq!(response.usage.cache_read_tokens, 7);
+        assert_eq!(response.usage.input_tokens, 21);
+        assert_eq!(response.usage.output_tokens, 393);
+    }
+
+    #[test]
+    fn bad_json_is_a_decode_error_with_a_snippet() {
+        let err =
+            decode("event: message_start\ndata: {\"type\":\"message_start\",\n\n").unwrap_err();
+        let LlmError::Decode { snippet, .. } = &err else {
+            panic!("expected a decode error, got {err:?}");
+        };
+        assert!(snippet.contains("message_start"));
+    }
+
+    #[test]
+    fn an_in_stream_error_is_typed() {
+        let err = decode("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long\"}}\n\n").unwrap_err();
+        assert_eq!(err.kind(), "context_length");
+    }
+}

@@ -22,6 +22,7 @@ pub struct Reply {
     headers: Vec<(String, String)>,
     chunks: Vec<Vec<u8>>,
     end: End,
+    delay: Duration,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +40,7 @@ impl Reply {
             headers: vec![("content-type".into(), content_type.into())],
             chunks: vec![body.into()],
             end: End::Complete,
+            delay: Duration::ZERO,
         }
     }
 
@@ -85,6 +87,12 @@ impl Reply {
     /// Closes the connection abruptly after `chunks` chunks, without ending the body.
     pub fn cut_after(mut self, chunks: usize) -> Self {
         self.end = End::Cut(chunks);
+        self
+    }
+
+    /// Waits this long before sending the status line (for request timeouts).
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = delay.min(STALL_LIMIT);
         self
     }
 
@@ -280,6 +288,9 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) -> std::io::Result<()
             format!("replay server: no reply scripted for request {number}"),
         )
     });
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
     let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));

@@ -198,3 +198,104 @@ impl LlmClient for ScriptedClient {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    #[tokio::test]
+    async fn scripts_play_in_order_then_the_closure_answers() {
+        let client = ScriptedClient::new()
+            .push(Script::Error(LlmError::transport("scripted", "down")))
+            .reply_text("first")
+            .respond_with(|request| {
+                Ok(Response {
+                    id: None,
+                    model: Some(request.model.clone()),
+                    content: vec![ContentBlock::text(format!(
+                        "echo {}",
+                        request.messages[0].text()
+                    ))],
+                    stop_reason: crate::StopReason::EndTurn,
+                    stop_sequence: None,
+                    usage: Default::default(),
+                })
+            });
+        let request = |text: &str| Request::new("m", 8).user(text);
+        assert_eq!(
+            client.complete(request("a")).await.unwrap_err().kind(),
+            "transport"
+        );
+        assert_eq!(client.complete(request("b")).await.unwrap().text(), "first");
+        assert_eq!(
+            client.complete(request("c")).await.unwrap().text(),
+            "echo c"
+        );
+        let seen: Vec<String> = client
+            .requests()
+            .iter()
+            .map(|r| r.messages[0].text())
+            .collect();
+        assert_eq!(seen, vec!["a", "b", "c"]);
+    }
+
+    #[tokio::test]
+    async fn event_scripts_can_fail_mid_stream_and_empty_queues_fail() {
+        let client = ScriptedClient::new().push(Script::Events(vec![
+            Ok(StreamEvent::BlockStart {
+                index: 0,
+                block: BlockStart::Text,
+            }),
+            Ok(StreamEvent::TextDelta {
+                index: 0,
+                text: "partial".into(),
+            }),
+            Err(LlmError::transport("scripted", "cut")),
+        ]));
+        let events: Vec<_> = client
+            .stream(Request::new("m", 8).user("x"))
+            .await
+            .unwrap()
+            .collect()
+            .await;
+        assert_eq!(events.len(), 3);
+        assert!(events[2].is_err());
+        assert_eq!(
+            client
+                .complete(Request::new("m", 8).user("y"))
+                .await
+                .unwrap_err()
+                .kind(),
+            "config"
+        );
+    }
+
+    #[test]
+    fn responses_round_trip_through_their_events() {
+        let response = Response {
+            id: Some("id".into()),
+            model: None,
+            content: vec![
+                ContentBlock::Thinking {
+                    thinking: "hm".into(),
+                    signature: "sig".into(),
+                },
+                ContentBlock::text("hi"),
+                ContentBlock::tool_use("t1", "x", serde_json::json!({"a": [1, 2]})),
+            ],
+            stop_reason: crate::StopReason::ToolUse,
+            stop_sequence: None,
+            usage: crate::Usage {
+                input_tokens: 3,
+                output_tokens: 4,
+                ..Default::default()
+            },
+        };
+        let mut acc = crate::Accumulator::new("scripted");
+        for event in events_of(&response) {
+            acc.push(&event).unwrap();
+        }
+        assert_eq!(acc.finish().unwrap(), response);
+    }
+}
