@@ -71,6 +71,7 @@ async fn text_stream_is_assembled_with_merged_usage() {
     assert_eq!(request.path, "/v1/messages");
     assert_eq!(request.header("x-api-key"), Some(KEY));
     assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(request.header("anthropic-beta"), None);
     assert_eq!(request.json()["stream"], json!(true));
 }
 
@@ -535,4 +536,22 @@ async fn a_slow_response_hits_the_request_timeout_and_is_retried() {
         .unwrap();
     assert_eq!(reply.text(), "Hello there!");
     assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn beta_flags_are_sent_as_one_header() {
+    let server = ReplayServer::start(vec![Reply::sse(fixture("basic.sse"))])
+        .await
+        .unwrap();
+    let client = client(&server, 0)
+        .beta("prompt-caching-2024-07-31")
+        .beta("interleaved-thinking-2025-05-14");
+    client
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap();
+    assert_eq!(
+        server.requests()[0].header("anthropic-beta"),
+        Some("prompt-caching-2024-07-31,interleaved-thinking-2025-05-14")
+    );
 }

@@ -144,3 +144,32 @@ async fn a_model_name_cannot_reshape_the_url() {
     assert_eq!(error.kind(), "config");
     assert!(server.requests().is_empty());
 }
+
+#[tokio::test]
+async fn non_streaming_function_call() {
+    let server = ReplayServer::start(vec![Reply::json(200, fixture("tool_call.json"))])
+        .await
+        .unwrap();
+    let reply = client(&server, 0)
+        .complete(
+            Request::new("gemini-2.5-flash", 4000).user("What's the weather in Florence,Italy?"),
+        )
+        .await
+        .unwrap();
+    let (_, name, input) = reply.tool_calls().next().unwrap();
+    assert_eq!(name, "weather");
+    assert_eq!(input, &json!({"location": "Florence, Italy"}));
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        (
+            reply.usage.input_tokens,
+            reply.usage.output_tokens,
+            reply.usage.reasoning_tokens
+        ),
+        (54, 66, 51)
+    );
+    assert_eq!(
+        server.requests()[0].path,
+        "/v1beta/models/gemini-2.5-flash:generateContent"
+    );
+}
