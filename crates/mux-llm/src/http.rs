@@ -273,6 +273,14 @@ impl Transport {
         loop {
             let attempt = async {
                 let response = self.send_once(&url, &headers, &body).await?;
+                let json_reply = response
+                    .headers()
+                    .get("content-type")
+                    .and_then(|v| v.to_str().ok())
+                    .is_some_and(|v| v.starts_with("application/json"));
+                if json_reply {
+                    return Err(self.json_instead_of_stream(response).await);
+                }
                 let this = self.clone();
                 let bytes = response
                     .bytes_stream()
@@ -300,6 +308,38 @@ impl Transport {
                 }
             }
         }
+    }
+}
+
+impl Transport {
+    /// A server answered a streaming request with a JSON body (some compatible servers report
+    /// errors this way, with status 200): the body's error, typed, or a decode error.
+    async fn json_instead_of_stream(&self, response: reqwest::Response) -> LlmError {
+        let limit = self.options.timeouts.request;
+        let text = match tokio::time::timeout(limit, response.text()).await {
+            Ok(Ok(text)) => text,
+            Ok(Err(err)) => return self.map_reqwest(err),
+            Err(_) => {
+                return LlmError::Timeout {
+                    provider: self.provider.clone(),
+                    phase: TimeoutPhase::Request,
+                    after: limit,
+                };
+            }
+        };
+        let error = match error_body(&text) {
+            (kind, Some(message)) => LlmError::in_stream(
+                &self.provider,
+                kind.as_deref().unwrap_or("api_error"),
+                message,
+            ),
+            _ => LlmError::decode(
+                &self.provider,
+                "a JSON reply instead of an event stream",
+                &text,
+            ),
+        };
+        self.redact(error)
     }
 }
 

@@ -263,3 +263,19 @@ fn an_error_chunk_in_the_stream_is_a_typed_error() {
     assert_eq!(error.kind(), "server");
     assert!(error.is_retryable());
 }
+
+#[tokio::test]
+async fn a_json_error_with_status_200_on_a_stream_is_typed() {
+    let body = r#"{"error":{"message":"model 'llama9' not found, try pulling it first","type":"api_error"}}"#;
+    let server = ReplayServer::start(vec![Reply::json(200, body)])
+        .await
+        .unwrap();
+    let error = streamed(
+        &client(&server, Preset::Ollama, None, 0),
+        Request::new("llama9", 8).user("x"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.kind(), "server");
+    assert!(error.message().contains("not found"));
+}

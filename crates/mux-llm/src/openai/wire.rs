@@ -35,10 +35,18 @@ fn image_url(source: &ImageSource) -> String {
     }
 }
 
+/// The text of tool-result content. Tool messages carry text only, so an image becomes a
+/// visible placeholder rather than disappearing.
 fn text_of(blocks: &[ContentBlock]) -> String {
     blocks
         .iter()
-        .filter_map(ContentBlock::as_text)
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            ContentBlock::Image { .. } => {
+                Some("[image omitted: tool results carry text only in this API]")
+            }
+            _ => None,
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -183,7 +191,8 @@ pub fn request_body(request: &Request, options: WireOptions, stream: bool) -> Va
     Value::Object(body)
 }
 
-/// Maps a `finish_reason` to a normalized stop reason.
+/// Maps a `finish_reason` to a normalized stop reason. The API reports a matched stop
+/// sequence as `stop` too, so it maps to [`StopReason::EndTurn`].
 pub(crate) fn stop_reason(finish: &str) -> StopReason {
     match finish {
         "stop" => StopReason::EndTurn,
