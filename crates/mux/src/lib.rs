@@ -66,12 +66,6 @@ pub use mux_permission as permission;
 
 /// The names most programs need, in one import.
 pub mod prelude {
-    #[cfg(feature = "llm")]
-    #[doc(no_inline)]
-    pub use mux_llm::{
-        ContentBlock, LlmClient, LlmError, Message, Request, Response, RetryPolicy, Role,
-        StopReason, StreamEvent, ToolChoice, Usage,
-    };
     #[cfg(feature = "tool")]
     #[doc(no_inline)]
     pub use mux_tool::{
