@@ -1,0 +1,141 @@
+//! Asking the face: the permission layer's `Ask` becomes an approval-required event, and the
+//! loop waits for the matching input.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use mux_permission::{Answer, Asker, Decision, PermissionGate, Permissions, Question, Verdict};
+use mux_tool::approval::ApprovalRequest;
+use mux_tool::{Approval, ApprovalGate, BoxFuture, Subject, ToolCall};
+
+use crate::event::{ApprovalDecision, LoopEvent};
+use crate::run_state::{RunShared, Waiting};
+
+/// Turns a question into an [`LoopEvent::ApprovalRequired`] and waits for the answer, a
+/// timeout (deny) or cancellation (deny).
+pub(crate) struct LoopAsker {
+    pub(crate) run: Arc<RunShared>,
+    pub(crate) timeout: Option<Duration>,
+}
+
+impl LoopAsker {
+    async fn ask_face(&self, call: &ToolCall, subject: &Subject, reason: &str) -> Answer {
+        let answer = self.run.expect_approval(&call.id);
+        self.run
+            .emit(LoopEvent::ApprovalRequired {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.input.clone(),
+                subject: subject.clone(),
+                reason: reason.to_owned(),
+            })
+            .await;
+        self.run.begin_wait(Waiting::Approval).await;
+        let timeout = async {
+            match self.timeout {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
+        let decision = tokio::select! {
+            decision = answer => decision.ok(),
+            () = timeout => {
+                let limit = self.timeout.unwrap_or_default();
+                Some(ApprovalDecision::Deny { reason: format!("no approval arrived within {limit:?}") })
+            }
+            () = self.run.cancel.cancelled() => {
+                Some(ApprovalDecision::Deny { reason: "the run was cancelled".into() })
+            }
+        };
+        self.run.forget(&call.id);
+        self.run.end_wait(Waiting::Approval).await;
+        match decision {
+            Some(ApprovalDecision::AllowOnce) => {
+                self.approved(call, false).await;
+                Answer::Once
+            }
+            Some(ApprovalDecision::AllowAlways { remember }) => {
+                self.approved(call, true).await;
+                Answer::Always(remember)
+            }
+            Some(ApprovalDecision::Deny { reason }) => Answer::Deny { reason },
+            None => Answer::Deny { reason: "the approval channel closed".into() },
+        }
+    }
+
+    async fn approved(&self, call: &ToolCall, always: bool) {
+        self.run.emit(LoopEvent::ToolApproved { call_id: call.id.clone(), always }).await;
+    }
+}
+
+impl Asker for LoopAsker {
+    fn ask<'a>(&'a self, question: Question<'a>) -> BoxFuture<'a, Answer> {
+        Box::pin(self.ask_face(question.call, question.subject, &question.decision.reason))
+    }
+}
+
+/// The orchestrator's gate: the permission policy (or, without one, "read-only runs, the rest
+/// asks"), plus calls a pre-tool-use hook forced to ask. It reports denials and starts as
+/// events.
+pub(crate) struct LoopGate {
+    pub(crate) permissions: Option<PermissionGate>,
+    pub(crate) asker: Arc<LoopAsker>,
+    /// Calls a hook said to ask about, whatever the rules say (deny rules still hold).
+    pub(crate) forced_asks: Arc<Mutex<HashSet<String>>>,
+    pub(crate) policy: Option<Permissions>,
+}
+
+impl LoopGate {
+    async fn decide(&self, request: ApprovalRequest<'_>) -> Approval {
+        let forced = self.forced_asks.lock().unwrap_or_else(PoisonError::into_inner).remove(&request.call.id);
+        if forced {
+            if let Some(policy) = &self.policy {
+                let decision: Decision = policy.check(request.spec, request.subject);
+                if decision.verdict == Verdict::Deny {
+                    return Approval::deny(decision.reason);
+                }
+            }
+            let reason = "a pre-tool-use hook asked for approval";
+            let answer = self.asker.ask_face(request.call, request.subject, reason).await;
+            if let (Answer::Always(remember), Some(policy)) = (&answer, &self.policy) {
+                if let Err(err) = policy.remember(request.spec, request.subject, remember) {
+                    tracing::warn!(tool = %request.spec.name, "could not remember an always-allow answer: {err}");
+                }
+            }
+            return answer_to_approval(answer);
+        }
+        match &self.permissions {
+            Some(gate) => gate.review(request).await,
+            None if request.spec.annotations.read_only || request.pre_approved_by.is_some() => Approval::Approve,
+            None => answer_to_approval(
+                self.asker
+                    .ask_face(request.call, request.subject, "the tool is not read-only and no permission policy is set")
+                    .await,
+            ),
+        }
+    }
+}
+
+fn answer_to_approval(answer: Answer) -> Approval {
+    match answer {
+        Answer::Deny { reason } => Approval::deny(reason),
+        _ => Approval::Approve,
+    }
+}
+
+impl ApprovalGate for LoopGate {
+    fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            let call_id = request.call.id.clone();
+            let name = request.call.name.clone();
+            let approval = self.decide(request).await;
+            let event = match &approval {
+                Approval::Approve => LoopEvent::ToolExecuting { call_id, name },
+                Approval::Deny { reason } => LoopEvent::ToolDenied { call_id, reason: reason.clone() },
+            };
+            self.asker.run.emit(event).await;
+            approval
+        })
+    }
+}

@@ -1,0 +1,60 @@
+//! The `ask_user` tool: the model asks the person a question and the run waits for the answer.
+
+use std::sync::Arc;
+
+use mux_tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::event::LoopEvent;
+use crate::run_state::{RunShared, Waiting};
+
+/// The tool's name.
+pub const ASK_USER: &str = "ask_user";
+
+/// Arguments of `ask_user`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AskUserArgs {
+    /// The question to ask the user, in full.
+    pub question: String,
+}
+
+/// Asks the user a question; answered through [`LoopInput::UserResponse`](crate::LoopInput).
+#[derive(Debug, Default)]
+pub struct AskUser;
+
+/// The run an `ask_user` call belongs to, found in the call's resources.
+#[derive(Debug)]
+pub(crate) struct AskUserLink(pub(crate) Arc<RunShared>);
+
+impl TypedTool for AskUser {
+    type Args = AskUserArgs;
+    const NAME: &'static str = ASK_USER;
+
+    fn description(&self) -> String {
+        "Ask the user a question and wait for the answer. Use it when you need information or a \
+         decision only the user can give."
+            .into()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+
+    async fn call(&self, args: AskUserArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let Some(link) = cx.resources().get::<AskUserLink>() else {
+            return Err(ToolError::failed("ask_user only works inside an orchestrator run"));
+        };
+        let run = &link.0;
+        let answer = run.expect_response(cx.call_id());
+        run.emit(LoopEvent::AwaitingInput { call_id: cx.call_id().to_owned(), question: args.question }).await;
+        run.begin_wait(Waiting::Input).await;
+        let outcome = tokio::select! {
+            answer = answer => answer.map_err(|_| ToolError::failed("the user response channel closed")),
+            () = cx.cancellation().cancelled() => Err(ToolError::Cancelled),
+        };
+        run.forget(cx.call_id());
+        run.end_wait(Waiting::Input).await;
+        outcome.map(ToolOutput::text)
+    }
+}

@@ -1,0 +1,141 @@
+//! How a loop runs: model, limits, concurrency, timeouts, compaction, titles.
+
+use std::time::Duration;
+
+use crate::compaction::CompactionConfig;
+
+/// Which tool calls of one turn run at the same time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolParallelism {
+    /// Consecutive read-only calls run together; every other call runs alone, in order.
+    #[default]
+    ReadOnly,
+    /// Every call of a turn runs together (up to the concurrency limit).
+    All,
+    /// One call at a time.
+    Sequential,
+}
+
+/// The loop's settings. Start from [`OrchestratorConfig::new`] and adjust.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OrchestratorConfig {
+    /// The model every turn uses.
+    pub model: String,
+    /// Output limit per model call.
+    pub max_tokens: u32,
+    /// The system prompt (context providers add to it every turn).
+    pub system_prompt: Option<String>,
+    /// Model calls allowed per run before it stops with an error. Default 50.
+    pub max_iterations: u32,
+    /// Tool calls running at once. Default 8.
+    pub tool_concurrency: usize,
+    /// Which calls of a turn may run together.
+    pub parallelism: ToolParallelism,
+    /// Per-call tool timeout. Default 120 s.
+    pub tool_timeout: Duration,
+    /// Identical consecutive failures of one call that stop the run. Default 3.
+    pub failure_threshold: u32,
+    /// How long to wait for an approval before denying; `None` waits until cancelled.
+    pub approval_timeout: Option<Duration>,
+    /// Compaction, when enabled.
+    pub compaction: Option<CompactionConfig>,
+    /// Generate a title after the first reply, with this model (`None`: the run's model).
+    pub title: Option<TitleConfig>,
+    /// Capacity of the run's event channel; the loop waits when it is full.
+    pub event_capacity: usize,
+    /// Capacity of the broadcast channel for subscribers.
+    pub broadcast_capacity: usize,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Thinking budget in tokens, for models that think.
+    pub thinking_budget: Option<u32>,
+    /// Register the `ask_user` tool. Default true.
+    pub ask_user: bool,
+}
+
+/// Title generation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TitleConfig {
+    /// A cheaper model for the title; `None` uses the run's model.
+    pub model: Option<String>,
+}
+
+impl OrchestratorConfig {
+    /// Defaults for `model`: 4096 output tokens, 50 iterations, 8 concurrent tools, 120 s tool
+    /// timeout, failure threshold 3, no compaction, no title.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            max_tokens: 4_096,
+            system_prompt: None,
+            max_iterations: 50,
+            tool_concurrency: 8,
+            parallelism: ToolParallelism::default(),
+            tool_timeout: Duration::from_secs(120),
+            failure_threshold: 3,
+            approval_timeout: None,
+            compaction: None,
+            title: None,
+            event_capacity: 256,
+            broadcast_capacity: 1_024,
+            temperature: None,
+            thinking_budget: None,
+            ask_user: true,
+        }
+    }
+
+    /// Sets the system prompt.
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Sets the output limit per call.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Sets the iteration limit.
+    pub fn max_iterations(mut self, max: u32) -> Self {
+        self.max_iterations = max;
+        self
+    }
+
+    /// Sets the approval timeout.
+    pub fn approval_timeout(mut self, timeout: Duration) -> Self {
+        self.approval_timeout = Some(timeout);
+        self
+    }
+
+    /// Enables compaction.
+    pub fn compaction(mut self, compaction: CompactionConfig) -> Self {
+        self.compaction = Some(compaction);
+        self
+    }
+
+    /// Enables title generation.
+    pub fn title(mut self, title: TitleConfig) -> Self {
+        self.title = Some(title);
+        self
+    }
+
+    /// Sets the tool parallelism.
+    pub fn parallelism(mut self, parallelism: ToolParallelism) -> Self {
+        self.parallelism = parallelism;
+        self
+    }
+
+    /// Sets the failure threshold.
+    pub fn failure_threshold(mut self, threshold: u32) -> Self {
+        self.failure_threshold = threshold;
+        self
+    }
+
+    /// Sets the per-call tool timeout.
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = timeout;
+        self
+    }
+}

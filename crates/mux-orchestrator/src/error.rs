@@ -1,0 +1,78 @@
+//! Why a run ended without finishing.
+
+use mux_llm::LlmError;
+
+use crate::session::SessionError;
+use crate::state::InvalidTransition;
+
+/// Why a run stopped early.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoopError {
+    /// The run was cancelled (a cancel input, [`Run::cancel`](crate::Run::cancel), or the
+    /// orchestrator's token).
+    #[error("the run was cancelled")]
+    Cancelled,
+    /// The model call failed.
+    #[error("model call failed: {0}")]
+    Llm(#[from] LlmError),
+    /// The loop called the model more times than allowed.
+    #[error("the run stopped after {0} model calls without finishing (max_iterations)")]
+    MaxIterations(u32),
+    /// The same tool failed the same way too many times in a row.
+    #[error("tool `{tool}` failed {count} times in a row with the same arguments and error; stopping: {error}")]
+    FailureLoop {
+        /// The tool.
+        tool: String,
+        /// How many identical failures.
+        count: u32,
+        /// The repeated error.
+        error: String,
+    },
+    /// A hook asked to stop the run.
+    #[error("hook `{hook}` stopped the run: {reason}")]
+    StoppedByHook {
+        /// The hook.
+        hook: String,
+        /// Its reason.
+        reason: String,
+    },
+    /// The user prompt was blocked by a hook.
+    #[error("hook `{hook}` blocked the prompt: {reason}")]
+    PromptBlocked {
+        /// The hook.
+        hook: String,
+        /// Its reason.
+        reason: String,
+    },
+    /// Saving or loading the session failed.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The loop tried an impossible state change (a bug, reported rather than panicking).
+    #[error(transparent)]
+    State(#[from] InvalidTransition),
+    /// A run is already in progress on this conversation.
+    #[error("a run is already in progress on this conversation")]
+    AlreadyRunning,
+    /// The loop task ended without reporting (it panicked).
+    #[error("the loop task ended unexpectedly: {0}")]
+    Crashed(String),
+}
+
+impl LoopError {
+    /// A stable, machine-readable name of the variant.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Cancelled => "cancelled",
+            Self::Llm(_) => "llm",
+            Self::MaxIterations(_) => "max_iterations",
+            Self::FailureLoop { .. } => "failure_loop",
+            Self::StoppedByHook { .. } => "stopped_by_hook",
+            Self::PromptBlocked { .. } => "prompt_blocked",
+            Self::Session(_) => "session",
+            Self::State(_) => "invalid_state",
+            Self::AlreadyRunning => "already_running",
+            Self::Crashed(_) => "crashed",
+        }
+    }
+}

@@ -1,0 +1,35 @@
+#![doc = include_str!("docs/crate.md")]
+#![forbid(unsafe_code)]
+
+mod approval;
+mod ask_user;
+pub mod compaction;
+mod config;
+pub mod context;
+mod convert;
+mod emitter;
+mod error;
+mod event;
+mod failure;
+pub mod hooks;
+mod orchestrator;
+mod run;
+mod run_state;
+pub mod session;
+mod state;
+mod title;
+mod tool_hooks;
+
+pub use ask_user::{ASK_USER, AskUser, AskUserArgs};
+pub use compaction::CompactionConfig;
+pub use config::{OrchestratorConfig, TitleConfig, ToolParallelism};
+pub use context::ContextProvider;
+pub use convert::tool_result_block;
+pub use emitter::{EventReceiver, Subscription};
+pub use error::LoopError;
+pub use event::{ApprovalDecision, LoopEvent, LoopInput};
+pub use hooks::{Hook, HookError, Hooks};
+pub use orchestrator::{
+    InputSender, Orchestrator, OrchestratorBuilder, Run, RunHandle, RunSummary, ToolCallRecord,
+};
+pub use state::{InvalidTransition, LoopState};

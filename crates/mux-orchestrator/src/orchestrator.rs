@@ -1,0 +1,462 @@
+//! The orchestrator: services plus one conversation, and the handles of a run.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mux_llm::{LlmClient, Message, Usage};
+use mux_permission::Permissions;
+use mux_tool::{Registry, Resources, ToolOutput};
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::ask_user::AskUser;
+use crate::context::ContextProvider;
+use crate::emitter::{Emitter, EventReceiver, Subscription};
+use crate::event::{ApprovalDecision, LoopEvent, LoopInput};
+use crate::hooks::{Hook, Hooks};
+use crate::run_state::RunShared;
+use crate::session::{HistoryRecord, SessionMeta, SessionStore};
+use crate::{LoopError, OrchestratorConfig};
+
+/// What an orchestrator is built from, shared by every run.
+pub(crate) struct Services {
+    pub(crate) client: Arc<dyn LlmClient>,
+    pub(crate) config: OrchestratorConfig,
+    pub(crate) tools: Registry,
+    pub(crate) permissions: Option<Permissions>,
+    pub(crate) contexts: Vec<Arc<dyn ContextProvider>>,
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
+    pub(crate) hooks: Hooks,
+    pub(crate) resources: Resources,
+    pub(crate) broadcast: broadcast::Sender<LoopEvent>,
+    pub(crate) cancel: CancellationToken,
+}
+
+/// The conversation an orchestrator carries across runs.
+#[derive(Debug)]
+pub(crate) struct Conversation {
+    pub(crate) meta: SessionMeta,
+    pub(crate) messages: Vec<Message>,
+    pub(crate) usage: Usage,
+    /// Context size the provider reported on the last call (input + cache + output tokens).
+    pub(crate) reported_tokens: Option<u64>,
+    pub(crate) persisted: bool,
+    /// Whether a title was asked for already.
+    pub(crate) title_requested: bool,
+}
+
+/// The think-act loop over one conversation.
+///
+/// Cheap to clone: clones share the services and the conversation. One run at a time per
+/// conversation; build another orchestrator (they can share every service) for another
+/// conversation.
+#[derive(Clone)]
+pub struct Orchestrator {
+    pub(crate) services: Arc<Services>,
+    pub(crate) conversation: Arc<Mutex<Conversation>>,
+    running: Arc<AtomicBool>,
+}
+
+/// Builds an [`Orchestrator`].
+pub struct OrchestratorBuilder {
+    client: Arc<dyn LlmClient>,
+    config: OrchestratorConfig,
+    tools: Registry,
+    permissions: Option<Permissions>,
+    contexts: Vec<Arc<dyn ContextProvider>>,
+    store: Option<Arc<dyn SessionStore>>,
+    hooks: Hooks,
+    resources: Resources,
+    cancel: CancellationToken,
+}
+
+impl OrchestratorBuilder {
+    /// The tools the model may call. The orchestrator adds `ask_user` to this registry unless
+    /// [`OrchestratorConfig::ask_user`] is off.
+    pub fn tools(mut self, tools: Registry) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// The permission policy. Without one, read-only tools run and every other call asks.
+    pub fn permissions(mut self, permissions: Permissions) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// Adds a context provider; its content joins the system prompt every turn.
+    pub fn context(mut self, provider: impl ContextProvider) -> Self {
+        self.contexts.push(Arc::new(provider));
+        self
+    }
+
+    /// Persists the conversation in `store`.
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Adds a hook.
+    pub fn hook(self, hook: impl Hook) -> Self {
+        self.hooks.add(hook);
+        self
+    }
+
+    /// Uses a shared hook list (hooks added to it later apply too).
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Resources every tool call can reach.
+    pub fn resources(mut self, resources: Resources) -> Self {
+        self.resources = resources;
+        self
+    }
+
+    /// A parent token: cancelling it cancels every run of this orchestrator.
+    pub fn cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    fn services(self) -> Services {
+        if self.config.ask_user {
+            // `replace` keeps an application's own `ask_user` from failing the build.
+            if let Ok(tool) = mux_tool::Typed::new(AskUser) {
+                let _ = self.tools.replace(Arc::new(tool));
+            }
+        }
+        let (broadcast, _) = broadcast::channel(self.config.broadcast_capacity.max(1));
+        Services {
+            client: self.client,
+            config: self.config,
+            tools: self.tools,
+            permissions: self.permissions,
+            contexts: self.contexts,
+            store: self.store,
+            hooks: self.hooks,
+            resources: self.resources,
+            broadcast,
+            cancel: self.cancel,
+        }
+    }
+
+    /// Builds an orchestrator with a new, empty conversation.
+    pub fn build(self) -> Orchestrator {
+        Orchestrator::from_parts(self.services(), SessionMeta::new(), Vec::new(), false)
+    }
+
+    /// Builds an orchestrator that continues session `id` from the session store.
+    pub async fn resume(self, id: &str) -> Result<Orchestrator, LoopError> {
+        let Some(store) = self.store.clone() else {
+            return Err(crate::session::SessionError::NotFound(id.to_owned()).into());
+        };
+        let session = store.load(id).await?;
+        Ok(Orchestrator::from_parts(self.services(), session.meta, session.messages, true))
+    }
+}
+
+impl Orchestrator {
+    /// A builder with `client` and `config`.
+    pub fn builder(client: Arc<dyn LlmClient>, config: OrchestratorConfig) -> OrchestratorBuilder {
+        OrchestratorBuilder {
+            client,
+            config,
+            tools: Registry::new(),
+            permissions: None,
+            contexts: Vec::new(),
+            store: None,
+            hooks: Hooks::new(),
+            resources: Resources::new(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    fn from_parts(services: Services, meta: SessionMeta, messages: Vec<Message>, persisted: bool) -> Self {
+        Self {
+            services: Arc::new(services),
+            conversation: Arc::new(Mutex::new(Conversation {
+                meta,
+                messages,
+                usage: Usage::default(),
+                reported_tokens: None,
+                persisted,
+                title_requested: false,
+            })),
+            running: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// A new orchestrator with the same services and an empty conversation.
+    pub fn new_conversation(&self) -> Self {
+        Self {
+            services: Arc::clone(&self.services),
+            conversation: Arc::new(Mutex::new(Conversation {
+                meta: SessionMeta::new(),
+                messages: Vec::new(),
+                usage: Usage::default(),
+                reported_tokens: None,
+                persisted: false,
+                title_requested: false,
+            })),
+            running: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OrchestratorConfig {
+        &self.services.config
+    }
+
+    /// The tool registry (with `ask_user`, when enabled).
+    pub fn tools(&self) -> &Registry {
+        &self.services.tools
+    }
+
+    /// The hooks; hooks added here apply from the next call on.
+    pub fn hooks(&self) -> &Hooks {
+        &self.services.hooks
+    }
+
+    /// The permission policy, if one is set.
+    pub fn permissions(&self) -> Option<&Permissions> {
+        self.services.permissions.as_ref()
+    }
+
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Conversation> {
+        self.conversation.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The conversation so far.
+    pub fn messages(&self) -> Vec<Message> {
+        self.lock().messages.clone()
+    }
+
+    /// The session's metadata.
+    pub fn session(&self) -> SessionMeta {
+        self.lock().meta.clone()
+    }
+
+    /// Usage of every model call of this conversation.
+    pub fn usage(&self) -> Usage {
+        self.lock().usage
+    }
+
+    /// Whether a run is in progress.
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::SeqCst)
+    }
+
+    /// Another observer of every run's events. A slow subscriber receives
+    /// [`LoopEvent::Lagged`] with the number of events it missed.
+    pub fn subscribe(&self) -> Subscription {
+        Subscription::new(self.services.broadcast.subscribe())
+    }
+
+    /// Starts a run with `prompt` and returns its event receiver, input sender and handle.
+    ///
+    /// The event receiver is bounded and lossless: the loop waits while it is full, so read it
+    /// (or drop it). Must be called inside a tokio runtime.
+    pub fn run(&self, prompt: impl Into<String>) -> Result<Run, LoopError> {
+        if self.running.swap(true, Ordering::SeqCst) {
+            return Err(LoopError::AlreadyRunning);
+        }
+        let config = &self.services.config;
+        let (events_tx, events) = mpsc::channel(config.event_capacity.max(1));
+        let (input, inputs) = mpsc::channel(64);
+        let cancel = self.services.cancel.child_token();
+        let emitter = Emitter::new(Some(events_tx), self.services.broadcast.clone());
+        let run = Arc::new(RunShared::new(emitter, cancel.clone()));
+
+        let router = tokio::spawn(route_inputs(inputs, Arc::clone(&run)));
+        let this = self.clone();
+        let prompt = prompt.into();
+        let join = tokio::spawn(async move {
+            let result = crate::run::drive(&this, &run, prompt).await;
+            router.abort();
+            this.running.store(false, Ordering::SeqCst);
+            result
+        });
+        Ok(Run { events, input: InputSender { tx: input }, handle: RunHandle { join, cancel } })
+    }
+
+    /// Runs `prompt` to the end without a face: approvals are denied (nobody can answer) and
+    /// `ask_user` is told the user is not available. Returns the final text, the tool calls,
+    /// the iterations and the usage.
+    pub async fn run_to_completion(&self, prompt: impl Into<String>) -> Result<RunSummary, LoopError> {
+        let Run { mut events, input, handle } = self.run(prompt)?;
+        while let Some(event) = events.recv().await {
+            let answer = match event {
+                LoopEvent::ApprovalRequired { call_id, .. } => LoopInput::ToolApproval {
+                    call_id,
+                    decision: ApprovalDecision::Deny { reason: "no one is available to approve this call".into() },
+                },
+                LoopEvent::AwaitingInput { call_id, .. } => {
+                    LoopInput::UserResponse { call_id, text: "The user is not available to answer.".into() }
+                }
+                _ => continue,
+            };
+            input.send(answer).await;
+        }
+        handle.wait().await
+    }
+
+    /// Summarizes older turns now (if there are enough), whatever the token count.
+    pub async fn compact(&self) -> Result<Option<(u64, u64)>, LoopError> {
+        if self.running.swap(true, Ordering::SeqCst) {
+            return Err(LoopError::AlreadyRunning);
+        }
+        let emitter = Emitter::new(None, self.services.broadcast.clone());
+        let run = Arc::new(RunShared::new(emitter, self.services.cancel.child_token()));
+        let result = crate::run::compact_now(self, &run).await;
+        self.running.store(false, Ordering::SeqCst);
+        result
+    }
+
+    /// Appends records to the session store, creating the session on first use.
+    pub(crate) async fn persist(&self, records: &[HistoryRecord]) -> Result<(), LoopError> {
+        let Some(store) = &self.services.store else { return Ok(()) };
+        let (meta, create) = {
+            let mut conversation = self.lock();
+            let create = !conversation.persisted;
+            conversation.persisted = true;
+            conversation.meta.touch();
+            (conversation.meta.clone(), create)
+        };
+        if create {
+            store.create(&meta).await?;
+        } else {
+            store.save_meta(&meta).await?;
+        }
+        store.append(&meta.id, records).await?;
+        Ok(())
+    }
+
+    /// Records a key in the session metadata (for example a subagent link) and saves it.
+    pub async fn set_session_extra(&self, key: impl Into<String>, value: Value) -> Result<(), LoopError> {
+        self.lock().meta.extra.insert(key.into(), value);
+        self.persist(&[]).await
+    }
+}
+
+impl std::fmt::Debug for Orchestrator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Orchestrator")
+            .field("model", &self.services.config.model)
+            .field("provider", &self.services.client.provider())
+            .field("session", &self.lock().meta.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads the face's inputs and delivers them: approvals and responses to the calls waiting
+/// for them, new messages to the next turn, cancel to the run's token. An answer nobody waits
+/// for is reported, never silently dropped.
+async fn route_inputs(mut inputs: mpsc::Receiver<LoopInput>, run: Arc<RunShared>) {
+    while let Some(input) = inputs.recv().await {
+        let rejected = match input {
+            LoopInput::Cancel => {
+                run.cancel.cancel();
+                None
+            }
+            LoopInput::ToolApproval { call_id, decision } => {
+                (!run.answer_approval(&call_id, decision)).then(|| format!("no call `{call_id}` is waiting for approval"))
+            }
+            LoopInput::UserResponse { call_id, text } => {
+                (!run.answer_response(&call_id, text)).then(|| format!("no call `{call_id}` is waiting for a user response"))
+            }
+            LoopInput::UserMessage { text } => {
+                run.queue_message(text);
+                None
+            }
+        };
+        if let Some(message) = rejected {
+            run.emit(LoopEvent::InputRejected { message }).await;
+        }
+    }
+}
+
+/// A started run.
+#[derive(Debug)]
+pub struct Run {
+    /// Every event of the run, in order.
+    pub events: EventReceiver,
+    /// Where the face sends answers, messages and cancel.
+    pub input: InputSender,
+    /// Waits for the outcome or cancels.
+    pub handle: RunHandle,
+}
+
+/// Sends [`LoopInput`]s into a run.
+#[derive(Clone, Debug)]
+pub struct InputSender {
+    tx: mpsc::Sender<LoopInput>,
+}
+
+impl InputSender {
+    /// Sends an input; returns false when the run has ended.
+    pub async fn send(&self, input: LoopInput) -> bool {
+        self.tx.send(input).await.is_ok()
+    }
+}
+
+/// The outcome of a run, and a cancel that really cancels.
+#[derive(Debug)]
+pub struct RunHandle {
+    join: JoinHandle<Result<RunSummary, LoopError>>,
+    cancel: CancellationToken,
+}
+
+impl RunHandle {
+    /// Cancels the run: the model stream is dropped and running tools are cancelled.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The run's cancellation token (a child of the orchestrator's).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the run has ended.
+    pub fn is_finished(&self) -> bool {
+        self.join.is_finished()
+    }
+
+    /// Waits for the run to end.
+    pub async fn wait(self) -> Result<RunSummary, LoopError> {
+        match self.join.await {
+            Ok(result) => result,
+            Err(err) => Err(LoopError::Crashed(err.to_string())),
+        }
+    }
+}
+
+/// A tool call made during a run, with what the model read back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCallRecord {
+    /// The call id.
+    pub id: String,
+    /// The tool name.
+    pub name: String,
+    /// The arguments as run (after any rewrite).
+    pub input: Value,
+    /// The output the model read.
+    pub output: ToolOutput,
+}
+
+/// What a finished run produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSummary {
+    /// The final assistant text.
+    pub text: String,
+    /// Every tool call, in order.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Model calls made.
+    pub iterations: u32,
+    /// Usage of this run.
+    pub usage: Usage,
+}

@@ -1,0 +1,465 @@
+//! One run of the loop: inject context, stream the model, run the tools, repeat.
+
+use std::collections::{HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use futures::{FutureExt, StreamExt};
+use mux_llm::{Accumulator, ContentBlock, Message, Request, Response, Role, StreamEvent, Usage};
+use mux_permission::{Asker, PermissionGate};
+use mux_tool::{CallScope, Executor, ProgressSender, ToolCall, ToolOutput};
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+use crate::approval::{LoopAsker, LoopGate};
+use crate::ask_user::AskUserLink;
+use crate::compaction::{compact, estimate_tokens, split_point};
+use crate::config::ToolParallelism;
+use crate::convert::tool_result_block;
+use crate::event::LoopEvent;
+use crate::failure::FailureTracker;
+use crate::hooks::{CompactAction, PromptAction, StopAction};
+use crate::orchestrator::{Orchestrator, RunSummary, ToolCallRecord};
+use crate::run_state::RunShared;
+use crate::session::HistoryRecord;
+use crate::state::LoopState;
+use crate::tool_hooks::{AskUserIsAllowed, PostToolHooks, PreToolHooks};
+use crate::{LoopError, title};
+
+/// Runs the loop and reports how it ended: the final state, and `Finished` or `Error`.
+pub(crate) async fn drive(orch: &Orchestrator, run: &Arc<RunShared>, prompt: String) -> Result<RunSummary, LoopError> {
+    let span = tracing::info_span!(
+        "invoke_agent",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.request.model = %orch.services.config.model,
+        gen_ai.conversation.id = %orch.session().id,
+    );
+    let result = Turns::new(orch, run).run(prompt).instrument(span).await;
+    match &result {
+        Ok(summary) => {
+            run.emit(LoopEvent::Finished {
+                text: summary.text.clone(),
+                iterations: summary.iterations,
+                usage: summary.usage,
+            })
+            .await;
+        }
+        Err(err) => {
+            let terminal = if matches!(err, LoopError::Cancelled) { LoopState::Cancelled } else { LoopState::Error };
+            if !run.state().is_terminal() {
+                run.set_state(terminal).await;
+            }
+            run.emit(LoopEvent::Error { kind: err.kind().to_owned(), message: err.to_string() }).await;
+        }
+    }
+    result
+}
+
+/// Compacts outside a run (the manual trigger).
+pub(crate) async fn compact_now(orch: &Orchestrator, run: &Arc<RunShared>) -> Result<Option<(u64, u64)>, LoopError> {
+    let keep = orch.services.config.compaction.as_ref().map_or(2, |c| c.keep_last_turns);
+    Turns::new(orch, run).compact(keep).await
+}
+
+struct Turns<'a> {
+    orch: &'a Orchestrator,
+    run: &'a Arc<RunShared>,
+    iterations: u32,
+    usage: Usage,
+    tool_calls: Vec<ToolCallRecord>,
+    failures: FailureTracker,
+    continued_by_stop_hook: bool,
+}
+
+impl<'a> Turns<'a> {
+    fn new(orch: &'a Orchestrator, run: &'a Arc<RunShared>) -> Self {
+        Self {
+            orch,
+            run,
+            iterations: 0,
+            usage: Usage::default(),
+            tool_calls: Vec::new(),
+            failures: FailureTracker::new(orch.services.config.failure_threshold),
+            continued_by_stop_hook: false,
+        }
+    }
+
+    async fn run(mut self, prompt: String) -> Result<RunSummary, LoopError> {
+        let session_id = self.orch.session().id;
+        for hook in self.orch.services.hooks.snapshot() {
+            let outcome = AssertUnwindSafe(hook.session_start(&session_id)).catch_unwind().await;
+            self.hook_outcome(hook.name(), "session_start", outcome).await?;
+        }
+        let prompt = self.submit_prompt(prompt).await?;
+        self.append(vec![Message::user(prompt)]).await?;
+        let executor = self.executor();
+
+        loop {
+            self.check_stop()?;
+            self.maybe_compact().await?;
+            self.iterations += 1;
+            let limit = self.orch.services.config.max_iterations;
+            if self.iterations > limit {
+                return Err(LoopError::MaxIterations(limit));
+            }
+            let span = tracing::info_span!("turn", iteration = self.iterations);
+            let response = self.stream_turn().instrument(span).await?;
+            self.append(vec![response.to_message()]).await?;
+            title::maybe_generate(self.orch, &self.run.emitter);
+
+            let calls: Vec<ToolCall> = response
+                .tool_calls()
+                .map(|(id, name, input)| ToolCall::new(id, name, input.clone()))
+                .collect();
+            if calls.is_empty() {
+                let queued = self.run.take_queued_messages();
+                let follow_up = if queued.is_empty() { self.stop_hooks(&response.text()).await? } else { Some(queued.join("\n\n")) };
+                self.run.emit(LoopEvent::TurnComplete { iteration: self.iterations, has_more: follow_up.is_some() }).await;
+                match follow_up {
+                    Some(text) => {
+                        self.append(vec![Message::user(text)]).await?;
+                        continue;
+                    }
+                    None => {
+                        self.run.set_state(LoopState::Complete).await;
+                        return Ok(self.summary(response.text()));
+                    }
+                }
+            }
+
+            self.run.set_state(LoopState::ExecutingTools).await;
+            let results = self.execute(&executor, calls).await;
+            let mut blocks: Vec<ContentBlock> =
+                results.iter().map(|(call, output)| tool_result_block(&call.id, output)).collect();
+            for text in self.run.take_queued_messages() {
+                blocks.push(ContentBlock::text(text));
+            }
+            self.append(vec![Message::new(Role::User, blocks)]).await?;
+            for (call, output) in results {
+                let error = output.is_error.then(|| output.to_text());
+                if let Some(count) = self.failures.record(&call, error.as_deref()) {
+                    return Err(LoopError::FailureLoop { tool: call.name, count, error: error.unwrap_or_default() });
+                }
+                self.tool_calls.push(ToolCallRecord { id: call.id, name: call.name, input: call.input, output });
+            }
+            if self.run.cancel.is_cancelled() {
+                return Err(LoopError::Cancelled);
+            }
+            self.run.emit(LoopEvent::TurnComplete { iteration: self.iterations, has_more: true }).await;
+        }
+    }
+
+    fn summary(&mut self, text: String) -> RunSummary {
+        RunSummary { text, tool_calls: std::mem::take(&mut self.tool_calls), iterations: self.iterations, usage: self.usage }
+    }
+
+    fn check_stop(&self) -> Result<(), LoopError> {
+        if self.run.cancel.is_cancelled() {
+            return Err(LoopError::Cancelled);
+        }
+        match self.run.stop_requested() {
+            Some((hook, reason)) => Err(LoopError::StoppedByHook { hook, reason }),
+            None => Ok(()),
+        }
+    }
+
+    /// Reports a failed hook; returns an error when the hook asked to stop the run.
+    async fn hook_outcome<T>(
+        &self,
+        hook: &str,
+        point: &str,
+        outcome: std::thread::Result<Result<T, crate::hooks::HookError>>,
+    ) -> Result<Option<T>, LoopError> {
+        let (message, stop) = match outcome {
+            Ok(Ok(value)) => return Ok(Some(value)),
+            Ok(Err(err)) => (err.message, err.stop_run),
+            Err(_) => ("panicked".to_owned(), false),
+        };
+        self.run
+            .emit(LoopEvent::HookFailed { hook: hook.to_owned(), point: point.to_owned(), message: message.clone() })
+            .await;
+        if stop {
+            return Err(LoopError::StoppedByHook { hook: hook.to_owned(), reason: message });
+        }
+        Ok(None)
+    }
+
+    async fn submit_prompt(&self, mut prompt: String) -> Result<String, LoopError> {
+        for hook in self.orch.services.hooks.snapshot() {
+            let outcome = AssertUnwindSafe(hook.user_prompt_submit(&prompt)).catch_unwind().await;
+            match self.hook_outcome(hook.name(), "user_prompt_submit", outcome).await? {
+                Some(PromptAction::Block { reason }) => {
+                    return Err(LoopError::PromptBlocked { hook: hook.name().to_owned(), reason });
+                }
+                Some(PromptAction::Rewrite(text)) => prompt = text,
+                _ => {}
+            }
+        }
+        Ok(prompt)
+    }
+
+    /// Stop hooks may continue the run once with a message.
+    async fn stop_hooks(&mut self, text: &str) -> Result<Option<String>, LoopError> {
+        if self.continued_by_stop_hook {
+            return Ok(None);
+        }
+        for hook in self.orch.services.hooks.snapshot() {
+            let outcome = AssertUnwindSafe(hook.stop(text)).catch_unwind().await;
+            if let Some(StopAction::Continue(message)) = self.hook_outcome(hook.name(), "stop", outcome).await? {
+                self.continued_by_stop_hook = true;
+                return Ok(Some(message));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Adds messages to the conversation and the session log.
+    async fn append(&self, messages: Vec<Message>) -> Result<(), LoopError> {
+        let records: Vec<HistoryRecord> =
+            messages.iter().map(|message| HistoryRecord::Message { message: message.clone() }).collect();
+        self.orch.lock().messages.extend(messages);
+        self.orch.persist(&records).await
+    }
+
+    fn executor(&self) -> Executor {
+        let services = &self.orch.services;
+        let config = &services.config;
+        let asker = Arc::new(LoopAsker { run: Arc::clone(self.run), timeout: config.approval_timeout });
+        let forced_asks = Arc::new(Mutex::new(HashSet::new()));
+        let permissions = services
+            .permissions
+            .as_ref()
+            .map(|policy| PermissionGate::new(policy.clone(), Arc::clone(&asker) as Arc<dyn Asker>));
+        let gate = LoopGate { permissions, asker, forced_asks: Arc::clone(&forced_asks), policy: services.permissions.clone() };
+        let resources = services.resources.child();
+        resources.insert(AskUserLink(Arc::clone(self.run)));
+        Executor::builder(services.tools.clone())
+            .pre_hook(AskUserIsAllowed)
+            .pre_hook(PreToolHooks { hooks: services.hooks.clone(), run: Arc::clone(self.run), forced_asks })
+            .post_hook(PostToolHooks { hooks: services.hooks.clone(), run: Arc::clone(self.run) })
+            .gate(gate)
+            .timeout(config.tool_timeout)
+            .concurrency(config.tool_concurrency)
+            .resources(resources)
+            .build()
+    }
+
+    fn request(&self, system: Option<String>) -> Request {
+        let config = &self.orch.services.config;
+        let mut request = Request::new(config.model.clone(), config.max_tokens)
+            .tools(self.orch.services.tools.specs());
+        request.system = system;
+        request.temperature = config.temperature;
+        if let Some(budget) = config.thinking_budget {
+            request = request.thinking(budget);
+        }
+        request.messages = self.orch.lock().messages.clone();
+        request
+    }
+
+    async fn system_prompt(&self) -> Option<String> {
+        let mut parts: Vec<String> = self.orch.services.config.system_prompt.iter().cloned().collect();
+        for provider in &self.orch.services.contexts {
+            if let Some(text) = provider.provide().await {
+                parts.push(text);
+            }
+        }
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
+    }
+
+    /// Streams one model call, forwarding deltas as events, and returns the whole response.
+    async fn stream_turn(&mut self) -> Result<Response, LoopError> {
+        self.run.set_state(LoopState::Streaming).await;
+        let system = self.system_prompt().await;
+        let request = self.request(system);
+        let services = &self.orch.services;
+        let provider = services.client.provider().to_owned();
+        let span = tracing::info_span!(
+            "chat",
+            gen_ai.operation.name = "chat",
+            gen_ai.system = %provider,
+            gen_ai.request.model = %request.model,
+            gen_ai.request.max_tokens = request.max_tokens,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+        );
+        let cancel = &self.run.cancel;
+        let mut stream = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(LoopError::Cancelled),
+            stream = services.client.stream(request).instrument(span.clone()) => stream?,
+        };
+        let mut acc = Accumulator::new(provider);
+        let mut tool_args: HashMap<usize, (String, String, String)> = HashMap::new();
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(LoopError::Cancelled),
+                next = stream.next() => next,
+            };
+            let Some(event) = next else { break };
+            let event = event?;
+            acc.push(&event)?;
+            self.forward(event, &mut tool_args).await;
+        }
+        let response = acc.finish()?;
+        span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
+        span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+        span.record("gen_ai.response.finish_reasons", response.stop_reason.as_str());
+        self.account(&response.usage).await;
+        Ok(response)
+    }
+
+    async fn forward(&self, event: StreamEvent, tool_args: &mut HashMap<usize, (String, String, String)>) {
+        let loop_event = match event {
+            StreamEvent::TextDelta { text, .. } => LoopEvent::TextDelta { text },
+            StreamEvent::ThinkingDelta { thinking, .. } => LoopEvent::ThinkingDelta { thinking },
+            StreamEvent::BlockStart { index, block: mux_llm::BlockStart::ToolUse { id, name } } => {
+                tool_args.insert(index, (id.clone(), name.clone(), String::new()));
+                LoopEvent::ToolCallStarted { call_id: id, name }
+            }
+            StreamEvent::ToolInputDelta { index, partial_json } => {
+                if let Some((_, _, json)) = tool_args.get_mut(&index) {
+                    json.push_str(&partial_json);
+                }
+                return;
+            }
+            StreamEvent::BlockStop { index } => {
+                let Some((call_id, name, json)) = tool_args.remove(&index) else { return };
+                let input = if json.trim().is_empty() {
+                    serde_json::json!({})
+                } else {
+                    serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json))
+                };
+                LoopEvent::ToolCallArguments { call_id, name, input }
+            }
+            _ => return,
+        };
+        self.run.emit(loop_event).await;
+    }
+
+    async fn account(&mut self, turn: &Usage) {
+        self.usage = add(self.usage, turn);
+        let total = {
+            let mut conversation = self.orch.lock();
+            conversation.usage = add(conversation.usage, turn);
+            let context = turn.input_tokens + turn.cache_read_tokens + turn.cache_write_tokens + turn.output_tokens;
+            conversation.reported_tokens = (context > 0).then_some(context);
+            conversation.usage
+        };
+        self.run.emit(LoopEvent::Usage { turn: *turn, total }).await;
+    }
+
+    /// Runs a turn's calls in groups the parallelism allows, forwarding progress, and returns
+    /// every call with the output the model reads, in call order.
+    async fn execute(&self, executor: &Executor, calls: Vec<ToolCall>) -> Vec<(ToolCall, ToolOutput)> {
+        let (progress_tx, mut progress_rx) = mpsc::channel::<mux_tool::ProgressEvent>(64);
+        let run = Arc::clone(self.run);
+        let forwarder = tokio::spawn(async move {
+            while let Some(event) = progress_rx.recv().await {
+                run.emit(LoopEvent::ToolOutputDelta { call_id: event.call_id, update: event.update }).await;
+            }
+        });
+        let scope = CallScope { cancel: self.run.cancel.clone(), progress: ProgressSender::new(progress_tx) };
+        let mut results = Vec::with_capacity(calls.len());
+        for group in self.groups(calls) {
+            for outcome in executor.execute_batch(group, &scope).await {
+                let output = outcome.output();
+                results.push((outcome.call, output));
+            }
+        }
+        drop(scope);
+        // Every progress event is out before the results.
+        let _ = forwarder.await;
+        for (call, output) in &results {
+            let event = LoopEvent::ToolResult { call_id: call.id.clone(), name: call.name.clone(), output: output.clone() };
+            self.run.emit(event).await;
+        }
+        results
+    }
+
+    fn groups(&self, calls: Vec<ToolCall>) -> Vec<Vec<ToolCall>> {
+        let tools = &self.orch.services.tools;
+        let read_only = |call: &ToolCall| tools.get(&call.name).is_some_and(|tool| tool.spec().annotations.read_only);
+        match self.orch.services.config.parallelism {
+            ToolParallelism::All => vec![calls],
+            ToolParallelism::Sequential => calls.into_iter().map(|call| vec![call]).collect(),
+            _ => {
+                let mut groups: Vec<Vec<ToolCall>> = Vec::new();
+                let mut last_read_only = false;
+                for call in calls {
+                    let this_read_only = read_only(&call);
+                    match groups.last_mut() {
+                        Some(group) if this_read_only && last_read_only => group.push(call),
+                        _ => groups.push(vec![call]),
+                    }
+                    last_read_only = this_read_only;
+                }
+                groups
+            }
+        }
+    }
+
+    /// Compacts when the conversation is past the budget: the provider's last reported
+    /// context size when there is one, an estimate otherwise.
+    async fn maybe_compact(&mut self) -> Result<(), LoopError> {
+        let Some(config) = self.orch.services.config.compaction.clone() else { return Ok(()) };
+        let (reported, estimate) = {
+            let conversation = self.orch.lock();
+            (conversation.reported_tokens, estimate_tokens(&conversation.messages))
+        };
+        if reported.unwrap_or(estimate) <= config.token_budget {
+            return Ok(());
+        }
+        self.compact(config.keep_last_turns).await.map(|_| ())
+    }
+
+    /// Summarizes all but the last `keep` turns; returns the token estimates before and after.
+    async fn compact(&self, keep: usize) -> Result<Option<(u64, u64)>, LoopError> {
+        let messages = self.orch.messages();
+        let Some(split) = split_point(&messages, keep) else { return Ok(None) };
+        for hook in self.orch.services.hooks.snapshot() {
+            let outcome = AssertUnwindSafe(hook.pre_compact(&messages)).catch_unwind().await;
+            if let Some(CompactAction::Skip) = self.hook_outcome(hook.name(), "pre_compact", outcome).await? {
+                return Ok(None);
+            }
+        }
+        let before_state = self.run.state();
+        self.run.set_state(LoopState::Compacting).await;
+        let services = &self.orch.services;
+        let config = services.config.compaction.clone().unwrap_or_default();
+        let model = config.model.unwrap_or_else(|| services.config.model.clone());
+        let summary = tokio::select! {
+            biased;
+            () = self.run.cancel.cancelled() => return Err(LoopError::Cancelled),
+            compacted = compact(services.client.as_ref(), &model, config.summary_max_tokens, &messages, split) => compacted?,
+        };
+        let before = estimate_tokens(&messages);
+        let after = estimate_tokens(&summary);
+        {
+            let mut conversation = self.orch.lock();
+            // Messages appended meanwhile (none during a run) would follow the compacted part.
+            let seen = messages.len().min(conversation.messages.len());
+            let appended = conversation.messages.split_off(seen);
+            conversation.messages = summary.iter().cloned().chain(appended).collect();
+            conversation.reported_tokens = None;
+        }
+        self.orch.persist(&[HistoryRecord::Replace { messages: self.orch.messages() }]).await?;
+        self.run.emit(LoopEvent::Compacted { tokens_before: before, tokens_after: after }).await;
+        if before_state == LoopState::Idle {
+            self.run.set_state(LoopState::Idle).await;
+        }
+        Ok(Some((before, after)))
+    }
+}
+
+fn add(total: Usage, turn: &Usage) -> Usage {
+    Usage {
+        input_tokens: total.input_tokens + turn.input_tokens,
+        output_tokens: total.output_tokens + turn.output_tokens,
+        cache_read_tokens: total.cache_read_tokens + turn.cache_read_tokens,
+        cache_write_tokens: total.cache_write_tokens + turn.cache_write_tokens,
+        reasoning_tokens: total.reasoning_tokens + turn.reasoning_tokens,
+    }
+}

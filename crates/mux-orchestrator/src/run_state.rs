@@ -1,0 +1,172 @@
+//! What one run shares between the loop, the approval gate, the `ask_user` tool and the input
+//! router: the event emitter, the state machine, and the answers the faces owe.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::emitter::Emitter;
+use crate::event::{ApprovalDecision, LoopEvent};
+use crate::state::{LoopState, StateMachine};
+
+/// A run's shared state.
+#[derive(Debug)]
+pub(crate) struct RunShared {
+    pub(crate) emitter: Emitter,
+    pub(crate) cancel: CancellationToken,
+    machine: Mutex<Machine>,
+    approvals: Mutex<HashMap<String, oneshot::Sender<ApprovalDecision>>>,
+    responses: Mutex<HashMap<String, oneshot::Sender<String>>>,
+    queued_messages: Mutex<Vec<String>>,
+    stop_request: Mutex<Option<(String, String)>>,
+}
+
+#[derive(Debug)]
+struct Machine {
+    machine: StateMachine,
+    waiting_approvals: usize,
+    waiting_inputs: usize,
+}
+
+/// Which kind of answer a call waits for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Waiting {
+    Approval,
+    Input,
+}
+
+impl RunShared {
+    pub(crate) fn new(emitter: Emitter, cancel: CancellationToken) -> Self {
+        Self {
+            emitter,
+            cancel,
+            machine: Mutex::new(Machine { machine: StateMachine::new(), waiting_approvals: 0, waiting_inputs: 0 }),
+            approvals: Mutex::new(HashMap::new()),
+            responses: Mutex::new(HashMap::new()),
+            queued_messages: Mutex::new(Vec::new()),
+            stop_request: Mutex::new(None),
+        }
+    }
+
+    pub(crate) async fn emit(&self, event: LoopEvent) {
+        self.emitter.emit(event).await;
+    }
+
+    pub(crate) fn state(&self) -> LoopState {
+        self.lock_machine().machine.state()
+    }
+
+    fn lock_machine(&self) -> std::sync::MutexGuard<'_, Machine> {
+        self.machine.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Moves to `to` and emits the change. An invalid move is reported as an error event and
+    /// leaves the state alone; it never panics.
+    pub(crate) async fn set_state(&self, to: LoopState) {
+        let moved = {
+            let mut m = self.lock_machine();
+            if m.machine.state() == to {
+                return;
+            }
+            m.machine.move_to(to)
+        };
+        match moved {
+            Ok(from) => self.emit(LoopEvent::StateChanged { from, to }).await,
+            Err(err) => {
+                tracing::error!("{err}");
+                self.emit(LoopEvent::Error { kind: "invalid_state".into(), message: err.to_string() }).await;
+            }
+        }
+    }
+
+    /// Starts waiting for an answer; the first waiter moves the state.
+    pub(crate) async fn begin_wait(&self, waiting: Waiting) {
+        let to = {
+            let mut m = self.lock_machine();
+            match waiting {
+                Waiting::Approval => {
+                    m.waiting_approvals += 1;
+                    (m.waiting_approvals == 1 && m.waiting_inputs == 0).then_some(LoopState::AwaitingApproval)
+                }
+                Waiting::Input => {
+                    m.waiting_inputs += 1;
+                    (m.waiting_inputs == 1).then_some(LoopState::AwaitingInput)
+                }
+            }
+        };
+        if let Some(to) = to {
+            self.set_state(to).await;
+        }
+    }
+
+    /// Stops waiting; when nobody waits any more, tools are executing again.
+    pub(crate) async fn end_wait(&self, waiting: Waiting) {
+        let to = {
+            let mut m = self.lock_machine();
+            match waiting {
+                Waiting::Approval => m.waiting_approvals = m.waiting_approvals.saturating_sub(1),
+                Waiting::Input => m.waiting_inputs = m.waiting_inputs.saturating_sub(1),
+            }
+            let current = m.machine.state();
+            if m.waiting_inputs == 0 && m.waiting_approvals > 0 && current == LoopState::AwaitingInput {
+                Some(LoopState::AwaitingApproval)
+            } else if m.waiting_inputs == 0 && m.waiting_approvals == 0 && !current.is_terminal() {
+                (current != LoopState::ExecutingTools).then_some(LoopState::ExecutingTools)
+            } else {
+                None
+            }
+        };
+        if let Some(to) = to {
+            self.set_state(to).await;
+        }
+    }
+
+    pub(crate) fn expect_approval(&self, call_id: &str) -> oneshot::Receiver<ApprovalDecision> {
+        let (tx, rx) = oneshot::channel();
+        self.approvals.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), tx);
+        rx
+    }
+
+    pub(crate) fn expect_response(&self, call_id: &str) -> oneshot::Receiver<String> {
+        let (tx, rx) = oneshot::channel();
+        self.responses.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), tx);
+        rx
+    }
+
+    /// Delivers an approval; false when no call with this id waits for one.
+    pub(crate) fn answer_approval(&self, call_id: &str, decision: ApprovalDecision) -> bool {
+        let waiting = self.approvals.lock().unwrap_or_else(PoisonError::into_inner).remove(call_id);
+        waiting.is_some_and(|tx| tx.send(decision).is_ok())
+    }
+
+    /// Delivers a user response; false when no call with this id waits for one.
+    pub(crate) fn answer_response(&self, call_id: &str, text: String) -> bool {
+        let waiting = self.responses.lock().unwrap_or_else(PoisonError::into_inner).remove(call_id);
+        waiting.is_some_and(|tx| tx.send(text).is_ok())
+    }
+
+    pub(crate) fn forget(&self, call_id: &str) {
+        self.approvals.lock().unwrap_or_else(PoisonError::into_inner).remove(call_id);
+        self.responses.lock().unwrap_or_else(PoisonError::into_inner).remove(call_id);
+    }
+
+    pub(crate) fn queue_message(&self, text: String) {
+        self.queued_messages.lock().unwrap_or_else(PoisonError::into_inner).push(text);
+    }
+
+    pub(crate) fn take_queued_messages(&self) -> Vec<String> {
+        std::mem::take(&mut *self.queued_messages.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// A hook asked to stop the run; the loop stops at the next turn boundary.
+    pub(crate) fn request_stop(&self, hook: &str, reason: &str) {
+        let mut stop = self.stop_request.lock().unwrap_or_else(PoisonError::into_inner);
+        stop.get_or_insert_with(|| (hook.to_owned(), reason.to_owned()));
+    }
+
+    pub(crate) fn stop_requested(&self) -> Option<(String, String)> {
+        self.stop_request.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}

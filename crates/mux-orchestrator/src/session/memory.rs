@@ -1,0 +1,85 @@
+//! Sessions in memory, for tests and short-lived processes.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use mux_tool::BoxFuture;
+
+use super::{HistoryRecord, Session, SessionError, SessionMeta, SessionStore, check_id, replay};
+
+/// Keeps sessions in a map; nothing survives the process.
+#[derive(Debug, Default)]
+pub struct MemorySessionStore {
+    sessions: Mutex<HashMap<String, (SessionMeta, Vec<HistoryRecord>)>>,
+}
+
+impl MemorySessionStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, (SessionMeta, Vec<HistoryRecord>)>) -> T) -> T {
+        f(&mut self.sessions.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+impl SessionStore for MemorySessionStore {
+    fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
+        let result = check_id(&meta.id).and_then(|()| {
+            self.with(|map| {
+                if map.contains_key(&meta.id) {
+                    return Err(SessionError::AlreadyExists(meta.id.clone()));
+                }
+                map.insert(meta.id.clone(), (meta.clone(), Vec::new()));
+                Ok(())
+            })
+        });
+        Box::pin(std::future::ready(result))
+    }
+
+    fn save_meta<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
+        let result = self.with(|map| match map.get_mut(&meta.id) {
+            Some(entry) => {
+                entry.0 = meta.clone();
+                Ok(())
+            }
+            None => Err(SessionError::NotFound(meta.id.clone())),
+        });
+        Box::pin(std::future::ready(result))
+    }
+
+    fn append<'a>(
+        &'a self,
+        id: &'a str,
+        records: &'a [HistoryRecord],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        let result = self.with(|map| match map.get_mut(id) {
+            Some(entry) => {
+                entry.1.extend_from_slice(records);
+                Ok(())
+            }
+            None => Err(SessionError::NotFound(id.to_owned())),
+        });
+        Box::pin(std::future::ready(result))
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
+        let result = self.with(|map| match map.get(id) {
+            Some((meta, records)) => Ok(Session { meta: meta.clone(), messages: replay(records.iter().cloned()) }),
+            None => Err(SessionError::NotFound(id.to_owned())),
+        });
+        Box::pin(std::future::ready(result))
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>> {
+        let mut metas: Vec<SessionMeta> = self.with(|map| map.values().map(|(meta, _)| meta.clone()).collect());
+        metas.sort_by(|a, b| b.updated_at_ms.cmp(&a.updated_at_ms).then_with(|| a.id.cmp(&b.id)));
+        Box::pin(std::future::ready(Ok(metas)))
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionError>> {
+        let result = self.with(|map| map.remove(id).map(|_| ()).ok_or_else(|| SessionError::NotFound(id.to_owned())));
+        Box::pin(std::future::ready(result))
+    }
+}

@@ -1,0 +1,229 @@
+//! Sessions: metadata plus an append-only message log, behind a [`SessionStore`] trait.
+
+mod file;
+mod memory;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use mux_llm::Message;
+use mux_tool::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use file::FileSessionStore;
+pub use memory::MemorySessionStore;
+
+/// What a store keeps about a session besides its messages.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    /// The id (`[A-Za-z0-9_-]`, at most 128 bytes).
+    pub id: String,
+    /// A title, once generated or set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Milliseconds since the Unix epoch.
+    pub created_at_ms: u64,
+    /// Milliseconds since the Unix epoch of the last change.
+    pub updated_at_ms: u64,
+    /// The session this one was forked from or spawned by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// Free-form data (subagent links, the agent type, ...), sorted by key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, Value>,
+}
+
+impl SessionMeta {
+    /// Metadata for a new session with a fresh id.
+    pub fn new() -> Self {
+        let now = now_ms();
+        Self {
+            id: new_session_id(),
+            title: None,
+            created_at_ms: now,
+            updated_at_ms: now,
+            parent: None,
+            extra: BTreeMap::new(),
+        }
+    }
+
+    /// Marks the metadata as changed now.
+    pub fn touch(&mut self) {
+        self.updated_at_ms = now_ms();
+    }
+}
+
+impl Default for SessionMeta {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A loaded session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Session {
+    /// Its metadata.
+    pub meta: SessionMeta,
+    /// Its messages, oldest first.
+    pub messages: Vec<Message>,
+}
+
+/// One line of a session's log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum HistoryRecord {
+    /// A message appended to the conversation.
+    Message {
+        /// The message.
+        message: Message,
+    },
+    /// The conversation replaced as a whole (after compaction).
+    Replace {
+        /// The new conversation.
+        messages: Vec<Message>,
+    },
+}
+
+/// Why a session operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// No session has this id.
+    #[error("session `{0}` does not exist")]
+    NotFound(String),
+    /// A session with this id exists already.
+    #[error("session `{0}` already exists")]
+    AlreadyExists(String),
+    /// The id is not usable as a session id.
+    #[error("`{0}` is not a valid session id (use 1 to 128 of A-Z a-z 0-9 _ -)")]
+    InvalidId(String),
+    /// A record before the last one is unreadable: the log was damaged, not just torn.
+    #[error("session `{id}` history line {line} is corrupt: {reason}")]
+    Corrupt {
+        /// The session.
+        id: String,
+        /// The 1-based line.
+        line: usize,
+        /// What the parser said.
+        reason: String,
+    },
+    /// Reading or writing failed.
+    #[error("session `{id}`: {operation} failed: {source}")]
+    Io {
+        /// The session.
+        id: String,
+        /// What was being done.
+        operation: &'static str,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where sessions live. Every method may be called concurrently for different sessions.
+pub trait SessionStore: Send + Sync + 'static {
+    /// Creates a session with no messages.
+    fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>>;
+
+    /// Replaces a session's metadata.
+    fn save_meta<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>>;
+
+    /// Appends records to a session's log.
+    fn append<'a>(
+        &'a self,
+        id: &'a str,
+        records: &'a [HistoryRecord],
+    ) -> BoxFuture<'a, Result<(), SessionError>>;
+
+    /// Loads a session, replaying its log.
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>>;
+
+    /// Every session's metadata, most recently updated first.
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>>;
+
+    /// Deletes a session.
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionError>>;
+
+    /// Copies a session into a new one whose `parent` is the original; returns the new metadata.
+    fn fork<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionMeta, SessionError>> {
+        Box::pin(async move {
+            let original = self.load(id).await?;
+            let mut meta = SessionMeta::new();
+            meta.title = original.meta.title.clone();
+            meta.parent = Some(id.to_owned());
+            meta.extra = original.meta.extra.clone();
+            self.create(&meta).await?;
+            let record = HistoryRecord::Replace { messages: original.messages };
+            self.append(&meta.id, std::slice::from_ref(&record)).await?;
+            Ok(meta)
+        })
+    }
+}
+
+/// Applies a log to an empty conversation.
+pub(crate) fn replay(records: impl IntoIterator<Item = HistoryRecord>) -> Vec<Message> {
+    let mut messages = Vec::new();
+    for record in records {
+        match record {
+            HistoryRecord::Message { message } => messages.push(message),
+            HistoryRecord::Replace { messages: all } => messages = all,
+        }
+    }
+    messages
+}
+
+/// Checks that `id` is safe to use as a directory name.
+pub(crate) fn check_id(id: &str) -> Result<(), SessionError> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok { Ok(()) } else { Err(SessionError::InvalidId(id.to_owned())) }
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A new, unique, sortable session id: milliseconds, process id and a counter, in hex.
+pub fn new_session_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{:012x}-{:x}-{:x}", now_ms(), std::process::id(), count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_valid() {
+        let a = new_session_id();
+        let b = new_session_id();
+        assert_ne!(a, b);
+        check_id(&a).unwrap();
+    }
+
+    #[test]
+    fn unsafe_ids_are_refused() {
+        for bad in ["", "../x", "a/b", "a b", ".", &"x".repeat(129)] {
+            assert!(matches!(check_id(bad), Err(SessionError::InvalidId(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn replay_applies_replacements() {
+        let records = vec![
+            HistoryRecord::Message { message: Message::user("a") },
+            HistoryRecord::Message { message: Message::assistant("b") },
+            HistoryRecord::Replace { messages: vec![Message::user("summary")] },
+            HistoryRecord::Message { message: Message::assistant("c") },
+        ];
+        let texts: Vec<String> = replay(records).iter().map(Message::text).collect();
+        assert_eq!(texts, ["summary", "c"]);
+    }
+}

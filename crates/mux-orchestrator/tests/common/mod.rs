@@ -1,0 +1,192 @@
+//! Helpers shared by the orchestrator's integration tests.
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mux_llm::testing::ScriptedClient;
+use mux_llm::{ContentBlock, Response, StopReason, Usage};
+use mux_orchestrator::{LoopEvent, Orchestrator, OrchestratorConfig, Run, RunSummary, LoopError};
+use mux_tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool, Subject};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// A response that calls tools, given as (id, name, input).
+pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Response {
+    Response {
+        id: None,
+        model: None,
+        content: calls.iter().map(|(id, name, input)| ContentBlock::tool_use(*id, *name, input.clone())).collect(),
+        stop_reason: StopReason::ToolUse,
+        stop_sequence: None,
+        usage: Usage { input_tokens: 10, output_tokens: 5, ..Usage::default() },
+    }
+}
+
+/// A final text response.
+pub fn text(text: &str) -> Response {
+    Response {
+        id: None,
+        model: None,
+        content: vec![ContentBlock::text(text)],
+        stop_reason: StopReason::EndTurn,
+        stop_sequence: None,
+        usage: Usage { input_tokens: 20, output_tokens: 3, ..Usage::default() },
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct EchoArgs {
+    /// Text to echo.
+    pub text: String,
+}
+
+/// Echoes; read-only.
+pub struct Echo;
+
+impl TypedTool for Echo {
+    type Args = EchoArgs;
+    const NAME: &'static str = "echo";
+    fn description(&self) -> String {
+        "Echoes text".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+    async fn call(&self, args: EchoArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(args.text))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct RunArgs {
+    /// A shell command.
+    pub command: String,
+}
+
+/// Pretends to run a shell command; not read-only, so it needs approval. Counts its calls.
+#[derive(Clone, Default)]
+pub struct Shell {
+    pub calls: Arc<AtomicUsize>,
+}
+
+impl TypedTool for Shell {
+    type Args = RunArgs;
+    const NAME: &'static str = "Bash";
+    fn description(&self) -> String {
+        "Runs a shell command".into()
+    }
+    fn subject(&self, args: &RunArgs) -> Subject {
+        Subject::command(&args.command)
+    }
+    async fn call(&self, args: RunArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(ToolOutput::text(format!("ran: {}", args.command)))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct SleepArgs {
+    /// Milliseconds.
+    pub ms: u64,
+}
+
+/// Sleeps until done or cancelled; read-only.
+pub struct Sleep;
+
+impl TypedTool for Sleep {
+    type Args = SleepArgs;
+    const NAME: &'static str = "sleep";
+    fn description(&self) -> String {
+        "Sleeps".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+    async fn call(&self, args: SleepArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        cx.output("sleeping").await;
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(args.ms)) => Ok(ToolOutput::text("woke")),
+            () = cx.cancellation().cancelled() => Err(ToolError::Cancelled),
+        }
+    }
+}
+
+/// Always fails the same way; read-only.
+pub struct Broken;
+
+impl TypedTool for Broken {
+    type Args = EchoArgs;
+    const NAME: &'static str = "broken";
+    fn description(&self) -> String {
+        "Always fails".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+    async fn call(&self, _: EchoArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
+        Err(ToolError::failed("disk full"))
+    }
+}
+
+pub fn registry() -> Registry {
+    let registry = Registry::new();
+    registry.register_typed(Echo).unwrap();
+    registry.register_typed(Shell::default()).unwrap();
+    registry.register_typed(Sleep).unwrap();
+    registry.register_typed(Broken).unwrap();
+    registry
+}
+
+pub fn orchestrator(model: ScriptedClient) -> Orchestrator {
+    Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("test-model")).tools(registry()).build()
+}
+
+/// Drains a run, answering nothing, and returns its events and outcome.
+pub async fn drain(run: Run) -> (Vec<LoopEvent>, Result<RunSummary, LoopError>) {
+    let Run { mut events, input, handle } = run;
+    let mut seen = Vec::new();
+    while let Some(event) = events.recv().await {
+        seen.push(event);
+    }
+    drop(input);
+    (seen, handle.wait().await)
+}
+
+/// The events as compact one-line labels, for snapshots and assertions.
+pub fn labels(events: &[LoopEvent]) -> Vec<String> {
+    events
+        .iter()
+        .map(|event| {
+            let value = serde_json::to_value(event).unwrap();
+            let kind = value["type"].as_str().unwrap_or("?").to_owned();
+            match event {
+                LoopEvent::StateChanged { to, .. } => format!("state {to}"),
+                LoopEvent::TextDelta { text } => format!("text {text:?}"),
+                LoopEvent::ToolCallStarted { call_id, name } => format!("tool_call_started {call_id} {name}"),
+                LoopEvent::ToolCallArguments { call_id, input, .. } => format!("arguments {call_id} {input}"),
+                LoopEvent::ToolExecuting { call_id, .. } => format!("executing {call_id}"),
+                LoopEvent::ToolResult { call_id, output, .. } => {
+                    format!("result {call_id} error={} {:?}", output.is_error, output.to_text())
+                }
+                LoopEvent::ToolDenied { call_id, reason } => format!("denied {call_id} {reason:?}"),
+                LoopEvent::ToolApproved { call_id, always } => format!("approved {call_id} always={always}"),
+                LoopEvent::ApprovalRequired { call_id, .. } => format!("approval_required {call_id}"),
+                LoopEvent::TurnComplete { iteration, has_more } => format!("turn_complete {iteration} has_more={has_more}"),
+                LoopEvent::Finished { text, iterations, .. } => format!("finished {iterations} {text:?}"),
+                LoopEvent::Error { kind, .. } => format!("error {kind}"),
+                _ => kind,
+            }
+        })
+        .collect()
+}
+
+pub fn scripted() -> ScriptedClient {
+    ScriptedClient::new()
+}
+
+pub fn json_input(text: &str) -> Value {
+    json!({"text": text})
+}
