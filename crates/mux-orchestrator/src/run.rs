@@ -57,7 +57,8 @@ pub(crate) async fn drive(orch: &Orchestrator, run: &Arc<RunShared>, prompt: Str
 
 /// Compacts outside a run (the manual trigger).
 pub(crate) async fn compact_now(orch: &Orchestrator, run: &Arc<RunShared>) -> Result<Option<(u64, u64)>, LoopError> {
-    let keep = orch.services.config.compaction.as_ref().map_or(2, |c| c.keep_last_turns);
+    // Without a configuration, keep only the last turn: the caller asked for compaction.
+    let keep = orch.services.config.compaction.as_ref().map_or(1, |c| c.keep_last_turns);
     Turns::new(orch, run).compact(keep).await
 }
 

@@ -65,6 +65,8 @@ impl FileSessionStore {
         let temp = dir.join(format!(".{META}.tmp"));
         let mut file = tokio::fs::File::create(&temp).await.map_err(io("writing metadata"))?;
         file.write_all(&json).await.map_err(io("writing metadata"))?;
+        // tokio hands writes to a background thread; flush waits for them to land.
+        file.flush().await.map_err(io("writing metadata"))?;
         if self.sync {
             file.sync_all().await.map_err(io("syncing metadata"))?;
         }
@@ -138,6 +140,7 @@ impl SessionStore for FileSessionStore {
                 })?;
             // One write per append, so a crash tears at most this batch's last line.
             file.write_all(&buf).await.map_err(io("appending to the history"))?;
+            file.flush().await.map_err(io("appending to the history"))?;
             if self.sync {
                 file.sync_data().await.map_err(io("syncing the history"))?;
             }
