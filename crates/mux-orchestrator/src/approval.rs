@@ -60,12 +60,19 @@ impl LoopAsker {
                 Answer::Always(remember)
             }
             Some(ApprovalDecision::Deny { reason }) => Answer::Deny { reason },
-            None => Answer::Deny { reason: "the approval channel closed".into() },
+            None => Answer::Deny {
+                reason: "the approval channel closed".into(),
+            },
         }
     }
 
     async fn approved(&self, call: &ToolCall, always: bool) {
-        self.run.emit(LoopEvent::ToolApproved { call_id: call.id.clone(), always }).await;
+        self.run
+            .emit(LoopEvent::ToolApproved {
+                call_id: call.id.clone(),
+                always,
+            })
+            .await;
     }
 }
 
@@ -88,7 +95,11 @@ pub(crate) struct LoopGate {
 
 impl LoopGate {
     async fn decide(&self, request: ApprovalRequest<'_>) -> Approval {
-        let forced = self.forced_asks.lock().unwrap_or_else(PoisonError::into_inner).remove(&request.call.id);
+        let forced = self
+            .forced_asks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&request.call.id);
         if forced {
             if let Some(policy) = &self.policy {
                 let decision: Decision = policy.check(request.spec, request.subject);
@@ -97,7 +108,10 @@ impl LoopGate {
                 }
             }
             let reason = "a pre-tool-use hook asked for approval";
-            let answer = self.asker.ask_face(request.call, request.subject, reason).await;
+            let answer = self
+                .asker
+                .ask_face(request.call, request.subject, reason)
+                .await;
             if let (Answer::Always(remember), Some(policy)) = (&answer, &self.policy) {
                 if let Err(err) = policy.remember(request.spec, request.subject, remember) {
                     tracing::warn!(tool = %request.spec.name, "could not remember an always-allow answer: {err}");
@@ -107,10 +121,16 @@ impl LoopGate {
         }
         match &self.permissions {
             Some(gate) => gate.review(request).await,
-            None if request.spec.annotations.read_only || request.pre_approved_by.is_some() => Approval::Approve,
+            None if request.spec.annotations.read_only || request.pre_approved_by.is_some() => {
+                Approval::Approve
+            }
             None => answer_to_approval(
                 self.asker
-                    .ask_face(request.call, request.subject, "the tool is not read-only and no permission policy is set")
+                    .ask_face(
+                        request.call,
+                        request.subject,
+                        "the tool is not read-only and no permission policy is set",
+                    )
                     .await,
             ),
         }
@@ -132,7 +152,10 @@ impl ApprovalGate for LoopGate {
             let approval = self.decide(request).await;
             let event = match &approval {
                 Approval::Approve => LoopEvent::ToolExecuting { call_id, name },
-                Approval::Deny { reason } => LoopEvent::ToolDenied { call_id, reason: reason.clone() },
+                Approval::Deny { reason } => LoopEvent::ToolDenied {
+                    call_id,
+                    reason: reason.clone(),
+                },
             };
             self.asker.run.emit(event).await;
             approval

@@ -43,11 +43,17 @@ impl TypedTool for AskUser {
 
     async fn call(&self, args: AskUserArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
         let Some(link) = cx.resources().get::<AskUserLink>() else {
-            return Err(ToolError::failed("ask_user only works inside an orchestrator run"));
+            return Err(ToolError::failed(
+                "ask_user only works inside an orchestrator run",
+            ));
         };
         let run = &link.0;
         let answer = run.expect_response(cx.call_id());
-        run.emit(LoopEvent::AwaitingInput { call_id: cx.call_id().to_owned(), question: args.question }).await;
+        run.emit(LoopEvent::AwaitingInput {
+            call_id: cx.call_id().to_owned(),
+            question: args.question,
+        })
+        .await;
         run.begin_wait(Waiting::Input).await;
         let outcome = tokio::select! {
             answer = answer => answer.map_err(|_| ToolError::failed("the user response channel closed")),

@@ -19,7 +19,12 @@ pub struct CompactionConfig {
 
 impl Default for CompactionConfig {
     fn default() -> Self {
-        Self { token_budget: 100_000, keep_last_turns: 2, model: None, summary_max_tokens: 2_048 }
+        Self {
+            token_budget: 100_000,
+            keep_last_turns: 2,
+            model: None,
+            summary_max_tokens: 2_048,
+        }
     }
 }
 
@@ -31,7 +36,11 @@ pub fn estimate_tokens(messages: &[Message]) -> u64 {
         .map(|block| match block {
             ContentBlock::Text { text } => text.len(),
             ContentBlock::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
-            ContentBlock::ToolResult { content, .. } => content.iter().filter_map(ContentBlock::as_text).map(str::len).sum(),
+            ContentBlock::ToolResult { content, .. } => content
+                .iter()
+                .filter_map(ContentBlock::as_text)
+                .map(str::len)
+                .sum(),
             ContentBlock::Thinking { thinking, .. } => thinking.len(),
             ContentBlock::Image { .. } => 4 * 1_500,
             _ => 0,
@@ -42,14 +51,23 @@ pub fn estimate_tokens(messages: &[Message]) -> u64 {
 
 /// Whether a message starts a turn: a user message that answers no tool call.
 fn starts_turn(message: &Message) -> bool {
-    message.role == Role::User && !message.content.iter().any(|b| matches!(b, ContentBlock::ToolResult { .. }))
+    message.role == Role::User
+        && !message
+            .content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
 }
 
 /// Where to cut so that the last `keep_last_turns` turns stay: the index of the first kept
 /// message, always the start of a turn, so a tool_use is never separated from its
 /// tool_result. `None` when there is nothing older to summarize.
 pub fn split_point(messages: &[Message], keep_last_turns: usize) -> Option<usize> {
-    let starts: Vec<usize> = messages.iter().enumerate().filter(|(_, m)| starts_turn(m)).map(|(i, _)| i).collect();
+    let starts: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| starts_turn(m))
+        .map(|(i, _)| i)
+        .collect();
     if starts.len() <= keep_last_turns.max(1) {
         return None;
     }
@@ -69,7 +87,8 @@ pub(crate) async fn compact(
     messages: &[Message],
     split: usize,
 ) -> Result<Vec<Message>, LoopError> {
-    let mut request = Request::new(model, max_tokens).system("You write faithful, compact summaries of conversations.");
+    let mut request = Request::new(model, max_tokens)
+        .system("You write faithful, compact summaries of conversations.");
     request.messages = messages[..split].to_vec();
     request.messages.push(Message::user(SUMMARY_PROMPT));
     let summary = client.complete(request).await?.text();
@@ -90,9 +109,13 @@ mod tests {
     fn turn(i: usize, tools: usize) -> Vec<Message> {
         let mut messages = vec![Message::user(format!("prompt {i}"))];
         if tools > 0 {
-            let uses = (0..tools).map(|t| ContentBlock::tool_use(format!("c{i}-{t}"), "t", json!({}))).collect();
+            let uses = (0..tools)
+                .map(|t| ContentBlock::tool_use(format!("c{i}-{t}"), "t", json!({})))
+                .collect();
             messages.push(Message::new(Role::Assistant, uses));
-            let results = (0..tools).map(|t| ContentBlock::tool_result(format!("c{i}-{t}"), "ok", false)).collect();
+            let results = (0..tools)
+                .map(|t| ContentBlock::tool_result(format!("c{i}-{t}"), "ok", false))
+                .collect();
             messages.push(Message::new(Role::User, results));
         }
         messages.push(Message::assistant(format!("answer {i}")));
@@ -105,7 +128,9 @@ mod tests {
             .flat_map(|m| &m.content)
             .filter_map(|b| match b {
                 ContentBlock::ToolUse { id, .. } if tool_use => Some(id.clone()),
-                ContentBlock::ToolResult { tool_use_id, .. } if !tool_use => Some(tool_use_id.clone()),
+                ContentBlock::ToolResult { tool_use_id, .. } if !tool_use => {
+                    Some(tool_use_id.clone())
+                }
                 _ => None,
             })
             .collect()

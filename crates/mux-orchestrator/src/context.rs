@@ -41,7 +41,9 @@ impl ContextProvider for ProjectInstructions {
     fn provide(&self) -> BoxFuture<'_, Option<String>> {
         Box::pin(async move {
             for name in INSTRUCTION_FILES {
-                let Ok(text) = tokio::fs::read_to_string(self.dir.join(name)).await else { continue };
+                let Ok(text) = tokio::fs::read_to_string(self.dir.join(name)).await else {
+                    continue;
+                };
                 let cut = mux_tool::truncate::truncate_str(&text, MAX_INSTRUCTIONS);
                 return Some(format!("Project instructions from {name}:\n{cut}"));
             }
@@ -76,7 +78,11 @@ impl ContextProvider for SkillsList {
 
     fn provide(&self) -> BoxFuture<'_, Option<String>> {
         let text = (!self.skills.is_empty()).then(|| {
-            let lines: Vec<String> = self.skills.iter().map(|(n, d)| format!("- {n}: {d}")).collect();
+            let lines: Vec<String> = self
+                .skills
+                .iter()
+                .map(|(n, d)| format!("- {n}: {d}"))
+                .collect();
             format!("Skills you can use:\n{}", lines.join("\n"))
         });
         Box::pin(std::future::ready(text))
@@ -106,14 +112,22 @@ pub struct FnContext {
 
 impl FnContext {
     /// A provider named `name` that calls `f` each turn.
-    pub fn new(name: impl Into<String>, f: impl Fn() -> Option<String> + Send + Sync + 'static) -> Self {
-        Self { name: name.into(), f: Arc::new(f) }
+    pub fn new(
+        name: impl Into<String>,
+        f: impl Fn() -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            f: Arc::new(f),
+        }
     }
 }
 
 impl std::fmt::Debug for FnContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FnContext").field("name", &self.name).finish()
+        f.debug_struct("FnContext")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -138,7 +152,10 @@ mod tests {
         assert_eq!(provider.provide().await, None);
         std::fs::write(dir.path().join(".cursorrules"), "cursor rules").unwrap();
         std::fs::write(dir.path().join("CLAUDE.md"), "claude rules").unwrap();
-        assert_eq!(provider.provide().await.unwrap(), "Project instructions from CLAUDE.md:\nclaude rules");
+        assert_eq!(
+            provider.provide().await.unwrap(),
+            "Project instructions from CLAUDE.md:\nclaude rules"
+        );
         std::fs::write(dir.path().join("AGENTS.md"), "agent rules").unwrap();
         assert!(provider.provide().await.unwrap().ends_with("agent rules"));
     }
@@ -146,7 +163,12 @@ mod tests {
     #[tokio::test]
     async fn skills_are_listed() {
         assert_eq!(SkillsList::new().provide().await, None);
-        let skills = SkillsList::new().skill("pdf", "read PDFs").skill("sql", "query databases");
-        assert_eq!(skills.provide().await.unwrap(), "Skills you can use:\n- pdf: read PDFs\n- sql: query databases");
+        let skills = SkillsList::new()
+            .skill("pdf", "read PDFs")
+            .skill("sql", "query databases");
+        assert_eq!(
+            skills.provide().await.unwrap(),
+            "Skills you can use:\n- pdf: read PDFs\n- sql: query databases"
+        );
     }
 }

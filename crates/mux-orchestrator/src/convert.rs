@@ -13,7 +13,10 @@ pub fn tool_result_block(call_id: &str, output: &ToolOutput) -> ContentBlock {
             Content::Text { text } => content.push(ContentBlock::text(text.clone())),
             Content::Json { value } => content.push(ContentBlock::text(value.to_string())),
             Content::Image { data, mime_type } => content.push(ContentBlock::Image {
-                source: ImageSource::Base64 { media_type: mime_type.clone(), data: data.clone() },
+                source: ImageSource::Base64 {
+                    media_type: mime_type.clone(),
+                    data: data.clone(),
+                },
             }),
             Content::ResourceLink { uri, name, .. } => {
                 let label = name.as_deref().unwrap_or(uri);
@@ -25,7 +28,11 @@ pub fn tool_result_block(call_id: &str, output: &ToolOutput) -> ContentBlock {
     if content.is_empty() {
         content.push(ContentBlock::text("(no output)"));
     }
-    ContentBlock::ToolResult { tool_use_id: call_id.to_owned(), content, is_error: output.is_error }
+    ContentBlock::ToolResult {
+        tool_use_id: call_id.to_owned(),
+        content,
+        is_error: output.is_error,
+    }
 }
 
 #[cfg(test)]
@@ -39,19 +46,36 @@ mod tests {
             .with_content(Content::json(json!({"a": 1})))
             .with_content(Content::image("AAAA", "image/png"))
             .with_content(Content::resource_link("file:///x"));
-        let ContentBlock::ToolResult { tool_use_id, content, is_error } = tool_result_block("c1", &output) else {
+        let ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            is_error,
+        } = tool_result_block("c1", &output)
+        else {
             panic!("not a tool result");
         };
         assert_eq!(tool_use_id, "c1");
         assert!(!is_error);
         assert_eq!(content.len(), 4);
         assert_eq!(content[1].as_text(), Some(r#"{"a":1}"#));
-        assert_eq!(content[3].as_text(), Some("[resource file:///x: file:///x]"));
+        assert_eq!(
+            content[3].as_text(),
+            Some("[resource file:///x: file:///x]")
+        );
     }
 
     #[test]
     fn an_empty_error_output_still_says_something() {
-        let ContentBlock::ToolResult { content, is_error, .. } = tool_result_block("c", &ToolOutput { is_error: true, ..Default::default() }) else {
+        let ContentBlock::ToolResult {
+            content, is_error, ..
+        } = tool_result_block(
+            "c",
+            &ToolOutput {
+                is_error: true,
+                ..Default::default()
+            },
+        )
+        else {
             panic!("not a tool result");
         };
         assert!(is_error);

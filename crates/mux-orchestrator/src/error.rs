@@ -20,7 +20,9 @@ pub enum LoopError {
     #[error("the run stopped after {0} model calls without finishing (max_iterations)")]
     MaxIterations(u32),
     /// The same tool failed the same way too many times in a row.
-    #[error("tool `{tool}` failed {count} times in a row with the same arguments and error; stopping: {error}")]
+    #[error(
+        "tool `{tool}` failed {count} times in a row with the same arguments and error; stopping: {error}"
+    )]
     FailureLoop {
         /// The tool.
         tool: String,

@@ -13,7 +13,10 @@ pub(crate) struct FailureTracker {
 
 impl FailureTracker {
     pub(crate) fn new(threshold: u32) -> Self {
-        Self { threshold: threshold.max(1), last: None }
+        Self {
+            threshold: threshold.max(1),
+            last: None,
+        }
     }
 
     /// Records a call's result. Returns the count when an identical failure reaches the
@@ -36,8 +39,16 @@ impl FailureTracker {
 /// Tool name, arguments with sorted keys and trimmed strings, and the error with digits
 /// masked (so "line 12" and "line 13" count as the same failure).
 fn fingerprint(call: &ToolCall, error: &str) -> String {
-    let masked: String = error.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect();
-    format!("{}\u{1f}{}\u{1f}{}", call.name, normalize(&call.input), masked.trim())
+    let masked: String = error
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '#' } else { c })
+        .collect();
+    format!(
+        "{}\u{1f}{}\u{1f}{}",
+        call.name,
+        normalize(&call.input),
+        masked.trim()
+    )
 }
 
 fn normalize(value: &Value) -> String {
@@ -45,10 +56,16 @@ fn normalize(value: &Value) -> String {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            let parts: Vec<String> = keys.iter().map(|k| format!("{k}:{}", normalize(&map[k.as_str()]))).collect();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{k}:{}", normalize(&map[k.as_str()])))
+                .collect();
             format!("{{{}}}", parts.join(","))
         }
-        Value::Array(items) => format!("[{}]", items.iter().map(normalize).collect::<Vec<_>>().join(",")),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(normalize).collect::<Vec<_>>().join(",")
+        ),
         Value::String(s) => format!("{:?}", s.trim()),
         other => other.to_string(),
     }

@@ -24,12 +24,18 @@ pub struct HookError {
 impl HookError {
     /// A failure the run survives.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), stop_run: false }
+        Self {
+            message: message.into(),
+            stop_run: false,
+        }
     }
 
     /// A failure that stops the run.
     pub fn stop(message: impl Into<String>) -> Self {
-        Self { message: message.into(), stop_run: true }
+        Self {
+            message: message.into(),
+            stop_run: true,
+        }
     }
 }
 
@@ -138,7 +144,11 @@ pub trait Hook: Send + Sync + 'static {
     }
 
     /// A tool call has a result (or an error output).
-    fn post_tool_use<'a>(&'a self, call: &'a ToolCall, output: &'a ToolOutput) -> HookResult<'a, PostToolAction> {
+    fn post_tool_use<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        output: &'a ToolOutput,
+    ) -> HookResult<'a, PostToolAction> {
         let _ = (call, output);
         ready(PostToolAction::Keep)
     }
@@ -187,17 +197,26 @@ impl Hooks {
 
     /// Adds a shared hook.
     pub fn add_shared(&self, hook: Arc<dyn Hook>) {
-        self.hooks.write().unwrap_or_else(PoisonError::into_inner).push(hook);
+        self.hooks
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(hook);
     }
 
     /// A snapshot of the hooks, in order. The lock is released before any hook runs.
     pub fn snapshot(&self) -> Vec<Arc<dyn Hook>> {
-        self.hooks.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.hooks
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The number of hooks.
     pub fn len(&self) -> usize {
-        self.hooks.read().unwrap_or_else(PoisonError::into_inner).len()
+        self.hooks
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Whether there are none.
@@ -208,7 +227,11 @@ impl Hooks {
 
 impl std::fmt::Debug for Hooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names: Vec<String> = self.snapshot().iter().map(|h| h.name().to_owned()).collect();
+        let names: Vec<String> = self
+            .snapshot()
+            .iter()
+            .map(|h| h.name().to_owned())
+            .collect();
         f.debug_tuple("Hooks").field(&names).finish()
     }
 }

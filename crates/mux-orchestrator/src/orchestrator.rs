@@ -155,7 +155,12 @@ impl OrchestratorBuilder {
             return Err(crate::session::SessionError::NotFound(id.to_owned()).into());
         };
         let session = store.load(id).await?;
-        Ok(Orchestrator::from_parts(self.services(), session.meta, session.messages, true))
+        Ok(Orchestrator::from_parts(
+            self.services(),
+            session.meta,
+            session.messages,
+            true,
+        ))
     }
 }
 
@@ -175,7 +180,12 @@ impl Orchestrator {
         }
     }
 
-    fn from_parts(services: Services, meta: SessionMeta, messages: Vec<Message>, persisted: bool) -> Self {
+    fn from_parts(
+        services: Services,
+        meta: SessionMeta,
+        messages: Vec<Message>,
+        persisted: bool,
+    ) -> Self {
         Self {
             services: Arc::new(services),
             conversation: Arc::new(Mutex::new(Conversation {
@@ -192,11 +202,17 @@ impl Orchestrator {
 
     /// A new orchestrator with the same services and an empty conversation.
     pub fn new_conversation(&self) -> Self {
+        self.new_conversation_from(Vec::new())
+    }
+
+    /// A new orchestrator with the same services and a conversation that starts with
+    /// `messages` (imported history, say). The messages are persisted with the first run.
+    pub fn new_conversation_from(&self, messages: Vec<Message>) -> Self {
         Self {
             services: Arc::clone(&self.services),
             conversation: Arc::new(Mutex::new(Conversation {
                 meta: SessionMeta::new(),
-                messages: Vec::new(),
+                messages,
                 usage: Usage::default(),
                 reported_tokens: None,
                 persisted: false,
@@ -227,7 +243,9 @@ impl Orchestrator {
     }
 
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Conversation> {
-        self.conversation.lock().unwrap_or_else(PoisonError::into_inner)
+        self.conversation
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The conversation so far.
@@ -280,23 +298,37 @@ impl Orchestrator {
             this.running.store(false, Ordering::SeqCst);
             result
         });
-        Ok(Run { events, input: InputSender { tx: input }, handle: RunHandle { join, cancel } })
+        Ok(Run {
+            events,
+            input: InputSender { tx: input },
+            handle: RunHandle { join, cancel },
+        })
     }
 
     /// Runs `prompt` to the end without a face: approvals are denied (nobody can answer) and
     /// `ask_user` is told the user is not available. Returns the final text, the tool calls,
     /// the iterations and the usage.
-    pub async fn run_to_completion(&self, prompt: impl Into<String>) -> Result<RunSummary, LoopError> {
-        let Run { mut events, input, handle } = self.run(prompt)?;
+    pub async fn run_to_completion(
+        &self,
+        prompt: impl Into<String>,
+    ) -> Result<RunSummary, LoopError> {
+        let Run {
+            mut events,
+            input,
+            handle,
+        } = self.run(prompt)?;
         while let Some(event) = events.recv().await {
             let answer = match event {
                 LoopEvent::ApprovalRequired { call_id, .. } => LoopInput::ToolApproval {
                     call_id,
-                    decision: ApprovalDecision::Deny { reason: "no one is available to approve this call".into() },
+                    decision: ApprovalDecision::Deny {
+                        reason: "no one is available to approve this call".into(),
+                    },
                 },
-                LoopEvent::AwaitingInput { call_id, .. } => {
-                    LoopInput::UserResponse { call_id, text: "The user is not available to answer.".into() }
-                }
+                LoopEvent::AwaitingInput { call_id, .. } => LoopInput::UserResponse {
+                    call_id,
+                    text: "The user is not available to answer.".into(),
+                },
                 _ => continue,
             };
             input.send(answer).await;
@@ -318,25 +350,40 @@ impl Orchestrator {
 
     /// Appends records to the session store, creating the session on first use.
     pub(crate) async fn persist(&self, records: &[HistoryRecord]) -> Result<(), LoopError> {
-        let Some(store) = &self.services.store else { return Ok(()) };
-        let (meta, create) = {
-            let mut conversation = self.lock();
-            let create = !conversation.persisted;
-            conversation.persisted = true;
-            conversation.meta.touch();
-            (conversation.meta.clone(), create)
+        let Some(store) = &self.services.store else {
+            return Ok(());
         };
-        if create {
-            store.create(&meta).await?;
-        } else {
-            store.save_meta(&meta).await?;
+        let (meta, first) = {
+            let mut conversation = self.lock();
+            conversation.meta.touch();
+            // The first write records the whole conversation, so seeded history is kept.
+            let first = (!conversation.persisted).then(|| HistoryRecord::Replace {
+                messages: conversation.messages.clone(),
+            });
+            conversation.persisted = true;
+            (conversation.meta.clone(), first)
+        };
+        match first {
+            Some(everything) => {
+                store.create(&meta).await?;
+                store
+                    .append(&meta.id, std::slice::from_ref(&everything))
+                    .await?;
+            }
+            None => {
+                store.save_meta(&meta).await?;
+                store.append(&meta.id, records).await?;
+            }
         }
-        store.append(&meta.id, records).await?;
         Ok(())
     }
 
     /// Records a key in the session metadata (for example a subagent link) and saves it.
-    pub async fn set_session_extra(&self, key: impl Into<String>, value: Value) -> Result<(), LoopError> {
+    pub async fn set_session_extra(
+        &self,
+        key: impl Into<String>,
+        value: Value,
+    ) -> Result<(), LoopError> {
         self.lock().meta.extra.insert(key.into(), value);
         self.persist(&[]).await
     }
@@ -362,12 +409,11 @@ async fn route_inputs(mut inputs: mpsc::Receiver<LoopInput>, run: Arc<RunShared>
                 run.cancel.cancel();
                 None
             }
-            LoopInput::ToolApproval { call_id, decision } => {
-                (!run.answer_approval(&call_id, decision)).then(|| format!("no call `{call_id}` is waiting for approval"))
-            }
-            LoopInput::UserResponse { call_id, text } => {
-                (!run.answer_response(&call_id, text)).then(|| format!("no call `{call_id}` is waiting for a user response"))
-            }
+            LoopInput::ToolApproval { call_id, decision } => (!run
+                .answer_approval(&call_id, decision))
+            .then(|| format!("no call `{call_id}` is waiting for approval")),
+            LoopInput::UserResponse { call_id, text } => (!run.answer_response(&call_id, text))
+                .then(|| format!("no call `{call_id}` is waiting for a user response")),
             LoopInput::UserMessage { text } => {
                 run.queue_message(text);
                 None

@@ -27,7 +27,11 @@ use crate::tool_hooks::{AskUserIsAllowed, PostToolHooks, PreToolHooks};
 use crate::{LoopError, title};
 
 /// Runs the loop and reports how it ended: the final state, and `Finished` or `Error`.
-pub(crate) async fn drive(orch: &Orchestrator, run: &Arc<RunShared>, prompt: String) -> Result<RunSummary, LoopError> {
+pub(crate) async fn drive(
+    orch: &Orchestrator,
+    run: &Arc<RunShared>,
+    prompt: String,
+) -> Result<RunSummary, LoopError> {
     let span = tracing::info_span!(
         "invoke_agent",
         gen_ai.operation.name = "invoke_agent",
@@ -45,20 +49,36 @@ pub(crate) async fn drive(orch: &Orchestrator, run: &Arc<RunShared>, prompt: Str
             .await;
         }
         Err(err) => {
-            let terminal = if matches!(err, LoopError::Cancelled) { LoopState::Cancelled } else { LoopState::Error };
+            let terminal = if matches!(err, LoopError::Cancelled) {
+                LoopState::Cancelled
+            } else {
+                LoopState::Error
+            };
             if !run.state().is_terminal() {
                 run.set_state(terminal).await;
             }
-            run.emit(LoopEvent::Error { kind: err.kind().to_owned(), message: err.to_string() }).await;
+            run.emit(LoopEvent::Error {
+                kind: err.kind().to_owned(),
+                message: err.to_string(),
+            })
+            .await;
         }
     }
     result
 }
 
 /// Compacts outside a run (the manual trigger).
-pub(crate) async fn compact_now(orch: &Orchestrator, run: &Arc<RunShared>) -> Result<Option<(u64, u64)>, LoopError> {
+pub(crate) async fn compact_now(
+    orch: &Orchestrator,
+    run: &Arc<RunShared>,
+) -> Result<Option<(u64, u64)>, LoopError> {
     // Without a configuration, keep only the last turn: the caller asked for compaction.
-    let keep = orch.services.config.compaction.as_ref().map_or(1, |c| c.keep_last_turns);
+    let keep = orch
+        .services
+        .config
+        .compaction
+        .as_ref()
+        .map_or(1, |c| c.keep_last_turns);
     Turns::new(orch, run).compact(keep).await
 }
 
@@ -88,8 +108,11 @@ impl<'a> Turns<'a> {
     async fn run(mut self, prompt: String) -> Result<RunSummary, LoopError> {
         let session_id = self.orch.session().id;
         for hook in self.orch.services.hooks.snapshot() {
-            let outcome = AssertUnwindSafe(hook.session_start(&session_id)).catch_unwind().await;
-            self.hook_outcome(hook.name(), "session_start", outcome).await?;
+            let outcome = AssertUnwindSafe(hook.session_start(&session_id))
+                .catch_unwind()
+                .await;
+            self.hook_outcome(hook.name(), "session_start", outcome)
+                .await?;
         }
         let prompt = self.submit_prompt(prompt).await?;
         self.append(vec![Message::user(prompt)]).await?;
@@ -114,8 +137,17 @@ impl<'a> Turns<'a> {
                 .collect();
             if calls.is_empty() {
                 let queued = self.run.take_queued_messages();
-                let follow_up = if queued.is_empty() { self.stop_hooks(&response.text()).await? } else { Some(queued.join("\n\n")) };
-                self.run.emit(LoopEvent::TurnComplete { iteration: self.iterations, has_more: follow_up.is_some() }).await;
+                let follow_up = if queued.is_empty() {
+                    self.stop_hooks(&response.text()).await?
+                } else {
+                    Some(queued.join("\n\n"))
+                };
+                self.run
+                    .emit(LoopEvent::TurnComplete {
+                        iteration: self.iterations,
+                        has_more: follow_up.is_some(),
+                    })
+                    .await;
                 match follow_up {
                     Some(text) => {
                         self.append(vec![Message::user(text)]).await?;
@@ -130,8 +162,10 @@ impl<'a> Turns<'a> {
 
             self.run.set_state(LoopState::ExecutingTools).await;
             let results = self.execute(&executor, calls).await;
-            let mut blocks: Vec<ContentBlock> =
-                results.iter().map(|(call, output)| tool_result_block(&call.id, output)).collect();
+            let mut blocks: Vec<ContentBlock> = results
+                .iter()
+                .map(|(call, output)| tool_result_block(&call.id, output))
+                .collect();
             for text in self.run.take_queued_messages() {
                 blocks.push(ContentBlock::text(text));
             }
@@ -139,19 +173,38 @@ impl<'a> Turns<'a> {
             for (call, output) in results {
                 let error = output.is_error.then(|| output.to_text());
                 if let Some(count) = self.failures.record(&call, error.as_deref()) {
-                    return Err(LoopError::FailureLoop { tool: call.name, count, error: error.unwrap_or_default() });
+                    return Err(LoopError::FailureLoop {
+                        tool: call.name,
+                        count,
+                        error: error.unwrap_or_default(),
+                    });
                 }
-                self.tool_calls.push(ToolCallRecord { id: call.id, name: call.name, input: call.input, output });
+                self.tool_calls.push(ToolCallRecord {
+                    id: call.id,
+                    name: call.name,
+                    input: call.input,
+                    output,
+                });
             }
             if self.run.cancel.is_cancelled() {
                 return Err(LoopError::Cancelled);
             }
-            self.run.emit(LoopEvent::TurnComplete { iteration: self.iterations, has_more: true }).await;
+            self.run
+                .emit(LoopEvent::TurnComplete {
+                    iteration: self.iterations,
+                    has_more: true,
+                })
+                .await;
         }
     }
 
     fn summary(&mut self, text: String) -> RunSummary {
-        RunSummary { text, tool_calls: std::mem::take(&mut self.tool_calls), iterations: self.iterations, usage: self.usage }
+        RunSummary {
+            text,
+            tool_calls: std::mem::take(&mut self.tool_calls),
+            iterations: self.iterations,
+            usage: self.usage,
+        }
     }
 
     fn check_stop(&self) -> Result<(), LoopError> {
@@ -177,20 +230,35 @@ impl<'a> Turns<'a> {
             Err(_) => ("panicked".to_owned(), false),
         };
         self.run
-            .emit(LoopEvent::HookFailed { hook: hook.to_owned(), point: point.to_owned(), message: message.clone() })
+            .emit(LoopEvent::HookFailed {
+                hook: hook.to_owned(),
+                point: point.to_owned(),
+                message: message.clone(),
+            })
             .await;
         if stop {
-            return Err(LoopError::StoppedByHook { hook: hook.to_owned(), reason: message });
+            return Err(LoopError::StoppedByHook {
+                hook: hook.to_owned(),
+                reason: message,
+            });
         }
         Ok(None)
     }
 
     async fn submit_prompt(&self, mut prompt: String) -> Result<String, LoopError> {
         for hook in self.orch.services.hooks.snapshot() {
-            let outcome = AssertUnwindSafe(hook.user_prompt_submit(&prompt)).catch_unwind().await;
-            match self.hook_outcome(hook.name(), "user_prompt_submit", outcome).await? {
+            let outcome = AssertUnwindSafe(hook.user_prompt_submit(&prompt))
+                .catch_unwind()
+                .await;
+            match self
+                .hook_outcome(hook.name(), "user_prompt_submit", outcome)
+                .await?
+            {
                 Some(PromptAction::Block { reason }) => {
-                    return Err(LoopError::PromptBlocked { hook: hook.name().to_owned(), reason });
+                    return Err(LoopError::PromptBlocked {
+                        hook: hook.name().to_owned(),
+                        reason,
+                    });
                 }
                 Some(PromptAction::Rewrite(text)) => prompt = text,
                 _ => {}
@@ -206,7 +274,9 @@ impl<'a> Turns<'a> {
         }
         for hook in self.orch.services.hooks.snapshot() {
             let outcome = AssertUnwindSafe(hook.stop(text)).catch_unwind().await;
-            if let Some(StopAction::Continue(message)) = self.hook_outcome(hook.name(), "stop", outcome).await? {
+            if let Some(StopAction::Continue(message)) =
+                self.hook_outcome(hook.name(), "stop", outcome).await?
+            {
                 self.continued_by_stop_hook = true;
                 return Ok(Some(message));
             }
@@ -216,8 +286,12 @@ impl<'a> Turns<'a> {
 
     /// Adds messages to the conversation and the session log.
     async fn append(&self, messages: Vec<Message>) -> Result<(), LoopError> {
-        let records: Vec<HistoryRecord> =
-            messages.iter().map(|message| HistoryRecord::Message { message: message.clone() }).collect();
+        let records: Vec<HistoryRecord> = messages
+            .iter()
+            .map(|message| HistoryRecord::Message {
+                message: message.clone(),
+            })
+            .collect();
         self.orch.lock().messages.extend(messages);
         self.orch.persist(&records).await
     }
@@ -225,19 +299,33 @@ impl<'a> Turns<'a> {
     fn executor(&self) -> Executor {
         let services = &self.orch.services;
         let config = &services.config;
-        let asker = Arc::new(LoopAsker { run: Arc::clone(self.run), timeout: config.approval_timeout });
+        let asker = Arc::new(LoopAsker {
+            run: Arc::clone(self.run),
+            timeout: config.approval_timeout,
+        });
         let forced_asks = Arc::new(Mutex::new(HashSet::new()));
-        let permissions = services
-            .permissions
-            .as_ref()
-            .map(|policy| PermissionGate::new(policy.clone(), Arc::clone(&asker) as Arc<dyn Asker>));
-        let gate = LoopGate { permissions, asker, forced_asks: Arc::clone(&forced_asks), policy: services.permissions.clone() };
+        let permissions = services.permissions.as_ref().map(|policy| {
+            PermissionGate::new(policy.clone(), Arc::clone(&asker) as Arc<dyn Asker>)
+        });
+        let gate = LoopGate {
+            permissions,
+            asker,
+            forced_asks: Arc::clone(&forced_asks),
+            policy: services.permissions.clone(),
+        };
         let resources = services.resources.child();
         resources.insert(AskUserLink(Arc::clone(self.run)));
         Executor::builder(services.tools.clone())
             .pre_hook(AskUserIsAllowed)
-            .pre_hook(PreToolHooks { hooks: services.hooks.clone(), run: Arc::clone(self.run), forced_asks })
-            .post_hook(PostToolHooks { hooks: services.hooks.clone(), run: Arc::clone(self.run) })
+            .pre_hook(PreToolHooks {
+                hooks: services.hooks.clone(),
+                run: Arc::clone(self.run),
+                forced_asks,
+            })
+            .post_hook(PostToolHooks {
+                hooks: services.hooks.clone(),
+                run: Arc::clone(self.run),
+            })
             .gate(gate)
             .timeout(config.tool_timeout)
             .concurrency(config.tool_concurrency)
@@ -259,7 +347,14 @@ impl<'a> Turns<'a> {
     }
 
     async fn system_prompt(&self) -> Option<String> {
-        let mut parts: Vec<String> = self.orch.services.config.system_prompt.iter().cloned().collect();
+        let mut parts: Vec<String> = self
+            .orch
+            .services
+            .config
+            .system_prompt
+            .iter()
+            .cloned()
+            .collect();
         for provider in &self.orch.services.contexts {
             if let Some(text) = provider.provide().await {
                 parts.push(text);
@@ -307,33 +402,52 @@ impl<'a> Turns<'a> {
         let response = acc.finish()?;
         span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
-        span.record("gen_ai.response.finish_reasons", response.stop_reason.as_str());
+        span.record(
+            "gen_ai.response.finish_reasons",
+            response.stop_reason.as_str(),
+        );
         self.account(&response.usage).await;
         Ok(response)
     }
 
-    async fn forward(&self, event: StreamEvent, tool_args: &mut HashMap<usize, (String, String, String)>) {
+    async fn forward(
+        &self,
+        event: StreamEvent,
+        tool_args: &mut HashMap<usize, (String, String, String)>,
+    ) {
         let loop_event = match event {
             StreamEvent::TextDelta { text, .. } => LoopEvent::TextDelta { text },
             StreamEvent::ThinkingDelta { thinking, .. } => LoopEvent::ThinkingDelta { thinking },
-            StreamEvent::BlockStart { index, block: mux_llm::BlockStart::ToolUse { id, name } } => {
+            StreamEvent::BlockStart {
+                index,
+                block: mux_llm::BlockStart::ToolUse { id, name },
+            } => {
                 tool_args.insert(index, (id.clone(), name.clone(), String::new()));
                 LoopEvent::ToolCallStarted { call_id: id, name }
             }
-            StreamEvent::ToolInputDelta { index, partial_json } => {
+            StreamEvent::ToolInputDelta {
+                index,
+                partial_json,
+            } => {
                 if let Some((_, _, json)) = tool_args.get_mut(&index) {
                     json.push_str(&partial_json);
                 }
                 return;
             }
             StreamEvent::BlockStop { index } => {
-                let Some((call_id, name, json)) = tool_args.remove(&index) else { return };
+                let Some((call_id, name, json)) = tool_args.remove(&index) else {
+                    return;
+                };
                 let input = if json.trim().is_empty() {
                     serde_json::json!({})
                 } else {
                     serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json))
                 };
-                LoopEvent::ToolCallArguments { call_id, name, input }
+                LoopEvent::ToolCallArguments {
+                    call_id,
+                    name,
+                    input,
+                }
             }
             _ => return,
         };
@@ -345,7 +459,10 @@ impl<'a> Turns<'a> {
         let total = {
             let mut conversation = self.orch.lock();
             conversation.usage = add(conversation.usage, turn);
-            let context = turn.input_tokens + turn.cache_read_tokens + turn.cache_write_tokens + turn.output_tokens;
+            let context = turn.input_tokens
+                + turn.cache_read_tokens
+                + turn.cache_write_tokens
+                + turn.output_tokens;
             conversation.reported_tokens = (context > 0).then_some(context);
             conversation.usage
         };
@@ -354,15 +471,26 @@ impl<'a> Turns<'a> {
 
     /// Runs a turn's calls in groups the parallelism allows, forwarding progress, and returns
     /// every call with the output the model reads, in call order.
-    async fn execute(&self, executor: &Executor, calls: Vec<ToolCall>) -> Vec<(ToolCall, ToolOutput)> {
+    async fn execute(
+        &self,
+        executor: &Executor,
+        calls: Vec<ToolCall>,
+    ) -> Vec<(ToolCall, ToolOutput)> {
         let (progress_tx, mut progress_rx) = mpsc::channel::<mux_tool::ProgressEvent>(64);
         let run = Arc::clone(self.run);
         let forwarder = tokio::spawn(async move {
             while let Some(event) = progress_rx.recv().await {
-                run.emit(LoopEvent::ToolOutputDelta { call_id: event.call_id, update: event.update }).await;
+                run.emit(LoopEvent::ToolOutputDelta {
+                    call_id: event.call_id,
+                    update: event.update,
+                })
+                .await;
             }
         });
-        let scope = CallScope { cancel: self.run.cancel.clone(), progress: ProgressSender::new(progress_tx) };
+        let scope = CallScope {
+            cancel: self.run.cancel.clone(),
+            progress: ProgressSender::new(progress_tx),
+        };
         let mut results = Vec::with_capacity(calls.len());
         for group in self.groups(calls) {
             for outcome in executor.execute_batch(group, &scope).await {
@@ -374,7 +502,11 @@ impl<'a> Turns<'a> {
         // Every progress event is out before the results.
         let _ = forwarder.await;
         for (call, output) in &results {
-            let event = LoopEvent::ToolResult { call_id: call.id.clone(), name: call.name.clone(), output: output.clone() };
+            let event = LoopEvent::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                output: output.clone(),
+            };
             self.run.emit(event).await;
         }
         results
@@ -382,7 +514,11 @@ impl<'a> Turns<'a> {
 
     fn groups(&self, calls: Vec<ToolCall>) -> Vec<Vec<ToolCall>> {
         let tools = &self.orch.services.tools;
-        let read_only = |call: &ToolCall| tools.get(&call.name).is_some_and(|tool| tool.spec().annotations.read_only);
+        let read_only = |call: &ToolCall| {
+            tools
+                .get(&call.name)
+                .is_some_and(|tool| tool.spec().annotations.read_only)
+        };
         match self.orch.services.config.parallelism {
             ToolParallelism::All => vec![calls],
             ToolParallelism::Sequential => calls.into_iter().map(|call| vec![call]).collect(),
@@ -405,10 +541,15 @@ impl<'a> Turns<'a> {
     /// Compacts when the conversation is past the budget: the provider's last reported
     /// context size when there is one, an estimate otherwise.
     async fn maybe_compact(&mut self) -> Result<(), LoopError> {
-        let Some(config) = self.orch.services.config.compaction.clone() else { return Ok(()) };
+        let Some(config) = self.orch.services.config.compaction.clone() else {
+            return Ok(());
+        };
         let (reported, estimate) = {
             let conversation = self.orch.lock();
-            (conversation.reported_tokens, estimate_tokens(&conversation.messages))
+            (
+                conversation.reported_tokens,
+                estimate_tokens(&conversation.messages),
+            )
         };
         if reported.unwrap_or(estimate) <= config.token_budget {
             return Ok(());
@@ -419,10 +560,17 @@ impl<'a> Turns<'a> {
     /// Summarizes all but the last `keep` turns; returns the token estimates before and after.
     async fn compact(&self, keep: usize) -> Result<Option<(u64, u64)>, LoopError> {
         let messages = self.orch.messages();
-        let Some(split) = split_point(&messages, keep) else { return Ok(None) };
+        let Some(split) = split_point(&messages, keep) else {
+            return Ok(None);
+        };
         for hook in self.orch.services.hooks.snapshot() {
-            let outcome = AssertUnwindSafe(hook.pre_compact(&messages)).catch_unwind().await;
-            if let Some(CompactAction::Skip) = self.hook_outcome(hook.name(), "pre_compact", outcome).await? {
+            let outcome = AssertUnwindSafe(hook.pre_compact(&messages))
+                .catch_unwind()
+                .await;
+            if let Some(CompactAction::Skip) = self
+                .hook_outcome(hook.name(), "pre_compact", outcome)
+                .await?
+            {
                 return Ok(None);
             }
         }
@@ -430,7 +578,9 @@ impl<'a> Turns<'a> {
         self.run.set_state(LoopState::Compacting).await;
         let services = &self.orch.services;
         let config = services.config.compaction.clone().unwrap_or_default();
-        let model = config.model.unwrap_or_else(|| services.config.model.clone());
+        let model = config
+            .model
+            .unwrap_or_else(|| services.config.model.clone());
         let summary = tokio::select! {
             biased;
             () = self.run.cancel.cancelled() => return Err(LoopError::Cancelled),
@@ -446,8 +596,17 @@ impl<'a> Turns<'a> {
             conversation.messages = summary.iter().cloned().chain(appended).collect();
             conversation.reported_tokens = None;
         }
-        self.orch.persist(&[HistoryRecord::Replace { messages: self.orch.messages() }]).await?;
-        self.run.emit(LoopEvent::Compacted { tokens_before: before, tokens_after: after }).await;
+        self.orch
+            .persist(&[HistoryRecord::Replace {
+                messages: self.orch.messages(),
+            }])
+            .await?;
+        self.run
+            .emit(LoopEvent::Compacted {
+                tokens_before: before,
+                tokens_after: after,
+            })
+            .await;
         if before_state == LoopState::Idle {
             self.run.set_state(LoopState::Idle).await;
         }

@@ -42,7 +42,11 @@ impl RunShared {
         Self {
             emitter,
             cancel,
-            machine: Mutex::new(Machine { machine: StateMachine::new(), waiting_approvals: 0, waiting_inputs: 0 }),
+            machine: Mutex::new(Machine {
+                machine: StateMachine::new(),
+                waiting_approvals: 0,
+                waiting_inputs: 0,
+            }),
             approvals: Mutex::new(HashMap::new()),
             responses: Mutex::new(HashMap::new()),
             queued_messages: Mutex::new(Vec::new()),
@@ -76,7 +80,11 @@ impl RunShared {
             Ok(from) => self.emit(LoopEvent::StateChanged { from, to }).await,
             Err(err) => {
                 tracing::error!("{err}");
-                self.emit(LoopEvent::Error { kind: "invalid_state".into(), message: err.to_string() }).await;
+                self.emit(LoopEvent::Error {
+                    kind: "invalid_state".into(),
+                    message: err.to_string(),
+                })
+                .await;
             }
         }
     }
@@ -88,7 +96,8 @@ impl RunShared {
             match waiting {
                 Waiting::Approval => {
                     m.waiting_approvals += 1;
-                    (m.waiting_approvals == 1 && m.waiting_inputs == 0).then_some(LoopState::AwaitingApproval)
+                    (m.waiting_approvals == 1 && m.waiting_inputs == 0)
+                        .then_some(LoopState::AwaitingApproval)
                 }
                 Waiting::Input => {
                     m.waiting_inputs += 1;
@@ -110,7 +119,10 @@ impl RunShared {
                 Waiting::Input => m.waiting_inputs = m.waiting_inputs.saturating_sub(1),
             }
             let current = m.machine.state();
-            if m.waiting_inputs == 0 && m.waiting_approvals > 0 && current == LoopState::AwaitingInput {
+            if m.waiting_inputs == 0
+                && m.waiting_approvals > 0
+                && current == LoopState::AwaitingInput
+            {
                 Some(LoopState::AwaitingApproval)
             } else if m.waiting_inputs == 0 && m.waiting_approvals == 0 && !current.is_terminal() {
                 (current != LoopState::ExecutingTools).then_some(LoopState::ExecutingTools)
@@ -125,48 +137,82 @@ impl RunShared {
 
     pub(crate) fn expect_approval(&self, call_id: &str) -> oneshot::Receiver<ApprovalDecision> {
         let (tx, rx) = oneshot::channel();
-        self.approvals.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), tx);
+        self.approvals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(call_id.to_owned(), tx);
         rx
     }
 
     pub(crate) fn expect_response(&self, call_id: &str) -> oneshot::Receiver<String> {
         let (tx, rx) = oneshot::channel();
-        self.responses.lock().unwrap_or_else(PoisonError::into_inner).insert(call_id.to_owned(), tx);
+        self.responses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(call_id.to_owned(), tx);
         rx
     }
 
     /// Delivers an approval; false when no call with this id waits for one.
     pub(crate) fn answer_approval(&self, call_id: &str, decision: ApprovalDecision) -> bool {
-        let waiting = self.approvals.lock().unwrap_or_else(PoisonError::into_inner).remove(call_id);
+        let waiting = self
+            .approvals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(call_id);
         waiting.is_some_and(|tx| tx.send(decision).is_ok())
     }
 
     /// Delivers a user response; false when no call with this id waits for one.
     pub(crate) fn answer_response(&self, call_id: &str, text: String) -> bool {
-        let waiting = self.responses.lock().unwrap_or_else(PoisonError::into_inner).remove(call_id);
+        let waiting = self
+            .responses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(call_id);
         waiting.is_some_and(|tx| tx.send(text).is_ok())
     }
 
     pub(crate) fn forget(&self, call_id: &str) {
-        self.approvals.lock().unwrap_or_else(PoisonError::into_inner).remove(call_id);
-        self.responses.lock().unwrap_or_else(PoisonError::into_inner).remove(call_id);
+        self.approvals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(call_id);
+        self.responses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(call_id);
     }
 
     pub(crate) fn queue_message(&self, text: String) {
-        self.queued_messages.lock().unwrap_or_else(PoisonError::into_inner).push(text);
+        self.queued_messages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(text);
     }
 
     pub(crate) fn take_queued_messages(&self) -> Vec<String> {
-        std::mem::take(&mut *self.queued_messages.lock().unwrap_or_else(PoisonError::into_inner))
+        std::mem::take(
+            &mut *self
+                .queued_messages
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 
     /// A hook asked to stop the run; the loop stops at the next turn boundary.
     pub(crate) fn request_stop(&self, hook: &str, reason: &str) {
-        let mut stop = self.stop_request.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut stop = self
+            .stop_request
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         stop.get_or_insert_with(|| (hook.to_owned(), reason.to_owned()));
     }
 
     pub(crate) fn stop_requested(&self) -> Option<(String, String)> {
-        self.stop_request.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.stop_request
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }

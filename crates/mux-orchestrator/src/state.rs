@@ -49,7 +49,10 @@ impl LoopState {
             (Idle, Streaming | Compacting)
                 | (Compacting, Streaming | Idle)
                 | (Streaming, ExecutingTools | Complete)
-                | (ExecutingTools, AwaitingApproval | AwaitingInput | Streaming | Compacting | Complete)
+                | (
+                    ExecutingTools,
+                    AwaitingApproval | AwaitingInput | Streaming | Compacting | Complete
+                )
                 | (AwaitingApproval, ExecutingTools | AwaitingInput)
                 | (AwaitingInput, ExecutingTools | AwaitingApproval)
                 | (Complete | Error | Cancelled, Idle)
@@ -92,7 +95,9 @@ pub(crate) struct StateMachine {
 
 impl StateMachine {
     pub(crate) fn new() -> Self {
-        Self { state: LoopState::Idle }
+        Self {
+            state: LoopState::Idle,
+        }
     }
 
     pub(crate) fn state(&self) -> LoopState {
@@ -118,7 +123,15 @@ mod tests {
     #[test]
     fn the_happy_path_is_valid() {
         let mut machine = StateMachine::new();
-        for to in [Streaming, ExecutingTools, AwaitingApproval, ExecutingTools, Streaming, Complete, Idle] {
+        for to in [
+            Streaming,
+            ExecutingTools,
+            AwaitingApproval,
+            ExecutingTools,
+            Streaming,
+            Complete,
+            Idle,
+        ] {
             machine.move_to(to).unwrap();
         }
         assert_eq!(machine.state(), Idle);
@@ -127,17 +140,36 @@ mod tests {
     #[test]
     fn invalid_moves_are_refused_and_leave_the_state_alone() {
         let mut machine = StateMachine::new();
-        assert_eq!(machine.move_to(ExecutingTools), Err(InvalidTransition { from: Idle, to: ExecutingTools }));
+        assert_eq!(
+            machine.move_to(ExecutingTools),
+            Err(InvalidTransition {
+                from: Idle,
+                to: ExecutingTools
+            })
+        );
         assert_eq!(machine.state(), Idle);
         machine.move_to(Cancelled).unwrap();
-        assert!(machine.move_to(Streaming).is_err(), "a terminal state only goes back to idle");
+        assert!(
+            machine.move_to(Streaming).is_err(),
+            "a terminal state only goes back to idle"
+        );
         assert!(machine.move_to(Error).is_err());
     }
 
     #[test]
     fn every_live_state_can_fail_or_be_cancelled() {
-        for from in [Idle, Streaming, AwaitingApproval, ExecutingTools, AwaitingInput, Compacting] {
-            assert!(from.can_move_to(Error) && from.can_move_to(Cancelled), "{from}");
+        for from in [
+            Idle,
+            Streaming,
+            AwaitingApproval,
+            ExecutingTools,
+            AwaitingInput,
+            Compacting,
+        ] {
+            assert!(
+                from.can_move_to(Error) && from.can_move_to(Cancelled),
+                "{from}"
+            );
         }
     }
 }

@@ -15,16 +15,26 @@ const TITLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// title yet. Runs in the background; the title arrives as [`LoopEvent::TitleGenerated`] to
 /// the run's receiver and subscribers, and is saved in the session metadata.
 pub(crate) fn maybe_generate(orch: &Orchestrator, emitter: &Emitter) {
-    let Some(config) = orch.services.config.title.clone() else { return };
+    let Some(config) = orch.services.config.title.clone() else {
+        return;
+    };
     let transcript = {
         let mut conversation = orch.lock();
         if conversation.title_requested || conversation.meta.title.is_some() {
             return;
         }
         conversation.title_requested = true;
-        conversation.messages.iter().take(2).map(Message::text).collect::<Vec<_>>().join("\n\n")
+        conversation
+            .messages
+            .iter()
+            .take(2)
+            .map(Message::text)
+            .collect::<Vec<_>>()
+            .join("\n\n")
     };
-    let model = config.model.unwrap_or_else(|| orch.services.config.model.clone());
+    let model = config
+        .model
+        .unwrap_or_else(|| orch.services.config.model.clone());
     let excerpt = mux_tool::truncate::truncate_str(&transcript, 4_000).into_owned();
     let request = Request::new(model, 32)
         .system("Reply with a short title (at most eight words) for this conversation. No quotes, no punctuation at the end.")
@@ -50,20 +60,34 @@ pub(crate) fn maybe_generate(orch: &Orchestrator, emitter: &Emitter) {
             tracing::warn!("saving the title failed: {err}");
         }
         // The run may be over and its receiver unread: do not wait on it for long.
-        let _ = tokio::time::timeout(Duration::from_secs(5), emitter.emit(LoopEvent::TitleGenerated { title })).await;
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            emitter.emit(LoopEvent::TitleGenerated { title }),
+        )
+        .await;
     });
 }
 
 fn clean(raw: &str) -> String {
-    let line = raw.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
-    line.trim().trim_matches(|c| c == '"' || c == '\'' || c == '*' || c == '#').trim_end_matches('.').trim().to_owned()
+    let line = raw
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    line.trim()
+        .trim_matches(|c| c == '"' || c == '\'' || c == '*' || c == '#')
+        .trim_end_matches('.')
+        .trim()
+        .to_owned()
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn titles_are_cleaned() {
-        assert_eq!(super::clean("\n\"Fixing the parser.\"\nmore"), "Fixing the parser");
+        assert_eq!(
+            super::clean("\n\"Fixing the parser.\"\nmore"),
+            "Fixing the parser"
+        );
         assert_eq!(super::clean("# Plan"), "Plan");
     }
 }

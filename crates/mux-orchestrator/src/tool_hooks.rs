@@ -5,7 +5,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
-use mux_tool::hooks::{HookError as ToolHookError, PostHook, PostHookAction, PreHook, PreHookAction};
+use mux_tool::hooks::{
+    HookError as ToolHookError, PostHook, PostHookAction, PreHook, PreHookAction,
+};
 use mux_tool::{BoxFuture, CallResult, ToolCall, ToolSpec};
 
 use crate::ask_user::ASK_USER;
@@ -37,7 +39,9 @@ impl PreHook for PreToolHooks {
             let mut rewritten = false;
             let mut allowed = false;
             for hook in self.hooks.snapshot() {
-                let outcome = AssertUnwindSafe(async { hook.pre_tool_use(&current).await }).catch_unwind().await;
+                let outcome = AssertUnwindSafe(async { hook.pre_tool_use(&current).await })
+                    .catch_unwind()
+                    .await;
                 let action = match outcome {
                     Ok(Ok(action)) => action,
                     Ok(Err(err)) => {
@@ -45,11 +49,18 @@ impl PreHook for PreToolHooks {
                         if err.stop_run {
                             self.run.request_stop(hook.name(), &err.message);
                         }
-                        return Ok(PreHookAction::block(format!("hook `{}` failed: {}", hook.name(), err.message)));
+                        return Ok(PreHookAction::block(format!(
+                            "hook `{}` failed: {}",
+                            hook.name(),
+                            err.message
+                        )));
                     }
                     Err(_) => {
                         self.report(hook.name(), "panicked").await;
-                        return Ok(PreHookAction::block(format!("hook `{}` panicked", hook.name())));
+                        return Ok(PreHookAction::block(format!(
+                            "hook `{}` panicked",
+                            hook.name()
+                        )));
                     }
                 };
                 match action {
@@ -57,7 +68,10 @@ impl PreHook for PreToolHooks {
                     PreToolAction::Allow => allowed = true,
                     PreToolAction::Deny { reason } => return Ok(PreHookAction::Block { reason }),
                     PreToolAction::Ask => {
-                        self.forced_asks.lock().unwrap_or_else(PoisonError::into_inner).insert(call.id.clone());
+                        self.forced_asks
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(call.id.clone());
                     }
                     PreToolAction::Rewrite(input) => {
                         current.input = input;
@@ -77,7 +91,11 @@ impl PreHook for PreToolHooks {
 impl PreToolHooks {
     async fn report(&self, hook: &str, message: &str) {
         self.run
-            .emit(LoopEvent::HookFailed { hook: hook.to_owned(), point: "pre_tool_use".into(), message: message.to_owned() })
+            .emit(LoopEvent::HookFailed {
+                hook: hook.to_owned(),
+                point: "pre_tool_use".into(),
+                message: message.to_owned(),
+            })
             .await;
     }
 }
@@ -95,7 +113,11 @@ impl PreHook for AskUserIsAllowed {
         call: &'a ToolCall,
         _spec: &'a ToolSpec,
     ) -> BoxFuture<'a, Result<PreHookAction, ToolHookError>> {
-        let action = if call.name == ASK_USER { PreHookAction::Allow } else { PreHookAction::Continue };
+        let action = if call.name == ASK_USER {
+            PreHookAction::Allow
+        } else {
+            PreHookAction::Continue
+        };
         Box::pin(std::future::ready(Ok(action)))
     }
 }
@@ -124,7 +146,9 @@ impl PostHook for PostToolHooks {
             };
             let mut replaced = false;
             for hook in self.hooks.snapshot() {
-                let outcome = AssertUnwindSafe(async { hook.post_tool_use(call, &output).await }).catch_unwind().await;
+                let outcome = AssertUnwindSafe(async { hook.post_tool_use(call, &output).await })
+                    .catch_unwind()
+                    .await;
                 let message = match outcome {
                     Ok(Ok(PostToolAction::Keep)) => continue,
                     Ok(Ok(PostToolAction::Replace(new))) => {
@@ -141,10 +165,18 @@ impl PostHook for PostToolHooks {
                     Err(_) => "panicked".to_owned(),
                 };
                 self.run
-                    .emit(LoopEvent::HookFailed { hook: hook.name().to_owned(), point: "post_tool_use".into(), message })
+                    .emit(LoopEvent::HookFailed {
+                        hook: hook.name().to_owned(),
+                        point: "post_tool_use".into(),
+                        message,
+                    })
                     .await;
             }
-            Ok(if replaced { PostHookAction::Replace(output) } else { PostHookAction::Keep })
+            Ok(if replaced {
+                PostHookAction::Replace(output)
+            } else {
+                PostHookAction::Keep
+            })
         })
     }
 }

@@ -8,8 +8,13 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use futures::StreamExt;
-use mux_llm::{BlockStart, BoxFuture, ContentBlock, EventStream, LlmClient, LlmError, Request, StreamEvent, Usage};
-use mux_orchestrator::{LoopError, LoopEvent, LoopInput, LoopState, Orchestrator, OrchestratorConfig, Run};
+use mux_llm::{
+    BlockStart, BoxFuture, ContentBlock, EventStream, LlmClient, LlmError, Request, StreamEvent,
+    Usage,
+};
+use mux_orchestrator::{
+    LoopError, LoopEvent, LoopInput, LoopState, Orchestrator, OrchestratorConfig, Run,
+};
 use serde_json::json;
 
 /// A model that streams some text, then never finishes.
@@ -22,9 +27,19 @@ impl LlmClient for Stalls {
     fn stream(&self, _request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
         Box::pin(async {
             let start = futures::stream::iter(vec![
-                Ok(StreamEvent::MessageStart { id: None, model: None, usage: Usage::default() }),
-                Ok(StreamEvent::BlockStart { index: 0, block: BlockStart::Text }),
-                Ok(StreamEvent::TextDelta { index: 0, text: "thinking about it".into() }),
+                Ok(StreamEvent::MessageStart {
+                    id: None,
+                    model: None,
+                    usage: Usage::default(),
+                }),
+                Ok(StreamEvent::BlockStart {
+                    index: 0,
+                    block: BlockStart::Text,
+                }),
+                Ok(StreamEvent::TextDelta {
+                    index: 0,
+                    text: "thinking about it".into(),
+                }),
             ]);
             let stream: EventStream = Box::pin(start.chain(futures::stream::pending()));
             Ok(stream)
@@ -35,7 +50,11 @@ impl LlmClient for Stalls {
 #[tokio::test]
 async fn cancel_mid_stream_ends_the_run_promptly() {
     let agent = Orchestrator::builder(Arc::new(Stalls), OrchestratorConfig::new("m")).build();
-    let Run { mut events, input, handle } = agent.run("go").unwrap();
+    let Run {
+        mut events,
+        input,
+        handle,
+    } = agent.run("go").unwrap();
     let mut seen = Vec::new();
     let mut cancelled_at = None;
     while let Some(event) = events.recv().await {
@@ -49,7 +68,10 @@ async fn cancel_mid_stream_ends_the_run_promptly() {
     assert!(matches!(outcome, Err(LoopError::Cancelled)));
     assert!(cancelled_at.is_some());
     let labels = labels(&seen);
-    assert_eq!(labels[labels.len() - 2..], ["state cancelled", "error cancelled"]);
+    assert_eq!(
+        labels[labels.len() - 2..],
+        ["state cancelled", "error cancelled"]
+    );
     // The prompt stays; no half-streamed assistant message is recorded.
     assert_eq!(agent.messages().len(), 1);
 }
@@ -61,7 +83,11 @@ async fn cancel_mid_tool_answers_every_tool_use() {
         ("c2", "sleep", json!({"ms": 60_000})),
     ]));
     let agent = orchestrator(model);
-    let Run { mut events, input: _input, handle } = agent.run("go").unwrap();
+    let Run {
+        mut events,
+        input: _input,
+        handle,
+    } = agent.run("go").unwrap();
     let cancel = handle.cancellation().clone();
     let mut executing = 0;
     let mut seen = Vec::new();
@@ -82,18 +108,30 @@ async fn cancel_mid_tool_answers_every_tool_use() {
         .content
         .iter()
         .filter_map(|b| match b {
-            ContentBlock::ToolResult { tool_use_id, is_error, .. } => Some((tool_use_id.clone(), *is_error)),
+            ContentBlock::ToolResult {
+                tool_use_id,
+                is_error,
+                ..
+            } => Some((tool_use_id.clone(), *is_error)),
             _ => None,
         })
         .collect();
     assert_eq!(results, [("c1".to_owned(), true), ("c2".to_owned(), true)]);
-    assert!(seen.iter().any(|e| matches!(e, LoopEvent::StateChanged { to: LoopState::Cancelled, .. })));
+    assert!(seen.iter().any(|e| matches!(
+        e,
+        LoopEvent::StateChanged {
+            to: LoopState::Cancelled,
+            ..
+        }
+    )));
 }
 
 #[tokio::test]
 async fn cancelling_the_orchestrator_token_cancels_its_runs() {
     let token = tokio_util::sync::CancellationToken::new();
-    let agent = Orchestrator::builder(Arc::new(Stalls), OrchestratorConfig::new("m")).cancellation(token.clone()).build();
+    let agent = Orchestrator::builder(Arc::new(Stalls), OrchestratorConfig::new("m"))
+        .cancellation(token.clone())
+        .build();
     let run = agent.run("go").unwrap();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(20)).await;

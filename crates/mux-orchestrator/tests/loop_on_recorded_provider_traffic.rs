@@ -41,7 +41,10 @@ impl TypedTool for GetWeather {
         ToolAnnotations::read_only()
     }
     async fn call(&self, args: WeatherArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(format!("18°C and cloudy in {}", args.location)))
+        Ok(ToolOutput::text(format!(
+            "18°C and cloudy in {}",
+            args.location
+        )))
     }
 }
 
@@ -69,7 +72,11 @@ impl TypedTool for GetWeatherArgs {
         ToolAnnotations::read_only()
     }
     async fn call(&self, args: CityWeatherArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(format!("7°{} and raining in {}", args.units.to_uppercase(), args.city)))
+        Ok(ToolOutput::text(format!(
+            "7°{} and raining in {}",
+            args.units.to_uppercase(),
+            args.city
+        )))
     }
 }
 
@@ -81,21 +88,32 @@ async fn anthropic_tool_use_then_answer() {
     ])
     .await
     .unwrap();
-    let client = AnthropicClient::new(ApiKey::new("sk-ant-test")).unwrap().base_url(server.url()).unwrap();
+    let client = AnthropicClient::new(ApiKey::new("sk-ant-test"))
+        .unwrap()
+        .base_url(server.url())
+        .unwrap();
     let registry = Registry::new();
     registry.register_typed(GetWeather).unwrap();
-    let agent = Orchestrator::builder(Arc::new(client) as Arc<dyn LlmClient>, OrchestratorConfig::new("claude-sonnet-4-20250514"))
-        .tools(registry)
-        .build();
+    let agent = Orchestrator::builder(
+        Arc::new(client) as Arc<dyn LlmClient>,
+        OrchestratorConfig::new("claude-sonnet-4-20250514"),
+    )
+    .tools(registry)
+    .build();
     let (events, outcome) = common::drain(agent.run("What's the weather in Paris?").unwrap()).await;
     let summary = outcome.unwrap();
 
     assert_eq!(summary.tool_calls.len(), 1);
     assert_eq!(summary.tool_calls[0].name, "get_weather");
-    assert_eq!(summary.tool_calls[0].output.to_text(), "18°C and cloudy in Paris");
+    assert_eq!(
+        summary.tool_calls[0].output.to_text(),
+        "18°C and cloudy in Paris"
+    );
     assert_eq!(summary.iterations, 2);
     assert!(summary.usage.input_tokens > 0 && summary.usage.output_tokens > 0);
-    assert!(events.iter().any(|e| matches!(e, LoopEvent::ToolCallArguments { input, .. } if input["location"] == "Paris")));
+    assert!(events.iter().any(
+        |e| matches!(e, LoopEvent::ToolCallArguments { input, .. } if input["location"] == "Paris")
+    ));
     insta::assert_json_snapshot!("anthropic_tool_use_then_answer", labels(&events));
 
     // The second request carried the tool_use and its result, paired by the recorded id.
@@ -105,8 +123,13 @@ async fn anthropic_tool_use_then_answer() {
     assert_eq!(messages[1]["content"][1]["type"], "tool_use");
     let id = messages[1]["content"][1]["id"].as_str().unwrap();
     assert_eq!(messages[2]["content"][0]["tool_use_id"], id);
-    assert_eq!(server.requests()[0].header("x-api-key"), Some("sk-ant-test"));
-    let ContentBlock::ToolResult { .. } = &agent.messages()[2].content[0] else { panic!("no tool result") };
+    assert_eq!(
+        server.requests()[0].header("x-api-key"),
+        Some("sk-ant-test")
+    );
+    let ContentBlock::ToolResult { .. } = &agent.messages()[2].content[0] else {
+        panic!("no tool result")
+    };
 }
 
 #[tokio::test]
@@ -117,24 +140,49 @@ async fn openai_parallel_tool_calls_then_answer() {
     ])
     .await
     .unwrap();
-    let client = OpenAiClient::new(ApiKey::new("sk-test")).unwrap().base_url(format!("{}/v1", server.url())).unwrap();
+    let client = OpenAiClient::new(ApiKey::new("sk-test"))
+        .unwrap()
+        .base_url(format!("{}/v1", server.url()))
+        .unwrap();
     let registry = Registry::new();
     registry.register_typed(GetWeatherArgs).unwrap();
-    let agent = Orchestrator::builder(Arc::new(client) as Arc<dyn LlmClient>, OrchestratorConfig::new("gpt-4o-2024-08-06"))
-        .tools(registry)
-        .build();
-    let (events, outcome) = common::drain(agent.run("Weather in Edinburgh and New York? And a stock price.").unwrap()).await;
+    let agent = Orchestrator::builder(
+        Arc::new(client) as Arc<dyn LlmClient>,
+        OrchestratorConfig::new("gpt-4o-2024-08-06"),
+    )
+    .tools(registry)
+    .build();
+    let (events, outcome) = common::drain(
+        agent
+            .run("Weather in Edinburgh and New York? And a stock price.")
+            .unwrap(),
+    )
+    .await;
     let summary = outcome.unwrap();
 
     // The recording calls GetWeatherArgs and get_stock_price (which we do not have) in parallel.
     let names: Vec<&str> = summary.tool_calls.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, ["GetWeatherArgs", "get_stock_price"]);
-    assert_eq!(summary.tool_calls[0].output.to_text(), "7°C and raining in Edinburgh");
-    assert!(summary.tool_calls[1].output.is_error, "an unknown tool is an error result, not a crash");
+    assert_eq!(
+        summary.tool_calls[0].output.to_text(),
+        "7°C and raining in Edinburgh"
+    );
+    assert!(
+        summary.tool_calls[1].output.is_error,
+        "an unknown tool is an error result, not a crash"
+    );
     insta::assert_json_snapshot!("openai_parallel_tools_then_answer", labels(&events));
 
     let second = server.requests()[1].json();
-    let tool_messages: Vec<&serde_json::Value> =
-        second["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").collect();
-    assert_eq!(tool_messages.len(), 2, "every tool call answered with a role:tool message");
+    let tool_messages: Vec<&serde_json::Value> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(
+        tool_messages.len(),
+        2,
+        "every tool call answered with a role:tool message"
+    );
 }

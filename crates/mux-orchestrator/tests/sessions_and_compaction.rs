@@ -9,18 +9,29 @@ use std::sync::Arc;
 use common::*;
 use mux_llm::{ContentBlock, Message, Role};
 use mux_orchestrator::session::{FileSessionStore, SessionStore};
-use mux_orchestrator::{CompactionConfig, LoopEvent, Orchestrator, OrchestratorConfig, TitleConfig};
+use mux_orchestrator::{
+    CompactionConfig, LoopEvent, Orchestrator, OrchestratorConfig, TitleConfig,
+};
 use serde_json::json;
 
-fn agent(model: mux_llm::testing::ScriptedClient, store: Arc<FileSessionStore>, config: OrchestratorConfig) -> Orchestrator {
-    Orchestrator::builder(Arc::new(model), config).tools(registry()).session_store(store).build()
+fn agent(
+    model: mux_llm::testing::ScriptedClient,
+    store: Arc<FileSessionStore>,
+    config: OrchestratorConfig,
+) -> Orchestrator {
+    Orchestrator::builder(Arc::new(model), config)
+        .tools(registry())
+        .session_store(store)
+        .build()
 }
 
 #[tokio::test]
 async fn a_session_resumes_and_continues() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(FileSessionStore::new(dir.path()));
-    let model = scripted().reply(tool_calls(&[("c1", "echo", json!({"text": "x"}))])).reply(text("first"));
+    let model = scripted()
+        .reply(tool_calls(&[("c1", "echo", json!({"text": "x"}))]))
+        .reply(text("first"));
     let first = agent(model, Arc::clone(&store), OrchestratorConfig::new("m"));
     first.run_to_completion("hello").await.unwrap();
     let id = first.session().id;
@@ -35,7 +46,11 @@ async fn a_session_resumes_and_continues() {
         .unwrap();
     assert_eq!(resumed.messages(), first.messages());
     resumed.run_to_completion("again").await.unwrap();
-    assert_eq!(model.requests()[0].messages.len(), 5, "the model sees the whole resumed conversation");
+    assert_eq!(
+        model.requests()[0].messages.len(),
+        5,
+        "the model sees the whole resumed conversation"
+    );
     assert_eq!(store.load(&id).await.unwrap().messages.len(), 6);
     assert_eq!(store.list().await.unwrap().len(), 1);
 }
@@ -44,23 +59,38 @@ async fn a_session_resumes_and_continues() {
 async fn a_history_torn_at_every_byte_of_its_last_record_loads_everything_before_it() {
     let dir = tempfile::tempdir().unwrap();
     let store = FileSessionStore::new(dir.path());
-    let model = scripted().reply(text("answer one")).reply(text("answer two"));
+    let model = scripted()
+        .reply(text("answer one"))
+        .reply(text("answer two"));
     let agent = agent(model, Arc::new(store.clone()), OrchestratorConfig::new("m"));
     agent.run_to_completion("one").await.unwrap();
     agent.run_to_completion("two").await.unwrap();
     let id = agent.session().id;
     let path = store.session_dir(&id).unwrap().join("history.jsonl");
     let full = std::fs::read(&path).unwrap();
-    let last_start = full[..full.len() - 1].iter().rposition(|&b| b == b'\n').unwrap() + 1;
+    let last_start = full[..full.len() - 1]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .unwrap()
+        + 1;
     for cut in last_start..full.len() {
         std::fs::write(&path, &full[..cut]).unwrap();
         let session = store.load(&id).await.unwrap();
         assert_eq!(session.messages.len(), 3, "cut at byte {cut}");
         // The torn tail is cut off, so the next append starts on a clean line.
-        assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, last_start, "cut at {cut} of {}: {:?}", full.len(), String::from_utf8_lossy(&full));
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().len() as usize,
+            last_start,
+            "cut at {cut} of {}: {:?}",
+            full.len(),
+            String::from_utf8_lossy(&full)
+        );
     }
     // After a repair, appending works and loads.
-    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     file.write_all(&full[last_start..]).unwrap();
     assert_eq!(store.load(&id).await.unwrap().messages.len(), 4);
 }
@@ -69,12 +99,19 @@ async fn a_history_torn_at_every_byte_of_its_last_record_loads_everything_before
 async fn fork_and_delete() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(FileSessionStore::new(dir.path()));
-    let agent = agent(scripted().reply(text("hi")), Arc::clone(&store), OrchestratorConfig::new("m"));
+    let agent = agent(
+        scripted().reply(text("hi")),
+        Arc::clone(&store),
+        OrchestratorConfig::new("m"),
+    );
     agent.run_to_completion("hello").await.unwrap();
     let id = agent.session().id;
     let fork = store.fork(&id).await.unwrap();
     assert_eq!(fork.parent.as_deref(), Some(id.as_str()));
-    assert_eq!(store.load(&fork.id).await.unwrap().messages, agent.messages());
+    assert_eq!(
+        store.load(&fork.id).await.unwrap().messages,
+        agent.messages()
+    );
     store.delete(&id).await.unwrap();
     assert!(store.load(&id).await.is_err());
     assert_eq!(store.list().await.unwrap().len(), 1);
@@ -86,19 +123,39 @@ async fn compaction_summarizes_old_turns_and_keeps_pairs_whole() {
     let summaries = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = Arc::clone(&summaries);
     let model = scripted().respond_with(move |request| {
-        let last = request.messages.last().and_then(|m| m.content.last()).and_then(ContentBlock::as_text).unwrap_or_default().to_owned();
-        if request.system.as_deref().is_some_and(|s| s.contains("summaries")) {
+        let last = request
+            .messages
+            .last()
+            .and_then(|m| m.content.last())
+            .and_then(ContentBlock::as_text)
+            .unwrap_or_default()
+            .to_owned();
+        if request
+            .system
+            .as_deref()
+            .is_some_and(|s| s.contains("summaries"))
+        {
             let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
             return Ok(text(&format!("SUMMARY {n}")));
         }
         if last == "one" {
-            return Ok(tool_calls(&[("c1", "echo", json!({"text": "a".repeat(400)}))]));
+            return Ok(tool_calls(&[(
+                "c1",
+                "echo",
+                json!({"text": "a".repeat(400)}),
+            )]));
         }
         Ok(text(&format!("answer to {last}")))
     });
     // Every reply reports 20+ tokens, past the budget of 20: each new run compacts first.
-    let config = OrchestratorConfig::new("m").compaction(CompactionConfig { token_budget: 20, keep_last_turns: 1, ..Default::default() });
-    let agent = Orchestrator::builder(Arc::new(model.clone()), config).tools(registry()).build();
+    let config = OrchestratorConfig::new("m").compaction(CompactionConfig {
+        token_budget: 20,
+        keep_last_turns: 1,
+        ..Default::default()
+    });
+    let agent = Orchestrator::builder(Arc::new(model.clone()), config)
+        .tools(registry())
+        .build();
     let mut subscription = agent.subscribe();
     agent.run_to_completion("one").await.unwrap();
     agent.run_to_completion("two").await.unwrap();
@@ -107,17 +164,42 @@ async fn compaction_summarizes_old_turns_and_keeps_pairs_whole() {
     let messages = agent.messages();
     assert_eq!(messages.len(), 2, "{messages:#?}");
     assert_eq!(messages[0].role, Role::User);
-    assert_eq!(messages[0].content[0].as_text(), Some("Summary of the earlier conversation:\nSUMMARY 2"));
+    assert_eq!(
+        messages[0].content[0].as_text(),
+        Some("Summary of the earlier conversation:\nSUMMARY 2")
+    );
     assert_eq!(messages[0].content[1].as_text(), Some("three"));
     assert_eq!(messages[1].text(), "answer to three");
     // The first summary request carried turn one whole: its tool_use and its tool_result.
-    let first_summary = model.requests().into_iter().find(|r| r.system.as_deref().is_some_and(|s| s.contains("summaries"))).unwrap();
-    let blocks: Vec<&ContentBlock> = first_summary.messages.iter().flat_map(|m| &m.content).collect();
-    assert!(blocks.iter().any(|b| matches!(b, ContentBlock::ToolUse { id, .. } if id == "c1")));
-    assert!(blocks.iter().any(|b| matches!(b, ContentBlock::ToolResult { tool_use_id, .. } if tool_use_id == "c1")));
+    let first_summary = model
+        .requests()
+        .into_iter()
+        .find(|r| r.system.as_deref().is_some_and(|s| s.contains("summaries")))
+        .unwrap();
+    let blocks: Vec<&ContentBlock> = first_summary
+        .messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .collect();
+    assert!(
+        blocks
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolUse { id, .. } if id == "c1"))
+    );
+    assert!(
+        blocks.iter().any(
+            |b| matches!(b, ContentBlock::ToolResult { tool_use_id, .. } if tool_use_id == "c1")
+        )
+    );
     let mut compactions = Vec::new();
-    while let Ok(Some(event)) = tokio::time::timeout(std::time::Duration::from_millis(50), subscription.recv()).await {
-        if let LoopEvent::Compacted { tokens_before, tokens_after } = event {
+    while let Ok(Some(event)) =
+        tokio::time::timeout(std::time::Duration::from_millis(50), subscription.recv()).await
+    {
+        if let LoopEvent::Compacted {
+            tokens_before,
+            tokens_after,
+        } = event
+        {
             compactions.push((tokens_before, tokens_after));
         }
     }
@@ -127,14 +209,26 @@ async fn compaction_summarizes_old_turns_and_keeps_pairs_whole() {
 
 #[tokio::test]
 async fn manual_compaction_is_available() {
-    let model = scripted().reply(text("a1")).reply(text("a2")).reply(text("summary of one"));
+    let model = scripted()
+        .reply(text("a1"))
+        .reply(text("a2"))
+        .reply(text("summary of one"));
     let agent = Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("m")).build();
     agent.run_to_completion("one").await.unwrap();
-    assert_eq!(agent.compact().await.unwrap(), None, "a single turn has nothing older to summarize");
+    assert_eq!(
+        agent.compact().await.unwrap(),
+        None,
+        "a single turn has nothing older to summarize"
+    );
     agent.run_to_completion("two").await.unwrap();
     let (before, after) = agent.compact().await.unwrap().unwrap();
     assert!(before > 0 && after > 0);
-    assert_eq!(agent.messages()[0].content[0].as_text().map(|t| t.contains("summary of one")), Some(true));
+    assert_eq!(
+        agent.messages()[0].content[0]
+            .as_text()
+            .map(|t| t.contains("summary of one")),
+        Some(true)
+    );
     assert_eq!(agent.messages().len(), 2);
 }
 
@@ -142,16 +236,27 @@ async fn manual_compaction_is_available() {
 async fn a_title_is_generated_after_the_first_reply_and_saved() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(FileSessionStore::new(dir.path()));
-    let model = scripted().reply(text("Paris is the capital.")).respond_with(|request| {
-        assert_eq!(request.model, "cheap-model");
-        Ok(text("\"Capital of France.\""))
+    let model = scripted()
+        .reply(text("Paris is the capital."))
+        .respond_with(|request| {
+            assert_eq!(request.model, "cheap-model");
+            Ok(text("\"Capital of France.\""))
+        });
+    let config = OrchestratorConfig::new("m").title(TitleConfig {
+        model: Some("cheap-model".into()),
     });
-    let config = OrchestratorConfig::new("m").title(TitleConfig { model: Some("cheap-model".into()) });
     let agent = agent(model, Arc::clone(&store), config);
     let mut subscription = agent.subscribe();
-    agent.run_to_completion("What is the capital of France?").await.unwrap();
+    agent
+        .run_to_completion("What is the capital of France?")
+        .await
+        .unwrap();
     let title = loop {
-        match tokio::time::timeout(std::time::Duration::from_secs(5), subscription.recv()).await.unwrap().unwrap() {
+        match tokio::time::timeout(std::time::Duration::from_secs(5), subscription.recv())
+            .await
+            .unwrap()
+            .unwrap()
+        {
             LoopEvent::TitleGenerated { title } => break title,
             _ => continue,
         }
@@ -159,6 +264,9 @@ async fn a_title_is_generated_after_the_first_reply_and_saved() {
     assert_eq!(title, "Capital of France");
     let id = agent.session().id;
     // Saving happens just before the event.
-    assert_eq!(store.load(&id).await.unwrap().meta.title.as_deref(), Some("Capital of France"));
+    assert_eq!(
+        store.load(&id).await.unwrap().meta.title.as_deref(),
+        Some("Capital of France")
+    );
     let _ = Message::user("unused");
 }

@@ -6,6 +6,7 @@ mod builtin;
 mod executor;
 mod harness;
 mod llm_decode;
+mod orchestrator;
 mod permission;
 
 use std::process::ExitCode;
@@ -20,13 +21,14 @@ fn main() -> ExitCode {
         .nth(1)
         .unwrap_or_else(|| "target/bench-report.json".to_owned());
     let mut rows: Vec<Row> = Vec::new();
-    let benchmarks: [(&str, Benchmark); 4] = [
+    let benchmarks: &[(&str, Benchmark)] = &[
         ("executor", executor::run),
         ("builtin", builtin::run),
         ("llm_decode", llm_decode::run),
         ("permission", permission::run),
+        ("orchestrator", orchestrator::run),
     ];
-    for (name, run) in benchmarks {
+    for &(name, run) in benchmarks {
         match run() {
             Ok(found) => rows.extend(found),
             Err(err) => {

@@ -42,7 +42,10 @@ pub struct FileSessionStore {
 impl FileSessionStore {
     /// A store under `root` (created on first use).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into(), sync: false }
+        Self {
+            root: root.into(),
+            sync: false,
+        }
     }
 
     /// Also `fsync` every append and metadata write (slower; survives power loss).
@@ -59,19 +62,31 @@ impl FileSessionStore {
 
     async fn write_meta(&self, meta: &SessionMeta) -> Result<(), SessionError> {
         let dir = self.session_dir(&meta.id)?;
-        let io = |operation| move |source| SessionError::Io { id: meta.id.clone(), operation, source };
+        let io = |operation| {
+            move |source| SessionError::Io {
+                id: meta.id.clone(),
+                operation,
+                source,
+            }
+        };
         let json = serde_json::to_vec_pretty(meta)
             .map_err(|err| io("serializing metadata")(std::io::Error::other(err)))?;
         let temp = dir.join(format!(".{META}.tmp"));
-        let mut file = tokio::fs::File::create(&temp).await.map_err(io("writing metadata"))?;
-        file.write_all(&json).await.map_err(io("writing metadata"))?;
+        let mut file = tokio::fs::File::create(&temp)
+            .await
+            .map_err(io("writing metadata"))?;
+        file.write_all(&json)
+            .await
+            .map_err(io("writing metadata"))?;
         // tokio hands writes to a background thread; flush waits for them to land.
         file.flush().await.map_err(io("writing metadata"))?;
         if self.sync {
             file.sync_all().await.map_err(io("syncing metadata"))?;
         }
         drop(file);
-        tokio::fs::rename(&temp, dir.join(META)).await.map_err(io("renaming metadata"))
+        tokio::fs::rename(&temp, dir.join(META))
+            .await
+            .map_err(io("renaming metadata"))
     }
 }
 
@@ -79,11 +94,13 @@ impl SessionStore for FileSessionStore {
     fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
         Box::pin(async move {
             let dir = self.session_dir(&meta.id)?;
-            tokio::fs::create_dir_all(&self.root).await.map_err(|source| SessionError::Io {
-                id: meta.id.clone(),
-                operation: "creating the store directory",
-                source,
-            })?;
+            tokio::fs::create_dir_all(&self.root)
+                .await
+                .map_err(|source| SessionError::Io {
+                    id: meta.id.clone(),
+                    operation: "creating the store directory",
+                    source,
+                })?;
             match tokio::fs::create_dir(&dir).await {
                 Ok(()) => {}
                 Err(err) if err.kind() == ErrorKind::AlreadyExists => {
@@ -97,11 +114,13 @@ impl SessionStore for FileSessionStore {
                     });
                 }
             }
-            tokio::fs::File::create(dir.join(HISTORY)).await.map_err(|source| SessionError::Io {
-                id: meta.id.clone(),
-                operation: "creating the history",
-                source,
-            })?;
+            tokio::fs::File::create(dir.join(HISTORY))
+                .await
+                .map_err(|source| SessionError::Io {
+                    id: meta.id.clone(),
+                    operation: "creating the history",
+                    source,
+                })?;
             self.write_meta(meta).await
         })
     }
@@ -123,7 +142,13 @@ impl SessionStore for FileSessionStore {
     ) -> BoxFuture<'a, Result<(), SessionError>> {
         Box::pin(async move {
             let dir = self.session_dir(id)?;
-            let io = |operation| move |source| SessionError::Io { id: id.to_owned(), operation, source };
+            let io = |operation| {
+                move |source| SessionError::Io {
+                    id: id.to_owned(),
+                    operation,
+                    source,
+                }
+            };
             let mut buf = Vec::new();
             for record in records {
                 serde_json::to_writer(&mut buf, record)
@@ -139,7 +164,9 @@ impl SessionStore for FileSessionStore {
                     _ => io("opening the history")(err),
                 })?;
             // One write per append, so a crash tears at most this batch's last line.
-            file.write_all(&buf).await.map_err(io("appending to the history"))?;
+            file.write_all(&buf)
+                .await
+                .map_err(io("appending to the history"))?;
             file.flush().await.map_err(io("appending to the history"))?;
             if self.sync {
                 file.sync_data().await.map_err(io("syncing the history"))?;
@@ -151,18 +178,30 @@ impl SessionStore for FileSessionStore {
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
         Box::pin(async move {
             let dir = self.session_dir(id)?;
-            let io = |operation| move |source| SessionError::Io { id: id.to_owned(), operation, source };
-            let meta_bytes = tokio::fs::read(dir.join(META)).await.map_err(|err| match err.kind() {
-                ErrorKind::NotFound => SessionError::NotFound(id.to_owned()),
-                _ => io("reading metadata")(err),
-            })?;
-            let meta: SessionMeta = serde_json::from_slice(&meta_bytes).map_err(|err| SessionError::Corrupt {
-                id: id.to_owned(),
-                line: 0,
-                reason: format!("metadata.json: {err}"),
-            })?;
+            let io = |operation| {
+                move |source| SessionError::Io {
+                    id: id.to_owned(),
+                    operation,
+                    source,
+                }
+            };
+            let meta_bytes =
+                tokio::fs::read(dir.join(META))
+                    .await
+                    .map_err(|err| match err.kind() {
+                        ErrorKind::NotFound => SessionError::NotFound(id.to_owned()),
+                        _ => io("reading metadata")(err),
+                    })?;
+            let meta: SessionMeta =
+                serde_json::from_slice(&meta_bytes).map_err(|err| SessionError::Corrupt {
+                    id: id.to_owned(),
+                    line: 0,
+                    reason: format!("metadata.json: {err}"),
+                })?;
             let history_path = dir.join(HISTORY);
-            let bytes = tokio::fs::read(&history_path).await.map_err(io("reading the history"))?;
+            let bytes = tokio::fs::read(&history_path)
+                .await
+                .map_err(io("reading the history"))?;
             let (records, good_len) = parse_history(id, &bytes)?;
             if good_len < bytes.len() {
                 tracing::warn!(
@@ -175,9 +214,14 @@ impl SessionStore for FileSessionStore {
                     .open(&history_path)
                     .await
                     .map_err(io("repairing the history"))?;
-                file.set_len(good_len as u64).await.map_err(io("repairing the history"))?;
+                file.set_len(good_len as u64)
+                    .await
+                    .map_err(io("repairing the history"))?;
             }
-            Ok(Session { meta, messages: replay(records) })
+            Ok(Session {
+                meta,
+                messages: replay(records),
+            })
         })
     }
 
@@ -188,16 +232,26 @@ impl SessionStore for FileSessionStore {
                 Ok(entries) => entries,
                 Err(err) if err.kind() == ErrorKind::NotFound => return Ok(metas),
                 Err(source) => {
-                    return Err(SessionError::Io { id: String::new(), operation: "listing sessions", source });
+                    return Err(SessionError::Io {
+                        id: String::new(),
+                        operation: "listing sessions",
+                        source,
+                    });
                 }
             };
             while let Ok(Some(entry)) = entries.next_entry().await {
-                let Ok(bytes) = tokio::fs::read(entry.path().join(META)).await else { continue };
+                let Ok(bytes) = tokio::fs::read(entry.path().join(META)).await else {
+                    continue;
+                };
                 if let Ok(meta) = serde_json::from_slice::<SessionMeta>(&bytes) {
                     metas.push(meta);
                 }
             }
-            metas.sort_by(|a, b| b.updated_at_ms.cmp(&a.updated_at_ms).then_with(|| a.id.cmp(&b.id)));
+            metas.sort_by(|a, b| {
+                b.updated_at_ms
+                    .cmp(&a.updated_at_ms)
+                    .then_with(|| a.id.cmp(&b.id))
+            });
             Ok(metas)
         })
     }
@@ -205,16 +259,25 @@ impl SessionStore for FileSessionStore {
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionError>> {
         Box::pin(async move {
             let dir = self.session_dir(id)?;
-            tokio::fs::remove_dir_all(&dir).await.map_err(|err| match err.kind() {
-                ErrorKind::NotFound => SessionError::NotFound(id.to_owned()),
-                _ => SessionError::Io { id: id.to_owned(), operation: "deleting", source: err },
-            })
+            tokio::fs::remove_dir_all(&dir)
+                .await
+                .map_err(|err| match err.kind() {
+                    ErrorKind::NotFound => SessionError::NotFound(id.to_owned()),
+                    _ => SessionError::Io {
+                        id: id.to_owned(),
+                        operation: "deleting",
+                        source: err,
+                    },
+                })
         })
     }
 }
 
 async fn is_dir(path: &Path) -> bool {
-    tokio::fs::metadata(path).await.map(|m| m.is_dir()).unwrap_or(false)
+    tokio::fs::metadata(path)
+        .await
+        .map(|m| m.is_dir())
+        .unwrap_or(false)
 }
 
 /// Parses complete lines. An unreadable or unterminated last line is a torn write and is
@@ -227,7 +290,10 @@ fn parse_history(id: &str, bytes: &[u8]) -> Result<(Vec<HistoryRecord>, usize), 
     let mut line_no = 0;
     while start < bytes.len() {
         line_no += 1;
-        let end = bytes[start..].iter().position(|&b| b == b'\n').map(|i| start + i);
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|i| start + i);
         let line = &bytes[start..end.unwrap_or(bytes.len())];
         let parsed = serde_json::from_slice::<HistoryRecord>(line);
         let is_last = end.is_none_or(|e| e + 1 >= bytes.len());
@@ -241,7 +307,11 @@ fn parse_history(id: &str, bytes: &[u8]) -> Result<(Vec<HistoryRecord>, usize), 
             (_, None) => break,
             (Err(_), Some(_)) if is_last => break,
             (Err(err), Some(_)) => {
-                return Err(SessionError::Corrupt { id: id.to_owned(), line: line_no, reason: err.to_string() });
+                return Err(SessionError::Corrupt {
+                    id: id.to_owned(),
+                    line: line_no,
+                    reason: err.to_string(),
+                });
             }
         }
     }
@@ -254,7 +324,9 @@ mod tests {
     use mux_llm::Message;
 
     fn line(text: &str) -> String {
-        let record = HistoryRecord::Message { message: Message::user(text) };
+        let record = HistoryRecord::Message {
+            message: Message::user(text),
+        };
         format!("{}\n", serde_json::to_string(&record).unwrap())
     }
 

@@ -19,7 +19,10 @@ impl MemorySessionStore {
         Self::default()
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, (SessionMeta, Vec<HistoryRecord>)>) -> T) -> T {
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut HashMap<String, (SessionMeta, Vec<HistoryRecord>)>) -> T,
+    ) -> T {
         f(&mut self.sessions.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
@@ -66,20 +69,32 @@ impl SessionStore for MemorySessionStore {
 
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
         let result = self.with(|map| match map.get(id) {
-            Some((meta, records)) => Ok(Session { meta: meta.clone(), messages: replay(records.iter().cloned()) }),
+            Some((meta, records)) => Ok(Session {
+                meta: meta.clone(),
+                messages: replay(records.iter().cloned()),
+            }),
             None => Err(SessionError::NotFound(id.to_owned())),
         });
         Box::pin(std::future::ready(result))
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>> {
-        let mut metas: Vec<SessionMeta> = self.with(|map| map.values().map(|(meta, _)| meta.clone()).collect());
-        metas.sort_by(|a, b| b.updated_at_ms.cmp(&a.updated_at_ms).then_with(|| a.id.cmp(&b.id)));
+        let mut metas: Vec<SessionMeta> =
+            self.with(|map| map.values().map(|(meta, _)| meta.clone()).collect());
+        metas.sort_by(|a, b| {
+            b.updated_at_ms
+                .cmp(&a.updated_at_ms)
+                .then_with(|| a.id.cmp(&b.id))
+        });
         Box::pin(std::future::ready(Ok(metas)))
     }
 
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionError>> {
-        let result = self.with(|map| map.remove(id).map(|_| ()).ok_or_else(|| SessionError::NotFound(id.to_owned())));
+        let result = self.with(|map| {
+            map.remove(id)
+                .map(|_| ())
+                .ok_or_else(|| SessionError::NotFound(id.to_owned()))
+        });
         Box::pin(std::future::ready(result))
     }
 }

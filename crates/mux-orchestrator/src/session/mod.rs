@@ -155,7 +155,9 @@ pub trait SessionStore: Send + Sync + 'static {
             meta.parent = Some(id.to_owned());
             meta.extra = original.meta.extra.clone();
             self.create(&meta).await?;
-            let record = HistoryRecord::Replace { messages: original.messages };
+            let record = HistoryRecord::Replace {
+                messages: original.messages,
+            };
             self.append(&meta.id, std::slice::from_ref(&record)).await?;
             Ok(meta)
         })
@@ -178,8 +180,14 @@ pub(crate) fn replay(records: impl IntoIterator<Item = HistoryRecord>) -> Vec<Me
 pub(crate) fn check_id(id: &str) -> Result<(), SessionError> {
     let ok = !id.is_empty()
         && id.len() <= 128
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok { Ok(()) } else { Err(SessionError::InvalidId(id.to_owned())) }
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(SessionError::InvalidId(id.to_owned()))
+    }
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -211,17 +219,28 @@ mod tests {
     #[test]
     fn unsafe_ids_are_refused() {
         for bad in ["", "../x", "a/b", "a b", ".", &"x".repeat(129)] {
-            assert!(matches!(check_id(bad), Err(SessionError::InvalidId(_))), "{bad}");
+            assert!(
+                matches!(check_id(bad), Err(SessionError::InvalidId(_))),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn replay_applies_replacements() {
         let records = vec![
-            HistoryRecord::Message { message: Message::user("a") },
-            HistoryRecord::Message { message: Message::assistant("b") },
-            HistoryRecord::Replace { messages: vec![Message::user("summary")] },
-            HistoryRecord::Message { message: Message::assistant("c") },
+            HistoryRecord::Message {
+                message: Message::user("a"),
+            },
+            HistoryRecord::Message {
+                message: Message::assistant("b"),
+            },
+            HistoryRecord::Replace {
+                messages: vec![Message::user("summary")],
+            },
+            HistoryRecord::Message {
+                message: Message::assistant("c"),
+            },
         ];
         let texts: Vec<String> = replay(records).iter().map(Message::text).collect();
         assert_eq!(texts, ["summary", "c"]);

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Response, StopReason, Usage};
-use mux_orchestrator::{LoopEvent, Orchestrator, OrchestratorConfig, Run, RunSummary, LoopError};
-use mux_tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool, Subject};
+use mux_orchestrator::{LoopError, LoopEvent, Orchestrator, OrchestratorConfig, Run, RunSummary};
+use mux_tool::{Registry, Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -18,10 +18,17 @@ pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Response {
     Response {
         id: None,
         model: None,
-        content: calls.iter().map(|(id, name, input)| ContentBlock::tool_use(*id, *name, input.clone())).collect(),
+        content: calls
+            .iter()
+            .map(|(id, name, input)| ContentBlock::tool_use(*id, *name, input.clone()))
+            .collect(),
         stop_reason: StopReason::ToolUse,
         stop_sequence: None,
-        usage: Usage { input_tokens: 10, output_tokens: 5, ..Usage::default() },
+        usage: Usage {
+            input_tokens: 10,
+            output_tokens: 5,
+            ..Usage::default()
+        },
     }
 }
 
@@ -33,7 +40,11 @@ pub fn text(text: &str) -> Response {
         content: vec![ContentBlock::text(text)],
         stop_reason: StopReason::EndTurn,
         stop_sequence: None,
-        usage: Usage { input_tokens: 20, output_tokens: 3, ..Usage::default() },
+        usage: Usage {
+            input_tokens: 20,
+            output_tokens: 3,
+            ..Usage::default()
+        },
     }
 }
 
@@ -141,12 +152,18 @@ pub fn registry() -> Registry {
 }
 
 pub fn orchestrator(model: ScriptedClient) -> Orchestrator {
-    Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("test-model")).tools(registry()).build()
+    Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("test-model"))
+        .tools(registry())
+        .build()
 }
 
 /// Drains a run, answering nothing, and returns its events and outcome.
 pub async fn drain(run: Run) -> (Vec<LoopEvent>, Result<RunSummary, LoopError>) {
-    let Run { mut events, input, handle } = run;
+    let Run {
+        mut events,
+        input,
+        handle,
+    } = run;
     let mut seen = Vec::new();
     while let Some(event) = events.recv().await {
         seen.push(event);
@@ -165,17 +182,36 @@ pub fn labels(events: &[LoopEvent]) -> Vec<String> {
             match event {
                 LoopEvent::StateChanged { to, .. } => format!("state {to}"),
                 LoopEvent::TextDelta { text } => format!("text {text:?}"),
-                LoopEvent::ToolCallStarted { call_id, name } => format!("tool_call_started {call_id} {name}"),
-                LoopEvent::ToolCallArguments { call_id, input, .. } => format!("arguments {call_id} {input}"),
+                LoopEvent::ToolCallStarted { call_id, name } => {
+                    format!("tool_call_started {call_id} {name}")
+                }
+                LoopEvent::ToolCallArguments { call_id, input, .. } => {
+                    format!("arguments {call_id} {input}")
+                }
                 LoopEvent::ToolExecuting { call_id, .. } => format!("executing {call_id}"),
-                LoopEvent::ToolResult { call_id, output, .. } => {
-                    format!("result {call_id} error={} {:?}", output.is_error, output.to_text())
+                LoopEvent::ToolResult {
+                    call_id, output, ..
+                } => {
+                    format!(
+                        "result {call_id} error={} {:?}",
+                        output.is_error,
+                        output.to_text()
+                    )
                 }
                 LoopEvent::ToolDenied { call_id, reason } => format!("denied {call_id} {reason:?}"),
-                LoopEvent::ToolApproved { call_id, always } => format!("approved {call_id} always={always}"),
-                LoopEvent::ApprovalRequired { call_id, .. } => format!("approval_required {call_id}"),
-                LoopEvent::TurnComplete { iteration, has_more } => format!("turn_complete {iteration} has_more={has_more}"),
-                LoopEvent::Finished { text, iterations, .. } => format!("finished {iterations} {text:?}"),
+                LoopEvent::ToolApproved { call_id, always } => {
+                    format!("approved {call_id} always={always}")
+                }
+                LoopEvent::ApprovalRequired { call_id, .. } => {
+                    format!("approval_required {call_id}")
+                }
+                LoopEvent::TurnComplete {
+                    iteration,
+                    has_more,
+                } => format!("turn_complete {iteration} has_more={has_more}"),
+                LoopEvent::Finished {
+                    text, iterations, ..
+                } => format!("finished {iterations} {text:?}"),
                 LoopEvent::Error { kind, .. } => format!("error {kind}"),
                 _ => kind,
             }
