@@ -12,6 +12,9 @@ use mux_tool::{Approval, ApprovalGate, BoxFuture, Subject, ToolCall};
 use crate::event::{ApprovalDecision, LoopEvent};
 use crate::run_state::{RunShared, Waiting};
 
+/// Why a call is denied when no face can answer.
+pub(crate) const UNATTENDED_DENIAL: &str = "no one is available to approve this call";
+
 /// Turns a question into an [`LoopEvent::ApprovalRequired`] and waits for the answer, a
 /// timeout (deny) or cancellation (deny).
 pub(crate) struct LoopAsker {
@@ -31,6 +34,12 @@ impl LoopAsker {
                 reason: reason.to_owned(),
             })
             .await;
+        if !self.run.attended {
+            self.run.forget(&call.id);
+            return Answer::Deny {
+                reason: UNATTENDED_DENIAL.into(),
+            };
+        }
         self.run.begin_wait(Waiting::Approval).await;
         let timeout = async {
             match self.timeout {

@@ -12,6 +12,9 @@ use crate::run_state::{RunShared, Waiting};
 /// The tool's name.
 pub const ASK_USER: &str = "ask_user";
 
+/// What `ask_user` answers when no face can.
+pub(crate) const USER_AWAY: &str = "The user is not available to answer.";
+
 /// Arguments of `ask_user`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct AskUserArgs {
@@ -48,6 +51,9 @@ impl TypedTool for AskUser {
             ));
         };
         let run = &link.0;
+        if !run.attended {
+            return Ok(ToolOutput::text(USER_AWAY));
+        }
         let answer = run.expect_response(cx.call_id());
         run.emit(LoopEvent::AwaitingInput {
             call_id: cx.call_id().to_owned(),

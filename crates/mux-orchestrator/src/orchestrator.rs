@@ -279,9 +279,7 @@ impl Orchestrator {
     /// The event receiver is bounded and lossless: the loop waits while it is full, so read it
     /// (or drop it). Must be called inside a tokio runtime.
     pub fn run(&self, prompt: impl Into<String>) -> Result<Run, LoopError> {
-        if self.running.swap(true, Ordering::SeqCst) {
-            return Err(LoopError::AlreadyRunning);
-        }
+        let running = RunningGuard::acquire(&self.running)?;
         let config = &self.services.config;
         let (events_tx, events) = mpsc::channel(config.event_capacity.max(1));
         let (input, inputs) = mpsc::channel(64);
@@ -293,9 +291,9 @@ impl Orchestrator {
         let this = self.clone();
         let prompt = prompt.into();
         let join = tokio::spawn(async move {
+            let _running = running;
             let result = crate::run::drive(&this, &run, prompt).await;
             router.abort();
-            this.running.store(false, Ordering::SeqCst);
             result
         });
         Ok(Run {
@@ -305,47 +303,28 @@ impl Orchestrator {
         })
     }
 
-    /// Runs `prompt` to the end without a face: approvals are denied (nobody can answer) and
-    /// `ask_user` is told the user is not available. Returns the final text, the tool calls,
-    /// the iterations and the usage.
+    /// Runs `prompt` to the end without a face, in the calling task: approvals are denied
+    /// ("no one is available to approve this call") and `ask_user` is told the user is not
+    /// available. Subscribers still see every event. Returns the final text, the tool calls,
+    /// the iterations and the usage. Dropping the future cancels the run.
     pub async fn run_to_completion(
         &self,
         prompt: impl Into<String>,
     ) -> Result<RunSummary, LoopError> {
-        let Run {
-            mut events,
-            input,
-            handle,
-        } = self.run(prompt)?;
-        while let Some(event) = events.recv().await {
-            let answer = match event {
-                LoopEvent::ApprovalRequired { call_id, .. } => LoopInput::ToolApproval {
-                    call_id,
-                    decision: ApprovalDecision::Deny {
-                        reason: "no one is available to approve this call".into(),
-                    },
-                },
-                LoopEvent::AwaitingInput { call_id, .. } => LoopInput::UserResponse {
-                    call_id,
-                    text: "The user is not available to answer.".into(),
-                },
-                _ => continue,
-            };
-            input.send(answer).await;
-        }
-        handle.wait().await
+        let _running = RunningGuard::acquire(&self.running)?;
+        let emitter = Emitter::new(None, self.services.broadcast.clone());
+        let cancel = self.services.cancel.child_token();
+        let _cancel_on_drop = cancel.clone().drop_guard();
+        let run = Arc::new(RunShared::new(emitter, cancel).unattended());
+        crate::run::drive(self, &run, prompt.into()).await
     }
 
     /// Summarizes older turns now (if there are enough), whatever the token count.
     pub async fn compact(&self) -> Result<Option<(u64, u64)>, LoopError> {
-        if self.running.swap(true, Ordering::SeqCst) {
-            return Err(LoopError::AlreadyRunning);
-        }
+        let _running = RunningGuard::acquire(&self.running)?;
         let emitter = Emitter::new(None, self.services.broadcast.clone());
         let run = Arc::new(RunShared::new(emitter, self.services.cancel.child_token()));
-        let result = crate::run::compact_now(self, &run).await;
-        self.running.store(false, Ordering::SeqCst);
-        result
+        crate::run::compact_now(self, &run).await
     }
 
     /// Appends records to the session store, creating the session on first use.
@@ -396,6 +375,29 @@ impl std::fmt::Debug for Orchestrator {
             .field("provider", &self.services.client.provider())
             .field("session", &self.lock().meta.id)
             .finish_non_exhaustive()
+    }
+}
+
+/// Marks a conversation as running until dropped, so a panic or a dropped future cannot leave
+/// it locked.
+struct RunningGuard {
+    flag: Arc<AtomicBool>,
+}
+
+impl RunningGuard {
+    fn acquire(flag: &Arc<AtomicBool>) -> Result<Self, LoopError> {
+        if flag.swap(true, Ordering::SeqCst) {
+            return Err(LoopError::AlreadyRunning);
+        }
+        Ok(Self {
+            flag: Arc::clone(flag),
+        })
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.flag.store(false, Ordering::SeqCst);
     }
 }
 

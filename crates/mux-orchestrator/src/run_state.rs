@@ -16,6 +16,9 @@ use crate::state::{LoopState, StateMachine};
 pub(crate) struct RunShared {
     pub(crate) emitter: Emitter,
     pub(crate) cancel: CancellationToken,
+    /// Whether a face can answer: without one, approvals are denied and `ask_user` is told
+    /// the user is away, at once.
+    pub(crate) attended: bool,
     machine: Mutex<Machine>,
     approvals: Mutex<HashMap<String, oneshot::Sender<ApprovalDecision>>>,
     responses: Mutex<HashMap<String, oneshot::Sender<String>>>,
@@ -42,6 +45,7 @@ impl RunShared {
         Self {
             emitter,
             cancel,
+            attended: true,
             machine: Mutex::new(Machine {
                 machine: StateMachine::new(),
                 waiting_approvals: 0,
@@ -52,6 +56,12 @@ impl RunShared {
             queued_messages: Mutex::new(Vec::new()),
             stop_request: Mutex::new(None),
         }
+    }
+
+    /// Marks the run as having no face to answer.
+    pub(crate) fn unattended(mut self) -> Self {
+        self.attended = false;
+        self
     }
 
     pub(crate) async fn emit(&self, event: LoopEvent) {

@@ -145,8 +145,9 @@ fn agent(client: Arc<dyn LlmClient>) -> Result<Orchestrator, String> {
 }
 
 /// µs per turn: a two-turn run (tool call, then answer) through the loop, against the same
-/// two model calls and one tool call made directly.
-fn per_turn(rt: &Runtime) -> Result<Row, String> {
+/// two model calls and one tool call made directly. The loop runs twice: in the calling task
+/// (`run_to_completion`), and spawned with every event delivered to a receiver (`run`).
+fn per_turn(rt: &Runtime) -> Result<Vec<Row>, String> {
     const SAMPLES: usize = 9;
     const RUNS: u32 = 2_000;
     let model: Arc<dyn LlmClient> = Arc::new(InstantModel { deltas: 0 });
@@ -158,6 +159,16 @@ fn per_turn(rt: &Runtime) -> Result<Row, String> {
                 let agent = prototype.new_conversation();
                 let summary = agent.run_to_completion("go").await;
                 assert!(summary.is_ok_and(|s| s.iterations == 2));
+            }
+        });
+    });
+    let with_receiver = per_iter(SAMPLES, RUNS, |runs| {
+        rt.block_on(async {
+            for _ in 0..runs {
+                let agent = prototype.new_conversation();
+                let Ok(mut run) = agent.run("go") else { return };
+                while run.events.recv().await.is_some() {}
+                assert!(run.handle.wait().await.is_ok_and(|s| s.iterations == 2));
             }
         });
     });
@@ -180,13 +191,23 @@ fn per_turn(rt: &Runtime) -> Result<Row, String> {
             }
         });
     });
-    Ok(Row {
-        name: "orchestrator loop, per turn (instant model, no-op tool)".into(),
-        value: through_loop.as_secs_f64() * 1e6 / 2.0,
-        unit: "µs",
-        baseline: "model + tool called directly".into(),
-        baseline_value: direct.as_secs_f64() * 1e6 / 2.0,
-    })
+    let per_turn = |d: Duration| d.as_secs_f64() * 1e6 / 2.0;
+    Ok(vec![
+        Row {
+            name: "loop per turn, run_to_completion (instant model)".into(),
+            value: per_turn(through_loop),
+            unit: "µs",
+            baseline: "model + tool called directly".into(),
+            baseline_value: per_turn(direct),
+        },
+        Row {
+            name: "loop per turn, run() + event receiver".into(),
+            value: per_turn(with_receiver),
+            unit: "µs",
+            baseline: "model + tool called directly".into(),
+            baseline_value: per_turn(direct),
+        },
+    ])
 }
 
 /// RSS of 10,000 idle conversations of 10 messages each, against the same messages held in
@@ -405,7 +426,8 @@ fn cancellation(rt: &Runtime) -> Result<Vec<Row>, String> {
 
 pub(crate) fn run() -> Result<Vec<Row>, String> {
     let rt = runtime()?;
-    let mut rows = vec![per_turn(&rt)?, idle_sessions(&rt)?, fan_out(&rt)?];
+    let mut rows = per_turn(&rt)?;
+    rows.extend([idle_sessions(&rt)?, fan_out(&rt)?]);
     rows.extend(cancellation(&rt)?);
     Ok(rows)
 }

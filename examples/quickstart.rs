@@ -1,0 +1,235 @@
+//! A real agent on the current directory, in one command.
+//!
+//! ```text
+//! cargo run --example quickstart [-- --prompt "What is this project?"]
+//! ```
+//!
+//! - With `ANTHROPIC_API_KEY` it talks to Anthropic (honouring `ANTHROPIC_BASE_URL`); with
+//!   `OPENAI_API_KEY` or `OPENAI_BASE_URL` to OpenAI or a compatible server (Ollama, vLLM, ...).
+//!   `MUX_MODEL` picks the model.
+//! - With neither it says so and runs offline on a scripted model, which still calls the real
+//!   built-in tools.
+//! - Read-only tools run; anything else asks you on a terminal, and is decided automatically
+//!   (denied) when stdin is not a terminal.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use mux::llm::anthropic::AnthropicClient;
+use mux::llm::openai::OpenAiClient;
+use mux::llm::testing::ScriptedClient;
+use mux::llm::{ContentBlock, LlmClient, Request, Response, StopReason, Usage};
+use mux::orchestrator::context::ProjectInstructions;
+use mux::orchestrator::{ApprovalDecision, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run};
+use mux::permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
+use mux::tool::builtin::{Glob, Grep, ListDir, ReadFile, Sandbox};
+use mux::tool::builtin::Bash;
+use mux::tool::Registry;
+use serde_json::json;
+
+const DEFAULT_PROMPT: &str = "Look around this directory and tell me in a few sentences what this project is.";
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("\nerror: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let prompt = prompt_from_args()?;
+    let (client, model) = choose_model()?;
+    let root = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let sandbox = Sandbox::new(&root).map_err(|e| e.to_string())?;
+
+    let tools = Registry::new();
+    tools.register_typed(ListDir::new(sandbox.clone())).map_err(|e| e.to_string())?;
+    tools.register_typed(ReadFile::new(sandbox.clone())).map_err(|e| e.to_string())?;
+    tools.register_typed(Glob::new(sandbox.clone())).map_err(|e| e.to_string())?;
+    tools.register_typed(Grep::new(sandbox.clone())).map_err(|e| e.to_string())?;
+    tools.register_typed(Bash::new(sandbox)).map_err(|e| e.to_string())?;
+
+    // The read-only tools are allowed by rule; `bash` is not, so it asks.
+    let rules = RuleSet::new()
+        .with_allow("list_dir")
+        .and_then(|r| r.with_allow("read_file"))
+        .and_then(|r| r.with_allow("glob"))
+        .and_then(|r| r.with_allow("grep"))
+        .map_err(|e| e.to_string())?;
+    let permissions = Permissions::builder(PathContext::new(&root)).scope(Scope::Project, ScopeRules::new(rules)).build();
+
+    let config = OrchestratorConfig::new(model).system_prompt(
+        "You are a concise assistant exploring a software project with read-only tools. \
+         Look before you answer; cite file names.",
+    );
+    let agent = Orchestrator::builder(client, config)
+        .tools(tools)
+        .permissions(permissions)
+        .context(ProjectInstructions::new(&root))
+        .build();
+
+    let interactive = std::io::stdin().is_terminal();
+    if !interactive {
+        println!("(stdin is not a terminal: calls that need approval are denied automatically)");
+    }
+    println!("> {prompt}\n");
+    let run = agent.run(prompt).map_err(|e| e.to_string())?;
+    let summary = show(run, interactive).await?;
+    println!(
+        "\n\n[{} model calls, {} tool calls, {} input + {} output tokens]",
+        summary.iterations,
+        summary.tool_calls.len(),
+        summary.usage.input_tokens + summary.usage.cache_read_tokens + summary.usage.cache_write_tokens,
+        summary.usage.output_tokens
+    );
+    Ok(())
+}
+
+fn prompt_from_args() -> Result<String, String> {
+    let mut args = std::env::args().skip(1);
+    let mut prompt = None;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--prompt" => prompt = Some(args.next().ok_or("--prompt needs a value")?),
+            "-h" | "--help" => {
+                println!("usage: cargo run --example quickstart [-- --prompt TEXT]");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument `{other}` (try --prompt TEXT)")),
+        }
+    }
+    Ok(prompt.unwrap_or_else(|| DEFAULT_PROMPT.to_owned()))
+}
+
+/// The provider from the environment, or the offline scripted model.
+fn choose_model() -> Result<(Arc<dyn LlmClient>, String), String> {
+    let model = std::env::var("MUX_MODEL").ok();
+    if std::env::var_os("ANTHROPIC_API_KEY").is_some() {
+        let client = AnthropicClient::from_env().map_err(|e| e.to_string())?;
+        let model = model.unwrap_or_else(|| "claude-sonnet-4-5".into());
+        println!("Using Anthropic ({model}).");
+        return Ok((Arc::new(client), model));
+    }
+    if std::env::var_os("OPENAI_API_KEY").is_some() || std::env::var_os("OPENAI_BASE_URL").is_some() {
+        let client = OpenAiClient::from_env().map_err(|e| e.to_string())?;
+        let model = model.unwrap_or_else(|| "gpt-4o-mini".into());
+        println!("Using an OpenAI-compatible server ({model}).");
+        return Ok((Arc::new(client), model));
+    }
+    println!(
+        "No ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL is set: running offline on a scripted model.\n\
+         (It still calls the real tools on this directory.)"
+    );
+    Ok((Arc::new(offline_model()), "scripted".into()))
+}
+
+/// Lists the directory, reads the README if there is one, then describes what it saw.
+fn offline_model() -> ScriptedClient {
+    ScriptedClient::new().respond_with(|request: &Request| {
+        let results: Vec<String> = request
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|block| match block {
+                ContentBlock::ToolResult { content, .. } => Some(content.iter().filter_map(ContentBlock::as_text).collect()),
+                _ => None,
+            })
+            .collect();
+        Ok(match results.as_slice() {
+            [] => tool_call("call_1", "list_dir", json!({"path": "."})),
+            [listing] => match readme_in(listing) {
+                Some(readme) => tool_call("call_2", "read_file", json!({"path": readme, "limit": 40})),
+                None => answer(listing, None),
+            },
+            [listing, readme, ..] => answer(listing, Some(readme)),
+        })
+    })
+}
+
+fn readme_in(listing: &str) -> Option<String> {
+    listing
+        .lines()
+        .map(|line| line.trim().trim_end_matches('/'))
+        .find(|name| name.to_ascii_lowercase().starts_with("readme"))
+        .map(str::to_owned)
+}
+
+fn tool_call(id: &str, name: &str, input: serde_json::Value) -> Response {
+    Response {
+        id: None,
+        model: None,
+        content: vec![ContentBlock::tool_use(id, name, input)],
+        stop_reason: StopReason::ToolUse,
+        stop_sequence: None,
+        usage: Usage::default(),
+    }
+}
+
+fn answer(listing: &str, readme: Option<&String>) -> Response {
+    let entries = listing.lines().filter(|l| !l.trim().is_empty()).count();
+    let mut text = format!("(offline) This directory has {entries} entries.");
+    if let Some(readme) = readme {
+        let first = readme.lines().map(|l| l.split('\t').next_back().unwrap_or(l).trim()).find(|l| !l.is_empty());
+        if let Some(first) = first {
+            text.push_str(&format!(" Its README begins: \"{first}\"."));
+        }
+    }
+    text.push_str(" Set ANTHROPIC_API_KEY or OPENAI_API_KEY to ask a real model.");
+    Response {
+        id: None,
+        model: None,
+        content: vec![ContentBlock::text(text)],
+        stop_reason: StopReason::EndTurn,
+        stop_sequence: None,
+        usage: Usage::default(),
+    }
+}
+
+/// Prints the run's events readably and answers approvals.
+async fn show(run: Run, interactive: bool) -> Result<mux::orchestrator::RunSummary, String> {
+    let Run { mut events, input, handle } = run;
+    while let Some(event) = events.recv().await {
+        match event {
+            LoopEvent::TextDelta { text } => {
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+            }
+            LoopEvent::ToolCallArguments { name, input, .. } => println!("\n  → {name} {input}"),
+            LoopEvent::ToolResult { output, .. } => {
+                let text = output.to_text();
+                let first = text.lines().next().unwrap_or_default();
+                let mark = if output.is_error { "✗" } else { "←" };
+                println!("  {mark} {} ({} lines)", first.chars().take(100).collect::<String>(), text.lines().count());
+            }
+            LoopEvent::ApprovalRequired { call_id, name, input: args, reason, .. } => {
+                let decision = if interactive {
+                    ask(&name, &args, &reason)
+                } else {
+                    println!("  ? {name} {args} needs approval ({reason}): denied automatically");
+                    ApprovalDecision::Deny { reason: "not approved (non-interactive run)".into() }
+                };
+                input.send(LoopInput::ToolApproval { call_id, decision }).await;
+            }
+            LoopEvent::Error { message, .. } => eprintln!("\n  ! {message}"),
+            _ => {}
+        }
+    }
+    handle.wait().await.map_err(|err| err.to_string())
+}
+
+fn ask(name: &str, args: &serde_json::Value, reason: &str) -> ApprovalDecision {
+    print!("\n  ? {name} {args}\n    {reason}. Allow? [y/N] ");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    if line.trim().eq_ignore_ascii_case("y") {
+        ApprovalDecision::AllowOnce
+    } else {
+        ApprovalDecision::Deny { reason: "the user said no".into() }
+    }
+}
