@@ -477,30 +477,35 @@ impl<'a> Turns<'a> {
         calls: Vec<ToolCall>,
     ) -> Vec<(ToolCall, ToolOutput)> {
         let (progress_tx, mut progress_rx) = mpsc::channel::<mux_tool::ProgressEvent>(64);
-        let run = Arc::clone(self.run);
-        let forwarder = tokio::spawn(async move {
-            while let Some(event) = progress_rx.recv().await {
-                run.emit(LoopEvent::ToolOutputDelta {
-                    call_id: event.call_id,
-                    update: event.update,
-                })
-                .await;
-            }
-        });
         let scope = CallScope {
             cancel: self.run.cancel.clone(),
             progress: ProgressSender::new(progress_tx),
         };
-        let mut results = Vec::with_capacity(calls.len());
-        for group in self.groups(calls) {
-            for outcome in executor.execute_batch(group, &scope).await {
-                let output = outcome.output();
-                results.push((outcome.call, output));
+        let groups = self.groups(calls);
+        let batches = async move {
+            let mut results = Vec::new();
+            for group in groups {
+                for outcome in executor.execute_batch(group, &scope).await {
+                    let output = outcome.output();
+                    results.push((outcome.call, output));
+                }
             }
-        }
-        drop(scope);
-        // Every progress event is out before the results.
-        let _ = forwarder.await;
+            // Dropping the scope closes the progress channel, which ends the forwarding.
+            drop(scope);
+            results
+        };
+        let forward = async {
+            while let Some(event) = progress_rx.recv().await {
+                self.run
+                    .emit(LoopEvent::ToolOutputDelta {
+                        call_id: event.call_id,
+                        update: event.update,
+                    })
+                    .await;
+            }
+        };
+        // Both in this task: every progress event is out before the results, with no spawn.
+        let (results, ()) = tokio::join!(batches, forward);
         for (call, output) in &results {
             let event = LoopEvent::ToolResult {
                 call_id: call.id.clone(),
