@@ -15,9 +15,10 @@ mod rig_loop;
 
 use std::future::Future;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-use measure::{Row, per_iter};
+use measure::{Row, Subject, medians_per_iter};
 use mux_loop::MuxLoop;
 use rig_loop::RigLoop;
 use tokio::runtime::Runtime;
@@ -56,19 +57,46 @@ fn main() -> ExitCode {
     }
 }
 
-/// Median time per run of `run`, each sample being `RUNS` sequential runs on `rt`.
-fn per_run<F, Fut>(rt: &Runtime, run: F) -> Result<Duration, String>
+/// Where the runs are driven from.
+#[derive(Clone, Copy)]
+enum Driver {
+    /// `Runtime::block_on` on the main thread, outside the runtime's workers (what
+    /// `xtask/bench`'s orchestrator benchmark does): whatever a loop spawns runs on a worker
+    /// and every hand-off back to the caller crosses threads.
+    BlockOn,
+    /// One task spawned on the runtime, as an agent runs in a server.
+    Task,
+}
+
+impl Driver {
+    fn label(self) -> &'static str {
+        match self {
+            Driver::BlockOn => "from block_on",
+            Driver::Task => "in a runtime task",
+        }
+    }
+}
+
+/// A subject that makes `n` sequential runs of `run`, driven as `driver`.
+fn runs<'a, F, Fut>(rt: &'a Runtime, driver: Driver, run: F) -> Subject<'a>
 where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Result<(), String>>,
+    F: Fn() -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Result<(), String>> + Send + 'static,
 {
-    per_iter(SAMPLES, RUNS, |runs| {
-        rt.block_on(async {
-            for _ in 0..runs {
+    Box::new(move |n| {
+        let run = run.clone();
+        let all = async move {
+            for _ in 0..n {
                 run().await?;
             }
             Ok(())
-        })
+        };
+        match driver {
+            Driver::BlockOn => rt.block_on(all),
+            Driver::Task => rt
+                .block_on(rt.spawn(all))
+                .map_err(|e| format!("benchmark task failed: {e}"))?,
+        }
     })
 }
 
@@ -78,46 +106,64 @@ fn measure_all() -> Result<Vec<Row>, String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let mux = MuxLoop::new()?;
-    let rig = RigLoop::new();
+    let mux = Arc::new(MuxLoop::new()?);
+    let rig = Arc::new(RigLoop::new());
+    let mut rows = Vec::new();
+    for driver in [Driver::BlockOn, Driver::Task] {
+        let (m, r, s) = (Arc::clone(&mux), Arc::clone(&rig), Arc::clone(&rig));
+        let mut subjects = [
+            runs(&rt, driver, move || {
+                let mux = Arc::clone(&m);
+                async move { mux.run().await }
+            }),
+            runs(&rt, driver, move || {
+                let rig = Arc::clone(&r);
+                async move { rig.run().await }
+            }),
+            runs(&rt, driver, move || {
+                let rig = Arc::clone(&s);
+                async move { rig.run_streaming().await }
+            }),
+        ];
+        let times = medians_per_iter(SAMPLES, RUNS, &mut subjects)?;
+        let [mux_run, rig_run, rig_stream_run] = times[..] else {
+            return Err(format!("expected 3 timings, got {}", times.len()));
+        };
+        let mux_name = format!("mux orchestrator loop, {}", driver.label());
+        rows.extend(compare(
+            &mux_name,
+            mux_run,
+            &format!("{RIG} agent prompt()"),
+            rig_run,
+        ));
+        rows.extend(compare(
+            &mux_name,
+            mux_run,
+            &format!("{RIG} agent stream_prompt()"),
+            rig_stream_run,
+        ));
+    }
+    Ok(rows)
+}
 
-    let mux_run = per_run(&rt, || mux.run())?;
-    let rig_run = per_run(&rt, || rig.run())?;
-    let rig_stream_run = per_run(&rt, || rig.run_streaming())?;
-
+/// Two rows for one pair of run times: µs per turn and two-call runs per second.
+fn compare(mux: &str, mux_run: Duration, rig: &str, rig_run: Duration) -> [Row; 2] {
     let us_per_turn = |run: Duration| run.as_secs_f64() * 1e6 / TURNS_PER_RUN;
     let runs_per_sec = |run: Duration| 1.0 / run.as_secs_f64();
-    let mux_name = "mux orchestrator loop (streaming)";
-    let rig_prompt = format!("{RIG} agent: prompt().max_turns(2)");
-    let rig_stream = format!("{RIG} agent: stream_prompt().max_turns(2)");
-    Ok(vec![
+    [
         Row {
-            name: format!("{mux_name}, per turn"),
+            name: format!("{mux}, per turn"),
             value: us_per_turn(mux_run),
             unit: "µs",
-            baseline: rig_prompt.clone(),
+            baseline: rig.to_owned(),
             baseline_value: us_per_turn(rig_run),
         },
         Row {
-            name: format!("{mux_name}, two-call runs"),
+            name: format!("{mux}, two-call runs"),
             value: runs_per_sec(mux_run),
             unit: "runs/s",
-            baseline: rig_prompt,
+            baseline: rig.to_owned(),
             baseline_value: runs_per_sec(rig_run),
         },
-        Row {
-            name: format!("{mux_name}, per turn"),
-            value: us_per_turn(mux_run),
-            unit: "µs",
-            baseline: rig_stream.clone(),
-            baseline_value: us_per_turn(rig_stream_run),
-        },
-        Row {
-            name: format!("{mux_name}, two-call runs"),
-            value: runs_per_sec(mux_run),
-            unit: "runs/s",
-            baseline: rig_stream,
-            baseline_value: runs_per_sec(rig_stream_run),
-        },
-    ])
+    ]
 }

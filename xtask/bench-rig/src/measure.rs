@@ -25,36 +25,49 @@ impl Row {
     }
 }
 
-/// The median time per iteration of `f`, over `samples` samples of `iters` iterations each,
-/// after one warm-up sample. `f(n)` runs `n` iterations.
-pub(crate) fn per_iter(
+/// A subject to time: `f(n)` runs `n` iterations.
+pub(crate) type Subject<'a> = Box<dyn FnMut(u32) -> Result<(), String> + 'a>;
+
+/// The median time per iteration of each subject, over `samples` samples of `iters`
+/// iterations each, after one warm-up sample each. Samples are interleaved (one of each
+/// subject in turn), so a change of load on the machine falls on every subject alike.
+pub(crate) fn medians_per_iter(
     samples: usize,
     iters: u32,
-    mut f: impl FnMut(u32) -> Result<(), String>,
-) -> Result<Duration, String> {
-    f(iters)?;
-    let mut times = Vec::with_capacity(samples);
-    for _ in 0..samples {
-        let start = Instant::now();
-        f(iters)?;
-        times.push(start.elapsed() / iters);
+    subjects: &mut [Subject<'_>],
+) -> Result<Vec<Duration>, String> {
+    for subject in subjects.iter_mut() {
+        subject(iters)?;
     }
-    times.sort();
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(samples); subjects.len()];
+    for _ in 0..samples {
+        for (subject, times) in subjects.iter_mut().zip(&mut times) {
+            let start = Instant::now();
+            subject(iters)?;
+            times.push(start.elapsed() / iters);
+        }
+    }
     times
-        .get(times.len() / 2)
-        .copied()
-        .ok_or_else(|| "no samples taken".to_owned())
+        .into_iter()
+        .map(|mut times| {
+            times.sort();
+            times
+                .get(times.len() / 2)
+                .copied()
+                .ok_or_else(|| "no samples taken".to_owned())
+        })
+        .collect()
 }
 
 /// A plain-text table of the rows.
 pub(crate) fn table(rows: &[Row]) -> String {
     let mut out = format!(
-        "{:<48} {:>10} {:<6} {:<50} {:>10} {:>7}\n",
+        "{:<56} {:>10} {:<6} {:<36} {:>10} {:>7}\n",
         "benchmark", "value", "unit", "baseline", "baseline", "ratio"
     );
     for row in rows {
         out.push_str(&format!(
-            "{:<48} {:>10.1} {:<6} {:<50} {:>10.1} {:>7.2}\n",
+            "{:<56} {:>10.1} {:<6} {:<36} {:>10.1} {:>7.2}\n",
             row.name,
             row.value,
             row.unit,
