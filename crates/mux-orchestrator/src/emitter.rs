@@ -21,6 +21,12 @@ impl Emitter {
         Self { primary, broadcast }
     }
 
+    /// Whether any receiver or subscriber would see an event; lets the loop skip building
+    /// events nobody reads.
+    pub(crate) fn is_listening(&self) -> bool {
+        self.primary.as_ref().is_some_and(|p| !p.is_closed()) || self.broadcast.receiver_count() > 0
+    }
+
     pub(crate) async fn emit(&self, event: LoopEvent) {
         if self.broadcast.receiver_count() > 0 {
             // Lag is reported to the slow receiver itself, as `LoopEvent::Lagged`.

@@ -506,6 +506,9 @@ impl<'a> Turns<'a> {
         };
         // Both in this task: every progress event is out before the results, with no spawn.
         let (results, ()) = tokio::join!(batches, forward);
+        if !self.run.emitter.is_listening() {
+            return results;
+        }
         for (call, output) in &results {
             let event = LoopEvent::ToolResult {
                 call_id: call.id.clone(),

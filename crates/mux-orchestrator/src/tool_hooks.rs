@@ -34,6 +34,10 @@ impl PreHook for PreToolHooks {
         call: &'a ToolCall,
         _spec: &'a ToolSpec,
     ) -> BoxFuture<'a, Result<PreHookAction, ToolHookError>> {
+        let hooks = self.hooks.snapshot();
+        if hooks.is_empty() {
+            return Box::pin(std::future::ready(Ok(PreHookAction::Continue)));
+        }
         Box::pin(async move {
             let mut current = call.clone();
             let mut rewritten = false;
@@ -139,6 +143,10 @@ impl PostHook for PostToolHooks {
         call: &'a ToolCall,
         result: &'a CallResult,
     ) -> BoxFuture<'a, Result<PostHookAction, ToolHookError>> {
+        let hooks = self.hooks.snapshot();
+        if hooks.is_empty() {
+            return Box::pin(std::future::ready(Ok(PostHookAction::Keep)));
+        }
         Box::pin(async move {
             let mut output = match result {
                 Ok(output) => output.clone(),
