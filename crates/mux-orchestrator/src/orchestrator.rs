@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::ask_user::AskUser;
 use crate::context::ContextProvider;
 use crate::emitter::{Emitter, EventReceiver, Subscription};
-use crate::event::{ApprovalDecision, LoopEvent, LoopInput};
+use crate::event::{LoopEvent, LoopInput};
 use crate::hooks::{Hook, Hooks};
 use crate::run_state::RunShared;
 use crate::session::{HistoryRecord, SessionMeta, SessionStore};
