@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mux_permission::{Answer, Asker, Decision, PermissionGate, Permissions, Question, Verdict};
+use mux_permission::{Answer, Asker, Decision, PermissionGate, Question, Verdict};
 use mux_tool::approval::ApprovalRequest;
 use mux_tool::{Approval, ApprovalGate, BoxFuture, Subject, ToolCall};
 
@@ -99,7 +99,6 @@ pub(crate) struct LoopGate {
     pub(crate) asker: Arc<LoopAsker>,
     /// Calls a hook said to ask about, whatever the rules say (deny rules still hold).
     pub(crate) forced_asks: Arc<Mutex<HashSet<String>>>,
-    pub(crate) policy: Option<Permissions>,
 }
 
 impl LoopGate {
@@ -110,7 +109,8 @@ impl LoopGate {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&request.call.id);
         if forced {
-            if let Some(policy) = &self.policy {
+            let policy = self.permissions.as_ref().map(PermissionGate::permissions);
+            if let Some(policy) = policy {
                 let decision: Decision = policy.check(request.spec, request.subject);
                 if decision.verdict == Verdict::Deny {
                     return Approval::deny(decision.reason);
@@ -121,7 +121,7 @@ impl LoopGate {
                 .asker
                 .ask_face(request.call, request.subject, reason)
                 .await;
-            if let (Answer::Always(remember), Some(policy)) = (&answer, &self.policy) {
+            if let (Answer::Always(remember), Some(policy)) = (&answer, policy) {
                 if let Err(err) = policy.remember(request.spec, request.subject, remember) {
                     tracing::warn!(tool = %request.spec.name, "could not remember an always-allow answer: {err}");
                 }
