@@ -311,7 +311,6 @@ impl<'a> Turns<'a> {
             permissions,
             asker,
             forced_asks: Arc::clone(&forced_asks),
-            policy: services.permissions.clone(),
         };
         let resources = services.resources.child();
         resources.insert(AskUserLink(Arc::clone(self.run)));
