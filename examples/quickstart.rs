@@ -128,9 +128,19 @@ fn choose_model() -> Result<(Arc<dyn LlmClient>, String), String> {
     Ok((Arc::new(offline_model()), "scripted".into()))
 }
 
-/// Lists the directory, reads the README if there is one, then describes what it saw.
+/// Lists the directory, reads the README if there is one, asks to run `git log` (a call that
+/// needs approval), then describes what it saw.
 fn offline_model() -> ScriptedClient {
     ScriptedClient::new().respond_with(|request: &Request| {
+        let calls: Vec<&str> = request
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|block| match block {
+                ContentBlock::ToolUse { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
         let results: Vec<String> = request
             .messages
             .iter()
@@ -140,13 +150,15 @@ fn offline_model() -> ScriptedClient {
                 _ => None,
             })
             .collect();
-        Ok(match results.as_slice() {
+        let listing = results.first().cloned().unwrap_or_default();
+        Ok(match calls.as_slice() {
             [] => tool_call("call_1", "list_dir", json!({"path": "."})),
-            [listing] => match readme_in(listing) {
+            ["list_dir"] => match readme_in(&listing) {
                 Some(readme) => tool_call("call_2", "read_file", json!({"path": readme, "limit": 40})),
-                None => answer(listing, None),
+                None => tool_call("call_3", "bash", json!({"command": "git log --oneline -3"})),
             },
-            [listing, readme, ..] => answer(listing, Some(readme)),
+            ["list_dir", "read_file"] => tool_call("call_3", "bash", json!({"command": "git log --oneline -3"})),
+            _ => answer(&listing, results.get(1).filter(|_| calls.contains(&"read_file")), results.last()),
         })
     })
 }
@@ -170,7 +182,7 @@ fn tool_call(id: &str, name: &str, input: serde_json::Value) -> Response {
     }
 }
 
-fn answer(listing: &str, readme: Option<&String>) -> Response {
+fn answer(listing: &str, readme: Option<&String>, git_log: Option<&String>) -> Response {
     let entries = listing.lines().filter(|l| !l.trim().is_empty()).count();
     let mut text = format!("(offline) This directory has {entries} entries.");
     if let Some(readme) = readme {
@@ -178,6 +190,14 @@ fn answer(listing: &str, readme: Option<&String>) -> Response {
         if let Some(first) = first {
             text.push_str(&format!(" Its README begins: \"{first}\"."));
         }
+    }
+    match git_log {
+        Some(log) if log.contains("denied") => text.push_str(" I was not allowed to look at the git history."),
+        Some(log) => {
+            let first = log.lines().next().unwrap_or_default();
+            text.push_str(&format!(" The latest commit: \"{first}\"."));
+        }
+        None => {}
     }
     text.push_str(" Set ANTHROPIC_API_KEY or OPENAI_API_KEY to ask a real model.");
     Response {

@@ -9,6 +9,8 @@
 //! | `llm` | [`llm`] | messages, `LlmClient`, stream events, accumulator, errors, retries |
 //! | `anthropic`, `openai`, `gemini` | [`llm`]`::anthropic`, ... | the providers (reqwest + rustls) |
 //! | `permission` | [`permission`] | modes, `Tool(specifier)` rules, scopes, shell-aware matching, the approval gate |
+//! | `testing` | [`llm`]`::testing` | a scripted model and a local replay server for tests |
+//! | `orchestrator` | [`orchestrator`] | the think-act loop: events, approvals, sessions, hooks, compaction |
 //! | `full` | all of the above | every layer |
 //!
 //! Library authors who only define tools can depend on `mux-tool` directly; applications
@@ -64,6 +66,10 @@ pub use mux_llm as llm;
 #[doc(inline)]
 pub use mux_permission as permission;
 
+#[cfg(feature = "orchestrator")]
+#[doc(inline)]
+pub use mux_orchestrator as orchestrator;
+
 /// The names most programs need, in one import.
 pub mod prelude {
     #[cfg(feature = "tool")]
@@ -87,5 +93,12 @@ pub mod prelude {
     pub use mux_permission::{
         Answer, Asker, Decision, Mode, PermissionGate, Permissions, Remember, Rule, RuleSet, Scope,
         ScopeRules, Verdict,
+    };
+
+    #[cfg(feature = "orchestrator")]
+    #[doc(no_inline)]
+    pub use mux_orchestrator::{
+        ApprovalDecision, LoopError, LoopEvent, LoopInput, LoopState, Orchestrator,
+        OrchestratorConfig, Run, RunSummary,
     };
 }
