@@ -21,14 +21,17 @@ use mux::llm::openai::OpenAiClient;
 use mux::llm::testing::ScriptedClient;
 use mux::llm::{ContentBlock, LlmClient, Request, Response, StopReason, Usage};
 use mux::orchestrator::context::ProjectInstructions;
-use mux::orchestrator::{ApprovalDecision, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run};
+use mux::orchestrator::{
+    ApprovalDecision, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run,
+};
 use mux::permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
-use mux::tool::builtin::{Glob, Grep, ListDir, ReadFile, Sandbox};
-use mux::tool::builtin::Bash;
 use mux::tool::Registry;
+use mux::tool::builtin::Bash;
+use mux::tool::builtin::{Glob, Grep, ListDir, ReadFile, Sandbox};
 use serde_json::json;
 
-const DEFAULT_PROMPT: &str = "Look around this directory and tell me in a few sentences what this project is.";
+const DEFAULT_PROMPT: &str =
+    "Look around this directory and tell me in a few sentences what this project is.";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -44,15 +47,26 @@ async fn main() -> ExitCode {
 async fn run() -> Result<(), String> {
     let prompt = prompt_from_args()?;
     let (client, model) = choose_model()?;
-    let root = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let root =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
     let sandbox = Sandbox::new(&root).map_err(|e| e.to_string())?;
 
     let tools = Registry::new();
-    tools.register_typed(ListDir::new(sandbox.clone())).map_err(|e| e.to_string())?;
-    tools.register_typed(ReadFile::new(sandbox.clone())).map_err(|e| e.to_string())?;
-    tools.register_typed(Glob::new(sandbox.clone())).map_err(|e| e.to_string())?;
-    tools.register_typed(Grep::new(sandbox.clone())).map_err(|e| e.to_string())?;
-    tools.register_typed(Bash::new(sandbox)).map_err(|e| e.to_string())?;
+    tools
+        .register_typed(ListDir::new(sandbox.clone()))
+        .map_err(|e| e.to_string())?;
+    tools
+        .register_typed(ReadFile::new(sandbox.clone()))
+        .map_err(|e| e.to_string())?;
+    tools
+        .register_typed(Glob::new(sandbox.clone()))
+        .map_err(|e| e.to_string())?;
+    tools
+        .register_typed(Grep::new(sandbox.clone()))
+        .map_err(|e| e.to_string())?;
+    tools
+        .register_typed(Bash::new(sandbox))
+        .map_err(|e| e.to_string())?;
 
     // The read-only tools are allowed by rule; `bash` is not, so it asks.
     let rules = RuleSet::new()
@@ -61,7 +75,9 @@ async fn run() -> Result<(), String> {
         .and_then(|r| r.with_allow("glob"))
         .and_then(|r| r.with_allow("grep"))
         .map_err(|e| e.to_string())?;
-    let permissions = Permissions::builder(PathContext::new(&root)).scope(Scope::Project, ScopeRules::new(rules)).build();
+    let permissions = Permissions::builder(PathContext::new(&root))
+        .scope(Scope::Project, ScopeRules::new(rules))
+        .build();
 
     let config = OrchestratorConfig::new(model).system_prompt(
         "You are a concise assistant exploring a software project with read-only tools. \
@@ -84,7 +100,9 @@ async fn run() -> Result<(), String> {
         "\n\n[{} model calls, {} tool calls, {} input + {} output tokens]",
         summary.iterations,
         summary.tool_calls.len(),
-        summary.usage.input_tokens + summary.usage.cache_read_tokens + summary.usage.cache_write_tokens,
+        summary.usage.input_tokens
+            + summary.usage.cache_read_tokens
+            + summary.usage.cache_write_tokens,
         summary.usage.output_tokens
     );
     Ok(())
@@ -115,7 +133,8 @@ fn choose_model() -> Result<(Arc<dyn LlmClient>, String), String> {
         println!("Using Anthropic ({model}).");
         return Ok((Arc::new(client), model));
     }
-    if std::env::var_os("OPENAI_API_KEY").is_some() || std::env::var_os("OPENAI_BASE_URL").is_some() {
+    if std::env::var_os("OPENAI_API_KEY").is_some() || std::env::var_os("OPENAI_BASE_URL").is_some()
+    {
         let client = OpenAiClient::from_env().map_err(|e| e.to_string())?;
         let model = model.unwrap_or_else(|| "gpt-4o-mini".into());
         println!("Using an OpenAI-compatible server ({model}).");
@@ -146,7 +165,9 @@ fn offline_model() -> ScriptedClient {
             .iter()
             .flat_map(|m| &m.content)
             .filter_map(|block| match block {
-                ContentBlock::ToolResult { content, .. } => Some(content.iter().filter_map(ContentBlock::as_text).collect()),
+                ContentBlock::ToolResult { content, .. } => {
+                    Some(content.iter().filter_map(ContentBlock::as_text).collect())
+                }
                 _ => None,
             })
             .collect();
@@ -154,11 +175,19 @@ fn offline_model() -> ScriptedClient {
         Ok(match calls.as_slice() {
             [] => tool_call("call_1", "list_dir", json!({"path": "."})),
             ["list_dir"] => match readme_in(&listing) {
-                Some(readme) => tool_call("call_2", "read_file", json!({"path": readme, "limit": 40})),
+                Some(readme) => {
+                    tool_call("call_2", "read_file", json!({"path": readme, "limit": 40}))
+                }
                 None => tool_call("call_3", "bash", json!({"command": "git log --oneline -3"})),
             },
-            ["list_dir", "read_file"] => tool_call("call_3", "bash", json!({"command": "git log --oneline -3"})),
-            _ => answer(&listing, results.get(1).filter(|_| calls.contains(&"read_file")), results.last()),
+            ["list_dir", "read_file"] => {
+                tool_call("call_3", "bash", json!({"command": "git log --oneline -3"}))
+            }
+            _ => answer(
+                &listing,
+                results.get(1).filter(|_| calls.contains(&"read_file")),
+                results.last(),
+            ),
         })
     })
 }
@@ -186,13 +215,18 @@ fn answer(listing: &str, readme: Option<&String>, git_log: Option<&String>) -> R
     let entries = listing.lines().filter(|l| !l.trim().is_empty()).count();
     let mut text = format!("(offline) This directory has {entries} entries.");
     if let Some(readme) = readme {
-        let first = readme.lines().map(|l| l.split('\t').next_back().unwrap_or(l).trim()).find(|l| !l.is_empty());
+        let first = readme
+            .lines()
+            .map(|l| l.split('\t').next_back().unwrap_or(l).trim())
+            .find(|l| !l.is_empty());
         if let Some(first) = first {
             text.push_str(&format!(" Its README begins: \"{first}\"."));
         }
     }
     match git_log {
-        Some(log) if log.contains("denied") => text.push_str(" I was not allowed to look at the git history."),
+        Some(log) if log.contains("denied") => {
+            text.push_str(" I was not allowed to look at the git history.")
+        }
         Some(log) => {
             let first = log.lines().next().unwrap_or_default();
             text.push_str(&format!(" The latest commit: \"{first}\"."));
@@ -212,7 +246,11 @@ fn answer(listing: &str, readme: Option<&String>, git_log: Option<&String>) -> R
 
 /// Prints the run's events readably and answers approvals.
 async fn show(run: Run, interactive: bool) -> Result<mux::orchestrator::RunSummary, String> {
-    let Run { mut events, input, handle } = run;
+    let Run {
+        mut events,
+        input,
+        handle,
+    } = run;
     while let Some(event) = events.recv().await {
         match event {
             LoopEvent::TextDelta { text } => {
@@ -224,16 +262,30 @@ async fn show(run: Run, interactive: bool) -> Result<mux::orchestrator::RunSumma
                 let text = output.to_text();
                 let first = text.lines().next().unwrap_or_default();
                 let mark = if output.is_error { "✗" } else { "←" };
-                println!("  {mark} {} ({} lines)", first.chars().take(100).collect::<String>(), text.lines().count());
+                println!(
+                    "  {mark} {} ({} lines)",
+                    first.chars().take(100).collect::<String>(),
+                    text.lines().count()
+                );
             }
-            LoopEvent::ApprovalRequired { call_id, name, input: args, reason, .. } => {
+            LoopEvent::ApprovalRequired {
+                call_id,
+                name,
+                input: args,
+                reason,
+                ..
+            } => {
                 let decision = if interactive {
                     ask(&name, &args, &reason)
                 } else {
                     println!("  ? {name} {args} needs approval ({reason}): denied automatically");
-                    ApprovalDecision::Deny { reason: "not approved (non-interactive run)".into() }
+                    ApprovalDecision::Deny {
+                        reason: "not approved (non-interactive run)".into(),
+                    }
                 };
-                input.send(LoopInput::ToolApproval { call_id, decision }).await;
+                input
+                    .send(LoopInput::ToolApproval { call_id, decision })
+                    .await;
             }
             LoopEvent::Error { message, .. } => eprintln!("\n  ! {message}"),
             _ => {}
@@ -250,6 +302,8 @@ fn ask(name: &str, args: &serde_json::Value, reason: &str) -> ApprovalDecision {
     if line.trim().eq_ignore_ascii_case("y") {
         ApprovalDecision::AllowOnce
     } else {
-        ApprovalDecision::Deny { reason: "the user said no".into() }
+        ApprovalDecision::Deny {
+            reason: "the user said no".into(),
+        }
     }
 }
