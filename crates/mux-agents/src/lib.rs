@@ -1,0 +1,49 @@
+//! Agents on the mux loop.
+//!
+//! An [`AgentRuntime`] spawns agents from [`AgentDefinition`]s over one model client, one tool
+//! set, one permission policy and one hook list. Each agent is an
+//! [`Orchestrator`](mux_orchestrator::Orchestrator) driven by its own task; an [`AgentHandle`]
+//! queues prompts ([`AgentRun`]: status, wait with timeout, cancel), answers approvals,
+//! subscribes to [`AgentEvent`]s, interrupts, shuts down and waits.
+//!
+//! Subagents ([`AgentRuntime::spawn_subagent`], or the model's `task` tool) use a subset of
+//! their parent's tools, are linked to it in both sessions' metadata, and are cancelled with
+//! it: each agent's token is a child of its parent's. Their events, approval requests
+//! included, reach the parent's subscribers tagged with their id.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use mux_agents::{AgentDefinition, AgentRuntime, AgentSession, RunStatus};
+//! use mux_llm::testing::ScriptedClient;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let client = ScriptedClient::new().reply_text("Paris");
+//! let runtime = AgentRuntime::builder(Arc::new(client), "model").build();
+//! let agent = runtime
+//!     .spawn(AgentDefinition::new("geo").system_prompt("Answer briefly."), AgentSession::New)
+//!     .await?;
+//! let mut run = agent.prompt("Capital of France?")?;
+//! let summary = run.wait_timeout(Duration::from_secs(5)).await?;
+//! assert_eq!(summary.text, "Paris");
+//! assert_eq!(run.status(), RunStatus::Finished);
+//! agent.shutdown();
+//! agent.wait_timeout(Duration::from_secs(5)).await?;
+//! assert_eq!(runtime.count(), 0);
+//! # Ok::<(), mux_agents::AgentError>(()) }).unwrap();
+//! ```
+#![forbid(unsafe_code)]
+
+mod definition;
+mod error;
+mod event;
+mod handle;
+mod runtime;
+mod task;
+
+pub use definition::AgentDefinition;
+pub use error::AgentError;
+pub use event::{AgentEvent, AgentEvents};
+pub use handle::{AgentHandle, AgentId, AgentRun, AgentState, RunStatus};
+pub use runtime::{AgentRuntime, AgentRuntimeBuilder, AgentSession, PARENT_KEY, SUBAGENTS_KEY};
+pub use task::{TASK, TaskArgs};

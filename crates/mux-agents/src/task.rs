@@ -1,0 +1,207 @@
+//! The `task` tool: the model delegates a piece of work to a subagent definition.
+
+use std::sync::{Arc, Weak};
+
+use mux_orchestrator::hooks::SubagentEvent;
+use mux_orchestrator::{LoopEvent, RunSummary};
+use mux_tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::runtime::RuntimeShared;
+use crate::{AgentError, AgentEvent, AgentHandle, AgentId, AgentSession};
+
+/// The `task` tool's name.
+pub const TASK: &str = "task";
+
+/// The `task` tool's arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct TaskArgs {
+    /// The name of the agent definition to delegate to.
+    pub agent: String,
+    /// What the subagent should do, with every detail it needs: it sees nothing else.
+    pub prompt: String,
+    /// The id of a subagent this agent delegated to before, to continue its conversation.
+    #[serde(default)]
+    pub resume: Option<String>,
+}
+
+/// Runs a subagent and returns its final text as the tool result. The subagent's events
+/// reach the delegating agent's subscribers tagged with its id, approvals included.
+pub(crate) struct TaskTool {
+    runtime: Weak<RuntimeShared>,
+    parent: AgentId,
+}
+
+impl TaskTool {
+    pub(crate) fn new(runtime: Weak<RuntimeShared>, parent: AgentId) -> Self {
+        Self { runtime, parent }
+    }
+}
+
+impl TypedTool for TaskTool {
+    type Args = TaskArgs;
+    const NAME: &'static str = TASK;
+
+    fn description(&self) -> String {
+        let mut text = String::from(
+            "Delegates a task to a subagent and returns its final answer. \
+             Pass `resume` with a subagent id from an earlier result to continue it.",
+        );
+        if let Some(runtime) = self.runtime.upgrade() {
+            let definitions = runtime.runtime().definitions();
+            if !definitions.is_empty() {
+                text.push_str(" Agents:");
+                for definition in definitions {
+                    text.push_str(&format!(
+                        "\n- {}: {}",
+                        definition.name, definition.description
+                    ));
+                }
+            }
+        }
+        text
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        // Delegating touches nothing itself; the subagent's own tool calls are gated.
+        ToolAnnotations::read_only()
+    }
+
+    async fn call(&self, args: TaskArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let runtime = self
+            .runtime
+            .upgrade()
+            .ok_or_else(|| ToolError::failed("the agent runtime is gone"))?;
+        let parent = runtime
+            .get(self.parent.as_str())
+            .ok_or_else(|| ToolError::failed(format!("agent {} has exited", self.parent)))?;
+        let child = subagent(&runtime, &parent, &args)
+            .await
+            .map_err(|err| ToolError::failed(err.to_string()))?;
+
+        let event = SubagentEvent {
+            session_id: child.session_id(),
+            agent: child.name().to_owned(),
+            result: None,
+        };
+        fire_start(&parent, &runtime, &event).await;
+        let outcome = delegate(&parent, &child, args.prompt, &ctx).await;
+        let result = match &outcome {
+            Ok(summary) => Ok(summary.text.clone()),
+            Err(err) => Err(err.to_string()),
+        };
+        parent.emit(AgentEvent::SubagentComplete {
+            id: child.id().clone(),
+            agent: child.name().to_owned(),
+            result: result.clone(),
+        });
+        let event = SubagentEvent {
+            result: result.as_ref().ok().cloned(),
+            ..event
+        };
+        fire_stop(&parent, &runtime, &event).await;
+        match outcome {
+            Ok(summary) => Ok(ToolOutput::text(summary.text)
+                .with_metadata("agent_id", serde_json::json!(child.id()))),
+            Err(err) => Ok(ToolOutput::error(format!(
+                "subagent {} ({}) failed: {err}",
+                child.id(),
+                child.name()
+            ))),
+        }
+    }
+}
+
+/// The subagent to delegate to: the one to resume, or a new one.
+async fn subagent(
+    runtime: &Arc<RuntimeShared>,
+    parent: &AgentHandle,
+    args: &TaskArgs,
+) -> Result<AgentHandle, AgentError> {
+    let rt = runtime.runtime();
+    if let Some(id) = &args.resume {
+        let child = rt
+            .get(id)
+            .ok_or_else(|| AgentError::UnknownAgent(id.clone()))?;
+        if child.parent() != Some(parent.id()) {
+            return Err(AgentError::NotAChild {
+                child: child.id().clone(),
+                parent: parent.id().clone(),
+            });
+        }
+        return Ok(child);
+    }
+    let definition = rt.definition(&args.agent)?;
+    let child = rt
+        .spawn_subagent(parent, definition, AgentSession::New)
+        .await?;
+    parent.emit(AgentEvent::SubagentSpawned {
+        id: child.id().clone(),
+        agent: child.name().to_owned(),
+        depth: child.depth(),
+    });
+    Ok(child)
+}
+
+/// Runs `prompt` on `child`, forwarding its events to `parent`'s subscribers, until it ends
+/// or the tool call is cancelled.
+async fn delegate(
+    parent: &AgentHandle,
+    child: &AgentHandle,
+    prompt: String,
+    ctx: &ToolContext,
+) -> Result<RunSummary, AgentError> {
+    let mut events = child.subscribe();
+    let mut run = child.prompt(prompt)?;
+    let forward = |event: AgentEvent| {
+        parent.emit(match event {
+            AgentEvent::Loop(event) => AgentEvent::Subagent {
+                id: child.id().clone(),
+                agent: child.name().to_owned(),
+                event,
+            },
+            // Grandchildren's events are tagged already.
+            other => other,
+        });
+    };
+    let outcome = loop {
+        tokio::select! {
+            outcome = run.wait() => break outcome,
+            Some(event) = events.recv() => forward(event),
+            () = ctx.cancellation().cancelled() => {
+                run.cancel();
+                break run.wait().await;
+            }
+        }
+    };
+    // Every event of the run was published before its outcome.
+    while let Some(event) = events.try_recv() {
+        forward(event);
+    }
+    outcome
+}
+
+async fn fire_start(parent: &AgentHandle, runtime: &RuntimeShared, event: &SubagentEvent) {
+    for hook in runtime.hooks.snapshot() {
+        if let Err(err) = hook.subagent_start(event).await {
+            report(parent, hook.name(), "subagent_start", err.message);
+        }
+    }
+}
+
+async fn fire_stop(parent: &AgentHandle, runtime: &RuntimeShared, event: &SubagentEvent) {
+    for hook in runtime.hooks.snapshot() {
+        if let Err(err) = hook.subagent_stop(event).await {
+            report(parent, hook.name(), "subagent_stop", err.message);
+        }
+    }
+}
+
+fn report(parent: &AgentHandle, hook: &str, point: &str, message: String) {
+    parent.emit(AgentEvent::Loop(LoopEvent::HookFailed {
+        hook: hook.to_owned(),
+        point: point.to_owned(),
+        message,
+    }));
+}

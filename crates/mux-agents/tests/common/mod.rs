@@ -1,0 +1,84 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures::StreamExt;
+use mux_llm::{
+    BlockStart, BoxFuture, ContentBlock, EventStream, LlmClient, LlmError, Request, Response,
+    StopReason, StreamEvent, Usage,
+};
+use mux_tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A response that calls one tool.
+pub fn tool_call(id: &str, name: &str, input: Value) -> Response {
+    Response {
+        id: None,
+        model: None,
+        content: vec![ContentBlock::tool_use(id, name, input)],
+        stop_reason: StopReason::ToolUse,
+        stop_sequence: None,
+        usage: Usage::default(),
+    }
+}
+
+/// A model that streams a little text, then never finishes.
+pub struct Stalls;
+
+impl LlmClient for Stalls {
+    fn provider(&self) -> &str {
+        "stalls"
+    }
+    fn stream(&self, _request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
+        Box::pin(async {
+            let start = futures::stream::iter(vec![
+                Ok(StreamEvent::MessageStart {
+                    id: None,
+                    model: None,
+                    usage: Usage::default(),
+                }),
+                Ok(StreamEvent::BlockStart {
+                    index: 0,
+                    block: BlockStart::Text,
+                }),
+                Ok(StreamEvent::TextDelta {
+                    index: 0,
+                    text: "working".into(),
+                }),
+            ]);
+            let stream: EventStream = Box::pin(start.chain(futures::stream::pending()));
+            Ok(stream)
+        })
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct ShellArgs {
+    /// A command.
+    pub command: String,
+}
+
+/// Pretends to run a command; not read-only, so it needs approval. Counts its calls.
+#[derive(Clone, Default)]
+pub struct Shell {
+    pub calls: Arc<AtomicUsize>,
+}
+
+impl TypedTool for Shell {
+    type Args = ShellArgs;
+    const NAME: &'static str = "shell";
+    fn description(&self) -> String {
+        "Runs a command".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::default()
+    }
+    async fn call(&self, args: ShellArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(ToolOutput::text(format!("ran {}", args.command)))
+    }
+}
