@@ -25,7 +25,11 @@ fn echo_client() -> ScriptedClient {
             model: None,
             content: vec![ContentBlock::text(format!(
                 "echo: {}",
-                request.messages.last().map(|m| m.text()).unwrap_or_default()
+                request
+                    .messages
+                    .last()
+                    .map(|m| m.text())
+                    .unwrap_or_default()
             ))],
             stop_reason: StopReason::EndTurn,
             stop_sequence: None,
@@ -75,7 +79,10 @@ async fn a_hundred_agents_spawn_and_run_concurrently() {
     assert_eq!(runtime.count(), 0, "exited agents leave the registry");
     assert!(runtime.get(&first).is_none());
     assert!(agents.iter().all(|a| a.state() == AgentState::Done));
-    assert!(matches!(agents[0].prompt("again"), Err(AgentError::Exited(_))));
+    assert!(matches!(
+        agents[0].prompt("again"),
+        Err(AgentError::Exited(_))
+    ));
 }
 
 #[tokio::test]
@@ -104,14 +111,24 @@ async fn a_run_handle_polls_times_out_and_really_cancels() {
         run.wait_timeout(Duration::from_millis(20)).await,
         Err(AgentError::Timeout(_))
     ));
-    assert_eq!(run.status(), RunStatus::Running, "a timed-out wait leaves the run going");
+    assert_eq!(
+        run.status(),
+        RunStatus::Running,
+        "a timed-out wait leaves the run going"
+    );
 
     queued.cancel();
     run.cancel();
-    assert!(matches!(run.wait_timeout(LONG).await, Err(AgentError::Cancelled)));
+    assert!(matches!(
+        run.wait_timeout(LONG).await,
+        Err(AgentError::Cancelled)
+    ));
     assert_eq!(run.status(), RunStatus::Cancelled);
     assert!(matches!(run.wait().await, Err(AgentError::ResultTaken)));
-    assert!(matches!(queued.wait_timeout(LONG).await, Err(AgentError::Cancelled)));
+    assert!(matches!(
+        queued.wait_timeout(LONG).await,
+        Err(AgentError::Cancelled)
+    ));
     assert_eq!(queued.status(), RunStatus::Cancelled);
 
     // The agent survives a cancelled run, and interrupt cancels the one in progress.
@@ -120,7 +137,10 @@ async fn a_run_handle_polls_times_out_and_really_cancels() {
         tokio::task::yield_now().await;
     }
     assert!(agent.interrupt());
-    assert!(matches!(next.wait_timeout(LONG).await, Err(AgentError::Cancelled)));
+    assert!(matches!(
+        next.wait_timeout(LONG).await,
+        Err(AgentError::Cancelled)
+    ));
     assert_eq!(agent.state(), AgentState::Idle);
     assert!(!agent.interrupt(), "nothing to interrupt");
 
@@ -166,12 +186,20 @@ async fn the_parent_child_link_is_persisted_in_both_sessions() {
     );
 
     // A resumed child keeps the link and its conversation.
-    first.prompt("hello").unwrap().wait_timeout(LONG).await.unwrap();
+    first
+        .prompt("hello")
+        .unwrap()
+        .wait_timeout(LONG)
+        .await
+        .unwrap();
     let session = first.session_id();
     first.shutdown();
     first.wait_timeout(LONG).await.unwrap();
     let resumed = runtime
-        .spawn(AgentDefinition::new("explorer"), AgentSession::Resume(session.clone()))
+        .spawn(
+            AgentDefinition::new("explorer"),
+            AgentSession::Resume(session.clone()),
+        )
         .await
         .unwrap();
     assert_eq!(resumed.session_id(), session);
@@ -196,7 +224,11 @@ async fn cancelling_a_parent_cancels_every_descendant_within_the_bound() {
         .await
         .unwrap();
     let grandchild = runtime
-        .spawn_subagent(&child, AgentDefinition::new("grandchild"), AgentSession::New)
+        .spawn_subagent(
+            &child,
+            AgentDefinition::new("grandchild"),
+            AgentSession::New,
+        )
         .await
         .unwrap();
     let other = runtime
@@ -221,7 +253,10 @@ async fn cancelling_a_parent_cancels_every_descendant_within_the_bound() {
     // some run would hang without the cascade.
     let bound = Duration::from_millis(50);
     for run in &mut runs {
-        assert!(matches!(run.wait_timeout(bound).await, Err(AgentError::Cancelled)));
+        assert!(matches!(
+            run.wait_timeout(bound).await,
+            Err(AgentError::Cancelled)
+        ));
     }
     for agent in [&root, &child, &grandchild] {
         agent.wait_timeout(bound).await.unwrap();
@@ -242,7 +277,11 @@ async fn subagents_nest_no_deeper_than_the_limit() {
         .unwrap();
     for depth in 1..=2 {
         agent = runtime
-            .spawn_subagent(&agent, AgentDefinition::new(format!("d{depth}")), AgentSession::New)
+            .spawn_subagent(
+                &agent,
+                AgentDefinition::new(format!("d{depth}")),
+                AgentSession::New,
+            )
             .await
             .unwrap();
         assert_eq!(agent.depth(), depth);
@@ -258,5 +297,10 @@ async fn subagents_nest_no_deeper_than_the_limit() {
     assert!(matches!(err, AgentError::DepthLimit { depth: 3, max: 2 }));
     assert_eq!(err.to_string(), "subagent depth limit reached: 3 > 2");
     assert_eq!(runtime.count(), 3);
-    assert_eq!(AgentRuntime::builder(Arc::new(Stalls), "m").build().max_depth(), 3);
+    assert_eq!(
+        AgentRuntime::builder(Arc::new(Stalls), "m")
+            .build()
+            .max_depth(),
+        3
+    );
 }
