@@ -49,6 +49,12 @@ pub enum AgentError {
     /// The run's result was already taken by an earlier wait.
     #[error("the run's result was already taken")]
     ResultTaken,
+    /// A tool could not be set up (its argument schema did not build).
+    #[error("tool setup failed: {0}")]
+    ToolSetup(String),
+    /// A worker task ended abnormally.
+    #[error("an agent task crashed: {0}")]
+    Crashed(String),
     /// The loop failed.
     #[error(transparent)]
     Loop(#[from] LoopError),

@@ -34,16 +34,23 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod decomposition;
 mod definition;
 mod error;
 mod event;
 mod handle;
+mod plan;
+pub mod presets;
 mod runtime;
 mod task;
 
+pub use decomposition::{
+    Decomposition, DecompositionError, DecompositionOutcome, StepOutcome, StepResult,
+};
 pub use definition::AgentDefinition;
 pub use error::AgentError;
 pub use event::{AgentEvent, AgentEvents};
 pub use handle::{AgentHandle, AgentId, AgentRun, AgentState, RunStatus};
+pub use plan::{FINISH_PLAN, FinishPlan, Plan, PlanError, PlanStep};
 pub use runtime::{AgentRuntime, AgentRuntimeBuilder, AgentSession, PARENT_KEY, SUBAGENTS_KEY};
 pub use task::{TASK, TaskArgs};

@@ -215,8 +215,20 @@ impl AgentRuntime {
         definition: AgentDefinition,
         session: AgentSession,
     ) -> Result<AgentHandle, AgentError> {
+        self.spawn_with_tools(definition, session, Registry::new())
+            .await
+    }
+
+    /// Starts a top-level agent with `extra` tools on top of those its definition selects
+    /// (a planner's `finish_plan`, say). An extra tool replaces a runtime tool of the same name.
+    pub async fn spawn_with_tools(
+        &self,
+        definition: AgentDefinition,
+        session: AgentSession,
+        extra: Registry,
+    ) -> Result<AgentHandle, AgentError> {
         let token = self.shared.root.child_token();
-        self.start(definition, session, None, token, &self.shared.tools)
+        self.start(definition, session, None, token, &self.shared.tools, extra)
             .await
     }
 
@@ -247,6 +259,7 @@ impl AgentRuntime {
                 Some(parent),
                 token,
                 parent.orchestrator().tools(),
+                Registry::new(),
             )
             .await?;
         if let Err(err) = link(parent, &child).await {
@@ -263,6 +276,7 @@ impl AgentRuntime {
         parent: Option<&AgentHandle>,
         cancel: CancellationToken,
         available: &Registry,
+        extra: Registry,
     ) -> Result<AgentHandle, AgentError> {
         let shared = &self.shared;
         let id = AgentId(format!(
@@ -279,6 +293,9 @@ impl AgentRuntime {
                 // Names are unique in `available`, so this cannot clash.
                 let _ = tools.register_shared(tool);
             }
+        }
+        for tool in extra.list() {
+            let _ = tools.replace(tool);
         }
         if definition.can_delegate && depth < shared.max_depth {
             let task = TaskTool::new(Arc::downgrade(shared), id.clone());
@@ -492,10 +509,11 @@ async fn agent_loop(
         job.status.send_replace(RunStatus::Cancelled);
         let _ = job.reply.send(Err(AgentError::Cancelled));
     }
-    agent.shared.state.send_replace(AgentState::Done);
+    // Leave the registry first, so whoever sees `Done` sees the agent gone.
     if let Some(runtime) = runtime.upgrade() {
         runtime.agents().remove(agent.id());
     }
+    agent.shared.state.send_replace(AgentState::Done);
 }
 
 async fn run_job(agent: &AgentHandle, job: Job) {
