@@ -43,6 +43,7 @@ mod plan;
 pub mod presets;
 mod runtime;
 mod task;
+mod voting;
 
 pub use decomposition::{
     Decomposition, DecompositionError, DecompositionOutcome, StepOutcome, StepResult,
@@ -54,3 +55,4 @@ pub use handle::{AgentHandle, AgentId, AgentRun, AgentState, RunStatus};
 pub use plan::{FINISH_PLAN, FinishPlan, Plan, PlanError, PlanStep};
 pub use runtime::{AgentRuntime, AgentRuntimeBuilder, AgentSession, PARENT_KEY, SUBAGENTS_KEY};
 pub use task::{TASK, TaskArgs};
+pub use voting::{Aggregator, Ballot, VoteOutcome, Voting, VotingError, normalize};

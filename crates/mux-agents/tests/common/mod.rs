@@ -82,3 +82,24 @@ impl TypedTool for Shell {
         Ok(ToolOutput::text(format!("ran {}", args.command)))
     }
 }
+
+/// Stalls for model `slow`; otherwise answers with the text `answers` gives for the model.
+pub struct ByModel {
+    pub answers: fn(&str) -> String,
+}
+
+impl LlmClient for ByModel {
+    fn provider(&self) -> &str {
+        "by-model"
+    }
+    fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
+        if request.model == "slow" {
+            return Stalls.stream(request);
+        }
+        let text = (self.answers)(&request.model);
+        Box::pin(async move {
+            let client = mux_llm::testing::ScriptedClient::new().reply_text(text);
+            client.stream(request).await
+        })
+    }
+}
