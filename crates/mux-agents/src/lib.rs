@@ -34,6 +34,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod console;
 mod decomposition;
 mod definition;
 mod error;
@@ -45,6 +46,9 @@ mod runtime;
 mod task;
 mod voting;
 
+pub use console::{
+    Console, ConsoleExit, ConsoleInput, ConsoleRenderer, Keys, LineInput, ScriptedInput,
+};
 pub use decomposition::{
     Decomposition, DecompositionError, DecompositionOutcome, StepOutcome, StepResult,
 };
