@@ -304,3 +304,42 @@ async fn subagents_nest_no_deeper_than_the_limit() {
         3
     );
 }
+
+#[tokio::test]
+async fn every_agent_shares_the_global_permission_rules() {
+    use mux_permission::{PathContext, Permissions, Rule, RuleKind, RuleSet, Scope, ScopeRules};
+
+    let global = ScopeRules::new(RuleSet::default());
+    let permissions = Permissions::builder(PathContext::new(std::env::temp_dir()))
+        .scope(Scope::Global, global.clone())
+        .build();
+    let client = ScriptedClient::new()
+        .reply(common::tool_call("c1", "shell", json!({"command": "ls"})))
+        .reply_text("one")
+        .reply(common::tool_call("c2", "shell", json!({"command": "ls"})))
+        .reply_text("two");
+    let shell = common::Shell::default();
+    let tools = mux_tool::Registry::new();
+    tools.register_typed(shell.clone()).unwrap();
+    let runtime = AgentRuntime::builder(Arc::new(client), "m")
+        .tools(tools)
+        .permissions(permissions)
+        .configure(|config| config.approval_timeout(Duration::from_secs(5)))
+        .build();
+    let first = runtime
+        .spawn(AgentDefinition::new("a"), AgentSession::New)
+        .await
+        .unwrap();
+    let second = runtime
+        .spawn(AgentDefinition::new("b"), AgentSession::New)
+        .await
+        .unwrap();
+    // Added after both agents exist: it applies to both, no approval asked.
+    assert!(global.add(RuleKind::Allow, Rule::parse("shell").unwrap()));
+    for (agent, text) in [(&first, "one"), (&second, "two")] {
+        let summary = agent.prompt("go").unwrap().wait_timeout(LONG).await.unwrap();
+        assert_eq!(summary.text, text);
+        assert!(!summary.tool_calls[0].output.is_error, "{:?}", summary.tool_calls[0]);
+    }
+    assert_eq!(shell.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
