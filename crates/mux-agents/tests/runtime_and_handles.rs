@@ -337,9 +337,18 @@ async fn every_agent_shares_the_global_permission_rules() {
     // Added after both agents exist: it applies to both, no approval asked.
     assert!(global.add(RuleKind::Allow, Rule::parse("shell").unwrap()));
     for (agent, text) in [(&first, "one"), (&second, "two")] {
-        let summary = agent.prompt("go").unwrap().wait_timeout(LONG).await.unwrap();
+        let summary = agent
+            .prompt("go")
+            .unwrap()
+            .wait_timeout(LONG)
+            .await
+            .unwrap();
         assert_eq!(summary.text, text);
-        assert!(!summary.tool_calls[0].output.is_error, "{:?}", summary.tool_calls[0]);
+        assert!(
+            !summary.tool_calls[0].output.is_error,
+            "{:?}",
+            summary.tool_calls[0]
+        );
     }
     assert_eq!(shell.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
