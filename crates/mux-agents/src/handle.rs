@@ -258,6 +258,11 @@ impl AgentRun {
         self.cancel.cancel();
     }
 
+    /// The run's cancellation token.
+    pub(crate) fn token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
     /// Waits for the outcome. Ends when the run does, is cancelled, or the agent exits.
     pub async fn wait(&mut self) -> Result<RunSummary, AgentError> {
         let Some(result) = self.result.as_mut() else {

@@ -154,6 +154,8 @@ async fn delegate(
 ) -> Result<RunSummary, AgentError> {
     let mut events = child.subscribe();
     let mut run = child.prompt(prompt)?;
+    // Should the loop drop this call instead of cancelling it, the child's run stops too.
+    let _stop_if_dropped = run.token().clone().drop_guard();
     let forward = |event: AgentEvent| {
         parent.emit(match event {
             AgentEvent::Loop(event) => AgentEvent::Subagent {

@@ -280,3 +280,71 @@ async fn the_task_tool_stops_at_the_depth_limit() {
     assert_eq!(runtime.count(), 3);
     assert!(runtime.list().iter().all(|a| a.depth() <= 2));
 }
+
+/// Stalls for model `slow`; plays the scripted client otherwise.
+struct SlowChild(ScriptedClient);
+
+impl mux_llm::LlmClient for SlowChild {
+    fn provider(&self) -> &str {
+        "slow-child"
+    }
+    fn stream(
+        &self,
+        request: mux_llm::Request,
+    ) -> mux_llm::BoxFuture<'_, Result<mux_llm::EventStream, mux_llm::LlmError>> {
+        if request.model == "slow" {
+            common::Stalls.stream(request)
+        } else {
+            self.0.stream(request)
+        }
+    }
+}
+
+#[tokio::test]
+async fn cancelling_the_delegating_run_cancels_the_subagents_run() {
+    let client = ScriptedClient::new().reply(tool_call(
+        "t1",
+        "task",
+        json!({"agent": "slowpoke", "prompt": "think"}),
+    ));
+    let runtime = AgentRuntime::builder(Arc::new(SlowChild(client)), "m")
+        .definition(AgentDefinition::new("slowpoke").model("slow"))
+        .build();
+    let lead = runtime
+        .spawn(AgentDefinition::new("lead"), AgentSession::New)
+        .await
+        .unwrap();
+    let mut events = lead.subscribe();
+    let mut run = lead.prompt("go").unwrap();
+    // Wait until the subagent streams.
+    loop {
+        if let Some(AgentEvent::Subagent {
+            event: LoopEvent::TextDelta { .. },
+            ..
+        }) = events.recv().await
+        {
+            break;
+        }
+    }
+    let child = runtime
+        .list()
+        .into_iter()
+        .find(|a| a.name() == "slowpoke")
+        .unwrap();
+    assert_eq!(child.state(), mux_agents::AgentState::Running);
+    run.cancel();
+    assert!(matches!(
+        run.wait_timeout(LONG).await,
+        Err(mux_agents::AgentError::Cancelled)
+    ));
+    // The child's run ended too; the child stays, idle, for a later resume.
+    let mut complete = None;
+    while let Some(event) = events.try_recv() {
+        if let AgentEvent::SubagentComplete { result, .. } = event {
+            complete = Some(result);
+        }
+    }
+    assert_eq!(complete, Some(Err("the run was cancelled".to_string())));
+    assert_eq!(child.state(), mux_agents::AgentState::Idle);
+    assert_eq!(runtime.count(), 2);
+}
