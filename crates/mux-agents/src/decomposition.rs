@@ -8,7 +8,7 @@ use mux_tool::{Registry, Typed};
 use tokio::task::JoinSet;
 
 use crate::plan::{FinishPlan, Plan, PlanError};
-use crate::{AgentDefinition, AgentError, AgentRuntime, AgentSession};
+use crate::{AgentDefinition, AgentError, AgentHandle, AgentRuntime};
 
 /// Why a decomposition failed.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +97,7 @@ pub struct Decomposition {
     planner: AgentDefinition,
     worker: AgentDefinition,
     step_timeout: Duration,
+    parent: Option<AgentHandle>,
 }
 
 impl Decomposition {
@@ -106,12 +107,20 @@ impl Decomposition {
             planner,
             worker,
             step_timeout: Duration::from_secs(600),
+            parent: None,
         }
     }
 
     /// The limit on each agent run (planner and every step).
     pub fn step_timeout(mut self, timeout: Duration) -> Self {
         self.step_timeout = timeout;
+        self
+    }
+
+    /// Runs the planner and the workers as subagents of `parent`: linked to it, using its
+    /// tools, and cancelled with it.
+    pub fn parent(mut self, parent: &AgentHandle) -> Self {
+        self.parent = Some(parent.clone());
         self
     }
 
@@ -137,7 +146,7 @@ impl Decomposition {
             Typed::new(finish.clone()).map_err(|err| AgentError::ToolSetup(err.to_string()))?;
         let _ = tools.replace(std::sync::Arc::new(typed));
         let planner = runtime
-            .spawn_with_tools(self.planner.clone(), AgentSession::New, tools)
+            .spawn_under(self.parent.as_ref(), self.planner.clone(), tools)
             .await?;
         let prompt = format!(
             "{task}\n\nBreak this into steps and call `finish_plan` with the goal and the steps \
@@ -195,9 +204,11 @@ impl Decomposition {
                 let runtime = runtime.clone();
                 let worker = self.worker.clone();
                 let timeout = self.step_timeout;
+                let parent = self.parent.clone();
                 let id = id.clone();
                 running.spawn(async move {
-                    let outcome = run_worker(&runtime, worker, prompt, timeout).await;
+                    let outcome =
+                        run_worker(&runtime, parent.as_ref(), worker, prompt, timeout).await;
                     (id, outcome)
                 });
             }
@@ -225,11 +236,12 @@ impl Decomposition {
 
 async fn run_worker(
     runtime: &AgentRuntime,
+    parent: Option<&AgentHandle>,
     worker: AgentDefinition,
     prompt: String,
     timeout: Duration,
 ) -> StepOutcome {
-    let agent = match runtime.spawn(worker, AgentSession::New).await {
+    let agent = match runtime.spawn_under(parent, worker, Registry::new()).await {
         Ok(agent) => agent,
         Err(err) => return StepOutcome::Failed(err.to_string()),
     };

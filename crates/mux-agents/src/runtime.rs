@@ -241,6 +241,19 @@ impl AgentRuntime {
         definition: AgentDefinition,
         session: AgentSession,
     ) -> Result<AgentHandle, AgentError> {
+        self.spawn_subagent_with_tools(parent, definition, session, Registry::new())
+            .await
+    }
+
+    /// [`spawn_subagent`](Self::spawn_subagent) with `extra` tools on top of those the
+    /// definition selects from the parent's.
+    pub async fn spawn_subagent_with_tools(
+        &self,
+        parent: &AgentHandle,
+        definition: AgentDefinition,
+        session: AgentSession,
+        extra: Registry,
+    ) -> Result<AgentHandle, AgentError> {
         let depth = parent.depth() + 1;
         if depth > self.shared.max_depth {
             return Err(AgentError::DepthLimit {
@@ -259,7 +272,7 @@ impl AgentRuntime {
                 Some(parent),
                 token,
                 parent.orchestrator().tools(),
-                Registry::new(),
+                extra,
             )
             .await?;
         if let Err(err) = link(parent, &child).await {
@@ -267,6 +280,25 @@ impl AgentRuntime {
             return Err(err);
         }
         Ok(child)
+    }
+
+    /// A subagent of `parent` when there is one, a top-level agent otherwise.
+    pub(crate) async fn spawn_under(
+        &self,
+        parent: Option<&AgentHandle>,
+        definition: AgentDefinition,
+        extra: Registry,
+    ) -> Result<AgentHandle, AgentError> {
+        match parent {
+            Some(parent) => {
+                self.spawn_subagent_with_tools(parent, definition, AgentSession::New, extra)
+                    .await
+            }
+            None => {
+                self.spawn_with_tools(definition, AgentSession::New, extra)
+                    .await
+            }
+        }
     }
 
     async fn start(

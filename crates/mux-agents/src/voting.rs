@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 
-use crate::{AgentDefinition, AgentError, AgentHandle, AgentId, AgentRuntime, AgentSession};
+use mux_tool::Registry;
+
+use crate::{AgentDefinition, AgentError, AgentHandle, AgentId, AgentRuntime};
 
 /// How the answers are aggregated.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,6 +119,7 @@ pub struct Voting {
     voters: Vec<AgentDefinition>,
     aggregator: Aggregator,
     timeout: Duration,
+    parent: Option<AgentHandle>,
 }
 
 impl Voting {
@@ -127,6 +130,7 @@ impl Voting {
             voters: voters.into_iter().collect(),
             aggregator: Aggregator::Majority,
             timeout: Duration::from_secs(600),
+            parent: None,
         }
     }
 
@@ -138,6 +142,13 @@ impl Voting {
     /// Sets the aggregator.
     pub fn aggregator(mut self, aggregator: Aggregator) -> Self {
         self.aggregator = aggregator;
+        self
+    }
+
+    /// Runs the voters (and the judge) as subagents of `parent`: linked to it, using its tools,
+    /// and cancelled with it.
+    pub fn parent(mut self, parent: &AgentHandle) -> Self {
+        self.parent = Some(parent.clone());
         self
     }
 
@@ -167,7 +178,10 @@ impl Voting {
         }
         let mut agents: Vec<AgentHandle> = Vec::new();
         for voter in &self.voters {
-            match runtime.spawn(voter.clone(), AgentSession::New).await {
+            match runtime
+                .spawn_under(self.parent.as_ref(), voter.clone(), Registry::new())
+                .await
+            {
                 Ok(agent) => agents.push(agent),
                 Err(err) => {
                     shutdown(&agents).await;
@@ -303,7 +317,9 @@ impl Voting {
             prompt.push_str(&format!("{}. {candidate}\n", i + 1));
         }
         prompt.push_str("\nReply with the number of the best answer only.");
-        let agent = runtime.spawn(judge, AgentSession::New).await?;
+        let agent = runtime
+            .spawn_under(self.parent.as_ref(), judge, Registry::new())
+            .await?;
         let reply = async {
             let mut run = agent.prompt(prompt)?;
             run.wait_timeout(self.timeout).await

@@ -128,3 +128,54 @@ async fn a_judge_can_overrule_the_majority() {
     );
     assert_eq!(runtime.count(), 0);
 }
+
+#[tokio::test]
+async fn voters_under_a_parent_are_linked_and_cancelled_with_it() {
+    let runtime = runtime(capitals);
+    let parent = runtime
+        .spawn(AgentDefinition::new("lead"), mux_agents::AgentSession::New)
+        .await
+        .unwrap();
+    let voting = Voting::new(["slow", "slow", "slow"].map(voter)).parent(&parent);
+    let vote = {
+        let runtime = runtime.clone();
+        tokio::spawn(async move { voting.run(&runtime, "q").await })
+    };
+    while runtime
+        .list()
+        .iter()
+        .filter(|a| a.state() == mux_agents::AgentState::Running)
+        .count()
+        < 3
+    {
+        tokio::task::yield_now().await;
+    }
+    let links = &parent.orchestrator().session().extra[mux_agents::SUBAGENTS_KEY];
+    assert_eq!(links.as_array().unwrap().len(), 3);
+    assert!(
+        runtime
+            .list()
+            .iter()
+            .skip(1)
+            .all(|a| a.parent() == Some(parent.id()))
+    );
+
+    parent.shutdown();
+    let err = tokio::time::timeout(std::time::Duration::from_secs(10), vote)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
+    match err {
+        VotingError::NoBallots(failed) => {
+            assert_eq!(failed.len(), 3);
+            assert!(failed.iter().all(|(_, why)| why == "the run was cancelled"));
+        }
+        other => panic!("{other}"),
+    }
+    runtime
+        .wait_all(std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(runtime.count(), 0);
+}
