@@ -50,6 +50,12 @@ impl AgentDefinition {
         }
     }
 
+    /// Renames the definition.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
     /// Sets the description.
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();

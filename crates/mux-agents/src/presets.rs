@@ -109,11 +109,3 @@ pub fn coder_in(root: &Path) -> AgentDefinition {
          with a short summary of what you changed and how you verified it."
     ))
 }
-
-impl AgentDefinition {
-    /// Renames the definition.
-    pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
-        self
-    }
-}

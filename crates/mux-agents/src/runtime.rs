@@ -484,6 +484,13 @@ impl RuntimeShared {
     }
 }
 
+impl Drop for RuntimeShared {
+    /// The last runtime handle is gone: shut every agent down.
+    fn drop(&mut self) {
+        self.root.cancel();
+    }
+}
+
 /// Records the parent/child link in both sessions.
 async fn link(parent: &AgentHandle, child: &AgentHandle) -> Result<(), AgentError> {
     let entry = json!({

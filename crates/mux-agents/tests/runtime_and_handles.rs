@@ -352,3 +352,20 @@ async fn every_agent_shares_the_global_permission_rules() {
     }
     assert_eq!(shell.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn dropping_the_runtime_shuts_its_agents_down() {
+    let runtime = AgentRuntime::builder(Arc::new(Stalls), "m").build();
+    let agent = runtime
+        .spawn(AgentDefinition::new("orphan"), AgentSession::New)
+        .await
+        .unwrap();
+    let mut run = agent.prompt("go").unwrap();
+    drop(runtime);
+    assert!(matches!(
+        run.wait_timeout(LONG).await,
+        Err(AgentError::Cancelled)
+    ));
+    agent.wait_timeout(LONG).await.unwrap();
+    assert_eq!(agent.state(), AgentState::Done);
+}
