@@ -11,6 +11,16 @@
 //! it: each agent's token is a child of its parent's. Their events, approval requests
 //! included, reach the parent's subscribers tagged with their id.
 //!
+//! Composition: [`Voting`] (majority over normalized answers, first-k agreement or a judge;
+//! stragglers cancelled once decided) and [`Decomposition`] (a planner's [`Plan`] through the
+//! [`FinishPlan`] tool, run in dependency waves). [`presets`] has ready-made definitions, and
+//! [`console`] a terminal face ([`Console`], [`ConsoleRenderer`]) testable without a TTY.
+//!
+//! Events reach subscribers through broadcast channels (1024 events deep per agent); a
+//! subscriber that falls behind gets [`AgentEvent::Lagged`]. A face that must not miss approval
+//! requests should keep up, or set an approval timeout with
+//! [`AgentRuntimeBuilder::configure`].
+//!
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
