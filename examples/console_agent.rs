@@ -16,15 +16,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mux_agents::{
+use mux::agents::{
     AgentDefinition, AgentRuntime, AgentSession, Console, ConsoleExit, ConsoleRenderer, LineInput,
 };
-use mux_llm::anthropic::AnthropicClient;
-use mux_llm::openai::OpenAiClient;
-use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, LlmClient, Request, Response, StopReason, Usage};
-use mux_permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
-use mux_tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use mux::llm::anthropic::AnthropicClient;
+use mux::llm::openai::OpenAiClient;
+use mux::llm::testing::ScriptedClient;
+use mux::llm::{ContentBlock, LlmClient, Request, Response, StopReason, Usage};
+use mux::permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
+use mux::tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;

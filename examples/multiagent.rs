@@ -12,12 +12,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mux_agents::{AgentDefinition, AgentRuntime, Decomposition, StepOutcome, Voting, presets};
-use mux_llm::anthropic::AnthropicClient;
-use mux_llm::openai::OpenAiClient;
-use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, LlmClient, Request, Response, StopReason, Usage};
-use mux_tool::ToolFilter;
+use mux::agents::{AgentDefinition, AgentRuntime, Decomposition, StepOutcome, Voting, presets};
+use mux::llm::anthropic::AnthropicClient;
+use mux::llm::openai::OpenAiClient;
+use mux::llm::testing::ScriptedClient;
+use mux::llm::{ContentBlock, LlmClient, Request, Response, StopReason, Usage};
+use mux::tool::ToolFilter;
 use serde_json::json;
 
 const QUESTION: &str = "What is 17 * 3? Reply with the number only.";

@@ -11,6 +11,7 @@
 //! | `permission` | [`permission`] | modes, `Tool(specifier)` rules, scopes, shell-aware matching, the approval gate |
 //! | `testing` | [`llm`]`::testing` | a scripted model and a local replay server for tests |
 //! | `orchestrator` | [`orchestrator`] | the think-act loop: events, approvals, sessions, hooks, compaction |
+//! | `agents` | [`agents`] | runtime and handles, subagents, `task` tool, voting, decomposition, presets, console face |
 //! | `full` | all of the above | every layer |
 //!
 //! Library authors who only define tools can depend on `mux-tool` directly; applications
@@ -70,6 +71,10 @@ pub use mux_permission as permission;
 #[doc(inline)]
 pub use mux_orchestrator as orchestrator;
 
+#[cfg(feature = "agents")]
+#[doc(inline)]
+pub use mux_agents as agents;
+
 /// The names most programs need, in one import.
 pub mod prelude {
     #[cfg(feature = "tool")]
@@ -100,5 +105,11 @@ pub mod prelude {
     pub use mux_orchestrator::{
         ApprovalDecision, LoopError, LoopEvent, LoopInput, LoopState, Orchestrator,
         OrchestratorConfig, Run, RunSummary,
+    };
+
+    #[cfg(feature = "agents")]
+    #[doc(no_inline)]
+    pub use mux_agents::{
+        AgentDefinition, AgentEvent, AgentHandle, AgentRuntime, Decomposition, Voting, presets,
     };
 }
