@@ -121,10 +121,10 @@ impl LoopGate {
                 .asker
                 .ask_face(request.call, request.subject, reason)
                 .await;
-            if let (Answer::Always(remember), Some(policy)) = (&answer, policy) {
-                if let Err(err) = policy.remember(request.spec, request.subject, remember) {
-                    tracing::warn!(tool = %request.spec.name, "could not remember an always-allow answer: {err}");
-                }
+            if let (Answer::Always(remember), Some(policy)) = (&answer, policy)
+                && let Err(err) = policy.remember(request.spec, request.subject, remember)
+            {
+                tracing::warn!(tool = %request.spec.name, "could not remember an always-allow answer: {err}");
             }
             return answer_to_approval(answer);
         }

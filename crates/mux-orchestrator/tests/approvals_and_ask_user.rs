@@ -50,15 +50,13 @@ async fn answer_approvals(
     } = run;
     let mut seen = Vec::new();
     while let Some(event) = events.recv().await {
-        if let LoopEvent::ApprovalRequired { call_id, .. } = &event {
-            if let Some(decision) = answer() {
-                input
-                    .send(LoopInput::ToolApproval {
-                        call_id: call_id.clone(),
-                        decision,
-                    })
-                    .await;
-            }
+        if let LoopEvent::ApprovalRequired { call_id, .. } = &event
+            && let Some(decision) = answer()
+        {
+            let call_id = call_id.clone();
+            input
+                .send(LoopInput::ToolApproval { call_id, decision })
+                .await;
         }
         seen.push(event);
     }
