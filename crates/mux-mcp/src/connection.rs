@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{ServerSpec, TransportSpec};
 use crate::event::EventSender;
-use crate::handler::{Handler, ProgressRoutes};
+use crate::handler::{Handler, ProgressBarrier, ProgressRoutes};
 use crate::log::LogBuffer;
 use crate::transport::{self, Child};
 use crate::{
@@ -136,6 +136,7 @@ struct Link {
     peer: Peer<RoleClient>,
     closed: CancellationToken,
     generation: u64,
+    barrier: Arc<ProgressBarrier>,
 }
 
 /// What a live connection owns: the rmcp service, the child process and helper tasks.
@@ -386,10 +387,12 @@ impl ServerConnection {
         let server = inner.spec.name.clone();
         let closed = CancellationToken::new();
         let tools_changed = Arc::new(Notify::new());
+        let barrier = Arc::new(ProgressBarrier::default());
         let handler = Handler {
             shared: inner.shared.clone(),
             progress: inner.progress.clone(),
             tools_changed: tools_changed.clone(),
+            barrier: barrier.clone(),
         };
         let lifecycle = ClientLifecycleMode::Auto {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
@@ -402,7 +405,7 @@ impl ServerConnection {
         let mut tasks = Vec::new();
         let (service, child) = match &inner.spec.transport {
             TransportSpec::Stdio(stdio) => {
-                let (transport, child, stderr) = transport::spawn(stdio, closed.clone())
+                let (transport, child, stderr) = transport::spawn(stdio, closed.clone(), barrier.clone())
                     .map_err(|err| ConnectError::Spawn {
                         server: server.clone(),
                         command: stdio.command.clone(),
@@ -426,7 +429,7 @@ impl ServerConnection {
                 (service, Some(child))
             }
             TransportSpec::Http(http) => {
-                let transport = transport::http(http, closed.clone()).map_err(|reason| {
+                let transport = transport::http(http, closed.clone(), barrier.clone()).map_err(|reason| {
                     ConnectError::Transport {
                         server: server.clone(),
                         reason,
@@ -476,6 +479,7 @@ impl ServerConnection {
             peer,
             closed,
             generation,
+            barrier,
         };
         Ok((session, link, tools))
     }
@@ -687,6 +691,10 @@ impl ServerConnection {
                 (Err(CallError::TimedOut { server: server.clone(), tool: tool.to_string(), timeout }), CallEnd::TimedOut)
             }
         };
+        if end == CallEnd::Completed {
+            // Deliver the progress that arrived before the result before returning it.
+            link.barrier.settle(Duration::from_millis(250)).await;
+        }
         inner.shared.events.send(McpEvent::CallEnded {
             server,
             tool: tool.to_string(),

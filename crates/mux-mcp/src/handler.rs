@@ -2,6 +2,7 @@
 //! list-changed notifications into mux events.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mux_tool::ToolContext;
@@ -20,11 +21,49 @@ use crate::{LogLevel, LogSource};
 /// Per-call progress routes: progress token to the calling tool's context.
 pub(crate) type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, ToolContext>>>;
 
+/// Lets a finished call wait until the progress notifications that arrived before its result
+/// have been delivered: rmcp handles notifications in spawned tasks, so without this the last
+/// progress update could land after the call returned.
+#[derive(Debug, Default)]
+pub(crate) struct ProgressBarrier {
+    received: AtomicU64,
+    handled: AtomicU64,
+    notify: Notify,
+}
+
+impl ProgressBarrier {
+    /// Counts a progress notification read from the transport.
+    pub(crate) fn received(&self) {
+        self.received.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn handled(&self) {
+        self.handled.fetch_add(1, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// Waits (at most `limit`) until every notification received so far was handled.
+    pub(crate) async fn settle(&self, limit: std::time::Duration) {
+        let target = self.received.load(Ordering::SeqCst);
+        let _ = tokio::time::timeout(limit, async {
+            loop {
+                let notified = self.notify.notified();
+                if self.handled.load(Ordering::SeqCst) >= target {
+                    return;
+                }
+                notified.await;
+            }
+        })
+        .await;
+    }
+}
+
 /// The handler rmcp calls for server-to-client messages on one connection.
 pub(crate) struct Handler {
     pub(crate) shared: Arc<Shared>,
     pub(crate) progress: ProgressRoutes,
     pub(crate) tools_changed: Arc<Notify>,
+    pub(crate) barrier: Arc<ProgressBarrier>,
 }
 
 fn level(level: LoggingLevel) -> LogLevel {
@@ -52,6 +91,7 @@ impl ClientHandler for Handler {
             cx.progress(params.progress, params.total, params.message)
                 .await;
         }
+        self.barrier.handled();
     }
 
     async fn on_logging_message(

@@ -6,7 +6,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
+use std::sync::Arc;
+
 use rmcp::RoleClient;
+use rmcp::model::{JsonRpcMessage, ServerNotification};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -16,16 +19,23 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{HttpSpec, StdioSpec};
+use crate::handler::ProgressBarrier;
 
 /// A transport that cancels `closed` when the peer's stream ends.
+/// It also counts progress notifications for the [`ProgressBarrier`].
 pub(crate) struct Watched<T> {
     inner: T,
     closed: CancellationToken,
+    barrier: Arc<ProgressBarrier>,
 }
 
 impl<T> Watched<T> {
-    pub(crate) fn new(inner: T, closed: CancellationToken) -> Self {
-        Self { inner, closed }
+    pub(crate) fn new(inner: T, closed: CancellationToken, barrier: Arc<ProgressBarrier>) -> Self {
+        Self {
+            inner,
+            closed,
+            barrier,
+        }
     }
 }
 
@@ -41,8 +51,17 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         let message = self.inner.receive().await;
-        if message.is_none() {
-            self.closed.cancel();
+        match &message {
+            None => self.closed.cancel(),
+            Some(JsonRpcMessage::Notification(notification))
+                if matches!(
+                    notification.notification,
+                    ServerNotification::ProgressNotification(_)
+                ) =>
+            {
+                self.barrier.received();
+            }
+            Some(_) => {}
         }
         message
     }
@@ -57,9 +76,9 @@ pub(crate) type StdioTransport = Watched<AsyncRwTransport<RoleClient, ChildStdou
 /// The HTTP transport type.
 pub(crate) type HttpTransport = Watched<StreamableHttpClientTransport<reqwest::Client>>;
 
-/// A spawned server process: the leader of its own process group.
+/// A spawned server process: the leader of its own process group. Dropping it kills the group.
 pub(crate) struct Child {
-    child: Box<dyn ChildWrapper>,
+    child: Option<Box<dyn ChildWrapper>>,
 }
 
 const SIGTERM: i32 = 15;
@@ -67,18 +86,21 @@ const SIGTERM: i32 = 15;
 impl Child {
     /// The leader's process id.
     pub(crate) fn id(&self) -> Option<u32> {
-        self.child.id()
+        self.child.as_ref().and_then(|child| child.id())
     }
 
     /// Waits up to `grace` for the process group to exit after stdin was closed, then sends
     /// SIGTERM to the group and waits again, then kills the group.
     pub(crate) async fn shut_down(mut self, grace: Duration) {
-        if tokio::time::timeout(grace, self.child.wait()).await.is_ok() {
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
+        if tokio::time::timeout(grace, child.wait()).await.is_ok() {
+            self.child = None;
             return;
         }
-        if self.child.signal(SIGTERM).is_ok()
-            && tokio::time::timeout(grace, self.child.wait()).await.is_ok()
-        {
+        if child.signal(SIGTERM).is_ok() && tokio::time::timeout(grace, child.wait()).await.is_ok() {
+            self.child = None;
             return;
         }
         self.kill().await;
@@ -86,7 +108,18 @@ impl Child {
 
     /// Kills the whole process group and reaps it.
     pub(crate) async fn kill(mut self) {
-        let _ = Box::into_pin(self.child.kill()).await;
+        if let Some(mut child) = self.child.take() {
+            let _ = Box::into_pin(child.kill()).await;
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            // SIGKILL to the whole group; tokio reaps the leader in the background.
+            let _ = child.start_kill();
+        }
     }
 }
 
@@ -94,6 +127,7 @@ impl Child {
 pub(crate) fn spawn(
     spec: &StdioSpec,
     closed: CancellationToken,
+    barrier: Arc<ProgressBarrier>,
 ) -> std::io::Result<(StdioTransport, Child, ChildStderr)> {
     let mut command = tokio::process::Command::new(&spec.command);
     command
@@ -114,8 +148,8 @@ pub(crate) fn spawn(
     let stdin = child.stdin().take().ok_or_else(|| missing("stdin"))?;
     let stdout = child.stdout().take().ok_or_else(|| missing("stdout"))?;
     let stderr = child.stderr().take().ok_or_else(|| missing("stderr"))?;
-    let transport = Watched::new(AsyncRwTransport::new_client(stdout, stdin), closed);
-    Ok((transport, Child { child }, stderr))
+    let transport = Watched::new(AsyncRwTransport::new_client(stdout, stdin), closed, barrier);
+    Ok((transport, Child { child: Some(child) }, stderr))
 }
 
 /// Reads the child's stderr line by line into `sink` until it closes.
@@ -127,7 +161,11 @@ pub(crate) async fn pump_stderr(stderr: ChildStderr, sink: impl Fn(String)) {
 }
 
 /// Builds the Streamable HTTP transport for `spec`. The HTTP client sets TCP_NODELAY.
-pub(crate) fn http(spec: &HttpSpec, closed: CancellationToken) -> Result<HttpTransport, String> {
+pub(crate) fn http(
+    spec: &HttpSpec,
+    closed: CancellationToken,
+    barrier: Arc<ProgressBarrier>,
+) -> Result<HttpTransport, String> {
     let client = reqwest::Client::builder()
         .tcp_nodelay(true)
         .build()
@@ -148,5 +186,6 @@ pub(crate) fn http(spec: &HttpSpec, closed: CancellationToken) -> Result<HttpTra
     Ok(Watched::new(
         StreamableHttpClientTransport::with_client(client, config),
         closed,
+        barrier,
     ))
 }
