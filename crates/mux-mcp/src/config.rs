@@ -236,7 +236,8 @@ pub fn parse_config_with(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<ServerSpec>, ConfigError> {
-    let root: Value = serde_json::from_str(text).map_err(|err| ConfigError::Json(err.to_string()))?;
+    let root: Value =
+        serde_json::from_str(text).map_err(|err| ConfigError::Json(err.to_string()))?;
     let servers = root
         .get("mcpServers")
         .and_then(Value::as_object)
@@ -354,7 +355,9 @@ impl EntryReader<'_> {
                 ));
             }
         }
-        let bearer_token = self.optional_string(object, "bearerToken")?.map(Secret::new);
+        let bearer_token = self
+            .optional_string(object, "bearerToken")?
+            .map(Secret::new);
         Ok(TransportSpec::Http(HttpSpec {
             url,
             headers,
@@ -395,7 +398,9 @@ impl EntryReader<'_> {
             None | Some(Value::Null) => Ok(None),
             Some(value) => match value.as_u64() {
                 Some(ms) if ms > 0 => Ok(Some(Duration::from_millis(ms))),
-                _ => Err(self.field_error(field, "must be a positive whole number of milliseconds")),
+                _ => {
+                    Err(self.field_error(field, "must be a positive whole number of milliseconds"))
+                }
             },
         }
     }
@@ -429,9 +434,10 @@ impl EntryReader<'_> {
                 var,
             },
             ExpandProblem::Unclosed => self.field_error(field, "has a `${` without a closing `}`"),
-            ExpandProblem::BadName(name) => {
-                self.field_error(field, format!("uses `${{{name}}}`, which is not a variable name"))
-            }
+            ExpandProblem::BadName(name) => self.field_error(
+                field,
+                format!("uses `${{{name}}}`, which is not a variable name"),
+            ),
         })
     }
 }
@@ -444,7 +450,10 @@ enum ExpandProblem {
 }
 
 /// Expands `${VAR}` and `${VAR:-default}`; `$$` stays a literal `$`.
-fn expand_vars(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandProblem> {
+fn expand_vars(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ExpandProblem> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -535,15 +544,42 @@ mod tests {
     #[test]
     fn bad_configs_name_the_server_and_field() {
         let cases = [
-            (r#"{"mcpServers": {"a": {"args": []}}}"#, "`a`: field `command`"),
-            (r#"{"mcpServers": {"a": {"command": 3}}}"#, "`a`: field `command` must be a string"),
-            (r#"{"mcpServers": {"b": {"command": "x", "args": ["ok", 1]}}}"#, "`b`: field `args[1]`"),
-            (r#"{"mcpServers": {"c": {"url": "ftp://x"}}}"#, "`c`: field `url`"),
-            (r#"{"mcpServers": {"d": {"type": "sse", "url": "http://x"}}}"#, "`d`: field `type`"),
-            (r#"{"mcpServers": {"e": {"command": "x", "env": {"K": "${MISSING}"}}}}"#, "`e`: field `env.K` uses `${MISSING}`"),
-            (r#"{"mcpServers": {"f": {"command": "x", "toolTimeoutMs": -1}}}"#, "`f`: field `toolTimeoutMs`"),
-            (r#"{"mcpServers": {"g": {"url": "http://x", "headers": {"bad header": "v"}}}}"#, "`g`: field `headers.bad header`"),
-            (r#"{"mcpServers": {"h": {"command": "x", "url": "http://x"}}}"#, "`h`: field `command`"),
+            (
+                r#"{"mcpServers": {"a": {"args": []}}}"#,
+                "`a`: field `command`",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": 3}}}"#,
+                "`a`: field `command` must be a string",
+            ),
+            (
+                r#"{"mcpServers": {"b": {"command": "x", "args": ["ok", 1]}}}"#,
+                "`b`: field `args[1]`",
+            ),
+            (
+                r#"{"mcpServers": {"c": {"url": "ftp://x"}}}"#,
+                "`c`: field `url`",
+            ),
+            (
+                r#"{"mcpServers": {"d": {"type": "sse", "url": "http://x"}}}"#,
+                "`d`: field `type`",
+            ),
+            (
+                r#"{"mcpServers": {"e": {"command": "x", "env": {"K": "${MISSING}"}}}}"#,
+                "`e`: field `env.K` uses `${MISSING}`",
+            ),
+            (
+                r#"{"mcpServers": {"f": {"command": "x", "toolTimeoutMs": -1}}}"#,
+                "`f`: field `toolTimeoutMs`",
+            ),
+            (
+                r#"{"mcpServers": {"g": {"url": "http://x", "headers": {"bad header": "v"}}}}"#,
+                "`g`: field `headers.bad header`",
+            ),
+            (
+                r#"{"mcpServers": {"h": {"command": "x", "url": "http://x"}}}"#,
+                "`h`: field `command`",
+            ),
             (r#"{"servers": {}}"#, "mcpServers"),
             (r#"{"mcpServers": "#, "not valid JSON"),
         ];

@@ -403,45 +403,47 @@ impl ServerConnection {
             reason: err.to_string(),
         };
         let mut tasks = Vec::new();
-        let (service, child) = match &inner.spec.transport {
-            TransportSpec::Stdio(stdio) => {
-                let (transport, child, stderr) = transport::spawn(stdio, closed.clone(), barrier.clone())
-                    .map_err(|err| ConnectError::Spawn {
-                        server: server.clone(),
-                        command: stdio.command.clone(),
-                        reason: err.to_string(),
-                    })?;
-                *lock(&inner.pid) = child.id();
-                inner.shared.log(
-                    LogLevel::Info,
-                    LogSource::Protocol,
-                    format!("spawned `{}` (pid {:?})", stdio.command, child.id()),
-                );
-                let shared = inner.shared.clone();
-                tasks.push(tokio::spawn(transport::pump_stderr(stderr, move |line| {
-                    shared.log(LogLevel::Info, LogSource::Stderr, line);
-                })));
-                // On failure `child` is dropped here, which kills its process group.
-                let service = handler
-                    .serve_with_lifecycle(transport, lifecycle)
-                    .await
-                    .map_err(handshake)?;
-                (service, Some(child))
-            }
-            TransportSpec::Http(http) => {
-                let transport = transport::http(http, closed.clone(), barrier.clone()).map_err(|reason| {
-                    ConnectError::Transport {
-                        server: server.clone(),
-                        reason,
-                    }
-                })?;
-                let service = handler
-                    .serve_with_lifecycle(transport, lifecycle)
-                    .await
-                    .map_err(handshake)?;
-                (service, None)
-            }
-        };
+        let (service, child) =
+            match &inner.spec.transport {
+                TransportSpec::Stdio(stdio) => {
+                    let (transport, child, stderr) =
+                        transport::spawn(stdio, closed.clone(), barrier.clone()).map_err(
+                            |err| ConnectError::Spawn {
+                                server: server.clone(),
+                                command: stdio.command.clone(),
+                                reason: err.to_string(),
+                            },
+                        )?;
+                    *lock(&inner.pid) = child.id();
+                    inner.shared.log(
+                        LogLevel::Info,
+                        LogSource::Protocol,
+                        format!("spawned `{}` (pid {:?})", stdio.command, child.id()),
+                    );
+                    let shared = inner.shared.clone();
+                    tasks.push(tokio::spawn(transport::pump_stderr(stderr, move |line| {
+                        shared.log(LogLevel::Info, LogSource::Stderr, line);
+                    })));
+                    // On failure `child` is dropped here, which kills its process group.
+                    let service = handler
+                        .serve_with_lifecycle(transport, lifecycle)
+                        .await
+                        .map_err(handshake)?;
+                    (service, Some(child))
+                }
+                TransportSpec::Http(http) => {
+                    let transport = transport::http(http, closed.clone(), barrier.clone())
+                        .map_err(|reason| ConnectError::Transport {
+                            server: server.clone(),
+                            reason,
+                        })?;
+                    let service = handler
+                        .serve_with_lifecycle(transport, lifecycle)
+                        .await
+                        .map_err(handshake)?;
+                    (service, None)
+                }
+            };
         let peer = service.peer().clone();
         let version = peer
             .peer_info()
@@ -449,7 +451,10 @@ impl ServerConnection {
         inner.shared.log(
             LogLevel::Info,
             LogSource::Protocol,
-            format!("handshake done, protocol {}", version.as_deref().unwrap_or("unknown")),
+            format!(
+                "handshake done, protocol {}",
+                version.as_deref().unwrap_or("unknown")
+            ),
         );
         *lock(&inner.protocol_version) = version;
         let session = Session {
@@ -648,7 +653,14 @@ impl ServerConnection {
             .map_err(|_| lost())?;
         let call_id = cx.call_id().to_string();
         let cancel = cx.cancellation().child_token();
-        let _route = Route::new(inner, handle.progress_token.clone(), cx, &call_id, tool, &cancel);
+        let _route = Route::new(
+            inner,
+            handle.progress_token.clone(),
+            cx,
+            &call_id,
+            tool,
+            &cancel,
+        );
         inner.shared.events.send(McpEvent::CallStarted {
             server: server.clone(),
             tool: tool.to_string(),
@@ -659,10 +671,12 @@ impl ServerConnection {
         let peer = handle.peer.clone();
         let send_cancel = |reason: &str| {
             let peer = peer.clone();
-            let params = CancelledNotificationParam::new(Some(request_id.clone()), Some(reason.to_string()));
+            let params =
+                CancelledNotificationParam::new(Some(request_id.clone()), Some(reason.to_string()));
             async move {
                 // The server may already be gone; the call ends either way.
-                let _ = tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(params)).await;
+                let _ = tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(params))
+                    .await;
             }
         };
         let (result, end) = tokio::select! {
@@ -749,8 +763,14 @@ impl Drop for Route<'_> {
 fn result_kind(result: &ServerResult) -> String {
     serde_json::to_value(result)
         .ok()
-        .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>().join(",")))
-        .map_or_else(|| "an unreadable result".to_string(), |keys| format!("a result with fields [{keys}]"))
+        .and_then(|v| {
+            v.as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
+        })
+        .map_or_else(
+            || "an unreadable result".to_string(),
+            |keys| format!("a result with fields [{keys}]"),
+        )
 }
 
 fn current_generation(inner: &Inner) -> Option<u64> {
@@ -769,9 +789,11 @@ async fn lose(inner: &Inner, generation: u64, reason: &str) {
     if let Some(link) = link {
         link.closed.cancel();
     }
-    inner
-        .shared
-        .log(LogLevel::Error, LogSource::Protocol, format!("connection lost: {reason}"));
+    inner.shared.log(
+        LogLevel::Error,
+        LogSource::Protocol,
+        format!("connection lost: {reason}"),
+    );
     let session = {
         let mut slot = inner.session.lock().await;
         match slot.as_ref() {

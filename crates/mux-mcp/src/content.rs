@@ -105,6 +105,9 @@ mod tests {
                 Content::json(json!({"n": 1})),
             ]
         );
-        assert_eq!(out.metadata["mcp"], json!({"server": "srv", "tool": "tool"}));
+        assert_eq!(
+            out.metadata["mcp"],
+            json!({"server": "srv", "tool": "tool"})
+        );
     }
 }

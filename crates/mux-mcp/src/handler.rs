@@ -9,8 +9,8 @@ use mux_tool::ToolContext;
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingLevel, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken,
+    ClientCapabilities, ClientConfig, Implementation, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::{NotificationContext, RoleClient};
 use tokio::sync::Notify;

@@ -1,9 +1,11 @@
-//! x
+#![doc = include_str!("docs/crate.md")]
+#![forbid(unsafe_code)]
+
 mod config;
 mod connection;
-mod error;
 mod content;
 mod coordinator;
+mod error;
 mod event;
 // Server log messages are deprecated in 2026-07-28, but older servers still send them.
 #[allow(deprecated)]
@@ -14,13 +16,26 @@ mod policy;
 mod proxy;
 mod state;
 mod transport;
-pub use config::*;
-pub use event::*;
-pub use log::*;
-pub use naming::*;
-pub use state::*;
-pub use connection::*;
-pub use error::*;
-pub use coordinator::*;
-pub use policy::*;
-pub use proxy::*;
+
+pub use config::{
+    ConfigError, HttpSpec, Secret, ServerSpec, StdioSpec, TransportSpec, load_config, parse_config,
+    parse_config_with,
+};
+pub use connection::{
+    ConnectionOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, PendingCall,
+    ServerConnection,
+};
+pub use coordinator::{
+    AddServerError, Coordinator, CoordinatorConfig, DEFAULT_TOOL_TIMEOUT, ServerSnapshot, Snapshot,
+    StartReport,
+};
+pub use error::{CallError, ConnectError};
+pub use event::{CallEnd, EVENT_BUFFER, Events, McpEvent, Received};
+pub use log::{LOG_CAPACITY, LogEntry, LogLevel, LogSource};
+pub use naming::{PREFIX, qualified_name};
+pub use policy::ReconnectPolicy;
+pub use proxy::McpTool;
+pub use state::{AuthProgress, ConnectionState, ToolInfo, TransitionError};
+
+// Re-exported so users name the same rmcp version (results, content types).
+pub use rmcp;

@@ -103,13 +103,26 @@ mod tests {
             max: Duration::from_millis(1000),
             jitter: 0.5,
         };
-        for (attempt, base) in [(1, 100.0), (2, 200.0), (3, 400.0), (4, 800.0), (5, 1000.0), (9, 1000.0)] {
+        for (attempt, base) in [
+            (1, 100.0),
+            (2, 200.0),
+            (3, 400.0),
+            (4, 800.0),
+            (5, 1000.0),
+            (9, 1000.0),
+        ] {
             for _ in 0..50 {
                 let ms = policy.delay(attempt).as_secs_f64() * 1000.0;
-                assert!(ms >= base * 0.5 - 0.001 && ms <= base * 1.5 + 0.001, "{attempt}: {ms}");
+                assert!(
+                    ms >= base * 0.5 - 0.001 && ms <= base * 1.5 + 0.001,
+                    "{attempt}: {ms}"
+                );
             }
         }
         assert_eq!(ReconnectPolicy::None.max_attempts(), 0);
-        assert_eq!(ReconnectPolicy::Immediate { max_attempts: 3 }.delay(2), Duration::ZERO);
+        assert_eq!(
+            ReconnectPolicy::Immediate { max_attempts: 3 }.delay(2),
+            Duration::ZERO
+        );
     }
 }

@@ -2,7 +2,9 @@
 
 use std::sync::Weak;
 
-use mux_tool::{BoxFuture, SpecError, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
+use mux_tool::{
+    BoxFuture, SpecError, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
 use serde_json::{Value, json};
 
 use crate::content::to_output;
@@ -20,7 +22,9 @@ pub struct McpTool {
 }
 
 fn hint(annotations: Option<&Value>, key: &str) -> Option<bool> {
-    annotations.and_then(|a| a.get(key)).and_then(Value::as_bool)
+    annotations
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_bool)
 }
 
 /// MCP annotations as mux annotations, with MCP's defaults for absent hints (a tool is
@@ -122,7 +126,9 @@ mod tests {
         };
         let plain = annotations(&info(None));
         assert!(plain.destructive && plain.open_world && !plain.read_only);
-        let read = annotations(&info(Some(json!({"readOnlyHint": true, "openWorldHint": false}))));
+        let read = annotations(&info(Some(
+            json!({"readOnlyHint": true, "openWorldHint": false}),
+        )));
         assert!(read.read_only && !read.destructive && !read.open_world);
     }
 }

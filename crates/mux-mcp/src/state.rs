@@ -129,14 +129,16 @@ impl ConnectionState {
         match (self, next) {
             // Anything may be closed on purpose, and a closed or failed connection may start again.
             (_, S::Disconnected) => true,
-            (S::Idle | S::Failed { .. } | S::Disconnected | S::Reconnecting { .. }, S::Connecting) => {
-                true
-            }
+            (
+                S::Idle | S::Failed { .. } | S::Disconnected | S::Reconnecting { .. },
+                S::Connecting,
+            ) => true,
             (S::Connecting, S::Authenticating { .. })
             | (S::Authenticating { .. }, S::Authenticating { .. }) => true,
-            (S::Connecting | S::Authenticating { .. }, S::Connected { .. } | S::Failed { .. } | S::Idle) => {
-                true
-            }
+            (
+                S::Connecting | S::Authenticating { .. },
+                S::Connected { .. } | S::Failed { .. } | S::Idle,
+            ) => true,
             // A tools/list_changed refresh, or a lost connection.
             (S::Connected { .. }, S::Connected { .. } | S::Failed { .. }) => true,
             (S::Failed { .. }, S::Reconnecting { .. }) => true,

@@ -99,7 +99,8 @@ impl Child {
             self.child = None;
             return;
         }
-        if child.signal(SIGTERM).is_ok() && tokio::time::timeout(grace, child.wait()).await.is_ok() {
+        if child.signal(SIGTERM).is_ok() && tokio::time::timeout(grace, child.wait()).await.is_ok()
+        {
             self.child = None;
             return;
         }

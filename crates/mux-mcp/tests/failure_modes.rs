@@ -30,7 +30,10 @@ fn silent(name: &str, pid_file: &std::path::Path) -> ServerSpec {
     ServerSpec::stdio(
         name,
         "sh",
-        ["-c".to_string(), format!("sleep 60 & echo $! > {}; exec sleep 60", pid_file.display())],
+        [
+            "-c".to_string(),
+            format!("sleep 60 & echo $! > {}; exec sleep 60", pid_file.display()),
+        ],
     )
 }
 
@@ -50,13 +53,19 @@ async fn read_pid(path: &std::path::Path) -> u32 {
 async fn a_server_that_never_answers_hits_the_connect_timeout_and_its_group_is_killed() {
     let dir = scratch("silent");
     let pid_file = dir.join("grandchild.pid");
-    let connection = ServerConnection::new(silent("silent", &pid_file), quick(Duration::from_millis(700)));
+    let connection = ServerConnection::new(
+        silent("silent", &pid_file),
+        quick(Duration::from_millis(700)),
+    );
     let err = connection.connect().await.unwrap_err();
     assert!(matches!(err, ConnectError::Timeout { .. }), "{err:?}");
     assert!(err.to_string().contains("`silent`"), "{err}");
     assert!(matches!(connection.state(), ConnectionState::Failed { .. }));
     let grandchild = read_pid(&pid_file).await;
-    assert!(common::gone_within(grandchild, Duration::from_secs(3)).await, "the process group survived");
+    assert!(
+        common::gone_within(grandchild, Duration::from_secs(3)).await,
+        "the process group survived"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,13 +73,19 @@ async fn a_server_writing_garbage_to_stdout_fails_cleanly() {
     let spec = ServerSpec::stdio(
         "garbage",
         "sh",
-        ["-c", "echo 'starting up' >&2; while :; do echo 'this is not JSON-RPC {'; echo '[1,2'; sleep 0.02; done"],
+        [
+            "-c",
+            "echo 'starting up' >&2; while :; do echo 'this is not JSON-RPC {'; echo '[1,2'; sleep 0.02; done",
+        ],
     );
     let connection = ServerConnection::new(spec, quick(Duration::from_millis(800)));
     let err = connection.connect().await.unwrap_err();
     assert!(matches!(err, ConnectError::Timeout { .. }), "{err:?}");
     assert!(matches!(connection.state(), ConnectionState::Failed { .. }));
-    assert!(connection.log().iter().any(|e| e.message == "starting up"), "stderr is logged");
+    assert!(
+        connection.log().iter().any(|e| e.message == "starting up"),
+        "stderr is logged"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,7 +96,9 @@ async fn a_missing_command_is_a_spawn_error_naming_the_server() {
     );
     let err = connection.connect().await.unwrap_err();
     assert!(matches!(err, ConnectError::Spawn { .. }), "{err:?}");
-    assert!(err.to_string().contains("`ghost`") && err.to_string().contains("/nonexistent/mcp-server"));
+    assert!(
+        err.to_string().contains("`ghost`") && err.to_string().contains("/nonexistent/mcp-server")
+    );
     let ConnectionState::Failed { message, retries } = connection.state() else {
         panic!("{:?}", connection.state())
     };
@@ -98,28 +115,45 @@ async fn a_server_that_exits_during_the_handshake_fails_without_waiting_for_the_
     let started = std::time::Instant::now();
     let err = connection.connect().await.unwrap_err();
     assert!(matches!(err, ConnectError::Handshake { .. }), "{err:?}");
-    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_attempt_can_be_cancelled() {
     let dir = scratch("cancel");
     let pid_file = dir.join("grandchild.pid");
-    let connection = ServerConnection::new(silent("slow", &pid_file), quick(Duration::from_secs(60)));
+    let connection =
+        ServerConnection::new(silent("slow", &pid_file), quick(Duration::from_secs(60)));
     let mut events = connection.subscribe();
     let attempt = tokio::spawn({
         let connection = connection.clone();
         async move { connection.connect().await }
     });
     common::wait_for(&mut events, Duration::from_secs(5), |e| {
-        matches!(e, McpEvent::StateChanged { to: ConnectionState::Connecting, .. })
+        matches!(
+            e,
+            McpEvent::StateChanged {
+                to: ConnectionState::Connecting,
+                ..
+            }
+        )
     })
     .await
     .unwrap();
     let grandchild = read_pid(&pid_file).await;
     assert!(connection.cancel_connect());
-    let result = tokio::time::timeout(Duration::from_secs(5), attempt).await.unwrap().unwrap();
-    assert!(matches!(result, Err(ConnectError::Cancelled { .. })), "{result:?}");
+    let result = tokio::time::timeout(Duration::from_secs(5), attempt)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(result, Err(ConnectError::Cancelled { .. })),
+        "{result:?}"
+    );
     assert_eq!(connection.state(), ConnectionState::Idle);
     assert!(common::gone_within(grandchild, Duration::from_secs(3)).await);
 }
@@ -131,13 +165,25 @@ async fn concurrent_reconnect_requests_coalesce_into_one_attempt() {
         health_interval: None,
         ..CoordinatorConfig::default()
     });
-    coordinator.start_all_and_wait(vec![common::everything("ev")]).await.unwrap();
+    coordinator
+        .start_all_and_wait(vec![common::everything("ev")])
+        .await
+        .unwrap();
     let connection = coordinator.connection("ev").unwrap();
     let pid = connection.pid().unwrap();
     let mut events = coordinator.subscribe();
-    std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
     common::wait_for(&mut events, Duration::from_secs(5), |e| {
-        matches!(e, McpEvent::StateChanged { to: ConnectionState::Failed { .. }, .. })
+        matches!(
+            e,
+            McpEvent::StateChanged {
+                to: ConnectionState::Failed { .. },
+                ..
+            }
+        )
     })
     .await
     .expect("the loss is noticed");
@@ -152,7 +198,13 @@ async fn concurrent_reconnect_requests_coalesce_into_one_attempt() {
     assert!(a.is_ok() && b.is_ok() && c.is_ok(), "{a:?} {b:?} {c:?}");
     let mut attempts = 0;
     while let Some(mux_mcp::Received::Event(event)) = events.try_recv() {
-        if matches!(event, McpEvent::StateChanged { to: ConnectionState::Connecting, .. }) {
+        if matches!(
+            event,
+            McpEvent::StateChanged {
+                to: ConnectionState::Connecting,
+                ..
+            }
+        ) {
             attempts += 1;
         }
     }
@@ -172,7 +224,9 @@ async fn start_all_reports_connected_and_failed_servers_and_stop_all_leaves_no_c
         dir.display()
     );
     let peers = common::peers_dir().to_string_lossy().into_owned();
-    let specs = mux_mcp::parse_config_with(&config, &|name| (name == "PEERS").then(|| peers.clone())).unwrap();
+    let specs =
+        mux_mcp::parse_config_with(&config, &|name| (name == "PEERS").then(|| peers.clone()))
+            .unwrap();
     let coordinator = Coordinator::new(CoordinatorConfig {
         reconnect: ReconnectPolicy::None,
         health_interval: Some(Duration::from_millis(200)),
@@ -185,8 +239,19 @@ async fn start_all_reports_connected_and_failed_servers_and_stop_all_leaves_no_c
     // Health checks run against live servers without disturbing them.
     tokio::time::sleep(Duration::from_millis(600)).await;
     let snapshot = coordinator.snapshot();
-    let names: Vec<_> = snapshot.servers.iter().map(|s| (s.name.as_str(), s.state.name())).collect();
-    assert_eq!(names, [("bad", "failed"), ("files", "connected"), ("good", "connected")]);
+    let names: Vec<_> = snapshot
+        .servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.state.name()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("bad", "failed"),
+            ("files", "connected"),
+            ("good", "connected")
+        ]
+    );
     let pids: Vec<u32> = snapshot.servers.iter().filter_map(|s| s.pid).collect();
     assert_eq!(pids.len(), 2);
     coordinator.stop_all().await;
@@ -203,26 +268,55 @@ async fn a_failed_health_check_leads_to_a_reconnect() {
         health_timeout: Duration::from_millis(500),
         ..CoordinatorConfig::default()
     });
-    coordinator.start_all_and_wait(vec![common::everything("ev")]).await.unwrap();
+    coordinator
+        .start_all_and_wait(vec![common::everything("ev")])
+        .await
+        .unwrap();
     let connection = coordinator.connection("ev").unwrap();
     let pid = connection.pid().unwrap();
     let mut events = coordinator.subscribe();
     // A stopped server still holds its pipes open, so only the health check can notice.
-    std::process::Command::new("kill").args(["-STOP", &pid.to_string()]).status().unwrap();
+    std::process::Command::new("kill")
+        .args(["-STOP", &pid.to_string()])
+        .status()
+        .unwrap();
     let failed = common::wait_for(&mut events, Duration::from_secs(10), |e| {
-        matches!(e, McpEvent::StateChanged { to: ConnectionState::Failed { .. }, .. })
+        matches!(
+            e,
+            McpEvent::StateChanged {
+                to: ConnectionState::Failed { .. },
+                ..
+            }
+        )
     })
     .await;
-    let Some(McpEvent::StateChanged { to: ConnectionState::Failed { message, .. }, .. }) = failed else {
-        std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
+    let Some(McpEvent::StateChanged {
+        to: ConnectionState::Failed { message, .. },
+        ..
+    }) = failed
+    else {
+        std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap();
         panic!("the health check did not notice")
     };
     assert!(message.contains("health check"), "{message}");
     common::wait_for(&mut events, Duration::from_secs(20), |e| {
-        matches!(e, McpEvent::StateChanged { from: ConnectionState::Connecting, to: ConnectionState::Connected { .. }, .. })
+        matches!(
+            e,
+            McpEvent::StateChanged {
+                from: ConnectionState::Connecting,
+                to: ConnectionState::Connected { .. },
+                ..
+            }
+        )
     })
     .await
     .expect("reconnected");
-    assert!(common::gone_within(pid, Duration::from_secs(3)).await, "the stuck server was killed");
+    assert!(
+        common::gone_within(pid, Duration::from_secs(3)).await,
+        "the stuck server was killed"
+    );
     coordinator.stop_all().await;
 }

@@ -29,7 +29,11 @@ fn peer_script(package: &str) -> String {
 
 /// server-everything over stdio.
 pub(crate) fn everything(name: &str) -> ServerSpec {
-    ServerSpec::stdio(name, "node", [peer_script("server-everything"), "stdio".into()])
+    ServerSpec::stdio(
+        name,
+        "node",
+        [peer_script("server-everything"), "stdio".into()],
+    )
 }
 
 /// server-filesystem rooted at `root`.
@@ -37,7 +41,10 @@ pub(crate) fn filesystem(name: &str, root: &std::path::Path) -> ServerSpec {
     ServerSpec::stdio(
         name,
         "node",
-        [peer_script("server-filesystem"), root.to_string_lossy().into_owned()],
+        [
+            peer_script("server-filesystem"),
+            root.to_string_lossy().into_owned(),
+        ],
     )
 }
 
