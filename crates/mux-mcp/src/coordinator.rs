@@ -392,8 +392,16 @@ impl Coordinator {
     /// the order each server lists them. Names are `mcp__<server>__<tool>`, unique within the
     /// set. Proxies route through the coordinator, so they keep working across reconnects.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.proxies()
+            .into_iter()
+            .map(|proxy| proxy as Arc<dyn Tool>)
+            .collect()
+    }
+
+    /// The same proxies as [`Coordinator::tools`], with their concrete type.
+    pub fn proxies(&self) -> Vec<Arc<McpTool>> {
         let mut names = NameAllocator::default();
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut tools = Vec::new();
         for (server, entry) in self.servers().iter() {
             for info in entry.connection.state().tools() {
                 let name = names.allocate(server, &info.name);

@@ -9,6 +9,7 @@
 //! | `llm` | [`llm`] | messages, `LlmClient`, stream events, accumulator, errors, retries |
 //! | `anthropic`, `openai`, `gemini` | [`llm`]`::anthropic`, ... | the providers (reqwest + rustls) |
 //! | `permission` | [`permission`] | modes, `Tool(specifier)` rules, scopes, shell-aware matching, the approval gate |
+//! | `mcp` | [`mcp`] | MCP servers as tools: configs, connections, coordinator, tool proxies |
 //! | `full` | all of the above | every layer |
 //!
 //! Library authors who only define tools can depend on `mux-tool` directly; applications
@@ -64,8 +65,15 @@ pub use mux_llm as llm;
 #[doc(inline)]
 pub use mux_permission as permission;
 
+#[cfg(feature = "mcp")]
+#[doc(inline)]
+pub use mux_mcp as mcp;
+
 /// The names most programs need, in one import.
 pub mod prelude {
+    #[cfg(feature = "mcp")]
+    #[doc(no_inline)]
+    pub use mux_mcp::{Coordinator, CoordinatorConfig, McpEvent, ServerSpec, load_config};
     #[cfg(feature = "tool")]
     #[doc(no_inline)]
     pub use mux_tool::{
