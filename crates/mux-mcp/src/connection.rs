@@ -20,6 +20,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::ClientHandlers;
 use crate::config::{ServerSpec, TransportSpec};
 use crate::event::EventSender;
 use crate::handler::{Handler, ProgressBarrier, ProgressRoutes};
@@ -190,6 +191,7 @@ struct Inner {
     pid: Mutex<Option<u32>>,
     protocol_version: Mutex<Option<String>>,
     lost: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    client: Mutex<Option<Arc<dyn ClientHandlers>>>,
 }
 
 /// One MCP server connection with an explicit, validated state machine.
@@ -244,6 +246,7 @@ impl ServerConnection {
                 pid: Mutex::new(None),
                 protocol_version: Mutex::new(None),
                 lost: Mutex::new(None),
+                client: Mutex::new(None),
             }),
         }
     }
@@ -251,6 +254,12 @@ impl ServerConnection {
     /// Tells `tx` the server's name whenever an established connection is lost.
     pub(crate) fn on_lost(&self, tx: mpsc::UnboundedSender<String>) {
         *lock(&self.inner.lost) = Some(tx);
+    }
+
+    /// Answers the server's roots, sampling and elicitation requests with `handlers` (from
+    /// the next connect on).
+    pub fn set_client_handlers(&self, handlers: Arc<dyn ClientHandlers>) {
+        *lock(&self.inner.client) = Some(handlers);
     }
 
     /// The server's name.
@@ -393,6 +402,7 @@ impl ServerConnection {
             progress: inner.progress.clone(),
             tools_changed: tools_changed.clone(),
             barrier: barrier.clone(),
+            client: lock(&inner.client).clone(),
         };
         let lifecycle = ClientLifecycleMode::Auto {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::ClientHandlers;
 use crate::event::EventSender;
 use crate::naming::NameAllocator;
 use crate::proxy::McpTool;
@@ -119,6 +120,7 @@ pub(crate) struct CoordInner {
     lost: mpsc::UnboundedSender<String>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     stopped: CancellationToken,
+    client: Mutex<Option<Arc<dyn ClientHandlers>>>,
 }
 
 /// Runs a set of MCP servers: parallel start, reconnects, health checks, timeouts, and tool
@@ -150,6 +152,7 @@ impl Coordinator {
             lost: lost_tx,
             tasks: Mutex::new(Vec::new()),
             stopped: CancellationToken::new(),
+            client: Mutex::new(None),
         });
         let supervisor = tokio::spawn(supervise(Arc::downgrade(&inner), lost_rx));
         let mut tasks = vec![supervisor];
@@ -158,6 +161,13 @@ impl Coordinator {
         }
         *lock(&inner.tasks) = tasks;
         Self { inner }
+    }
+
+    /// Answers server requests for roots, sampling and elicitation with `handlers`, for every
+    /// server added from now on.
+    pub fn with_client_handlers(self, handlers: Arc<dyn ClientHandlers>) -> Self {
+        *lock(&self.inner.client) = Some(handlers);
+        self
     }
 
     pub(crate) fn from_inner(inner: Arc<CoordInner>) -> Self {
@@ -218,6 +228,9 @@ impl Coordinator {
             self.inner.events.clone(),
         );
         connection.on_lost(self.inner.lost.clone());
+        if let Some(handlers) = lock(&self.inner.client).clone() {
+            connection.set_client_handlers(handlers);
+        }
         servers.insert(
             name,
             Arc::new(Entry {

@@ -9,12 +9,14 @@ use mux_tool::ToolContext;
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingLevel,
-    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation, ListRootsResult,
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
 };
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::Notify;
 
+use crate::client::{ClientHandlers, HandlerError};
 use crate::connection::Shared;
 use crate::{LogLevel, LogSource};
 
@@ -64,6 +66,19 @@ pub(crate) struct Handler {
     pub(crate) progress: ProgressRoutes,
     pub(crate) tools_changed: Arc<Notify>,
     pub(crate) barrier: Arc<ProgressBarrier>,
+    pub(crate) client: Option<Arc<dyn ClientHandlers>>,
+}
+
+fn refused(error: HandlerError) -> ErrorData {
+    ErrorData::internal_error(error.0, None)
+}
+
+fn not_offered(what: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("this client does not offer {what}"),
+        None,
+    )
 }
 
 fn level(level: LoggingLevel) -> LogLevel {
@@ -115,9 +130,68 @@ impl ClientHandler for Handler {
         self.tools_changed.notify_one();
     }
 
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        match &self.client {
+            Some(client) if client.features().roots => {
+                let roots = client
+                    .list_roots(&self.shared.server)
+                    .await
+                    .map_err(refused)?;
+                Ok(ListRootsResult::new(roots))
+            }
+            _ => Err(not_offered("roots")),
+        }
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.shared.log(
+            LogLevel::Info,
+            LogSource::Protocol,
+            "server asked for sampling".to_string(),
+        );
+        match &self.client {
+            Some(client) if client.features().sampling => client
+                .create_message(&self.shared.server, params)
+                .await
+                .map_err(refused),
+            _ => Err(not_offered("sampling")),
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.shared.log(
+            LogLevel::Info,
+            LogSource::Protocol,
+            "server asked for elicitation".to_string(),
+        );
+        match &self.client {
+            Some(client) => client
+                .elicit(&self.shared.server, params)
+                .await
+                .map_err(refused),
+            None => Ok(ElicitResult::new(ElicitationAction::Decline)),
+        }
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let capabilities = self
+            .client
+            .as_ref()
+            .map(|client| client.features().capabilities())
+            .unwrap_or_default();
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("mux", env!("CARGO_PKG_VERSION")),
         )
     }

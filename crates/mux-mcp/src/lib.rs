@@ -1,6 +1,9 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
+// Roots and sampling are deprecated in 2026-07-28, but servers on earlier versions use them.
+#[allow(deprecated)]
+mod client;
 mod config;
 mod connection;
 mod content;
@@ -17,6 +20,8 @@ mod proxy;
 mod state;
 mod transport;
 
+#[allow(deprecated)]
+pub use client::{ClientFeatures, ClientHandlers, HandlerError};
 pub use config::{
     ConfigError, HttpSpec, Secret, ServerSpec, StdioSpec, TransportSpec, load_config, parse_config,
     parse_config_with,
