@@ -188,6 +188,13 @@ async fn inspect(coordinator: &Coordinator, request: Request) -> Result<Value, S
     }
 }
 
+/// Prints one line of JSON; a closed stdout is not worth a panic.
+fn print(value: &Value, code: ExitCode) -> ExitCode {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{value}");
+    code
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let outcome = match parse(std::env::args().skip(1).collect()) {
@@ -195,13 +202,7 @@ async fn main() -> ExitCode {
         Err(message) => Err(message),
     };
     match outcome {
-        Ok(value) => {
-            println!("{value}");
-            ExitCode::SUCCESS
-        }
-        Err(message) => {
-            println!("{}", json!({"error": message}));
-            ExitCode::FAILURE
-        }
+        Ok(value) => print(&value, ExitCode::SUCCESS),
+        Err(message) => print(&json!({"error": message}), ExitCode::FAILURE),
     }
 }

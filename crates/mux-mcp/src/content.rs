@@ -39,7 +39,8 @@ fn block(value: &Value) -> Content {
 }
 
 /// Converts a tool result: each content block in order, then `structuredContent` as a JSON
-/// block; `isError` becomes [`ToolOutput::is_error`]. Metadata records the server and tool.
+/// block (replacing a text block that only repeats it as JSON); `isError` becomes
+/// [`ToolOutput::is_error`]. Metadata records the server and tool.
 pub(crate) fn to_output(result: &CallToolResult, server: &str, tool: &str) -> ToolOutput {
     let mut content = Vec::with_capacity(result.content.len() + 1);
     for item in &result.content {
@@ -51,7 +52,17 @@ pub(crate) fn to_output(result: &CallToolResult, server: &str, tool: &str) -> To
         }
     }
     if let Some(structured) = &result.structured_content {
-        content.push(Content::json(structured.clone()));
+        // Servers usually repeat structured content as JSON text; keep one typed copy.
+        let repeated = content.iter().position(|block| {
+            block
+                .as_text()
+                .and_then(|text| serde_json::from_str::<Value>(text).ok())
+                .is_some_and(|value| &value == structured)
+        });
+        match repeated {
+            Some(index) => content[index] = Content::json(structured.clone()),
+            None => content.push(Content::json(structured.clone())),
+        }
     }
     ToolOutput {
         content,

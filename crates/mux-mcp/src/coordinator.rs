@@ -72,7 +72,7 @@ pub enum AddServerError {
     Stopped,
 }
 
-/// The outcome of [`Coordinator::start_all_and_wait`].
+/// The outcome of [`Coordinator::start_all_and_wait`], each list sorted by server name.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct StartReport {
     /// Servers that connected, by name.
@@ -277,6 +277,8 @@ impl Coordinator {
                     .push((connection.name().to_string(), err.to_string())),
             }
         }
+        report.connected.sort();
+        report.failed.sort();
         Ok(report)
     }
 

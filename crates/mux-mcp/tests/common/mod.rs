@@ -131,3 +131,26 @@ pub(crate) async fn wait_for(
     .ok()
     .flatten()
 }
+
+/// A program in the Python venv `cargo xtask peers` builds.
+pub(crate) fn venv_bin(program: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/mcp-peers-venv/bin")
+        .join(program);
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo xtask peers` (cargo xtask ci does it) to build the Python venv",
+        path.display()
+    );
+    path.to_string_lossy().into_owned()
+}
+
+/// Our own Python SDK server, which speaks 2026-07-28.
+pub(crate) fn modern(name: &str) -> ServerSpec {
+    let script = peers_dir().join("python/modern_server.py");
+    ServerSpec::stdio(
+        name,
+        venv_bin("python"),
+        [script.to_string_lossy().into_owned()],
+    )
+}
