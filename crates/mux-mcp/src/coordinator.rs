@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::ClientHandlers;
 use crate::event::EventSender;
+use crate::modes::{McpFilter, ToolModes, UnknownMode};
 use crate::naming::NameAllocator;
 use crate::proxy::McpTool;
 use crate::{
@@ -411,6 +412,24 @@ impl Coordinator {
             .into_iter()
             .map(|proxy| proxy as Arc<dyn Tool>)
             .collect()
+    }
+
+    /// The proxies `filter` accepts, in the order of [`Coordinator::tools`].
+    pub fn tools_matching(&self, filter: &McpFilter) -> Vec<Arc<dyn Tool>> {
+        self.proxies()
+            .into_iter()
+            .filter(|proxy| filter.matches(proxy))
+            .map(|proxy| proxy as Arc<dyn Tool>)
+            .collect()
+    }
+
+    /// The proxies of mode `mode`.
+    pub fn tools_for_mode(
+        &self,
+        modes: &ToolModes,
+        mode: &str,
+    ) -> Result<Vec<Arc<dyn Tool>>, UnknownMode> {
+        Ok(self.tools_matching(modes.get(mode)?))
     }
 
     /// The same proxies as [`Coordinator::tools`], with their concrete type.

@@ -14,6 +14,7 @@ mod event;
 #[allow(deprecated)]
 mod handler;
 mod log;
+mod modes;
 mod naming;
 mod policy;
 mod proxy;
@@ -37,6 +38,7 @@ pub use coordinator::{
 pub use error::{CallError, ConnectError};
 pub use event::{CallEnd, EVENT_BUFFER, Events, McpEvent, Received};
 pub use log::{LOG_CAPACITY, LogEntry, LogLevel, LogSource};
+pub use modes::{McpFilter, ToolModes, UnknownMode};
 pub use naming::{PREFIX, qualified_name};
 pub use policy::ReconnectPolicy;
 pub use proxy::McpTool;

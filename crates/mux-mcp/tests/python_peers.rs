@@ -170,3 +170,60 @@ async fn mcp_server_time_and_mcp_server_git_answer() {
     );
     coordinator.stop_all().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modes_select_tool_sets_across_servers() {
+    use mux_mcp::{McpFilter, ToolModes};
+    use mux_tool::ToolFilter;
+    let coordinator = common::coordinator();
+    coordinator
+        .start_all_and_wait(vec![
+            common::modern("py"),
+            ServerSpec::stdio(
+                "time",
+                common::venv_bin("mcp-server-time"),
+                Vec::<String>::new(),
+            ),
+        ])
+        .await
+        .unwrap();
+    let modes: ToolModes = serde_json::from_value(json!({
+        "time_only": {"server": "time"},
+        "math": {"or": [{"tool": {"server": "py", "tool": "add"}}, {"spec": {"glob": "mcp__py__sh*"}}]},
+        "no_py": {"not": {"server": "py"}},
+        "read_only": {"spec": "read_only"}
+    }))
+    .unwrap();
+    let names = |mode: &str| -> Vec<String> {
+        coordinator
+            .tools_for_mode(&modes, mode)
+            .unwrap()
+            .iter()
+            .map(|t| t.spec().name.to_string())
+            .collect()
+    };
+    assert_eq!(
+        names("time_only"),
+        ["mcp__time__get_current_time", "mcp__time__convert_time"]
+    );
+    assert_eq!(names("math"), ["mcp__py__add", "mcp__py__shout"]);
+    assert_eq!(names("no_py"), names("time_only"));
+    assert!(
+        names("read_only")
+            .iter()
+            .all(|n| n.starts_with("mcp__time__")),
+        "{:?}",
+        names("read_only")
+    );
+    let err = coordinator.tools_for_mode(&modes, "nope").unwrap_err();
+    assert!(
+        err.to_string().contains("`nope`") && err.to_string().contains("math"),
+        "{err}"
+    );
+    let filter = McpFilter::And(vec![
+        McpFilter::Server("py".into()),
+        McpFilter::Spec(ToolFilter::glob("*fail").unwrap()),
+    ]);
+    assert_eq!(coordinator.tools_matching(&filter).len(), 1);
+    coordinator.stop_all().await;
+}
