@@ -126,10 +126,18 @@ pub struct PendingCall {
 }
 
 struct PendingEntry {
+    call_id: String,
     tool: String,
     started: Instant,
     cancel: CancellationToken,
+    deadline: Instant,
+    expired: CancellationToken,
 }
+
+/// How often the deadline keeper looks at pending calls when there are none.
+const IDLE_TICK: Duration = Duration::from_millis(250);
+/// The longest the keeper sleeps while calls are pending.
+const BUSY_TICK: Duration = Duration::from_millis(100);
 
 /// What a live connection needs for calls.
 #[derive(Clone)]
@@ -184,7 +192,9 @@ struct Inner {
     /// Held for a whole connect or disconnect, so lifecycle operations never overlap.
     session: tokio::sync::Mutex<Option<Session>>,
     attempt: Mutex<Option<CancellationToken>>,
-    pending: Mutex<BTreeMap<String, PendingEntry>>,
+    /// Calls in flight, by a per-connection sequence number.
+    pending: Mutex<BTreeMap<u64, PendingEntry>>,
+    next_call: AtomicU64,
     progress: ProgressRoutes,
     generation: AtomicU64,
     retries: AtomicU32,
@@ -240,6 +250,7 @@ impl ServerConnection {
                 session: tokio::sync::Mutex::new(None),
                 attempt: Mutex::new(None),
                 pending: Mutex::new(BTreeMap::new()),
+                next_call: AtomicU64::new(0),
                 progress: ProgressRoutes::default(),
                 generation: AtomicU64::new(0),
                 retries: AtomicU32::new(0),
@@ -295,9 +306,9 @@ impl ServerConnection {
     /// The calls in flight, by call id.
     pub fn pending_calls(&self) -> Vec<PendingCall> {
         lock(&self.inner.pending)
-            .iter()
-            .map(|(id, entry)| PendingCall {
-                call_id: id.clone(),
+            .values()
+            .map(|entry| PendingCall {
+                call_id: entry.call_id.clone(),
                 tool: entry.tool.clone(),
                 elapsed: entry.started.elapsed(),
             })
@@ -484,6 +495,10 @@ impl ServerConnection {
             }
         };
         let mut session = session;
+        session.tasks.push(tokio::spawn(keep_deadlines(
+            Arc::downgrade(inner),
+            closed.clone(),
+        )));
         session.tasks.push(self.spawn_refresher(
             peer.clone(),
             tools_changed,
@@ -612,13 +627,13 @@ impl ServerConnection {
     /// Cancels the call `call_id` if it is in flight (the server gets
     /// `notifications/cancelled`). Returns whether it was found.
     pub fn cancel_call(&self, call_id: &str) -> bool {
-        match lock(&self.inner.pending).get(call_id) {
-            Some(entry) => {
-                entry.cancel.cancel();
-                true
-            }
-            None => false,
+        let pending = lock(&self.inner.pending);
+        let mut found = false;
+        for entry in pending.values().filter(|entry| entry.call_id == call_id) {
+            entry.cancel.cancel();
+            found = true;
         }
+        found
     }
 
     /// Calls `tool` with `arguments` (a JSON object or null). Progress goes to `cx`'s
@@ -663,13 +678,19 @@ impl ServerConnection {
             .map_err(|_| lost())?;
         let call_id = cx.call_id().to_string();
         let cancel = cx.cancellation().child_token();
+        let expired = CancellationToken::new();
         let _route = Route::new(
             inner,
             handle.progress_token.clone(),
             cx,
-            &call_id,
-            tool,
-            &cancel,
+            PendingEntry {
+                call_id: call_id.clone(),
+                tool: tool.to_string(),
+                started: Instant::now(),
+                cancel: cancel.clone(),
+                deadline: Instant::now() + timeout,
+                expired: expired.clone(),
+            },
         );
         inner.shared.events.send(McpEvent::CallStarted {
             server: server.clone(),
@@ -710,7 +731,9 @@ impl ServerConnection {
                 send_cancel("cancelled by the caller").await;
                 (Err(CallError::Cancelled { server: server.clone(), tool: tool.to_string() }), CallEnd::Cancelled)
             }
-            () = tokio::time::sleep(timeout) => {
+            // The connection's deadline keeper fires this: one timer per connection, not a
+            // timer per call (arming a timer per call costs a cross-thread wake-up).
+            () = expired.cancelled() => {
                 send_cancel("timed out").await;
                 (Err(CallError::TimedOut { server: server.clone(), tool: tool.to_string(), timeout }), CallEnd::TimedOut)
             }
@@ -734,7 +757,7 @@ impl ServerConnection {
 struct Route<'a> {
     inner: &'a Inner,
     token: rmcp::model::ProgressToken,
-    call_id: String,
+    seq: u64,
 }
 
 impl<'a> Route<'a> {
@@ -742,31 +765,19 @@ impl<'a> Route<'a> {
         inner: &'a Inner,
         token: rmcp::model::ProgressToken,
         cx: &ToolContext,
-        call_id: &str,
-        tool: &str,
-        cancel: &CancellationToken,
+        entry: PendingEntry,
     ) -> Self {
+        let seq = inner.next_call.fetch_add(1, Ordering::Relaxed);
         lock(&inner.progress).insert(token.clone(), cx.clone());
-        lock(&inner.pending).insert(
-            call_id.to_string(),
-            PendingEntry {
-                tool: tool.to_string(),
-                started: Instant::now(),
-                cancel: cancel.clone(),
-            },
-        );
-        Self {
-            inner,
-            token,
-            call_id: call_id.to_string(),
-        }
+        lock(&inner.pending).insert(seq, entry);
+        Self { inner, token, seq }
     }
 }
 
 impl Drop for Route<'_> {
     fn drop(&mut self) {
         lock(&self.inner.progress).remove(&self.token);
-        lock(&self.inner.pending).remove(&self.call_id);
+        lock(&self.inner.pending).remove(&self.seq);
     }
 }
 
@@ -781,6 +792,35 @@ fn result_kind(result: &ServerResult) -> String {
             || "an unreadable result".to_string(),
             |keys| format!("a result with fields [{keys}]"),
         )
+}
+
+/// Expires calls whose deadline passed. Wakes every [`IDLE_TICK`] while no call is pending and
+/// at the earliest deadline (at most [`BUSY_TICK`] ahead) while calls are, so a timeout fires
+/// at most one idle tick late.
+async fn keep_deadlines(weak: Weak<Inner>, closed: CancellationToken) {
+    loop {
+        let next = {
+            let Some(inner) = weak.upgrade() else { return };
+            let now = Instant::now();
+            let pending = lock(&inner.pending);
+            let mut earliest: Option<Instant> = None;
+            for entry in pending.values() {
+                if entry.deadline <= now {
+                    entry.expired.cancel();
+                } else {
+                    earliest = Some(earliest.map_or(entry.deadline, |e| e.min(entry.deadline)));
+                }
+            }
+            match earliest {
+                Some(deadline) => deadline.min(now + BUSY_TICK),
+                None => now + IDLE_TICK,
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep_until(next.into()) => {}
+            () = closed.cancelled() => return,
+        }
+    }
 }
 
 fn current_generation(inner: &Inner) -> Option<u64> {

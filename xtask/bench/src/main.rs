@@ -7,6 +7,7 @@ mod executor;
 mod harness;
 mod llm_decode;
 mod permission;
+mod mcp;
 
 use std::process::ExitCode;
 
@@ -16,6 +17,15 @@ use harness::Row;
 type Benchmark = fn() -> Result<Vec<Row>, String>;
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some(mcp::ECHO_SERVER_ARG) {
+        return match mcp::serve_echo() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("echo server: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let path = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "target/bench-report.json".to_owned());
@@ -25,6 +35,7 @@ fn main() -> ExitCode {
         ("builtin", builtin::run),
         ("llm_decode", llm_decode::run),
         ("permission", permission::run),
+        ("mcp", mcp::run),
     ];
     for (name, run) in benchmarks {
         match run() {
