@@ -6,8 +6,8 @@ mod builtin;
 mod executor;
 mod harness;
 mod llm_decode;
-mod permission;
 mod mcp;
+mod permission;
 
 use std::process::ExitCode;
 
