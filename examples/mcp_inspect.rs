@@ -206,3 +206,64 @@ async fn main() -> ExitCode {
         Err(message) => print(&json!({"error": message}), ExitCode::FAILURE),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use mux::mcp::TransportSpec;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn stdio_takes_the_rest_of_the_line() {
+        let request =
+            parse(args("--call mcp__ev__echo --args {} --timeout-ms 500 --name ev --stdio node server.js --port 3")).unwrap();
+        let [spec] = request.servers.as_slice() else {
+            panic!("one server")
+        };
+        assert_eq!(spec.name, "ev");
+        let TransportSpec::Stdio(stdio) = &spec.transport else {
+            panic!("stdio")
+        };
+        assert_eq!(stdio.command, "node");
+        assert_eq!(stdio.args, ["server.js", "--port", "3"]);
+        assert_eq!(request.call, Some(("mcp__ev__echo".to_string(), json!({}))));
+        assert_eq!(request.timeout, Some(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn a_url_makes_an_http_server() {
+        let request = parse(args("--name web --url http://127.0.0.1:3001/mcp")).unwrap();
+        assert!(
+            matches!(&request.servers[0].transport, TransportSpec::Http(http) if http.url == "http://127.0.0.1:3001/mcp")
+        );
+        assert!(request.call.is_none());
+    }
+
+    #[test]
+    fn bad_command_lines_are_errors() {
+        for (line, expected) in [
+            ("", "usage"),
+            ("--name x", "usage"),
+            ("--config a.json --name x --url http://h", "usage"),
+            ("--name x --stdio", "--stdio needs a command"),
+            ("--name x --url http://h --args {}", "--args needs --call"),
+            (
+                "--name x --url http://h --call t --args {nope",
+                "not valid JSON",
+            ),
+            ("--name x --url http://h --timeout-ms soon", "whole number"),
+            ("--frobnicate", "unknown argument `--frobnicate`"),
+            ("--config /nonexistent/mcp.json", "cannot read MCP config"),
+        ] {
+            let err = parse(args(line))
+                .err()
+                .unwrap_or_else(|| panic!("`{line}` parsed"));
+            assert!(err.contains(expected), "`{line}`: {err}");
+        }
+    }
+}
