@@ -30,7 +30,7 @@ fn main() -> ExitCode {
         .nth(1)
         .unwrap_or_else(|| "target/bench-report.json".to_owned());
     let mut rows: Vec<Row> = Vec::new();
-    let benchmarks: [(&str, Benchmark); 4] = [
+    let benchmarks: [(&str, Benchmark); 5] = [
         ("executor", executor::run),
         ("builtin", builtin::run),
         ("llm_decode", llm_decode::run),
