@@ -3,6 +3,7 @@
 //! ```text
 //! cargo xtask ci          fmt, clippy, test, doc, layering, features, deny; then "N passed, N failed"
 //! cargo xtask lint        fmt --check and clippy -D warnings
+//! cargo xtask peers       npm ci of the MCP servers the interop tests use (tests/peers)
 //! cargo xtask test        nextest (or cargo test) plus doctests
 //! cargo xtask doc         cargo doc with warnings denied
 //! cargo xtask layering    every mux-* dependency points strictly downward
@@ -15,6 +16,7 @@ mod cargo;
 mod features;
 mod layering;
 mod metadata;
+mod peers;
 
 use std::process::ExitCode;
 
@@ -34,6 +36,10 @@ const CI_STEPS: &[Step] = &[
     Step {
         name: "clippy",
         run: clippy,
+    },
+    Step {
+        name: "peers",
+        run: peers::run,
     },
     Step {
         name: "test",
@@ -115,7 +121,7 @@ fn report(name: &str, result: Result<(), String>) -> ExitCode {
 }
 
 fn usage() -> &'static str {
-    "usage: cargo xtask <ci|lint|fmt|clippy|test|doc|layering|features|deny|bench>"
+    "usage: cargo xtask <ci|lint|fmt|clippy|peers|test|doc|layering|features|deny|bench>"
 }
 
 fn fmt() -> Result<(), String> {

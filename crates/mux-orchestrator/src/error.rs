@@ -9,7 +9,7 @@ use crate::state::InvalidTransition;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoopError {
-    /// The run was cancelled (a cancel input, [`Run::cancel`](crate::Run::cancel), or the
+    /// The run was cancelled (a cancel input, [`RunHandle::cancel`](crate::RunHandle::cancel), or the
     /// orchestrator's token).
     #[error("the run was cancelled")]
     Cancelled,

@@ -36,6 +36,27 @@ pub enum Content {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         mime_type: Option<String>,
     },
+    /// Audio, base64-encoded.
+    Audio {
+        /// Base64 audio bytes.
+        data: String,
+        /// MIME type such as `audio/wav`.
+        mime_type: String,
+    },
+    /// A resource embedded in the output: its URI and its text or base64 bytes.
+    Resource {
+        /// The resource URI.
+        uri: String,
+        /// MIME type, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// The contents, for a text resource.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        /// The base64 contents, for a binary resource.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        blob: Option<String>,
+    },
     /// Structured JSON, matching the tool's output schema when it has one.
     Json {
         /// The value.

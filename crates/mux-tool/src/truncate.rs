@@ -95,7 +95,18 @@ fn content_size(block: &Content) -> usize {
     match block {
         Content::Text { text } => text.len(),
         Content::Json { value } => value.to_string().len(),
-        Content::Image { data, .. } => data.len(),
+        Content::Image { data, .. } | Content::Audio { data, .. } => data.len(),
+        Content::Resource {
+            uri,
+            mime_type,
+            text,
+            blob,
+        } => {
+            uri.len()
+                + mime_type.as_ref().map_or(0, String::len)
+                + text.as_ref().map_or(0, String::len)
+                + blob.as_ref().map_or(0, String::len)
+        }
         Content::ResourceLink {
             uri,
             name,

@@ -9,6 +9,7 @@
 //! | `llm` | [`llm`] | messages, `LlmClient`, stream events, accumulator, errors, retries |
 //! | `anthropic`, `openai`, `gemini` | [`llm`]`::anthropic`, ... | the providers (reqwest + rustls) |
 //! | `permission` | [`permission`] | modes, `Tool(specifier)` rules, scopes, shell-aware matching, the approval gate |
+//! | `mcp` | [`mcp`] | MCP servers as tools: configs, connections, coordinator, tool proxies |
 //! | `testing` | [`llm`]`::testing` | a scripted model and a local replay server for tests |
 //! | `orchestrator` | [`orchestrator`] | the think-act loop: events, approvals, sessions, hooks, compaction |
 //! | `agents` | [`agents`] | runtime and handles, subagents, `task` tool, voting, decomposition, presets, console face |
@@ -67,6 +68,10 @@ pub use mux_llm as llm;
 #[doc(inline)]
 pub use mux_permission as permission;
 
+#[cfg(feature = "mcp")]
+#[doc(inline)]
+pub use mux_mcp as mcp;
+
 #[cfg(feature = "orchestrator")]
 #[doc(inline)]
 pub use mux_orchestrator as orchestrator;
@@ -77,6 +82,9 @@ pub use mux_agents as agents;
 
 /// The names most programs need, in one import.
 pub mod prelude {
+    #[cfg(feature = "mcp")]
+    #[doc(no_inline)]
+    pub use mux_mcp::{Coordinator, CoordinatorConfig, McpEvent, ServerSpec, load_config};
     #[cfg(feature = "tool")]
     #[doc(no_inline)]
     pub use mux_tool::{

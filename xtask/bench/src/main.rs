@@ -6,6 +6,7 @@ mod builtin;
 mod executor;
 mod harness;
 mod llm_decode;
+mod mcp;
 mod orchestrator;
 mod permission;
 
@@ -17,6 +18,15 @@ use harness::Row;
 type Benchmark = fn() -> Result<Vec<Row>, String>;
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some(mcp::ECHO_SERVER_ARG) {
+        return match mcp::serve_echo() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("echo server: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let path = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "target/bench-report.json".to_owned());
@@ -26,6 +36,7 @@ fn main() -> ExitCode {
         ("builtin", builtin::run),
         ("llm_decode", llm_decode::run),
         ("permission", permission::run),
+        ("mcp", mcp::run),
         ("orchestrator", orchestrator::run),
     ];
     for &(name, run) in benchmarks {

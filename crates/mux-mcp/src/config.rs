@@ -1,0 +1,591 @@
+//! Server specs and the standard `mcpServers` JSON config, with `${VAR}` expansion.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+/// A value that must never be printed: a bearer token or a secret header.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself, for the transport that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// How to start a server as a child process speaking MCP over stdin/stdout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StdioSpec {
+    /// The program.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables (added to the inherited environment).
+    pub env: BTreeMap<String, Secret>,
+    /// The working directory, when not the current one.
+    pub cwd: Option<PathBuf>,
+}
+
+/// How to reach a server over Streamable HTTP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpSpec {
+    /// The MCP endpoint URL.
+    pub url: String,
+    /// Extra headers sent with every request. Values are treated as secrets.
+    pub headers: BTreeMap<String, Secret>,
+    /// A bearer token sent as `Authorization: Bearer …`.
+    pub bearer_token: Option<Secret>,
+}
+
+/// The transport a server speaks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportSpec {
+    /// A child process over stdio.
+    Stdio(StdioSpec),
+    /// Streamable HTTP.
+    Http(HttpSpec),
+}
+
+/// One MCP server: its name, transport and timeouts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// The server's name, unique within a coordinator; used in qualified tool names.
+    pub name: String,
+    /// How to reach it.
+    pub transport: TransportSpec,
+    /// Overrides the coordinator's tool-call timeout for this server.
+    pub tool_timeout: Option<Duration>,
+    /// Overrides the coordinator's connect timeout for this server.
+    pub connect_timeout: Option<Duration>,
+}
+
+impl ServerSpec {
+    /// A stdio server running `command` with `args`.
+    ///
+    /// ```
+    /// let spec = mux_mcp::ServerSpec::stdio("everything", "npx", ["-y", "@modelcontextprotocol/server-everything"]);
+    /// assert_eq!(spec.name, "everything");
+    /// ```
+    pub fn stdio<I, S>(name: impl Into<String>, command: impl Into<String>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            name: name.into(),
+            transport: TransportSpec::Stdio(StdioSpec {
+                command: command.into(),
+                args: args.into_iter().map(Into::into).collect(),
+                env: BTreeMap::new(),
+                cwd: None,
+            }),
+            tool_timeout: None,
+            connect_timeout: None,
+        }
+    }
+
+    /// A Streamable HTTP server at `url`.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            transport: TransportSpec::Http(HttpSpec {
+                url: url.into(),
+                headers: BTreeMap::new(),
+                bearer_token: None,
+            }),
+            tool_timeout: None,
+            connect_timeout: None,
+        }
+    }
+
+    /// Adds an environment variable (stdio only; ignored for HTTP).
+    pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let TransportSpec::Stdio(stdio) = &mut self.transport {
+            stdio.env.insert(key.into(), Secret::new(value));
+        }
+        self
+    }
+
+    /// Sets the working directory (stdio only; ignored for HTTP).
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        if let TransportSpec::Stdio(stdio) = &mut self.transport {
+            stdio.cwd = Some(cwd.into());
+        }
+        self
+    }
+
+    /// Adds a header (HTTP only; ignored for stdio).
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let TransportSpec::Http(http) = &mut self.transport {
+            http.headers.insert(name.into(), Secret::new(value));
+        }
+        self
+    }
+
+    /// Sets a bearer token (HTTP only; ignored for stdio).
+    pub fn with_bearer_token(mut self, token: impl Into<String>) -> Self {
+        if let TransportSpec::Http(http) = &mut self.transport {
+            http.bearer_token = Some(Secret::new(token));
+        }
+        self
+    }
+
+    /// Sets this server's tool-call timeout.
+    pub fn with_tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets this server's connect timeout.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
+        self
+    }
+}
+
+/// A config file that cannot be used. Every variant names the server and the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The text is not JSON.
+    #[error("MCP config is not valid JSON: {0}")]
+    Json(String),
+    /// The top level is not an object with an `mcpServers` object.
+    #[error("MCP config must be an object with an `mcpServers` object")]
+    NoServers,
+    /// A field has the wrong type or value.
+    #[error("MCP server `{server}`: field `{field}` {problem}")]
+    Field {
+        /// The server.
+        server: String,
+        /// The field, as a path such as `env.TOKEN`.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A `${VAR}` reference names a variable that is not set and has no default.
+    #[error("MCP server `{server}`: field `{field}` uses `${{{var}}}`, which is not set")]
+    UnsetVariable {
+        /// The server.
+        server: String,
+        /// The field.
+        field: String,
+        /// The variable.
+        var: String,
+    },
+    /// The file could not be read.
+    #[error("cannot read MCP config {path}: {reason}")]
+    Read {
+        /// The path.
+        path: String,
+        /// The I/O error.
+        reason: String,
+    },
+}
+
+/// Parses the standard `mcpServers` config (Claude Desktop, Cursor, VS Code), expanding
+/// `${VAR}` and `${VAR:-default}` from the process environment.
+///
+/// Servers come back sorted by name. Besides the standard fields (`command`, `args`, `env`,
+/// `cwd`, `type`, `url`, `headers`), mux reads `bearerToken`, `toolTimeoutMs`,
+/// `connectTimeoutMs` and `disabled` (disabled servers are skipped).
+///
+/// ```
+/// let config = r#"{"mcpServers": {
+///     "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "${HOME:-/tmp}"]},
+///     "remote": {"type": "http", "url": "http://127.0.0.1:3001/mcp", "toolTimeoutMs": 5000}
+/// }}"#;
+/// let servers = mux_mcp::parse_config(config)?;
+/// assert_eq!(servers.len(), 2);
+/// assert_eq!(servers[0].name, "fs");
+/// # Ok::<(), mux_mcp::ConfigError>(())
+/// ```
+pub fn parse_config(text: &str) -> Result<Vec<ServerSpec>, ConfigError> {
+    parse_config_with(text, &|name| std::env::var(name).ok())
+}
+
+/// Reads and parses a config file; see [`parse_config`].
+pub fn load_config(path: impl AsRef<std::path::Path>) -> Result<Vec<ServerSpec>, ConfigError> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|err| ConfigError::Read {
+        path: path.display().to_string(),
+        reason: err.to_string(),
+    })?;
+    parse_config(&text)
+}
+
+/// Parses a config, looking variables up with `lookup` instead of the environment.
+pub fn parse_config_with(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<ServerSpec>, ConfigError> {
+    let root: Value =
+        serde_json::from_str(text).map_err(|err| ConfigError::Json(err.to_string()))?;
+    let servers = root
+        .get("mcpServers")
+        .and_then(Value::as_object)
+        .ok_or(ConfigError::NoServers)?;
+    let mut specs = Vec::with_capacity(servers.len());
+    for (name, entry) in servers {
+        let reader = EntryReader {
+            server: name,
+            lookup,
+        };
+        if let Some(spec) = reader.read(entry)? {
+            specs.push(spec);
+        }
+    }
+    specs.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(specs)
+}
+
+struct EntryReader<'a> {
+    server: &'a str,
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl EntryReader<'_> {
+    fn field_error(&self, field: &str, problem: impl Into<String>) -> ConfigError {
+        ConfigError::Field {
+            server: self.server.to_string(),
+            field: field.to_string(),
+            problem: problem.into(),
+        }
+    }
+
+    fn read(&self, entry: &Value) -> Result<Option<ServerSpec>, ConfigError> {
+        if self.server.trim().is_empty() {
+            return Err(self.field_error("name", "must not be empty"));
+        }
+        let object = entry
+            .as_object()
+            .ok_or_else(|| self.field_error("(entry)", "must be an object"))?;
+        if self.optional_bool(object, "disabled")?.unwrap_or(false) {
+            return Ok(None);
+        }
+        let kind = self.optional_string(object, "type")?;
+        let has_command = object.contains_key("command");
+        let has_url = object.contains_key("url");
+        let transport = match kind.as_deref() {
+            Some("stdio") => self.stdio(object)?,
+            Some("http" | "streamable-http" | "streamableHttp") => self.http(object)?,
+            Some(other) => {
+                return Err(self.field_error(
+                    "type",
+                    format!("is `{other}`; expected `stdio`, `http` or `streamable-http`"),
+                ));
+            }
+            None if has_command && has_url => {
+                return Err(self.field_error("command", "and `url` are both set; pick one"));
+            }
+            None if has_command => self.stdio(object)?,
+            None if has_url => self.http(object)?,
+            None => return Err(self.field_error("command", "is missing (or set `url`)")),
+        };
+        Ok(Some(ServerSpec {
+            name: self.server.to_string(),
+            transport,
+            tool_timeout: self.optional_millis(object, "toolTimeoutMs")?,
+            connect_timeout: self.optional_millis(object, "connectTimeoutMs")?,
+        }))
+    }
+
+    fn stdio(&self, object: &Map<String, Value>) -> Result<TransportSpec, ConfigError> {
+        let command = self
+            .optional_string(object, "command")?
+            .ok_or_else(|| self.field_error("command", "is missing"))?;
+        if command.trim().is_empty() {
+            return Err(self.field_error("command", "must not be empty"));
+        }
+        let args = match object.get("args") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    let field = format!("args[{i}]");
+                    match item {
+                        Value::String(s) => self.expand(&field, s),
+                        _ => Err(self.field_error(&field, "must be a string")),
+                    }
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(self.field_error("args", "must be an array of strings")),
+        };
+        let env = self.string_map(object, "env")?;
+        let cwd = self.optional_string(object, "cwd")?.map(PathBuf::from);
+        Ok(TransportSpec::Stdio(StdioSpec {
+            command,
+            args,
+            env,
+            cwd,
+        }))
+    }
+
+    fn http(&self, object: &Map<String, Value>) -> Result<TransportSpec, ConfigError> {
+        let url = self
+            .optional_string(object, "url")?
+            .ok_or_else(|| self.field_error("url", "is missing"))?;
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(self.field_error("url", "must start with http:// or https://"));
+        }
+        let headers = self.string_map(object, "headers")?;
+        for name in headers.keys() {
+            if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                return Err(self.field_error(
+                    &format!("headers.{name}"),
+                    "is not a valid HTTP header name",
+                ));
+            }
+        }
+        let bearer_token = self
+            .optional_string(object, "bearerToken")?
+            .map(Secret::new);
+        Ok(TransportSpec::Http(HttpSpec {
+            url,
+            headers,
+            bearer_token,
+        }))
+    }
+
+    fn optional_string(
+        &self,
+        object: &Map<String, Value>,
+        field: &str,
+    ) -> Result<Option<String>, ConfigError> {
+        match object.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => self.expand(field, s).map(Some),
+            Some(_) => Err(self.field_error(field, "must be a string")),
+        }
+    }
+
+    fn optional_bool(
+        &self,
+        object: &Map<String, Value>,
+        field: &str,
+    ) -> Result<Option<bool>, ConfigError> {
+        match object.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(_) => Err(self.field_error(field, "must be true or false")),
+        }
+    }
+
+    fn optional_millis(
+        &self,
+        object: &Map<String, Value>,
+        field: &str,
+    ) -> Result<Option<Duration>, ConfigError> {
+        match object.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => match value.as_u64() {
+                Some(ms) if ms > 0 => Ok(Some(Duration::from_millis(ms))),
+                _ => {
+                    Err(self.field_error(field, "must be a positive whole number of milliseconds"))
+                }
+            },
+        }
+    }
+
+    fn string_map(
+        &self,
+        object: &Map<String, Value>,
+        field: &str,
+    ) -> Result<BTreeMap<String, Secret>, ConfigError> {
+        match object.get(field) {
+            None | Some(Value::Null) => Ok(BTreeMap::new()),
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(key, value)| {
+                    let path = format!("{field}.{key}");
+                    match value {
+                        Value::String(s) => Ok((key.clone(), Secret::new(self.expand(&path, s)?))),
+                        _ => Err(self.field_error(&path, "must be a string")),
+                    }
+                })
+                .collect(),
+            Some(_) => Err(self.field_error(field, "must be an object of strings")),
+        }
+    }
+
+    fn expand(&self, field: &str, text: &str) -> Result<String, ConfigError> {
+        expand_vars(text, self.lookup).map_err(|problem| match problem {
+            ExpandProblem::Unset(var) => ConfigError::UnsetVariable {
+                server: self.server.to_string(),
+                field: field.to_string(),
+                var,
+            },
+            ExpandProblem::Unclosed => self.field_error(field, "has a `${` without a closing `}`"),
+            ExpandProblem::BadName(name) => self.field_error(
+                field,
+                format!("uses `${{{name}}}`, which is not a variable name"),
+            ),
+        })
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum ExpandProblem {
+    Unset(String),
+    Unclosed,
+    BadName(String),
+}
+
+/// Expands `${VAR}` and `${VAR:-default}`; `$$` stays a literal `$`.
+fn expand_vars(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ExpandProblem> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find('}').ok_or(ExpandProblem::Unclosed)?;
+        let body = &after[..end];
+        let (name, default) = match body.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (body, None),
+        };
+        let valid = !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit());
+        if !valid {
+            return Err(ExpandProblem::BadName(name.to_string()));
+        }
+        match (lookup(name), default) {
+            (Some(value), _) if !(value.is_empty() && default.is_some()) => out.push_str(&value),
+            (_, Some(default)) => out.push_str(default),
+            (None, None) => return Err(ExpandProblem::Unset(name.to_string())),
+            (Some(value), None) => out.push_str(&value),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("s3cret".into()),
+            "EMPTY" => Some(String::new()),
+            "ROOT" => Some("/data".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn variables_expand_with_defaults() {
+        assert_eq!(expand_vars("a${ROOT}b", &env).unwrap(), "a/datab");
+        assert_eq!(expand_vars("${NOPE:-x}", &env).unwrap(), "x");
+        assert_eq!(expand_vars("${EMPTY:-x}", &env).unwrap(), "x");
+        assert_eq!(expand_vars("${EMPTY}", &env).unwrap(), "");
+        assert_eq!(expand_vars("no vars $HOME", &env).unwrap(), "no vars $HOME");
+        assert_eq!(
+            expand_vars("${NOPE}", &env),
+            Err(ExpandProblem::Unset("NOPE".into()))
+        );
+        assert_eq!(expand_vars("${ROOT", &env), Err(ExpandProblem::Unclosed));
+        assert_eq!(
+            expand_vars("${1X}", &env),
+            Err(ExpandProblem::BadName("1X".into()))
+        );
+    }
+
+    #[test]
+    fn a_full_config_parses() {
+        let text = r#"{"mcpServers": {
+            "remote": {"type": "http", "url": "https://example.com/mcp",
+                       "headers": {"X-Key": "${TOKEN}"}, "bearerToken": "${TOKEN}",
+                       "toolTimeoutMs": 1500},
+            "fs": {"command": "node", "args": ["server.js", "${ROOT}"], "env": {"K": "v"}, "cwd": "/tmp"},
+            "off": {"command": "x", "disabled": true}
+        }}"#;
+        let specs = parse_config_with(text, &env).unwrap();
+        assert_eq!(specs.len(), 2);
+        assert_eq!(specs[0].name, "fs");
+        let TransportSpec::Stdio(stdio) = &specs[0].transport else {
+            panic!("fs is stdio")
+        };
+        assert_eq!(stdio.args, ["server.js", "/data"]);
+        assert_eq!(stdio.env["K"].expose(), "v");
+        assert_eq!(stdio.cwd.as_deref(), Some(std::path::Path::new("/tmp")));
+        let TransportSpec::Http(http) = &specs[1].transport else {
+            panic!("remote is http")
+        };
+        assert_eq!(http.headers["X-Key"].expose(), "s3cret");
+        assert_eq!(specs[1].tool_timeout, Some(Duration::from_millis(1500)));
+        // Secrets never show in Debug output.
+        assert!(!format!("{:?}", specs).contains("s3cret"));
+    }
+
+    #[test]
+    fn bad_configs_name_the_server_and_field() {
+        let cases = [
+            (
+                r#"{"mcpServers": {"a": {"args": []}}}"#,
+                "`a`: field `command`",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": 3}}}"#,
+                "`a`: field `command` must be a string",
+            ),
+            (
+                r#"{"mcpServers": {"b": {"command": "x", "args": ["ok", 1]}}}"#,
+                "`b`: field `args[1]`",
+            ),
+            (
+                r#"{"mcpServers": {"c": {"url": "ftp://x"}}}"#,
+                "`c`: field `url`",
+            ),
+            (
+                r#"{"mcpServers": {"d": {"type": "sse", "url": "http://x"}}}"#,
+                "`d`: field `type`",
+            ),
+            (
+                r#"{"mcpServers": {"e": {"command": "x", "env": {"K": "${MISSING}"}}}}"#,
+                "`e`: field `env.K` uses `${MISSING}`",
+            ),
+            (
+                r#"{"mcpServers": {"f": {"command": "x", "toolTimeoutMs": -1}}}"#,
+                "`f`: field `toolTimeoutMs`",
+            ),
+            (
+                r#"{"mcpServers": {"g": {"url": "http://x", "headers": {"bad header": "v"}}}}"#,
+                "`g`: field `headers.bad header`",
+            ),
+            (
+                r#"{"mcpServers": {"h": {"command": "x", "url": "http://x"}}}"#,
+                "`h`: field `command`",
+            ),
+            (r#"{"servers": {}}"#, "mcpServers"),
+            (r#"{"mcpServers": "#, "not valid JSON"),
+        ];
+        for (text, expected) in cases {
+            let err = parse_config_with(text, &env).unwrap_err().to_string();
+            assert!(err.contains(expected), "{text}: {err}");
+        }
+    }
+}

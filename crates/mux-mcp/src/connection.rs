@@ -1,0 +1,891 @@
+//! One server connection: its state machine, its rmcp session, its log and its calls.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use mux_tool::ToolContext;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, PingRequest, ProtocolVersion, RequestMetaObject, ServerResult,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, Peer, PeerRequestOptions, RoleClient, RunningService,
+    ServiceError,
+};
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::ClientHandlers;
+use crate::config::{ServerSpec, TransportSpec};
+use crate::event::EventSender;
+use crate::handler::{Handler, ProgressBarrier, ProgressRoutes};
+use crate::log::LogBuffer;
+use crate::transport::{self, Child};
+use crate::{
+    CallEnd, CallError, ConnectError, ConnectionState, Events, LogEntry, LogLevel, LogSource,
+    McpEvent, ToolInfo, TransitionError,
+};
+
+/// The default time a connection attempt (spawn, handshake, first `tools/list`) may take.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default time a stdio server gets to exit after stdin closes, and again after SIGTERM.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// State, log and events of one connection, shared with its rmcp handler and tasks.
+pub(crate) struct Shared {
+    pub(crate) server: String,
+    state: Mutex<ConnectionState>,
+    log: Mutex<LogBuffer>,
+    events: EventSender,
+}
+
+impl Shared {
+    /// Records a log entry and publishes it.
+    pub(crate) fn log(&self, level: LogLevel, source: LogSource, message: String) {
+        let entry = LogEntry {
+            at: SystemTime::now(),
+            level,
+            source,
+            message,
+        };
+        lock(&self.log).push(entry.clone());
+        self.events.send(McpEvent::Log {
+            server: self.server.clone(),
+            entry,
+        });
+    }
+
+    fn state(&self) -> ConnectionState {
+        lock(&self.state).clone()
+    }
+
+    /// Moves to `to` if the state machine allows it, publishing the change.
+    fn transition(&self, to: ConnectionState) -> Result<(), TransitionError> {
+        let mut state = lock(&self.state);
+        if !state.can_become(&to) {
+            return Err(TransitionError {
+                server: self.server.clone(),
+                from: state.name(),
+                to: to.name(),
+            });
+        }
+        let from = std::mem::replace(&mut *state, to.clone());
+        // Published under the lock so every subscriber sees transitions in order.
+        self.events.send(McpEvent::StateChanged {
+            server: self.server.clone(),
+            from: from.clone(),
+            to: to.clone(),
+        });
+        drop(state);
+        self.log(
+            LogLevel::Debug,
+            LogSource::Protocol,
+            format!("state: {} -> {}", from.name(), to.name()),
+        );
+        Ok(())
+    }
+}
+
+/// Timeouts of one connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionOptions {
+    /// How long spawn, handshake and the first `tools/list` may take together.
+    pub connect_timeout: Duration,
+    /// How long a stdio server gets to exit after stdin closes, and again after SIGTERM,
+    /// before its process group is killed.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ConnectionOptions {
+    fn default() -> Self {
+        Self {
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+}
+
+/// A call in flight.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PendingCall {
+    /// The mux call id.
+    pub call_id: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// How long it has been running.
+    pub elapsed: Duration,
+}
+
+struct PendingEntry {
+    call_id: String,
+    tool: String,
+    started: Instant,
+    cancel: CancellationToken,
+    deadline: Instant,
+    expired: CancellationToken,
+}
+
+/// How often the deadline keeper looks at pending calls when there are none.
+const IDLE_TICK: Duration = Duration::from_millis(250);
+/// The longest the keeper sleeps while calls are pending.
+const BUSY_TICK: Duration = Duration::from_millis(100);
+
+/// What a live connection needs for calls.
+#[derive(Clone)]
+struct Link {
+    peer: Peer<RoleClient>,
+    closed: CancellationToken,
+    generation: u64,
+    barrier: Arc<ProgressBarrier>,
+}
+
+/// What a live connection owns: the rmcp service, the child process and helper tasks.
+struct Session {
+    service: RunningService<RoleClient, Handler>,
+    child: Option<Child>,
+    generation: u64,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Session {
+    /// Closes the service (for stdio that closes the child's stdin), then waits for the child,
+    /// then SIGTERM, then kills its process group.
+    async fn shut_down(mut self, grace: Duration) {
+        let _ = self.service.close_with_timeout(grace).await;
+        if let Some(child) = self.child.take() {
+            child.shut_down(grace).await;
+        }
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+
+    /// Ends a session whose peer is already gone: no grace, kill the group.
+    async fn abandon(mut self) {
+        if let Some(child) = self.child.take() {
+            child.kill().await;
+        }
+        let _ = self
+            .service
+            .close_with_timeout(Duration::from_millis(200))
+            .await;
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+struct Inner {
+    spec: ServerSpec,
+    options: ConnectionOptions,
+    shared: Arc<Shared>,
+    link: Mutex<Option<Link>>,
+    /// Held for a whole connect or disconnect, so lifecycle operations never overlap.
+    session: tokio::sync::Mutex<Option<Session>>,
+    attempt: Mutex<Option<CancellationToken>>,
+    /// Calls in flight, by a per-connection sequence number.
+    pending: Mutex<BTreeMap<u64, PendingEntry>>,
+    next_call: AtomicU64,
+    progress: ProgressRoutes,
+    generation: AtomicU64,
+    retries: AtomicU32,
+    pid: Mutex<Option<u32>>,
+    protocol_version: Mutex<Option<String>>,
+    lost: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    client: Mutex<Option<Arc<dyn ClientHandlers>>>,
+}
+
+/// One MCP server connection with an explicit, validated state machine.
+///
+/// Cloning gives another handle to the same connection.
+#[derive(Clone)]
+pub struct ServerConnection {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for ServerConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConnection")
+            .field("server", &self.inner.spec.name)
+            .field("state", &self.state().name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerConnection {
+    /// A connection in the idle state with its own event channel.
+    pub fn new(spec: ServerSpec, options: ConnectionOptions) -> Self {
+        Self::with_events(spec, options, EventSender::new())
+    }
+
+    pub(crate) fn with_events(
+        spec: ServerSpec,
+        mut options: ConnectionOptions,
+        events: EventSender,
+    ) -> Self {
+        if let Some(timeout) = spec.connect_timeout {
+            options.connect_timeout = timeout;
+        }
+        let shared = Arc::new(Shared {
+            server: spec.name.clone(),
+            state: Mutex::new(ConnectionState::Idle),
+            log: Mutex::new(LogBuffer::default()),
+            events,
+        });
+        Self {
+            inner: Arc::new(Inner {
+                spec,
+                options,
+                shared,
+                link: Mutex::new(None),
+                session: tokio::sync::Mutex::new(None),
+                attempt: Mutex::new(None),
+                pending: Mutex::new(BTreeMap::new()),
+                next_call: AtomicU64::new(0),
+                progress: ProgressRoutes::default(),
+                generation: AtomicU64::new(0),
+                retries: AtomicU32::new(0),
+                pid: Mutex::new(None),
+                protocol_version: Mutex::new(None),
+                lost: Mutex::new(None),
+                client: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Tells `tx` the server's name whenever an established connection is lost.
+    pub(crate) fn on_lost(&self, tx: mpsc::UnboundedSender<String>) {
+        *lock(&self.inner.lost) = Some(tx);
+    }
+
+    /// Answers the server's roots, sampling and elicitation requests with `handlers` (from
+    /// the next connect on).
+    pub fn set_client_handlers(&self, handlers: Arc<dyn ClientHandlers>) {
+        *lock(&self.inner.client) = Some(handlers);
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.inner.spec.name
+    }
+
+    /// The spec it was made from.
+    pub fn spec(&self) -> &ServerSpec {
+        &self.inner.spec
+    }
+
+    /// The current state.
+    pub fn state(&self) -> ConnectionState {
+        self.inner.shared.state()
+    }
+
+    /// The latest log entries (at most [`LOG_CAPACITY`](crate::LOG_CAPACITY)), oldest first.
+    pub fn log(&self) -> Vec<LogEntry> {
+        lock(&self.inner.shared.log).snapshot()
+    }
+
+    /// How many log entries were dropped because the log was full.
+    pub fn log_dropped(&self) -> u64 {
+        lock(&self.inner.shared.log).dropped()
+    }
+
+    /// Subscribes to this connection's events.
+    pub fn subscribe(&self) -> Events {
+        self.inner.shared.events.subscribe()
+    }
+
+    /// The calls in flight, by call id.
+    pub fn pending_calls(&self) -> Vec<PendingCall> {
+        lock(&self.inner.pending)
+            .values()
+            .map(|entry| PendingCall {
+                call_id: entry.call_id.clone(),
+                tool: entry.tool.clone(),
+                elapsed: entry.started.elapsed(),
+            })
+            .collect()
+    }
+
+    /// The process id of the stdio server, while connected.
+    pub fn pid(&self) -> Option<u32> {
+        *lock(&self.inner.pid)
+    }
+
+    /// The protocol version negotiated with the server, while connected.
+    pub fn protocol_version(&self) -> Option<String> {
+        lock(&self.inner.protocol_version).clone()
+    }
+
+    /// Moves a failed connection to `reconnecting`; used by the coordinator's policy.
+    pub(crate) fn mark_reconnecting(
+        &self,
+        attempt: u32,
+        max_attempts: u32,
+        next_at: Option<SystemTime>,
+    ) -> Result<(), TransitionError> {
+        self.inner.retries.store(attempt, Ordering::SeqCst);
+        self.inner.shared.transition(ConnectionState::Reconnecting {
+            attempt,
+            max_attempts,
+            next_at,
+        })
+    }
+
+    /// Connects: spawn or dial, handshake (`server/discover` with fallback to `initialize`),
+    /// then list every tool page. Valid from idle, failed, reconnecting and disconnected.
+    pub async fn connect(&self) -> Result<Vec<ToolInfo>, ConnectError> {
+        let inner = &self.inner;
+        let server = inner.spec.name.clone();
+        let mut slot = inner.session.lock().await;
+        inner.shared.transition(ConnectionState::Connecting)?;
+        let cancel = CancellationToken::new();
+        *lock(&inner.attempt) = Some(cancel.clone());
+        let generation = inner.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        let timeout = inner.options.connect_timeout;
+        let result = tokio::select! {
+            opened = tokio::time::timeout(timeout, self.open(generation)) => match opened {
+                Ok(result) => result,
+                Err(_) => Err(ConnectError::Timeout { server: server.clone(), timeout }),
+            },
+            () = cancel.cancelled() => Err(ConnectError::Cancelled { server: server.clone() }),
+        };
+        *lock(&inner.attempt) = None;
+        match result {
+            Ok((session, link, tools)) => {
+                let closed = link.closed.clone();
+                *lock(&inner.link) = Some(link);
+                *slot = Some(session);
+                drop(slot);
+                inner.retries.store(0, Ordering::SeqCst);
+                inner.shared.transition(ConnectionState::Connected {
+                    tools: tools.clone(),
+                })?;
+                self.watch(closed, generation);
+                Ok(tools)
+            }
+            Err(err) => {
+                let next = if matches!(err, ConnectError::Cancelled { .. }) {
+                    ConnectionState::Idle
+                } else {
+                    ConnectionState::Failed {
+                        message: err.to_string(),
+                        retries: inner.retries.load(Ordering::SeqCst),
+                    }
+                };
+                inner
+                    .shared
+                    .log(LogLevel::Error, LogSource::Protocol, err.to_string());
+                inner.shared.transition(next)?;
+                Err(err)
+            }
+        }
+    }
+
+    /// Cancels a connection attempt in progress; the connection returns to idle. Returns
+    /// whether an attempt was running.
+    pub fn cancel_connect(&self) -> bool {
+        match lock(&self.inner.attempt).as_ref() {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    async fn open(&self, generation: u64) -> Result<(Session, Link, Vec<ToolInfo>), ConnectError> {
+        let inner = &self.inner;
+        let server = inner.spec.name.clone();
+        let closed = CancellationToken::new();
+        let tools_changed = Arc::new(Notify::new());
+        let barrier = Arc::new(ProgressBarrier::default());
+        let handler = Handler {
+            shared: inner.shared.clone(),
+            progress: inner.progress.clone(),
+            tools_changed: tools_changed.clone(),
+            barrier: barrier.clone(),
+            client: lock(&inner.client).clone(),
+        };
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        };
+        let handshake = |err: rmcp::service::ClientInitializeError| ConnectError::Handshake {
+            server: server.clone(),
+            reason: err.to_string(),
+        };
+        let mut tasks = Vec::new();
+        let (service, child) =
+            match &inner.spec.transport {
+                TransportSpec::Stdio(stdio) => {
+                    let (transport, child, stderr) =
+                        transport::spawn(stdio, closed.clone(), barrier.clone()).map_err(
+                            |err| ConnectError::Spawn {
+                                server: server.clone(),
+                                command: stdio.command.clone(),
+                                reason: err.to_string(),
+                            },
+                        )?;
+                    *lock(&inner.pid) = child.id();
+                    inner.shared.log(
+                        LogLevel::Info,
+                        LogSource::Protocol,
+                        format!("spawned `{}` (pid {:?})", stdio.command, child.id()),
+                    );
+                    let shared = inner.shared.clone();
+                    tasks.push(tokio::spawn(transport::pump_stderr(stderr, move |line| {
+                        shared.log(LogLevel::Info, LogSource::Stderr, line);
+                    })));
+                    // On failure `child` is dropped here, which kills its process group.
+                    let service = handler
+                        .serve_with_lifecycle(transport, lifecycle)
+                        .await
+                        .map_err(handshake)?;
+                    (service, Some(child))
+                }
+                TransportSpec::Http(http) => {
+                    let transport = transport::http(http, closed.clone(), barrier.clone())
+                        .map_err(|reason| ConnectError::Transport {
+                            server: server.clone(),
+                            reason,
+                        })?;
+                    let service = handler
+                        .serve_with_lifecycle(transport, lifecycle)
+                        .await
+                        .map_err(handshake)?;
+                    (service, None)
+                }
+            };
+        let peer = service.peer().clone();
+        let version = peer
+            .peer_info()
+            .map(|info| info.protocol_version.to_string());
+        inner.shared.log(
+            LogLevel::Info,
+            LogSource::Protocol,
+            format!(
+                "handshake done, protocol {}",
+                version.as_deref().unwrap_or("unknown")
+            ),
+        );
+        *lock(&inner.protocol_version) = version;
+        let session = Session {
+            service,
+            child,
+            generation,
+            tasks,
+        };
+        let tools = match list_tools(&peer).await {
+            Ok(tools) => tools,
+            Err(err) => {
+                session.abandon().await;
+                return Err(ConnectError::Handshake {
+                    server,
+                    reason: format!("tools/list failed: {err}"),
+                });
+            }
+        };
+        let mut session = session;
+        session.tasks.push(tokio::spawn(keep_deadlines(
+            Arc::downgrade(inner),
+            closed.clone(),
+        )));
+        session.tasks.push(self.spawn_refresher(
+            peer.clone(),
+            tools_changed,
+            closed.clone(),
+            generation,
+        ));
+        let link = Link {
+            peer,
+            closed,
+            generation,
+            barrier,
+        };
+        Ok((session, link, tools))
+    }
+
+    /// Refreshes the tool list whenever the server says it changed.
+    fn spawn_refresher(
+        &self,
+        peer: Peer<RoleClient>,
+        changed: Arc<Notify>,
+        closed: CancellationToken,
+        generation: u64,
+    ) -> JoinHandle<()> {
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = changed.notified() => {}
+                    () = closed.cancelled() => return,
+                }
+                let Some(inner) = weak.upgrade() else { return };
+                match list_tools(&peer).await {
+                    Ok(tools) => {
+                        if current_generation(&inner) != Some(generation) {
+                            return;
+                        }
+                        if inner
+                            .shared
+                            .transition(ConnectionState::Connected {
+                                tools: tools.clone(),
+                            })
+                            .is_ok()
+                        {
+                            inner.shared.log(
+                                LogLevel::Info,
+                                LogSource::Protocol,
+                                format!("tool list changed: {} tools", tools.len()),
+                            );
+                            inner.shared.events.send(McpEvent::ToolsChanged {
+                                server: inner.spec.name.clone(),
+                                tools,
+                            });
+                        }
+                    }
+                    Err(err) => inner.shared.log(
+                        LogLevel::Warning,
+                        LogSource::Protocol,
+                        format!("refreshing tools after list_changed failed: {err}"),
+                    ),
+                }
+            }
+        })
+    }
+
+    /// Watches for the peer closing the stream; a loss of the current connection moves to
+    /// failed, kills the process group and tells the coordinator.
+    fn watch(&self, closed: CancellationToken, generation: u64) {
+        let weak: Weak<Inner> = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            closed.cancelled().await;
+            if let Some(inner) = weak.upgrade() {
+                lose(&inner, generation, "the server closed the connection").await;
+            }
+        });
+    }
+
+    /// Checks the server answers: `ping` on sessions that began with `initialize`,
+    /// `server/discover` on 2026-07-28 sessions. A failure counts as a lost connection.
+    pub async fn check_health(&self, timeout: Duration) -> Result<(), String> {
+        let Some(link) = lock(&self.inner.link).clone() else {
+            return Err(format!("not connected (it is {})", self.state().name()));
+        };
+        let modern = link
+            .peer
+            .peer_info()
+            .is_some_and(|info| !info.protocol_version.has_initialize());
+        let probe = async {
+            if modern {
+                link.peer
+                    .discover(RequestMetaObject::default())
+                    .await
+                    .map(|_| ())
+            } else {
+                link.peer
+                    .send_request(ClientRequest::PingRequest(PingRequest::default()))
+                    .await
+                    .map(|_| ())
+            }
+        };
+        let outcome = match tokio::time::timeout(timeout, probe).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(err)) => format!("health check failed: {err}"),
+            Err(_) => format!("health check got no answer within {timeout:?}"),
+        };
+        lose(&self.inner, link.generation, &outcome).await;
+        Err(outcome)
+    }
+
+    /// Closes the connection on purpose: cancels any attempt, closes stdin, waits, sends
+    /// SIGTERM, then kills the process group. Ends in `disconnected`.
+    pub async fn disconnect(&self) {
+        self.cancel_connect();
+        let mut slot = self.inner.session.lock().await;
+        let link = lock(&self.inner.link).take();
+        if let Some(session) = slot.take() {
+            session.shut_down(self.inner.options.shutdown_grace).await;
+        }
+        if let Some(link) = link {
+            link.closed.cancel();
+        }
+        *lock(&self.inner.pid) = None;
+        // Disconnected is reachable from every state.
+        let _ = self.inner.shared.transition(ConnectionState::Disconnected);
+    }
+
+    /// Cancels the call `call_id` if it is in flight (the server gets
+    /// `notifications/cancelled`). Returns whether it was found.
+    pub fn cancel_call(&self, call_id: &str) -> bool {
+        let pending = lock(&self.inner.pending);
+        let mut found = false;
+        for entry in pending.values().filter(|entry| entry.call_id == call_id) {
+            entry.cancel.cancel();
+            found = true;
+        }
+        found
+    }
+
+    /// Calls `tool` with `arguments` (a JSON object or null). Progress goes to `cx`'s
+    /// progress sender; cancelling `cx` or passing `timeout` sends `notifications/cancelled`.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Value,
+        cx: &ToolContext,
+        timeout: Duration,
+    ) -> Result<CallToolResult, CallError> {
+        let inner = &self.inner;
+        let server = inner.spec.name.clone();
+        let arguments = match arguments {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            _ => {
+                return Err(CallError::InvalidArguments {
+                    server,
+                    tool: tool.to_string(),
+                });
+            }
+        };
+        let Some(link) = lock(&inner.link).clone() else {
+            return Err(CallError::NotConnected {
+                server,
+                tool: tool.to_string(),
+                state: self.state().name(),
+            });
+        };
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = arguments;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let lost = || CallError::ConnectionLost {
+            server: server.clone(),
+            tool: tool.to_string(),
+        };
+        let handle = link
+            .peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|_| lost())?;
+        let call_id = cx.call_id().to_string();
+        let cancel = cx.cancellation().child_token();
+        let expired = CancellationToken::new();
+        let _route = Route::new(
+            inner,
+            handle.progress_token.clone(),
+            cx,
+            PendingEntry {
+                call_id: call_id.clone(),
+                tool: tool.to_string(),
+                started: Instant::now(),
+                cancel: cancel.clone(),
+                deadline: Instant::now() + timeout,
+                expired: expired.clone(),
+            },
+        );
+        inner.shared.events.send(McpEvent::CallStarted {
+            server: server.clone(),
+            tool: tool.to_string(),
+            call_id: call_id.clone(),
+        });
+        let started = Instant::now();
+        let request_id = handle.id.clone();
+        let peer = handle.peer.clone();
+        let send_cancel = |reason: &str| {
+            let peer = peer.clone();
+            let params =
+                CancelledNotificationParam::new(Some(request_id.clone()), Some(reason.to_string()));
+            async move {
+                // The server may already be gone; the call ends either way.
+                let _ = tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(params))
+                    .await;
+            }
+        };
+        let (result, end) = tokio::select! {
+            biased;
+            response = handle.rx => match response {
+                Ok(Ok(ServerResult::CallToolResult(result))) => (Ok(result), CallEnd::Completed),
+                Ok(Ok(other)) => (Err(CallError::Protocol {
+                    server: server.clone(),
+                    tool: tool.to_string(),
+                    message: format!("expected a tool result, got {}", result_kind(&other)),
+                }), CallEnd::Failed),
+                Ok(Err(ServiceError::McpError(error))) => (Err(CallError::Protocol {
+                    server: server.clone(),
+                    tool: tool.to_string(),
+                    message: error.message.to_string(),
+                }), CallEnd::Failed),
+                Ok(Err(_)) | Err(_) => (Err(lost()), CallEnd::Failed),
+            },
+            () = link.closed.cancelled() => (Err(lost()), CallEnd::Failed),
+            () = cancel.cancelled() => {
+                send_cancel("cancelled by the caller").await;
+                (Err(CallError::Cancelled { server: server.clone(), tool: tool.to_string() }), CallEnd::Cancelled)
+            }
+            // The connection's deadline keeper fires this: one timer per connection, not a
+            // timer per call (arming a timer per call costs a cross-thread wake-up).
+            () = expired.cancelled() => {
+                send_cancel("timed out").await;
+                (Err(CallError::TimedOut { server: server.clone(), tool: tool.to_string(), timeout }), CallEnd::TimedOut)
+            }
+        };
+        if end == CallEnd::Completed {
+            // Deliver the progress that arrived before the result before returning it.
+            link.barrier.settle(Duration::from_millis(250)).await;
+        }
+        inner.shared.events.send(McpEvent::CallEnded {
+            server,
+            tool: tool.to_string(),
+            call_id,
+            duration: started.elapsed(),
+            end,
+        });
+        result
+    }
+}
+
+/// Registers a call's progress route and pending entry; removes both when dropped.
+struct Route<'a> {
+    inner: &'a Inner,
+    token: rmcp::model::ProgressToken,
+    seq: u64,
+}
+
+impl<'a> Route<'a> {
+    fn new(
+        inner: &'a Inner,
+        token: rmcp::model::ProgressToken,
+        cx: &ToolContext,
+        entry: PendingEntry,
+    ) -> Self {
+        let seq = inner.next_call.fetch_add(1, Ordering::Relaxed);
+        lock(&inner.progress).insert(token.clone(), cx.clone());
+        lock(&inner.pending).insert(seq, entry);
+        Self { inner, token, seq }
+    }
+}
+
+impl Drop for Route<'_> {
+    fn drop(&mut self) {
+        lock(&self.inner.progress).remove(&self.token);
+        lock(&self.inner.pending).remove(&self.seq);
+    }
+}
+
+fn result_kind(result: &ServerResult) -> String {
+    serde_json::to_value(result)
+        .ok()
+        .and_then(|v| {
+            v.as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
+        })
+        .map_or_else(
+            || "an unreadable result".to_string(),
+            |keys| format!("a result with fields [{keys}]"),
+        )
+}
+
+/// Expires calls whose deadline passed. Wakes every [`IDLE_TICK`] while no call is pending and
+/// at the earliest deadline (at most [`BUSY_TICK`] ahead) while calls are, so a timeout fires
+/// at most one idle tick late.
+async fn keep_deadlines(weak: Weak<Inner>, closed: CancellationToken) {
+    loop {
+        let next = {
+            let Some(inner) = weak.upgrade() else { return };
+            let now = Instant::now();
+            let pending = lock(&inner.pending);
+            let mut earliest: Option<Instant> = None;
+            for entry in pending.values() {
+                if entry.deadline <= now {
+                    entry.expired.cancel();
+                } else {
+                    earliest = Some(earliest.map_or(entry.deadline, |e| e.min(entry.deadline)));
+                }
+            }
+            match earliest {
+                Some(deadline) => deadline.min(now + BUSY_TICK),
+                None => now + IDLE_TICK,
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep_until(next.into()) => {}
+            () = closed.cancelled() => return,
+        }
+    }
+}
+
+fn current_generation(inner: &Inner) -> Option<u64> {
+    lock(&inner.link).as_ref().map(|link| link.generation)
+}
+
+/// Handles the loss of connection `generation` if it is still the current one.
+async fn lose(inner: &Inner, generation: u64, reason: &str) {
+    let link = {
+        let mut link = lock(&inner.link);
+        if link.as_ref().map(|l| l.generation) != Some(generation) {
+            return;
+        }
+        link.take()
+    };
+    if let Some(link) = link {
+        link.closed.cancel();
+    }
+    inner.shared.log(
+        LogLevel::Error,
+        LogSource::Protocol,
+        format!("connection lost: {reason}"),
+    );
+    let session = {
+        let mut slot = inner.session.lock().await;
+        match slot.as_ref() {
+            Some(session) if session.generation == generation => slot.take(),
+            _ => None,
+        }
+    };
+    if let Some(session) = session {
+        session.abandon().await;
+    }
+    *lock(&inner.pid) = None;
+    let failed = inner.shared.transition(ConnectionState::Failed {
+        message: reason.to_string(),
+        retries: inner.retries.load(Ordering::SeqCst),
+    });
+    if failed.is_ok()
+        && let Some(tx) = lock(&inner.lost).as_ref()
+    {
+        let _ = tx.send(inner.spec.name.clone());
+    }
+}
+
+/// Every tool, following `nextCursor` through all pages.
+async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<ToolInfo>, ServiceError> {
+    let tools = peer.list_all_tools().await?;
+    Ok(tools.iter().map(tool_info).collect())
+}
+
+fn tool_info(tool: &rmcp::model::Tool) -> ToolInfo {
+    let wire = serde_json::to_value(tool).unwrap_or(Value::Null);
+    ToolInfo {
+        name: tool.name.to_string(),
+        description: wire
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        input_schema: wire
+            .get("inputSchema")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+        output_schema: wire.get("outputSchema").cloned(),
+        annotations: wire.get("annotations").cloned(),
+    }
+}

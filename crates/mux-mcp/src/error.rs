@@ -1,0 +1,126 @@
+//! Errors of connecting and calling.
+
+use std::time::Duration;
+
+use crate::TransitionError;
+
+/// Why a connection attempt failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The server process could not be started.
+    #[error("MCP server `{server}`: cannot start `{command}`: {reason}")]
+    Spawn {
+        /// The server.
+        server: String,
+        /// The command.
+        command: String,
+        /// The OS error.
+        reason: String,
+    },
+    /// The transport could not be set up (a bad header, say).
+    #[error("MCP server `{server}`: {reason}")]
+    Transport {
+        /// The server.
+        server: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The handshake or the first `tools/list` failed.
+    #[error("MCP server `{server}`: handshake failed: {reason}")]
+    Handshake {
+        /// The server.
+        server: String,
+        /// What rmcp reported.
+        reason: String,
+    },
+    /// The server did not finish the handshake and `tools/list` in time.
+    #[error("MCP server `{server}`: no answer within {timeout:?} while connecting")]
+    Timeout {
+        /// The server.
+        server: String,
+        /// The connect timeout.
+        timeout: Duration,
+    },
+    /// The attempt was cancelled.
+    #[error("MCP server `{server}`: connection attempt cancelled")]
+    Cancelled {
+        /// The server.
+        server: String,
+    },
+    /// The connection is in a state that cannot start an attempt.
+    #[error(transparent)]
+    State(#[from] TransitionError),
+    /// No server has this name.
+    #[error("no MCP server named `{server}`")]
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+    },
+}
+
+/// Why a tool call produced no result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No server has this name.
+    #[error("no MCP server named `{server}`")]
+    UnknownServer {
+        /// The name asked for.
+        server: String,
+    },
+    /// The server is not connected.
+    #[error("MCP server `{server}` is not connected (it is {state}); tool `{tool}` cannot run now")]
+    NotConnected {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The connection's state name.
+        state: &'static str,
+    },
+    /// The connection was lost while the call was in flight.
+    #[error("MCP server `{server}` closed the connection during a call to `{tool}`")]
+    ConnectionLost {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The caller cancelled the call; the server was sent `notifications/cancelled`.
+    #[error("call to `{tool}` on MCP server `{server}` was cancelled")]
+    Cancelled {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The call took longer than the timeout; the server was sent `notifications/cancelled`.
+    #[error("call to `{tool}` on MCP server `{server}` timed out after {timeout:?}")]
+    TimedOut {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The timeout.
+        timeout: Duration,
+    },
+    /// The arguments are not a JSON object.
+    #[error("arguments for `{tool}` on MCP server `{server}` must be a JSON object")]
+    InvalidArguments {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The server answered with a JSON-RPC error or something that is not a tool result.
+    #[error("MCP server `{server}` rejected the call to `{tool}`: {message}")]
+    Protocol {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The error.
+        message: String,
+    },
+}

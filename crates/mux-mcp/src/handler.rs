@@ -1,0 +1,202 @@
+//! The rmcp client handler: routes progress to calls, turns server log messages and
+//! list-changed notifications into mux events.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use mux_tool::ToolContext;
+
+use rmcp::ClientHandler;
+use rmcp::model::{
+    ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation, ListRootsResult,
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use tokio::sync::Notify;
+
+use crate::client::{ClientHandlers, HandlerError};
+use crate::connection::Shared;
+use crate::{LogLevel, LogSource};
+
+/// Per-call progress routes: progress token to the calling tool's context.
+pub(crate) type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, ToolContext>>>;
+
+/// Lets a finished call wait until the progress notifications that arrived before its result
+/// have been delivered: rmcp handles notifications in spawned tasks, so without this the last
+/// progress update could land after the call returned.
+#[derive(Debug, Default)]
+pub(crate) struct ProgressBarrier {
+    received: AtomicU64,
+    handled: AtomicU64,
+    notify: Notify,
+}
+
+impl ProgressBarrier {
+    /// Counts a progress notification read from the transport.
+    pub(crate) fn received(&self) {
+        self.received.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn handled(&self) {
+        self.handled.fetch_add(1, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// Waits (at most `limit`) until every notification received so far was handled.
+    pub(crate) async fn settle(&self, limit: std::time::Duration) {
+        let target = self.received.load(Ordering::SeqCst);
+        if self.handled.load(Ordering::SeqCst) >= target {
+            // The common case: no timer needed.
+            return;
+        }
+        let _ = tokio::time::timeout(limit, async {
+            loop {
+                let notified = self.notify.notified();
+                if self.handled.load(Ordering::SeqCst) >= target {
+                    return;
+                }
+                notified.await;
+            }
+        })
+        .await;
+    }
+}
+
+/// The handler rmcp calls for server-to-client messages on one connection.
+pub(crate) struct Handler {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) progress: ProgressRoutes,
+    pub(crate) tools_changed: Arc<Notify>,
+    pub(crate) barrier: Arc<ProgressBarrier>,
+    pub(crate) client: Option<Arc<dyn ClientHandlers>>,
+}
+
+fn refused(error: HandlerError) -> ErrorData {
+    ErrorData::internal_error(error.0, None)
+}
+
+fn not_offered(what: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("this client does not offer {what}"),
+        None,
+    )
+}
+
+fn level(level: LoggingLevel) -> LogLevel {
+    match level {
+        LoggingLevel::Debug => LogLevel::Debug,
+        LoggingLevel::Info | LoggingLevel::Notice => LogLevel::Info,
+        LoggingLevel::Warning => LogLevel::Warning,
+        _ => LogLevel::Error,
+    }
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let cx = self
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&params.progress_token)
+            .cloned();
+        if let Some(cx) = cx {
+            cx.progress(params.progress, params.total, params.message)
+                .await;
+        }
+        self.barrier.handled();
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let text = match &params.data {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let message = match &params.logger {
+            Some(logger) => format!("[{logger}] {text}"),
+            None => text,
+        };
+        self.shared
+            .log(level(params.level), LogSource::Server, message);
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.notify_one();
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        match &self.client {
+            Some(client) if client.features().roots => {
+                let roots = client
+                    .list_roots(&self.shared.server)
+                    .await
+                    .map_err(refused)?;
+                Ok(ListRootsResult::new(roots))
+            }
+            _ => Err(not_offered("roots")),
+        }
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.shared.log(
+            LogLevel::Info,
+            LogSource::Protocol,
+            "server asked for sampling".to_string(),
+        );
+        match &self.client {
+            Some(client) if client.features().sampling => client
+                .create_message(&self.shared.server, params)
+                .await
+                .map_err(refused),
+            _ => Err(not_offered("sampling")),
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.shared.log(
+            LogLevel::Info,
+            LogSource::Protocol,
+            "server asked for elicitation".to_string(),
+        );
+        match &self.client {
+            Some(client) => client
+                .elicit(&self.shared.server, params)
+                .await
+                .map_err(refused),
+            None => Ok(ElicitResult::new(ElicitationAction::Decline)),
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = self
+            .client
+            .as_ref()
+            .map(|client| client.features().capabilities())
+            .unwrap_or_default();
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("mux", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}

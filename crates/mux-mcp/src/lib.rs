@@ -1,0 +1,48 @@
+#![doc = include_str!("docs/crate.md")]
+#![forbid(unsafe_code)]
+
+// Roots and sampling are deprecated in 2026-07-28, but servers on earlier versions use them.
+#[allow(deprecated)]
+mod client;
+mod config;
+mod connection;
+mod content;
+mod coordinator;
+mod error;
+mod event;
+// Server log messages are deprecated in 2026-07-28, but older servers still send them.
+#[allow(deprecated)]
+mod handler;
+mod log;
+mod modes;
+mod naming;
+mod policy;
+mod proxy;
+mod state;
+mod transport;
+
+#[allow(deprecated)]
+pub use client::{ClientFeatures, ClientHandlers, HandlerError};
+pub use config::{
+    ConfigError, HttpSpec, Secret, ServerSpec, StdioSpec, TransportSpec, load_config, parse_config,
+    parse_config_with,
+};
+pub use connection::{
+    ConnectionOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, PendingCall,
+    ServerConnection,
+};
+pub use coordinator::{
+    AddServerError, Coordinator, CoordinatorConfig, DEFAULT_TOOL_TIMEOUT, ServerSnapshot, Snapshot,
+    StartReport,
+};
+pub use error::{CallError, ConnectError};
+pub use event::{CallEnd, EVENT_BUFFER, Events, McpEvent, Received};
+pub use log::{LOG_CAPACITY, LogEntry, LogLevel, LogSource};
+pub use modes::{McpFilter, ToolModes, UnknownMode};
+pub use naming::{PREFIX, qualified_name};
+pub use policy::ReconnectPolicy;
+pub use proxy::McpTool;
+pub use state::{AuthProgress, ConnectionState, ToolInfo, TransitionError};
+
+// Re-exported so users name the same rmcp version (results, content types).
+pub use rmcp;

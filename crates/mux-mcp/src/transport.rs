@@ -1,0 +1,192 @@
+//! Opening a transport for a spec: a child process in its own process group, or Streamable
+//! HTTP. Both are wrapped so that the end of the incoming stream is noticed at once.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::time::Duration;
+
+use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop, ProcessGroup};
+use std::sync::Arc;
+
+use rmcp::RoleClient;
+use rmcp::model::{JsonRpcMessage, ServerNotification};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, Transport};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{HttpSpec, StdioSpec};
+use crate::handler::ProgressBarrier;
+
+/// A transport that cancels `closed` when the peer's stream ends.
+/// It also counts progress notifications for the [`ProgressBarrier`].
+pub(crate) struct Watched<T> {
+    inner: T,
+    closed: CancellationToken,
+    barrier: Arc<ProgressBarrier>,
+}
+
+impl<T> Watched<T> {
+    pub(crate) fn new(inner: T, closed: CancellationToken, barrier: Arc<ProgressBarrier>) -> Self {
+        Self {
+            inner,
+            closed,
+            barrier,
+        }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await;
+        match &message {
+            None => self.closed.cancel(),
+            Some(JsonRpcMessage::Notification(notification))
+                if matches!(
+                    notification.notification,
+                    ServerNotification::ProgressNotification(_)
+                ) =>
+            {
+                self.barrier.received();
+            }
+            Some(_) => {}
+        }
+        message
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.inner.close().await
+    }
+}
+
+/// The stdio transport type.
+pub(crate) type StdioTransport = Watched<AsyncRwTransport<RoleClient, ChildStdout, ChildStdin>>;
+/// The HTTP transport type.
+pub(crate) type HttpTransport = Watched<StreamableHttpClientTransport<reqwest::Client>>;
+
+/// A spawned server process: the leader of its own process group. Dropping it kills the group.
+pub(crate) struct Child {
+    child: Option<Box<dyn ChildWrapper>>,
+}
+
+const SIGTERM: i32 = 15;
+
+impl Child {
+    /// The leader's process id.
+    pub(crate) fn id(&self) -> Option<u32> {
+        self.child.as_ref().and_then(|child| child.id())
+    }
+
+    /// Waits up to `grace` for the process group to exit after stdin was closed, then sends
+    /// SIGTERM to the group and waits again, then kills the group.
+    pub(crate) async fn shut_down(mut self, grace: Duration) {
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
+        if tokio::time::timeout(grace, child.wait()).await.is_ok() {
+            self.child = None;
+            return;
+        }
+        if child.signal(SIGTERM).is_ok() && tokio::time::timeout(grace, child.wait()).await.is_ok()
+        {
+            self.child = None;
+            return;
+        }
+        self.kill().await;
+    }
+
+    /// Kills the whole process group and reaps it.
+    pub(crate) async fn kill(mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Box::into_pin(child.kill()).await;
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            // SIGKILL to the whole group; tokio reaps the leader in the background.
+            let _ = child.start_kill();
+        }
+    }
+}
+
+/// Spawns `spec` in a new process group with piped stdio.
+pub(crate) fn spawn(
+    spec: &StdioSpec,
+    closed: CancellationToken,
+    barrier: Arc<ProgressBarrier>,
+) -> std::io::Result<(StdioTransport, Child, ChildStderr)> {
+    let mut command = tokio::process::Command::new(&spec.command);
+    command
+        .args(&spec.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in &spec.env {
+        command.env(key, value.expose());
+    }
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    let mut wrapped = CommandWrap::from(command);
+    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    let mut child = wrapped.spawn()?;
+    let missing = |what: &str| std::io::Error::other(format!("the child's {what} was not piped"));
+    let stdin = child.stdin().take().ok_or_else(|| missing("stdin"))?;
+    let stdout = child.stdout().take().ok_or_else(|| missing("stdout"))?;
+    let stderr = child.stderr().take().ok_or_else(|| missing("stderr"))?;
+    let transport = Watched::new(AsyncRwTransport::new_client(stdout, stdin), closed, barrier);
+    Ok((transport, Child { child: Some(child) }, stderr))
+}
+
+/// Reads the child's stderr line by line into `sink` until it closes.
+pub(crate) async fn pump_stderr(stderr: ChildStderr, sink: impl Fn(String)) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        sink(line);
+    }
+}
+
+/// Builds the Streamable HTTP transport for `spec`. The HTTP client sets TCP_NODELAY.
+pub(crate) fn http(
+    spec: &HttpSpec,
+    closed: CancellationToken,
+    barrier: Arc<ProgressBarrier>,
+) -> Result<HttpTransport, String> {
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .map_err(|err| format!("cannot build the HTTP client: {err}"))?;
+    let mut headers = HashMap::new();
+    for (name, value) in &spec.headers {
+        let header = http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("header `{name}` has an invalid name"))?;
+        let value = http::HeaderValue::from_str(value.expose())
+            .map_err(|_| format!("header `{name}` has an invalid value"))?;
+        headers.insert(header, value);
+    }
+    let mut config =
+        StreamableHttpClientTransportConfig::with_uri(spec.url.as_str()).custom_headers(headers);
+    if let Some(token) = &spec.bearer_token {
+        config = config.auth_header(token.expose());
+    }
+    Ok(Watched::new(
+        StreamableHttpClientTransport::with_client(client, config),
+        closed,
+        barrier,
+    ))
+}

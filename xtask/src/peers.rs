@@ -1,0 +1,90 @@
+//! `cargo xtask peers`: installs the real MCP servers the interop tests run against.
+//!
+//! - npm: `tests/peers/package.json` and its committed lockfile, with `npm ci`.
+//! - Python: `tests/peers/python/requirements.txt` (pinned) into the venv
+//!   `target/mcp-peers-venv`.
+//!
+//! Both steps are idempotent: an install that matches its inputs is kept.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cargo::workspace_root;
+
+/// The Python venv the interop tests use, relative to the workspace root.
+const VENV: &str = "target/mcp-peers-venv";
+
+/// Installs both sets of peers.
+pub(crate) fn run() -> Result<(), String> {
+    npm()?;
+    python()
+}
+
+fn npm() -> Result<(), String> {
+    let dir = workspace_root().join("tests").join("peers");
+    let lock = dir.join("package-lock.json");
+    let installed = dir.join("node_modules").join(".package-lock.json");
+    if newer_or_same(&installed, &lock) {
+        eprintln!("peers: npm packages in {} are up to date", dir.display());
+        return Ok(());
+    }
+    run_in(
+        &dir,
+        Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--loglevel=error"]),
+        "npm ci (is Node.js installed?)",
+    )
+}
+
+fn python() -> Result<(), String> {
+    let root = workspace_root();
+    let requirements = root.join("tests/peers/python/requirements.txt");
+    let venv = root.join(VENV);
+    let marker = venv.join("mux-requirements.txt");
+    let wanted = std::fs::read_to_string(&requirements)
+        .map_err(|err| format!("cannot read {}: {err}", requirements.display()))?;
+    if std::fs::read_to_string(&marker).is_ok_and(|have| have == wanted) {
+        eprintln!("peers: Python venv {} is up to date", venv.display());
+        return Ok(());
+    }
+    let python = std::env::var_os("PYTHON").unwrap_or_else(|| "python3".into());
+    run_in(
+        &root,
+        Command::new(&python).arg("-m").arg("venv").arg(&venv),
+        "python3 -m venv",
+    )?;
+    let pip: PathBuf = venv.join("bin").join("pip");
+    run_in(
+        &root,
+        Command::new(&pip)
+            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(&requirements),
+        "pip install",
+    )?;
+    std::fs::write(&marker, wanted)
+        .map_err(|err| format!("cannot write {}: {err}", marker.display()))
+}
+
+fn run_in(dir: &Path, command: &mut Command, what: &str) -> Result<(), String> {
+    eprintln!("$ {what} (in {})", dir.display());
+    let status = command
+        .current_dir(dir)
+        .status()
+        .map_err(|err| format!("`{what}` did not start: {err}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{what}` in {} exited with {status}",
+            dir.display()
+        ))
+    }
+}
+
+/// Whether `path` exists and was modified no earlier than `than`.
+fn newer_or_same(path: &Path, than: &Path) -> bool {
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    match (modified(path), modified(than)) {
+        (Some(path), Some(than)) => path >= than,
+        _ => false,
+    }
+}
