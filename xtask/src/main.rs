@@ -181,7 +181,8 @@ fn deny() -> Result<(), String> {
 }
 
 fn bench() -> Result<(), String> {
-    let report = workspace_root().join("target").join("bench-report.json");
+    let target = workspace_root().join("target");
+    let report = target.join("bench-report.json");
     Cmd::cargo([
         "run",
         "--release",
@@ -191,5 +192,38 @@ fn bench() -> Result<(), String> {
         "--",
     ])
     .arg(report.to_string_lossy().as_ref())
-    .run()
+    .run()?;
+    // rig's loop is measured by a package outside the workspace, so CI never builds rig; its
+    // rows join the same report.
+    let rig_report = target.join("bench-rig-report.json");
+    Cmd::cargo([
+        "run",
+        "--release",
+        "--quiet",
+        "--manifest-path",
+        "xtask/bench-rig/Cargo.toml",
+        "--target-dir",
+    ])
+    .arg(target.join("bench-rig").to_string_lossy().as_ref())
+    .arg("--")
+    .arg(rig_report.to_string_lossy().as_ref())
+    .run()?;
+    merge_reports(&report, &rig_report)
+}
+
+/// Appends the rows of `extra` to the JSON list in `report`.
+fn merge_reports(report: &std::path::Path, extra: &std::path::Path) -> Result<(), String> {
+    let read = |path: &std::path::Path| -> Result<Vec<serde_json::Value>, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not a JSON list: {e}", path.display()))
+    };
+    let mut rows = read(report)?;
+    rows.extend(read(extra)?);
+    let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
+    std::fs::write(report, text + "\n")
+        .map_err(|e| format!("writing {}: {e}", report.display()))?;
+    eprintln!("bench report: {} rows in {}", rows.len(), report.display());
+    Ok(())
 }
