@@ -287,7 +287,6 @@ async fn show(run: Run, interactive: bool) -> Result<mux::orchestrator::RunSumma
                     .send(LoopInput::ToolApproval { call_id, decision })
                     .await;
             }
-            LoopEvent::Error { message, .. } => eprintln!("\n  ! {message}"),
             _ => {}
         }
     }
