@@ -61,6 +61,28 @@ impl HttpOptions {
             headers: Vec::new(),
         }
     }
+
+    /// Options from the environment through `get`: the key from `key_var` (required, trimmed)
+    /// and the base URL from `base_var`, or `default_base` when that is unset or blank.
+    pub(crate) fn from_lookup(
+        provider: &str,
+        key_var: &str,
+        base_var: &str,
+        default_base: &str,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, LlmError> {
+        let key = get(key_var)
+            .filter(|key| !key.trim().is_empty())
+            .map(|key| ApiKey::new(key.trim()))
+            .ok_or_else(|| LlmError::Config {
+                provider: provider.into(),
+                message: format!("{key_var} is not set"),
+            })?;
+        let base = get(base_var)
+            .filter(|url| !url.trim().is_empty())
+            .unwrap_or_else(|| default_base.to_owned());
+        Ok(Self::new(base, Some(key)))
+    }
 }
 
 /// A sender bound to one provider.

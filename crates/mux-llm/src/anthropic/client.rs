@@ -50,17 +50,14 @@ impl AnthropicClient {
 
     /// Like [`AnthropicClient::from_env`], reading variables through `get`.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let key = get("ANTHROPIC_API_KEY")
-            .filter(|key| !key.trim().is_empty())
-            .map(|key| ApiKey::new(key.trim()))
-            .ok_or_else(|| LlmError::Config {
-                provider: "anthropic".into(),
-                message: "ANTHROPIC_API_KEY is not set".into(),
-            })?;
-        let base = get("ANTHROPIC_BASE_URL")
-            .filter(|url| !url.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        Self::with_options(HttpOptions::new(base, Some(key)))
+        let options = HttpOptions::from_lookup(
+            "anthropic",
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            DEFAULT_BASE_URL,
+            get,
+        )?;
+        Self::with_options(options)
     }
 
     /// A client with explicit HTTP options.
