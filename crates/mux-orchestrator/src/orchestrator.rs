@@ -303,7 +303,7 @@ impl Orchestrator {
         })
     }
 
-    /// Runs `prompt` to the end without a face, in the calling task: approvals are denied
+    /// Runs `prompt` to the end without a face: approvals are denied
     /// ("no one is available to approve this call") and `ask_user` is told the user is not
     /// available. Subscribers still see every event. Returns the final text, the tool calls,
     /// the iterations and the usage. Dropping the future cancels the run.
@@ -311,12 +311,23 @@ impl Orchestrator {
         &self,
         prompt: impl Into<String>,
     ) -> Result<RunSummary, LoopError> {
-        let _running = RunningGuard::acquire(&self.running)?;
+        let running = RunningGuard::acquire(&self.running)?;
         let emitter = Emitter::new(None, self.services.broadcast.clone());
         let cancel = self.services.cancel.child_token();
         let _cancel_on_drop = cancel.clone().drop_guard();
         let run = Arc::new(RunShared::new(emitter, cancel).unattended());
-        crate::run::drive(self, &run, prompt.into()).await
+        let this = self.clone();
+        let prompt = prompt.into();
+        // The loop runs as a runtime task even when the caller is `block_on`: the tool tasks
+        // it spawns then start on the same worker instead of waking another thread per call.
+        let task = tokio::spawn(async move {
+            let _running = running;
+            crate::run::drive(&this, &run, prompt).await
+        });
+        match task.await {
+            Ok(result) => result,
+            Err(err) => Err(LoopError::Crashed(err.to_string())),
+        }
     }
 
     /// Summarizes older turns now (if there are enough), whatever the token count.
