@@ -149,6 +149,8 @@ fn test() -> Result<(), String> {
             "--workspace",
             "--all-features",
             "--no-tests=warn",
+            // Report every failing test, not only the first.
+            "--no-fail-fast",
         ])
         .run()?;
     } else {
@@ -160,6 +162,7 @@ fn test() -> Result<(), String> {
             "--lib",
             "--bins",
             "--tests",
+            "--no-fail-fast",
         ])
         .run()?;
     }

@@ -88,12 +88,15 @@ async fn console_runs_in_a_real_terminal() {
         panic!("this test needs `script` (util-linux) to provide a pty");
     }
     let exe = std::env::current_exe().unwrap();
+    // `exec`: no shell stays between `script` and the console. A waiting shell (dash, when
+    // SHELL is unset) would get the same SIGINT and re-raise it on itself after the child ends.
     let command = format!(
-        "{} --ignored --exact console_child --nocapture --test-threads 1",
+        "exec '{}' --ignored --exact console_child --nocapture --test-threads 1",
         exe.display()
     );
     let mut child = tokio::process::Command::new("script")
         .args(["-qfec", &command, "/dev/null"])
+        .env("SHELL", "/bin/sh")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
