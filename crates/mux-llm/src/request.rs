@@ -1,6 +1,7 @@
 //! A request: model, system prompt, messages, tools and sampling settings.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use mux_tool::ToolSpec;
 use serde::{Deserialize, Serialize};
@@ -119,8 +120,9 @@ pub struct Request {
     /// The conversation.
     pub messages: Vec<Message>,
     /// The tools, sorted by name so the wire order is stable (prompt caching depends on it).
+    /// Shared, so a request per turn does not copy every tool's schema.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ToolSpec>,
+    pub tools: Vec<Arc<ToolSpec>>,
     /// How tools may be used.
     #[serde(default)]
     pub tool_choice: ToolChoice,
@@ -179,8 +181,10 @@ impl Request {
     }
 
     /// Sets the tools, sorted by name for a stable wire order.
-    pub fn tools(mut self, tools: impl IntoIterator<Item = ToolSpec>) -> Self {
-        self.tools = tools.into_iter().collect();
+    /// Takes owned specs or shared ones (`Arc<ToolSpec>`, as
+    /// [`Registry::shared_specs`](mux_tool::Registry::shared_specs) lists them).
+    pub fn tools<T: Into<Arc<ToolSpec>>>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
+        self.tools = tools.into_iter().map(Into::into).collect();
         self.tools.sort_by(|a, b| a.name.cmp(&b.name));
         self
     }
@@ -223,7 +227,7 @@ impl Request {
 
     /// The tools in wire order (sorted by name), whatever order they were pushed in.
     pub fn sorted_tools(&self) -> Vec<&ToolSpec> {
-        let mut tools: Vec<&ToolSpec> = self.tools.iter().collect();
+        let mut tools: Vec<&ToolSpec> = self.tools.iter().map(|spec| &**spec).collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
         tools
     }

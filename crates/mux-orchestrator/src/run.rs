@@ -286,6 +286,10 @@ impl<'a> Turns<'a> {
 
     /// Adds messages to the conversation and the session log.
     async fn append(&self, messages: Vec<Message>) -> Result<(), LoopError> {
+        if self.orch.services.store.is_none() {
+            self.orch.lock().messages.extend(messages);
+            return Ok(());
+        }
         let records: Vec<HistoryRecord> = messages
             .iter()
             .map(|message| HistoryRecord::Message {
@@ -335,7 +339,7 @@ impl<'a> Turns<'a> {
     fn request(&self, system: Option<String>) -> Request {
         let config = &self.orch.services.config;
         let mut request = Request::new(config.model.clone(), config.max_tokens)
-            .tools(self.orch.services.tools.specs());
+            .tools(self.orch.services.tools.shared_specs());
         request.system = system;
         request.temperature = config.temperature;
         if let Some(budget) = config.thinking_budget {

@@ -333,29 +333,44 @@ impl Executor {
             cancel: cancel.clone(),
         };
 
+        let deadline = tokio::time::Instant::now() + timeout;
+        // Let the tool run once before arming the timer: most tools finish in their first
+        // poll, and arming a timer wakes a parked worker to re-read the timer wheel.
+        tokio::select! {
+            biased;
+            () = scope.cancel.cancelled() => {}
+            result = &mut task.handle => return finished(result, tool_name),
+            () = tokio::task::yield_now() => {}
+        }
         let stopped = tokio::select! {
             // Cancellation and the timeout are checked first, so that a tool which returns
             // because it saw its token cancelled is reported as cancelled.
             biased;
             () = scope.cancel.cancelled() => ExecError::Cancelled { tool: tool_name },
-            () = tokio::time::sleep(timeout) => ExecError::TimedOut { tool: tool_name, after: timeout },
-            joined = &mut task.handle => {
-                return match joined {
-                    Ok(Ok(output)) => Ok(output),
-                    Ok(Err(source)) => Err(ExecError::Tool { tool: tool_name, source }),
-                    Err(err) if err.is_panic() => Err(ExecError::Panicked {
-                        message: panic_message(&*err.into_panic()),
-                        tool: tool_name,
-                    }),
-                    Err(_) => Err(ExecError::Cancelled { tool: tool_name }),
-                };
-            }
+            () = tokio::time::sleep_until(deadline) => ExecError::TimedOut { tool: tool_name, after: timeout },
+            result = &mut task.handle => return finished(result, tool_name),
         };
         // Tell the tool to stop, give it a moment to clean up (kill its children, say), then
         // abort it. Dropping the task's future runs the tool's drop guards.
         cancel.cancel();
         let _ = tokio::time::timeout(inner.cancel_grace, &mut task.handle).await;
         Err(stopped)
+    }
+}
+
+/// What a tool task that ran to its end (or panicked) returns to the model.
+fn finished(
+    joined: Result<Result<ToolOutput, crate::ToolError>, tokio::task::JoinError>,
+    tool: String,
+) -> Result<ToolOutput, ExecError> {
+    match joined {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(source)) => Err(ExecError::Tool { tool, source }),
+        Err(err) if err.is_panic() => Err(ExecError::Panicked {
+            message: panic_message(&*err.into_panic()),
+            tool,
+        }),
+        Err(_) => Err(ExecError::Cancelled { tool }),
     }
 }
 

@@ -145,6 +145,11 @@ impl Registry {
         self.view(ToolFilter::All).specs()
     }
 
+    /// Every spec, in name order, shared rather than copied (cheap on every model request).
+    pub fn shared_specs(&self) -> Vec<Arc<ToolSpec>> {
+        self.view(ToolFilter::All).shared_specs()
+    }
+
     /// A live view of the tools `filter` accepts. Tools registered later appear in it.
     pub fn view(&self, filter: ToolFilter) -> RegistryView {
         RegistryView {
@@ -216,6 +221,11 @@ impl RegistryView {
     /// Visible specs in name order.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.visible(|entry| entry.tool.spec().clone())
+    }
+
+    /// Visible specs in name order, shared rather than copied.
+    pub fn shared_specs(&self) -> Vec<Arc<ToolSpec>> {
+        self.visible(|entry| Arc::clone(&entry.spec))
     }
 
     /// Up to three visible names closest to `name`, best first, for "did you mean" messages.

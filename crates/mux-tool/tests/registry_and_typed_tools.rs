@@ -98,6 +98,12 @@ fn listing_is_in_name_order_whatever_the_registration_order() {
         .map(|s| s.name.to_string())
         .collect();
     assert_eq!(specs, registry.names());
+    let shared: Vec<ToolSpec> = registry
+        .shared_specs()
+        .into_iter()
+        .map(|s| (*s).clone())
+        .collect();
+    assert_eq!(shared, registry.specs());
 }
 
 #[test]
