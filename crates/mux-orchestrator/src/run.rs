@@ -383,10 +383,12 @@ impl<'a> Turns<'a> {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.response.finish_reasons = tracing::field::Empty,
         );
-        let cancel = &self.run.cancel;
+        // One waiter for the whole turn, rather than one registered and dropped per event.
+        let cancelled = self.run.cancel.cancelled();
+        tokio::pin!(cancelled);
         let mut stream = tokio::select! {
             biased;
-            () = cancel.cancelled() => return Err(LoopError::Cancelled),
+            () = &mut cancelled => return Err(LoopError::Cancelled),
             stream = services.client.stream(request).instrument(span.clone()) => stream?,
         };
         let mut acc = Accumulator::new(provider);
@@ -394,13 +396,15 @@ impl<'a> Turns<'a> {
         loop {
             let next = tokio::select! {
                 biased;
-                () = cancel.cancelled() => return Err(LoopError::Cancelled),
+                () = &mut cancelled => return Err(LoopError::Cancelled),
                 next = stream.next() => next,
             };
             let Some(event) = next else { break };
             let event = event?;
             acc.push(&event)?;
-            self.forward(event, &mut tool_args).await;
+            if self.run.emitter.is_listening() {
+                self.forward(event, &mut tool_args).await;
+            }
         }
         let response = acc.finish()?;
         span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);

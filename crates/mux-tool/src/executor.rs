@@ -288,6 +288,9 @@ impl Executor {
             pre_approved_by,
         };
         let verdict = tokio::select! {
+            // The gate first: an instant verdict never registers a cancellation waiter (the
+            // call itself checks the token again before it starts).
+            biased;
             verdict = guarded(|| gate.review(request)) => verdict,
             () = scope.cancel.cancelled() => return Err(ExecError::Cancelled { tool: tool() }),
         };
@@ -336,9 +339,11 @@ impl Executor {
         let deadline = tokio::time::Instant::now() + timeout;
         // Let the tool run once before arming the timer: most tools finish in their first
         // poll, and arming a timer wakes a parked worker to re-read the timer wheel.
+        let cancelled = scope.cancel.cancelled();
+        tokio::pin!(cancelled);
         tokio::select! {
             biased;
-            () = scope.cancel.cancelled() => {}
+            () = &mut cancelled => {}
             result = &mut task.handle => return finished(result, tool_name),
             () = tokio::task::yield_now() => {}
         }
@@ -346,7 +351,7 @@ impl Executor {
             // Cancellation and the timeout are checked first, so that a tool which returns
             // because it saw its token cancelled is reported as cancelled.
             biased;
-            () = scope.cancel.cancelled() => ExecError::Cancelled { tool: tool_name },
+            () = &mut cancelled => ExecError::Cancelled { tool: tool_name },
             () = tokio::time::sleep_until(deadline) => ExecError::TimedOut { tool: tool_name, after: timeout },
             result = &mut task.handle => return finished(result, tool_name),
         };
