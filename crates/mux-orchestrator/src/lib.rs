@@ -12,6 +12,8 @@ mod error;
 mod event;
 mod failure;
 pub mod hooks;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod orchestrator;
 mod run;
 mod run_state;
@@ -33,3 +35,5 @@ pub use orchestrator::{
     InputSender, Orchestrator, OrchestratorBuilder, Run, RunHandle, RunSummary, ToolCallRecord,
 };
 pub use state::{InvalidTransition, LoopState};
+#[cfg(feature = "mcp")]
+pub use mcp::{McpServers, McpStartError};
