@@ -31,9 +31,9 @@ pub use emitter::{EventReceiver, Subscription};
 pub use error::LoopError;
 pub use event::{ApprovalDecision, LoopEvent, LoopInput};
 pub use hooks::{Hook, HookError, Hooks};
+#[cfg(feature = "mcp")]
+pub use mcp::{McpServers, McpStartError};
 pub use orchestrator::{
     InputSender, Orchestrator, OrchestratorBuilder, Run, RunHandle, RunSummary, ToolCallRecord,
 };
 pub use state::{InvalidTransition, LoopState};
-#[cfg(feature = "mcp")]
-pub use mcp::{McpServers, McpStartError};

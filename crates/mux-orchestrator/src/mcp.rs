@@ -142,13 +142,7 @@ impl McpLink {
         tools: &mux_tool::Registry,
     ) -> Self {
         let sync = RegistrySync::new(coordinator, tools.clone()).with_filter(filter);
-        let report = sync.sync();
-        for name in &report.conflicts {
-            tracing::warn!(
-                tool = name,
-                "an MCP tool is shadowed by a registered tool of the same name"
-            );
-        }
+        warn_conflicts(&sync.sync());
         Self {
             sync,
             owned,
@@ -166,7 +160,9 @@ impl McpLink {
 
     /// Brings the registry up to date.
     pub(crate) fn sync(&self) -> SyncReport {
-        self.sync.sync()
+        let report = self.sync.sync();
+        warn_conflicts(&report);
+        report
     }
 
     /// The servers that failed to start, the first time it is asked.
@@ -185,5 +181,14 @@ impl McpLink {
             servers.shutdown().await;
             self.sync.clear();
         }
+    }
+}
+
+fn warn_conflicts(report: &SyncReport) {
+    for name in &report.conflicts {
+        tracing::warn!(
+            tool = name,
+            "an MCP tool is shadowed by a registered tool of the same name"
+        );
     }
 }

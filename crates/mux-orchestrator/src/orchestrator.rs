@@ -288,13 +288,19 @@ impl Orchestrator {
     /// The coordinator whose tools the loop offers, if one is set.
     #[cfg(feature = "mcp")]
     pub fn mcp(&self) -> Option<&mux_mcp::Coordinator> {
-        self.services.mcp.as_ref().map(crate::mcp::McpLink::coordinator)
+        self.services
+            .mcp
+            .as_ref()
+            .map(crate::mcp::McpLink::coordinator)
     }
 
     /// The MCP servers this orchestrator owns, if it was given some.
     #[cfg(feature = "mcp")]
     pub fn mcp_servers(&self) -> Option<&crate::mcp::McpServers> {
-        self.services.mcp.as_ref().and_then(crate::mcp::McpLink::owned)
+        self.services
+            .mcp
+            .as_ref()
+            .and_then(crate::mcp::McpLink::owned)
     }
 
     /// Shuts the orchestrator down: cancels every run (of every clone; later runs end

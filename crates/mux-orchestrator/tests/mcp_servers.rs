@@ -138,7 +138,12 @@ async fn a_scripted_model_calls_a_real_mcp_tool_and_reads_its_result() {
         .await
         .unwrap();
     assert_eq!(servers.report().connected, ["ev"]);
-    let pid = servers.coordinator().connection("ev").unwrap().pid().unwrap();
+    let pid = servers
+        .coordinator()
+        .connection("ev")
+        .unwrap()
+        .pid()
+        .unwrap();
     let model = ScriptedClient::new()
         .reply(tool_calls(&[(
             "call_1",
@@ -155,7 +160,10 @@ async fn a_scripted_model_calls_a_real_mcp_tool_and_reads_its_result() {
     let summary = agent.run_to_completion("Say hello").await.unwrap();
     assert_eq!(summary.text, "The server said hello.");
     assert_eq!(summary.tool_calls.len(), 1);
-    assert_eq!(summary.tool_calls[0].output.to_text(), "Echo: hello over MCP");
+    assert_eq!(
+        summary.tool_calls[0].output.to_text(),
+        "Echo: hello over MCP"
+    );
     assert!(!summary.tool_calls[0].output.is_error);
     // The model saw the MCP tool in its list, and the result came back paired with the call.
     let requests = model.requests();
@@ -202,7 +210,11 @@ async fn permission_rules_deny_an_mcp_tool_by_name_and_allow_its_server_by_wildc
     let summary = agent.run_to_completion("add and echo").await.unwrap();
     let echo = &summary.tool_calls[0].output;
     assert!(echo.is_error, "{echo:?}");
-    assert!(echo.to_text().contains("mcp__ev__echo"), "{}", echo.to_text());
+    assert!(
+        echo.to_text().contains("mcp__ev__echo"),
+        "{}",
+        echo.to_text()
+    );
     let sum = &summary.tool_calls[1].output;
     assert!(!sum.is_error);
     assert!(sum.to_text().contains('5'), "{}", sum.to_text());
@@ -324,9 +336,16 @@ impl TypedTool for ServerControl {
     }
     async fn call(&self, args: ControlArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
         match args.action.as_str() {
-            "disconnect" => self.0.disconnect(&args.server).await.map_err(ToolError::other)?,
+            "disconnect" => self
+                .0
+                .disconnect(&args.server)
+                .await
+                .map_err(ToolError::other)?,
             "connect" => {
-                self.0.connect(&args.server).await.map_err(ToolError::other)?;
+                self.0
+                    .connect(&args.server)
+                    .await
+                    .map_err(ToolError::other)?;
             }
             other => return Err(ToolError::failed(format!("unknown action {other}"))),
         }
@@ -460,7 +479,11 @@ async fn a_tool_added_by_list_changed_is_offered_in_the_next_turn() {
         .unwrap();
     let added = "mcp__ev__simulate-research-query";
     let model = ScriptedClient::new()
-        .reply(tool_calls(&[("w", "wait_for_tool", json!({"name": added}))]))
+        .reply(tool_calls(&[(
+            "w",
+            "wait_for_tool",
+            json!({"name": added}),
+        )]))
         .reply(text("seen"));
     let agent = Orchestrator::builder(Arc::new(model.clone()), OrchestratorConfig::new("m"))
         .tools(registry)
@@ -493,7 +516,12 @@ async fn a_server_that_fails_to_start_is_reported_and_dropping_the_orchestrator_
         .unwrap();
     assert_eq!(servers.report().connected, ["ev"]);
     assert_eq!(servers.report().failed.len(), 1);
-    let pid = servers.coordinator().connection("ev").unwrap().pid().unwrap();
+    let pid = servers
+        .coordinator()
+        .connection("ev")
+        .unwrap()
+        .pid()
+        .unwrap();
 
     let model = ScriptedClient::new().reply(text("one")).reply(text("two"));
     let agent = Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("m"))
