@@ -177,7 +177,8 @@ impl OrchestratorBuilder {
             hooks: self.hooks,
             resources: self.resources,
             broadcast,
-            cancel: self.cancel,
+            // A child, so `Orchestrator::shutdown` never cancels the caller's token.
+            cancel: self.cancel.child_token(),
             #[cfg(feature = "mcp")]
             mcp,
         }
@@ -303,10 +304,11 @@ impl Orchestrator {
             .and_then(crate::mcp::McpLink::owned)
     }
 
-    /// Shuts the orchestrator down: cancels every run (of every clone; later runs end
-    /// cancelled at once) and, with the `mcp` feature, stops the MCP servers it owns and
-    /// waits until their processes are gone. A coordinator passed to
-    /// `OrchestratorBuilder::mcp` is left running.
+    /// Shuts the orchestrator down: cancels every run (of every clone and of conversations
+    /// made with [`Orchestrator::new_conversation`]; later runs end cancelled at once) and,
+    /// with the `mcp` feature, stops the MCP servers it owns and waits until their processes
+    /// are gone. The token given to [`OrchestratorBuilder::cancellation`] is not cancelled,
+    /// and a coordinator passed to `OrchestratorBuilder::mcp` is left running.
     pub async fn shutdown(&self) {
         self.services.cancel.cancel();
         #[cfg(feature = "mcp")]

@@ -151,9 +151,11 @@ async fn a_scripted_model_calls_a_real_mcp_tool_and_reads_its_result() {
             json!({"message": "hello over MCP"}),
         )]))
         .reply(text("The server said hello."));
+    let parent = tokio_util::sync::CancellationToken::new();
     let agent = Orchestrator::builder(Arc::new(model.clone()), OrchestratorConfig::new("m"))
         .permissions(allow(RuleSet::new().with_allow("mcp__ev__*").unwrap()))
         .mcp_servers(servers)
+        .cancellation(parent.clone())
         .build();
     assert!(agent.tools().contains("mcp__ev__echo"));
 
@@ -180,6 +182,12 @@ async fn a_scripted_model_calls_a_real_mcp_tool_and_reads_its_result() {
     agent.shutdown().await;
     assert!(!alive(pid), "the server outlived shutdown");
     assert!(!agent.tools().contains("mcp__ev__echo"));
+    // Shutdown ends later runs at once and leaves the caller's token alone.
+    assert!(matches!(
+        agent.run_to_completion("again").await,
+        Err(LoopError::Cancelled)
+    ));
+    assert!(!parent.is_cancelled());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
