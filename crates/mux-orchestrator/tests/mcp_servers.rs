@@ -446,67 +446,127 @@ async fn tools_of_a_disconnected_server_disappear_and_return_after_a_reconnect()
 struct WaitArgs {
     /// The qualified tool name.
     name: String,
+    /// Wait for it to be there (true) or gone (false).
+    present: bool,
 }
 
-/// Waits until the coordinator offers a tool (server-everything adds some after
-/// initialization and announces them with `notifications/tools/list_changed`).
+/// Waits until the coordinator offers a tool, or no longer does. mux-mcp re-lists a server's
+/// tools in the background after `tools/list_changed`, so a model turn that changed the list
+/// waits here for the refresh before its next turn.
 struct WaitForTool(Coordinator);
 
 impl TypedTool for WaitForTool {
     type Args = WaitArgs;
     const NAME: &'static str = "wait_for_tool";
     fn description(&self) -> String {
-        "Waits for an MCP tool".into()
+        "Waits for an MCP tool to appear or go".into()
     }
     async fn call(&self, args: WaitArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
         for _ in 0..500 {
-            if self
+            let there = self
                 .0
                 .tools()
                 .iter()
-                .any(|t| t.spec().name.as_str() == args.name)
-            {
-                return Ok(ToolOutput::text("there"));
+                .any(|t| t.spec().name.as_str() == args.name);
+            if there == args.present {
+                return Ok(ToolOutput::text("ok"));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        Err(ToolError::failed(format!("{} never appeared", args.name)))
+        Err(ToolError::failed(format!("{} did not change", args.name)))
     }
 }
 
+/// Our list-changing server (official TypeScript SDK), in `tests/peers`.
+fn list_changing(name: &str) -> ServerSpec {
+    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers");
+    let sdk = peers.join("node_modules/@modelcontextprotocol/sdk/package.json");
+    assert!(
+        sdk.exists(),
+        "{} is missing: run `cargo xtask peers` (cargo xtask ci does it) to install the MCP test servers",
+        sdk.display()
+    );
+    let script = peers.join("list_changing_server.mjs");
+    ServerSpec::stdio(name, "node", [script.to_string_lossy().into_owned()])
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_added_by_list_changed_is_offered_in_the_next_turn() {
+async fn tools_added_and_removed_by_list_changed_follow_in_the_next_turn() {
     let coordinator = Coordinator::new(coordinator_config());
     coordinator
-        .start_all_and_wait(vec![everything("ev")])
+        .start_all_and_wait(vec![list_changing("lc")])
         .await
         .unwrap();
     let registry = Registry::new();
     registry
         .register_typed(WaitForTool(coordinator.clone()))
         .unwrap();
-    let added = "mcp__ev__simulate-research-query";
+    let later = "mcp__lc__added-later";
     let model = ScriptedClient::new()
-        .reply(tool_calls(&[(
-            "w",
-            "wait_for_tool",
-            json!({"name": added}),
-        )]))
-        .reply(text("seen"));
+        .reply(tool_calls(&[
+            ("add", "mcp__lc__add-tool", json!({})),
+            (
+                "w1",
+                "wait_for_tool",
+                json!({"name": later, "present": true}),
+            ),
+        ]))
+        .reply(tool_calls(&[
+            ("use", later, json!({"text": "hi"})),
+            ("remove", "mcp__lc__remove-tool", json!({})),
+            (
+                "w2",
+                "wait_for_tool",
+                json!({"name": later, "present": false}),
+            ),
+        ]))
+        .reply(text("done"));
+    let rules = RuleSet::new()
+        .with_allow("wait_for_tool")
+        .unwrap()
+        .with_allow("mcp__lc__*")
+        .unwrap();
     let agent = Orchestrator::builder(Arc::new(model.clone()), OrchestratorConfig::new("m"))
         .tools(registry)
-        .permissions(allow(RuleSet::new().with_allow("wait_for_tool").unwrap()))
+        .permissions(allow(rules))
         .mcp(coordinator.clone())
         .build();
-    let summary = agent.run_to_completion("wait").await.unwrap();
-    assert_eq!(summary.tool_calls[0].output.to_text(), "there");
+    let mut observer = agent.subscribe();
+
+    let summary = agent.run_to_completion("grow and shrink").await.unwrap();
+    let outputs: Vec<String> = summary
+        .tool_calls
+        .iter()
+        .map(|c| c.output.to_text())
+        .collect();
+    assert_eq!(outputs, ["added", "ok", "later: hi", "removed", "ok"]);
     let requests = model.requests();
+    let offered = |i: usize| tool_names(&requests[i]).contains(&later.to_owned());
+    assert!(!offered(0), "not there before add-tool");
     assert!(
-        tool_names(&requests[1]).contains(&added.to_owned()),
-        "{:?}",
-        tool_names(&requests[1])
+        offered(1),
+        "added by list_changed, offered in the next turn"
     );
-    assert!(agent.tools().contains(added));
+    assert!(
+        !offered(2),
+        "removed by list_changed, gone in the next turn"
+    );
+
+    let changes: Vec<(Vec<String>, Vec<String>)> = received(&mut observer)
+        .await
+        .into_iter()
+        .filter_map(|event| match event {
+            LoopEvent::ToolsChanged { added, removed, .. } => Some((added, removed)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            (vec![later.to_owned()], vec![]),
+            (vec![], vec![later.to_owned()])
+        ]
+    );
     coordinator.stop_all().await;
 }
 
