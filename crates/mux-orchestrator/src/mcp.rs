@@ -49,6 +49,25 @@ pub enum McpStartError {
 /// and kills its process group if it lingers; dropping `McpServers` without shutting down
 /// starts the same stop on the current tokio runtime, and a child whose handle is dropped has
 /// its process group killed, so no server outlives its owner.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use mux_llm::testing::ScriptedClient;
+/// use mux_mcp::CoordinatorConfig;
+/// use mux_orchestrator::{McpServers, Orchestrator, OrchestratorConfig};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let servers = McpServers::load(".mcp.json", CoordinatorConfig::default()).await?;
+/// for (server, reason) in &servers.report().failed {
+///     eprintln!("MCP server {server} did not start: {reason}");
+/// }
+/// let agent = Orchestrator::builder(Arc::new(ScriptedClient::new()), OrchestratorConfig::new("m"))
+///     .mcp_servers(servers)
+///     .build();
+/// println!("tools: {:?}", agent.tools().names());
+/// agent.shutdown().await; // stops the servers; their processes are gone on return
+/// # Ok(()) }
+/// ```
 pub struct McpServers {
     coordinator: Coordinator,
     report: StartReport,
