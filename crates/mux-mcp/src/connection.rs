@@ -529,6 +529,12 @@ impl ServerConnection {
                     () = changed.notified() => {}
                     () = closed.cancelled() => return,
                 }
+                // A notification can arrive during the handshake. Refresh only once `connect`
+                // has linked this connection and published its first list, so the refresh is
+                // neither dropped nor overwritten by that older list.
+                if !wait_until_live(&weak, generation, &closed).await {
+                    return;
+                }
                 let Some(inner) = weak.upgrade() else { return };
                 match list_tools(&peer).await {
                     Ok(tools) => {
@@ -825,6 +831,29 @@ async fn keep_deadlines(weak: Weak<Inner>, closed: CancellationToken) {
 
 fn current_generation(inner: &Inner) -> Option<u64> {
     lock(&inner.link).as_ref().map(|link| link.generation)
+}
+
+/// Waits until connection `generation` is linked and connected. False when it never will be:
+/// a newer attempt started, its stream closed, or the connection is gone.
+async fn wait_until_live(weak: &Weak<Inner>, generation: u64, closed: &CancellationToken) -> bool {
+    loop {
+        {
+            let Some(inner) = weak.upgrade() else {
+                return false;
+            };
+            if inner.generation.load(Ordering::SeqCst) != generation {
+                return false;
+            }
+            if current_generation(&inner) == Some(generation) && inner.shared.state().is_connected()
+            {
+                return true;
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(5)) => {}
+            () = closed.cancelled() => return false,
+        }
+    }
 }
 
 /// Handles the loss of connection `generation` if it is still the current one.

@@ -19,6 +19,7 @@ mod naming;
 mod policy;
 mod proxy;
 mod state;
+mod sync;
 mod transport;
 
 #[allow(deprecated)]
@@ -43,6 +44,7 @@ pub use naming::{PREFIX, qualified_name};
 pub use policy::ReconnectPolicy;
 pub use proxy::McpTool;
 pub use state::{AuthProgress, ConnectionState, ToolInfo, TransitionError};
+pub use sync::{RegistrySync, SyncReport};
 
 // Re-exported so users name the same rmcp version (results, content types).
 pub use rmcp;

@@ -146,6 +146,25 @@ pub enum LoopEvent {
         /// Why it was rejected.
         message: String,
     },
+    /// The tools offered to the model changed before this turn: an MCP server connected,
+    /// reconnected, was lost, or changed its tool list. The names are qualified
+    /// (`mcp__server__tool`).
+    ToolsChanged {
+        /// Tools that appeared.
+        added: Vec<String>,
+        /// Tools that went away.
+        removed: Vec<String>,
+        /// Tools whose description, schema or annotations changed.
+        updated: Vec<String>,
+    },
+    /// An MCP server the orchestrator started could not connect; the run goes on without
+    /// its tools. Reported once, at the start of the first run.
+    McpServerFailed {
+        /// The server's name.
+        server: String,
+        /// Why it failed.
+        reason: String,
+    },
     /// A subscriber fell behind and missed this many events (subscriptions only).
     Lagged {
         /// How many events were missed.

@@ -12,6 +12,8 @@ mod error;
 mod event;
 mod failure;
 pub mod hooks;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod orchestrator;
 mod run;
 mod run_state;
@@ -29,6 +31,8 @@ pub use emitter::{EventReceiver, Subscription};
 pub use error::LoopError;
 pub use event::{ApprovalDecision, LoopEvent, LoopInput};
 pub use hooks::{Hook, HookError, Hooks};
+#[cfg(feature = "mcp")]
+pub use mcp::{McpServers, McpStartError};
 pub use orchestrator::{
     InputSender, Orchestrator, OrchestratorBuilder, Run, RunHandle, RunSummary, ToolCallRecord,
 };

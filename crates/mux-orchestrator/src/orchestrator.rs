@@ -32,6 +32,8 @@ pub(crate) struct Services {
     pub(crate) resources: Resources,
     pub(crate) broadcast: broadcast::Sender<LoopEvent>,
     pub(crate) cancel: CancellationToken,
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp: Option<crate::mcp::McpLink>,
 }
 
 /// The conversation an orchestrator carries across runs.
@@ -70,6 +72,10 @@ pub struct OrchestratorBuilder {
     hooks: Hooks,
     resources: Resources,
     cancel: CancellationToken,
+    #[cfg(feature = "mcp")]
+    mcp: Option<(mux_mcp::Coordinator, Option<crate::mcp::McpServers>)>,
+    #[cfg(feature = "mcp")]
+    mcp_filter: mux_mcp::McpFilter,
 }
 
 impl OrchestratorBuilder {
@@ -122,6 +128,33 @@ impl OrchestratorBuilder {
         self
     }
 
+    /// Offers the tools of `coordinator`'s servers (as `mcp__<server>__<tool>` proxies),
+    /// kept current before every model request. You run the coordinator: the orchestrator
+    /// never starts or stops its servers. Replaces an earlier `mcp` or `mcp_servers`.
+    #[cfg(feature = "mcp")]
+    pub fn mcp(mut self, coordinator: mux_mcp::Coordinator) -> Self {
+        self.mcp = Some((coordinator, None));
+        self
+    }
+
+    /// Offers the tools of `servers` and takes ownership of them: they stop on
+    /// [`Orchestrator::shutdown`] or when the last clone of the orchestrator is dropped.
+    /// Servers that failed to start are reported once, as [`LoopEvent::McpServerFailed`] at
+    /// the start of the first run. Replaces an earlier `mcp` or `mcp_servers`.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_servers(mut self, servers: crate::mcp::McpServers) -> Self {
+        self.mcp = Some((servers.coordinator().clone(), Some(servers)));
+        self
+    }
+
+    /// Offers only the MCP tools `filter` accepts (all by default), for example
+    /// `McpFilter::Spec(ToolFilter::ReadOnly)` or one of a [`mux_mcp::ToolModes`]' filters.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_filter(mut self, filter: mux_mcp::McpFilter) -> Self {
+        self.mcp_filter = filter;
+        self
+    }
+
     fn services(self) -> Services {
         if self.config.ask_user {
             // `replace` keeps an application's own `ask_user` from failing the build.
@@ -130,6 +163,10 @@ impl OrchestratorBuilder {
             }
         }
         let (broadcast, _) = broadcast::channel(self.config.broadcast_capacity.max(1));
+        #[cfg(feature = "mcp")]
+        let mcp = self.mcp.map(|(coordinator, owned)| {
+            crate::mcp::McpLink::new(&coordinator, owned, self.mcp_filter, &self.tools)
+        });
         Services {
             client: self.client,
             config: self.config,
@@ -140,7 +177,10 @@ impl OrchestratorBuilder {
             hooks: self.hooks,
             resources: self.resources,
             broadcast,
-            cancel: self.cancel,
+            // A child, so `Orchestrator::shutdown` never cancels the caller's token.
+            cancel: self.cancel.child_token(),
+            #[cfg(feature = "mcp")]
+            mcp,
         }
     }
 
@@ -177,6 +217,10 @@ impl Orchestrator {
             hooks: Hooks::new(),
             resources: Resources::new(),
             cancel: CancellationToken::new(),
+            #[cfg(feature = "mcp")]
+            mcp: None,
+            #[cfg(feature = "mcp")]
+            mcp_filter: mux_mcp::McpFilter::All,
         }
     }
 
@@ -240,6 +284,37 @@ impl Orchestrator {
     /// The permission policy, if one is set.
     pub fn permissions(&self) -> Option<&Permissions> {
         self.services.permissions.as_ref()
+    }
+
+    /// The coordinator whose tools the loop offers, if one is set.
+    #[cfg(feature = "mcp")]
+    pub fn mcp(&self) -> Option<&mux_mcp::Coordinator> {
+        self.services
+            .mcp
+            .as_ref()
+            .map(crate::mcp::McpLink::coordinator)
+    }
+
+    /// The MCP servers this orchestrator owns, if it was given some.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_servers(&self) -> Option<&crate::mcp::McpServers> {
+        self.services
+            .mcp
+            .as_ref()
+            .and_then(crate::mcp::McpLink::owned)
+    }
+
+    /// Shuts the orchestrator down: cancels every run (of every clone and of conversations
+    /// made with [`Orchestrator::new_conversation`]; later runs end cancelled at once) and,
+    /// with the `mcp` feature, stops the MCP servers it owns and waits until their processes
+    /// are gone. The token given to [`OrchestratorBuilder::cancellation`] is not cancelled,
+    /// and a coordinator passed to `OrchestratorBuilder::mcp` is left running.
+    pub async fn shutdown(&self) {
+        self.services.cancel.cancel();
+        #[cfg(feature = "mcp")]
+        if let Some(link) = &self.services.mcp {
+            link.shutdown().await;
+        }
     }
 
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Conversation> {

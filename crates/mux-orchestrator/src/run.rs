@@ -126,6 +126,7 @@ impl<'a> Turns<'a> {
             if self.iterations > limit {
                 return Err(LoopError::MaxIterations(limit));
             }
+            self.refresh_tools().await;
             let span = tracing::info_span!("turn", iteration = self.iterations);
             let response = self.stream_turn().instrument(span).await?;
             self.append(vec![response.to_message()]).await?;
@@ -195,6 +196,30 @@ impl<'a> Turns<'a> {
                     has_more: true,
                 })
                 .await;
+        }
+    }
+
+    /// Brings the MCP tools up to date before a model request and tells the face what
+    /// changed (and, once, which owned servers failed to start).
+    async fn refresh_tools(&self) {
+        #[cfg(feature = "mcp")]
+        if let Some(link) = &self.orch.services.mcp {
+            for (server, reason) in link.take_start_failures() {
+                self.run
+                    .emit(LoopEvent::McpServerFailed { server, reason })
+                    .await;
+            }
+            let report = link.sync();
+            if !(report.added.is_empty() && report.removed.is_empty() && report.updated.is_empty())
+            {
+                self.run
+                    .emit(LoopEvent::ToolsChanged {
+                        added: report.added,
+                        removed: report.removed,
+                        updated: report.updated,
+                    })
+                    .await;
+            }
         }
     }
 

@@ -9,7 +9,7 @@
 //! | `llm` | [`llm`] | messages, `LlmClient`, stream events, accumulator, errors, retries |
 //! | `anthropic`, `openai`, `gemini` | [`llm`]`::anthropic`, ... | the providers (reqwest + rustls) |
 //! | `permission` | [`permission`] | modes, `Tool(specifier)` rules, scopes, shell-aware matching, the approval gate |
-//! | `mcp` | [`mcp`] | MCP servers as tools: configs, connections, coordinator, tool proxies |
+//! | `mcp` | [`mcp`] | MCP servers as tools: configs, connections, coordinator, tool proxies (with `orchestrator`: the loop offers them) |
 //! | `testing` | [`llm`]`::testing` | a scripted model and a local replay server for tests |
 //! | `orchestrator` | [`orchestrator`] | the think-act loop: events, approvals, sessions, hooks, compaction |
 //! | `agents` | [`agents`] | runtime and handles, subagents, `task` tool, voting, decomposition, presets, console face |
