@@ -8,7 +8,8 @@ use std::time::{Duration, Instant, SystemTime};
 use mux_tool::ToolContext;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, PingRequest, ProtocolVersion, RequestMetaObject, ServerResult,
+    ClientRequest, InputRequiredResult, InputResponses, PingRequest, ProtocolVersion,
+    RequestMetaObject, ServerResult,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, Peer, PeerRequestOptions, RoleClient, RunningService,
@@ -23,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client::ClientHandlers;
 use crate::config::{ServerSpec, TransportSpec};
 use crate::event::EventSender;
-use crate::handler::{Handler, ProgressBarrier, ProgressRoutes};
+use crate::handler::{Handler, ProgressBarrier, ProgressRoutes, answer_input};
 use crate::log::LogBuffer;
 use crate::transport::{self, Child};
 use crate::{
@@ -95,7 +96,39 @@ impl Shared {
     }
 }
 
-/// Timeouts of one connection.
+/// How a connection begins its MCP session, and so which protocol revisions it speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lifecycle {
+    /// Try the stateless 2026-07-28 lifecycle (`server/discover`) and fall back to the
+    /// `initialize` handshake at 2025-11-25 for older servers.
+    #[default]
+    Auto,
+    /// Only the stateless 2026-07-28 lifecycle: `server/discover`, then self-contained requests.
+    Stateless,
+    /// Only the `initialize` handshake, offering 2025-11-25.
+    Initialize,
+}
+
+impl Lifecycle {
+    fn mode(self) -> ClientLifecycleMode {
+        match self {
+            Self::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: vec![
+                    ProtocolVersion::V_2026_07_28,
+                    ProtocolVersion::V_2025_11_25,
+                ],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+            Self::Stateless => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            Self::Initialize => ClientLifecycleMode::Initialize,
+        }
+    }
+}
+
+/// Timeouts and lifecycle of one connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionOptions {
     /// How long spawn, handshake and the first `tools/list` may take together.
@@ -103,6 +136,8 @@ pub struct ConnectionOptions {
     /// How long a stdio server gets to exit after stdin closes, and again after SIGTERM,
     /// before its process group is killed.
     pub shutdown_grace: Duration,
+    /// How the session begins; [`Lifecycle::Auto`] unless set.
+    pub lifecycle: Lifecycle,
 }
 
 impl Default for ConnectionOptions {
@@ -110,6 +145,7 @@ impl Default for ConnectionOptions {
         Self {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            lifecycle: Lifecycle::Auto,
         }
     }
 }
@@ -133,6 +169,9 @@ struct PendingEntry {
     deadline: Instant,
     expired: CancellationToken,
 }
+
+/// The most `input_required` rounds (SEP-2322) one tool call may take.
+pub const MAX_INPUT_ROUNDS: usize = 10;
 
 /// How often the deadline keeper looks at pending calls when there are none.
 const IDLE_TICK: Duration = Duration::from_millis(250);
@@ -340,8 +379,8 @@ impl ServerConnection {
         })
     }
 
-    /// Connects: spawn or dial, handshake (`server/discover` with fallback to `initialize`),
-    /// then list every tool page. Valid from idle, failed, reconnecting and disconnected.
+    /// Connects: spawn or dial, handshake (by default `server/discover` with fallback to
+    /// `initialize`; see [`Lifecycle`]), then list every tool page. Valid from idle, failed, reconnecting and disconnected.
     pub async fn connect(&self) -> Result<Vec<ToolInfo>, ConnectError> {
         let inner = &self.inner;
         let server = inner.spec.name.clone();
@@ -415,10 +454,7 @@ impl ServerConnection {
             barrier: barrier.clone(),
             client: lock(&inner.client).clone(),
         };
-        let lifecycle = ClientLifecycleMode::Auto {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
-            legacy_version: Some(ProtocolVersion::V_2025_11_25),
-        };
+        let lifecycle = inner.options.lifecycle.mode();
         let handshake = |err: rmcp::service::ClientInitializeError| ConnectError::Handshake {
             server: server.clone(),
             reason: err.to_string(),
@@ -666,76 +702,136 @@ impl ServerConnection {
         };
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let lost = || CallError::ConnectionLost {
             server: server.clone(),
             tool: tool.to_string(),
         };
-        let handle = link
-            .peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-            .map_err(|_| lost())?;
         let call_id = cx.call_id().to_string();
         let cancel = cx.cancellation().child_token();
-        let expired = CancellationToken::new();
-        let _route = Route::new(
-            inner,
-            handle.progress_token.clone(),
-            cx,
-            PendingEntry {
-                call_id: call_id.clone(),
-                tool: tool.to_string(),
-                started: Instant::now(),
-                cancel: cancel.clone(),
-                deadline: Instant::now() + timeout,
-                expired: expired.clone(),
-            },
-        );
-        inner.shared.events.send(McpEvent::CallStarted {
-            server: server.clone(),
-            tool: tool.to_string(),
-            call_id: call_id.clone(),
-        });
         let started = Instant::now();
-        let request_id = handle.id.clone();
-        let peer = handle.peer.clone();
-        let send_cancel = |reason: &str| {
-            let peer = peer.clone();
-            let params =
-                CancelledNotificationParam::new(Some(request_id.clone()), Some(reason.to_string()));
-            async move {
-                // The server may already be gone; the call ends either way.
-                let _ = tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(params))
-                    .await;
-            }
-        };
-        let (result, end) = tokio::select! {
-            biased;
-            response = handle.rx => match response {
-                Ok(Ok(ServerResult::CallToolResult(result))) => (Ok(result), CallEnd::Completed),
-                Ok(Ok(other)) => (Err(CallError::Protocol {
+        let deadline = started + timeout;
+        let mut input_rounds = 0usize;
+        let mut state_only_rounds = 0u32;
+        let (result, end) = loop {
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+            let handle = match link
+                .peer
+                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .await
+            {
+                Ok(handle) => handle,
+                // Nothing was announced yet: the call never started.
+                Err(_) if input_rounds == 0 => return Err(lost()),
+                Err(_) => break (Err(lost()), CallEnd::Failed),
+            };
+            let expired = CancellationToken::new();
+            let _route = Route::new(
+                inner,
+                handle.progress_token.clone(),
+                cx,
+                PendingEntry {
+                    call_id: call_id.clone(),
+                    tool: tool.to_string(),
+                    started,
+                    cancel: cancel.clone(),
+                    deadline,
+                    expired: expired.clone(),
+                },
+            );
+            if input_rounds == 0 {
+                inner.shared.events.send(McpEvent::CallStarted {
                     server: server.clone(),
                     tool: tool.to_string(),
-                    message: format!("expected a tool result, got {}", result_kind(&other)),
-                }), CallEnd::Failed),
-                Ok(Err(ServiceError::McpError(error))) => (Err(CallError::Protocol {
-                    server: server.clone(),
-                    tool: tool.to_string(),
-                    message: error.message.to_string(),
-                }), CallEnd::Failed),
-                Ok(Err(_)) | Err(_) => (Err(lost()), CallEnd::Failed),
-            },
-            () = link.closed.cancelled() => (Err(lost()), CallEnd::Failed),
-            () = cancel.cancelled() => {
-                send_cancel("cancelled by the caller").await;
-                (Err(CallError::Cancelled { server: server.clone(), tool: tool.to_string() }), CallEnd::Cancelled)
+                    call_id: call_id.clone(),
+                });
             }
-            // The connection's deadline keeper fires this: one timer per connection, not a
-            // timer per call (arming a timer per call costs a cross-thread wake-up).
-            () = expired.cancelled() => {
-                send_cancel("timed out").await;
-                (Err(CallError::TimedOut { server: server.clone(), tool: tool.to_string(), timeout }), CallEnd::TimedOut)
+            let request_id = handle.id.clone();
+            let peer = handle.peer.clone();
+            let send_cancel = |reason: &str| {
+                let peer = peer.clone();
+                let params = CancelledNotificationParam::new(
+                    Some(request_id.clone()),
+                    Some(reason.to_string()),
+                );
+                async move {
+                    // The server may already be gone; the call ends either way.
+                    let _ =
+                        tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(params))
+                            .await;
+                }
+            };
+            let cancelled = || CallError::Cancelled {
+                server: server.clone(),
+                tool: tool.to_string(),
+            };
+            let timed_out = || CallError::TimedOut {
+                server: server.clone(),
+                tool: tool.to_string(),
+                timeout,
+            };
+            let input_required = tokio::select! {
+                biased;
+                response = handle.rx => match response {
+                    Ok(Ok(ServerResult::CallToolResult(result))) => break (Ok(result), CallEnd::Completed),
+                    Ok(Ok(ServerResult::InputRequiredResult(asked))) => asked,
+                    Ok(Ok(other)) => break (Err(CallError::Protocol {
+                        server: server.clone(),
+                        tool: tool.to_string(),
+                        message: format!("expected a tool result, got {}", result_kind(&other)),
+                    }), CallEnd::Failed),
+                    Ok(Err(ServiceError::McpError(error))) => break (Err(CallError::Protocol {
+                        server: server.clone(),
+                        tool: tool.to_string(),
+                        message: error.message.to_string(),
+                    }), CallEnd::Failed),
+                    Ok(Err(_)) | Err(_) => break (Err(lost()), CallEnd::Failed),
+                },
+                () = link.closed.cancelled() => break (Err(lost()), CallEnd::Failed),
+                () = cancel.cancelled() => {
+                    send_cancel("cancelled by the caller").await;
+                    break (Err(cancelled()), CallEnd::Cancelled);
+                }
+                // The connection's deadline keeper fires this: one timer per connection, not a
+                // timer per call (arming a timer per call costs a cross-thread wake-up).
+                () = expired.cancelled() => {
+                    send_cancel("timed out").await;
+                    break (Err(timed_out()), CallEnd::TimedOut);
+                }
+            };
+            // SEP-2322: the server needs input first. Answer it, then retry the call with the
+            // answers and the echoed request state.
+            input_rounds += 1;
+            if input_rounds >= MAX_INPUT_ROUNDS {
+                break (
+                    Err(CallError::InputRequired {
+                        server: server.clone(),
+                        tool: tool.to_string(),
+                        message: format!("still asking for input after {MAX_INPUT_ROUNDS} rounds"),
+                    }),
+                    CallEnd::Failed,
+                );
+            }
+            let answers = tokio::select! {
+                biased;
+                answers = self.answer_inputs(input_required, &mut state_only_rounds) => answers,
+                () = cancel.cancelled() => break (Err(cancelled()), CallEnd::Cancelled),
+                () = tokio::time::sleep_until(deadline.into()) => break (Err(timed_out()), CallEnd::TimedOut),
+            };
+            match answers {
+                Ok((responses, state)) => {
+                    params.input_responses = responses;
+                    params.request_state = state;
+                }
+                Err(message) => {
+                    break (
+                        Err(CallError::InputRequired {
+                            server: server.clone(),
+                            tool: tool.to_string(),
+                            message,
+                        }),
+                        CallEnd::Failed,
+                    );
+                }
             }
         };
         if end == CallEnd::Completed {
@@ -750,6 +846,43 @@ impl ServerConnection {
             end,
         });
         result
+    }
+
+    /// Answers every input request of an `input_required` result through the client
+    /// handlers; returns the answers (if any) and the request state to echo.
+    async fn answer_inputs(
+        &self,
+        asked: InputRequiredResult,
+        state_only_rounds: &mut u32,
+    ) -> Result<(Option<InputResponses>, Option<String>), String> {
+        let requests = asked.input_requests.unwrap_or_default();
+        if requests.is_empty() {
+            if asked.request_state.is_none() {
+                return Err("an input_required result with neither requests nor state".into());
+            }
+            // Only state to echo: back off a little so a polling server is not hammered.
+            let pause = (50u64 << (*state_only_rounds).min(3)).min(250);
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+            *state_only_rounds += 1;
+            return Ok((None, asked.request_state));
+        }
+        *state_only_rounds = 0;
+        let client = lock(&self.inner.client).clone();
+        let shared = &self.inner.shared;
+        let answers = futures::future::join_all(requests.into_iter().map(|(key, request)| {
+            let client = client.clone();
+            async move {
+                let answer = answer_input(shared, client.as_ref(), request).await;
+                (key, answer)
+            }
+        }))
+        .await;
+        let mut responses = InputResponses::new();
+        for (key, answer) in answers {
+            let value = answer.map_err(|message| format!("input request `{key}`: {message}"))?;
+            responses.insert(key, value);
+        }
+        Ok((Some(responses), asked.request_state))
     }
 }
 

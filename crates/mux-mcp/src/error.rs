@@ -113,6 +113,19 @@ pub enum CallError {
         /// The tool.
         tool: String,
     },
+    /// The server asked for input (a 2026-07-28 `input_required` result) that could not be
+    /// given: a handler refused, the client lacks the feature, or the rounds ran out.
+    #[error(
+        "MCP server `{server}` asked for input during `{tool}` that mux could not give: {message}"
+    )]
+    InputRequired {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The server answered with a JSON-RPC error or something that is not a tool result.
     #[error("MCP server `{server}` rejected the call to `{tool}`: {message}")]
     Protocol {

@@ -28,8 +28,8 @@ pub use config::{
     parse_config_with,
 };
 pub use connection::{
-    ConnectionOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, PendingCall,
-    ServerConnection,
+    ConnectionOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, Lifecycle,
+    MAX_INPUT_ROUNDS, PendingCall, ServerConnection,
 };
 pub use coordinator::{
     AddServerError, Coordinator, CoordinatorConfig, DEFAULT_TOOL_TIMEOUT, ServerSnapshot, Snapshot,
