@@ -27,13 +27,18 @@ use mux::mcp::rmcp::model::{
 };
 use mux::mcp::{
     ClientFeatures, ClientHandlers, ConnectionOptions, Coordinator, CoordinatorConfig,
-    HandlerError, Lifecycle, McpTool, ReconnectPolicy, ServerSpec,
+    HandlerError, Lifecycle, McpTool, OAuthSpec, ReconnectPolicy, Secret, ServerSpec,
 };
 use mux::tool::{BoxFuture, Tool, ToolContext};
 use serde_json::{Map, Value, json};
 
 /// The name the one server gets inside the coordinator.
 const SERVER: &str = "conformance";
+/// The redirect URI this client registers; nothing listens there, [`Handlers::authorize`]
+/// reads the redirect instead of following it.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+/// The Client ID Metadata Document URL the suite's authorization servers accept (SEP-991).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 /// The runner kills a client after 30 s; finish (or fail) before that.
 const SCENARIO_LIMIT: Duration = Duration::from_secs(25);
 
@@ -71,6 +76,22 @@ impl Scenario {
             context,
             lifecycle,
         })
+    }
+
+    /// The OAuth settings for `auth/*` scenarios: pre-registered credentials when the
+    /// context has them, else a metadata document URL with registration as the fallback.
+    fn oauth(&self) -> Option<OAuthSpec> {
+        if !self.name.starts_with("auth/") {
+            return None;
+        }
+        let text = |key: &str| self.context.get(key).and_then(Value::as_str);
+        let mut oauth = OAuthSpec::new(REDIRECT_URI)
+            .with_client_metadata_url(CLIENT_METADATA_URL)
+            .with_client_name("mux-conformance");
+        if let Some(client_id) = text("client_id") {
+            oauth = oauth.with_client(client_id, text("client_secret").map(Secret::new));
+        }
+        Some(oauth)
     }
 
     /// The `toolCalls` the context lists, as (name, arguments).
@@ -127,6 +148,31 @@ impl ClientHandlers for Handlers {
             );
             Ok(CreateMessageResult::new(message, "mux-conformance".into())
                 .with_stop_reason("endTurn"))
+        })
+    }
+
+    /// Plays the user's browser: opens the authorization page, whose server answers at once
+    /// with a redirect, and hands that redirect back instead of following it.
+    fn authorize(&self, _server: &str, url: &str) -> BoxFuture<'_, Result<String, HandlerError>> {
+        let url = url.to_string();
+        Box::pin(async move {
+            let refused = |what: String| HandlerError(format!("authorization page: {what}"));
+            let client = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(Duration::from_secs(10))
+                .build()
+                .map_err(|err| refused(err.to_string()))?;
+            let response = client
+                .get(&url)
+                .send()
+                .await
+                .map_err(|err| refused(err.to_string()))?;
+            response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|location| location.to_str().ok())
+                .map(str::to_string)
+                .ok_or_else(|| refused(format!("{} without a redirect", response.status())))
         })
     }
 
@@ -209,7 +255,10 @@ fn find<'a>(proxies: &'a [Arc<McpTool>], remote: &str) -> Option<&'a Arc<McpTool
 }
 
 async fn run(coordinator: &Coordinator, scenario: &Scenario) -> Result<(), String> {
-    let spec = ServerSpec::http(SERVER, scenario.url.clone());
+    let mut spec = ServerSpec::http(SERVER, scenario.url.clone());
+    if let Some(oauth) = scenario.oauth() {
+        spec = spec.with_oauth(oauth);
+    }
     coordinator.add(spec).map_err(|err| err.to_string())?;
     coordinator
         .connect(SERVER)

@@ -22,18 +22,21 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::ClientHandlers;
-use crate::config::{ServerSpec, TransportSpec};
+use crate::config::{HttpSpec, ServerSpec, TransportSpec};
 use crate::event::EventSender;
 use crate::handler::{Handler, ProgressBarrier, ProgressRoutes, answer_input};
 use crate::log::LogBuffer;
+use crate::oauth::{Challenge, FlowContext, OAuth, init_challenge, request_challenge};
 use crate::transport::{self, Child};
 use crate::{
-    CallEnd, CallError, ConnectError, ConnectionState, Events, LogEntry, LogLevel, LogSource,
-    McpEvent, ToolInfo, TransitionError,
+    AuthProgress, CallEnd, CallError, ConnectError, ConnectionState, Events, LogEntry, LogLevel,
+    LogSource, McpEvent, ToolInfo, TransitionError,
 };
 
 /// The default time a connection attempt (spawn, handshake, first `tools/list`) may take.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default time an OAuth authorization may take, the user's part included.
+pub const DEFAULT_AUTHORIZATION_TIMEOUT: Duration = Duration::from_secs(300);
 /// The default time a stdio server gets to exit after stdin closes, and again after SIGTERM.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
@@ -138,6 +141,9 @@ pub struct ConnectionOptions {
     pub shutdown_grace: Duration,
     /// How the session begins; [`Lifecycle::Auto`] unless set.
     pub lifecycle: Lifecycle,
+    /// How long an OAuth authorization may take, the user's part included. It does not
+    /// count against `connect_timeout`.
+    pub authorization_timeout: Duration,
 }
 
 impl Default for ConnectionOptions {
@@ -146,6 +152,7 @@ impl Default for ConnectionOptions {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             lifecycle: Lifecycle::Auto,
+            authorization_timeout: DEFAULT_AUTHORIZATION_TIMEOUT,
         }
     }
 }
@@ -172,6 +179,9 @@ struct PendingEntry {
 
 /// The most `input_required` rounds (SEP-2322) one tool call may take.
 pub const MAX_INPUT_ROUNDS: usize = 10;
+/// The most authorizations (after 401 or 403 `insufficient_scope`) one connect or one tool
+/// call may run.
+const MAX_AUTH_ROUNDS: u32 = 3;
 
 /// How often the deadline keeper looks at pending calls when there are none.
 const IDLE_TICK: Duration = Duration::from_millis(250);
@@ -241,6 +251,8 @@ struct Inner {
     protocol_version: Mutex<Option<String>>,
     lost: Mutex<Option<mpsc::UnboundedSender<String>>>,
     client: Mutex<Option<Arc<dyn ClientHandlers>>>,
+    /// OAuth state of an HTTP server with an `oauth` spec; kept across reconnects.
+    oauth: Mutex<Option<Arc<OAuth>>>,
 }
 
 /// One MCP server connection with an explicit, validated state machine.
@@ -297,6 +309,7 @@ impl ServerConnection {
                 protocol_version: Mutex::new(None),
                 lost: Mutex::new(None),
                 client: Mutex::new(None),
+                oauth: Mutex::new(None),
             }),
         }
     }
@@ -389,12 +402,8 @@ impl ServerConnection {
         let cancel = CancellationToken::new();
         *lock(&inner.attempt) = Some(cancel.clone());
         let generation = inner.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let timeout = inner.options.connect_timeout;
         let result = tokio::select! {
-            opened = tokio::time::timeout(timeout, self.open(generation)) => match opened {
-                Ok(result) => result,
-                Err(_) => Err(ConnectError::Timeout { server: server.clone(), timeout }),
-            },
+            opened = self.open_authorized(generation) => opened,
             () = cancel.cancelled() => Err(ConnectError::Cancelled { server: server.clone() }),
         };
         *lock(&inner.attempt) = None;
@@ -441,7 +450,88 @@ impl ServerConnection {
         }
     }
 
-    async fn open(&self, generation: u64) -> Result<(Session, Link, Vec<ToolInfo>), ConnectError> {
+    /// Opens the session; when an OAuth server refuses it with a challenge, authorizes and
+    /// opens again (at most [`MAX_AUTH_ROUNDS`] times). Each opening has the connect timeout; authorization has its own.
+    async fn open_authorized(
+        &self,
+        generation: u64,
+    ) -> Result<(Session, Link, Vec<ToolInfo>), ConnectError> {
+        let inner = &self.inner;
+        let server = inner.spec.name.clone();
+        let timeout = inner.options.connect_timeout;
+        let mut authorizations = 0u32;
+        loop {
+            let attempt = match tokio::time::timeout(timeout, self.open(generation)).await {
+                Ok(attempt) => attempt,
+                Err(_) => {
+                    return Err(ConnectError::Timeout {
+                        server: server.clone(),
+                        timeout,
+                    });
+                }
+            };
+            let (challenge, error) = match attempt {
+                Ok(opened) => return Ok(opened),
+                Err(Attempt::Failed(error)) => return Err(error),
+                Err(Attempt::Challenged { challenge, error }) => (challenge, error),
+            };
+            let oauth = match lock(&inner.oauth).clone() {
+                // The server may move to a new authorization server mid-connect, but a server
+                // that keeps refusing fresh tokens must not loop.
+                Some(oauth) if authorizations < MAX_AUTH_ROUNDS => oauth,
+                _ => return Err(error),
+            };
+            inner.shared.log(
+                LogLevel::Info,
+                LogSource::Protocol,
+                "the server requires authorization; starting OAuth".to_string(),
+            );
+            let shared = inner.shared.clone();
+            let progress = move |progress: AuthProgress| {
+                let _ = shared.transition(ConnectionState::Authenticating { progress });
+            };
+            let cx = FlowContext {
+                server: &server,
+                handlers: lock(&inner.client).clone(),
+                progress: &progress,
+            };
+            let limit = inner.options.authorization_timeout;
+            let flow = match &challenge {
+                Challenge::Unauthorized(header) => {
+                    tokio::time::timeout(limit, oauth.authorize(header, &cx)).await
+                }
+                Challenge::InsufficientScope(header) => {
+                    tokio::time::timeout(limit, oauth.upgrade(header, &cx)).await
+                }
+            };
+            match flow {
+                Ok(Ok(())) => authorizations += 1,
+                Ok(Err(reason)) => {
+                    return Err(ConnectError::Authorization { server, reason });
+                }
+                Err(_) => {
+                    return Err(ConnectError::Authorization {
+                        server,
+                        reason: format!("not completed within {limit:?}"),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The OAuth state for an HTTP server with an `oauth` spec, made on first use.
+    async fn oauth_for(&self, http: &HttpSpec) -> Result<Option<Arc<OAuth>>, String> {
+        let Some(spec) = &http.oauth else {
+            return Ok(None);
+        };
+        if let Some(oauth) = lock(&self.inner.oauth).clone() {
+            return Ok(Some(oauth));
+        }
+        let oauth = Arc::new(OAuth::new(&http.url, spec.clone(), transport::http_client()?).await?);
+        Ok(Some(lock(&self.inner.oauth).get_or_insert(oauth).clone()))
+    }
+
+    async fn open(&self, generation: u64) -> Result<(Session, Link, Vec<ToolInfo>), Attempt> {
         let inner = &self.inner;
         let server = inner.spec.name.clone();
         let closed = CancellationToken::new();
@@ -455,52 +545,69 @@ impl ServerConnection {
             client: lock(&inner.client).clone(),
         };
         let lifecycle = inner.options.lifecycle.mode();
-        let handshake = |err: rmcp::service::ClientInitializeError| ConnectError::Handshake {
-            server: server.clone(),
-            reason: err.to_string(),
+        let handshake = |err: rmcp::service::ClientInitializeError| {
+            let error = ConnectError::Handshake {
+                server: server.clone(),
+                reason: err.to_string(),
+            };
+            match init_challenge(&err) {
+                Some(challenge) => Attempt::Challenged { challenge, error },
+                None => Attempt::Failed(error),
+            }
         };
         let mut tasks = Vec::new();
-        let (service, child) =
-            match &inner.spec.transport {
-                TransportSpec::Stdio(stdio) => {
-                    let (transport, child, stderr) =
-                        transport::spawn(stdio, closed.clone(), barrier.clone()).map_err(
-                            |err| ConnectError::Spawn {
-                                server: server.clone(),
-                                command: stdio.command.clone(),
-                                reason: err.to_string(),
-                            },
-                        )?;
-                    *lock(&inner.pid) = child.id();
-                    inner.shared.log(
-                        LogLevel::Info,
-                        LogSource::Protocol,
-                        format!("spawned `{}` (pid {:?})", stdio.command, child.id()),
-                    );
-                    let shared = inner.shared.clone();
-                    tasks.push(tokio::spawn(transport::pump_stderr(stderr, move |line| {
-                        shared.log(LogLevel::Info, LogSource::Stderr, line);
-                    })));
-                    // On failure `child` is dropped here, which kills its process group.
-                    let service = handler
-                        .serve_with_lifecycle(transport, lifecycle)
-                        .await
-                        .map_err(handshake)?;
-                    (service, Some(child))
-                }
-                TransportSpec::Http(http) => {
-                    let transport = transport::http(http, closed.clone(), barrier.clone())
-                        .map_err(|reason| ConnectError::Transport {
+        let (service, child) = match &inner.spec.transport {
+            TransportSpec::Stdio(stdio) => {
+                let (transport, child, stderr) =
+                    transport::spawn(stdio, closed.clone(), barrier.clone()).map_err(|err| {
+                        ConnectError::Spawn {
                             server: server.clone(),
-                            reason,
-                        })?;
-                    let service = handler
-                        .serve_with_lifecycle(transport, lifecycle)
-                        .await
-                        .map_err(handshake)?;
-                    (service, None)
-                }
-            };
+                            command: stdio.command.clone(),
+                            reason: err.to_string(),
+                        }
+                    })?;
+                *lock(&inner.pid) = child.id();
+                inner.shared.log(
+                    LogLevel::Info,
+                    LogSource::Protocol,
+                    format!("spawned `{}` (pid {:?})", stdio.command, child.id()),
+                );
+                let shared = inner.shared.clone();
+                tasks.push(tokio::spawn(transport::pump_stderr(stderr, move |line| {
+                    shared.log(LogLevel::Info, LogSource::Stderr, line);
+                })));
+                // On failure `child` is dropped here, which kills its process group.
+                let service = handler
+                    .serve_with_lifecycle(transport, lifecycle)
+                    .await
+                    .map_err(handshake)?;
+                (service, Some(child))
+            }
+            TransportSpec::Http(http) => {
+                let bad_transport = |reason| ConnectError::Transport {
+                    server: server.clone(),
+                    reason,
+                };
+                let service = match self.oauth_for(http).await.map_err(bad_transport)? {
+                    None => {
+                        let transport = transport::http(http, closed.clone(), barrier.clone())
+                            .map_err(bad_transport)?;
+                        handler.serve_with_lifecycle(transport, lifecycle).await
+                    }
+                    Some(oauth) => {
+                        let transport = transport::http_with(
+                            oauth.http_client(),
+                            http,
+                            closed.clone(),
+                            barrier.clone(),
+                        )
+                        .map_err(bad_transport)?;
+                        handler.serve_with_lifecycle(transport, lifecycle).await
+                    }
+                };
+                (service.map_err(handshake)?, None)
+            }
+        };
         let peer = service.peer().clone();
         let version = peer
             .peer_info()
@@ -524,9 +631,13 @@ impl ServerConnection {
             Ok(tools) => tools,
             Err(err) => {
                 session.abandon().await;
-                return Err(ConnectError::Handshake {
+                let error = ConnectError::Handshake {
                     server,
                     reason: format!("tools/list failed: {err}"),
+                };
+                return Err(match request_challenge(&err) {
+                    Some(challenge) => Attempt::Challenged { challenge, error },
+                    None => Attempt::Failed(error),
                 });
             }
         };
@@ -712,6 +823,8 @@ impl ServerConnection {
         let deadline = started + timeout;
         let mut input_rounds = 0usize;
         let mut state_only_rounds = 0u32;
+        let mut auth_rounds = 0u32;
+        let oauth = lock(&inner.oauth).clone();
         let (result, end) = loop {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
             let handle = match link
@@ -721,7 +834,7 @@ impl ServerConnection {
             {
                 Ok(handle) => handle,
                 // Nothing was announced yet: the call never started.
-                Err(_) if input_rounds == 0 => return Err(lost()),
+                Err(_) if input_rounds == 0 && auth_rounds == 0 => return Err(lost()),
                 Err(_) => break (Err(lost()), CallEnd::Failed),
             };
             let expired = CancellationToken::new();
@@ -738,7 +851,7 @@ impl ServerConnection {
                     expired: expired.clone(),
                 },
             );
-            if input_rounds == 0 {
+            if input_rounds == 0 && auth_rounds == 0 {
                 inner.shared.events.send(McpEvent::CallStarted {
                     server: server.clone(),
                     tool: tool.to_string(),
@@ -769,11 +882,11 @@ impl ServerConnection {
                 tool: tool.to_string(),
                 timeout,
             };
-            let input_required = tokio::select! {
+            let next = tokio::select! {
                 biased;
                 response = handle.rx => match response {
                     Ok(Ok(ServerResult::CallToolResult(result))) => break (Ok(result), CallEnd::Completed),
-                    Ok(Ok(ServerResult::InputRequiredResult(asked))) => asked,
+                    Ok(Ok(ServerResult::InputRequiredResult(asked))) => Next::Input(asked),
                     Ok(Ok(other)) => break (Err(CallError::Protocol {
                         server: server.clone(),
                         tool: tool.to_string(),
@@ -784,7 +897,16 @@ impl ServerConnection {
                         tool: tool.to_string(),
                         message: error.message.to_string(),
                     }), CallEnd::Failed),
-                    Ok(Err(_)) | Err(_) => break (Err(lost()), CallEnd::Failed),
+                    Ok(Err(err)) => match request_challenge(&err) {
+                        Some(challenge) if oauth.is_some() => Next::Challenge(challenge),
+                        Some(_) => break (Err(CallError::Protocol {
+                            server: server.clone(),
+                            tool: tool.to_string(),
+                            message: "the server refused the call's authorization (HTTP 401/403)".into(),
+                        }), CallEnd::Failed),
+                        None => break (Err(lost()), CallEnd::Failed),
+                    },
+                    Err(_) => break (Err(lost()), CallEnd::Failed),
                 },
                 () = link.closed.cancelled() => break (Err(lost()), CallEnd::Failed),
                 () = cancel.cancelled() => {
@@ -796,6 +918,36 @@ impl ServerConnection {
                 () = expired.cancelled() => {
                     send_cancel("timed out").await;
                     break (Err(timed_out()), CallEnd::TimedOut);
+                }
+            };
+            let input_required = match next {
+                Next::Input(asked) => asked,
+                Next::Challenge(challenge) => {
+                    // Authorize (again, or for more scopes), then send the same call again.
+                    auth_rounds += 1;
+                    let authorized = match (&oauth, auth_rounds <= MAX_AUTH_ROUNDS) {
+                        (Some(oauth), true) => {
+                            tokio::select! {
+                                biased;
+                                done = self.reauthorize(oauth, &challenge) => done,
+                                () = cancel.cancelled() => break (Err(cancelled()), CallEnd::Cancelled),
+                            }
+                        }
+                        _ => Err(format!(
+                            "still refused after {MAX_AUTH_ROUNDS} authorizations"
+                        )),
+                    };
+                    if let Err(message) = authorized {
+                        break (
+                            Err(CallError::Protocol {
+                                server: server.clone(),
+                                tool: tool.to_string(),
+                                message: format!("authorization failed: {message}"),
+                            }),
+                            CallEnd::Failed,
+                        );
+                    }
+                    continue;
                 }
             };
             // SEP-2322: the server needs input first. Answer it, then retry the call with the
@@ -848,6 +1000,36 @@ impl ServerConnection {
         result
     }
 
+    /// Runs OAuth again while connected: a new authorization for a 401, more scopes for a
+    /// 403 `insufficient_scope`. Steps are logged; the state stays connected.
+    async fn reauthorize(&self, oauth: &OAuth, challenge: &Challenge) -> Result<(), String> {
+        let inner = &self.inner;
+        let shared = inner.shared.clone();
+        let progress = move |progress: AuthProgress| {
+            shared.log(
+                LogLevel::Info,
+                LogSource::Protocol,
+                format!("re-authorizing: {progress:?}"),
+            );
+        };
+        let cx = FlowContext {
+            server: &inner.spec.name,
+            handlers: lock(&inner.client).clone(),
+            progress: &progress,
+        };
+        let limit = inner.options.authorization_timeout;
+        let flow = async {
+            match challenge {
+                Challenge::Unauthorized(header) => oauth.authorize(header, &cx).await,
+                Challenge::InsufficientScope(header) => oauth.upgrade(header, &cx).await,
+            }
+        };
+        match tokio::time::timeout(limit, flow).await {
+            Ok(result) => result,
+            Err(_) => Err(format!("not completed within {limit:?}")),
+        }
+    }
+
     /// Answers every input request of an `input_required` result through the client
     /// handlers; returns the answers (if any) and the request state to echo.
     async fn answer_inputs(
@@ -883,6 +1065,31 @@ impl ServerConnection {
             responses.insert(key, value);
         }
         Ok((Some(responses), asked.request_state))
+    }
+}
+
+/// What a call round asks for before the call can go on.
+enum Next {
+    /// SEP-2322 input.
+    Input(InputRequiredResult),
+    /// Authorization (HTTP 401 or 403 `insufficient_scope`).
+    Challenge(Challenge),
+}
+
+/// Why one opening of a session failed.
+enum Attempt {
+    /// For good.
+    Failed(ConnectError),
+    /// The server asked for authorization; `error` is what to report if it cannot be given.
+    Challenged {
+        challenge: Challenge,
+        error: ConnectError,
+    },
+}
+
+impl From<ConnectError> for Attempt {
+    fn from(error: ConnectError) -> Self {
+        Self::Failed(error)
     }
 }
 

@@ -34,6 +34,14 @@ pub enum ConnectError {
         /// What rmcp reported.
         reason: String,
     },
+    /// The server requires OAuth authorization and it could not be completed.
+    #[error("MCP server `{server}`: authorization failed: {reason}")]
+    Authorization {
+        /// The server.
+        server: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// The server did not finish the handshake and `tools/list` in time.
     #[error("MCP server `{server}`: no answer within {timeout:?} while connecting")]
     Timeout {
