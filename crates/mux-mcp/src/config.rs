@@ -640,6 +640,65 @@ mod tests {
     }
 
     #[test]
+    fn oauth_is_read_from_http_entries() {
+        let config = r#"{"mcpServers": {"docs": {"url": "https://h/mcp", "oauth": {
+            "redirectUri": "http://127.0.0.1:9/cb", "scopes": ["a", "b"],
+            "clientId": "id", "clientSecret": "${TOKEN}", "clientName": "me",
+            "clientMetadataUrl": "https://me.example/client.json"}}}}"#;
+        let specs = parse_config_with(config, &env).unwrap();
+        let TransportSpec::Http(http) = &specs[0].transport else {
+            panic!("http")
+        };
+        let oauth = http.oauth.as_ref().unwrap();
+        assert_eq!(oauth.redirect_uri, "http://127.0.0.1:9/cb");
+        assert_eq!(oauth.scopes, ["a", "b"]);
+        assert_eq!(oauth.client_id.as_deref(), Some("id"));
+        assert_eq!(oauth.client_secret.as_ref().unwrap().expose(), "s3cret");
+        assert_eq!(oauth.client_name, "me");
+        assert_eq!(
+            oauth.client_metadata_url.as_deref(),
+            Some("https://me.example/client.json")
+        );
+        assert!(!format!("{oauth:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn bad_oauth_entries_name_the_field() {
+        for (oauth, field) in [
+            (r#""yes""#, "oauth"),
+            (r#"{}"#, "oauth.redirectUri"),
+            (r#"{"redirectUri": "myapp:/cb"}"#, "oauth.redirectUri"),
+            (
+                r#"{"redirectUri": "http://h/cb", "scopes": "a"}"#,
+                "oauth.scopes",
+            ),
+            (
+                r#"{"redirectUri": "http://h/cb", "scopes": [1]}"#,
+                "oauth.scopes[0]",
+            ),
+            (
+                r#"{"redirectUri": "http://h/cb", "clientSecret": "s"}"#,
+                "oauth.clientSecret",
+            ),
+            (
+                r#"{"redirectUri": "http://h/cb", "clientId": 7}"#,
+                "oauth.clientId",
+            ),
+        ] {
+            let config =
+                format!(r#"{{"mcpServers": {{"x": {{"url": "http://h", "oauth": {oauth}}}}}}}"#);
+            match parse_config_with(&config, &env) {
+                Err(ConfigError::Field {
+                    server, field: got, ..
+                }) => {
+                    assert_eq!((server.as_str(), got.as_str()), ("x", field), "{oauth}");
+                }
+                other => panic!("{oauth}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
     fn variables_expand_with_defaults() {
         assert_eq!(expand_vars("a${ROOT}b", &env).unwrap(), "a/datab");
         assert_eq!(expand_vars("${NOPE:-x}", &env).unwrap(), "x");

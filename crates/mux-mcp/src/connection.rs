@@ -825,6 +825,7 @@ impl ServerConnection {
         let mut state_only_rounds = 0u32;
         let mut auth_rounds = 0u32;
         let oauth = lock(&inner.oauth).clone();
+        let mut route: Option<Route<'_>> = None;
         let (result, end) = loop {
             let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
             let handle = match link
@@ -838,7 +839,9 @@ impl ServerConnection {
                 Err(_) => break (Err(lost()), CallEnd::Failed),
             };
             let expired = CancellationToken::new();
-            let _route = Route::new(
+            // Kept past the loop: progress that arrived before the result is delivered while
+            // the barrier settles, and it needs the route.
+            route = Some(Route::new(
                 inner,
                 handle.progress_token.clone(),
                 cx,
@@ -850,7 +853,7 @@ impl ServerConnection {
                     deadline,
                     expired: expired.clone(),
                 },
-            );
+            ));
             if input_rounds == 0 && auth_rounds == 0 {
                 inner.shared.events.send(McpEvent::CallStarted {
                     server: server.clone(),
@@ -990,6 +993,7 @@ impl ServerConnection {
             // Deliver the progress that arrived before the result before returning it.
             link.barrier.settle(Duration::from_millis(250)).await;
         }
+        drop(route);
         inner.shared.events.send(McpEvent::CallEnded {
             server,
             tool: tool.to_string(),
