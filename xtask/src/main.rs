@@ -5,6 +5,7 @@
 //! cargo xtask lint        fmt --check and clippy -D warnings
 //! cargo xtask peers       npm ci of the MCP servers the interop tests use (tests/peers)
 //! cargo xtask test        nextest (or cargo test) plus doctests
+//! cargo xtask conformance the official MCP conformance suite (client side) against mux-mcp
 //! cargo xtask doc         cargo doc with warnings denied
 //! cargo xtask layering    every mux-* dependency points strictly downward
 //! cargo xtask features    each crate builds with no and all features; the facade with each alone
@@ -13,6 +14,7 @@
 //! ```
 
 mod cargo;
+mod conformance;
 mod features;
 mod layering;
 mod metadata;
@@ -44,6 +46,10 @@ const CI_STEPS: &[Step] = &[
     Step {
         name: "test",
         run: test,
+    },
+    Step {
+        name: "conformance",
+        run: conformance::run,
     },
     Step {
         name: "doc",
@@ -121,7 +127,7 @@ fn report(name: &str, result: Result<(), String>) -> ExitCode {
 }
 
 fn usage() -> &'static str {
-    "usage: cargo xtask <ci|lint|fmt|clippy|peers|test|doc|layering|features|deny|bench>"
+    "usage: cargo xtask <ci|lint|fmt|clippy|peers|test|conformance|doc|layering|features|deny|bench>"
 }
 
 fn fmt() -> Result<(), String> {

@@ -79,6 +79,20 @@ pub trait ClientHandlers: Send + Sync + 'static {
         })
     }
 
+    /// Sends the user to an OAuth authorization server's page at `url` (in a browser, say) and
+    /// returns the URL the browser was redirected to: the spec's redirect URI with `code` and
+    /// `state` in its query. mux calls this when an HTTP server with an
+    /// [`OAuthSpec`](crate::OAuthSpec) asks for authorization. The default refuses, so such a
+    /// server fails to connect with [`ConnectError::Authorization`](crate::ConnectError).
+    fn authorize(&self, server: &str, url: &str) -> BoxFuture<'_, Result<String, HandlerError>> {
+        let (_, _) = (server, url);
+        Box::pin(async {
+            Err(HandlerError(
+                "this client cannot send the user to an OAuth authorization page".into(),
+            ))
+        })
+    }
+
     /// Asks the user for input (form) or to visit a URL.
     fn elicit(
         &self,

@@ -51,6 +51,82 @@ pub struct HttpSpec {
     pub headers: BTreeMap<String, Secret>,
     /// A bearer token sent as `Authorization: Bearer …`.
     pub bearer_token: Option<Secret>,
+    /// OAuth authorization, run when the server answers 401 (and again, for more scopes,
+    /// when it answers 403 `insufficient_scope`). Needs client handlers that implement
+    /// [`ClientHandlers::authorize`](crate::ClientHandlers::authorize).
+    pub oauth: Option<OAuthSpec>,
+}
+
+/// How mux authorizes with a server's OAuth authorization server (MCP authorization, OAuth 2.1
+/// with PKCE). The client is identified, in this order of preference, by a pre-registered
+/// `client_id`, by a Client ID Metadata Document URL when the server supports it, or by
+/// Dynamic Client Registration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OAuthSpec {
+    /// Where the authorization server sends the browser back; the
+    /// [`authorize`](crate::ClientHandlers::authorize) handler receives that redirect.
+    pub redirect_uri: String,
+    /// Scopes to ask for; empty lets the server's challenge and metadata decide.
+    pub scopes: Vec<String>,
+    /// A client id registered with the authorization server out of band.
+    pub client_id: Option<String>,
+    /// The secret paired with `client_id`, for confidential clients.
+    pub client_secret: Option<Secret>,
+    /// The HTTPS URL of this client's metadata document (SEP-991), used as its client id.
+    pub client_metadata_url: Option<String>,
+    /// The name sent in Dynamic Client Registration.
+    pub client_name: String,
+}
+
+impl OAuthSpec {
+    /// OAuth with `redirect_uri`, Dynamic Client Registration as `mux`, and the server's
+    /// choice of scopes.
+    ///
+    /// ```
+    /// let oauth = mux_mcp::OAuthSpec::new("http://127.0.0.1:8976/callback")
+    ///     .with_scopes(["files:read"]);
+    /// let spec = mux_mcp::ServerSpec::http("docs", "https://mcp.example.com/mcp").with_oauth(oauth);
+    /// # let _ = spec;
+    /// ```
+    pub fn new(redirect_uri: impl Into<String>) -> Self {
+        Self {
+            redirect_uri: redirect_uri.into(),
+            scopes: Vec::new(),
+            client_id: None,
+            client_secret: None,
+            client_metadata_url: None,
+            client_name: "mux".to_string(),
+        }
+    }
+
+    /// Asks for these scopes.
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Uses a pre-registered client id, and its secret for a confidential client.
+    pub fn with_client(mut self, client_id: impl Into<String>, secret: Option<Secret>) -> Self {
+        self.client_id = Some(client_id.into());
+        self.client_secret = secret;
+        self
+    }
+
+    /// Identifies the client by its metadata document URL (SEP-991).
+    pub fn with_client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// Sets the name used in Dynamic Client Registration.
+    pub fn with_client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self
+    }
 }
 
 /// The transport a server speaks.
@@ -109,6 +185,7 @@ impl ServerSpec {
                 url: url.into(),
                 headers: BTreeMap::new(),
                 bearer_token: None,
+                oauth: None,
             }),
             tool_timeout: None,
             connect_timeout: None,
@@ -143,6 +220,14 @@ impl ServerSpec {
     pub fn with_bearer_token(mut self, token: impl Into<String>) -> Self {
         if let TransportSpec::Http(http) = &mut self.transport {
             http.bearer_token = Some(Secret::new(token));
+        }
+        self
+    }
+
+    /// Authorizes with OAuth when the server asks for it (HTTP only; ignored for stdio).
+    pub fn with_oauth(mut self, oauth: OAuthSpec) -> Self {
+        if let TransportSpec::Http(http) = &mut self.transport {
+            http.oauth = Some(oauth);
         }
         self
     }
@@ -204,8 +289,10 @@ pub enum ConfigError {
 /// `${VAR}` and `${VAR:-default}` from the process environment.
 ///
 /// Servers come back sorted by name. Besides the standard fields (`command`, `args`, `env`,
-/// `cwd`, `type`, `url`, `headers`), mux reads `bearerToken`, `toolTimeoutMs`,
-/// `connectTimeoutMs` and `disabled` (disabled servers are skipped).
+/// `cwd`, `type`, `url`, `headers`), mux reads `bearerToken`, `oauth` (`redirectUri`,
+/// `scopes`, `clientId`, `clientSecret`, `clientMetadataUrl`, `clientName`; see
+/// [`OAuthSpec`]), `toolTimeoutMs`, `connectTimeoutMs` and `disabled` (disabled servers are
+/// skipped).
 ///
 /// ```
 /// let config = r#"{"mcpServers": {
@@ -358,11 +445,67 @@ impl EntryReader<'_> {
         let bearer_token = self
             .optional_string(object, "bearerToken")?
             .map(Secret::new);
+        let oauth = match object.get("oauth") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(oauth)) => Some(self.oauth(oauth)?),
+            Some(_) => return Err(self.field_error("oauth", "must be an object")),
+        };
         Ok(TransportSpec::Http(HttpSpec {
             url,
             headers,
             bearer_token,
+            oauth,
         }))
+    }
+
+    /// The `oauth` object: `redirectUri` (required), `scopes`, `clientId`, `clientSecret`,
+    /// `clientMetadataUrl`, `clientName`.
+    fn oauth(&self, object: &Map<String, Value>) -> Result<OAuthSpec, ConfigError> {
+        let string = |key: &str| -> Result<Option<String>, ConfigError> {
+            let field = format!("oauth.{key}");
+            match object.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => self.expand(&field, s).map(Some),
+                Some(_) => Err(self.field_error(&field, "must be a string")),
+            }
+        };
+        let redirect_uri = string("redirectUri")?
+            .ok_or_else(|| self.field_error("oauth.redirectUri", "is missing"))?;
+        if !(redirect_uri.starts_with("http://") || redirect_uri.starts_with("https://")) {
+            return Err(
+                self.field_error("oauth.redirectUri", "must start with http:// or https://")
+            );
+        }
+        let scopes = match object.get("scopes") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    let field = format!("oauth.scopes[{i}]");
+                    match item {
+                        Value::String(s) => self.expand(&field, s),
+                        _ => Err(self.field_error(&field, "must be a string")),
+                    }
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => {
+                return Err(self.field_error("oauth.scopes", "must be an array of strings"));
+            }
+        };
+        let client_id = string("clientId")?;
+        let client_secret = string("clientSecret")?.map(Secret::new);
+        if client_secret.is_some() && client_id.is_none() {
+            return Err(self.field_error("oauth.clientSecret", "needs `oauth.clientId`"));
+        }
+        let mut spec = OAuthSpec::new(redirect_uri).with_scopes(scopes);
+        spec.client_id = client_id;
+        spec.client_secret = client_secret;
+        spec.client_metadata_url = string("clientMetadataUrl")?;
+        if let Some(name) = string("clientName")? {
+            spec.client_name = name;
+        }
+        Ok(spec)
     }
 
     fn optional_string(
@@ -493,6 +636,65 @@ mod tests {
             "EMPTY" => Some(String::new()),
             "ROOT" => Some("/data".into()),
             _ => None,
+        }
+    }
+
+    #[test]
+    fn oauth_is_read_from_http_entries() {
+        let config = r#"{"mcpServers": {"docs": {"url": "https://h/mcp", "oauth": {
+            "redirectUri": "http://127.0.0.1:9/cb", "scopes": ["a", "b"],
+            "clientId": "id", "clientSecret": "${TOKEN}", "clientName": "me",
+            "clientMetadataUrl": "https://me.example/client.json"}}}}"#;
+        let specs = parse_config_with(config, &env).unwrap();
+        let TransportSpec::Http(http) = &specs[0].transport else {
+            panic!("http")
+        };
+        let oauth = http.oauth.as_ref().unwrap();
+        assert_eq!(oauth.redirect_uri, "http://127.0.0.1:9/cb");
+        assert_eq!(oauth.scopes, ["a", "b"]);
+        assert_eq!(oauth.client_id.as_deref(), Some("id"));
+        assert_eq!(oauth.client_secret.as_ref().unwrap().expose(), "s3cret");
+        assert_eq!(oauth.client_name, "me");
+        assert_eq!(
+            oauth.client_metadata_url.as_deref(),
+            Some("https://me.example/client.json")
+        );
+        assert!(!format!("{oauth:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn bad_oauth_entries_name_the_field() {
+        for (oauth, field) in [
+            (r#""yes""#, "oauth"),
+            (r#"{}"#, "oauth.redirectUri"),
+            (r#"{"redirectUri": "myapp:/cb"}"#, "oauth.redirectUri"),
+            (
+                r#"{"redirectUri": "http://h/cb", "scopes": "a"}"#,
+                "oauth.scopes",
+            ),
+            (
+                r#"{"redirectUri": "http://h/cb", "scopes": [1]}"#,
+                "oauth.scopes[0]",
+            ),
+            (
+                r#"{"redirectUri": "http://h/cb", "clientSecret": "s"}"#,
+                "oauth.clientSecret",
+            ),
+            (
+                r#"{"redirectUri": "http://h/cb", "clientId": 7}"#,
+                "oauth.clientId",
+            ),
+        ] {
+            let config =
+                format!(r#"{{"mcpServers": {{"x": {{"url": "http://h", "oauth": {oauth}}}}}}}"#);
+            match parse_config_with(&config, &env) {
+                Err(ConfigError::Field {
+                    server, field: got, ..
+                }) => {
+                    assert_eq!((server.as_str(), got.as_str()), ("x", field), "{oauth}");
+                }
+                other => panic!("{oauth}: {other:?}"),
+            }
         }
     }
 

@@ -5,14 +5,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
-use mux_tool::ToolContext;
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, PingRequest, ProtocolVersion, RequestMetaObject, ServerResult,
-};
+use rmcp::model::{ClientRequest, PingRequest, ProtocolVersion, RequestMetaObject};
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, Peer, PeerRequestOptions, RoleClient, RunningService,
-    ServiceError,
+    ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService, ServiceError,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -21,18 +16,23 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::ClientHandlers;
-use crate::config::{ServerSpec, TransportSpec};
+use crate::config::{HttpSpec, ServerSpec, TransportSpec};
 use crate::event::EventSender;
 use crate::handler::{Handler, ProgressBarrier, ProgressRoutes};
 use crate::log::LogBuffer;
+use crate::oauth::{Challenge, FlowContext, OAuth, init_challenge, request_challenge};
 use crate::transport::{self, Child};
 use crate::{
-    CallEnd, CallError, ConnectError, ConnectionState, Events, LogEntry, LogLevel, LogSource,
-    McpEvent, ToolInfo, TransitionError,
+    AuthProgress, ConnectError, ConnectionState, Events, LogEntry, LogLevel, LogSource, McpEvent,
+    ToolInfo, TransitionError,
 };
+
+mod call;
 
 /// The default time a connection attempt (spawn, handshake, first `tools/list`) may take.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default time an OAuth authorization may take, the user's part included.
+pub const DEFAULT_AUTHORIZATION_TIMEOUT: Duration = Duration::from_secs(300);
 /// The default time a stdio server gets to exit after stdin closes, and again after SIGTERM.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
@@ -95,7 +95,39 @@ impl Shared {
     }
 }
 
-/// Timeouts of one connection.
+/// How a connection begins its MCP session, and so which protocol revisions it speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lifecycle {
+    /// Try the stateless 2026-07-28 lifecycle (`server/discover`) and fall back to the
+    /// `initialize` handshake at 2025-11-25 for older servers.
+    #[default]
+    Auto,
+    /// Only the stateless 2026-07-28 lifecycle: `server/discover`, then self-contained requests.
+    Stateless,
+    /// Only the `initialize` handshake, offering 2025-11-25.
+    Initialize,
+}
+
+impl Lifecycle {
+    fn mode(self) -> ClientLifecycleMode {
+        match self {
+            Self::Auto => ClientLifecycleMode::Auto {
+                preferred_versions: vec![
+                    ProtocolVersion::V_2026_07_28,
+                    ProtocolVersion::V_2025_11_25,
+                ],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+            Self::Stateless => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            Self::Initialize => ClientLifecycleMode::Initialize,
+        }
+    }
+}
+
+/// Timeouts and lifecycle of one connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionOptions {
     /// How long spawn, handshake and the first `tools/list` may take together.
@@ -103,6 +135,11 @@ pub struct ConnectionOptions {
     /// How long a stdio server gets to exit after stdin closes, and again after SIGTERM,
     /// before its process group is killed.
     pub shutdown_grace: Duration,
+    /// How the session begins; [`Lifecycle::Auto`] unless set.
+    pub lifecycle: Lifecycle,
+    /// How long an OAuth authorization may take, the user's part included. It does not
+    /// count against `connect_timeout`.
+    pub authorization_timeout: Duration,
 }
 
 impl Default for ConnectionOptions {
@@ -110,6 +147,8 @@ impl Default for ConnectionOptions {
         Self {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            lifecycle: Lifecycle::Auto,
+            authorization_timeout: DEFAULT_AUTHORIZATION_TIMEOUT,
         }
     }
 }
@@ -133,6 +172,12 @@ struct PendingEntry {
     deadline: Instant,
     expired: CancellationToken,
 }
+
+/// The most `input_required` rounds (SEP-2322) one tool call may take.
+pub const MAX_INPUT_ROUNDS: usize = 10;
+/// The most authorizations (after 401 or 403 `insufficient_scope`) one connect or one tool
+/// call may run.
+const MAX_AUTH_ROUNDS: u32 = 3;
 
 /// How often the deadline keeper looks at pending calls when there are none.
 const IDLE_TICK: Duration = Duration::from_millis(250);
@@ -202,6 +247,8 @@ struct Inner {
     protocol_version: Mutex<Option<String>>,
     lost: Mutex<Option<mpsc::UnboundedSender<String>>>,
     client: Mutex<Option<Arc<dyn ClientHandlers>>>,
+    /// OAuth state of an HTTP server with an `oauth` spec; kept across reconnects.
+    oauth: Mutex<Option<Arc<OAuth>>>,
 }
 
 /// One MCP server connection with an explicit, validated state machine.
@@ -258,6 +305,7 @@ impl ServerConnection {
                 protocol_version: Mutex::new(None),
                 lost: Mutex::new(None),
                 client: Mutex::new(None),
+                oauth: Mutex::new(None),
             }),
         }
     }
@@ -340,8 +388,8 @@ impl ServerConnection {
         })
     }
 
-    /// Connects: spawn or dial, handshake (`server/discover` with fallback to `initialize`),
-    /// then list every tool page. Valid from idle, failed, reconnecting and disconnected.
+    /// Connects: spawn or dial, handshake (by default `server/discover` with fallback to
+    /// `initialize`; see [`Lifecycle`]), then list every tool page. Valid from idle, failed, reconnecting and disconnected.
     pub async fn connect(&self) -> Result<Vec<ToolInfo>, ConnectError> {
         let inner = &self.inner;
         let server = inner.spec.name.clone();
@@ -350,12 +398,8 @@ impl ServerConnection {
         let cancel = CancellationToken::new();
         *lock(&inner.attempt) = Some(cancel.clone());
         let generation = inner.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let timeout = inner.options.connect_timeout;
         let result = tokio::select! {
-            opened = tokio::time::timeout(timeout, self.open(generation)) => match opened {
-                Ok(result) => result,
-                Err(_) => Err(ConnectError::Timeout { server: server.clone(), timeout }),
-            },
+            opened = self.open_authorized(generation) => opened,
             () = cancel.cancelled() => Err(ConnectError::Cancelled { server: server.clone() }),
         };
         *lock(&inner.attempt) = None;
@@ -402,7 +446,88 @@ impl ServerConnection {
         }
     }
 
-    async fn open(&self, generation: u64) -> Result<(Session, Link, Vec<ToolInfo>), ConnectError> {
+    /// Opens the session; when an OAuth server refuses it with a challenge, authorizes and
+    /// opens again (at most [`MAX_AUTH_ROUNDS`] times). Each opening has the connect timeout; authorization has its own.
+    async fn open_authorized(
+        &self,
+        generation: u64,
+    ) -> Result<(Session, Link, Vec<ToolInfo>), ConnectError> {
+        let inner = &self.inner;
+        let server = inner.spec.name.clone();
+        let timeout = inner.options.connect_timeout;
+        let mut authorizations = 0u32;
+        loop {
+            let attempt = match tokio::time::timeout(timeout, self.open(generation)).await {
+                Ok(attempt) => attempt,
+                Err(_) => {
+                    return Err(ConnectError::Timeout {
+                        server: server.clone(),
+                        timeout,
+                    });
+                }
+            };
+            let (challenge, error) = match attempt {
+                Ok(opened) => return Ok(opened),
+                Err(Attempt::Failed(error)) => return Err(error),
+                Err(Attempt::Challenged { challenge, error }) => (challenge, error),
+            };
+            let oauth = match lock(&inner.oauth).clone() {
+                // The server may move to a new authorization server mid-connect, but a server
+                // that keeps refusing fresh tokens must not loop.
+                Some(oauth) if authorizations < MAX_AUTH_ROUNDS => oauth,
+                _ => return Err(error),
+            };
+            inner.shared.log(
+                LogLevel::Info,
+                LogSource::Protocol,
+                "the server requires authorization; starting OAuth".to_string(),
+            );
+            let shared = inner.shared.clone();
+            let progress = move |progress: AuthProgress| {
+                let _ = shared.transition(ConnectionState::Authenticating { progress });
+            };
+            let cx = FlowContext {
+                server: &server,
+                handlers: lock(&inner.client).clone(),
+                progress: &progress,
+            };
+            let limit = inner.options.authorization_timeout;
+            let flow = match &challenge {
+                Challenge::Unauthorized(header) => {
+                    tokio::time::timeout(limit, oauth.authorize(header, &cx)).await
+                }
+                Challenge::InsufficientScope(header) => {
+                    tokio::time::timeout(limit, oauth.upgrade(header, &cx)).await
+                }
+            };
+            match flow {
+                Ok(Ok(())) => authorizations += 1,
+                Ok(Err(reason)) => {
+                    return Err(ConnectError::Authorization { server, reason });
+                }
+                Err(_) => {
+                    return Err(ConnectError::Authorization {
+                        server,
+                        reason: format!("not completed within {limit:?}"),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The OAuth state for an HTTP server with an `oauth` spec, made on first use.
+    async fn oauth_for(&self, http: &HttpSpec) -> Result<Option<Arc<OAuth>>, String> {
+        let Some(spec) = &http.oauth else {
+            return Ok(None);
+        };
+        if let Some(oauth) = lock(&self.inner.oauth).clone() {
+            return Ok(Some(oauth));
+        }
+        let oauth = Arc::new(OAuth::new(&http.url, spec.clone(), transport::http_client()?).await?);
+        Ok(Some(lock(&self.inner.oauth).get_or_insert(oauth).clone()))
+    }
+
+    async fn open(&self, generation: u64) -> Result<(Session, Link, Vec<ToolInfo>), Attempt> {
         let inner = &self.inner;
         let server = inner.spec.name.clone();
         let closed = CancellationToken::new();
@@ -415,56 +540,70 @@ impl ServerConnection {
             barrier: barrier.clone(),
             client: lock(&inner.client).clone(),
         };
-        let lifecycle = ClientLifecycleMode::Auto {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
-            legacy_version: Some(ProtocolVersion::V_2025_11_25),
-        };
-        let handshake = |err: rmcp::service::ClientInitializeError| ConnectError::Handshake {
-            server: server.clone(),
-            reason: err.to_string(),
+        let lifecycle = inner.options.lifecycle.mode();
+        let handshake = |err: rmcp::service::ClientInitializeError| {
+            let error = ConnectError::Handshake {
+                server: server.clone(),
+                reason: err.to_string(),
+            };
+            match init_challenge(&err) {
+                Some(challenge) => Attempt::Challenged { challenge, error },
+                None => Attempt::Failed(error),
+            }
         };
         let mut tasks = Vec::new();
-        let (service, child) =
-            match &inner.spec.transport {
-                TransportSpec::Stdio(stdio) => {
-                    let (transport, child, stderr) =
-                        transport::spawn(stdio, closed.clone(), barrier.clone()).map_err(
-                            |err| ConnectError::Spawn {
-                                server: server.clone(),
-                                command: stdio.command.clone(),
-                                reason: err.to_string(),
-                            },
-                        )?;
-                    *lock(&inner.pid) = child.id();
-                    inner.shared.log(
-                        LogLevel::Info,
-                        LogSource::Protocol,
-                        format!("spawned `{}` (pid {:?})", stdio.command, child.id()),
-                    );
-                    let shared = inner.shared.clone();
-                    tasks.push(tokio::spawn(transport::pump_stderr(stderr, move |line| {
-                        shared.log(LogLevel::Info, LogSource::Stderr, line);
-                    })));
-                    // On failure `child` is dropped here, which kills its process group.
-                    let service = handler
-                        .serve_with_lifecycle(transport, lifecycle)
-                        .await
-                        .map_err(handshake)?;
-                    (service, Some(child))
-                }
-                TransportSpec::Http(http) => {
-                    let transport = transport::http(http, closed.clone(), barrier.clone())
-                        .map_err(|reason| ConnectError::Transport {
+        let (service, child) = match &inner.spec.transport {
+            TransportSpec::Stdio(stdio) => {
+                let (transport, child, stderr) =
+                    transport::spawn(stdio, closed.clone(), barrier.clone()).map_err(|err| {
+                        ConnectError::Spawn {
                             server: server.clone(),
-                            reason,
-                        })?;
-                    let service = handler
-                        .serve_with_lifecycle(transport, lifecycle)
-                        .await
-                        .map_err(handshake)?;
-                    (service, None)
-                }
-            };
+                            command: stdio.command.clone(),
+                            reason: err.to_string(),
+                        }
+                    })?;
+                *lock(&inner.pid) = child.id();
+                inner.shared.log(
+                    LogLevel::Info,
+                    LogSource::Protocol,
+                    format!("spawned `{}` (pid {:?})", stdio.command, child.id()),
+                );
+                let shared = inner.shared.clone();
+                tasks.push(tokio::spawn(transport::pump_stderr(stderr, move |line| {
+                    shared.log(LogLevel::Info, LogSource::Stderr, line);
+                })));
+                // On failure `child` is dropped here, which kills its process group.
+                let service = handler
+                    .serve_with_lifecycle(transport, lifecycle)
+                    .await
+                    .map_err(handshake)?;
+                (service, Some(child))
+            }
+            TransportSpec::Http(http) => {
+                let bad_transport = |reason| ConnectError::Transport {
+                    server: server.clone(),
+                    reason,
+                };
+                let service = match self.oauth_for(http).await.map_err(bad_transport)? {
+                    None => {
+                        let transport = transport::http(http, closed.clone(), barrier.clone())
+                            .map_err(bad_transport)?;
+                        handler.serve_with_lifecycle(transport, lifecycle).await
+                    }
+                    Some(oauth) => {
+                        let transport = transport::http_with(
+                            oauth.http_client(),
+                            http,
+                            closed.clone(),
+                            barrier.clone(),
+                        )
+                        .map_err(bad_transport)?;
+                        handler.serve_with_lifecycle(transport, lifecycle).await
+                    }
+                };
+                (service.map_err(handshake)?, None)
+            }
+        };
         let peer = service.peer().clone();
         let version = peer
             .peer_info()
@@ -488,9 +627,13 @@ impl ServerConnection {
             Ok(tools) => tools,
             Err(err) => {
                 session.abandon().await;
-                return Err(ConnectError::Handshake {
+                let error = ConnectError::Handshake {
                     server,
                     reason: format!("tools/list failed: {err}"),
+                };
+                return Err(match request_challenge(&err) {
+                    Some(challenge) => Attempt::Challenged { challenge, error },
+                    None => Attempt::Failed(error),
                 });
             }
         };
@@ -641,163 +784,23 @@ impl ServerConnection {
         }
         found
     }
+}
 
-    /// Calls `tool` with `arguments` (a JSON object or null). Progress goes to `cx`'s
-    /// progress sender; cancelling `cx` or passing `timeout` sends `notifications/cancelled`.
-    pub async fn call_tool(
-        &self,
-        tool: &str,
-        arguments: Value,
-        cx: &ToolContext,
-        timeout: Duration,
-    ) -> Result<CallToolResult, CallError> {
-        let inner = &self.inner;
-        let server = inner.spec.name.clone();
-        let arguments = match arguments {
-            Value::Object(map) => Some(map),
-            Value::Null => None,
-            _ => {
-                return Err(CallError::InvalidArguments {
-                    server,
-                    tool: tool.to_string(),
-                });
-            }
-        };
-        let Some(link) = lock(&inner.link).clone() else {
-            return Err(CallError::NotConnected {
-                server,
-                tool: tool.to_string(),
-                state: self.state().name(),
-            });
-        };
-        let mut params = CallToolRequestParams::new(tool.to_string());
-        params.arguments = arguments;
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let lost = || CallError::ConnectionLost {
-            server: server.clone(),
-            tool: tool.to_string(),
-        };
-        let handle = link
-            .peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-            .map_err(|_| lost())?;
-        let call_id = cx.call_id().to_string();
-        let cancel = cx.cancellation().child_token();
-        let expired = CancellationToken::new();
-        let _route = Route::new(
-            inner,
-            handle.progress_token.clone(),
-            cx,
-            PendingEntry {
-                call_id: call_id.clone(),
-                tool: tool.to_string(),
-                started: Instant::now(),
-                cancel: cancel.clone(),
-                deadline: Instant::now() + timeout,
-                expired: expired.clone(),
-            },
-        );
-        inner.shared.events.send(McpEvent::CallStarted {
-            server: server.clone(),
-            tool: tool.to_string(),
-            call_id: call_id.clone(),
-        });
-        let started = Instant::now();
-        let request_id = handle.id.clone();
-        let peer = handle.peer.clone();
-        let send_cancel = |reason: &str| {
-            let peer = peer.clone();
-            let params =
-                CancelledNotificationParam::new(Some(request_id.clone()), Some(reason.to_string()));
-            async move {
-                // The server may already be gone; the call ends either way.
-                let _ = tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(params))
-                    .await;
-            }
-        };
-        let (result, end) = tokio::select! {
-            biased;
-            response = handle.rx => match response {
-                Ok(Ok(ServerResult::CallToolResult(result))) => (Ok(result), CallEnd::Completed),
-                Ok(Ok(other)) => (Err(CallError::Protocol {
-                    server: server.clone(),
-                    tool: tool.to_string(),
-                    message: format!("expected a tool result, got {}", result_kind(&other)),
-                }), CallEnd::Failed),
-                Ok(Err(ServiceError::McpError(error))) => (Err(CallError::Protocol {
-                    server: server.clone(),
-                    tool: tool.to_string(),
-                    message: error.message.to_string(),
-                }), CallEnd::Failed),
-                Ok(Err(_)) | Err(_) => (Err(lost()), CallEnd::Failed),
-            },
-            () = link.closed.cancelled() => (Err(lost()), CallEnd::Failed),
-            () = cancel.cancelled() => {
-                send_cancel("cancelled by the caller").await;
-                (Err(CallError::Cancelled { server: server.clone(), tool: tool.to_string() }), CallEnd::Cancelled)
-            }
-            // The connection's deadline keeper fires this: one timer per connection, not a
-            // timer per call (arming a timer per call costs a cross-thread wake-up).
-            () = expired.cancelled() => {
-                send_cancel("timed out").await;
-                (Err(CallError::TimedOut { server: server.clone(), tool: tool.to_string(), timeout }), CallEnd::TimedOut)
-            }
-        };
-        if end == CallEnd::Completed {
-            // Deliver the progress that arrived before the result before returning it.
-            link.barrier.settle(Duration::from_millis(250)).await;
-        }
-        inner.shared.events.send(McpEvent::CallEnded {
-            server,
-            tool: tool.to_string(),
-            call_id,
-            duration: started.elapsed(),
-            end,
-        });
-        result
+/// Why one opening of a session failed.
+enum Attempt {
+    /// For good.
+    Failed(ConnectError),
+    /// The server asked for authorization; `error` is what to report if it cannot be given.
+    Challenged {
+        challenge: Challenge,
+        error: ConnectError,
+    },
+}
+
+impl From<ConnectError> for Attempt {
+    fn from(error: ConnectError) -> Self {
+        Self::Failed(error)
     }
-}
-
-/// Registers a call's progress route and pending entry; removes both when dropped.
-struct Route<'a> {
-    inner: &'a Inner,
-    token: rmcp::model::ProgressToken,
-    seq: u64,
-}
-
-impl<'a> Route<'a> {
-    fn new(
-        inner: &'a Inner,
-        token: rmcp::model::ProgressToken,
-        cx: &ToolContext,
-        entry: PendingEntry,
-    ) -> Self {
-        let seq = inner.next_call.fetch_add(1, Ordering::Relaxed);
-        lock(&inner.progress).insert(token.clone(), cx.clone());
-        lock(&inner.pending).insert(seq, entry);
-        Self { inner, token, seq }
-    }
-}
-
-impl Drop for Route<'_> {
-    fn drop(&mut self) {
-        lock(&self.inner.progress).remove(&self.token);
-        lock(&self.inner.pending).remove(&self.seq);
-    }
-}
-
-fn result_kind(result: &ServerResult) -> String {
-    serde_json::to_value(result)
-        .ok()
-        .and_then(|v| {
-            v.as_object()
-                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
-        })
-        .map_or_else(
-            || "an unreadable result".to_string(),
-            |keys| format!("a result with fields [{keys}]"),
-        )
 }
 
 /// Expires calls whose deadline passed. Wakes every [`IDLE_TICK`] while no call is pending and

@@ -34,6 +34,14 @@ pub enum ConnectError {
         /// What rmcp reported.
         reason: String,
     },
+    /// The server requires OAuth authorization and it could not be completed.
+    #[error("MCP server `{server}`: authorization failed: {reason}")]
+    Authorization {
+        /// The server.
+        server: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// The server did not finish the handshake and `tools/list` in time.
     #[error("MCP server `{server}`: no answer within {timeout:?} while connecting")]
     Timeout {
@@ -112,6 +120,19 @@ pub enum CallError {
         server: String,
         /// The tool.
         tool: String,
+    },
+    /// The server asked for input (a 2026-07-28 `input_required` result) that could not be
+    /// given: a handler refused, the client lacks the feature, or the rounds ran out.
+    #[error(
+        "MCP server `{server}` asked for input during `{tool}` that mux could not give: {message}"
+    )]
+    InputRequired {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// What went wrong.
+        message: String,
     },
     /// The server answered with a JSON-RPC error or something that is not a tool result.
     #[error("MCP server `{server}` rejected the call to `{tool}`: {message}")]

@@ -10,8 +10,9 @@ use mux_tool::ToolContext;
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation, ListRootsResult,
-    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation, InputRequest,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::Notify;
@@ -94,6 +95,87 @@ fn level(level: LoggingLevel) -> LogLevel {
     }
 }
 
+async fn list_roots(
+    shared: &Shared,
+    client: Option<&Arc<dyn ClientHandlers>>,
+) -> Result<ListRootsResult, ErrorData> {
+    match client {
+        Some(client) if client.features().roots => {
+            let roots = client.list_roots(&shared.server).await.map_err(refused)?;
+            Ok(ListRootsResult::new(roots))
+        }
+        _ => Err(not_offered("roots")),
+    }
+}
+
+async fn create_message(
+    shared: &Shared,
+    client: Option<&Arc<dyn ClientHandlers>>,
+    params: CreateMessageRequestParams,
+) -> Result<CreateMessageResult, ErrorData> {
+    shared.log(
+        LogLevel::Info,
+        LogSource::Protocol,
+        "server asked for sampling".to_string(),
+    );
+    match client {
+        Some(client) if client.features().sampling => client
+            .create_message(&shared.server, params)
+            .await
+            .map_err(refused),
+        _ => Err(not_offered("sampling")),
+    }
+}
+
+async fn elicit(
+    shared: &Shared,
+    client: Option<&Arc<dyn ClientHandlers>>,
+    params: ElicitRequestParams,
+) -> Result<ElicitResult, ErrorData> {
+    shared.log(
+        LogLevel::Info,
+        LogSource::Protocol,
+        "server asked for elicitation".to_string(),
+    );
+    match client {
+        Some(client) => client.elicit(&shared.server, params).await.map_err(refused),
+        None => Ok(ElicitResult::new(ElicitationAction::Decline)),
+    }
+}
+
+/// Answers one input request of a 2026-07-28 `input_required` result (SEP-2322) with the
+/// same handlers that answer server-to-client requests; the answer is the wire JSON.
+pub(crate) async fn answer_input(
+    shared: &Shared,
+    client: Option<&Arc<dyn ClientHandlers>>,
+    request: InputRequest,
+) -> Result<serde_json::Value, String> {
+    let refusal = |error: ErrorData| error.message.to_string();
+    let answer = match request {
+        InputRequest::CreateMessage(request) => serde_json::to_value(
+            create_message(shared, client, request.params)
+                .await
+                .map_err(refusal)?,
+        ),
+        InputRequest::Elicitation(request) => serde_json::to_value(
+            elicit(shared, client, request.params)
+                .await
+                .map_err(refusal)?,
+        ),
+        InputRequest::ListRoots(_) => {
+            serde_json::to_value(list_roots(shared, client).await.map_err(refusal)?)
+        }
+        other => {
+            let method = serde_json::to_value(&other)
+                .ok()
+                .and_then(|v| v.get("method").and_then(|m| m.as_str()).map(str::to_string))
+                .unwrap_or_else(|| "an unknown method".to_string());
+            return Err(format!("input requests for {method} are not supported"));
+        }
+    };
+    answer.map_err(|err| format!("cannot encode the answer: {err}"))
+}
+
 impl ClientHandler for Handler {
     async fn on_progress(
         &self,
@@ -138,16 +220,7 @@ impl ClientHandler for Handler {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        match &self.client {
-            Some(client) if client.features().roots => {
-                let roots = client
-                    .list_roots(&self.shared.server)
-                    .await
-                    .map_err(refused)?;
-                Ok(ListRootsResult::new(roots))
-            }
-            _ => Err(not_offered("roots")),
-        }
+        list_roots(&self.shared, self.client.as_ref()).await
     }
 
     async fn create_message(
@@ -155,18 +228,7 @@ impl ClientHandler for Handler {
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        self.shared.log(
-            LogLevel::Info,
-            LogSource::Protocol,
-            "server asked for sampling".to_string(),
-        );
-        match &self.client {
-            Some(client) if client.features().sampling => client
-                .create_message(&self.shared.server, params)
-                .await
-                .map_err(refused),
-            _ => Err(not_offered("sampling")),
-        }
+        create_message(&self.shared, self.client.as_ref(), params).await
     }
 
     async fn create_elicitation(
@@ -174,18 +236,7 @@ impl ClientHandler for Handler {
         params: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        self.shared.log(
-            LogLevel::Info,
-            LogSource::Protocol,
-            "server asked for elicitation".to_string(),
-        );
-        match &self.client {
-            Some(client) => client
-                .elicit(&self.shared.server, params)
-                .await
-                .map_err(refused),
-            None => Ok(ElicitResult::new(ElicitationAction::Decline)),
-        }
+        elicit(&self.shared, self.client.as_ref(), params).await
     }
 
     fn get_info(&self) -> ClientConfig {

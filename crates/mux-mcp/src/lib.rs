@@ -16,6 +16,7 @@ mod handler;
 mod log;
 mod modes;
 mod naming;
+mod oauth;
 mod policy;
 mod proxy;
 mod state;
@@ -25,12 +26,12 @@ mod transport;
 #[allow(deprecated)]
 pub use client::{ClientFeatures, ClientHandlers, HandlerError};
 pub use config::{
-    ConfigError, HttpSpec, Secret, ServerSpec, StdioSpec, TransportSpec, load_config, parse_config,
-    parse_config_with,
+    ConfigError, HttpSpec, OAuthSpec, Secret, ServerSpec, StdioSpec, TransportSpec, load_config,
+    parse_config, parse_config_with,
 };
 pub use connection::{
-    ConnectionOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_SHUTDOWN_GRACE, PendingCall,
-    ServerConnection,
+    ConnectionOptions, DEFAULT_AUTHORIZATION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_SHUTDOWN_GRACE, Lifecycle, MAX_INPUT_ROUNDS, PendingCall, ServerConnection,
 };
 pub use coordinator::{
     AddServerError, Coordinator, CoordinatorConfig, DEFAULT_TOOL_TIMEOUT, ServerSnapshot, Snapshot,

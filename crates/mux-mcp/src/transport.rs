@@ -12,7 +12,9 @@ use rmcp::RoleClient;
 use rmcp::model::{JsonRpcMessage, ServerNotification};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig,
+};
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
@@ -161,16 +163,31 @@ pub(crate) async fn pump_stderr(stderr: ChildStderr, sink: impl Fn(String)) {
     }
 }
 
-/// Builds the Streamable HTTP transport for `spec`. The HTTP client sets TCP_NODELAY.
+/// The HTTP client mux dials servers with: TCP_NODELAY on every socket.
+pub(crate) fn http_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .build()
+        .map_err(|err| format!("cannot build the HTTP client: {err}"))
+}
+
+/// Builds the Streamable HTTP transport for `spec`.
 pub(crate) fn http(
     spec: &HttpSpec,
     closed: CancellationToken,
     barrier: Arc<ProgressBarrier>,
 ) -> Result<HttpTransport, String> {
-    let client = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .build()
-        .map_err(|err| format!("cannot build the HTTP client: {err}"))?;
+    http_with(http_client()?, spec, closed, barrier)
+}
+
+/// Builds the Streamable HTTP transport for `spec` on `client` (plain, or one that adds
+/// OAuth tokens).
+pub(crate) fn http_with<C: StreamableHttpClient + Send + Sync + 'static>(
+    client: C,
+    spec: &HttpSpec,
+    closed: CancellationToken,
+    barrier: Arc<ProgressBarrier>,
+) -> Result<Watched<StreamableHttpClientTransport<C>>, String> {
     let mut headers = HashMap::new();
     for (name, value) in &spec.headers {
         let header = http::HeaderName::from_bytes(name.as_bytes())

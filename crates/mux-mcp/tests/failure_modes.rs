@@ -21,6 +21,7 @@ fn quick(connect_timeout: Duration) -> ConnectionOptions {
     ConnectionOptions {
         connect_timeout,
         shutdown_grace: Duration::from_millis(500),
+        ..ConnectionOptions::default()
     }
 }
 

@@ -7,7 +7,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mux_mcp::{McpEvent, ServerSpec};
+use mux_mcp::rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use mux_mcp::{CallError, ClientFeatures, ClientHandlers, HandlerError, McpEvent, ServerSpec};
+use mux_tool::BoxFuture;
 use mux_tool::{Content, ProgressSender, Tool, ToolContext, ToolError, ToolUpdate};
 use serde_json::json;
 
@@ -225,5 +227,97 @@ async fn modes_select_tool_sets_across_servers() {
         McpFilter::Spec(ToolFilter::glob("*fail").unwrap()),
     ]);
     assert_eq!(coordinator.tools_matching(&filter).len(), 1);
+    coordinator.stop_all().await;
+}
+
+/// Answers every form elicitation with `{"name": "mux"}` and counts them.
+struct NameGiver(std::sync::atomic::AtomicUsize);
+
+impl ClientHandlers for NameGiver {
+    fn features(&self) -> ClientFeatures {
+        ClientFeatures {
+            elicitation_form: true,
+            ..ClientFeatures::default()
+        }
+    }
+
+    fn elicit(
+        &self,
+        _server: &str,
+        _params: ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async {
+            Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"name": "mux"})))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_required_round_is_answered_by_the_client_handlers() {
+    let giver = Arc::new(NameGiver(std::sync::atomic::AtomicUsize::new(0)));
+    let coordinator = common::coordinator().with_client_handlers(giver.clone());
+    let report = coordinator
+        .start_all_and_wait(vec![common::modern("py")])
+        .await
+        .unwrap();
+    assert_eq!(report.connected, ["py"], "{report:?}");
+    let connection = coordinator.connection("py").unwrap();
+    assert_eq!(connection.protocol_version().as_deref(), Some("2026-07-28"));
+    let out = find(&coordinator.tools(), "mcp__py__greet")
+        .call(json!({}), ToolContext::new("g"))
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{out:?}");
+    assert!(out.to_text().contains("Hello, mux!"), "{out:?}");
+    assert_eq!(giver.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    coordinator.stop_all().await;
+}
+
+/// Declares form elicitation but refuses every request.
+struct Refuser;
+
+impl ClientHandlers for Refuser {
+    fn features(&self) -> ClientFeatures {
+        ClientFeatures {
+            elicitation_form: true,
+            ..ClientFeatures::default()
+        }
+    }
+
+    fn elicit(
+        &self,
+        _server: &str,
+        _params: ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
+        Box::pin(async { Err(HandlerError("no one is at the keyboard".into())) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_request_the_handlers_refuse_is_a_typed_error() {
+    let coordinator = common::coordinator().with_client_handlers(Arc::new(Refuser));
+    let report = coordinator
+        .start_all_and_wait(vec![common::modern("py")])
+        .await
+        .unwrap();
+    assert_eq!(report.connected, ["py"], "{report:?}");
+    let result = find(&coordinator.tools(), "mcp__py__greet")
+        .call(json!({}), ToolContext::new("g"))
+        .await;
+    let Err(ToolError::Other(error)) = result else {
+        panic!("expected a typed error, got {result:?}");
+    };
+    match error.downcast_ref::<CallError>() {
+        Some(CallError::InputRequired {
+            server,
+            tool,
+            message,
+        }) => {
+            assert_eq!((server.as_str(), tool.as_str()), ("py", "greet"));
+            assert!(message.contains("no one is at the keyboard"), "{message}");
+        }
+        other => panic!("expected CallError::InputRequired, got {other:?}"),
+    }
     coordinator.stop_all().await;
 }

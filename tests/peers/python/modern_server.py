@@ -2,12 +2,16 @@
 tests: it speaks 2026-07-28 (the `server/discover` lifecycle) as well as older versions.
 
 Tools: `add` (typed arguments and structured output), `shout` (text), `slow` (progress
-notifications, then a result), `fail` (an `isError` result).
+notifications, then a result), `fail` (an `isError` result), `greet` (asks the client for a
+name by elicitation: an `input_required` round on 2026-07-28, SEP-2322).
 """
 
 import asyncio
+from typing import Annotated
 
-from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
+
+from mcp.server.mcpserver import Context, Elicit, MCPServer, Resolve
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("mux-test-modern")
@@ -38,6 +42,20 @@ async def slow(steps: int, ctx: Context) -> str:
 def fail(reason: str) -> str:
     """Always fails with the given reason."""
     raise ToolError(reason)
+
+
+class Name(BaseModel):
+    name: str
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("Whom should I greet?", Name)
+
+
+@server.tool()
+def greet(who: Annotated[Name, Resolve(ask_name)]) -> str:
+    """Asks the client whom to greet, then greets them."""
+    return f"Hello, {who.name}!"
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ pub(crate) fn coordinator() -> Coordinator {
         connection: ConnectionOptions {
             connect_timeout: Duration::from_secs(20),
             shutdown_grace: Duration::from_secs(1),
+            ..ConnectionOptions::default()
         },
         reconnect: ReconnectPolicy::Backoff {
             max_attempts: 5,

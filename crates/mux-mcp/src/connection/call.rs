@@ -1,0 +1,358 @@
+//! Tool calls on a live connection: the request, progress routing, cancellation, timeouts,
+//! SEP-2322 `input_required` rounds and OAuth re-authorization.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use mux_tool::ToolContext;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, InputRequiredResult, InputResponses, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{Inner, MAX_AUTH_ROUNDS, MAX_INPUT_ROUNDS, PendingEntry, ServerConnection, lock};
+use crate::handler::answer_input;
+use crate::oauth::{Challenge, FlowContext, OAuth, request_challenge};
+use crate::{AuthProgress, CallEnd, CallError, LogLevel, LogSource, McpEvent};
+
+impl ServerConnection {
+    /// Calls `tool` with `arguments` (a JSON object or null). Progress goes to `cx`'s
+    /// progress sender; cancelling `cx` or passing `timeout` sends `notifications/cancelled`.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Value,
+        cx: &ToolContext,
+        timeout: Duration,
+    ) -> Result<CallToolResult, CallError> {
+        let inner = &self.inner;
+        let server = inner.spec.name.clone();
+        let arguments = match arguments {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            _ => {
+                return Err(CallError::InvalidArguments {
+                    server,
+                    tool: tool.to_string(),
+                });
+            }
+        };
+        let Some(link) = lock(&inner.link).clone() else {
+            return Err(CallError::NotConnected {
+                server,
+                tool: tool.to_string(),
+                state: self.state().name(),
+            });
+        };
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        params.arguments = arguments;
+        let lost = || CallError::ConnectionLost {
+            server: server.clone(),
+            tool: tool.to_string(),
+        };
+        let call_id = cx.call_id().to_string();
+        let cancel = cx.cancellation().child_token();
+        let started = Instant::now();
+        let deadline = started + timeout;
+        let mut input_rounds = 0usize;
+        let mut state_only_rounds = 0u32;
+        let mut auth_rounds = 0u32;
+        let oauth = lock(&inner.oauth).clone();
+        let mut route: Option<Route<'_>> = None;
+        let (result, end) = loop {
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+            let handle = match link
+                .peer
+                .send_request_with_option(request, PeerRequestOptions::no_options())
+                .await
+            {
+                Ok(handle) => handle,
+                // Nothing was announced yet: the call never started.
+                Err(_) if input_rounds == 0 && auth_rounds == 0 => return Err(lost()),
+                Err(_) => break (Err(lost()), CallEnd::Failed),
+            };
+            let expired = CancellationToken::new();
+            // Kept past the loop: progress that arrived before the result is delivered while
+            // the barrier settles, and it needs the route.
+            route = Some(Route::new(
+                inner,
+                handle.progress_token.clone(),
+                cx,
+                PendingEntry {
+                    call_id: call_id.clone(),
+                    tool: tool.to_string(),
+                    started,
+                    cancel: cancel.clone(),
+                    deadline,
+                    expired: expired.clone(),
+                },
+            ));
+            if input_rounds == 0 && auth_rounds == 0 {
+                inner.shared.events.send(McpEvent::CallStarted {
+                    server: server.clone(),
+                    tool: tool.to_string(),
+                    call_id: call_id.clone(),
+                });
+            }
+            let request_id = handle.id.clone();
+            let peer = handle.peer.clone();
+            let send_cancel = |reason: &str| {
+                let peer = peer.clone();
+                let params = CancelledNotificationParam::new(
+                    Some(request_id.clone()),
+                    Some(reason.to_string()),
+                );
+                async move {
+                    // The server may already be gone; the call ends either way.
+                    let _ =
+                        tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(params))
+                            .await;
+                }
+            };
+            let cancelled = || CallError::Cancelled {
+                server: server.clone(),
+                tool: tool.to_string(),
+            };
+            let timed_out = || CallError::TimedOut {
+                server: server.clone(),
+                tool: tool.to_string(),
+                timeout,
+            };
+            let next = tokio::select! {
+                biased;
+                response = handle.rx => match response {
+                    Ok(Ok(ServerResult::CallToolResult(result))) => break (Ok(result), CallEnd::Completed),
+                    Ok(Ok(ServerResult::InputRequiredResult(asked))) => Next::Input(asked),
+                    Ok(Ok(other)) => break (Err(CallError::Protocol {
+                        server: server.clone(),
+                        tool: tool.to_string(),
+                        message: format!("expected a tool result, got {}", result_kind(&other)),
+                    }), CallEnd::Failed),
+                    Ok(Err(ServiceError::McpError(error))) => break (Err(CallError::Protocol {
+                        server: server.clone(),
+                        tool: tool.to_string(),
+                        message: error.message.to_string(),
+                    }), CallEnd::Failed),
+                    Ok(Err(err)) => match request_challenge(&err) {
+                        Some(challenge) if oauth.is_some() => Next::Challenge(challenge),
+                        Some(_) => break (Err(CallError::Protocol {
+                            server: server.clone(),
+                            tool: tool.to_string(),
+                            message: "the server refused the call's authorization (HTTP 401/403)".into(),
+                        }), CallEnd::Failed),
+                        None => break (Err(lost()), CallEnd::Failed),
+                    },
+                    Err(_) => break (Err(lost()), CallEnd::Failed),
+                },
+                () = link.closed.cancelled() => break (Err(lost()), CallEnd::Failed),
+                () = cancel.cancelled() => {
+                    send_cancel("cancelled by the caller").await;
+                    break (Err(cancelled()), CallEnd::Cancelled);
+                }
+                // The connection's deadline keeper fires this: one timer per connection, not a
+                // timer per call (arming a timer per call costs a cross-thread wake-up).
+                () = expired.cancelled() => {
+                    send_cancel("timed out").await;
+                    break (Err(timed_out()), CallEnd::TimedOut);
+                }
+            };
+            let input_required = match next {
+                Next::Input(asked) => asked,
+                Next::Challenge(challenge) => {
+                    // Authorize (again, or for more scopes), then send the same call again.
+                    auth_rounds += 1;
+                    let authorized = match (&oauth, auth_rounds <= MAX_AUTH_ROUNDS) {
+                        (Some(oauth), true) => {
+                            tokio::select! {
+                                biased;
+                                done = self.reauthorize(oauth, &challenge) => done,
+                                () = cancel.cancelled() => break (Err(cancelled()), CallEnd::Cancelled),
+                            }
+                        }
+                        _ => Err(format!(
+                            "still refused after {MAX_AUTH_ROUNDS} authorizations"
+                        )),
+                    };
+                    if let Err(message) = authorized {
+                        break (
+                            Err(CallError::Protocol {
+                                server: server.clone(),
+                                tool: tool.to_string(),
+                                message: format!("authorization failed: {message}"),
+                            }),
+                            CallEnd::Failed,
+                        );
+                    }
+                    continue;
+                }
+            };
+            // SEP-2322: the server needs input first. Answer it, then retry the call with the
+            // answers and the echoed request state.
+            input_rounds += 1;
+            if input_rounds >= MAX_INPUT_ROUNDS {
+                break (
+                    Err(CallError::InputRequired {
+                        server: server.clone(),
+                        tool: tool.to_string(),
+                        message: format!("still asking for input after {MAX_INPUT_ROUNDS} rounds"),
+                    }),
+                    CallEnd::Failed,
+                );
+            }
+            let answers = tokio::select! {
+                biased;
+                answers = self.answer_inputs(input_required, &mut state_only_rounds) => answers,
+                () = cancel.cancelled() => break (Err(cancelled()), CallEnd::Cancelled),
+                () = tokio::time::sleep_until(deadline.into()) => break (Err(timed_out()), CallEnd::TimedOut),
+            };
+            match answers {
+                Ok((responses, state)) => {
+                    params.input_responses = responses;
+                    params.request_state = state;
+                }
+                Err(message) => {
+                    break (
+                        Err(CallError::InputRequired {
+                            server: server.clone(),
+                            tool: tool.to_string(),
+                            message,
+                        }),
+                        CallEnd::Failed,
+                    );
+                }
+            }
+        };
+        if end == CallEnd::Completed {
+            // Deliver the progress that arrived before the result before returning it.
+            link.barrier.settle(Duration::from_millis(250)).await;
+        }
+        drop(route);
+        inner.shared.events.send(McpEvent::CallEnded {
+            server,
+            tool: tool.to_string(),
+            call_id,
+            duration: started.elapsed(),
+            end,
+        });
+        result
+    }
+
+    /// Runs OAuth again while connected: a new authorization for a 401, more scopes for a
+    /// 403 `insufficient_scope`. Steps are logged; the state stays connected.
+    async fn reauthorize(&self, oauth: &OAuth, challenge: &Challenge) -> Result<(), String> {
+        let inner = &self.inner;
+        let shared = inner.shared.clone();
+        let progress = move |progress: AuthProgress| {
+            shared.log(
+                LogLevel::Info,
+                LogSource::Protocol,
+                format!("re-authorizing: {progress:?}"),
+            );
+        };
+        let cx = FlowContext {
+            server: &inner.spec.name,
+            handlers: lock(&inner.client).clone(),
+            progress: &progress,
+        };
+        let limit = inner.options.authorization_timeout;
+        let flow = async {
+            match challenge {
+                Challenge::Unauthorized(header) => oauth.authorize(header, &cx).await,
+                Challenge::InsufficientScope(header) => oauth.upgrade(header, &cx).await,
+            }
+        };
+        match tokio::time::timeout(limit, flow).await {
+            Ok(result) => result,
+            Err(_) => Err(format!("not completed within {limit:?}")),
+        }
+    }
+
+    /// Answers every input request of an `input_required` result through the client
+    /// handlers; returns the answers (if any) and the request state to echo.
+    async fn answer_inputs(
+        &self,
+        asked: InputRequiredResult,
+        state_only_rounds: &mut u32,
+    ) -> Result<(Option<InputResponses>, Option<String>), String> {
+        let requests = asked.input_requests.unwrap_or_default();
+        if requests.is_empty() {
+            if asked.request_state.is_none() {
+                return Err("an input_required result with neither requests nor state".into());
+            }
+            // Only state to echo: back off a little so a polling server is not hammered.
+            let pause = (50u64 << (*state_only_rounds).min(3)).min(250);
+            tokio::time::sleep(Duration::from_millis(pause)).await;
+            *state_only_rounds += 1;
+            return Ok((None, asked.request_state));
+        }
+        *state_only_rounds = 0;
+        let client = lock(&self.inner.client).clone();
+        let shared = &self.inner.shared;
+        let answers = futures::future::join_all(requests.into_iter().map(|(key, request)| {
+            let client = client.clone();
+            async move {
+                let answer = answer_input(shared, client.as_ref(), request).await;
+                (key, answer)
+            }
+        }))
+        .await;
+        let mut responses = InputResponses::new();
+        for (key, answer) in answers {
+            let value = answer.map_err(|message| format!("input request `{key}`: {message}"))?;
+            responses.insert(key, value);
+        }
+        Ok((Some(responses), asked.request_state))
+    }
+}
+
+/// What a call round asks for before the call can go on.
+enum Next {
+    /// SEP-2322 input.
+    Input(InputRequiredResult),
+    /// Authorization (HTTP 401 or 403 `insufficient_scope`).
+    Challenge(Challenge),
+}
+
+/// Registers a call's progress route and pending entry; removes both when dropped.
+struct Route<'a> {
+    inner: &'a Inner,
+    token: rmcp::model::ProgressToken,
+    seq: u64,
+}
+
+impl<'a> Route<'a> {
+    fn new(
+        inner: &'a Inner,
+        token: rmcp::model::ProgressToken,
+        cx: &ToolContext,
+        entry: PendingEntry,
+    ) -> Self {
+        let seq = inner.next_call.fetch_add(1, Ordering::Relaxed);
+        lock(&inner.progress).insert(token.clone(), cx.clone());
+        lock(&inner.pending).insert(seq, entry);
+        Self { inner, token, seq }
+    }
+}
+
+impl Drop for Route<'_> {
+    fn drop(&mut self) {
+        lock(&self.inner.progress).remove(&self.token);
+        lock(&self.inner.pending).remove(&self.seq);
+    }
+}
+
+fn result_kind(result: &ServerResult) -> String {
+    serde_json::to_value(result)
+        .ok()
+        .and_then(|v| {
+            v.as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>().join(","))
+        })
+        .map_or_else(
+            || "an unreadable result".to_string(),
+            |keys| format!("a result with fields [{keys}]"),
+        )
+}

@@ -1,0 +1,210 @@
+//! OAuth for Streamable HTTP servers, on rmcp's `auth` support: the reactive flow of the MCP
+//! authorization spec. A request goes out without a token; a 401 challenge starts discovery
+//! (protected resource metadata, then authorization server metadata), client identification
+//! (pre-registered, metadata document or dynamic registration) and the authorization-code
+//! flow with PKCE; a 403 `insufficient_scope` challenge asks again for the union of the
+//! granted and the required scopes. The user's part, visiting the authorization URL, goes
+//! to [`ClientHandlers::authorize`].
+
+use std::sync::Arc;
+
+use rmcp::transport::auth::{
+    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
+    OAuthState, WWWAuthenticateParams,
+};
+
+use rmcp::service::{ClientInitializeError, ServiceError};
+use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
+
+use crate::client::ClientHandlers;
+use crate::config::OAuthSpec;
+use crate::state::AuthProgress;
+
+/// The OAuth state of one server connection. It outlives reconnects, so a token is reused.
+pub(crate) struct OAuth {
+    url: String,
+    spec: OAuthSpec,
+    client: AuthClient<reqwest::Client>,
+}
+
+/// Where the flow reports its steps and reaches the user.
+pub(crate) struct FlowContext<'a> {
+    pub(crate) server: &'a str,
+    pub(crate) handlers: Option<Arc<dyn ClientHandlers>>,
+    pub(crate) progress: &'a (dyn Fn(AuthProgress) + Send + Sync),
+}
+
+fn failed(what: &str, err: AuthError) -> String {
+    format!("OAuth {what} failed: {err}")
+}
+
+impl OAuth {
+    pub(crate) async fn new(
+        url: &str,
+        spec: OAuthSpec,
+        http: reqwest::Client,
+    ) -> Result<Self, String> {
+        let manager = AuthorizationManager::new(url)
+            .await
+            .map_err(|err| failed("setup", err))?;
+        Ok(Self {
+            url: url.to_string(),
+            spec,
+            client: AuthClient::new(http, manager),
+        })
+    }
+
+    /// The HTTP client the transport sends through: it adds the current token.
+    pub(crate) fn http_client(&self) -> AuthClient<reqwest::Client> {
+        self.client.clone()
+    }
+
+    /// Runs the authorization-code flow seeded by a 401 `challenge` (its `WWW-Authenticate`).
+    pub(crate) async fn authorize(
+        &self,
+        challenge: &str,
+        cx: &FlowContext<'_>,
+    ) -> Result<(), String> {
+        (cx.progress)(AuthProgress::Starting);
+        let mut request = AuthorizationRequest::new(self.spec.redirect_uri.clone())
+            .with_challenge(challenge)
+            .with_client_name(self.spec.client_name.clone());
+        if !self.spec.scopes.is_empty() {
+            request = request.with_scopes(self.spec.scopes.clone());
+        }
+        if let Some(client_id) = &self.spec.client_id {
+            request = request.with_preregistered_client(client_id.clone());
+            if let Some(secret) = &self.spec.client_secret {
+                request = request.with_client_secret(secret.expose());
+            }
+        }
+        if let Some(url) = &self.spec.client_metadata_url {
+            request = request.with_client_metadata_url(url.clone());
+        }
+        let manager = AuthorizationManager::new(self.url.as_str())
+            .await
+            .map_err(|err| failed("setup", err))?;
+        let mut state = OAuthState::Unauthorized(manager);
+        state
+            .start_authorization(request)
+            .await
+            .map_err(|err| failed("discovery and client registration", err))?;
+        let url = state
+            .get_authorization_url()
+            .await
+            .map_err(|err| failed("authorization", err))?;
+        let redirect = self.ask_user(&url, cx).await?;
+        (cx.progress)(AuthProgress::ExchangingToken);
+        state
+            .handle_callback_url(&redirect)
+            .await
+            .map_err(|err| failed("token exchange", err))?;
+        let manager = state
+            .into_authorization_manager()
+            .ok_or("OAuth flow ended without an authorized client")?;
+        *self.client.auth_manager.lock().await = manager;
+        Ok(())
+    }
+
+    /// Asks for the scopes a 403 `insufficient_scope` `challenge` names, on top of those
+    /// already granted. rmcp allows three such upgrades per authorization.
+    pub(crate) async fn upgrade(
+        &self,
+        challenge: &str,
+        cx: &FlowContext<'_>,
+    ) -> Result<(), String> {
+        let base =
+            reqwest::Url::parse(&self.url).map_err(|err| format!("bad server URL: {err}"))?;
+        let params = WWWAuthenticateParams::parse(challenge, &base);
+        let scope = params
+            .scope
+            .ok_or("the server refused for lack of scope but named no scope")?;
+        let manager = self.client.auth_manager.lock().await;
+        let url = manager
+            .request_scope_upgrade(&scope)
+            .await
+            .map_err(|err| failed("scope upgrade", err))?;
+        let redirect = self.ask_user(&url, cx).await?;
+        let callback = AuthorizationCallback::from_redirect_url(&redirect)
+            .map_err(|err| failed("callback", err))?;
+        (cx.progress)(AuthProgress::ExchangingToken);
+        manager
+            .exchange_code_for_token_with_issuer(
+                &callback.code,
+                &callback.csrf_token,
+                callback.issuer.as_deref(),
+            )
+            .await
+            .map_err(|err| failed("token exchange", err))?;
+        Ok(())
+    }
+
+    /// Hands `url` to the user through the client handlers; returns the redirect they got.
+    async fn ask_user(&self, url: &str, cx: &FlowContext<'_>) -> Result<String, String> {
+        let Some(handlers) = cx.handlers.as_ref() else {
+            return Err(
+                "the server requires OAuth authorization, but no client handlers are set to \
+                 send the user to the authorization page"
+                    .to_string(),
+            );
+        };
+        (cx.progress)(AuthProgress::OpeningBrowser {
+            url: url.to_string(),
+        });
+        (cx.progress)(AuthProgress::WaitingForCallback);
+        handlers
+            .authorize(cx.server, url)
+            .await
+            .map_err(|err| format!("authorization was not completed: {err}"))
+    }
+}
+
+/// The challenge of the 401 or 403 that made the handshake fail, if that is why it failed.
+pub(crate) fn init_challenge(error: &ClientInitializeError) -> Option<Challenge> {
+    error.auth_challenge().map(Challenge::from_header)
+}
+
+/// The challenge of the 401 or 403 that made a request fail, if that is why it failed.
+pub(crate) fn request_challenge(error: &ServiceError) -> Option<Challenge> {
+    let ServiceError::TransportSend(error) = error else {
+        return None;
+    };
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    while let Some(err) = current {
+        if let Some(found) = err.downcast_ref::<AuthRequiredError>() {
+            return Some(Challenge::Unauthorized(
+                found.www_authenticate_header.clone(),
+            ));
+        }
+        if let Some(found) = err.downcast_ref::<InsufficientScopeError>() {
+            return Some(Challenge::InsufficientScope(
+                found.www_authenticate_header.clone(),
+            ));
+        }
+        current = err.source();
+    }
+    None
+}
+
+/// Why the server refused a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Challenge {
+    /// 401: no token, or one it does not accept. The `WWW-Authenticate` value.
+    Unauthorized(String),
+    /// 403 `insufficient_scope`. The `WWW-Authenticate` value.
+    InsufficientScope(String),
+}
+
+impl Challenge {
+    /// Classifies a `WWW-Authenticate` value by its `error` parameter.
+    fn from_header(header: &str) -> Self {
+        let params = reqwest::Url::parse("http://localhost/")
+            .map(|base| WWWAuthenticateParams::parse(header, &base))
+            .unwrap_or_default();
+        if params.is_insufficient_scope() {
+            Self::InsufficientScope(header.to_string())
+        } else {
+            Self::Unauthorized(header.to_string())
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! OAuth against a local HTTP server that plays an OAuth-protected MCP server and its
+//! authorization server. (The official conformance suite, `cargo xtask conformance`, runs the
+//! full matrix of OAuth scenarios; this test pins the flow inside the crate's own tests.)
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mux_mcp::{
+    AuthProgress, ClientFeatures, ClientHandlers, ConnectError, ConnectionOptions, ConnectionState,
+    HandlerError, Lifecycle, McpEvent, OAuthSpec, Received, ServerConnection, ServerSpec,
+};
+use mux_tool::BoxFuture;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const TOKEN: &str = "token-for-mux";
+const REDIRECT: &str = "http://127.0.0.1:9/callback";
+
+/// One parsed request.
+struct Request {
+    method: String,
+    path: String,
+    headers: HashMap<String, String>,
+    body: String,
+}
+
+async fn read_request(stream: &mut TcpStream) -> Option<Request> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buffer[..head_end]).to_string();
+    let mut lines = head.lines();
+    let mut first = lines.next()?.split_whitespace();
+    let method = first.next()?.to_string();
+    let path = first.next()?.to_string();
+    let headers: HashMap<String, String> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while buffer.len() < head_end + length {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+    let body = String::from_utf8_lossy(&buffer[head_end..]).to_string();
+    Some(Request {
+        method,
+        path,
+        headers,
+        body,
+    })
+}
+
+async fn respond(stream: &mut TcpStream, status: &str, extra: &[(&str, String)], body: &str) {
+    let mut head = format!(
+        "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    if !body.is_empty() {
+        head.push_str("content-type: application/json\r\n");
+    }
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+/// What the fake saw.
+#[derive(Default)]
+struct Seen {
+    registrations: usize,
+    token_requests: Vec<String>,
+    unauthorized_mcp_requests: usize,
+}
+
+/// Serves, on one port: the MCP endpoint `/mcp` (401 without the token; `initialize`,
+/// `notifications/initialized` and `tools/list` with it), its protected resource metadata,
+/// the authorization server metadata, registration and the token endpoint.
+async fn serve(listener: TcpListener, seen: Arc<Mutex<Seen>>) {
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    loop {
+        let Ok((mut stream, _)) = listener.accept().await else {
+            return;
+        };
+        let base = base.clone();
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            let Some(request) = read_request(&mut stream).await else {
+                return;
+            };
+            let path = request
+                .path
+                .split('?')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            match (request.method.as_str(), path.as_str()) {
+                ("GET", "/.well-known/oauth-protected-resource/mcp") => {
+                    let body =
+                        json!({"resource": format!("{base}/mcp"), "authorization_servers": [base]});
+                    respond(&mut stream, "200 OK", &[], &body.to_string()).await;
+                }
+                ("GET", "/.well-known/oauth-authorization-server") => {
+                    let body = json!({
+                        "issuer": base,
+                        "authorization_endpoint": format!("{base}/authorize"),
+                        "token_endpoint": format!("{base}/token"),
+                        "registration_endpoint": format!("{base}/register"),
+                        "response_types_supported": ["code"],
+                        "grant_types_supported": ["authorization_code", "refresh_token"],
+                        "code_challenge_methods_supported": ["S256"],
+                        "token_endpoint_auth_methods_supported": ["none"],
+                    });
+                    respond(&mut stream, "200 OK", &[], &body.to_string()).await;
+                }
+                ("POST", "/register") => {
+                    seen.lock().unwrap().registrations += 1;
+                    let body =
+                        json!({"client_id": "registered-client", "redirect_uris": [REDIRECT]});
+                    respond(&mut stream, "201 Created", &[], &body.to_string()).await;
+                }
+                ("POST", "/token") => {
+                    seen.lock()
+                        .unwrap()
+                        .token_requests
+                        .push(request.body.clone());
+                    let body =
+                        json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600});
+                    respond(&mut stream, "200 OK", &[], &body.to_string()).await;
+                }
+                (_, "/mcp") => mcp(&mut stream, &request, &base, &seen).await,
+                _ => respond(&mut stream, "404 Not Found", &[], "").await,
+            }
+        });
+    }
+}
+
+async fn mcp(stream: &mut TcpStream, request: &Request, base: &str, seen: &Mutex<Seen>) {
+    let authorized = request.headers.get("authorization").map(String::as_str)
+        == Some(&format!("Bearer {TOKEN}"));
+    if !authorized {
+        seen.lock().unwrap().unauthorized_mcp_requests += 1;
+        let challenge =
+            format!("Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\"");
+        respond(
+            stream,
+            "401 Unauthorized",
+            &[("www-authenticate", challenge)],
+            "{}",
+        )
+        .await;
+        return;
+    }
+    if request.method != "POST" {
+        respond(stream, "405 Method Not Allowed", &[], "").await;
+        return;
+    }
+    let message: Value = serde_json::from_str(&request.body).unwrap_or(Value::Null);
+    let id = message.get("id").cloned();
+    let result = match message["method"].as_str() {
+        Some("initialize") => json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake-protected", "version": "1.0.0"},
+        }),
+        Some("tools/list") => {
+            json!({"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]})
+        }
+        _ => {
+            respond(stream, "202 Accepted", &[], "").await;
+            return;
+        }
+    };
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
+    respond(stream, "200 OK", &[], &body.to_string()).await;
+}
+
+/// Plays the user: records the authorization URL and answers with the redirect the
+/// authorization server would send, or refuses.
+struct User {
+    urls: Mutex<Vec<String>>,
+    consent: bool,
+}
+
+impl ClientHandlers for User {
+    fn features(&self) -> ClientFeatures {
+        ClientFeatures::default()
+    }
+
+    fn authorize(&self, _server: &str, url: &str) -> BoxFuture<'_, Result<String, HandlerError>> {
+        self.urls.lock().unwrap().push(url.to_string());
+        let state = reqwest_free_query(url, "state");
+        let consent = self.consent;
+        Box::pin(async move {
+            if consent {
+                Ok(format!(
+                    "{REDIRECT}?code=the-code&state={}",
+                    state.unwrap_or_default()
+                ))
+            } else {
+                Err(HandlerError("the user closed the browser".into()))
+            }
+        })
+    }
+}
+
+/// The raw (still percent-encoded) value of `key` in `url`'s query.
+fn reqwest_free_query(url: &str, key: &str) -> Option<String> {
+    let query = url.split_once('?')?.1;
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.to_string())
+}
+
+async fn start() -> (String, Arc<Mutex<Seen>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    tokio::spawn(serve(listener, seen.clone()));
+    (url, seen)
+}
+
+fn connection(url: &str, user: Arc<User>) -> ServerConnection {
+    let spec = ServerSpec::http("protected", url).with_oauth(OAuthSpec::new(REDIRECT));
+    let connection = ServerConnection::new(
+        spec,
+        ConnectionOptions {
+            connect_timeout: Duration::from_secs(10),
+            lifecycle: Lifecycle::Initialize,
+            authorization_timeout: Duration::from_secs(10),
+            ..ConnectionOptions::default()
+        },
+    );
+    connection.set_client_handlers(user);
+    connection
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_runs_the_authorization_code_flow_and_connects_with_the_token() {
+    let (url, seen) = start().await;
+    let user = Arc::new(User {
+        urls: Mutex::new(Vec::new()),
+        consent: true,
+    });
+    let connection = connection(&url, user.clone());
+    let mut events = connection.subscribe();
+    let tools = connection.connect().await.unwrap();
+    assert_eq!(tools[0].name, "whoami");
+    assert!(connection.state().is_connected());
+
+    let urls = user.urls.lock().unwrap().clone();
+    assert_eq!(urls.len(), 1, "{urls:?}");
+    let auth_url = &urls[0];
+    assert!(auth_url.contains("/authorize?"), "{auth_url}");
+    assert_eq!(
+        reqwest_free_query(auth_url, "client_id").as_deref(),
+        Some("registered-client")
+    );
+    assert_eq!(
+        reqwest_free_query(auth_url, "code_challenge_method").as_deref(),
+        Some("S256")
+    );
+    assert!(
+        reqwest_free_query(auth_url, "resource").is_some(),
+        "{auth_url}"
+    );
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.registrations, 1);
+        assert_eq!(seen.token_requests.len(), 1);
+        let token_request = &seen.token_requests[0];
+        assert!(token_request.contains("code=the-code"), "{token_request}");
+        assert!(token_request.contains("code_verifier="), "{token_request}");
+        assert!(seen.unauthorized_mcp_requests >= 1);
+    }
+
+    // The state machine went connecting -> authenticating (each step) -> connected.
+    let mut steps = Vec::new();
+    while let Some(received) = events.try_recv() {
+        match received {
+            Received::Event(McpEvent::StateChanged { to, .. }) => steps.push(to),
+            Received::Lagged { missed } => panic!("missed {missed} events"),
+            _ => {}
+        }
+    }
+    let names: Vec<&str> = steps.iter().map(ConnectionState::name).collect();
+    assert_eq!(names.first(), Some(&"connecting"), "{names:?}");
+    assert_eq!(names.last(), Some(&"connected"), "{names:?}");
+    assert!(steps.contains(&ConnectionState::Authenticating {
+        progress: AuthProgress::ExchangingToken
+    }));
+    assert!(steps.iter().any(|s| matches!(
+        s,
+        ConnectionState::Authenticating { progress: AuthProgress::OpeningBrowser { url } } if url == auth_url
+    )));
+
+    // A reconnect reuses the token: no second authorization.
+    connection.disconnect().await;
+    connection.connect().await.unwrap();
+    assert_eq!(user.urls.lock().unwrap().len(), 1);
+    connection.disconnect().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_authorization_is_a_typed_error() {
+    let (url, seen) = start().await;
+    let user = Arc::new(User {
+        urls: Mutex::new(Vec::new()),
+        consent: false,
+    });
+    let connection = connection(&url, user);
+    let err = connection.connect().await.unwrap_err();
+    match &err {
+        ConnectError::Authorization { server, reason } => {
+            assert_eq!(server, "protected");
+            assert!(reason.contains("the user closed the browser"), "{reason}");
+        }
+        other => panic!("expected an authorization error, got {other:?}"),
+    }
+    assert_eq!(connection.state().name(), "failed");
+    assert!(seen.lock().unwrap().token_requests.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_oauth_a_401_is_a_handshake_error() {
+    let (url, _seen) = start().await;
+    let connection = ServerConnection::new(
+        ServerSpec::http("protected", url),
+        ConnectionOptions {
+            connect_timeout: Duration::from_secs(10),
+            lifecycle: Lifecycle::Initialize,
+            ..ConnectionOptions::default()
+        },
+    );
+    let err = connection.connect().await.unwrap_err();
+    assert!(
+        matches!(&err, ConnectError::Handshake { reason, .. } if reason.contains("Auth required")),
+        "{err:?}"
+    );
+}
