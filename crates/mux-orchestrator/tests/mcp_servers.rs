@@ -53,6 +53,7 @@ fn coordinator_config() -> CoordinatorConfig {
         connection: ConnectionOptions {
             connect_timeout: Duration::from_secs(20),
             shutdown_grace: Duration::from_secs(1),
+            ..ConnectionOptions::default()
         },
         reconnect: ReconnectPolicy::None,
         health_interval: None,
