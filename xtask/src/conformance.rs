@@ -20,6 +20,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::cargo::{Cmd, workspace_root};
+use crate::peers::{newer_or_same, run_in};
 
 /// The requirement sets the suite runs, oldest first.
 const REVISIONS: &[&str] = &["2025-11-25", "2026-07-28"];
@@ -510,32 +511,6 @@ fn judge(
         unscored.join("\n")
     );
     report
-}
-
-fn run_in(dir: &Path, command: &mut Command, what: &str) -> Result<(), String> {
-    eprintln!("$ {what} (in {})", dir.display());
-    let status = command
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .status()
-        .map_err(|err| format!("`{what}` did not start: {err}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{what}` in {} exited with {status}",
-            dir.display()
-        ))
-    }
-}
-
-/// Whether `path` exists and was modified no earlier than `than`.
-fn newer_or_same(path: &Path, than: &Path) -> bool {
-    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
-    match (modified(path), modified(than)) {
-        (Some(path), Some(than)) => path >= than,
-        _ => false,
-    }
 }
 
 #[cfg(test)]

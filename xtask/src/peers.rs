@@ -7,7 +7,7 @@
 //! Both steps are idempotent: an install that matches its inputs is kept.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use crate::cargo::workspace_root;
 
@@ -64,10 +64,12 @@ fn python() -> Result<(), String> {
         .map_err(|err| format!("cannot write {}: {err}", marker.display()))
 }
 
-fn run_in(dir: &Path, command: &mut Command, what: &str) -> Result<(), String> {
+/// Runs `command` in `dir` with stdin closed (nothing it installs may wait for an answer).
+pub(crate) fn run_in(dir: &Path, command: &mut Command, what: &str) -> Result<(), String> {
     eprintln!("$ {what} (in {})", dir.display());
     let status = command
         .current_dir(dir)
+        .stdin(Stdio::null())
         .status()
         .map_err(|err| format!("`{what}` did not start: {err}"))?;
     if status.success() {
@@ -81,7 +83,7 @@ fn run_in(dir: &Path, command: &mut Command, what: &str) -> Result<(), String> {
 }
 
 /// Whether `path` exists and was modified no earlier than `than`.
-fn newer_or_same(path: &Path, than: &Path) -> bool {
+pub(crate) fn newer_or_same(path: &Path, than: &Path) -> bool {
     let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
     match (modified(path), modified(than)) {
         (Some(path), Some(than)) => path >= than,

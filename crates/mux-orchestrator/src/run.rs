@@ -311,18 +311,20 @@ impl<'a> Turns<'a> {
 
     /// Adds messages to the conversation and the session log.
     async fn append(&self, messages: Vec<Message>) -> Result<(), LoopError> {
-        if self.orch.services.store.is_none() {
-            self.orch.lock().messages.extend(messages);
-            return Ok(());
-        }
-        let records: Vec<HistoryRecord> = messages
-            .iter()
-            .map(|message| HistoryRecord::Message {
-                message: message.clone(),
-            })
-            .collect();
+        // Records are copies of the messages: only built when a store will keep them.
+        let records: Option<Vec<HistoryRecord>> = self.orch.services.store.as_ref().map(|_| {
+            messages
+                .iter()
+                .map(|message| HistoryRecord::Message {
+                    message: message.clone(),
+                })
+                .collect()
+        });
         self.orch.lock().messages.extend(messages);
-        self.orch.persist(&records).await
+        match records {
+            Some(records) => self.orch.persist(&records).await,
+            None => Ok(()),
+        }
     }
 
     fn executor(&self) -> Executor {
