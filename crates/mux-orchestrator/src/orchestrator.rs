@@ -1,8 +1,11 @@
 //! The orchestrator: services plus one conversation, and the handles of a run.
 
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures::FutureExt;
 use mux_llm::{LlmClient, Message, Usage};
 use mux_permission::Permissions;
 use mux_tool::{Registry, Resources, ToolOutput};
@@ -391,18 +394,13 @@ impl Orchestrator {
         let cancel = self.services.cancel.child_token();
         let _cancel_on_drop = cancel.clone().drop_guard();
         let run = Arc::new(RunShared::new(emitter, cancel).unattended());
-        let this = self.clone();
-        let prompt = prompt.into();
-        // The loop runs as a runtime task even when the caller is `block_on`: the tool tasks
-        // it spawns then start on the same worker instead of waking another thread per call.
-        let task = tokio::spawn(async move {
-            let _running = running;
-            crate::run::drive(&this, &run, prompt).await
-        });
-        match task.await {
-            Ok(result) => result,
-            Err(err) => Err(LoopError::Crashed(err.to_string())),
-        }
+        // The loop runs in the caller's task: no spawn, no hand-off. A panic in it is reported
+        // as a crash, as it is for a spawned run.
+        let outcome = AssertUnwindSafe(crate::run::drive(self, &run, prompt.into()))
+            .catch_unwind()
+            .await;
+        drop(running);
+        outcome.unwrap_or_else(|panic| Err(LoopError::Crashed(panic_message(&*panic))))
     }
 
     /// Summarizes older turns now (if there are enough), whatever the token count.
@@ -462,6 +460,16 @@ impl std::fmt::Debug for Orchestrator {
             .field("session", &self.lock().meta.id)
             .finish_non_exhaustive()
     }
+}
+
+/// What a panic said, for [`LoopError::Crashed`].
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with a non-string payload".to_owned());
+    format!("the loop panicked: {message}")
 }
 
 /// Marks a conversation as running until dropped, so a panic or a dropped future cannot leave

@@ -36,7 +36,7 @@ pub(crate) async fn drive(
         "invoke_agent",
         gen_ai.operation.name = "invoke_agent",
         gen_ai.request.model = %orch.services.config.model,
-        gen_ai.conversation.id = %orch.session().id,
+        gen_ai.conversation.id = %orch.lock().meta.id,
     );
     let result = Turns::new(orch, run).run(prompt).instrument(span).await;
     match &result {
@@ -106,7 +106,7 @@ impl<'a> Turns<'a> {
     }
 
     async fn run(mut self, prompt: String) -> Result<RunSummary, LoopError> {
-        let session_id = self.orch.session().id;
+        let session_id = self.orch.lock().meta.id.clone();
         for hook in self.orch.services.hooks.snapshot() {
             let outcome = AssertUnwindSafe(hook.session_start(&session_id))
                 .catch_unwind()

@@ -13,9 +13,9 @@ use tracing::Instrument;
 
 use crate::truncate::limit_output;
 use crate::{
-    Approval, ApprovalGate, ApprovalPolicy, ApprovalRequest, CallOutcome, CallResult, ExecError,
-    HookFailure, PostHook, PostHookAction, PreHook, PreHookAction, ProgressSender, RegistryView,
-    Resources, ToolCall, ToolContext, ToolOutput, registry::Entry,
+    Approval, ApprovalGate, ApprovalPolicy, ApprovalRequest, BoxFuture, CallOutcome, CallResult,
+    ExecError, HookFailure, PostHook, PostHookAction, PreHook, PreHookAction, ProgressSender,
+    RegistryView, Resources, ToolCall, ToolContext, ToolOutput, registry::Entry,
 };
 
 /// Default per-call timeout.
@@ -157,7 +157,17 @@ impl Executor {
 
     /// Runs calls concurrently, at most the configured concurrency at once, and returns their
     /// outcomes in call order.
-    pub async fn execute_batch(&self, calls: Vec<ToolCall>, scope: &CallScope) -> Vec<CallOutcome> {
+    pub async fn execute_batch(
+        &self,
+        mut calls: Vec<ToolCall>,
+        scope: &CallScope,
+    ) -> Vec<CallOutcome> {
+        if calls.len() == 1
+            && let Some(call) = calls.pop()
+        {
+            // The common case, without the ordering machinery.
+            return vec![self.execute(call, scope).await];
+        }
         futures::stream::iter(calls.into_iter().map(|call| self.execute(call, scope)))
             .buffered(self.inner.concurrency)
             .collect()
@@ -331,8 +341,22 @@ impl Executor {
             .with_resources(inner.resources.clone());
         let tool = Arc::clone(&entry.tool);
         let input = call.input.clone();
+        let mut call_future: BoxFuture<'static, Result<ToolOutput, crate::ToolError>> =
+            Box::pin(async move { tool.call(input, cx).await });
+        // Most tools finish in their first poll: polled here, they cost no task. A tool that
+        // is still pending moves to its own task, where cancellation and the timeout watch it.
+        match std::panic::catch_unwind(AssertUnwindSafe(|| call_future.as_mut().now_or_never())) {
+            Ok(Some(result)) => return finished(Ok(result), tool_name),
+            Ok(None) => {}
+            Err(panic) => {
+                return Err(ExecError::Panicked {
+                    message: panic_message(&*panic),
+                    tool: tool_name,
+                });
+            }
+        }
         let mut task = AbortOnDrop {
-            handle: tokio::spawn(async move { tool.call(input, cx).await }),
+            handle: tokio::spawn(call_future),
             cancel: cancel.clone(),
         };
 

@@ -34,6 +34,9 @@ const TURNS_PER_RUN: f64 = 2.0;
 const RIG: &str = "rig-core 0.40";
 
 fn main() -> ExitCode {
+    if let Ok(count) = std::env::var("BENCH_RIG_PROFILE_MUX_RUNS") {
+        return profile_mux(&count);
+    }
     let path = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "target/bench-rig-report.json".to_owned());
@@ -52,6 +55,36 @@ fn main() -> ExitCode {
         }
         Err(err) => {
             eprintln!("could not write the report to {path}: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Only mux's runs, in a runtime task, for a profiler: `BENCH_RIG_PROFILE_MUX_RUNS=N`.
+fn profile_mux(count: &str) -> ExitCode {
+    let result = count
+        .parse::<u32>()
+        .map_err(|e| format!("BENCH_RIG_PROFILE_MUX_RUNS={count:?}: {e}"))
+        .and_then(|n| {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            let mux = Arc::new(MuxLoop::new()?);
+            let mut subject = runs(&rt, Driver::Task, move || {
+                let mux = Arc::clone(&mux);
+                async move { mux.run().await }
+            });
+            let start = std::time::Instant::now();
+            subject(n)?;
+            println!("{:.2} µs per turn", start.elapsed().as_secs_f64() * 1e6 / f64::from(n) / TURNS_PER_RUN);
+            Ok(())
+        });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("bench-rig failed: {err}");
             ExitCode::FAILURE
         }
     }

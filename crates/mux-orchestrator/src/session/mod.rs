@@ -40,7 +40,7 @@ impl SessionMeta {
     pub fn new() -> Self {
         let now = now_ms();
         Self {
-            id: new_session_id(),
+            id: session_id_at(now),
             title: None,
             created_at_ms: now,
             updated_at_ms: now,
@@ -199,9 +199,17 @@ pub(crate) fn now_ms() -> u64 {
 
 /// A new, unique, sortable session id: milliseconds, process id and a counter, in hex.
 pub fn new_session_id() -> String {
+    session_id_at(now_ms())
+}
+
+/// A session id for the time `now_ms`.
+fn session_id_at(now_ms: u64) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // The process id is read once: `getpid` is a system call on every Linux libc today.
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{:012x}-{:x}-{:x}", now_ms(), std::process::id(), count)
+    let pid = *PID.get_or_init(std::process::id);
+    format!("{now_ms:012x}-{pid:x}-{count:x}")
 }
 
 #[cfg(test)]
