@@ -365,14 +365,20 @@ impl Orchestrator {
         let emitter = Emitter::new(Some(events_tx), self.services.broadcast.clone());
         let run = Arc::new(RunShared::new(emitter, cancel.clone()));
 
-        let router = tokio::spawn(route_inputs(inputs, Arc::clone(&run)));
         let this = self.clone();
         let prompt = prompt.into();
+        // One task: the input router is polled beside the loop and dropped when it ends.
         let join = tokio::spawn(async move {
             let _running = running;
-            let result = crate::run::drive(&this, &run, prompt).await;
-            router.abort();
-            result
+            let router = route_inputs(inputs, Arc::clone(&run));
+            let driven = crate::run::drive(&this, &run, prompt);
+            tokio::pin!(router, driven);
+            tokio::select! {
+                biased;
+                result = &mut driven => result,
+                // The router only ends when every input sender is gone; the loop goes on.
+                () = &mut router => driven.await,
+            }
         });
         Ok(Run {
             events,

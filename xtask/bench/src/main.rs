@@ -39,7 +39,13 @@ fn main() -> ExitCode {
         ("mcp", mcp::run),
         ("orchestrator", orchestrator::run),
     ];
-    for &(name, run) in benchmarks {
+    // `BENCH_ONLY=mcp,orchestrator` runs only the named benchmarks.
+    let only = std::env::var("BENCH_ONLY").ok();
+    let selected = |name: &str| {
+        only.as_deref()
+            .is_none_or(|list| list.split(',').any(|n| n.trim() == name))
+    };
+    for &(name, run) in benchmarks.iter().filter(|(name, _)| selected(name)) {
         match run() {
             Ok(found) => rows.extend(found),
             Err(err) => {

@@ -162,15 +162,22 @@ fn per_turn(rt: &Runtime) -> Result<Vec<Row>, String> {
             }
         });
     });
+    let receive_all = |prototype: Orchestrator, runs: u32| async move {
+        for _ in 0..runs {
+            let agent = prototype.new_conversation();
+            let Ok(mut run) = agent.run("go") else { return };
+            while run.events.recv().await.is_some() {}
+            assert!(run.handle.wait().await.is_ok_and(|s| s.iterations == 2));
+        }
+    };
+    // From `block_on`, every event crosses from a worker to the calling thread.
     let with_receiver = per_iter(SAMPLES, RUNS, |runs| {
-        rt.block_on(async {
-            for _ in 0..runs {
-                let agent = prototype.new_conversation();
-                let Ok(mut run) = agent.run("go") else { return };
-                while run.events.recv().await.is_some() {}
-                assert!(run.handle.wait().await.is_ok_and(|s| s.iterations == 2));
-            }
-        });
+        rt.block_on(receive_all(prototype.clone(), runs));
+    });
+    // In a runtime task, as a server reading the events would.
+    let with_receiver_in_task = per_iter(SAMPLES, RUNS, |runs| {
+        let task = rt.spawn(receive_all(prototype.clone(), runs));
+        assert!(rt.block_on(task).is_ok());
     });
     let tool = Typed::new(Noop).map_err(|e| e.to_string())?;
     let direct = per_iter(SAMPLES, RUNS, |runs| {
@@ -201,8 +208,15 @@ fn per_turn(rt: &Runtime) -> Result<Vec<Row>, String> {
             baseline_value: per_turn(direct),
         },
         Row {
-            name: "loop per turn, run() + event receiver".into(),
+            name: "loop per turn, run() + event receiver, from block_on".into(),
             value: per_turn(with_receiver),
+            unit: "µs",
+            baseline: "model + tool called directly".into(),
+            baseline_value: per_turn(direct),
+        },
+        Row {
+            name: "loop per turn, run() + event receiver, in a runtime task".into(),
+            value: per_turn(with_receiver_in_task),
             unit: "µs",
             baseline: "model + tool called directly".into(),
             baseline_value: per_turn(direct),
