@@ -16,7 +16,11 @@ use rmcp::transport::auth::{
 use rmcp::service::{ClientInitializeError, ServiceError};
 use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
 
+use rustls::pki_types::CertificateDer;
+
 use crate::client::ClientHandlers;
+use crate::oauth_http::OAuthHttp;
+use crate::transport;
 use crate::config::OAuthSpec;
 use crate::state::AuthProgress;
 
@@ -39,12 +43,16 @@ fn failed(what: &str, err: AuthError) -> String {
 }
 
 impl OAuth {
+    /// The OAuth state for the server at `url`; its requests trust the platform's roots and
+    /// `extra_roots`.
     pub(crate) async fn new(
         url: &str,
         spec: OAuthSpec,
-        http: reqwest::Client,
+        extra_roots: Vec<CertificateDer<'static>>,
     ) -> Result<Self, String> {
-        let manager = AuthorizationManager::new(url)
+        let http = transport::http_client(extra_roots.clone())?;
+        let oauth_http = Arc::new(OAuthHttp::new(url, extra_roots)?);
+        let manager = AuthorizationManager::new_with_oauth_http_client(url, oauth_http)
             .await
             .map_err(|err| failed("setup", err))?;
         Ok(Self {
