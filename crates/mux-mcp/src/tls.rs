@@ -147,12 +147,7 @@ pub(crate) fn client_builder(
 pub(crate) fn tls_failure(error: &(dyn StdError + 'static)) -> Option<String> {
     let mut current = Some(error);
     while let Some(err) = current {
-        let tls = err.downcast_ref::<rustls::Error>().or_else(|| {
-            err.downcast_ref::<std::io::Error>()
-                .and_then(std::io::Error::get_ref)
-                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        });
-        if let Some(tls) = tls {
+        if let Some(tls) = err.downcast_ref::<rustls::Error>() {
             return Some(describe(tls));
         }
         current = next_cause(err);
@@ -160,7 +155,8 @@ pub(crate) fn tls_failure(error: &(dyn StdError + 'static)) -> Option<String> {
     None
 }
 
-/// The next error in the chain, looking through rmcp wrappers that do not report a source.
+/// The next error in the chain, looking through wrappers that do not report theirs as a
+/// source (rmcp's, and `io::Error`, whose `source` skips the error it wraps).
 fn next_cause<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a (dyn StdError + 'static)> {
     use rmcp::service::ClientInitializeError;
     use rmcp::transport::streamable_http_client::StreamableHttpError;
@@ -171,6 +167,12 @@ fn next_cause<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a (dyn StdError
     }
     if let Some(StreamableHttpError::Client(inner)) =
         err.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        return Some(inner);
+    }
+    if let Some(inner) = err
+        .downcast_ref::<std::io::Error>()
+        .and_then(std::io::Error::get_ref)
     {
         return Some(inner);
     }
@@ -231,6 +233,8 @@ mod tests {
     fn certificate_failures_are_found_through_io_errors() {
         let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
         let io = std::io::Error::new(std::io::ErrorKind::InvalidData, tls);
+        // As hyper-util reports it: wrapped once more.
+        let io = std::io::Error::other(io);
         let found = tls_failure(&io).unwrap();
         assert!(found.contains("invalid peer certificate"), "{found}");
         assert!(found.contains("caCertificates"), "{found}");
