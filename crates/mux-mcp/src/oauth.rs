@@ -29,6 +29,8 @@ pub(crate) struct OAuth {
     url: String,
     spec: OAuthSpec,
     client: AuthClient<reqwest::Client>,
+    /// The client of every OAuth request (discovery, registration, tokens).
+    oauth_http: Arc<OAuthHttp>,
 }
 
 /// Where the flow reports its steps and reaches the user.
@@ -52,13 +54,14 @@ impl OAuth {
     ) -> Result<Self, String> {
         let http = transport::http_client(extra_roots.clone())?;
         let oauth_http = Arc::new(OAuthHttp::new(url, extra_roots)?);
-        let manager = AuthorizationManager::new_with_oauth_http_client(url, oauth_http)
+        let manager = AuthorizationManager::new_with_oauth_http_client(url, oauth_http.clone())
             .await
             .map_err(|err| failed("setup", err))?;
         Ok(Self {
             url: url.to_string(),
             spec,
             client: AuthClient::new(http, manager),
+            oauth_http,
         })
     }
 
@@ -89,8 +92,9 @@ impl OAuth {
         if let Some(url) = &self.spec.client_metadata_url {
             request = request.with_client_metadata_url(url.clone());
         }
-        let manager = AuthorizationManager::new(self.url.as_str())
-            .await
+        let manager =
+            AuthorizationManager::new_with_oauth_http_client(&self.url, self.oauth_http.clone())
+                .await
             .map_err(|err| failed("setup", err))?;
         let mut state = OAuthState::Unauthorized(manager);
         state
