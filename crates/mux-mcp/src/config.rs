@@ -503,7 +503,8 @@ impl EntryReader<'_> {
                     return Err(self.field_error(&field, "must be a string"));
                 };
                 let path = PathBuf::from(self.expand(&field, raw)?);
-                crate::tls::read_ca_file(&path).map_err(|problem| self.field_error(&field, problem))?;
+                crate::tls::read_ca_file(&path)
+                    .map_err(|problem| self.field_error(&field, problem))?;
                 Ok(path)
             })
             .collect()

@@ -17,17 +17,17 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::ClientHandlers;
 use crate::config::{ConfigError, HttpSpec, ServerSpec, TransportSpec};
-use crate::tls;
-use rustls::pki_types::CertificateDer;
 use crate::event::EventSender;
 use crate::handler::{Handler, ProgressBarrier, ProgressRoutes};
 use crate::log::LogBuffer;
 use crate::oauth::{Challenge, FlowContext, OAuth, init_challenge, request_challenge};
+use crate::tls;
 use crate::transport::{self, Child};
 use crate::{
     AuthProgress, ConnectError, ConnectionState, Events, LogEntry, LogLevel, LogSource, McpEvent,
     ToolInfo, TransitionError,
 };
+use rustls::pki_types::CertificateDer;
 
 mod call;
 

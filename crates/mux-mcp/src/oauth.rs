@@ -19,10 +19,10 @@ use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientSco
 use rustls::pki_types::CertificateDer;
 
 use crate::client::ClientHandlers;
-use crate::oauth_http::OAuthHttp;
-use crate::transport;
 use crate::config::OAuthSpec;
+use crate::oauth_http::OAuthHttp;
 use crate::state::AuthProgress;
+use crate::transport;
 
 /// The OAuth state of one server connection. It outlives reconnects, so a token is reused.
 pub(crate) struct OAuth {
@@ -95,7 +95,7 @@ impl OAuth {
         let manager =
             AuthorizationManager::new_with_oauth_http_client(&self.url, self.oauth_http.clone())
                 .await
-            .map_err(|err| failed("setup", err))?;
+                .map_err(|err| failed("setup", err))?;
         let mut state = OAuthState::Unauthorized(manager);
         state
             .start_authorization(request)

@@ -183,9 +183,8 @@ impl Resolve for FilteringResolver {
         let policy = self.0.clone();
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let resolved: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             if policy.unfiltered_hosts.contains(&normalize_host(&host)) {
                 return Ok(Box::new(resolved.into_iter()) as Addrs);
             }

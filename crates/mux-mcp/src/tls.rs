@@ -9,10 +9,10 @@
 
 use std::error::Error as StdError;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
@@ -65,19 +65,15 @@ pub(crate) fn client_config(
     extra_roots: Vec<CertificateDer<'static>>,
 ) -> Result<ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier: Arc<dyn ServerCertVerifier> =
-        match rustls_platform_verifier::Verifier::new_with_extra_roots(
-            extra_roots,
-            provider.clone(),
-        ) {
-            Ok(verifier) => Arc::new(verifier),
-            // No system roots and no extra ones: plain `http://` must still work, so the
-            // failure waits for the first HTTPS handshake.
-            Err(err) => Arc::new(NoRoots {
-                reason: err.to_string(),
-                algorithms: provider.signature_verification_algorithms,
-            }),
-        };
+    let verifier = if extra_roots.is_empty() {
+        // Reading the system store takes milliseconds; without extra roots it is done once.
+        static PLATFORM: OnceLock<Arc<dyn ServerCertVerifier>> = OnceLock::new();
+        PLATFORM
+            .get_or_init(|| verifier(Vec::new(), provider.clone()))
+            .clone()
+    } else {
+        verifier(extra_roots, provider.clone())
+    };
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|err| format!("cannot set up TLS: {err}"))?
@@ -86,6 +82,23 @@ pub(crate) fn client_config(
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
+}
+
+/// The platform's verifier with `extra_roots` added.
+fn verifier(
+    extra_roots: Vec<CertificateDer<'static>>,
+    provider: Arc<CryptoProvider>,
+) -> Arc<dyn ServerCertVerifier> {
+    let algorithms = provider.signature_verification_algorithms;
+    match rustls_platform_verifier::Verifier::new_with_extra_roots(extra_roots, provider) {
+        Ok(verifier) => Arc::new(verifier),
+        // No system roots and no extra ones: plain `http://` must still work, so the
+        // failure waits for the first HTTPS handshake.
+        Err(err) => Arc::new(NoRoots {
+            reason: err.to_string(),
+            algorithms,
+        }),
+    }
 }
 
 /// A verifier for a machine without trust roots: every certificate is refused, saying why.
@@ -199,7 +212,10 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let missing = dir.join("missing.pem");
         let err = read_ca_file(&missing).unwrap_err();
-        assert!(err.contains("cannot read") && err.contains("missing.pem"), "{err}");
+        assert!(
+            err.contains("cannot read") && err.contains("missing.pem"),
+            "{err}"
+        );
 
         let empty = dir.join("empty.pem");
         std::fs::write(&empty, "no certificates here\n").unwrap();

@@ -21,9 +21,9 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{HttpSpec, StdioSpec};
+use crate::handler::ProgressBarrier;
 use crate::tls;
 use rustls::pki_types::CertificateDer;
-use crate::handler::ProgressBarrier;
 
 /// A transport that cancels `closed` when the peer's stream ends.
 /// It also counts progress notifications for the [`ProgressBarrier`].

@@ -11,8 +11,8 @@ use std::time::Duration;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use mux_mcp::{
-    ConfigError, ConnectError, ConnectionOptions, Coordinator, CoordinatorConfig,
-    ReconnectPolicy, ServerConnection, ServerSpec,
+    ConfigError, ConnectError, ConnectionOptions, Coordinator, CoordinatorConfig, ReconnectPolicy,
+    ServerConnection, ServerSpec,
 };
 use mux_tool::{Tool, ToolContext};
 use rcgen::{
@@ -299,10 +299,12 @@ async fn a_bad_ca_file_is_a_config_error_naming_server_and_field() {
         let err = mux_mcp::parse_config_with(&config.to_string(), &|_| None).unwrap_err();
         assert_ca_field(&err, "corp", fragment);
     }
-    let config = r#"{"mcpServers": {"corp": {"url": "https://h/mcp", "caCertificates": "ca.pem"}}}"#;
+    let config =
+        r#"{"mcpServers": {"corp": {"url": "https://h/mcp", "caCertificates": "ca.pem"}}}"#;
     let err = mux_mcp::parse_config_with(config, &|_| None).unwrap_err();
     assert!(
-        err.to_string().contains("field `caCertificates` must be an array"),
+        err.to_string()
+            .contains("field `caCertificates` must be an array"),
         "{err}"
     );
 }
