@@ -66,7 +66,8 @@ pub(crate) fn client_config(
 ) -> Result<ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier = if extra_roots.is_empty() {
-        // Reading the system store takes milliseconds; without extra roots it is done once.
+        // Reading the system store takes tens of milliseconds; without extra roots it is
+        // done once per process.
         static PLATFORM: OnceLock<Arc<dyn ServerCertVerifier>> = OnceLock::new();
         PLATFORM
             .get_or_init(|| verifier(Vec::new(), provider.clone()))
