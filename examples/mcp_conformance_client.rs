@@ -157,7 +157,17 @@ impl ClientHandlers for Handlers {
         let url = url.to_string();
         Box::pin(async move {
             let refused = |what: String| HandlerError(format!("authorization page: {what}"));
+            // reqwest here is mux-mcp's: rustls without a process-wide crypto provider, so
+            // the client names one. The conformance authorization pages are plain `http://`.
+            let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .map_err(|err| refused(err.to_string()))?
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
             let client = reqwest::Client::builder()
+                .tls_backend_preconfigured(tls)
                 .redirect(reqwest::redirect::Policy::none())
                 .timeout(Duration::from_secs(10))
                 .build()

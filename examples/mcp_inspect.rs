@@ -2,10 +2,12 @@
 //!
 //! ```text
 //! cargo run --example mcp_inspect -- (--config FILE | --name NAME (--stdio CMD [ARGS...] | --url URL))
-//!     [--call QUALIFIED_TOOL --args JSON] [--timeout-ms N]
+//!     [--call QUALIFIED_TOOL --args JSON] [--timeout-ms N] [--ca-cert FILE]...
 //! ```
 //!
 //! `--stdio` takes the rest of the command line, so every other option goes before it.
+//! `--ca-cert` trusts the CA certificates of a PEM file for every `https://` server (as the
+//! `caCertificates` config field does), on top of the system's roots; repeat it for more.
 //! A failure prints `{"error": "..."}` and exits with status 1.
 
 use std::process::ExitCode;
@@ -15,7 +17,7 @@ use std::sync::Arc;
 
 use mux::mcp::{
     ConnectionOptions, ConnectionState, Coordinator, CoordinatorConfig, McpTool, ReconnectPolicy,
-    ServerSnapshot, ServerSpec, load_config,
+    ServerSnapshot, ServerSpec, TransportSpec, load_config,
 };
 use mux::tool::{Tool, ToolContext, ToolError};
 use serde_json::{Value, json};
@@ -29,7 +31,7 @@ struct Request {
 
 fn usage() -> String {
     "usage: mcp_inspect (--config FILE | --name NAME (--stdio CMD [ARGS...] | --url URL)) \
-     [--call QUALIFIED_TOOL --args JSON] [--timeout-ms N]"
+     [--call QUALIFIED_TOOL --args JSON] [--timeout-ms N] [--ca-cert FILE]..."
         .to_string()
 }
 
@@ -41,6 +43,7 @@ fn parse(args: Vec<String>) -> Result<Request, String> {
     let mut call = None;
     let mut call_args = None;
     let mut timeout = None;
+    let mut ca_certs = Vec::new();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let mut value = |flag: &str| {
@@ -53,6 +56,7 @@ fn parse(args: Vec<String>) -> Result<Request, String> {
             "--url" => url = Some(value("--url")?),
             "--call" => call = Some(value("--call")?),
             "--args" => call_args = Some(value("--args")?),
+            "--ca-cert" => ca_certs.push(value("--ca-cert")?),
             "--timeout-ms" => {
                 let raw = value("--timeout-ms")?;
                 let ms: u64 = raw
@@ -79,6 +83,23 @@ fn parse(args: Vec<String>) -> Result<Request, String> {
         (None, Some(name), None, Some(url)) => vec![ServerSpec::http(name, url)],
         _ => return Err(usage()),
     };
+    if !ca_certs.is_empty()
+        && !servers
+            .iter()
+            .any(|spec| matches!(spec.transport, TransportSpec::Http(_)))
+    {
+        return Err(
+            "--ca-cert applies to HTTP servers (--url or --config); there are none".to_string(),
+        );
+    }
+    let servers = servers
+        .into_iter()
+        .map(|spec| {
+            ca_certs
+                .iter()
+                .fold(spec, |spec, path| spec.with_ca_certificate(path))
+        })
+        .collect();
     let call = match (call, call_args) {
         (Some(tool), args) => {
             let args = args.unwrap_or_else(|| "{}".to_string());
@@ -212,7 +233,6 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
-    use mux::mcp::TransportSpec;
 
     fn args(line: &str) -> Vec<String> {
         line.split_whitespace().map(str::to_string).collect()
@@ -245,6 +265,21 @@ mod tests {
     }
 
     #[test]
+    fn ca_certs_go_to_http_servers() {
+        let request = parse(args(
+            "--ca-cert a.pem --name web --ca-cert b.pem --url https://h/mcp",
+        ))
+        .unwrap();
+        let TransportSpec::Http(http) = &request.servers[0].transport else {
+            panic!("http")
+        };
+        assert_eq!(
+            http.ca_certificates,
+            [std::path::PathBuf::from("a.pem"), "b.pem".into()]
+        );
+    }
+
+    #[test]
     fn bad_command_lines_are_errors() {
         for (line, expected) in [
             ("", "usage"),
@@ -258,6 +293,14 @@ mod tests {
             ),
             ("--name x --url http://h --timeout-ms soon", "whole number"),
             ("--frobnicate", "unknown argument `--frobnicate`"),
+            (
+                "--name x --url http://h --ca-cert",
+                "--ca-cert needs a value",
+            ),
+            (
+                "--ca-cert ca.pem --name x --stdio node s.js",
+                "--ca-cert applies to HTTP servers",
+            ),
             ("--config /nonexistent/mcp.json", "cannot read MCP config"),
         ] {
             let err = parse(args(line))

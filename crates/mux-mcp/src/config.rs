@@ -55,6 +55,11 @@ pub struct HttpSpec {
     /// when it answers 403 `insufficient_scope`). Needs client handlers that implement
     /// [`ClientHandlers::authorize`](crate::ClientHandlers::authorize).
     pub oauth: Option<OAuthSpec>,
+    /// PEM files of CA certificates trusted for `https://` (the server and its OAuth
+    /// endpoints) in addition to the platform's roots: for servers with a private CA or a
+    /// self-signed certificate. Read when connecting; relative paths are relative to the
+    /// current directory.
+    pub ca_certificates: Vec<PathBuf>,
 }
 
 /// How mux authorizes with a server's OAuth authorization server (MCP authorization, OAuth 2.1
@@ -186,6 +191,7 @@ impl ServerSpec {
                 headers: BTreeMap::new(),
                 bearer_token: None,
                 oauth: None,
+                ca_certificates: Vec::new(),
             }),
             tool_timeout: None,
             connect_timeout: None,
@@ -228,6 +234,23 @@ impl ServerSpec {
     pub fn with_oauth(mut self, oauth: OAuthSpec) -> Self {
         if let TransportSpec::Http(http) = &mut self.transport {
             http.oauth = Some(oauth);
+        }
+        self
+    }
+
+    /// Also trusts the CA certificates in the PEM file at `path` for HTTPS (HTTP only;
+    /// ignored for stdio). The file is read when connecting; a missing or bad file fails the
+    /// connection with [`ConnectError::Config`](crate::ConnectError::Config) naming
+    /// `caCertificates[i]`.
+    ///
+    /// ```
+    /// let spec = mux_mcp::ServerSpec::http("intranet", "https://mcp.corp.example/mcp")
+    ///     .with_ca_certificate("/etc/mux/corp-ca.pem");
+    /// # let _ = spec;
+    /// ```
+    pub fn with_ca_certificate(mut self, path: impl Into<PathBuf>) -> Self {
+        if let TransportSpec::Http(http) = &mut self.transport {
+            http.ca_certificates.push(path.into());
         }
         self
     }
@@ -291,8 +314,9 @@ pub enum ConfigError {
 /// Servers come back sorted by name. Besides the standard fields (`command`, `args`, `env`,
 /// `cwd`, `type`, `url`, `headers`), mux reads `bearerToken`, `oauth` (`redirectUri`,
 /// `scopes`, `clientId`, `clientSecret`, `clientMetadataUrl`, `clientName`; see
-/// [`OAuthSpec`]), `toolTimeoutMs`, `connectTimeoutMs` and `disabled` (disabled servers are
-/// skipped).
+/// [`OAuthSpec`]), `caCertificates` (PEM files of extra CAs for HTTPS, read and checked
+/// while parsing; see [`HttpSpec::ca_certificates`]), `toolTimeoutMs`, `connectTimeoutMs`
+/// and `disabled` (disabled servers are skipped).
 ///
 /// ```
 /// let config = r#"{"mcpServers": {
@@ -450,12 +474,40 @@ impl EntryReader<'_> {
             Some(Value::Object(oauth)) => Some(self.oauth(oauth)?),
             Some(_) => return Err(self.field_error("oauth", "must be an object")),
         };
+        let ca_certificates = self.ca_certificates(object)?;
         Ok(TransportSpec::Http(HttpSpec {
             url,
             headers,
             bearer_token,
             oauth,
+            ca_certificates,
         }))
+    }
+
+    /// `caCertificates`: an array of PEM file paths, each read and checked now so that a
+    /// bad file is reported with the config.
+    fn ca_certificates(&self, object: &Map<String, Value>) -> Result<Vec<PathBuf>, ConfigError> {
+        let items = match object.get("caCertificates") {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(Value::Array(items)) => items,
+            Some(_) => {
+                return Err(self.field_error("caCertificates", "must be an array of file paths"));
+            }
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let field = format!("caCertificates[{i}]");
+                let Value::String(raw) = item else {
+                    return Err(self.field_error(&field, "must be a string"));
+                };
+                let path = PathBuf::from(self.expand(&field, raw)?);
+                crate::tls::read_ca_file(&path)
+                    .map_err(|problem| self.field_error(&field, problem))?;
+                Ok(path)
+            })
+            .collect()
     }
 
     /// The `oauth` object: `redirectUri` (required), `scopes`, `clientId`, `clientSecret`,

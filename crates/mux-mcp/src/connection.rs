@@ -16,16 +16,18 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::ClientHandlers;
-use crate::config::{HttpSpec, ServerSpec, TransportSpec};
+use crate::config::{ConfigError, HttpSpec, ServerSpec, TransportSpec};
 use crate::event::EventSender;
 use crate::handler::{Handler, ProgressBarrier, ProgressRoutes};
 use crate::log::LogBuffer;
 use crate::oauth::{Challenge, FlowContext, OAuth, init_challenge, request_challenge};
+use crate::tls;
 use crate::transport::{self, Child};
 use crate::{
     AuthProgress, ConnectError, ConnectionState, Events, LogEntry, LogLevel, LogSource, McpEvent,
     ToolInfo, TransitionError,
 };
+use rustls::pki_types::CertificateDer;
 
 mod call;
 
@@ -516,14 +518,18 @@ impl ServerConnection {
     }
 
     /// The OAuth state for an HTTP server with an `oauth` spec, made on first use.
-    async fn oauth_for(&self, http: &HttpSpec) -> Result<Option<Arc<OAuth>>, String> {
+    async fn oauth_for(
+        &self,
+        http: &HttpSpec,
+        extra_roots: &[CertificateDer<'static>],
+    ) -> Result<Option<Arc<OAuth>>, String> {
         let Some(spec) = &http.oauth else {
             return Ok(None);
         };
         if let Some(oauth) = lock(&self.inner.oauth).clone() {
             return Ok(Some(oauth));
         }
-        let oauth = Arc::new(OAuth::new(&http.url, spec.clone(), transport::http_client()?).await?);
+        let oauth = Arc::new(OAuth::new(&http.url, spec.clone(), extra_roots.to_vec()).await?);
         Ok(Some(lock(&self.inner.oauth).get_or_insert(oauth).clone()))
     }
 
@@ -542,9 +548,15 @@ impl ServerConnection {
         };
         let lifecycle = inner.options.lifecycle.mode();
         let handshake = |err: rmcp::service::ClientInitializeError| {
-            let error = ConnectError::Handshake {
-                server: server.clone(),
-                reason: err.to_string(),
+            let error = match tls::tls_failure(&err) {
+                Some(reason) => ConnectError::Tls {
+                    server: server.clone(),
+                    reason,
+                },
+                None => ConnectError::Handshake {
+                    server: server.clone(),
+                    reason: err.to_string(),
+                },
             };
             match init_challenge(&err) {
                 Some(challenge) => Attempt::Challenged { challenge, error },
@@ -584,10 +596,23 @@ impl ServerConnection {
                     server: server.clone(),
                     reason,
                 };
-                let service = match self.oauth_for(http).await.map_err(bad_transport)? {
+                let extra_roots = tls::read_ca_files(&http.ca_certificates).map_err(|err| {
+                    ConnectError::Config(ConfigError::Field {
+                        server: server.clone(),
+                        field: format!("caCertificates[{}]", err.index),
+                        problem: err.problem,
+                    })
+                })?;
+                let service = match self
+                    .oauth_for(http, &extra_roots)
+                    .await
+                    .map_err(bad_transport)?
+                {
                     None => {
-                        let transport = transport::http(http, closed.clone(), barrier.clone())
-                            .map_err(bad_transport)?;
+                        let client = transport::http_client(extra_roots).map_err(bad_transport)?;
+                        let transport =
+                            transport::http_with(client, http, closed.clone(), barrier.clone())
+                                .map_err(bad_transport)?;
                         handler.serve_with_lifecycle(transport, lifecycle).await
                     }
                     Some(oauth) => {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::TransitionError;
+use crate::{ConfigError, TransitionError};
 
 /// Why a connection attempt failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -24,6 +24,19 @@ pub enum ConnectError {
         /// The server.
         server: String,
         /// What went wrong.
+        reason: String,
+    },
+    /// The spec cannot be used: a CA certificate file is missing or bad, say. The
+    /// [`ConfigError`] names the server and the field.
+    #[error(transparent)]
+    Config(ConfigError),
+    /// The TLS handshake with an `https://` server failed: most often its certificate is
+    /// not signed by a trusted CA (see [`ServerSpec::with_ca_certificate`](crate::ServerSpec::with_ca_certificate)).
+    #[error("MCP server `{server}`: TLS handshake failed: {reason}")]
+    Tls {
+        /// The server.
+        server: String,
+        /// What rustls reported, such as `invalid peer certificate: UnknownIssuer`.
         reason: String,
     },
     /// The handshake or the first `tools/list` failed.

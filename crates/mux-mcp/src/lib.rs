@@ -17,10 +17,12 @@ mod log;
 mod modes;
 mod naming;
 mod oauth;
+mod oauth_http;
 mod policy;
 mod proxy;
 mod state;
 mod sync;
+mod tls;
 mod transport;
 
 #[allow(deprecated)]

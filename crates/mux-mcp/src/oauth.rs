@@ -16,15 +16,21 @@ use rmcp::transport::auth::{
 use rmcp::service::{ClientInitializeError, ServiceError};
 use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
 
+use rustls::pki_types::CertificateDer;
+
 use crate::client::ClientHandlers;
 use crate::config::OAuthSpec;
+use crate::oauth_http::OAuthHttp;
 use crate::state::AuthProgress;
+use crate::transport;
 
 /// The OAuth state of one server connection. It outlives reconnects, so a token is reused.
 pub(crate) struct OAuth {
     url: String,
     spec: OAuthSpec,
     client: AuthClient<reqwest::Client>,
+    /// The client of every OAuth request (discovery, registration, tokens).
+    oauth_http: Arc<OAuthHttp>,
 }
 
 /// Where the flow reports its steps and reaches the user.
@@ -39,18 +45,23 @@ fn failed(what: &str, err: AuthError) -> String {
 }
 
 impl OAuth {
+    /// The OAuth state for the server at `url`; its requests trust the platform's roots and
+    /// `extra_roots`.
     pub(crate) async fn new(
         url: &str,
         spec: OAuthSpec,
-        http: reqwest::Client,
+        extra_roots: Vec<CertificateDer<'static>>,
     ) -> Result<Self, String> {
-        let manager = AuthorizationManager::new(url)
+        let http = transport::http_client(extra_roots.clone())?;
+        let oauth_http = Arc::new(OAuthHttp::new(url, extra_roots)?);
+        let manager = AuthorizationManager::new_with_oauth_http_client(url, oauth_http.clone())
             .await
             .map_err(|err| failed("setup", err))?;
         Ok(Self {
             url: url.to_string(),
             spec,
             client: AuthClient::new(http, manager),
+            oauth_http,
         })
     }
 
@@ -81,9 +92,10 @@ impl OAuth {
         if let Some(url) = &self.spec.client_metadata_url {
             request = request.with_client_metadata_url(url.clone());
         }
-        let manager = AuthorizationManager::new(self.url.as_str())
-            .await
-            .map_err(|err| failed("setup", err))?;
+        let manager =
+            AuthorizationManager::new_with_oauth_http_client(&self.url, self.oauth_http.clone())
+                .await
+                .map_err(|err| failed("setup", err))?;
         let mut state = OAuthState::Unauthorized(manager);
         state
             .start_authorization(request)

@@ -22,6 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{HttpSpec, StdioSpec};
 use crate::handler::ProgressBarrier;
+use crate::tls;
+use rustls::pki_types::CertificateDer;
 
 /// A transport that cancels `closed` when the peer's stream ends.
 /// It also counts progress notifications for the [`ProgressBarrier`].
@@ -75,8 +77,6 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
 
 /// The stdio transport type.
 pub(crate) type StdioTransport = Watched<AsyncRwTransport<RoleClient, ChildStdout, ChildStdin>>;
-/// The HTTP transport type.
-pub(crate) type HttpTransport = Watched<StreamableHttpClientTransport<reqwest::Client>>;
 
 /// A spawned server process: the leader of its own process group. Dropping it kills the group.
 pub(crate) struct Child {
@@ -163,21 +163,14 @@ pub(crate) async fn pump_stderr(stderr: ChildStderr, sink: impl Fn(String)) {
     }
 }
 
-/// The HTTP client mux dials servers with: TCP_NODELAY on every socket.
-pub(crate) fn http_client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .tcp_nodelay(true)
+/// The HTTP client mux dials servers with: TCP_NODELAY on every socket, TLS through rustls
+/// trusting the platform's roots plus `extra_roots` (see [`crate::tls`]).
+pub(crate) fn http_client(
+    extra_roots: Vec<CertificateDer<'static>>,
+) -> Result<reqwest::Client, String> {
+    tls::client_builder(extra_roots)?
         .build()
         .map_err(|err| format!("cannot build the HTTP client: {err}"))
-}
-
-/// Builds the Streamable HTTP transport for `spec`.
-pub(crate) fn http(
-    spec: &HttpSpec,
-    closed: CancellationToken,
-    barrier: Arc<ProgressBarrier>,
-) -> Result<HttpTransport, String> {
-    http_with(http_client()?, spec, closed, barrier)
 }
 
 /// Builds the Streamable HTTP transport for `spec` on `client` (plain, or one that adds
