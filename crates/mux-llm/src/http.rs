@@ -64,6 +64,8 @@ impl HttpOptions {
 
     /// Options from the environment through `get`: the key from `key_var` (required, trimmed)
     /// and the base URL from `base_var`, or `default_base` when that is unset or blank.
+    /// (OpenAI reads its own variables; with only that provider this goes unused.)
+    #[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
     pub(crate) fn from_lookup(
         provider: &str,
         key_var: &str,

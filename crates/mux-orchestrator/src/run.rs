@@ -115,7 +115,7 @@ impl<'a> Turns<'a> {
                 .await?;
         }
         let prompt = self.submit_prompt(prompt).await?;
-        self.append(vec![Message::user(prompt)]).await?;
+        self.append(Message::user(prompt)).await?;
         let executor = self.executor();
 
         loop {
@@ -129,17 +129,20 @@ impl<'a> Turns<'a> {
             self.refresh_tools().await;
             let span = tracing::info_span!("turn", iteration = self.iterations);
             let response = self.stream_turn().instrument(span).await?;
-            self.append(vec![response.to_message()]).await?;
-            title::maybe_generate(self.orch, &self.run.emitter);
-
             let calls: Vec<ToolCall> = response
                 .tool_calls()
                 .map(|(id, name, input)| ToolCall::new(id, name, input.clone()))
                 .collect();
+            let text = response.text();
+            // The response's blocks move into the conversation, uncopied.
+            self.append(Message::new(Role::Assistant, response.content))
+                .await?;
+            title::maybe_generate(self.orch, &self.run.emitter);
+
             if calls.is_empty() {
                 let queued = self.run.take_queued_messages();
                 let follow_up = if queued.is_empty() {
-                    self.stop_hooks(&response.text()).await?
+                    self.stop_hooks(&text).await?
                 } else {
                     Some(queued.join("\n\n"))
                 };
@@ -151,12 +154,12 @@ impl<'a> Turns<'a> {
                     .await;
                 match follow_up {
                     Some(text) => {
-                        self.append(vec![Message::user(text)]).await?;
+                        self.append(Message::user(text)).await?;
                         continue;
                     }
                     None => {
                         self.run.set_state(LoopState::Complete).await;
-                        return Ok(self.summary(response.text()));
+                        return Ok(self.summary(text));
                     }
                 }
             }
@@ -170,7 +173,7 @@ impl<'a> Turns<'a> {
             for text in self.run.take_queued_messages() {
                 blocks.push(ContentBlock::text(text));
             }
-            self.append(vec![Message::new(Role::User, blocks)]).await?;
+            self.append(Message::new(Role::User, blocks)).await?;
             for (call, output) in results {
                 let error = output.is_error.then(|| output.to_text());
                 if let Some(count) = self.failures.record(&call, error.as_deref()) {
@@ -309,20 +312,20 @@ impl<'a> Turns<'a> {
         Ok(None)
     }
 
-    /// Adds messages to the conversation and the session log.
-    async fn append(&self, messages: Vec<Message>) -> Result<(), LoopError> {
-        // Records are copies of the messages: only built when a store will keep them.
-        let records: Option<Vec<HistoryRecord>> = self.orch.services.store.as_ref().map(|_| {
-            messages
-                .iter()
-                .map(|message| HistoryRecord::Message {
-                    message: message.clone(),
-                })
-                .collect()
-        });
-        self.orch.lock().messages.extend(messages);
-        match records {
-            Some(records) => self.orch.persist(&records).await,
+    /// Adds a message to the conversation and the session log.
+    async fn append(&self, message: Message) -> Result<(), LoopError> {
+        // The record is a copy of the message: only made when a store will keep it.
+        let record = self
+            .orch
+            .services
+            .store
+            .as_ref()
+            .map(|_| HistoryRecord::Message {
+                message: message.clone(),
+            });
+        self.orch.lock().messages.push(message);
+        match record {
+            Some(record) => self.orch.persist(std::slice::from_ref(&record)).await,
             None => Ok(()),
         }
     }
@@ -510,20 +513,22 @@ impl<'a> Turns<'a> {
         executor: &Executor,
         calls: Vec<ToolCall>,
     ) -> Vec<(ToolCall, ToolOutput)> {
+        if !self.run.emitter.is_listening() {
+            // Nobody would see progress: the tools learn so (`is_connected` is false) and no
+            // channel is made.
+            let scope = CallScope {
+                cancel: self.run.cancel.clone(),
+                progress: ProgressSender::disconnected(),
+            };
+            return self.run_groups(executor, calls, &scope).await;
+        }
         let (progress_tx, mut progress_rx) = mpsc::channel::<mux_tool::ProgressEvent>(64);
         let scope = CallScope {
             cancel: self.run.cancel.clone(),
             progress: ProgressSender::new(progress_tx),
         };
-        let groups = self.groups(calls);
         let batches = async move {
-            let mut results = Vec::new();
-            for group in groups {
-                for outcome in executor.execute_batch(group, &scope).await {
-                    let output = outcome.output();
-                    results.push((outcome.call, output));
-                }
-            }
+            let results = self.run_groups(executor, calls, &scope).await;
             // Dropping the scope closes the progress channel, which ends the forwarding.
             drop(scope);
             results
@@ -540,9 +545,6 @@ impl<'a> Turns<'a> {
         };
         // Both in this task: every progress event is out before the results, with no spawn.
         let (results, ()) = tokio::join!(batches, forward);
-        if !self.run.emitter.is_listening() {
-            return results;
-        }
         for (call, output) in &results {
             let event = LoopEvent::ToolResult {
                 call_id: call.id.clone(),
@@ -554,7 +556,27 @@ impl<'a> Turns<'a> {
         results
     }
 
+    /// Runs the calls group after group; returns each call with its output, in call order.
+    async fn run_groups(
+        &self,
+        executor: &Executor,
+        calls: Vec<ToolCall>,
+        scope: &CallScope,
+    ) -> Vec<(ToolCall, ToolOutput)> {
+        let mut results = Vec::with_capacity(calls.len());
+        for group in self.groups(calls) {
+            for outcome in executor.execute_batch(group, scope).await {
+                let output = outcome.output();
+                results.push((outcome.call, output));
+            }
+        }
+        results
+    }
+
     fn groups(&self, calls: Vec<ToolCall>) -> Vec<Vec<ToolCall>> {
+        if calls.len() < 2 {
+            return vec![calls];
+        }
         let tools = &self.orch.services.tools;
         let read_only = |call: &ToolCall| {
             tools
