@@ -799,6 +799,51 @@ mod tests {
     }
 
     #[test]
+    fn a_token_store_directory_is_read_with_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().display().to_string();
+        let lookup = |name: &str| (name == "TOKENS").then(|| root.clone());
+        let entry = |store: &str| {
+            format!(
+                r#"{{"mcpServers": {{"x": {{"url": "http://h", "oauth":
+                    {{"redirectUri": "http://h/cb", "tokenStore": {store}}}}}}}}}"#
+            )
+        };
+        let specs = parse_config_with(&entry(r#""${TOKENS}/mcp""#), &lookup).unwrap();
+        let TransportSpec::Http(http) = &specs[0].transport else {
+            panic!("not http: {:?}", specs[0]);
+        };
+        let store = http.oauth.as_ref().unwrap().token_store.as_ref().unwrap();
+        let expected = FileTokenStore::new(dir.path().join("mcp"));
+        assert_eq!(format!("{:?}", store.0), format!("{expected:?}"));
+
+        let file = dir.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let file = serde_json::to_string(&file.display().to_string()).unwrap();
+        for (value, problem) in [
+            ("7", "must be a string"),
+            (r#""  ""#, "must be a directory path, not empty"),
+            (file.as_str(), "which is not a directory"),
+        ] {
+            match parse_config_with(&entry(value), &lookup) {
+                Err(ConfigError::Field {
+                    server,
+                    field,
+                    problem: got,
+                }) => {
+                    assert_eq!((server.as_str(), field.as_str()), ("x", "oauth.tokenStore"));
+                    assert!(got.contains(problem), "{value}: {got}");
+                }
+                other => panic!("{value}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            parse_config_with(&entry(r#""${NOPE}""#), &lookup),
+            Err(ConfigError::UnsetVariable { field, .. }) if field == "oauth.tokenStore"
+        ));
+    }
+
+    #[test]
     fn variables_expand_with_defaults() {
         assert_eq!(expand_vars("a${ROOT}b", &env).unwrap(), "a/datab");
         assert_eq!(expand_vars("${NOPE:-x}", &env).unwrap(), "x");
