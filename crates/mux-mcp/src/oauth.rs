@@ -112,7 +112,7 @@ impl OAuth {
                 .configure_client(config)
                 .map_err(|err| RestoreError::Flow(failed("restoring stored credentials", err)))?;
         }
-        tracing::debug!(server_url = %self.url, restored, "loaded stored OAuth credentials");
+        tracing::debug!(restored, "loaded stored OAuth credentials");
         Ok(restored)
     }
 

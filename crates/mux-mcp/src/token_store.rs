@@ -155,7 +155,7 @@ impl CredentialStore for ServerCredentials {
             .save(&self.url, credentials)
             .await
             .map_err(store_failed)?;
-        tracing::debug!(server_url = %self.url, "saved OAuth credentials");
+        tracing::debug!("saved OAuth credentials");
         Ok(())
     }
 
