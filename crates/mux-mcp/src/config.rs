@@ -3,9 +3,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+
+use crate::token_file::FileTokenStore;
+use crate::token_store::TokenStore;
 
 /// A value that must never be printed: a bearer token or a secret header.
 #[derive(Clone, PartialEq, Eq)]
@@ -81,7 +85,23 @@ pub struct OAuthSpec {
     pub client_metadata_url: Option<String>,
     /// The name sent in Dynamic Client Registration.
     pub client_name: String,
+    /// Where tokens are kept; `None` keeps them in memory, for this process only. Set it
+    /// with [`OAuthSpec::with_token_store`].
+    pub token_store: Option<SharedTokenStore>,
 }
+
+/// A [`TokenStore`] shared between specs and connections. Two are equal when they are the
+/// same store.
+#[derive(Clone, Debug)]
+pub struct SharedTokenStore(pub Arc<dyn TokenStore>);
+
+impl PartialEq for SharedTokenStore {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for SharedTokenStore {}
 
 impl OAuthSpec {
     /// OAuth with `redirect_uri`, Dynamic Client Registration as `mux`, and the server's
@@ -101,6 +121,7 @@ impl OAuthSpec {
             client_secret: None,
             client_metadata_url: None,
             client_name: "mux".to_string(),
+            token_store: None,
         }
     }
 
@@ -130,6 +151,14 @@ impl OAuthSpec {
     /// Sets the name used in Dynamic Client Registration.
     pub fn with_client_name(mut self, name: impl Into<String>) -> Self {
         self.client_name = name.into();
+        self
+    }
+
+    /// Keeps tokens in `store` (a [`FileTokenStore`](crate::FileTokenStore), say), so they
+    /// survive restarts: a connect uses the stored access token, refreshes it when it has
+    /// expired, and sends the user to the browser only when neither works.
+    pub fn with_token_store(mut self, store: Arc<dyn TokenStore>) -> Self {
+        self.token_store = Some(SharedTokenStore(store));
         self
     }
 }
@@ -313,8 +342,8 @@ pub enum ConfigError {
 ///
 /// Servers come back sorted by name. Besides the standard fields (`command`, `args`, `env`,
 /// `cwd`, `type`, `url`, `headers`), mux reads `bearerToken`, `oauth` (`redirectUri`,
-/// `scopes`, `clientId`, `clientSecret`, `clientMetadataUrl`, `clientName`; see
-/// [`OAuthSpec`]), `caCertificates` (PEM files of extra CAs for HTTPS, read and checked
+/// `scopes`, `clientId`, `clientSecret`, `clientMetadataUrl`, `clientName`, and `tokenStore`,
+/// a directory where tokens persist across restarts; see [`OAuthSpec`]), `caCertificates` (PEM files of extra CAs for HTTPS, read and checked
 /// while parsing; see [`HttpSpec::ca_certificates`]), `toolTimeoutMs`, `connectTimeoutMs`
 /// and `disabled` (disabled servers are skipped).
 ///
@@ -511,7 +540,7 @@ impl EntryReader<'_> {
     }
 
     /// The `oauth` object: `redirectUri` (required), `scopes`, `clientId`, `clientSecret`,
-    /// `clientMetadataUrl`, `clientName`.
+    /// `clientMetadataUrl`, `clientName`, `tokenStore` (a directory for a [`FileTokenStore`]).
     fn oauth(&self, object: &Map<String, Value>) -> Result<OAuthSpec, ConfigError> {
         let string = |key: &str| -> Result<Option<String>, ConfigError> {
             let field = format!("oauth.{key}");
@@ -557,7 +586,26 @@ impl EntryReader<'_> {
         if let Some(name) = string("clientName")? {
             spec.client_name = name;
         }
+        if let Some(dir) = string("tokenStore")? {
+            spec = spec.with_token_store(Arc::new(self.token_dir(&dir)?));
+        }
         Ok(spec)
+    }
+
+    /// `oauth.tokenStore`: a directory path, which need not exist yet but must not be a file.
+    fn token_dir(&self, dir: &str) -> Result<FileTokenStore, ConfigError> {
+        let field = "oauth.tokenStore";
+        if dir.trim().is_empty() {
+            return Err(self.field_error(field, "must be a directory path, not empty"));
+        }
+        let path = PathBuf::from(dir);
+        match std::fs::metadata(&path) {
+            Ok(meta) if !meta.is_dir() => Err(self.field_error(
+                field,
+                format!("names `{}`, which is not a directory", path.display()),
+            )),
+            _ => Ok(FileTokenStore::new(path)),
+        }
     }
 
     fn optional_string(
@@ -748,6 +796,51 @@ mod tests {
                 other => panic!("{oauth}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_token_store_directory_is_read_with_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().display().to_string();
+        let lookup = |name: &str| (name == "TOKENS").then(|| root.clone());
+        let entry = |store: &str| {
+            format!(
+                r#"{{"mcpServers": {{"x": {{"url": "http://h", "oauth":
+                    {{"redirectUri": "http://h/cb", "tokenStore": {store}}}}}}}}}"#
+            )
+        };
+        let specs = parse_config_with(&entry(r#""${TOKENS}/mcp""#), &lookup).unwrap();
+        let TransportSpec::Http(http) = &specs[0].transport else {
+            panic!("not http: {:?}", specs[0]);
+        };
+        let store = http.oauth.as_ref().unwrap().token_store.as_ref().unwrap();
+        let expected = FileTokenStore::new(dir.path().join("mcp"));
+        assert_eq!(format!("{:?}", store.0), format!("{expected:?}"));
+
+        let file = dir.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let file = serde_json::to_string(&file.display().to_string()).unwrap();
+        for (value, problem) in [
+            ("7", "must be a string"),
+            (r#""  ""#, "must be a directory path, not empty"),
+            (file.as_str(), "which is not a directory"),
+        ] {
+            match parse_config_with(&entry(value), &lookup) {
+                Err(ConfigError::Field {
+                    server,
+                    field,
+                    problem: got,
+                }) => {
+                    assert_eq!((server.as_str(), field.as_str()), ("x", "oauth.tokenStore"));
+                    assert!(got.contains(problem), "{value}: {got}");
+                }
+                other => panic!("{value}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            parse_config_with(&entry(r#""${NOPE}""#), &lookup),
+            Err(ConfigError::UnsetVariable { field, .. }) if field == "oauth.tokenStore"
+        ));
     }
 
     #[test]

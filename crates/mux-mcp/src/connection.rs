@@ -20,7 +20,9 @@ use crate::config::{ConfigError, HttpSpec, ServerSpec, TransportSpec};
 use crate::event::EventSender;
 use crate::handler::{Handler, ProgressBarrier, ProgressRoutes};
 use crate::log::LogBuffer;
-use crate::oauth::{Challenge, FlowContext, OAuth, init_challenge, request_challenge};
+use crate::oauth::{
+    Challenge, FlowContext, OAuth, RestoreError, init_challenge, request_challenge,
+};
 use crate::tls;
 use crate::transport::{self, Child};
 use crate::{
@@ -518,18 +520,44 @@ impl ServerConnection {
     }
 
     /// The OAuth state for an HTTP server with an `oauth` spec, made on first use.
+    /// Its stored credentials are loaded first; it is kept only once that worked, so a
+    /// failed load is tried again on the next attempt.
     async fn oauth_for(
         &self,
         http: &HttpSpec,
         extra_roots: &[CertificateDer<'static>],
-    ) -> Result<Option<Arc<OAuth>>, String> {
+    ) -> Result<Option<Arc<OAuth>>, ConnectError> {
         let Some(spec) = &http.oauth else {
             return Ok(None);
         };
         if let Some(oauth) = lock(&self.inner.oauth).clone() {
             return Ok(Some(oauth));
         }
-        let oauth = Arc::new(OAuth::new(&http.url, spec.clone(), extra_roots.to_vec()).await?);
+        let server = &self.inner.spec.name;
+        let oauth = OAuth::new(&http.url, spec.clone(), extra_roots.to_vec())
+            .await
+            .map_err(|reason| ConnectError::Transport {
+                server: server.clone(),
+                reason,
+            })?;
+        let restored = oauth.restore().await.map_err(|err| match err {
+            RestoreError::Store(source) => ConnectError::TokenStore {
+                server: server.clone(),
+                source,
+            },
+            RestoreError::Flow(reason) => ConnectError::Authorization {
+                server: server.clone(),
+                reason,
+            },
+        })?;
+        if restored {
+            self.inner.shared.log(
+                LogLevel::Info,
+                LogSource::Protocol,
+                "using stored OAuth credentials".to_string(),
+            );
+        }
+        let oauth = Arc::new(oauth);
         Ok(Some(lock(&self.inner.oauth).get_or_insert(oauth).clone()))
     }
 
@@ -603,11 +631,7 @@ impl ServerConnection {
                         problem: err.problem,
                     })
                 })?;
-                let service = match self
-                    .oauth_for(http, &extra_roots)
-                    .await
-                    .map_err(bad_transport)?
-                {
+                let service = match self.oauth_for(http, &extra_roots).await? {
                     None => {
                         let client = transport::http_client(extra_roots).map_err(bad_transport)?;
                         let transport =

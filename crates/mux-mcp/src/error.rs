@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{ConfigError, TransitionError};
+use crate::{ConfigError, TokenStoreError, TransitionError};
 
 /// Why a connection attempt failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -54,6 +54,15 @@ pub enum ConnectError {
         server: String,
         /// What went wrong.
         reason: String,
+    },
+    /// The OAuth token store could not be read (a corrupt token file, say). The error names
+    /// the file, never the tokens.
+    #[error("MCP server `{server}`: {source}")]
+    TokenStore {
+        /// The server.
+        server: String,
+        /// What the store reported.
+        source: TokenStoreError,
     },
     /// The server did not finish the handshake and `tools/list` in time.
     #[error("MCP server `{server}`: no answer within {timeout:?} while connecting")]

@@ -23,13 +23,15 @@ mod proxy;
 mod state;
 mod sync;
 mod tls;
+mod token_file;
+mod token_store;
 mod transport;
 
 #[allow(deprecated)]
 pub use client::{ClientFeatures, ClientHandlers, HandlerError};
 pub use config::{
-    ConfigError, HttpSpec, OAuthSpec, Secret, ServerSpec, StdioSpec, TransportSpec, load_config,
-    parse_config, parse_config_with,
+    ConfigError, HttpSpec, OAuthSpec, Secret, ServerSpec, SharedTokenStore, StdioSpec,
+    TransportSpec, load_config, parse_config, parse_config_with,
 };
 pub use connection::{
     ConnectionOptions, DEFAULT_AUTHORIZATION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
@@ -48,6 +50,8 @@ pub use policy::ReconnectPolicy;
 pub use proxy::McpTool;
 pub use state::{AuthProgress, ConnectionState, ToolInfo, TransitionError};
 pub use sync::{RegistrySync, SyncReport};
+pub use token_file::FileTokenStore;
+pub use token_store::{InMemoryTokenStore, StoredCredentials, TokenStore, TokenStoreError};
 
 // Re-exported so users name the same rmcp version (results, content types).
 pub use rmcp;

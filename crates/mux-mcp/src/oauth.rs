@@ -5,12 +5,17 @@
 //! flow with PKCE; a 403 `insufficient_scope` challenge asks again for the union of the
 //! granted and the required scopes. The user's part, visiting the authorization URL, goes
 //! to [`ClientHandlers::authorize`].
+//!
+//! Tokens live in the spec's [`TokenStore`] (in memory by default). Before the first
+//! request the stored credentials are loaded; rmcp then sends the stored access token,
+//! refreshes it when it has expired, and only a refused refresh (or no credentials at all)
+//! leads to the 401 that starts the browser flow.
 
 use std::sync::Arc;
 
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    OAuthState, WWWAuthenticateParams,
+    OAuthClientConfig, OAuthState, WWWAuthenticateParams,
 };
 
 use rmcp::service::{ClientInitializeError, ServiceError};
@@ -22,6 +27,7 @@ use crate::client::ClientHandlers;
 use crate::config::OAuthSpec;
 use crate::oauth_http::OAuthHttp;
 use crate::state::AuthProgress;
+use crate::token_store::{InMemoryTokenStore, ServerCredentials, TokenStore, TokenStoreError};
 use crate::transport;
 
 /// The OAuth state of one server connection. It outlives reconnects, so a token is reused.
@@ -31,6 +37,17 @@ pub(crate) struct OAuth {
     client: AuthClient<reqwest::Client>,
     /// The client of every OAuth request (discovery, registration, tokens).
     oauth_http: Arc<OAuthHttp>,
+    /// Where the tokens are kept.
+    store: Arc<dyn TokenStore>,
+}
+
+/// Why stored credentials could not be restored.
+#[derive(Debug)]
+pub(crate) enum RestoreError {
+    /// The store could not be read.
+    Store(TokenStoreError),
+    /// The stored credentials could not be set up (discovery failed, say).
+    Flow(String),
 }
 
 /// Where the flow reports its steps and reaches the user.
@@ -54,15 +71,49 @@ impl OAuth {
     ) -> Result<Self, String> {
         let http = transport::http_client(extra_roots.clone())?;
         let oauth_http = Arc::new(OAuthHttp::new(url, extra_roots)?);
-        let manager = AuthorizationManager::new_with_oauth_http_client(url, oauth_http.clone())
-            .await
-            .map_err(|err| failed("setup", err))?;
+        let store = match &spec.token_store {
+            Some(shared) => shared.0.clone(),
+            None => Arc::new(InMemoryTokenStore::new()),
+        };
+        let manager = manager(url, &oauth_http, &store).await?;
         Ok(Self {
             url: url.to_string(),
             spec,
             client: AuthClient::new(http, manager),
             oauth_http,
+            store,
         })
+    }
+
+    /// Loads the credentials an earlier connect or process stored, so requests carry the
+    /// stored token (refreshed when it has expired). Returns whether there were any.
+    pub(crate) async fn restore(&self) -> Result<bool, RestoreError> {
+        let stored = self
+            .store
+            .load(&self.url)
+            .await
+            .map_err(RestoreError::Store)?;
+        let Some(stored) = stored.filter(|stored| stored.token_response.is_some()) else {
+            return Ok(false);
+        };
+        let mut manager = self.client.auth_manager.lock().await;
+        let restored = manager
+            .initialize_from_store()
+            .await
+            .map_err(|err| RestoreError::Flow(failed("restoring stored credentials", err)))?;
+        // A confidential client refreshes with its secret, which is not stored.
+        if let (true, Some(client_id), Some(secret)) =
+            (restored, &self.spec.client_id, &self.spec.client_secret)
+            && *client_id == stored.client_id
+        {
+            let config = OAuthClientConfig::new(client_id.clone(), self.spec.redirect_uri.clone())
+                .with_client_secret(secret.expose());
+            manager
+                .configure_client(config)
+                .map_err(|err| RestoreError::Flow(failed("restoring stored credentials", err)))?;
+        }
+        tracing::debug!(restored, "loaded stored OAuth credentials");
+        Ok(restored)
     }
 
     /// The HTTP client the transport sends through: it adds the current token.
@@ -92,10 +143,7 @@ impl OAuth {
         if let Some(url) = &self.spec.client_metadata_url {
             request = request.with_client_metadata_url(url.clone());
         }
-        let manager =
-            AuthorizationManager::new_with_oauth_http_client(&self.url, self.oauth_http.clone())
-                .await
-                .map_err(|err| failed("setup", err))?;
+        let manager = manager(&self.url, &self.oauth_http, &self.store).await?;
         let mut state = OAuthState::Unauthorized(manager);
         state
             .start_authorization(request)
@@ -169,6 +217,19 @@ impl OAuth {
             .await
             .map_err(|err| format!("authorization was not completed: {err}"))
     }
+}
+
+/// An authorization manager for the server at `url` that keeps its credentials in `store`.
+async fn manager(
+    url: &str,
+    oauth_http: &Arc<OAuthHttp>,
+    store: &Arc<dyn TokenStore>,
+) -> Result<AuthorizationManager, String> {
+    let mut manager = AuthorizationManager::new_with_oauth_http_client(url, oauth_http.clone())
+        .await
+        .map_err(|err| failed("setup", err))?;
+    manager.set_credential_store(ServerCredentials::new(store.clone(), url));
+    Ok(manager)
 }
 
 /// The challenge of the 401 or 403 that made the handshake fail, if that is why it failed.

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use mux_mcp::{
     AuthProgress, ClientFeatures, ClientHandlers, ConnectError, ConnectionOptions, ConnectionState,
-    HandlerError, Lifecycle, McpEvent, OAuthSpec, Received, ServerConnection, ServerSpec,
+    FileTokenStore, HandlerError, Lifecycle, McpEvent, OAuthSpec, Received, ServerConnection,
+    ServerSpec, StoredCredentials, TokenStore, TokenStoreError,
 };
 use mux_tool::BoxFuture;
 use serde_json::{Value, json};
@@ -17,6 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 const TOKEN: &str = "token-for-mux";
+const REFRESH: &str = "refresh-for-mux";
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
 
 /// One parsed request.
@@ -92,6 +94,8 @@ struct Seen {
     registrations: usize,
     token_requests: Vec<String>,
     unauthorized_mcp_requests: usize,
+    /// MCP messages sent without the token (discovery's probe is a GET).
+    unauthorized_mcp_posts: usize,
 }
 
 /// Serves, on one port: the MCP endpoint `/mcp` (401 without the token; `initialize`,
@@ -145,9 +149,8 @@ async fn serve(listener: TcpListener, seen: Arc<Mutex<Seen>>) {
                         .unwrap()
                         .token_requests
                         .push(request.body.clone());
-                    let body =
-                        json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600});
-                    respond(&mut stream, "200 OK", &[], &body.to_string()).await;
+                    let (status, body) = token_response(&request.body);
+                    respond(&mut stream, status, &[], &body.to_string()).await;
                 }
                 (_, "/mcp") => mcp(&mut stream, &request, &base, &seen).await,
                 _ => respond(&mut stream, "404 Not Found", &[], "").await,
@@ -156,11 +159,34 @@ async fn serve(listener: TcpListener, seen: Arc<Mutex<Seen>>) {
     }
 }
 
+/// The token endpoint: a code grant gets the token and a refresh token; a refresh grant
+/// with that refresh token gets the token again (no new refresh token); any other refresh
+/// token is refused with `invalid_grant`.
+fn token_response(body: &str) -> (&'static str, Value) {
+    if !body.contains("grant_type=refresh_token") {
+        let tokens = json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600,
+            "refresh_token": REFRESH});
+        return ("200 OK", tokens);
+    }
+    if body.contains(&format!("refresh_token={REFRESH}")) {
+        let tokens = json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600});
+        ("200 OK", tokens)
+    } else {
+        ("400 Bad Request", json!({"error": "invalid_grant"}))
+    }
+}
+
 async fn mcp(stream: &mut TcpStream, request: &Request, base: &str, seen: &Mutex<Seen>) {
     let authorized = request.headers.get("authorization").map(String::as_str)
         == Some(&format!("Bearer {TOKEN}"));
     if !authorized {
-        seen.lock().unwrap().unauthorized_mcp_requests += 1;
+        {
+            let mut seen = seen.lock().unwrap();
+            seen.unauthorized_mcp_requests += 1;
+            if request.method == "POST" {
+                seen.unauthorized_mcp_posts += 1;
+            }
+        }
         let challenge =
             format!("Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\"");
         respond(
@@ -244,7 +270,11 @@ async fn start() -> (String, Arc<Mutex<Seen>>) {
 }
 
 fn connection(url: &str, user: Arc<User>) -> ServerConnection {
-    let spec = ServerSpec::http("protected", url).with_oauth(OAuthSpec::new(REDIRECT));
+    connection_with(url, user, OAuthSpec::new(REDIRECT))
+}
+
+fn connection_with(url: &str, user: Arc<User>, oauth: OAuthSpec) -> ServerConnection {
+    let spec = ServerSpec::http("protected", url).with_oauth(oauth);
     let connection = ServerConnection::new(
         spec,
         ConnectionOptions {
@@ -360,4 +390,173 @@ async fn without_oauth_a_401_is_a_handshake_error() {
         matches!(&err, ConnectError::Handshake { reason, .. } if reason.contains("Auth required")),
         "{err:?}"
     );
+}
+
+fn user() -> Arc<User> {
+    Arc::new(User {
+        urls: Mutex::new(Vec::new()),
+        consent: true,
+    })
+}
+
+fn file_oauth(dir: &std::path::Path) -> OAuthSpec {
+    OAuthSpec::new(REDIRECT).with_token_store(Arc::new(FileTokenStore::new(dir)))
+}
+
+/// Saves, as an earlier process would have, credentials whose access token is `access` and
+/// expired an hour ago, with the refresh token `refresh`.
+async fn store_expired(store: &FileTokenStore, url: &str, access: &str, refresh: &str) {
+    let tokens = serde_json::from_value(json!({
+        "access_token": access,
+        "token_type": "Bearer",
+        "expires_in": 3600,
+        "refresh_token": refresh,
+    }))
+    .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let credentials = StoredCredentials::new(
+        "registered-client".into(),
+        Some(tokens),
+        vec![],
+        Some(now - 7200),
+    );
+    store.save(url, credentials).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_tokens_let_a_new_connection_in_without_authorizing() {
+    let (url, seen) = start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+
+    let first_user = user();
+    let first = connection_with(&url, first_user.clone(), file_oauth(&tokens));
+    first.connect().await.unwrap();
+    first.disconnect().await;
+    assert_eq!(first_user.urls.lock().unwrap().len(), 1);
+
+    // A new connection with a new store on the same directory, as after a restart.
+    let second_user = user();
+    let second = connection_with(&url, second_user.clone(), file_oauth(&tokens));
+    let tools = second.connect().await.unwrap();
+    assert_eq!(tools[0].name, "whoami");
+    assert!(second_user.urls.lock().unwrap().is_empty());
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.registrations, 1);
+        assert_eq!(seen.token_requests.len(), 1);
+    }
+    second.disconnect().await;
+
+    // One file, named by a hash: neither the token nor the URL is in its name.
+    let store = FileTokenStore::new(&tokens);
+    let path = store.path_for(&url);
+    let names: Vec<String> = std::fs::read_dir(&tokens)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, [path.file_name().unwrap().to_string_lossy()]);
+    assert!(!names[0].contains(TOKEN) && !names[0].contains("127.0.0.1"));
+    let stored = store.load(&url).await.unwrap().unwrap();
+    assert_eq!(stored.client_id, "registered-client");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let mode = std::fs::metadata(&tokens).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_stored_token_is_refreshed_without_authorizing() {
+    let (url, seen) = start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileTokenStore::new(dir.path());
+    store_expired(&store, &url, "expired-token", REFRESH).await;
+
+    let user = user();
+    let connection = connection_with(&url, user.clone(), file_oauth(dir.path()));
+    connection.connect().await.unwrap();
+    assert!(user.urls.lock().unwrap().is_empty());
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.registrations, 0);
+        // The refresh came before the first message: none went out without the token.
+        assert_eq!(seen.unauthorized_mcp_posts, 0);
+        assert_eq!(seen.token_requests.len(), 1);
+        let request = &seen.token_requests[0];
+        assert!(request.contains("grant_type=refresh_token"), "{request}");
+        assert!(request.contains("client_id=registered-client"), "{request}");
+    }
+    connection.disconnect().await;
+
+    // The refreshed token was saved, with the refresh token kept.
+    let stored = store.load(&url).await.unwrap().unwrap();
+    let tokens = serde_json::to_value(stored.token_response.unwrap()).unwrap();
+    assert_eq!(tokens["access_token"], TOKEN);
+    assert_eq!(tokens["refresh_token"], REFRESH);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_refresh_falls_back_to_the_browser() {
+    let (url, seen) = start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileTokenStore::new(dir.path());
+    store_expired(&store, &url, "expired-token", "revoked-refresh").await;
+
+    let user = user();
+    let connection = connection_with(&url, user.clone(), file_oauth(dir.path()));
+    connection.connect().await.unwrap();
+    assert_eq!(user.urls.lock().unwrap().len(), 1);
+    let grants: Vec<bool> = seen
+        .lock()
+        .unwrap()
+        .token_requests
+        .iter()
+        .map(|body| body.contains("grant_type=refresh_token"))
+        .collect();
+    assert_eq!(grants, [true, false]);
+    connection.disconnect().await;
+    let stored = store.load(&url).await.unwrap().unwrap();
+    let tokens = serde_json::to_value(stored.token_response.unwrap()).unwrap();
+    assert_eq!(tokens["refresh_token"], REFRESH);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_token_file_is_a_typed_error_without_its_content() {
+    let (url, seen) = start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = FileTokenStore::new(dir.path()).path_for(&url);
+    let leaked = "leaked-access-token-5c1d";
+    std::fs::write(&path, format!("{{\"access_token\": \"{leaked}\", ")).unwrap();
+
+    let user = user();
+    let connection = connection_with(&url, user.clone(), file_oauth(dir.path()));
+    let err = connection.connect().await.unwrap_err();
+    match &err {
+        ConnectError::TokenStore {
+            server,
+            source: TokenStoreError::Corrupt { path: named, .. },
+        } => {
+            assert_eq!(server, "protected");
+            assert_eq!(named, &path);
+        }
+        other => panic!("expected a token store error, got {other:?}"),
+    }
+    let shown = format!("{err} {err:?}");
+    assert!(!shown.contains(leaked), "{shown}");
+    assert!(shown.contains(&path.display().to_string()), "{shown}");
+    assert!(user.urls.lock().unwrap().is_empty());
+    assert!(seen.lock().unwrap().token_requests.is_empty());
+
+    // Logging out (clearing the entry) lets the next connect authorize afresh.
+    FileTokenStore::new(dir.path()).clear(&url).await.unwrap();
+    connection.connect().await.unwrap();
+    assert_eq!(user.urls.lock().unwrap().len(), 1);
+    connection.disconnect().await;
 }
