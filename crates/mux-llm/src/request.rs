@@ -117,8 +117,9 @@ pub struct Request {
     /// The system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
-    /// The conversation.
-    pub messages: Vec<Message>,
+    /// The conversation, shared copy-on-write: a loop hands the same history to every turn's
+    /// request without copying it, and `Arc::make_mut` copies only when a shared one changes.
+    pub messages: Arc<Vec<Message>>,
     /// The tools, sorted by name so the wire order is stable (prompt caching depends on it).
     /// Shared, so a request per turn does not copy every tool's schema.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -151,7 +152,7 @@ impl Request {
         Self {
             model: model.into(),
             system: None,
-            messages: Vec::new(),
+            messages: Arc::default(),
             tools: Vec::new(),
             tool_choice: ToolChoice::Auto,
             max_tokens,
@@ -171,7 +172,7 @@ impl Request {
 
     /// Appends a message.
     pub fn message(mut self, message: Message) -> Self {
-        self.messages.push(message);
+        Arc::make_mut(&mut self.messages).push(message);
         self
     }
 

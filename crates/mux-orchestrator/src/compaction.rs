@@ -1,5 +1,7 @@
 //! Compaction: summarizing older turns through the model while keeping the last turns whole.
 
+use std::sync::Arc;
+
 use mux_llm::{ContentBlock, LlmClient, Message, Request, Role};
 
 use crate::LoopError;
@@ -89,8 +91,9 @@ pub(crate) async fn compact(
 ) -> Result<Vec<Message>, LoopError> {
     let mut request = Request::new(model, max_tokens)
         .system("You write faithful, compact summaries of conversations.");
-    request.messages = messages[..split].to_vec();
-    request.messages.push(Message::user(SUMMARY_PROMPT));
+    let mut older = messages[..split].to_vec();
+    older.push(Message::user(SUMMARY_PROMPT));
+    request.messages = Arc::new(older);
     let summary = client.complete(request).await?.text();
     let mut kept = messages[split..].to_vec();
     if let Some(first) = kept.first_mut() {

@@ -43,7 +43,8 @@ pub(crate) struct Services {
 #[derive(Debug)]
 pub(crate) struct Conversation {
     pub(crate) meta: SessionMeta,
-    pub(crate) messages: Vec<Message>,
+    /// Shared with each turn's request, copy-on-write: a turn does not copy the history.
+    pub(crate) messages: Arc<Vec<Message>>,
     pub(crate) usage: Usage,
     /// Context size the provider reported on the last call (input + cache + output tokens).
     pub(crate) reported_tokens: Option<u64>,
@@ -237,7 +238,7 @@ impl Orchestrator {
             services: Arc::new(services),
             conversation: Arc::new(Mutex::new(Conversation {
                 meta,
-                messages,
+                messages: Arc::new(messages),
                 usage: Usage::default(),
                 reported_tokens: None,
                 persisted,
@@ -259,7 +260,7 @@ impl Orchestrator {
             services: Arc::clone(&self.services),
             conversation: Arc::new(Mutex::new(Conversation {
                 meta: SessionMeta::new(),
-                messages,
+                messages: Arc::new(messages),
                 usage: Usage::default(),
                 reported_tokens: None,
                 persisted: false,
@@ -328,7 +329,7 @@ impl Orchestrator {
 
     /// The conversation so far.
     pub fn messages(&self) -> Vec<Message> {
-        self.lock().messages.clone()
+        self.lock().messages.to_vec()
     }
 
     /// The session's metadata.
@@ -427,7 +428,7 @@ impl Orchestrator {
             conversation.meta.touch();
             // The first write records the whole conversation, so seeded history is kept.
             let first = (!conversation.persisted).then(|| HistoryRecord::Replace {
-                messages: conversation.messages.clone(),
+                messages: conversation.messages.to_vec(),
             });
             conversation.persisted = true;
             (conversation.meta.clone(), first)

@@ -323,7 +323,7 @@ impl<'a> Turns<'a> {
             .map(|_| HistoryRecord::Message {
                 message: message.clone(),
             });
-        self.orch.lock().messages.push(message);
+        Arc::make_mut(&mut self.orch.lock().messages).push(message);
         match record {
             Some(record) => self.orch.persist(std::slice::from_ref(&record)).await,
             None => Ok(()),
@@ -375,7 +375,7 @@ impl<'a> Turns<'a> {
         if let Some(budget) = config.thinking_budget {
             request = request.thinking(budget);
         }
-        request.messages = self.orch.lock().messages.clone();
+        request.messages = Arc::clone(&self.orch.lock().messages);
         request
     }
 
@@ -656,8 +656,9 @@ impl<'a> Turns<'a> {
             let mut conversation = self.orch.lock();
             // Messages appended meanwhile (none during a run) would follow the compacted part.
             let seen = messages.len().min(conversation.messages.len());
-            let appended = conversation.messages.split_off(seen);
-            conversation.messages = summary.iter().cloned().chain(appended).collect();
+            let appended = conversation.messages.get(seen..).unwrap_or_default();
+            let compacted = summary.iter().chain(appended).cloned().collect();
+            conversation.messages = Arc::new(compacted);
             conversation.reported_tokens = None;
         }
         self.orch

@@ -186,10 +186,10 @@ fn per_turn(rt: &Runtime) -> Result<Vec<Row>, String> {
                 let mut request = Request::new("instant", 4_096).user("go");
                 let first = model.complete(request.clone()).await;
                 let Ok(first) = first else { return };
-                request.messages.push(first.to_message());
+                Arc::make_mut(&mut request.messages).push(first.to_message());
                 let output = tool.call(json!({"n": 1}), ToolContext::new("call_1")).await;
                 let text = output.map(|o| o.to_text()).unwrap_or_default();
-                request.messages.push(Message::new(
+                Arc::make_mut(&mut request.messages).push(Message::new(
                     Role::User,
                     vec![ContentBlock::tool_result("call_1", text, false)],
                 ));

@@ -23,7 +23,7 @@ fn text_of(blocks: &[ContentBlock]) -> String {
 /// signature but no text carries the signature Gemini attached to the next part.
 pub fn request_body(request: &Request) -> Value {
     let mut names: HashMap<&str, &str> = HashMap::new();
-    for message in &request.messages {
+    for message in request.messages.iter() {
         for block in &message.content {
             if let ContentBlock::ToolUse { id, name, .. } = block {
                 names.insert(id, name);
@@ -31,7 +31,7 @@ pub fn request_body(request: &Request) -> Value {
         }
     }
     let mut contents = Vec::new();
-    for message in &request.messages {
+    for message in request.messages.iter() {
         let mut parts = Vec::new();
         let mut signature: Option<&str> = None;
         for block in &message.content {

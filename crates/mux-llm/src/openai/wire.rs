@@ -139,7 +139,7 @@ pub fn request_body(request: &Request, options: WireOptions, stream: bool) -> Va
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
     }
-    for message in &request.messages {
+    for message in request.messages.iter() {
         push_message(message, &mut messages);
     }
     body.insert("messages".into(), Value::Array(messages));
