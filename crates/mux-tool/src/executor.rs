@@ -52,7 +52,10 @@ impl CallScope {
 /// 2. validate the arguments against the input schema;
 /// 3. pre-hooks, in order: continue, allow, block, or rewrite (rewrites are validated again);
 /// 4. the approval gate (or, with none, the [`ApprovalPolicy`]);
-/// 5. the call, in its own task, with a timeout and cancellation; a panic becomes an error;
+/// 5. the call: polled once in place (most tools finish there, at no task's cost), then, if
+///    still pending, in its own task with a timeout and cancellation; a panic becomes an error.
+///    Like any async code, a tool must not block its thread: blocking work belongs in
+///    `tokio::task::spawn_blocking`, which the timeout and cancellation then cover;
 /// 6. the output limit, cut on UTF-8 boundaries with a visible marker;
 /// 7. post-hooks, in order.
 ///

@@ -47,6 +47,10 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     /// Runs the tool. The executor has validated `input` against the input schema.
+    ///
+    /// The executor polls the future once in the caller's task before giving it a task of
+    /// its own, so blocking work (synchronous I/O, heavy CPU) must go through
+    /// `tokio::task::spawn_blocking`, where the timeout and cancellation can reach it.
     fn call(&self, input: Value, cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>>;
 }
 
