@@ -78,13 +78,23 @@ impl Scenario {
         })
     }
 
-    /// The OAuth settings for `auth/*` scenarios: pre-registered credentials when the
-    /// context has them, else a metadata document URL with registration as the fallback.
+    /// The OAuth settings for `auth/*` scenarios: the client-credentials grant for the
+    /// `auth/client-credentials-*` scenarios that give a secret; pre-registered credentials
+    /// when the context has them, else a metadata document URL with registration as the
+    /// fallback.
     fn oauth(&self) -> Option<OAuthSpec> {
         if !self.name.starts_with("auth/") {
             return None;
         }
         let text = |key: &str| self.context.get(key).and_then(Value::as_str);
+        if self.name.starts_with("auth/client-credentials")
+            && let (Some(client_id), Some(secret)) = (text("client_id"), text("client_secret"))
+        {
+            return Some(OAuthSpec::client_credentials(
+                client_id,
+                Secret::new(secret),
+            ));
+        }
         let mut oauth = OAuthSpec::new(REDIRECT_URI)
             .with_client_metadata_url(CLIENT_METADATA_URL)
             .with_client_name("mux-conformance");

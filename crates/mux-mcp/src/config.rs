@@ -88,6 +88,25 @@ pub struct OAuthSpec {
     /// Where tokens are kept; `None` keeps them in memory, for this process only. Set it
     /// with [`OAuthSpec::with_token_store`].
     pub token_store: Option<SharedTokenStore>,
+    /// How a token is obtained: through the user's browser (the default) or, for
+    /// machine-to-machine use, with the client's own credentials.
+    pub grant: OAuthGrant,
+}
+
+/// The OAuth grant mux uses to obtain tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OAuthGrant {
+    /// The authorization-code flow with PKCE: the user approves in a browser, through
+    /// [`ClientHandlers::authorize`](crate::ClientHandlers::authorize).
+    #[default]
+    AuthorizationCode,
+    /// The client-credentials grant (OAuth 2.1 §4.2, MCP extension SEP-1046): the
+    /// pre-registered `client_id` and `client_secret` are exchanged for a token at the
+    /// token endpoint, with no user and no browser. The secret goes in an HTTP Basic
+    /// header when that is the only method the authorization server lists, in the
+    /// request body otherwise.
+    ClientCredentials,
 }
 
 /// A [`TokenStore`] shared between specs and connections. Two are equal when they are the
@@ -122,6 +141,24 @@ impl OAuthSpec {
             client_metadata_url: None,
             client_name: "mux".to_string(),
             token_store: None,
+            grant: OAuthGrant::AuthorizationCode,
+        }
+    }
+
+    /// The client-credentials grant for machine-to-machine use: no user, no browser, no
+    /// redirect URI. Tokens are fetched with `client_id` and `secret` when the server
+    /// answers 401, and fetched again when a later request is refused.
+    ///
+    /// ```
+    /// use mux_mcp::{OAuthSpec, Secret, ServerSpec};
+    /// let oauth = OAuthSpec::client_credentials("reports-bot", Secret::new("s3cret"));
+    /// let spec = ServerSpec::http("reports", "https://mcp.example.com/mcp").with_oauth(oauth);
+    /// # let _ = spec;
+    /// ```
+    pub fn client_credentials(client_id: impl Into<String>, secret: Secret) -> Self {
+        Self {
+            grant: OAuthGrant::ClientCredentials,
+            ..Self::new(String::new()).with_client(client_id, Some(secret))
         }
     }
 
@@ -341,8 +378,8 @@ pub enum ConfigError {
 /// `${VAR}` and `${VAR:-default}` from the process environment.
 ///
 /// Servers come back sorted by name. Besides the standard fields (`command`, `args`, `env`,
-/// `cwd`, `type`, `url`, `headers`), mux reads `bearerToken`, `oauth` (`redirectUri`,
-/// `scopes`, `clientId`, `clientSecret`, `clientMetadataUrl`, `clientName`, and `tokenStore`,
+/// `cwd`, `type`, `url`, `headers`), mux reads `bearerToken`, `oauth` (`grant`,
+/// `redirectUri`, `scopes`, `clientId`, `clientSecret`, `clientMetadataUrl`, `clientName`, and `tokenStore`,
 /// a directory where tokens persist across restarts; see [`OAuthSpec`]), `caCertificates` (PEM files of extra CAs for HTTPS, read and checked
 /// while parsing; see [`HttpSpec::ca_certificates`]), `toolTimeoutMs`, `connectTimeoutMs`
 /// and `disabled` (disabled servers are skipped).
@@ -539,7 +576,9 @@ impl EntryReader<'_> {
             .collect()
     }
 
-    /// The `oauth` object: `redirectUri` (required), `scopes`, `clientId`, `clientSecret`,
+    /// The `oauth` object: `grant` (`authorization_code`, the default, or
+    /// `client_credentials`), `redirectUri` (required by `authorization_code`), `scopes`,
+    /// `clientId`, `clientSecret` (both required by `client_credentials`),
     /// `clientMetadataUrl`, `clientName`, `tokenStore` (a directory for a [`FileTokenStore`]).
     fn oauth(&self, object: &Map<String, Value>) -> Result<OAuthSpec, ConfigError> {
         let string = |key: &str| -> Result<Option<String>, ConfigError> {
@@ -550,9 +589,24 @@ impl EntryReader<'_> {
                 Some(_) => Err(self.field_error(&field, "must be a string")),
             }
         };
-        let redirect_uri = string("redirectUri")?
-            .ok_or_else(|| self.field_error("oauth.redirectUri", "is missing"))?;
-        if !(redirect_uri.starts_with("http://") || redirect_uri.starts_with("https://")) {
+        let grant = match string("grant")?.as_deref() {
+            None | Some("authorization_code") => OAuthGrant::AuthorizationCode,
+            Some("client_credentials") => OAuthGrant::ClientCredentials,
+            Some(other) => {
+                return Err(self.field_error(
+                    "oauth.grant",
+                    format!("is `{other}`; expected `authorization_code` or `client_credentials`"),
+                ));
+            }
+        };
+        let redirect_uri = match (string("redirectUri")?, grant) {
+            (Some(uri), _) => uri,
+            (None, OAuthGrant::ClientCredentials) => String::new(),
+            (None, _) => return Err(self.field_error("oauth.redirectUri", "is missing")),
+        };
+        if grant == OAuthGrant::AuthorizationCode
+            && !(redirect_uri.starts_with("http://") || redirect_uri.starts_with("https://"))
+        {
             return Err(
                 self.field_error("oauth.redirectUri", "must start with http:// or https://")
             );
@@ -579,7 +633,22 @@ impl EntryReader<'_> {
         if client_secret.is_some() && client_id.is_none() {
             return Err(self.field_error("oauth.clientSecret", "needs `oauth.clientId`"));
         }
+        if grant == OAuthGrant::ClientCredentials {
+            if client_id.is_none() {
+                return Err(self.field_error(
+                    "oauth.clientId",
+                    "is required by the `client_credentials` grant",
+                ));
+            }
+            if client_secret.is_none() {
+                return Err(self.field_error(
+                    "oauth.clientSecret",
+                    "is required by the `client_credentials` grant",
+                ));
+            }
+        }
         let mut spec = OAuthSpec::new(redirect_uri).with_scopes(scopes);
+        spec.grant = grant;
         spec.client_id = client_id;
         spec.client_secret = client_secret;
         spec.client_metadata_url = string("clientMetadataUrl")?;
@@ -763,6 +832,26 @@ mod tests {
     }
 
     #[test]
+    fn client_credentials_need_no_redirect_uri() {
+        let config = r#"{"mcpServers": {"bot": {"url": "https://h/mcp", "oauth": {
+            "grant": "client_credentials", "clientId": "reports-bot",
+            "clientSecret": "s3cret", "scopes": ["read"]}}}}"#;
+        let specs = parse_config_with(config, &env).unwrap();
+        let TransportSpec::Http(http) = &specs[0].transport else {
+            panic!("not http")
+        };
+        let oauth = http.oauth.as_ref().unwrap();
+        assert_eq!(oauth.grant, OAuthGrant::ClientCredentials);
+        assert_eq!(oauth.client_id.as_deref(), Some("reports-bot"));
+        assert_eq!(oauth.client_secret.as_ref().unwrap().expose(), "s3cret");
+        assert_eq!(oauth.scopes, ["read"]);
+        assert!(!format!("{oauth:?}").contains("s3cret"));
+        let built = OAuthSpec::client_credentials("reports-bot", Secret::new("s3cret"))
+            .with_scopes(["read"]);
+        assert_eq!(*oauth, built);
+    }
+
+    #[test]
     fn bad_oauth_entries_name_the_field() {
         for (oauth, field) in [
             (r#""yes""#, "oauth"),
@@ -783,6 +872,16 @@ mod tests {
             (
                 r#"{"redirectUri": "http://h/cb", "clientId": 7}"#,
                 "oauth.clientId",
+            ),
+            (r#"{"grant": "implicit"}"#, "oauth.grant"),
+            (
+                r#"{"grant": "client_credentials", "clientSecret": "s"}"#,
+                "oauth.clientSecret",
+            ),
+            (r#"{"grant": "client_credentials"}"#, "oauth.clientId"),
+            (
+                r#"{"grant": "client_credentials", "clientId": "bot"}"#,
+                "oauth.clientSecret",
             ),
         ] {
             let config =

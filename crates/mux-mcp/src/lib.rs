@@ -30,7 +30,7 @@ mod transport;
 #[allow(deprecated)]
 pub use client::{ClientFeatures, ClientHandlers, HandlerError};
 pub use config::{
-    ConfigError, HttpSpec, OAuthSpec, Secret, ServerSpec, SharedTokenStore, StdioSpec,
+    ConfigError, HttpSpec, OAuthGrant, OAuthSpec, Secret, ServerSpec, SharedTokenStore, StdioSpec,
     TransportSpec, load_config, parse_config, parse_config_with,
 };
 pub use connection::{

@@ -6,6 +6,10 @@
 //! granted and the required scopes. The user's part, visiting the authorization URL, goes
 //! to [`ClientHandlers::authorize`].
 //!
+//! With the client-credentials grant (SEP-1046) there is no user: the same discovery is
+//! followed by a token request with the client's id and secret, and a later 401 fetches
+//! a new token the same way.
+//!
 //! Tokens live in the spec's [`TokenStore`] (in memory by default). Before the first
 //! request the stored credentials are loaded; rmcp then sends the stored access token,
 //! refreshes it when it has expired, and only a refused refresh (or no credentials at all)
@@ -15,7 +19,7 @@ use std::sync::Arc;
 
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    OAuthClientConfig, OAuthState, WWWAuthenticateParams,
+    ClientCredentialsConfig, OAuthClientConfig, OAuthState, WWWAuthenticateParams,
 };
 
 use rmcp::service::{ClientInitializeError, ServiceError};
@@ -24,7 +28,7 @@ use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientSco
 use rustls::pki_types::CertificateDer;
 
 use crate::client::ClientHandlers;
-use crate::config::OAuthSpec;
+use crate::config::{OAuthGrant, OAuthSpec};
 use crate::oauth_http::OAuthHttp;
 use crate::state::AuthProgress;
 use crate::token_store::{InMemoryTokenStore, ServerCredentials, TokenStore, TokenStoreError};
@@ -101,9 +105,11 @@ impl OAuth {
             .initialize_from_store()
             .await
             .map_err(|err| RestoreError::Flow(failed("restoring stored credentials", err)))?;
-        // A confidential client refreshes with its secret, which is not stored.
-        if let (true, Some(client_id), Some(secret)) =
-            (restored, &self.spec.client_id, &self.spec.client_secret)
+        // A confidential client refreshes with its secret, which is not stored. A
+        // client-credentials client fetches a new token instead of refreshing.
+        if self.spec.grant == OAuthGrant::AuthorizationCode
+            && let (true, Some(client_id), Some(secret)) =
+                (restored, &self.spec.client_id, &self.spec.client_secret)
             && *client_id == stored.client_id
         {
             let config = OAuthClientConfig::new(client_id.clone(), self.spec.redirect_uri.clone())
@@ -121,13 +127,69 @@ impl OAuth {
         self.client.clone()
     }
 
-    /// Runs the authorization-code flow seeded by a 401 `challenge` (its `WWW-Authenticate`).
+    /// Gets a token after a 401 `challenge` (its `WWW-Authenticate`): the authorization-code
+    /// flow, or a client-credentials token request, as the spec's grant says.
     pub(crate) async fn authorize(
         &self,
         challenge: &str,
         cx: &FlowContext<'_>,
     ) -> Result<(), String> {
         (cx.progress)(AuthProgress::Starting);
+        match self.spec.grant {
+            OAuthGrant::ClientCredentials => self.client_credentials(challenge, cx).await,
+            OAuthGrant::AuthorizationCode => self.authorization_code(challenge, cx).await,
+        }
+    }
+
+    /// The client-credentials grant: discovery seeded by `challenge`, then a token request
+    /// with the client's id and secret and the server URL as the `resource`.
+    async fn client_credentials(
+        &self,
+        challenge: &str,
+        cx: &FlowContext<'_>,
+    ) -> Result<(), String> {
+        let (Some(client_id), Some(secret)) = (&self.spec.client_id, &self.spec.client_secret)
+        else {
+            return Err(
+                "the client_credentials grant needs a client id and a client secret".to_string(),
+            );
+        };
+        let mut manager = manager(&self.url, &self.oauth_http, &self.store).await?;
+        let resolution = manager
+            .resolve_metadata_from_challenge(Some(challenge))
+            .await
+            .map_err(|err| failed("discovery", err))?;
+        manager.set_metadata(resolution.metadata);
+        let scopes = if self.spec.scopes.is_empty() {
+            manager.select_initial_scopes(&[]).await
+        } else {
+            self.spec.scopes.clone()
+        };
+        let config = ClientCredentialsConfig::ClientSecret {
+            client_id: client_id.clone(),
+            client_secret: secret.expose().to_string(),
+            scopes,
+            resource: Some(resource(&self.url)),
+        };
+        manager
+            .validate_client_credentials_metadata(&config)
+            .and_then(|()| manager.configure_client_credentials(&config))
+            .map_err(|err| failed("client credentials setup", err))?;
+        (cx.progress)(AuthProgress::ExchangingToken);
+        manager
+            .exchange_client_credentials(&config)
+            .await
+            .map_err(|err| failed("client credentials token request", err))?;
+        *self.client.auth_manager.lock().await = manager;
+        Ok(())
+    }
+
+    /// Runs the authorization-code flow seeded by a 401 `challenge`.
+    async fn authorization_code(
+        &self,
+        challenge: &str,
+        cx: &FlowContext<'_>,
+    ) -> Result<(), String> {
         let mut request = AuthorizationRequest::new(self.spec.redirect_uri.clone())
             .with_challenge(challenge)
             .with_client_name(self.spec.client_name.clone());
@@ -217,6 +279,12 @@ impl OAuth {
             .await
             .map_err(|err| format!("authorization was not completed: {err}"))
     }
+}
+
+/// The `resource` of token requests (RFC 8707): the server URL as written, without a
+/// fragment (a parser would add `/` to a pathless URL, which servers compare exactly).
+fn resource(url: &str) -> String {
+    url.split('#').next().unwrap_or(url).to_string()
 }
 
 /// An authorization manager for the server at `url` that keeps its credentials in `store`.

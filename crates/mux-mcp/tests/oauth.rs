@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use mux_mcp::{
     AuthProgress, ClientFeatures, ClientHandlers, ConnectError, ConnectionOptions, ConnectionState,
-    FileTokenStore, HandlerError, Lifecycle, McpEvent, OAuthSpec, Received, ServerConnection,
-    ServerSpec, StoredCredentials, TokenStore, TokenStoreError,
+    FileTokenStore, HandlerError, Lifecycle, McpEvent, OAuthSpec, Received, Secret,
+    ServerConnection, ServerSpec, StoredCredentials, TokenStore, TokenStoreError,
 };
 use mux_tool::BoxFuture;
 use serde_json::{Value, json};
@@ -20,6 +20,11 @@ use tokio::net::{TcpListener, TcpStream};
 const TOKEN: &str = "token-for-mux";
 const REFRESH: &str = "refresh-for-mux";
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
+/// The client-credentials client the fake knows: `cc-bot` with secret `cc-secret`.
+const CC_CLIENT: &str = "cc-bot";
+const CC_SECRET: &str = "cc-secret";
+/// `Basic` credentials of `cc-bot:cc-secret`.
+const CC_BASIC: &str = "Basic Y2MtYm90OmNjLXNlY3JldA==";
 
 /// One parsed request.
 struct Request {
@@ -93,6 +98,8 @@ async fn respond(stream: &mut TcpStream, status: &str, extra: &[(&str, String)],
 struct Seen {
     registrations: usize,
     token_requests: Vec<String>,
+    /// The `Authorization` header of each token request.
+    token_auth_headers: Vec<Option<String>>,
     unauthorized_mcp_requests: usize,
     /// MCP messages sent without the token (discovery's probe is a GET).
     unauthorized_mcp_posts: usize,
@@ -134,7 +141,7 @@ async fn serve(listener: TcpListener, seen: Arc<Mutex<Seen>>) {
                         "response_types_supported": ["code"],
                         "grant_types_supported": ["authorization_code", "refresh_token"],
                         "code_challenge_methods_supported": ["S256"],
-                        "token_endpoint_auth_methods_supported": ["none"],
+                        "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
                     });
                     respond(&mut stream, "200 OK", &[], &body.to_string()).await;
                 }
@@ -145,11 +152,17 @@ async fn serve(listener: TcpListener, seen: Arc<Mutex<Seen>>) {
                     respond(&mut stream, "201 Created", &[], &body.to_string()).await;
                 }
                 ("POST", "/token") => {
-                    seen.lock()
-                        .unwrap()
-                        .token_requests
-                        .push(request.body.clone());
-                    let (status, body) = token_response(&request.body);
+                    let basic = request.headers.get("authorization").cloned();
+                    {
+                        let mut seen = seen.lock().unwrap();
+                        seen.token_requests.push(request.body.clone());
+                        seen.token_auth_headers.push(basic.clone());
+                    }
+                    let (status, body) = if request.body.contains("grant_type=client_credentials") {
+                        client_credentials_response(basic.as_deref())
+                    } else {
+                        token_response(&request.body)
+                    };
                     respond(&mut stream, status, &[], &body.to_string()).await;
                 }
                 (_, "/mcp") => mcp(&mut stream, &request, &base, &seen).await,
@@ -173,6 +186,17 @@ fn token_response(body: &str) -> (&'static str, Value) {
         ("200 OK", tokens)
     } else {
         ("400 Bad Request", json!({"error": "invalid_grant"}))
+    }
+}
+
+/// A client-credentials grant: the token for `cc-bot` with its secret in a Basic header,
+/// `invalid_client` for anything else.
+fn client_credentials_response(basic: Option<&str>) -> (&'static str, Value) {
+    if basic == Some(CC_BASIC) {
+        let tokens = json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600});
+        ("200 OK", tokens)
+    } else {
+        ("401 Unauthorized", json!({"error": "invalid_client"}))
     }
 }
 
@@ -559,4 +583,58 @@ async fn a_corrupt_token_file_is_a_typed_error_without_its_content() {
     connection.connect().await.unwrap();
     assert_eq!(user.urls.lock().unwrap().len(), 1);
     connection.disconnect().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_connect_without_a_user() {
+    let (url, seen) = start().await;
+    let user = user();
+    let oauth = OAuthSpec::client_credentials(CC_CLIENT, Secret::new(CC_SECRET));
+    let connection = connection_with(&url, user.clone(), oauth);
+    let tools = connection.connect().await.unwrap();
+    assert_eq!(tools[0].name, "whoami");
+    assert!(user.urls.lock().unwrap().is_empty(), "the browser flow ran");
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.registrations, 0);
+        assert_eq!(seen.token_requests.len(), 1);
+        let body = &seen.token_requests[0];
+        assert!(body.contains("grant_type=client_credentials"), "{body}");
+        let resource = format!("resource={}", url.replace(':', "%3A").replace('/', "%2F"));
+        assert!(body.contains(&resource), "{body}");
+        assert!(
+            !body.contains(CC_SECRET),
+            "the secret went in the body: {body}"
+        );
+        assert_eq!(seen.token_auth_headers[0].as_deref(), Some(CC_BASIC));
+    }
+
+    // A reconnect reuses the token.
+    connection.disconnect().await;
+    connection.connect().await.unwrap();
+    assert_eq!(seen.lock().unwrap().token_requests.len(), 1);
+    connection.disconnect().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_client_secret_is_a_typed_error_without_the_secret() {
+    let (url, seen) = start().await;
+    let user = user();
+    let oauth = OAuthSpec::client_credentials(CC_CLIENT, Secret::new("not-the-secret"));
+    let connection = connection_with(&url, user.clone(), oauth);
+    let err = connection.connect().await.unwrap_err();
+    match &err {
+        ConnectError::Authorization { server, reason } => {
+            assert_eq!(server, "protected");
+            assert!(
+                reason.contains("client credentials token request"),
+                "{reason}"
+            );
+            assert!(reason.contains("invalid_client"), "{reason}");
+        }
+        other => panic!("expected an authorization error, got {other:?}"),
+    }
+    assert!(!format!("{err} {err:?}").contains("not-the-secret"));
+    assert!(user.urls.lock().unwrap().is_empty());
+    assert_eq!(seen.lock().unwrap().token_requests.len(), 1);
 }
