@@ -91,6 +91,37 @@ pub struct OAuthSpec {
     /// How a token is obtained: through the user's browser (the default) or, for
     /// machine-to-machine use, with the client's own credentials.
     pub grant: OAuthGrant,
+    /// For the client-credentials grant: authenticate with a signed JWT assertion
+    /// (`private_key_jwt`) instead of `client_secret`.
+    pub client_key: Option<PrivateKeyJwt>,
+}
+
+/// A private key the client signs its `private_key_jwt` assertions with (RFC 7523).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrivateKeyJwt {
+    /// The PEM PKCS#8 private key (`-----BEGIN PRIVATE KEY-----`).
+    pub key_pem: Secret,
+    /// The signing algorithm, which must match the key.
+    pub algorithm: JwtAlgorithm,
+}
+
+impl PrivateKeyJwt {
+    /// A key in PEM PKCS#8 form, signing with `algorithm`.
+    pub fn new(key_pem: Secret, algorithm: JwtAlgorithm) -> Self {
+        Self { key_pem, algorithm }
+    }
+}
+
+/// A JWS algorithm for client assertions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JwtAlgorithm {
+    /// ECDSA on P-256 with SHA-256.
+    ES256,
+    /// ECDSA on P-384 with SHA-384.
+    ES384,
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    RS256,
 }
 
 /// The OAuth grant mux uses to obtain tokens.
@@ -142,6 +173,7 @@ impl OAuthSpec {
             client_name: "mux".to_string(),
             token_store: None,
             grant: OAuthGrant::AuthorizationCode,
+            client_key: None,
         }
     }
 
@@ -159,6 +191,17 @@ impl OAuthSpec {
         Self {
             grant: OAuthGrant::ClientCredentials,
             ..Self::new(String::new()).with_client(client_id, Some(secret))
+        }
+    }
+
+    /// The client-credentials grant authenticating with `private_key_jwt`: each token
+    /// request carries a fresh assertion signed with `key`, naming `client_id` as issuer
+    /// and subject and the authorization server's issuer as audience.
+    pub fn client_credentials_jwt(client_id: impl Into<String>, key: PrivateKeyJwt) -> Self {
+        Self {
+            grant: OAuthGrant::ClientCredentials,
+            client_key: Some(key),
+            ..Self::new(String::new()).with_client(client_id, None)
         }
     }
 

@@ -18,9 +18,11 @@
 use std::sync::Arc;
 
 use rmcp::transport::auth::{
-    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    ClientCredentialsConfig, OAuthClientConfig, OAuthState, WWWAuthenticateParams,
+    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, ClientCredentialsConfig, CredentialStore, OAuthClientConfig, OAuthState,
+    OAuthTokenResponse, StoredCredentials, WWWAuthenticateParams,
 };
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::service::{ClientInitializeError, ServiceError};
 use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
@@ -28,8 +30,9 @@ use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientSco
 use rustls::pki_types::CertificateDer;
 
 use crate::client::ClientHandlers;
-use crate::config::{OAuthGrant, OAuthSpec};
+use crate::config::{OAuthGrant, OAuthSpec, PrivateKeyJwt};
 use crate::oauth_http::OAuthHttp;
+use crate::oauth_jwt;
 use crate::state::AuthProgress;
 use crate::token_store::{InMemoryTokenStore, ServerCredentials, TokenStore, TokenStoreError};
 use crate::transport;
@@ -148,22 +151,35 @@ impl OAuth {
         challenge: &str,
         cx: &FlowContext<'_>,
     ) -> Result<(), String> {
-        let (Some(client_id), Some(secret)) = (&self.spec.client_id, &self.spec.client_secret)
-        else {
-            return Err(
-                "the client_credentials grant needs a client id and a client secret".to_string(),
-            );
+        let Some(client_id) = &self.spec.client_id else {
+            return Err("the client_credentials grant needs a client id".to_string());
         };
         let mut manager = manager(&self.url, &self.oauth_http, &self.store).await?;
         let resolution = manager
             .resolve_metadata_from_challenge(Some(challenge))
             .await
             .map_err(|err| failed("discovery", err))?;
-        manager.set_metadata(resolution.metadata);
+        let metadata = resolution.metadata;
+        manager.set_metadata(metadata.clone());
         let scopes = if self.spec.scopes.is_empty() {
             manager.select_initial_scopes(&[]).await
         } else {
             self.spec.scopes.clone()
+        };
+        if let Some(key) = &self.spec.client_key {
+            (cx.progress)(AuthProgress::ExchangingToken);
+            self.jwt_token(key, client_id, &metadata, &scopes).await?;
+            manager
+                .initialize_from_store()
+                .await
+                .map_err(|err| failed("client credentials setup", err))?;
+            *self.client.auth_manager.lock().await = manager;
+            return Ok(());
+        }
+        let Some(secret) = &self.spec.client_secret else {
+            return Err(
+                "the client_credentials grant needs a client secret or a private key".to_string(),
+            );
         };
         let config = ClientCredentialsConfig::ClientSecret {
             client_id: client_id.clone(),
@@ -182,6 +198,87 @@ impl OAuth {
             .map_err(|err| failed("client credentials token request", err))?;
         *self.client.auth_manager.lock().await = manager;
         Ok(())
+    }
+
+    /// A client-credentials token request authenticated with a `private_key_jwt`
+    /// assertion; the token is saved in the store, where the manager finds it.
+    async fn jwt_token(
+        &self,
+        key: &PrivateKeyJwt,
+        client_id: &str,
+        metadata: &AuthorizationMetadata,
+        scopes: &[String],
+    ) -> Result<(), String> {
+        let methods = metadata
+            .additional_fields
+            .get("token_endpoint_auth_methods_supported")
+            .and_then(|v| v.as_array());
+        if let Some(methods) = methods
+            && !methods
+                .iter()
+                .any(|m| m.as_str() == Some("private_key_jwt"))
+        {
+            return Err(
+                "the authorization server does not accept private_key_jwt client authentication"
+                    .to_string(),
+            );
+        }
+        let audience = metadata
+            .issuer
+            .clone()
+            .unwrap_or_else(|| metadata.token_endpoint.clone());
+        let assertion = oauth_jwt::assertion(key, client_id, &audience)?;
+        let mut form = reqwest::Url::parse("http://form/").map_err(|err| err.to_string())?;
+        {
+            let mut pairs = form.query_pairs_mut();
+            pairs
+                .append_pair("grant_type", "client_credentials")
+                .append_pair(
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                )
+                .append_pair("client_assertion", &assertion)
+                .append_pair("resource", &resource(&self.url));
+            if !scopes.is_empty() {
+                pairs.append_pair("scope", &scopes.join(" "));
+            }
+        }
+        let body = form.query().unwrap_or_default().to_string();
+        let response = self
+            .oauth_http
+            .post_form(&metadata.token_endpoint, body)
+            .await
+            .map_err(|err| format!("OAuth client credentials token request failed: {err}"))?;
+        if !response.status().is_success() {
+            let error = serde_json::from_slice::<serde_json::Value>(response.body())
+                .ok()
+                .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+                .unwrap_or_else(|| "no OAuth error code".to_string());
+            return Err(format!(
+                "OAuth client credentials token request failed: HTTP {}: {error}",
+                response.status()
+            ));
+        }
+        let not_a_token = |err: serde_json::Error| {
+            format!("OAuth client credentials response is not a token: {err}")
+        };
+        let value: serde_json::Value =
+            serde_json::from_slice(response.body()).map_err(not_a_token)?;
+        let granted = match value.get("scope").and_then(|s| s.as_str()) {
+            Some(scope) => scope.split_whitespace().map(str::to_string).collect(),
+            None => scopes.to_vec(),
+        };
+        let token: OAuthTokenResponse = serde_json::from_value(value).map_err(not_a_token)?;
+        let received = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .ok();
+        let stored = StoredCredentials::new(client_id.to_string(), Some(token), granted, received)
+            .with_issuer(metadata.issuer.clone());
+        ServerCredentials::new(self.store.clone(), &self.url)
+            .save(stored)
+            .await
+            .map_err(|err| failed("saving the token", err))
     }
 
     /// Runs the authorization-code flow seeded by a 401 `challenge`.
