@@ -422,7 +422,7 @@ pub enum ConfigError {
 ///
 /// Servers come back sorted by name. Besides the standard fields (`command`, `args`, `env`,
 /// `cwd`, `type`, `url`, `headers`), mux reads `bearerToken`, `oauth` (`grant`,
-/// `redirectUri`, `scopes`, `clientId`, `clientSecret`, `clientMetadataUrl`, `clientName`, and `tokenStore`,
+/// `redirectUri`, `scopes`, `privateKeyFile`, `signingAlgorithm`, `clientId`, `clientSecret`, `clientMetadataUrl`, `clientName`, and `tokenStore`,
 /// a directory where tokens persist across restarts; see [`OAuthSpec`]), `caCertificates` (PEM files of extra CAs for HTTPS, read and checked
 /// while parsing; see [`HttpSpec::ca_certificates`]), `toolTimeoutMs`, `connectTimeoutMs`
 /// and `disabled` (disabled servers are skipped).
@@ -621,7 +621,8 @@ impl EntryReader<'_> {
 
     /// The `oauth` object: `grant` (`authorization_code`, the default, or
     /// `client_credentials`), `redirectUri` (required by `authorization_code`), `scopes`,
-    /// `clientId`, `clientSecret` (both required by `client_credentials`),
+    /// `clientId`, `clientSecret` (both required by `client_credentials`, unless
+    /// `privateKeyFile` and `signingAlgorithm` select `private_key_jwt`),
     /// `clientMetadataUrl`, `clientName`, `tokenStore` (a directory for a [`FileTokenStore`]).
     fn oauth(&self, object: &Map<String, Value>) -> Result<OAuthSpec, ConfigError> {
         let string = |key: &str| -> Result<Option<String>, ConfigError> {
@@ -676,6 +677,8 @@ impl EntryReader<'_> {
         if client_secret.is_some() && client_id.is_none() {
             return Err(self.field_error("oauth.clientSecret", "needs `oauth.clientId`"));
         }
+        let client_key =
+            self.client_key(&string("privateKeyFile")?, &string("signingAlgorithm")?)?;
         if grant == OAuthGrant::ClientCredentials {
             if client_id.is_none() {
                 return Err(self.field_error(
@@ -683,15 +686,30 @@ impl EntryReader<'_> {
                     "is required by the `client_credentials` grant",
                 ));
             }
-            if client_secret.is_none() {
-                return Err(self.field_error(
-                    "oauth.clientSecret",
-                    "is required by the `client_credentials` grant",
-                ));
+            match (&client_secret, &client_key) {
+                (None, None) => {
+                    return Err(self.field_error(
+                        "oauth.clientSecret",
+                        "or `oauth.privateKeyFile` is required by the `client_credentials` grant",
+                    ));
+                }
+                (Some(_), Some(_)) => {
+                    return Err(self.field_error(
+                        "oauth.privateKeyFile",
+                        "cannot be combined with `oauth.clientSecret`; set one of them",
+                    ));
+                }
+                _ => {}
             }
+        } else if client_key.is_some() {
+            return Err(self.field_error(
+                "oauth.privateKeyFile",
+                "needs `\"grant\": \"client_credentials\"`",
+            ));
         }
         let mut spec = OAuthSpec::new(redirect_uri).with_scopes(scopes);
         spec.grant = grant;
+        spec.client_key = client_key;
         spec.client_id = client_id;
         spec.client_secret = client_secret;
         spec.client_metadata_url = string("clientMetadataUrl")?;
@@ -702,6 +720,42 @@ impl EntryReader<'_> {
             spec = spec.with_token_store(Arc::new(self.token_dir(&dir)?));
         }
         Ok(spec)
+    }
+
+    /// `oauth.privateKeyFile` (read now; its content never appears in errors) and
+    /// `oauth.signingAlgorithm` (`ES256`, the default, `ES384` or `RS256`).
+    fn client_key(
+        &self,
+        file: &Option<String>,
+        algorithm: &Option<String>,
+    ) -> Result<Option<PrivateKeyJwt>, ConfigError> {
+        let algorithm = match algorithm.as_deref() {
+            None | Some("ES256") => JwtAlgorithm::ES256,
+            Some("ES384") => JwtAlgorithm::ES384,
+            Some("RS256") => JwtAlgorithm::RS256,
+            Some(other) => {
+                return Err(self.field_error(
+                    "oauth.signingAlgorithm",
+                    format!("is `{other}`; expected `ES256`, `ES384` or `RS256`"),
+                ));
+            }
+        };
+        let Some(file) = file else {
+            return Ok(None);
+        };
+        let pem = std::fs::read_to_string(file).map_err(|err| {
+            self.field_error(
+                "oauth.privateKeyFile",
+                format!("cannot read `{file}`: {err}"),
+            )
+        })?;
+        if !pem.contains("-----BEGIN PRIVATE KEY-----") {
+            return Err(self.field_error(
+                "oauth.privateKeyFile",
+                format!("`{file}` holds no PEM PKCS#8 private key (`BEGIN PRIVATE KEY`)"),
+            ));
+        }
+        Ok(Some(PrivateKeyJwt::new(Secret::new(pem), algorithm)))
     }
 
     /// `oauth.tokenStore`: a directory path, which need not exist yet but must not be a file.
@@ -895,6 +949,45 @@ mod tests {
     }
 
     #[test]
+    fn a_private_key_file_selects_private_key_jwt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key.pem");
+        let pem = "-----BEGIN PRIVATE KEY-----\nsekrit\n-----END PRIVATE KEY-----\n";
+        std::fs::write(&path, pem).unwrap();
+        let entry = |extra: &str| {
+            format!(
+                r#"{{"mcpServers": {{"bot": {{"url": "https://h/mcp", "oauth": {{
+                "grant": "client_credentials", "clientId": "bot",
+                "privateKeyFile": "{}"{extra}}}}}}}}}"#,
+                path.display()
+            )
+        };
+        let specs = parse_config_with(&entry(r#", "signingAlgorithm": "ES384""#), &env).unwrap();
+        let TransportSpec::Http(http) = &specs[0].transport else {
+            panic!("not http")
+        };
+        let oauth = http.oauth.as_ref().unwrap();
+        let key = oauth.client_key.as_ref().unwrap();
+        assert_eq!(
+            (key.key_pem.expose(), key.algorithm),
+            (pem, JwtAlgorithm::ES384)
+        );
+        assert!(!format!("{oauth:?}").contains("sekrit"));
+
+        match parse_config_with(&entry(r#", "clientSecret": "s""#), &env) {
+            Err(ConfigError::Field { field, .. }) => assert_eq!(field, "oauth.privateKeyFile"),
+            other => panic!("{other:?}"),
+        }
+        std::fs::write(&path, "sekrit").unwrap();
+        match parse_config_with(&entry(""), &env) {
+            Err(err @ ConfigError::Field { .. }) => {
+                assert!(!err.to_string().contains("sekrit"), "{err}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn bad_oauth_entries_name_the_field() {
         for (oauth, field) in [
             (r#""yes""#, "oauth"),
@@ -925,6 +1018,16 @@ mod tests {
             (
                 r#"{"grant": "client_credentials", "clientId": "bot"}"#,
                 "oauth.clientSecret",
+            ),
+            (
+                r#"{"grant": "client_credentials", "clientId": "bot",
+                    "privateKeyFile": "/nonexistent/key.pem"}"#,
+                "oauth.privateKeyFile",
+            ),
+            (
+                r#"{"grant": "client_credentials", "clientId": "bot",
+                    "clientSecret": "s", "signingAlgorithm": "HS256"}"#,
+                "oauth.signingAlgorithm",
             ),
         ] {
             let config =
