@@ -707,14 +707,15 @@ async fn client_credentials_with_a_private_key_jwt_connect() {
     let tools = connection.connect().await.unwrap();
     assert_eq!(tools[0].name, "whoami");
     assert!(user.urls.lock().unwrap().is_empty(), "the browser flow ran");
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen.token_requests.len(), 1);
-    let body = &seen.token_requests[0];
-    assert!(body.contains("grant_type=client_credentials"), "{body}");
-    assert!(body.contains("resource="), "{body}");
-    assert!(!body.contains("client_id="), "{body}");
-    assert_eq!(seen.token_auth_headers[0], None);
-    drop(seen);
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.token_requests.len(), 1);
+        let body = &seen.token_requests[0];
+        assert!(body.contains("grant_type=client_credentials"), "{body}");
+        assert!(body.contains("resource="), "{body}");
+        assert!(!body.contains("client_id="), "{body}");
+        assert_eq!(seen.token_auth_headers[0], None);
+    }
     connection.disconnect().await;
 }
 
