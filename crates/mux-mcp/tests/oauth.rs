@@ -17,7 +17,7 @@ use mux_mcp::{
     FileTokenStore, HandlerError, JwtAlgorithm, Lifecycle, McpEvent, OAuthSpec, PrivateKeyJwt,
     Received, Secret, ServerConnection, ServerSpec, StoredCredentials, TokenStore, TokenStoreError,
 };
-use mux_tool::BoxFuture;
+use mux_tool::{BoxFuture, ToolContext};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -105,6 +105,8 @@ struct Seen {
     token_requests: Vec<String>,
     /// The `Authorization` header of each token request.
     token_auth_headers: Vec<Option<String>>,
+    /// The token is refused (as if revoked) until the next token request.
+    revoked: bool,
     unauthorized_mcp_requests: usize,
     /// MCP messages sent without the token (discovery's probe is a GET).
     unauthorized_mcp_posts: usize,
@@ -161,6 +163,7 @@ async fn serve(listener: TcpListener, seen: Arc<Mutex<Seen>>) {
                     let basic = request.headers.get("authorization").cloned();
                     {
                         let mut seen = seen.lock().unwrap();
+                        seen.revoked = false;
                         seen.token_requests.push(request.body.clone());
                         seen.token_auth_headers.push(basic.clone());
                     }
@@ -257,7 +260,8 @@ fn client_credentials_response(
 
 async fn mcp(stream: &mut TcpStream, request: &Request, base: &str, seen: &Mutex<Seen>) {
     let authorized = request.headers.get("authorization").map(String::as_str)
-        == Some(&format!("Bearer {TOKEN}"));
+        == Some(&format!("Bearer {TOKEN}"))
+        && !seen.lock().unwrap().revoked;
     if !authorized {
         {
             let mut seen = seen.lock().unwrap();
@@ -292,6 +296,7 @@ async fn mcp(stream: &mut TcpStream, request: &Request, base: &str, seen: &Mutex
         Some("tools/list") => {
             json!({"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]})
         }
+        Some("tools/call") => json!({"content": [{"type": "text", "text": "you"}]}),
         _ => {
             respond(stream, "202 Accepted", &[], "").await;
             return;
@@ -668,6 +673,24 @@ async fn client_credentials_connect_without_a_user() {
     connection.disconnect().await;
     connection.connect().await.unwrap();
     assert_eq!(seen.lock().unwrap().token_requests.len(), 1);
+
+    // A 401 mid-session (the token was revoked) fetches a new token and repeats the call.
+    seen.lock().unwrap().revoked = true;
+    let result = connection
+        .call_tool(
+            "whoami",
+            json!({}),
+            &ToolContext::new("c"),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        result.is_error,
+        Some(false).filter(|_| result.is_error.is_some())
+    );
+    assert_eq!(seen.lock().unwrap().token_requests.len(), 2);
+    assert!(user.urls.lock().unwrap().is_empty());
     connection.disconnect().await;
 }
 
