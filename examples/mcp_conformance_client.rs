@@ -27,7 +27,8 @@ use mux::mcp::rmcp::model::{
 };
 use mux::mcp::{
     ClientFeatures, ClientHandlers, ConnectionOptions, Coordinator, CoordinatorConfig,
-    HandlerError, Lifecycle, McpTool, OAuthSpec, ReconnectPolicy, Secret, ServerSpec,
+    HandlerError, JwtAlgorithm, Lifecycle, McpTool, OAuthSpec, PrivateKeyJwt, ReconnectPolicy,
+    Secret, ServerSpec,
 };
 use mux::tool::{BoxFuture, Tool, ToolContext};
 use serde_json::{Map, Value, json};
@@ -78,13 +79,35 @@ impl Scenario {
         })
     }
 
-    /// The OAuth settings for `auth/*` scenarios: pre-registered credentials when the
-    /// context has them, else a metadata document URL with registration as the fallback.
+    /// The OAuth settings for `auth/*` scenarios: the client-credentials grant for the
+    /// `auth/client-credentials-*` scenarios (a secret, or a private key for
+    /// `private_key_jwt`); pre-registered credentials
+    /// when the context has them, else a metadata document URL with registration as the
+    /// fallback.
     fn oauth(&self) -> Option<OAuthSpec> {
         if !self.name.starts_with("auth/") {
             return None;
         }
         let text = |key: &str| self.context.get(key).and_then(Value::as_str);
+        if self.name.starts_with("auth/client-credentials")
+            && let Some(client_id) = text("client_id")
+        {
+            if let Some(secret) = text("client_secret") {
+                return Some(OAuthSpec::client_credentials(
+                    client_id,
+                    Secret::new(secret),
+                ));
+            }
+            let algorithm = match text("signing_algorithm") {
+                Some("ES384") => JwtAlgorithm::ES384,
+                Some("RS256") => JwtAlgorithm::RS256,
+                _ => JwtAlgorithm::ES256,
+            };
+            if let Some(pem) = text("private_key_pem") {
+                let key = PrivateKeyJwt::new(Secret::new(pem), algorithm);
+                return Some(OAuthSpec::client_credentials_jwt(client_id, key));
+            }
+        }
         let mut oauth = OAuthSpec::new(REDIRECT_URI)
             .with_client_metadata_url(CLIENT_METADATA_URL)
             .with_client_name("mux-conformance");

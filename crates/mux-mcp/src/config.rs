@@ -88,6 +88,56 @@ pub struct OAuthSpec {
     /// Where tokens are kept; `None` keeps them in memory, for this process only. Set it
     /// with [`OAuthSpec::with_token_store`].
     pub token_store: Option<SharedTokenStore>,
+    /// How a token is obtained: through the user's browser (the default) or, for
+    /// machine-to-machine use, with the client's own credentials.
+    pub grant: OAuthGrant,
+    /// For the client-credentials grant: authenticate with a signed JWT assertion
+    /// (`private_key_jwt`) instead of `client_secret`.
+    pub client_key: Option<PrivateKeyJwt>,
+}
+
+/// A private key the client signs its `private_key_jwt` assertions with (RFC 7523).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrivateKeyJwt {
+    /// The PEM PKCS#8 private key (`-----BEGIN PRIVATE KEY-----`).
+    pub key_pem: Secret,
+    /// The signing algorithm, which must match the key.
+    pub algorithm: JwtAlgorithm,
+}
+
+impl PrivateKeyJwt {
+    /// A key in PEM PKCS#8 form, signing with `algorithm`.
+    pub fn new(key_pem: Secret, algorithm: JwtAlgorithm) -> Self {
+        Self { key_pem, algorithm }
+    }
+}
+
+/// A JWS algorithm for client assertions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JwtAlgorithm {
+    /// ECDSA on P-256 with SHA-256.
+    ES256,
+    /// ECDSA on P-384 with SHA-384.
+    ES384,
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    RS256,
+}
+
+/// The OAuth grant mux uses to obtain tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OAuthGrant {
+    /// The authorization-code flow with PKCE: the user approves in a browser, through
+    /// [`ClientHandlers::authorize`](crate::ClientHandlers::authorize).
+    #[default]
+    AuthorizationCode,
+    /// The client-credentials grant (OAuth 2.1 §4.2, MCP extension SEP-1046): the
+    /// pre-registered `client_id` and `client_secret` are exchanged for a token at the
+    /// token endpoint, with no user and no browser. The secret goes in an HTTP Basic
+    /// header when that is the only method the authorization server lists, in the
+    /// request body otherwise.
+    ClientCredentials,
 }
 
 /// A [`TokenStore`] shared between specs and connections. Two are equal when they are the
@@ -122,6 +172,36 @@ impl OAuthSpec {
             client_metadata_url: None,
             client_name: "mux".to_string(),
             token_store: None,
+            grant: OAuthGrant::AuthorizationCode,
+            client_key: None,
+        }
+    }
+
+    /// The client-credentials grant for machine-to-machine use: no user, no browser, no
+    /// redirect URI. Tokens are fetched with `client_id` and `secret` when the server
+    /// answers 401, and fetched again when a later request is refused.
+    ///
+    /// ```
+    /// use mux_mcp::{OAuthSpec, Secret, ServerSpec};
+    /// let oauth = OAuthSpec::client_credentials("reports-bot", Secret::new("s3cret"));
+    /// let spec = ServerSpec::http("reports", "https://mcp.example.com/mcp").with_oauth(oauth);
+    /// # let _ = spec;
+    /// ```
+    pub fn client_credentials(client_id: impl Into<String>, secret: Secret) -> Self {
+        Self {
+            grant: OAuthGrant::ClientCredentials,
+            ..Self::new(String::new()).with_client(client_id, Some(secret))
+        }
+    }
+
+    /// The client-credentials grant authenticating with `private_key_jwt`: each token
+    /// request carries a fresh assertion signed with `key`, naming `client_id` as issuer
+    /// and subject and the authorization server's issuer as audience.
+    pub fn client_credentials_jwt(client_id: impl Into<String>, key: PrivateKeyJwt) -> Self {
+        Self {
+            grant: OAuthGrant::ClientCredentials,
+            client_key: Some(key),
+            ..Self::new(String::new()).with_client(client_id, None)
         }
     }
 
@@ -341,8 +421,8 @@ pub enum ConfigError {
 /// `${VAR}` and `${VAR:-default}` from the process environment.
 ///
 /// Servers come back sorted by name. Besides the standard fields (`command`, `args`, `env`,
-/// `cwd`, `type`, `url`, `headers`), mux reads `bearerToken`, `oauth` (`redirectUri`,
-/// `scopes`, `clientId`, `clientSecret`, `clientMetadataUrl`, `clientName`, and `tokenStore`,
+/// `cwd`, `type`, `url`, `headers`), mux reads `bearerToken`, `oauth` (`grant`,
+/// `redirectUri`, `scopes`, `privateKeyFile`, `signingAlgorithm`, `clientId`, `clientSecret`, `clientMetadataUrl`, `clientName`, and `tokenStore`,
 /// a directory where tokens persist across restarts; see [`OAuthSpec`]), `caCertificates` (PEM files of extra CAs for HTTPS, read and checked
 /// while parsing; see [`HttpSpec::ca_certificates`]), `toolTimeoutMs`, `connectTimeoutMs`
 /// and `disabled` (disabled servers are skipped).
@@ -539,7 +619,10 @@ impl EntryReader<'_> {
             .collect()
     }
 
-    /// The `oauth` object: `redirectUri` (required), `scopes`, `clientId`, `clientSecret`,
+    /// The `oauth` object: `grant` (`authorization_code`, the default, or
+    /// `client_credentials`), `redirectUri` (required by `authorization_code`), `scopes`,
+    /// `clientId`, `clientSecret` (both required by `client_credentials`, unless
+    /// `privateKeyFile` and `signingAlgorithm` select `private_key_jwt`),
     /// `clientMetadataUrl`, `clientName`, `tokenStore` (a directory for a [`FileTokenStore`]).
     fn oauth(&self, object: &Map<String, Value>) -> Result<OAuthSpec, ConfigError> {
         let string = |key: &str| -> Result<Option<String>, ConfigError> {
@@ -550,9 +633,24 @@ impl EntryReader<'_> {
                 Some(_) => Err(self.field_error(&field, "must be a string")),
             }
         };
-        let redirect_uri = string("redirectUri")?
-            .ok_or_else(|| self.field_error("oauth.redirectUri", "is missing"))?;
-        if !(redirect_uri.starts_with("http://") || redirect_uri.starts_with("https://")) {
+        let grant = match string("grant")?.as_deref() {
+            None | Some("authorization_code") => OAuthGrant::AuthorizationCode,
+            Some("client_credentials") => OAuthGrant::ClientCredentials,
+            Some(other) => {
+                return Err(self.field_error(
+                    "oauth.grant",
+                    format!("is `{other}`; expected `authorization_code` or `client_credentials`"),
+                ));
+            }
+        };
+        let redirect_uri = match (string("redirectUri")?, grant) {
+            (Some(uri), _) => uri,
+            (None, OAuthGrant::ClientCredentials) => String::new(),
+            (None, _) => return Err(self.field_error("oauth.redirectUri", "is missing")),
+        };
+        if grant == OAuthGrant::AuthorizationCode
+            && !(redirect_uri.starts_with("http://") || redirect_uri.starts_with("https://"))
+        {
             return Err(
                 self.field_error("oauth.redirectUri", "must start with http:// or https://")
             );
@@ -579,7 +677,39 @@ impl EntryReader<'_> {
         if client_secret.is_some() && client_id.is_none() {
             return Err(self.field_error("oauth.clientSecret", "needs `oauth.clientId`"));
         }
+        let client_key =
+            self.client_key(&string("privateKeyFile")?, &string("signingAlgorithm")?)?;
+        if grant == OAuthGrant::ClientCredentials {
+            if client_id.is_none() {
+                return Err(self.field_error(
+                    "oauth.clientId",
+                    "is required by the `client_credentials` grant",
+                ));
+            }
+            match (&client_secret, &client_key) {
+                (None, None) => {
+                    return Err(self.field_error(
+                        "oauth.clientSecret",
+                        "or `oauth.privateKeyFile` is required by the `client_credentials` grant",
+                    ));
+                }
+                (Some(_), Some(_)) => {
+                    return Err(self.field_error(
+                        "oauth.privateKeyFile",
+                        "cannot be combined with `oauth.clientSecret`; set one of them",
+                    ));
+                }
+                _ => {}
+            }
+        } else if client_key.is_some() {
+            return Err(self.field_error(
+                "oauth.privateKeyFile",
+                "needs `\"grant\": \"client_credentials\"`",
+            ));
+        }
         let mut spec = OAuthSpec::new(redirect_uri).with_scopes(scopes);
+        spec.grant = grant;
+        spec.client_key = client_key;
         spec.client_id = client_id;
         spec.client_secret = client_secret;
         spec.client_metadata_url = string("clientMetadataUrl")?;
@@ -590,6 +720,42 @@ impl EntryReader<'_> {
             spec = spec.with_token_store(Arc::new(self.token_dir(&dir)?));
         }
         Ok(spec)
+    }
+
+    /// `oauth.privateKeyFile` (read now; its content never appears in errors) and
+    /// `oauth.signingAlgorithm` (`ES256`, the default, `ES384` or `RS256`).
+    fn client_key(
+        &self,
+        file: &Option<String>,
+        algorithm: &Option<String>,
+    ) -> Result<Option<PrivateKeyJwt>, ConfigError> {
+        let algorithm = match algorithm.as_deref() {
+            None | Some("ES256") => JwtAlgorithm::ES256,
+            Some("ES384") => JwtAlgorithm::ES384,
+            Some("RS256") => JwtAlgorithm::RS256,
+            Some(other) => {
+                return Err(self.field_error(
+                    "oauth.signingAlgorithm",
+                    format!("is `{other}`; expected `ES256`, `ES384` or `RS256`"),
+                ));
+            }
+        };
+        let Some(file) = file else {
+            return Ok(None);
+        };
+        let pem = std::fs::read_to_string(file).map_err(|err| {
+            self.field_error(
+                "oauth.privateKeyFile",
+                format!("cannot read `{file}`: {err}"),
+            )
+        })?;
+        if !pem.contains("-----BEGIN PRIVATE KEY-----") {
+            return Err(self.field_error(
+                "oauth.privateKeyFile",
+                format!("`{file}` holds no PEM PKCS#8 private key (`BEGIN PRIVATE KEY`)"),
+            ));
+        }
+        Ok(Some(PrivateKeyJwt::new(Secret::new(pem), algorithm)))
     }
 
     /// `oauth.tokenStore`: a directory path, which need not exist yet but must not be a file.
@@ -763,6 +929,65 @@ mod tests {
     }
 
     #[test]
+    fn client_credentials_need_no_redirect_uri() {
+        let config = r#"{"mcpServers": {"bot": {"url": "https://h/mcp", "oauth": {
+            "grant": "client_credentials", "clientId": "reports-bot",
+            "clientSecret": "s3cret", "scopes": ["read"]}}}}"#;
+        let specs = parse_config_with(config, &env).unwrap();
+        let TransportSpec::Http(http) = &specs[0].transport else {
+            panic!("not http")
+        };
+        let oauth = http.oauth.as_ref().unwrap();
+        assert_eq!(oauth.grant, OAuthGrant::ClientCredentials);
+        assert_eq!(oauth.client_id.as_deref(), Some("reports-bot"));
+        assert_eq!(oauth.client_secret.as_ref().unwrap().expose(), "s3cret");
+        assert_eq!(oauth.scopes, ["read"]);
+        assert!(!format!("{oauth:?}").contains("s3cret"));
+        let built = OAuthSpec::client_credentials("reports-bot", Secret::new("s3cret"))
+            .with_scopes(["read"]);
+        assert_eq!(*oauth, built);
+    }
+
+    #[test]
+    fn a_private_key_file_selects_private_key_jwt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key.pem");
+        let pem = "-----BEGIN PRIVATE KEY-----\nsekrit\n-----END PRIVATE KEY-----\n";
+        std::fs::write(&path, pem).unwrap();
+        let entry = |extra: &str| {
+            format!(
+                r#"{{"mcpServers": {{"bot": {{"url": "https://h/mcp", "oauth": {{
+                "grant": "client_credentials", "clientId": "bot",
+                "privateKeyFile": "{}"{extra}}}}}}}}}"#,
+                path.display()
+            )
+        };
+        let specs = parse_config_with(&entry(r#", "signingAlgorithm": "ES384""#), &env).unwrap();
+        let TransportSpec::Http(http) = &specs[0].transport else {
+            panic!("not http")
+        };
+        let oauth = http.oauth.as_ref().unwrap();
+        let key = oauth.client_key.as_ref().unwrap();
+        assert_eq!(
+            (key.key_pem.expose(), key.algorithm),
+            (pem, JwtAlgorithm::ES384)
+        );
+        assert!(!format!("{oauth:?}").contains("sekrit"));
+
+        match parse_config_with(&entry(r#", "clientSecret": "s""#), &env) {
+            Err(ConfigError::Field { field, .. }) => assert_eq!(field, "oauth.privateKeyFile"),
+            other => panic!("{other:?}"),
+        }
+        std::fs::write(&path, "sekrit").unwrap();
+        match parse_config_with(&entry(""), &env) {
+            Err(err @ ConfigError::Field { .. }) => {
+                assert!(!err.to_string().contains("sekrit"), "{err}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn bad_oauth_entries_name_the_field() {
         for (oauth, field) in [
             (r#""yes""#, "oauth"),
@@ -783,6 +1008,26 @@ mod tests {
             (
                 r#"{"redirectUri": "http://h/cb", "clientId": 7}"#,
                 "oauth.clientId",
+            ),
+            (r#"{"grant": "implicit"}"#, "oauth.grant"),
+            (
+                r#"{"grant": "client_credentials", "clientSecret": "s"}"#,
+                "oauth.clientSecret",
+            ),
+            (r#"{"grant": "client_credentials"}"#, "oauth.clientId"),
+            (
+                r#"{"grant": "client_credentials", "clientId": "bot"}"#,
+                "oauth.clientSecret",
+            ),
+            (
+                r#"{"grant": "client_credentials", "clientId": "bot",
+                    "privateKeyFile": "/nonexistent/key.pem"}"#,
+                "oauth.privateKeyFile",
+            ),
+            (
+                r#"{"grant": "client_credentials", "clientId": "bot",
+                    "clientSecret": "s", "signingAlgorithm": "HS256"}"#,
+                "oauth.signingAlgorithm",
             ),
         ] {
             let config =

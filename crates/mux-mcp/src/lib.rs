@@ -18,6 +18,7 @@ mod modes;
 mod naming;
 mod oauth;
 mod oauth_http;
+mod oauth_jwt;
 mod policy;
 mod proxy;
 mod state;
@@ -30,8 +31,8 @@ mod transport;
 #[allow(deprecated)]
 pub use client::{ClientFeatures, ClientHandlers, HandlerError};
 pub use config::{
-    ConfigError, HttpSpec, OAuthSpec, Secret, ServerSpec, SharedTokenStore, StdioSpec,
-    TransportSpec, load_config, parse_config, parse_config_with,
+    ConfigError, HttpSpec, JwtAlgorithm, OAuthGrant, OAuthSpec, PrivateKeyJwt, Secret, ServerSpec,
+    SharedTokenStore, StdioSpec, TransportSpec, load_config, parse_config, parse_config_with,
 };
 pub use connection::{
     ConnectionOptions, DEFAULT_AUTHORIZATION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,

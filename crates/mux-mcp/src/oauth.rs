@@ -6,6 +6,10 @@
 //! granted and the required scopes. The user's part, visiting the authorization URL, goes
 //! to [`ClientHandlers::authorize`].
 //!
+//! With the client-credentials grant (SEP-1046) there is no user: the same discovery is
+//! followed by a token request with the client's id and secret, and a later 401 fetches
+//! a new token the same way.
+//!
 //! Tokens live in the spec's [`TokenStore`] (in memory by default). Before the first
 //! request the stored credentials are loaded; rmcp then sends the stored access token,
 //! refreshes it when it has expired, and only a refused refresh (or no credentials at all)
@@ -14,9 +18,11 @@
 use std::sync::Arc;
 
 use rmcp::transport::auth::{
-    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    OAuthClientConfig, OAuthState, WWWAuthenticateParams,
+    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, ClientCredentialsConfig, CredentialStore, OAuthClientConfig, OAuthState,
+    OAuthTokenResponse, StoredCredentials, WWWAuthenticateParams,
 };
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::service::{ClientInitializeError, ServiceError};
 use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
@@ -24,8 +30,9 @@ use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientSco
 use rustls::pki_types::CertificateDer;
 
 use crate::client::ClientHandlers;
-use crate::config::OAuthSpec;
+use crate::config::{OAuthGrant, OAuthSpec, PrivateKeyJwt};
 use crate::oauth_http::OAuthHttp;
+use crate::oauth_jwt;
 use crate::state::AuthProgress;
 use crate::token_store::{InMemoryTokenStore, ServerCredentials, TokenStore, TokenStoreError};
 use crate::transport;
@@ -101,9 +108,11 @@ impl OAuth {
             .initialize_from_store()
             .await
             .map_err(|err| RestoreError::Flow(failed("restoring stored credentials", err)))?;
-        // A confidential client refreshes with its secret, which is not stored.
-        if let (true, Some(client_id), Some(secret)) =
-            (restored, &self.spec.client_id, &self.spec.client_secret)
+        // A confidential client refreshes with its secret, which is not stored. A
+        // client-credentials client fetches a new token instead of refreshing.
+        if self.spec.grant == OAuthGrant::AuthorizationCode
+            && let (true, Some(client_id), Some(secret)) =
+                (restored, &self.spec.client_id, &self.spec.client_secret)
             && *client_id == stored.client_id
         {
             let config = OAuthClientConfig::new(client_id.clone(), self.spec.redirect_uri.clone())
@@ -121,13 +130,163 @@ impl OAuth {
         self.client.clone()
     }
 
-    /// Runs the authorization-code flow seeded by a 401 `challenge` (its `WWW-Authenticate`).
+    /// Gets a token after a 401 `challenge` (its `WWW-Authenticate`): the authorization-code
+    /// flow, or a client-credentials token request, as the spec's grant says.
     pub(crate) async fn authorize(
         &self,
         challenge: &str,
         cx: &FlowContext<'_>,
     ) -> Result<(), String> {
         (cx.progress)(AuthProgress::Starting);
+        match self.spec.grant {
+            OAuthGrant::ClientCredentials => self.client_credentials(challenge, cx).await,
+            OAuthGrant::AuthorizationCode => self.authorization_code(challenge, cx).await,
+        }
+    }
+
+    /// The client-credentials grant: discovery seeded by `challenge`, then a token request
+    /// with the client's id and secret and the server URL as the `resource`.
+    async fn client_credentials(
+        &self,
+        challenge: &str,
+        cx: &FlowContext<'_>,
+    ) -> Result<(), String> {
+        let Some(client_id) = &self.spec.client_id else {
+            return Err("the client_credentials grant needs a client id".to_string());
+        };
+        let mut manager = manager(&self.url, &self.oauth_http, &self.store).await?;
+        let resolution = manager
+            .resolve_metadata_from_challenge(Some(challenge))
+            .await
+            .map_err(|err| failed("discovery", err))?;
+        let metadata = resolution.metadata;
+        manager.set_metadata(metadata.clone());
+        let scopes = if self.spec.scopes.is_empty() {
+            manager.select_initial_scopes(&[]).await
+        } else {
+            self.spec.scopes.clone()
+        };
+        if let Some(key) = &self.spec.client_key {
+            (cx.progress)(AuthProgress::ExchangingToken);
+            self.jwt_token(key, client_id, &metadata, &scopes).await?;
+            manager
+                .initialize_from_store()
+                .await
+                .map_err(|err| failed("client credentials setup", err))?;
+            *self.client.auth_manager.lock().await = manager;
+            return Ok(());
+        }
+        let Some(secret) = &self.spec.client_secret else {
+            return Err(
+                "the client_credentials grant needs a client secret or a private key".to_string(),
+            );
+        };
+        let config = ClientCredentialsConfig::ClientSecret {
+            client_id: client_id.clone(),
+            client_secret: secret.expose().to_string(),
+            scopes,
+            resource: Some(resource(&self.url)),
+        };
+        manager
+            .validate_client_credentials_metadata(&config)
+            .and_then(|()| manager.configure_client_credentials(&config))
+            .map_err(|err| failed("client credentials setup", err))?;
+        (cx.progress)(AuthProgress::ExchangingToken);
+        manager
+            .exchange_client_credentials(&config)
+            .await
+            .map_err(|err| failed("client credentials token request", err))?;
+        *self.client.auth_manager.lock().await = manager;
+        Ok(())
+    }
+
+    /// A client-credentials token request authenticated with a `private_key_jwt`
+    /// assertion; the token is saved in the store, where the manager finds it.
+    async fn jwt_token(
+        &self,
+        key: &PrivateKeyJwt,
+        client_id: &str,
+        metadata: &AuthorizationMetadata,
+        scopes: &[String],
+    ) -> Result<(), String> {
+        let methods = metadata
+            .additional_fields
+            .get("token_endpoint_auth_methods_supported")
+            .and_then(|v| v.as_array());
+        if let Some(methods) = methods
+            && !methods
+                .iter()
+                .any(|m| m.as_str() == Some("private_key_jwt"))
+        {
+            return Err(
+                "the authorization server does not accept private_key_jwt client authentication"
+                    .to_string(),
+            );
+        }
+        let audience = metadata
+            .issuer
+            .clone()
+            .unwrap_or_else(|| metadata.token_endpoint.clone());
+        let assertion = oauth_jwt::assertion(key, client_id, &audience)?;
+        let mut form = reqwest::Url::parse("http://form/").map_err(|err| err.to_string())?;
+        {
+            let mut pairs = form.query_pairs_mut();
+            pairs
+                .append_pair("grant_type", "client_credentials")
+                .append_pair(
+                    "client_assertion_type",
+                    "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+                )
+                .append_pair("client_assertion", &assertion)
+                .append_pair("resource", &resource(&self.url));
+            if !scopes.is_empty() {
+                pairs.append_pair("scope", &scopes.join(" "));
+            }
+        }
+        let body = form.query().unwrap_or_default().to_string();
+        let response = self
+            .oauth_http
+            .post_form(&metadata.token_endpoint, body)
+            .await
+            .map_err(|err| format!("OAuth client credentials token request failed: {err}"))?;
+        if !response.status().is_success() {
+            let error = serde_json::from_slice::<serde_json::Value>(response.body())
+                .ok()
+                .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+                .unwrap_or_else(|| "no OAuth error code".to_string());
+            return Err(format!(
+                "OAuth client credentials token request failed: HTTP {}: {error}",
+                response.status()
+            ));
+        }
+        let not_a_token = |err: serde_json::Error| {
+            format!("OAuth client credentials response is not a token: {err}")
+        };
+        let value: serde_json::Value =
+            serde_json::from_slice(response.body()).map_err(not_a_token)?;
+        let granted = match value.get("scope").and_then(|s| s.as_str()) {
+            Some(scope) => scope.split_whitespace().map(str::to_string).collect(),
+            None => scopes.to_vec(),
+        };
+        let token: OAuthTokenResponse = serde_json::from_value(value).map_err(not_a_token)?;
+        let received = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .ok();
+        let stored = StoredCredentials::new(client_id.to_string(), Some(token), granted, received)
+            .with_issuer(metadata.issuer.clone());
+        ServerCredentials::new(self.store.clone(), &self.url)
+            .save(stored)
+            .await
+            .map_err(|err| failed("saving the token", err))
+    }
+
+    /// Runs the authorization-code flow seeded by a 401 `challenge`.
+    async fn authorization_code(
+        &self,
+        challenge: &str,
+        cx: &FlowContext<'_>,
+    ) -> Result<(), String> {
         let mut request = AuthorizationRequest::new(self.spec.redirect_uri.clone())
             .with_challenge(challenge)
             .with_client_name(self.spec.client_name.clone());
@@ -217,6 +376,12 @@ impl OAuth {
             .await
             .map_err(|err| format!("authorization was not completed: {err}"))
     }
+}
+
+/// The `resource` of token requests (RFC 8707): the server URL as written, without a
+/// fragment (a parser would add `/` to a pathless URL, which servers compare exactly).
+fn resource(url: &str) -> String {
+    url.split('#').next().unwrap_or(url).to_string()
 }
 
 /// An authorization manager for the server at `url` that keeps its credentials in `store`.

@@ -254,6 +254,68 @@ impl OAuthHttp {
     }
 }
 
+impl OAuthHttp {
+    /// POSTs a form to `url` without following redirects (a token request the crate builds
+    /// itself); returns the status and the body.
+    pub(crate) async fn post_form(
+        &self,
+        url: &str,
+        form: String,
+    ) -> Result<http::Response<Vec<u8>>, OAuthHttpClientError> {
+        let request = http::Request::post(url)
+            .header(
+                http::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .header(http::header::ACCEPT, "application/json")
+            .body(form.into_bytes())?;
+        let outgoing = reqwest::Request::try_from(request)?;
+        self.send(&self.stop, outgoing, None).await
+    }
+
+    async fn send(
+        &self,
+        client: &reqwest::Client,
+        mut outgoing: reqwest::Request,
+        timeout: Option<Duration>,
+    ) -> Result<http::Response<Vec<u8>>, OAuthHttpClientError> {
+        if !self.policy.allows_url(outgoing.url()) {
+            return Err(format!(
+                "OAuth request to `{}` refused: address not allowed for this server",
+                outgoing.url()
+            )
+            .into());
+        }
+        if timeout.is_some() {
+            *outgoing.timeout_mut() = timeout;
+        }
+        let mut response = client
+            .execute(outgoing)
+            .await
+            .map_err(|err| Box::new(err) as OAuthHttpClientError)?;
+        let mut builder = http::Response::builder()
+            .status(response.status())
+            .version(response.version());
+        for (name, value) in response.headers() {
+            builder = builder.header(name, value);
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|err| Box::new(err) as OAuthHttpClientError)?
+        {
+            if chunk.len() > MAX_BODY - body.len() {
+                return Err(format!("OAuth response body exceeds {MAX_BODY} bytes").into());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        builder
+            .body(body)
+            .map_err(|err| Box::new(err) as OAuthHttpClientError)
+    }
+}
+
 impl OAuthHttpClient for OAuthHttp {
     fn execute(&self, request: OAuthHttpRequest) -> OAuthHttpClientFuture<'_> {
         Box::pin(async move {
@@ -261,43 +323,9 @@ impl OAuthHttpClient for OAuthHttp {
                 OAuthHttpRedirectPolicy::Stop => &self.stop,
                 _ => &self.follow,
             };
-            let timeout = request.timeout;
-            let mut outgoing = reqwest::Request::try_from(request.request)
+            let outgoing = reqwest::Request::try_from(request.request)
                 .map_err(|err| Box::new(err) as OAuthHttpClientError)?;
-            if !self.policy.allows_url(outgoing.url()) {
-                return Err(format!(
-                    "OAuth request to `{}` refused: address not allowed for this server",
-                    outgoing.url()
-                )
-                .into());
-            }
-            if timeout.is_some() {
-                *outgoing.timeout_mut() = timeout;
-            }
-            let mut response = client
-                .execute(outgoing)
-                .await
-                .map_err(|err| Box::new(err) as OAuthHttpClientError)?;
-            let mut builder = http::Response::builder()
-                .status(response.status())
-                .version(response.version());
-            for (name, value) in response.headers() {
-                builder = builder.header(name, value);
-            }
-            let mut body = Vec::new();
-            while let Some(chunk) = response
-                .chunk()
-                .await
-                .map_err(|err| Box::new(err) as OAuthHttpClientError)?
-            {
-                if chunk.len() > MAX_BODY - body.len() {
-                    return Err(format!("OAuth response body exceeds {MAX_BODY} bytes").into());
-                }
-                body.extend_from_slice(&chunk);
-            }
-            builder
-                .body(body)
-                .map_err(|err| Box::new(err) as OAuthHttpClientError)
+            self.send(client, outgoing, request.timeout).await
         })
     }
 }

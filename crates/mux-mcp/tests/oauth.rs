@@ -4,15 +4,20 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use ring::rand::SystemRandom;
+use ring::signature::{self, EcdsaKeyPair, KeyPair};
 use std::time::Duration;
 
 use mux_mcp::{
     AuthProgress, ClientFeatures, ClientHandlers, ConnectError, ConnectionOptions, ConnectionState,
-    FileTokenStore, HandlerError, Lifecycle, McpEvent, OAuthSpec, Received, ServerConnection,
-    ServerSpec, StoredCredentials, TokenStore, TokenStoreError,
+    FileTokenStore, HandlerError, JwtAlgorithm, Lifecycle, McpEvent, OAuthSpec, PrivateKeyJwt,
+    Received, Secret, ServerConnection, ServerSpec, StoredCredentials, TokenStore, TokenStoreError,
 };
-use mux_tool::BoxFuture;
+use mux_tool::{BoxFuture, ToolContext};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -20,6 +25,11 @@ use tokio::net::{TcpListener, TcpStream};
 const TOKEN: &str = "token-for-mux";
 const REFRESH: &str = "refresh-for-mux";
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
+/// The client-credentials client the fake knows: `cc-bot` with secret `cc-secret`.
+const CC_CLIENT: &str = "cc-bot";
+const CC_SECRET: &str = "cc-secret";
+/// `Basic` credentials of `cc-bot:cc-secret`.
+const CC_BASIC: &str = "Basic Y2MtYm90OmNjLXNlY3JldA==";
 
 /// One parsed request.
 struct Request {
@@ -93,6 +103,10 @@ async fn respond(stream: &mut TcpStream, status: &str, extra: &[(&str, String)],
 struct Seen {
     registrations: usize,
     token_requests: Vec<String>,
+    /// The `Authorization` header of each token request.
+    token_auth_headers: Vec<Option<String>>,
+    /// The token is refused (as if revoked) until the next token request.
+    revoked: bool,
     unauthorized_mcp_requests: usize,
     /// MCP messages sent without the token (discovery's probe is a GET).
     unauthorized_mcp_posts: usize,
@@ -134,7 +148,8 @@ async fn serve(listener: TcpListener, seen: Arc<Mutex<Seen>>) {
                         "response_types_supported": ["code"],
                         "grant_types_supported": ["authorization_code", "refresh_token"],
                         "code_challenge_methods_supported": ["S256"],
-                        "token_endpoint_auth_methods_supported": ["none"],
+                        "token_endpoint_auth_methods_supported":
+                            ["none", "client_secret_basic", "private_key_jwt"],
                     });
                     respond(&mut stream, "200 OK", &[], &body.to_string()).await;
                 }
@@ -145,11 +160,18 @@ async fn serve(listener: TcpListener, seen: Arc<Mutex<Seen>>) {
                     respond(&mut stream, "201 Created", &[], &body.to_string()).await;
                 }
                 ("POST", "/token") => {
-                    seen.lock()
-                        .unwrap()
-                        .token_requests
-                        .push(request.body.clone());
-                    let (status, body) = token_response(&request.body);
+                    let basic = request.headers.get("authorization").cloned();
+                    {
+                        let mut seen = seen.lock().unwrap();
+                        seen.revoked = false;
+                        seen.token_requests.push(request.body.clone());
+                        seen.token_auth_headers.push(basic.clone());
+                    }
+                    let (status, body) = if request.body.contains("grant_type=client_credentials") {
+                        client_credentials_response(basic.as_deref(), &request.body, &base)
+                    } else {
+                        token_response(&request.body)
+                    };
                     respond(&mut stream, status, &[], &body.to_string()).await;
                 }
                 (_, "/mcp") => mcp(&mut stream, &request, &base, &seen).await,
@@ -176,9 +198,70 @@ fn token_response(body: &str) -> (&'static str, Value) {
     }
 }
 
+/// The ES256 key of `cc-bot`'s `private_key_jwt` client: its PEM PKCS#8 form and its
+/// public key.
+fn jwt_key() -> &'static (String, Vec<u8>) {
+    static KEY: OnceLock<(String, Vec<u8>)> = OnceLock::new();
+    KEY.get_or_init(|| {
+        let rng = SystemRandom::new();
+        let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let doc = EcdsaKeyPair::generate_pkcs8(alg, &rng).unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(alg, doc.as_ref(), &rng).unwrap();
+        let b64 = STANDARD.encode(doc.as_ref());
+        let pem = format!("-----BEGIN PRIVATE KEY-----\n{b64}\n-----END PRIVATE KEY-----\n");
+        (pem, pair.public_key().as_ref().to_vec())
+    })
+}
+
+/// Whether `body` carries a jwt-bearer assertion for `cc-bot`, for audience `issuer`,
+/// signed with [`jwt_key`].
+fn valid_assertion(body: &str, issuer: &str) -> bool {
+    let field = |key: &str| {
+        body.split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.to_string())
+    };
+    if field("client_assertion_type").as_deref()
+        != Some("urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer")
+    {
+        return false;
+    }
+    let Some(jwt) = field("client_assertion") else {
+        return false;
+    };
+    let parts: Vec<&str> = jwt.split('.').collect();
+    let [header, claims, sig] = parts[..] else {
+        return false;
+    };
+    let signed = format!("{header}.{claims}");
+    let verified =
+        signature::UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, &jwt_key().1)
+            .verify(signed.as_bytes(), &URL_SAFE_NO_PAD.decode(sig).unwrap())
+            .is_ok();
+    let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(claims).unwrap()).unwrap();
+    verified && claims["iss"] == CC_CLIENT && claims["sub"] == CC_CLIENT && claims["aud"] == issuer
+}
+
+/// A client-credentials grant: the token for `cc-bot` with its secret in a Basic header or
+/// a valid assertion, `invalid_client` for anything else.
+fn client_credentials_response(
+    basic: Option<&str>,
+    body: &str,
+    issuer: &str,
+) -> (&'static str, Value) {
+    if basic == Some(CC_BASIC) || valid_assertion(body, issuer) {
+        let tokens = json!({"access_token": TOKEN, "token_type": "Bearer", "expires_in": 3600});
+        ("200 OK", tokens)
+    } else {
+        ("401 Unauthorized", json!({"error": "invalid_client"}))
+    }
+}
+
 async fn mcp(stream: &mut TcpStream, request: &Request, base: &str, seen: &Mutex<Seen>) {
     let authorized = request.headers.get("authorization").map(String::as_str)
-        == Some(&format!("Bearer {TOKEN}"));
+        == Some(&format!("Bearer {TOKEN}"))
+        && !seen.lock().unwrap().revoked;
     if !authorized {
         {
             let mut seen = seen.lock().unwrap();
@@ -213,6 +296,7 @@ async fn mcp(stream: &mut TcpStream, request: &Request, base: &str, seen: &Mutex
         Some("tools/list") => {
             json!({"tools": [{"name": "whoami", "inputSchema": {"type": "object"}}]})
         }
+        Some("tools/call") => json!({"content": [{"type": "text", "text": "you"}]}),
         _ => {
             respond(stream, "202 Accepted", &[], "").await;
             return;
@@ -559,4 +643,126 @@ async fn a_corrupt_token_file_is_a_typed_error_without_its_content() {
     connection.connect().await.unwrap();
     assert_eq!(user.urls.lock().unwrap().len(), 1);
     connection.disconnect().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_connect_without_a_user() {
+    let (url, seen) = start().await;
+    let user = user();
+    let oauth = OAuthSpec::client_credentials(CC_CLIENT, Secret::new(CC_SECRET));
+    let connection = connection_with(&url, user.clone(), oauth);
+    let tools = connection.connect().await.unwrap();
+    assert_eq!(tools[0].name, "whoami");
+    assert!(user.urls.lock().unwrap().is_empty(), "the browser flow ran");
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.registrations, 0);
+        assert_eq!(seen.token_requests.len(), 1);
+        let body = &seen.token_requests[0];
+        assert!(body.contains("grant_type=client_credentials"), "{body}");
+        let resource = format!("resource={}", url.replace(':', "%3A").replace('/', "%2F"));
+        assert!(body.contains(&resource), "{body}");
+        assert!(
+            !body.contains(CC_SECRET),
+            "the secret went in the body: {body}"
+        );
+        assert_eq!(seen.token_auth_headers[0].as_deref(), Some(CC_BASIC));
+    }
+
+    // A reconnect reuses the token.
+    connection.disconnect().await;
+    connection.connect().await.unwrap();
+    assert_eq!(seen.lock().unwrap().token_requests.len(), 1);
+
+    // A 401 mid-session (the token was revoked) fetches a new token and repeats the call.
+    seen.lock().unwrap().revoked = true;
+    let result = connection
+        .call_tool(
+            "whoami",
+            json!({}),
+            &ToolContext::new("c"),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+    assert_ne!(result.is_error, Some(true));
+    assert!(
+        format!("{:?}", result.content).contains("you"),
+        "{result:?}"
+    );
+    assert_eq!(seen.lock().unwrap().token_requests.len(), 2);
+    assert!(user.urls.lock().unwrap().is_empty());
+    connection.disconnect().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_client_secret_is_a_typed_error_without_the_secret() {
+    let (url, seen) = start().await;
+    let user = user();
+    let oauth = OAuthSpec::client_credentials(CC_CLIENT, Secret::new("not-the-secret"));
+    let connection = connection_with(&url, user.clone(), oauth);
+    let err = connection.connect().await.unwrap_err();
+    match &err {
+        ConnectError::Authorization { server, reason } => {
+            assert_eq!(server, "protected");
+            assert!(
+                reason.contains("client credentials token request"),
+                "{reason}"
+            );
+            assert!(reason.contains("invalid_client"), "{reason}");
+        }
+        other => panic!("expected an authorization error, got {other:?}"),
+    }
+    assert!(!format!("{err} {err:?}").contains("not-the-secret"));
+    assert!(user.urls.lock().unwrap().is_empty());
+    assert_eq!(seen.lock().unwrap().token_requests.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_with_a_private_key_jwt_connect() {
+    let (url, seen) = start().await;
+    let user = user();
+    let key = PrivateKeyJwt::new(Secret::new(jwt_key().0.clone()), JwtAlgorithm::ES256);
+    let connection = connection_with(
+        &url,
+        user.clone(),
+        OAuthSpec::client_credentials_jwt(CC_CLIENT, key),
+    );
+    let tools = connection.connect().await.unwrap();
+    assert_eq!(tools[0].name, "whoami");
+    assert!(user.urls.lock().unwrap().is_empty(), "the browser flow ran");
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.token_requests.len(), 1);
+        let body = &seen.token_requests[0];
+        assert!(body.contains("grant_type=client_credentials"), "{body}");
+        assert!(body.contains("resource="), "{body}");
+        assert!(!body.contains("client_id="), "{body}");
+        assert_eq!(seen.token_auth_headers[0], None);
+    }
+    connection.disconnect().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_assertion_signed_with_another_key_is_refused() {
+    let (url, _seen) = start().await;
+    let rng = SystemRandom::new();
+    let doc =
+        EcdsaKeyPair::generate_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        STANDARD.encode(doc.as_ref())
+    );
+    let key = PrivateKeyJwt::new(Secret::new(pem), JwtAlgorithm::ES256);
+    let connection = connection_with(
+        &url,
+        user(),
+        OAuthSpec::client_credentials_jwt(CC_CLIENT, key),
+    );
+    match connection.connect().await.unwrap_err() {
+        ConnectError::Authorization { reason, .. } => {
+            assert!(reason.contains("invalid_client"), "{reason}");
+        }
+        other => panic!("expected an authorization error, got {other:?}"),
+    }
 }
