@@ -81,9 +81,15 @@ pub(crate) type StdioTransport = Watched<AsyncRwTransport<RoleClient, ChildStdou
 /// A spawned server process: the leader of its own process group. Dropping it kills the group.
 pub(crate) struct Child {
     child: Option<Box<dyn ChildWrapper>>,
+    /// The process group: the leader's id, kept because the leader may be reaped before the
+    /// rest of its group is gone.
+    group: Option<u32>,
 }
 
 const SIGTERM: i32 = 15;
+const SIGKILL: i32 = 9;
+/// How often [`Child::end_group`] looks whether the group is empty.
+const GROUP_POLL: Duration = Duration::from_millis(10);
 
 impl Child {
     /// The leader's process id.
@@ -91,22 +97,53 @@ impl Child {
         self.child.as_ref().and_then(|child| child.id())
     }
 
-    /// Waits up to `grace` for the process group to exit after stdin was closed, then sends
-    /// SIGTERM to the group and waits again, then kills the group.
+    /// Waits up to `grace` for the leader to exit after stdin was closed, then sends SIGTERM to
+    /// the group and waits again, then kills the group. Processes the leader left behind in its
+    /// group (background helpers of a server that exited) get SIGTERM, then SIGKILL after
+    /// `grace`: no orphan outlives the connection.
     pub(crate) async fn shut_down(mut self, grace: Duration) {
         let Some(child) = self.child.as_mut() else {
             return;
         };
-        if tokio::time::timeout(grace, child.wait()).await.is_ok() {
-            self.child = None;
+        let leader_exited = tokio::time::timeout(grace, child.wait()).await.is_ok()
+            || (child.signal(SIGTERM).is_ok()
+                && tokio::time::timeout(grace, child.wait()).await.is_ok());
+        if leader_exited {
+            self.end_group(grace).await;
+        } else {
+            self.kill().await;
+        }
+    }
+
+    /// Ends what is left of the group after its leader exited: SIGTERM, a wait of at most
+    /// `grace` for the group to empty, then SIGKILL.
+    async fn end_group(&mut self, grace: Duration) {
+        let Some(child) = self.child.take() else {
+            return;
+        };
+        // An error means the group is empty (ESRCH): nothing was left behind.
+        if child.signal(SIGTERM).is_err() {
             return;
         }
-        if child.signal(SIGTERM).is_ok() && tokio::time::timeout(grace, child.wait()).await.is_ok()
+        let deadline = tokio::time::Instant::now() + grace;
+        while self.group_alive() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(GROUP_POLL).await;
+        }
+        let _ = child.signal(SIGKILL);
+    }
+
+    /// Whether any process of the group is still there (zombies included).
+    fn group_alive(&self) -> bool {
+        #[cfg(unix)]
         {
-            self.child = None;
-            return;
+            self.group
+                .and_then(|id| rustix::process::Pid::from_raw(i32::try_from(id).ok()?))
+                .is_some_and(|pid| rustix::process::test_kill_process_group(pid).is_ok())
         }
-        self.kill().await;
+        #[cfg(not(unix))]
+        {
+            false
+        }
     }
 
     /// Kills the whole process group and reaps it.
@@ -151,8 +188,16 @@ pub(crate) fn spawn(
     let stdin = child.stdin().take().ok_or_else(|| missing("stdin"))?;
     let stdout = child.stdout().take().ok_or_else(|| missing("stdout"))?;
     let stderr = child.stderr().take().ok_or_else(|| missing("stderr"))?;
+    let group = child.id();
     let transport = Watched::new(AsyncRwTransport::new_client(stdout, stdin), closed, barrier);
-    Ok((transport, Child { child: Some(child) }, stderr))
+    Ok((
+        transport,
+        Child {
+            child: Some(child),
+            group,
+        },
+        stderr,
+    ))
 }
 
 /// Reads the child's stderr line by line into `sink` until it closes.

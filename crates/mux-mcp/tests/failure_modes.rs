@@ -321,3 +321,46 @@ async fn a_failed_health_check_leads_to_a_reconnect() {
     );
     coordinator.stop_all().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_graceful_stop_also_ends_what_the_server_left_in_its_process_group() {
+    let dir = scratch("helper");
+    let pid_file = dir.join("helper.pid");
+    let mux_mcp::TransportSpec::Stdio(everything) = common::everything("x").transport else {
+        panic!("server-everything runs over stdio")
+    };
+    let script = everything.args.join(" ");
+    // The server starts a background helper in its own process group, then becomes the
+    // real server: when its stdin closes, the server exits and the helper would live on.
+    let spec = ServerSpec::stdio(
+        "leaves-helper",
+        "sh",
+        [
+            "-c".to_string(),
+            format!(
+                "sleep 300 & echo $! > '{}'; exec node {script}",
+                pid_file.display()
+            ),
+        ],
+    );
+    let coordinator = common::coordinator();
+    let report = coordinator.start_all_and_wait(vec![spec]).await.unwrap();
+    assert_eq!(report.connected, ["leaves-helper"]);
+    let helper: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let server = coordinator
+        .connection("leaves-helper")
+        .unwrap()
+        .pid()
+        .unwrap();
+    assert!(common::alive(helper));
+    coordinator.stop_all().await;
+    assert!(!common::alive(server), "the server outlived stop_all");
+    assert!(
+        common::gone_within(helper, Duration::from_secs(2)).await,
+        "the server's helper {helper} outlived stop_all"
+    );
+}
