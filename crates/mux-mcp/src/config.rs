@@ -858,38 +858,56 @@ enum ExpandProblem {
     BadName(String),
 }
 
-/// Expands `${VAR}` and `${VAR:-default}`; `$$` stays a literal `$`.
+/// Expands `${VAR}` and `${VAR:-default}`; `$$` is a literal `$` (so `$${VAR}` is the text
+/// `${VAR}`), and any other `$` stays as it is.
 fn expand_vars(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, ExpandProblem> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let end = after.find('}').ok_or(ExpandProblem::Unclosed)?;
-        let body = &after[..end];
-        let (name, default) = match body.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (body, None),
+    while let Some(dollar) = rest.find('$') {
+        out.push_str(&rest[..dollar]);
+        let after_dollar = &rest[dollar + 1..];
+        if let Some(after) = after_dollar.strip_prefix('$') {
+            out.push('$');
+            rest = after;
+            continue;
+        }
+        let Some(after) = after_dollar.strip_prefix('{') else {
+            out.push('$');
+            rest = after_dollar;
+            continue;
         };
-        let valid = !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit());
-        if !valid {
-            return Err(ExpandProblem::BadName(name.to_string()));
-        }
-        match (lookup(name), default) {
-            (Some(value), _) if !(value.is_empty() && default.is_some()) => out.push_str(&value),
-            (_, Some(default)) => out.push_str(default),
-            (None, None) => return Err(ExpandProblem::Unset(name.to_string())),
-            (Some(value), None) => out.push_str(&value),
-        }
+        let end = after.find('}').ok_or(ExpandProblem::Unclosed)?;
+        out.push_str(&expand_one(&after[..end], lookup)?);
         rest = &after[end + 1..];
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// The value of one `${...}` body: `VAR` or `VAR:-default`.
+fn expand_one(
+    body: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, ExpandProblem> {
+    let (name, default) = match body.split_once(":-") {
+        Some((name, default)) => (name, Some(default)),
+        None => (body, None),
+    };
+    let valid = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if !valid {
+        return Err(ExpandProblem::BadName(name.to_string()));
+    }
+    match (lookup(name), default) {
+        (Some(value), Some(default)) if value.is_empty() => Ok(default.to_string()),
+        (Some(value), _) => Ok(value),
+        (None, Some(default)) => Ok(default.to_string()),
+        (None, None) => Err(ExpandProblem::Unset(name.to_string())),
+    }
 }
 
 #[cfg(test)]
@@ -1095,6 +1113,10 @@ mod tests {
         assert_eq!(expand_vars("${EMPTY:-x}", &env).unwrap(), "x");
         assert_eq!(expand_vars("${EMPTY}", &env).unwrap(), "");
         assert_eq!(expand_vars("no vars $HOME", &env).unwrap(), "no vars $HOME");
+        assert_eq!(expand_vars("$${ROOT}", &env).unwrap(), "${ROOT}");
+        assert_eq!(expand_vars("a$$b$", &env).unwrap(), "a$b$");
+        assert_eq!(expand_vars("$$$${ROOT}", &env).unwrap(), "$${ROOT}");
+        assert_eq!(expand_vars("$$${ROOT}", &env).unwrap(), "$/data");
         assert_eq!(
             expand_vars("${NOPE}", &env),
             Err(ExpandProblem::Unset("NOPE".into()))
