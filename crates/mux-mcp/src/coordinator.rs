@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client::ClientHandlers;
 use crate::event::EventSender;
 use crate::modes::{McpFilter, ToolModes, UnknownMode};
-use crate::naming::NameAllocator;
+use crate::naming::unique_names;
 use crate::proxy::McpTool;
 use crate::{
     CallError, ConnectError, ConnectionOptions, ConnectionState, Events, PendingCall,
@@ -434,15 +434,25 @@ impl Coordinator {
 
     /// The same proxies as [`Coordinator::tools`], with their concrete type.
     pub fn proxies(&self) -> Vec<Arc<McpTool>> {
-        let mut names = NameAllocator::default();
+        let servers = self.servers();
+        let states: Vec<(&str, ConnectionState)> = servers
+            .iter()
+            .map(|(server, entry)| (server.as_str(), entry.connection.state()))
+            .collect();
+        let infos: Vec<(&str, &ToolInfo)> = states
+            .iter()
+            .flat_map(|(server, state)| state.tools().iter().map(move |info| (*server, info)))
+            .collect();
+        let pairs: Vec<(&str, &str)> = infos
+            .iter()
+            .map(|(server, info)| (*server, info.name.as_str()))
+            .collect();
+        let names = unique_names(&pairs);
         let mut tools = Vec::new();
-        for (server, entry) in self.servers().iter() {
-            for info in entry.connection.state().tools() {
-                let name = names.allocate(server, &info.name);
-                match McpTool::new(name, server, info, self.downgrade()) {
-                    Ok(tool) => tools.push(Arc::new(tool)),
-                    Err(err) => tracing::warn!(server, tool = info.name, %err, "skipping MCP tool"),
-                }
+        for (name, (server, info)) in names.into_iter().zip(infos) {
+            match McpTool::new(name, server, info, self.downgrade()) {
+                Ok(tool) => tools.push(Arc::new(tool)),
+                Err(err) => tracing::warn!(server, tool = info.name, %err, "skipping MCP tool"),
             }
         }
         tools

@@ -62,26 +62,34 @@ pub fn qualified_name(server: &str, tool: &str) -> String {
     }
 }
 
-/// Hands out qualified names that are unique within one tool set.
-#[derive(Debug, Default)]
-pub(crate) struct NameAllocator {
-    taken: BTreeSet<String>,
-}
-
-impl NameAllocator {
-    /// A unique name for `tool` on `server`: the qualified name, or on a collision (two
-    /// names that sanitize alike) the same name with a hash suffix.
-    pub(crate) fn allocate(&mut self, server: &str, tool: &str) -> String {
-        let base = qualified_name(server, tool);
-        let mut candidate = base.clone();
+/// Unique qualified names for a set of `(server, tool)` pairs, in the order given.
+///
+/// The names depend on the set, not on the order the servers list their tools in, so a
+/// `list_changed` that only reorders keeps every name on its tool. A pair whose qualified name
+/// needed no sanitizing or shortening keeps it; pairs that collide with it or with each other
+/// (two names that sanitize alike) get a hash suffix, handed out in `(server, tool)` order.
+pub(crate) fn unique_names(pairs: &[(&str, &str)]) -> Vec<String> {
+    let bases: Vec<String> = pairs
+        .iter()
+        .map(|(server, tool)| qualified_name(server, tool))
+        .collect();
+    let exact = |i: usize| bases[i] == format!("{PREFIX}{}__{}", pairs[i].0, pairs[i].1);
+    let mut order: Vec<usize> = (0..pairs.len()).collect();
+    order.sort_by(|&a, &b| exact(b).cmp(&exact(a)).then(pairs[a].cmp(&pairs[b])));
+    let mut taken = BTreeSet::new();
+    let mut names = vec![String::new(); pairs.len()];
+    for i in order {
+        let (server, tool) = pairs[i];
+        let mut candidate = bases[i].clone();
         let mut salt = 1;
-        while self.taken.contains(&candidate) {
-            candidate = hashed(&base, server, tool, salt);
+        while taken.contains(&candidate) {
+            candidate = hashed(&bases[i], server, tool, salt);
             salt += 1;
         }
-        self.taken.insert(candidate.clone());
-        candidate
+        taken.insert(candidate.clone());
+        names[i] = candidate;
     }
+    names
 }
 
 #[cfg(test)]
@@ -114,16 +122,27 @@ mod tests {
     }
 
     #[test]
-    fn collisions_get_distinct_names() {
-        let mut names = NameAllocator::default();
-        let first = names.allocate("s", "a.b");
-        let second = names.allocate("s", "a_b");
-        let third = names.allocate("s", "a b");
-        assert_eq!(first, "mcp__s__a_b");
-        assert_ne!(first, second);
-        assert_ne!(second, third);
-        for name in [first, second, third] {
-            assert!(ToolName::new(&name).is_ok());
+    fn collisions_get_distinct_names_whatever_the_order() {
+        let pairs = [("s", "a.b"), ("s", "a_b"), ("s", "a b"), ("t", "x")];
+        let names = unique_names(&pairs);
+        // The tool whose name needed no sanitizing keeps the plain name.
+        assert_eq!(names[1], "mcp__s__a_b");
+        assert_eq!(names[3], "mcp__t__x");
+        let unique: BTreeSet<_> = names.iter().collect();
+        assert_eq!(unique.len(), names.len());
+        for name in &names {
+            assert!(ToolName::new(name).is_ok(), "{name}");
         }
+        let reversed: Vec<_> = pairs.iter().rev().copied().collect();
+        let mut again = unique_names(&reversed);
+        again.reverse();
+        assert_eq!(names, again);
+    }
+
+    #[test]
+    fn a_tool_listed_twice_still_gets_two_names() {
+        let names = unique_names(&[("s", "x"), ("s", "x")]);
+        assert_eq!(names[0], "mcp__s__x");
+        assert_ne!(names[0], names[1]);
     }
 }
