@@ -32,6 +32,7 @@ use crate::{
 use rustls::pki_types::CertificateDer;
 
 mod call;
+mod subscription;
 
 /// The default time a connection attempt (spawn, handshake, first `tools/list`) may take.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -203,12 +204,17 @@ struct Session {
     child: Option<Child>,
     generation: u64,
     tasks: Vec<JoinHandle<()>>,
+    /// The `subscriptions/listen` stream for tool list changes, on 2026-07-28 sessions.
+    listener: Option<subscription::Listener>,
 }
 
 impl Session {
     /// Closes the service (for stdio that closes the child's stdin), then waits for the child,
     /// then SIGTERM, then kills its process group.
     async fn shut_down(mut self, grace: Duration) {
+        if let Some(listener) = self.listener.take() {
+            listener.stop(grace).await;
+        }
         let _ = self.service.close_with_timeout(grace).await;
         if let Some(child) = self.child.take() {
             child.shut_down(grace).await;
@@ -220,6 +226,9 @@ impl Session {
 
     /// Ends a session whose peer is already gone: no grace, kill the group.
     async fn abandon(mut self) {
+        if let Some(listener) = self.listener.take() {
+            listener.abort();
+        }
         if let Some(child) = self.child.take() {
             child.kill().await;
         }
@@ -671,6 +680,13 @@ impl ServerConnection {
             child,
             generation,
             tasks,
+            listener: None,
+        };
+        // Listen before the first list, so no change after it goes unseen.
+        let listen = if subscription::wanted(&peer) {
+            subscription::open(&peer, &inner.shared).await
+        } else {
+            None
         };
         let tools = match list_tools(&peer).await {
             Ok(tools) => tools,
@@ -691,6 +707,15 @@ impl ServerConnection {
             Arc::downgrade(inner),
             closed.clone(),
         )));
+        session.listener = listen.map(|listen| {
+            subscription::Listener::spawn(
+                listen,
+                peer.clone(),
+                inner.shared.clone(),
+                tools_changed.clone(),
+                &closed,
+            )
+        });
         session.tasks.push(self.spawn_refresher(
             peer.clone(),
             tools_changed,
@@ -706,7 +731,8 @@ impl ServerConnection {
         Ok((session, link, tools))
     }
 
-    /// Refreshes the tool list whenever the server says it changed.
+    /// Refreshes the tool list whenever the server says it changed: unscoped, or on the
+    /// `subscriptions/listen` stream of a 2026-07-28 session.
     fn spawn_refresher(
         &self,
         peer: Peer<RoleClient>,

@@ -321,3 +321,118 @@ async fn an_input_request_the_handlers_refuse_is_a_typed_error() {
     }
     coordinator.stop_all().await;
 }
+
+fn names(tools: &[mux_mcp::ToolInfo]) -> Vec<&str> {
+    tools.iter().map(|t| t.name.as_str()).collect()
+}
+
+/// Waits for the `ToolsChanged` event of `py` whose list does (or does not) hold `later`.
+async fn later_listed(events: &mut mux_mcp::Events, listed: bool) -> Vec<String> {
+    let changed = common::wait_for(events, Duration::from_secs(10), |e| {
+        matches!(e, McpEvent::ToolsChanged { server, tools }
+            if server == "py" && names(tools).contains(&"later") == listed)
+    })
+    .await;
+    let Some(McpEvent::ToolsChanged { tools, .. }) = changed else {
+        panic!("no ToolsChanged event with `later` listed: {listed}")
+    };
+    names(&tools).iter().map(|n| n.to_string()).collect()
+}
+
+fn listens(connection: &mux_mcp::ServerConnection) -> usize {
+    connection
+        .log()
+        .iter()
+        .filter(|e| e.message.contains("listening for tool list changes"))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_07_28_tool_list_change_arrives_on_the_listen_stream_also_after_a_reconnect() {
+    // The Python SDK sends notifications/tools/list_changed at 2026-07-28 only on
+    // subscriptions/listen streams, so the list can follow only through one.
+    let coordinator = common::coordinator();
+    coordinator
+        .start_all_and_wait(vec![common::modern("py")])
+        .await
+        .unwrap();
+    let connection = coordinator.connection("py").unwrap();
+    assert_eq!(connection.protocol_version().as_deref(), Some("2026-07-28"));
+    assert_eq!(listens(&connection), 1, "{:?}", connection.log());
+    let mut events = coordinator.subscribe();
+    let tool_names = || {
+        coordinator
+            .tools()
+            .iter()
+            .map(|t| t.spec().name.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert!(!tool_names().contains(&"mcp__py__later".to_string()));
+
+    let out = find(&coordinator.tools(), "mcp__py__add_later")
+        .call(json!({}), ToolContext::new("add"))
+        .await
+        .unwrap();
+    assert!(out.to_text().starts_with("added"), "{out:?}");
+    let listed = later_listed(&mut events, true).await;
+    assert!(listed.contains(&"add".to_string()), "{listed:?}");
+    let out = find(&coordinator.tools(), "mcp__py__later")
+        .call(json!({"text": "hi"}), ToolContext::new("later"))
+        .await
+        .unwrap();
+    assert!(out.to_text().starts_with("later: hi"), "{out:?}");
+
+    find(&coordinator.tools(), "mcp__py__drop_later")
+        .call(json!({}), ToolContext::new("drop"))
+        .await
+        .unwrap();
+    later_listed(&mut events, false).await;
+    assert!(!tool_names().contains(&"mcp__py__later".to_string()));
+
+    // A new server process after a crash: the connection listens again.
+    let pid = connection.pid().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    common::wait_for(&mut events, Duration::from_secs(20), |e| {
+        matches!(
+            e,
+            McpEvent::StateChanged {
+                from: mux_mcp::ConnectionState::Connecting,
+                to: mux_mcp::ConnectionState::Connected { .. },
+                ..
+            }
+        )
+    })
+    .await
+    .expect("reconnected");
+    assert_ne!(connection.pid(), Some(pid));
+    assert_eq!(listens(&connection), 2, "{:?}", connection.log());
+    find(&coordinator.tools(), "mcp__py__add_later")
+        .call(json!({}), ToolContext::new("add again"))
+        .await
+        .unwrap();
+    later_listed(&mut events, true).await;
+    assert!(tool_names().contains(&"mcp__py__later".to_string()));
+
+    // Disconnecting cancels the stream and does not wait on it.
+    let pid = connection.pid().unwrap();
+    let started = std::time::Instant::now();
+    coordinator.stop_all().await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(common::gone_within(pid, Duration::from_secs(2)).await);
+    assert!(
+        !connection
+            .log()
+            .iter()
+            .any(|e| e.message.contains("relying on unscoped")),
+        "{:?}",
+        connection.log()
+    );
+}

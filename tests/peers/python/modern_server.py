@@ -3,7 +3,9 @@ tests: it speaks 2026-07-28 (the `server/discover` lifecycle) as well as older v
 
 Tools: `add` (typed arguments and structured output), `shout` (text), `slow` (progress
 notifications, then a result), `fail` (an `isError` result), `greet` (asks the client for a
-name by elicitation: an `input_required` round on 2026-07-28, SEP-2322).
+name by elicitation: an `input_required` round on 2026-07-28, SEP-2322), `add_later` and
+`drop_later` (add and remove the tool `later`, then announce the change; on 2026-07-28 the SDK
+delivers `notifications/tools/list_changed` only on `subscriptions/listen` streams).
 """
 
 import asyncio
@@ -56,6 +58,36 @@ def ask_name() -> Elicit[Name]:
 def greet(who: Annotated[Name, Resolve(ask_name)]) -> str:
     """Asks the client whom to greet, then greets them."""
     return f"Hello, {who.name}!"
+
+
+def later(text: str) -> str:
+    """Echoes text; listed only after `add_later`."""
+    return f"later: {text}"
+
+
+later_listed = False
+
+
+@server.tool()
+async def add_later(ctx: Context) -> str:
+    """Adds the tool `later` and announces the change."""
+    global later_listed
+    if not later_listed:
+        server.add_tool(later)
+        later_listed = True
+    await ctx.notify_tools_changed()
+    return "added"
+
+
+@server.tool()
+async def drop_later(ctx: Context) -> str:
+    """Removes the tool `later` and announces the change."""
+    global later_listed
+    if later_listed:
+        server.remove_tool("later")
+        later_listed = False
+    await ctx.notify_tools_changed()
+    return "dropped"
 
 
 if __name__ == "__main__":
