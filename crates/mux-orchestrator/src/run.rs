@@ -79,7 +79,11 @@ pub(crate) async fn compact_now(
         .compaction
         .as_ref()
         .map_or(1, |c| c.keep_last_turns);
-    Turns::new(orch, run).compact(keep).await
+    let compacted = Turns::new(orch, run).compact(keep).await?;
+    if run.state() == LoopState::Compacting {
+        run.set_state(LoopState::Idle).await;
+    }
+    Ok(compacted)
 }
 
 struct Turns<'a> {
@@ -642,7 +646,7 @@ impl<'a> Turns<'a> {
                 return Ok(None);
             }
         }
-        let before_state = self.run.state();
+        // In a run the next turn moves on to `streaming`; `compact_now` goes back to `idle`.
         self.run.set_state(LoopState::Compacting).await;
         let services = &self.orch.services;
         let config = services.config.compaction.clone().unwrap_or_default();
@@ -676,9 +680,6 @@ impl<'a> Turns<'a> {
                 tokens_after: after,
             })
             .await;
-        if before_state == LoopState::Idle {
-            self.run.set_state(LoopState::Idle).await;
-        }
         Ok(Some((before, after)))
     }
 }
