@@ -363,7 +363,11 @@ impl Orchestrator {
         let (events_tx, events) = mpsc::channel(config.event_capacity.max(1));
         let (input, inputs) = mpsc::channel(64);
         let cancel = self.services.cancel.child_token();
-        let emitter = Emitter::new(Some(events_tx), self.services.broadcast.clone());
+        let emitter = Emitter::new(
+            Some(events_tx),
+            self.services.broadcast.clone(),
+            cancel.clone(),
+        );
         let run = Arc::new(RunShared::new(emitter, cancel.clone()));
 
         let this = self.clone();
@@ -397,8 +401,8 @@ impl Orchestrator {
         prompt: impl Into<String>,
     ) -> Result<RunSummary, LoopError> {
         let running = RunningGuard::acquire(&self.running)?;
-        let emitter = Emitter::new(None, self.services.broadcast.clone());
         let cancel = self.services.cancel.child_token();
+        let emitter = Emitter::new(None, self.services.broadcast.clone(), cancel.clone());
         let _cancel_on_drop = cancel.clone().drop_guard();
         let run = Arc::new(RunShared::new(emitter, cancel).unattended());
         // The loop runs in the caller's task: no spawn, no hand-off. A panic in it is reported
@@ -413,8 +417,9 @@ impl Orchestrator {
     /// Summarizes older turns now (if there are enough), whatever the token count.
     pub async fn compact(&self) -> Result<Option<(u64, u64)>, LoopError> {
         let _running = RunningGuard::acquire(&self.running)?;
-        let emitter = Emitter::new(None, self.services.broadcast.clone());
-        let run = Arc::new(RunShared::new(emitter, self.services.cancel.child_token()));
+        let cancel = self.services.cancel.child_token();
+        let emitter = Emitter::new(None, self.services.broadcast.clone(), cancel.clone());
+        let run = Arc::new(RunShared::new(emitter, cancel));
         crate::run::compact_now(self, &run).await
     }
 

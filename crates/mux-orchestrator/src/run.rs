@@ -410,7 +410,14 @@ impl<'a> Turns<'a> {
     /// Streams one model call, forwarding deltas as events, and returns the whole response.
     async fn stream_turn(&mut self) -> Result<Response, LoopError> {
         self.run.set_state(LoopState::Streaming).await;
-        let system = self.system_prompt().await;
+        // One waiter for the whole turn, rather than one registered and dropped per event.
+        let cancelled = self.run.cancel.cancelled();
+        tokio::pin!(cancelled);
+        let system = tokio::select! {
+            biased;
+            () = &mut cancelled => return Err(LoopError::Cancelled),
+            system = self.system_prompt() => system,
+        };
         let request = self.request(system);
         let services = &self.orch.services;
         let provider = services.client.provider().to_owned();
@@ -424,9 +431,6 @@ impl<'a> Turns<'a> {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.response.finish_reasons = tracing::field::Empty,
         );
-        // One waiter for the whole turn, rather than one registered and dropped per event.
-        let cancelled = self.run.cancel.cancelled();
-        tokio::pin!(cancelled);
         let mut stream = tokio::select! {
             biased;
             () = &mut cancelled => return Err(LoopError::Cancelled),
