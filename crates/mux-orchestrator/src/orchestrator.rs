@@ -1,6 +1,7 @@
 //! The orchestrator: services plus one conversation, and the handles of a run.
 
 use std::any::Any;
+use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -51,6 +52,8 @@ pub(crate) struct Conversation {
     pub(crate) persisted: bool,
     /// Whether a title was asked for already.
     pub(crate) title_requested: bool,
+    /// Without a permission policy: tools allowed "always" in this conversation.
+    pub(crate) always_allowed: Arc<Mutex<HashSet<String>>>,
 }
 
 /// The think-act loop over one conversation.
@@ -243,6 +246,7 @@ impl Orchestrator {
                 reported_tokens: None,
                 persisted,
                 title_requested: false,
+                always_allowed: Arc::default(),
             })),
             running: Arc::new(AtomicBool::new(false)),
         }
@@ -265,6 +269,7 @@ impl Orchestrator {
                 reported_tokens: None,
                 persisted: false,
                 title_requested: false,
+                always_allowed: Arc::default(),
             })),
             running: Arc::new(AtomicBool::new(false)),
         }

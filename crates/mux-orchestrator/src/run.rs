@@ -356,6 +356,7 @@ impl<'a> Turns<'a> {
             permissions,
             asker,
             forced_asks: Arc::clone(&forced_asks),
+            always_allowed: Arc::clone(&self.orch.lock().always_allowed),
         };
         let resources = services.resources.child();
         resources.insert(AskUserLink(Arc::clone(self.run)));
