@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::sync::Arc;
 
 use common::*;
@@ -73,25 +72,37 @@ async fn a_history_torn_at_every_byte_of_its_last_record_loads_everything_before
         .rposition(|&b| b == b'\n')
         .unwrap()
         + 1;
+    let next = mux_orchestrator::session::HistoryRecord::Message {
+        message: Message::user("three"),
+    };
+    // `last_start` itself is a clean end; every later cut tears the last record.
     for cut in last_start..full.len() {
         std::fs::write(&path, &full[..cut]).unwrap();
         let session = store.load(&id).await.unwrap();
         assert_eq!(session.messages.len(), 3, "cut at byte {cut}");
-        // The torn tail is cut off, so the next append starts on a clean line.
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().len() as usize,
-            last_start,
-            "cut at {cut} of {}: {:?}",
-            full.len(),
-            String::from_utf8_lossy(&full)
+        // Loading only reads: a writer's record in flight is never cut.
+        assert!(
+            std::fs::read(&path).unwrap() == full[..cut],
+            "load changed the file (cut at {cut})"
         );
+        // The next append drops the torn tail first and starts on a clean line.
+        store
+            .append(&id, std::slice::from_ref(&next))
+            .await
+            .unwrap();
+        let session = store.load(&id).await.unwrap();
+        assert_eq!(session.messages.len(), 4, "cut at byte {cut}");
+        assert_eq!(session.messages[3].text(), "three");
     }
-    // After a repair, appending works and loads.
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
+    // A complete last line that is not a record (a damaged block) is dropped the same way.
+    let mut damaged = full[..last_start].to_vec();
+    damaged.extend_from_slice(b"\0\0\0\0\n");
+    std::fs::write(&path, &damaged).unwrap();
+    assert_eq!(store.load(&id).await.unwrap().messages.len(), 3);
+    store
+        .append(&id, std::slice::from_ref(&next))
+        .await
         .unwrap();
-    file.write_all(&full[last_start..]).unwrap();
     assert_eq!(store.load(&id).await.unwrap().messages.len(), 4);
 }
 
