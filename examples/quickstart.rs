@@ -10,7 +10,8 @@
 //! - With neither it says so and runs offline on a scripted model, which still calls the real
 //!   built-in tools.
 //! - Read-only tools run; anything else asks you on a terminal, and is decided automatically
-//!   (denied) when stdin is not a terminal.
+//!   (denied) when stdin is not a terminal. So are the model's questions (`ask_user`): read
+//!   from the terminal, or answered "the user is not available".
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -91,7 +92,10 @@ async fn run() -> Result<(), String> {
 
     let interactive = std::io::stdin().is_terminal();
     if !interactive {
-        println!("(stdin is not a terminal: calls that need approval are denied automatically)");
+        println!(
+            "(stdin is not a terminal: deciding automatically; calls that need approval are denied \
+             and questions are answered that the user is not available)"
+        );
     }
     println!("> {prompt}\n");
     let run = agent.run(prompt).map_err(|e| e.to_string())?;
@@ -287,10 +291,32 @@ async fn show(run: Run, interactive: bool) -> Result<mux::orchestrator::RunSumma
                     .send(LoopInput::ToolApproval { call_id, decision })
                     .await;
             }
+            LoopEvent::AwaitingInput { call_id, question } => {
+                let text = if interactive {
+                    answer_question(&question)
+                } else {
+                    println!(
+                        "  ? {question}\n    (stdin is not a terminal: answered that the user is not available)"
+                    );
+                    "The user is not available to answer; continue with your best judgement.".into()
+                };
+                input.send(LoopInput::UserResponse { call_id, text }).await;
+            }
             _ => {}
         }
     }
     handle.wait().await.map_err(|err| err.to_string())
+}
+
+/// Reads the user's answer to an `ask_user` question from the terminal.
+fn answer_question(question: &str) -> String {
+    print!("\n  ? {question}\n    > ");
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(n) if n > 0 => line.trim_end().to_owned(),
+        _ => "The user did not answer.".into(),
+    }
 }
 
 fn ask(name: &str, args: &serde_json::Value, reason: &str) -> ApprovalDecision {

@@ -99,6 +99,8 @@ pub(crate) struct LoopGate {
     pub(crate) asker: Arc<LoopAsker>,
     /// Calls a hook said to ask about, whatever the rules say (deny rules still hold).
     pub(crate) forced_asks: Arc<Mutex<HashSet<String>>>,
+    /// Without a policy: tools the face allowed "always" in this conversation.
+    pub(crate) always_allowed: Arc<Mutex<HashSet<String>>>,
 }
 
 impl LoopGate {
@@ -121,28 +123,56 @@ impl LoopGate {
                 .asker
                 .ask_face(request.call, request.subject, reason)
                 .await;
-            if let (Answer::Always(remember), Some(policy)) = (&answer, policy)
-                && let Err(err) = policy.remember(request.spec, request.subject, remember)
-            {
-                tracing::warn!(tool = %request.spec.name, "could not remember an always-allow answer: {err}");
+            match (&answer, policy) {
+                (Answer::Always(remember), Some(policy)) => {
+                    if let Err(err) = policy.remember(request.spec, request.subject, remember) {
+                        tracing::warn!(tool = %request.spec.name, "could not remember an always-allow answer: {err}");
+                    }
+                }
+                (Answer::Always(_), None) => self.allow_always(&request.spec.name),
+                _ => {}
             }
             return answer_to_approval(answer);
         }
         match &self.permissions {
             Some(gate) => gate.review(request).await,
-            None if request.spec.annotations.read_only || request.pre_approved_by.is_some() => {
+            None if request.spec.annotations.read_only
+                || request.pre_approved_by.is_some()
+                || self.is_always_allowed(&request.spec.name) =>
+            {
                 Approval::Approve
             }
-            None => answer_to_approval(
-                self.asker
+            None => {
+                let answer = self
+                    .asker
                     .ask_face(
                         request.call,
                         request.subject,
                         "the tool is not read-only and no permission policy is set",
                     )
-                    .await,
-            ),
+                    .await;
+                if matches!(answer, Answer::Always(_)) {
+                    self.allow_always(&request.spec.name);
+                }
+                answer_to_approval(answer)
+            }
         }
+    }
+
+    /// Without a policy there are no rules to add: "always" allows the tool for the rest of
+    /// the conversation (the answer's scope and prefix have nothing to apply to).
+    fn allow_always(&self, tool: &str) {
+        self.always_allowed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(tool.to_owned());
+    }
+
+    fn is_always_allowed(&self, tool: &str) -> bool {
+        self.always_allowed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(tool)
     }
 }
 

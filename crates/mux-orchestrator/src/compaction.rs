@@ -144,7 +144,102 @@ mod tests {
         assert_eq!(split_point(&turn(0, 1), 2), None);
     }
 
+    /// One turn as the loop writes it: the prompt, `rounds` tool rounds (each with its parallel
+    /// calls, an optional assistant preamble and queued user text after the results), then
+    /// the answer.
+    #[derive(Clone, Debug)]
+    struct Turn {
+        /// Per round: the number of parallel calls, whether the assistant wrote text first,
+        /// and whether a queued user message joined the results.
+        rounds: Vec<(usize, bool, bool)>,
+    }
+
+    fn turn_strategy() -> impl Strategy<Value = Turn> {
+        proptest::collection::vec((1usize..4, any::<bool>(), any::<bool>()), 0..4)
+            .prop_map(|rounds| Turn { rounds })
+    }
+
+    fn build(turns: &[Turn]) -> Vec<Message> {
+        let mut messages = Vec::new();
+        for (i, turn) in turns.iter().enumerate() {
+            messages.push(Message::user(format!("prompt {i}")));
+            for (r, &(calls, preamble, queued)) in turn.rounds.iter().enumerate() {
+                let mut uses = Vec::new();
+                if preamble {
+                    uses.push(ContentBlock::text("let me look"));
+                }
+                let id = |c: usize| format!("c{i}-{r}-{c}");
+                uses.extend((0..calls).map(|c| ContentBlock::tool_use(id(c), "t", json!({}))));
+                messages.push(Message::new(Role::Assistant, uses));
+                let mut results: Vec<ContentBlock> = (0..calls)
+                    .map(|c| ContentBlock::tool_result(id(c), "ok", false))
+                    .collect();
+                if queued {
+                    results.push(ContentBlock::text("also this"));
+                }
+                messages.push(Message::new(Role::User, results));
+            }
+            messages.push(Message::assistant(format!("answer {i}")));
+        }
+        messages
+    }
+
+    /// Every tool_use is answered by a tool_result in the next message, and every tool_result
+    /// answers a tool_use of the message before it.
+    fn well_paired(messages: &[Message]) -> bool {
+        let uses = |m: &Message| ids(std::slice::from_ref(m), true);
+        let results = |m: &Message| ids(std::slice::from_ref(m), false);
+        messages.iter().enumerate().all(|(i, m)| {
+            let after = messages.get(i + 1).map(results).unwrap_or_default();
+            let before = i
+                .checked_sub(1)
+                .map(|p| uses(&messages[p]))
+                .unwrap_or_default();
+            uses(m).iter().all(|id| after.contains(id))
+                && results(m).iter().all(|id| before.contains(id))
+        })
+    }
+
     proptest! {
+        #[test]
+        fn compaction_keeps_every_pair_and_the_last_turns(
+            turns in proptest::collection::vec(turn_strategy(), 1..8),
+            keep in 1usize..4,
+        ) {
+            let messages = build(&turns);
+            prop_assert!(well_paired(&messages));
+            let Some(split) = split_point(&messages, keep) else {
+                prop_assert!(turns.len() <= keep);
+                return Ok(());
+            };
+            let model = mux_llm::testing::ScriptedClient::new().reply_text("SUMMARY");
+            let compacted = futures::executor::block_on(compact(&model, "m", 100, &messages, split))
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            // The summary request holds whole pairs only, and the prompt asking for it.
+            let request = &model.requests()[0];
+            let older = &request.messages[..request.messages.len() - 1];
+            prop_assert_eq!(older, &messages[..split]);
+            prop_assert!(well_paired(older));
+            // The result: the last `keep` turns verbatim, the summary before the first.
+            prop_assert!(well_paired(&compacted));
+            prop_assert_eq!(compacted.iter().filter(|m| starts_turn(m)).count(), keep);
+            prop_assert_eq!(&compacted[1..], &messages[split + 1..]);
+            prop_assert_eq!(
+                compacted[0].content[0].as_text(),
+                Some("Summary of the earlier conversation:\nSUMMARY")
+            );
+            prop_assert_eq!(&compacted[0].content[1..], &messages[split].content[..]);
+            let kept_prompts: Vec<String> = (turns.len() - keep..turns.len())
+                .map(|i| format!("prompt {i}"))
+                .collect();
+            let seen: Vec<String> = compacted
+                .iter()
+                .filter(|m| starts_turn(m))
+                .map(|m| m.content.last().and_then(ContentBlock::as_text).unwrap_or_default().to_owned())
+                .collect();
+            prop_assert_eq!(seen, kept_prompts);
+        }
+
         #[test]
         fn the_split_never_separates_a_tool_use_from_its_result(
             shape in proptest::collection::vec(0usize..4, 1..12),

@@ -1,4 +1,6 @@
-//! Context providers: text injected as system content at the start of every turn.
+//! Context providers: text injected as system content at the start of every turn. Built in:
+//! [`ProjectInstructions`], [`SkillsList`], `TodoContext` (feature `builtin`) and
+//! [`FnContext`] for state the application keeps.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -138,6 +140,55 @@ impl ContextProvider for FnContext {
 
     fn provide(&self) -> BoxFuture<'_, Option<String>> {
         Box::pin(std::future::ready((self.f)()))
+    }
+}
+
+/// The agent's todo list (mux-tool's `todo_write`) as context, so the plan stays in view every
+/// turn, also after compaction. Nothing is injected while the list is empty.
+///
+/// Share the list with `todo_write` through the orchestrator's resources:
+///
+/// ```
+/// use mux_orchestrator::context::{ContextProvider, TodoContext};
+/// use mux_tool::Resources;
+/// use mux_tool::builtin::TodoItem;
+///
+/// let resources = Resources::new(); // pass to `OrchestratorBuilder::resources`
+/// let todos = TodoContext::from_resources(&resources);
+/// # let list = resources.get::<mux_tool::builtin::TodoList>().unwrap();
+/// # list.replace(vec![TodoItem::new("Read the code")]);
+/// # let text = futures::executor::block_on(todos.provide());
+/// # assert_eq!(text.as_deref(), Some("Todo list (0/1 completed):\n[ ] Read the code"));
+/// ```
+#[cfg(feature = "builtin")]
+#[derive(Clone, Debug)]
+pub struct TodoContext {
+    list: Arc<mux_tool::builtin::TodoList>,
+}
+
+#[cfg(feature = "builtin")]
+impl TodoContext {
+    /// Shows `list`.
+    pub fn new(list: Arc<mux_tool::builtin::TodoList>) -> Self {
+        Self { list }
+    }
+
+    /// Shows the list held in `resources`, inserting an empty one if there is none. With the
+    /// orchestrator's resources, it is the list `todo_write` updates in every run.
+    pub fn from_resources(resources: &mux_tool::Resources) -> Self {
+        Self::new(resources.get_or_insert_with(mux_tool::builtin::TodoList::new))
+    }
+}
+
+#[cfg(feature = "builtin")]
+impl ContextProvider for TodoContext {
+    fn name(&self) -> &str {
+        "todo_list"
+    }
+
+    fn provide(&self) -> BoxFuture<'_, Option<String>> {
+        let text = (!self.list.is_empty()).then(|| self.list.to_string());
+        Box::pin(std::future::ready(text))
     }
 }
 

@@ -1,7 +1,11 @@
 //! Delivering events: one lossless bounded receiver per run, plus broadcast subscribers that
-//! are told explicitly when they lag.
+//! are told explicitly when they lag. A full receiver holds the run back (backpressure) until
+//! the run is cancelled; then undelivered events wait in an overflow queue instead.
+
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use crate::LoopEvent;
 
@@ -9,33 +13,104 @@ use crate::LoopEvent;
 /// and to every subscriber.
 #[derive(Clone, Debug)]
 pub(crate) struct Emitter {
-    primary: Option<mpsc::Sender<LoopEvent>>,
+    primary: Option<Primary>,
     broadcast: broadcast::Sender<LoopEvent>,
 }
 
+/// The run's own receiver, and what happens to events it cannot take once the run is
+/// cancelled.
+#[derive(Clone, Debug)]
+struct Primary {
+    tx: mpsc::Sender<LoopEvent>,
+    cancel: CancellationToken,
+    /// Set when, after cancellation, the receiver was full: that event and every later one
+    /// go here, in order, and a background task delivers them as the face reads.
+    overflow: Arc<Mutex<Option<mpsc::UnboundedSender<LoopEvent>>>>,
+}
+
 impl Emitter {
+    /// An emitter to `primary` (if any) and `broadcast`. Waiting for room in `primary` stops
+    /// when `cancel` fires.
     pub(crate) fn new(
         primary: Option<mpsc::Sender<LoopEvent>>,
         broadcast: broadcast::Sender<LoopEvent>,
+        cancel: CancellationToken,
     ) -> Self {
+        let primary = primary.map(|tx| Primary {
+            tx,
+            cancel,
+            overflow: Arc::default(),
+        });
         Self { primary, broadcast }
     }
 
     /// Whether any receiver or subscriber would see an event; lets the loop skip building
     /// events nobody reads.
     pub(crate) fn is_listening(&self) -> bool {
-        self.primary.as_ref().is_some_and(|p| !p.is_closed()) || self.broadcast.receiver_count() > 0
+        self.primary.as_ref().is_some_and(|p| !p.tx.is_closed())
+            || self.broadcast.receiver_count() > 0
     }
 
+    /// Delivers `event`. While the run is live this waits for room in the receiver; once it
+    /// is cancelled it never waits (see [`Primary::send`]).
     pub(crate) async fn emit(&self, event: LoopEvent) {
         if self.broadcast.receiver_count() > 0 {
             // Lag is reported to the slow receiver itself, as `LoopEvent::Lagged`.
             let _ = self.broadcast.send(event.clone());
         }
         if let Some(primary) = &self.primary {
-            // A dropped receiver means the face stopped listening; the run goes on.
-            let _ = primary.send(event).await;
+            primary.send(event).await;
         }
+    }
+}
+
+impl Primary {
+    /// Sends in order. An event that finds the receiver full after cancellation is not
+    /// dropped: it is queued, with every later event, for a task that hands them over as the
+    /// face reads and stops when the receiver is dropped. The run ends without waiting.
+    async fn send(&self, event: LoopEvent) {
+        let Some(event) = self.queue_if_overflowing(event) else {
+            return;
+        };
+        tokio::select! {
+            biased;
+            permit = self.tx.reserve() => {
+                // An error means the face dropped the receiver: it stopped listening.
+                if let Ok(permit) = permit {
+                    permit.send(event);
+                }
+            }
+            () = self.cancel.cancelled() => self.overflow(event),
+        }
+    }
+
+    /// Queues `event` behind earlier overflow, keeping the order; gives it back if there is
+    /// none.
+    fn queue_if_overflowing(&self, event: LoopEvent) -> Option<LoopEvent> {
+        let overflow = self.overflow.lock().unwrap_or_else(PoisonError::into_inner);
+        match overflow.as_ref() {
+            Some(queue) => queue.send(event).err().map(|err| err.0),
+            None => Some(event),
+        }
+    }
+
+    fn overflow(&self, event: LoopEvent) {
+        let mut overflow = self.overflow.lock().unwrap_or_else(PoisonError::into_inner);
+        let queue = overflow.get_or_insert_with(|| {
+            let (queue, mut pending) = mpsc::unbounded_channel::<LoopEvent>();
+            let tx = self.tx.clone();
+            // Ends once every emitter is gone and the queue is delivered, or the face
+            // drops the receiver.
+            tokio::spawn(async move {
+                while let Some(event) = pending.recv().await {
+                    if tx.send(event).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            queue
+        });
+        let _ = queue.send(event);
     }
 }
 

@@ -10,6 +10,8 @@ mod convert;
 mod emitter;
 mod error;
 mod event;
+#[cfg(test)]
+mod event_wire_tests;
 mod failure;
 pub mod hooks;
 #[cfg(feature = "mcp")]

@@ -1,6 +1,7 @@
 //! The orchestrator: services plus one conversation, and the handles of a run.
 
 use std::any::Any;
+use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -51,6 +52,8 @@ pub(crate) struct Conversation {
     pub(crate) persisted: bool,
     /// Whether a title was asked for already.
     pub(crate) title_requested: bool,
+    /// Without a permission policy: tools allowed "always" in this conversation.
+    pub(crate) always_allowed: Arc<Mutex<HashSet<String>>>,
 }
 
 /// The think-act loop over one conversation.
@@ -243,6 +246,7 @@ impl Orchestrator {
                 reported_tokens: None,
                 persisted,
                 title_requested: false,
+                always_allowed: Arc::default(),
             })),
             running: Arc::new(AtomicBool::new(false)),
         }
@@ -265,6 +269,7 @@ impl Orchestrator {
                 reported_tokens: None,
                 persisted: false,
                 title_requested: false,
+                always_allowed: Arc::default(),
             })),
             running: Arc::new(AtomicBool::new(false)),
         }
@@ -363,7 +368,11 @@ impl Orchestrator {
         let (events_tx, events) = mpsc::channel(config.event_capacity.max(1));
         let (input, inputs) = mpsc::channel(64);
         let cancel = self.services.cancel.child_token();
-        let emitter = Emitter::new(Some(events_tx), self.services.broadcast.clone());
+        let emitter = Emitter::new(
+            Some(events_tx),
+            self.services.broadcast.clone(),
+            cancel.clone(),
+        );
         let run = Arc::new(RunShared::new(emitter, cancel.clone()));
 
         let this = self.clone();
@@ -397,8 +406,8 @@ impl Orchestrator {
         prompt: impl Into<String>,
     ) -> Result<RunSummary, LoopError> {
         let running = RunningGuard::acquire(&self.running)?;
-        let emitter = Emitter::new(None, self.services.broadcast.clone());
         let cancel = self.services.cancel.child_token();
+        let emitter = Emitter::new(None, self.services.broadcast.clone(), cancel.clone());
         let _cancel_on_drop = cancel.clone().drop_guard();
         let run = Arc::new(RunShared::new(emitter, cancel).unattended());
         // The loop runs in the caller's task: no spawn, no hand-off. A panic in it is reported
@@ -413,8 +422,9 @@ impl Orchestrator {
     /// Summarizes older turns now (if there are enough), whatever the token count.
     pub async fn compact(&self) -> Result<Option<(u64, u64)>, LoopError> {
         let _running = RunningGuard::acquire(&self.running)?;
-        let emitter = Emitter::new(None, self.services.broadcast.clone());
-        let run = Arc::new(RunShared::new(emitter, self.services.cancel.child_token()));
+        let cancel = self.services.cancel.child_token();
+        let emitter = Emitter::new(None, self.services.broadcast.clone(), cancel.clone());
+        let run = Arc::new(RunShared::new(emitter, cancel));
         crate::run::compact_now(self, &run).await
     }
 

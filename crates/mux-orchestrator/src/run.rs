@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use futures::{FutureExt, StreamExt};
 use mux_llm::{Accumulator, ContentBlock, Message, Request, Response, Role, StreamEvent, Usage};
 use mux_permission::{Asker, PermissionGate};
-use mux_tool::{CallScope, Executor, ProgressSender, ToolCall, ToolOutput};
+use mux_tool::{BoxFuture, CallScope, Executor, ProgressSender, ToolCall, ToolOutput};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
@@ -18,7 +18,7 @@ use crate::config::ToolParallelism;
 use crate::convert::tool_result_block;
 use crate::event::LoopEvent;
 use crate::failure::FailureTracker;
-use crate::hooks::{CompactAction, PromptAction, StopAction};
+use crate::hooks::{CompactAction, HookError, PromptAction, StopAction};
 use crate::orchestrator::{Orchestrator, RunSummary, ToolCallRecord};
 use crate::run_state::RunShared;
 use crate::session::HistoryRecord;
@@ -79,7 +79,11 @@ pub(crate) async fn compact_now(
         .compaction
         .as_ref()
         .map_or(1, |c| c.keep_last_turns);
-    Turns::new(orch, run).compact(keep).await
+    let compacted = Turns::new(orch, run).compact(keep).await?;
+    if run.state() == LoopState::Compacting {
+        run.set_state(LoopState::Idle).await;
+    }
+    Ok(compacted)
 }
 
 struct Turns<'a> {
@@ -108,11 +112,10 @@ impl<'a> Turns<'a> {
     async fn run(mut self, prompt: String) -> Result<RunSummary, LoopError> {
         let session_id = self.orch.lock().meta.id.clone();
         for hook in self.orch.services.hooks.snapshot() {
-            let outcome = AssertUnwindSafe(hook.session_start(&session_id))
-                .catch_unwind()
-                .await;
-            self.hook_outcome(hook.name(), "session_start", outcome)
-                .await?;
+            self.call_hook(hook.name(), "session_start", || {
+                hook.session_start(&session_id)
+            })
+            .await?;
         }
         let prompt = self.submit_prompt(prompt).await?;
         self.append(Message::user(prompt)).await?;
@@ -245,13 +248,22 @@ impl<'a> Turns<'a> {
         }
     }
 
-    /// Reports a failed hook; returns an error when the hook asked to stop the run.
-    async fn hook_outcome<T>(
+    /// Calls one hook. `call` runs inside `catch_unwind`, so a hook that panics before it
+    /// returns its future is caught as well as one that panics when polled; a failure or a
+    /// panic becomes a `HookFailed` event. Returns `None` after a failure, an error when the
+    /// hook asked to stop the run, and `Cancelled` if the run is cancelled meanwhile.
+    async fn call_hook<'h, T>(
         &self,
         hook: &str,
         point: &str,
-        outcome: std::thread::Result<Result<T, crate::hooks::HookError>>,
+        call: impl FnOnce() -> BoxFuture<'h, Result<T, HookError>>,
     ) -> Result<Option<T>, LoopError> {
+        let guarded = AssertUnwindSafe(async move { call().await }).catch_unwind();
+        let outcome = tokio::select! {
+            biased;
+            () = self.run.cancel.cancelled() => return Err(LoopError::Cancelled),
+            outcome = guarded => outcome,
+        };
         let (message, stop) = match outcome {
             Ok(Ok(value)) => return Ok(Some(value)),
             Ok(Err(err)) => (err.message, err.stop_run),
@@ -275,11 +287,10 @@ impl<'a> Turns<'a> {
 
     async fn submit_prompt(&self, mut prompt: String) -> Result<String, LoopError> {
         for hook in self.orch.services.hooks.snapshot() {
-            let outcome = AssertUnwindSafe(hook.user_prompt_submit(&prompt))
-                .catch_unwind()
-                .await;
             match self
-                .hook_outcome(hook.name(), "user_prompt_submit", outcome)
+                .call_hook(hook.name(), "user_prompt_submit", || {
+                    hook.user_prompt_submit(&prompt)
+                })
                 .await?
             {
                 Some(PromptAction::Block { reason }) => {
@@ -301,9 +312,9 @@ impl<'a> Turns<'a> {
             return Ok(None);
         }
         for hook in self.orch.services.hooks.snapshot() {
-            let outcome = AssertUnwindSafe(hook.stop(text)).catch_unwind().await;
-            if let Some(StopAction::Continue(message)) =
-                self.hook_outcome(hook.name(), "stop", outcome).await?
+            if let Some(StopAction::Continue(message)) = self
+                .call_hook(hook.name(), "stop", || hook.stop(text))
+                .await?
             {
                 self.continued_by_stop_hook = true;
                 return Ok(Some(message));
@@ -345,6 +356,7 @@ impl<'a> Turns<'a> {
             permissions,
             asker,
             forced_asks: Arc::clone(&forced_asks),
+            always_allowed: Arc::clone(&self.orch.lock().always_allowed),
         };
         let resources = services.resources.child();
         resources.insert(AskUserLink(Arc::clone(self.run)));
@@ -399,7 +411,14 @@ impl<'a> Turns<'a> {
     /// Streams one model call, forwarding deltas as events, and returns the whole response.
     async fn stream_turn(&mut self) -> Result<Response, LoopError> {
         self.run.set_state(LoopState::Streaming).await;
-        let system = self.system_prompt().await;
+        // One waiter for the whole turn, rather than one registered and dropped per event.
+        let cancelled = self.run.cancel.cancelled();
+        tokio::pin!(cancelled);
+        let system = tokio::select! {
+            biased;
+            () = &mut cancelled => return Err(LoopError::Cancelled),
+            system = self.system_prompt() => system,
+        };
         let request = self.request(system);
         let services = &self.orch.services;
         let provider = services.client.provider().to_owned();
@@ -413,9 +432,6 @@ impl<'a> Turns<'a> {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.response.finish_reasons = tracing::field::Empty,
         );
-        // One waiter for the whole turn, rather than one registered and dropped per event.
-        let cancelled = self.run.cancel.cancelled();
-        tokio::pin!(cancelled);
         let mut stream = tokio::select! {
             biased;
             () = &mut cancelled => return Err(LoopError::Cancelled),
@@ -628,17 +644,14 @@ impl<'a> Turns<'a> {
             return Ok(None);
         };
         for hook in self.orch.services.hooks.snapshot() {
-            let outcome = AssertUnwindSafe(hook.pre_compact(&messages))
-                .catch_unwind()
-                .await;
             if let Some(CompactAction::Skip) = self
-                .hook_outcome(hook.name(), "pre_compact", outcome)
+                .call_hook(hook.name(), "pre_compact", || hook.pre_compact(&messages))
                 .await?
             {
                 return Ok(None);
             }
         }
-        let before_state = self.run.state();
+        // In a run the next turn moves on to `streaming`; `compact_now` goes back to `idle`.
         self.run.set_state(LoopState::Compacting).await;
         let services = &self.orch.services;
         let config = services.config.compaction.clone().unwrap_or_default();
@@ -672,9 +685,6 @@ impl<'a> Turns<'a> {
                 tokens_after: after,
             })
             .await;
-        if before_state == LoopState::Idle {
-            self.run.set_state(LoopState::Idle).await;
-        }
         Ok(Some((before, after)))
     }
 }

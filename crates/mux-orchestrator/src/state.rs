@@ -48,7 +48,8 @@ impl LoopState {
             (self, to),
             (Idle, Streaming | Compacting)
                 | (Compacting, Streaming | Idle)
-                | (Streaming, ExecutingTools | Complete)
+                // A turn continued by a queued message or a stop hook may compact first.
+                | (Streaming, ExecutingTools | Compacting | Complete)
                 | (
                     ExecutingTools,
                     AwaitingApproval | AwaitingInput | Streaming | Compacting | Complete
@@ -135,6 +136,14 @@ mod tests {
             machine.move_to(to).unwrap();
         }
         assert_eq!(machine.state(), Idle);
+    }
+
+    #[test]
+    fn a_continued_turn_may_compact_before_it_streams_again() {
+        let mut machine = StateMachine::new();
+        for to in [Streaming, Compacting, Streaming, Complete] {
+            machine.move_to(to).unwrap();
+        }
     }
 
     #[test]

@@ -285,3 +285,36 @@ async fn run_to_completion_denies_what_it_cannot_ask() {
             .contains("no one is available to approve")
     );
 }
+
+#[tokio::test]
+async fn without_a_policy_allow_always_is_remembered_for_the_conversation() {
+    let model = scripted()
+        .reply(tool_calls(&[("c1", "Bash", json!({"command": "ls"}))]))
+        .reply(tool_calls(&[("c2", "Bash", json!({"command": "pwd"}))]))
+        .reply(text("done"))
+        .reply(tool_calls(&[("c3", "Bash", json!({"command": "id"}))]))
+        .reply(text("done again"));
+    let shell = Shell::default();
+    let registry = Registry::new();
+    registry.register_typed(shell.clone()).unwrap();
+    // No `permissions(...)`: the loop's own gate decides.
+    let agent = Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("m"))
+        .tools(registry)
+        .build();
+    let always = || {
+        Some(ApprovalDecision::AllowAlways {
+            remember: Remember::exact(Scope::Session),
+        })
+    };
+    let (events, outcome) = answer_approvals(agent.run("go").unwrap(), always).await;
+    outcome.unwrap();
+    let (more, outcome) = answer_approvals(agent.run("again").unwrap(), always).await;
+    outcome.unwrap();
+    assert_eq!(shell.calls.load(Ordering::SeqCst), 3);
+    let asked: Vec<String> = labels(&events)
+        .into_iter()
+        .chain(labels(&more))
+        .filter(|l| l.starts_with("approval_required") || l.starts_with("approved"))
+        .collect();
+    assert_eq!(asked, ["approval_required c1", "approved c1 always=true"]);
+}

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use mux_orchestrator::hooks::{
-    Hook, HookError, PostToolAction, PreToolAction, PromptAction, StopAction,
+    CompactAction, Hook, HookError, PostToolAction, PreToolAction, PromptAction, StopAction,
 };
-use mux_orchestrator::{Hooks, LoopError, LoopEvent};
+use mux_orchestrator::{CompactionConfig, Hooks, LoopError, LoopEvent};
 use mux_tool::{BoxFuture, ToolCall, ToolOutput};
 use serde_json::json;
 
@@ -361,4 +361,127 @@ async fn a_hook_that_registers_a_hook_does_not_deadlock() {
             .to_text()
             .contains("added later")
     );
+}
+
+/// Panics at one hook point before it returns its future (a bug in the hook's synchronous
+/// part), and does nothing at the others.
+struct PanicsAt(&'static str);
+
+impl PanicsAt {
+    fn maybe_panic(&self, point: &str) {
+        if self.0 == point {
+            panic!("hook bug at {point}");
+        }
+    }
+}
+
+impl Hook for PanicsAt {
+    fn name(&self) -> &str {
+        "panics"
+    }
+    fn session_start<'a>(&'a self, _: &'a str) -> HookResult<'a, ()> {
+        self.maybe_panic("session_start");
+        Box::pin(async { Ok(()) })
+    }
+    fn user_prompt_submit<'a>(&'a self, _: &'a str) -> HookResult<'a, PromptAction> {
+        self.maybe_panic("user_prompt_submit");
+        Box::pin(async { Ok(PromptAction::Continue) })
+    }
+    fn pre_tool_use<'a>(&'a self, _: &'a ToolCall) -> HookResult<'a, PreToolAction> {
+        self.maybe_panic("pre_tool_use");
+        Box::pin(async { Ok(PreToolAction::Continue) })
+    }
+    fn post_tool_use<'a>(
+        &'a self,
+        _: &'a ToolCall,
+        _: &'a ToolOutput,
+    ) -> HookResult<'a, PostToolAction> {
+        self.maybe_panic("post_tool_use");
+        Box::pin(async { Ok(PostToolAction::Keep) })
+    }
+    fn pre_compact<'a>(&'a self, _: &'a [mux_llm::Message]) -> HookResult<'a, CompactAction> {
+        self.maybe_panic("pre_compact");
+        Box::pin(async { Ok(CompactAction::Continue) })
+    }
+    fn stop<'a>(&'a self, _: &'a str) -> HookResult<'a, StopAction> {
+        self.maybe_panic("stop");
+        Box::pin(async { Ok(StopAction::Stop) })
+    }
+}
+
+#[tokio::test]
+async fn a_hook_that_panics_at_any_point_is_reported_and_the_run_goes_on() {
+    for point in [
+        "session_start",
+        "user_prompt_submit",
+        "pre_tool_use",
+        "post_tool_use",
+        "pre_compact",
+        "stop",
+    ] {
+        // Summaries for compaction; otherwise one echo call, then the answer.
+        let model = scripted().respond_with(|request| {
+            if request
+                .system
+                .as_deref()
+                .is_some_and(|s| s.contains("summaries"))
+            {
+                return Ok(text("SUMMARY"));
+            }
+            let answered = request
+                .messages
+                .iter()
+                .flat_map(|m| &m.content)
+                .any(|b| matches!(b, mux_llm::ContentBlock::ToolResult { .. }));
+            Ok(if answered {
+                text("done")
+            } else {
+                tool_calls(&[("c1", "echo", json!({"text": "a"}))])
+            })
+        });
+        // A seeded older turn and a budget of one token: the run compacts before its first turn.
+        let config = mux_orchestrator::OrchestratorConfig::new("m").compaction(CompactionConfig {
+            token_budget: 1,
+            keep_last_turns: 1,
+            ..Default::default()
+        });
+        let agent = mux_orchestrator::Orchestrator::builder(Arc::new(model), config)
+            .tools(registry())
+            .hook(PanicsAt(point))
+            .build()
+            .new_conversation_from(vec![
+                mux_llm::Message::user("earlier"),
+                mux_llm::Message::assistant("earlier answer"),
+            ]);
+        let (events, outcome) = drain(agent.run("go").unwrap()).await;
+        let summary = outcome.unwrap_or_else(|err| panic!("{point}: {err}"));
+        assert_eq!(summary.text, "done", "{point}");
+        let failed: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                LoopEvent::HookFailed {
+                    hook,
+                    point,
+                    message,
+                } => {
+                    assert_eq!((hook.as_str(), message.as_str()), ("panics", "panicked"));
+                    Some(point.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(failed, [point]);
+        let echo = summary.tool_calls[0].output.to_text();
+        if point == "pre_tool_use" {
+            assert!(echo.contains("panicked"), "an unchecked call must not run");
+        } else {
+            assert_eq!(echo, "a", "{point}");
+        }
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, LoopEvent::Compacted { .. })),
+            "{point}"
+        );
+    }
 }

@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::sync::Arc;
 
 use common::*;
@@ -73,25 +72,37 @@ async fn a_history_torn_at_every_byte_of_its_last_record_loads_everything_before
         .rposition(|&b| b == b'\n')
         .unwrap()
         + 1;
+    let next = mux_orchestrator::session::HistoryRecord::Message {
+        message: Message::user("three"),
+    };
+    // `last_start` itself is a clean end; every later cut tears the last record.
     for cut in last_start..full.len() {
         std::fs::write(&path, &full[..cut]).unwrap();
         let session = store.load(&id).await.unwrap();
         assert_eq!(session.messages.len(), 3, "cut at byte {cut}");
-        // The torn tail is cut off, so the next append starts on a clean line.
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().len() as usize,
-            last_start,
-            "cut at {cut} of {}: {:?}",
-            full.len(),
-            String::from_utf8_lossy(&full)
+        // Loading only reads: a writer's record in flight is never cut.
+        assert!(
+            std::fs::read(&path).unwrap() == full[..cut],
+            "load changed the file (cut at {cut})"
         );
+        // The next append drops the torn tail first and starts on a clean line.
+        store
+            .append(&id, std::slice::from_ref(&next))
+            .await
+            .unwrap();
+        let session = store.load(&id).await.unwrap();
+        assert_eq!(session.messages.len(), 4, "cut at byte {cut}");
+        assert_eq!(session.messages[3].text(), "three");
     }
-    // After a repair, appending works and loads.
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
+    // A complete last line that is not a record (a damaged block) is dropped the same way.
+    let mut damaged = full[..last_start].to_vec();
+    damaged.extend_from_slice(b"\0\0\0\0\n");
+    std::fs::write(&path, &damaged).unwrap();
+    assert_eq!(store.load(&id).await.unwrap().messages.len(), 3);
+    store
+        .append(&id, std::slice::from_ref(&next))
+        .await
         .unwrap();
-    file.write_all(&full[last_start..]).unwrap();
     assert_eq!(store.load(&id).await.unwrap().messages.len(), 4);
 }
 
@@ -269,4 +280,102 @@ async fn a_title_is_generated_after_the_first_reply_and_saved() {
         Some("Capital of France")
     );
     let _ = Message::user("unused");
+}
+
+/// Continues the run once with "more".
+struct ContinueOnce;
+
+impl mux_orchestrator::hooks::Hook for ContinueOnce {
+    fn name(&self) -> &str {
+        "continue_once"
+    }
+    fn stop<'a>(
+        &'a self,
+        _: &'a str,
+    ) -> mux_tool::BoxFuture<
+        'a,
+        Result<mux_orchestrator::hooks::StopAction, mux_orchestrator::hooks::HookError>,
+    > {
+        Box::pin(async { Ok(mux_orchestrator::hooks::StopAction::Continue("more".into())) })
+    }
+}
+
+/// Answers summary requests with "SUMMARY" and everything else with "answer to LAST".
+fn summarizing_model() -> mux_llm::testing::ScriptedClient {
+    scripted().respond_with(|request| {
+        if request
+            .system
+            .as_deref()
+            .is_some_and(|s| s.contains("summaries"))
+        {
+            return Ok(text("SUMMARY"));
+        }
+        let last = request
+            .messages
+            .last()
+            .map(Message::text)
+            .unwrap_or_default();
+        Ok(text(&format!("answer to {last}")))
+    })
+}
+
+fn states_and_errors(events: &[LoopEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::StateChanged { to, .. } => Some(to.to_string()),
+            LoopEvent::Error { kind, message } => Some(format!("error {kind}: {message}")),
+            LoopEvent::Compacted { .. } => Some("compacted".into()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn compaction_on_a_continued_turn_is_a_valid_state_change() {
+    // The first reply reports 23 tokens, past the budget: the turn the stop hook continues
+    // compacts first, from `streaming`.
+    let config = OrchestratorConfig::new("m").compaction(CompactionConfig {
+        token_budget: 20,
+        keep_last_turns: 1,
+        ..Default::default()
+    });
+    let agent = Orchestrator::builder(Arc::new(summarizing_model()), config)
+        .hook(ContinueOnce)
+        .build();
+    let (events, outcome) = drain(agent.run("one").unwrap()).await;
+    let answer = outcome.unwrap().text;
+    assert!(answer.ends_with("more"), "{answer}");
+    assert_eq!(
+        states_and_errors(&events),
+        [
+            "streaming",
+            "compacting",
+            "compacted",
+            "streaming",
+            "complete"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn compaction_before_the_first_turn_does_not_go_back_to_idle() {
+    let config = OrchestratorConfig::new("m").compaction(CompactionConfig {
+        token_budget: 1,
+        keep_last_turns: 1,
+        ..Default::default()
+    });
+    let agent = Orchestrator::builder(Arc::new(summarizing_model()), config)
+        .build()
+        .new_conversation_from(vec![Message::user("earlier"), Message::assistant("ok")]);
+    let (events, outcome) = drain(agent.run("now").unwrap()).await;
+    let answer = outcome.unwrap().text;
+    assert!(
+        answer.starts_with("answer to Summary") && answer.ends_with("now"),
+        "{answer}"
+    );
+    assert_eq!(
+        states_and_errors(&events),
+        ["compacting", "compacted", "streaming", "complete"]
+    );
 }

@@ -9,13 +9,17 @@ use tokio::io::AsyncWriteExt;
 
 use super::{HistoryRecord, Session, SessionError, SessionMeta, SessionStore, check_id, replay};
 
+mod tail;
+
 const META: &str = "metadata.json";
 const HISTORY: &str = "history.jsonl";
 
 /// Stores each session in `ROOT/<id>/`.
 ///
-/// A crash mid-append leaves at most a torn last line; [`load`](SessionStore::load) ignores it,
-/// cuts it off so later appends start on a clean line, and keeps everything before it.
+/// A crash mid-append leaves at most a torn last line. [`load`](SessionStore::load) ignores it
+/// and keeps everything before it, without writing (another writer's record may be in
+/// flight); the next [`append`](SessionStore::append) cuts it off first, so new records start
+/// on a clean line.
 ///
 /// ```
 /// use mux_orchestrator::session::{FileSessionStore, HistoryRecord, SessionMeta, SessionStore};
@@ -155,14 +159,21 @@ impl SessionStore for FileSessionStore {
                     .map_err(|err| io("serializing a record")(std::io::Error::other(err)))?;
                 buf.push(b'\n');
             }
+            let path = dir.join(HISTORY);
+            let not_found = |err: std::io::Error, operation| match err.kind() {
+                ErrorKind::NotFound => SessionError::NotFound(id.to_owned()),
+                _ => io(operation)(err),
+            };
+            let repair_path = path.clone();
+            tokio::task::spawn_blocking(move || tail::cut_torn_last_line(&repair_path))
+                .await
+                .map_err(|err| io("repairing the history")(std::io::Error::other(err)))?
+                .map_err(|err| not_found(err, "repairing the history"))?;
             let mut file = tokio::fs::OpenOptions::new()
                 .append(true)
-                .open(dir.join(HISTORY))
+                .open(&path)
                 .await
-                .map_err(|err| match err.kind() {
-                    ErrorKind::NotFound => SessionError::NotFound(id.to_owned()),
-                    _ => io("opening the history")(err),
-                })?;
+                .map_err(|err| not_found(err, "opening the history"))?;
             // One write per append, so a crash tears at most this batch's last line.
             file.write_all(&buf)
                 .await
@@ -202,21 +213,14 @@ impl SessionStore for FileSessionStore {
             let bytes = tokio::fs::read(&history_path)
                 .await
                 .map_err(io("reading the history"))?;
+            // Read only: a torn last line may be another writer's record in flight.
             let (records, good_len) = parse_history(id, &bytes)?;
             if good_len < bytes.len() {
                 tracing::warn!(
                     session = id,
-                    dropped_bytes = bytes.len() - good_len,
+                    ignored_bytes = bytes.len() - good_len,
                     "ignoring a torn last line in the session history"
                 );
-                let file = tokio::fs::OpenOptions::new()
-                    .write(true)
-                    .open(&history_path)
-                    .await
-                    .map_err(io("repairing the history"))?;
-                file.set_len(good_len as u64)
-                    .await
-                    .map_err(io("repairing the history"))?;
             }
             Ok(Session {
                 meta,
