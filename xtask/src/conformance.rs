@@ -26,8 +26,6 @@ use crate::peers::{newer_or_same, run_in};
 const REVISIONS: &[&str] = &["2025-11-25", "2026-07-28"];
 /// The example the runner drives.
 const CLIENT: &str = "mcp_conformance_client";
-/// How many times an unexpected failure is run again on its own.
-const ALONE_ATTEMPTS: u32 = 2;
 /// How long the runner lets the client run per scenario, in milliseconds.
 const SCENARIO_TIMEOUT_MS: &str = "30000";
 
@@ -57,44 +55,12 @@ pub(crate) fn run() -> Result<(), String> {
     let mut problems = Vec::new();
     for revision in REVISIONS {
         let out = results_root.join(revision);
-        run_runner(&dir, &node, &client, &["--requirements", revision], &out)?;
-        let mut outcomes = collect(&out)?;
+        run_runner(&dir, &node, &client, revision, &out)?;
+        let outcomes = collect(&out)?;
         let requirements = Requirements::load(&dir, revision)?;
         let listed = expected.get(*revision).cloned().unwrap_or_default();
-        // The suite runs every scenario at once, and on a loaded 2-core machine ordering races
-        // show up: in `elicitation-sep1034-client-defaults` the mock server sends its request
-        // on the standalone GET stream, which rmcp opens in the background after the handshake;
-        // when the `tools/call` gets there first, the server drops the request and the call
-        // hangs. An unexpected failure is run again alone, up to twice; a pass there is
-        // reported as such.
-        let mut alone = Vec::new();
-        for scenario in &requirements.scored {
-            for attempt in 1..=ALONE_ATTEMPTS {
-                let passed = outcomes.get(scenario).is_some_and(|o| o.passed);
-                if passed || listed.contains_key(scenario) {
-                    break;
-                }
-                let retry_out = results_root
-                    .join(format!("{revision}-alone"))
-                    .join(format!("{}-{attempt}", scenario.replace('/', "_")));
-                let selection = ["--scenario", scenario.as_str(), "--spec-version", revision];
-                run_runner(&dir, &node, &client, &selection, &retry_out)?;
-                if let Some(outcome) = collect(&retry_out)?.remove(scenario) {
-                    if outcome.passed {
-                        alone.push(format!("{scenario} (attempt {attempt})"));
-                    }
-                    outcomes.insert(scenario.clone(), outcome);
-                }
-            }
-        }
         let report = judge(revision, &requirements, &outcomes, &listed);
         println!("{}", report.text);
-        if !alone.is_empty() {
-            println!(
-                "conformance {revision}: passed only when run alone: {}",
-                alone.join(", ")
-            );
-        }
         passed += report.passed;
         failed += report.failed;
         problems.extend(report.problems);
@@ -195,13 +161,13 @@ fn results_dir(client: &Path) -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("target").join("conformance"))
 }
 
-/// Runs the runner's client suite on `selection` (`--requirements REV`, or `--scenario S
-/// --spec-version REV`), saving results in `out` and its output in `out.log`.
+/// Runs the runner's client suite for `--requirements revision`, saving results in `out` and
+/// its output in `out.log`.
 fn run_runner(
     dir: &Path,
     node: &Path,
     client: &Path,
-    selection: &[&str],
+    revision: &str,
     out: &Path,
 ) -> Result<(), String> {
     if out.exists() {
@@ -225,8 +191,7 @@ fn run_runner(
         .try_clone()
         .map_err(|err| format!("cannot reuse {}: {err}", log.display()))?;
     eprintln!(
-        "$ conformance client {} (log: {})",
-        selection.join(" "),
+        "$ conformance client --requirements {revision} (log: {})",
         log.display()
     );
     // The runner exits non-zero when any scenario fails; the verdict is ours, from the
@@ -235,7 +200,7 @@ fn run_runner(
         .arg(&runner)
         .args(["client", "--command"])
         .arg(client)
-        .args(selection)
+        .args(["--requirements", revision])
         .args(["--timeout", SCENARIO_TIMEOUT_MS, "-o"])
         .arg(out)
         .current_dir(dir)

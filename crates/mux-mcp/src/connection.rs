@@ -23,6 +23,7 @@ use crate::log::LogBuffer;
 use crate::oauth::{
     Challenge, FlowContext, OAuth, RestoreError, init_challenge, request_challenge,
 };
+use crate::standalone::{Opening, StandaloneStream};
 use crate::tls;
 use crate::transport::{self, Child};
 use crate::{
@@ -40,6 +41,9 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_AUTHORIZATION_TIMEOUT: Duration = Duration::from_secs(300);
 /// The default time a stdio server gets to exit after stdin closes, and again after SIGTERM.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// How long `connect` waits for the standalone GET stream of an HTTP session that began with
+/// `initialize` before it reports `connected` anyway (with a warning in the log).
+const STANDALONE_STREAM_WAIT: Duration = Duration::from_secs(2);
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -601,6 +605,7 @@ impl ServerConnection {
             }
         };
         let mut tasks = Vec::new();
+        let standalone = StandaloneStream::new();
         let (service, child) = match &inner.spec.transport {
             TransportSpec::Stdio(stdio) => {
                 let (transport, child, stderr) =
@@ -643,9 +648,14 @@ impl ServerConnection {
                 let service = match self.oauth_for(http, &extra_roots).await? {
                     None => {
                         let client = transport::http_client(extra_roots).map_err(bad_transport)?;
-                        let transport =
-                            transport::http_with(client, http, closed.clone(), barrier.clone())
-                                .map_err(bad_transport)?;
+                        let transport = transport::http_with(
+                            client,
+                            http,
+                            closed.clone(),
+                            barrier.clone(),
+                            standalone.clone(),
+                        )
+                        .map_err(bad_transport)?;
                         handler.serve_with_lifecycle(transport, lifecycle).await
                     }
                     Some(oauth) => {
@@ -654,6 +664,7 @@ impl ServerConnection {
                             http,
                             closed.clone(),
                             barrier.clone(),
+                            standalone.clone(),
                         )
                         .map_err(bad_transport)?;
                         handler.serve_with_lifecycle(transport, lifecycle).await
@@ -674,6 +685,13 @@ impl ServerConnection {
                 version.as_deref().unwrap_or("unknown")
             ),
         );
+        // rmcp opens the standalone GET stream of such a session in the background; a server
+        // request sent on it before it is open would be lost.
+        let standalone = (matches!(inner.spec.transport, TransportSpec::Http(_))
+            && peer
+                .peer_info()
+                .is_some_and(|info| info.protocol_version.has_initialize()))
+        .then_some(standalone);
         *lock(&inner.protocol_version) = version;
         let session = Session {
             service,
@@ -688,7 +706,13 @@ impl ServerConnection {
         } else {
             None
         };
-        let tools = match list_tools(&peer).await {
+        let stream_open = async {
+            if let Some(standalone) = &standalone {
+                await_standalone(standalone, &inner.shared, &closed).await;
+            }
+        };
+        let (listed, ()) = tokio::join!(list_tools(&peer), stream_open);
+        let tools = match listed {
             Ok(tools) => tools,
             Err(err) => {
                 session.abandon().await;
@@ -971,6 +995,38 @@ async fn lose(inner: &Inner, generation: u64, reason: &str) {
     {
         let _ = tx.send(inner.spec.name.clone());
     }
+}
+
+/// Waits until the standalone GET stream's first opening settled (at most
+/// [`STANDALONE_STREAM_WAIT`], or until the transport closes) and logs how it ended.
+async fn await_standalone(stream: &StandaloneStream, shared: &Shared, closed: &CancellationToken) {
+    let outcome = tokio::select! {
+        outcome = stream.settled(STANDALONE_STREAM_WAIT) => outcome,
+        () = closed.cancelled() => return,
+    };
+    let (level, message) = match outcome {
+        Some(Opening::Open) => (LogLevel::Debug, "standalone SSE stream open".to_string()),
+        Some(Opening::NoSession) => (
+            LogLevel::Debug,
+            "no session id, so no standalone SSE stream".to_string(),
+        ),
+        Some(Opening::Unsupported) => (
+            LogLevel::Info,
+            "the server offers no standalone SSE stream (405)".to_string(),
+        ),
+        Some(Opening::Failed(reason)) => (
+            LogLevel::Warning,
+            format!("the standalone SSE stream failed to open: {reason}"),
+        ),
+        Some(Opening::Pending) | None => (
+            LogLevel::Warning,
+            format!(
+                "the standalone SSE stream was not open after {STANDALONE_STREAM_WAIT:?}; \
+                 server requests sent on it before it opens may be lost"
+            ),
+        ),
+    };
+    shared.log(level, LogSource::Protocol, message);
 }
 
 /// Every tool, following `nextCursor` through all pages.

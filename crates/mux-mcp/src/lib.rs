@@ -21,6 +21,7 @@ mod oauth_http;
 mod oauth_jwt;
 mod policy;
 mod proxy;
+mod standalone;
 mod state;
 mod sync;
 mod tls;

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{HttpSpec, StdioSpec};
 use crate::handler::ProgressBarrier;
+use crate::standalone::{Signalling, StandaloneStream};
 use crate::tls;
 use rustls::pki_types::CertificateDer;
 
@@ -219,13 +220,14 @@ pub(crate) fn http_client(
 }
 
 /// Builds the Streamable HTTP transport for `spec` on `client` (plain, or one that adds
-/// OAuth tokens).
+/// OAuth tokens); `standalone` learns when the session's standalone GET stream opens.
 pub(crate) fn http_with<C: StreamableHttpClient + Send + Sync + 'static>(
     client: C,
     spec: &HttpSpec,
     closed: CancellationToken,
     barrier: Arc<ProgressBarrier>,
-) -> Result<Watched<StreamableHttpClientTransport<C>>, String> {
+    standalone: StandaloneStream,
+) -> Result<Watched<StreamableHttpClientTransport<Signalling<C>>>, String> {
     let mut headers = HashMap::new();
     for (name, value) in &spec.headers {
         let header = http::HeaderName::from_bytes(name.as_bytes())
@@ -240,7 +242,7 @@ pub(crate) fn http_with<C: StreamableHttpClient + Send + Sync + 'static>(
         config = config.auth_header(token.expose());
     }
     Ok(Watched::new(
-        StreamableHttpClientTransport::with_client(client, config),
+        StreamableHttpClientTransport::with_client(Signalling::new(client, standalone), config),
         closed,
         barrier,
     ))
