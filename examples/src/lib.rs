@@ -4,6 +4,7 @@
 use std::fmt::Display;
 
 pub mod llm_call;
+pub mod mcp_inspect;
 pub mod permission_check;
 
 /// Prints a step of an example as `==> what` followed by an indented detail.

@@ -155,3 +155,15 @@ pub(crate) fn modern(name: &str) -> ServerSpec {
         [script.to_string_lossy().into_owned()],
     )
 }
+
+/// One of our own servers on the TypeScript SDK: `tests/peers/<script>` run by node.
+pub(crate) fn sdk_server(name: &str, script: &str) -> ServerSpec {
+    let sdk = peers_dir().join("node_modules/@modelcontextprotocol/sdk");
+    assert!(
+        sdk.exists(),
+        "{} is missing: run `cargo xtask peers` (cargo xtask ci does it) to install the MCP test servers",
+        sdk.display()
+    );
+    let script = peers_dir().join(script);
+    ServerSpec::stdio(name, "node", [script.to_string_lossy().into_owned()])
+}
