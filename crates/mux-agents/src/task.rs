@@ -1,10 +1,12 @@
 //! The `task` tool: the model delegates a piece of work to a subagent definition.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Weak};
 
+use futures::FutureExt;
 use mux_orchestrator::hooks::SubagentEvent;
-use mux_orchestrator::{LoopEvent, RunSummary};
-use mux_tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use mux_orchestrator::{HookError, LoopEvent, RunSummary};
+use mux_tool::{BoxFuture, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -186,17 +188,33 @@ async fn delegate(
 
 async fn fire_start(parent: &AgentHandle, runtime: &RuntimeShared, event: &SubagentEvent) {
     for hook in runtime.hooks.snapshot() {
-        if let Err(err) = hook.subagent_start(event).await {
-            report(parent, hook.name(), "subagent_start", err.message);
+        let outcome = guarded(|| hook.subagent_start(event)).await;
+        if let Err(message) = outcome {
+            report(parent, hook.name(), "subagent_start", message);
         }
     }
 }
 
 async fn fire_stop(parent: &AgentHandle, runtime: &RuntimeShared, event: &SubagentEvent) {
     for hook in runtime.hooks.snapshot() {
-        if let Err(err) = hook.subagent_stop(event).await {
-            report(parent, hook.name(), "subagent_stop", err.message);
+        let outcome = guarded(|| hook.subagent_stop(event)).await;
+        if let Err(message) = outcome {
+            report(parent, hook.name(), "subagent_stop", message);
         }
+    }
+}
+
+/// Runs a hook call, a panic while making or polling its future included, as a message.
+async fn guarded<'h>(
+    call: impl FnOnce() -> BoxFuture<'h, Result<(), HookError>>,
+) -> Result<(), String> {
+    match AssertUnwindSafe(async move { call().await })
+        .catch_unwind()
+        .await
+    {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(err)) => Err(err.message),
+        Err(_) => Err("panicked".to_owned()),
     }
 }
 

@@ -348,3 +348,66 @@ async fn cancelling_the_delegating_run_cancels_the_subagents_run() {
     assert_eq!(child.state(), mux_agents::AgentState::Idle);
     assert_eq!(runtime.count(), 2);
 }
+
+/// Panics at both subagent hook points: before returning its future, and inside it.
+struct Panicking;
+
+impl Hook for Panicking {
+    fn name(&self) -> &str {
+        "panicking"
+    }
+    fn subagent_start<'a>(
+        &'a self,
+        _event: &'a SubagentEvent,
+    ) -> BoxFuture<'a, Result<(), HookError>> {
+        panic!("hook bug before the future")
+    }
+    fn subagent_stop<'a>(
+        &'a self,
+        _event: &'a SubagentEvent,
+    ) -> BoxFuture<'a, Result<(), HookError>> {
+        Box::pin(async { panic!("hook bug inside the future") })
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_subagent_hook_is_reported_and_the_delegation_goes_on() {
+    let client = ScriptedClient::new()
+        .reply(tool_call(
+            "t1",
+            "task",
+            json!({"agent": "worker", "prompt": "say hi"}),
+        ))
+        .reply_text("hi")
+        .reply_text("The worker said hi.");
+    let hooks = Hooks::new();
+    hooks.add(Panicking);
+    let runtime = AgentRuntime::builder(Arc::new(client), "m")
+        .tools(Registry::new())
+        .hooks(hooks)
+        .definition(AgentDefinition::new("worker").can_delegate(false))
+        .build();
+    let lead = runtime
+        .spawn(AgentDefinition::new("lead"), AgentSession::New)
+        .await
+        .unwrap();
+    let mut events = lead.subscribe();
+    let summary = lead
+        .prompt("delegate")
+        .unwrap()
+        .wait_timeout(LONG)
+        .await
+        .unwrap();
+    assert_eq!(summary.text, "The worker said hi.");
+    assert_eq!(summary.tool_calls[0].output.to_text(), "hi");
+    let mut failed = Vec::new();
+    while let Some(event) = events.try_recv() {
+        if let AgentEvent::Loop(LoopEvent::HookFailed { hook, point, .. }) = event {
+            failed.push(format!("{hook} {point}"));
+        }
+    }
+    assert_eq!(
+        failed,
+        ["panicking subagent_start", "panicking subagent_stop"]
+    );
+}
