@@ -1,10 +1,10 @@
 //! One server connection: its state machine, its rmcp session, its log and its calls.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
+use mux_tool::ToolContext;
 use rmcp::model::{ClientRequest, PingRequest, ProtocolVersion, RequestMetaObject};
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService, ServiceError,
@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client::ClientHandlers;
 use crate::config::{ConfigError, HttpSpec, ServerSpec, TransportSpec};
 use crate::event::EventSender;
-use crate::handler::{Handler, ProgressBarrier, ProgressRoutes};
+use crate::handler::{Handler, PendingCalls, ProgressBarrier};
 use crate::log::LogBuffer;
 use crate::oauth::{
     Challenge, FlowContext, OAuth, RestoreError, init_challenge, request_challenge,
@@ -173,13 +173,17 @@ pub struct PendingCall {
     pub elapsed: Duration,
 }
 
-struct PendingEntry {
+/// A call in flight (one round of it, for calls that take several requests).
+pub(crate) struct PendingEntry {
+    /// Where the request's progress goes.
+    pub(crate) cx: ToolContext,
     call_id: String,
     tool: String,
     started: Instant,
     cancel: CancellationToken,
     deadline: Instant,
-    expired: CancellationToken,
+    /// Set by the deadline keeper before it cancels `cancel`.
+    timed_out: bool,
 }
 
 /// The most `input_required` rounds (SEP-2322) one tool call may take.
@@ -250,14 +254,12 @@ struct Inner {
     spec: ServerSpec,
     options: ConnectionOptions,
     shared: Arc<Shared>,
-    link: Mutex<Option<Link>>,
+    link: Mutex<Option<Arc<Link>>>,
     /// Held for a whole connect or disconnect, so lifecycle operations never overlap.
     session: tokio::sync::Mutex<Option<Session>>,
     attempt: Mutex<Option<CancellationToken>>,
     /// Calls in flight, by a per-connection sequence number.
-    pending: Mutex<BTreeMap<u64, PendingEntry>>,
-    next_call: AtomicU64,
-    progress: ProgressRoutes,
+    pending: PendingCalls,
     generation: AtomicU64,
     retries: AtomicU32,
     pid: Mutex<Option<u32>>,
@@ -313,9 +315,7 @@ impl ServerConnection {
                 link: Mutex::new(None),
                 session: tokio::sync::Mutex::new(None),
                 attempt: Mutex::new(None),
-                pending: Mutex::new(BTreeMap::new()),
-                next_call: AtomicU64::new(0),
-                progress: ProgressRoutes::default(),
+                pending: PendingCalls::default(),
                 generation: AtomicU64::new(0),
                 retries: AtomicU32::new(0),
                 pid: Mutex::new(None),
@@ -370,8 +370,11 @@ impl ServerConnection {
 
     /// The calls in flight, by call id.
     pub fn pending_calls(&self) -> Vec<PendingCall> {
-        lock(&self.inner.pending)
-            .values()
+        let pending = lock(&self.inner.pending);
+        let mut entries: Vec<&PendingEntry> = pending.values().collect();
+        entries.sort_by_key(|entry| entry.started);
+        entries
+            .into_iter()
             .map(|entry| PendingCall {
                 call_id: entry.call_id.clone(),
                 tool: entry.tool.clone(),
@@ -423,7 +426,7 @@ impl ServerConnection {
         match result {
             Ok((session, link, tools)) => {
                 let closed = link.closed.clone();
-                *lock(&inner.link) = Some(link);
+                *lock(&inner.link) = Some(Arc::new(link));
                 *slot = Some(session);
                 drop(slot);
                 inner.retries.store(0, Ordering::SeqCst);
@@ -582,7 +585,7 @@ impl ServerConnection {
         let barrier = Arc::new(ProgressBarrier::default());
         let handler = Handler {
             shared: inner.shared.clone(),
-            progress: inner.progress.clone(),
+            pending: inner.pending.clone(),
             tools_changed: tools_changed.clone(),
             barrier: barrier.clone(),
             client: lock(&inner.client).clone(),
@@ -910,11 +913,12 @@ async fn keep_deadlines(weak: Weak<Inner>, closed: CancellationToken) {
         let next = {
             let Some(inner) = weak.upgrade() else { return };
             let now = Instant::now();
-            let pending = lock(&inner.pending);
+            let mut pending = lock(&inner.pending);
             let mut earliest: Option<Instant> = None;
-            for entry in pending.values() {
+            for entry in pending.values_mut() {
                 if entry.deadline <= now {
-                    entry.expired.cancel();
+                    entry.timed_out = true;
+                    entry.cancel.cancel();
                 } else {
                     earliest = Some(earliest.map_or(entry.deadline, |e| e.min(entry.deadline)));
                 }

@@ -1,67 +1,80 @@
 //! Mapping an MCP `CallToolResult` onto a mux `ToolOutput`.
 
 use mux_tool::{Content, ToolOutput};
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Value, json};
 
-fn string(value: &Value, key: &str) -> Option<String> {
-    value.get(key).and_then(Value::as_str).map(str::to_owned)
+/// One MCP content block as a mux content block, moving its strings.
+fn block(item: ContentBlock) -> Content {
+    match item {
+        ContentBlock::Text(text) => Content::text(text.text),
+        ContentBlock::Image(image) => Content::image(image.data, image.mime_type),
+        ContentBlock::Audio(audio) => Content::Audio {
+            data: audio.data,
+            mime_type: audio.mime_type,
+        },
+        ContentBlock::ResourceLink(link) => Content::ResourceLink {
+            uri: link.uri,
+            name: Some(link.name),
+            description: link.description,
+            mime_type: link.mime_type,
+        },
+        ContentBlock::Resource(embedded) => match embedded.resource {
+            ResourceContents::TextResourceContents {
+                uri,
+                mime_type,
+                text,
+                ..
+            } => Content::Resource {
+                uri,
+                mime_type,
+                text: Some(text),
+                blob: None,
+            },
+            ResourceContents::BlobResourceContents {
+                uri,
+                mime_type,
+                blob,
+                ..
+            } => Content::Resource {
+                uri,
+                mime_type,
+                text: None,
+                blob: Some(blob),
+            },
+            // A resource kind newer than this code: keep it whole rather than drop it.
+            other => wire(&other),
+        },
+        // A block type newer than this code: keep it whole rather than drop it.
+        other => wire(&other),
+    }
 }
 
-/// One MCP content block (in wire form) as a mux content block.
-fn block(value: &Value) -> Content {
-    let text = |key| string(value, key).unwrap_or_default();
-    match value.get("type").and_then(Value::as_str) {
-        Some("text") => Content::text(text("text")),
-        Some("image") => Content::image(text("data"), text("mimeType")),
-        Some("audio") => Content::Audio {
-            data: text("data"),
-            mime_type: text("mimeType"),
-        },
-        Some("resource_link") => Content::ResourceLink {
-            uri: text("uri"),
-            name: string(value, "name"),
-            description: string(value, "description"),
-            mime_type: string(value, "mimeType"),
-        },
-        Some("resource") => {
-            let resource = value.get("resource").cloned().unwrap_or(Value::Null);
-            Content::Resource {
-                uri: string(&resource, "uri").unwrap_or_default(),
-                mime_type: string(&resource, "mimeType"),
-                text: string(&resource, "text"),
-                blob: string(&resource, "blob"),
-            }
-        }
-        // A block type newer than this code: keep it whole rather than drop it.
-        _ => Content::json(value.clone()),
+/// A block mux has no type for, as its wire JSON.
+fn wire(item: &impl serde::Serialize) -> Content {
+    match serde_json::to_value(item) {
+        Ok(value) => Content::json(value),
+        Err(err) => Content::text(format!("[mux: a content block could not be read: {err}]")),
     }
 }
 
 /// Converts a tool result: each content block in order, then `structuredContent` as a JSON
 /// block (replacing a text block that only repeats it as JSON); `isError` becomes
 /// [`ToolOutput::is_error`]. Metadata records the server and tool.
-pub(crate) fn to_output(result: &CallToolResult, server: &str, tool: &str) -> ToolOutput {
+pub(crate) fn to_output(result: CallToolResult, server: &str, tool: &str) -> ToolOutput {
     let mut content = Vec::with_capacity(result.content.len() + 1);
-    for item in &result.content {
-        match serde_json::to_value(item) {
-            Ok(value) => content.push(block(&value)),
-            Err(err) => content.push(Content::text(format!(
-                "[mux: a content block could not be read: {err}]"
-            ))),
-        }
-    }
-    if let Some(structured) = &result.structured_content {
+    content.extend(result.content.into_iter().map(block));
+    if let Some(structured) = result.structured_content {
         // Servers usually repeat structured content as JSON text; keep one typed copy.
         let repeated = content.iter().position(|block| {
             block
                 .as_text()
                 .and_then(|text| serde_json::from_str::<Value>(text).ok())
-                .is_some_and(|value| &value == structured)
+                .is_some_and(|value| value == structured)
         });
         match repeated {
-            Some(index) => content[index] = Content::json(structured.clone()),
-            None => content.push(Content::json(structured.clone())),
+            Some(index) => content[index] = Content::json(structured),
+            None => content.push(Content::json(structured)),
         }
     }
     ToolOutput {
@@ -90,7 +103,7 @@ mod tests {
             "isError": true
         }))
         .unwrap();
-        let out = to_output(&result, "srv", "tool");
+        let out = to_output(result, "srv", "tool");
         assert!(out.is_error);
         assert_eq!(
             out.content,

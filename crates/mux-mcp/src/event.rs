@@ -154,6 +154,14 @@ impl EventSender {
         let _ = self.tx.send(event);
     }
 
+    /// Sends the event `make` builds, building it only when someone listens (per-call events
+    /// are on the hot path of every tool call).
+    pub(crate) fn send_with(&self, make: impl FnOnce() -> McpEvent) {
+        if self.tx.receiver_count() > 0 {
+            self.send(make());
+        }
+    }
+
     pub(crate) fn subscribe(&self) -> Events {
         Events::new(self.tx.subscribe())
     }

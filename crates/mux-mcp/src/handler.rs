@@ -5,8 +5,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mux_tool::ToolContext;
-
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
@@ -18,11 +16,12 @@ use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::Notify;
 
 use crate::client::{ClientHandlers, HandlerError};
-use crate::connection::Shared;
+use crate::connection::{PendingEntry, Shared};
 use crate::{LogLevel, LogSource};
 
-/// Per-call progress routes: progress token to the calling tool's context.
-pub(crate) type ProgressRoutes = Arc<Mutex<HashMap<ProgressToken, ToolContext>>>;
+/// The calls in flight, by the progress token of their current request: the calling tool's
+/// context (where progress goes) and what timeouts, cancellation and listings need.
+pub(crate) type PendingCalls = Arc<Mutex<HashMap<ProgressToken, PendingEntry>>>;
 
 /// Lets a finished call wait until the progress notifications that arrived before its result
 /// have been delivered: rmcp handles notifications in spawned tasks, so without this the last
@@ -68,7 +67,7 @@ impl ProgressBarrier {
 /// The handler rmcp calls for server-to-client messages on one connection.
 pub(crate) struct Handler {
     pub(crate) shared: Arc<Shared>,
-    pub(crate) progress: ProgressRoutes,
+    pub(crate) pending: PendingCalls,
     pub(crate) tools_changed: Arc<Notify>,
     pub(crate) barrier: Arc<ProgressBarrier>,
     pub(crate) client: Option<Arc<dyn ClientHandlers>>,
@@ -183,11 +182,11 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         let cx = self
-            .progress
+            .pending
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&params.progress_token)
-            .cloned();
+            .map(|entry| entry.cx.clone());
         if let Some(cx) = cx {
             cx.progress(params.progress, params.total, params.message)
                 .await;

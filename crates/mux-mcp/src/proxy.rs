@@ -82,7 +82,7 @@ impl McpTool {
             .call_tool(&self.server, &self.tool, input, &cx)
             .await
         {
-            Ok(result) => Ok(to_output(&result, &self.server, &self.tool)),
+            Ok(result) => Ok(to_output(result, &self.server, &self.tool)),
             Err(CallError::TimedOut { timeout, .. }) => Ok(ToolOutput::error(format!(
                 "The tool `{}` on MCP server `{}` did not finish within {} s and was cancelled. \
                  It may be slow or stuck: retry with a simpler request or smaller input, or try \

@@ -207,7 +207,8 @@ fn calls(pinned: bool, label: &str) -> Result<Vec<Row>, String> {
                     let out = proxy
                         .call(json!({"text": "hello"}), ToolContext::new(i.to_string()))
                         .await;
-                    if !matches!(&out, Ok(out) if out.to_text() == "hello") {
+                    let text = out.as_ref().ok().and_then(|out| out.content.first());
+                    if text.and_then(mux_tool::Content::as_text) != Some("hello") {
                         failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                 }
@@ -219,7 +220,13 @@ fn calls(pinned: bool, label: &str) -> Result<Vec<Row>, String> {
             runtime.block_on(async move {
                 for _ in 0..iters {
                     let params = CallToolRequestParams::new("echo").with_arguments(args());
-                    if peer.call_tool(params).await.is_err() {
+                    let result = peer.call_tool(params).await;
+                    let text = result.as_ref().ok().and_then(|r| r.content.first());
+                    if text
+                        .and_then(|block| block.as_text())
+                        .map(|t| t.text.as_str())
+                        != Some("hello")
+                    {
                         failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                 }
@@ -340,8 +347,60 @@ fn pin_self(cpus: &str) -> Result<(), String> {
     }
 }
 
+/// Only one subject's sequential calls, pinned to CPU 0, for a profiler:
+/// `BENCH_MCP_PROFILE=mux` or `BENCH_MCP_PROFILE=bare`.
+fn profile(subject: &str) -> Result<Vec<Row>, String> {
+    pin_self("0")?;
+    let runtime = runtime()?;
+    let calls: u32 = match std::env::var("BENCH_MCP_PROFILE_CALLS") {
+        Ok(text) => text
+            .parse()
+            .map_err(|e| format!("BENCH_MCP_PROFILE_CALLS={text:?}: {e}"))?,
+        Err(_) => CALLS * 5,
+    };
+    let started = Instant::now();
+    match subject {
+        "mux" => {
+            let (coordinator, proxy) = runtime.block_on(mux_proxy(true))?;
+            let probe = proxy.call(json!({}), ToolContext::new("size"));
+            eprintln!(
+                "proxy call future: {} bytes",
+                std::mem::size_of_val(&*probe)
+            );
+            drop(probe);
+            runtime.block_on(async {
+                for i in 0..calls {
+                    let _ = proxy
+                        .call(json!({"text": "hello"}), ToolContext::new(i.to_string()))
+                        .await;
+                }
+                coordinator.stop_all().await;
+            });
+        }
+        "bare" => {
+            let bare = runtime.block_on(bare_client(true))?;
+            runtime.block_on(async {
+                for _ in 0..calls {
+                    let params = CallToolRequestParams::new("echo").with_arguments(args());
+                    let _ = bare.peer().call_tool(params).await;
+                }
+                let _ = bare.cancel().await;
+            });
+        }
+        other => return Err(format!("BENCH_MCP_PROFILE={other:?}: expected mux or bare")),
+    }
+    eprintln!(
+        "profiled {subject}: {:.1} µs per call",
+        micros(started.elapsed()) / f64::from(calls)
+    );
+    Ok(Vec::new())
+}
+
 /// Runs the benchmark unpinned, then with both processes on CPU 0.
 pub(crate) fn run() -> Result<Vec<Row>, String> {
+    if let Ok(subject) = std::env::var("BENCH_MCP_PROFILE") {
+        return profile(&subject);
+    }
     let mut rows = calls(false, "unpinned")?;
     rows.push(connects(false, "unpinned")?);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

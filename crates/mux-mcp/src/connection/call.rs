@@ -1,7 +1,6 @@
 //! Tool calls on a live connection: the request, progress routing, cancellation, timeouts,
 //! SEP-2322 `input_required` rounds and OAuth re-authorization.
 
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use mux_tool::ToolContext;
@@ -11,7 +10,6 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use super::{Inner, MAX_AUTH_ROUNDS, MAX_INPUT_ROUNDS, PendingEntry, ServerConnection, lock};
 use crate::handler::answer_input;
@@ -29,20 +27,20 @@ impl ServerConnection {
         timeout: Duration,
     ) -> Result<CallToolResult, CallError> {
         let inner = &self.inner;
-        let server = inner.spec.name.clone();
+        let server = inner.spec.name.as_str();
         let arguments = match arguments {
             Value::Object(map) => Some(map),
             Value::Null => None,
             _ => {
                 return Err(CallError::InvalidArguments {
-                    server,
+                    server: server.to_string(),
                     tool: tool.to_string(),
                 });
             }
         };
         let Some(link) = lock(&inner.link).clone() else {
             return Err(CallError::NotConnected {
-                server,
+                server: server.to_string(),
                 tool: tool.to_string(),
                 state: self.state().name(),
             });
@@ -50,7 +48,7 @@ impl ServerConnection {
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
         let lost = || CallError::ConnectionLost {
-            server: server.clone(),
+            server: server.to_string(),
             tool: tool.to_string(),
         };
         let call_id = cx.call_id().to_string();
@@ -74,72 +72,82 @@ impl ServerConnection {
                 Err(_) if input_rounds == 0 && auth_rounds == 0 => return Err(lost()),
                 Err(_) => break (Err(lost()), CallEnd::Failed),
             };
-            let expired = CancellationToken::new();
             // Kept past the loop: progress that arrived before the result is delivered while
             // the barrier settles, and it needs the route.
             route = Some(Route::new(
                 inner,
                 handle.progress_token.clone(),
-                cx,
                 PendingEntry {
+                    cx: cx.clone(),
                     call_id: call_id.clone(),
                     tool: tool.to_string(),
                     started,
                     cancel: cancel.clone(),
                     deadline,
-                    expired: expired.clone(),
+                    timed_out: false,
                 },
             ));
             if input_rounds == 0 && auth_rounds == 0 {
-                inner.shared.events.send(McpEvent::CallStarted {
-                    server: server.clone(),
+                inner.shared.events.send_with(|| McpEvent::CallStarted {
+                    server: server.to_string(),
                     tool: tool.to_string(),
                     call_id: call_id.clone(),
                 });
             }
-            let request_id = handle.id.clone();
-            let peer = handle.peer.clone();
+            let rmcp::service::RequestHandle {
+                rx: response,
+                id: request_id,
+                peer,
+                ..
+            } = handle;
             let send_cancel = |reason: &str| {
                 let peer = peer.clone();
                 let params = CancelledNotificationParam::new(
                     Some(request_id.clone()),
                     Some(reason.to_string()),
                 );
-                async move {
+                // Boxed, as the other rare paths below: kept inline, they would make every
+                // call's future several times larger (and copied that much more).
+                Box::pin(async move {
                     // The server may already be gone; the call ends either way.
                     let _ =
                         tokio::time::timeout(Duration::from_secs(1), peer.notify_cancelled(params))
                             .await;
-                }
+                })
             };
             let cancelled = || CallError::Cancelled {
-                server: server.clone(),
+                server: server.to_string(),
                 tool: tool.to_string(),
             };
             let timed_out = || CallError::TimedOut {
-                server: server.clone(),
+                server: server.to_string(),
                 tool: tool.to_string(),
                 timeout,
             };
+            // Outside the request (authorizing, answering input): no cancellation to send.
+            let stop = |route: Option<&Route<'_>>| match stopped_by(route) {
+                CallEnd::TimedOut => (Err(timed_out()), CallEnd::TimedOut),
+                _ => (Err(cancelled()), CallEnd::Cancelled),
+            };
             let next = tokio::select! {
                 biased;
-                response = handle.rx => match response {
+                response = response => match response {
                     Ok(Ok(ServerResult::CallToolResult(result))) => break (Ok(result), CallEnd::Completed),
                     Ok(Ok(ServerResult::InputRequiredResult(asked))) => Next::Input(asked),
                     Ok(Ok(other)) => break (Err(CallError::Protocol {
-                        server: server.clone(),
+                        server: server.to_string(),
                         tool: tool.to_string(),
                         message: format!("expected a tool result, got {}", result_kind(&other)),
                     }), CallEnd::Failed),
                     Ok(Err(ServiceError::McpError(error))) => break (Err(CallError::Protocol {
-                        server: server.clone(),
+                        server: server.to_string(),
                         tool: tool.to_string(),
                         message: error.message.to_string(),
                     }), CallEnd::Failed),
                     Ok(Err(err)) => match request_challenge(&err) {
                         Some(challenge) if oauth.is_some() => Next::Challenge(challenge),
                         Some(_) => break (Err(CallError::Protocol {
-                            server: server.clone(),
+                            server: server.to_string(),
                             tool: tool.to_string(),
                             message: "the server refused the call's authorization (HTTP 401/403)".into(),
                         }), CallEnd::Failed),
@@ -148,15 +156,16 @@ impl ServerConnection {
                     Err(_) => break (Err(lost()), CallEnd::Failed),
                 },
                 () = link.closed.cancelled() => break (Err(lost()), CallEnd::Failed),
+                // The caller, `cancel_call` or the connection's deadline keeper (one timer per
+                // connection, not a timer per call: arming a timer per call costs a
+                // cross-thread wake-up, and a token per call an allocation).
                 () = cancel.cancelled() => {
+                    if stopped_by(route.as_ref()) == CallEnd::TimedOut {
+                        send_cancel("timed out").await;
+                        break (Err(timed_out()), CallEnd::TimedOut);
+                    }
                     send_cancel("cancelled by the caller").await;
                     break (Err(cancelled()), CallEnd::Cancelled);
-                }
-                // The connection's deadline keeper fires this: one timer per connection, not a
-                // timer per call (arming a timer per call costs a cross-thread wake-up).
-                () = expired.cancelled() => {
-                    send_cancel("timed out").await;
-                    break (Err(timed_out()), CallEnd::TimedOut);
                 }
             };
             let input_required = match next {
@@ -168,8 +177,8 @@ impl ServerConnection {
                         (Some(oauth), true) => {
                             tokio::select! {
                                 biased;
-                                done = self.reauthorize(oauth, &challenge) => done,
-                                () = cancel.cancelled() => break (Err(cancelled()), CallEnd::Cancelled),
+                                done = Box::pin(self.reauthorize(oauth, &challenge)) => done,
+                                () = cancel.cancelled() => break stop(route.as_ref()),
                             }
                         }
                         _ => Err(format!(
@@ -179,7 +188,7 @@ impl ServerConnection {
                     if let Err(message) = authorized {
                         break (
                             Err(CallError::Protocol {
-                                server: server.clone(),
+                                server: server.to_string(),
                                 tool: tool.to_string(),
                                 message: format!("authorization failed: {message}"),
                             }),
@@ -195,7 +204,7 @@ impl ServerConnection {
             if input_rounds >= MAX_INPUT_ROUNDS {
                 break (
                     Err(CallError::InputRequired {
-                        server: server.clone(),
+                        server: server.to_string(),
                         tool: tool.to_string(),
                         message: format!("still asking for input after {MAX_INPUT_ROUNDS} rounds"),
                     }),
@@ -204,8 +213,8 @@ impl ServerConnection {
             }
             let answers = tokio::select! {
                 biased;
-                answers = self.answer_inputs(input_required, &mut state_only_rounds) => answers,
-                () = cancel.cancelled() => break (Err(cancelled()), CallEnd::Cancelled),
+                answers = Box::pin(self.answer_inputs(input_required, &mut state_only_rounds)) => answers,
+                () = cancel.cancelled() => break stop(route.as_ref()),
                 () = tokio::time::sleep_until(deadline.into()) => break (Err(timed_out()), CallEnd::TimedOut),
             };
             match answers {
@@ -216,7 +225,7 @@ impl ServerConnection {
                 Err(message) => {
                     break (
                         Err(CallError::InputRequired {
-                            server: server.clone(),
+                            server: server.to_string(),
                             tool: tool.to_string(),
                             message,
                         }),
@@ -230,8 +239,8 @@ impl ServerConnection {
             link.barrier.settle(Duration::from_millis(250)).await;
         }
         drop(route);
-        inner.shared.events.send(McpEvent::CallEnded {
-            server,
+        inner.shared.events.send_with(|| McpEvent::CallEnded {
+            server: server.to_string(),
             tool: tool.to_string(),
             call_id,
             duration: started.elapsed(),
@@ -316,31 +325,41 @@ enum Next {
     Challenge(Challenge),
 }
 
-/// Registers a call's progress route and pending entry; removes both when dropped.
+/// Registers a call's pending entry (and so its progress route); removes it when dropped.
 struct Route<'a> {
     inner: &'a Inner,
     token: rmcp::model::ProgressToken,
-    seq: u64,
 }
 
 impl<'a> Route<'a> {
-    fn new(
-        inner: &'a Inner,
-        token: rmcp::model::ProgressToken,
-        cx: &ToolContext,
-        entry: PendingEntry,
-    ) -> Self {
-        let seq = inner.next_call.fetch_add(1, Ordering::Relaxed);
-        lock(&inner.progress).insert(token.clone(), cx.clone());
-        lock(&inner.pending).insert(seq, entry);
-        Self { inner, token, seq }
+    fn new(inner: &'a Inner, token: rmcp::model::ProgressToken, entry: PendingEntry) -> Self {
+        lock(&inner.pending).insert(token.clone(), entry);
+        Self { inner, token }
+    }
+}
+
+impl Route<'_> {
+    /// Whether the deadline keeper expired this round of the call.
+    fn timed_out(&self) -> bool {
+        lock(&self.inner.pending)
+            .get(&self.token)
+            .is_some_and(|entry| entry.timed_out)
+    }
+}
+
+/// How a call whose token was cancelled ended: timed out when the deadline keeper did it,
+/// cancelled otherwise.
+fn stopped_by(route: Option<&Route<'_>>) -> CallEnd {
+    if route.is_some_and(Route::timed_out) {
+        CallEnd::TimedOut
+    } else {
+        CallEnd::Cancelled
     }
 }
 
 impl Drop for Route<'_> {
     fn drop(&mut self) {
-        lock(&self.inner.progress).remove(&self.token);
-        lock(&self.inner.pending).remove(&self.seq);
+        lock(&self.inner.pending).remove(&self.token);
     }
 }
 
