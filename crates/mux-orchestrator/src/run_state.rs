@@ -65,7 +65,10 @@ impl RunShared {
     }
 
     pub(crate) async fn emit(&self, event: LoopEvent) {
-        self.emitter.emit(event).await;
+        // Nobody listening (a face-less run): skip the delivery machinery altogether.
+        if self.emitter.is_listening() {
+            self.emitter.emit(event).await;
+        }
     }
 
     pub(crate) fn state(&self) -> LoopState {
