@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mux_permission::{Answer, Asker, Decision, PermissionGate, Question, Verdict};
+use mux_permission::{Answer, Asker, Decision, PermissionGate, Permissions, Question, Verdict};
 use mux_tool::approval::ApprovalRequest;
 use mux_tool::{Approval, ApprovalGate, BoxFuture, Subject, ToolCall};
 
@@ -118,21 +118,9 @@ impl LoopGate {
                     return Approval::deny(decision.reason);
                 }
             }
-            let reason = "a pre-tool-use hook asked for approval";
-            let answer = self
-                .asker
-                .ask_face(request.call, request.subject, reason)
+            return self
+                .ask(&request, policy, "a pre-tool-use hook asked for approval")
                 .await;
-            match (&answer, policy) {
-                (Answer::Always(remember), Some(policy)) => {
-                    if let Err(err) = policy.remember(request.spec, request.subject, remember) {
-                        tracing::warn!(tool = %request.spec.name, "could not remember an always-allow answer: {err}");
-                    }
-                }
-                (Answer::Always(_), None) => self.allow_always(&request.spec.name),
-                _ => {}
-            }
-            return answer_to_approval(answer);
         }
         match &self.permissions {
             Some(gate) => gate.review(request).await,
@@ -143,20 +131,35 @@ impl LoopGate {
                 Approval::Approve
             }
             None => {
-                let answer = self
-                    .asker
-                    .ask_face(
-                        request.call,
-                        request.subject,
-                        "the tool is not read-only and no permission policy is set",
-                    )
-                    .await;
-                if matches!(answer, Answer::Always(_)) {
-                    self.allow_always(&request.spec.name);
-                }
-                answer_to_approval(answer)
+                let reason = "the tool is not read-only and no permission policy is set";
+                self.ask(&request, None, reason).await
             }
         }
+    }
+
+    /// Asks the face and remembers an "always" answer: as a rule of `policy`, or without one
+    /// for the rest of the conversation.
+    async fn ask(
+        &self,
+        request: &ApprovalRequest<'_>,
+        policy: Option<&Permissions>,
+        reason: &str,
+    ) -> Approval {
+        let answer = self
+            .asker
+            .ask_face(request.call, request.subject, reason)
+            .await;
+        if let Answer::Always(remember) = &answer {
+            match policy {
+                Some(policy) => {
+                    if let Err(err) = policy.remember(request.spec, request.subject, remember) {
+                        tracing::warn!(tool = %request.spec.name, "could not remember an always-allow answer: {err}");
+                    }
+                }
+                None => self.allow_always(&request.spec.name),
+            }
+        }
+        answer_to_approval(answer)
     }
 
     /// Without a policy there are no rules to add: "always" allows the tool for the rest of
