@@ -258,7 +258,7 @@ struct Inner {
     /// Held for a whole connect or disconnect, so lifecycle operations never overlap.
     session: tokio::sync::Mutex<Option<Session>>,
     attempt: Mutex<Option<CancellationToken>>,
-    /// Calls in flight, by a per-connection sequence number.
+    /// Calls in flight, by the progress token of their current request.
     pending: PendingCalls,
     generation: AtomicU64,
     retries: AtomicU32,

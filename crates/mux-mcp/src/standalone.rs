@@ -92,6 +92,13 @@ fn is_initialize(message: &ClientJsonRpcMessage) -> bool {
         if matches!(request.request, ClientRequest::InitializeRequest(_)))
 }
 
+/// Awaits `request`, then lets `observe` look at its result before handing it on.
+async fn observed<T>(request: impl Future<Output = T>, observe: impl FnOnce(&T)) -> T {
+    let result = request.await;
+    observe(&result);
+    result
+}
+
 /// Settles `stream` as [`Opening::NoSession`] when `result` answers `initialize` without a
 /// session id.
 fn after_post<E: std::error::Error + Send + Sync + 'static>(
@@ -142,11 +149,7 @@ impl<C: StreamableHttpClient> StreamableHttpClient for Signalling<C> {
         let post = self
             .inner
             .post_message(uri, message, session_id, auth_header, custom_headers);
-        async move {
-            let result = post.await;
-            after_post(&stream, initialize, &result);
-            result
-        }
+        observed(post, move |result| after_post(&stream, initialize, result))
     }
 
     fn post_message_with_max_sse_event_size(
@@ -168,11 +171,7 @@ impl<C: StreamableHttpClient> StreamableHttpClient for Signalling<C> {
             custom_headers,
             max_sse_event_size,
         );
-        async move {
-            let result = post.await;
-            after_post(&stream, initialize, &result);
-            result
-        }
+        observed(post, move |result| after_post(&stream, initialize, result))
     }
 
     fn delete_session(
@@ -199,11 +198,7 @@ impl<C: StreamableHttpClient> StreamableHttpClient for Signalling<C> {
         let get =
             self.inner
                 .get_stream(uri, session_id, last_event_id, auth_header, custom_headers);
-        async move {
-            let result = get.await;
-            after_get(&stream, standalone, &result);
-            result
-        }
+        observed(get, move |result| after_get(&stream, standalone, result))
     }
 
     fn get_stream_with_max_sse_event_size(
@@ -225,10 +220,6 @@ impl<C: StreamableHttpClient> StreamableHttpClient for Signalling<C> {
             custom_headers,
             max_sse_event_size,
         );
-        async move {
-            let result = get.await;
-            after_get(&stream, standalone, &result);
-            result
-        }
+        observed(get, move |result| after_get(&stream, standalone, result))
     }
 }

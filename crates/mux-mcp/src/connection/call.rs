@@ -124,10 +124,13 @@ impl ServerConnection {
                 tool: tool.to_string(),
                 timeout,
             };
-            // Outside the request (authorizing, answering input): no cancellation to send.
-            let stop = |route: Option<&Route<'_>>| match stopped_by(route) {
-                CallEnd::TimedOut => (Err(timed_out()), CallEnd::TimedOut),
-                _ => (Err(cancelled()), CallEnd::Cancelled),
+            // How a call whose token fired ends: timed out when the deadline keeper fired it.
+            let stop = |route: Option<&Route<'_>>| {
+                if route.is_some_and(Route::timed_out) {
+                    (Err(timed_out()), CallEnd::TimedOut)
+                } else {
+                    (Err(cancelled()), CallEnd::Cancelled)
+                }
             };
             let next = tokio::select! {
                 biased;
@@ -160,12 +163,13 @@ impl ServerConnection {
                 // connection, not a timer per call: arming a timer per call costs a
                 // cross-thread wake-up, and a token per call an allocation).
                 () = cancel.cancelled() => {
-                    if stopped_by(route.as_ref()) == CallEnd::TimedOut {
-                        send_cancel("timed out").await;
-                        break (Err(timed_out()), CallEnd::TimedOut);
-                    }
-                    send_cancel("cancelled by the caller").await;
-                    break (Err(cancelled()), CallEnd::Cancelled);
+                    let stopped = stop(route.as_ref());
+                    let reason = match stopped.1 {
+                        CallEnd::TimedOut => "timed out",
+                        _ => "cancelled by the caller",
+                    };
+                    send_cancel(reason).await;
+                    break stopped;
                 }
             };
             let input_required = match next {
@@ -344,16 +348,6 @@ impl Route<'_> {
         lock(&self.inner.pending)
             .get(&self.token)
             .is_some_and(|entry| entry.timed_out)
-    }
-}
-
-/// How a call whose token was cancelled ended: timed out when the deadline keeper did it,
-/// cancelled otherwise.
-fn stopped_by(route: Option<&Route<'_>>) -> CallEnd {
-    if route.is_some_and(Route::timed_out) {
-        CallEnd::TimedOut
-    } else {
-        CallEnd::Cancelled
     }
 }
 
