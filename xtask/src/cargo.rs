@@ -28,6 +28,10 @@ impl Cmd {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut command = Command::new(cargo);
         command.args(args).current_dir(workspace_root());
+        // Each check builds once: incremental state would only cost disk (gigabytes in CI).
+        if std::env::var_os("CARGO_INCREMENTAL").is_none() {
+            command.env("CARGO_INCREMENTAL", "0");
+        }
         Self {
             command,
             quiet: false,

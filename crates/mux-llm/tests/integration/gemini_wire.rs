@@ -1,0 +1,174 @@
+//! The Gemini provider against a local server replaying recorded Gemini traffic.
+#![cfg(all(feature = "gemini", feature = "testing"))]
+
+use std::time::Duration;
+
+use mux_llm::gemini::GeminiClient;
+use mux_llm::http::HttpOptions;
+use mux_llm::testing::{ReplayServer, Reply};
+use mux_llm::{ApiKey, ContentBlock, LlmClient, Message, Request, RetryPolicy, Role, StopReason};
+use mux_tool::ToolSpec;
+use serde_json::json;
+
+const KEY: &str = "AIzaSy-test-key-0123456789";
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/tests/fixtures/gemini/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|err| panic!("reading {path}: {err}"))
+}
+
+fn client(server: &ReplayServer, retries: u32) -> GeminiClient {
+    let mut options = HttpOptions::new(server.url(), Some(ApiKey::new(KEY)));
+    options.retry = RetryPolicy {
+        max_retries: retries,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(5),
+        ..RetryPolicy::default()
+    };
+    GeminiClient::with_options(options).unwrap()
+}
+
+async fn streamed(
+    client: &GeminiClient,
+    request: Request,
+) -> Result<mux_llm::Response, mux_llm::LlmError> {
+    let stream = client.stream(request).await?;
+    mux_llm::accumulate(client.provider(), stream).await
+}
+
+#[tokio::test]
+async fn text_with_crlf_frames_and_the_key_in_a_header() {
+    let server = ReplayServer::start(vec![Reply::sse(fixture("simple.sse")).chunked(9)])
+        .await
+        .unwrap();
+    let reply = streamed(
+        &client(&server, 0),
+        Request::new("gemini-2.5-flash", 4000)
+            .system("You are a helpful assistant")
+            .user("Say hi in Portuguese"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.text(), "Olá!\n\nIn Portuguese, \"hi\" is **Olá!**");
+    assert_eq!(reply.stop_reason, StopReason::EndTurn);
+    assert_eq!(reply.usage.input_tokens, 11);
+    assert_eq!(reply.usage.output_tokens, 14 + 24);
+    assert_eq!(reply.usage.reasoning_tokens, 24);
+    let request = &server.requests()[0];
+    assert_eq!(
+        request.path,
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert!(!request.path.contains(KEY));
+    assert_eq!(request.header("x-goog-api-key"), Some(KEY));
+}
+
+#[tokio::test]
+async fn function_call_round_trip_keeps_the_thought_signature() {
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture("tool_call.sse")).chunked(17),
+        Reply::sse(fixture("tool_followup.sse")),
+    ])
+    .await
+    .unwrap();
+    let client = client(&server, 0);
+    let weather = ToolSpec::new(
+        "weather",
+        "Get weather information for a location",
+        json!({"type": "object", "properties": {"location": {"type": "string"}}}),
+    )
+    .unwrap();
+    let first = Request::new("gemini-2.5-flash", 4000)
+        .user("What's the weather in Florence,Italy?")
+        .tools([weather]);
+    let reply = streamed(&client, first.clone()).await.unwrap();
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    let (id, name, input) = reply.tool_calls().next().unwrap();
+    assert_eq!(name, "weather");
+    assert_eq!(input, &json!({"location": "Florence,Italy"}));
+    let id = id.to_owned();
+
+    let second = first.message(reply.to_message()).message(Message::new(
+        Role::User,
+        vec![ContentBlock::tool_result(&id, "40 C", false)],
+    ));
+    let answer = streamed(&client, second).await.unwrap();
+    assert_eq!(answer.text(), "The weather in Florence, Italy is 40 C.");
+
+    let sent = server.requests()[1].json();
+    let model_part = &sent["contents"][1]["parts"][0];
+    assert_eq!(model_part["functionCall"]["name"], "weather");
+    assert!(
+        model_part["thoughtSignature"]
+            .as_str()
+            .unwrap()
+            .starts_with("CiQB0e2Kbz2c")
+    );
+    let response_part = &sent["contents"][2]["parts"][0]["functionResponse"];
+    assert_eq!(response_part["name"], "weather");
+    assert_eq!(response_part["response"], json!({"result": "40 C"}));
+}
+
+#[tokio::test]
+async fn resource_exhausted_is_rate_limited_and_retried() {
+    let body = r#"{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}"#;
+    let server = ReplayServer::start(vec![
+        Reply::json(429, body).header("retry-after", "0"),
+        Reply::sse(fixture("simple.sse")),
+    ])
+    .await
+    .unwrap();
+    let reply = streamed(
+        &client(&server, 1),
+        Request::new("gemini-2.5-flash", 64).user("hi"),
+    )
+    .await
+    .unwrap();
+    assert!(reply.text().starts_with("Olá"));
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_model_name_cannot_reshape_the_url() {
+    let server = ReplayServer::start(vec![]).await.unwrap();
+    let error = streamed(
+        &client(&server, 0),
+        Request::new("../x?key=1", 64).user("hi"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.kind(), "config");
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn non_streaming_function_call() {
+    let server = ReplayServer::start(vec![Reply::json(200, fixture("tool_call.json"))])
+        .await
+        .unwrap();
+    let reply = client(&server, 0)
+        .complete(
+            Request::new("gemini-2.5-flash", 4000).user("What's the weather in Florence,Italy?"),
+        )
+        .await
+        .unwrap();
+    let (_, name, input) = reply.tool_calls().next().unwrap();
+    assert_eq!(name, "weather");
+    assert_eq!(input, &json!({"location": "Florence, Italy"}));
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        (
+            reply.usage.input_tokens,
+            reply.usage.output_tokens,
+            reply.usage.reasoning_tokens
+        ),
+        (54, 66, 51)
+    );
+    assert_eq!(
+        server.requests()[0].path,
+        "/v1beta/models/gemini-2.5-flash:generateContent"
+    );
+}

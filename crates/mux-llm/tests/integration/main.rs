@@ -1,0 +1,9 @@
+//! The integration tests, one module per area, linked into one test binary.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod anthropic_wire;
+mod gemini_wire;
+mod keys_never_logged;
+mod openai_wire;
+mod rechunking;
+mod request_bodies;

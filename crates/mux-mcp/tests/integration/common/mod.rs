@@ -1,0 +1,169 @@
+//! Shared helpers for the interop tests: where the npm peers live and how to start them.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mux_mcp::{
+    ConnectionOptions, Coordinator, CoordinatorConfig, McpEvent, Received, ReconnectPolicy,
+    ServerSpec,
+};
+
+/// The folder `cargo xtask peers` installs the npm servers into.
+pub(crate) fn peers_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/peers")
+}
+
+fn peer_script(package: &str) -> String {
+    let path = peers_dir()
+        .join("node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js");
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo xtask peers` (cargo xtask ci does it) to install the MCP test servers",
+        path.display()
+    );
+    path.to_string_lossy().into_owned()
+}
+
+/// server-everything over stdio.
+pub(crate) fn everything(name: &str) -> ServerSpec {
+    ServerSpec::stdio(
+        name,
+        "node",
+        [peer_script("server-everything"), "stdio".into()],
+    )
+}
+
+/// server-filesystem rooted at `root`.
+pub(crate) fn filesystem(name: &str, root: &std::path::Path) -> ServerSpec {
+    ServerSpec::stdio(
+        name,
+        "node",
+        [
+            peer_script("server-filesystem"),
+            root.to_string_lossy().into_owned(),
+        ],
+    )
+}
+
+/// A command line for server-everything over Streamable HTTP on `port`.
+pub(crate) fn everything_http_command(port: u16) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(peer_script("server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    command
+}
+
+/// A free TCP port on 127.0.0.1.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A coordinator with quick reconnects and no health checks.
+pub(crate) fn coordinator() -> Coordinator {
+    Coordinator::new(CoordinatorConfig {
+        connection: ConnectionOptions {
+            connect_timeout: Duration::from_secs(20),
+            shutdown_grace: Duration::from_secs(1),
+            ..ConnectionOptions::default()
+        },
+        reconnect: ReconnectPolicy::Backoff {
+            max_attempts: 5,
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(1),
+            jitter: 0.2,
+        },
+        health_interval: None,
+        ..CoordinatorConfig::default()
+    })
+}
+
+/// Whether process `pid` exists (and is not a zombie).
+pub(crate) fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Waits until `pid` is gone, up to `limit`.
+pub(crate) async fn gone_within(pid: u32, limit: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    while tokio::time::Instant::now() < deadline {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    !alive(pid)
+}
+
+/// Waits for an event matching `pred`, up to `limit`.
+pub(crate) async fn wait_for(
+    events: &mut mux_mcp::Events,
+    limit: Duration,
+    pred: impl Fn(&McpEvent) -> bool,
+) -> Option<McpEvent> {
+    tokio::time::timeout(limit, async {
+        while let Some(received) = events.recv().await {
+            if let Received::Event(event) = received
+                && pred(&event)
+            {
+                return Some(event);
+            }
+        }
+        None
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// A program in the Python venv `cargo xtask peers` builds.
+pub(crate) fn venv_bin(program: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/mcp-peers-venv/bin")
+        .join(program);
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo xtask peers` (cargo xtask ci does it) to build the Python venv",
+        path.display()
+    );
+    path.to_string_lossy().into_owned()
+}
+
+/// Our own Python SDK server, which speaks 2026-07-28.
+pub(crate) fn modern(name: &str) -> ServerSpec {
+    let script = peers_dir().join("python/modern_server.py");
+    ServerSpec::stdio(
+        name,
+        venv_bin("python"),
+        [script.to_string_lossy().into_owned()],
+    )
+}
+
+/// One of our own servers on the TypeScript SDK: `tests/peers/<script>` run by node.
+pub(crate) fn sdk_server(name: &str, script: &str) -> ServerSpec {
+    let sdk = peers_dir().join("node_modules/@modelcontextprotocol/sdk");
+    assert!(
+        sdk.exists(),
+        "{} is missing: run `cargo xtask peers` (cargo xtask ci does it) to install the MCP test servers",
+        sdk.display()
+    );
+    let script = peers_dir().join(script);
+    ServerSpec::stdio(name, "node", [script.to_string_lossy().into_owned()])
+}

@@ -1,0 +1,182 @@
+//! Cancelling a run mid-stream and mid-tool leaves a consistent conversation, fast.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use futures::StreamExt;
+use mux_llm::{
+    BlockStart, BoxFuture, ContentBlock, EventStream, LlmClient, LlmError, Request, StreamEvent,
+    Usage,
+};
+use mux_orchestrator::{
+    LoopError, LoopEvent, LoopInput, LoopState, Orchestrator, OrchestratorConfig, Run,
+};
+use serde_json::json;
+
+/// A model that streams some text, then never finishes.
+struct Stalls;
+
+impl LlmClient for Stalls {
+    fn provider(&self) -> &str {
+        "stalls"
+    }
+    fn stream(&self, _request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
+        Box::pin(async {
+            let start = futures::stream::iter(vec![
+                Ok(StreamEvent::MessageStart {
+                    id: None,
+                    model: None,
+                    usage: Usage::default(),
+                }),
+                Ok(StreamEvent::BlockStart {
+                    index: 0,
+                    block: BlockStart::Text,
+                }),
+                Ok(StreamEvent::TextDelta {
+                    index: 0,
+                    text: "thinking about it".into(),
+                }),
+            ]);
+            let stream: EventStream = Box::pin(start.chain(futures::stream::pending()));
+            Ok(stream)
+        })
+    }
+}
+
+#[tokio::test]
+async fn cancel_mid_stream_ends_the_run_promptly() {
+    let agent = Orchestrator::builder(Arc::new(Stalls), OrchestratorConfig::new("m")).build();
+    let Run {
+        mut events,
+        input,
+        handle,
+    } = agent.run("go").unwrap();
+    let mut seen = Vec::new();
+    let mut cancelled_at = None;
+    while let Some(event) = events.recv().await {
+        if matches!(event, LoopEvent::TextDelta { .. }) {
+            cancelled_at = Some(Instant::now());
+            input.send(LoopInput::Cancel).await;
+        }
+        seen.push(event);
+    }
+    let outcome = handle.wait().await;
+    assert!(matches!(outcome, Err(LoopError::Cancelled)));
+    // A generous bound, so it cannot flake; the benchmark measures the real latency.
+    let elapsed = cancelled_at.expect("a text delta arrived").elapsed();
+    assert!(
+        elapsed < Duration::from_secs(1),
+        "cancelled after {elapsed:?}"
+    );
+    let labels = labels(&seen);
+    assert_eq!(
+        labels[labels.len() - 2..],
+        ["state cancelled", "error cancelled"]
+    );
+    // The prompt stays; no half-streamed assistant message is recorded.
+    assert_eq!(agent.messages().len(), 1);
+}
+
+#[tokio::test]
+async fn cancel_mid_tool_answers_every_tool_use() {
+    let model = scripted().reply(tool_calls(&[
+        ("c1", "sleep", json!({"ms": 60_000})),
+        ("c2", "sleep", json!({"ms": 60_000})),
+    ]));
+    let agent = orchestrator(model);
+    let Run {
+        mut events,
+        input: _input,
+        handle,
+    } = agent.run("go").unwrap();
+    let cancel = handle.cancellation().clone();
+    let mut executing = 0;
+    let mut seen = Vec::new();
+    while let Some(event) = events.recv().await {
+        if matches!(event, LoopEvent::ToolOutputDelta { .. }) {
+            executing += 1;
+            if executing == 2 {
+                cancel.cancel();
+            }
+        }
+        seen.push(event);
+    }
+    assert!(matches!(handle.wait().await, Err(LoopError::Cancelled)));
+    let messages = agent.messages();
+    let results: Vec<(String, bool)> = messages
+        .last()
+        .unwrap()
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult {
+                tool_use_id,
+                is_error,
+                ..
+            } => Some((tool_use_id.clone(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, [("c1".to_owned(), true), ("c2".to_owned(), true)]);
+    assert!(seen.iter().any(|e| matches!(
+        e,
+        LoopEvent::StateChanged {
+            to: LoopState::Cancelled,
+            ..
+        }
+    )));
+}
+
+#[tokio::test]
+async fn cancelling_the_orchestrator_token_cancels_its_runs() {
+    let token = tokio_util::sync::CancellationToken::new();
+    let agent = Orchestrator::builder(Arc::new(Stalls), OrchestratorConfig::new("m"))
+        .cancellation(token.clone())
+        .build();
+    let run = agent.run("go").unwrap();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        token.cancel();
+    });
+    let (_, outcome) = drain(run).await;
+    assert!(matches!(outcome, Err(LoopError::Cancelled)));
+}
+
+#[tokio::test]
+async fn a_face_that_stops_reading_cannot_keep_a_cancelled_run_alive() {
+    // Room for one event: the text delta finds the receiver full and the loop waits there.
+    let mut config = OrchestratorConfig::new("m");
+    config.event_capacity = 1;
+    let agent = Orchestrator::builder(Arc::new(Stalls), config).build();
+    let mut subscription = agent.subscribe();
+    let Run {
+        mut events,
+        input: _input,
+        handle,
+    } = agent.run("go").unwrap();
+    // Subscribers get each event before the receiver: once the delta is out, the loop is
+    // waiting for room in the receiver nobody reads.
+    while !matches!(subscription.recv().await, Some(LoopEvent::TextDelta { .. })) {}
+    handle.cancel();
+    let outcome = tokio::time::timeout(Duration::from_secs(1), handle.wait())
+        .await
+        .expect("the run ended although the face never read");
+    assert!(matches!(outcome, Err(LoopError::Cancelled)));
+    // Nothing was dropped: the face reads every event, in order, when it comes back.
+    let mut seen = Vec::new();
+    while let Some(event) = events.recv().await {
+        seen.push(event);
+    }
+    assert_eq!(
+        labels(&seen),
+        [
+            "state streaming",
+            "text \"thinking about it\"",
+            "state cancelled",
+            "error cancelled"
+        ]
+    );
+}

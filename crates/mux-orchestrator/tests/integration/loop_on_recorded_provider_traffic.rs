@@ -1,0 +1,187 @@
+//! The whole loop through the real Anthropic and OpenAI provider code, against a local server
+//! replaying traffic recorded from the real APIs (fixtures in mux-llm/tests/fixtures).
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use common::labels;
+use mux_llm::anthropic::AnthropicClient;
+use mux_llm::openai::OpenAiClient;
+use mux_llm::testing::{ReplayServer, Reply};
+use mux_llm::{ApiKey, ContentBlock, LlmClient};
+use mux_orchestrator::{LoopEvent, Orchestrator, OrchestratorConfig};
+use mux_tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+fn fixture(path: &str) -> Vec<u8> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mux-llm/tests/fixtures");
+    std::fs::read(dir.join(path)).unwrap()
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct WeatherArgs {
+    /// The city.
+    location: String,
+}
+
+/// The tool of the Anthropic recording.
+struct GetWeather;
+
+impl TypedTool for GetWeather {
+    type Args = WeatherArgs;
+    const NAME: &'static str = "get_weather";
+    fn description(&self) -> String {
+        "Current weather".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+    async fn call(&self, args: WeatherArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!(
+            "18°C and cloudy in {}",
+            args.location
+        )))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct CityWeatherArgs {
+    /// The city.
+    city: String,
+    /// The country.
+    country: String,
+    /// `c` or `f`.
+    units: String,
+}
+
+/// The tool of the OpenAI recording.
+struct GetWeatherArgs;
+
+impl TypedTool for GetWeatherArgs {
+    type Args = CityWeatherArgs;
+    const NAME: &'static str = "GetWeatherArgs";
+    fn description(&self) -> String {
+        "Current weather".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+    async fn call(&self, args: CityWeatherArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!(
+            "7°{} and raining in {}",
+            args.units.to_uppercase(),
+            args.city
+        )))
+    }
+}
+
+#[tokio::test]
+async fn anthropic_tool_use_then_answer() {
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture("anthropic/tool_use.sse")).chunked(7),
+        Reply::sse(fixture("anthropic/basic.sse")).chunked(5),
+    ])
+    .await
+    .unwrap();
+    let client = AnthropicClient::new(ApiKey::new("sk-ant-test"))
+        .unwrap()
+        .base_url(server.url())
+        .unwrap();
+    let registry = Registry::new();
+    registry.register_typed(GetWeather).unwrap();
+    let agent = Orchestrator::builder(
+        Arc::new(client) as Arc<dyn LlmClient>,
+        OrchestratorConfig::new("claude-sonnet-4-20250514"),
+    )
+    .tools(registry)
+    .build();
+    let (events, outcome) = common::drain(agent.run("What's the weather in Paris?").unwrap()).await;
+    let summary = outcome.unwrap();
+
+    assert_eq!(summary.tool_calls.len(), 1);
+    assert_eq!(summary.tool_calls[0].name, "get_weather");
+    assert_eq!(
+        summary.tool_calls[0].output.to_text(),
+        "18°C and cloudy in Paris"
+    );
+    assert_eq!(summary.iterations, 2);
+    assert!(summary.usage.input_tokens > 0 && summary.usage.output_tokens > 0);
+    assert!(events.iter().any(
+        |e| matches!(e, LoopEvent::ToolCallArguments { input, .. } if input["location"] == "Paris")
+    ));
+    insta::assert_json_snapshot!("anthropic_tool_use_then_answer", labels(&events));
+
+    // The second request carried the tool_use and its result, paired by the recorded id.
+    let second = server.requests()[1].json();
+    let messages = second["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3);
+    assert_eq!(messages[1]["content"][1]["type"], "tool_use");
+    let id = messages[1]["content"][1]["id"].as_str().unwrap();
+    assert_eq!(messages[2]["content"][0]["tool_use_id"], id);
+    assert_eq!(
+        server.requests()[0].header("x-api-key"),
+        Some("sk-ant-test")
+    );
+    let ContentBlock::ToolResult { .. } = &agent.messages()[2].content[0] else {
+        panic!("no tool result")
+    };
+}
+
+#[tokio::test]
+async fn openai_parallel_tool_calls_then_answer() {
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture("openai/parallel_tools.sse")).chunked(11),
+        Reply::sse(fixture("openai/max_tokens.sse")),
+    ])
+    .await
+    .unwrap();
+    let client = OpenAiClient::new(ApiKey::new("sk-test"))
+        .unwrap()
+        .base_url(format!("{}/v1", server.url()))
+        .unwrap();
+    let registry = Registry::new();
+    registry.register_typed(GetWeatherArgs).unwrap();
+    let agent = Orchestrator::builder(
+        Arc::new(client) as Arc<dyn LlmClient>,
+        OrchestratorConfig::new("gpt-4o-2024-08-06"),
+    )
+    .tools(registry)
+    .build();
+    let (events, outcome) = common::drain(
+        agent
+            .run("Weather in Edinburgh and New York? And a stock price.")
+            .unwrap(),
+    )
+    .await;
+    let summary = outcome.unwrap();
+
+    // The recording calls GetWeatherArgs and get_stock_price (which we do not have) in parallel.
+    let names: Vec<&str> = summary.tool_calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["GetWeatherArgs", "get_stock_price"]);
+    assert_eq!(
+        summary.tool_calls[0].output.to_text(),
+        "7°C and raining in Edinburgh"
+    );
+    assert!(
+        summary.tool_calls[1].output.is_error,
+        "an unknown tool is an error result, not a crash"
+    );
+    insta::assert_json_snapshot!("openai_parallel_tools_then_answer", labels(&events));
+
+    let second = server.requests()[1].json();
+    let tool_messages: Vec<&serde_json::Value> = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(
+        tool_messages.len(),
+        2,
+        "every tool call answered with a role:tool message"
+    );
+}

@@ -1,0 +1,13 @@
+//! The integration tests, one module per area, linked into one test binary.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+mod approvals_and_ask_user;
+mod cancellation;
+mod context_providers;
+mod hooks_at_every_point;
+mod loop_on_a_scripted_model;
+mod loop_on_recorded_provider_traffic;
+mod mcp_servers;
+mod sessions_and_compaction;

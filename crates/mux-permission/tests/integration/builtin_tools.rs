@@ -1,0 +1,76 @@
+//! The gate in front of mux-tool's own built-in tools (`bash`, `read_file`, `write_file`):
+//! their subjects get the same shell- and path-aware matching as the names in the issue.
+
+use mux_permission::{PathContext, PermissionGate, Permissions, RuleSet, Scope, ScopeRules};
+use mux_tool::builtin::{self, Sandbox};
+use mux_tool::{CallScope, Executor, Registry, ToolCall};
+use serde_json::{Value, json};
+
+async fn run(executor: &Executor, tool: &str, input: Value) -> (bool, String) {
+    let outcome = executor
+        .execute(ToolCall::new("1", tool, input), &CallScope::default())
+        .await;
+    (outcome.is_error(), outcome.output().to_text())
+}
+
+#[tokio::test]
+async fn builtin_tools_are_gated_by_their_subjects() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::create_dir_all(root.join("secrets")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    std::fs::write(root.join("secrets/key"), "hunter2\n").unwrap();
+    std::os::unix::fs::symlink("../secrets", root.join("src/escape")).unwrap();
+
+    let rules = RuleSet::new()
+        .with_allow("bash(echo:*)")
+        .unwrap()
+        .with_allow("read_file(./src/**)")
+        .unwrap()
+        .with_deny("bash(rm:*)")
+        .unwrap()
+        .with_deny("read_file(./secrets/**)")
+        .unwrap();
+    let permissions = Permissions::builder(PathContext::with_home(&root, None))
+        .scope(Scope::Project, ScopeRules::new(rules))
+        .build();
+    let registry = Registry::new();
+    builtin::register(&registry, &Sandbox::new(&root).unwrap()).unwrap();
+    let executor = Executor::builder(registry)
+        .gate(PermissionGate::without_asker(permissions))
+        .build();
+
+    let (is_error, text) = run(&executor, "bash", json!({"command": "echo gated"})).await;
+    assert!(!is_error && text.contains("gated"), "{text}");
+
+    let (is_error, text) = run(
+        &executor,
+        "bash",
+        json!({"command": "echo hi; rm secrets/key"}),
+    )
+    .await;
+    assert!(is_error && text.contains("bash(rm:*)"), "{text}");
+    assert!(root.join("secrets/key").exists());
+
+    let (is_error, text) = run(&executor, "read_file", json!({"path": "src/lib.rs"})).await;
+    assert!(!is_error && text.contains("pub fn f"), "{text}");
+
+    // Through a symlink out of src into secrets: the deny rule sees the resolved path.
+    let (is_error, text) = run(&executor, "read_file", json!({"path": "src/escape/key"})).await;
+    assert!(
+        is_error && text.contains("read_file(./secrets/**)"),
+        "{text}"
+    );
+    assert!(!text.contains("hunter2"));
+
+    // Unmatched: nobody to ask, so refused, and the file is not written.
+    let (is_error, _) = run(
+        &executor,
+        "write_file",
+        json!({"path": "src/new.rs", "content": "x"}),
+    )
+    .await;
+    assert!(is_error);
+    assert!(!root.join("src/new.rs").exists());
+}

@@ -1,0 +1,13 @@
+//! The integration tests, one module per area, linked into one test binary.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+mod builtin_bash_kills_its_process_group;
+mod builtin_file_tools;
+mod builtin_paths_cannot_escape_the_root;
+mod builtin_schemas;
+mod builtin_web_fetch;
+mod executor_hooks_and_approval;
+mod executor_isolation_and_batches;
+mod registry_and_typed_tools;

@@ -1,0 +1,6 @@
+//! The integration tests, one module per area, linked into one test binary.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod llm_call;
+mod mcp_inspect;
+mod quickstart;

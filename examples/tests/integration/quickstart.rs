@@ -1,0 +1,167 @@
+//! The quickstart as a real process: offline, against a local server replaying a model that
+//! asks the user a question, and against a provider that refuses the key.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use mux_llm::testing::{ReplayServer, Reply};
+use serde_json::{Value, json};
+
+/// Builds the example (a no-op when it is fresh) and returns its path, beside this test's
+/// own binary in the target directory. The flags match `cargo xtask test`'s, so in CI the
+/// build reuses the test step's artifacts instead of compiling a second set.
+fn quickstart() -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "--workspace",
+            "--all-features",
+            "--example",
+            "quickstart",
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success(), "building the quickstart failed");
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    profile_dir
+        .join("examples")
+        .join(format!("quickstart{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// Runs the quickstart in the repository root with stdin closed (not a terminal), no
+/// provider keys except `env`, and a generous time limit.
+fn run(env: &[(&str, String)]) -> (Output, String, String) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut command = Command::new(quickstart());
+    command
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for key in [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "MUX_MODEL",
+    ] {
+        command.env_remove(key);
+    }
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("the quickstart did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output, stdout, stderr)
+}
+
+/// An Anthropic streaming response with the given content blocks.
+fn anthropic_sse(blocks: &[Value], stop_reason: &str) -> Vec<u8> {
+    let mut events = vec![json!({"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [], "stop_reason": null, "usage": {"input_tokens": 12, "output_tokens": 1}}})];
+    for (index, block) in blocks.iter().enumerate() {
+        let (start, delta) = if block["type"] == "tool_use" {
+            (
+                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
+                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
+            )
+        } else {
+            (
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": block["text"]}),
+            )
+        };
+        events.push(json!({"type": "content_block_start", "index": index, "content_block": start}));
+        events.push(json!({"type": "content_block_delta", "index": index, "delta": delta}));
+        events.push(json!({"type": "content_block_stop", "index": index}));
+    }
+    events.push(json!({"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": 9}}));
+    events.push(json!({"type": "message_stop"}));
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect::<String>()
+        .into_bytes()
+}
+
+#[test]
+fn offline_it_says_so_decides_automatically_and_calls_a_real_tool() {
+    let (output, stdout, stderr) = run(&[]);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("running offline"), "{stdout}");
+    assert!(
+        stdout.contains("stdin is not a terminal: deciding automatically"),
+        "{stdout}"
+    );
+    // The real list_dir tool ran on the repository root and its listing came back.
+    assert!(stdout.contains("→ list_dir"), "{stdout}");
+    assert!(stdout.contains("Its README begins: \"# mux\""), "{stdout}");
+    assert!(
+        stdout.contains("needs approval") && stdout.contains("denied automatically"),
+        "{stdout}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_from_the_model_is_answered_when_no_one_can_answer() {
+    let ask = json!({"type": "tool_use", "id": "toolu_1", "name": "ask_user",
+        "input": {"question": "Which part interests you?"}});
+    let server = ReplayServer::start(vec![
+        Reply::sse(anthropic_sse(&[ask], "tool_use")),
+        Reply::sse(anthropic_sse(
+            &[json!({"type": "text", "text": "Fine, the whole project."})],
+            "end_turn",
+        )),
+    ])
+    .await
+    .unwrap();
+    let env = [
+        ("ANTHROPIC_API_KEY", "test-key".to_owned()),
+        ("ANTHROPIC_BASE_URL", server.url()),
+    ];
+    let (output, stdout, stderr) = tokio::task::spawn_blocking(move || run(&env))
+        .await
+        .unwrap();
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("Using Anthropic"), "{stdout}");
+    assert!(stdout.contains("Which part interests you?"), "{stdout}");
+    assert!(stdout.contains("Fine, the whole project."), "{stdout}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let answer = requests[1].json()["messages"].to_string();
+    assert!(answer.contains("not available"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_error_exits_non_zero_with_the_typed_error() {
+    let body = json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}});
+    let server = ReplayServer::start(vec![Reply::json(401, body.to_string())])
+        .await
+        .unwrap();
+    let env = [
+        ("ANTHROPIC_API_KEY", "bogus".to_owned()),
+        ("ANTHROPIC_BASE_URL", server.url()),
+    ];
+    let (output, stdout, stderr) = tokio::task::spawn_blocking(move || run(&env))
+        .await
+        .unwrap();
+    assert!(!output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("error: model call failed: anthropic: authentication failed (HTTP 401): invalid x-api-key"),
+        "{stderr}"
+    );
+}
