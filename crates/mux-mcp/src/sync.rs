@@ -1,6 +1,6 @@
 //! Keeping a mux-tool `Registry` in step with a coordinator's tools.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mux_tool::{Registry, Tool};
@@ -19,7 +19,9 @@ pub struct SyncReport {
     /// Proxies replaced because their tool's description, schema or annotations changed.
     pub updated: Vec<String>,
     /// Qualified names left alone because the registry holds another tool of that name
-    /// (a tool this sync did not register is never replaced or removed).
+    /// (a tool this sync did not register is never replaced or removed). A conflict is
+    /// reported by the sync that first meets it, not again while it lasts;
+    /// [`RegistrySync::resync`] reports every current one.
     pub conflicts: Vec<String>,
 }
 
@@ -37,6 +39,8 @@ struct State {
     events: Events,
     /// The proxies this sync registered, by qualified name.
     installed: BTreeMap<String, Arc<McpTool>>,
+    /// The conflicts already reported, so a lasting one is reported once.
+    conflicts: BTreeSet<String>,
     /// Whether the coordinator may have changed since the last reconcile.
     dirty: bool,
 }
@@ -91,6 +95,7 @@ impl RegistrySync {
             state: Mutex::new(State {
                 events: coordinator.subscribe(),
                 installed: BTreeMap::new(),
+                conflicts: BTreeSet::new(),
                 dirty: true,
             }),
             coordinator: coordinator.clone(),
@@ -151,11 +156,13 @@ impl RegistrySync {
         self.reconcile(&mut state)
     }
 
-    /// Brings the registry up to date now, whether or not an event announced a change.
+    /// Brings the registry up to date now, whether or not an event announced a change, and
+    /// reports every current conflict.
     pub fn resync(&self) -> SyncReport {
         let mut state = self.lock();
         while state.events.try_recv().is_some() {}
         state.dirty = false;
+        state.conflicts.clear();
         self.reconcile(&mut state)
     }
 
@@ -181,6 +188,7 @@ impl RegistrySync {
             .map(|proxy| (proxy.spec().name.to_string(), proxy))
             .collect();
         let mut report = SyncReport::default();
+        let mut conflicts = BTreeSet::new();
         let stale: Vec<String> = state
             .installed
             .keys()
@@ -201,7 +209,10 @@ impl RegistrySync {
             }
             let ours = current.is_some_and(|old| self.is_ours(&name, old));
             if !ours && self.registry.contains(&name) {
-                report.conflicts.push(name);
+                if !state.conflicts.contains(&name) {
+                    report.conflicts.push(name.clone());
+                }
+                conflicts.insert(name);
                 continue;
             }
             match self.registry.replace(Arc::clone(&proxy) as Arc<dyn Tool>) {
@@ -219,6 +230,7 @@ impl RegistrySync {
                 }
             }
         }
+        state.conflicts = conflicts;
         report
     }
 

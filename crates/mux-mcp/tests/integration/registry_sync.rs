@@ -72,6 +72,9 @@ async fn the_registry_follows_connects_disconnects_and_filters() {
     coordinator.disconnect("b").await.unwrap();
     let gone = sync.sync();
     assert_eq!(gone.removed, ["mcp__b__echo", "mcp__b__get-sum"]);
+    // The lasting conflict was reported once; a forced resync reports it again.
+    assert!(gone.conflicts.is_empty(), "{gone:?}");
+    assert_eq!(sync.resync().conflicts, ["mcp__a__echo"]);
     assert_eq!(mcp_names(&registry), ["mcp__a__echo"]);
 
     coordinator.connect("b").await.unwrap();
