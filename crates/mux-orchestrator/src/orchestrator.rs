@@ -368,31 +368,40 @@ impl Orchestrator {
         let (events_tx, events) = mpsc::channel(config.event_capacity.max(1));
         let (input, inputs) = mpsc::channel(64);
         let cancel = self.services.cancel.child_token();
+        // Fires when the run is cancelled or its loop has ended: from then on no event waits
+        // for the face, and the router drains the inputs left and stops.
+        let winding_down = cancel.child_token();
         let emitter = Emitter::new(
             Some(events_tx),
             self.services.broadcast.clone(),
-            cancel.clone(),
+            winding_down.clone(),
         );
         let run = Arc::new(RunShared::new(emitter, cancel.clone()));
 
         let this = self.clone();
         let prompt = prompt.into();
-        // One task: the input router is polled beside the loop and dropped when it ends.
+        // One task: the input router runs beside the loop, and the run ends when both have.
         let join = tokio::spawn(async move {
             let _running = running;
-            let router = route_inputs(inputs, Arc::clone(&run));
-            let driven = crate::run::drive(&this, &run, prompt);
-            tokio::pin!(router, driven);
-            tokio::select! {
-                biased;
-                result = &mut driven => result,
-                // The router only ends when every input sender is gone; the loop goes on.
-                () = &mut router => driven.await,
+            let router = route_inputs(inputs, Arc::clone(&run), winding_down.clone());
+            let driven = async {
+                let result = crate::run::drive(&this, &run, prompt).await;
+                winding_down.cancel();
+                result
+            };
+            let (result, ()) = tokio::join!(driven, router);
+            // Messages queued after the loop's last look at the queue: say so, never drop them.
+            for text in run.take_queued_messages() {
+                run.emit(unread_message(&text)).await;
             }
+            result
         });
         Ok(Run {
             events,
-            input: InputSender { tx: input },
+            input: InputSender {
+                tx: input,
+                cancel: cancel.clone(),
+            },
             handle: RunHandle { join, cancel },
         })
     }
@@ -515,8 +524,24 @@ impl Drop for RunningGuard {
 /// Reads the face's inputs and delivers them: approvals and responses to the calls waiting
 /// for them, new messages to the next turn, cancel to the run's token. An answer nobody waits
 /// for is reported, never silently dropped.
-async fn route_inputs(mut inputs: mpsc::Receiver<LoopInput>, run: Arc<RunShared>) {
-    while let Some(input) = inputs.recv().await {
+/// Hands each input to the run until every sender is gone, or until `winding_down` fires;
+/// then it stops taking inputs and answers the ones already sent (a message the loop can no
+/// longer read is rejected, not dropped).
+async fn route_inputs(
+    mut inputs: mpsc::Receiver<LoopInput>,
+    run: Arc<RunShared>,
+    winding_down: CancellationToken,
+) {
+    loop {
+        let input = tokio::select! {
+            biased;
+            input = inputs.recv() => input,
+            () = winding_down.cancelled(), if !inputs.is_closed() => {
+                inputs.close();
+                continue;
+            }
+        };
+        let Some(input) = input else { return };
         let rejected = match input {
             LoopInput::Cancel => {
                 run.cancel.cancel();
@@ -527,6 +552,10 @@ async fn route_inputs(mut inputs: mpsc::Receiver<LoopInput>, run: Arc<RunShared>
             .then(|| format!("no call `{call_id}` is waiting for approval")),
             LoopInput::UserResponse { call_id, text } => (!run.answer_response(&call_id, text))
                 .then(|| format!("no call `{call_id}` is waiting for a user response")),
+            LoopInput::UserMessage { text } if winding_down.is_cancelled() => {
+                run.emit(unread_message(&text)).await;
+                None
+            }
             LoopInput::UserMessage { text } => {
                 run.queue_message(text);
                 None
@@ -535,6 +564,15 @@ async fn route_inputs(mut inputs: mpsc::Receiver<LoopInput>, run: Arc<RunShared>
         if let Some(message) = rejected {
             run.emit(LoopEvent::InputRejected { message }).await;
         }
+    }
+}
+
+/// The rejection of a message the run ended (or was cancelled) before reading.
+fn unread_message(text: &str) -> LoopEvent {
+    LoopEvent::InputRejected {
+        message: format!(
+            "the run ended before it read the message {text:?}; send it again in a new run"
+        ),
     }
 }
 
@@ -553,11 +591,19 @@ pub struct Run {
 #[derive(Clone, Debug)]
 pub struct InputSender {
     tx: mpsc::Sender<LoopInput>,
+    cancel: CancellationToken,
 }
 
 impl InputSender {
     /// Sends an input; returns false when the run has ended.
+    ///
+    /// [`LoopInput::Cancel`] takes effect at once, ahead of inputs still queued: it never
+    /// waits behind a router that is itself waiting for a face to read.
     pub async fn send(&self, input: LoopInput) -> bool {
+        if matches!(input, LoopInput::Cancel) {
+            self.cancel.cancel();
+            return !self.tx.is_closed();
+        }
         self.tx.send(input).await.is_ok()
     }
 }

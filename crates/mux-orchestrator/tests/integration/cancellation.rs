@@ -12,7 +12,8 @@ use mux_llm::{
     Usage,
 };
 use mux_orchestrator::{
-    LoopError, LoopEvent, LoopInput, LoopState, Orchestrator, OrchestratorConfig, Run,
+    ApprovalDecision, LoopError, LoopEvent, LoopInput, LoopState, Orchestrator, OrchestratorConfig,
+    Run,
 };
 use serde_json::json;
 
@@ -143,6 +144,47 @@ async fn cancelling_the_orchestrator_token_cancels_its_runs() {
     });
     let (_, outcome) = drain(run).await;
     assert!(matches!(outcome, Err(LoopError::Cancelled)));
+}
+
+#[tokio::test]
+async fn a_cancel_input_is_not_held_up_by_inputs_waiting_for_a_face_that_stopped_reading() {
+    let mut config = OrchestratorConfig::new("m");
+    config.event_capacity = 1;
+    let agent = Orchestrator::builder(Arc::new(Stalls), config).build();
+    let mut subscription = agent.subscribe();
+    let Run {
+        mut events,
+        input,
+        handle,
+    } = agent.run("go").unwrap();
+    while !matches!(subscription.recv().await, Some(LoopEvent::TextDelta { .. })) {}
+    // An answer nobody asked for: its rejection waits for room in the full receiver, and so
+    // does the input router that emits it.
+    let stray = LoopInput::ToolApproval {
+        call_id: "nobody".into(),
+        decision: ApprovalDecision::AllowOnce,
+    };
+    assert!(input.send(stray).await);
+    while !matches!(
+        subscription.recv().await,
+        Some(LoopEvent::InputRejected { .. })
+    ) {}
+    assert!(input.send(LoopInput::Cancel).await);
+    let outcome = tokio::time::timeout(Duration::from_secs(1), handle.wait())
+        .await
+        .expect("the cancel input ended the run although the router was waiting");
+    assert!(matches!(outcome, Err(LoopError::Cancelled)));
+    // The rejection was not lost either.
+    let mut seen = Vec::new();
+    while let Some(event) = events.recv().await {
+        seen.push(event);
+    }
+    assert!(
+        seen.iter().any(
+            |e| matches!(e, LoopEvent::InputRejected { message } if message.contains("nobody"))
+        ),
+        "{seen:?}"
+    );
 }
 
 #[tokio::test]

@@ -484,3 +484,60 @@ async fn a_hook_that_panics_at_any_point_is_reported_and_the_run_goes_on() {
         );
     }
 }
+
+/// Holds the run in its stop hook, after the loop's last look at the message queue, until
+/// the test releases it.
+struct HoldsStop {
+    reached: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    release: Arc<tokio::sync::Notify>,
+}
+
+impl Hook for HoldsStop {
+    fn name(&self) -> &str {
+        "holds-stop"
+    }
+    fn stop<'a>(&'a self, _: &'a str) -> HookResult<'a, StopAction> {
+        if let Some(reached) = self.reached.lock().unwrap().take() {
+            let _ = reached.send(());
+        }
+        Box::pin(async move {
+            self.release.notified().await;
+            Ok(StopAction::Stop)
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_message_the_loop_can_no_longer_read_is_rejected_not_dropped() {
+    let (reached_tx, reached) = tokio::sync::oneshot::channel();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let hooks = Hooks::new();
+    hooks.add(HoldsStop {
+        reached: Mutex::new(Some(reached_tx)),
+        release: Arc::clone(&release),
+    });
+    let agent = mux_orchestrator::Orchestrator::builder(
+        Arc::new(scripted().reply(text("done"))),
+        mux_orchestrator::OrchestratorConfig::new("m"),
+    )
+    .hooks(hooks)
+    .build();
+    let run = agent.run("go").unwrap();
+    reached.await.unwrap();
+    let late = mux_orchestrator::LoopInput::UserMessage {
+        text: "one more thing".into(),
+    };
+    assert!(run.input.send(late).await);
+    release.notify_one();
+    let (events, outcome) = drain(run).await;
+    assert_eq!(outcome.unwrap().text, "done");
+    let rejected: Vec<&str> = events
+        .iter()
+        .filter_map(|event| match event {
+            LoopEvent::InputRejected { message } => Some(message.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rejected.len(), 1, "{events:?}");
+    assert!(rejected[0].contains("one more thing"), "{rejected:?}");
+}
