@@ -28,6 +28,11 @@ impl Cmd {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut command = Command::new(cargo);
         command.args(args).current_dir(workspace_root());
+        for (key, _) in std::env::vars_os() {
+            if key.to_str().is_some_and(is_set_for_a_crate) {
+                command.env_remove(&key);
+            }
+        }
         // Each check builds once: incremental state would only cost disk (gigabytes in CI).
         if std::env::var_os("CARGO_INCREMENTAL").is_none() {
             command.env("CARGO_INCREMENTAL", "0");
@@ -96,5 +101,52 @@ impl Cmd {
             return Err(format!("`{shown}` exited with {}", out.status));
         }
         String::from_utf8(out.stdout).map_err(|err| format!("`{shown}` printed non-UTF-8: {err}"))
+    }
+}
+
+/// Whether cargo sets `key` for the crate it runs (`cargo run` sets them for xtask). A child
+/// cargo must not inherit them: build scripts track some (ring's tracks `CARGO_MANIFEST_DIR`),
+/// so xtask's builds would not reuse what a plain `cargo` command built, nor it theirs.
+fn is_set_for_a_crate(key: &str) -> bool {
+    [
+        "CARGO_MANIFEST_",
+        "CARGO_PKG_",
+        "CARGO_BIN_",
+        "CARGO_CRATE_NAME",
+    ]
+    .iter()
+    .any(|prefix| key.starts_with(prefix))
+        || matches!(
+            key,
+            "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR" | "CARGO_RUSTC_CURRENT_DIR"
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_set_for_a_crate;
+
+    #[test]
+    fn only_the_variables_cargo_sets_for_a_crate_are_dropped() {
+        for key in [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_PKG_NAME",
+            "CARGO_BIN_EXE_xtask",
+            "CARGO_CRATE_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+        ] {
+            assert!(is_set_for_a_crate(key), "{key}");
+        }
+        for key in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_INCREMENTAL",
+            "CARGO_BUILD_JOBS",
+            "CARGO_PROFILE_DEV_DEBUG",
+        ] {
+            assert!(!is_set_for_a_crate(key), "{key}");
+        }
     }
 }

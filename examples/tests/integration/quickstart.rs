@@ -9,10 +9,29 @@ use mux_llm::testing::{ReplayServer, Reply};
 use serde_json::{Value, json};
 
 /// Builds the example (a no-op when it is fresh) and returns its path, beside this test's
-/// own binary in the target directory. The flags match `cargo xtask test`'s, so in CI the
-/// build reuses the test step's artifacts instead of compiling a second set.
+/// own binary in the target directory. The flags match `cargo xtask test`'s, and the variables
+/// cargo set for this test are not passed on (ring's build script tracks
+/// `CARGO_MANIFEST_DIR`), so the build reuses the test step's artifacts.
 fn quickstart() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
+    let mut cargo = Command::new(env!("CARGO"));
+    for (key, _) in std::env::vars() {
+        let for_this_crate = [
+            "CARGO_MANIFEST_",
+            "CARGO_PKG_",
+            "CARGO_BIN_",
+            "CARGO_CRATE_NAME",
+        ]
+        .iter()
+        .any(|prefix| key.starts_with(prefix))
+            || matches!(
+                key.as_str(),
+                "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR" | "CARGO_RUSTC_CURRENT_DIR"
+            );
+        if for_this_crate {
+            cargo.env_remove(key);
+        }
+    }
+    let status = cargo
         .args([
             "build",
             "--quiet",

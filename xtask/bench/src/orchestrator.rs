@@ -1,5 +1,5 @@
 //! The loop's own cost: per turn against calling the model and the tool directly; memory of
-//! idle sessions; event fan-out; cancellation latency.
+//! idle sessions; event fan-out; cancellation latency; appending to a file session.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -438,10 +438,68 @@ fn cancellation(rt: &Runtime) -> Result<Vec<Row>, String> {
     ])
 }
 
+/// One message appended to a file session's history (no fsync), against the plain async
+/// way to append the same serialized line: `tokio::fs` open in append mode and one write.
+fn session_append(rt: &Runtime) -> Result<Row, String> {
+    use mux_orchestrator::session::{FileSessionStore, HistoryRecord, SessionMeta, SessionStore};
+    use tokio::io::AsyncWriteExt;
+
+    const APPENDS: u32 = 2_000;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let store = FileSessionStore::new(dir.path().join("sessions"));
+    let meta = SessionMeta::new();
+    let record = [HistoryRecord::Message {
+        message: Message::user("question: what changed in the parser?"),
+    }];
+    let mut line = serde_json::to_vec(&record[0]).map_err(|e| e.to_string())?;
+    line.push(b'\n');
+    let plain = dir.path().join("plain.jsonl");
+    rt.block_on(store.create(&meta))
+        .map_err(|e| e.to_string())?;
+    let mut failure = None;
+    let mux = per_iter(5, APPENDS, |n| {
+        rt.block_on(async {
+            for _ in 0..n {
+                if let Err(err) = store.append(&meta.id, &record).await {
+                    failure.get_or_insert(err.to_string());
+                }
+            }
+        })
+    });
+    let bare = per_iter(5, APPENDS, |n| {
+        rt.block_on(async {
+            for _ in 0..n {
+                let appended = async {
+                    let mut file = tokio::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&plain)
+                        .await?;
+                    file.write_all(&line).await?;
+                    file.flush().await
+                };
+                if let Err(err) = appended.await {
+                    failure.get_or_insert(err.to_string());
+                }
+            }
+        })
+    });
+    if let Some(err) = failure {
+        return Err(format!("session append failed: {err}"));
+    }
+    Ok(Row {
+        name: "file session append, 1 message".into(),
+        value: mux.as_secs_f64() * 1e6,
+        unit: "µs",
+        baseline: "tokio::fs append of the same line".into(),
+        baseline_value: bare.as_secs_f64() * 1e6,
+    })
+}
+
 pub(crate) fn run() -> Result<Vec<Row>, String> {
     let rt = runtime()?;
     let mut rows = per_turn(&rt)?;
-    rows.extend([idle_sessions(&rt)?, fan_out(&rt)?]);
+    rows.extend([idle_sessions(&rt)?, fan_out(&rt)?, session_append(&rt)?]);
     rows.extend(cancellation(&rt)?);
     Ok(rows)
 }

@@ -164,25 +164,12 @@ impl SessionStore for FileSessionStore {
                 ErrorKind::NotFound => SessionError::NotFound(id.to_owned()),
                 _ => io(operation)(err),
             };
-            let repair_path = path.clone();
-            tokio::task::spawn_blocking(move || tail::cut_torn_last_line(&repair_path))
-                .await
-                .map_err(|err| io("repairing the history")(std::io::Error::other(err)))?
-                .map_err(|err| not_found(err, "repairing the history"))?;
-            let mut file = tokio::fs::OpenOptions::new()
-                .append(true)
-                .open(&path)
-                .await
-                .map_err(|err| not_found(err, "opening the history"))?;
             // One write per append, so a crash tears at most this batch's last line.
-            file.write_all(&buf)
+            let sync = self.sync;
+            tokio::task::spawn_blocking(move || tail::append(&path, &buf, sync))
                 .await
-                .map_err(io("appending to the history"))?;
-            file.flush().await.map_err(io("appending to the history"))?;
-            if self.sync {
-                file.sync_data().await.map_err(io("syncing the history"))?;
-            }
-            Ok(())
+                .map_err(|err| io("appending to the history")(std::io::Error::other(err)))?
+                .map_err(|(operation, err)| not_found(err, operation))
         })
     }
 

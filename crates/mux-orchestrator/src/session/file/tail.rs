@@ -1,23 +1,45 @@
-//! Repairing a history's torn last line before an append.
+//! Appending to a history, after cutting a torn last line.
 
-use std::fs::OpenOptions;
-use std::io::{Read, Seek, SeekFrom};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::session::HistoryRecord;
 
 const CHUNK: u64 = 8 * 1024;
 
-/// Cuts the last line off `path` unless it is a whole record ending in a newline, so the next
+/// Appends `bytes` (whole lines) to the history at `path` in one write, syncing it when
+/// `sync` is set, after cutting a torn last line. The file is opened once, in append mode, so
+/// the whole append is one trip to the blocking pool. An error names the step that failed.
+pub(super) fn append(
+    path: &Path,
+    bytes: &[u8],
+    sync: bool,
+) -> Result<(), (&'static str, std::io::Error)> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(path)
+        .map_err(|err| ("opening the history", err))?;
+    cut_torn_last_line(&mut file, path).map_err(|err| ("repairing the history", err))?;
+    file.write_all(bytes)
+        .map_err(|err| ("appending to the history", err))?;
+    if sync {
+        file.sync_data()
+            .map_err(|err| ("syncing the history", err))?;
+    }
+    Ok(())
+}
+
+/// Cuts the last line off `file` unless it is a whole record ending in a newline, so the next
 /// append starts on a clean line. A crash tears at most the last line; `load` ignores such a
 /// line, and this keeps it from ending up in the middle of the log.
-pub(super) fn cut_torn_last_line(path: &Path) -> std::io::Result<()> {
-    let mut file = OpenOptions::new().read(true).write(true).open(path)?;
+fn cut_torn_last_line(file: &mut File, path: &Path) -> std::io::Result<()> {
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(());
     }
-    let start = last_line_start(&mut file, len)?;
+    let start = last_line_start(file, len)?;
     file.seek(SeekFrom::Start(start))?;
     let mut line = Vec::new();
     file.read_to_end(&mut line)?;
@@ -37,7 +59,7 @@ pub(super) fn cut_torn_last_line(path: &Path) -> std::io::Result<()> {
 }
 
 /// Where the last line starts: just after the last newline before the final byte.
-fn last_line_start(file: &mut std::fs::File, len: u64) -> std::io::Result<u64> {
+fn last_line_start(file: &mut File, len: u64) -> std::io::Result<u64> {
     let mut end = len - 1;
     let mut buf = vec![0; CHUNK as usize];
     while end > 0 {
@@ -66,7 +88,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_torn_or_unreadable_last_line_is_cut() {
+    fn only_a_torn_or_unreadable_last_line_is_cut_before_the_append() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("history.jsonl");
         // A long record, so the backward search crosses several chunks.
@@ -80,12 +102,10 @@ mod tests {
             (String::new(), 0),
         ] {
             std::fs::write(&path, &content).unwrap();
-            cut_torn_last_line(&path).unwrap();
-            assert_eq!(
-                std::fs::metadata(&path).unwrap().len() as usize,
-                kept,
-                "{content:.40}"
-            );
+            append(&path, b"{}\n", false).unwrap();
+            let after = std::fs::read(&path).unwrap();
+            assert_eq!(after.len(), kept + 3, "{content:.40}");
+            assert_eq!(&after[kept..], b"{}\n", "{content:.40}");
         }
     }
 }
