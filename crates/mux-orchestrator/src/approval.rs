@@ -189,9 +189,17 @@ fn answer_to_approval(answer: Answer) -> Approval {
 impl ApprovalGate for LoopGate {
     fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
-            let call_id = request.call.id.clone();
-            let name = request.call.name.clone();
+            // The event's fields are only copied when someone will read it.
+            let ids = self
+                .asker
+                .run
+                .emitter
+                .is_listening()
+                .then(|| (request.call.id.clone(), request.call.name.clone()));
             let approval = self.decide(request).await;
+            let Some((call_id, name)) = ids else {
+                return approval;
+            };
             let event = match &approval {
                 Approval::Approve => LoopEvent::ToolExecuting { call_id, name },
                 Approval::Deny { reason } => LoopEvent::ToolDenied {

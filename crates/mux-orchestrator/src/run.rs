@@ -26,6 +26,10 @@ use crate::state::LoopState;
 use crate::tool_hooks::{AskUserIsAllowed, PostToolHooks, PreToolHooks};
 use crate::{LoopError, title};
 
+/// How many ready stream events in a row the loop takes before it checks for cancellation
+/// (it also checks whenever the stream waits).
+const CANCEL_CHECK_EVERY: u32 = 32;
+
 /// Runs the loop and reports how it ended: the final state, and `Finished` or `Error`.
 pub(crate) async fn drive(
     orch: &Orchestrator,
@@ -439,11 +443,22 @@ impl<'a> Turns<'a> {
         };
         let mut acc = Accumulator::new(provider);
         let mut tool_args: HashMap<usize, (String, String, String)> = HashMap::new();
+        let mut since_check = 0;
         loop {
+            // The stream is polled first, so a ready event costs no poll of the waiter. The
+            // waiter is polled whenever the stream waits (a network stream does after every
+            // chunk), and every `CANCEL_CHECK_EVERY` events of a stream that never waits.
+            since_check += 1;
+            if since_check == CANCEL_CHECK_EVERY {
+                since_check = 0;
+                if futures::poll!(&mut cancelled).is_ready() {
+                    return Err(LoopError::Cancelled);
+                }
+            }
             let next = tokio::select! {
                 biased;
-                () = &mut cancelled => return Err(LoopError::Cancelled),
                 next = stream.next() => next,
+                () = &mut cancelled => return Err(LoopError::Cancelled),
             };
             let Some(event) = next else { break };
             let event = event?;

@@ -213,10 +213,12 @@ impl Executor {
                 name: call.name.clone(),
             });
         };
-        let tool = entry.tool.spec().name.to_string();
         let problems = entry.validator.problems(&call.input);
         if !problems.is_empty() {
-            return Err(ExecError::InvalidArguments { tool, problems });
+            return Err(ExecError::InvalidArguments {
+                tool: entry.tool.spec().name.to_string(),
+                problems,
+            });
         }
         let pre_approved_by = self.run_pre_hooks(&entry, call).await?;
         self.approve(&entry, call, pre_approved_by.as_deref(), scope)
@@ -235,21 +237,22 @@ impl Executor {
         let spec = entry.tool.spec();
         let mut pre_approved_by = None;
         for hook in &self.inner.pre_hooks {
-            let hook_name = hook.name().to_owned();
+            // Named only when the result needs the name: most hooks just continue.
+            let hook_name = || hook.name().to_owned();
             let action = match guarded(|| hook.before(call, spec)).await {
                 Ok(Ok(action)) => action,
-                Ok(Err(err)) => return Err(hook_failed(spec, hook_name, err.to_string())),
+                Ok(Err(err)) => return Err(hook_failed(spec, hook_name(), err.to_string())),
                 Err(panic) => {
-                    return Err(hook_failed(spec, hook_name, format!("panicked: {panic}")));
+                    return Err(hook_failed(spec, hook_name(), format!("panicked: {panic}")));
                 }
             };
             match action {
                 PreHookAction::Continue => {}
-                PreHookAction::Allow => pre_approved_by = Some(hook_name),
+                PreHookAction::Allow => pre_approved_by = Some(hook_name()),
                 PreHookAction::Block { reason } => {
                     return Err(ExecError::Blocked {
                         tool: spec.name.to_string(),
-                        hook: hook_name,
+                        hook: hook_name(),
                         reason,
                     });
                 }
@@ -258,7 +261,7 @@ impl Executor {
                     if !problems.is_empty() {
                         return Err(ExecError::InvalidRewrite {
                             tool: spec.name.to_string(),
-                            hook: hook_name,
+                            hook: hook_name(),
                             problems,
                         });
                     }

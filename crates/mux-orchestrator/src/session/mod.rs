@@ -209,12 +209,49 @@ fn session_id_at(now_ms: u64) -> String {
     static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
     let pid = *PID.get_or_init(std::process::id);
-    format!("{now_ms:012x}-{pid:x}-{count:x}")
+    // Written by hand: `format!` cost as much as the rest of a new conversation.
+    let mut id = String::with_capacity(12 + 1 + 8 + 1 + 16);
+    push_hex(&mut id, now_ms, 12);
+    id.push('-');
+    push_hex(&mut id, u64::from(pid), 1);
+    id.push('-');
+    push_hex(&mut id, count, 1);
+    id
+}
+
+/// Appends `value` in lower-case hex, zero-padded to at least `width` digits (at most 16).
+fn push_hex(out: &mut String, value: u64, width: usize) {
+    let significant = (64 - value.leading_zeros() as usize).div_ceil(4);
+    let digits = significant.max(width).clamp(1, 16);
+    for position in (0..digits).rev() {
+        let nibble = (value >> (position * 4)) & 0xf;
+        out.push(char::from(b"0123456789abcdef"[nibble as usize]));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_digits_match_the_formatter() {
+        for value in [
+            0,
+            1,
+            0xf,
+            0x10,
+            0xabc,
+            u64::from(u32::MAX),
+            0x1234_5678_9abc,
+            u64::MAX,
+        ] {
+            for width in [1, 12] {
+                let mut out = String::new();
+                push_hex(&mut out, value, width);
+                assert_eq!(out, format!("{value:0width$x}"));
+            }
+        }
+    }
 
     #[test]
     fn ids_are_unique_and_valid() {

@@ -146,6 +146,69 @@ async fn cancelling_the_orchestrator_token_cancels_its_runs() {
     assert!(matches!(outcome, Err(LoopError::Cancelled)));
 }
 
+/// A model whose stream never waits: text deltas without end.
+struct Floods;
+
+impl LlmClient for Floods {
+    fn provider(&self) -> &str {
+        "floods"
+    }
+    fn stream(&self, _request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
+        Box::pin(async {
+            let start = futures::stream::iter(vec![
+                Ok(StreamEvent::MessageStart {
+                    id: None,
+                    model: None,
+                    usage: Usage::default(),
+                }),
+                Ok(StreamEvent::BlockStart {
+                    index: 0,
+                    block: BlockStart::Text,
+                }),
+            ]);
+            let deltas = futures::stream::repeat_with(|| {
+                Ok(StreamEvent::TextDelta {
+                    index: 0,
+                    text: "x".into(),
+                })
+            });
+            let stream: EventStream = Box::pin(start.chain(deltas));
+            Ok(stream)
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_stream_that_never_waits_is_still_cancelled() {
+    let agent = Orchestrator::builder(Arc::new(Floods), OrchestratorConfig::new("m")).build();
+    // With a face reading.
+    let Run {
+        mut events,
+        input: _input,
+        handle,
+    } = agent.run("go").unwrap();
+    while !matches!(events.recv().await, Some(LoopEvent::TextDelta { .. })) {}
+    handle.cancel();
+    let outcome = tokio::time::timeout(Duration::from_secs(5), handle.wait())
+        .await
+        .expect("a stream that never waits kept the run alive");
+    assert!(matches!(outcome, Err(LoopError::Cancelled)));
+    // And without one: the loop takes events in a tight loop, and still sees the cancel.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let quiet = Orchestrator::builder(Arc::new(Floods), OrchestratorConfig::new("m"))
+        .cancellation(cancel.clone())
+        .build();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        cancel.cancel();
+    });
+    let outcome = tokio::time::timeout(Duration::from_secs(5), quiet.run_to_completion("go"))
+        .await
+        .expect("a face-less run on a stream that never waits ignored the cancel");
+    assert!(matches!(outcome, Err(LoopError::Cancelled)), "{outcome:?}");
+    canceller.await.unwrap();
+}
+
 #[tokio::test]
 async fn a_cancel_input_is_not_held_up_by_inputs_waiting_for_a_face_that_stopped_reading() {
     let mut config = OrchestratorConfig::new("m");
