@@ -392,7 +392,8 @@ impl Orchestrator {
             let (result, ()) = tokio::join!(driven, router);
             // Messages queued after the loop's last look at the queue: say so, never drop them.
             for text in run.take_queued_messages() {
-                run.emit(unread_message(&text)).await;
+                let message = unread_message(&text);
+                run.emit(LoopEvent::InputRejected { message }).await;
             }
             result
         });
@@ -523,10 +524,8 @@ impl Drop for RunningGuard {
 
 /// Reads the face's inputs and delivers them: approvals and responses to the calls waiting
 /// for them, new messages to the next turn, cancel to the run's token. An answer nobody waits
-/// for is reported, never silently dropped.
-/// Hands each input to the run until every sender is gone, or until `winding_down` fires;
-/// then it stops taking inputs and answers the ones already sent (a message the loop can no
-/// longer read is rejected, not dropped).
+/// for is reported, never silently dropped. Once `winding_down` fires it takes no new inputs
+/// and answers the ones already sent; a message the loop can no longer read is rejected.
 async fn route_inputs(
     mut inputs: mpsc::Receiver<LoopInput>,
     run: Arc<RunShared>,
@@ -553,8 +552,7 @@ async fn route_inputs(
             LoopInput::UserResponse { call_id, text } => (!run.answer_response(&call_id, text))
                 .then(|| format!("no call `{call_id}` is waiting for a user response")),
             LoopInput::UserMessage { text } if winding_down.is_cancelled() => {
-                run.emit(unread_message(&text)).await;
-                None
+                Some(unread_message(&text))
             }
             LoopInput::UserMessage { text } => {
                 run.queue_message(text);
@@ -567,13 +565,9 @@ async fn route_inputs(
     }
 }
 
-/// The rejection of a message the run ended (or was cancelled) before reading.
-fn unread_message(text: &str) -> LoopEvent {
-    LoopEvent::InputRejected {
-        message: format!(
-            "the run ended before it read the message {text:?}; send it again in a new run"
-        ),
-    }
+/// Why a message the run ended (or was cancelled) before reading is rejected.
+fn unread_message(text: &str) -> String {
+    format!("the run ended before it read the message {text:?}; send it again in a new run")
 }
 
 /// A started run.
