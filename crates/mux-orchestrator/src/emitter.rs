@@ -1,6 +1,7 @@
 //! Delivering events: one lossless bounded receiver per run, plus broadcast subscribers that
 //! are told explicitly when they lag. A full receiver holds the run back (backpressure) until
-//! the run is cancelled; then undelivered events wait in an overflow queue instead.
+//! the run is cancelled or its loop has ended; then undelivered events wait in an overflow
+//! queue instead.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -17,31 +18,39 @@ pub(crate) struct Emitter {
     broadcast: broadcast::Sender<LoopEvent>,
 }
 
-/// The run's own receiver, and what happens to events it cannot take once the run is
-/// cancelled.
+/// The run's own receiver, and what happens to events it cannot take once waiting stops.
 #[derive(Clone, Debug)]
 struct Primary {
     tx: mpsc::Sender<LoopEvent>,
-    cancel: CancellationToken,
-    /// Set when, after cancellation, the receiver was full: that event and every later one
-    /// go here, in order, and a background task delivers them as the face reads.
+    /// Fires when waiting for the face must stop: the run is cancelled or its loop ended.
+    stop_waiting: CancellationToken,
+    /// Set when, after `stop_waiting` fired, the receiver was full: that event and every
+    /// later one go here, in order, and a background task delivers them as the face reads.
     overflow: Arc<Mutex<Option<mpsc::UnboundedSender<LoopEvent>>>>,
 }
 
 impl Emitter {
-    /// An emitter to `primary` (if any) and `broadcast`. Waiting for room in `primary` stops
-    /// when `cancel` fires.
+    /// An emitter to a run's receiver `tx` and to `broadcast`. Waiting for room in `tx` stops
+    /// when `stop_waiting` fires.
     pub(crate) fn new(
-        primary: Option<mpsc::Sender<LoopEvent>>,
+        tx: mpsc::Sender<LoopEvent>,
         broadcast: broadcast::Sender<LoopEvent>,
-        cancel: CancellationToken,
+        stop_waiting: CancellationToken,
     ) -> Self {
-        let primary = primary.map(|tx| Primary {
+        let primary = Some(Primary {
             tx,
-            cancel,
+            stop_waiting,
             overflow: Arc::default(),
         });
         Self { primary, broadcast }
+    }
+
+    /// An emitter to `broadcast` subscribers only, for a run without a receiver.
+    pub(crate) fn broadcast_only(broadcast: broadcast::Sender<LoopEvent>) -> Self {
+        Self {
+            primary: None,
+            broadcast,
+        }
     }
 
     /// Whether any receiver or subscriber would see an event; lets the loop skip building
@@ -52,7 +61,7 @@ impl Emitter {
     }
 
     /// Delivers `event`. While the run is live this waits for room in the receiver; once it
-    /// is cancelled it never waits (see [`Primary::send`]).
+    /// is cancelled or its loop ended it never waits (see [`Primary::send`]).
     pub(crate) async fn emit(&self, event: LoopEvent) {
         if self.broadcast.receiver_count() > 0 {
             // Lag is reported to the slow receiver itself, as `LoopEvent::Lagged`.
@@ -65,7 +74,7 @@ impl Emitter {
 }
 
 impl Primary {
-    /// Sends in order. An event that finds the receiver full after cancellation is not
+    /// Sends in order. An event that finds the receiver full after `stop_waiting` fired is not
     /// dropped: it is queued, with every later event, for a task that hands them over as the
     /// face reads and stops when the receiver is dropped. The run ends without waiting.
     async fn send(&self, event: LoopEvent) {
@@ -80,7 +89,7 @@ impl Primary {
                     permit.send(event);
                 }
             }
-            () = self.cancel.cancelled() => self.overflow(event),
+            () = self.stop_waiting.cancelled() => self.overflow(event),
         }
     }
 

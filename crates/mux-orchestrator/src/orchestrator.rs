@@ -372,7 +372,7 @@ impl Orchestrator {
         // for the face, and the router drains the inputs left and stops.
         let winding_down = cancel.child_token();
         let emitter = Emitter::new(
-            Some(events_tx),
+            events_tx,
             self.services.broadcast.clone(),
             winding_down.clone(),
         );
@@ -417,7 +417,7 @@ impl Orchestrator {
     ) -> Result<RunSummary, LoopError> {
         let running = RunningGuard::acquire(&self.running)?;
         let cancel = self.services.cancel.child_token();
-        let emitter = Emitter::new(None, self.services.broadcast.clone(), cancel.clone());
+        let emitter = Emitter::broadcast_only(self.services.broadcast.clone());
         let _cancel_on_drop = cancel.clone().drop_guard();
         let run = Arc::new(RunShared::new(emitter, cancel).unattended());
         // The loop runs in the caller's task: no spawn, no hand-off. A panic in it is reported
@@ -432,9 +432,8 @@ impl Orchestrator {
     /// Summarizes older turns now (if there are enough), whatever the token count.
     pub async fn compact(&self) -> Result<Option<(u64, u64)>, LoopError> {
         let _running = RunningGuard::acquire(&self.running)?;
-        let cancel = self.services.cancel.child_token();
-        let emitter = Emitter::new(None, self.services.broadcast.clone(), cancel.clone());
-        let run = Arc::new(RunShared::new(emitter, cancel));
+        let emitter = Emitter::broadcast_only(self.services.broadcast.clone());
+        let run = Arc::new(RunShared::new(emitter, self.services.cancel.child_token()));
         crate::run::compact_now(self, &run).await
     }
 
