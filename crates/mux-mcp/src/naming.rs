@@ -73,9 +73,14 @@ pub(crate) fn unique_names(pairs: &[(&str, &str)]) -> Vec<String> {
         .iter()
         .map(|(server, tool)| qualified_name(server, tool))
         .collect();
-    let exact = |i: usize| bases[i] == format!("{PREFIX}{}__{}", pairs[i].0, pairs[i].1);
+    // Whether the qualified name is the pair's own, unsanitized and unshortened.
+    let exact: Vec<bool> = bases
+        .iter()
+        .zip(pairs)
+        .map(|(base, (server, tool))| *base == format!("{PREFIX}{server}__{tool}"))
+        .collect();
     let mut order: Vec<usize> = (0..pairs.len()).collect();
-    order.sort_by(|&a, &b| exact(b).cmp(&exact(a)).then(pairs[a].cmp(&pairs[b])));
+    order.sort_by(|&a, &b| exact[b].cmp(&exact[a]).then(pairs[a].cmp(&pairs[b])));
     let mut taken = BTreeSet::new();
     let mut names = vec![String::new(); pairs.len()];
     for i in order {
