@@ -17,6 +17,21 @@ use mux_orchestrator::{
 };
 use serde_json::json;
 
+/// The start of a response whose first block is text.
+fn text_block_start() -> Vec<Result<StreamEvent, LlmError>> {
+    vec![
+        Ok(StreamEvent::MessageStart {
+            id: None,
+            model: None,
+            usage: Usage::default(),
+        }),
+        Ok(StreamEvent::BlockStart {
+            index: 0,
+            block: BlockStart::Text,
+        }),
+    ]
+}
+
 /// A model that streams some text, then never finishes.
 struct Stalls;
 
@@ -26,21 +41,12 @@ impl LlmClient for Stalls {
     }
     fn stream(&self, _request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
         Box::pin(async {
-            let start = futures::stream::iter(vec![
-                Ok(StreamEvent::MessageStart {
-                    id: None,
-                    model: None,
-                    usage: Usage::default(),
-                }),
-                Ok(StreamEvent::BlockStart {
-                    index: 0,
-                    block: BlockStart::Text,
-                }),
-                Ok(StreamEvent::TextDelta {
-                    index: 0,
-                    text: "thinking about it".into(),
-                }),
-            ]);
+            let mut events = text_block_start();
+            events.push(Ok(StreamEvent::TextDelta {
+                index: 0,
+                text: "thinking about it".into(),
+            }));
+            let start = futures::stream::iter(events);
             let stream: EventStream = Box::pin(start.chain(futures::stream::pending()));
             Ok(stream)
         })
@@ -155,17 +161,7 @@ impl LlmClient for Floods {
     }
     fn stream(&self, _request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
         Box::pin(async {
-            let start = futures::stream::iter(vec![
-                Ok(StreamEvent::MessageStart {
-                    id: None,
-                    model: None,
-                    usage: Usage::default(),
-                }),
-                Ok(StreamEvent::BlockStart {
-                    index: 0,
-                    block: BlockStart::Text,
-                }),
-            ]);
+            let start = futures::stream::iter(text_block_start());
             let deltas = futures::stream::repeat_with(|| {
                 Ok(StreamEvent::TextDelta {
                     index: 0,
