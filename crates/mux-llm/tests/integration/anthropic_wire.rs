@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::common::{fast_retries, fixture};
 use futures::StreamExt;
 use mux_llm::anthropic::AnthropicClient;
 use mux_llm::http::{HttpOptions, Timeouts};
@@ -15,23 +16,6 @@ use mux_tool::ToolSpec;
 use serde_json::json;
 
 const KEY: &str = "sk-ant-test-0123456789abcdef";
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!(
-        "{}/tests/fixtures/anthropic/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read(&path).unwrap_or_else(|err| panic!("reading {path}: {err}"))
-}
-
-fn fast_retries(max_retries: u32) -> RetryPolicy {
-    RetryPolicy {
-        max_retries,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(5),
-        ..RetryPolicy::default()
-    }
-}
 
 fn client(server: &ReplayServer, retries: u32) -> AnthropicClient {
     let mut options = HttpOptions::new(server.url(), Some(ApiKey::new(KEY)));
@@ -50,7 +34,7 @@ fn weather_tool() -> ToolSpec {
 
 #[tokio::test]
 async fn text_stream_is_assembled_with_merged_usage() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("basic.sse"))])
+    let server = ReplayServer::start(vec![Reply::sse(fixture("anthropic/basic.sse"))])
         .await
         .unwrap();
     let reply = client(&server, 0)
@@ -94,9 +78,11 @@ impl<C: LlmClient> CompleteStreaming for C {
 
 #[tokio::test]
 async fn tool_call_json_split_mid_token_across_chunks() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("tool_use.sse")).chunked(7)])
-        .await
-        .unwrap();
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture("anthropic/tool_use.sse")).chunked(7),
+    ])
+    .await
+    .unwrap();
     let reply = client(&server, 0)
         .complete_streaming(
             Request::new("claude-sonnet-4-20250514", 256)
@@ -117,13 +103,13 @@ async fn tool_call_json_split_mid_token_across_chunks() {
 
 #[tokio::test]
 async fn thinking_signature_round_trips_and_split_utf8_survives() {
-    let followup = fixture("thinking_followup_utf8.sse");
+    let followup = fixture("anthropic/thinking_followup_utf8.sse");
     let degree = followup
         .windows(2)
         .position(|w| w == "°".as_bytes())
         .unwrap();
     let server = ReplayServer::start(vec![
-        Reply::sse(fixture("thinking_tool_use.sse")).chunked(13),
+        Reply::sse(fixture("anthropic/thinking_tool_use.sse")).chunked(13),
         Reply::sse(followup).split_at(&[degree + 1]),
     ])
     .await
@@ -173,7 +159,7 @@ async fn thinking_signature_round_trips_and_split_utf8_survives() {
 
 #[tokio::test]
 async fn refusal_is_a_stop_reason_with_reasoning_tokens() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("refusal.sse"))])
+    let server = ReplayServer::start(vec![Reply::sse(fixture("anthropic/refusal.sse"))])
         .await
         .unwrap();
     let reply = client(&server, 0)
@@ -186,7 +172,7 @@ async fn refusal_is_a_stop_reason_with_reasoning_tokens() {
 }
 
 fn with_error_after_first_delta() -> Vec<u8> {
-    let basic = String::from_utf8(fixture("basic.sse")).unwrap();
+    let basic = String::from_utf8(fixture("anthropic/basic.sse")).unwrap();
     let cut = basic.find("event: content_block_delta").unwrap();
     let after = &basic[cut..];
     let second = cut + after[1..].find("event: content_block_delta").unwrap() + 1;
@@ -201,7 +187,7 @@ fn with_error_after_first_delta() -> Vec<u8> {
 async fn a_mid_stream_error_reaches_the_consumer_typed_and_is_not_retried() {
     let server = ReplayServer::start(vec![
         Reply::sse(with_error_after_first_delta()),
-        Reply::sse(fixture("basic.sse")),
+        Reply::sse(fixture("anthropic/basic.sse")),
     ])
     .await
     .unwrap();
@@ -233,7 +219,7 @@ async fn an_error_before_any_event_is_retried() {
     let error_first = b"event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}\n\n".to_vec();
     let server = ReplayServer::start(vec![
         Reply::sse(error_first),
-        Reply::sse(fixture("basic.sse")),
+        Reply::sse(fixture("anthropic/basic.sse")),
     ])
     .await
     .unwrap();
@@ -251,7 +237,7 @@ const RATE_LIMIT_BODY: &str = r#"{"type":"error","error":{"type":"rate_limit_err
 async fn rate_limit_with_retry_after_is_retried_then_succeeds() {
     let server = ReplayServer::start(vec![
         Reply::json(429, RATE_LIMIT_BODY).header("retry-after-ms", "15"),
-        Reply::sse(fixture("basic.sse")),
+        Reply::sse(fixture("anthropic/basic.sse")),
     ])
     .await
     .unwrap();
@@ -291,7 +277,7 @@ async fn overloaded_529_then_500_are_retried_then_succeed() {
             500,
             r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#,
         ),
-        Reply::sse(fixture("basic.sse")),
+        Reply::sse(fixture("anthropic/basic.sse")),
     ])
     .await
     .unwrap();
@@ -329,7 +315,7 @@ async fn unauthorized_is_not_retried_and_never_shows_the_key() {
     );
     let server = ReplayServer::start(vec![
         Reply::json(401, body),
-        Reply::sse(fixture("basic.sse")),
+        Reply::sse(fixture("anthropic/basic.sse")),
     ])
     .await
     .unwrap();
@@ -385,7 +371,7 @@ async fn context_length_is_its_own_kind() {
 
 #[tokio::test]
 async fn a_stream_cut_short_is_a_transport_error() {
-    let body = fixture("basic.sse");
+    let body = fixture("anthropic/basic.sse");
     let server = ReplayServer::start(vec![
         Reply::sse(body.clone())
             .split_at(&[body.len() / 2])
@@ -402,7 +388,7 @@ async fn a_stream_cut_short_is_a_transport_error() {
 
 #[tokio::test]
 async fn a_stalled_stream_hits_the_idle_timeout() {
-    let body = fixture("basic.sse");
+    let body = fixture("anthropic/basic.sse");
     let server = ReplayServer::start(vec![Reply::sse(body).split_at(&[600]).stall_after(1)])
         .await
         .unwrap();
@@ -431,7 +417,7 @@ async fn a_stalled_stream_hits_the_idle_timeout() {
 
 #[tokio::test]
 async fn environment_configuration_reads_key_and_base_url() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("basic.sse"))])
+    let server = ReplayServer::start(vec![Reply::sse(fixture("anthropic/basic.sse"))])
         .await
         .unwrap();
     let url = server.url();
@@ -454,8 +440,8 @@ async fn environment_configuration_reads_key_and_base_url() {
 #[tokio::test]
 async fn non_streaming_thinking_and_tool_use_round_trip() {
     let server = ReplayServer::start(vec![
-        Reply::json(200, fixture("thinking_tool_use.json")),
-        Reply::json(200, fixture("thinking_followup.json")),
+        Reply::json(200, fixture("anthropic/thinking_tool_use.json")),
+        Reply::json(200, fixture("anthropic/thinking_followup.json")),
     ])
     .await
     .unwrap();
@@ -501,10 +487,14 @@ async fn non_streaming_thinking_and_tool_use_round_trip() {
 
 #[tokio::test]
 async fn a_slow_response_hits_the_request_timeout_and_is_retried() {
-    let slow = || Reply::sse(fixture("basic.sse")).delay(Duration::from_secs(5));
-    let server = ReplayServer::start(vec![slow(), slow(), Reply::sse(fixture("basic.sse"))])
-        .await
-        .unwrap();
+    let slow = || Reply::sse(fixture("anthropic/basic.sse")).delay(Duration::from_secs(5));
+    let server = ReplayServer::start(vec![
+        slow(),
+        slow(),
+        Reply::sse(fixture("anthropic/basic.sse")),
+    ])
+    .await
+    .unwrap();
     let client = |retries| {
         let mut options = HttpOptions::new(server.url(), Some(ApiKey::new(KEY)));
         options.retry = fast_retries(retries);
@@ -539,7 +529,7 @@ async fn a_slow_response_hits_the_request_timeout_and_is_retried() {
 
 #[tokio::test]
 async fn beta_flags_are_sent_as_one_header() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("basic.sse"))])
+    let server = ReplayServer::start(vec![Reply::sse(fixture("anthropic/basic.sse"))])
         .await
         .unwrap();
     let client = client(&server, 0)

@@ -1,33 +1,19 @@
 //! The Gemini provider against a local server replaying recorded Gemini traffic.
 #![cfg(all(feature = "gemini", feature = "testing"))]
 
-use std::time::Duration;
-
+use crate::common::{fast_retries, fixture};
 use mux_llm::gemini::GeminiClient;
 use mux_llm::http::HttpOptions;
 use mux_llm::testing::{ReplayServer, Reply};
-use mux_llm::{ApiKey, ContentBlock, LlmClient, Message, Request, RetryPolicy, Role, StopReason};
+use mux_llm::{ApiKey, ContentBlock, LlmClient, Message, Request, Role, StopReason};
 use mux_tool::ToolSpec;
 use serde_json::json;
 
 const KEY: &str = "AIzaSy-test-key-0123456789";
 
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!(
-        "{}/tests/fixtures/gemini/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read(&path).unwrap_or_else(|err| panic!("reading {path}: {err}"))
-}
-
 fn client(server: &ReplayServer, retries: u32) -> GeminiClient {
     let mut options = HttpOptions::new(server.url(), Some(ApiKey::new(KEY)));
-    options.retry = RetryPolicy {
-        max_retries: retries,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(5),
-        ..RetryPolicy::default()
-    };
+    options.retry = fast_retries(retries);
     GeminiClient::with_options(options).unwrap()
 }
 
@@ -41,7 +27,7 @@ async fn streamed(
 
 #[tokio::test]
 async fn text_with_crlf_frames_and_the_key_in_a_header() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("simple.sse")).chunked(9)])
+    let server = ReplayServer::start(vec![Reply::sse(fixture("gemini/simple.sse")).chunked(9)])
         .await
         .unwrap();
     let reply = streamed(
@@ -69,8 +55,8 @@ async fn text_with_crlf_frames_and_the_key_in_a_header() {
 #[tokio::test]
 async fn function_call_round_trip_keeps_the_thought_signature() {
     let server = ReplayServer::start(vec![
-        Reply::sse(fixture("tool_call.sse")).chunked(17),
-        Reply::sse(fixture("tool_followup.sse")),
+        Reply::sse(fixture("gemini/tool_call.sse")).chunked(17),
+        Reply::sse(fixture("gemini/tool_followup.sse")),
     ])
     .await
     .unwrap();
@@ -117,7 +103,7 @@ async fn resource_exhausted_is_rate_limited_and_retried() {
     let body = r#"{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}"#;
     let server = ReplayServer::start(vec![
         Reply::json(429, body).header("retry-after", "0"),
-        Reply::sse(fixture("simple.sse")),
+        Reply::sse(fixture("gemini/simple.sse")),
     ])
     .await
     .unwrap();
@@ -146,7 +132,7 @@ async fn a_model_name_cannot_reshape_the_url() {
 
 #[tokio::test]
 async fn non_streaming_function_call() {
-    let server = ReplayServer::start(vec![Reply::json(200, fixture("tool_call.json"))])
+    let server = ReplayServer::start(vec![Reply::json(200, fixture("gemini/tool_call.json"))])
         .await
         .unwrap();
     let reply = client(&server, 0)

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::fixture;
 use mux_llm::anthropic::AnthropicClient;
 use mux_llm::http::HttpOptions;
 use mux_llm::openai::{OpenAiClient, Preset};
@@ -54,14 +55,6 @@ impl Subscriber for Recorder {
     }
     fn enter(&self, _: &Id) {}
     fn exit(&self, _: &Id) {}
-}
-
-fn fixture(path: &str) -> Vec<u8> {
-    std::fs::read(format!(
-        "{}/tests/fixtures/{path}",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
 }
 
 fn options(server: &ReplayServer) -> HttpOptions {

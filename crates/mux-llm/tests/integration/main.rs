@@ -1,6 +1,8 @@
 //! The integration tests, one module per area, linked into one test binary.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 mod anthropic_wire;
 mod gemini_wire;
 mod keys_never_logged;

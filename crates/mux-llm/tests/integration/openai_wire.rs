@@ -2,32 +2,18 @@
 //! Ollama traffic.
 #![cfg(all(feature = "openai", feature = "testing"))]
 
-use std::time::Duration;
-
+use crate::common::{fast_retries, fixture};
 use mux_llm::http::HttpOptions;
 use mux_llm::openai::{OpenAiClient, Preset};
 use mux_llm::testing::{ReplayServer, Reply};
-use mux_llm::{ApiKey, LlmClient, Request, RetryPolicy, StopReason};
+use mux_llm::{ApiKey, LlmClient, Request, StopReason};
 use serde_json::json;
 
 const KEY: &str = "sk-proj-test-abcdef0123456789";
 
-fn fixture(name: &str) -> Vec<u8> {
-    let path = format!(
-        "{}/tests/fixtures/openai/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read(&path).unwrap_or_else(|err| panic!("reading {path}: {err}"))
-}
-
 fn client(server: &ReplayServer, preset: Preset, key: Option<&str>, retries: u32) -> OpenAiClient {
     let mut options = HttpOptions::new(server.url(), key.map(ApiKey::new));
-    options.retry = RetryPolicy {
-        max_retries: retries,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(5),
-        ..RetryPolicy::default()
-    };
+    options.retry = fast_retries(retries);
     OpenAiClient::with_options(preset, options).unwrap()
 }
 
@@ -41,9 +27,11 @@ async fn streamed(
 
 #[tokio::test]
 async fn parallel_tool_calls_and_the_usage_chunk() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("parallel_tools.sse")).chunked(5)])
-        .await
-        .unwrap();
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture("openai/parallel_tools.sse")).chunked(5),
+    ])
+    .await
+    .unwrap();
     let client = client(&server, Preset::OpenAi, Some(KEY), 0);
     let reply = streamed(
         &client,
@@ -87,7 +75,7 @@ async fn parallel_tool_calls_and_the_usage_chunk() {
 
 #[tokio::test]
 async fn length_finish_is_max_tokens() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("max_tokens.sse"))])
+    let server = ReplayServer::start(vec![Reply::sse(fixture("openai/max_tokens.sse"))])
         .await
         .unwrap();
     let reply = streamed(
@@ -103,7 +91,7 @@ async fn length_finish_is_max_tokens() {
 
 #[tokio::test]
 async fn refusal_deltas_become_text_and_a_refusal_stop() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("refusal.sse")).chunked(3)])
+    let server = ReplayServer::start(vec![Reply::sse(fixture("openai/refusal.sse")).chunked(3)])
         .await
         .unwrap();
     let reply = streamed(
@@ -121,9 +109,11 @@ async fn refusal_deltas_become_text_and_a_refusal_stop() {
 
 #[tokio::test]
 async fn vllm_tool_call_stream_without_usage() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("vllm_tool_call.sse")).chunked(11)])
-        .await
-        .unwrap();
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture("openai/vllm_tool_call.sse")).chunked(11),
+    ])
+    .await
+    .unwrap();
     let reply = streamed(
         &client(&server, Preset::Vllm, None, 0),
         Request::new("m", 64).user("ls"),
@@ -143,7 +133,7 @@ async fn vllm_tool_call_stream_without_usage() {
 
 #[tokio::test]
 async fn ollama_whole_tool_call_in_one_chunk_and_no_done() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("ollama_tool_call.sse"))])
+    let server = ReplayServer::start(vec![Reply::sse(fixture("openai/ollama_tool_call.sse"))])
         .await
         .unwrap();
     let reply = streamed(
@@ -165,7 +155,7 @@ async fn unauthorized_is_not_retried_and_the_key_is_redacted() {
     );
     let server = ReplayServer::start(vec![
         Reply::json(401, body),
-        Reply::sse(fixture("max_tokens.sse")),
+        Reply::sse(fixture("openai/max_tokens.sse")),
     ])
     .await
     .unwrap();
@@ -196,7 +186,7 @@ async fn server_errors_are_retried_then_succeed() {
             r#"{"error":{"message":"Rate limit reached","type":"requests"}}"#,
         )
         .header("x-ratelimit-reset-requests", "20ms"),
-        Reply::sse(fixture("max_tokens.sse")),
+        Reply::sse(fixture("openai/max_tokens.sse")),
     ])
     .await
     .unwrap();
@@ -212,7 +202,7 @@ async fn server_errors_are_retried_then_succeed() {
 
 #[tokio::test]
 async fn environment_configuration_allows_a_keyless_local_server() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("max_tokens.sse"))])
+    let server = ReplayServer::start(vec![Reply::sse(fixture("openai/max_tokens.sse"))])
         .await
         .unwrap();
     let url = server.url();
@@ -230,7 +220,7 @@ async fn environment_configuration_allows_a_keyless_local_server() {
 
 #[tokio::test]
 async fn non_streaming_tool_call() {
-    let server = ReplayServer::start(vec![Reply::json(200, fixture("tool_call.json"))])
+    let server = ReplayServer::start(vec![Reply::json(200, fixture("openai/tool_call.json"))])
         .await
         .unwrap();
     let client = client(&server, Preset::OpenAi, Some(KEY), 0);

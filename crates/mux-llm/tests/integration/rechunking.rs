@@ -2,17 +2,13 @@
 //! to the same events as the whole body.
 #![cfg(all(feature = "anthropic", feature = "openai", feature = "gemini"))]
 
+use crate::common::fixture;
 use mux_llm::anthropic::AnthropicDecoder;
 use mux_llm::decode::{EventMapper, decode_chunks};
 use mux_llm::gemini::GeminiDecoder;
 use mux_llm::openai::OpenAiDecoder;
 use mux_llm::{Accumulator, StreamEvent};
 use proptest::prelude::*;
-
-fn fixture(path: &str) -> Vec<u8> {
-    let path = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read(&path).unwrap_or_else(|err| panic!("reading {path}: {err}"))
-}
 
 const ANTHROPIC: &[&str] = &[
     "anthropic/basic.sse",

@@ -84,14 +84,6 @@ impl ClientHandlers for Recorder {
     }
 }
 
-fn find(tools: &[Arc<dyn Tool>], name: &str) -> Arc<dyn Tool> {
-    tools
-        .iter()
-        .find(|t| t.spec().name.as_str() == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no {name}"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampling_elicitation_and_roots_reach_the_handlers() {
     let recorder = Arc::new(Recorder::default());
@@ -109,19 +101,19 @@ async fn sampling_elicitation_and_roots_reach_the_handlers() {
     .expect("the sampling tool is offered");
     let tools = coordinator.tools();
 
-    let out = find(&tools, "mcp__ev__trigger-sampling-request")
+    let out = common::find(&tools, "mcp__ev__trigger-sampling-request")
         .call(json!({"prompt": "the answer?"}), ToolContext::new("s"))
         .await
         .unwrap();
     assert!(out.to_text().contains("forty-two"), "{out:?}");
 
-    let out = find(&tools, "mcp__ev__trigger-elicitation-request")
+    let out = common::find(&tools, "mcp__ev__trigger-elicitation-request")
         .call(json!({}), ToolContext::new("e"))
         .await
         .unwrap();
     assert!(out.to_text().contains("Ada Lovelace"), "{out:?}");
 
-    let out = find(&tools, "mcp__ev__get-roots-list")
+    let out = common::find(&tools, "mcp__ev__get-roots-list")
         .call(json!({}), ToolContext::new("r"))
         .await
         .unwrap();

@@ -2,29 +2,12 @@
 
 use crate::common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use mux_mcp::{CallEnd, CallError, ConnectionState, LogSource, McpEvent};
 use mux_tool::{Content, ProgressSender, Tool, ToolContext, ToolError, ToolUpdate};
 use serde_json::json;
 use tokio::sync::mpsc;
-
-fn find(tools: &[Arc<dyn Tool>], name: &str) -> Arc<dyn Tool> {
-    tools
-        .iter()
-        .find(|t| t.spec().name.as_str() == name)
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "no tool {name} in {:?}",
-                tools
-                    .iter()
-                    .map(|t| t.spec().name.to_string())
-                    .collect::<Vec<_>>()
-            )
-        })
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_are_listed_and_called() {
@@ -42,7 +25,7 @@ async fn tools_are_listed_and_called() {
             .map(|t| t.spec().name.to_string())
             .collect::<Vec<_>>()
     );
-    let echo = find(&tools, "mcp__everything__echo");
+    let echo = common::find(&tools, "mcp__everything__echo");
     assert!(echo.spec().input_schema["properties"]["message"].is_object());
     let out = echo
         .call(json!({"message": "hi"}), ToolContext::new("c1"))
@@ -51,14 +34,14 @@ async fn tools_are_listed_and_called() {
     assert_eq!(out.to_text(), "Echo: hi");
     assert!(!out.is_error);
 
-    let sum = find(&tools, "mcp__everything__get-sum");
+    let sum = common::find(&tools, "mcp__everything__get-sum");
     let out = sum
         .call(json!({"a": 2, "b": 3}), ToolContext::new("c2"))
         .await
         .unwrap();
     assert!(out.to_text().contains('5'), "{out:?}");
 
-    let image = find(&tools, "mcp__everything__get-tiny-image");
+    let image = common::find(&tools, "mcp__everything__get-tiny-image");
     let out = image.call(json!({}), ToolContext::new("c3")).await.unwrap();
     assert!(
         out.content
@@ -67,7 +50,7 @@ async fn tools_are_listed_and_called() {
         "{out:?}"
     );
 
-    let structured = find(&tools, "mcp__everything__get-structured-content");
+    let structured = common::find(&tools, "mcp__everything__get-structured-content");
     let out = structured
         .call(json!({"location": "New York"}), ToolContext::new("c4"))
         .await
@@ -79,7 +62,7 @@ async fn tools_are_listed_and_called() {
         "{out:?}"
     );
 
-    let links = find(&tools, "mcp__everything__get-resource-links");
+    let links = common::find(&tools, "mcp__everything__get-resource-links");
     let out = links
         .call(json!({"count": 2}), ToolContext::new("c5"))
         .await
@@ -91,7 +74,7 @@ async fn tools_are_listed_and_called() {
         "{out:?}"
     );
 
-    let reference = find(&tools, "mcp__everything__get-resource-reference");
+    let reference = common::find(&tools, "mcp__everything__get-resource-reference");
     let out = reference
         .call(json!({"resourceId": 2}), ToolContext::new("c6"))
         .await
@@ -125,7 +108,7 @@ async fn progress_reaches_the_tool_context() {
         .start_all_and_wait(vec![common::everything("ev")])
         .await
         .unwrap();
-    let long = find(
+    let long = common::find(
         &coordinator.tools(),
         "mcp__ev__trigger-long-running-operation",
     );
@@ -167,7 +150,7 @@ async fn a_cancelled_call_ends_promptly_and_the_server_keeps_working() {
         .unwrap();
     let mut events = coordinator.subscribe();
     let tools = coordinator.tools();
-    let long = find(&tools, "mcp__ev__trigger-long-running-operation");
+    let long = common::find(&tools, "mcp__ev__trigger-long-running-operation");
     let cx = ToolContext::new("slow");
     let cancel = cx.cancellation().clone();
     let call =
@@ -204,7 +187,7 @@ async fn a_cancelled_call_ends_promptly_and_the_server_keeps_working() {
         "{ended:?}"
     );
     assert!(coordinator.snapshot().servers[0].pending_calls.is_empty());
-    let echo = find(&tools, "mcp__ev__echo");
+    let echo = common::find(&tools, "mcp__ev__echo");
     let out = echo
         .call(json!({"message": "still here"}), ToolContext::new("after"))
         .await
@@ -218,7 +201,7 @@ async fn a_timeout_is_an_error_output_suggesting_a_simpler_retry() {
     let coordinator = common::coordinator();
     let spec = common::everything("ev").with_tool_timeout(Duration::from_millis(300));
     coordinator.start_all_and_wait(vec![spec]).await.unwrap();
-    let long = find(
+    let long = common::find(
         &coordinator.tools(),
         "mcp__ev__trigger-long-running-operation",
     );
@@ -238,7 +221,7 @@ async fn a_one_megabyte_result_comes_through() {
         .start_all_and_wait(vec![common::everything("ev")])
         .await
         .unwrap();
-    let echo = find(&coordinator.tools(), "mcp__ev__echo");
+    let echo = common::find(&coordinator.tools(), "mcp__ev__echo");
     let message = "x".repeat(1024 * 1024);
     let out = echo
         .call(json!({"message": message}), ToolContext::new("big"))
@@ -290,8 +273,8 @@ async fn a_server_killed_mid_call_fails_fast_and_the_same_proxy_works_after_reco
         .unwrap();
     let mut events = coordinator.subscribe();
     let tools = coordinator.tools();
-    let long = find(&tools, "mcp__ev__trigger-long-running-operation");
-    let echo = find(&tools, "mcp__ev__echo");
+    let long = common::find(&tools, "mcp__ev__trigger-long-running-operation");
+    let echo = common::find(&tools, "mcp__ev__echo");
     let connection = coordinator.connection("ev").unwrap();
     let pid = connection.pid().unwrap();
     let call = tokio::spawn(async move {
@@ -358,7 +341,7 @@ async fn a_disconnected_server_gives_a_clear_error() {
         .start_all_and_wait(vec![common::everything("ev")])
         .await
         .unwrap();
-    let echo = find(&coordinator.tools(), "mcp__ev__echo");
+    let echo = common::find(&coordinator.tools(), "mcp__ev__echo");
     let pid = coordinator.connection("ev").unwrap().pid().unwrap();
     coordinator.disconnect("ev").await.unwrap();
     assert!(!common::alive(pid));

@@ -12,22 +12,6 @@ use mux_tool::BoxFuture;
 use mux_tool::{Content, ProgressSender, Tool, ToolContext, ToolError, ToolUpdate};
 use serde_json::json;
 
-fn find(tools: &[Arc<dyn Tool>], name: &str) -> Arc<dyn Tool> {
-    tools
-        .iter()
-        .find(|t| t.spec().name.as_str() == name)
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "no {name} in {:?}",
-                tools
-                    .iter()
-                    .map(|t| t.spec().name.to_string())
-                    .collect::<Vec<_>>()
-            )
-        })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2026_07_28_server_connects_through_discover_and_works() {
     let coordinator = common::coordinator();
@@ -40,7 +24,7 @@ async fn a_2026_07_28_server_connects_through_discover_and_works() {
     assert_eq!(connection.protocol_version().as_deref(), Some("2026-07-28"));
     let tools = coordinator.tools();
 
-    let out = find(&tools, "mcp__py__add")
+    let out = common::find(&tools, "mcp__py__add")
         .call(json!({"a": 2, "b": 40}), ToolContext::new("a"))
         .await
         .unwrap();
@@ -52,7 +36,7 @@ async fn a_2026_07_28_server_connects_through_discover_and_works() {
         "{out:?}"
     );
 
-    let out = find(&tools, "mcp__py__fail")
+    let out = common::find(&tools, "mcp__py__fail")
         .call(json!({"reason": "no such thing"}), ToolContext::new("f"))
         .await
         .unwrap();
@@ -60,7 +44,7 @@ async fn a_2026_07_28_server_connects_through_discover_and_works() {
     assert!(out.to_text().contains("no such thing"), "{out:?}");
 
     let (tx, mut rx) = tokio::sync::mpsc::channel(16);
-    let out = find(&tools, "mcp__py__slow")
+    let out = common::find(&tools, "mcp__py__slow")
         .call(
             json!({"steps": 3}),
             ToolContext::new("s").with_progress(ProgressSender::new(tx)),
@@ -92,7 +76,7 @@ async fn cancelling_a_call_on_a_2026_07_28_server_ends_it() {
         .await
         .unwrap();
     let mut events = coordinator.subscribe();
-    let slow = find(&coordinator.tools(), "mcp__py__slow");
+    let slow = common::find(&coordinator.tools(), "mcp__py__slow");
     let cx = ToolContext::new("long");
     let cancel = cx.cancellation().clone();
     let call = tokio::spawn(async move { slow.call(json!({"steps": 1000}), cx).await });
@@ -107,7 +91,7 @@ async fn cancelling_a_call_on_a_2026_07_28_server_ends_it() {
         .unwrap()
         .unwrap();
     assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
-    let add = find(&coordinator.tools(), "mcp__py__add");
+    let add = common::find(&coordinator.tools(), "mcp__py__add");
     assert!(
         add.call(json!({"a": 1, "b": 1}), ToolContext::new("n"))
             .await
@@ -153,7 +137,7 @@ async fn mcp_server_time_and_mcp_server_git_answer() {
         .unwrap();
     assert_eq!(report.connected, ["git", "time"], "{report:?}");
     let tools = coordinator.tools();
-    let out = find(&tools, "mcp__time__get_current_time")
+    let out = common::find(&tools, "mcp__time__get_current_time")
         .call(json!({"timezone": "Etc/UTC"}), ToolContext::new("t"))
         .await
         .unwrap();
@@ -161,7 +145,7 @@ async fn mcp_server_time_and_mcp_server_git_answer() {
         !out.is_error && out.to_text().contains("Etc/UTC"),
         "{out:?}"
     );
-    let out = find(&tools, "mcp__git__git_status")
+    let out = common::find(&tools, "mcp__git__git_status")
         .call(json!({"repo_path": repo}), ToolContext::new("g"))
         .await
         .unwrap();
@@ -263,7 +247,7 @@ async fn an_input_required_round_is_answered_by_the_client_handlers() {
     assert_eq!(report.connected, ["py"], "{report:?}");
     let connection = coordinator.connection("py").unwrap();
     assert_eq!(connection.protocol_version().as_deref(), Some("2026-07-28"));
-    let out = find(&coordinator.tools(), "mcp__py__greet")
+    let out = common::find(&coordinator.tools(), "mcp__py__greet")
         .call(json!({}), ToolContext::new("g"))
         .await
         .unwrap();
@@ -301,7 +285,7 @@ async fn an_input_request_the_handlers_refuse_is_a_typed_error() {
         .await
         .unwrap();
     assert_eq!(report.connected, ["py"], "{report:?}");
-    let result = find(&coordinator.tools(), "mcp__py__greet")
+    let result = common::find(&coordinator.tools(), "mcp__py__greet")
         .call(json!({}), ToolContext::new("g"))
         .await;
     let Err(ToolError::Other(error)) = result else {
@@ -368,20 +352,20 @@ async fn a_2026_07_28_tool_list_change_arrives_on_the_listen_stream_also_after_a
     };
     assert!(!tool_names().contains(&"mcp__py__later".to_string()));
 
-    let out = find(&coordinator.tools(), "mcp__py__add_later")
+    let out = common::find(&coordinator.tools(), "mcp__py__add_later")
         .call(json!({}), ToolContext::new("add"))
         .await
         .unwrap();
     assert!(out.to_text().starts_with("added"), "{out:?}");
     let listed = later_listed(&mut events, true).await;
     assert!(listed.contains(&"add".to_string()), "{listed:?}");
-    let out = find(&coordinator.tools(), "mcp__py__later")
+    let out = common::find(&coordinator.tools(), "mcp__py__later")
         .call(json!({"text": "hi"}), ToolContext::new("later"))
         .await
         .unwrap();
     assert!(out.to_text().starts_with("later: hi"), "{out:?}");
 
-    find(&coordinator.tools(), "mcp__py__drop_later")
+    common::find(&coordinator.tools(), "mcp__py__drop_later")
         .call(json!({}), ToolContext::new("drop"))
         .await
         .unwrap();
@@ -409,7 +393,7 @@ async fn a_2026_07_28_tool_list_change_arrives_on_the_listen_stream_also_after_a
     .expect("reconnected");
     assert_ne!(connection.pid(), Some(pid));
     assert_eq!(listens(&connection), 2, "{:?}", connection.log());
-    find(&coordinator.tools(), "mcp__py__add_later")
+    common::find(&coordinator.tools(), "mcp__py__add_later")
         .call(json!({}), ToolContext::new("add again"))
         .await
         .unwrap();

@@ -2,12 +2,14 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mux_mcp::{
     ConnectionOptions, Coordinator, CoordinatorConfig, McpEvent, Received, ReconnectPolicy,
     ServerSpec,
 };
+use mux_tool::Tool;
 
 /// The folder `cargo xtask peers` installs the npm servers into.
 pub(crate) fn peers_dir() -> PathBuf {
@@ -166,4 +168,21 @@ pub(crate) fn sdk_server(name: &str, script: &str) -> ServerSpec {
     );
     let script = peers_dir().join(script);
     ServerSpec::stdio(name, "node", [script.to_string_lossy().into_owned()])
+}
+
+/// The tool named `name` in `tools`; panics listing the names there are.
+pub(crate) fn find(tools: &[Arc<dyn Tool>], name: &str) -> Arc<dyn Tool> {
+    tools
+        .iter()
+        .find(|t| t.spec().name.as_str() == name)
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "no tool {name} in {:?}",
+                tools
+                    .iter()
+                    .map(|t| t.spec().name.to_string())
+                    .collect::<Vec<_>>()
+            )
+        })
 }

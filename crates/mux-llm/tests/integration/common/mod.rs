@@ -1,0 +1,23 @@
+//! Helpers the integration test modules share.
+// Each module uses some of them; without a provider feature, none is used.
+#![allow(dead_code, unreachable_pub)]
+
+use std::time::Duration;
+
+use mux_llm::RetryPolicy;
+
+/// A recorded response under `tests/fixtures/`, such as `anthropic/basic.sse`.
+pub fn fixture(path: &str) -> Vec<u8> {
+    let path = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|err| panic!("reading {path}: {err}"))
+}
+
+/// Retries with 1–5 ms backoff, so retry tests take no time.
+pub fn fast_retries(max_retries: u32) -> RetryPolicy {
+    RetryPolicy {
+        max_retries,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(5),
+        ..RetryPolicy::default()
+    }
+}
