@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mux_permission::{Answer, Asker, Decision, PermissionGate, Permissions, Question, Verdict};
 use mux_tool::approval::ApprovalRequest;
-use mux_tool::{Approval, ApprovalGate, BoxFuture, Subject, ToolCall};
+use mux_tool::{Approval, ApprovalGate, BoxFuture, PathFilter, Subject, ToolCall};
 
 use crate::event::{ApprovalDecision, LoopEvent};
 use crate::run_state::{RunShared, Waiting};
@@ -210,5 +210,9 @@ impl ApprovalGate for LoopGate {
             self.asker.run.emit(event).await;
             approval
         })
+    }
+
+    fn path_filter(&self, request: ApprovalRequest<'_>) -> Option<Arc<dyn PathFilter>> {
+        self.permissions.as_ref()?.path_filter(request)
     }
 }

@@ -6,6 +6,8 @@
 use mux_tool::{Subject, ToolAnnotations, ToolSpec};
 use serde_json::{Value, json};
 
+use crate::Family;
+
 /// The tool names known here.
 pub const NAMES: [&str; 5] = ["Bash", "Read", "Edit", "Write", "WebFetch"];
 
@@ -60,11 +62,7 @@ pub fn subject(name: &str, input: &Value) -> Option<Subject> {
 /// the names above and those of mux-tool's own built-in tools (`bash`, `read_file`, …), so a
 /// rule for them whose specifier does not fit is a load error.
 pub(crate) fn subject_kind(name: &str) -> Option<&'static str> {
-    match name {
-        "Bash" | "bash" => Some("command"),
-        "Read" | "Edit" | "Write" | "read_file" | "edit_file" | "write_file" | "list_dir"
-        | "glob" | "grep" => Some("path"),
-        "WebFetch" | "web_fetch" => Some("url"),
-        _ => None,
-    }
+    Family::named(name)
+        .or_else(|| Family::of_member(name))
+        .map(Family::subject_kind)
 }

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use mux_tool::approval::ApprovalRequest;
-use mux_tool::{Approval, ApprovalGate, BoxFuture, Subject, ToolCall};
+use mux_tool::{Approval, ApprovalGate, BoxFuture, PathFilter, Subject, ToolCall};
 
 use crate::{Decision, Permissions, Remember, Verdict};
 
@@ -173,6 +173,11 @@ impl PermissionGate {
 impl ApprovalGate for PermissionGate {
     fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
         Box::pin(self.decide(request))
+    }
+
+    /// A search withholds the paths deny and ask rules of its family cover.
+    fn path_filter(&self, request: ApprovalRequest<'_>) -> Option<Arc<dyn PathFilter>> {
+        self.permissions.path_filter(request.spec)
     }
 }
 

@@ -1,11 +1,14 @@
 //! The policy: scopes merged, rules matched, the mode applied.
 
-use std::sync::RwLockReadGuard;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLockReadGuard};
 
-use mux_tool::{Subject, ToolSpec};
+use mux_tool::{PathFilter, Subject, ToolSpec};
 
 use crate::prepared::Prepared;
-use crate::{Decision, Mode, PathContext, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict};
+use crate::{
+    Decision, Family, Mode, PathContext, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
+};
 
 /// A policy over every scope's rules, checked for each call.
 ///
@@ -126,11 +129,7 @@ impl Permissions {
     }
 
     fn decide(&self, spec: &ToolSpec, subject: &Subject) -> Decision {
-        let layers: Vec<(Scope, RwLockReadGuard<'_, RuleSet>)> = self
-            .layers
-            .iter()
-            .map(|(scope, rules)| (*scope, rules.read()))
-            .collect();
+        let layers = self.read_layers();
         let (mode, mode_scope) = layers
             .iter()
             .find_map(|(scope, rules)| rules.mode.map(|m| (m, Some(*scope))))
@@ -139,18 +138,8 @@ impl Permissions {
             .iter()
             .any(|(scope, rules)| *scope == Scope::Managed && rules.managed_rules_only);
         let tool = spec.name.as_str();
-        let applicable = |kind: RuleKind| -> Vec<(Scope, &Rule)> {
-            layers
-                .iter()
-                .flat_map(|(scope, rules)| {
-                    rules
-                        .list(kind)
-                        .iter()
-                        .filter(|rule| rule.applies_to(tool))
-                        .map(move |rule| (*scope, rule))
-                })
-                .collect()
-        };
+        let family = Family::of(spec, subject);
+        let applicable = |kind: RuleKind| applicable(&layers, tool, family, kind);
         let deny_rules = applicable(RuleKind::Deny);
         let prepared = Prepared::new(subject, &self.context);
 
@@ -161,7 +150,8 @@ impl Permissions {
                     .by(rule.as_str(), scope);
             }
         }
-        // 2. Part of the call cannot be read, and a deny rule could match that part.
+        // 2. Part of the call cannot be read, and a deny rule could match that part: refused in
+        //    every mode, since no answer can show the rule does not apply.
         if let Some((scope, rule)) = deny_rules
             .iter()
             .copied()
@@ -170,15 +160,11 @@ impl Permissions {
             let why = prepared
                 .hazard()
                 .unwrap_or_else(|| "its specifier does not apply to what this call touches".into());
-            let decision = Decision::new(
-                Verdict::Ask,
+            return Decision::new(
+                Verdict::Deny,
                 format!("the deny rule `{rule}` cannot be ruled out: {why}"),
             )
             .by(rule.as_str(), scope);
-            return match mode {
-                Mode::DontAsk | Mode::Plan => refuse(decision, mode, mode_scope),
-                _ => decision,
-            };
         }
         // 3. Plan mode runs read-only tools only.
         if mode == Mode::Plan && !spec.annotations.read_only {
@@ -188,7 +174,15 @@ impl Permissions {
             )
             .in_scope(mode_scope);
         }
-        // 4. Ask rules, then constructs no rule can vouch for, then allow rules.
+        // 4. An edit of a file that governs the agent: only an allow rule naming it may let it
+        //    through, in any mode.
+        let protected = match family {
+            Some(Family::Edit) => {
+                prepared.protected(self.layers.iter().filter_map(|(_, rules)| rules.file()))
+            }
+            _ => None,
+        };
+        // 5. Ask rules, then constructs no rule can vouch for, then allow rules.
         let asked = applicable(RuleKind::Ask)
             .into_iter()
             .find(|(_, rule)| prepared.caught_by(rule, &self.context))
@@ -205,18 +199,29 @@ impl Permissions {
             Some(ask) => ask,
             None => {
                 let allow_rules = applicable(RuleKind::Allow);
-                let allow_rules = allow_rules
-                    .iter()
-                    .copied()
-                    .filter(|(scope, _)| !managed_only || *scope == Scope::Managed);
-                match allowed(&prepared, allow_rules, &self.context) {
-                    Some(decision) => decision,
-                    None => return unmatched(spec, &prepared, mode, mode_scope, &self.context),
+                let allow_rules = allow_rules.iter().copied().filter(|(scope, rule)| {
+                    (!managed_only || *scope == Scope::Managed)
+                        && protected.as_ref().is_none_or(|p| p.named_by(rule))
+                });
+                match (allowed(&prepared, allow_rules, &self.context), &protected) {
+                    (Some(decision), _) => decision,
+                    (None, Some(protected)) => Decision::new(
+                        Verdict::Ask,
+                        format!(
+                            "`{}` is {}; in every mode, only an allow rule that names `{}` lets a call change it",
+                            subject_text(subject),
+                            protected.what,
+                            protected.name
+                        ),
+                    ),
+                    (None, None) => {
+                        return unmatched(spec, &prepared, mode, mode_scope, &self.context);
+                    }
                 }
             }
         };
         match (outcome.verdict, mode) {
-            (Verdict::Ask, Mode::Bypass) => Decision::new(
+            (Verdict::Ask, Mode::Bypass) if protected.is_none() => Decision::new(
                 Verdict::Allow,
                 format!("bypass mode allows what would ask ({})", outcome.reason),
             )
@@ -224,6 +229,54 @@ impl Permissions {
             (Verdict::Ask, Mode::DontAsk) => refuse(outcome, mode, mode_scope),
             _ => outcome,
         }
+    }
+
+    fn read_layers(&self) -> Vec<(Scope, RwLockReadGuard<'_, RuleSet>)> {
+        self.layers
+            .iter()
+            .map(|(scope, rules)| (*scope, rules.read()))
+            .collect()
+    }
+
+    /// Whether a search by `spec` must leave `path` (absolute) out of its results: a deny or
+    /// ask rule that reaches the tool's family covers it. A search cannot ask about each file
+    /// it meets, so what a rule would ask about is withheld too.
+    pub fn withholds(&self, spec: &ToolSpec, path: &Path) -> bool {
+        let layers = self.read_layers();
+        let subject = Subject::Path(path.to_path_buf());
+        let family = Family::of(spec, &subject);
+        let tool = spec.name.as_str();
+        let mut rules = applicable(&layers, tool, family, RuleKind::Deny);
+        rules.extend(applicable(&layers, tool, family, RuleKind::Ask));
+        if rules.is_empty() {
+            return false;
+        }
+        let prepared = Prepared::new(&subject, &self.context);
+        rules
+            .iter()
+            .any(|(_, rule)| prepared.caught_by(rule, &self.context) || prepared.hides_from(rule))
+    }
+
+    /// The filter a search by `spec` applies to what it walks (see [`withholds`](Self::withholds)),
+    /// or `None` when no deny or ask rule reaches the tool's family.
+    pub fn path_filter(&self, spec: &Arc<ToolSpec>) -> Option<Arc<dyn PathFilter>> {
+        self.may_withhold(spec).then(|| {
+            Arc::new(Withholder {
+                permissions: self.clone(),
+                spec: Arc::clone(spec),
+            }) as Arc<dyn PathFilter>
+        })
+    }
+
+    /// Whether any deny or ask rule reaches calls to `spec` with a path subject, so a search
+    /// by it has anything to withhold.
+    pub fn may_withhold(&self, spec: &ToolSpec) -> bool {
+        let layers = self.read_layers();
+        let family = Family::of(spec, &Subject::Path(PathBuf::new()));
+        let tool = spec.name.as_str();
+        [RuleKind::Deny, RuleKind::Ask]
+            .into_iter()
+            .any(|kind| !applicable(&layers, tool, family, kind).is_empty())
     }
 
     /// Records an "always allow" answer: the narrowest rule covering the call (or the
@@ -236,6 +289,46 @@ impl Permissions {
         choice: &crate::remember::Remember,
     ) -> Result<Vec<Rule>, crate::remember::RememberError> {
         crate::remember::remember(self, spec, subject, choice)
+    }
+}
+
+/// The rules of `kind`, with their scopes, that reach a call to `tool` of `family`.
+fn applicable<'a>(
+    layers: &'a [(Scope, RwLockReadGuard<'_, RuleSet>)],
+    tool: &str,
+    family: Option<Family>,
+    kind: RuleKind,
+) -> Vec<(Scope, &'a Rule)> {
+    layers
+        .iter()
+        .flat_map(|(scope, rules)| {
+            rules
+                .list(kind)
+                .iter()
+                .filter(move |rule| rule.reaches(tool, family, kind))
+                .map(move |rule| (*scope, rule))
+        })
+        .collect()
+}
+
+fn subject_text(subject: &Subject) -> String {
+    match subject {
+        Subject::Path(path) => path.display().to_string(),
+        Subject::Command(command) => command.clone(),
+        Subject::Url(url) => url.clone(),
+        _ => String::new(),
+    }
+}
+
+/// A search's view of the policy: the paths it must leave out.
+struct Withholder {
+    permissions: Permissions,
+    spec: Arc<ToolSpec>,
+}
+
+impl PathFilter for Withholder {
+    fn withholds(&self, path: &Path) -> bool {
+        self.permissions.withholds(&self.spec, path)
     }
 }
 
@@ -293,10 +386,30 @@ fn unmatched(
     let tool = spec.name.as_str();
     let decision = match mode {
         Mode::Bypass => Decision::new(Verdict::Allow, "bypass mode allows calls no rule denies"),
-        Mode::Plan => Decision::new(
-            Verdict::Allow,
-            format!("plan mode allows the read-only tool `{tool}`"),
-        ),
+        Mode::Plan => match prepared {
+            Prepared::Nothing => Decision::new(
+                Verdict::Allow,
+                format!("plan mode allows the read-only tool `{tool}`"),
+            ),
+            Prepared::Path {
+                resolved: Ok(real), ..
+            } if real.starts_with(context.root_resolved()) => Decision::new(
+                Verdict::Allow,
+                format!("plan mode allows `{tool}` to read inside the project root"),
+            ),
+            Prepared::Path { .. } => Decision::new(
+                Verdict::Ask,
+                format!("plan mode asks before `{tool}` reads outside the project root"),
+            ),
+            Prepared::Url(_) => Decision::new(
+                Verdict::Ask,
+                format!("plan mode asks before `{tool}` fetches from a host no rule allows"),
+            ),
+            Prepared::Command(_) => Decision::new(
+                Verdict::Ask,
+                format!("plan mode asks before `{tool}` runs a command no rule allows"),
+            ),
+        },
         Mode::DontAsk => Decision::new(
             Verdict::Deny,
             format!("no rule allows this call to `{tool}`, and dontAsk mode cannot ask"),

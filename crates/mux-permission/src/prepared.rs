@@ -7,6 +7,7 @@ use mux_tool::Subject;
 use crate::command::{Analysis, analyze};
 use crate::domain::host_of;
 use crate::path::{PathContext, resolve};
+use crate::protected::{Protected, protected};
 use crate::rule::Rule;
 
 /// The subject in the form rules match against.
@@ -101,6 +102,23 @@ impl Prepared {
                 _ => false,
             },
         }
+    }
+
+    /// Whether the path is one that governs the agent (see [`crate::protected`]), before or
+    /// after resolving symlinks.
+    pub(crate) fn protected<'a>(
+        &self,
+        settings_files: impl Iterator<Item = &'a Path> + Clone,
+    ) -> Option<Protected> {
+        let Self::Path { lexical, resolved } = self else {
+            return None;
+        };
+        protected(lexical, settings_files.clone()).or_else(|| {
+            resolved
+                .as_ref()
+                .ok()
+                .and_then(|real| protected(real, settings_files))
+        })
     }
 
     /// Whether an allow rule covers one command of a script.

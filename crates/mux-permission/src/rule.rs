@@ -6,6 +6,7 @@ use std::str::FromStr;
 use crate::command::{CommandPattern, CommandPatternError};
 use crate::domain::{DomainPattern, DomainPatternError};
 use crate::path::{PathPattern, PathPatternError};
+use crate::{Family, RuleKind};
 
 /// One permission rule, such as `Bash(git diff:*)`, `Read(./src/**)`,
 /// `WebFetch(domain:example.com)` or `mcp__github__*`.
@@ -166,6 +167,50 @@ impl Rule {
             && name
                 .strip_prefix(&self.tool)
                 .is_some_and(|rest| rest.starts_with("__") && rest.len() > 2)
+    }
+
+    /// Whether the rule reaches a call to the tool `name` of `family` (see
+    /// [`Family::of`]) in a list of `kind`:
+    ///
+    /// - a rule naming the tool (or a prefix of it, or its MCP server) reaches it;
+    /// - a rule naming a family (`Read`, `Edit`/`Write`, `Bash`, `WebFetch`) reaches every
+    ///   tool of that family;
+    /// - a Claude Code alias (`Grep`, `Glob`, `LS`) reaches the mux tool it stands for;
+    /// - a deny or ask rule naming one built-in tool (`read_file(…)`) reaches that tool's
+    ///   whole family, since leaving a sibling open (`grep` beside `read_file`) would let the
+    ///   call through by another door. An allow rule stays with the tool it names.
+    ///
+    /// ```
+    /// use mux_permission::{Family, Rule, RuleKind};
+    ///
+    /// let deny: Rule = "read_file(./secrets/**)".parse()?;
+    /// assert!(deny.reaches("grep", Some(Family::Read), RuleKind::Deny));
+    /// assert!(!deny.reaches("grep", Some(Family::Read), RuleKind::Allow));
+    /// let bash: Rule = "Bash(git status)".parse()?;
+    /// assert!(bash.reaches("bash", Some(Family::Bash), RuleKind::Allow));
+    /// # Ok::<(), mux_permission::RuleError>(())
+    /// ```
+    pub fn reaches(&self, name: &str, family: Option<Family>, kind: RuleKind) -> bool {
+        if self.applies_to(name) {
+            return true;
+        }
+        if self.tool_is_prefix {
+            return false;
+        }
+        if Family::alias_of(&self.tool) == Some(name) {
+            return true;
+        }
+        let Some(family) = family else {
+            return false;
+        };
+        Family::named(&self.tool) == Some(family)
+            || (kind != RuleKind::Allow && Family::of_member(&self.tool) == Some(family))
+    }
+
+    /// Whether the tool part names something known: a family, a built-in tool, one of Claude
+    /// Code's tools, an MCP tool, or a prefix (`name*`).
+    pub fn names_known_tool(&self) -> bool {
+        self.tool_is_prefix || crate::family::is_known_tool(&self.tool)
     }
 
     pub(crate) fn spec(&self) -> Option<&Specifier> {

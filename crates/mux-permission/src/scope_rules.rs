@@ -30,9 +30,19 @@ impl ScopeRules {
     /// Loads a settings file; [`save`](Self::save) writes back to it. A missing file is an
     /// empty set (it is created on the first save).
     pub fn load(file: impl Into<PathBuf>, context: &PathContext) -> Result<Self, LoadError> {
+        Self::load_for_tools(file, context, &[])
+    }
+
+    /// As [`load`](Self::load), accepting rules that name one of an application's own
+    /// `tools` (a rule naming an unknown tool is otherwise a [`LoadError::UnknownTool`]).
+    pub fn load_for_tools(
+        file: impl Into<PathBuf>,
+        context: &PathContext,
+        tools: &[&str],
+    ) -> Result<Self, LoadError> {
         let file = file.into();
         let rules = match std::fs::read_to_string(&file) {
-            Ok(text) => settings::parse(&text, &file, context)?,
+            Ok(text) => settings::parse_for_tools(&text, &file, context, tools)?,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => RuleSet::new(),
             Err(source) => return Err(LoadError::Io { file, source }),
         };

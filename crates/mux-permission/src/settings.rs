@@ -68,6 +68,24 @@ pub enum LoadError {
         /// Whether the example was listed under `match`.
         should_match: bool,
     },
+    /// A rule names a tool that is neither a family, a built-in tool, an MCP tool nor one of
+    /// the tools the loader was told about: most likely a typo, which would leave the rule
+    /// silently unused.
+    #[error(
+        "permission settings {}: rule `{rule}` names the tool `{tool}`, which no family or known tool covers{}",
+        file.display(),
+        suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default()
+    )]
+    UnknownTool {
+        /// The file.
+        file: PathBuf,
+        /// The rule as written.
+        rule: String,
+        /// The tool it names.
+        tool: String,
+        /// The closest known name, if one is close.
+        suggestion: Option<String>,
+    },
     /// `defaultMode` names no mode.
     #[error("permission settings {}: {source}", file.display())]
     Mode {
@@ -113,8 +131,20 @@ const KNOWN_KEYS: [&str; 7] = [
     "disableBypassPermissionsMode",
 ];
 
-/// Parses settings text read from `file`.
+/// Parses settings text read from `file`. A rule must name a family, a built-in tool or an
+/// MCP tool; see [`parse_for_tools`] to accept an application's own tool names.
 pub fn parse(text: &str, file: &Path, context: &PathContext) -> Result<RuleSet, LoadError> {
+    parse_for_tools(text, file, context, &[])
+}
+
+/// Parses settings text read from `file`, accepting rules that name one of `tools` besides
+/// the families, built-in tools and MCP tools.
+pub fn parse_for_tools(
+    text: &str,
+    file: &Path,
+    context: &PathContext,
+    tools: &[&str],
+) -> Result<RuleSet, LoadError> {
     let shape = |problem: String| LoadError::Shape {
         file: file.to_owned(),
         problem,
@@ -154,6 +184,16 @@ pub fn parse(text: &str, file: &Path, context: &PathContext) -> Result<RuleSet, 
         };
         for entry in list {
             let rule = entry_rule(entry, kind, file, context)?;
+            if !rule.names_known_tool() && !tools.contains(&rule.tool()) {
+                return Err(LoadError::UnknownTool {
+                    file: file.to_owned(),
+                    rule: rule.as_str().to_owned(),
+                    tool: rule.tool().to_owned(),
+                    suggestion: crate::family::closest_known(rule.tool())
+                        .or_else(|| closest(rule.tool(), tools))
+                        .map(str::to_owned),
+                });
+            }
             if entry.is_object() {
                 rules
                     .entries
@@ -186,6 +226,15 @@ pub fn parse(text: &str, file: &Path, context: &PathContext) -> Result<RuleSet, 
         }
     }
     Ok(rules)
+}
+
+fn closest<'a>(name: &str, tools: &[&'a str]) -> Option<&'a str> {
+    tools
+        .iter()
+        .map(|tool| (strsim::jaro_winkler(name, tool), *tool))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, tool)| tool)
 }
 
 fn entry_rule(

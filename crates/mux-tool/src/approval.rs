@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{BoxFuture, Subject, ToolCall, ToolSpec};
+use crate::{BoxFuture, PathFilter, Subject, ToolCall, ToolSpec};
 
 /// A call waiting for a verdict.
 #[derive(Clone, Copy, Debug)]
@@ -50,6 +50,13 @@ pub trait ApprovalGate: Send + Sync + 'static {
     /// Reviews one call. May wait (for a human, say); the executor stops waiting when the call
     /// is cancelled.
     fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval>;
+
+    /// The paths an approved call must leave out of its results (a search over a tree that
+    /// holds denied files, say). Asked once per approved call. Default: none.
+    fn path_filter(&self, request: ApprovalRequest<'_>) -> Option<Arc<dyn PathFilter>> {
+        let _ = request;
+        None
+    }
 }
 
 /// Which calls need a gate's approval when no gate is set.

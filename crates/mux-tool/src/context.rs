@@ -4,7 +4,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::Resources;
+use std::sync::Arc;
+
+use crate::{PathFilter, Resources};
 
 /// Something a running tool reports before it returns.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -81,6 +83,7 @@ pub struct ToolContext {
     cancel: CancellationToken,
     progress: ProgressSender,
     resources: Resources,
+    path_filter: Option<Arc<dyn PathFilter>>,
 }
 
 impl ToolContext {
@@ -93,6 +96,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             progress: ProgressSender::disconnected(),
             resources: Resources::new(),
+            path_filter: None,
         }
     }
 
@@ -112,6 +116,22 @@ impl ToolContext {
     pub fn with_resources(mut self, resources: Resources) -> Self {
         self.resources = resources;
         self
+    }
+
+    /// Leaves out of the call's results what `filter` withholds.
+    pub fn with_path_filter(mut self, filter: Option<Arc<dyn PathFilter>>) -> Self {
+        self.path_filter = filter;
+        self
+    }
+
+    /// Whether the call must leave `path` (absolute, symlinks resolved) out of its results.
+    pub fn withholds(&self, path: &std::path::Path) -> bool {
+        self.path_filter.as_ref().is_some_and(|f| f.withholds(path))
+    }
+
+    /// The filter of paths to leave out, if the gate set one.
+    pub fn path_filter(&self) -> Option<&Arc<dyn PathFilter>> {
+        self.path_filter.as_ref()
     }
 
     pub(crate) fn with_tool(mut self, tool: impl Into<String>) -> Self {

@@ -13,6 +13,7 @@ use tracing::Instrument;
 
 use crate::truncate::limit_output;
 use crate::{
+    PathFilter,
     Approval, ApprovalGate, ApprovalPolicy, ApprovalRequest, BoxFuture, CallOutcome, CallResult,
     ExecError, HookFailure, PostHook, PostHookAction, PreHook, PreHookAction, ProgressSender,
     RegistryView, Resources, ToolCall, ToolContext, ToolOutput, registry::Entry,
@@ -221,9 +222,10 @@ impl Executor {
             });
         }
         let pre_approved_by = self.run_pre_hooks(&entry, call).await?;
-        self.approve(&entry, call, pre_approved_by.as_deref(), scope)
+        let path_filter = self
+            .approve(&entry, call, pre_approved_by.as_deref(), scope)
             .await?;
-        let mut output = self.run_tool(&entry, call, scope).await?;
+        let mut output = self.run_tool(&entry, call, scope, path_filter).await?;
         limit_output(&mut output, inner.max_output_bytes);
         Ok(output)
     }
@@ -278,14 +280,14 @@ impl Executor {
         call: &ToolCall,
         pre_approved_by: Option<&str>,
         scope: &CallScope,
-    ) -> Result<(), ExecError> {
+    ) -> Result<Option<Arc<dyn PathFilter>>, ExecError> {
         let spec = entry.tool.spec();
         let tool = || spec.name.to_string();
         let Some(gate) = &self.inner.gate else {
             if pre_approved_by.is_none() && self.inner.policy.requires_approval(spec) {
                 return Err(ExecError::ApprovalRequired { tool: tool() });
             }
-            return Ok(());
+            return Ok(None);
         };
         let subject =
             match std::panic::catch_unwind(AssertUnwindSafe(|| entry.tool.subject(&call.input))) {
@@ -311,7 +313,13 @@ impl Executor {
             () = scope.cancel.cancelled() => return Err(ExecError::Cancelled { tool: tool() }),
         };
         match verdict {
-            Ok(Approval::Approve) => Ok(()),
+            Ok(Approval::Approve) => Ok(
+                std::panic::catch_unwind(AssertUnwindSafe(|| gate.path_filter(request)))
+                    .map_err(|panic| ExecError::GateFailed {
+                        tool: tool(),
+                        message: format!("panicked: {}", panic_message(&*panic)),
+                    })?,
+            ),
             Ok(Approval::Deny { reason }) => Err(ExecError::Denied {
                 tool: tool(),
                 reason,
@@ -328,6 +336,7 @@ impl Executor {
         entry: &Entry,
         call: &ToolCall,
         scope: &CallScope,
+        path_filter: Option<Arc<dyn PathFilter>>,
     ) -> Result<ToolOutput, ExecError> {
         let inner = &self.inner;
         let tool_name = entry.tool.spec().name.to_string();
@@ -344,7 +353,8 @@ impl Executor {
             .with_tool(tool_name.clone())
             .with_cancellation(cancel.clone())
             .with_progress(scope.progress.clone())
-            .with_resources(inner.resources.clone());
+            .with_resources(inner.resources.clone())
+            .with_path_filter(path_filter);
         let tool = Arc::clone(&entry.tool);
         let input = call.input.clone();
         let mut call_future: BoxFuture<'static, Result<ToolOutput, crate::ToolError>> =

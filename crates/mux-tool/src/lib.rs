@@ -18,6 +18,7 @@ mod tool;
 pub mod truncate;
 mod typed;
 mod validation;
+mod withhold;
 
 pub use approval::{Approval, ApprovalGate, ApprovalPolicy, ApprovalRequest};
 pub use call::{CallOutcome, CallResult, ExecError, HookFailure, ToolCall};
@@ -36,6 +37,7 @@ pub use subject::Subject;
 pub use tool::{BoxFuture, Tool, ToolError};
 pub use typed::{Typed, TypedTool, input_schema_for};
 pub use validation::ArgumentProblem;
+pub use withhold::PathFilter;
 
 // Re-exported so that users name the same versions in their `TypedTool::Args` derives.
 pub use schemars;

@@ -67,7 +67,6 @@ impl TypedTool for Glob {
 
     async fn call(&self, args: GlobArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
         let tool = self.clone();
-        let cancel = cx.cancellation().clone();
         blocking(move || {
             let matcher = GlobBuilder::new(&args.pattern)
                 .literal_separator(true)
@@ -91,8 +90,9 @@ impl TypedTool for Glob {
             let mut found = Vec::new();
             let mut more = 0usize;
             let mut unreadable = 0usize;
-            for entry in walk(resolved.real(), None) {
-                if cancel.is_cancelled() {
+            let (entries, withheld) = walk(resolved.real(), None, &cx);
+            for entry in entries {
+                if cx.is_cancelled() {
                     return Err(ToolError::Cancelled);
                 }
                 let Ok(entry) = entry else {
@@ -134,9 +134,14 @@ impl TypedTool for Glob {
                     "\n[{unreadable} files or directories could not be read]"
                 ));
             }
+            if let Some(note) = withheld.note() {
+                text.push('\n');
+                text.push_str(&note);
+            }
             Ok(ToolOutput::text(text)
                 .with_metadata("matches", json!(count))
-                .with_metadata("omitted", json!(more)))
+                .with_metadata("omitted", json!(more))
+                .with_metadata("withheld", json!(withheld.count())))
         })
         .await
     }

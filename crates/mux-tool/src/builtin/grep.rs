@@ -9,10 +9,9 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::text::decode_head;
-use super::walk::walk;
+use super::walk::{Withheld, walk};
 use super::{Sandbox, blocking};
 use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 
@@ -92,8 +91,7 @@ impl TypedTool for Grep {
 
     async fn call(&self, args: GrepArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
         let tool = self.clone();
-        let cancel = cx.cancellation().clone();
-        blocking(move || tool.search(&args, &cancel)).await
+        blocking(move || tool.search(&args, &cx)).await
     }
 }
 
@@ -106,7 +104,7 @@ struct Results {
 }
 
 impl Grep {
-    fn search(&self, args: &GrepArgs, cancel: &CancellationToken) -> Result<ToolOutput, ToolError> {
+    fn search(&self, args: &GrepArgs, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let matcher = RegexMatcherBuilder::new()
             .case_insensitive(args.ignore_case)
             .build(&args.pattern)
@@ -139,11 +137,14 @@ impl Grep {
             full: false,
             unreadable: 0,
         };
+        let mut withheld = Withheld::default();
         if base.is_file() {
             self.search_file(&mut searcher, &matcher, base, &mut results);
         } else {
-            for entry in walk(base, None) {
-                if cancel.is_cancelled() {
+            let (entries, left_out) = walk(base, None, cx);
+            withheld = left_out;
+            for entry in entries {
+                if cx.is_cancelled() {
                     return Err(ToolError::Cancelled);
                 }
                 if results.full {
@@ -180,9 +181,14 @@ impl Grep {
                 results.unreadable
             ));
         }
+        if let Some(note) = withheld.note() {
+            text.push('\n');
+            text.push_str(&note);
+        }
         Ok(ToolOutput::text(text)
             .with_metadata("matches", json!(count))
-            .with_metadata("capped", json!(results.full)))
+            .with_metadata("capped", json!(results.full))
+            .with_metadata("withheld", json!(withheld.count())))
     }
 
     fn search_file(

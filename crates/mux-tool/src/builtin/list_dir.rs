@@ -68,7 +68,6 @@ impl TypedTool for ListDir {
 
     async fn call(&self, args: ListDirArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
         let tool = self.clone();
-        let cancel = cx.cancellation().clone();
         blocking(move || {
             let resolved = tool.sandbox.resolve_existing(&args.path)?;
             let shown = resolved.display();
@@ -79,8 +78,9 @@ impl TypedTool for ListDir {
             }
             let mut lines = Vec::new();
             let mut more = 0usize;
-            for entry in walk(resolved.real(), Some(1)) {
-                if cancel.is_cancelled() {
+            let (entries, withheld) = walk(resolved.real(), Some(1), &cx);
+            for entry in entries {
+                if cx.is_cancelled() {
                     return Err(ToolError::Cancelled);
                 }
                 let entry = entry.map_err(|err| ToolError::failed(err.to_string()))?;
@@ -108,9 +108,14 @@ impl TypedTool for ListDir {
             if more > 0 {
                 text.push_str(&format!("\n[{more} more entries not shown]"));
             }
+            if let Some(note) = withheld.note() {
+                text.push('\n');
+                text.push_str(&note);
+            }
             Ok(ToolOutput::text(text)
                 .with_metadata("entries", json!(count))
-                .with_metadata("omitted", json!(more)))
+                .with_metadata("omitted", json!(more))
+                .with_metadata("withheld", json!(withheld.count())))
         })
         .await
     }
