@@ -139,7 +139,7 @@ pub(crate) fn closest_known(name: &str) -> Option<&'static str> {
         .into_iter()
         .chain(members)
         .chain(OTHER_KNOWN)
-        .map(|known| (strsim::jaro_winkler(&name.to_lowercase(), &known.to_lowercase()), known))
+        .map(|known| (strsim::jaro_winkler(name, known), known))
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, known)| known)

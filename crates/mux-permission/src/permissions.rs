@@ -150,8 +150,8 @@ impl Permissions {
                     .by(rule.as_str(), scope);
             }
         }
-        // 2. Part of the call cannot be read, and a deny rule could match that part: refused in
-        //    every mode, since no answer can show the rule does not apply.
+        // 2. Part of the call cannot be read, and a deny rule could match that part: at most
+        //    ask, in every mode (bypass included); refused in dontAsk and plan mode.
         if let Some((scope, rule)) = deny_rules
             .iter()
             .copied()
@@ -160,11 +160,15 @@ impl Permissions {
             let why = prepared
                 .hazard()
                 .unwrap_or_else(|| "its specifier does not apply to what this call touches".into());
-            return Decision::new(
-                Verdict::Deny,
+            let decision = Decision::new(
+                Verdict::Ask,
                 format!("the deny rule `{rule}` cannot be ruled out: {why}"),
             )
             .by(rule.as_str(), scope);
+            return match mode {
+                Mode::DontAsk | Mode::Plan => refuse(decision, mode, mode_scope),
+                _ => decision,
+            };
         }
         // 3. Plan mode runs read-only tools only.
         if mode == Mode::Plan && !spec.annotations.read_only {

@@ -404,7 +404,8 @@ fn path_rows() -> Vec<Row> {
         ("Edit src/generated/out.rs",                   D,      DENY),
         ("Edit src/escape/key",                         D,      ASK),
         ("Edit ../root/src/main.rs",                    D,      ALLOW),
-        ("Write src/new.rs",                            D,      ASK),
+        // `Edit(./src/**)` reaches write_file too: Edit and Write are one family.
+        ("Write src/new.rs",                            D,      ALLOW),
         ("Write src/new.rs",                            EDITS,  ALLOW),
         ("Write link_out/x",                            EDITS,  ASK),
         ("Write ../outside/x",                          EDITS,  ASK),
@@ -446,7 +447,8 @@ fn web_and_mcp_rows() -> Vec<Row> {
         ("WebFetch",                  "https://notevil.com/",          "web", D,      ASK),
         ("WebFetch",                  "no url at all",                 "web", D,      ASK),
         ("WebFetch",                  "https://evil.com/",             "web", BYPASS, DENY),
-        ("WebFetch",                  "https://example.org/",          "web", PLAN,   ALLOW),
+        // Plan mode is the safest mode: a host no rule allows asks.
+        ("WebFetch",                  "https://example.org/",          "web", PLAN,   ASK),
         ("mcp__github__create_issue", "",                              "mcp", D,      ALLOW),
         ("mcp__github__delete_repo",  "",                              "mcp", D,      DENY),
         ("mcp__github__delete_repo",  "",                              "mcp", BYPASS, DENY),
