@@ -83,7 +83,8 @@ pub(crate) fn protected<'a>(
 }
 
 fn eq_ignore_case(name: &OsStr, wanted: &str) -> bool {
-    name.to_str().is_some_and(|n| n.eq_ignore_ascii_case(wanted))
+    name.to_str()
+        .is_some_and(|n| n.eq_ignore_ascii_case(wanted))
 }
 
 fn same_file(settings: &Path, path: &Path) -> bool {

@@ -13,10 +13,9 @@ use tracing::Instrument;
 
 use crate::truncate::limit_output;
 use crate::{
-    PathFilter,
     Approval, ApprovalGate, ApprovalPolicy, ApprovalRequest, BoxFuture, CallOutcome, CallResult,
-    ExecError, HookFailure, PostHook, PostHookAction, PreHook, PreHookAction, ProgressSender,
-    RegistryView, Resources, ToolCall, ToolContext, ToolOutput, registry::Entry,
+    ExecError, HookFailure, PathFilter, PostHook, PostHookAction, PreHook, PreHookAction,
+    ProgressSender, RegistryView, Resources, ToolCall, ToolContext, ToolOutput, registry::Entry,
 };
 
 /// Default per-call timeout.
@@ -313,13 +312,15 @@ impl Executor {
             () = scope.cancel.cancelled() => return Err(ExecError::Cancelled { tool: tool() }),
         };
         match verdict {
-            Ok(Approval::Approve) => Ok(
-                std::panic::catch_unwind(AssertUnwindSafe(|| gate.path_filter(request)))
-                    .map_err(|panic| ExecError::GateFailed {
-                        tool: tool(),
-                        message: format!("panicked: {}", panic_message(&*panic)),
-                    })?,
-            ),
+            Ok(Approval::Approve) => {
+                Ok(
+                    std::panic::catch_unwind(AssertUnwindSafe(|| gate.path_filter(request)))
+                        .map_err(|panic| ExecError::GateFailed {
+                            tool: tool(),
+                            message: format!("panicked: {}", panic_message(&*panic)),
+                        })?,
+                )
+            }
             Ok(Approval::Deny { reason }) => Err(ExecError::Denied {
                 tool: tool(),
                 reason,

@@ -74,3 +74,63 @@ async fn builtin_tools_are_gated_by_their_subjects() {
     assert!(is_error);
     assert!(!root.join("src/new.rs").exists());
 }
+
+/// A search over a tree that holds denied files runs, leaves them out, and says so; a search
+/// rooted in the denied folder is refused.
+#[tokio::test]
+async fn searches_withhold_what_read_rules_deny() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::create_dir_all(root.join("secrets")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "token = public\n").unwrap();
+    std::fs::write(root.join("secrets/key"), "token = hunter2\n").unwrap();
+    std::fs::write(root.join(".env"), "token = dotenv\n").unwrap();
+    let rules = RuleSet::new()
+        .with_deny("Read(./secrets/**)")
+        .unwrap()
+        .with_deny("Read(.env)")
+        .unwrap()
+        .with_mode(mux_permission::Mode::Bypass);
+    let permissions = Permissions::builder(PathContext::with_home(&root, None))
+        .scope(Scope::Project, ScopeRules::new(rules))
+        .build();
+    let registry = Registry::new();
+    builtin::register(&registry, &Sandbox::new(&root).unwrap()).unwrap();
+    let executor = Executor::builder(registry)
+        .gate(PermissionGate::without_asker(permissions))
+        .build();
+
+    let (is_error, text) = run(&executor, "grep", json!({"pattern": "token"})).await;
+    assert!(!is_error, "{text}");
+    assert!(text.contains("src/lib.rs:1:token = public"), "{text}");
+    assert!(
+        !text.contains("hunter2") && !text.contains("dotenv"),
+        "{text}"
+    );
+    assert!(text.contains("2 paths withheld"), "{text}");
+
+    let (is_error, text) = run(&executor, "glob", json!({"pattern": "**/*"})).await;
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("src/lib.rs") && !text.contains("secrets/key"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(".env") || text.contains("withheld"),
+        "{text}"
+    );
+
+    let (is_error, text) = run(&executor, "list_dir", json!({"path": "."})).await;
+    assert!(!is_error && text.contains("src/"), "{text}");
+    assert!(text.contains("withheld"), "{text}");
+
+    let (is_error, text) = run(
+        &executor,
+        "grep",
+        json!({"pattern": "token", "path": "secrets"}),
+    )
+    .await;
+    assert!(is_error && text.contains("Read(./secrets/**)"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+}

@@ -6,4 +6,5 @@ mod decision_matrix;
 mod gate;
 mod properties;
 mod scopes;
+mod tool_matrix;
 mod tracing_events;

@@ -49,7 +49,8 @@ pub(crate) fn walk(dir: &Path, max_depth: Option<usize>, cx: &ToolContext) -> (W
         if entry.file_name() == ".git" {
             return false;
         }
-        let hidden = entry.depth() > 0 && filter.as_ref().is_some_and(|f| f.withholds(entry.path()));
+        let hidden =
+            entry.depth() > 0 && filter.as_ref().is_some_and(|f| f.withholds(entry.path()));
         if hidden {
             counter.0.fetch_add(1, Ordering::Relaxed);
         }
