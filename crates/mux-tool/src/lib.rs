@@ -1,5 +1,6 @@
 #![doc = include_str!("docs/crate.md")]
-#![forbid(unsafe_code)]
+// Unsafe code is denied; the one exception, the OS sandbox's `pre_exec`, allows it locally.
+#![deny(unsafe_code)]
 
 pub mod approval;
 #[cfg(feature = "builtin")]

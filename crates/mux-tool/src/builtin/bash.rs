@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Sandbox;
+use super::os_sandbox::SandboxPolicy;
 use super::text::{decode_head, decode_tail};
 use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 
@@ -46,8 +47,11 @@ pub struct BashArgs {
 /// streamed through [`ToolContext::output`] and kept up to a cap, head and tail, with a marker
 /// saying how much was left out in between. A non-zero exit is an error output.
 ///
-/// The root is the working directory, not a file-system boundary: the command reaches what
-/// the process can, and its [`Subject::Command`] is for the permission layer to judge.
+/// The permission layer judges its [`Subject::Command`]; the OS sandbox (see
+/// [`SandboxPolicy`]) bounds what an allowed command can do: by default it writes only inside
+/// the root and a temp dir of its own (`TMPDIR`), opens no Internet socket, and none of its
+/// processes can leave the process group that is killed with it. Where the machine cannot
+/// enforce the policy, the call fails instead of running unconfined.
 ///
 /// Unix only: elsewhere every call fails with an error that says so.
 #[derive(Clone, Debug)]
@@ -57,6 +61,8 @@ pub struct Bash {
     default_timeout: Duration,
     max_output_bytes: usize,
     kept_env: Option<Vec<String>>,
+    policy: SandboxPolicy,
+    network: bool,
 }
 
 impl Bash {
@@ -68,7 +74,23 @@ impl Bash {
             default_timeout: DEFAULT_TIMEOUT,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             kept_env: None,
+            policy: SandboxPolicy::default(),
+            network: false,
         }
+    }
+
+    /// What the OS sandbox lets a command do (default:
+    /// [`WorkspaceWrite`](SandboxPolicy::WorkspaceWrite)).
+    pub fn sandbox_policy(mut self, policy: SandboxPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Lets sandboxed commands open Internet sockets (default: off). `FullAccess` always has
+    /// the network.
+    pub fn network(mut self, allowed: bool) -> Self {
+        self.network = allowed;
+        self
     }
 
     /// Runs commands with `shell -c` instead of `bash -c`.
@@ -216,7 +238,8 @@ mod run {
     use tokio::process::Command;
     use tokio::sync::mpsc;
 
-    use super::{Bash, DRAIN_TIMEOUT, HeadTail};
+    use super::{Bash, DRAIN_TIMEOUT, HeadTail, SandboxPolicy};
+    use crate::builtin::os_sandbox::{self, Confinement};
     use crate::builtin::text::Utf8Stream;
     use crate::{ToolContext, ToolError, ToolOutput};
 
@@ -273,12 +296,25 @@ mod run {
                 }
             }
         }
-        let mut child = cmd.spawn().map_err(|err| {
-            ToolError::failed(format!(
-                "cannot start {}: {err}",
-                bash.shell.to_string_lossy()
-            ))
-        })?;
+        let scratch = tempfile::Builder::new()
+            .prefix("mux-bash-")
+            .tempdir()
+            .map_err(|err| {
+                ToolError::failed(format!("cannot create the command's temp dir: {err}"))
+            })?;
+        for name in ["TMPDIR", "TMP", "TEMP"] {
+            cmd.env(name, scratch.path());
+        }
+        let confinement = Confinement {
+            policy: bash.policy,
+            network: bash.network,
+            writable: match bash.policy {
+                SandboxPolicy::ReadOnly => vec![scratch.path().to_path_buf()],
+                _ => vec![root.to_path_buf(), scratch.path().to_path_buf()],
+            },
+        };
+        let program = bash.shell.to_string_lossy().into_owned();
+        let mut child = os_sandbox::spawn(cmd, program, confinement).await?;
         let mut guard = GroupGuard {
             group: child
                 .id()

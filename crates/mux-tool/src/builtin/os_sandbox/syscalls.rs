@@ -1,0 +1,60 @@
+//! seccomp: the system-call half of the OS sandbox, installed in the child between `fork` and
+//! `exec` (after it became its process group's leader).
+
+use std::collections::BTreeMap;
+use std::io;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+use super::{Confinement, OsSandboxError};
+
+/// The filter for a command: `setsid` and `setpgid` refused (no descendant can leave the
+/// process group that is killed with the command), and without network, sockets of any family
+/// but `AF_UNIX` and `io_uring` (which could open them unseen) refused too. Refused calls fail
+/// with `EPERM`, which the command reports.
+pub(super) fn filter(confinement: &Confinement) -> Result<BpfProgram, OsSandboxError> {
+    let fail = |reason: String| OsSandboxError::Setup {
+        policy: confinement.policy,
+        reason: format!("seccomp: {reason}"),
+    };
+    let arch =
+        TargetArch::try_from(std::env::consts::ARCH).map_err(|_| OsSandboxError::Unsupported {
+            policy: confinement.policy,
+            reason: format!(
+                "seccomp filters are not built for the {} architecture",
+                std::env::consts::ARCH
+            ),
+        })?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    rules.insert(libc::SYS_setsid, Vec::new());
+    rules.insert(libc::SYS_setpgid, Vec::new());
+    if !confinement.network {
+        let not_unix = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Ne,
+            libc::AF_UNIX as u64,
+        )
+        .map_err(|err| fail(err.to_string()))?;
+        let rule = SeccompRule::new(vec![not_unix]).map_err(|err| fail(err.to_string()))?;
+        rules.insert(libc::SYS_socket, vec![rule]);
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    }
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|err| fail(err.to_string()))?;
+    BpfProgram::try_from(filter).map_err(|err| fail(err.to_string()))
+}
+
+/// Installs `program` on the calling thread. Runs between `fork` and `exec`, so it only makes
+/// system calls and never allocates, not even for its error.
+pub(super) fn install(program: &BpfProgram) -> io::Result<()> {
+    seccompiler::apply_filter(program).map_err(|_| io::Error::from(io::ErrorKind::PermissionDenied))
+}
