@@ -5,9 +5,10 @@
 //! exits 0; a malformed settings file, rule or argument prints `{"error":…}` and exits 2.
 //! Settings files are project scopes; `--mode` sets the mode at the global scope, above them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use mux::permission::{Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, builtin};
+use mux::tool::builtin::Sandbox;
 use mux::tool::{Subject, ToolSpec};
 use serde_json::{Value, json};
 
@@ -79,25 +80,43 @@ fn check(args: impl IntoIterator<Item = String>) -> Result<Value, String> {
         Some(root) => root,
         None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
     };
+    let permissions = policy(&root, &args.settings, args.mode)?;
+    let (spec, subject) = tool_call(&root, &args.tool, &args.input)?;
+    let decision = permissions.check(&spec, &subject);
+    serde_json::to_value(&decision).map_err(|e| e.to_string())
+}
+
+/// The policy of settings files (project scopes) and a mode (global scope, above them),
+/// anchored at `root`.
+pub fn policy(
+    root: &Path,
+    settings: &[PathBuf],
+    mode: Option<Mode>,
+) -> Result<Permissions, String> {
     let context = PathContext::new(root);
     let mut builder = Permissions::builder(context.clone());
-    for file in &args.settings {
+    for file in settings {
         let rules = ScopeRules::load(file, &context).map_err(|e| e.to_string())?;
         builder = builder.scope(Scope::Project, rules);
     }
-    if let Some(mode) = args.mode {
+    if let Some(mode) = mode {
         builder = builder.scope(
             Scope::Global,
             ScopeRules::new(RuleSet::new().with_mode(mode)),
         );
     }
-    let permissions = builder.build();
-    let (spec, subject) = tool_call(&args.tool, &args.input)?;
-    let decision = permissions.check(&spec, &subject);
-    serde_json::to_value(&decision).map_err(|e| e.to_string())
+    Ok(builder.build())
 }
 
-fn tool_call(tool: &str, input: &Value) -> Result<(ToolSpec, Subject), String> {
+/// The spec and subject of a call: mux's own built-in tools (`read_file`, `bash`, …) through
+/// their own `subject`, Claude Code's names (`Read`, `Bash`, …) through mux-permission's.
+fn tool_call(root: &Path, tool: &str, input: &Value) -> Result<(ToolSpec, Subject), String> {
+    if let Ok(sandbox) = Sandbox::new(root)
+        && let Ok(tools) = mux::tool::builtin::tools(&sandbox)
+        && let Some(found) = tools.iter().find(|t| t.spec().name.as_str() == tool)
+    {
+        return Ok((found.spec().clone(), found.subject(input)));
+    }
     match builtin::spec(tool) {
         Some(spec) => {
             let subject = builtin::subject(tool, input).ok_or_else(|| {
@@ -125,6 +144,39 @@ mod tests {
 
     fn run_with(args: &[&str]) -> Report {
         run(args.iter().map(|a| (*a).to_owned()))
+    }
+
+    /// mux's own tool names work as well as Claude Code's, through the tools' own subjects.
+    #[test]
+    fn muxs_tool_names_are_checked_like_claude_codes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        std::fs::write(
+            &file,
+            r#"{"permissions": {"deny": ["Read(./secrets/**)", "Bash(rm:*)"]}}"#,
+        )
+        .unwrap();
+        let (settings, root) = (file.to_str().unwrap(), dir.path().to_str().unwrap());
+        for (tool, input) in [
+            ("read_file", r#"{"path": "secrets/key"}"#),
+            ("Read", r#"{"path": "secrets/key"}"#),
+            ("grep", r#"{"pattern": "x", "path": "secrets"}"#),
+            ("bash", r#"{"command": "rm -rf secrets"}"#),
+        ] {
+            let report = run_with(&[
+                "--settings",
+                settings,
+                "--root",
+                root,
+                "--mode",
+                "bypassPermissions",
+                "--tool",
+                tool,
+                "--input",
+                input,
+            ]);
+            assert_eq!(report.json["decision"], "deny", "{tool}: {}", report.json);
+        }
     }
 
     #[test]
