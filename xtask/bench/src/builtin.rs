@@ -1,10 +1,11 @@
 //! The built-in tools' costs: the sandbox check of a five-component path against the plain
 //! `canonicalize` it replaces, and `grep` over a generated tree against a naive scan of the
-//! same files (read each, test each line with `str::contains`).
+//! same files (read each, test each line with `str::contains`); and a `bash` call inside the
+//! OS sandbox against the same call without it.
 
 use std::path::Path;
 
-use mux_tool::builtin::{Grep, GrepArgs, Sandbox};
+use mux_tool::builtin::{Bash, BashArgs, Grep, GrepArgs, Sandbox, SandboxPolicy};
 use mux_tool::{ToolContext, TypedTool};
 use tokio::runtime::Builder;
 
@@ -21,7 +22,54 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     Ok(vec![
         resolve(&sandbox, dir.path())?,
         grep(&sandbox, dir.path())?,
+        bash_spawn(&sandbox)?,
     ])
+}
+
+/// One `bash -c true` call inside the OS sandbox (Landlock and seccomp, the default
+/// `WorkspaceWrite` policy) against the same call with `FullAccess`, no sandbox.
+fn bash_spawn(sandbox: &Sandbox) -> Result<Row, String> {
+    let runtime = Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|err| format!("building the runtime: {err}"))?;
+    let call = |policy: SandboxPolicy| -> Result<(), String> {
+        let tool = Bash::new(sandbox.clone()).sandbox_policy(policy);
+        let args: BashArgs = serde_json::from_value(serde_json::json!({"command": "true"}))
+            .map_err(|err| err.to_string())?;
+        let out = runtime
+            .block_on(tool.call(args, ToolContext::new("bench")))
+            .map_err(|err| err.to_string())?;
+        if out.is_error {
+            return Err(format!("bash under {policy} failed: {}", out.to_text()));
+        }
+        Ok(())
+    };
+    call(SandboxPolicy::WorkspaceWrite)?;
+    call(SandboxPolicy::FullAccess)?;
+    let mut failed = None;
+    let mut measure = |policy| {
+        per_iter(SAMPLES, 20, |iters| {
+            for _ in 0..iters {
+                if let Err(err) = call(policy) {
+                    failed = Some(err);
+                }
+            }
+        })
+    };
+    let confined = measure(SandboxPolicy::WorkspaceWrite);
+    let open = measure(SandboxPolicy::FullAccess);
+    if let Some(err) = failed {
+        return Err(err);
+    }
+    Ok(Row {
+        name: "bash call, OS sandbox (workspaceWrite)".into(),
+        value: confined.as_secs_f64() * 1e3,
+        unit: "ms",
+        baseline: "the same call, fullAccess (no sandbox)".into(),
+        baseline_value: open.as_secs_f64() * 1e3,
+    })
 }
 
 fn build_tree(root: &Path) -> std::io::Result<()> {
