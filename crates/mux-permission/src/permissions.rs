@@ -161,6 +161,19 @@ impl Permissions {
                     .by(rule.as_str(), scope);
             }
         }
+        // 1b. (issue 15) Internal addresses: refused in every mode unless allowed by name.
+        let named_allow = applicable(RuleKind::Allow);
+        let named_allow = named_allow
+            .iter()
+            .copied()
+            .filter(|(scope, _)| !managed_only || *scope == Scope::Managed);
+        if let Some(decision) = crate::address::internal_address(&prepared, named_allow) {
+            return match (decision.verdict, mode) {
+                (Verdict::Ask, Mode::DontAsk | Mode::Plan) => refuse(decision, mode, mode_scope),
+                _ => decision,
+            };
+        }
+        // (end 1b)
         // 2. Part of the call cannot be read, and a deny rule could match that part.
         if let Some((scope, rule)) = deny_rules
             .iter()

@@ -1,6 +1,7 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
+pub mod address;
 pub mod approval;
 #[cfg(feature = "builtin")]
 pub mod builtin;
