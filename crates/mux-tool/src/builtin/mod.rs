@@ -57,6 +57,8 @@ mod edit_file;
 mod glob;
 mod grep;
 mod list_dir;
+#[cfg(feature = "web")]
+mod public_dns;
 mod read_file;
 mod sandbox;
 mod text;
