@@ -181,14 +181,24 @@ pub(crate) fn locate(
     Ok(located)
 }
 
+/// How directory handles are opened: as handles to name things by (`O_PATH` on Linux, so a
+/// directory that may be searched but not listed can still be gone through), never through
+/// a symlink.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) const DIR_FLAGS: OFlags = OFlags::PATH
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+/// How directory handles are opened: never through a symlink.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
 /// Opens the directory `name` in `dir`, refusing a symlink.
 pub(crate) fn open_dir(dir: BorrowedFd<'_>, name: &OsStr) -> rustix::io::Result<OwnedFd> {
-    rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
+    rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty())
 }
 
 /// Opens the regular file `name` in `dir` for reading, refusing a symlink and never blocking

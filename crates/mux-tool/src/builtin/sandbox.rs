@@ -24,10 +24,10 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::Mode;
 use rustix::io::Errno;
 
-use super::beneath::{Located, Part, locate, parts};
+use super::beneath::{DIR_FLAGS, Located, Part, locate, parts};
 use super::checked_walk::CheckedWalk;
 use crate::ToolError;
 
@@ -276,20 +276,17 @@ impl Sandbox {
 
     /// A handle of the root, which must still be the directory recorded at construction.
     fn open_root(&self) -> Result<OwnedFd, SandboxError> {
-        let fd = rustix::fs::open(
-            &self.root,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|errno| match errno {
-            Errno::LOOP | Errno::NOTDIR => SandboxError::RootChanged {
-                root: self.root.clone(),
+        let fd = rustix::fs::open(&self.root, DIR_FLAGS, Mode::empty()).map_err(
+            |errno| match errno {
+                Errno::LOOP | Errno::NOTDIR => SandboxError::RootChanged {
+                    root: self.root.clone(),
+                },
+                errno => SandboxError::Root {
+                    root: self.root.clone(),
+                    source: errno.into(),
+                },
             },
-            errno => SandboxError::Root {
-                root: self.root.clone(),
-                source: errno.into(),
-            },
-        })?;
+        )?;
         let stat = rustix::fs::fstat(&fd).map_err(|errno| SandboxError::Root {
             root: self.root.clone(),
             source: errno.into(),

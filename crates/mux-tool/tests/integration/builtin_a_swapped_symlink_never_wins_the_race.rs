@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mux_tool::builtin::{Grep, ReadFile, Sandbox, WriteFile};
+use mux_tool::builtin::{Glob, Grep, ListDir, ReadFile, Sandbox, WriteFile};
 use mux_tool::{ToolContext, TypedTool};
 use serde_json::json;
 
@@ -72,6 +72,7 @@ impl Race {
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::write(root.join("d/f.txt"), "inside\n").unwrap();
         std::fs::write(outside.join("f.txt"), format!("{CANARY}\n")).unwrap();
+        std::fs::write(outside.join("only-outside.txt"), "").unwrap();
         std::os::unix::fs::symlink(&outside, root.join("alt")).unwrap();
         let swapper = Command::new(std::env::current_exe().unwrap())
             .args([
@@ -115,7 +116,7 @@ impl Race {
         std::fs::read_dir(&self.outside)
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|name| name != "f.txt")
+            .filter(|name| name != "f.txt" && name != "only-outside.txt")
             .collect()
     }
 }
@@ -208,4 +209,30 @@ fn grep_never_searches_through_a_swapped_symlink() {
         escapes, 0,
         "grep read the canary outside the root {escapes} times"
     );
+}
+
+#[test]
+fn glob_and_list_dir_never_list_through_a_swapped_symlink() {
+    let race = Race::start();
+    let glob = Glob::new(race.sandbox());
+    let list = ListDir::new(race.sandbox());
+    let mut escapes = 0;
+    runtime().block_on(async {
+        for _ in 0..TRIES / 5 {
+            let args = serde_json::from_value(json!({"pattern": "**/*"})).unwrap();
+            if let Ok(out) = glob.call(args, ToolContext::new("race")).await
+                && out.to_text().contains("only-outside")
+            {
+                escapes += 1;
+            }
+            let args = serde_json::from_value(json!({"path": "d"})).unwrap();
+            if let Ok(out) = list.call(args, ToolContext::new("race")).await
+                && out.to_text().contains("only-outside")
+            {
+                escapes += 1;
+            }
+        }
+    });
+    eprintln!("glob and list_dir: {escapes} escapes of {}", 2 * TRIES / 5);
+    assert_eq!(escapes, 0, "listed a name outside the root {escapes} times");
 }
