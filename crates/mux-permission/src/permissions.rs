@@ -162,16 +162,20 @@ impl Permissions {
             }
         }
         // 1b. (issue 15) Internal addresses: refused in every mode unless allowed by name.
-        let named_allow = applicable(RuleKind::Allow);
-        let named_allow = named_allow
-            .iter()
-            .copied()
-            .filter(|(scope, _)| !managed_only || *scope == Scope::Managed);
-        if let Some(decision) = crate::address::internal_address(&prepared, named_allow) {
-            return match (decision.verdict, mode) {
-                (Verdict::Ask, Mode::DontAsk | Mode::Plan) => refuse(decision, mode, mode_scope),
-                _ => decision,
-            };
+        if let Prepared::Url(_) = prepared {
+            let allow_rules = applicable(RuleKind::Allow);
+            let allow_rules = allow_rules
+                .iter()
+                .copied()
+                .filter(|(scope, _)| !managed_only || *scope == Scope::Managed);
+            if let Some(decision) = crate::address::internal_address(&prepared, allow_rules) {
+                return match (decision.verdict, mode) {
+                    (Verdict::Ask, Mode::DontAsk | Mode::Plan) => {
+                        refuse(decision, mode, mode_scope)
+                    }
+                    _ => decision,
+                };
+            }
         }
         // (end 1b)
         // 2. Part of the call cannot be read, and a deny rule could match that part.
