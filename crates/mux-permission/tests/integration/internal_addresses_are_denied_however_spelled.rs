@@ -165,3 +165,58 @@ fn the_reason_names_the_kind_of_address() {
     );
     assert_eq!(decision.rule, None);
 }
+
+/// Every spelling the URL parser accepts of one IPv4 address.
+fn spellings(ip: std::net::Ipv4Addr) -> Vec<String> {
+    let n = u32::from(ip);
+    let [a, b, c, d] = ip.octets();
+    vec![
+        format!("{ip}"),
+        format!("{n}"),
+        format!("0x{n:x}"),
+        format!("0X{n:08X}"),
+        format!("0{n:o}"),
+        format!("0x{a:x}.0x{b:x}.0x{c:x}.0x{d:x}"),
+        format!("0{a:o}.0{b:o}.0{c:o}.0{d:o}"),
+        format!("{a}.{}", n & 0x00ff_ffff),
+        format!("{a}.{b}.{}", n & 0xffff),
+        format!("{ip}."),
+        format!("[::ffff:{ip}]"),
+        format!("[::ffff:{:x}:{:x}]", n >> 16, n & 0xffff),
+        format!("user:pass@{ip}:8080"),
+    ]
+}
+
+#[test]
+fn every_spelling_of_an_address_gets_the_verdict_of_the_address() {
+    use mux_permission::host_of;
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
+    let fetch = builtin::spec("WebFetch").unwrap();
+    let bypass = policy("bypass");
+    // Half the cases from the internal ranges, half from anywhere.
+    let internal = prop_oneof![
+        (0u8..=255, 0u8..=255, 0u8..=255).prop_map(|(b, c, d)| [127, b, c, d]),
+        (0u8..=255, 0u8..=255).prop_map(|(c, d)| [169, 254, c, d]),
+        (0u8..=255, 0u8..=255, 0u8..=255).prop_map(|(b, c, d)| [0, b, c, d]),
+    ];
+    let address = prop_oneof![internal, any::<[u8; 4]>()].prop_map(std::net::Ipv4Addr::from);
+    let mut runner = TestRunner::new(Config::with_cases(500));
+    runner
+        .run(&address, |ip| {
+            let expected = if mux_tool::address::classify_ip(ip.into()).is_some() {
+                DENY
+            } else {
+                ALLOW
+            };
+            for spelling in spellings(ip) {
+                let url = format!("http://{spelling}/x");
+                prop_assert_eq!(host_of(&url), Some(ip.to_string()), "{}", url);
+                let verdict = bypass.check(&fetch, &Subject::url(&url)).verdict;
+                prop_assert_eq!(verdict, expected, "{}", url);
+            }
+            Ok(())
+        })
+        .unwrap();
+}
