@@ -1,6 +1,7 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
+mod address;
 pub mod builtin;
 pub mod command;
 mod decision;

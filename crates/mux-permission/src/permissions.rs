@@ -150,7 +150,24 @@ impl Permissions {
                     .by(rule.as_str(), scope);
             }
         }
-        // 2. Part of the call cannot be read, and a deny rule could match that part: at most
+        // 2. Internal addresses (loopback, link-local, cloud metadata): refused in every mode
+        //    unless an allow rule names them.
+        if let Prepared::Url(_) = prepared {
+            let allow_rules = applicable(RuleKind::Allow);
+            let allow_rules = allow_rules
+                .iter()
+                .copied()
+                .filter(|(scope, _)| !managed_only || *scope == Scope::Managed);
+            if let Some(decision) = crate::address::internal_address(&prepared, allow_rules) {
+                return match (decision.verdict, mode) {
+                    (Verdict::Ask, Mode::DontAsk | Mode::Plan) => {
+                        refuse(decision, mode, mode_scope)
+                    }
+                    _ => decision,
+                };
+            }
+        }
+        // 3. Part of the call cannot be read, and a deny rule could match that part: at most
         //    ask, in every mode (bypass included); refused in dontAsk and plan mode.
         if let Some((scope, rule)) = deny_rules
             .iter()
@@ -170,7 +187,7 @@ impl Permissions {
                 _ => decision,
             };
         }
-        // 3. Plan mode runs read-only tools only.
+        // 4. Plan mode runs read-only tools only.
         if mode == Mode::Plan && !spec.annotations.read_only {
             return Decision::new(
                 Verdict::Deny,
@@ -178,7 +195,7 @@ impl Permissions {
             )
             .in_scope(mode_scope);
         }
-        // 4. An edit of a file that governs the agent: only an allow rule naming it may let it
+        // 5. An edit of a file that governs the agent: only an allow rule naming it may let it
         //    through, in any mode.
         let protected = match family {
             Some(Family::Edit) => {
@@ -186,7 +203,7 @@ impl Permissions {
             }
             _ => None,
         };
-        // 5. Ask rules, then constructs no rule can vouch for, then allow rules.
+        // 6. Ask rules, then constructs no rule can vouch for, then allow rules.
         let asked = applicable(RuleKind::Ask)
             .into_iter()
             .find(|(_, rule)| prepared.caught_by(rule, &self.context))

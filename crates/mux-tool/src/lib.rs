@@ -2,6 +2,7 @@
 // Unsafe code is denied; the one exception, the OS sandbox's `pre_exec`, allows it locally.
 #![deny(unsafe_code)]
 
+pub mod address;
 pub mod approval;
 #[cfg(feature = "builtin")]
 pub mod builtin;

@@ -4,6 +4,7 @@
 mod builtin_tools;
 mod decision_matrix;
 mod gate;
+mod internal_addresses_are_denied_however_spelled;
 mod properties;
 mod scopes;
 mod tool_matrix;

@@ -1,10 +1,12 @@
 //! `edit_file`: exact string replacement, unique unless `replace_all` is set.
 
+use std::io::Read;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::write_file::atomic_write;
+use super::write_file::write_located;
 use super::{Sandbox, blocking};
 use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 
@@ -89,20 +91,20 @@ impl EditFile {
                 "old_string and new_string are the same; there is nothing to change".into(),
             ));
         }
-        let resolved = self.sandbox.resolve_existing(&args.path)?;
-        let shown = resolved.display();
-        let meta = std::fs::metadata(resolved.real())?;
-        if !meta.is_file() {
+        let located = self.sandbox.locate_existing(&args.path)?;
+        let shown = self.sandbox.sandbox_path(&located).display();
+        let Some(mut file) = located.open_file()? else {
             return Err(ToolError::failed(format!("{shown} is not a regular file")));
-        }
-        if meta.len() > self.max_bytes {
+        };
+        let size = file.metadata()?.len();
+        if size > self.max_bytes {
             return Err(ToolError::failed(format!(
-                "{shown} is {} bytes, more than the {} bytes edit_file loads",
-                meta.len(),
+                "{shown} is {size} bytes, more than the {} bytes edit_file loads",
                 self.max_bytes
             )));
         }
-        let bytes = std::fs::read(resolved.real())?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
         let content = String::from_utf8(bytes).map_err(|_| {
             ToolError::failed(format!(
                 "{shown} is not UTF-8 text; edit_file edits text only"
@@ -126,7 +128,7 @@ impl EditFile {
             _ => {}
         }
         let updated = content.replace(args.old_string.as_str(), &args.new_string);
-        atomic_write(resolved.real(), updated.as_bytes())?;
+        write_located(&located, updated.as_bytes())?;
         let noun = if found == 1 {
             "occurrence"
         } else {

@@ -1,6 +1,7 @@
 //! `glob`: files whose path matches a glob pattern, gitignore-aware.
 
 use globset::GlobBuilder;
+use rustix::fs::FileType;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -78,15 +79,17 @@ impl TypedTool for Glob {
                     ))
                 })?
                 .compile_matcher();
-            let resolved = tool
+            let located = tool
                 .sandbox
-                .resolve_existing(args.path.as_deref().unwrap_or("."))?;
-            if !resolved.real().is_dir() {
+                .locate_existing(args.path.as_deref().unwrap_or("."))?;
+            let resolved = tool.sandbox.sandbox_path(&located);
+            if !located.is_dir() {
                 return Err(ToolError::failed(format!(
                     "{} is not a directory",
                     resolved.display()
                 )));
             }
+            let mut checked = tool.sandbox.checked_walk()?;
             let mut found = Vec::new();
             let mut more = 0usize;
             let mut unreadable = 0usize;
@@ -108,14 +111,18 @@ impl TypedTool for Glob {
                 if !matcher.is_match(relative) {
                     continue;
                 }
+                let Ok(from_root) = entry.path().strip_prefix(tool.sandbox.root()) else {
+                    continue;
+                };
+                // What the walk saw, as it is now beneath the root handle.
+                match checked.kind(from_root) {
+                    None | Some(FileType::Directory) => continue,
+                    Some(_) => {}
+                }
                 if found.len() == tool.max_results {
                     more += 1;
                     continue;
                 }
-                let from_root = entry
-                    .path()
-                    .strip_prefix(tool.sandbox.root())
-                    .unwrap_or(relative);
                 found.push(from_root.to_string_lossy().into_owned());
             }
             let count = found.len();

@@ -1,5 +1,6 @@
 //! `grep`: a regular expression over the tree, with ripgrep's libraries, capped.
 
+use std::fs::File;
 use std::path::Path;
 
 use globset::GlobBuilder;
@@ -123,9 +124,10 @@ impl Grep {
             ),
             None => None,
         };
-        let resolved = self
+        let located = self
             .sandbox
-            .resolve_existing(args.path.as_deref().unwrap_or("."))?;
+            .locate_existing(args.path.as_deref().unwrap_or("."))?;
+        let resolved = self.sandbox.sandbox_path(&located);
         let base = resolved.real();
         let mut searcher = SearcherBuilder::new()
             .binary_detection(BinaryDetection::quit(0))
@@ -138,9 +140,19 @@ impl Grep {
             unreadable: 0,
         };
         let mut withheld = Withheld::default();
-        if base.is_file() {
-            self.search_file(&mut searcher, &matcher, base, &mut results);
+        if !located.is_dir() {
+            match located.open_file()? {
+                Some(file) => self.search_file(
+                    &mut searcher,
+                    &matcher,
+                    &file,
+                    resolved.relative(),
+                    &mut results,
+                ),
+                None => results.unreadable += 1,
+            }
         } else {
+            let mut checked = self.sandbox.checked_walk()?;
             let (entries, left_out) = walk(base, None, cx);
             withheld = left_out;
             for entry in entries {
@@ -161,7 +173,16 @@ impl Grep {
                 if filter.as_ref().is_some_and(|glob| !glob.is_match(relative)) {
                     continue;
                 }
-                self.search_file(&mut searcher, &matcher, entry.path(), &mut results);
+                let Ok(from_root) = entry.path().strip_prefix(self.sandbox.root()) else {
+                    continue;
+                };
+                // Opened beneath the root handle, not by the path the walk saw.
+                match checked.open_file(from_root) {
+                    Some(file) => {
+                        self.search_file(&mut searcher, &matcher, &file, from_root, &mut results);
+                    }
+                    None => results.unreadable += 1,
+                }
             }
         }
         let count = results.lines.len();
@@ -195,14 +216,11 @@ impl Grep {
         &self,
         searcher: &mut Searcher,
         matcher: &grep_regex::RegexMatcher,
-        path: &Path,
+        file: &File,
+        relative: &Path,
         results: &mut Results,
     ) {
-        let shown = path
-            .strip_prefix(self.sandbox.root())
-            .unwrap_or(path)
-            .to_string_lossy()
-            .into_owned();
+        let shown = relative.to_string_lossy().into_owned();
         let sink = Lossy(|number, line: &str| {
             let line = line.trim_end_matches(['\n', '\r']);
             let mut text = decode_head(&line.as_bytes()[..line.len().min(MAX_LINE_BYTES)]);
@@ -220,7 +238,7 @@ impl Grep {
             results.lines.push(entry);
             Ok(true)
         });
-        if searcher.search_path(matcher, path, sink).is_err() {
+        if searcher.search_file(matcher, file, sink).is_err() {
             results.unreadable += 1;
         }
     }

@@ -1,5 +1,6 @@
 //! `list_dir`: the entries of one directory, gitignore-aware.
 
+use rustix::fs::FileType;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -69,13 +70,15 @@ impl TypedTool for ListDir {
     async fn call(&self, args: ListDirArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
         let tool = self.clone();
         blocking(move || {
-            let resolved = tool.sandbox.resolve_existing(&args.path)?;
+            let located = tool.sandbox.locate_existing(&args.path)?;
+            let resolved = tool.sandbox.sandbox_path(&located);
             let shown = resolved.display();
-            if !resolved.real().is_dir() {
+            if !located.is_dir() {
                 return Err(ToolError::failed(format!(
                     "{shown} is not a directory; use read_file to read a file"
                 )));
             }
+            let mut checked = tool.sandbox.checked_walk()?;
             let mut lines = Vec::new();
             let mut more = 0usize;
             let (entries, withheld) = walk(resolved.real(), Some(1), &cx);
@@ -87,14 +90,23 @@ impl TypedTool for ListDir {
                 if entry.depth() == 0 {
                     continue;
                 }
+                // What the walk saw, as it is now beneath the root handle.
+                let Some(kind) = entry
+                    .path()
+                    .strip_prefix(tool.sandbox.root())
+                    .ok()
+                    .and_then(|relative| checked.kind(relative))
+                else {
+                    continue;
+                };
                 if lines.len() == tool.max_entries {
                     more += 1;
                     continue;
                 }
                 let name = entry.file_name().to_string_lossy();
-                let suffix = match entry.file_type() {
-                    Some(kind) if kind.is_symlink() => "@",
-                    Some(kind) if kind.is_dir() => "/",
+                let suffix = match kind {
+                    FileType::Symlink => "@",
+                    FileType::Directory => "/",
                     _ => "",
                 };
                 lines.push(format!("{name}{suffix}"));

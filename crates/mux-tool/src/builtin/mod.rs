@@ -13,9 +13,11 @@
 //! | [`todo_write`](TodoWrite) | `todos` | read-only (its own list only) | none |
 //! | `web_fetch` (feature `web`) | `url` | read-only, open world | URL |
 //!
-//! Every path is checked against the root on every call (see [`Sandbox`]): `..`, `~`,
-//! absolute paths outside the root and symlinks that lead out are refused with an error that
-//! says why.
+//! Every path is checked against the root on every call (see [`Sandbox`]): a `..` that climbs
+//! above the root, `~`, absolute paths outside the root and symlinks that lead out are refused
+//! with an error that says why. Files are then opened, created and renamed relative to handles
+//! of the checked directories, so a directory swapped for a symlink meanwhile cannot lead a
+//! call outside the root.
 //!
 //! ```
 //! use mux_tool::builtin::{self, Sandbox};
@@ -39,17 +41,25 @@
 //! let escape = ToolCall::new("3", "read_file", json!({"path": "../secret"}));
 //! let refused = executor.execute(escape, &CallScope::default()).await.output();
 //! assert!(refused.is_error && refused.to_text().contains("`..`"));
+//!
+//! let inside = ToolCall::new("4", "read_file", json!({"path": "src/../src/hello.txt"}));
+//! assert_eq!(executor.execute(inside, &CallScope::default()).await.output().to_text(), "     1\thi");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod atomic;
 mod bash;
+mod beneath;
+mod checked_walk;
 mod edit_file;
 mod glob;
 mod grep;
 mod list_dir;
 mod os_sandbox;
+#[cfg(feature = "web")]
+mod public_dns;
 mod read_file;
 mod sandbox;
 mod text;

@@ -1,6 +1,5 @@
 //! `read_file`: a range of lines of a text file, numbered, within a size cap.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader};
 
 use schemars::JsonSchema;
@@ -106,21 +105,20 @@ impl ReadFile {
     ) -> Result<ToolOutput, ToolError> {
         let offset = to_usize(args.offset.unwrap_or(1), "offset")?;
         let limit = to_usize(args.limit.unwrap_or(DEFAULT_LINE_LIMIT as u64), "limit")?;
-        let resolved = self.sandbox.resolve_existing(&args.path)?;
-        let shown = resolved.display();
-        let meta = std::fs::metadata(resolved.real())?;
-        if meta.is_dir() {
+        let located = self.sandbox.locate_existing(&args.path)?;
+        let shown = self.sandbox.sandbox_path(&located).display();
+        if located.is_dir() {
             return Err(ToolError::failed(format!(
                 "{shown} is a directory; use list_dir to see what it holds"
             )));
         }
-        if !meta.is_file() {
+        let Some(file) = located.open_file()? else {
             // A FIFO or device could block the read forever.
             return Err(ToolError::failed(format!(
                 "{shown} is not a regular file (a pipe, socket or device); read_file reads files only"
             )));
-        }
-        let mut reader = BufReader::with_capacity(BINARY_SNIFF_BYTES, File::open(resolved.real())?);
+        };
+        let mut reader = BufReader::with_capacity(BINARY_SNIFF_BYTES, file);
         if reader.fill_buf()?.contains(&0) {
             return Err(ToolError::failed(format!(
                 "{shown} is a binary file; read_file shows text only"

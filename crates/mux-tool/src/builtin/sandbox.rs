@@ -1,25 +1,34 @@
 //! The root directory every built-in file tool is confined to.
 //!
-//! A path from the model is checked on every call in two steps:
+//! A path from the model is checked on every call, and the file is then used through the
+//! same checked handles:
 //!
-//! 1. **Lexically**: empty paths, NUL bytes, `~`, `..` components and absolute paths outside the
-//!    root are refused before the file system is touched.
-//! 2. **Physically**: starting from the real path of the root, each component is looked at with
-//!    `lstat`. A symlink is resolved to its real path, which must lie inside the root; a dangling
-//!    symlink or a symlink loop is refused. Components that do not exist yet (a file about to be
-//!    written, directories about to be created) are appended to the last real directory.
+//! 1. **Lexically**: empty paths, NUL bytes, `~` and absolute paths outside the root are
+//!    refused before the file system is touched.
+//! 2. **Beneath a handle of the root** (module `beneath`): each component is looked up
+//!    relative to an open handle of the real directory before it, without following symlinks.
+//!    A symlink is resolved as the kernel would, and must stay inside the root; a dangling
+//!    symlink or a symlink loop is refused. `..` goes back to the directory opened before, so
+//!    `sub/../inside.txt` and `link/..` are resolved physically, and a `..` that would climb
+//!    above the root is refused. Components that do not exist yet (a file about to be
+//!    written, directories about to be created) are kept for the tool to create, beneath the
+//!    last real directory.
 //!
-//! The result is a real path whose every existing component lies inside the real root, so a
-//! write through a symlink ends inside the root or does not happen.
-//!
-//! The check guards against the paths a model asks for. It does not defend against another
-//! process that swaps directories for symlinks between the check and the use, and hard links
-//! that already exist inside the root are followed like any file.
+//! The tools open, create and rename files relative to the handles this yields, never by a
+//! path name that could have changed since the check: another process that swaps a directory
+//! for a symlink at any moment makes the call fail or act inside the root, never outside.
+//! Hard links that already exist inside the root are followed like any file.
 
-use std::ffi::OsString;
 use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
+use rustix::fs::Mode;
+use rustix::io::Errno;
+
+use super::beneath::{DIR_FLAGS, Located, Part, locate, parts};
+use super::checked_walk::CheckedWalk;
 use crate::ToolError;
 
 /// Why a path was refused or could not be resolved.
@@ -64,9 +73,9 @@ pub enum SandboxError {
         /// The path as given.
         path: String,
     },
-    /// The path has a `..` component.
+    /// A `..` component of the path climbs above the root.
     #[error(
-        "the path {path:?} contains `..`; parent components are refused, give a path inside the root"
+        "the path {path:?} contains a `..` that leads outside the root; give a path inside the root"
     )]
     ParentComponent {
         /// The path as given.
@@ -113,6 +122,13 @@ pub enum SandboxError {
     /// The path does not exist (for operations that need it to).
     #[error("{path:?} does not exist")]
     NotFound {
+        /// The path as given.
+        path: String,
+    },
+    /// The path kept changing (another process replacing what it names) while it was being
+    /// opened; nothing was done.
+    #[error("{path:?} kept changing while it was being opened; nothing was done, try again")]
+    Unstable {
         /// The path as given.
         path: String,
     },
@@ -166,10 +182,11 @@ impl SandboxPath {
 /// use mux_tool::builtin::{Sandbox, SandboxError};
 ///
 /// let dir = tempfile::tempdir()?;
+/// std::fs::create_dir(dir.path().join("sub"))?;
 /// std::fs::write(dir.path().join("notes.txt"), "hi")?;
 /// let sandbox = Sandbox::new(dir.path())?;
 ///
-/// let notes = sandbox.resolve_existing("notes.txt")?;
+/// let notes = sandbox.resolve_existing("sub/../notes.txt")?;
 /// assert_eq!(std::fs::read_to_string(notes.real())?, "hi");
 /// assert!(matches!(sandbox.resolve("../etc/passwd"), Err(SandboxError::ParentComponent { .. })));
 /// assert!(matches!(sandbox.resolve("/etc/passwd"), Err(SandboxError::OutsideRoot { .. })));
@@ -181,18 +198,26 @@ pub struct Sandbox {
     root: PathBuf,
     /// The root as configured (made absolute), which absolute paths may also start with.
     configured: PathBuf,
+    /// The root directory's device and inode at construction.
+    identity: (u64, u64),
 }
 
 impl Sandbox {
-    /// A sandbox rooted at `root`, which must be an existing directory. The root's real path is
-    /// recorded; every call checks that it still is the root's real path.
+    /// A sandbox rooted at `root`, which must be an existing directory. The root's real path
+    /// and identity are recorded; every call checks that the directory at that path still is
+    /// the root.
     pub fn new(root: impl AsRef<Path>) -> Result<Self, SandboxError> {
         let root = root.as_ref();
         let real = canonical_root(root)?;
+        let meta = std::fs::metadata(&real).map_err(|source| SandboxError::Root {
+            root: root.to_owned(),
+            source,
+        })?;
         let configured = std::path::absolute(root).unwrap_or_else(|_| real.clone());
         Ok(Self {
             root: real,
             configured,
+            identity: (meta.dev(), meta.ino()),
         })
     }
 
@@ -203,87 +228,81 @@ impl Sandbox {
 
     /// Resolves `path` (relative to the root, or absolute under it) to a real path inside the
     /// root. The last components may not exist yet; every existing one is checked.
+    ///
+    /// This is a check as of now; the built-in tools do not open the path it returns by
+    /// name, but through the directory handles the same resolution holds.
     pub fn resolve(&self, path: &str) -> Result<SandboxPath, SandboxError> {
-        let root = canonical_root(&self.root)?;
-        if root != self.root {
-            return Err(SandboxError::RootChanged {
-                root: self.root.clone(),
-            });
-        }
-        let components = self.lexical(path, &root)?;
-        let mut current = root.clone();
-        let mut missing = false;
-        let last = components.len().saturating_sub(1);
-        for (index, component) in components.iter().enumerate() {
-            let candidate = current.join(component);
-            if missing {
-                current = candidate;
-                continue;
-            }
-            let relative_here = || relative_to(&candidate, &root);
-            match std::fs::symlink_metadata(&candidate) {
-                Err(err) if err.kind() == io::ErrorKind::NotFound => {
-                    missing = true;
-                    current = candidate;
-                }
-                Err(source) => {
-                    return Err(SandboxError::Io {
-                        path: path.to_owned(),
-                        source,
-                    });
-                }
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    let target = std::fs::canonicalize(&candidate)
-                        .map_err(|err| symlink_error(path, relative_here(), err))?;
-                    if !target.starts_with(&root) {
-                        return Err(SandboxError::SymlinkEscape {
-                            path: path.to_owned(),
-                            link: relative_here(),
-                        });
-                    }
-                    if index < last && !target.is_dir() {
-                        return Err(SandboxError::NotADirectory {
-                            path: path.to_owned(),
-                            file: relative_here(),
-                        });
-                    }
-                    current = target;
-                }
-                Ok(meta) => {
-                    if index < last && !meta.is_dir() {
-                        return Err(SandboxError::NotADirectory {
-                            path: path.to_owned(),
-                            file: relative_here(),
-                        });
-                    }
-                    current = candidate;
-                }
-            }
-        }
-        let relative = relative_to(&current, &root);
-        Ok(SandboxPath {
-            real: current,
-            relative,
-        })
+        let located = self.locate(path)?;
+        Ok(self.sandbox_path(&located))
     }
 
     /// Like [`resolve`](Self::resolve), and the path must exist.
     pub fn resolve_existing(&self, path: &str) -> Result<SandboxPath, SandboxError> {
-        let resolved = self.resolve(path)?;
-        match std::fs::symlink_metadata(resolved.real()) {
-            Ok(_) => Ok(resolved),
-            Err(err) if err.kind() == io::ErrorKind::NotFound => Err(SandboxError::NotFound {
+        let located = self.locate_existing(path)?;
+        Ok(self.sandbox_path(&located))
+    }
+
+    /// Resolves `path` beneath a handle of the root, keeping the handles for the tool to use.
+    pub(crate) fn locate(&self, path: &str) -> Result<Located, SandboxError> {
+        let parts = self.lexical(path)?;
+        let root = self.open_root()?;
+        locate(root, &self.root, path, parts)
+    }
+
+    /// Like [`locate`](Self::locate), and the path must exist.
+    pub(crate) fn locate_existing(&self, path: &str) -> Result<Located, SandboxError> {
+        let located = self.locate(path)?;
+        if !located.exists() {
+            return Err(SandboxError::NotFound {
                 path: path.to_owned(),
-            }),
-            Err(source) => Err(SandboxError::Io {
-                path: path.to_owned(),
-                source,
-            }),
+            });
+        }
+        Ok(located)
+    }
+
+    /// The checked form of `located`.
+    pub(crate) fn sandbox_path(&self, located: &Located) -> SandboxPath {
+        let relative = located.relative();
+        SandboxPath {
+            real: self.root.join(&relative),
+            relative,
         }
     }
 
-    /// The checks that need no file system: the path's normal components, relative to `root`.
-    fn lexical(&self, path: &str, root: &Path) -> Result<Vec<OsString>, SandboxError> {
+    /// Lookups of walk entries beneath a fresh handle of the root.
+    pub(crate) fn checked_walk(&self) -> Result<CheckedWalk, SandboxError> {
+        Ok(CheckedWalk::new(self.open_root()?))
+    }
+
+    /// A handle of the root, which must still be the directory recorded at construction.
+    fn open_root(&self) -> Result<OwnedFd, SandboxError> {
+        let fd = rustix::fs::open(&self.root, DIR_FLAGS, Mode::empty()).map_err(
+            |errno| match errno {
+                Errno::LOOP | Errno::NOTDIR => SandboxError::RootChanged {
+                    root: self.root.clone(),
+                },
+                errno => SandboxError::Root {
+                    root: self.root.clone(),
+                    source: errno.into(),
+                },
+            },
+        )?;
+        let stat = rustix::fs::fstat(&fd).map_err(|errno| SandboxError::Root {
+            root: self.root.clone(),
+            source: errno.into(),
+        })?;
+        #[allow(clippy::useless_conversion)] // The field types differ between targets.
+        let identity = (u64::from(stat.st_dev), u64::from(stat.st_ino));
+        if identity != self.identity {
+            return Err(SandboxError::RootChanged {
+                root: self.root.clone(),
+            });
+        }
+        Ok(fd)
+    }
+
+    /// The checks that need no file system: the path's components, relative to the root.
+    fn lexical(&self, path: &str) -> Result<Vec<Part>, SandboxError> {
         let owned = || path.to_owned();
         if path.trim().is_empty() {
             return Err(SandboxError::Empty);
@@ -297,27 +316,19 @@ impl Sandbox {
         let given = Path::new(path);
         let relative = if given.has_root() || given.is_absolute() {
             given
-                .strip_prefix(root)
-                .or_else(|_| given.strip_prefix(&self.root))
+                .strip_prefix(&self.root)
                 .or_else(|_| given.strip_prefix(&self.configured))
                 .map_err(|_| SandboxError::OutsideRoot { path: owned() })?
         } else {
             given
         };
-        let mut components = Vec::new();
-        for component in relative.components() {
-            match component {
-                Component::Normal(name) => components.push(name.to_owned()),
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    return Err(SandboxError::ParentComponent { path: owned() });
-                }
-                Component::RootDir | Component::Prefix(_) => {
-                    return Err(SandboxError::OutsideRoot { path: owned() });
-                }
-            }
+        if relative
+            .components()
+            .any(|c| matches!(c, Component::RootDir | Component::Prefix(_)))
+        {
+            return Err(SandboxError::OutsideRoot { path: owned() });
         }
-        Ok(components)
+        Ok(parts(relative))
     }
 }
 
@@ -332,30 +343,4 @@ fn canonical_root(root: &Path) -> Result<PathBuf, SandboxError> {
         });
     }
     Ok(real)
-}
-
-fn relative_to(path: &Path, root: &Path) -> PathBuf {
-    path.strip_prefix(root).unwrap_or(path).to_owned()
-}
-
-fn symlink_error(path: &str, link: PathBuf, err: io::Error) -> SandboxError {
-    let path = path.to_owned();
-    if err.kind() == io::ErrorKind::NotFound {
-        SandboxError::DanglingSymlink { path, link }
-    } else if is_loop(&err) {
-        SandboxError::SymlinkLoop { path, link }
-    } else {
-        SandboxError::Io { path, source: err }
-    }
-}
-
-#[cfg(unix)]
-fn is_loop(err: &io::Error) -> bool {
-    err.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
-}
-
-#[cfg(not(unix))]
-fn is_loop(err: &io::Error) -> bool {
-    let _ = err;
-    false
 }

@@ -1,5 +1,6 @@
 //! `web_fetch` (feature `web`): one URL, size- and time-bounded, HTML turned into markdown.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::redirect::{Attempt, Policy};
@@ -8,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::public_dns::PublicDns;
 use super::text::decode_head;
 use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 
@@ -30,8 +32,11 @@ pub struct WebFetchArgs {
 /// dropped), other text is returned as is, binary content is refused.
 ///
 /// The subject is the URL, so permission rules can match its domain. Redirects are followed
-/// only within the same host; a redirect elsewhere is reported, not followed, so the
-/// permission granted for one domain does not carry to another.
+/// only within the same host; a redirect elsewhere (an internal address included) is
+/// reported, not followed, so the permission granted for one domain does not carry to
+/// another. A name that resolves only to internal addresses (loopback, link-local, cloud
+/// metadata, unspecified; see [`crate::address`]) is refused, unless the name is internal
+/// itself (`localhost`), which the permission layer denies unless a rule names it.
 #[derive(Clone, Debug)]
 pub struct WebFetch {
     client: reqwest::Client,
@@ -50,6 +55,7 @@ impl WebFetch {
             .timeout(timeout)
             .connect_timeout(timeout)
             .redirect(Policy::custom(same_host_redirects))
+            .dns_resolver(Arc::new(PublicDns))
             .user_agent(concat!("mux-web-fetch/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(Self {

@@ -1,12 +1,11 @@
 //! `write_file`: creates or replaces a file atomically, creating parent directories.
 
-use std::io::Write;
-use std::path::Path;
-
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::atomic::write_atomically;
+use super::beneath::Located;
 use super::{Sandbox, blocking};
 use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 
@@ -55,19 +54,16 @@ impl TypedTool for WriteFile {
     async fn call(&self, args: WriteFileArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
         let sandbox = self.sandbox.clone();
         blocking(move || {
-            let resolved = sandbox.resolve(&args.path)?;
-            let shown = resolved.display();
-            let target = resolved.real();
-            if target.is_dir() {
+            let mut located = sandbox.locate(&args.path)?;
+            let shown = sandbox.sandbox_path(&located).display();
+            if located.is_dir() {
                 return Err(ToolError::failed(format!(
                     "{shown} is a directory; give a file path"
                 )));
             }
-            let existed = target.exists();
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            atomic_write(target, args.content.as_bytes())?;
+            let existed = located.exists();
+            located.create_parents()?;
+            write_located(&located, args.content.as_bytes())?;
             let verb = if existed { "Overwrote" } else { "Created" };
             Ok(
                 ToolOutput::text(format!("{verb} {shown} ({} bytes)", args.content.len()))
@@ -79,18 +75,12 @@ impl TypedTool for WriteFile {
     }
 }
 
-/// Writes `bytes` to `target` through a temporary file in the same directory and a rename.
-/// An existing file keeps its permissions.
-pub(crate) fn atomic_write(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = target.parent().unwrap_or_else(|| Path::new("."));
-    let mut temp = tempfile::Builder::new()
-        .prefix(".mux-write-")
-        .tempfile_in(dir)?;
-    temp.write_all(bytes)?;
-    temp.as_file().sync_all()?;
-    if let Ok(meta) = std::fs::metadata(target) {
-        temp.as_file().set_permissions(meta.permissions())?;
-    }
-    temp.persist(target).map_err(|err| err.error)?;
+/// Writes `bytes` to the file `located` names, atomically, beneath the handle of its
+/// directory (see [`write_atomically`]).
+pub(crate) fn write_located(located: &Located, bytes: &[u8]) -> Result<(), ToolError> {
+    let name = located
+        .name()
+        .ok_or_else(|| ToolError::failed("the path names a directory, not a file"))?;
+    write_atomically(located.dir(), name, bytes)?;
     Ok(())
 }

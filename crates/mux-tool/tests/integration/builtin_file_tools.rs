@@ -644,3 +644,70 @@ fn every_tool_has_the_arguments_the_issue_names() {
         mux_tool::Subject::path(Path::new("src/main.rs"))
     );
 }
+
+#[tokio::test]
+async fn the_tools_accept_a_parent_that_stays_inside_and_refuse_one_that_leaves() {
+    let ws = Workspace::new();
+    ws.write("sub/a.txt", "alpha\n");
+    symlink(ws.root.join("sub"), ws.root.join("link")).unwrap();
+    assert_eq!(
+        ws.ok("read_file", json!({"path": "sub/../sub/a.txt"}))
+            .await,
+        "     1\talpha"
+    );
+    // `link/..` is the parent of `sub`, the root, as the kernel resolves it.
+    assert_eq!(
+        ws.ok("read_file", json!({"path": "link/../sub/a.txt"}))
+            .await,
+        "     1\talpha"
+    );
+    ws.ok(
+        "write_file",
+        json!({"path": "sub/../new/dir/../b.txt", "content": "beta"}),
+    )
+    .await;
+    assert_eq!(ws.read("new/b.txt"), "beta");
+    assert!(
+        !ws.root.join("new/dir").exists(),
+        "a directory left by `..` is not made"
+    );
+    ws.ok(
+        "edit_file",
+        json!({"path": "link/../new/b.txt", "old_string": "beta", "new_string": "gamma"}),
+    )
+    .await;
+    assert_eq!(ws.read("new/b.txt"), "gamma");
+    let listed = ws.ok("list_dir", json!({"path": "sub/.."})).await;
+    assert!(
+        listed.contains("sub/") && listed.contains("new/"),
+        "{listed}"
+    );
+    let found = ws
+        .ok("grep", json!({"pattern": "alpha", "path": "new/.."}))
+        .await;
+    assert_eq!(found, "sub/a.txt:1:alpha");
+
+    for (tool, args) in [
+        ("read_file", json!({"path": "sub/../../outside/secret.txt"})),
+        (
+            "read_file",
+            json!({"path": "link/../../outside/secret.txt"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "new/../../outside/x.txt", "content": "x"}),
+        ),
+        ("list_dir", json!({"path": "sub/../.."})),
+        (
+            "grep",
+            json!({"pattern": "SECRET", "path": "sub/../../outside"}),
+        ),
+    ] {
+        let refused = ws.error(tool, args.clone()).await;
+        assert!(
+            refused.contains("`..` that leads outside the root"),
+            "{tool} {args}: {refused}"
+        );
+    }
+    ws.secret_untouched();
+}

@@ -84,8 +84,10 @@ refuses! {
     parent_component: "../outside/secret.txt" => SandboxError::ParentComponent { .. },
     parent_after_a_directory: "sub/../../outside/secret.txt" => SandboxError::ParentComponent { .. },
     parent_after_current_dir: "./../outside" => SandboxError::ParentComponent { .. },
-    parent_that_would_stay_inside: "sub/../inside.txt" => SandboxError::ParentComponent { .. },
-    trailing_parent: "sub/.." => SandboxError::ParentComponent { .. },
+    parent_above_the_root_after_coming_back: "sub/../.." => SandboxError::ParentComponent { .. },
+    parent_of_a_symlink_is_physical_and_can_leave: "link_in_dir/../../outside" => SandboxError::ParentComponent { .. },
+    parent_after_a_symlink_to_the_root: "sub/up/../outside/secret.txt" => SandboxError::ParentComponent { .. },
+    parent_of_a_file: "inside.txt/../sub" => SandboxError::NotADirectory { .. },
     absolute_system_path: "/etc/passwd" => SandboxError::OutsideRoot { .. },
     absolute_root_of_the_file_system: "/" => SandboxError::OutsideRoot { .. },
     tilde_alone: "~" => SandboxError::Home { .. },
@@ -103,7 +105,9 @@ refuses! {
     symlink_loop: "loop_a" => SandboxError::SymlinkLoop { .. },
     path_through_a_symlink_loop: "loop_a/file.txt" => SandboxError::SymlinkLoop { .. },
     self_referencing_symlink: "self_loop/x" => SandboxError::SymlinkLoop { .. },
-    dangling_symlink_out: "dangling_out" => SandboxError::DanglingSymlink { .. },
+    // Resolution never looks outside the root, so a link out is refused before anyone could
+    // learn whether its target exists.
+    dangling_symlink_out: "dangling_out" => SandboxError::SymlinkEscape { .. },
     dangling_symlink_in: "dangling_in" => SandboxError::DanglingSymlink { .. },
     empty_path: "" => SandboxError::Empty,
     blank_path: "   " => SandboxError::Empty,
@@ -174,6 +178,44 @@ fn symlinks_that_stay_inside_are_followed() {
     assert_eq!(
         contained(&fx, "sub/up/inside.txt"),
         fx.root.join("inside.txt")
+    );
+}
+
+#[test]
+fn parents_that_stay_inside_are_resolved_physically() {
+    let fx = fixture();
+    assert_eq!(
+        contained(&fx, "sub/../inside.txt"),
+        fx.root.join("inside.txt")
+    );
+    assert_eq!(contained(&fx, "sub/.."), fx.root);
+    assert_eq!(
+        contained(&fx, "./sub/./../sub/file.txt"),
+        fx.root.join("sub/file.txt")
+    );
+    // `link_in_dir` is `sub`: its `..` is the parent of `sub`, as the kernel resolves it.
+    assert_eq!(
+        contained(&fx, "link_in_dir/../inside.txt"),
+        fx.root.join("inside.txt")
+    );
+    // `sub/up` is `..`, which is the root.
+    assert_eq!(
+        contained(&fx, "sub/up/sub/../inside.txt"),
+        fx.root.join("inside.txt")
+    );
+    // A directory still to be created, then left again.
+    assert_eq!(
+        contained(&fx, "new/dir/../file.txt"),
+        fx.root.join("new/file.txt")
+    );
+    let absolute = format!("{}/sub/../inside.txt", fx.root.display());
+    assert_eq!(contained(&fx, &absolute), fx.root.join("inside.txt"));
+    assert_eq!(
+        fx.sandbox
+            .resolve_existing("sub/../inside.txt")
+            .unwrap()
+            .display(),
+        "inside.txt"
     );
 }
 

@@ -71,6 +71,16 @@ async fn respond(mut stream: TcpStream, port: u16) {
             format!("Location: http://localhost:{port}/plain"),
             Vec::new(),
         ),
+        "/metadata" => (
+            "302 Found",
+            "Location: http://169.254.169.254/latest/meta-data/".into(),
+            Vec::new(),
+        ),
+        "/metadata-by-number" => (
+            "301 Moved Permanently",
+            "Location: http://2852039166/latest/meta-data/".into(),
+            Vec::new(),
+        ),
         "/slow" => {
             let head =
                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\npartial";
@@ -223,6 +233,58 @@ async fn redirects_are_followed_only_within_the_host() {
         "{}",
         out.to_text()
     );
+}
+
+#[tokio::test]
+async fn a_redirect_to_an_internal_address_is_reported_not_followed() {
+    let port = serve().await;
+    let tool = WebFetch::with_timeout(Duration::from_secs(5)).unwrap();
+    for route in ["metadata", "metadata-by-number"] {
+        let out = fetch(&tool, format!("http://127.0.0.1:{port}/{route}"))
+            .await
+            .unwrap();
+        assert!(out.is_error, "{route}");
+        assert!(
+            out.to_text().contains("redirects to another host: http://"),
+            "{route}: {}",
+            out.to_text()
+        );
+        assert!(out.metadata["status"].as_u64().unwrap() >= 300, "{route}");
+    }
+}
+
+/// The machine's host name, when it resolves to loopback addresses only (as `127.0.0.1 vm`
+/// in /etc/hosts does); `None` where it does not, and the test has nothing to show.
+fn a_name_for_loopback() -> Option<String> {
+    use std::net::ToSocketAddrs;
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let name = name.trim().to_owned();
+    let addrs: Vec<_> = (name.as_str(), 0).to_socket_addrs().ok()?.collect();
+    let loopback = !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback());
+    let internal = mux_tool::address::classify_host(&name).is_some();
+    (loopback && !internal).then_some(name)
+}
+
+#[tokio::test]
+async fn a_name_that_resolves_to_loopback_is_refused() {
+    let Some(name) = a_name_for_loopback() else {
+        eprintln!("skipped: the host name does not resolve to loopback only");
+        return;
+    };
+    let port = serve().await;
+    let tool = WebFetch::with_timeout(Duration::from_secs(5)).unwrap();
+    let err = fetch(&tool, format!("http://{name}:{port}/plain"))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("a loopback address"),
+        "{name}: {err}"
+    );
+    // The address itself is the permission layer's to judge; the tool fetches it.
+    let out = fetch(&tool, format!("http://127.0.0.1:{port}/plain"))
+        .await
+        .unwrap();
+    assert_eq!(out.to_text(), "just text");
 }
 
 #[test]
