@@ -6,6 +6,7 @@ mod decision_matrix;
 mod gate;
 mod internal_addresses_are_denied_however_spelled;
 mod properties;
+mod protected_paths_and_plan_mode;
 mod scopes;
 mod tool_matrix;
 mod tracing_events;
