@@ -248,3 +248,40 @@ fn a_typo_in_a_rule_is_reported_when_the_file_loads() {
     assert!(ScopeRules::load(&file, &context).is_err());
     assert!(ScopeRules::load_for_tools(&file, &context, &["deploy"]).is_ok());
 }
+
+/// An application's tool joins a family through what it declares: a read-only tool with a
+/// path subject is reached by `Read(…)`, a command tool by `Bash(…)`.
+#[test]
+fn an_applications_tool_joins_a_family_by_what_it_declares() {
+    use mux_tool::{Subject, ToolAnnotations, ToolSpec};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let rules = RuleSet::new()
+        .with_deny("Read(./secrets/**)")
+        .unwrap()
+        .with_deny("Bash(rm:*)")
+        .unwrap()
+        .with_mode(Mode::Bypass);
+    let permissions = Permissions::builder(PathContext::with_home(&root, None))
+        .scope(Scope::Project, ScopeRules::new(rules))
+        .build();
+    let schema = json!({"type": "object"});
+    let viewer = ToolSpec::new("view_document", "Shows a document", schema.clone())
+        .unwrap()
+        .with_annotations(ToolAnnotations::read_only());
+    let runner = ToolSpec::new("mcp__ops__run", "Runs a command", schema).unwrap();
+    let check = |spec: &ToolSpec, subject: Subject| permissions.check(spec, &subject).verdict;
+    assert_eq!(
+        check(&viewer, Subject::path("secrets/plan.pdf")),
+        Verdict::Deny
+    );
+    assert_eq!(
+        check(&viewer, Subject::path("docs/plan.pdf")),
+        Verdict::Allow
+    );
+    assert_eq!(
+        check(&runner, Subject::command("rm -rf /tmp/x")),
+        Verdict::Deny
+    );
+    assert_eq!(check(&runner, Subject::command("ls")), Verdict::Allow);
+}
