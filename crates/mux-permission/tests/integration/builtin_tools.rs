@@ -13,6 +13,18 @@ async fn run(executor: &Executor, tool: &str, input: Value) -> (bool, String) {
     (outcome.is_error(), outcome.output().to_text())
 }
 
+/// mux's built-in tools in `root`, behind a gate over `rules` with no one to ask.
+fn gated_executor(root: &std::path::Path, rules: RuleSet) -> Executor {
+    let permissions = Permissions::builder(PathContext::with_home(root, None))
+        .scope(Scope::Project, ScopeRules::new(rules))
+        .build();
+    let registry = Registry::new();
+    builtin::register(&registry, &Sandbox::new(root).unwrap()).unwrap();
+    Executor::builder(registry)
+        .gate(PermissionGate::without_asker(permissions))
+        .build()
+}
+
 #[tokio::test]
 async fn builtin_tools_are_gated_by_their_subjects() {
     let dir = tempfile::tempdir().unwrap();
@@ -32,14 +44,7 @@ async fn builtin_tools_are_gated_by_their_subjects() {
         .unwrap()
         .with_deny("read_file(./secrets/**)")
         .unwrap();
-    let permissions = Permissions::builder(PathContext::with_home(&root, None))
-        .scope(Scope::Project, ScopeRules::new(rules))
-        .build();
-    let registry = Registry::new();
-    builtin::register(&registry, &Sandbox::new(&root).unwrap()).unwrap();
-    let executor = Executor::builder(registry)
-        .gate(PermissionGate::without_asker(permissions))
-        .build();
+    let executor = gated_executor(&root, rules);
 
     let (is_error, text) = run(&executor, "bash", json!({"command": "echo gated"})).await;
     assert!(!is_error && text.contains("gated"), "{text}");
@@ -92,14 +97,7 @@ async fn searches_withhold_what_read_rules_deny() {
         .with_deny("Read(.env)")
         .unwrap()
         .with_mode(mux_permission::Mode::Bypass);
-    let permissions = Permissions::builder(PathContext::with_home(&root, None))
-        .scope(Scope::Project, ScopeRules::new(rules))
-        .build();
-    let registry = Registry::new();
-    builtin::register(&registry, &Sandbox::new(&root).unwrap()).unwrap();
-    let executor = Executor::builder(registry)
-        .gate(PermissionGate::without_asker(permissions))
-        .build();
+    let executor = gated_executor(&root, rules);
 
     let (is_error, text) = run(&executor, "grep", json!({"pattern": "token"})).await;
     assert!(!is_error, "{text}");

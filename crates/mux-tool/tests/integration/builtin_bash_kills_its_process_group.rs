@@ -7,6 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use mux_tool::builtin::{Bash, BashArgs, Sandbox};
+
+use crate::common::{is_gone, wait_gone};
 use mux_tool::{
     ApprovalPolicy, CallScope, ProgressSender, Registry, ToolCall, ToolContext, ToolError,
     ToolOutput, ToolUpdate, TypedTool,
@@ -38,28 +40,6 @@ async fn grandchild_pid(root: &Path) -> u32 {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("the grandchild never wrote its pid");
-}
-
-/// Whether the process is gone (or a zombie waiting for a reaper: dead all the same).
-fn is_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with(['Z', 'X'])),
-    }
-}
-
-/// Waits (at most 10 s) for the process to be gone.
-async fn wait_gone(pid: u32) -> bool {
-    for _ in 0..200 {
-        if is_gone(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
 }
 
 fn setup() -> (tempfile::TempDir, Bash) {

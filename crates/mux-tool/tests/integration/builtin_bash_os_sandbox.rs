@@ -4,11 +4,12 @@
 #![cfg(all(feature = "builtin", target_os = "linux"))]
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use mux_tool::builtin::{Bash, BashArgs, Sandbox, SandboxPolicy};
 use mux_tool::{ToolContext, ToolOutput, TypedTool};
 use serde_json::json;
+
+use crate::common::wait_gone;
 
 /// A temp dir holding the sandbox root and a sibling folder outside it.
 struct Layout {
@@ -156,17 +157,6 @@ async fn the_network_is_off_unless_allowed() {
     );
 }
 
-/// Whether the process is gone (or a zombie).
-fn is_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with(['Z', 'X'])),
-    }
-}
-
 #[tokio::test]
 async fn no_descendant_outlives_the_command() {
     let l = layout();
@@ -192,13 +182,8 @@ async fn no_descendant_outlives_the_command() {
         .trim()
         .parse()
         .unwrap();
-    let mut gone = false;
-    for _ in 0..100 {
-        if is_gone(pid) {
-            gone = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(gone, "the background child {pid} outlived the command");
+    assert!(
+        wait_gone(pid).await,
+        "the background child {pid} outlived the command"
+    );
 }

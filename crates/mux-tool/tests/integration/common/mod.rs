@@ -150,3 +150,25 @@ pub fn registry() -> Registry {
     registry.register_typed(Big).unwrap();
     registry
 }
+
+/// Whether the process is gone (or a zombie waiting for a reaper: dead all the same).
+pub fn is_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with(['Z', 'X'])),
+    }
+}
+
+/// Waits (at most 10 s) for the process to be gone.
+pub async fn wait_gone(pid: u32) -> bool {
+    for _ in 0..200 {
+        if is_gone(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
