@@ -1,12 +1,6 @@
 //! The OS sandbox around `bash`: permission rules decide *whether* a command runs; this bounds
 //! *what* an allowed command, and every process it starts, can do.
 //!
-//! | policy | files | network | process tree |
-//! |---|---|---|---|
-//! | [`ReadOnly`](SandboxPolicy::ReadOnly) | read everywhere; write only the per-run temp dir and `/dev/null`-like devices | off | cannot leave the process group |
-//! | [`WorkspaceWrite`](SandboxPolicy::WorkspaceWrite) (default) | read everywhere; write only the root and the per-run temp dir | off | cannot leave the process group |
-//! | [`FullAccess`](SandboxPolicy::FullAccess) | every right of the process | on | process group killed, but a process may leave it |
-//!
 //! On Linux, Landlock restricts the file system and a seccomp filter refuses Internet sockets
 //! (`AF_UNIX` stays open), `io_uring`, and `setsid`/`setpgid`, so no descendant can leave the
 //! process group that is killed when the command ends or is cancelled. Network access can be
@@ -28,7 +22,16 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-/// What a sandboxed command may do. See the [module docs](self) for the table.
+/// What a sandboxed command, and every process it starts, may do:
+///
+/// | policy | files | network | process tree |
+/// |---|---|---|---|
+/// | [`ReadOnly`](SandboxPolicy::ReadOnly) | read everywhere; write only the per-run temp dir and `/dev/null`-like devices | off | cannot leave the process group |
+/// | [`WorkspaceWrite`](SandboxPolicy::WorkspaceWrite) (default) | read everywhere; write only the root and the per-run temp dir | off | cannot leave the process group |
+/// | [`FullAccess`](SandboxPolicy::FullAccess) | every right of the process | on | process group killed, but a process may leave it |
+///
+/// Landlock enforces the files, seccomp the network and the process tree; see
+/// [`OsSandboxError::Unsupported`] for machines that cannot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum SandboxPolicy {
