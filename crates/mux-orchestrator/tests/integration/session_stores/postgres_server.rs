@@ -262,14 +262,14 @@ fn running_as_root() -> bool {
 /// `/usr/lib/postgresql/*/bin`.
 fn find_binaries() -> Option<PathBuf> {
     let has_both = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
-    if let Some(path) = std::env::var_os("PATH") {
-        if let Some(dir) = std::env::split_paths(&path).find(|dir| has_both(dir)) {
-            // Where the links point: pg_ctl looks for `postgres` beside itself.
-            return std::fs::canonicalize(dir.join("pg_ctl"))
-                .ok()
-                .and_then(|real| real.parent().map(Path::to_path_buf))
-                .or(Some(dir));
-        }
+    let on_path = std::env::var_os("PATH")
+        .and_then(|path| std::env::split_paths(&path).find(|dir| has_both(dir)));
+    if let Some(dir) = on_path {
+        // Where the links point: pg_ctl looks for `postgres` beside itself.
+        return std::fs::canonicalize(dir.join("pg_ctl"))
+            .ok()
+            .and_then(|real| real.parent().map(Path::to_path_buf))
+            .or(Some(dir));
     }
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?
