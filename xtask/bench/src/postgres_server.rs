@@ -19,12 +19,18 @@ impl Server {
         let bin = find_binaries().ok_or(
             "initdb/pg_ctl not found on PATH or under /usr/lib/postgresql/*/bin (apt-get install postgresql)",
         )?;
-        let dir = tempfile::Builder::new()
-            .prefix("mux-bench-pg-")
-            .tempdir()
-            .map_err(|e| e.to_string())?;
         let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
         let run_as = root.then_some("nobody");
+        // As root, in /tmp: `nobody` must reach the dir, and TMPDIR may not let it.
+        let parent = if root {
+            PathBuf::from("/tmp")
+        } else {
+            std::env::temp_dir()
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("mux-bench-pg-")
+            .tempdir_in(parent)
+            .map_err(|e| e.to_string())?;
         if let Some(user) = run_as {
             let status = Command::new("chown")
                 .arg(format!("{user}:"))

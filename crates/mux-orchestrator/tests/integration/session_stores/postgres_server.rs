@@ -133,11 +133,16 @@ impl Server {
                  install them (`apt-get install -y postgresql`, as .ci/run does) or set {DATABASE_URL_VAR}"
             )
         });
+        let run_as = running_as_root().then_some(UNPRIVILEGED_USER);
+        // As root, in /tmp: the unprivileged user must reach the dir, and TMPDIR may not let it.
+        let parent = match run_as {
+            Some(_) => PathBuf::from("/tmp"),
+            None => std::env::temp_dir(),
+        };
         let dir = tempfile::Builder::new()
             .prefix("mux-pg-")
-            .tempdir()
+            .tempdir_in(parent)
             .expect("creating the server's temp dir");
-        let run_as = running_as_root().then_some(UNPRIVILEGED_USER);
         if let Some(user) = run_as {
             let status = Command::new("chown")
                 .arg(format!("{user}:"))
