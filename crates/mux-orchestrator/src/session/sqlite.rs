@@ -29,9 +29,9 @@ const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 /// The file is in WAL mode with `synchronous = NORMAL`: a committed append survives the
 /// process being killed, and readers never wait for the writer. (A power loss may lose the last
 /// commits; open with [`open_with`](Self::open_with) and `synchronous(Full)` if that matters.)
-/// Each append is one transaction that takes the next sequence numbers of its session, so
-/// concurrent appenders, in this process or others, get one total order and no record is
-/// kept twice. Schema migrations run on open; a database written by a newer mux is refused
+/// Each append is one statement that takes the next sequence numbers of its session under
+/// the database's write lock, so concurrent appenders, in this process or others, get one
+/// total order and no record is kept twice. Schema migrations run on open; a database written by a newer mux is refused
 /// with [`SessionError::SchemaTooNew`].
 ///
 /// ```
@@ -58,8 +58,19 @@ pub struct SqliteSessionStore {
 }
 
 impl SqliteSessionStore {
-    /// Opens (creating it if missing) the database file at `path` and migrates it.
+    /// Opens (creating it and its directory if missing) the database file at `path` and
+    /// migrates it.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, SessionError> {
+        let path = path.as_ref();
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            tokio::fs::create_dir_all(dir)
+                .await
+                .map_err(|source| SessionError::Io {
+                    id: String::new(),
+                    operation: "creating the database directory",
+                    source,
+                })?;
+        }
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
@@ -72,8 +83,10 @@ impl SqliteSessionStore {
     /// Opens a database with the caller's connection options (four pooled connections) and
     /// migrates it. The options should keep WAL mode and a busy timeout.
     pub async fn open_with(options: SqliteConnectOptions) -> Result<Self, SessionError> {
+        // A connection to a local file does not go stale: no ping before each use.
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
+            .test_before_acquire(false)
             .connect_with(options)
             .await
             .map_err(db_error("", "opening the database"))?;
@@ -94,6 +107,18 @@ impl SqliteSessionStore {
     /// Closes the pool's connections (checkpointing the WAL), waiting for those in use.
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// `Ok` if session `id` exists.
+    async fn exists(&self, id: &str) -> Result<(), SessionError> {
+        let found: Option<i64> = sqlx::query_scalar("SELECT 1 FROM mux_sessions WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error(id, "looking the session up"))?;
+        found
+            .map(|_| ())
+            .ok_or_else(|| SessionError::NotFound(id.to_owned()))
     }
 }
 
@@ -175,37 +200,34 @@ impl SessionStore for SqliteSessionStore {
         Box::pin(async move {
             let texts = encode_records(id, records)?;
             let err = |operation| db_error(id, operation);
-            let count = i64::try_from(texts.len()).unwrap_or(i64::MAX);
-            let mut tx = self
-                .pool
-                .begin_with(BEGIN_WRITE)
-                .await
-                .map_err(err("appending"))?;
-            // Reserves `count` sequence numbers; the write lock orders concurrent appenders.
-            let first: Option<i64> = sqlx::query_scalar(
-                "UPDATE mux_sessions SET next_seq = next_seq + ? WHERE id = ? RETURNING next_seq - ?",
-            )
-            .bind(count)
-            .bind(id)
-            .bind(count)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(err("reserving sequence numbers"))?;
-            let Some(first) = first else {
-                return Err(SessionError::NotFound(id.to_owned()));
-            };
-            for (seq, text) in (first..).zip(&texts) {
-                sqlx::query(
-                    "INSERT INTO mux_session_records (session_id, seq, record) VALUES (?, ?, ?)",
-                )
-                .bind(id)
-                .bind(seq)
-                .bind(text)
-                .execute(&mut *tx)
-                .await
-                .map_err(err("appending a record"))?;
+            if texts.is_empty() {
+                return self.exists(id).await;
             }
-            tx.commit().await.map_err(err("committing the append"))
+            let batch = serde_json::to_string(&texts).map_err(|e| SessionError::Io {
+                id: id.to_owned(),
+                operation: "serializing a record",
+                source: std::io::Error::other(e),
+            })?;
+            // One statement, so one trip to the connection's thread. A writing statement takes
+            // the database's write lock before it reads anything (waiting up to the busy
+            // timeout), so the next sequence number it reads is still the next when it writes:
+            // concurrent appenders, in this process or others, are serialized by that lock.
+            let done = sqlx::query(
+                "INSERT INTO mux_session_records (session_id, seq, record) \
+                 SELECT ?1, COALESCE((SELECT MAX(seq) + 1 FROM mux_session_records \
+                                      WHERE session_id = ?1), 0) + batch.key, batch.value \
+                 FROM json_each(?2) AS batch \
+                 WHERE EXISTS (SELECT 1 FROM mux_sessions WHERE id = ?1)",
+            )
+            .bind(id)
+            .bind(batch)
+            .execute(&self.pool)
+            .await
+            .map_err(err("appending"))?;
+            if done.rows_affected() != texts.len() as u64 {
+                return Err(SessionError::NotFound(id.to_owned()));
+            }
+            Ok(())
         })
     }
 
@@ -323,25 +345,23 @@ impl SessionStore for SqliteSessionStore {
                 .begin_with(BEGIN_WRITE)
                 .await
                 .map_err(err("forking"))?;
-            let row: Option<(String, i64)> =
-                sqlx::query_as("SELECT meta, next_seq FROM mux_sessions WHERE id = ?")
+            let row: Option<(String,)> =
+                sqlx::query_as("SELECT meta FROM mux_sessions WHERE id = ?")
                     .bind(id)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(err("reading metadata"))?;
-            let Some((original, next_seq)) = row else {
+            let Some((original,)) = row else {
                 return Err(SessionError::NotFound(id.to_owned()));
             };
             let meta = forked_meta(id, &decode_meta(id, &original)?);
             sqlx::query(
-                "INSERT INTO mux_sessions (id, updated_at_ms, parent, meta, next_seq) \
-                 VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO mux_sessions (id, updated_at_ms, parent, meta) VALUES (?, ?, ?, ?)",
             )
             .bind(&meta.id)
             .bind(to_i64(meta.updated_at_ms))
             .bind(&meta.parent)
             .bind(encode_meta(&meta)?)
-            .bind(next_seq)
             .execute(&mut *tx)
             .await
             .map_err(db_error(&meta.id, CREATING))?;

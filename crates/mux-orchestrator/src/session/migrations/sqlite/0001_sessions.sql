@@ -5,13 +5,12 @@ CREATE TABLE mux_sessions (
     parent TEXT,
     -- The whole SessionMeta as JSON (title, extra, ...); the columns above are copies for
     -- ordering and lookups.
-    meta TEXT NOT NULL,
-    -- The sequence number the next appended record gets.
-    next_seq INTEGER NOT NULL DEFAULT 0
+    meta TEXT NOT NULL
 ) STRICT;
 CREATE INDEX mux_sessions_by_update ON mux_sessions (updated_at_ms DESC, id);
 CREATE TABLE mux_session_records (
     session_id TEXT NOT NULL,
+    -- Per session 0, 1, 2, ...: an append takes MAX(seq) + 1 under the database's write lock.
     seq INTEGER NOT NULL,
     -- One HistoryRecord as JSON.
     record TEXT NOT NULL,
