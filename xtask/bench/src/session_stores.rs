@@ -249,6 +249,25 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
         &postgres,
         &file,
     ));
+    // Durable against durable: the file store fsyncing each append, on the same disk.
+    let synced_store = FileSessionStore::new(dir.path().join("synced")).with_sync(true);
+    let (sync_p50, sync_p99) = rt.block_on(appends(&synced_store))?;
+    out.extend(
+        append_rows(
+            "PostgreSQL session store (unix socket)",
+            (postgres.append_p50, postgres.append_p99),
+            &file,
+        )
+        .map(|row| Row {
+            baseline: row.baseline.replace("file store", "file store with fsync"),
+            baseline_value: if row.name.ends_with("p50") {
+                us(sync_p50)
+            } else {
+                us(sync_p99)
+            },
+            ..row
+        }),
+    );
 
     // Commits that do not wait for their WAL flush: the disk's fsync time out of the picture
     // (a server crash may lose the last commits; a killed client still loses only its own).
