@@ -325,7 +325,8 @@ pub(super) async fn many_sessions_page_through(store: &dyn SessionStore, count: 
     let mut seen = 0;
     let mut after: Option<PageCursor> = None;
     loop {
-        let page = store.list_page(after.as_ref(), 500).await.unwrap();
+        // Large pages: the file store's `list_page` reads every session's metadata per page.
+        let page = store.list_page(after.as_ref(), 2_000).await.unwrap();
         assert_eq!(page.sessions[..], all[seen..seen + page.sessions.len()]);
         seen += page.sessions.len();
         match page.next {
