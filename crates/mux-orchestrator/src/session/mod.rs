@@ -133,7 +133,7 @@ pub enum SessionError {
         source: std::io::Error,
     },
     /// A database refused or failed an operation.
-    #[error("session `{id}`: {operation} failed: {source}")]
+    #[error("session store: {operation}{} failed: {source}", of_session(id))]
     Database {
         /// The session (empty for store-wide operations such as opening or listing).
         id: String,
@@ -153,6 +153,15 @@ pub enum SessionError {
         /// The newest version this build can use.
         supported: i64,
     },
+}
+
+/// " of session `id`", or nothing for a store-wide operation (an empty id).
+fn of_session(id: &str) -> String {
+    if id.is_empty() {
+        String::new()
+    } else {
+        format!(" of session `{id}`")
+    }
 }
 
 /// Where sessions live. Every method may be called concurrently for different sessions.
@@ -317,6 +326,23 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_database_error_names_the_session_when_there_is_one() {
+        let error = |id: &str| SessionError::Database {
+            id: id.into(),
+            operation: "appending",
+            source: "disk full".into(),
+        };
+        assert_eq!(
+            error("s1").to_string(),
+            "session store: appending of session `s1` failed: disk full"
+        );
+        assert_eq!(
+            error("").to_string(),
+            "session store: appending failed: disk full"
+        );
     }
 
     #[test]
