@@ -9,6 +9,8 @@ mod llm_decode;
 mod mcp;
 mod orchestrator;
 mod permission;
+mod postgres_server;
+mod session_stores;
 
 use std::process::ExitCode;
 
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         ("permission", permission::run),
         ("mcp", mcp::run),
         ("orchestrator", orchestrator::run),
+        ("session_stores", session_stores::run),
     ];
     // `BENCH_ONLY=mcp,orchestrator` runs only the named benchmarks.
     let only = std::env::var("BENCH_ONLY").ok();

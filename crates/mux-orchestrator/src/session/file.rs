@@ -238,11 +238,7 @@ impl SessionStore for FileSessionStore {
                     metas.push(meta);
                 }
             }
-            metas.sort_by(|a, b| {
-                b.updated_at_ms
-                    .cmp(&a.updated_at_ms)
-                    .then_with(|| a.id.cmp(&b.id))
-            });
+            super::page::sort(&mut metas);
             Ok(metas)
         })
     }

@@ -81,11 +81,7 @@ impl SessionStore for MemorySessionStore {
     fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>> {
         let mut metas: Vec<SessionMeta> =
             self.with(|map| map.values().map(|(meta, _)| meta.clone()).collect());
-        metas.sort_by(|a, b| {
-            b.updated_at_ms
-                .cmp(&a.updated_at_ms)
-                .then_with(|| a.id.cmp(&b.id))
-        });
+        super::page::sort(&mut metas);
         Box::pin(std::future::ready(Ok(metas)))
     }
 

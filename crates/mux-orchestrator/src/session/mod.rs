@@ -2,6 +2,13 @@
 
 mod file;
 mod memory;
+mod page;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,6 +21,11 @@ use serde_json::Value;
 
 pub use file::FileSessionStore;
 pub use memory::MemorySessionStore;
+pub use page::{PageCursor, SessionPage};
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresSessionStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteSessionStore;
 
 /// What a store keeps about a session besides its messages.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -120,6 +132,36 @@ pub enum SessionError {
         #[source]
         source: std::io::Error,
     },
+    /// A database refused or failed an operation.
+    #[error("session store: {operation}{} failed: {source}", of_session(id))]
+    Database {
+        /// The session (empty for store-wide operations such as opening or listing).
+        id: String,
+        /// What was being done.
+        operation: &'static str,
+        /// The database driver's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The database was written by a newer mux whose schema this version does not know.
+    #[error(
+        "the session database has schema version {found}, newer than the {supported} this mux knows; upgrade mux"
+    )]
+    SchemaTooNew {
+        /// The version found in the database.
+        found: i64,
+        /// The newest version this build can use.
+        supported: i64,
+    },
+}
+
+/// " of session `id`", or nothing for a store-wide operation (an empty id).
+fn of_session(id: &str) -> String {
+    if id.is_empty() {
+        String::new()
+    } else {
+        format!(" of session `{id}`")
+    }
 }
 
 /// Where sessions live. Every method may be called concurrently for different sessions.
@@ -140,8 +182,23 @@ pub trait SessionStore: Send + Sync + 'static {
     /// Loads a session, replaying its log.
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>>;
 
-    /// Every session's metadata, most recently updated first.
+    /// Every session's metadata, most recently updated first (ties: by id).
     fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>>;
+
+    /// At most `limit` sessions in [`list`](Self::list)'s order, starting after `after` (from
+    /// the start when `None`). Pass the page's [`next`](SessionPage::next) to get the next page.
+    ///
+    /// The default filters [`list`](Self::list); database stores answer from an index.
+    fn list_page<'a>(
+        &'a self,
+        after: Option<&'a PageCursor>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<SessionPage, SessionError>> {
+        Box::pin(async move {
+            let all = self.list().await?;
+            Ok(page::page_of(all, after, limit))
+        })
+    }
 
     /// Deletes a session.
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionError>>;
@@ -269,6 +326,23 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn a_database_error_names_the_session_when_there_is_one() {
+        let error = |id: &str| SessionError::Database {
+            id: id.into(),
+            operation: "appending",
+            source: "disk full".into(),
+        };
+        assert_eq!(
+            error("s1").to_string(),
+            "session store: appending of session `s1` failed: disk full"
+        );
+        assert_eq!(
+            error("").to_string(),
+            "session store: appending failed: disk full"
+        );
     }
 
     #[test]
