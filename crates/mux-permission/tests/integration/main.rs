@@ -6,4 +6,5 @@ mod decision_matrix;
 mod gate;
 mod properties;
 mod scopes;
+mod shell_adversarial;
 mod tracing_events;
