@@ -84,12 +84,10 @@ impl Prepared {
         };
         match self {
             Self::Nothing => false,
-            Self::Command(analysis) => spec.command.as_ref().is_some_and(|pattern| {
-                analysis
-                    .everywhere
-                    .iter()
-                    .any(|words| pattern.matches_any_path(words))
-            }),
+            Self::Command(analysis) => spec
+                .command
+                .as_ref()
+                .is_some_and(|pattern| analysis.caught_by(pattern)),
             Self::Path { lexical, resolved } => spec.path.as_ref().is_some_and(|pattern| {
                 pattern.matches_in(lexical, context, false, true)
                     || resolved

@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use mux_permission::{Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin};
+use mux_permission::{
+    Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin,
+};
 use mux_tool::Subject;
 use serde_json::Value;
 
