@@ -7,4 +7,5 @@ mod gate;
 mod properties;
 mod scopes;
 mod shell_adversarial;
+mod shell_mutations;
 mod tracing_events;
