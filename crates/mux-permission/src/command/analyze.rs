@@ -43,8 +43,8 @@ pub struct Analysis {
     pub opaque: bool,
     /// Part of the script runs commands that cannot be read at all (a shell reading standard
     /// input, a builtin evaluating an argument that expands, a program run by `s///e`): every
-    /// deny and ask rule on commands could match it, in every mode.
-    pub unreadable: bool,
+    /// deny and ask rule on commands could match it, in every mode. The reason, first found.
+    pub unreadable: Option<String>,
     /// Commands with a shell pattern among their words (`c[u]rl`, `/usr/bin/cu*`), every word
     /// written as a pattern (literal characters escaped): deny and ask rules match whatever
     /// they could expand to.
@@ -61,7 +61,7 @@ impl Analysis {
     /// anywhere (read the way its option parser reads it), a command named by a pattern that
     /// could expand to a match, or a part that cannot be read at all.
     pub fn caught_by(&self, pattern: &CommandPattern) -> bool {
-        self.unreadable
+        self.unreadable.is_some()
             || self
                 .everywhere
                 .iter()
@@ -73,9 +73,10 @@ impl Analysis {
     }
 
     fn unreadable(&mut self, why: impl Into<String>) {
-        self.hazard(why);
+        let why = why.into();
+        self.hazard(why.clone());
         self.opaque = true;
-        self.unreadable = true;
+        self.unreadable.get_or_insert(why);
     }
 
     fn hazard(&mut self, why: impl Into<String>) {
