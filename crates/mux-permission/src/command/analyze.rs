@@ -12,6 +12,7 @@ use tree_sitter::{Node, Parser};
 use super::builtins;
 use super::glob;
 use super::pattern::CommandPattern;
+use super::runners;
 use super::words::{
     decode_ansi_c, has_deceptive_chars, has_expansion_chars, unescape_bare, unescape_double_quoted,
 };
@@ -386,11 +387,20 @@ impl Walker<'_> {
         if top {
             self.out.commands.push(words.clone());
         }
-        self.record(words, &known, patterns.as_deref());
+        self.record(words, &known, patterns.as_deref(), false);
     }
 
     /// Adds a command to the deny scan, with what its wrappers and `-c` strings run.
-    fn record(&mut self, words: Vec<String>, known: &[bool], patterns: Option<&[String]>) {
+    /// `speculative` when the command is a suffix of a runner's arguments that is most likely
+    /// an argument of the inner command (`xargs grep sh`): it is still checked against deny
+    /// rules, but its reading of standard input does not make the script unreadable.
+    fn record(
+        &mut self,
+        words: Vec<String>,
+        known: &[bool],
+        patterns: Option<&[String]>,
+        speculative: bool,
+    ) {
         if self.out.everywhere.len() >= MAX_COMMANDS {
             self.out.hazard("too many commands to check");
             self.out.opaque = true;
@@ -404,7 +414,11 @@ impl Walker<'_> {
             self.out.hazard(hazard);
         }
         if let Some(why) = inspection.unreadable {
-            self.out.unreadable(why);
+            if speculative {
+                self.out.hazard(why);
+            } else {
+                self.out.unreadable(why);
+            }
         }
         self.out.everywhere.push(words.clone());
         if self.depth >= MAX_DEPTH {
@@ -427,6 +441,7 @@ impl Walker<'_> {
                         words[start..].to_vec(),
                         known.get(start..).unwrap_or_default(),
                         patterns.and_then(|p| p.get(start..)),
+                        speculative || !command_position(&words, start),
                     );
                 }
             }
@@ -569,6 +584,22 @@ impl Walker<'_> {
             }
         }
     }
+}
+
+/// Whether `words[start]` could be the command the runner `words[0]` runs: before it come
+/// only options, their possible values, `NAME=value` words and the operands the runner takes
+/// itself (`timeout 5`). After more plain words it is an argument of the inner command.
+fn command_position(words: &[String], start: usize) -> bool {
+    let leading = words.first().map_or(0, |name| {
+        runners::leading_operands(wrappers::base_name(name))
+    });
+    let plain = (1..start)
+        .filter(|&i| {
+            let word = &words[i];
+            !word.starts_with('-') && !word.contains('=') && !words[i - 1].starts_with('-')
+        })
+        .count();
+    plain <= leading
 }
 
 /// `text` without `front` leading and `back` trailing bytes, or empty when too short.

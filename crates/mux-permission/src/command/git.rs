@@ -1,7 +1,9 @@
 //! git: global options, then a subcommand vouched for (or not), then its options, all read
 //! through the tables of [`super::options`].
 
-use super::options::{GIT_CONFIG_READS, GIT_RUNNERS, GIT_RUNNING_ACTIONS, GIT_SUBCOMMANDS, find};
+use super::options::{
+    GIT_CONFIG_READS, GIT_RUNNERS, GIT_RUNNING_ACTIONS, GIT_SUBCOMMANDS, find, find_sub,
+};
 use super::scan::scan;
 use super::wrappers::Inspection;
 
@@ -49,7 +51,7 @@ pub(crate) fn inspect(args: &[String], found: &mut Inspection) {
                 .map(|value| value.strip_prefix('!').unwrap_or(value).to_owned()),
         );
     }
-    if let Some(model) = find(&format!("git {sub}")) {
+    if let Some(model) = find_sub("git", sub) {
         let read = scan(model, rest);
         found.absorb(read.hazards, &read.runs);
     }

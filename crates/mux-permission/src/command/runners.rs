@@ -84,6 +84,27 @@ pub(crate) const RUNNERS: &[(&str, Runs)] = &[
     (".", Runs::File),
 ];
 
+/// Runners that take operands of their own before the command (`timeout DURATION`, `chroot
+/// DIR`, `flock FILE`, `taskset MASK`, `chrt PRIORITY`, `sg GROUP`).
+pub(crate) const LEADING_OPERANDS: &[(&str, usize)] = &[
+    ("timeout", 1),
+    ("chroot", 1),
+    ("flock", 1),
+    ("taskset", 1),
+    ("chrt", 1),
+    ("sg", 1),
+    ("runuser", 1),
+    ("su", 1),
+];
+
+/// How many operands of its own `runner` takes before the command it runs.
+pub(crate) fn leading_operands(runner: &str) -> usize {
+    LEADING_OPERANDS
+        .iter()
+        .find(|(name, _)| *name == runner)
+        .map_or(0, |(_, n)| *n)
+}
+
 /// How `name` runs other commands, if it does. The dynamic loader counts under any of its
 /// file names (`ld-linux-x86-64.so.2`, `ld-musl-x86_64.so.1`, `ld64.so.2`).
 pub(crate) fn runner(name: &str) -> Option<Runs> {

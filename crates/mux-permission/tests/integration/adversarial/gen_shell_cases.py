@@ -368,6 +368,14 @@ for cmd, expect in [
     ("git push --force-with-lease", "ask"),
     ("rm -rf x", "deny"),
     ("ls", "ask"),
+    # Fail closed, but not deny-everything: these stay ask under the deny rules.
+    ("git ls-files | xargs grep -n bash", "ask"),
+    ("xargs grep sh", "ask"),
+    ("export PATH=$PATH:/opt/bin", "ask"),
+    ('[[ -n "$x" ]] && git status', "ask"),
+    ("echo $((1+2))", "ask"),
+    ("bash script.sh", "ask"),
+    ("timeout 5 git status", "ask"),
 ]:
     case("control", cmd, expect)
 
