@@ -436,6 +436,11 @@ impl Walker<'_> {
             // The runner runs some suffix of its arguments; try every one that could be a
             // command name.
             for start in 1..words.len() {
+                if self.out.everywhere.len() >= MAX_COMMANDS {
+                    self.out.hazard("too many commands to check");
+                    self.out.opaque = true;
+                    break;
+                }
                 if !words[start].starts_with('-') {
                     self.record(
                         words[start..].to_vec(),
