@@ -335,7 +335,7 @@ impl Walker<'_> {
                 "variable_assignment" => {
                     self.out
                         .hazard("an environment assignment `NAME=value` before a command");
-                    self.nested(child, src);
+                    self.assignment(child, src);
                     previous = None;
                 }
                 "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
@@ -388,6 +388,27 @@ impl Walker<'_> {
             self.out.commands.push(words.clone());
         }
         self.record(words, &known, patterns.as_deref(), false);
+    }
+
+    /// Scans an assignment for deny rules; a value that looks like a command line (`PAGER='…'`,
+    /// `GIT_SSH_COMMAND=…`, `LESSOPEN='|…'`) is parsed as one, as the next command may run it.
+    fn assignment(&mut self, node: Node<'_>, src: &str) {
+        self.nested(node, src);
+        let Some(value) = node.child_by_field_name("value") else {
+            return;
+        };
+        let text = self.word(value, src).text;
+        let text = text.trim_start_matches(['|', '!']);
+        if wrappers::looks_like_script(text) {
+            if self.depth >= MAX_DEPTH {
+                self.out.hazard("commands nested too deeply to check");
+                self.out.opaque = true;
+                return;
+            }
+            self.depth += 1;
+            self.script(text, false);
+            self.depth -= 1;
+        }
     }
 
     /// Adds a command to the deny scan, with what its wrappers and `-c` strings run.
@@ -570,6 +591,11 @@ impl Walker<'_> {
                     known,
                     pattern: globbed.then_some(pattern),
                 }
+            }
+            "variable_assignment" => {
+                self.out.hazard(describe_construct("variable_assignment"));
+                self.assignment(node, src);
+                Word::new(raw.to_owned(), false)
             }
             "simple_expansion" | "expansion" => {
                 self.out.hazard(format!("the variable expansion `{raw}`"));

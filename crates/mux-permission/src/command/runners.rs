@@ -50,6 +50,7 @@ pub(crate) const RUNNERS: &[(&str, Runs)] = &[
     ("setpriv", Runs::Arguments),
     ("setsid", Runs::Arguments),
     ("sg", Runs::Line),
+    ("ssh", Runs::Line),
     ("ssh-agent", Runs::Arguments),
     ("stdbuf", Runs::Arguments),
     ("strace", Runs::Arguments),
@@ -93,6 +94,7 @@ pub(crate) const LEADING_OPERANDS: &[(&str, usize)] = &[
     ("taskset", 1),
     ("chrt", 1),
     ("sg", 1),
+    ("ssh", 1),
     ("runuser", 1),
     ("su", 1),
 ];

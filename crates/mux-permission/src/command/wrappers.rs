@@ -65,7 +65,7 @@ pub(crate) fn base_name(word: &str) -> &str {
 }
 
 /// Whether a word could hold more than one command: it has whitespace or shell syntax.
-fn looks_like_script(word: &str) -> bool {
+pub(crate) fn looks_like_script(word: &str) -> bool {
     word.contains(|c: char| c.is_whitespace() || ";&|<>()$`'\"\\".contains(c))
 }
 
@@ -203,10 +203,8 @@ fn runner(
         } else {
             Some(arg.as_str())
         };
-        if let Some(text) = text.filter(|t| looks_like_script(t))
-            && !found.inner_scripts.iter().any(|s| s == text)
-        {
-            found.inner_scripts.push(text.to_owned());
+        if let Some(text) = text.filter(|t| looks_like_script(t)) {
+            found.value_scripts(text);
         }
     }
 }
