@@ -119,6 +119,69 @@ pub(crate) fn runner(name: &str) -> Option<Runs> {
     loader.then_some(Runs::Arguments)
 }
 
+/// Runners that start an interactive shell, which reads standard input, when given one of
+/// these options and no command (`sudo -s`, `sudo -u root -i`): the runner, its shell options,
+/// its options that take the next word as a value.
+pub(crate) const SHELL_OPTIONS: &[(&str, &[&str], &[&str])] = &[
+    (
+        "sudo",
+        &["-s", "-i", "--shell", "--login"],
+        &[
+            "-u",
+            "-g",
+            "-h",
+            "-p",
+            "-C",
+            "-D",
+            "-r",
+            "-t",
+            "-T",
+            "-U",
+            "--user",
+            "--group",
+            "--host",
+            "--prompt",
+            "--chdir",
+            "--role",
+            "--type",
+            "--other-user",
+            "--close-from",
+            "--command-timeout",
+        ],
+    ),
+    ("doas", &["-s"], &["-u", "-C"]),
+    (
+        "runuser",
+        &["-l", "--login"],
+        &["-u", "-g", "-G", "--user", "--group"],
+    ),
+];
+
+/// Whether `runner args` starts a shell that reads its script from standard input.
+pub(crate) fn starts_stdin_shell(runner: &str, args: &[String]) -> bool {
+    let Some((_, shells, values)) = SHELL_OPTIONS.iter().find(|(name, ..)| *name == runner) else {
+        return false;
+    };
+    let mut shell = false;
+    let mut iter = args.iter().map(String::as_str);
+    while let Some(arg) = iter.next() {
+        if values.contains(&arg) {
+            iter.next();
+        } else if shells.contains(&arg) {
+            shell = true;
+        } else if let Some(cluster) = arg.strip_prefix('-').filter(|c| !c.starts_with('-')) {
+            shell |= shells
+                .iter()
+                .filter_map(|s| s.strip_prefix('-').filter(|l| l.len() == 1))
+                .any(|letter| cluster.contains(letter));
+        } else if !arg.starts_with('-') {
+            // A command: the shell runs it, not standard input.
+            return false;
+        }
+    }
+    shell
+}
+
 /// Files that are a process's standard input.
 pub(crate) fn is_stdin_path(path: &str) -> bool {
     path == "-"

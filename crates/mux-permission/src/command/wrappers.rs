@@ -133,6 +133,11 @@ fn runner(
                 .hazards
                 .push(format!("the runner `{name}` runs another command"));
             found.runs_arguments = true;
+            if runners::starts_stdin_shell(name, args) {
+                found.unreadable(format!(
+                    "`{name}` starts a shell that reads its script from standard input"
+                ));
+            }
         }
         Runs::Shell => {
             found

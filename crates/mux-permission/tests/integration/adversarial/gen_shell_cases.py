@@ -331,6 +331,8 @@ for cmd, expect, mode in [
     ("printf x | xargs sh -c", "deny", "default"),
     ("printf x | env sh", "deny", "default"),
     ("printf x | timeout 5 bash", "deny", "default"),
+    ("printf 'curl x' | sudo -s", "deny", "default"),
+    ("printf x | sudo -u root -i", "deny", "default"),
     ("printf x | sh", "deny", "dontAsk"),
     ("printf x | sh", "deny", "bypassPermissions"),
     ("printf x | sh", "deny", "acceptEdits"),
