@@ -149,7 +149,10 @@ fn option_given(option: &str, args: &[String], model: Option<&Model>) -> bool {
             Some((n, v)) => (n, Some(v)),
             None => (long, None),
         };
-        long_given(name, value) || (value.is_none() && alias_short(name).is_some_and(short_given))
+        let plus = model.and_then(|m| m.plus_operand) == Some(name)
+            && args.iter().any(|a| a.starts_with('+') && a.len() > 1);
+        long_given(name, value)
+            || (value.is_none() && (plus || alias_short(name).is_some_and(short_given)))
     } else {
         option[1..].chars().all(|letter| {
             short_given(letter) || alias_long(letter).is_some_and(|name| long_given(name, None))
@@ -216,6 +219,7 @@ mod tests {
         assert!(could("git push --force", "git push origin main --force"));
         assert!(could("git push --force", "git push -fu origin"));
         assert!(could("git push --force", "git push --forc"));
+        assert!(could("git push --force", "git push origin +main"));
         assert!(could("git reset --hard", "git reset HEAD --har"));
         assert!(could("git push", "git --no-pager push"));
         assert!(could("cargo publish", "cargo +nightly publish"));

@@ -108,6 +108,9 @@ pub(crate) struct Model {
     pub(crate) bundled_first: bool,
     /// The first operand is a script in the command's language unless an option gave one.
     pub(crate) script_operand: bool,
+    /// An operand starting with `+` stands for this long option (`git push origin +main` is a
+    /// forced push).
+    pub(crate) plus_operand: Option<&'static str>,
     /// The options.
     pub(crate) options: &'static [Opt],
 }
@@ -125,6 +128,7 @@ const fn model(
         stops_at_operand: false,
         bundled_first: false,
         script_operand: false,
+        plus_operand: None,
         options,
     }
 }
@@ -399,7 +403,10 @@ pub(crate) const MODELS: &[Model] = &[
     model("git clone", true, false, GIT_FETCH),
     model("git ls-remote", true, false, GIT_FETCH),
     model("git submodule", true, false, GIT_FETCH),
-    model("git push", true, false, GIT_PUSH),
+    Model {
+        plus_operand: Some("force"),
+        ..model("git push", true, false, GIT_PUSH)
+    },
     model("git send-pack", true, false, GIT_PUSH),
     model("git reset", true, false, GIT_RESET),
     model("git archive", true, false, GIT_ARCHIVE),

@@ -186,6 +186,8 @@ for cmd, expect in [
     ("git reset --har HEAD", "deny"),
     ("git reset HEAD~1 --hard", "deny"),
     ("git push --force-with-lease origin", "ask"),
+    ("git push origin +main", "deny"),
+    ("git push origin +HEAD:refs/heads/main", "deny"),
 ]:
     case(2, cmd, expect)
 
