@@ -27,6 +27,9 @@ pub(crate) enum Effect {
     Script,
     /// Takes a file holding a script the checker cannot read.
     ScriptFile,
+    /// Takes a file name that, with a `host:` part, is reached through a remote shell (tar's
+    /// archive).
+    Remote,
 }
 
 impl Effect {
@@ -34,7 +37,12 @@ impl Effect {
     pub(crate) fn needs_value(self) -> bool {
         matches!(
             self,
-            Self::Value | Self::Runs | Self::Writes | Self::Script | Self::ScriptFile
+            Self::Value
+                | Self::Runs
+                | Self::Writes
+                | Self::Script
+                | Self::ScriptFile
+                | Self::Remote
         )
     }
 
@@ -49,7 +57,7 @@ impl Effect {
     /// Why the option makes a command at most ask, if it does.
     pub(crate) fn danger(self) -> Option<&'static str> {
         match self {
-            Self::Flag | Self::Value | Self::OptionalValue | Self::Script => None,
+            Self::Flag | Self::Value | Self::OptionalValue | Self::Script | Self::Remote => None,
             Self::Runs | Self::RunsOptional => Some("can run code through an option"),
             Self::Writes | Self::WritesOptional => Some("writes files through an option"),
             Self::ScriptFile => Some("runs a script file the checker cannot read"),
@@ -90,7 +98,8 @@ const fn s(short: char, effect: Effect) -> Opt {
 }
 
 use Effect::{
-    Flag, OptionalValue, Runs, RunsOptional, Script, ScriptFile, Value, Writes, WritesOptional,
+    Flag, OptionalValue, Remote, Runs, RunsOptional, Script, ScriptFile, Value, Writes,
+    WritesOptional,
 };
 
 /// How one command (or git subcommand) parses its options.
@@ -201,7 +210,8 @@ const TAR: &[Opt] = &[
     o("create", 'c', Writes),
     o("append", 'r', Flag),
     o("update", 'u', Flag),
-    o("file", 'f', Value),
+    o("file", 'f', Remote),
+    l("force-local", Flag),
     o("verbose", 'v', Flag),
     o("gzip", 'z', Flag),
     l("gunzip", Flag),

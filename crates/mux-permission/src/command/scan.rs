@@ -25,6 +25,10 @@ impl<'a> Scan<'a> {
                 .push(format!("`{} {spelling}` {why}", model.name));
         }
         match (opt.effect, value) {
+            (Effect::Remote, Some(value)) if is_remote(value) => self.hazards.push(format!(
+                "`{} {spelling} {value}` reaches a remote host through a remote shell",
+                model.name
+            )),
             (Effect::Runs | Effect::RunsOptional, Some(value)) => self.runs.push(value),
             (Effect::Script, Some(value)) => self.scripts.push(value),
             _ => {}
@@ -39,6 +43,12 @@ impl<'a> Scan<'a> {
             ));
         }
     }
+}
+
+/// Whether a file name has a `host:` part before any `/` (rsh syntax).
+fn is_remote(name: &str) -> bool {
+    name.split_once(':')
+        .is_some_and(|(host, _)| !host.is_empty() && !host.contains('/'))
 }
 
 /// The options a long name (`exec` from `--exec`) can stand for: itself, or every option it
@@ -161,6 +171,8 @@ mod tests {
         assert_eq!(hazards("sort", "-k2,2 -t, f"), 0);
         assert_eq!(hazards("tar", "-tf a.tar -vIcmd"), 1);
         assert_eq!(hazards("tar", "-tf a.tar"), 0);
+        assert_eq!(hazards("tar", "-tf host:a.tar"), 1);
+        assert_eq!(hazards("tar", "-tf ./a:b.tar"), 0);
         assert_eq!(hazards("git rebase", "-xid main"), 1);
         assert_eq!(hazards("git rebase", "--ex=id main"), 1);
         assert_eq!(hazards("git rebase", "--continue"), 0);

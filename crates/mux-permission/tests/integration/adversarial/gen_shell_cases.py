@@ -143,6 +143,8 @@ for cmd, expect in [
     ("tar -tf a.tar --new-vol=id", "ask"),
     ("tar -tf a.tar --to-command='rm -rf ~'", "deny"),
     ("tar -tf a.tar --frobnicate", "ask"),
+    ("tar -tf evil.example:a.tar", "ask"),
+    ("tar -tvf a.tar --file=h:x.tar", "ask"),
     ("sort --compress-program=id f", "ask"),
     ("sort --compress=id f", "ask"),
     ("sort --compress-program=curl f", "deny"),
