@@ -98,8 +98,9 @@ fn option_given(option: &str, args: &[String], model: Option<&Model>) -> bool {
         .filter(|a| a.starts_with('-') && a.len() > 1)
         .collect();
     let long_given = |name: &str, value: Option<&str>| {
-        options.iter().enumerate().any(|(i, given)| {
-            let Some(long) = given.strip_prefix("--") else {
+        let before_dashes = args.iter().take_while(|a| a.as_str() != "--").count();
+        (0..before_dashes).any(|i| {
+            let Some(long) = args[i].strip_prefix("--") else {
                 return false;
             };
             let (spelled, attached) = match long.split_once('=') {
@@ -108,19 +109,15 @@ fn option_given(option: &str, args: &[String], model: Option<&Model>) -> bool {
             };
             let named = spelled == name
                 || (abbreviates && !spelled.is_empty() && name.starts_with(spelled));
-            let valued = match value {
-                None => true,
-                Some(value) => {
-                    attached == Some(value)
-                        || (attached.is_none()
-                            && args
-                                .iter()
-                                .position(|a| a == options[i])
-                                .and_then(|at| args.get(at + 1))
-                                .is_some_and(|next| next == value))
+            named
+                && match value {
+                    None => true,
+                    Some(value) => {
+                        attached == Some(value)
+                            || (attached.is_none()
+                                && args.get(i + 1).is_some_and(|next| next == value))
+                    }
                 }
-            };
-            named && valued
         })
     };
     let short_given = |letter: char| {
@@ -176,29 +173,45 @@ pub(crate) fn pattern_could_match(rule: &[String], words: &[String], exact: bool
         && expand(rest, others, exact, glob::is_pattern(word).then_some(word))
 }
 
-/// `rule` against `words`, where `carry` is a pattern whose expansion may still be going on.
+/// `rule` against `words`, where `carry` is a pattern whose expansion may still be going on
+/// (it is the word before `words`). Dynamic programming over (rule word, command word,
+/// expanding), so long rules and many patterns stay polynomial.
 fn expand(rule: &[String], words: &[String], exact: bool, carry: Option<&str>) -> bool {
-    let Some((wanted, rest)) = rule.split_first() else {
-        return !exact || words.is_empty();
-    };
-    if wanted.contains('*') {
-        return true;
+    let width = words.len() + 1;
+    let mut seen = vec![false; (rule.len() + 1) * width * 2];
+    // (rule index, word index, whether words[word index - 1] or `carry` is still expanding)
+    let mut stack = vec![(0usize, 0usize, carry.is_some())];
+    while let Some((r, w, expanding)) = stack.pop() {
+        let slot = (r * width + w) * 2 + usize::from(expanding);
+        if seen[slot] {
+            continue;
+        }
+        seen[slot] = true;
+        let Some(wanted) = rule.get(r) else {
+            if !exact || w == words.len() {
+                return true;
+            }
+            continue;
+        };
+        if wanted.contains('*') {
+            return true;
+        }
+        if expanding {
+            let glob = match w.checked_sub(1) {
+                Some(previous) => words[previous].as_str(),
+                None => carry.unwrap_or_default(),
+            };
+            if glob::could_match(glob, wanted) {
+                stack.push((r + 1, w, true));
+            }
+        }
+        if let Some(word) = words.get(w)
+            && glob::could_match(word, wanted)
+        {
+            stack.push((r + 1, w + 1, glob::is_pattern(word)));
+        }
     }
-    if carry.is_some_and(|glob| glob::could_match(glob, wanted))
-        && expand(rest, words, exact, carry)
-    {
-        return true;
-    }
-    let Some((word, others)) = words.split_first() else {
-        return false;
-    };
-    glob::could_match(word, wanted)
-        && expand(
-            rest,
-            others,
-            exact,
-            glob::is_pattern(word).then_some(word.as_str()),
-        )
+    false
 }
 
 #[cfg(test)]
