@@ -243,6 +243,22 @@ mod tests {
     }
 
     #[test]
+    fn long_rules_and_long_commands_stay_fast() {
+        let rule: Vec<String> = std::iter::repeat_n("a".to_owned(), 60).collect();
+        let mut words: Vec<String> = std::iter::repeat_n("?".to_owned(), 60).collect();
+        words.push("b".to_owned());
+        assert!(!pattern_could_match(&rule, &words, true));
+        let mut long = vec!["git".to_owned(), "push".to_owned()];
+        long.extend(std::iter::repeat_n("--x".to_owned(), 20_000));
+        assert!(!options_could_match(&w("git push --force=y"), &long, false));
+        assert!(!options_could_match(
+            &w("git push origin main"),
+            &long,
+            false
+        ));
+    }
+
+    #[test]
     fn patterns_in_words() {
         let p = |s: &str| pattern_could_match(&w("curl"), &w(s), false);
         assert!(p("c[u]rl x"));
