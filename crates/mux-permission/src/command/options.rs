@@ -269,6 +269,32 @@ const RG: &[Opt] = &[
     o("type", 't', Value),
 ];
 
+/// `man` (man-db, argp): the pager and the browser it runs.
+const MAN: &[Opt] = &[
+    o("pager", 'P', Runs),
+    o("html", 'H', RunsOptional),
+    o("preprocessor", 'p', Value),
+    o("config-file", 'C', ScriptFile),
+];
+
+/// `less`: a lesskey file can bind keys to shell commands; `+CMD` arguments are read apart.
+const LESS: &[Opt] = &[
+    o("lesskey-file", 'k', ScriptFile),
+    l("lesskey-src", ScriptFile),
+    o("log-file", 'o', Writes),
+    o("LOG-FILE", 'O', Writes),
+    o("tag", 't', Value),
+    o("pattern", 'p', Value),
+];
+
+/// vi and vim: `-c CMD`, `--cmd CMD` and `+CMD` run editor commands, `:!` among them.
+const VIM: &[Opt] = &[
+    s('c', Runs),
+    l("cmd", Runs),
+    s('S', ScriptFile),
+    s('u', ScriptFile),
+];
+
 /// git's global options (git.c `handle_options`: exact spellings, stop at the subcommand).
 const GIT_GLOBAL: &[Opt] = &[
     s('C', Value),
@@ -384,6 +410,14 @@ const GIT_INIT: &[Opt] = &[l("template", Runs), l("separate-git-dir", Value)];
 pub(crate) const MODELS: &[Model] = &[
     model("sort", true, true, SORT),
     model("rg", false, false, RG),
+    model("man", true, false, MAN),
+    model("less", true, false, LESS),
+    model("more", true, false, LESS),
+    model("vi", false, false, VIM),
+    model("vim", false, false, VIM),
+    model("nvim", false, false, VIM),
+    model("view", false, false, VIM),
+    model("ex", false, false, VIM),
     Model {
         script_operand: true,
         ..model("sed", true, true, SED)

@@ -114,6 +114,12 @@ pub(crate) fn inspect(words: &[String], known: &[bool]) -> Inspection {
             if let Some(model) = options::find(other) {
                 let read = scan(model, args);
                 found.absorb(read.hazards, &read.runs);
+                if matches!(
+                    other,
+                    "less" | "more" | "vi" | "vim" | "nvim" | "view" | "ex"
+                ) {
+                    plus_commands(other, args, &mut found);
+                }
             }
         }
     }
@@ -210,6 +216,18 @@ fn runner(
         };
         if let Some(text) = text.filter(|t| looks_like_script(t)) {
             found.value_scripts(text);
+        }
+    }
+}
+
+/// `+CMD` arguments of pagers and editors run CMD at start, a shell command with `!`.
+fn plus_commands(name: &str, args: &[String], found: &mut Inspection) {
+    for arg in args {
+        if let Some(command) = arg.strip_prefix('+').filter(|c| !c.is_empty()) {
+            found
+                .hazards
+                .push(format!("`{name} {arg}` runs a command at start"));
+            found.value_scripts(command.trim_start_matches(':'));
         }
     }
 }
