@@ -146,8 +146,13 @@ impl Permissions {
         // 1. Deny rules hold in every mode and look at everything the call touches.
         for &(scope, rule) in &deny_rules {
             if prepared.caught_by(rule, &self.context) {
-                return Decision::new(Verdict::Deny, format!("denied by the rule `{rule}`"))
-                    .by(rule.as_str(), scope);
+                let reason = match prepared.unreadable() {
+                    Some(why) => format!(
+                        "denied by the rule `{rule}`: part of the command cannot be read ({why})"
+                    ),
+                    None => format!("denied by the rule `{rule}`"),
+                };
+                return Decision::new(Verdict::Deny, reason).by(rule.as_str(), scope);
             }
         }
         // 2. Internal addresses (loopback, link-local, cloud metadata): refused in every mode

@@ -61,6 +61,15 @@ impl Prepared {
         }
     }
 
+    /// Why part of a script cannot be read at all, so that every deny rule on commands matches
+    /// it (a shell reading standard input, a builtin evaluating an expanding argument).
+    pub(crate) fn unreadable(&self) -> Option<&str> {
+        match self {
+            Self::Command(analysis) => analysis.unreadable.as_deref(),
+            _ => None,
+        }
+    }
+
     /// Whether a deny rule cannot be ruled out: part of the subject could not be read, or the
     /// rule's specifier has no form for this kind of subject (a `domain:` rule on a command,
     /// a command rule on a tool with no subject), so the rule might still be meant for it.
@@ -85,12 +94,10 @@ impl Prepared {
         };
         match self {
             Self::Nothing => false,
-            Self::Command(analysis) => spec.command.as_ref().is_some_and(|pattern| {
-                analysis
-                    .everywhere
-                    .iter()
-                    .any(|words| pattern.matches_any_path(words))
-            }),
+            Self::Command(analysis) => spec
+                .command
+                .as_ref()
+                .is_some_and(|pattern| analysis.caught_by(pattern)),
             Self::Path { lexical, resolved } => spec.path.as_ref().is_some_and(|pattern| {
                 pattern.matches_in(lexical, context, false, true)
                     || resolved

@@ -9,6 +9,10 @@ use std::cell::RefCell;
 
 use tree_sitter::{Node, Parser};
 
+use super::builtins;
+use super::glob;
+use super::pattern::CommandPattern;
+use super::runners;
 use super::words::{
     decode_ansi_c, has_deceptive_chars, has_expansion_chars, unescape_bare, unescape_double_quoted,
 };
@@ -38,12 +42,42 @@ pub struct Analysis {
     /// Part of the script could not be read statically (a variable, a substitution's value, a
     /// parse error, a depth limit), so a deny rule could match what actually runs.
     pub opaque: bool,
+    /// Part of the script runs commands that cannot be read at all (a shell reading standard
+    /// input, a builtin evaluating an argument that expands, a program run by `s///e`): every
+    /// deny and ask rule on commands could match it, in every mode. The reason, first found.
+    pub unreadable: Option<String>,
+    /// Commands with a shell pattern among their words (`c[u]rl`, `/usr/bin/cu*`), every word
+    /// written as a pattern (literal characters escaped): deny and ask rules match whatever
+    /// they could expand to.
+    pub patterns: Vec<Vec<String>>,
 }
 
 impl Analysis {
     /// Whether the script uses only constructs the matcher understands.
     pub fn is_plain(&self) -> bool {
         self.hazards.is_empty()
+    }
+
+    /// Whether a deny or ask rule on commands could match anything the script runs: a command
+    /// anywhere (read the way its option parser reads it), a command named by a pattern that
+    /// could expand to a match, or a part that cannot be read at all.
+    pub fn caught_by(&self, pattern: &CommandPattern) -> bool {
+        self.unreadable.is_some()
+            || self
+                .everywhere
+                .iter()
+                .any(|words| pattern.could_match(words))
+            || self
+                .patterns
+                .iter()
+                .any(|words| pattern.could_match_pattern(words))
+    }
+
+    fn unreadable(&mut self, why: impl Into<String>) {
+        let why = why.into();
+        self.hazard(why.clone());
+        self.opaque = true;
+        self.unreadable.get_or_insert(why);
     }
 
     fn hazard(&mut self, why: impl Into<String>) {
@@ -105,6 +139,32 @@ struct Walker<'a> {
 struct Word {
     text: String,
     known: bool,
+    /// The word as a shell pattern, when it has an unquoted `*`, `?`, `[…]` or brace.
+    pattern: Option<String>,
+}
+
+impl Word {
+    fn new(text: String, known: bool) -> Self {
+        Self {
+            text,
+            known,
+            pattern: None,
+        }
+    }
+
+    /// The word as a pattern that matches only what it could expand to.
+    fn as_pattern(&self) -> String {
+        self.pattern
+            .clone()
+            .unwrap_or_else(|| glob::escape(&self.text))
+    }
+}
+
+/// Whether the text between two nodes is only line continuations, so bash joins them into one
+/// word (`c\<newline>url` is `curl`).
+fn continues(gap: &str, before: &str) -> bool {
+    let rest = gap.replace("\\\n", "");
+    rest.is_empty() || (rest == "\n" && before.ends_with('\\'))
 }
 
 impl Walker<'_> {
@@ -134,6 +194,10 @@ impl Walker<'_> {
         if root.has_error() {
             self.out.hazard("the command does not parse");
             self.out.opaque = true;
+            if has_expansion_chars(script) {
+                self.out
+                    .unreadable("a pattern or brace expansion in a command that does not parse");
+            }
         }
         self.statement(root, script, top);
     }
@@ -190,12 +254,46 @@ impl Walker<'_> {
             "ERROR" => {
                 self.out.hazard("the command does not parse");
                 self.out.opaque = true;
+                if has_expansion_chars(&src[node.byte_range()]) {
+                    self.out.unreadable(
+                        "a pattern or brace expansion in a command that does not parse",
+                    );
+                }
                 self.nested(node, src);
             }
             kind => {
                 self.out.hazard(describe_construct(kind));
+                self.evaluated(node, src);
                 self.nested(node, src);
             }
+        }
+    }
+
+    /// Constructs that evaluate text as variable names, subscripts or arithmetic: when that
+    /// text expands (`$`, a backtick) or holds a subscript, what runs cannot be read.
+    fn evaluated(&mut self, node: Node<'_>, src: &str) {
+        let raw = &src[node.byte_range()];
+        let evaluates = match node.kind() {
+            "declaration_command" | "unset_command" => raw.contains('[') && builtins::expands(raw),
+            "test_command" => {
+                raw.split_whitespace()
+                    .any(|w| builtins::EVALUATING_TEST_OPERATORS.contains(&w))
+                    && (raw.contains('[') && builtins::expands(raw) || raw.matches('[').count() > 2)
+            }
+            "arithmetic_expansion" | "c_style_for_statement" => {
+                let inner = raw.trim_start_matches('$');
+                builtins::expands(inner) || inner.matches('[').count() > 0
+            }
+            "compound_statement" if raw.starts_with("((") => {
+                builtins::expands(raw) || raw.contains('[')
+            }
+            _ => false,
+        };
+        if evaluates {
+            self.out.unreadable(format!(
+                "{} evaluates text that expands when it runs",
+                describe_construct(node.kind())
+            ));
         }
     }
 
@@ -228,59 +326,120 @@ impl Walker<'_> {
     }
 
     fn command(&mut self, node: Node<'_>, src: &str, top: bool) {
-        let mut words = Vec::new();
+        let mut words: Vec<Word> = Vec::new();
+        // The end of the previous word node and its text, to join line continuations.
+        let mut previous: Option<(usize, &str)> = None;
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
             match child.kind() {
                 "variable_assignment" => {
                     self.out
                         .hazard("an environment assignment `NAME=value` before a command");
-                    self.nested(child, src);
-                }
-                "command_name" => {
-                    let word = match child.named_child(0) {
-                        Some(inner) => self.word(inner, src),
-                        None => self.word(child, src),
-                    };
-                    if !word.known {
-                        self.out
-                            .hazard("a variable or substitution in command position");
-                        self.out.opaque = true;
-                    }
-                    words.push(word.text);
+                    self.assignment(child, src);
+                    previous = None;
                 }
                 "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
-                    self.redirect(child, src)
+                    self.redirect(child, src);
+                    previous = None;
                 }
-                _ => {
-                    let word = self.word(child, src);
-                    if !word.known {
-                        self.out.opaque = true;
+                kind => {
+                    let inner = match child.named_child(0) {
+                        Some(inner) if kind == "command_name" => inner,
+                        _ => child,
+                    };
+                    let word = self.word(inner, src);
+                    let joins = previous.is_some_and(|(end, before)| {
+                        src.get(end..child.start_byte())
+                            .is_some_and(|gap| continues(gap, before))
+                    });
+                    match words.last_mut() {
+                        Some(last) if joins => {
+                            let pattern = (last.pattern.is_some() || word.pattern.is_some())
+                                .then(|| last.as_pattern() + &word.as_pattern());
+                            last.text.push_str(&word.text);
+                            last.known &= word.known;
+                            last.pattern = pattern;
+                        }
+                        _ => words.push(word),
                     }
-                    words.push(word.text);
+                    previous = Some((child.end_byte(), &src[child.byte_range()]));
                 }
             }
         }
-        if words.is_empty() {
+        let Some(name) = words.first() else {
             self.out.hazard("an assignment without a command");
             return;
+        };
+        if !name.known {
+            self.out
+                .hazard("a variable or substitution in command position");
+            self.out.opaque = true;
         }
+        if words.iter().skip(1).any(|w| !w.known) {
+            self.out.opaque = true;
+        }
+        let patterns = words
+            .iter()
+            .any(|w| w.pattern.is_some())
+            .then(|| words.iter().map(Word::as_pattern).collect::<Vec<_>>());
+        let known: Vec<bool> = words.iter().map(|w| w.known).collect();
+        let words: Vec<String> = words.into_iter().map(|w| w.text).collect();
         if top {
             self.out.commands.push(words.clone());
         }
-        self.record(words);
+        self.record(words, &known, patterns.as_deref(), false);
+    }
+
+    /// Scans an assignment for deny rules; a value that looks like a command line (`PAGER='…'`,
+    /// `GIT_SSH_COMMAND=…`, `LESSOPEN='|…'`) is parsed as one, as the next command may run it.
+    fn assignment(&mut self, node: Node<'_>, src: &str) {
+        self.nested(node, src);
+        let Some(value) = node.child_by_field_name("value") else {
+            return;
+        };
+        let text = self.word(value, src).text;
+        let text = text.trim_start_matches(['|', '!']);
+        if wrappers::looks_like_script(text) {
+            if self.depth >= MAX_DEPTH {
+                self.out.hazard("commands nested too deeply to check");
+                self.out.opaque = true;
+                return;
+            }
+            self.depth += 1;
+            self.script(text, false);
+            self.depth -= 1;
+        }
     }
 
     /// Adds a command to the deny scan, with what its wrappers and `-c` strings run.
-    fn record(&mut self, words: Vec<String>) {
+    /// `speculative` when the command is a suffix of a runner's arguments that is most likely
+    /// an argument of the inner command (`xargs grep sh`): it is still checked against deny
+    /// rules, but its reading of standard input does not make the script unreadable.
+    fn record(
+        &mut self,
+        words: Vec<String>,
+        known: &[bool],
+        patterns: Option<&[String]>,
+        speculative: bool,
+    ) {
         if self.out.everywhere.len() >= MAX_COMMANDS {
             self.out.hazard("too many commands to check");
             self.out.opaque = true;
             return;
         }
-        let inspection = wrappers::inspect(&words);
+        if let Some(patterns) = patterns {
+            self.out.patterns.push(patterns.to_vec());
+        }
+        let inspection = wrappers::inspect(&words, known);
         for hazard in inspection.hazards {
             self.out.hazard(hazard);
+        }
+        if let Some(why) = inspection.unreadable {
+            if speculative {
+                self.out.hazard(why);
+            } else {
+                self.out.unreadable(why);
+            }
         }
         self.out.everywhere.push(words.clone());
         if self.depth >= MAX_DEPTH {
@@ -295,11 +454,21 @@ impl Walker<'_> {
             self.script(&script, false);
         }
         if inspection.runs_arguments {
-            // The wrapper runs some suffix of its arguments; try every one that could be a
+            // The runner runs some suffix of its arguments; try every one that could be a
             // command name.
             for start in 1..words.len() {
+                if self.out.everywhere.len() >= MAX_COMMANDS {
+                    self.out.hazard("too many commands to check");
+                    self.out.opaque = true;
+                    break;
+                }
                 if !words[start].starts_with('-') {
-                    self.record(words[start..].to_vec());
+                    self.record(
+                        words[start..].to_vec(),
+                        known.get(start..).unwrap_or_default(),
+                        patterns.and_then(|p| p.get(start..)),
+                        speculative || !command_position(&words, start),
+                    );
                 }
             }
         }
@@ -345,10 +514,7 @@ impl Walker<'_> {
 
     fn word(&mut self, node: Node<'_>, src: &str) -> Word {
         if !self.enter() {
-            return Word {
-                text: src[node.byte_range()].to_owned(),
-                known: false,
-            };
+            return Word::new(src[node.byte_range()].to_owned(), false);
         }
         let word = self.word_inner(node, src);
         self.nesting -= 1;
@@ -359,23 +525,16 @@ impl Walker<'_> {
         let raw = &src[node.byte_range()];
         match node.kind() {
             "word" => {
+                let mut word = Word::new(unescape_bare(raw), true);
                 if has_expansion_chars(raw) {
                     self.out
                         .hazard(format!("the glob or brace pattern `{raw}`"));
+                    word.pattern = Some(raw.replace("\\\n", ""));
                 }
-                Word {
-                    text: unescape_bare(raw),
-                    known: true,
-                }
+                word
             }
-            "number" => Word {
-                text: raw.to_owned(),
-                known: true,
-            },
-            "raw_string" => Word {
-                text: strip(raw, 1, 1).to_owned(),
-                known: true,
-            },
+            "number" => Word::new(raw.to_owned(), true),
+            "raw_string" => Word::new(strip(raw, 1, 1).to_owned(), true),
             "string" | "translated_string" => {
                 if node.kind() == "translated_string" {
                     self.out.hazard("a locale-translated string `$\"…\"`");
@@ -392,66 +551,86 @@ impl Walker<'_> {
                 } else {
                     strip(raw, 1, 1)
                 };
-                Word {
-                    text: unescape_double_quoted(inner),
-                    known,
-                }
+                Word::new(unescape_double_quoted(inner), known)
             }
             "ansi_c_string" => {
                 self.out.hazard("ANSI-C quoting `$'…'`");
                 match decode_ansi_c(strip(raw, 2, 1)) {
-                    Some(text) => Word { text, known: true },
-                    None => Word {
-                        text: raw.to_owned(),
-                        known: false,
-                    },
+                    Some(text) => Word::new(text, true),
+                    None => Word::new(raw.to_owned(), false),
                 }
             }
             "concatenation" => {
-                if has_expansion_chars(raw) {
+                let globbed = has_expansion_chars(raw);
+                if globbed {
                     self.out
                         .hazard(format!("the glob or brace pattern `{raw}`"));
                 }
                 let mut text = String::new();
+                let mut pattern = String::new();
                 let mut known = true;
                 let mut cursor = node.walk();
                 for child in node.children(&mut cursor) {
+                    let piece = &src[child.byte_range()];
                     if child.is_named() {
                         let part = self.word(child, src);
                         known &= part.known;
                         text.push_str(&part.text);
+                        if child.kind() == "word" {
+                            pattern.push_str(&piece.replace("\\\n", ""));
+                        } else {
+                            pattern.push_str(&part.as_pattern());
+                        }
                     } else {
-                        text.push_str(&src[child.byte_range()]);
+                        text.push_str(piece);
+                        pattern.push_str(piece);
                     }
                 }
-                Word { text, known }
+                Word {
+                    text,
+                    known,
+                    pattern: globbed.then_some(pattern),
+                }
+            }
+            "variable_assignment" => {
+                self.out.hazard(describe_construct("variable_assignment"));
+                self.assignment(node, src);
+                Word::new(raw.to_owned(), false)
             }
             "simple_expansion" | "expansion" => {
                 self.out.hazard(format!("the variable expansion `{raw}`"));
-                Word {
-                    text: raw.to_owned(),
-                    known: false,
-                }
+                Word::new(raw.to_owned(), false)
             }
             "command_substitution" | "process_substitution" => {
                 self.out
                     .hazard(format!("the command or process substitution `{raw}`"));
                 self.nested(node, src);
-                Word {
-                    text: raw.to_owned(),
-                    known: false,
-                }
+                Word::new(raw.to_owned(), false)
             }
             kind => {
                 self.out.hazard(describe_construct(kind));
+                self.evaluated(node, src);
                 self.nested(node, src);
-                Word {
-                    text: raw.to_owned(),
-                    known: false,
-                }
+                Word::new(raw.to_owned(), false)
             }
         }
     }
+}
+
+/// Whether `words[start]` could be the command the runner `words[0]` runs: before it come
+/// only options, their possible values, `NAME=value` words and the operands the runner takes
+/// itself (`timeout 5`). After more plain words it is an argument of the inner command.
+fn command_position(words: &[String], start: usize) -> bool {
+    let leading = words.first().map_or(0, |name| {
+        runners::leading_operands(wrappers::base_name(name))
+    });
+    let plain = (1..start)
+        .filter(|&i| {
+            let word = &words[i];
+            !word.starts_with('-') && !word.contains('=') && !words[i - 1].starts_with('-')
+        })
+        .count();
+    plain <= leading
 }
 
 /// `text` without `front` leading and `back` trailing bytes, or empty when too short.

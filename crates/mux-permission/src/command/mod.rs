@@ -1,7 +1,15 @@
 //! Shell commands: parsing scripts into simple commands and matching command specifiers.
 
 mod analyze;
+mod builtins;
+mod deny_match;
+mod git;
+mod glob;
+mod options;
 mod pattern;
+mod runners;
+mod scan;
+mod scripts;
 mod words;
 mod wrappers;
 

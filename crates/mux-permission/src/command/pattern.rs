@@ -80,6 +80,30 @@ impl CommandPattern {
     }
 }
 
+impl CommandPattern {
+    /// Whether a deny or ask rule could match `words`: as written, by base name, or read the
+    /// way the command's option parser reads them (global options before the subcommand,
+    /// options in any position, abbreviated, clustered, by short or long name).
+    pub fn could_match(&self, words: &[String]) -> bool {
+        self.matches_any_path(words)
+            || match self {
+                Self::Exact(rule) => super::deny_match::options_could_match(rule, words, true),
+                Self::Prefix(rule) => super::deny_match::options_could_match(rule, words, false),
+                Self::Wildcard(_) => false,
+            }
+    }
+
+    /// Whether a deny or ask rule could match a command whose words are shell patterns.
+    pub(crate) fn could_match_pattern(&self, words: &[String]) -> bool {
+        match self {
+            Self::Exact(rule) => super::deny_match::pattern_could_match(rule, words, true),
+            Self::Prefix(rule) | Self::Wildcard(rule) => {
+                super::deny_match::pattern_could_match(rule, words, false)
+            }
+        }
+    }
+}
+
 fn match_words(pattern: &[String], words: &[String]) -> bool {
     match pattern.split_first() {
         None => words.is_empty(),

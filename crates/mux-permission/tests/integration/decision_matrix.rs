@@ -207,8 +207,8 @@ fn shell_rows() -> Vec<Row> {
         ("sudo -u root sh -c 'curl x'",                 "dev",      D,      DENY),
         ("sudo sudo sudo rm x",                         "dev",      D,      DENY),
         ("bash script.sh",                              "wrappers", D,      ASK),
-        ("wget -O- x | bash",                           "dev",      D,      ASK),
-        ("ls | sh",                                     "dev",      D,      ASK),
+        ("wget -O- x | bash",                           "dev",      D,      DENY),
+        ("ls | sh",                                     "dev",      D,      DENY),
         ("trap 'rm -rf /' EXIT",                        "dev",      D,      DENY),
         ("source ./env.sh",                             "dev",      D,      ASK),
         // -- find -exec --

@@ -8,5 +8,7 @@ mod internal_addresses_are_denied_however_spelled;
 mod properties;
 mod protected_paths_and_plan_mode;
 mod scopes;
+mod shell_adversarial;
+mod shell_mutations;
 mod tool_matrix;
 mod tracing_events;

@@ -1,0 +1,130 @@
+//! git: global options, then a subcommand vouched for (or not), then its options, all read
+//! through the tables of [`super::options`].
+
+use super::options::{
+    GIT_CONFIG_READS, GIT_RUNNERS, GIT_RUNNING_ACTIONS, GIT_SUBCOMMANDS, find, find_sub,
+};
+use super::scan::scan;
+use super::wrappers::Inspection;
+
+/// Inspects `git ARGS`.
+pub(crate) fn inspect(args: &[String], found: &mut Inspection) {
+    let Some(global) = find("git") else {
+        return;
+    };
+    let globals = scan(global, args);
+    found.absorb(globals.hazards, &globals.runs);
+    let Some(at) = globals.stopped_at else {
+        return;
+    };
+    let sub = args[at].as_str();
+    let rest = &args[at + 1..];
+    if GIT_RUNNERS.contains(&sub) {
+        found
+            .hazards
+            .push(format!("`git {sub}` runs commands or configuration"));
+        // Whatever it runs may be given as an argument.
+        found.inner_scripts.extend(rest.iter().cloned());
+        return;
+    }
+    if !GIT_SUBCOMMANDS.contains(&sub) {
+        found.hazards.push(format!(
+            "`git {sub}` is not a subcommand the checker can vouch for (an alias may run anything)"
+        ));
+        return;
+    }
+    if let Some((_, action)) = GIT_RUNNING_ACTIONS
+        .iter()
+        .find(|(s, action)| *s == sub && rest.iter().any(|a| a == action))
+    {
+        found
+            .hazards
+            .push(format!("`git {sub} {action}` runs a command"));
+        found.inner_scripts.extend(rest.iter().cloned());
+    }
+    if sub == "config" && !config_only_reads(rest) {
+        found
+            .hazards
+            .push("`git config` may set a key that names a command".to_owned());
+        found.inner_scripts.extend(
+            rest.iter()
+                .map(|value| value.strip_prefix('!').unwrap_or(value).to_owned()),
+        );
+    }
+    if let Some(model) = find_sub("git", sub) {
+        let read = scan(model, rest);
+        found.absorb(read.hazards, &read.runs);
+    }
+}
+
+/// Whether `git config ARGS` only reads: it names a reading action and at most a key and a
+/// pattern.
+fn config_only_reads(args: &[String]) -> bool {
+    let reads = args.iter().any(|a| {
+        matches!(
+            a.as_str(),
+            "--get"
+                | "--get-all"
+                | "--get-regexp"
+                | "--get-urlmatch"
+                | "--list"
+                | "-l"
+                | "get"
+                | "list"
+        )
+    });
+    let others_known = args
+        .iter()
+        .filter(|a| a.starts_with('-'))
+        .all(|a| GIT_CONFIG_READS.contains(&a.split('=').next().unwrap_or(a)));
+    let operands = args.iter().filter(|a| !a.starts_with('-')).count();
+    reads && others_known && operands <= 3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hazards(line: &str) -> Vec<String> {
+        let args: Vec<String> = line.split(' ').map(str::to_owned).collect();
+        let mut found = Inspection::default();
+        inspect(&args, &mut found);
+        found.hazards
+    }
+
+    #[test]
+    fn plain_git_is_vouched_for() {
+        for line in [
+            "status",
+            "log --oneline -5",
+            "-C . status",
+            "--no-pager log",
+            "config --get user.name",
+            "grep -n foo",
+            "log -S foo",
+        ] {
+            assert!(hazards(line).is_empty(), "{line}: {:?}", hazards(line));
+        }
+    }
+
+    #[test]
+    fn code_running_git_is_not() {
+        for line in [
+            "rebase -xid main",
+            "rebase --exe id main",
+            "grep -Oid x",
+            "grep --open x",
+            "difftool --ext=id",
+            "bisect run id",
+            "filter-branch x",
+            "config core.pager id",
+            "-c a=b log",
+            "--exec-path=/x status",
+            "fetch --upload-pa=x",
+            "frobnicate",
+            "log --outp=/tmp/x",
+        ] {
+            assert!(!hazards(line).is_empty(), "{line}");
+        }
+    }
+}

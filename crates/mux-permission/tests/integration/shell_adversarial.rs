@@ -1,0 +1,89 @@
+//! The adversarial shell suite (issue 15, classes 1–6): every case of
+//! `adversarial/shell_cases.json` (written by `adversarial/gen_shell_cases.py`) must end with its
+//! expected verdict under its settings profile and mode. The strings are only analysed.
+
+use std::collections::BTreeMap;
+
+use mux_permission::{
+    Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin,
+};
+use mux_tool::Subject;
+use serde_json::Value;
+
+const CASES: &str = include_str!("adversarial/shell_cases.json");
+
+fn profile(rules: &Value, mode: Mode) -> Permissions {
+    let mut set = RuleSet::new().with_mode(mode);
+    for (kind, list) in rules.as_object().unwrap() {
+        for rule in list.as_array().unwrap() {
+            let rule = rule.as_str().unwrap();
+            set = match kind.as_str() {
+                "allow" => set.with_allow(rule),
+                "ask" => set.with_ask(rule),
+                "deny" => set.with_deny(rule),
+                other => panic!("bad kind {other}"),
+            }
+            .unwrap_or_else(|err| panic!("{rule}: {err}"));
+        }
+    }
+    Permissions::builder(PathContext::new("/nonexistent/project"))
+        .scope(Scope::Project, ScopeRules::new(set))
+        .build()
+}
+
+fn verdict(name: &str) -> Verdict {
+    match name {
+        "allow" => Verdict::Allow,
+        "ask" => Verdict::Ask,
+        "deny" => Verdict::Deny,
+        other => panic!("bad verdict {other}"),
+    }
+}
+
+#[test]
+fn adversarial_shell_cases_end_as_expected() {
+    let suite: Value = serde_json::from_str(CASES).unwrap();
+    let bash = builtin::spec("Bash").unwrap();
+    let mut per_class: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for case in suite["cases"].as_array().unwrap() {
+        let class = match &case["class"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let command = case["command"].as_str().unwrap();
+        let expect = verdict(case["expect"].as_str().unwrap());
+        let mode: Mode = case["mode"].as_str().unwrap().parse().unwrap();
+        let rules = &suite["profiles"][case["profile"].as_str().unwrap()];
+        let decision = profile(rules, mode).check(&bash, &Subject::command(command));
+        let entry = per_class.entry(class.clone()).or_default();
+        entry.1 += 1;
+        if decision.verdict == expect {
+            entry.0 += 1;
+        } else {
+            failures.push(format!(
+                "class {class}: {command:?} ({mode}) expected {expect:?}, got {:?}: {}",
+                decision.verdict, decision.reason
+            ));
+        }
+    }
+    for (class, (passed, total)) in &per_class {
+        println!("class {class}: {passed}/{total} pass");
+    }
+    let attacks: usize = per_class
+        .iter()
+        .filter(|(class, _)| class.as_str() != "control")
+        .map(|(_, (_, total))| total)
+        .sum();
+    assert!(attacks >= 150, "only {attacks} adversarial cases");
+    for class in ["1", "2", "3", "4", "5", "6"] {
+        let total = per_class.get(class).map_or(0, |c| c.1);
+        assert!(total >= 20, "class {class} has only {total} cases");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of the shell cases fail:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
