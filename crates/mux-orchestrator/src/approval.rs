@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use mux_permission::{Answer, Asker, Decision, PermissionGate, Permissions, Question, Verdict};
 use mux_tool::approval::ApprovalRequest;
-use mux_tool::{Approval, ApprovalGate, BoxFuture, PathFilter, Subject, ToolCall};
+use mux_tool::{Approval, ApprovalGate, ApprovalPolicy, BoxFuture, PathFilter, Subject, ToolCall};
 
 use crate::event::{ApprovalDecision, LoopEvent};
+use crate::orchestrator::UnapprovedCall;
 use crate::run_state::{RunShared, Waiting};
 
 /// Why a call is denied when no face can answer.
@@ -36,6 +37,18 @@ impl LoopAsker {
             .await;
         if !self.run.attended {
             self.run.forget(&call.id);
+            tracing::warn!(
+                tool = call.name.as_str(),
+                call_id = call.id.as_str(),
+                reason,
+                "denied: no one is available to approve this call; allow it with a permission \
+                 rule, or without a policy with OrchestratorConfig::approval(ApprovalPolicy::Never)"
+            );
+            self.run.record_unapproved(UnapprovedCall {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                reason: reason.to_owned(),
+            });
             return Answer::Deny {
                 reason: UNATTENDED_DENIAL.into(),
             };
@@ -101,6 +114,8 @@ pub(crate) struct LoopGate {
     pub(crate) forced_asks: Arc<Mutex<HashSet<String>>>,
     /// Without a policy: tools the face allowed "always" in this conversation.
     pub(crate) always_allowed: Arc<Mutex<HashSet<String>>>,
+    /// Without a policy: which calls need approval.
+    pub(crate) approval: ApprovalPolicy,
 }
 
 impl LoopGate {
@@ -124,14 +139,17 @@ impl LoopGate {
         }
         match &self.permissions {
             Some(gate) => gate.review(request).await,
-            None if request.spec.annotations.read_only
+            None if !self.approval.requires_approval(request.spec)
                 || request.pre_approved_by.is_some()
                 || self.is_always_allowed(&request.spec.name) =>
             {
                 Approval::Approve
             }
             None => {
-                let reason = "the tool is not read-only and no permission policy is set";
+                let reason = match self.approval {
+                    ApprovalPolicy::Always => "every call needs approval (ApprovalPolicy::Always)",
+                    _ => "the tool is not read-only and no permission policy is set",
+                };
                 self.ask(&request, None, reason).await
             }
         }

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use mux_tool::ApprovalPolicy;
+
 use crate::compaction::CompactionConfig;
 
 /// Which tool calls of one turn run at the same time.
@@ -52,6 +54,9 @@ pub struct OrchestratorConfig {
     pub thinking_budget: Option<u32>,
     /// Register the `ask_user` tool. Default true.
     pub ask_user: bool,
+    /// Without a permission policy: which calls need a face's approval. Default
+    /// [`ApprovalPolicy::UnlessReadOnly`]. With a policy, its rules and mode decide.
+    pub approval: ApprovalPolicy,
 }
 
 /// Title generation.
@@ -82,7 +87,17 @@ impl OrchestratorConfig {
             temperature: None,
             thinking_budget: None,
             ask_user: true,
+            approval: ApprovalPolicy::default(),
         }
+    }
+
+    /// Sets which calls need a face's approval when no permission policy is set:
+    /// [`ApprovalPolicy::Never`] runs every tool, which a run with no face to ask (such as
+    /// [`Orchestrator::run_to_completion`](crate::Orchestrator::run_to_completion)) needs for
+    /// tools that are not read-only.
+    pub fn approval(mut self, approval: ApprovalPolicy) -> Self {
+        self.approval = approval;
+        self
     }
 
     /// Sets the system prompt.

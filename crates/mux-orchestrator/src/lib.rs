@@ -37,5 +37,6 @@ pub use hooks::{Hook, HookError, Hooks};
 pub use mcp::{McpServers, McpStartError};
 pub use orchestrator::{
     InputSender, Orchestrator, OrchestratorBuilder, Run, RunHandle, RunSummary, ToolCallRecord,
+    UnapprovedCall,
 };
 pub use state::{InvalidTransition, LoopState};

@@ -646,6 +646,20 @@ pub struct ToolCallRecord {
     pub output: ToolOutput,
 }
 
+/// A call denied because no one could approve it: a run with no face (such as
+/// [`Orchestrator::run_to_completion`]) called a tool that needs approval. Allow it with a
+/// permission rule, or, without a policy, with
+/// `OrchestratorConfig::new(model).approval(ApprovalPolicy::Never)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnapprovedCall {
+    /// The call id.
+    pub call_id: String,
+    /// The tool name.
+    pub tool: String,
+    /// Why the call needed approval.
+    pub reason: String,
+}
+
 /// What a finished run produced.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunSummary {
@@ -657,4 +671,6 @@ pub struct RunSummary {
     pub iterations: u32,
     /// Usage of this run.
     pub usage: Usage,
+    /// Calls denied because no one could approve them (see [`UnapprovedCall`]).
+    pub unapproved: Vec<UnapprovedCall>,
 }

@@ -239,6 +239,7 @@ impl<'a> Turns<'a> {
             tool_calls: std::mem::take(&mut self.tool_calls),
             iterations: self.iterations,
             usage: self.usage,
+            unapproved: self.run.take_unapproved(),
         }
     }
 
@@ -361,6 +362,7 @@ impl<'a> Turns<'a> {
             asker,
             forced_asks: Arc::clone(&forced_asks),
             always_allowed: Arc::clone(&self.orch.lock().always_allowed),
+            approval: config.approval,
         };
         let resources = services.resources.child();
         resources.insert(AskUserLink(Arc::clone(self.run)));

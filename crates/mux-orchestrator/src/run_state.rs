@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::emitter::Emitter;
 use crate::event::{ApprovalDecision, LoopEvent};
+use crate::orchestrator::UnapprovedCall;
 use crate::state::{LoopState, StateMachine};
 
 /// A run's shared state.
@@ -24,6 +25,7 @@ pub(crate) struct RunShared {
     responses: Mutex<HashMap<String, oneshot::Sender<String>>>,
     queued_messages: Mutex<Vec<String>>,
     stop_request: Mutex<Option<(String, String)>>,
+    unapproved: Mutex<Vec<UnapprovedCall>>,
 }
 
 #[derive(Debug)]
@@ -55,7 +57,26 @@ impl RunShared {
             responses: Mutex::new(HashMap::new()),
             queued_messages: Mutex::new(Vec::new()),
             stop_request: Mutex::new(None),
+            unapproved: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Keeps a call denied because no one could approve it, for the run's summary.
+    pub(crate) fn record_unapproved(&self, call: UnapprovedCall) {
+        self.unapproved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(call);
+    }
+
+    /// The calls denied so far because no one could approve them.
+    pub(crate) fn take_unapproved(&self) -> Vec<UnapprovedCall> {
+        std::mem::take(
+            &mut *self
+                .unapproved
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 
     /// Marks the run as having no face to answer.

@@ -82,6 +82,34 @@ impl ScriptedClient {
         })
     }
 
+    /// Queues a reply that calls one tool: a `tool_use` block with `id`, `name` and `input`,
+    /// ending the turn with [`StopReason::ToolUse`](crate::StopReason::ToolUse).
+    ///
+    /// ```
+    /// use mux_llm::testing::ScriptedClient;
+    /// use serde_json::json;
+    ///
+    /// let model = ScriptedClient::new()
+    ///     .reply_tool_call("call_1", "add", json!({"a": 2, "b": 3}))
+    ///     .reply_text("5");
+    /// # let _ = model;
+    /// ```
+    pub fn reply_tool_call(
+        self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        input: serde_json::Value,
+    ) -> Self {
+        self.reply(Response {
+            id: None,
+            model: None,
+            content: vec![ContentBlock::tool_use(id, name, input)],
+            stop_reason: crate::StopReason::ToolUse,
+            stop_sequence: None,
+            usage: Default::default(),
+        })
+    }
+
     /// Answers every request (once the queue is empty) by calling `responder`.
     pub fn respond_with(
         self,

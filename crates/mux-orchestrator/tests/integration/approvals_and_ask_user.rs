@@ -11,7 +11,7 @@ use mux_orchestrator::{
     ApprovalDecision, LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run,
 };
 use mux_permission::{PathContext, Permissions, Remember, RuleSet, Scope, ScopeRules};
-use mux_tool::Registry;
+use mux_tool::{ApprovalPolicy, Registry};
 use serde_json::json;
 
 fn shell_agent(
@@ -283,6 +283,60 @@ async fn run_to_completion_denies_what_it_cannot_ask() {
             .to_text()
             .contains("no one is available to approve")
     );
+    // Not silent: the summary names the call, and why it needed approval.
+    assert_eq!(summary.unapproved.len(), 1, "{:?}", summary.unapproved);
+    assert_eq!(summary.unapproved[0].tool, "Bash");
+    assert_eq!(summary.unapproved[0].call_id, "c1");
+}
+
+/// Without a policy, the approval policy decides which calls need a face: by default a tool
+/// that is not read-only is denied in a face-less run, and named in the summary;
+/// `ApprovalPolicy::Never` runs it; `ApprovalPolicy::Always` asks even for read-only tools.
+#[tokio::test]
+async fn without_a_policy_the_approval_policy_decides_and_denials_are_not_silent() {
+    let script = || {
+        scripted()
+            .reply_tool_call("c1", "Bash", json!({"command": "ls"}))
+            .reply(text("ok"))
+    };
+    let agent = |config: OrchestratorConfig| {
+        let shell = Shell::default();
+        let registry = Registry::new();
+        registry.register_typed(shell.clone()).unwrap();
+        let agent = Orchestrator::builder(Arc::new(script()), config)
+            .tools(registry)
+            .build();
+        (agent, shell)
+    };
+
+    let (default, shell) = agent(OrchestratorConfig::new("m"));
+    let summary = default.run_to_completion("go").await.unwrap();
+    assert_eq!(shell.calls.load(Ordering::SeqCst), 0);
+    assert_eq!(summary.unapproved.len(), 1);
+    assert!(
+        summary.unapproved[0].reason.contains("not read-only"),
+        "{:?}",
+        summary.unapproved
+    );
+
+    let (open, shell) = agent(OrchestratorConfig::new("m").approval(ApprovalPolicy::Never));
+    let summary = open.run_to_completion("go").await.unwrap();
+    assert_eq!(shell.calls.load(Ordering::SeqCst), 1);
+    assert!(summary.unapproved.is_empty());
+    assert_eq!(summary.tool_calls[0].output.to_text(), "ran: ls");
+
+    let echo_model = scripted()
+        .reply_tool_call("c1", "echo", json!({"text": "hi"}))
+        .reply(text("ok"));
+    let strict = Orchestrator::builder(
+        Arc::new(echo_model),
+        OrchestratorConfig::new("m").approval(ApprovalPolicy::Always),
+    )
+    .tools(registry())
+    .build();
+    let summary = strict.run_to_completion("go").await.unwrap();
+    assert_eq!(summary.unapproved.len(), 1, "{:?}", summary.unapproved);
+    assert!(summary.unapproved[0].reason.contains("Always"));
 }
 
 #[tokio::test]
