@@ -50,6 +50,12 @@ pub enum LoopError {
     /// Saving or loading the session failed.
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// A session operation was asked of an orchestrator built without a session store.
+    #[error("cannot {operation}: no session store is set (OrchestratorBuilder::session_store)")]
+    NoSessionStore {
+        /// What was asked.
+        operation: &'static str,
+    },
     /// The loop tried an impossible state change (a bug, reported rather than panicking).
     #[error(transparent)]
     State(#[from] InvalidTransition),
@@ -72,6 +78,7 @@ impl LoopError {
             Self::StoppedByHook { .. } => "stopped_by_hook",
             Self::PromptBlocked { .. } => "prompt_blocked",
             Self::Session(_) => "session",
+            Self::NoSessionStore { .. } => "no_session_store",
             Self::State(_) => "invalid_state",
             Self::AlreadyRunning => "already_running",
             Self::Crashed(_) => "crashed",

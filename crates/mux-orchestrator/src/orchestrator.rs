@@ -199,7 +199,9 @@ impl OrchestratorBuilder {
     /// Builds an orchestrator that continues session `id` from the session store.
     pub async fn resume(self, id: &str) -> Result<Orchestrator, LoopError> {
         let Some(store) = self.store.clone() else {
-            return Err(crate::session::SessionError::NotFound(id.to_owned()).into());
+            return Err(LoopError::NoSessionStore {
+                operation: "resume a session",
+            });
         };
         let session = store.load(id).await?;
         Ok(Orchestrator::from_parts(
@@ -273,6 +275,26 @@ impl Orchestrator {
             })),
             running: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Copies this conversation into a new session of the session store, whose `parent` is
+    /// this one, and returns an orchestrator on the copy; this conversation goes on unchanged.
+    /// The conversation must have been saved (a run has finished or started).
+    pub async fn fork(&self) -> Result<Orchestrator, LoopError> {
+        let Some(store) = self.services.store.clone() else {
+            return Err(LoopError::NoSessionStore {
+                operation: "fork a conversation",
+            });
+        };
+        let meta = store.fork(&self.session().id).await?;
+        let session = store.load(&meta.id).await?;
+        let forked = self.new_conversation_from(session.messages);
+        {
+            let mut conversation = forked.lock();
+            conversation.meta = session.meta;
+            conversation.persisted = true;
+        }
+        Ok(forked)
     }
 
     /// The configuration.

@@ -105,6 +105,52 @@ async fn a_history_torn_at_every_byte_of_its_last_record_loads_everything_before
     assert_eq!(store.load(&id).await.unwrap().messages.len(), 4);
 }
 
+/// `Orchestrator::fork` copies the conversation into a new session that goes its own way;
+/// without a store, resume and fork say so with a typed error.
+#[tokio::test]
+async fn an_orchestrator_forks_its_conversation_and_without_a_store_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(FileSessionStore::new(dir.path()));
+    let model = scripted().reply(text("hi")).reply(text("on the fork"));
+    let original = agent(model, Arc::clone(&store), OrchestratorConfig::new("m"));
+    original.run_to_completion("hello").await.unwrap();
+    let fork = original.fork().await.unwrap();
+    assert_ne!(fork.session().id, original.session().id);
+    assert_eq!(fork.session().parent, Some(original.session().id));
+    assert_eq!(fork.messages(), original.messages());
+    fork.run_to_completion("go on").await.unwrap();
+    assert_eq!(fork.messages().len(), 4);
+    assert_eq!(
+        original.messages().len(),
+        2,
+        "the original goes on unchanged"
+    );
+    assert_eq!(
+        store.load(&fork.session().id).await.unwrap().messages.len(),
+        4
+    );
+    assert_eq!(
+        store
+            .load(&original.session().id)
+            .await
+            .unwrap()
+            .messages
+            .len(),
+        2
+    );
+
+    let storeless =
+        Orchestrator::builder(Arc::new(scripted()), OrchestratorConfig::new("m")).build();
+    let err = storeless.fork().await.err().unwrap();
+    assert_eq!(err.kind(), "no_session_store", "{err}");
+    let err = Orchestrator::builder(Arc::new(scripted()), OrchestratorConfig::new("m"))
+        .resume("some-id")
+        .await
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("no session store is set"), "{err}");
+}
+
 #[tokio::test]
 async fn fork_and_delete() {
     let dir = tempfile::tempdir().unwrap();
