@@ -161,6 +161,27 @@ fn retry_hint(retry_after: &Option<Duration>) -> String {
 /// The longest snippet kept in a decode error or a non-JSON error body.
 pub(crate) const SNIPPET_LEN: usize = 200;
 
+/// An error body on one line: HTML tags dropped, and every run of whitespace one space, so a
+/// proxy's error page does not spread over a log.
+pub(crate) fn one_line(text: &str) -> String {
+    let looks_like_html = text.trim_start().starts_with('<');
+    let mut out = String::with_capacity(text.len().min(1024));
+    let mut in_tag = false;
+    for c in text.chars() {
+        match c {
+            '<' if looks_like_html => in_tag = true,
+            '>' if looks_like_html && in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            _ if in_tag => {}
+            c if c.is_whitespace() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Shortens `text` to at most [`SNIPPET_LEN`] bytes on a character boundary.
 pub(crate) fn snippet(text: &str) -> String {
     if text.len() <= SNIPPET_LEN {
@@ -360,6 +381,35 @@ impl LlmError {
         }
     }
 
+    /// The error after `attempts` tries: its message ends with `(after N attempts)`, so the
+    /// final error of a retried request says it was retried. One attempt changes nothing; a
+    /// timeout, which has no message, is returned as it is.
+    pub fn after_attempts(mut self, attempts: u32) -> Self {
+        if attempts > 1
+            && let Some(message) = self.message_mut()
+        {
+            message.push_str(&format!(" (after {attempts} attempts)"));
+        }
+        self
+    }
+
+    fn message_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Self::Authentication { message, .. }
+            | Self::PermissionDenied { message, .. }
+            | Self::NotFound { message, .. }
+            | Self::RateLimited { message, .. }
+            | Self::Overloaded { message, .. }
+            | Self::ContextLength { message, .. }
+            | Self::InvalidRequest { message, .. }
+            | Self::Server { message, .. }
+            | Self::Transport { message, .. }
+            | Self::Decode { message, .. }
+            | Self::Config { message, .. } => Some(message),
+            Self::Timeout { .. } => None,
+        }
+    }
+
     /// Replaces every occurrence of `secret` in the error's texts with `[redacted]`.
     pub fn redact(mut self, secret: &str) -> Self {
         if secret.len() < 4 {
@@ -370,24 +420,11 @@ impl LlmError {
                 *text = text.replace(secret, "[redacted]");
             }
         };
-        match &mut self {
-            Self::Authentication { message, .. }
-            | Self::PermissionDenied { message, .. }
-            | Self::NotFound { message, .. }
-            | Self::RateLimited { message, .. }
-            | Self::Overloaded { message, .. }
-            | Self::ContextLength { message, .. }
-            | Self::InvalidRequest { message, .. }
-            | Self::Server { message, .. }
-            | Self::Transport { message, .. }
-            | Self::Config { message, .. } => scrub(message),
-            Self::Decode {
-                message, snippet, ..
-            } => {
-                scrub(message);
-                scrub(snippet);
-            }
-            Self::Timeout { .. } => {}
+        if let Self::Decode { snippet, .. } = &mut self {
+            scrub(snippet);
+        }
+        if let Some(message) = self.message_mut() {
+            scrub(message);
         }
         self
     }

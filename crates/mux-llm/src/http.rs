@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::client::EventStream;
 use crate::decode::{EventMapper, decode_stream};
-use crate::error::{LlmError, TimeoutPhase, snippet};
+use crate::error::{LlmError, TimeoutPhase, one_line, snippet};
 use crate::retry::{RetryPolicy, retry_after_from_headers};
 use crate::secret::ApiKey;
 
@@ -193,16 +193,15 @@ impl Transport {
         let (error_type, message) = error_body(&text);
         let message = message.unwrap_or_else(|| {
             let reason = status.canonical_reason().unwrap_or("error");
-            if text.trim().is_empty() {
+            let body = one_line(&text);
+            if body.is_empty() {
                 format!("HTTP {} {reason} with an empty body", status.as_u16())
             } else {
-                format!(
-                    "HTTP {} {reason}: {}",
-                    status.as_u16(),
-                    snippet(text.trim())
-                )
+                format!("HTTP {} {reason}: {}", status.as_u16(), snippet(&body))
             }
         });
+        // The URL without its query, which may carry a key (Gemini's `?key=`).
+        let message = format!("{message} (POST {})", url.split('?').next().unwrap_or(url));
         Err(self.redact(LlmError::from_status(
             &self.provider,
             status.as_u16(),
@@ -271,7 +270,7 @@ impl Transport {
                 Ok(value) => return Ok(value),
                 Err(error) => {
                     if !self.backoff(retry, &error).await {
-                        return Err(error);
+                        return Err(error.after_attempts(retry + 1));
                     }
                     retry += 1;
                 }
@@ -326,7 +325,7 @@ impl Transport {
                 Ok(stream) => return Ok(stream),
                 Err(error) => {
                     if !self.backoff(retry, &error).await {
-                        return Err(error);
+                        return Err(error.after_attempts(retry + 1));
                     }
                     retry += 1;
                 }

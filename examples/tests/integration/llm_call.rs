@@ -110,9 +110,16 @@ async fn a_rate_limit_prints_the_error_object_and_exits_1() {
     )
     .await;
     assert_eq!(code, 1);
+    // The message names the URL that failed (without its query).
+    let message = value["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.starts_with("slow down (POST http://127.0.0.1:"),
+        "{message}"
+    );
+    assert!(message.ends_with("/v1/messages)"), "{message}");
     assert_eq!(
         value,
-        json!({"error": {"kind": "rate_limited", "status": 429, "message": "slow down", "retry_after_ms": 3000}})
+        json!({"error": {"kind": "rate_limited", "status": 429, "message": message, "retry_after_ms": 3000}})
     );
 }
 

@@ -94,8 +94,32 @@ impl Preset {
 #[derive(Clone, Debug)]
 pub struct OpenAiClient {
     transport: Transport,
+    /// The name in errors: the preset's, or `openai-compatible (host)` at another URL.
     provider: String,
+    preset: Preset,
     wire: WireOptions,
+}
+
+/// The provider name errors carry: the preset's at its own URL, or, at another URL,
+/// `openai-compatible (host)` (`ollama (host)` for another preset), so an error says which
+/// server failed.
+fn label(preset: Preset, base_url: &str) -> String {
+    if base_url.trim_end_matches('/') == preset.base_url() {
+        return preset.name().to_owned();
+    }
+    let host = reqwest::Url::parse(base_url)
+        .ok()
+        .and_then(|url| {
+            url.host_str().map(|host| match url.port() {
+                Some(port) => format!("{host}:{port}"),
+                None => host.to_owned(),
+            })
+        })
+        .unwrap_or_else(|| "unknown host".to_owned());
+    match preset {
+        Preset::OpenAi => format!("openai-compatible ({host})"),
+        other => format!("{} ({host})", other.name()),
+    }
 }
 
 impl OpenAiClient {
@@ -141,9 +165,11 @@ impl OpenAiClient {
                 message: "an API key is required".into(),
             });
         }
+        let provider = label(preset, &options.base_url);
         Ok(Self {
-            transport: Transport::new(preset.name(), options)?,
-            provider: preset.name().to_owned(),
+            transport: Transport::new(&provider, options)?,
+            provider,
+            preset,
             wire: preset.wire_options(),
         })
     }
@@ -151,8 +177,10 @@ impl OpenAiClient {
     fn rebuild(self, change: impl FnOnce(&mut HttpOptions)) -> Result<Self, LlmError> {
         let mut options = self.transport.options.clone();
         change(&mut options);
+        let provider = label(self.preset, &options.base_url);
         Ok(Self {
-            transport: Transport::new(&self.provider, options)?,
+            transport: Transport::new(&provider, options)?,
+            provider,
             ..self
         })
     }
@@ -196,7 +224,7 @@ impl OpenAiClient {
     fn span(&self, request: &Request, stream: bool) -> tracing::Span {
         tracing::info_span!(
             "llm.request",
-            gen_ai.system = %self.provider,
+            gen_ai.system = self.preset.name(),
             gen_ai.request.model = %request.model,
             gen_ai.request.max_tokens = request.max_tokens,
             stream,

@@ -306,6 +306,29 @@ async fn exhausted_retries_return_the_last_error() {
     assert_eq!(error.kind(), "overloaded");
     assert_eq!(error.status(), Some(529));
     assert_eq!(server.requests().len(), 2);
+    // The final error says how many attempts were made, and where they went.
+    let shown = error.to_string();
+    assert!(shown.contains("(after 2 attempts)"), "{shown}");
+    assert!(shown.contains("(POST http://127.0.0.1:"), "{shown}");
+}
+
+/// An HTML error page (a proxy's, say) arrives on one line, tags dropped.
+#[tokio::test]
+async fn an_html_error_page_is_one_line() {
+    let page = "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx</center>\n</body>\n</html>\n";
+    let server = ReplayServer::start(vec![Reply::json(502, page)])
+        .await
+        .unwrap();
+    let error = client(&server, 0)
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+        .unwrap_err();
+    let shown = error.to_string();
+    assert!(!shown.contains('\n') && !shown.contains('<'), "{shown}");
+    assert!(
+        shown.contains("HTTP 502 Bad Gateway: 502 Bad Gateway 502 Bad Gateway nginx"),
+        "{shown}"
+    );
 }
 
 #[tokio::test]

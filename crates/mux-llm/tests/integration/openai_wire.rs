@@ -268,3 +268,30 @@ async fn a_json_error_with_status_200_on_a_stream_is_typed() {
     assert_eq!(error.kind(), "server");
     assert!(error.message().contains("not found"));
 }
+
+/// At a URL other than its preset's, a client's errors name the server:
+/// `openai-compatible (host:port)`.
+#[tokio::test]
+async fn a_custom_base_url_is_labelled_openai_compatible() {
+    let server = ReplayServer::start(vec![Reply::json(
+        400,
+        r#"{"error":{"message":"bad model","type":"invalid_request_error"}}"#,
+    )])
+    .await
+    .unwrap();
+    let client =
+        OpenAiClient::with_options(Preset::OpenAi, HttpOptions::new(server.url(), None)).unwrap();
+    let error = client
+        .complete(Request::new("m", 16).user("Hi"))
+        .await
+        .unwrap_err();
+    let shown = error.to_string();
+    assert!(
+        shown.starts_with("openai-compatible (127.0.0.1:"),
+        "{shown}"
+    );
+    assert_eq!(
+        client.provider().split(' ').next(),
+        Some("openai-compatible")
+    );
+}
