@@ -163,6 +163,7 @@ pub(crate) const SNIPPET_LEN: usize = 200;
 
 /// An error body on one line: HTML tags dropped, and every run of whitespace one space, so a
 /// proxy's error page does not spread over a log.
+#[cfg(feature = "http")]
 pub(crate) fn one_line(text: &str) -> String {
     let looks_like_html = text.trim_start().starts_with('<');
     let mut out = String::with_capacity(text.len().min(1024));

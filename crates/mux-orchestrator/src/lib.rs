@@ -1,6 +1,7 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
+mod agent;
 mod approval;
 mod ask_user;
 pub mod compaction;
@@ -24,6 +25,7 @@ mod state;
 mod title;
 mod tool_hooks;
 
+pub use agent::{Agent, AgentBuildError, AgentBuilder};
 pub use ask_user::{ASK_USER, AskUser, AskUserArgs};
 pub use compaction::CompactionConfig;
 pub use config::{OrchestratorConfig, TitleConfig, ToolParallelism};

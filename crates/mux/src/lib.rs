@@ -53,6 +53,11 @@
 //! ```
 #![forbid(unsafe_code)]
 
+/// The README's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
 #[cfg(feature = "tool")]
 #[doc(inline)]
 pub use mux_tool as tool;
@@ -112,9 +117,13 @@ pub mod prelude {
     #[cfg(feature = "orchestrator")]
     #[doc(no_inline)]
     pub use mux_orchestrator::{
-        ApprovalDecision, LoopError, LoopEvent, LoopInput, LoopState, Orchestrator,
+        Agent, ApprovalDecision, LoopError, LoopEvent, LoopInput, LoopState, Orchestrator,
         OrchestratorConfig, Run, RunSummary,
     };
+
+    #[cfg(feature = "testing")]
+    #[doc(no_inline)]
+    pub use mux_llm::testing::ScriptedClient;
 
     #[cfg(feature = "agents")]
     #[doc(no_inline)]

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod agent_front_door;
 mod approvals_and_ask_user;
 mod cancellation;
 mod context_providers;

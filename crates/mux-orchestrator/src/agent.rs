@@ -1,0 +1,190 @@
+//! The front door: an agent built in one expression and prompted in one call. It is the
+//! [`Orchestrator`] underneath, not a second loop.
+
+use std::sync::Arc;
+
+use mux_llm::LlmClient;
+use mux_permission::Permissions;
+use mux_tool::{ApprovalPolicy, Registry, RegistryError, Tool, TypedTool};
+
+use crate::session::SessionStore;
+use crate::{LoopError, Orchestrator, OrchestratorConfig, RunSummary};
+
+/// An agent: a model, instructions and tools, prompted with [`prompt`](Self::prompt).
+///
+/// ```
+/// use mux_llm::testing::ScriptedClient;
+/// use mux_orchestrator::Agent;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+/// let model = ScriptedClient::new().reply_text("Hello!");
+/// let agent = Agent::builder(model).model("any-model").instructions("Be brief.").build()?;
+/// assert_eq!(agent.prompt("Hi").await?, "Hello!");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Without a face, nobody can approve a call: tools that are not read-only are denied unless
+/// [`AgentBuilder::approval`] says otherwise or a permission policy allows them, and every such
+/// denial is listed in [`RunSummary::unapproved`] (see [`run`](Self::run)).
+#[derive(Clone, Debug)]
+pub struct Agent {
+    orchestrator: Orchestrator,
+}
+
+/// Builds an [`Agent`].
+pub struct AgentBuilder {
+    client: Arc<dyn LlmClient>,
+    config: OrchestratorConfig,
+    tools: Registry,
+    permissions: Option<Permissions>,
+    store: Option<Arc<dyn SessionStore>>,
+    problem: Option<RegistryError>,
+}
+
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// A builder over `client`.
+    pub fn builder(client: impl LlmClient + 'static) -> AgentBuilder {
+        Self::builder_shared(Arc::new(client))
+    }
+
+    /// A builder over a shared client.
+    pub fn builder_shared(client: Arc<dyn LlmClient>) -> AgentBuilder {
+        AgentBuilder {
+            client,
+            config: OrchestratorConfig::new(""),
+            tools: Registry::new(),
+            permissions: None,
+            store: None,
+            problem: None,
+        }
+    }
+
+    /// Runs `prompt` to the end and returns the final answer's text. The conversation goes
+    /// on: the next prompt sees this one.
+    pub async fn prompt(&self, prompt: impl Into<String>) -> Result<String, LoopError> {
+        Ok(self.run(prompt).await?.text)
+    }
+
+    /// Runs `prompt` to the end and returns everything the run produced: the text, each tool
+    /// call, usage, and the calls denied for want of an approver.
+    pub async fn run(&self, prompt: impl Into<String>) -> Result<RunSummary, LoopError> {
+        self.orchestrator.run_to_completion(prompt).await
+    }
+
+    /// The same agent on a copy of its conversation in the session store.
+    pub async fn fork(&self) -> Result<Agent, LoopError> {
+        Ok(Agent {
+            orchestrator: self.orchestrator.fork().await?,
+        })
+    }
+
+    /// The orchestrator underneath, for streamed runs ([`Orchestrator::run`]), events and
+    /// approvals through a face.
+    pub fn orchestrator(&self) -> &Orchestrator {
+        &self.orchestrator
+    }
+}
+
+impl AgentBuilder {
+    /// The model every turn uses.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.config.model = model.into();
+        self
+    }
+
+    /// The instructions (system prompt).
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.config.system_prompt = Some(instructions.into());
+        self
+    }
+
+    /// Offers a typed tool to the model. A tool that cannot be registered (a name taken
+    /// twice) is reported by [`build`](Self::build).
+    pub fn tool(mut self, tool: impl TypedTool) -> Self {
+        if let Err(err) = self.tools.register_typed(tool) {
+            self.problem.get_or_insert(err);
+        }
+        self
+    }
+
+    /// Offers tools already built (mux's built-in tools, MCP proxies, …).
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        for tool in tools {
+            if let Err(err) = self.tools.register_shared(tool) {
+                self.problem.get_or_insert(err);
+            }
+        }
+        self
+    }
+
+    /// Which calls need approval when no permission policy is set (default: every tool not
+    /// annotated read-only). `ApprovalPolicy::Never` runs every tool unasked.
+    pub fn approval(mut self, approval: ApprovalPolicy) -> Self {
+        self.config.approval = approval;
+        self
+    }
+
+    /// A permission policy: its rules and mode decide every call.
+    pub fn permissions(mut self, permissions: Permissions) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// Persists the conversation in `store`.
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Changes any other setting of the loop.
+    pub fn configure(
+        mut self,
+        change: impl FnOnce(OrchestratorConfig) -> OrchestratorConfig,
+    ) -> Self {
+        self.config = change(self.config);
+        self
+    }
+
+    /// The agent, or why it cannot be built: no model named, or a tool that could not be
+    /// registered.
+    pub fn build(self) -> Result<Agent, AgentBuildError> {
+        if let Some(err) = self.problem {
+            return Err(AgentBuildError::Tool(err));
+        }
+        if self.config.model.trim().is_empty() {
+            return Err(AgentBuildError::NoModel);
+        }
+        let mut builder = Orchestrator::builder(self.client, self.config).tools(self.tools);
+        if let Some(permissions) = self.permissions {
+            builder = builder.permissions(permissions);
+        }
+        if let Some(store) = self.store {
+            builder = builder.session_store(store);
+        }
+        Ok(Agent {
+            orchestrator: builder.build(),
+        })
+    }
+}
+
+/// Why an [`AgentBuilder`] could not build its agent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentBuildError {
+    /// No model was named: call [`AgentBuilder::model`].
+    #[error("the agent has no model: call AgentBuilder::model(\"...\")")]
+    NoModel,
+    /// A tool could not be registered.
+    #[error("cannot offer a tool to the agent: {0}")]
+    Tool(#[from] RegistryError),
+}

@@ -1,0 +1,37 @@
+//! An agent with one tool of its own, offline on a scripted model: it asks for `add`, the
+//! tool runs, and the agent answers. Run: `cargo run --example agent_in_twelve_lines`.
+
+use mux::prelude::*;
+use serde_json::json;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+struct Add;
+impl TypedTool for Add {
+    type Args = AddArgs;
+    const NAME: &'static str = "add";
+    fn description(&self) -> String {
+        "Adds two integers".into()
+    }
+    async fn call(&self, args: AddArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text((args.a + args.b).to_string()))
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let model = ScriptedClient::new()
+        .reply_tool_call("c1", "add", json!({"a": 2, "b": 3}))
+        .reply_text("2 + 3 = 5");
+    let agent = Agent::builder(model)
+        .model("any")
+        .tool(Add)
+        .approval(ApprovalPolicy::Never)
+        .build()?;
+    println!("{}", agent.prompt("What is 2 + 3?").await?);
+    Ok(())
+}
