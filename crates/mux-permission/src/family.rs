@@ -129,8 +129,9 @@ pub(crate) fn is_known_tool(name: &str) -> bool {
         || name.starts_with("mcp__")
 }
 
-/// The known name closest to `name`, for a "did you mean" hint.
-pub(crate) fn closest_known(name: &str) -> Option<&'static str> {
+/// The name closest to `name` among the known ones and an application's `extra` tools, for a
+/// "did you mean" hint.
+pub(crate) fn closest<'a>(name: &str, extra: &[&'a str]) -> Option<&'a str> {
     let families = ["Read", "Edit", "Write", "Bash", "WebFetch"];
     let members = MEMBERS
         .iter()
@@ -139,6 +140,7 @@ pub(crate) fn closest_known(name: &str) -> Option<&'static str> {
         .into_iter()
         .chain(members)
         .chain(OTHER_KNOWN)
+        .chain(extra.iter().copied())
         .map(|known| (strsim::jaro_winkler(name, known), known))
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
@@ -158,7 +160,8 @@ mod tests {
         assert_eq!(Family::alias_of("Glob"), Some("glob"));
         assert!(is_known_tool("mcp__github__create_issue"));
         assert!(!is_known_tool("Bsh"));
-        assert_eq!(closest_known("Bsh"), Some("Bash"));
-        assert_eq!(closest_known("reed_file"), Some("read_file"));
+        assert_eq!(closest("Bsh", &[]), Some("Bash"));
+        assert_eq!(closest("reed_file", &[]), Some("read_file"));
+        assert_eq!(closest("deplooy", &["deploy"]), Some("deploy"));
     }
 }

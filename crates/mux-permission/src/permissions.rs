@@ -235,7 +235,7 @@ impl Permissions {
                         Verdict::Ask,
                         format!(
                             "`{}` is {}; in every mode, only an allow rule that names `{}` lets a call change it",
-                            subject_text(subject),
+                            protected.path.display(),
                             protected.what,
                             protected.name
                         ),
@@ -335,15 +335,6 @@ fn applicable<'a>(
                 .map(move |rule| (*scope, rule))
         })
         .collect()
-}
-
-fn subject_text(subject: &Subject) -> String {
-    match subject {
-        Subject::Path(path) => path.display().to_string(),
-        Subject::Command(command) => command.clone(),
-        Subject::Url(url) => url.clone(),
-        _ => String::new(),
-    }
 }
 
 /// A search's view of the policy: the paths it must leave out.

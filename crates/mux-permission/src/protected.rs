@@ -9,7 +9,7 @@
 //!   next time a shell starts.
 
 use std::ffi::OsStr;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 /// Folders whose whole content governs the agent or runs code.
 const FOLDERS: [&str; 3] = [".git", ".mux", ".claude"];
@@ -34,6 +34,8 @@ const STARTUP_FILES: [&str; 13] = [
 /// Why a path is protected: the name an allow rule must mention to open it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Protected {
+    /// The path that is protected, as matched.
+    pub(crate) path: PathBuf,
     /// The folder, file name or settings file name that makes the path protected.
     pub(crate) name: String,
     /// What it is, for the reason a person reads.
@@ -61,6 +63,7 @@ pub(crate) fn protected<'a>(
             && let Some(folder) = FOLDERS.iter().find(|f| eq_ignore_case(name, f))
         {
             return Some(Protected {
+                path: path.to_path_buf(),
                 name: (*folder).to_owned(),
                 what: "a folder that governs the agent or runs code",
             });
@@ -69,6 +72,7 @@ pub(crate) fn protected<'a>(
     let file_name = path.file_name()?;
     if let Some(startup) = STARTUP_FILES.iter().find(|f| eq_ignore_case(file_name, f)) {
         return Some(Protected {
+            path: path.to_path_buf(),
             name: (*startup).to_owned(),
             what: "a file that runs code when a shell starts",
         });
@@ -77,6 +81,7 @@ pub(crate) fn protected<'a>(
         .into_iter()
         .find(|file| same_file(file, path))
         .map(|_| Protected {
+            path: path.to_path_buf(),
             name: file_name.to_string_lossy().into_owned(),
             what: "a permission settings file in force",
         })

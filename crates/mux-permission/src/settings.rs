@@ -189,9 +189,7 @@ pub fn parse_for_tools(
                     file: file.to_owned(),
                     rule: rule.as_str().to_owned(),
                     tool: rule.tool().to_owned(),
-                    suggestion: crate::family::closest_known(rule.tool())
-                        .or_else(|| closest(rule.tool(), tools))
-                        .map(str::to_owned),
+                    suggestion: crate::family::closest(rule.tool(), tools).map(str::to_owned),
                 });
             }
             if entry.is_object() {
@@ -226,15 +224,6 @@ pub fn parse_for_tools(
         }
     }
     Ok(rules)
-}
-
-fn closest<'a>(name: &str, tools: &[&'a str]) -> Option<&'a str> {
-    tools
-        .iter()
-        .map(|tool| (strsim::jaro_winkler(name, tool), *tool))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, tool)| tool)
 }
 
 fn entry_rule(
