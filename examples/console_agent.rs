@@ -207,6 +207,7 @@ fn offline_model() -> ScriptedClient {
             stop_reason: StopReason::ToolUse,
             stop_sequence: None,
             usage: Usage::default(),
+            stop_details: None,
         })
     })
 }
@@ -223,5 +224,6 @@ fn text(text: &str) -> Response {
         stop_reason: StopReason::EndTurn,
         stop_sequence: None,
         usage: Usage::default(),
+        stop_details: None,
     }
 }

@@ -167,6 +167,7 @@ fn text(text: &str) -> Response {
         stop_reason: StopReason::EndTurn,
         stop_sequence: None,
         usage: Usage::default(),
+        stop_details: None,
     }
 }
 
@@ -178,5 +179,6 @@ fn call(name: &str, input: serde_json::Value) -> Response {
         stop_reason: StopReason::ToolUse,
         stop_sequence: None,
         usage: Usage::default(),
+        stop_details: None,
     }
 }

@@ -212,6 +212,7 @@ fn tool_call(id: &str, name: &str, input: serde_json::Value) -> Response {
         stop_reason: StopReason::ToolUse,
         stop_sequence: None,
         usage: Usage::default(),
+        stop_details: None,
     }
 }
 
@@ -245,6 +246,7 @@ fn answer(listing: &str, readme: Option<&String>, git_log: Option<&String>) -> R
         stop_reason: StopReason::EndTurn,
         stop_sequence: None,
         usage: Usage::default(),
+        stop_details: None,
     }
 }
 

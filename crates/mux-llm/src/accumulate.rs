@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::error::LlmError;
 use crate::event::{BlockStart, StreamEvent};
 use crate::message::ContentBlock;
-use crate::response::{Response, StopReason, Usage};
+use crate::response::{Response, StopDetails, StopReason, Usage};
 
 #[derive(Debug)]
 enum Partial {
@@ -47,6 +47,7 @@ pub struct Accumulator {
     stop_reason: Option<StopReason>,
     stop_sequence: Option<String>,
     usage: Usage,
+    stop_details: Option<StopDetails>,
 }
 
 impl Accumulator {
@@ -60,6 +61,7 @@ impl Accumulator {
             stop_reason: None,
             stop_sequence: None,
             usage: Usage::default(),
+            stop_details: None,
         }
     }
 
@@ -120,9 +122,10 @@ impl Accumulator {
                     self.stop_sequence.clone_from(stop_sequence);
                 }
                 if let Some(usage) = usage {
-                    self.usage.merge(usage);
+                    self.usage = *usage;
                 }
             }
+            StreamEvent::StopDetails(details) => self.stop_details = Some(details.clone()),
         }
         Ok(())
     }
@@ -187,6 +190,7 @@ impl Accumulator {
             stop_reason,
             stop_sequence: self.stop_sequence,
             usage: self.usage,
+            stop_details: self.stop_details,
         })
     }
 }

@@ -1,6 +1,6 @@
 //! Normalized stream events: every provider's stream is translated into these.
 
-use crate::response::{StopReason, Usage};
+use crate::response::{StopDetails, StopReason, Usage};
 
 /// The kind of a content block that starts in a stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,9 +84,13 @@ pub enum StreamEvent {
         stop_reason: Option<StopReason>,
         /// The stop sequence that matched.
         stop_sequence: Option<String>,
-        /// Cumulative usage so far.
+        /// The message's usage so far, whole: it replaces what earlier events reported, zero
+        /// counts included.
         usage: Option<Usage>,
     },
+    /// The provider explained a refusal (sent before the [`StreamEvent::MessageDelta`] that
+    /// carries [`StopReason::Refusal`]).
+    StopDetails(StopDetails),
     /// The response is complete.
     MessageStop,
 }

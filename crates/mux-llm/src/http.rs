@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::client::EventStream;
 use crate::decode::{EventMapper, decode_stream};
 use crate::error::{LlmError, TimeoutPhase, one_line, snippet};
-use crate::retry::{RetryPolicy, retry_after_from_headers};
+use crate::retry::{OnRetry, RetryNotice, RetryPolicy, retry_after_from_headers};
 use crate::secret::ApiKey;
 
 /// The three waits every request is bounded by.
@@ -211,7 +211,7 @@ impl Transport {
         )))
     }
 
-    async fn backoff(&self, retry: u32, error: &LlmError) -> bool {
+    async fn backoff(&self, retry: u32, error: &LlmError, on_retry: Option<&OnRetry>) -> bool {
         if !error.is_retryable() {
             return false;
         }
@@ -224,6 +224,13 @@ impl Transport {
                     delay_ms = delay.as_millis() as u64,
                     "retrying LLM request"
                 );
+                if let Some(on_retry) = on_retry {
+                    on_retry.notify(RetryNotice {
+                        attempt: retry + 1,
+                        delay,
+                        error,
+                    });
+                }
                 tokio::time::sleep(delay).await;
                 true
             }
@@ -237,6 +244,7 @@ impl Transport {
         path: &str,
         headers: HeaderMap,
         body: &Value,
+        on_retry: Option<&OnRetry>,
     ) -> Result<Value, LlmError> {
         let url = self.url(path);
         let body = Bytes::from(serde_json::to_vec(body).map_err(|err| LlmError::Config {
@@ -269,7 +277,7 @@ impl Transport {
             match attempt.await {
                 Ok(value) => return Ok(value),
                 Err(error) => {
-                    if !self.backoff(retry, &error).await {
+                    if !self.backoff(retry, &error, on_retry).await {
                         return Err(error.after_attempts(retry + 1));
                     }
                     retry += 1;
@@ -286,6 +294,7 @@ impl Transport {
         headers: HeaderMap,
         body: &Value,
         mapper: impl Fn() -> M,
+        on_retry: Option<&OnRetry>,
     ) -> Result<EventStream, LlmError> {
         let url = self.url(path);
         let body = Bytes::from(serde_json::to_vec(body).map_err(|err| LlmError::Config {
@@ -324,7 +333,7 @@ impl Transport {
             match attempt.await {
                 Ok(stream) => return Ok(stream),
                 Err(error) => {
-                    if !self.backoff(retry, &error).await {
+                    if !self.backoff(retry, &error, on_retry).await {
                         return Err(error.after_attempts(retry + 1));
                     }
                     retry += 1;

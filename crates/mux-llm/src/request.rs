@@ -6,7 +6,8 @@ use std::sync::Arc;
 use mux_tool::ToolSpec;
 use serde::{Deserialize, Serialize};
 
-use crate::message::{CacheHint, Message};
+use crate::message::{CacheHint, ContentBlock, Message, Role};
+use crate::retry::OnRetry;
 
 /// How the model may use tools.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,6 +145,64 @@ pub struct Request {
     /// Free-form metadata (`user_id` is sent to providers that accept it).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+    /// The shape the final answer must take, as JSON (structured output). Each provider maps
+    /// it to its own mechanism: OpenAI `response_format: json_schema`, Gemini
+    /// `responseSchema`, Anthropic a forced output tool whose input becomes the reply's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputSchema>,
+    /// Told before each retry of this request (not serialized).
+    #[serde(skip)]
+    pub on_retry: Option<OnRetry>,
+}
+
+/// A JSON Schema the final answer must satisfy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutputSchema {
+    /// A short name for the shape (`weather_report`); providers show it to the model.
+    pub name: String,
+    /// The JSON Schema (draft 2020-12, as schemars writes it).
+    pub schema: serde_json::Value,
+}
+
+impl OutputSchema {
+    /// The name the Anthropic mapping gives its output tool.
+    pub const TOOL_NAME: &'static str = "final_result";
+
+    /// A schema named `name`.
+    pub fn new(name: impl Into<String>, schema: serde_json::Value) -> Self {
+        Self {
+            name: name.into(),
+            schema,
+        }
+    }
+
+    /// Whether OpenAI's strict mode accepts the schema: every object closes its properties
+    /// (`additionalProperties: false`) and requires all of them. Strict mode is sent only
+    /// then; otherwise the reply is validated after the fact.
+    pub fn is_strict_compatible(&self) -> bool {
+        fn strict(value: &serde_json::Value) -> bool {
+            match value {
+                serde_json::Value::Object(map) => {
+                    if let Some(props) = map.get("properties").and_then(|p| p.as_object()) {
+                        let closed = map.get("additionalProperties")
+                            == Some(&serde_json::Value::Bool(false));
+                        let required: Vec<&str> = map
+                            .get("required")
+                            .and_then(|r| r.as_array())
+                            .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+                            .unwrap_or_default();
+                        if !closed || !props.keys().all(|k| required.contains(&k.as_str())) {
+                            return false;
+                        }
+                    }
+                    map.values().all(strict)
+                }
+                serde_json::Value::Array(items) => items.iter().all(strict),
+                _ => true,
+            }
+        }
+        strict(&self.schema)
+    }
 }
 
 impl Request {
@@ -161,6 +220,8 @@ impl Request {
             thinking: None,
             cache: CachePolicy::default(),
             metadata: BTreeMap::new(),
+            output: None,
+            on_retry: None,
         }
     }
 
@@ -224,6 +285,52 @@ impl Request {
     pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.metadata.insert(key.into(), value.into());
         self
+    }
+
+    /// Asks for a final answer that is JSON matching `schema` (structured output).
+    pub fn output(mut self, schema: OutputSchema) -> Self {
+        self.output = Some(schema);
+        self
+    }
+
+    /// Calls `on_retry` before each retry of this request.
+    pub fn on_retry(mut self, on_retry: OnRetry) -> Self {
+        self.on_retry = Some(on_retry);
+        self
+    }
+
+    /// The tool results of the last user message, as `(tool_use_id, text, is_error)`; empty
+    /// when the last message is not a user message carrying results. A scripted model reads
+    /// them to answer from what its tools returned.
+    ///
+    /// ```
+    /// use mux_llm::{ContentBlock, Message, Request, Role};
+    ///
+    /// let request = Request::new("m", 10).message(Message::new(
+    ///     Role::User,
+    ///     vec![ContentBlock::tool_result("call_1", "5", false)],
+    /// ));
+    /// assert_eq!(request.last_tool_results(), vec![("call_1", "5".to_owned(), false)]);
+    /// ```
+    pub fn last_tool_results(&self) -> Vec<(&str, String, bool)> {
+        let Some(last) = self.messages.last().filter(|m| m.role == Role::User) else {
+            return Vec::new();
+        };
+        last.content
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } => Some((
+                    tool_use_id.as_str(),
+                    content.iter().filter_map(ContentBlock::as_text).collect(),
+                    *is_error,
+                )),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The tools in wire order (sorted by name), whatever order they were pushed in.

@@ -110,9 +110,76 @@ pub struct Response {
     pub stop_sequence: Option<String>,
     /// Token counts.
     pub usage: Usage,
+    /// What the provider said about a refusal ([`StopReason::Refusal`]), when it said more
+    /// than the stop reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_details: Option<StopDetails>,
+}
+
+/// Why the model refused, as the provider explained it (Anthropic's `stop_details`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopDetails {
+    /// The policy category that triggered the refusal, when named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// A human-readable explanation, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<String>,
 }
 
 impl Response {
+    /// A response with these blocks and stop reason, and no id, model or usage.
+    pub fn new(content: Vec<ContentBlock>, stop_reason: StopReason) -> Self {
+        Self {
+            id: None,
+            model: None,
+            content,
+            stop_reason,
+            stop_sequence: None,
+            usage: Usage::default(),
+            stop_details: None,
+        }
+    }
+
+    /// A text reply that ends the turn.
+    ///
+    /// ```
+    /// use mux_llm::{Response, StopReason};
+    ///
+    /// let reply = Response::from_text("Hello");
+    /// assert_eq!(reply.text(), "Hello");
+    /// assert_eq!(reply.stop_reason, StopReason::EndTurn);
+    /// ```
+    pub fn from_text(text: impl Into<String>) -> Self {
+        Self::new(vec![ContentBlock::text(text)], StopReason::EndTurn)
+    }
+
+    /// A reply that calls one tool, ending the turn with [`StopReason::ToolUse`].
+    ///
+    /// ```
+    /// use mux_llm::Response;
+    /// use serde_json::json;
+    ///
+    /// let reply = Response::from_tool_use("call_1", "add", json!({"a": 2, "b": 3}));
+    /// assert_eq!(reply.tool_calls().next().map(|(_, name, _)| name), Some("add"));
+    /// ```
+    pub fn from_tool_use(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        input: serde_json::Value,
+    ) -> Self {
+        Self::new(
+            vec![ContentBlock::tool_use(id, name, input)],
+            StopReason::ToolUse,
+        )
+    }
+
+    /// The same response with this usage.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
+    }
+
     /// The concatenated text blocks.
     pub fn text(&self) -> String {
         self.content

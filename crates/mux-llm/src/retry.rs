@@ -1,6 +1,10 @@
 //! When and how long to wait before trying a request again.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+
+use crate::error::LlmError;
 
 /// Exponential backoff with jitter and a maximum number of retries. A wait the provider asks
 /// for (`retry-after`, `retry-after-ms`, rate-limit reset headers) replaces the computed
@@ -68,6 +72,47 @@ impl RetryPolicy {
         } else {
             Some(base)
         }
+    }
+}
+
+/// A failed attempt that will be tried again, as told to [`OnRetry`].
+#[derive(Clone, Copy, Debug)]
+pub struct RetryNotice<'a> {
+    /// The attempt that failed (1 for the first).
+    pub attempt: u32,
+    /// The wait before the next attempt.
+    pub delay: Duration,
+    /// Why the attempt failed.
+    pub error: &'a LlmError,
+}
+
+/// Called before each retry of a request, so a face can show "retrying in 2 s" instead of
+/// a silent pause. Set it with [`Request::on_retry`](crate::Request::on_retry).
+#[derive(Clone)]
+pub struct OnRetry(Arc<dyn Fn(RetryNotice<'_>) + Send + Sync>);
+
+impl OnRetry {
+    /// Wraps a callback. It runs on the request's task: keep it short and never block.
+    pub fn new(callback: impl Fn(RetryNotice<'_>) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(callback))
+    }
+
+    /// Tells the callback about a retry.
+    pub fn notify(&self, notice: RetryNotice<'_>) {
+        (self.0)(notice)
+    }
+}
+
+impl fmt::Debug for OnRetry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OnRetry(..)")
+    }
+}
+
+/// Two callbacks are equal when they are the same one.
+impl PartialEq for OnRetry {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }
 

@@ -38,6 +38,7 @@ fn text(text: &str) -> Response {
         stop_reason: StopReason::EndTurn,
         stop_sequence: None,
         usage: Usage::default(),
+        stop_details: None,
     }
 }
 

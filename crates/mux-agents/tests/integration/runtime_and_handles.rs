@@ -33,6 +33,7 @@ fn echo_client() -> ScriptedClient {
             stop_reason: StopReason::EndTurn,
             stop_sequence: None,
             usage: Usage::default(),
+            stop_details: None,
         })
     })
 }

@@ -153,9 +153,20 @@ impl LlmClient for AnthropicClient {
             async move {
                 let headers = self.headers()?;
                 let body = request_body(&request, true);
-                self.transport
-                    .post_stream("/v1/messages", headers, &body, AnthropicDecoder::new)
-                    .await
+                let stream = self
+                    .transport
+                    .post_stream(
+                        "/v1/messages",
+                        headers,
+                        &body,
+                        AnthropicDecoder::new,
+                        request.on_retry.as_ref(),
+                    )
+                    .await?;
+                Ok(match request.output {
+                    Some(output) => super::output::stream_into_text(output, stream),
+                    None => stream,
+                })
             }
             .instrument(span),
         )
@@ -169,7 +180,7 @@ impl LlmClient for AnthropicClient {
                 let body = request_body(&request, false);
                 let value = self
                     .transport
-                    .post_json("/v1/messages", headers, &body)
+                    .post_json("/v1/messages", headers, &body, request.on_retry.as_ref())
                     .await?;
                 if value.get("type").and_then(|t| t.as_str()) == Some("error") {
                     let (kind, message) = crate::http::error_body(&value.to_string());
@@ -179,7 +190,10 @@ impl LlmClient for AnthropicClient {
                         message.unwrap_or_default(),
                     ));
                 }
-                let response = response_from_json(&value)?;
+                let mut response = response_from_json(&value)?;
+                if let Some(output) = &request.output {
+                    response = super::output::into_text(output, response);
+                }
                 tracing::info!(
                     gen_ai.usage.input_tokens = response.usage.input_tokens,
                     gen_ai.usage.output_tokens = response.usage.output_tokens,

@@ -2,6 +2,7 @@
 //! back untouched), redacted thinking, prompt caching and usage with cache tokens.
 
 mod client;
+mod output;
 mod stream;
 mod wire;
 

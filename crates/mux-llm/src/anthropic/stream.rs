@@ -9,10 +9,10 @@ use serde_json::Value;
 use crate::decode::{EventMapper, Flow};
 use crate::error::LlmError;
 use crate::event::{BlockStart, StreamEvent};
-use crate::response::StopReason;
+use crate::response::{StopReason, Usage};
 use crate::sse::SseEventRef;
 
-use super::wire::usage;
+use super::wire::{stop_details, usage, usage_over};
 
 /// One event, read flat: internally tagged enums buffer every field before dispatching,
 /// which costs more than the whole parse; a flat struct with a borrowed tag does not.
@@ -72,6 +72,8 @@ struct Delta<'a> {
     stop_reason: Option<String>,
     #[serde(default)]
     stop_sequence: Option<String>,
+    #[serde(default)]
+    stop_details: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -89,6 +91,8 @@ struct ErrorBody {
 pub struct AnthropicDecoder {
     skipped: HashSet<usize>,
     started: bool,
+    /// The usage `message_start` reported, which `message_delta` counts override.
+    start_usage: Usage,
 }
 
 impl AnthropicDecoder {
@@ -120,10 +124,11 @@ impl EventMapper for AnthropicDecoder {
                     model: None,
                     usage: None,
                 });
+                self.start_usage = message.usage.as_ref().map(usage).unwrap_or_default();
                 out.push(StreamEvent::MessageStart {
                     id: message.id,
                     model: message.model,
-                    usage: message.usage.as_ref().map(usage).unwrap_or_default(),
+                    usage: self.start_usage,
                 });
             }
             "content_block_start" => {
@@ -203,14 +208,20 @@ impl EventMapper for AnthropicDecoder {
                 out.push(StreamEvent::BlockStop { index });
             }
             "message_delta" => {
-                let (stop_reason, stop_sequence) = match wire.delta {
-                    Some(delta) => (delta.stop_reason, delta.stop_sequence),
-                    None => (None, None),
+                let (stop_reason, stop_sequence, details) = match wire.delta {
+                    Some(delta) => (delta.stop_reason, delta.stop_sequence, delta.stop_details),
+                    None => (None, None, None),
                 };
+                if let Some(details) = stop_details(details.as_ref()) {
+                    out.push(StreamEvent::StopDetails(details));
+                }
                 out.push(StreamEvent::MessageDelta {
                     stop_reason: stop_reason.as_deref().map(StopReason::parse),
                     stop_sequence,
-                    usage: wire.usage.as_ref().map(usage),
+                    usage: wire
+                        .usage
+                        .as_ref()
+                        .map(|delta| usage_over(self.start_usage, delta)),
                 });
             }
             "message_stop" => {
@@ -279,6 +290,42 @@ mod tests {
         assert_eq!(response.usage.cache_read_tokens, 7);
         assert_eq!(response.usage.input_tokens, 21);
         assert_eq!(response.usage.output_tokens, 393);
+    }
+
+    fn finish(body: &str) -> crate::Response {
+        let mut acc = crate::Accumulator::new("anthropic");
+        for event in &decode(body).unwrap() {
+            acc.push(event).unwrap();
+        }
+        acc.finish().unwrap()
+    }
+
+    #[test]
+    fn final_usage_is_authoritative_zero_included() {
+        // The cache was written at message_start, but the final count says zero cache tokens
+        // and fewer input tokens: the final count wins; fields it leaves out keep their start.
+        let response = finish(concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":50,\"cache_creation_input_tokens\":100,\"cache_read_input_tokens\":9,\"output_tokens\":1}}}\n\n",
+            "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"input_tokens\":40,\"cache_creation_input_tokens\":0,\"output_tokens\":0}}\n\n",
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        ));
+        assert_eq!(response.usage.input_tokens, 40);
+        assert_eq!(response.usage.cache_write_tokens, 0);
+        assert_eq!(response.usage.output_tokens, 0);
+        assert_eq!(response.usage.cache_read_tokens, 9);
+    }
+
+    #[test]
+    fn refusal_details_reach_the_response() {
+        let response = finish(concat!(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":5}}}\n\n",
+            "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"refusal\",\"stop_details\":{\"type\":\"refusal\",\"category\":\"cyber\",\"explanation\":\"This looks like malware.\"}},\"usage\":{\"output_tokens\":3}}\n\n",
+            "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+        ));
+        assert_eq!(response.stop_reason, StopReason::Refusal);
+        let details = response.stop_details.expect("stop details");
+        assert_eq!(details.category.as_deref(), Some("cyber"));
+        assert_eq!(details.explanation.as_deref(), Some("This looks like malware."));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 use crate::error::LlmError;
 use crate::message::{CacheHint, ContentBlock, ImageSource, Message, Role};
 use crate::request::{Request, ToolChoice};
-use crate::response::{Response, StopReason, Usage};
+use crate::response::{Response, StopDetails, StopReason, Usage};
 
 fn cache_control(hint: CacheHint) -> Value {
     match hint {
@@ -89,25 +89,26 @@ pub fn request_body(request: &Request, stream: bool) -> Value {
         .collect();
     body.insert("messages".into(), Value::Array(messages));
     let tools = request.sorted_tools();
-    if !tools.is_empty() {
-        let count = tools.len();
-        let tools: Vec<Value> = tools
+    let output_tool = request.output.as_ref().map(super::output::tool);
+    if !tools.is_empty() || output_tool.is_some() {
+        let count = tools.len() + usize::from(output_tool.is_some());
+        let mut tools: Vec<Value> = tools
             .into_iter()
-            .enumerate()
-            .map(|(i, spec)| {
-                let mut tool = json!({
+            .map(|spec| {
+                json!({
                     "name": spec.name.as_str(),
                     "description": spec.description,
                     "input_schema": spec.input_schema,
-                });
-                if let (true, Some(hint)) = (i + 1 == count, request.cache.tools) {
-                    tool["cache_control"] = cache_control(hint);
-                }
-                tool
+                })
             })
+            .chain(output_tool)
             .collect();
+        if let (Some(last), Some(hint)) = (tools.get_mut(count - 1), request.cache.tools) {
+            last["cache_control"] = cache_control(hint);
+        }
         body.insert("tools".into(), Value::Array(tools));
         let choice = match &request.tool_choice {
+            _ if request.output.is_some() => super::output::tool_choice(request),
             ToolChoice::Auto => json!({"type": "auto"}),
             ToolChoice::Any => json!({"type": "any"}),
             ToolChoice::None => json!({"type": "none"}),
@@ -138,17 +139,34 @@ pub fn request_body(request: &Request, stream: bool) -> Value {
 
 /// Reads a usage object (`message_start`, `message_delta` or a whole message).
 pub(crate) fn usage(value: &Value) -> Usage {
-    let n = |key: &str| value.get(key).and_then(Value::as_u64).unwrap_or(0);
+    usage_over(Usage::default(), value)
+}
+
+/// `base` with every count that `value` reports replaced, zero included: a final
+/// `message_delta`'s usage is authoritative for the fields it carries, and the counts it
+/// leaves out keep their `message_start` values.
+pub(crate) fn usage_over(base: Usage, value: &Value) -> Usage {
+    let n = |pointer: &str, old: u64| value.pointer(pointer).and_then(Value::as_u64).unwrap_or(old);
     Usage {
-        input_tokens: n("input_tokens"),
-        output_tokens: n("output_tokens"),
-        cache_read_tokens: n("cache_read_input_tokens"),
-        cache_write_tokens: n("cache_creation_input_tokens"),
-        reasoning_tokens: value
-            .pointer("/output_tokens_details/thinking_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0),
+        input_tokens: n("/input_tokens", base.input_tokens),
+        output_tokens: n("/output_tokens", base.output_tokens),
+        cache_read_tokens: n("/cache_read_input_tokens", base.cache_read_tokens),
+        cache_write_tokens: n("/cache_creation_input_tokens", base.cache_write_tokens),
+        reasoning_tokens: n(
+            "/output_tokens_details/thinking_tokens",
+            base.reasoning_tokens,
+        ),
     }
+}
+
+/// Reads `stop_details` (`{type: "refusal", category, explanation}`), when present.
+pub(crate) fn stop_details(value: Option<&Value>) -> Option<StopDetails> {
+    let value = value.filter(|v| v.is_object())?;
+    let field = |key: &str| str_field(value, key).map(str::to_owned);
+    Some(StopDetails {
+        category: field("category"),
+        explanation: field("explanation"),
+    })
 }
 
 fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
@@ -190,5 +208,6 @@ pub fn response_from_json(value: &Value) -> Result<Response, LlmError> {
         stop_reason: StopReason::parse(str_field(value, "stop_reason").unwrap_or("unknown")),
         stop_sequence: str_field(value, "stop_sequence").map(str::to_owned),
         usage: value.get("usage").map(usage).unwrap_or_default(),
+        stop_details: stop_details(value.get("stop_details")),
     })
 }

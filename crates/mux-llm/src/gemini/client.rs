@@ -141,7 +141,7 @@ impl LlmClient for GeminiClient {
                 );
                 let body = request_body(&request);
                 self.transport
-                    .post_stream(&path, self.headers()?, &body, GeminiDecoder::new)
+                    .post_stream(&path, self.headers()?, &body, GeminiDecoder::new, request.on_retry.as_ref())
                     .await
             }
             .instrument(span),
@@ -159,7 +159,7 @@ impl LlmClient for GeminiClient {
                 let body = request_body(&request);
                 let value = self
                     .transport
-                    .post_json(&path, self.headers()?, &body)
+                    .post_json(&path, self.headers()?, &body, request.on_retry.as_ref())
                     .await?;
                 response_from_json(&value)
             }

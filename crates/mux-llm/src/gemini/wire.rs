@@ -131,6 +131,12 @@ pub fn request_body(request: &Request) -> Value {
     if !request.stop_sequences.is_empty() {
         generation.insert("stopSequences".into(), json!(request.stop_sequences));
     }
+    if let Some(output) = &request.output {
+        // The JSON Schema form of `responseSchema`, as tools use `parametersJsonSchema`:
+        // schemars output (`$ref`, `$defs`, `additionalProperties`) needs no translation.
+        generation.insert("responseMimeType".into(), json!("application/json"));
+        generation.insert("responseJsonSchema".into(), output.schema.clone());
+    }
     if let Some(thinking) = &request.thinking {
         generation.insert(
             "thinkingConfig".into(),

@@ -245,9 +245,13 @@ impl LlmClient for OpenAiClient {
                 let body = request_body(&request, self.wire, true);
                 let provider = self.provider.clone();
                 self.transport
-                    .post_stream("/chat/completions", headers, &body, || {
-                        OpenAiDecoder::new(provider.clone())
-                    })
+                    .post_stream(
+                        "/chat/completions",
+                        headers,
+                        &body,
+                        || OpenAiDecoder::new(provider.clone()),
+                        request.on_retry.as_ref(),
+                    )
                     .await
             }
             .instrument(span),
@@ -262,7 +266,7 @@ impl LlmClient for OpenAiClient {
                 let body = request_body(&request, self.wire, false);
                 let value = self
                     .transport
-                    .post_json("/chat/completions", headers, &body)
+                    .post_json("/chat/completions", headers, &body, request.on_retry.as_ref())
                     .await?;
                 response_from_json(&self.provider, &value)
             }

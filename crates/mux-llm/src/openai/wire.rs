@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::LlmError;
 use crate::message::{ContentBlock, ImageSource, Message, Role};
-use crate::request::{Request, ToolChoice};
+use crate::request::{OutputSchema, Request, ToolChoice};
 use crate::response::{Response, StopReason, Usage};
 
 /// Differences between OpenAI and the servers that imitate it.
@@ -170,6 +170,9 @@ pub fn request_body(request: &Request, options: WireOptions, stream: bool) -> Va
         };
         body.insert("tool_choice".into(), choice);
     }
+    if let Some(output) = &request.output {
+        body.insert("response_format".into(), response_format(output));
+    }
     if let Some(temperature) = request.temperature {
         body.insert("temperature".into(), json!(temperature));
     }
@@ -189,6 +192,25 @@ pub fn request_body(request: &Request, options: WireOptions, stream: bool) -> Va
         }
     }
     Value::Object(body)
+}
+
+/// `response_format: json_schema` for structured output. The name keeps only the characters
+/// the API accepts; strict mode is asked for only when the schema allows it.
+fn response_format(output: &OutputSchema) -> Value {
+    let mut name: String = output
+        .name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        name.push_str("output");
+    }
+    json!({"type": "json_schema", "json_schema": {
+        "name": name,
+        "schema": output.schema,
+        "strict": output.is_strict_compatible(),
+    }})
 }
 
 /// Maps a `finish_reason` to a normalized stop reason. The API reports a matched stop
@@ -287,5 +309,6 @@ pub fn response_from_json(provider: &str, value: &Value) -> Result<Response, Llm
         stop_reason: reason,
         stop_sequence: None,
         usage: usage(&value["usage"]).unwrap_or_default(),
+        stop_details: None,
     })
 }

@@ -2,6 +2,9 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
 
 use crate::client::{BoxFuture, EventStream, LlmClient};
 use crate::error::LlmError;
@@ -45,6 +48,8 @@ struct Inner {
     scripts: VecDeque<Script>,
     responder: Option<Responder>,
     requests: Vec<Request>,
+    /// When set, replies stream word by word with this wait before each event.
+    pace: Option<Duration>,
 }
 
 impl ScriptedClient {
@@ -72,14 +77,7 @@ impl ScriptedClient {
 
     /// Queues a text reply that ends the turn.
     pub fn reply_text(self, text: impl Into<String>) -> Self {
-        self.reply(Response {
-            id: None,
-            model: None,
-            content: vec![ContentBlock::text(text)],
-            stop_reason: crate::StopReason::EndTurn,
-            stop_sequence: None,
-            usage: Default::default(),
-        })
+        self.reply(Response::from_text(text))
     }
 
     /// Queues a reply that calls one tool: a `tool_use` block with `id`, `name` and `input`,
@@ -100,14 +98,41 @@ impl ScriptedClient {
         name: impl Into<String>,
         input: serde_json::Value,
     ) -> Self {
-        self.reply(Response {
-            id: None,
-            model: None,
-            content: vec![ContentBlock::tool_use(id, name, input)],
-            stop_reason: crate::StopReason::ToolUse,
-            stop_sequence: None,
-            usage: Default::default(),
-        })
+        self.reply(Response::from_tool_use(id, name, input))
+    }
+
+    /// Streams every scripted reply word by word, waiting `delay` before each event, so
+    /// streaming and cancellation can be shown and tested offline.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use futures::StreamExt;
+    /// use mux_llm::testing::ScriptedClient;
+    /// use mux_llm::{LlmClient, Request, StreamEvent};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// let client = ScriptedClient::new()
+    ///     .reply_text("one two three")
+    ///     .stream_words(Duration::from_millis(1));
+    /// let words: Vec<String> = client
+    ///     .stream(Request::new("m", 10).user("count"))
+    ///     .await?
+    ///     .filter_map(|event| async move {
+    ///         match event {
+    ///             Ok(StreamEvent::TextDelta { text, .. }) => Some(text),
+    ///             _ => None,
+    ///         }
+    ///     })
+    ///     .collect()
+    ///     .await;
+    /// assert_eq!(words, ["one ", "two ", "three"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stream_words(self, delay: Duration) -> Self {
+        self.lock().pace = Some(delay);
+        self
     }
 
     /// Answers every request (once the queue is empty) by calling `responder`.
@@ -200,6 +225,9 @@ pub fn events_of(response: &Response) -> Vec<StreamEvent> {
         events.extend(delta);
         events.push(StreamEvent::BlockStop { index });
     }
+    if let Some(details) = &response.stop_details {
+        events.push(StreamEvent::StopDetails(details.clone()));
+    }
     events.push(StreamEvent::MessageDelta {
         stop_reason: Some(response.stop_reason.clone()),
         stop_sequence: response.stop_sequence.clone(),
@@ -216,13 +244,33 @@ impl LlmClient for ScriptedClient {
 
     fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
         let script = self.next(&request);
+        let pace = self.lock().pace;
         Box::pin(async move {
             let events: Vec<Result<StreamEvent, LlmError>> = match script {
                 Script::Response(response) => events_of(&response).into_iter().map(Ok).collect(),
                 Script::Events(events) => events,
                 Script::Error(error) => return Err(error),
             };
-            Ok(Box::pin(futures::stream::iter(events)) as EventStream)
+            let Some(delay) = pace else {
+                return Ok(Box::pin(futures::stream::iter(events)) as EventStream);
+            };
+            let words = events.into_iter().flat_map(|event| match event {
+                Ok(StreamEvent::TextDelta { index, text }) => text
+                    .split_inclusive(' ')
+                    .map(|word| {
+                        Ok(StreamEvent::TextDelta {
+                            index,
+                            text: word.to_owned(),
+                        })
+                    })
+                    .collect(),
+                other => vec![other],
+            });
+            let paced = futures::stream::iter(words).then(move |event| async move {
+                tokio::time::sleep(delay).await;
+                event
+            });
+            Ok(Box::pin(paced) as EventStream)
         })
     }
 }
@@ -230,7 +278,6 @@ impl LlmClient for ScriptedClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use futures::StreamExt;
 
     #[tokio::test]
     async fn scripts_play_in_order_then_the_closure_answers() {
@@ -238,17 +285,9 @@ mod tests {
             .push(Script::Error(LlmError::transport("scripted", "down")))
             .reply_text("first")
             .respond_with(|request| {
-                Ok(Response {
-                    id: None,
-                    model: Some(request.model.clone()),
-                    content: vec![ContentBlock::text(format!(
-                        "echo {}",
-                        request.messages[0].text()
-                    ))],
-                    stop_reason: crate::StopReason::EndTurn,
-                    stop_sequence: None,
-                    usage: Default::default(),
-                })
+                let mut reply = Response::from_text(format!("echo {}", request.messages[0].text()));
+                reply.model = Some(request.model.clone());
+                Ok(reply)
             });
         let request = |text: &str| Request::new("m", 8).user(text);
         assert_eq!(
@@ -319,6 +358,7 @@ mod tests {
                 output_tokens: 4,
                 ..Default::default()
             },
+            stop_details: None,
         };
         let mut acc = crate::Accumulator::new("scripted");
         for event in events_of(&response) {

@@ -190,14 +190,28 @@ async fn server_errors_are_retried_then_succeed() {
     ])
     .await
     .unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = std::sync::Arc::clone(&seen);
+    let on_retry = mux_llm::OnRetry::new(move |notice| {
+        record
+            .lock()
+            .unwrap()
+            .push((notice.attempt, notice.error.kind().to_owned()));
+    });
     let reply = streamed(
         &client(&server, Preset::OpenAi, Some(KEY), 2),
-        Request::new("gpt-4o", 1).user("x"),
+        Request::new("gpt-4o", 1).user("x").on_retry(on_retry),
     )
     .await
     .unwrap();
     assert_eq!(reply.stop_reason, StopReason::MaxTokens);
     assert_eq!(server.requests().len(), 3);
+    // Each retry was told, with the attempt that failed and why.
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].0, 1);
+    assert_eq!(seen[1].0, 2);
+    assert_ne!(seen[0].1, seen[1].1, "a server error, then a rate limit: {seen:?}");
 }
 
 #[tokio::test]

@@ -114,3 +114,45 @@ fn tool_order_is_stable_whatever_the_insertion_order() {
         mux_llm::openai::request_body(&reversed, WireOptions::default(), true)["tools"]
     );
 }
+
+/// Structured output maps to each provider's own mechanism.
+#[test]
+fn structured_output_per_provider() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "temp": {"type": "number"}},
+        "required": ["city", "temp"],
+        "additionalProperties": false,
+    });
+    let request = Request::new("model-x", 256)
+        .user("Weather in Florence?")
+        .output(mux_llm::OutputSchema::new("weather report", schema.clone()));
+
+    let openai = mux_llm::openai::request_body(&request, WireOptions::default(), false);
+    assert_eq!(
+        openai["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "weather_report", "schema": schema, "strict": true}})
+    );
+
+    let gemini = mux_llm::gemini::request_body(&request);
+    assert_eq!(gemini["generationConfig"]["responseMimeType"], "application/json");
+    assert_eq!(gemini["generationConfig"]["responseJsonSchema"], schema);
+
+    let anthropic = mux_llm::anthropic::request_body(&request, false);
+    assert_eq!(anthropic["tools"][0]["name"], "final_result");
+    assert_eq!(anthropic["tools"][0]["input_schema"], schema);
+    assert_eq!(anthropic["tool_choice"], json!({"type": "tool", "name": "final_result"}));
+
+    // With tools of its own, the model may call them or answer: any tool, not one.
+    let with_tools = conversation().output(mux_llm::OutputSchema::new("r", schema.clone()));
+    let anthropic = mux_llm::anthropic::request_body(&with_tools, false);
+    assert_eq!(anthropic["tools"].as_array().map(Vec::len), Some(3));
+    // Extended thinking allows no forced tool choice.
+    assert_eq!(anthropic["tool_choice"], json!({"type": "auto"}));
+
+    // A schema strict mode cannot take (an optional property) is sent without `strict`.
+    let loose = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    let request = Request::new("m", 10).output(mux_llm::OutputSchema::new("x", loose));
+    let openai = mux_llm::openai::request_body(&request, WireOptions::default(), false);
+    assert_eq!(openai["response_format"]["json_schema"]["strict"], false);
+}

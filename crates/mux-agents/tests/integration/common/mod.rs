@@ -23,6 +23,7 @@ pub fn tool_call(id: &str, name: &str, input: Value) -> Response {
         stop_reason: StopReason::ToolUse,
         stop_sequence: None,
         usage: Usage::default(),
+        stop_details: None,
     }
 }
 

@@ -29,6 +29,7 @@ pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Response {
             output_tokens: 5,
             ..Usage::default()
         },
+        stop_details: None,
     }
 }
 
@@ -45,6 +46,7 @@ pub fn text(text: &str) -> Response {
             output_tokens: 3,
             ..Usage::default()
         },
+        stop_details: None,
     }
 }
 
