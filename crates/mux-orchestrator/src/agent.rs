@@ -7,7 +7,11 @@ use mux_llm::LlmClient;
 use mux_permission::Permissions;
 use mux_tool::{ApprovalPolicy, Registry, RegistryError, Tool, TypedTool};
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
 use crate::session::SessionStore;
+use crate::typed_output;
 use crate::{LoopError, Orchestrator, OrchestratorConfig, RunSummary};
 
 /// An agent: a model, instructions and tools, prompted with [`prompt`](Self::prompt).
@@ -40,8 +44,11 @@ pub struct AgentBuilder {
     tools: Registry,
     permissions: Option<Permissions>,
     store: Option<Arc<dyn SessionStore>>,
+    needs_approval: Vec<(String, Predicate)>,
     problem: Option<RegistryError>,
 }
+
+type Predicate = Box<dyn Fn(&serde_json::Value) -> bool + Send + Sync>;
 
 impl std::fmt::Debug for AgentBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -65,6 +72,7 @@ impl Agent {
             tools: Registry::new(),
             permissions: None,
             store: None,
+            needs_approval: Vec::new(),
             problem: None,
         }
     }
@@ -79,6 +87,59 @@ impl Agent {
     /// call, usage, and the calls denied for want of an approver.
     pub async fn run(&self, prompt: impl Into<String>) -> Result<RunSummary, LoopError> {
         self.orchestrator.run_to_completion(prompt).await
+    }
+
+    /// Runs `prompt` and reads the answer as a `T`: the model is asked for JSON matching
+    /// `T`'s schema, through each provider's structured output (OpenAI `json_schema`, Gemini
+    /// `responseJsonSchema`, Anthropic a forced output tool). A reply that does not validate
+    /// goes back to the model once with what was wrong; a second miss is
+    /// [`LoopError::InvalidOutput`].
+    ///
+    /// ```
+    /// use mux_llm::testing::ScriptedClient;
+    /// use mux_orchestrator::Agent;
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Capital {
+    ///     country: String,
+    ///     city: String,
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// let model = ScriptedClient::new().reply_text(r#"{"country": "Peru", "city": "Lima"}"#);
+    /// let agent = Agent::builder(model).model("any-model").build()?;
+    /// let capital: Capital = agent.prompt_typed("The capital of Peru?").await?;
+    /// assert_eq!(capital.city, "Lima");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn prompt_typed<T: JsonSchema + DeserializeOwned>(
+        &self,
+        prompt: impl Into<String>,
+    ) -> Result<T, LoopError> {
+        let schema = typed_output::schema_of::<T>();
+        let orchestrator = &self.orchestrator;
+        let reply = orchestrator
+            .run_unattended(prompt.into(), Some(schema.clone()))
+            .await?
+            .text;
+        let problem = match typed_output::read(&schema, &reply) {
+            Ok(value) => return Ok(value),
+            Err(problem) => problem,
+        };
+        let correction = typed_output::correction(&schema, &problem);
+        let reply = orchestrator
+            .run_unattended(correction, Some(schema.clone()))
+            .await?
+            .text;
+        typed_output::read(&schema, &reply).map_err(|problem| LoopError::InvalidOutput {
+            schema: schema.name,
+            problem,
+            reply,
+        })
     }
 
     /// The same agent on a copy of its conversation in the session store.
@@ -134,6 +195,19 @@ impl AgentBuilder {
         self
     }
 
+    /// Decides per call whether `tool` needs approval, from its input (as the OpenAI Agents
+    /// SDK's `needs_approval`): `true` asks, and without a face is denied and listed in
+    /// [`RunSummary::unapproved`]; `false` runs it. See
+    /// [`OrchestratorBuilder::needs_approval`](crate::OrchestratorBuilder::needs_approval).
+    pub fn needs_approval(
+        mut self,
+        tool: impl Into<String>,
+        predicate: impl Fn(&serde_json::Value) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.needs_approval.push((tool.into(), Box::new(predicate)));
+        self
+    }
+
     /// A permission policy: its rules and mode decide every call.
     pub fn permissions(mut self, permissions: Permissions) -> Self {
         self.permissions = Some(permissions);
@@ -170,6 +244,9 @@ impl AgentBuilder {
         }
         if let Some(store) = self.store {
             builder = builder.session_store(store);
+        }
+        for (tool, predicate) in self.needs_approval {
+            builder = builder.needs_approval(tool, predicate);
         }
         Ok(Agent {
             orchestrator: builder.build(),

@@ -2,6 +2,7 @@
 //! loop waits for the matching input.
 
 use std::collections::HashSet;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -116,7 +117,16 @@ pub(crate) struct LoopGate {
     pub(crate) always_allowed: Arc<Mutex<HashSet<String>>>,
     /// Without a policy: which calls need approval.
     pub(crate) approval: ApprovalPolicy,
+    /// Per-tool predicates over the input: `true` asks (deny rules still hold), `false`
+    /// leaves the call to the policy, or without one runs it.
+    pub(crate) needs_approval: NeedsApprovalMap,
 }
+
+/// A predicate over a call's input that says whether the call needs approval.
+pub(crate) type NeedsApproval = Arc<dyn Fn(&serde_json::Value) -> bool + Send + Sync>;
+
+/// Tool name → its [`NeedsApproval`] predicate.
+pub(crate) type NeedsApprovalMap = Arc<std::collections::HashMap<String, NeedsApproval>>;
 
 impl LoopGate {
     async fn decide(&self, request: ApprovalRequest<'_>) -> Approval {
@@ -125,16 +135,24 @@ impl LoopGate {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&request.call.id);
-        if forced {
-            let policy = self.permissions.as_ref().map(PermissionGate::permissions);
-            if let Some(policy) = policy {
-                let decision: Decision = policy.check(request.spec, request.subject);
-                if decision.verdict == Verdict::Deny {
-                    return Approval::deny(decision.reason);
-                }
+        let predicate = self.needs_approval.get(request.spec.name.as_str());
+        // A predicate that panics asks, as a gate that panics denies: never run unasked.
+        let predicate_asks = predicate.map(|needs| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| needs(&request.call.input)))
+                .unwrap_or(true)
+        });
+        match predicate_asks {
+            Some(false) if self.permissions.is_none() && !forced => return Approval::Approve,
+            Some(true) if !forced => {
+                return self
+                    .ask_unless_denied(&request, "the tool's needs_approval predicate asked")
+                    .await;
             }
+            _ => {}
+        }
+        if forced {
             return self
-                .ask(&request, policy, "a pre-tool-use hook asked for approval")
+                .ask_unless_denied(&request, "a pre-tool-use hook asked for approval")
                 .await;
         }
         match &self.permissions {
@@ -153,6 +171,18 @@ impl LoopGate {
                 self.ask(&request, None, reason).await
             }
         }
+    }
+
+    /// Asks the face, unless a deny rule of the policy refuses the call first.
+    async fn ask_unless_denied(&self, request: &ApprovalRequest<'_>, reason: &str) -> Approval {
+        let policy = self.permissions.as_ref().map(PermissionGate::permissions);
+        if let Some(policy) = policy {
+            let decision: Decision = policy.check(request.spec, request.subject);
+            if decision.verdict == Verdict::Deny {
+                return Approval::deny(decision.reason);
+            }
+        }
+        self.ask(request, policy, reason).await
     }
 
     /// Asks the face and remembers an "always" answer: as a rule of `policy`, or without one

@@ -65,6 +65,17 @@ pub enum LoopError {
     /// The loop task ended without reporting (it panicked).
     #[error("the loop task ended unexpectedly: {0}")]
     Crashed(String),
+    /// A typed answer ([`Agent::prompt_typed`](crate::Agent::prompt_typed)) still did not
+    /// match its schema after the model was shown what was wrong once.
+    #[error("the answer does not match the schema `{schema}` (after one correction): {problem}")]
+    InvalidOutput {
+        /// The schema's name (the Rust type's).
+        schema: String,
+        /// What is wrong with the last reply.
+        problem: String,
+        /// The last reply.
+        reply: String,
+    },
 }
 
 impl LoopError {
@@ -82,6 +93,7 @@ impl LoopError {
             Self::State(_) => "invalid_state",
             Self::AlreadyRunning => "already_running",
             Self::Crashed(_) => "crashed",
+            Self::InvalidOutput { .. } => "invalid_output",
         }
     }
 }

@@ -106,6 +106,15 @@ pub enum LoopEvent {
         /// The question.
         question: String,
     },
+    /// A model request failed and will be tried again after `delay_ms`.
+    Retrying {
+        /// The attempt that failed (1 for the first).
+        attempt: u32,
+        /// The wait before the next attempt, in milliseconds.
+        delay_ms: u64,
+        /// Why the attempt failed.
+        error: String,
+    },
     /// A model turn (and its tool calls) is done.
     TurnComplete {
         /// The 1-based iteration number within this run.

@@ -24,6 +24,7 @@ fn event_tag(event: &LoopEvent) -> &'static str {
         LoopEvent::ToolOutputDelta { .. } => "tool_output_delta",
         LoopEvent::ToolResult { .. } => "tool_result",
         LoopEvent::AwaitingInput { .. } => "awaiting_input",
+        LoopEvent::Retrying { .. } => "retrying",
         LoopEvent::TurnComplete { .. } => "turn_complete",
         LoopEvent::Usage { .. } => "usage",
         LoopEvent::TitleGenerated { .. } => "title_generated",
@@ -110,6 +111,11 @@ fn every_event() -> Vec<LoopEvent> {
             call_id: "call_2".into(),
             question: "Which file?".into(),
         },
+        LoopEvent::Retrying {
+            attempt: 1,
+            delay_ms: 500,
+            error: "anthropic is overloaded (HTTP 529) (POST https://api.anthropic.com/v1/messages)".into(),
+        },
         LoopEvent::TurnComplete {
             iteration: 1,
             has_more: true,
@@ -185,7 +191,7 @@ fn every_input() -> Vec<LoopInput> {
 }
 
 /// The number of `LoopEvent` variants (the arms of `event_tag`).
-const EVENT_VARIANTS: usize = 23;
+const EVENT_VARIANTS: usize = 24;
 
 #[test]
 fn every_event_has_its_stable_type_tag() {

@@ -24,6 +24,7 @@ pub mod session;
 mod state;
 mod title;
 mod tool_hooks;
+mod typed_output;
 
 pub use agent::{Agent, AgentBuildError, AgentBuilder};
 pub use ask_user::{ASK_USER, AskUser, AskUserArgs};

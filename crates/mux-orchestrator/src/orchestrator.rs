@@ -1,7 +1,7 @@
 //! The orchestrator: services plus one conversation, and the handles of a run.
 
 use std::any::Any;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,6 +15,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{NeedsApproval, NeedsApprovalMap};
 use crate::ask_user::AskUser;
 use crate::context::ContextProvider;
 use crate::emitter::{Emitter, EventReceiver, Subscription};
@@ -36,6 +37,7 @@ pub(crate) struct Services {
     pub(crate) resources: Resources,
     pub(crate) broadcast: broadcast::Sender<LoopEvent>,
     pub(crate) cancel: CancellationToken,
+    pub(crate) needs_approval: NeedsApprovalMap,
     #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<crate::mcp::McpLink>,
 }
@@ -79,6 +81,7 @@ pub struct OrchestratorBuilder {
     hooks: Hooks,
     resources: Resources,
     cancel: CancellationToken,
+    needs_approval: HashMap<String, NeedsApproval>,
     #[cfg(feature = "mcp")]
     mcp: Option<(mux_mcp::Coordinator, Option<crate::mcp::McpServers>)>,
     #[cfg(feature = "mcp")]
@@ -162,6 +165,20 @@ impl OrchestratorBuilder {
         self
     }
 
+    /// Decides per call whether `tool` needs approval, from its input: `true` asks the face
+    /// (deny rules still hold), `false` runs it unasked, or with a permission policy leaves it
+    /// to the policy. It replaces [`OrchestratorConfig::approval`] for that tool. A predicate
+    /// that panics asks.
+    pub fn needs_approval(
+        mut self,
+        tool: impl Into<String>,
+        predicate: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.needs_approval
+            .insert(tool.into(), Arc::new(predicate) as NeedsApproval);
+        self
+    }
+
     fn services(self) -> Services {
         if self.config.ask_user {
             // `replace` keeps an application's own `ask_user` from failing the build.
@@ -186,6 +203,7 @@ impl OrchestratorBuilder {
             broadcast,
             // A child, so `Orchestrator::shutdown` never cancels the caller's token.
             cancel: self.cancel.child_token(),
+            needs_approval: Arc::new(self.needs_approval),
             #[cfg(feature = "mcp")]
             mcp,
         }
@@ -226,6 +244,7 @@ impl Orchestrator {
             hooks: Hooks::new(),
             resources: Resources::new(),
             cancel: CancellationToken::new(),
+            needs_approval: HashMap::new(),
             #[cfg(feature = "mcp")]
             mcp: None,
             #[cfg(feature = "mcp")]
@@ -437,14 +456,28 @@ impl Orchestrator {
         &self,
         prompt: impl Into<String>,
     ) -> Result<RunSummary, LoopError> {
+        self.run_unattended(prompt.into(), None).await
+    }
+
+    /// [`run_to_completion`](Self::run_to_completion), with every request asking for a final
+    /// answer shaped as `output`.
+    pub(crate) async fn run_unattended(
+        &self,
+        prompt: String,
+        output: Option<mux_llm::OutputSchema>,
+    ) -> Result<RunSummary, LoopError> {
         let running = RunningGuard::acquire(&self.running)?;
         let cancel = self.services.cancel.child_token();
         let emitter = Emitter::broadcast_only(self.services.broadcast.clone());
         let _cancel_on_drop = cancel.clone().drop_guard();
-        let run = Arc::new(RunShared::new(emitter, cancel).unattended());
+        let run = Arc::new(
+            RunShared::new(emitter, cancel)
+                .unattended()
+                .with_output(output),
+        );
         // The loop runs in the caller's task: no spawn, no hand-off. A panic in it is reported
         // as a crash, as it is for a spawned run.
-        let outcome = AssertUnwindSafe(crate::run::drive(self, &run, prompt.into()))
+        let outcome = AssertUnwindSafe(crate::run::drive(self, &run, prompt))
             .catch_unwind()
             .await;
         drop(running);

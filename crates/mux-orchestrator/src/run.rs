@@ -5,7 +5,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
 use futures::{FutureExt, StreamExt};
-use mux_llm::{Accumulator, ContentBlock, Message, Request, Response, Role, StreamEvent, Usage};
+use mux_llm::{
+    Accumulator, ContentBlock, Message, OnRetry, Request, Response, Role, StreamEvent, Usage,
+};
 use mux_permission::{Asker, PermissionGate};
 use mux_tool::{BoxFuture, CallScope, Executor, ProgressSender, ToolCall, ToolOutput};
 use tokio::sync::mpsc;
@@ -363,6 +365,7 @@ impl<'a> Turns<'a> {
             forced_asks: Arc::clone(&forced_asks),
             always_allowed: Arc::clone(&self.orch.lock().always_allowed),
             approval: config.approval,
+            needs_approval: Arc::clone(&services.needs_approval),
         };
         let resources = services.resources.child();
         resources.insert(AskUserLink(Arc::clone(self.run)));
@@ -394,6 +397,7 @@ impl<'a> Turns<'a> {
             request = request.thinking(budget);
         }
         request.messages = Arc::clone(&self.orch.lock().messages);
+        request.output.clone_from(&self.run.output);
         request
     }
 
@@ -438,10 +442,25 @@ impl<'a> Turns<'a> {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.response.finish_reasons = tracing::field::Empty,
         );
-        let mut stream = tokio::select! {
-            biased;
-            () = &mut cancelled => return Err(LoopError::Cancelled),
-            stream = services.client.stream(request).instrument(span.clone()) => stream?,
+        // Retries happen inside the client before the stream starts: each one it reports
+        // becomes a `Retrying` event while the request is still being made.
+        let (retries_tx, mut retries) = tokio::sync::mpsc::unbounded_channel();
+        let request = request.on_retry(OnRetry::new(move |notice| {
+            let _ = retries_tx.send(LoopEvent::Retrying {
+                attempt: notice.attempt,
+                delay_ms: u64::try_from(notice.delay.as_millis()).unwrap_or(u64::MAX),
+                error: notice.error.to_string(),
+            });
+        }));
+        let request_made = services.client.stream(request).instrument(span.clone());
+        tokio::pin!(request_made);
+        let mut stream = loop {
+            tokio::select! {
+                biased;
+                () = &mut cancelled => return Err(LoopError::Cancelled),
+                Some(retrying) = retries.recv() => self.run.emit(retrying).await,
+                stream = &mut request_made => break stream?,
+            }
         };
         let mut acc = Accumulator::new(provider);
         let mut tool_args: HashMap<usize, (String, String, String)> = HashMap::new();

@@ -26,6 +26,8 @@ pub(crate) struct RunShared {
     queued_messages: Mutex<Vec<String>>,
     stop_request: Mutex<Option<(String, String)>>,
     unapproved: Mutex<Vec<UnapprovedCall>>,
+    /// The shape the final answer must take (structured output), for every request of the run.
+    pub(crate) output: Option<mux_llm::OutputSchema>,
 }
 
 #[derive(Debug)]
@@ -58,6 +60,7 @@ impl RunShared {
             queued_messages: Mutex::new(Vec::new()),
             stop_request: Mutex::new(None),
             unapproved: Mutex::new(Vec::new()),
+            output: None,
         }
     }
 
@@ -80,6 +83,11 @@ impl RunShared {
     }
 
     /// Marks the run as having no face to answer.
+    pub(crate) fn with_output(mut self, output: Option<mux_llm::OutputSchema>) -> Self {
+        self.output = output;
+        self
+    }
+
     pub(crate) fn unattended(mut self) -> Self {
         self.attended = false;
         self

@@ -63,8 +63,17 @@ fn answer_text(output: &OutputSchema, input: &Value) -> String {
     answer.to_string()
 }
 
-/// Turns the output tool's call in a whole response into text.
+/// Turns the output tool's call in a whole response into the reply's only text: text the
+/// model wrote beside it (a preamble) would spoil the JSON.
 pub(crate) fn into_text(output: &OutputSchema, mut response: Response) -> Response {
+    let answered = response
+        .tool_calls()
+        .any(|(_, name, _)| name == OutputSchema::TOOL_NAME);
+    if answered {
+        response
+            .content
+            .retain(|block| !matches!(block, ContentBlock::Text { .. }));
+    }
     let mut other_calls = false;
     for block in &mut response.content {
         if let ContentBlock::ToolUse { name, input, .. } = block {
@@ -81,64 +90,128 @@ pub(crate) fn into_text(output: &OutputSchema, mut response: Response) -> Respon
     response
 }
 
-/// Does [`into_text`] on a stream: the output tool's block is held back until it is complete,
-/// then sent as one text block at its index.
+/// Does [`into_text`] on a stream. The output tool's block is held back until it is
+/// complete, then sent as one text block at its index; the model's own text is held back to
+/// the end of the message, and dropped if the output tool answered.
 pub(crate) fn stream_into_text(output: OutputSchema, stream: EventStream) -> EventStream {
-    let mut held: HashMap<usize, String> = HashMap::new();
-    let mut other_calls = false;
+    let mut state = Rewrite {
+        output,
+        answers: HashMap::new(),
+        texts: Vec::new(),
+        text_blocks: Vec::new(),
+        answered: false,
+        other_calls: false,
+    };
     Box::pin(stream.flat_map(move |event| {
-        let events: Vec<_> = match event {
-            Ok(StreamEvent::BlockStart {
+        let events = match event {
+            Ok(event) => state.push(event).into_iter().map(Ok).collect(),
+            Err(error) => vec![Err(error)],
+        };
+        futures::stream::iter(events)
+    }))
+}
+
+struct Rewrite {
+    output: OutputSchema,
+    /// Output-tool blocks being received: index → JSON so far.
+    answers: HashMap<usize, String>,
+    /// The model's text events, held back.
+    texts: Vec<StreamEvent>,
+    text_blocks: Vec<usize>,
+    answered: bool,
+    other_calls: bool,
+}
+
+impl Rewrite {
+    fn push(&mut self, event: StreamEvent) -> Vec<StreamEvent> {
+        match event {
+            StreamEvent::BlockStart {
                 index,
                 block: BlockStart::ToolUse { name, .. },
-            }) if name == OutputSchema::TOOL_NAME => {
-                held.insert(index, String::new());
+            } if name == OutputSchema::TOOL_NAME => {
+                self.answers.insert(index, String::new());
                 vec![]
             }
-            Ok(StreamEvent::ToolInputDelta {
+            StreamEvent::ToolInputDelta {
                 index,
                 partial_json,
-            }) if held.contains_key(&index) => {
-                if let Some(json) = held.get_mut(&index) {
+            } if self.answers.contains_key(&index) => {
+                if let Some(json) = self.answers.get_mut(&index) {
                     json.push_str(&partial_json);
                 }
                 vec![]
             }
-            Ok(StreamEvent::BlockStop { index }) if held.contains_key(&index) => {
-                let json = held.remove(&index).unwrap_or_default();
+            StreamEvent::BlockStop { index } if self.answers.contains_key(&index) => {
+                let json = self.answers.remove(&index).unwrap_or_default();
                 let input: Value = serde_json::from_str(&json).unwrap_or(Value::String(json));
+                self.answered = true;
                 vec![
-                    Ok(StreamEvent::BlockStart {
+                    StreamEvent::BlockStart {
                         index,
                         block: BlockStart::Text,
-                    }),
-                    Ok(StreamEvent::TextDelta {
+                    },
+                    StreamEvent::TextDelta {
                         index,
-                        text: answer_text(&output, &input),
-                    }),
-                    Ok(StreamEvent::BlockStop { index }),
+                        text: answer_text(&self.output, &input),
+                    },
+                    StreamEvent::BlockStop { index },
                 ]
             }
-            Ok(StreamEvent::BlockStart {
+            StreamEvent::BlockStart {
+                index,
+                block: BlockStart::Text,
+            } => {
+                self.text_blocks.push(index);
+                self.texts.push(StreamEvent::BlockStart {
+                    index,
+                    block: BlockStart::Text,
+                });
+                vec![]
+            }
+            event @ (StreamEvent::TextDelta { index, .. } | StreamEvent::BlockStop { index })
+                if self.text_blocks.contains(&index) =>
+            {
+                self.texts.push(event);
+                vec![]
+            }
+            StreamEvent::BlockStart {
                 index,
                 block: block @ BlockStart::ToolUse { .. },
-            }) => {
-                other_calls = true;
-                vec![Ok(StreamEvent::BlockStart { index, block })]
+            } => {
+                self.other_calls = true;
+                vec![StreamEvent::BlockStart { index, block }]
             }
-            Ok(StreamEvent::MessageDelta {
-                stop_reason: Some(StopReason::ToolUse),
+            StreamEvent::MessageDelta {
+                stop_reason,
                 stop_sequence,
                 usage,
-            }) if !other_calls => vec![Ok(StreamEvent::MessageDelta {
-                stop_reason: Some(StopReason::EndTurn),
-                stop_sequence,
-                usage,
-            })],
+            } => {
+                let stop_reason = match stop_reason {
+                    Some(StopReason::ToolUse) if !self.other_calls => Some(StopReason::EndTurn),
+                    other => other,
+                };
+                let mut events = self.release_texts();
+                events.push(StreamEvent::MessageDelta {
+                    stop_reason,
+                    stop_sequence,
+                    usage,
+                });
+                events
+            }
+            StreamEvent::MessageStop => {
+                let mut events = self.release_texts();
+                events.push(StreamEvent::MessageStop);
+                events
+            }
             other => vec![other],
-        };
-        futures::stream::iter(events)
-    }))
+        }
+    }
+
+    /// The held-back text, unless the output tool answered.
+    fn release_texts(&mut self) -> Vec<StreamEvent> {
+        let texts = std::mem::take(&mut self.texts);
+        if self.answered { Vec::new() } else { texts }
+    }
 }
 
 #[cfg(test)]
@@ -161,6 +234,25 @@ mod tests {
         let reply = into_text(&list, reply);
         assert_eq!(reply.text(), r#"["a","b"]"#);
         assert_eq!(reply.stop_reason, StopReason::EndTurn);
+    }
+
+    #[tokio::test]
+    async fn a_preamble_beside_the_answer_is_dropped_and_plain_text_kept() {
+        let mut reply = Response::from_text("Let me answer.");
+        reply.content.push(ContentBlock::tool_use("t1", "final_result", json!({"temp": 1})));
+        reply.stop_reason = StopReason::ToolUse;
+        let events: Vec<_> = events_of(&reply).into_iter().map(Ok).collect();
+        let stream = stream_into_text(weather(), Box::pin(futures::stream::iter(events)));
+        let streamed = crate::accumulate("anthropic", stream).await.unwrap();
+        assert_eq!(streamed.text(), r#"{"temp":1}"#);
+        assert_eq!(into_text(&weather(), reply).text(), r#"{"temp":1}"#);
+
+        // No output call: the text arrives whole, at the end of the message.
+        let plain = Response::from_text("I cannot say.");
+        let events: Vec<_> = events_of(&plain).into_iter().map(Ok).collect();
+        let stream = stream_into_text(weather(), Box::pin(futures::stream::iter(events)));
+        let streamed = crate::accumulate("anthropic", stream).await.unwrap();
+        assert_eq!(streamed.text(), "I cannot say.");
     }
 
     #[test]

@@ -185,3 +185,87 @@ async fn openai_parallel_tool_calls_then_answer() {
         "every tool call answered with a role:tool message"
     );
 }
+
+/// A retried request shows as `Retrying` events before the turn's text, and the run goes on.
+#[tokio::test]
+async fn retries_are_visible_as_events() {
+    let server = ReplayServer::start(vec![
+        Reply::json(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        )
+        .header("retry-after-ms", "5"),
+        Reply::sse(fixture("anthropic/basic.sse")),
+    ])
+    .await
+    .unwrap();
+    let client = AnthropicClient::new(ApiKey::new("sk-ant-test"))
+        .unwrap()
+        .base_url(server.url())
+        .unwrap();
+    let agent = Orchestrator::builder(
+        Arc::new(client) as Arc<dyn LlmClient>,
+        OrchestratorConfig::new("claude-sonnet-4-20250514"),
+    )
+    .build();
+    let (events, outcome) = common::drain(agent.run("Hi").unwrap()).await;
+    outcome.unwrap();
+    let retrying: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::Retrying {
+                attempt,
+                delay_ms,
+                error,
+            } => Some((*attempt, *delay_ms, error.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retrying.len(), 1, "{events:?}");
+    assert_eq!(retrying[0].0, 1);
+    assert_eq!(retrying[0].1, 5);
+    assert!(retrying[0].2.contains("529"), "{}", retrying[0].2);
+    let first_text = events
+        .iter()
+        .position(|e| matches!(e, LoopEvent::TextDelta { .. }))
+        .unwrap();
+    let retry = events
+        .iter()
+        .position(|e| matches!(e, LoopEvent::Retrying { .. }))
+        .unwrap();
+    assert!(retry < first_text);
+    assert!(!retrying[0].2.contains("sk-ant-test"));
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+struct Place {
+    location: String,
+}
+
+/// Structured output on Anthropic: the recorded tool-use stream, with its tool renamed to the
+/// output tool, comes back as the typed answer; the request forced that tool.
+#[tokio::test]
+async fn anthropic_structured_output_through_the_output_tool() {
+    let recorded = String::from_utf8(fixture("anthropic/tool_use.sse")).unwrap();
+    let answered = recorded.replace("\"name\":\"get_weather\"", "\"name\":\"final_result\"");
+    let server = ReplayServer::start(vec![Reply::sse(answered.into_bytes()).chunked(9)])
+        .await
+        .unwrap();
+    let client = AnthropicClient::new(ApiKey::new("sk-ant-test"))
+        .unwrap()
+        .base_url(server.url())
+        .unwrap();
+    let agent = mux_orchestrator::Agent::builder(client)
+        .model("claude-sonnet-4-20250514")
+        .build()
+        .unwrap();
+    let place: Place = agent.prompt_typed("Where?").await.unwrap();
+    assert_eq!(place.location, "Paris");
+    let request = server.requests()[0].json();
+    // The agent also offers `ask_user`, so the model must call a tool, not this one.
+    assert_eq!(request["tool_choice"]["type"], "any");
+    let tools = request["tools"].as_array().unwrap();
+    let output = tools.iter().find(|t| t["name"] == "final_result").unwrap();
+    assert_eq!(output["input_schema"]["required"][0], "location");
+    assert_eq!(server.requests().len(), 1, "a valid answer needs no correction");
+}
