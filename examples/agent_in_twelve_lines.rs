@@ -1,5 +1,5 @@
 //! An agent with one tool of its own, offline on a scripted model: it asks for `add`, the
-//! tool runs, and the agent answers. Run: `cargo run --example agent_in_twelve_lines`.
+//! tool runs, and the model answers from the tool's result. Run: `cargo run --example agent_in_twelve_lines`.
 
 use mux::prelude::*;
 use serde_json::json;
@@ -26,7 +26,10 @@ impl TypedTool for Add {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model = ScriptedClient::new()
         .reply_tool_call("c1", "add", json!({"a": 2, "b": 3}))
-        .reply_text("2 + 3 = 5");
+        .respond_with(|request| {
+            let (_, sum, _) = request.last_tool_results().pop().unwrap_or_default();
+            Ok(Response::from_text(format!("2 + 3 = {sum}")))
+        });
     let agent = Agent::builder(model)
         .model("any")
         .tool(Add)

@@ -23,7 +23,7 @@ use mux::llm::testing::ScriptedClient;
 use mux::llm::{ContentBlock, LlmClient, Request, Response, StopReason, Usage};
 use mux::orchestrator::context::ProjectInstructions;
 use mux::orchestrator::{
-    ApprovalDecision, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run,
+    Answer, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run,
 };
 use mux::permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
 use mux::tool::Registry;
@@ -285,7 +285,7 @@ async fn show(run: Run, interactive: bool) -> Result<mux::orchestrator::RunSumma
                     ask(&name, &args, &reason)
                 } else {
                     println!("  ? {name} {args} needs approval ({reason}): denied automatically");
-                    ApprovalDecision::Deny {
+                    Answer::Deny {
                         reason: "not approved (non-interactive run)".into(),
                     }
                 };
@@ -321,15 +321,15 @@ fn answer_question(question: &str) -> String {
     }
 }
 
-fn ask(name: &str, args: &serde_json::Value, reason: &str) -> ApprovalDecision {
+fn ask(name: &str, args: &serde_json::Value, reason: &str) -> Answer {
     print!("\n  ? {name} {args}\n    {reason}. Allow? [y/N] ");
     let _ = std::io::stdout().flush();
     let mut line = String::new();
     let _ = std::io::stdin().lock().read_line(&mut line);
     if line.trim().eq_ignore_ascii_case("y") {
-        ApprovalDecision::AllowOnce
+        Answer::AllowOnce
     } else {
-        ApprovalDecision::Deny {
+        Answer::Deny {
             reason: "the user said no".into(),
         }
     }

@@ -6,7 +6,10 @@
 use std::sync::Mutex;
 
 use mux::prelude::*;
-use mux::tool::{approval::gate_fn, hooks::post_hook_fn, hooks::pre_hook_fn};
+use mux::tool::{
+    Approval, CallScope, Executor, PostHookAction, PreHookAction, Subject, ToolCall,
+    approval::gate_fn, hooks::post_hook_fn, hooks::pre_hook_fn,
+};
 use mux_examples::step;
 use serde_json::json;
 
@@ -94,7 +97,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .as_str()
                 .is_some_and(|b| b.trim().is_empty())
             {
-                return PreHookAction::block("a note needs a body");
+                return PreHookAction::deny("a note needs a body");
             }
             let mut input = call.input.clone();
             if let Some(title) = input["title"].as_str() {
@@ -112,7 +115,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Subject::Path(path) if path.to_string_lossy().contains("secret") => {
                     Approval::deny("notes about secrets need a human")
                 }
-                _ => Approval::Approve,
+                _ => Approval::Allow,
             }
         }))
         // Post-hook: observes every result.

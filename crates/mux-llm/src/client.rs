@@ -1,6 +1,5 @@
 //! The provider-neutral client trait.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -12,8 +11,7 @@ use crate::event::StreamEvent;
 use crate::request::Request;
 use crate::response::Response;
 
-/// A boxed, sendable future.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use mux_tool::BoxFuture;
 
 /// A stream of normalized events. It ends after [`StreamEvent::MessageStop`] or after the
 /// first error.

@@ -12,7 +12,7 @@ use crate::client::EventStream;
 use crate::decode::{EventMapper, decode_stream};
 use crate::error::{LlmError, TimeoutPhase, one_line, snippet};
 use crate::retry::{OnRetry, RetryNotice, RetryPolicy, retry_after_from_headers};
-use crate::secret::ApiKey;
+use mux_tool::Secret;
 
 /// The three waits every request is bounded by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,7 +41,7 @@ pub struct HttpOptions {
     /// The API root, without a trailing slash.
     pub base_url: String,
     /// The API key (absent for local servers).
-    pub api_key: Option<ApiKey>,
+    pub api_key: Option<Secret>,
     /// Retries of failed attempts.
     pub retry: RetryPolicy,
     /// Connection, request and idle timeouts.
@@ -52,7 +52,7 @@ pub struct HttpOptions {
 
 impl HttpOptions {
     /// Options for `base_url` with the default retry policy and timeouts.
-    pub fn new(base_url: impl Into<String>, api_key: Option<ApiKey>) -> Self {
+    pub fn new(base_url: impl Into<String>, api_key: Option<Secret>) -> Self {
         Self {
             base_url: base_url.into().trim_end_matches('/').to_owned(),
             api_key,
@@ -75,7 +75,7 @@ impl HttpOptions {
     ) -> Result<Self, LlmError> {
         let key = get(key_var)
             .filter(|key| !key.trim().is_empty())
-            .map(|key| ApiKey::new(key.trim()))
+            .map(|key| Secret::new(key.trim()))
             .ok_or_else(|| LlmError::Config {
                 provider: provider.into(),
                 message: format!("{key_var} is not set"),

@@ -18,7 +18,6 @@ pub mod openai;
 mod request;
 mod response;
 pub mod retry;
-mod secret;
 pub mod sse;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -31,4 +30,4 @@ pub use message::{CacheHint, ContentBlock, ImageSource, Message, Role};
 pub use request::{CachePolicy, OutputSchema, ReasoningEffort, Request, Thinking, ToolChoice};
 pub use response::{Response, StopDetails, StopReason, Usage};
 pub use retry::{OnRetry, RetryNotice, RetryPolicy};
-pub use secret::ApiKey;
+pub use mux_tool::Secret;

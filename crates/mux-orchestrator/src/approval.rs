@@ -10,7 +10,7 @@ use mux_permission::{Answer, Asker, Decision, PermissionGate, Permissions, Quest
 use mux_tool::approval::ApprovalRequest;
 use mux_tool::{Approval, ApprovalGate, ApprovalPolicy, BoxFuture, PathFilter, Subject, ToolCall};
 
-use crate::event::{ApprovalDecision, LoopEvent};
+use crate::event::LoopEvent;
 use crate::orchestrator::UnapprovedCall;
 use crate::run_state::{RunShared, Waiting};
 
@@ -65,27 +65,25 @@ impl LoopAsker {
             decision = answer => decision.ok(),
             () = timeout => {
                 let limit = self.timeout.unwrap_or_default();
-                Some(ApprovalDecision::Deny { reason: format!("no approval arrived within {limit:?}") })
+                Some(Answer::deny(format!("no approval arrived within {limit:?}")))
             }
             () = self.run.cancel.cancelled() => {
-                Some(ApprovalDecision::Deny { reason: "the run was cancelled".into() })
+                Some(Answer::deny("the run was cancelled"))
             }
         };
         self.run.forget(&call.id);
         self.run.end_wait(Waiting::Approval).await;
         match decision {
-            Some(ApprovalDecision::AllowOnce) => {
+            Some(answer @ Answer::AllowOnce) => {
                 self.approved(call, false).await;
-                Answer::Once
+                answer
             }
-            Some(ApprovalDecision::AllowAlways { remember }) => {
+            Some(answer @ Answer::AllowAlways { .. }) => {
                 self.approved(call, true).await;
-                Answer::Always(remember)
+                answer
             }
-            Some(ApprovalDecision::Deny { reason }) => Answer::Deny { reason },
-            None => Answer::Deny {
-                reason: "the approval channel closed".into(),
-            },
+            Some(answer) => answer,
+            None => Answer::deny("the approval channel closed"),
         }
     }
 
@@ -142,7 +140,7 @@ impl LoopGate {
                 .unwrap_or(true)
         });
         match predicate_asks {
-            Some(false) if self.permissions.is_none() && !forced => return Approval::Approve,
+            Some(false) if self.permissions.is_none() && !forced => return Approval::Allow,
             Some(true) if !forced => {
                 return self
                     .ask_unless_denied(&request, "the tool's needs_approval predicate asked")
@@ -161,7 +159,7 @@ impl LoopGate {
                 || request.pre_approved_by.is_some()
                 || self.is_always_allowed(&request.spec.name) =>
             {
-                Approval::Approve
+                Approval::Allow
             }
             None => {
                 let reason = match self.approval {
@@ -197,7 +195,7 @@ impl LoopGate {
             .asker
             .ask_face(request.call, request.subject, reason)
             .await;
-        if let Answer::Always(remember) = &answer {
+        if let Answer::AllowAlways { remember } = &answer {
             match policy {
                 Some(policy) => {
                     if let Err(err) = policy.remember(request.spec, request.subject, remember) {
@@ -230,7 +228,7 @@ impl LoopGate {
 fn answer_to_approval(answer: Answer) -> Approval {
     match answer {
         Answer::Deny { reason } => Approval::deny(reason),
-        _ => Approval::Approve,
+        _ => Approval::Allow,
     }
 }
 
@@ -249,7 +247,7 @@ impl ApprovalGate for LoopGate {
                 return approval;
             };
             let event = match &approval {
-                Approval::Approve => LoopEvent::ToolExecuting { call_id, name },
+                Approval::Allow => LoopEvent::ToolExecuting { call_id, name },
                 Approval::Deny { reason } => LoopEvent::ToolDenied {
                     call_id,
                     reason: reason.clone(),

@@ -4,7 +4,7 @@
 //! read inputs from a request body.
 
 use mux_llm::Usage;
-use mux_permission::Remember;
+use mux_permission::Answer;
 use mux_tool::{Subject, ToolOutput, ToolUpdate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -197,25 +197,6 @@ pub enum LoopEvent {
     },
 }
 
-/// How a face answers an approval request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "decision", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ApprovalDecision {
-    /// Run this call once.
-    AllowOnce,
-    /// Run it, and add a rule so that calls like it run without asking.
-    AllowAlways {
-        /// Where and how to remember the rule.
-        remember: Remember,
-    },
-    /// Refuse it; the reason reaches the model.
-    Deny {
-        /// Why.
-        reason: String,
-    },
-}
-
 /// What a face sends into a running loop.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -226,7 +207,7 @@ pub enum LoopInput {
         /// The call id from the event.
         call_id: String,
         /// The answer.
-        decision: ApprovalDecision,
+        decision: Answer,
     },
     /// The answer to [`LoopEvent::AwaitingInput`].
     UserResponse {

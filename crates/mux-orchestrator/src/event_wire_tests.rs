@@ -6,7 +6,7 @@ use mux_permission::{Remember, Scope};
 use mux_tool::{Subject, ToolOutput, ToolUpdate};
 use serde_json::json;
 
-use crate::{ApprovalDecision, LoopEvent, LoopInput, LoopState};
+use crate::{Answer, LoopEvent, LoopInput, LoopState};
 
 /// Each variant's `"type"` tag. The match is exhaustive: a new variant does not compile until
 /// it is named here, and `every_event` must then carry a sample of it.
@@ -165,17 +165,17 @@ fn every_input() -> Vec<LoopInput> {
     vec![
         LoopInput::ToolApproval {
             call_id: "call_1".into(),
-            decision: ApprovalDecision::AllowOnce,
+            decision: Answer::AllowOnce,
         },
         LoopInput::ToolApproval {
             call_id: "call_1".into(),
-            decision: ApprovalDecision::AllowAlways {
+            decision: Answer::AllowAlways {
                 remember: Remember::prefix(Scope::Project, "git diff"),
             },
         },
         LoopInput::ToolApproval {
             call_id: "call_1".into(),
-            decision: ApprovalDecision::Deny {
+            decision: Answer::Deny {
                 reason: "not now".into(),
             },
         },

@@ -34,7 +34,8 @@ pub use context::ContextProvider;
 pub use convert::tool_result_block;
 pub use emitter::{EventReceiver, Subscription};
 pub use error::LoopError;
-pub use event::{ApprovalDecision, LoopEvent, LoopInput};
+pub use event::{LoopEvent, LoopInput};
+pub use mux_permission::Answer;
 pub use hooks::{Hook, HookError, Hooks};
 #[cfg(feature = "mcp")]
 pub use mcp::{McpServers, McpStartError};

@@ -8,7 +8,8 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::emitter::Emitter;
-use crate::event::{ApprovalDecision, LoopEvent};
+use crate::event::LoopEvent;
+use mux_permission::Answer;
 use crate::orchestrator::UnapprovedCall;
 use crate::state::{LoopState, StateMachine};
 
@@ -21,7 +22,7 @@ pub(crate) struct RunShared {
     /// the user is away, at once.
     pub(crate) attended: bool,
     machine: Mutex<Machine>,
-    approvals: Mutex<HashMap<String, oneshot::Sender<ApprovalDecision>>>,
+    approvals: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
     responses: Mutex<HashMap<String, oneshot::Sender<String>>>,
     queued_messages: Mutex<Vec<String>>,
     stop_request: Mutex<Option<(String, String)>>,
@@ -177,7 +178,7 @@ impl RunShared {
         }
     }
 
-    pub(crate) fn expect_approval(&self, call_id: &str) -> oneshot::Receiver<ApprovalDecision> {
+    pub(crate) fn expect_approval(&self, call_id: &str) -> oneshot::Receiver<Answer> {
         let (tx, rx) = oneshot::channel();
         self.approvals
             .lock()
@@ -196,7 +197,7 @@ impl RunShared {
     }
 
     /// Delivers an approval; false when no call with this id waits for one.
-    pub(crate) fn answer_approval(&self, call_id: &str, decision: ApprovalDecision) -> bool {
+    pub(crate) fn answer_approval(&self, call_id: &str, decision: Answer) -> bool {
         let waiting = self
             .approvals
             .lock()

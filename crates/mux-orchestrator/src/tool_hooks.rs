@@ -53,7 +53,7 @@ impl PreHook for PreToolHooks {
                         if err.stop_run {
                             self.run.request_stop(hook.name(), &err.message);
                         }
-                        return Ok(PreHookAction::block(format!(
+                        return Ok(PreHookAction::deny(format!(
                             "hook `{}` failed: {}",
                             hook.name(),
                             err.message
@@ -61,7 +61,7 @@ impl PreHook for PreToolHooks {
                     }
                     Err(_) => {
                         self.report(hook.name(), "panicked").await;
-                        return Ok(PreHookAction::block(format!(
+                        return Ok(PreHookAction::deny(format!(
                             "hook `{}` panicked",
                             hook.name()
                         )));
@@ -70,7 +70,7 @@ impl PreHook for PreToolHooks {
                 match action {
                     PreToolAction::Continue => {}
                     PreToolAction::Allow => allowed = true,
-                    PreToolAction::Deny { reason } => return Ok(PreHookAction::Block { reason }),
+                    PreToolAction::Deny { reason } => return Ok(PreHookAction::Deny { reason }),
                     PreToolAction::Ask => {
                         self.forced_asks
                             .lock()

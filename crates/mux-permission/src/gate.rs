@@ -18,19 +18,34 @@ pub struct Question<'a> {
     pub decision: &'a Decision,
 }
 
-/// The answer to a [`Question`].
+/// A person's answer to a call that needs approval: the answer to a [`Question`] here, and
+/// what a face sends back into the loop (mux-orchestrator's `LoopInput::ToolApproval`).
+/// The words match the policy's [`Verdict`] (allow / deny) and ACP's permission options.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "answer", rename_all = "snake_case")]
+#[serde(tag = "decision", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Answer {
     /// Run this call only.
-    Once,
-    /// Run it, and allow calls like it from now on.
-    Always(Remember),
-    /// Refuse it.
+    AllowOnce,
+    /// Run it, and add a rule so that calls like it run without asking.
+    AllowAlways {
+        /// Where and how to remember the rule.
+        remember: Remember,
+    },
+    /// Refuse it; the reason reaches the model.
     Deny {
-        /// Why; reaches the model.
+        /// Why.
         reason: String,
     },
+}
+
+impl Answer {
+    /// A denial with a reason.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Self::Deny {
+            reason: reason.into(),
+        }
+    }
 }
 
 /// Answers questions: the layer above supplies it (the orchestrator asks a human).
@@ -105,7 +120,7 @@ impl PermissionGate {
     async fn decide(&self, request: ApprovalRequest<'_>) -> Approval {
         let decision = self.permissions.check(request.spec, request.subject);
         match decision.verdict {
-            Verdict::Allow => Approval::Approve,
+            Verdict::Allow => Approval::Allow,
             Verdict::Deny => Approval::deny(decision.reason),
             Verdict::Ask => {
                 if let Some(hook) = request.pre_approved_by {
@@ -115,7 +130,7 @@ impl PermissionGate {
                         hook,
                         "pre-approved by a hook; not asking"
                     );
-                    return Approval::Approve;
+                    return Approval::Allow;
                 }
                 let Some(asker) = &self.asker else {
                     return Approval::deny(format!("no one to ask: {}", decision.reason));
@@ -129,8 +144,8 @@ impl PermissionGate {
                     .await;
                 self.record(request, &answer);
                 match answer {
-                    Answer::Once => Approval::Approve,
-                    Answer::Always(choice) => {
+                    Answer::AllowOnce => Approval::Allow,
+                    Answer::AllowAlways { remember: choice } => {
                         if let Err(err) =
                             self.permissions
                                 .remember(request.spec, request.subject, &choice)
@@ -142,7 +157,7 @@ impl PermissionGate {
                                 "could not remember an always-allow answer; allowing once"
                             );
                         }
-                        Approval::Approve
+                        Approval::Allow
                     }
                     Answer::Deny { reason } => Approval::deny(reason),
                 }
@@ -187,7 +202,7 @@ impl ApprovalGate for PermissionGate {
 /// use mux_permission::{Answer, asker_fn};
 ///
 /// let asker = asker_fn(|_call, _subject, decision| async move {
-///     if decision.reason.contains("git") { Answer::Once } else {
+///     if decision.reason.contains("git") { Answer::AllowOnce } else {
 ///         Answer::Deny { reason: "not now".into() }
 ///     }
 /// });

@@ -24,7 +24,7 @@ pub struct ApprovalRequest<'a> {
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum Approval {
     /// Run the call.
-    Approve,
+    Allow,
     /// Refuse the call; the reason reaches the model.
     Deny {
         /// Why.
@@ -92,7 +92,7 @@ impl ApprovalPolicy {
 ///     if request.spec.annotations.destructive {
 ///         Approval::deny("destructive tools are off")
 ///     } else {
-///         Approval::Approve
+///         Approval::Allow
 ///     }
 /// });
 /// # let _ = gate;

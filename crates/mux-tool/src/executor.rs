@@ -250,7 +250,7 @@ impl Executor {
             match action {
                 PreHookAction::Continue => {}
                 PreHookAction::Allow => pre_approved_by = Some(hook_name()),
-                PreHookAction::Block { reason } => {
+                PreHookAction::Deny { reason } => {
                     return Err(ExecError::Blocked {
                         tool: spec.name.to_string(),
                         hook: hook_name(),
@@ -312,7 +312,7 @@ impl Executor {
             () = scope.cancel.cancelled() => return Err(ExecError::Cancelled { tool: tool() }),
         };
         match verdict {
-            Ok(Approval::Approve) => {
+            Ok(Approval::Allow) => {
                 Ok(
                     std::panic::catch_unwind(AssertUnwindSafe(|| gate.path_filter(request)))
                         .map_err(|panic| ExecError::GateFailed {

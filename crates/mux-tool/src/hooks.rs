@@ -16,7 +16,7 @@ pub enum PreHookAction {
     /// pre-approved, so deny rules keep holding; with no gate, the call runs.
     Allow,
     /// Refuse the call; the reason reaches the model.
-    Block {
+    Deny {
         /// Why.
         reason: String,
     },
@@ -25,9 +25,9 @@ pub enum PreHookAction {
 }
 
 impl PreHookAction {
-    /// A block with a reason.
-    pub fn block(reason: impl Into<String>) -> Self {
-        Self::Block {
+    /// A denial with a reason.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Self::Deny {
             reason: reason.into(),
         }
     }
@@ -89,7 +89,7 @@ pub trait PostHook: Send + Sync + 'static {
 ///
 /// let no_rm = pre_hook_fn("no-rm", |call, _spec| {
 ///     if call.input["command"].as_str().is_some_and(|c| c.starts_with("rm ")) {
-///         PreHookAction::block("rm is not allowed here")
+///         PreHookAction::deny("rm is not allowed here")
 ///     } else {
 ///         PreHookAction::Continue
 ///     }

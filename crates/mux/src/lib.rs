@@ -24,6 +24,7 @@
 //! ```
 //! # #[cfg(feature = "tool")] {
 //! use mux::prelude::*;
+//! use mux::tool::{CallScope, Executor, ToolCall};
 //! use serde_json::json;
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -86,48 +87,37 @@ pub use mux_orchestrator as orchestrator;
 #[doc(inline)]
 pub use mux_agents as agents;
 
-/// The names most programs need, in one import.
+/// The names a first program needs, in one import: an agent, a tool of its own, approvals,
+/// events, sessions and a scripted model. Everything else is one path away (`mux::tool::…`,
+/// `mux::llm::…`, …).
 pub mod prelude {
-    #[cfg(feature = "mcp")]
-    #[doc(no_inline)]
-    pub use mux_mcp::{Coordinator, CoordinatorConfig, McpEvent, ServerSpec, load_config};
     #[cfg(feature = "tool")]
     #[doc(no_inline)]
     pub use mux_tool::{
-        Approval, ApprovalGate, ApprovalPolicy, CallOutcome, CallScope, Content, ExecError,
-        Executor, PostHook, PostHookAction, PreHook, PreHookAction, Registry, Subject, Tool,
-        ToolAnnotations, ToolCall, ToolContext, ToolError, ToolFilter, ToolOutput, ToolSpec,
+        ApprovalPolicy, Registry, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput,
         TypedTool,
     };
 
     #[cfg(feature = "llm")]
     #[doc(no_inline)]
-    pub use mux_llm::{
-        ContentBlock, LlmClient, LlmError, Message, Request, Response, RetryPolicy, Role,
-        StopReason, StreamEvent, ToolChoice, Usage,
-    };
+    pub use mux_llm::{LlmClient, Message, Response};
 
     #[cfg(feature = "permission")]
     #[doc(no_inline)]
-    pub use mux_permission::{
-        Answer, Asker, Decision, Mode, PermissionGate, Permissions, Remember, Rule, RuleSet, Scope,
-        ScopeRules, Verdict,
-    };
+    pub use mux_permission::{Answer, Mode, Permissions};
 
     #[cfg(feature = "orchestrator")]
     #[doc(no_inline)]
     pub use mux_orchestrator::{
-        Agent, ApprovalDecision, LoopError, LoopEvent, LoopInput, LoopState, Orchestrator,
-        OrchestratorConfig, Run, RunSummary,
+        Agent, LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, RunSummary,
+        session::FileSessionStore,
     };
+
+    #[cfg(all(feature = "orchestrator", feature = "mcp"))]
+    #[doc(no_inline)]
+    pub use mux_orchestrator::McpServers;
 
     #[cfg(feature = "testing")]
     #[doc(no_inline)]
     pub use mux_llm::testing::ScriptedClient;
-
-    #[cfg(feature = "agents")]
-    #[doc(no_inline)]
-    pub use mux_agents::{
-        AgentDefinition, AgentEvent, AgentHandle, AgentRuntime, Decomposition, Voting, presets,
-    };
 }

@@ -3,4 +3,5 @@
 
 mod llm_call;
 mod mcp_inspect;
+mod agent_in_twelve_lines;
 mod quickstart;

@@ -8,11 +8,16 @@ use std::time::{Duration, Instant};
 use mux_llm::testing::{ReplayServer, Reply};
 use serde_json::{Value, json};
 
-/// Builds the example (a no-op when it is fresh) and returns its path, beside this test's
+/// Builds the quickstart (a no-op when it is fresh) and returns its path.
+fn quickstart() -> PathBuf {
+    example_binary("quickstart")
+}
+
+/// Builds example `name` (a no-op when it is fresh) and returns its path, beside this test's
 /// own binary in the target directory. The flags match `cargo xtask test`'s, and the variables
 /// cargo set for this test are not passed on (ring's build script tracks
 /// `CARGO_MANIFEST_DIR`), so the build reuses the test step's artifacts.
-fn quickstart() -> PathBuf {
+pub(crate) fn example_binary(name: &str) -> PathBuf {
     let mut cargo = Command::new(env!("CARGO"));
     for (key, _) in std::env::vars() {
         let for_this_crate = [
@@ -38,16 +43,16 @@ fn quickstart() -> PathBuf {
             "--workspace",
             "--all-features",
             "--example",
-            "quickstart",
+            name,
         ])
         .status()
         .unwrap();
-    assert!(status.success(), "building the quickstart failed");
+    assert!(status.success(), "building example `{name}` failed");
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
     profile_dir
         .join("examples")
-        .join(format!("quickstart{}", std::env::consts::EXE_SUFFIX))
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
 }
 
 /// Runs the quickstart in the repository root with stdin closed (not a terminal), no

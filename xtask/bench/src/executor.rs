@@ -47,7 +47,7 @@ fn executor() -> Result<Executor, String> {
     Ok(Executor::builder(registry)
         .pre_hook(pre_hook_fn("noop-pre", |_, _| PreHookAction::Continue))
         .post_hook(post_hook_fn("noop-post", |_, _| PostHookAction::Keep))
-        .gate(gate_fn(|_| async { Approval::Approve }))
+        .gate(gate_fn(|_| async { Approval::Allow }))
         .build())
 }
 

@@ -6,7 +6,7 @@ mod render;
 
 use std::io::{self, Write};
 
-use mux_orchestrator::{ApprovalDecision, LoopEvent, LoopInput};
+use mux_orchestrator::{Answer, LoopEvent, LoopInput};
 use mux_permission::{Remember, Scope};
 
 pub use input::{ConsoleInput, Keys, LineInput, ScriptedInput};
@@ -181,22 +181,22 @@ impl<I: ConsoleInput, W: Write> Console<I, W> {
     }
 
     /// Reads allow once / allow always / deny; Ctrl+C or end of input deny.
-    async fn decision(&mut self) -> io::Result<ApprovalDecision> {
+    async fn decision(&mut self) -> io::Result<Answer> {
         loop {
             let Some(line) = self.read_answer().await? else {
-                return Ok(ApprovalDecision::Deny {
+                return Ok(Answer::Deny {
                     reason: "the user did not answer".into(),
                 });
             };
             match line.trim().to_ascii_lowercase().as_str() {
-                "o" | "once" | "y" | "yes" => return Ok(ApprovalDecision::AllowOnce),
+                "o" | "once" | "y" | "yes" => return Ok(Answer::AllowOnce),
                 "a" | "always" => {
-                    return Ok(ApprovalDecision::AllowAlways {
+                    return Ok(Answer::AllowAlways {
                         remember: Remember::exact(Scope::Session),
                     });
                 }
                 "d" | "deny" | "n" | "no" => {
-                    return Ok(ApprovalDecision::Deny {
+                    return Ok(Answer::Deny {
                         reason: "denied by the user".into(),
                     });
                 }

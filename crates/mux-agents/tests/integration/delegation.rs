@@ -11,7 +11,7 @@ use common::{Shell, tool_call};
 use mux_agents::{AgentDefinition, AgentEvent, AgentRuntime, AgentSession};
 use mux_llm::testing::ScriptedClient;
 use mux_orchestrator::hooks::SubagentEvent;
-use mux_orchestrator::{ApprovalDecision, Hook, HookError, Hooks, LoopEvent, LoopInput};
+use mux_orchestrator::{Answer, Hook, HookError, Hooks, LoopEvent, LoopInput};
 use mux_tool::{BoxFuture, Registry};
 use serde_json::json;
 
@@ -106,7 +106,7 @@ async fn a_subagent_runs_its_task_with_approvals_answered_by_the_parents_face() 
                         id.as_str(),
                         LoopInput::ToolApproval {
                             call_id: call_id.clone(),
-                            decision: ApprovalDecision::AllowOnce,
+                            decision: Answer::AllowOnce,
                         },
                     )
                     .await;

@@ -8,7 +8,7 @@ use crate::http::{HttpOptions, Timeouts, Transport, headers};
 use crate::request::Request;
 use crate::response::Response;
 use crate::retry::RetryPolicy;
-use crate::secret::ApiKey;
+use mux_tool::Secret;
 
 use super::stream::GeminiDecoder;
 use super::wire::{request_body, response_from_json};
@@ -35,7 +35,7 @@ pub struct GeminiClient {
 
 impl GeminiClient {
     /// A client with this key for the public API.
-    pub fn new(api_key: ApiKey) -> Result<Self, LlmError> {
+    pub fn new(api_key: Secret) -> Result<Self, LlmError> {
         Self::with_options(HttpOptions::new(DEFAULT_BASE_URL, Some(api_key)))
     }
 
@@ -91,7 +91,7 @@ impl GeminiClient {
             .options
             .api_key
             .as_ref()
-            .map(ApiKey::expose)
+            .map(Secret::expose)
             .unwrap_or_default();
         headers(
             "gemini",

@@ -8,7 +8,7 @@ use crate::http::{HttpOptions, Timeouts, Transport, headers};
 use crate::request::Request;
 use crate::response::Response;
 use crate::retry::RetryPolicy;
-use crate::secret::ApiKey;
+use mux_tool::Secret;
 
 use super::stream::OpenAiDecoder;
 use super::wire::{WireOptions, request_body, response_from_json};
@@ -124,12 +124,12 @@ fn label(preset: Preset, base_url: &str) -> String {
 
 impl OpenAiClient {
     /// A client of OpenAI's API with this key.
-    pub fn new(api_key: ApiKey) -> Result<Self, LlmError> {
+    pub fn new(api_key: Secret) -> Result<Self, LlmError> {
         Self::preset(Preset::OpenAi, Some(api_key))
     }
 
     /// A client of a compatible server at its default URL.
-    pub fn preset(preset: Preset, api_key: Option<ApiKey>) -> Result<Self, LlmError> {
+    pub fn preset(preset: Preset, api_key: Option<Secret>) -> Result<Self, LlmError> {
         Self::with_options(preset, HttpOptions::new(preset.base_url(), api_key))
     }
 
@@ -143,7 +143,7 @@ impl OpenAiClient {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
         let key = get("OPENAI_API_KEY")
             .filter(|key| !key.trim().is_empty())
-            .map(|key| ApiKey::new(key.trim()));
+            .map(|key| Secret::new(key.trim()));
         let base = get("OPENAI_BASE_URL").filter(|url| !url.trim().is_empty());
         if key.is_none() && base.is_none() {
             return Err(LlmError::Config {

@@ -9,7 +9,7 @@ use mux_llm::anthropic::AnthropicClient;
 use mux_llm::http::{HttpOptions, Timeouts};
 use mux_llm::testing::{ReplayServer, Reply};
 use mux_llm::{
-    ApiKey, ContentBlock, LlmClient, Message, Request, RetryPolicy, Role, StopReason, StreamEvent,
+    Secret, ContentBlock, LlmClient, Message, Request, RetryPolicy, Role, StopReason, StreamEvent,
     TimeoutPhase,
 };
 use mux_tool::ToolSpec;
@@ -18,7 +18,7 @@ use serde_json::json;
 const KEY: &str = "sk-ant-test-0123456789abcdef";
 
 fn client(server: &ReplayServer, retries: u32) -> AnthropicClient {
-    let mut options = HttpOptions::new(server.url(), Some(ApiKey::new(KEY)));
+    let mut options = HttpOptions::new(server.url(), Some(Secret::new(KEY)));
     options.retry = fast_retries(retries);
     AnthropicClient::with_options(options).unwrap()
 }
@@ -415,7 +415,7 @@ async fn a_stalled_stream_hits_the_idle_timeout() {
     let server = ReplayServer::start(vec![Reply::sse(body).split_at(&[600]).stall_after(1)])
         .await
         .unwrap();
-    let mut options = HttpOptions::new(server.url(), Some(ApiKey::new(KEY)));
+    let mut options = HttpOptions::new(server.url(), Some(Secret::new(KEY)));
     options.retry = RetryPolicy::none();
     options.timeouts = Timeouts {
         idle: Duration::from_millis(200),
@@ -519,7 +519,7 @@ async fn a_slow_response_hits_the_request_timeout_and_is_retried() {
     .await
     .unwrap();
     let client = |retries| {
-        let mut options = HttpOptions::new(server.url(), Some(ApiKey::new(KEY)));
+        let mut options = HttpOptions::new(server.url(), Some(Secret::new(KEY)));
         options.retry = fast_retries(retries);
         options.timeouts = Timeouts {
             request: Duration::from_millis(150),

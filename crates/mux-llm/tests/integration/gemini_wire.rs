@@ -5,14 +5,14 @@ use crate::common::{fast_retries, fixture};
 use mux_llm::gemini::GeminiClient;
 use mux_llm::http::HttpOptions;
 use mux_llm::testing::{ReplayServer, Reply};
-use mux_llm::{ApiKey, ContentBlock, LlmClient, Message, Request, Role, StopReason};
+use mux_llm::{Secret, ContentBlock, LlmClient, Message, Request, Role, StopReason};
 use mux_tool::ToolSpec;
 use serde_json::json;
 
 const KEY: &str = "AIzaSy-test-key-0123456789";
 
 fn client(server: &ReplayServer, retries: u32) -> GeminiClient {
-    let mut options = HttpOptions::new(server.url(), Some(ApiKey::new(KEY)));
+    let mut options = HttpOptions::new(server.url(), Some(Secret::new(KEY)));
     options.retry = fast_retries(retries);
     GeminiClient::with_options(options).unwrap()
 }

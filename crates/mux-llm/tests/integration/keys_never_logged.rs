@@ -12,7 +12,7 @@ use mux_llm::anthropic::AnthropicClient;
 use mux_llm::http::HttpOptions;
 use mux_llm::openai::{OpenAiClient, Preset};
 use mux_llm::testing::{ReplayServer, Reply};
-use mux_llm::{ApiKey, LlmClient, Request, RetryPolicy};
+use mux_llm::{Secret, LlmClient, Request, RetryPolicy};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
@@ -58,7 +58,7 @@ impl Subscriber for Recorder {
 }
 
 fn options(server: &ReplayServer) -> HttpOptions {
-    let mut options = HttpOptions::new(server.url(), Some(ApiKey::new(KEY)));
+    let mut options = HttpOptions::new(server.url(), Some(Secret::new(KEY)));
     options.retry = RetryPolicy {
         max_retries: 2,
         initial_backoff: Duration::from_millis(1),

@@ -6,13 +6,13 @@ use crate::common::{fast_retries, fixture};
 use mux_llm::http::HttpOptions;
 use mux_llm::openai::{OpenAiClient, Preset};
 use mux_llm::testing::{ReplayServer, Reply};
-use mux_llm::{ApiKey, LlmClient, Request, StopReason};
+use mux_llm::{Secret, LlmClient, Request, StopReason};
 use serde_json::json;
 
 const KEY: &str = "sk-proj-test-abcdef0123456789";
 
 fn client(server: &ReplayServer, preset: Preset, key: Option<&str>, retries: u32) -> OpenAiClient {
-    let mut options = HttpOptions::new(server.url(), key.map(ApiKey::new));
+    let mut options = HttpOptions::new(server.url(), key.map(Secret::new));
     options.retry = fast_retries(retries);
     OpenAiClient::with_options(preset, options).unwrap()
 }

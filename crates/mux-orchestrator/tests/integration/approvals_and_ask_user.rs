@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use mux_orchestrator::{
-    ApprovalDecision, LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run,
+    Answer, LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run,
 };
 use mux_permission::{PathContext, Permissions, Remember, RuleSet, Scope, ScopeRules};
 use mux_tool::{ApprovalPolicy, Registry};
@@ -37,7 +37,7 @@ fn shell_agent(
 /// Drains a run, answering each approval request with `answer`.
 async fn answer_approvals(
     run: Run,
-    answer: impl Fn() -> Option<ApprovalDecision>,
+    answer: impl Fn() -> Option<Answer>,
 ) -> (
     Vec<LoopEvent>,
     Result<mux_orchestrator::RunSummary, LoopError>,
@@ -78,7 +78,7 @@ async fn allow_once_runs_the_call_and_asks_again_next_time() {
         .reply(text("done"));
     let (agent, shell) = shell_agent(model, OrchestratorConfig::new("m"));
     let (events, outcome) = answer_approvals(agent.run("go").unwrap(), || {
-        Some(ApprovalDecision::AllowOnce)
+        Some(Answer::AllowOnce)
     })
     .await;
     outcome.unwrap();
@@ -107,7 +107,7 @@ async fn allow_always_adds_a_session_rule_so_the_next_call_is_not_asked() {
         .reply(text("done"));
     let (agent, shell) = shell_agent(model, OrchestratorConfig::new("m"));
     let always = || {
-        Some(ApprovalDecision::AllowAlways {
+        Some(Answer::AllowAlways {
             remember: Remember::exact(Scope::Session),
         })
     };
@@ -145,7 +145,7 @@ async fn a_denial_reaches_the_model_with_its_reason() {
         .reply(text("ok"));
     let (agent, shell) = shell_agent(model.clone(), OrchestratorConfig::new("m"));
     let deny = || {
-        Some(ApprovalDecision::Deny {
+        Some(Answer::Deny {
             reason: "not on a Friday".into(),
         })
     };
@@ -212,7 +212,7 @@ async fn an_answer_for_an_unknown_call_is_rejected_visibly() {
     run.input
         .send(LoopInput::ToolApproval {
             call_id: "nope".into(),
-            decision: ApprovalDecision::AllowOnce,
+            decision: Answer::AllowOnce,
         })
         .await;
     let (events, _) = drain(run).await;
@@ -355,7 +355,7 @@ async fn without_a_policy_allow_always_is_remembered_for_the_conversation() {
         .tools(registry)
         .build();
     let always = || {
-        Some(ApprovalDecision::AllowAlways {
+        Some(Answer::AllowAlways {
             remember: Remember::exact(Scope::Session),
         })
     };

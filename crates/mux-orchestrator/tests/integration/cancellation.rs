@@ -12,7 +12,7 @@ use mux_llm::{
     Usage,
 };
 use mux_orchestrator::{
-    ApprovalDecision, LoopError, LoopEvent, LoopInput, LoopState, Orchestrator, OrchestratorConfig,
+    Answer, LoopError, LoopEvent, LoopInput, LoopState, Orchestrator, OrchestratorConfig,
     Run,
 };
 use serde_json::json;
@@ -221,7 +221,7 @@ async fn a_cancel_input_is_not_held_up_by_inputs_waiting_for_a_face_that_stopped
     // does the input router that emits it.
     let stray = LoopInput::ToolApproval {
         call_id: "nobody".into(),
-        decision: ApprovalDecision::AllowOnce,
+        decision: Answer::AllowOnce,
     };
     assert!(input.send(stray).await);
     while !matches!(

@@ -10,7 +10,7 @@ use common::labels;
 use mux_llm::anthropic::AnthropicClient;
 use mux_llm::openai::OpenAiClient;
 use mux_llm::testing::{ReplayServer, Reply};
-use mux_llm::{ApiKey, ContentBlock, LlmClient};
+use mux_llm::{Secret, ContentBlock, LlmClient};
 use mux_orchestrator::{LoopEvent, Orchestrator, OrchestratorConfig};
 use mux_tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
@@ -87,7 +87,7 @@ async fn anthropic_tool_use_then_answer() {
     ])
     .await
     .unwrap();
-    let client = AnthropicClient::new(ApiKey::new("sk-ant-test"))
+    let client = AnthropicClient::new(Secret::new("sk-ant-test"))
         .unwrap()
         .base_url(server.url())
         .unwrap();
@@ -139,7 +139,7 @@ async fn openai_parallel_tool_calls_then_answer() {
     ])
     .await
     .unwrap();
-    let client = OpenAiClient::new(ApiKey::new("sk-test"))
+    let client = OpenAiClient::new(Secret::new("sk-test"))
         .unwrap()
         .base_url(format!("{}/v1", server.url()))
         .unwrap();
@@ -199,7 +199,7 @@ async fn retries_are_visible_as_events() {
     ])
     .await
     .unwrap();
-    let client = AnthropicClient::new(ApiKey::new("sk-ant-test"))
+    let client = AnthropicClient::new(Secret::new("sk-ant-test"))
         .unwrap()
         .base_url(server.url())
         .unwrap();
@@ -251,7 +251,7 @@ async fn anthropic_structured_output_through_the_output_tool() {
     let server = ReplayServer::start(vec![Reply::sse(answered.into_bytes()).chunked(9)])
         .await
         .unwrap();
-    let client = AnthropicClient::new(ApiKey::new("sk-ant-test"))
+    let client = AnthropicClient::new(Secret::new("sk-ant-test"))
         .unwrap()
         .base_url(server.url())
         .unwrap();

@@ -41,7 +41,7 @@ async fn hooks_run_in_order_around_the_gate() {
                 .lock()
                 .unwrap()
                 .push(format!("gate:{}", request.call.name));
-            async { Approval::Approve }
+            async { Approval::Allow }
         }))
         .post_hook(post_hook_fn("after", move |call, result| {
             let text = result.as_ref().unwrap().to_text();
@@ -76,7 +76,7 @@ async fn a_blocking_hook_stops_the_call_and_later_hooks() {
         .pre_hook(logging_pre(
             &log,
             "guard",
-            PreHookAction::block("not today"),
+            PreHookAction::deny("not today"),
         ))
         .pre_hook(logging_pre(&log, "never", PreHookAction::Continue))
         .build();
@@ -109,7 +109,7 @@ async fn a_rewrite_changes_what_later_hooks_the_gate_and_the_tool_see() {
         .pre_hook(logging_pre(&log, "observer", PreHookAction::Continue))
         .gate(gate_fn(move |request| {
             *gate_seen.lock().unwrap() = Some(request.subject.clone());
-            async { Approval::Approve }
+            async { Approval::Allow }
         }))
         .build();
 
@@ -159,7 +159,7 @@ async fn denial_reason_reaches_the_output() {
                 Subject::Command(c) if c.contains("rm") => {
                     Approval::deny(format!("`{c}` deletes files"))
                 }
-                _ => Approval::Approve,
+                _ => Approval::Allow,
             }
         }))
         .build();
