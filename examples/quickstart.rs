@@ -22,9 +22,7 @@ use mux::llm::openai::OpenAiClient;
 use mux::llm::testing::ScriptedClient;
 use mux::llm::{ContentBlock, LlmClient, Request, Response, StopReason, Usage};
 use mux::orchestrator::context::ProjectInstructions;
-use mux::orchestrator::{
-    Answer, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run,
-};
+use mux::orchestrator::{Answer, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run};
 use mux::permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
 use mux::tool::Registry;
 use mux::tool::builtin::Bash;

@@ -27,7 +27,7 @@ pub use client::{BoxFuture, EventStream, LlmClient, accumulate};
 pub use error::{LlmError, TimeoutPhase};
 pub use event::{BlockStart, StreamEvent};
 pub use message::{CacheHint, ContentBlock, ImageSource, Message, Role};
+pub use mux_tool::Secret;
 pub use request::{CachePolicy, OutputSchema, ReasoningEffort, Request, Thinking, ToolChoice};
 pub use response::{Response, StopDetails, StopReason, Usage};
 pub use retry::{OnRetry, RetryNotice, RetryPolicy};
-pub use mux_tool::Secret;

@@ -11,7 +11,7 @@ use mux_tool::approval::ApprovalRequest;
 use mux_tool::{Approval, ApprovalGate, ApprovalPolicy, BoxFuture, PathFilter, Subject, ToolCall};
 
 use crate::event::LoopEvent;
-use crate::orchestrator::UnapprovedCall;
+use crate::handles::UnapprovedCall;
 use crate::run_state::{RunShared, Waiting};
 
 /// Why a call is denied when no face can answer.

@@ -114,7 +114,9 @@ fn every_event() -> Vec<LoopEvent> {
         LoopEvent::Retrying {
             attempt: 1,
             delay_ms: 500,
-            error: "anthropic is overloaded (HTTP 529) (POST https://api.anthropic.com/v1/messages)".into(),
+            error:
+                "anthropic is overloaded (HTTP 529) (POST https://api.anthropic.com/v1/messages)"
+                    .into(),
         },
         LoopEvent::TurnComplete {
             iteration: 1,

@@ -4,16 +4,19 @@
 mod agent;
 mod approval;
 mod ask_user;
+mod builder;
 pub mod compaction;
 mod config;
 pub mod context;
 mod convert;
+mod core;
 mod emitter;
 mod error;
 mod event;
 #[cfg(test)]
 mod event_wire_tests;
 mod failure;
+mod handles;
 pub mod hooks;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -28,6 +31,7 @@ mod typed_output;
 
 pub use agent::{Agent, AgentBuildError, AgentBuilder};
 pub use ask_user::{ASK_USER, AskUser, AskUserArgs};
+pub use builder::OrchestratorBuilder;
 pub use compaction::CompactionConfig;
 pub use config::{OrchestratorConfig, TitleConfig, ToolParallelism};
 pub use context::ContextProvider;
@@ -35,12 +39,10 @@ pub use convert::tool_result_block;
 pub use emitter::{EventReceiver, Subscription};
 pub use error::LoopError;
 pub use event::{LoopEvent, LoopInput};
-pub use mux_permission::Answer;
+pub use handles::{InputSender, Run, RunHandle, RunSummary, ToolCallRecord, UnapprovedCall};
 pub use hooks::{Hook, HookError, Hooks};
 #[cfg(feature = "mcp")]
 pub use mcp::{McpServers, McpStartError};
-pub use orchestrator::{
-    InputSender, Orchestrator, OrchestratorBuilder, Run, RunHandle, RunSummary, ToolCallRecord,
-    UnapprovedCall,
-};
+pub use mux_permission::Answer;
+pub use orchestrator::Orchestrator;
 pub use state::{InvalidTransition, LoopState};

@@ -1,62 +1,27 @@
-//! The orchestrator: services plus one conversation, and the handles of a run.
+//! The orchestrator: one conversation over shared services, and its runs.
 
 use std::any::Any;
-use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
 use mux_llm::{LlmClient, Message, Usage};
 use mux_permission::Permissions;
-use mux_tool::{Registry, Resources, ToolOutput};
+use mux_tool::Registry;
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
-use tokio::task::JoinHandle;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::{NeedsApproval, NeedsApprovalMap};
-use crate::ask_user::AskUser;
-use crate::context::ContextProvider;
-use crate::emitter::{Emitter, EventReceiver, Subscription};
+use crate::core::{Core, Services};
+use crate::emitter::{Emitter, Subscription};
 use crate::event::{LoopEvent, LoopInput};
-use crate::hooks::{Hook, Hooks};
+use crate::hooks::Hooks;
 use crate::run_state::RunShared;
-use crate::session::{HistoryRecord, SessionMeta, SessionStore};
-use crate::{LoopError, OrchestratorConfig};
-
-/// What an orchestrator is built from, shared by every run.
-pub(crate) struct Services {
-    pub(crate) client: Arc<dyn LlmClient>,
-    pub(crate) config: OrchestratorConfig,
-    pub(crate) tools: Registry,
-    pub(crate) permissions: Option<Permissions>,
-    pub(crate) contexts: Vec<Arc<dyn ContextProvider>>,
-    pub(crate) store: Option<Arc<dyn SessionStore>>,
-    pub(crate) hooks: Hooks,
-    pub(crate) resources: Resources,
-    pub(crate) broadcast: broadcast::Sender<LoopEvent>,
-    pub(crate) cancel: CancellationToken,
-    pub(crate) needs_approval: NeedsApprovalMap,
-    #[cfg(feature = "mcp")]
-    pub(crate) mcp: Option<crate::mcp::McpLink>,
-}
-
-/// The conversation an orchestrator carries across runs.
-#[derive(Debug)]
-pub(crate) struct Conversation {
-    pub(crate) meta: SessionMeta,
-    /// Shared with each turn's request, copy-on-write: a turn does not copy the history.
-    pub(crate) messages: Arc<Vec<Message>>,
-    pub(crate) usage: Usage,
-    /// Context size the provider reported on the last call (input + cache + output tokens).
-    pub(crate) reported_tokens: Option<u64>,
-    pub(crate) persisted: bool,
-    /// Whether a title was asked for already.
-    pub(crate) title_requested: bool,
-    /// Without a permission policy: tools allowed "always" in this conversation.
-    pub(crate) always_allowed: Arc<Mutex<HashSet<String>>>,
-}
+use crate::session::SessionMeta;
+use crate::{
+    InputSender, LoopError, OrchestratorBuilder, OrchestratorConfig, Run, RunHandle, RunSummary,
+};
 
 /// The think-act loop over one conversation.
 ///
@@ -65,210 +30,24 @@ pub(crate) struct Conversation {
 /// conversation.
 #[derive(Clone)]
 pub struct Orchestrator {
-    pub(crate) services: Arc<Services>,
-    pub(crate) conversation: Arc<Mutex<Conversation>>,
+    pub(crate) core: Core,
     running: Arc<AtomicBool>,
-}
-
-/// Builds an [`Orchestrator`].
-pub struct OrchestratorBuilder {
-    client: Arc<dyn LlmClient>,
-    config: OrchestratorConfig,
-    tools: Registry,
-    permissions: Option<Permissions>,
-    contexts: Vec<Arc<dyn ContextProvider>>,
-    store: Option<Arc<dyn SessionStore>>,
-    hooks: Hooks,
-    resources: Resources,
-    cancel: CancellationToken,
-    needs_approval: HashMap<String, NeedsApproval>,
-    #[cfg(feature = "mcp")]
-    mcp: Option<(mux_mcp::Coordinator, Option<crate::mcp::McpServers>)>,
-    #[cfg(feature = "mcp")]
-    mcp_filter: mux_mcp::McpFilter,
-}
-
-impl OrchestratorBuilder {
-    /// The tools the model may call. The orchestrator adds `ask_user` to this registry unless
-    /// [`OrchestratorConfig::ask_user`] is off.
-    pub fn tools(mut self, tools: Registry) -> Self {
-        self.tools = tools;
-        self
-    }
-
-    /// The permission policy. Without one, read-only tools run and every other call asks.
-    pub fn permissions(mut self, permissions: Permissions) -> Self {
-        self.permissions = Some(permissions);
-        self
-    }
-
-    /// Adds a context provider; its content joins the system prompt every turn.
-    pub fn context(mut self, provider: impl ContextProvider) -> Self {
-        self.contexts.push(Arc::new(provider));
-        self
-    }
-
-    /// Persists the conversation in `store`.
-    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
-        self.store = Some(store);
-        self
-    }
-
-    /// Adds a hook.
-    pub fn hook(self, hook: impl Hook) -> Self {
-        self.hooks.add(hook);
-        self
-    }
-
-    /// Uses a shared hook list (hooks added to it later apply too).
-    pub fn hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks;
-        self
-    }
-
-    /// Resources every tool call can reach.
-    pub fn resources(mut self, resources: Resources) -> Self {
-        self.resources = resources;
-        self
-    }
-
-    /// A parent token: cancelling it cancels every run of this orchestrator.
-    pub fn cancellation(mut self, token: CancellationToken) -> Self {
-        self.cancel = token;
-        self
-    }
-
-    /// Offers the tools of `coordinator`'s servers (as `mcp__<server>__<tool>` proxies),
-    /// kept current before every model request. You run the coordinator: the orchestrator
-    /// never starts or stops its servers. Replaces an earlier `mcp` or `mcp_servers`.
-    #[cfg(feature = "mcp")]
-    pub fn mcp(mut self, coordinator: mux_mcp::Coordinator) -> Self {
-        self.mcp = Some((coordinator, None));
-        self
-    }
-
-    /// Offers the tools of `servers` and takes ownership of them: they stop on
-    /// [`Orchestrator::shutdown`] or when the last clone of the orchestrator is dropped.
-    /// Servers that failed to start are reported once, as [`LoopEvent::McpServerFailed`] at
-    /// the start of the first run. Replaces an earlier `mcp` or `mcp_servers`.
-    #[cfg(feature = "mcp")]
-    pub fn mcp_servers(mut self, servers: crate::mcp::McpServers) -> Self {
-        self.mcp = Some((servers.coordinator().clone(), Some(servers)));
-        self
-    }
-
-    /// Offers only the MCP tools `filter` accepts (all by default), for example
-    /// `McpFilter::Spec(ToolFilter::ReadOnly)` or one of a [`mux_mcp::ToolModes`]' filters.
-    #[cfg(feature = "mcp")]
-    pub fn mcp_filter(mut self, filter: mux_mcp::McpFilter) -> Self {
-        self.mcp_filter = filter;
-        self
-    }
-
-    /// Decides per call whether `tool` needs approval, from its input: `true` asks the face
-    /// (deny rules still hold), `false` runs it unasked, or with a permission policy leaves it
-    /// to the policy. It replaces [`OrchestratorConfig::approval`] for that tool. A predicate
-    /// that panics asks.
-    pub fn needs_approval(
-        mut self,
-        tool: impl Into<String>,
-        predicate: impl Fn(&Value) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.needs_approval
-            .insert(tool.into(), Arc::new(predicate) as NeedsApproval);
-        self
-    }
-
-    fn services(self) -> Services {
-        if self.config.ask_user {
-            // `replace` keeps an application's own `ask_user` from failing the build.
-            if let Ok(tool) = mux_tool::Typed::new(AskUser) {
-                let _ = self.tools.replace(Arc::new(tool));
-            }
-        }
-        let (broadcast, _) = broadcast::channel(self.config.broadcast_capacity.max(1));
-        #[cfg(feature = "mcp")]
-        let mcp = self.mcp.map(|(coordinator, owned)| {
-            crate::mcp::McpLink::new(&coordinator, owned, self.mcp_filter, &self.tools)
-        });
-        Services {
-            client: self.client,
-            config: self.config,
-            tools: self.tools,
-            permissions: self.permissions,
-            contexts: self.contexts,
-            store: self.store,
-            hooks: self.hooks,
-            resources: self.resources,
-            broadcast,
-            // A child, so `Orchestrator::shutdown` never cancels the caller's token.
-            cancel: self.cancel.child_token(),
-            needs_approval: Arc::new(self.needs_approval),
-            #[cfg(feature = "mcp")]
-            mcp,
-        }
-    }
-
-    /// Builds an orchestrator with a new, empty conversation.
-    pub fn build(self) -> Orchestrator {
-        Orchestrator::from_parts(self.services(), SessionMeta::new(), Vec::new(), false)
-    }
-
-    /// Builds an orchestrator that continues session `id` from the session store.
-    pub async fn resume(self, id: &str) -> Result<Orchestrator, LoopError> {
-        let Some(store) = self.store.clone() else {
-            return Err(LoopError::NoSessionStore {
-                operation: "resume a session",
-            });
-        };
-        let session = store.load(id).await?;
-        Ok(Orchestrator::from_parts(
-            self.services(),
-            session.meta,
-            session.messages,
-            true,
-        ))
-    }
 }
 
 impl Orchestrator {
     /// A builder with `client` and `config`.
     pub fn builder(client: Arc<dyn LlmClient>, config: OrchestratorConfig) -> OrchestratorBuilder {
-        OrchestratorBuilder {
-            client,
-            config,
-            tools: Registry::new(),
-            permissions: None,
-            contexts: Vec::new(),
-            store: None,
-            hooks: Hooks::new(),
-            resources: Resources::new(),
-            cancel: CancellationToken::new(),
-            needs_approval: HashMap::new(),
-            #[cfg(feature = "mcp")]
-            mcp: None,
-            #[cfg(feature = "mcp")]
-            mcp_filter: mux_mcp::McpFilter::All,
-        }
+        OrchestratorBuilder::new(client, config)
     }
 
-    fn from_parts(
+    pub(crate) fn from_parts(
         services: Services,
         meta: SessionMeta,
         messages: Vec<Message>,
         persisted: bool,
     ) -> Self {
         Self {
-            services: Arc::new(services),
-            conversation: Arc::new(Mutex::new(Conversation {
-                meta,
-                messages: Arc::new(messages),
-                usage: Usage::default(),
-                reported_tokens: None,
-                persisted,
-                title_requested: false,
-                always_allowed: Arc::default(),
-            })),
+            core: Core::new(Arc::new(services), meta, messages, persisted),
             running: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -282,16 +61,12 @@ impl Orchestrator {
     /// `messages` (imported history, say). The messages are persisted with the first run.
     pub fn new_conversation_from(&self, messages: Vec<Message>) -> Self {
         Self {
-            services: Arc::clone(&self.services),
-            conversation: Arc::new(Mutex::new(Conversation {
-                meta: SessionMeta::new(),
-                messages: Arc::new(messages),
-                usage: Usage::default(),
-                reported_tokens: None,
-                persisted: false,
-                title_requested: false,
-                always_allowed: Arc::default(),
-            })),
+            core: Core::new(
+                Arc::clone(&self.core.services),
+                SessionMeta::new(),
+                messages,
+                false,
+            ),
             running: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -300,7 +75,7 @@ impl Orchestrator {
     /// this one, and returns an orchestrator on the copy; this conversation goes on unchanged.
     /// The conversation must have been saved (a run has finished or started).
     pub async fn fork(&self) -> Result<Orchestrator, LoopError> {
-        let Some(store) = self.services.store.clone() else {
+        let Some(store) = self.core.services.store.clone() else {
             return Err(LoopError::NoSessionStore {
                 operation: "fork a conversation",
             });
@@ -309,7 +84,7 @@ impl Orchestrator {
         let session = store.load(&meta.id).await?;
         let forked = self.new_conversation_from(session.messages);
         {
-            let mut conversation = forked.lock();
+            let mut conversation = forked.core.lock();
             conversation.meta = session.meta;
             conversation.persisted = true;
         }
@@ -318,28 +93,29 @@ impl Orchestrator {
 
     /// The configuration.
     pub fn config(&self) -> &OrchestratorConfig {
-        &self.services.config
+        &self.core.services.config
     }
 
     /// The tool registry (with `ask_user`, when enabled).
     pub fn tools(&self) -> &Registry {
-        &self.services.tools
+        &self.core.services.tools
     }
 
     /// The hooks; hooks added here apply from the next call on.
     pub fn hooks(&self) -> &Hooks {
-        &self.services.hooks
+        &self.core.services.hooks
     }
 
     /// The permission policy, if one is set.
     pub fn permissions(&self) -> Option<&Permissions> {
-        self.services.permissions.as_ref()
+        self.core.services.permissions.as_ref()
     }
 
     /// The coordinator whose tools the loop offers, if one is set.
     #[cfg(feature = "mcp")]
     pub fn mcp(&self) -> Option<&mux_mcp::Coordinator> {
-        self.services
+        self.core
+            .services
             .mcp
             .as_ref()
             .map(crate::mcp::McpLink::coordinator)
@@ -348,7 +124,8 @@ impl Orchestrator {
     /// The MCP servers this orchestrator owns, if it was given some.
     #[cfg(feature = "mcp")]
     pub fn mcp_servers(&self) -> Option<&crate::mcp::McpServers> {
-        self.services
+        self.core
+            .services
             .mcp
             .as_ref()
             .and_then(crate::mcp::McpLink::owned)
@@ -360,32 +137,26 @@ impl Orchestrator {
     /// are gone. The token given to [`OrchestratorBuilder::cancellation`] is not cancelled,
     /// and a coordinator passed to `OrchestratorBuilder::mcp` is left running.
     pub async fn shutdown(&self) {
-        self.services.cancel.cancel();
+        self.core.services.cancel.cancel();
         #[cfg(feature = "mcp")]
-        if let Some(link) = &self.services.mcp {
+        if let Some(link) = &self.core.services.mcp {
             link.shutdown().await;
         }
     }
 
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Conversation> {
-        self.conversation
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The conversation so far.
     pub fn messages(&self) -> Vec<Message> {
-        self.lock().messages.to_vec()
+        self.core.messages()
     }
 
     /// The session's metadata.
     pub fn session(&self) -> SessionMeta {
-        self.lock().meta.clone()
+        self.core.lock().meta.clone()
     }
 
     /// Usage of every model call of this conversation.
     pub fn usage(&self) -> Usage {
-        self.lock().usage
+        self.core.lock().usage
     }
 
     /// Whether a run is in progress.
@@ -396,7 +167,7 @@ impl Orchestrator {
     /// Another observer of every run's events. A slow subscriber receives
     /// [`LoopEvent::Lagged`] with the number of events it missed.
     pub fn subscribe(&self) -> Subscription {
-        Subscription::new(self.services.broadcast.subscribe())
+        Subscription::new(self.core.services.broadcast.subscribe())
     }
 
     /// Starts a run with `prompt` and returns its event receiver, input sender and handle.
@@ -405,16 +176,16 @@ impl Orchestrator {
     /// (or drop it). Must be called inside a tokio runtime.
     pub fn run(&self, prompt: impl Into<String>) -> Result<Run, LoopError> {
         let running = RunningGuard::acquire(&self.running)?;
-        let config = &self.services.config;
+        let config = &self.core.services.config;
         let (events_tx, events) = mpsc::channel(config.event_capacity.max(1));
         let (input, inputs) = mpsc::channel(64);
-        let cancel = self.services.cancel.child_token();
+        let cancel = self.core.services.cancel.child_token();
         // Fires when the run is cancelled or its loop has ended: from then on no event waits
         // for the face, and the router drains the inputs left and stops.
         let winding_down = cancel.child_token();
         let emitter = Emitter::new(
             events_tx,
-            self.services.broadcast.clone(),
+            self.core.services.broadcast.clone(),
             winding_down.clone(),
         );
         let run = Arc::new(RunShared::new(emitter, cancel.clone()));
@@ -426,7 +197,7 @@ impl Orchestrator {
             let _running = running;
             let router = route_inputs(inputs, Arc::clone(&run), winding_down.clone());
             let driven = async {
-                let result = crate::run::drive(&this, &run, prompt).await;
+                let result = crate::run::drive(&this.core, &run, prompt).await;
                 winding_down.cancel();
                 result
             };
@@ -467,8 +238,8 @@ impl Orchestrator {
         output: Option<mux_llm::OutputSchema>,
     ) -> Result<RunSummary, LoopError> {
         let running = RunningGuard::acquire(&self.running)?;
-        let cancel = self.services.cancel.child_token();
-        let emitter = Emitter::broadcast_only(self.services.broadcast.clone());
+        let cancel = self.core.services.cancel.child_token();
+        let emitter = Emitter::broadcast_only(self.core.services.broadcast.clone());
         let _cancel_on_drop = cancel.clone().drop_guard();
         let run = Arc::new(
             RunShared::new(emitter, cancel)
@@ -477,7 +248,7 @@ impl Orchestrator {
         );
         // The loop runs in the caller's task: no spawn, no hand-off. A panic in it is reported
         // as a crash, as it is for a spawned run.
-        let outcome = AssertUnwindSafe(crate::run::drive(self, &run, prompt))
+        let outcome = AssertUnwindSafe(crate::run::drive(&self.core, &run, prompt))
             .catch_unwind()
             .await;
         drop(running);
@@ -487,39 +258,12 @@ impl Orchestrator {
     /// Summarizes older turns now (if there are enough), whatever the token count.
     pub async fn compact(&self) -> Result<Option<(u64, u64)>, LoopError> {
         let _running = RunningGuard::acquire(&self.running)?;
-        let emitter = Emitter::broadcast_only(self.services.broadcast.clone());
-        let run = Arc::new(RunShared::new(emitter, self.services.cancel.child_token()));
-        crate::run::compact_now(self, &run).await
-    }
-
-    /// Appends records to the session store, creating the session on first use.
-    pub(crate) async fn persist(&self, records: &[HistoryRecord]) -> Result<(), LoopError> {
-        let Some(store) = &self.services.store else {
-            return Ok(());
-        };
-        let (meta, first) = {
-            let mut conversation = self.lock();
-            conversation.meta.touch();
-            // The first write records the whole conversation, so seeded history is kept.
-            let first = (!conversation.persisted).then(|| HistoryRecord::Replace {
-                messages: conversation.messages.to_vec(),
-            });
-            conversation.persisted = true;
-            (conversation.meta.clone(), first)
-        };
-        match first {
-            Some(everything) => {
-                store.create(&meta).await?;
-                store
-                    .append(&meta.id, std::slice::from_ref(&everything))
-                    .await?;
-            }
-            None => {
-                store.save_meta(&meta).await?;
-                store.append(&meta.id, records).await?;
-            }
-        }
-        Ok(())
+        let emitter = Emitter::broadcast_only(self.core.services.broadcast.clone());
+        let run = Arc::new(RunShared::new(
+            emitter,
+            self.core.services.cancel.child_token(),
+        ));
+        crate::run::compact_now(&self.core, &run).await
     }
 
     /// Records a key in the session metadata (for example a subagent link) and saves it.
@@ -528,17 +272,17 @@ impl Orchestrator {
         key: impl Into<String>,
         value: Value,
     ) -> Result<(), LoopError> {
-        self.lock().meta.extra.insert(key.into(), value);
-        self.persist(&[]).await
+        self.core.lock().meta.extra.insert(key.into(), value);
+        self.core.persist(&[]).await
     }
 }
 
 impl std::fmt::Debug for Orchestrator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Orchestrator")
-            .field("model", &self.services.config.model)
-            .field("provider", &self.services.client.provider())
-            .field("session", &self.lock().meta.id)
+            .field("model", &self.core.services.config.model)
+            .field("provider", &self.core.services.client.provider())
+            .field("session", &self.core.lock().meta.id)
             .finish_non_exhaustive()
     }
 }
@@ -622,110 +366,4 @@ async fn route_inputs(
 /// Why a message the run ended (or was cancelled) before reading is rejected.
 fn unread_message(text: &str) -> String {
     format!("the run ended before it read the message {text:?}; send it again in a new run")
-}
-
-/// A started run.
-#[derive(Debug)]
-pub struct Run {
-    /// Every event of the run, in order.
-    pub events: EventReceiver,
-    /// Where the face sends answers, messages and cancel.
-    pub input: InputSender,
-    /// Waits for the outcome or cancels.
-    pub handle: RunHandle,
-}
-
-/// Sends [`LoopInput`]s into a run.
-#[derive(Clone, Debug)]
-pub struct InputSender {
-    tx: mpsc::Sender<LoopInput>,
-    cancel: CancellationToken,
-}
-
-impl InputSender {
-    /// Sends an input; returns false when the run has ended.
-    ///
-    /// [`LoopInput::Cancel`] takes effect at once, ahead of inputs still queued: it never
-    /// waits behind a router that is itself waiting for a face to read.
-    pub async fn send(&self, input: LoopInput) -> bool {
-        if matches!(input, LoopInput::Cancel) {
-            self.cancel.cancel();
-            return !self.tx.is_closed();
-        }
-        self.tx.send(input).await.is_ok()
-    }
-}
-
-/// The outcome of a run, and a cancel that really cancels.
-#[derive(Debug)]
-pub struct RunHandle {
-    join: JoinHandle<Result<RunSummary, LoopError>>,
-    cancel: CancellationToken,
-}
-
-impl RunHandle {
-    /// Cancels the run: the model stream is dropped and running tools are cancelled.
-    pub fn cancel(&self) {
-        self.cancel.cancel();
-    }
-
-    /// The run's cancellation token (a child of the orchestrator's).
-    pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancel
-    }
-
-    /// Whether the run has ended.
-    pub fn is_finished(&self) -> bool {
-        self.join.is_finished()
-    }
-
-    /// Waits for the run to end.
-    pub async fn wait(self) -> Result<RunSummary, LoopError> {
-        match self.join.await {
-            Ok(result) => result,
-            Err(err) => Err(LoopError::Crashed(err.to_string())),
-        }
-    }
-}
-
-/// A tool call made during a run, with what the model read back.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolCallRecord {
-    /// The call id.
-    pub id: String,
-    /// The tool name.
-    pub name: String,
-    /// The arguments as run (after any rewrite).
-    pub input: Value,
-    /// The output the model read.
-    pub output: ToolOutput,
-}
-
-/// A call denied because no one could approve it: a run with no face (such as
-/// [`Orchestrator::run_to_completion`]) called a tool that needs approval. Allow it with a
-/// permission rule, or, without a policy, with
-/// `OrchestratorConfig::new(model).approval(ApprovalPolicy::Never)`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnapprovedCall {
-    /// The call id.
-    pub call_id: String,
-    /// The tool name.
-    pub tool: String,
-    /// Why the call needed approval.
-    pub reason: String,
-}
-
-/// What a finished run produced.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunSummary {
-    /// The final assistant text.
-    pub text: String,
-    /// Every tool call, in order.
-    pub tool_calls: Vec<ToolCallRecord>,
-    /// Model calls made.
-    pub iterations: u32,
-    /// Usage of this run.
-    pub usage: Usage,
-    /// Calls denied because no one could approve them (see [`UnapprovedCall`]).
-    pub unapproved: Vec<UnapprovedCall>,
 }

@@ -18,10 +18,11 @@ use crate::ask_user::AskUserLink;
 use crate::compaction::{compact, estimate_tokens, split_point};
 use crate::config::ToolParallelism;
 use crate::convert::tool_result_block;
+use crate::core::Core;
 use crate::event::LoopEvent;
 use crate::failure::FailureTracker;
+use crate::handles::{RunSummary, ToolCallRecord};
 use crate::hooks::{CompactAction, HookError, PromptAction, StopAction};
-use crate::orchestrator::{Orchestrator, RunSummary, ToolCallRecord};
 use crate::run_state::RunShared;
 use crate::session::HistoryRecord;
 use crate::state::LoopState;
@@ -34,7 +35,7 @@ const CANCEL_CHECK_EVERY: u32 = 32;
 
 /// Runs the loop and reports how it ended: the final state, and `Finished` or `Error`.
 pub(crate) async fn drive(
-    orch: &Orchestrator,
+    orch: &Core,
     run: &Arc<RunShared>,
     prompt: String,
 ) -> Result<RunSummary, LoopError> {
@@ -75,7 +76,7 @@ pub(crate) async fn drive(
 
 /// Compacts outside a run (the manual trigger).
 pub(crate) async fn compact_now(
-    orch: &Orchestrator,
+    orch: &Core,
     run: &Arc<RunShared>,
 ) -> Result<Option<(u64, u64)>, LoopError> {
     // Without a configuration, keep only the last turn: the caller asked for compaction.
@@ -93,7 +94,7 @@ pub(crate) async fn compact_now(
 }
 
 struct Turns<'a> {
-    orch: &'a Orchestrator,
+    orch: &'a Core,
     run: &'a Arc<RunShared>,
     iterations: u32,
     usage: Usage,
@@ -103,7 +104,7 @@ struct Turns<'a> {
 }
 
 impl<'a> Turns<'a> {
-    fn new(orch: &'a Orchestrator, run: &'a Arc<RunShared>) -> Self {
+    fn new(orch: &'a Core, run: &'a Arc<RunShared>) -> Self {
         Self {
             orch,
             run,

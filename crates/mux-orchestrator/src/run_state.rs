@@ -9,9 +9,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::emitter::Emitter;
 use crate::event::LoopEvent;
-use mux_permission::Answer;
-use crate::orchestrator::UnapprovedCall;
+use crate::handles::UnapprovedCall;
 use crate::state::{LoopState, StateMachine};
+use mux_permission::Answer;
 
 /// A run's shared state.
 #[derive(Debug)]

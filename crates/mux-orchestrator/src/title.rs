@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use mux_llm::{Message, Request};
 
+use crate::core::Core;
 use crate::emitter::Emitter;
 use crate::event::LoopEvent;
-use crate::orchestrator::Orchestrator;
 
 /// How long a title request may take.
 const TITLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -14,7 +14,7 @@ const TITLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Starts title generation once per conversation, if configured and the conversation has no
 /// title yet. Runs in the background; the title arrives as [`LoopEvent::TitleGenerated`] to
 /// the run's receiver and subscribers, and is saved in the session metadata.
-pub(crate) fn maybe_generate(orch: &Orchestrator, emitter: &Emitter) {
+pub(crate) fn maybe_generate(orch: &Core, emitter: &Emitter) {
     let Some(config) = orch.services.config.title.clone() else {
         return;
     };

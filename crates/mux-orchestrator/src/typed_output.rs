@@ -18,10 +18,14 @@ pub(crate) fn schema_of<T: JsonSchema>() -> OutputSchema {
 /// wrapped in a Markdown code fence is unwrapped first.
 pub(crate) fn read<T: DeserializeOwned>(schema: &OutputSchema, reply: &str) -> Result<T, String> {
     let json = strip_fence(reply);
-    let value: Value = serde_json::from_str(json)
-        .map_err(|err| cut(format!("the reply is not JSON ({err})")))?;
-    let validator = jsonschema::validator_for(&schema.schema)
-        .map_err(|err| cut(format!("the schema `{}` does not compile: {err}", schema.name)))?;
+    let value: Value =
+        serde_json::from_str(json).map_err(|err| cut(format!("the reply is not JSON ({err})")))?;
+    let validator = jsonschema::validator_for(&schema.schema).map_err(|err| {
+        cut(format!(
+            "the schema `{}` does not compile: {err}",
+            schema.name
+        ))
+    })?;
     let problems: Vec<String> = validator
         .iter_errors(&value)
         .map(|err| {

@@ -12,6 +12,10 @@ fn the_smallest_agent_prints_the_sum_its_tool_computed() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(stdout.trim(), "2 + 3 = 5");
 }

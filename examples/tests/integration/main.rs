@@ -1,7 +1,7 @@
 //! The integration tests, one module per area, linked into one test binary.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod agent_in_twelve_lines;
 mod llm_call;
 mod mcp_inspect;
-mod agent_in_twelve_lines;
 mod quickstart;

@@ -228,8 +228,14 @@ mod tests {
 
     #[test]
     fn a_non_object_schema_is_wrapped_and_unwrapped() {
-        let list = OutputSchema::new("names", json!({"type": "array", "items": {"type": "string"}}));
-        assert_eq!(tool(&list)["input_schema"]["properties"]["result"]["type"], "array");
+        let list = OutputSchema::new(
+            "names",
+            json!({"type": "array", "items": {"type": "string"}}),
+        );
+        assert_eq!(
+            tool(&list)["input_schema"]["properties"]["result"]["type"],
+            "array"
+        );
         let reply = Response::from_tool_use("t1", "final_result", json!({"result": ["a", "b"]}));
         let reply = into_text(&list, reply);
         assert_eq!(reply.text(), r#"["a","b"]"#);
@@ -239,7 +245,11 @@ mod tests {
     #[tokio::test]
     async fn a_preamble_beside_the_answer_is_dropped_and_plain_text_kept() {
         let mut reply = Response::from_text("Let me answer.");
-        reply.content.push(ContentBlock::tool_use("t1", "final_result", json!({"temp": 1})));
+        reply.content.push(ContentBlock::tool_use(
+            "t1",
+            "final_result",
+            json!({"temp": 1}),
+        ));
         reply.stop_reason = StopReason::ToolUse;
         let events: Vec<_> = events_of(&reply).into_iter().map(Ok).collect();
         let stream = stream_into_text(weather(), Box::pin(futures::stream::iter(events)));
@@ -258,7 +268,9 @@ mod tests {
     #[test]
     fn another_call_keeps_the_turn_going() {
         let mut reply = Response::from_tool_use("t1", "final_result", json!({"temp": 3}));
-        reply.content.push(ContentBlock::tool_use("t2", "lookup", json!({})));
+        reply
+            .content
+            .push(ContentBlock::tool_use("t2", "lookup", json!({})));
         let reply = into_text(&weather(), reply);
         assert_eq!(reply.stop_reason, StopReason::ToolUse);
         assert_eq!(reply.text(), r#"{"temp":3}"#);

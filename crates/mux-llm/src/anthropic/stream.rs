@@ -325,7 +325,10 @@ mod tests {
         assert_eq!(response.stop_reason, StopReason::Refusal);
         let details = response.stop_details.expect("stop details");
         assert_eq!(details.category.as_deref(), Some("cyber"));
-        assert_eq!(details.explanation.as_deref(), Some("This looks like malware."));
+        assert_eq!(
+            details.explanation.as_deref(),
+            Some("This looks like malware.")
+        );
     }
 
     #[test]

@@ -146,7 +146,12 @@ pub(crate) fn usage(value: &Value) -> Usage {
 /// `message_delta`'s usage is authoritative for the fields it carries, and the counts it
 /// leaves out keep their `message_start` values.
 pub(crate) fn usage_over(base: Usage, value: &Value) -> Usage {
-    let n = |pointer: &str, old: u64| value.pointer(pointer).and_then(Value::as_u64).unwrap_or(old);
+    let n = |pointer: &str, old: u64| {
+        value
+            .pointer(pointer)
+            .and_then(Value::as_u64)
+            .unwrap_or(old)
+    };
     Usage {
         input_tokens: n("/input_tokens", base.input_tokens),
         output_tokens: n("/output_tokens", base.output_tokens),

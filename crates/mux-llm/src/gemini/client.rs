@@ -141,7 +141,13 @@ impl LlmClient for GeminiClient {
                 );
                 let body = request_body(&request);
                 self.transport
-                    .post_stream(&path, self.headers()?, &body, GeminiDecoder::new, request.on_retry.as_ref())
+                    .post_stream(
+                        &path,
+                        self.headers()?,
+                        &body,
+                        GeminiDecoder::new,
+                        request.on_retry.as_ref(),
+                    )
                     .await
             }
             .instrument(span),

@@ -266,7 +266,12 @@ impl LlmClient for OpenAiClient {
                 let body = request_body(&request, self.wire, false);
                 let value = self
                     .transport
-                    .post_json("/chat/completions", headers, &body, request.on_retry.as_ref())
+                    .post_json(
+                        "/chat/completions",
+                        headers,
+                        &body,
+                        request.on_retry.as_ref(),
+                    )
                     .await?;
                 response_from_json(&self.provider, &value)
             }

@@ -200,7 +200,13 @@ fn response_format(output: &OutputSchema) -> Value {
     let mut name: String = output
         .name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(64)
         .collect();
     if name.is_empty() {

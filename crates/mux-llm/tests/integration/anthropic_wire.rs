@@ -9,7 +9,7 @@ use mux_llm::anthropic::AnthropicClient;
 use mux_llm::http::{HttpOptions, Timeouts};
 use mux_llm::testing::{ReplayServer, Reply};
 use mux_llm::{
-    Secret, ContentBlock, LlmClient, Message, Request, RetryPolicy, Role, StopReason, StreamEvent,
+    ContentBlock, LlmClient, Message, Request, RetryPolicy, Role, Secret, StopReason, StreamEvent,
     TimeoutPhase,
 };
 use mux_tool::ToolSpec;

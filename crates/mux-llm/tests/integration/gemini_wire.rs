@@ -5,7 +5,7 @@ use crate::common::{fast_retries, fixture};
 use mux_llm::gemini::GeminiClient;
 use mux_llm::http::HttpOptions;
 use mux_llm::testing::{ReplayServer, Reply};
-use mux_llm::{Secret, ContentBlock, LlmClient, Message, Request, Role, StopReason};
+use mux_llm::{ContentBlock, LlmClient, Message, Request, Role, Secret, StopReason};
 use mux_tool::ToolSpec;
 use serde_json::json;
 

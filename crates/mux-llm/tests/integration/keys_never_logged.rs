@@ -12,7 +12,7 @@ use mux_llm::anthropic::AnthropicClient;
 use mux_llm::http::HttpOptions;
 use mux_llm::openai::{OpenAiClient, Preset};
 use mux_llm::testing::{ReplayServer, Reply};
-use mux_llm::{Secret, LlmClient, Request, RetryPolicy};
+use mux_llm::{LlmClient, Request, RetryPolicy, Secret};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};

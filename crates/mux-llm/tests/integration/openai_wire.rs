@@ -6,7 +6,7 @@ use crate::common::{fast_retries, fixture};
 use mux_llm::http::HttpOptions;
 use mux_llm::openai::{OpenAiClient, Preset};
 use mux_llm::testing::{ReplayServer, Reply};
-use mux_llm::{Secret, LlmClient, Request, StopReason};
+use mux_llm::{LlmClient, Request, Secret, StopReason};
 use serde_json::json;
 
 const KEY: &str = "sk-proj-test-abcdef0123456789";
@@ -211,7 +211,10 @@ async fn server_errors_are_retried_then_succeed() {
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[0].0, 1);
     assert_eq!(seen[1].0, 2);
-    assert_ne!(seen[0].1, seen[1].1, "a server error, then a rate limit: {seen:?}");
+    assert_ne!(
+        seen[0].1, seen[1].1,
+        "a server error, then a rate limit: {seen:?}"
+    );
 }
 
 #[tokio::test]

@@ -135,13 +135,19 @@ fn structured_output_per_provider() {
     );
 
     let gemini = mux_llm::gemini::request_body(&request);
-    assert_eq!(gemini["generationConfig"]["responseMimeType"], "application/json");
+    assert_eq!(
+        gemini["generationConfig"]["responseMimeType"],
+        "application/json"
+    );
     assert_eq!(gemini["generationConfig"]["responseJsonSchema"], schema);
 
     let anthropic = mux_llm::anthropic::request_body(&request, false);
     assert_eq!(anthropic["tools"][0]["name"], "final_result");
     assert_eq!(anthropic["tools"][0]["input_schema"], schema);
-    assert_eq!(anthropic["tool_choice"], json!({"type": "tool", "name": "final_result"}));
+    assert_eq!(
+        anthropic["tool_choice"],
+        json!({"type": "tool", "name": "final_result"})
+    );
 
     // With tools of its own, the model may call them or answer: any tool, not one.
     let with_tools = conversation().output(mux_llm::OutputSchema::new("r", schema.clone()));

@@ -93,7 +93,10 @@ async fn a_typed_answer_that_does_not_fit_goes_back_once_with_the_problem() {
     assert_eq!(sum, Sum { total: 4 });
     let requests = model.requests();
     assert_eq!(requests.len(), 2);
-    let output = requests[0].output.as_ref().expect("the schema was asked for");
+    let output = requests[0]
+        .output
+        .as_ref()
+        .expect("the schema was asked for");
     assert_eq!(output.name, "Sum");
     let correction = requests[1].messages.last().unwrap().text();
     assert!(correction.contains("/total"), "{correction}");
@@ -102,9 +105,7 @@ async fn a_typed_answer_that_does_not_fit_goes_back_once_with_the_problem() {
 
 #[tokio::test]
 async fn a_second_miss_is_a_typed_error_with_the_reply() {
-    let model = scripted()
-        .reply(text("four"))
-        .reply(text(r#"{"sum": 4}"#));
+    let model = scripted().reply(text("four")).reply(text(r#"{"sum": 4}"#));
     let agent = Agent::builder(model).model("m").build().unwrap();
     let err = agent.prompt_typed::<Sum>("2 + 2?").await.unwrap_err();
     let mux_orchestrator::LoopError::InvalidOutput {
@@ -132,7 +133,9 @@ async fn needs_approval_decides_per_call_from_the_input() {
         .model("m")
         .tool(shell.clone())
         .needs_approval("Bash", |input| {
-            input["command"].as_str().is_some_and(|c| c.starts_with("rm"))
+            input["command"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("rm"))
         })
         .build()
         .unwrap();

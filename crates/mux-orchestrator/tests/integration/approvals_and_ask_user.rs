@@ -77,10 +77,8 @@ async fn allow_once_runs_the_call_and_asks_again_next_time() {
         )]))
         .reply(text("done"));
     let (agent, shell) = shell_agent(model, OrchestratorConfig::new("m"));
-    let (events, outcome) = answer_approvals(agent.run("go").unwrap(), || {
-        Some(Answer::AllowOnce)
-    })
-    .await;
+    let (events, outcome) =
+        answer_approvals(agent.run("go").unwrap(), || Some(Answer::AllowOnce)).await;
     outcome.unwrap();
     assert_eq!(shell.calls.load(Ordering::SeqCst), 2);
     let asked = labels(&events)

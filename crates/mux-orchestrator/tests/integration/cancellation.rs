@@ -12,8 +12,7 @@ use mux_llm::{
     Usage,
 };
 use mux_orchestrator::{
-    Answer, LoopError, LoopEvent, LoopInput, LoopState, Orchestrator, OrchestratorConfig,
-    Run,
+    Answer, LoopError, LoopEvent, LoopInput, LoopState, Orchestrator, OrchestratorConfig, Run,
 };
 use serde_json::json;
 

@@ -10,7 +10,7 @@ use common::labels;
 use mux_llm::anthropic::AnthropicClient;
 use mux_llm::openai::OpenAiClient;
 use mux_llm::testing::{ReplayServer, Reply};
-use mux_llm::{Secret, ContentBlock, LlmClient};
+use mux_llm::{ContentBlock, LlmClient, Secret};
 use mux_orchestrator::{LoopEvent, Orchestrator, OrchestratorConfig};
 use mux_tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
@@ -267,5 +267,9 @@ async fn anthropic_structured_output_through_the_output_tool() {
     let tools = request["tools"].as_array().unwrap();
     let output = tools.iter().find(|t| t["name"] == "final_result").unwrap();
     assert_eq!(output["input_schema"]["required"][0], "location");
-    assert_eq!(server.requests().len(), 1, "a valid answer needs no correction");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a valid answer needs no correction"
+    );
 }

@@ -124,7 +124,11 @@ async fn always_allow_is_recorded_and_stops_the_asking() {
         log.lock()
             .unwrap()
             .push((call.id.clone(), decision.reason.clone()));
-        async { Answer::AllowAlways { remember: Remember::prefix(Scope::Session, "printf") } }
+        async {
+            Answer::AllowAlways {
+                remember: Remember::prefix(Scope::Session, "printf"),
+            }
+        }
     });
     let gate = PermissionGate::new(permissions(dir.path()), asker);
     let registry = Registry::new();
@@ -156,7 +160,9 @@ async fn always_allow_is_recorded_and_stops_the_asking() {
     assert_eq!(answers[0].call_id, "1");
     assert_eq!(
         answers[0].answer,
-        Answer::AllowAlways { remember: Remember::prefix(Scope::Session, "printf") }
+        Answer::AllowAlways {
+            remember: Remember::prefix(Scope::Session, "printf")
+        }
     );
     let session = gate
         .permissions()

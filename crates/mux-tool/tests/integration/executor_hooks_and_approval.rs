@@ -73,11 +73,7 @@ async fn hooks_run_in_order_around_the_gate() {
 async fn a_blocking_hook_stops_the_call_and_later_hooks() {
     let log: Log = Log::default();
     let executor = Executor::builder(common::registry())
-        .pre_hook(logging_pre(
-            &log,
-            "guard",
-            PreHookAction::deny("not today"),
-        ))
+        .pre_hook(logging_pre(&log, "guard", PreHookAction::deny("not today")))
         .pre_hook(logging_pre(&log, "never", PreHookAction::Continue))
         .build();
 

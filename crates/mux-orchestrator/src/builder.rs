@@ -1,0 +1,199 @@
+//! Building an [`Orchestrator`]: its services, then a new or resumed conversation.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use mux_llm::LlmClient;
+use mux_permission::Permissions;
+use mux_tool::{Registry, Resources};
+use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::NeedsApproval;
+use crate::ask_user::AskUser;
+use crate::context::ContextProvider;
+use crate::core::Services;
+use crate::hooks::{Hook, Hooks};
+use crate::session::{SessionMeta, SessionStore};
+use crate::{LoopError, Orchestrator, OrchestratorConfig};
+
+/// Builds an [`Orchestrator`].
+pub struct OrchestratorBuilder {
+    client: Arc<dyn LlmClient>,
+    config: OrchestratorConfig,
+    tools: Registry,
+    permissions: Option<Permissions>,
+    contexts: Vec<Arc<dyn ContextProvider>>,
+    store: Option<Arc<dyn SessionStore>>,
+    hooks: Hooks,
+    resources: Resources,
+    cancel: CancellationToken,
+    needs_approval: HashMap<String, NeedsApproval>,
+    #[cfg(feature = "mcp")]
+    mcp: Option<(mux_mcp::Coordinator, Option<crate::mcp::McpServers>)>,
+    #[cfg(feature = "mcp")]
+    mcp_filter: mux_mcp::McpFilter,
+}
+
+impl OrchestratorBuilder {
+    pub(crate) fn new(client: Arc<dyn LlmClient>, config: OrchestratorConfig) -> Self {
+        Self {
+            client,
+            config,
+            tools: Registry::new(),
+            permissions: None,
+            contexts: Vec::new(),
+            store: None,
+            hooks: Hooks::new(),
+            resources: Resources::new(),
+            cancel: CancellationToken::new(),
+            needs_approval: HashMap::new(),
+            #[cfg(feature = "mcp")]
+            mcp: None,
+            #[cfg(feature = "mcp")]
+            mcp_filter: mux_mcp::McpFilter::All,
+        }
+    }
+
+    /// The tools the model may call. The orchestrator adds `ask_user` to this registry unless
+    /// [`OrchestratorConfig::ask_user`] is off.
+    pub fn tools(mut self, tools: Registry) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// The permission policy. Without one, read-only tools run and every other call asks.
+    pub fn permissions(mut self, permissions: Permissions) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// Adds a context provider; its content joins the system prompt every turn.
+    pub fn context(mut self, provider: impl ContextProvider) -> Self {
+        self.contexts.push(Arc::new(provider));
+        self
+    }
+
+    /// Persists the conversation in `store`.
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Adds a hook.
+    pub fn hook(self, hook: impl Hook) -> Self {
+        self.hooks.add(hook);
+        self
+    }
+
+    /// Uses a shared hook list (hooks added to it later apply too).
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Resources every tool call can reach.
+    pub fn resources(mut self, resources: Resources) -> Self {
+        self.resources = resources;
+        self
+    }
+
+    /// A parent token: cancelling it cancels every run of this orchestrator.
+    pub fn cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Offers the tools of `coordinator`'s servers (as `mcp__<server>__<tool>` proxies),
+    /// kept current before every model request. You run the coordinator: the orchestrator
+    /// never starts or stops its servers. Replaces an earlier `mcp` or `mcp_servers`.
+    #[cfg(feature = "mcp")]
+    pub fn mcp(mut self, coordinator: mux_mcp::Coordinator) -> Self {
+        self.mcp = Some((coordinator, None));
+        self
+    }
+
+    /// Offers the tools of `servers` and takes ownership of them: they stop on
+    /// [`Orchestrator::shutdown`] or when the last clone of the orchestrator is dropped.
+    /// Servers that failed to start are reported once, as [`LoopEvent::McpServerFailed`] at
+    /// the start of the first run. Replaces an earlier `mcp` or `mcp_servers`.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_servers(mut self, servers: crate::mcp::McpServers) -> Self {
+        self.mcp = Some((servers.coordinator().clone(), Some(servers)));
+        self
+    }
+
+    /// Offers only the MCP tools `filter` accepts (all by default), for example
+    /// `McpFilter::Spec(ToolFilter::ReadOnly)` or one of a [`mux_mcp::ToolModes`]' filters.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_filter(mut self, filter: mux_mcp::McpFilter) -> Self {
+        self.mcp_filter = filter;
+        self
+    }
+
+    /// Decides per call whether `tool` needs approval, from its input: `true` asks the face
+    /// (deny rules still hold), `false` runs it unasked, or with a permission policy leaves it
+    /// to the policy. It replaces [`OrchestratorConfig::approval`] for that tool. A predicate
+    /// that panics asks.
+    pub fn needs_approval(
+        mut self,
+        tool: impl Into<String>,
+        predicate: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.needs_approval
+            .insert(tool.into(), Arc::new(predicate) as NeedsApproval);
+        self
+    }
+
+    fn services(self) -> Services {
+        if self.config.ask_user {
+            // `replace` keeps an application's own `ask_user` from failing the build.
+            if let Ok(tool) = mux_tool::Typed::new(AskUser) {
+                let _ = self.tools.replace(Arc::new(tool));
+            }
+        }
+        let (broadcast, _) = broadcast::channel(self.config.broadcast_capacity.max(1));
+        #[cfg(feature = "mcp")]
+        let mcp = self.mcp.map(|(coordinator, owned)| {
+            crate::mcp::McpLink::new(&coordinator, owned, self.mcp_filter, &self.tools)
+        });
+        Services {
+            client: self.client,
+            config: self.config,
+            tools: self.tools,
+            permissions: self.permissions,
+            contexts: self.contexts,
+            store: self.store,
+            hooks: self.hooks,
+            resources: self.resources,
+            broadcast,
+            // A child, so `Orchestrator::shutdown` never cancels the caller's token.
+            cancel: self.cancel.child_token(),
+            needs_approval: Arc::new(self.needs_approval),
+            #[cfg(feature = "mcp")]
+            mcp,
+        }
+    }
+
+    /// Builds an orchestrator with a new, empty conversation.
+    pub fn build(self) -> Orchestrator {
+        Orchestrator::from_parts(self.services(), SessionMeta::new(), Vec::new(), false)
+    }
+
+    /// Builds an orchestrator that continues session `id` from the session store.
+    pub async fn resume(self, id: &str) -> Result<Orchestrator, LoopError> {
+        let Some(store) = self.store.clone() else {
+            return Err(LoopError::NoSessionStore {
+                operation: "resume a session",
+            });
+        };
+        let session = store.load(id).await?;
+        Ok(Orchestrator::from_parts(
+            self.services(),
+            session.meta,
+            session.messages,
+            true,
+        ))
+    }
+}

@@ -1,0 +1,120 @@
+//! What a run hands back: the events, the input sender and the handle of a started run, and
+//! the summary of a finished one.
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use mux_llm::Usage;
+use mux_tool::ToolOutput;
+use serde_json::Value;
+
+use crate::LoopError;
+use crate::emitter::EventReceiver;
+use crate::event::LoopInput;
+
+/// A started run.
+#[derive(Debug)]
+pub struct Run {
+    /// Every event of the run, in order.
+    pub events: EventReceiver,
+    /// Where the face sends answers, messages and cancel.
+    pub input: InputSender,
+    /// Waits for the outcome or cancels.
+    pub handle: RunHandle,
+}
+
+/// Sends [`LoopInput`]s into a run.
+#[derive(Clone, Debug)]
+pub struct InputSender {
+    pub(crate) tx: mpsc::Sender<LoopInput>,
+    pub(crate) cancel: CancellationToken,
+}
+
+impl InputSender {
+    /// Sends an input; returns false when the run has ended.
+    ///
+    /// [`LoopInput::Cancel`] takes effect at once, ahead of inputs still queued: it never
+    /// waits behind a router that is itself waiting for a face to read.
+    pub async fn send(&self, input: LoopInput) -> bool {
+        if matches!(input, LoopInput::Cancel) {
+            self.cancel.cancel();
+            return !self.tx.is_closed();
+        }
+        self.tx.send(input).await.is_ok()
+    }
+}
+
+/// The outcome of a run, and a cancel that really cancels.
+#[derive(Debug)]
+pub struct RunHandle {
+    pub(crate) join: JoinHandle<Result<RunSummary, LoopError>>,
+    pub(crate) cancel: CancellationToken,
+}
+
+impl RunHandle {
+    /// Cancels the run: the model stream is dropped and running tools are cancelled.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The run's cancellation token (a child of the orchestrator's).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the run has ended.
+    pub fn is_finished(&self) -> bool {
+        self.join.is_finished()
+    }
+
+    /// Waits for the run to end.
+    pub async fn wait(self) -> Result<RunSummary, LoopError> {
+        match self.join.await {
+            Ok(result) => result,
+            Err(err) => Err(LoopError::Crashed(err.to_string())),
+        }
+    }
+}
+
+/// A tool call made during a run, with what the model read back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCallRecord {
+    /// The call id.
+    pub id: String,
+    /// The tool name.
+    pub name: String,
+    /// The arguments as run (after any rewrite).
+    pub input: Value,
+    /// The output the model read.
+    pub output: ToolOutput,
+}
+
+/// A call denied because no one could approve it: a run with no face (such as
+/// [`Orchestrator::run_to_completion`]) called a tool that needs approval. Allow it with a
+/// permission rule, or, without a policy, with
+/// `OrchestratorConfig::new(model).approval(ApprovalPolicy::Never)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnapprovedCall {
+    /// The call id.
+    pub call_id: String,
+    /// The tool name.
+    pub tool: String,
+    /// Why the call needed approval.
+    pub reason: String,
+}
+
+/// What a finished run produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSummary {
+    /// The final assistant text.
+    pub text: String,
+    /// Every tool call, in order.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// Model calls made.
+    pub iterations: u32,
+    /// Usage of this run.
+    pub usage: Usage,
+    /// Calls denied because no one could approve them (see [`UnapprovedCall`]).
+    pub unapproved: Vec<UnapprovedCall>,
+}
