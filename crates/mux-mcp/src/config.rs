@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::token_file::FileTokenStore;
-use crate::token_store::TokenStore;
+use crate::oauth::token_file::FileTokenStore;
+use crate::oauth::token_store::TokenStore;
 
 /// A value that must never be printed: a bearer token or a secret header.
 #[derive(Clone, PartialEq, Eq)]
