@@ -549,7 +549,7 @@ impl ServerConnection {
                         ConnectError::Spawn {
                             server: server.clone(),
                             command: stdio.command.clone(),
-                            reason: err.to_string(),
+                            source: err,
                         }
                     })?;
                 *lock(&inner.pid) = child.id();

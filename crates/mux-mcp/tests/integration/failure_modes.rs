@@ -89,21 +89,39 @@ async fn a_server_writing_garbage_to_stdout_fails_cleanly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_missing_command_is_a_spawn_error_naming_the_server() {
-    let connection = ServerConnection::new(
-        ServerSpec::stdio("ghost", "/nonexistent/mcp-server", Vec::<String>::new()),
-        quick(Duration::from_secs(5)),
-    );
-    let err = connection.connect().await.unwrap_err();
-    assert!(matches!(err, ConnectError::Spawn { .. }), "{err:?}");
-    assert!(
-        err.to_string().contains("`ghost`") && err.to_string().contains("/nonexistent/mcp-server")
-    );
-    let ConnectionState::Failed { message, retries } = connection.state() else {
-        panic!("{:?}", connection.state())
-    };
-    assert!(message.contains("cannot start"));
-    assert_eq!(retries, 0);
+async fn a_command_that_cannot_start_is_a_spawn_error_keeping_the_os_error() {
+    // A file without an execute bit cannot be started, not even by root.
+    let dir = tempfile::tempdir().unwrap();
+    let not_executable = dir.path().join("not-executable");
+    std::fs::write(&not_executable, "#!/bin/sh\n").unwrap();
+    let not_executable = not_executable.display().to_string();
+    for (command, kind) in [
+        ("/nonexistent/mcp-server", std::io::ErrorKind::NotFound),
+        (not_executable.as_str(), std::io::ErrorKind::PermissionDenied),
+    ] {
+        let connection = ServerConnection::new(
+            ServerSpec::stdio("ghost", command, Vec::<String>::new()),
+            quick(Duration::from_secs(5)),
+        );
+        let err = connection.connect().await.unwrap_err();
+        let ConnectError::Spawn { source, .. } = &err else {
+            panic!("{command}: {err:?}")
+        };
+        assert_eq!(source.kind(), kind, "{command}: {err}");
+        let chained = std::error::Error::source(&err)
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .map(std::io::Error::kind);
+        assert_eq!(chained, Some(kind), "{command}: the io::Error is the source");
+        assert!(
+            err.to_string().contains("`ghost`") && err.to_string().contains(command),
+            "{err}"
+        );
+        let ConnectionState::Failed { message, retries } = connection.state() else {
+            panic!("{:?}", connection.state())
+        };
+        assert!(message.contains("cannot start"), "{message}");
+        assert_eq!(retries, 0);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
