@@ -97,7 +97,10 @@ async fn a_command_that_cannot_start_is_a_spawn_error_keeping_the_os_error() {
     let not_executable = not_executable.display().to_string();
     for (command, kind) in [
         ("/nonexistent/mcp-server", std::io::ErrorKind::NotFound),
-        (not_executable.as_str(), std::io::ErrorKind::PermissionDenied),
+        (
+            not_executable.as_str(),
+            std::io::ErrorKind::PermissionDenied,
+        ),
     ] {
         let connection = ServerConnection::new(
             ServerSpec::stdio("ghost", command, Vec::<String>::new()),
@@ -111,7 +114,11 @@ async fn a_command_that_cannot_start_is_a_spawn_error_keeping_the_os_error() {
         let chained = std::error::Error::source(&err)
             .and_then(|source| source.downcast_ref::<std::io::Error>())
             .map(std::io::Error::kind);
-        assert_eq!(chained, Some(kind), "{command}: the io::Error is the source");
+        assert_eq!(
+            chained,
+            Some(kind),
+            "{command}: the io::Error is the source"
+        );
         assert!(
             err.to_string().contains("`ghost`") && err.to_string().contains(command),
             "{err}"
