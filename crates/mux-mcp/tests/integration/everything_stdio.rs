@@ -4,10 +4,13 @@ use crate::common;
 
 use std::time::Duration;
 
-use mux_mcp::{CallEnd, CallError, ConnectionState, LogSource, McpEvent};
+use mux_mcp::{CallError, ConnectionState, LogSource, McpEvent};
 use mux_tool::{Content, ProgressSender, Tool, ToolContext, ToolError, ToolUpdate};
 use serde_json::json;
 use tokio::sync::mpsc;
+
+/// Whether one content item is what a tool should answer with.
+type ContentCheck = fn(&Content) -> bool;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_are_listed_and_called() {
@@ -34,57 +37,37 @@ async fn tools_are_listed_and_called() {
     assert_eq!(out.to_text(), "Echo: hi");
     assert!(!out.is_error);
 
-    let sum = common::find(&tools, "mcp__everything__get-sum");
-    let out = sum
-        .call(json!({"a": 2, "b": 3}), ToolContext::new("c2"))
-        .await
-        .unwrap();
-    assert!(out.to_text().contains('5'), "{out:?}");
-
-    let image = common::find(&tools, "mcp__everything__get-tiny-image");
-    let out = image.call(json!({}), ToolContext::new("c3")).await.unwrap();
-    assert!(
-        out.content
-            .iter()
-            .any(|c| matches!(c, Content::Image { mime_type, .. } if mime_type == "image/png")),
-        "{out:?}"
-    );
-
-    let structured = common::find(&tools, "mcp__everything__get-structured-content");
-    let out = structured
-        .call(json!({"location": "New York"}), ToolContext::new("c4"))
-        .await
-        .unwrap();
-    assert!(
-        out.content
-            .iter()
-            .any(|c| matches!(c, Content::Json { .. })),
-        "{out:?}"
-    );
-
-    let links = common::find(&tools, "mcp__everything__get-resource-links");
-    let out = links
-        .call(json!({"count": 2}), ToolContext::new("c5"))
-        .await
-        .unwrap();
-    assert!(
-        out.content
-            .iter()
-            .any(|c| matches!(c, Content::ResourceLink { .. })),
-        "{out:?}"
-    );
-
-    let reference = common::find(&tools, "mcp__everything__get-resource-reference");
-    let out = reference
-        .call(json!({"resourceId": 2}), ToolContext::new("c6"))
-        .await
-        .unwrap();
-    assert!(
-        out.content
-            .iter()
-            .any(|c| matches!(c, Content::Resource { .. })),
-        "{out:?}"
-    );
+    // Each tool answers with content of its own kind.
+    let cases: [(&str, serde_json::Value, ContentCheck); 5] = [
+        (
+            "get-sum",
+            json!({"a": 2, "b": 3}),
+            |c| matches!(c, Content::Text { text, .. } if text.contains('5')),
+        ),
+        (
+            "get-tiny-image",
+            json!({}),
+            |c| matches!(c, Content::Image { mime_type, .. } if mime_type == "image/png"),
+        ),
+        (
+            "get-structured-content",
+            json!({"location": "New York"}),
+            |c| matches!(c, Content::Json { .. }),
+        ),
+        ("get-resource-links", json!({"count": 2}), |c| {
+            matches!(c, Content::ResourceLink { .. })
+        }),
+        ("get-resource-reference", json!({"resourceId": 2}), |c| {
+            matches!(c, Content::Resource { .. })
+        }),
+    ];
+    for (i, (tool, arguments, expected)) in cases.into_iter().enumerate() {
+        let out = common::find(&tools, &format!("mcp__everything__{tool}"))
+            .call(arguments, ToolContext::new(format!("c{}", i + 2)))
+            .await
+            .unwrap();
+        assert!(out.content.iter().any(expected), "{tool}: {out:?}");
+    }
 
     let connection = coordinator.connection("everything").unwrap();
     let pid = connection.pid().unwrap();
@@ -148,46 +131,14 @@ async fn a_cancelled_call_ends_promptly_and_the_server_keeps_working() {
         .start_all_and_wait(vec![common::everything("ev")])
         .await
         .unwrap();
-    let mut events = coordinator.subscribe();
-    let tools = coordinator.tools();
-    let long = common::find(&tools, "mcp__ev__trigger-long-running-operation");
-    let cx = ToolContext::new("slow");
-    let cancel = cx.cancellation().clone();
-    let call =
-        tokio::spawn(async move { long.call(json!({"duration": 30, "steps": 30}), cx).await });
-    common::wait_for(
-        &mut events,
-        Duration::from_secs(5),
-        |e| matches!(e, McpEvent::CallStarted { call_id, .. } if call_id == "slow"),
+    common::cancel_once_started(
+        &coordinator,
+        "mcp__ev__trigger-long-running-operation",
+        json!({"duration": 30, "steps": 30}),
+        "slow",
     )
-    .await
-    .unwrap();
-    assert_eq!(coordinator.snapshot().servers[0].pending_calls.len(), 1);
-    let started = std::time::Instant::now();
-    cancel.cancel();
-    let result = tokio::time::timeout(Duration::from_secs(5), call)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
-    assert!(started.elapsed() < Duration::from_secs(5));
-    let ended = common::wait_for(&mut events, Duration::from_secs(5), |e| {
-        matches!(e, McpEvent::CallEnded { .. })
-    })
-    .await
-    .unwrap();
-    assert!(
-        matches!(
-            ended,
-            McpEvent::CallEnded {
-                end: CallEnd::Cancelled,
-                ..
-            }
-        ),
-        "{ended:?}"
-    );
-    assert!(coordinator.snapshot().servers[0].pending_calls.is_empty());
-    let echo = common::find(&tools, "mcp__ev__echo");
+    .await;
+    let echo = common::find(&coordinator.tools(), "mcp__ev__echo");
     let out = echo
         .call(json!({"message": "still here"}), ToolContext::new("after"))
         .await
@@ -313,18 +264,9 @@ async fn a_server_killed_mid_call_fails_fast_and_the_same_proxy_works_after_reco
         "took {failed_after:?}"
     );
     // The coordinator reconnects with backoff; the same proxy then works.
-    common::wait_for(&mut events, Duration::from_secs(20), |e| {
-        matches!(
-            e,
-            McpEvent::StateChanged {
-                from: ConnectionState::Connecting,
-                to: ConnectionState::Connected { .. },
-                ..
-            }
-        )
-    })
-    .await
-    .expect("reconnected");
+    common::reconnected(&mut events, Duration::from_secs(20))
+        .await
+        .expect("reconnected");
     assert_ne!(connection.pid(), Some(pid));
     let out = echo
         .call(json!({"message": "back"}), ToolContext::new("again"))

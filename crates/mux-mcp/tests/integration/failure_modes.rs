@@ -201,17 +201,9 @@ async fn concurrent_reconnect_requests_coalesce_into_one_attempt() {
         .args(["-KILL", &pid.to_string()])
         .status()
         .unwrap();
-    common::wait_for(&mut events, Duration::from_secs(5), |e| {
-        matches!(
-            e,
-            McpEvent::StateChanged {
-                to: ConnectionState::Failed { .. },
-                ..
-            }
-        )
-    })
-    .await
-    .expect("the loss is noticed");
+    common::failed(&mut events, Duration::from_secs(5))
+        .await
+        .expect("the loss is noticed");
     // Policy `None`: nothing reconnects on its own.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(matches!(connection.state(), ConnectionState::Failed { .. }));
@@ -305,16 +297,7 @@ async fn a_failed_health_check_leads_to_a_reconnect() {
         .args(["-STOP", &pid.to_string()])
         .status()
         .unwrap();
-    let failed = common::wait_for(&mut events, Duration::from_secs(10), |e| {
-        matches!(
-            e,
-            McpEvent::StateChanged {
-                to: ConnectionState::Failed { .. },
-                ..
-            }
-        )
-    })
-    .await;
+    let failed = common::failed(&mut events, Duration::from_secs(10)).await;
     let Some(McpEvent::StateChanged {
         to: ConnectionState::Failed { message, .. },
         ..
@@ -327,18 +310,9 @@ async fn a_failed_health_check_leads_to_a_reconnect() {
         panic!("the health check did not notice")
     };
     assert!(message.contains("health check"), "{message}");
-    common::wait_for(&mut events, Duration::from_secs(20), |e| {
-        matches!(
-            e,
-            McpEvent::StateChanged {
-                from: ConnectionState::Connecting,
-                to: ConnectionState::Connected { .. },
-                ..
-            }
-        )
-    })
-    .await
-    .expect("reconnected");
+    common::reconnected(&mut events, Duration::from_secs(20))
+        .await
+        .expect("reconnected");
     assert!(
         common::gone_within(pid, Duration::from_secs(3)).await,
         "the stuck server was killed"
