@@ -30,12 +30,7 @@ async fn tools_are_listed_and_called() {
     );
     let echo = common::find(&tools, "mcp__everything__echo");
     assert!(echo.spec().input_schema["properties"]["message"].is_object());
-    let out = echo
-        .call(json!({"message": "hi"}), ToolContext::new("c1"))
-        .await
-        .unwrap();
-    assert_eq!(out.to_text(), "Echo: hi");
-    assert!(!out.is_error);
+    common::echoes(&echo, "hi", "c1").await;
 
     // Each tool answers with content of its own kind.
     let cases: [(&str, serde_json::Value, ContentCheck); 5] = [
@@ -86,11 +81,7 @@ async fn tools_are_listed_and_called() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_reaches_the_tool_context() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::everything("ev")).await;
     let long = common::find(
         &coordinator.tools(),
         "mcp__ev__trigger-long-running-operation",
@@ -126,11 +117,7 @@ async fn progress_reaches_the_tool_context() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_call_ends_promptly_and_the_server_keeps_working() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::everything("ev")).await;
     common::cancel_once_started(
         &coordinator,
         "mcp__ev__trigger-long-running-operation",
@@ -139,11 +126,7 @@ async fn a_cancelled_call_ends_promptly_and_the_server_keeps_working() {
     )
     .await;
     let echo = common::find(&coordinator.tools(), "mcp__ev__echo");
-    let out = echo
-        .call(json!({"message": "still here"}), ToolContext::new("after"))
-        .await
-        .unwrap();
-    assert_eq!(out.to_text(), "Echo: still here");
+    common::echoes(&echo, "still here", "after").await;
     coordinator.stop_all().await;
 }
 
@@ -167,11 +150,7 @@ async fn a_timeout_is_an_error_output_suggesting_a_simpler_retry() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_megabyte_result_comes_through() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::everything("ev")).await;
     let echo = common::find(&coordinator.tools(), "mcp__ev__echo");
     let message = "x".repeat(1024 * 1024);
     let out = echo
@@ -217,11 +196,7 @@ async fn list_changed_refreshes_the_tools_with_an_event() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_mid_call_fails_fast_and_the_same_proxy_works_after_reconnect() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::everything("ev")).await;
     let mut events = coordinator.subscribe();
     let tools = coordinator.tools();
     let long = common::find(&tools, "mcp__ev__trigger-long-running-operation");
@@ -268,21 +243,13 @@ async fn a_server_killed_mid_call_fails_fast_and_the_same_proxy_works_after_reco
         .await
         .expect("reconnected");
     assert_ne!(connection.pid(), Some(pid));
-    let out = echo
-        .call(json!({"message": "back"}), ToolContext::new("again"))
-        .await
-        .unwrap();
-    assert_eq!(out.to_text(), "Echo: back");
+    common::echoes(&echo, "back", "again").await;
     coordinator.stop_all().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_disconnected_server_gives_a_clear_error() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::everything("ev")).await;
     let echo = common::find(&coordinator.tools(), "mcp__ev__echo");
     let pid = coordinator.connection("ev").unwrap().pid().unwrap();
     coordinator.disconnect("ev").await.unwrap();

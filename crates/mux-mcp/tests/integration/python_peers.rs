@@ -67,11 +67,7 @@ async fn a_2026_07_28_server_connects_through_discover_and_works() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_call_on_a_2026_07_28_server_ends_it() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::modern("py")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::modern("py")).await;
     common::cancel_once_started(
         &coordinator,
         "mcp__py__slow",
@@ -280,11 +276,7 @@ fn listens(connection: &mux_mcp::ServerConnection) -> usize {
 async fn a_2026_07_28_tool_list_change_arrives_on_the_listen_stream_also_after_a_reconnect() {
     // The Python SDK sends notifications/tools/list_changed at 2026-07-28 only on
     // subscriptions/listen streams, so the list can follow only through one.
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::modern("py")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::modern("py")).await;
     let connection = coordinator.connection("py").unwrap();
     assert_eq!(connection.protocol_version().as_deref(), Some("2026-07-28"));
     assert_eq!(listens(&connection), 1, "{:?}", connection.log());

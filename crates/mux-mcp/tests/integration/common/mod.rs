@@ -102,6 +102,28 @@ pub(crate) fn coordinator() -> Coordinator {
     })
 }
 
+/// A [`coordinator`] with `spec` started and connected.
+pub(crate) async fn running(spec: ServerSpec) -> Coordinator {
+    let name = spec.name.clone();
+    let coordinator = coordinator();
+    let report = coordinator.start_all_and_wait(vec![spec]).await.unwrap();
+    assert_eq!(report.connected, [name], "{report:?}");
+    coordinator
+}
+
+/// Calls server-everything's `echo` tool `echo` with `message` and checks that it echoes.
+pub(crate) async fn echoes(echo: &Arc<dyn Tool>, message: &str, call_id: &str) {
+    let out = echo
+        .call(
+            serde_json::json!({ "message": message }),
+            ToolContext::new(call_id),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.to_text(), format!("Echo: {message}"), "{out:?}");
+    assert!(!out.is_error, "{out:?}");
+}
+
 /// Whether process `pid` exists (and is not a zombie).
 pub(crate) fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
