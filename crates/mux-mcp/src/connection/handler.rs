@@ -59,16 +59,21 @@ async fn list_roots(
     }
 }
 
+/// Logs that the server asked for `what`.
+fn asked_for(shared: &Shared, what: &str) {
+    shared.log(
+        LogLevel::Info,
+        LogSource::Protocol,
+        format!("server asked for {what}"),
+    );
+}
+
 async fn create_message(
     shared: &Shared,
     client: Option<&Arc<dyn ClientHandlers>>,
     params: CreateMessageRequestParams,
 ) -> Result<CreateMessageResult, ErrorData> {
-    shared.log(
-        LogLevel::Info,
-        LogSource::Protocol,
-        "server asked for sampling".to_string(),
-    );
+    asked_for(shared, "sampling");
     match client {
         Some(client) if client.features().sampling => client
             .create_message(&shared.server, params)
@@ -83,11 +88,7 @@ async fn elicit(
     client: Option<&Arc<dyn ClientHandlers>>,
     params: ElicitRequestParams,
 ) -> Result<ElicitResult, ErrorData> {
-    shared.log(
-        LogLevel::Info,
-        LogSource::Protocol,
-        "server asked for elicitation".to_string(),
-    );
+    asked_for(shared, "elicitation");
     match client {
         Some(client) => client.elicit(&shared.server, params).await.map_err(refused),
         None => Ok(ElicitResult::new(ElicitationAction::Decline)),

@@ -215,11 +215,7 @@ async fn a_server_killed_mid_call_fails_fast_and_the_same_proxy_works_after_reco
     })
     .await
     .unwrap();
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    common::signal(pid, "-KILL");
     let killed_at = std::time::Instant::now();
     let result = tokio::time::timeout(Duration::from_secs(5), call)
         .await

@@ -197,10 +197,7 @@ async fn concurrent_reconnect_requests_coalesce_into_one_attempt() {
     let connection = coordinator.connection("ev").unwrap();
     let pid = connection.pid().unwrap();
     let mut events = coordinator.subscribe();
-    std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
+    common::signal(pid, "-KILL");
     common::failed(&mut events, Duration::from_secs(5))
         .await
         .expect("the loss is noticed");
@@ -293,20 +290,14 @@ async fn a_failed_health_check_leads_to_a_reconnect() {
     let pid = connection.pid().unwrap();
     let mut events = coordinator.subscribe();
     // A stopped server still holds its pipes open, so only the health check can notice.
-    std::process::Command::new("kill")
-        .args(["-STOP", &pid.to_string()])
-        .status()
-        .unwrap();
+    common::signal(pid, "-STOP");
     let failed = common::failed(&mut events, Duration::from_secs(10)).await;
     let Some(McpEvent::StateChanged {
         to: ConnectionState::Failed { message, .. },
         ..
     }) = failed
     else {
-        std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status()
-            .unwrap();
+        common::signal(pid, "-KILL");
         panic!("the health check did not notice")
     };
     assert!(message.contains("health check"), "{message}");

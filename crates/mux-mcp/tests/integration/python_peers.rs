@@ -9,9 +9,8 @@ use mux_mcp::{CallError, McpEvent, ServerSpec};
 use mux_tool::{Content, ProgressSender, Tool, ToolContext, ToolError, ToolUpdate};
 use serde_json::json;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_2026_07_28_server_connects_through_discover_and_works() {
-    let coordinator = common::coordinator();
+/// Starts our Python SDK server as `py` on `coordinator` and checks it speaks 2026-07-28.
+async fn start_modern(coordinator: &mux_mcp::Coordinator) -> mux_mcp::ServerConnection {
     let report = coordinator
         .start_all_and_wait(vec![common::modern("py")])
         .await
@@ -19,6 +18,13 @@ async fn a_2026_07_28_server_connects_through_discover_and_works() {
     assert_eq!(report.connected, ["py"], "{report:?}");
     let connection = coordinator.connection("py").unwrap();
     assert_eq!(connection.protocol_version().as_deref(), Some("2026-07-28"));
+    connection
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_07_28_server_connects_through_discover_and_works() {
+    let coordinator = common::coordinator();
+    let connection = start_modern(&coordinator).await;
     let tools = coordinator.tools();
 
     let out = common::find(&tools, "mcp__py__add")
@@ -201,13 +207,7 @@ async fn modes_select_tool_sets_across_servers() {
 async fn an_input_required_round_is_answered_by_the_client_handlers() {
     let giver = common::FormAnswers::accept();
     let coordinator = common::coordinator().with_client_handlers(giver.clone());
-    let report = coordinator
-        .start_all_and_wait(vec![common::modern("py")])
-        .await
-        .unwrap();
-    assert_eq!(report.connected, ["py"], "{report:?}");
-    let connection = coordinator.connection("py").unwrap();
-    assert_eq!(connection.protocol_version().as_deref(), Some("2026-07-28"));
+    start_modern(&coordinator).await;
     let out = common::find(&coordinator.tools(), "mcp__py__greet")
         .call(json!({}), ToolContext::new("g"))
         .await
@@ -312,11 +312,7 @@ async fn a_2026_07_28_tool_list_change_arrives_on_the_listen_stream_also_after_a
 
     // A new server process after a crash: the connection listens again.
     let pid = connection.pid().unwrap();
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    common::signal(pid, "-KILL");
     common::reconnected(&mut events, Duration::from_secs(20))
         .await
         .expect("reconnected");

@@ -124,6 +124,15 @@ pub(crate) async fn echoes(echo: &Arc<dyn Tool>, message: &str, call_id: &str) {
     assert!(!out.is_error, "{out:?}");
 }
 
+/// Sends `signal` (such as `-KILL` or `-STOP`) to process `pid` with kill(1).
+pub(crate) fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {signal} {pid}: {status}");
+}
+
 /// Whether process `pid` exists (and is not a zombie).
 pub(crate) fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
