@@ -185,15 +185,12 @@ async fn a_connection_attempt_can_be_cancelled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_reconnect_requests_coalesce_into_one_attempt() {
-    let coordinator = Coordinator::new(CoordinatorConfig {
+    let config = CoordinatorConfig {
         reconnect: ReconnectPolicy::None,
         health_interval: None,
         ..CoordinatorConfig::default()
-    });
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    };
+    let coordinator = common::running_on(Coordinator::new(config), common::everything("ev")).await;
     let connection = coordinator.connection("ev").unwrap();
     let pid = connection.pid().unwrap();
     let mut events = coordinator.subscribe();
@@ -276,16 +273,13 @@ async fn start_all_reports_connected_and_failed_servers_and_stop_all_leaves_no_c
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_health_check_leads_to_a_reconnect() {
-    let coordinator = Coordinator::new(CoordinatorConfig {
+    let config = CoordinatorConfig {
         reconnect: ReconnectPolicy::Immediate { max_attempts: 3 },
         health_interval: Some(Duration::from_millis(300)),
         health_timeout: Duration::from_millis(500),
         ..CoordinatorConfig::default()
-    });
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    };
+    let coordinator = common::running_on(Coordinator::new(config), common::everything("ev")).await;
     let connection = coordinator.connection("ev").unwrap();
     let pid = connection.pid().unwrap();
     let mut events = coordinator.subscribe();

@@ -104,8 +104,12 @@ pub(crate) fn coordinator() -> Coordinator {
 
 /// A [`coordinator`] with `spec` started and connected.
 pub(crate) async fn running(spec: ServerSpec) -> Coordinator {
+    running_on(coordinator(), spec).await
+}
+
+/// `coordinator` with `spec` started and connected.
+pub(crate) async fn running_on(coordinator: Coordinator, spec: ServerSpec) -> Coordinator {
     let name = spec.name.clone();
-    let coordinator = coordinator();
     let report = coordinator.start_all_and_wait(vec![spec]).await.unwrap();
     assert_eq!(report.connected, [name], "{report:?}");
     coordinator
