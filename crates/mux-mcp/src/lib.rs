@@ -1,6 +1,7 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
+mod catalog;
 // Roots and sampling are deprecated in 2026-07-28, but servers on earlier versions use them.
 #[allow(deprecated)]
 mod client;

@@ -9,7 +9,8 @@ use serde_json::Value;
 use self::entry::read_entry;
 pub use self::error::ConfigError;
 pub use self::oauth_spec::{JwtAlgorithm, OAuthGrant, OAuthSpec, PrivateKeyJwt, SharedTokenStore};
-pub use self::spec::{HttpSpec, Secret, ServerSpec, StdioSpec, TransportSpec};
+pub use self::secret::Secret;
+pub use self::spec::{HttpSpec, ServerSpec, StdioSpec, TransportSpec};
 
 mod entry;
 mod error;
@@ -18,6 +19,7 @@ mod fields;
 mod oauth_entry;
 mod oauth_spec;
 mod raw;
+mod secret;
 mod spec;
 #[cfg(test)]
 mod tests;

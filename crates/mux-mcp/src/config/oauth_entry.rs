@@ -7,7 +7,7 @@ use super::error::ConfigError;
 use super::fields::{Fields, is_http_url};
 use super::oauth_spec::{JwtAlgorithm, OAuthGrant, OAuthSpec, PrivateKeyJwt};
 use super::raw::RawOAuth;
-use super::spec::Secret;
+use super::secret::Secret;
 use crate::oauth::token_file::FileTokenStore;
 
 impl Fields<'_> {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::spec::Secret;
+use super::secret::Secret;
 use crate::oauth::token_store::TokenStore;
 
 /// How mux authorizes with a server's OAuth authorization server (MCP authorization, OAuth 2.1

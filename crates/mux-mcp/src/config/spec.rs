@@ -1,33 +1,11 @@
-//! The validated specs: a server, its transport, and the secrets they carry.
+//! The validated specs: a server, its transport and its timeouts.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::oauth_spec::OAuthSpec;
-
-/// A value that must never be printed: a bearer token or a secret header.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret value.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret itself, for the transport that sends it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
+use super::secret::Secret;
 
 /// How to start a server as a child process speaking MCP over stdin/stdout.
 #[derive(Clone, Debug, PartialEq, Eq)]
