@@ -6,8 +6,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use rmcp::model::{ClientRequest, PingRequest, ProtocolVersion, RequestMetaObject};
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService, ServiceError,
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService,
+    ServiceError,
 };
+use rmcp::transport::streamable_http_client::StreamableHttpClient;
 use rustls::pki_types::CertificateDer;
 use serde::Serialize;
 use serde_json::Value;
@@ -581,32 +583,21 @@ impl ServerConnection {
                         problem: err.problem,
                     })
                 })?;
-                let service = match self.oauth_for(http, &extra_roots).await? {
+                let wiring = Wiring {
+                    closed: closed.clone(),
+                    barrier: barrier.clone(),
+                    standalone: standalone.clone(),
+                };
+                let served = match self.oauth_for(http, &extra_roots).await? {
                     None => {
                         let client = tls::http_client(extra_roots).map_err(bad_transport)?;
-                        let transport = transport::http_with(
-                            client,
-                            http,
-                            closed.clone(),
-                            barrier.clone(),
-                            standalone.clone(),
-                        )
-                        .map_err(bad_transport)?;
-                        handler.serve_with_lifecycle(transport, lifecycle).await
+                        serve_http(handler, client, http, wiring, lifecycle).await
                     }
                     Some(oauth) => {
-                        let transport = transport::http_with(
-                            oauth.http_client(),
-                            http,
-                            closed.clone(),
-                            barrier.clone(),
-                            standalone.clone(),
-                        )
-                        .map_err(bad_transport)?;
-                        handler.serve_with_lifecycle(transport, lifecycle).await
+                        serve_http(handler, oauth.http_client(), http, wiring, lifecycle).await
                     }
                 };
-                (service.map_err(handshake)?, None)
+                (served.map_err(bad_transport)?.map_err(handshake)?, None)
             }
         };
         let peer = service.peer().clone();
@@ -819,6 +810,32 @@ impl ServerConnection {
         }
         found
     }
+}
+
+/// What one opening wires an HTTP transport to: the close signal, the progress barrier and
+/// the standalone stream's outcome.
+struct Wiring {
+    closed: CancellationToken,
+    barrier: Arc<ProgressBarrier>,
+    standalone: StandaloneStream,
+}
+
+/// Serves `handler` over Streamable HTTP to `http` on `client` (plain, or one that adds OAuth
+/// tokens): the transport could not be built (`Err`), or the handshake's outcome.
+async fn serve_http<C: StreamableHttpClient + Send + Sync + 'static>(
+    handler: Handler,
+    client: C,
+    http: &HttpSpec,
+    wiring: Wiring,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Result<RunningService<RoleClient, Handler>, ClientInitializeError>, String> {
+    let Wiring {
+        closed,
+        barrier,
+        standalone,
+    } = wiring;
+    let transport = transport::http_with(client, http, closed, barrier, standalone)?;
+    Ok(handler.serve_with_lifecycle(transport, lifecycle).await)
 }
 
 /// Why one opening of a session failed.
