@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, Weak};
 use std::time::{Duration, SystemTime};
 
 use futures::future::join_all;
-use mux_tool::{Tool, ToolContext};
+use mux_tool::ToolContext;
 use rmcp::model::CallToolResult;
 use serde::Serialize;
 use serde_json::Value;
@@ -16,9 +16,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::ClientHandlers;
 use crate::event::EventSender;
-use crate::modes::{McpFilter, ToolModes, UnknownMode};
-use crate::naming::unique_names;
-use crate::proxy::McpTool;
 use crate::{
     CallError, ConnectError, ConnectionOptions, ConnectionState, Events, PendingCall,
     ReconnectPolicy, ServerConnection, ServerSpec, ToolInfo,
@@ -404,58 +401,12 @@ impl Coordinator {
             .any(|entry| entry.connection.cancel_call(call_id))
     }
 
-    /// Tool proxies for every tool of every connected server, servers by name and tools in
-    /// the order each server lists them. Names are `mcp__<server>__<tool>`, unique within the
-    /// set. Proxies route through the coordinator, so they keep working across reconnects.
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.proxies()
-            .into_iter()
-            .map(|proxy| proxy as Arc<dyn Tool>)
+    /// Every server's name and current state, by name.
+    pub(crate) fn states(&self) -> Vec<(String, ConnectionState)> {
+        self.servers()
+            .iter()
+            .map(|(server, entry)| (server.clone(), entry.connection.state()))
             .collect()
-    }
-
-    /// The proxies `filter` accepts, in the order of [`Coordinator::tools`].
-    pub fn tools_matching(&self, filter: &McpFilter) -> Vec<Arc<dyn Tool>> {
-        self.proxies()
-            .into_iter()
-            .filter(|proxy| filter.matches(proxy))
-            .map(|proxy| proxy as Arc<dyn Tool>)
-            .collect()
-    }
-
-    /// The proxies of mode `mode`.
-    pub fn tools_for_mode(
-        &self,
-        modes: &ToolModes,
-        mode: &str,
-    ) -> Result<Vec<Arc<dyn Tool>>, UnknownMode> {
-        Ok(self.tools_matching(modes.get(mode)?))
-    }
-
-    /// The same proxies as [`Coordinator::tools`], with their concrete type.
-    pub fn proxies(&self) -> Vec<Arc<McpTool>> {
-        let servers = self.servers();
-        let states: Vec<(&str, ConnectionState)> = servers
-            .iter()
-            .map(|(server, entry)| (server.as_str(), entry.connection.state()))
-            .collect();
-        let infos: Vec<(&str, &ToolInfo)> = states
-            .iter()
-            .flat_map(|(server, state)| state.tools().iter().map(move |info| (*server, info)))
-            .collect();
-        let pairs: Vec<(&str, &str)> = infos
-            .iter()
-            .map(|(server, info)| (*server, info.name.as_str()))
-            .collect();
-        let names = unique_names(&pairs);
-        let mut tools = Vec::new();
-        for (name, (server, info)) in names.into_iter().zip(infos) {
-            match McpTool::new(name, server, info, self.downgrade()) {
-                Ok(tool) => tools.push(Arc::new(tool)),
-                Err(err) => tracing::warn!(server, tool = info.name, %err, "skipping MCP tool"),
-            }
-        }
-        tools
     }
 
     /// The state of every server.

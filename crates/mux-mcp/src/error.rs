@@ -5,18 +5,35 @@ use std::time::Duration;
 use crate::{ConfigError, TokenStoreError, TransitionError};
 
 /// Why a connection attempt failed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+///
+/// It is neither `Clone` nor `PartialEq`, because [`ConnectError::Spawn`] keeps the
+/// [`std::io::Error`] of the failed spawn; match on the variants instead.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
-    /// The server process could not be started.
-    #[error("MCP server `{server}`: cannot start `{command}`: {reason}")]
+    /// The server process could not be started. The OS error is kept as the source, so a
+    /// caller can tell a missing command ([`std::io::ErrorKind::NotFound`]) from, say, a
+    /// permission problem:
+    ///
+    /// ```
+    /// use std::io::ErrorKind;
+    /// use mux_mcp::ConnectError;
+    ///
+    /// fn is_missing_command(err: &ConnectError) -> bool {
+    ///     matches!(err, ConnectError::Spawn { source, .. } if source.kind() == ErrorKind::NotFound)
+    /// }
+    /// # let err = ConnectError::Cancelled { server: "s".into() };
+    /// # assert!(!is_missing_command(&err));
+    /// ```
+    #[error("MCP server `{server}`: cannot start `{command}`: {source}")]
     Spawn {
         /// The server.
         server: String,
         /// The command.
         command: String,
-        /// The OS error.
-        reason: String,
+        /// The OS error, such as [`std::io::ErrorKind::NotFound`] for a missing command.
+        #[source]
+        source: std::io::Error,
     },
     /// The transport could not be set up (a bad header, say).
     #[error("MCP server `{server}`: {reason}")]

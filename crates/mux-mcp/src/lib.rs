@@ -1,6 +1,7 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
+mod catalog;
 // Roots and sampling are deprecated in 2026-07-28, but servers on earlier versions use them.
 #[allow(deprecated)]
 mod client;
@@ -10,24 +11,16 @@ mod content;
 mod coordinator;
 mod error;
 mod event;
-// Server log messages are deprecated in 2026-07-28, but older servers still send them.
-#[allow(deprecated)]
-mod handler;
 mod log;
 mod modes;
 mod naming;
 mod oauth;
-mod oauth_http;
-mod oauth_jwt;
 mod policy;
 mod proxy;
 mod standalone;
 mod state;
 mod sync;
 mod tls;
-mod token_file;
-mod token_store;
-mod transport;
 
 #[allow(deprecated)]
 pub use client::{ClientFeatures, ClientHandlers, HandlerError};
@@ -48,12 +41,12 @@ pub use event::{CallEnd, EVENT_BUFFER, Events, McpEvent, Received};
 pub use log::{LOG_CAPACITY, LogEntry, LogLevel, LogSource};
 pub use modes::{McpFilter, ToolModes, UnknownMode};
 pub use naming::{PREFIX, qualified_name};
+pub use oauth::token_file::FileTokenStore;
+pub use oauth::token_store::{InMemoryTokenStore, StoredCredentials, TokenStore, TokenStoreError};
 pub use policy::ReconnectPolicy;
 pub use proxy::McpTool;
 pub use state::{AuthProgress, ConnectionState, ToolInfo, TransitionError};
 pub use sync::{RegistrySync, SyncReport};
-pub use token_file::FileTokenStore;
-pub use token_store::{InMemoryTokenStore, StoredCredentials, TokenStore, TokenStoreError};
 
 // Re-exported so users name the same rmcp version (results, content types).
 pub use rmcp;

@@ -156,6 +156,16 @@ pub(crate) fn client_builder(
         .tls_backend_preconfigured(client_config(extra_roots)?))
 }
 
+/// The HTTP client mux dials servers and their OAuth endpoints with: TCP_NODELAY on every
+/// socket, TLS through rustls trusting the platform's roots plus `extra_roots`.
+pub(crate) fn http_client(
+    extra_roots: Vec<CertificateDer<'static>>,
+) -> Result<reqwest::Client, String> {
+    client_builder(extra_roots)?
+        .build()
+        .map_err(|err| format!("cannot build the HTTP client: {err}"))
+}
+
 /// The TLS failure somewhere in `error`'s chain, described for a person: `None` when the
 /// failure was not TLS.
 pub(crate) fn tls_failure(error: &(dyn StdError + 'static)) -> Option<String> {

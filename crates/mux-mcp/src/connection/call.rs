@@ -11,8 +11,9 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::Value;
 
-use super::{Inner, MAX_AUTH_ROUNDS, MAX_INPUT_ROUNDS, PendingEntry, ServerConnection, lock};
-use crate::handler::answer_input;
+use super::handler::answer_input;
+use super::types::{PendingEntry, lock};
+use super::{Inner, MAX_AUTH_ROUNDS, MAX_INPUT_ROUNDS, ServerConnection};
 use crate::oauth::{Challenge, FlowContext, OAuth, request_challenge};
 use crate::{AuthProgress, CallEnd, CallError, LogLevel, LogSource, McpEvent};
 

@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::Shared;
+use super::types::Shared;
 use crate::{LogLevel, LogSource};
 
 /// How long the server gets to acknowledge a listen request.

@@ -139,11 +139,7 @@ async fn sampling_elicitation_and_roots_reach_the_handlers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_handlers_the_capability_tools_are_not_offered() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::everything("ev")).await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let names: Vec<String> = coordinator
         .tools()

@@ -4,10 +4,13 @@ use crate::common;
 
 use std::time::Duration;
 
-use mux_mcp::{CallEnd, CallError, ConnectionState, LogSource, McpEvent};
+use mux_mcp::{CallError, ConnectionState, LogSource, McpEvent};
 use mux_tool::{Content, ProgressSender, Tool, ToolContext, ToolError, ToolUpdate};
 use serde_json::json;
 use tokio::sync::mpsc;
+
+/// Whether one content item is what a tool should answer with.
+type ContentCheck = fn(&Content) -> bool;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_are_listed_and_called() {
@@ -27,64 +30,39 @@ async fn tools_are_listed_and_called() {
     );
     let echo = common::find(&tools, "mcp__everything__echo");
     assert!(echo.spec().input_schema["properties"]["message"].is_object());
-    let out = echo
-        .call(json!({"message": "hi"}), ToolContext::new("c1"))
-        .await
-        .unwrap();
-    assert_eq!(out.to_text(), "Echo: hi");
-    assert!(!out.is_error);
+    common::echoes(&echo, "hi", "c1").await;
 
-    let sum = common::find(&tools, "mcp__everything__get-sum");
-    let out = sum
-        .call(json!({"a": 2, "b": 3}), ToolContext::new("c2"))
-        .await
-        .unwrap();
-    assert!(out.to_text().contains('5'), "{out:?}");
-
-    let image = common::find(&tools, "mcp__everything__get-tiny-image");
-    let out = image.call(json!({}), ToolContext::new("c3")).await.unwrap();
-    assert!(
-        out.content
-            .iter()
-            .any(|c| matches!(c, Content::Image { mime_type, .. } if mime_type == "image/png")),
-        "{out:?}"
-    );
-
-    let structured = common::find(&tools, "mcp__everything__get-structured-content");
-    let out = structured
-        .call(json!({"location": "New York"}), ToolContext::new("c4"))
-        .await
-        .unwrap();
-    assert!(
-        out.content
-            .iter()
-            .any(|c| matches!(c, Content::Json { .. })),
-        "{out:?}"
-    );
-
-    let links = common::find(&tools, "mcp__everything__get-resource-links");
-    let out = links
-        .call(json!({"count": 2}), ToolContext::new("c5"))
-        .await
-        .unwrap();
-    assert!(
-        out.content
-            .iter()
-            .any(|c| matches!(c, Content::ResourceLink { .. })),
-        "{out:?}"
-    );
-
-    let reference = common::find(&tools, "mcp__everything__get-resource-reference");
-    let out = reference
-        .call(json!({"resourceId": 2}), ToolContext::new("c6"))
-        .await
-        .unwrap();
-    assert!(
-        out.content
-            .iter()
-            .any(|c| matches!(c, Content::Resource { .. })),
-        "{out:?}"
-    );
+    // Each tool answers with content of its own kind.
+    let cases: [(&str, serde_json::Value, ContentCheck); 5] = [
+        (
+            "get-sum",
+            json!({"a": 2, "b": 3}),
+            |c| matches!(c, Content::Text { text, .. } if text.contains('5')),
+        ),
+        (
+            "get-tiny-image",
+            json!({}),
+            |c| matches!(c, Content::Image { mime_type, .. } if mime_type == "image/png"),
+        ),
+        (
+            "get-structured-content",
+            json!({"location": "New York"}),
+            |c| matches!(c, Content::Json { .. }),
+        ),
+        ("get-resource-links", json!({"count": 2}), |c| {
+            matches!(c, Content::ResourceLink { .. })
+        }),
+        ("get-resource-reference", json!({"resourceId": 2}), |c| {
+            matches!(c, Content::Resource { .. })
+        }),
+    ];
+    for (i, (tool, arguments, expected)) in cases.into_iter().enumerate() {
+        let out = common::find(&tools, &format!("mcp__everything__{tool}"))
+            .call(arguments, ToolContext::new(format!("c{}", i + 2)))
+            .await
+            .unwrap();
+        assert!(out.content.iter().any(expected), "{tool}: {out:?}");
+    }
 
     let connection = coordinator.connection("everything").unwrap();
     let pid = connection.pid().unwrap();
@@ -103,11 +81,7 @@ async fn tools_are_listed_and_called() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_reaches_the_tool_context() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::everything("ev")).await;
     let long = common::find(
         &coordinator.tools(),
         "mcp__ev__trigger-long-running-operation",
@@ -143,56 +117,16 @@ async fn progress_reaches_the_tool_context() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_call_ends_promptly_and_the_server_keeps_working() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
-    let mut events = coordinator.subscribe();
-    let tools = coordinator.tools();
-    let long = common::find(&tools, "mcp__ev__trigger-long-running-operation");
-    let cx = ToolContext::new("slow");
-    let cancel = cx.cancellation().clone();
-    let call =
-        tokio::spawn(async move { long.call(json!({"duration": 30, "steps": 30}), cx).await });
-    common::wait_for(
-        &mut events,
-        Duration::from_secs(5),
-        |e| matches!(e, McpEvent::CallStarted { call_id, .. } if call_id == "slow"),
+    let coordinator = common::running(common::everything("ev")).await;
+    common::cancel_once_started(
+        &coordinator,
+        "mcp__ev__trigger-long-running-operation",
+        json!({"duration": 30, "steps": 30}),
+        "slow",
     )
-    .await
-    .unwrap();
-    assert_eq!(coordinator.snapshot().servers[0].pending_calls.len(), 1);
-    let started = std::time::Instant::now();
-    cancel.cancel();
-    let result = tokio::time::timeout(Duration::from_secs(5), call)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
-    assert!(started.elapsed() < Duration::from_secs(5));
-    let ended = common::wait_for(&mut events, Duration::from_secs(5), |e| {
-        matches!(e, McpEvent::CallEnded { .. })
-    })
-    .await
-    .unwrap();
-    assert!(
-        matches!(
-            ended,
-            McpEvent::CallEnded {
-                end: CallEnd::Cancelled,
-                ..
-            }
-        ),
-        "{ended:?}"
-    );
-    assert!(coordinator.snapshot().servers[0].pending_calls.is_empty());
-    let echo = common::find(&tools, "mcp__ev__echo");
-    let out = echo
-        .call(json!({"message": "still here"}), ToolContext::new("after"))
-        .await
-        .unwrap();
-    assert_eq!(out.to_text(), "Echo: still here");
+    .await;
+    let echo = common::find(&coordinator.tools(), "mcp__ev__echo");
+    common::echoes(&echo, "still here", "after").await;
     coordinator.stop_all().await;
 }
 
@@ -216,11 +150,7 @@ async fn a_timeout_is_an_error_output_suggesting_a_simpler_retry() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_one_megabyte_result_comes_through() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::everything("ev")).await;
     let echo = common::find(&coordinator.tools(), "mcp__ev__echo");
     let message = "x".repeat(1024 * 1024);
     let out = echo
@@ -266,11 +196,7 @@ async fn list_changed_refreshes_the_tools_with_an_event() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_mid_call_fails_fast_and_the_same_proxy_works_after_reconnect() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::everything("ev")).await;
     let mut events = coordinator.subscribe();
     let tools = coordinator.tools();
     let long = common::find(&tools, "mcp__ev__trigger-long-running-operation");
@@ -289,11 +215,7 @@ async fn a_server_killed_mid_call_fails_fast_and_the_same_proxy_works_after_reco
     })
     .await
     .unwrap();
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    common::signal(pid, "-KILL");
     let killed_at = std::time::Instant::now();
     let result = tokio::time::timeout(Duration::from_secs(5), call)
         .await
@@ -313,34 +235,17 @@ async fn a_server_killed_mid_call_fails_fast_and_the_same_proxy_works_after_reco
         "took {failed_after:?}"
     );
     // The coordinator reconnects with backoff; the same proxy then works.
-    common::wait_for(&mut events, Duration::from_secs(20), |e| {
-        matches!(
-            e,
-            McpEvent::StateChanged {
-                from: ConnectionState::Connecting,
-                to: ConnectionState::Connected { .. },
-                ..
-            }
-        )
-    })
-    .await
-    .expect("reconnected");
-    assert_ne!(connection.pid(), Some(pid));
-    let out = echo
-        .call(json!({"message": "back"}), ToolContext::new("again"))
+    common::reconnected(&mut events, Duration::from_secs(20))
         .await
-        .unwrap();
-    assert_eq!(out.to_text(), "Echo: back");
+        .expect("reconnected");
+    assert_ne!(connection.pid(), Some(pid));
+    common::echoes(&echo, "back", "again").await;
     coordinator.stop_all().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_disconnected_server_gives_a_clear_error() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::everything("ev")).await;
     let echo = common::find(&coordinator.tools(), "mcp__ev__echo");
     let pid = coordinator.connection("ev").unwrap().pid().unwrap();
     coordinator.disconnect("ev").await.unwrap();

@@ -89,21 +89,46 @@ async fn a_server_writing_garbage_to_stdout_fails_cleanly() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_missing_command_is_a_spawn_error_naming_the_server() {
-    let connection = ServerConnection::new(
-        ServerSpec::stdio("ghost", "/nonexistent/mcp-server", Vec::<String>::new()),
-        quick(Duration::from_secs(5)),
-    );
-    let err = connection.connect().await.unwrap_err();
-    assert!(matches!(err, ConnectError::Spawn { .. }), "{err:?}");
-    assert!(
-        err.to_string().contains("`ghost`") && err.to_string().contains("/nonexistent/mcp-server")
-    );
-    let ConnectionState::Failed { message, retries } = connection.state() else {
-        panic!("{:?}", connection.state())
-    };
-    assert!(message.contains("cannot start"));
-    assert_eq!(retries, 0);
+async fn a_command_that_cannot_start_is_a_spawn_error_keeping_the_os_error() {
+    // A file without an execute bit cannot be started, not even by root.
+    let dir = tempfile::tempdir().unwrap();
+    let not_executable = dir.path().join("not-executable");
+    std::fs::write(&not_executable, "#!/bin/sh\n").unwrap();
+    let not_executable = not_executable.display().to_string();
+    for (command, kind) in [
+        ("/nonexistent/mcp-server", std::io::ErrorKind::NotFound),
+        (
+            not_executable.as_str(),
+            std::io::ErrorKind::PermissionDenied,
+        ),
+    ] {
+        let connection = ServerConnection::new(
+            ServerSpec::stdio("ghost", command, Vec::<String>::new()),
+            quick(Duration::from_secs(5)),
+        );
+        let err = connection.connect().await.unwrap_err();
+        let ConnectError::Spawn { source, .. } = &err else {
+            panic!("{command}: {err:?}")
+        };
+        assert_eq!(source.kind(), kind, "{command}: {err}");
+        let chained = std::error::Error::source(&err)
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .map(std::io::Error::kind);
+        assert_eq!(
+            chained,
+            Some(kind),
+            "{command}: the io::Error is the source"
+        );
+        assert!(
+            err.to_string().contains("`ghost`") && err.to_string().contains(command),
+            "{err}"
+        );
+        let ConnectionState::Failed { message, retries } = connection.state() else {
+            panic!("{:?}", connection.state())
+        };
+        assert!(message.contains("cannot start"), "{message}");
+        assert_eq!(retries, 0);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -160,33 +185,19 @@ async fn a_connection_attempt_can_be_cancelled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_reconnect_requests_coalesce_into_one_attempt() {
-    let coordinator = Coordinator::new(CoordinatorConfig {
+    let config = CoordinatorConfig {
         reconnect: ReconnectPolicy::None,
         health_interval: None,
         ..CoordinatorConfig::default()
-    });
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    };
+    let coordinator = common::running_on(Coordinator::new(config), common::everything("ev")).await;
     let connection = coordinator.connection("ev").unwrap();
     let pid = connection.pid().unwrap();
     let mut events = coordinator.subscribe();
-    std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    common::wait_for(&mut events, Duration::from_secs(5), |e| {
-        matches!(
-            e,
-            McpEvent::StateChanged {
-                to: ConnectionState::Failed { .. },
-                ..
-            }
-        )
-    })
-    .await
-    .expect("the loss is noticed");
+    common::signal(pid, "-KILL");
+    common::failed(&mut events, Duration::from_secs(5))
+        .await
+        .expect("the loss is noticed");
     // Policy `None`: nothing reconnects on its own.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(matches!(connection.state(), ConnectionState::Failed { .. }));
@@ -262,58 +273,31 @@ async fn start_all_reports_connected_and_failed_servers_and_stop_all_leaves_no_c
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_health_check_leads_to_a_reconnect() {
-    let coordinator = Coordinator::new(CoordinatorConfig {
+    let config = CoordinatorConfig {
         reconnect: ReconnectPolicy::Immediate { max_attempts: 3 },
         health_interval: Some(Duration::from_millis(300)),
         health_timeout: Duration::from_millis(500),
         ..CoordinatorConfig::default()
-    });
-    coordinator
-        .start_all_and_wait(vec![common::everything("ev")])
-        .await
-        .unwrap();
+    };
+    let coordinator = common::running_on(Coordinator::new(config), common::everything("ev")).await;
     let connection = coordinator.connection("ev").unwrap();
     let pid = connection.pid().unwrap();
     let mut events = coordinator.subscribe();
     // A stopped server still holds its pipes open, so only the health check can notice.
-    std::process::Command::new("kill")
-        .args(["-STOP", &pid.to_string()])
-        .status()
-        .unwrap();
-    let failed = common::wait_for(&mut events, Duration::from_secs(10), |e| {
-        matches!(
-            e,
-            McpEvent::StateChanged {
-                to: ConnectionState::Failed { .. },
-                ..
-            }
-        )
-    })
-    .await;
+    common::signal(pid, "-STOP");
+    let failed = common::failed(&mut events, Duration::from_secs(10)).await;
     let Some(McpEvent::StateChanged {
         to: ConnectionState::Failed { message, .. },
         ..
     }) = failed
     else {
-        std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status()
-            .unwrap();
+        common::signal(pid, "-KILL");
         panic!("the health check did not notice")
     };
     assert!(message.contains("health check"), "{message}");
-    common::wait_for(&mut events, Duration::from_secs(20), |e| {
-        matches!(
-            e,
-            McpEvent::StateChanged {
-                from: ConnectionState::Connecting,
-                to: ConnectionState::Connected { .. },
-                ..
-            }
-        )
-    })
-    .await
-    .expect("reconnected");
+    common::reconnected(&mut events, Duration::from_secs(20))
+        .await
+        .expect("reconnected");
     assert!(
         common::gone_within(pid, Duration::from_secs(3)).await,
         "the stuck server was killed"

@@ -37,11 +37,7 @@ async fn streamable_http_lists_calls_and_reports_progress() {
         .iter()
         .find(|t| t.spec().name.as_str() == "mcp__web__echo")
         .unwrap();
-    let out = echo
-        .call(json!({"message": "over http"}), ToolContext::new("h1"))
-        .await
-        .unwrap();
-    assert_eq!(out.to_text(), "Echo: over http");
+    common::echoes(echo, "over http", "h1").await;
 
     let long = tools
         .iter()

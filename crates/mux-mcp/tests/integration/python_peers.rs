@@ -3,18 +3,14 @@
 
 use crate::common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mux_mcp::rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
-use mux_mcp::{CallError, ClientFeatures, ClientHandlers, HandlerError, McpEvent, ServerSpec};
-use mux_tool::BoxFuture;
+use mux_mcp::{CallError, McpEvent, ServerSpec};
 use mux_tool::{Content, ProgressSender, Tool, ToolContext, ToolError, ToolUpdate};
 use serde_json::json;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_2026_07_28_server_connects_through_discover_and_works() {
-    let coordinator = common::coordinator();
+/// Starts our Python SDK server as `py` on `coordinator` and checks it speaks 2026-07-28.
+async fn start_modern(coordinator: &mux_mcp::Coordinator) -> mux_mcp::ServerConnection {
     let report = coordinator
         .start_all_and_wait(vec![common::modern("py")])
         .await
@@ -22,6 +18,13 @@ async fn a_2026_07_28_server_connects_through_discover_and_works() {
     assert_eq!(report.connected, ["py"], "{report:?}");
     let connection = coordinator.connection("py").unwrap();
     assert_eq!(connection.protocol_version().as_deref(), Some("2026-07-28"));
+    connection
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_07_28_server_connects_through_discover_and_works() {
+    let coordinator = common::coordinator();
+    let connection = start_modern(&coordinator).await;
     let tools = coordinator.tools();
 
     let out = common::find(&tools, "mcp__py__add")
@@ -70,27 +73,14 @@ async fn a_2026_07_28_server_connects_through_discover_and_works() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_call_on_a_2026_07_28_server_ends_it() {
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::modern("py")])
-        .await
-        .unwrap();
-    let mut events = coordinator.subscribe();
-    let slow = common::find(&coordinator.tools(), "mcp__py__slow");
-    let cx = ToolContext::new("long");
-    let cancel = cx.cancellation().clone();
-    let call = tokio::spawn(async move { slow.call(json!({"steps": 1000}), cx).await });
-    common::wait_for(&mut events, Duration::from_secs(5), |e| {
-        matches!(e, McpEvent::CallStarted { .. })
-    })
-    .await
-    .unwrap();
-    cancel.cancel();
-    let result = tokio::time::timeout(Duration::from_secs(5), call)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
+    let coordinator = common::running(common::modern("py")).await;
+    common::cancel_once_started(
+        &coordinator,
+        "mcp__py__slow",
+        json!({"steps": 1000}),
+        "long",
+    )
+    .await;
     let add = common::find(&coordinator.tools(), "mcp__py__add");
     assert!(
         add.call(json!({"a": 1, "b": 1}), ToolContext::new("n"))
@@ -213,73 +203,25 @@ async fn modes_select_tool_sets_across_servers() {
     coordinator.stop_all().await;
 }
 
-/// Answers every form elicitation with `{"name": "mux"}` and counts them.
-struct NameGiver(std::sync::atomic::AtomicUsize);
-
-impl ClientHandlers for NameGiver {
-    fn features(&self) -> ClientFeatures {
-        ClientFeatures {
-            elicitation_form: true,
-            ..ClientFeatures::default()
-        }
-    }
-
-    fn elicit(
-        &self,
-        _server: &str,
-        _params: ElicitRequestParams,
-    ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Box::pin(async {
-            Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"name": "mux"})))
-        })
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_input_required_round_is_answered_by_the_client_handlers() {
-    let giver = Arc::new(NameGiver(std::sync::atomic::AtomicUsize::new(0)));
+    let giver = common::FormAnswers::accept();
     let coordinator = common::coordinator().with_client_handlers(giver.clone());
-    let report = coordinator
-        .start_all_and_wait(vec![common::modern("py")])
-        .await
-        .unwrap();
-    assert_eq!(report.connected, ["py"], "{report:?}");
-    let connection = coordinator.connection("py").unwrap();
-    assert_eq!(connection.protocol_version().as_deref(), Some("2026-07-28"));
+    start_modern(&coordinator).await;
     let out = common::find(&coordinator.tools(), "mcp__py__greet")
         .call(json!({}), ToolContext::new("g"))
         .await
         .unwrap();
     assert!(!out.is_error, "{out:?}");
     assert!(out.to_text().contains("Hello, mux!"), "{out:?}");
-    assert_eq!(giver.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(giver.asked(), 1);
     coordinator.stop_all().await;
-}
-
-/// Declares form elicitation but refuses every request.
-struct Refuser;
-
-impl ClientHandlers for Refuser {
-    fn features(&self) -> ClientFeatures {
-        ClientFeatures {
-            elicitation_form: true,
-            ..ClientFeatures::default()
-        }
-    }
-
-    fn elicit(
-        &self,
-        _server: &str,
-        _params: ElicitRequestParams,
-    ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
-        Box::pin(async { Err(HandlerError("no one is at the keyboard".into())) })
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_input_request_the_handlers_refuse_is_a_typed_error() {
-    let coordinator = common::coordinator().with_client_handlers(Arc::new(Refuser));
+    let coordinator = common::coordinator()
+        .with_client_handlers(common::FormAnswers::refuse("no one is at the keyboard"));
     let report = coordinator
         .start_all_and_wait(vec![common::modern("py")])
         .await
@@ -334,11 +276,7 @@ fn listens(connection: &mux_mcp::ServerConnection) -> usize {
 async fn a_2026_07_28_tool_list_change_arrives_on_the_listen_stream_also_after_a_reconnect() {
     // The Python SDK sends notifications/tools/list_changed at 2026-07-28 only on
     // subscriptions/listen streams, so the list can follow only through one.
-    let coordinator = common::coordinator();
-    coordinator
-        .start_all_and_wait(vec![common::modern("py")])
-        .await
-        .unwrap();
+    let coordinator = common::running(common::modern("py")).await;
     let connection = coordinator.connection("py").unwrap();
     assert_eq!(connection.protocol_version().as_deref(), Some("2026-07-28"));
     assert_eq!(listens(&connection), 1, "{:?}", connection.log());
@@ -374,23 +312,10 @@ async fn a_2026_07_28_tool_list_change_arrives_on_the_listen_stream_also_after_a
 
     // A new server process after a crash: the connection listens again.
     let pid = connection.pid().unwrap();
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    common::wait_for(&mut events, Duration::from_secs(20), |e| {
-        matches!(
-            e,
-            McpEvent::StateChanged {
-                from: mux_mcp::ConnectionState::Connecting,
-                to: mux_mcp::ConnectionState::Connected { .. },
-                ..
-            }
-        )
-    })
-    .await
-    .expect("reconnected");
+    common::signal(pid, "-KILL");
+    common::reconnected(&mut events, Duration::from_secs(20))
+        .await
+        .expect("reconnected");
     assert_ne!(connection.pid(), Some(pid));
     assert_eq!(listens(&connection), 2, "{:?}", connection.log());
     common::find(&coordinator.tools(), "mcp__py__add_later")

@@ -81,11 +81,7 @@ async fn the_registry_follows_connects_disconnects_and_filters() {
     let back = sync.sync();
     assert_eq!(back.added, ["mcp__b__echo", "mcp__b__get-sum"]);
     let echo = registry.get("mcp__b__echo").unwrap();
-    let out = echo
-        .call(json!({"message": "synced"}), ToolContext::new("e"))
-        .await
-        .unwrap();
-    assert_eq!(out.to_text(), "Echo: synced");
+    common::echoes(&echo, "synced", "e").await;
 
     assert_eq!(sync.clear(), ["mcp__b__echo", "mcp__b__get-sum"]);
     assert_eq!(mcp_names(&registry), ["mcp__a__echo"]);

@@ -7,6 +7,8 @@
 //! soon as the call arrives and returns what the client answered, or says the request was
 //! dropped.
 
+use crate::common;
+
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,12 +18,8 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Bytes, Frame, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use mux_mcp::rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
-use mux_mcp::{
-    ClientFeatures, ClientHandlers, ConnectionOptions, HandlerError, Lifecycle, LogLevel,
-    ServerConnection, ServerSpec,
-};
-use mux_tool::{BoxFuture, ToolContext};
+use mux_mcp::{ConnectionOptions, Lifecycle, LogLevel, ServerConnection, ServerSpec};
+use mux_tool::ToolContext;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
@@ -202,28 +200,6 @@ async fn serve(get: Get) -> (String, tokio::task::JoinHandle<()>) {
     (format!("http://127.0.0.1:{port}/mcp"), task)
 }
 
-/// Accepts every form elicitation with the name "mux".
-struct Answering;
-
-impl ClientHandlers for Answering {
-    fn features(&self) -> ClientFeatures {
-        ClientFeatures {
-            elicitation_form: true,
-            ..ClientFeatures::default()
-        }
-    }
-
-    fn elicit(
-        &self,
-        _server: &str,
-        _params: ElicitRequestParams,
-    ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
-        Box::pin(async {
-            Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"name": "mux"})))
-        })
-    }
-}
-
 /// Connects to `url` with `lifecycle`; returns the connection and how long `connect` took.
 async fn connect(url: &str, lifecycle: Lifecycle) -> (ServerConnection, Duration) {
     let connection = ServerConnection::new(
@@ -233,7 +209,7 @@ async fn connect(url: &str, lifecycle: Lifecycle) -> (ServerConnection, Duration
             ..ConnectionOptions::default()
         },
     );
-    connection.set_client_handlers(Arc::new(Answering));
+    connection.set_client_handlers(common::FormAnswers::accept());
     let started = Instant::now();
     let tools = tokio::time::timeout(LIMIT, connection.connect())
         .await

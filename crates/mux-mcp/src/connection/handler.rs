@@ -1,68 +1,20 @@
 //! The rmcp client handler: routes progress to calls, turns server log messages and
 //! list-changed notifications into mux events.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
     ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation, InputRequest,
     ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use tokio::sync::Notify;
 
+use super::types::{PendingCalls, ProgressBarrier, Shared};
 use crate::client::{ClientHandlers, HandlerError};
-use crate::connection::{PendingEntry, Shared};
 use crate::{LogLevel, LogSource};
-
-/// The calls in flight, by the progress token of their current request: the calling tool's
-/// context (where progress goes) and what timeouts, cancellation and listings need.
-pub(crate) type PendingCalls = Arc<Mutex<HashMap<ProgressToken, PendingEntry>>>;
-
-/// Lets a finished call wait until the progress notifications that arrived before its result
-/// have been delivered: rmcp handles notifications in spawned tasks, so without this the last
-/// progress update could land after the call returned.
-#[derive(Debug, Default)]
-pub(crate) struct ProgressBarrier {
-    received: AtomicU64,
-    handled: AtomicU64,
-    notify: Notify,
-}
-
-impl ProgressBarrier {
-    /// Counts a progress notification read from the transport.
-    pub(crate) fn received(&self) {
-        self.received.fetch_add(1, Ordering::SeqCst);
-    }
-
-    fn handled(&self) {
-        self.handled.fetch_add(1, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-
-    /// Waits (at most `limit`) until every notification received so far was handled.
-    pub(crate) async fn settle(&self, limit: std::time::Duration) {
-        let target = self.received.load(Ordering::SeqCst);
-        if self.handled.load(Ordering::SeqCst) >= target {
-            // The common case: no timer needed.
-            return;
-        }
-        let _ = tokio::time::timeout(limit, async {
-            loop {
-                let notified = self.notify.notified();
-                if self.handled.load(Ordering::SeqCst) >= target {
-                    return;
-                }
-                notified.await;
-            }
-        })
-        .await;
-    }
-}
 
 /// The handler rmcp calls for server-to-client messages on one connection.
 pub(crate) struct Handler {
@@ -107,16 +59,21 @@ async fn list_roots(
     }
 }
 
+/// Logs that the server asked for `what`.
+fn asked_for(shared: &Shared, what: &str) {
+    shared.log(
+        LogLevel::Info,
+        LogSource::Protocol,
+        format!("server asked for {what}"),
+    );
+}
+
 async fn create_message(
     shared: &Shared,
     client: Option<&Arc<dyn ClientHandlers>>,
     params: CreateMessageRequestParams,
 ) -> Result<CreateMessageResult, ErrorData> {
-    shared.log(
-        LogLevel::Info,
-        LogSource::Protocol,
-        "server asked for sampling".to_string(),
-    );
+    asked_for(shared, "sampling");
     match client {
         Some(client) if client.features().sampling => client
             .create_message(&shared.server, params)
@@ -131,11 +88,7 @@ async fn elicit(
     client: Option<&Arc<dyn ClientHandlers>>,
     params: ElicitRequestParams,
 ) -> Result<ElicitResult, ErrorData> {
-    shared.log(
-        LogLevel::Info,
-        LogSource::Protocol,
-        "server asked for elicitation".to_string(),
-    );
+    asked_for(shared, "elicitation");
     match client {
         Some(client) => client.elicit(&shared.server, params).await.map_err(refused),
         None => Ok(ElicitResult::new(ElicitationAction::Decline)),

@@ -29,13 +29,17 @@ use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientSco
 
 use rustls::pki_types::CertificateDer;
 
+use self::http::OAuthHttp;
+use self::token_store::{InMemoryTokenStore, ServerCredentials, TokenStore, TokenStoreError};
 use crate::client::ClientHandlers;
 use crate::config::{OAuthGrant, OAuthSpec, PrivateKeyJwt};
-use crate::oauth_http::OAuthHttp;
-use crate::oauth_jwt;
 use crate::state::AuthProgress;
-use crate::token_store::{InMemoryTokenStore, ServerCredentials, TokenStore, TokenStoreError};
-use crate::transport;
+use crate::tls;
+
+mod http;
+mod jwt;
+pub(crate) mod token_file;
+pub(crate) mod token_store;
 
 /// The OAuth state of one server connection. It outlives reconnects, so a token is reused.
 pub(crate) struct OAuth {
@@ -76,7 +80,7 @@ impl OAuth {
         spec: OAuthSpec,
         extra_roots: Vec<CertificateDer<'static>>,
     ) -> Result<Self, String> {
-        let http = transport::http_client(extra_roots.clone())?;
+        let http = tls::http_client(extra_roots.clone())?;
         let oauth_http = Arc::new(OAuthHttp::new(url, extra_roots)?);
         let store = match &spec.token_store {
             Some(shared) => shared.0.clone(),
@@ -227,7 +231,7 @@ impl OAuth {
             .issuer
             .clone()
             .unwrap_or_else(|| metadata.token_endpoint.clone());
-        let assertion = oauth_jwt::assertion(key, client_id, &audience)?;
+        let assertion = jwt::assertion(key, client_id, &audience)?;
         let mut form = reqwest::Url::parse("http://form/").map_err(|err| err.to_string())?;
         {
             let mut pairs = form.query_pairs_mut();

@@ -20,11 +20,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio_util::sync::CancellationToken;
 
+use super::types::ProgressBarrier;
 use crate::config::{HttpSpec, StdioSpec};
-use crate::handler::ProgressBarrier;
 use crate::standalone::{Signalling, StandaloneStream};
-use crate::tls;
-use rustls::pki_types::CertificateDer;
 
 /// A transport that cancels `closed` when the peer's stream ends.
 /// It also counts progress notifications for the [`ProgressBarrier`].
@@ -207,16 +205,6 @@ pub(crate) async fn pump_stderr(stderr: ChildStderr, sink: impl Fn(String)) {
     while let Ok(Some(line)) = lines.next_line().await {
         sink(line);
     }
-}
-
-/// The HTTP client mux dials servers with: TCP_NODELAY on every socket, TLS through rustls
-/// trusting the platform's roots plus `extra_roots` (see [`crate::tls`]).
-pub(crate) fn http_client(
-    extra_roots: Vec<CertificateDer<'static>>,
-) -> Result<reqwest::Client, String> {
-    tls::client_builder(extra_roots)?
-        .build()
-        .map_err(|err| format!("cannot build the HTTP client: {err}"))
 }
 
 /// Builds the Streamable HTTP transport for `spec` on `client` (plain, or one that adds

@@ -1,39 +1,46 @@
 //! One server connection: its state machine, its rmcp session, its log and its calls.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
-use mux_tool::ToolContext;
 use rmcp::model::{ClientRequest, PingRequest, ProtocolVersion, RequestMetaObject};
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService, ServiceError,
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService,
+    ServiceError,
 };
+use rmcp::transport::streamable_http_client::StreamableHttpClient;
+use rustls::pki_types::CertificateDer;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use self::handler::Handler;
+use self::transport::Child;
+use self::types::{PendingCalls, PendingEntry, ProgressBarrier, Shared, lock};
 use crate::client::ClientHandlers;
 use crate::config::{ConfigError, HttpSpec, ServerSpec, TransportSpec};
 use crate::event::EventSender;
-use crate::handler::{Handler, PendingCalls, ProgressBarrier};
 use crate::log::LogBuffer;
 use crate::oauth::{
     Challenge, FlowContext, OAuth, RestoreError, init_challenge, request_challenge,
 };
 use crate::standalone::{Opening, StandaloneStream};
 use crate::tls;
-use crate::transport::{self, Child};
 use crate::{
     AuthProgress, ConnectError, ConnectionState, Events, LogEntry, LogLevel, LogSource, McpEvent,
     ToolInfo, TransitionError,
 };
-use rustls::pki_types::CertificateDer;
 
 mod call;
+// Server log messages are deprecated in 2026-07-28, but older servers still send them.
+#[allow(deprecated)]
+mod handler;
 mod subscription;
+mod transport;
+mod types;
 
 /// The default time a connection attempt (spawn, handshake, first `tools/list`) may take.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -44,65 +51,6 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// How long `connect` waits for the standalone GET stream of an HTTP session that began with
 /// `initialize` before it reports `connected` anyway (with a warning in the log).
 const STANDALONE_STREAM_WAIT: Duration = Duration::from_secs(2);
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// State, log and events of one connection, shared with its rmcp handler and tasks.
-pub(crate) struct Shared {
-    pub(crate) server: String,
-    state: Mutex<ConnectionState>,
-    log: Mutex<LogBuffer>,
-    events: EventSender,
-}
-
-impl Shared {
-    /// Records a log entry and publishes it.
-    pub(crate) fn log(&self, level: LogLevel, source: LogSource, message: String) {
-        let entry = LogEntry {
-            at: SystemTime::now(),
-            level,
-            source,
-            message,
-        };
-        lock(&self.log).push(entry.clone());
-        self.events.send(McpEvent::Log {
-            server: self.server.clone(),
-            entry,
-        });
-    }
-
-    fn state(&self) -> ConnectionState {
-        lock(&self.state).clone()
-    }
-
-    /// Moves to `to` if the state machine allows it, publishing the change.
-    fn transition(&self, to: ConnectionState) -> Result<(), TransitionError> {
-        let mut state = lock(&self.state);
-        if !state.can_become(&to) {
-            return Err(TransitionError {
-                server: self.server.clone(),
-                from: state.name(),
-                to: to.name(),
-            });
-        }
-        let from = std::mem::replace(&mut *state, to.clone());
-        // Published under the lock so every subscriber sees transitions in order.
-        self.events.send(McpEvent::StateChanged {
-            server: self.server.clone(),
-            from: from.clone(),
-            to: to.clone(),
-        });
-        drop(state);
-        self.log(
-            LogLevel::Debug,
-            LogSource::Protocol,
-            format!("state: {} -> {}", from.name(), to.name()),
-        );
-        Ok(())
-    }
-}
 
 /// How a connection begins its MCP session, and so which protocol revisions it speaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -171,19 +119,6 @@ pub struct PendingCall {
     pub tool: String,
     /// How long it has been running.
     pub elapsed: Duration,
-}
-
-/// A call in flight (one round of it, for calls that take several requests).
-pub(crate) struct PendingEntry {
-    /// Where the request's progress goes.
-    pub(crate) cx: ToolContext,
-    call_id: String,
-    tool: String,
-    started: Instant,
-    cancel: CancellationToken,
-    deadline: Instant,
-    /// Set by the deadline keeper before it cancels `cancel`.
-    timed_out: bool,
 }
 
 /// The most `input_required` rounds (SEP-2322) one tool call may take.
@@ -616,7 +551,7 @@ impl ServerConnection {
                         ConnectError::Spawn {
                             server: server.clone(),
                             command: stdio.command.clone(),
-                            reason: err.to_string(),
+                            source: err,
                         }
                     })?;
                 *lock(&inner.pid) = child.id();
@@ -648,32 +583,21 @@ impl ServerConnection {
                         problem: err.problem,
                     })
                 })?;
-                let service = match self.oauth_for(http, &extra_roots).await? {
+                let wiring = Wiring {
+                    closed: closed.clone(),
+                    barrier: barrier.clone(),
+                    standalone: standalone.clone(),
+                };
+                let served = match self.oauth_for(http, &extra_roots).await? {
                     None => {
-                        let client = transport::http_client(extra_roots).map_err(bad_transport)?;
-                        let transport = transport::http_with(
-                            client,
-                            http,
-                            closed.clone(),
-                            barrier.clone(),
-                            standalone.clone(),
-                        )
-                        .map_err(bad_transport)?;
-                        handler.serve_with_lifecycle(transport, lifecycle).await
+                        let client = tls::http_client(extra_roots).map_err(bad_transport)?;
+                        serve_http(handler, client, http, wiring, lifecycle).await
                     }
                     Some(oauth) => {
-                        let transport = transport::http_with(
-                            oauth.http_client(),
-                            http,
-                            closed.clone(),
-                            barrier.clone(),
-                            standalone.clone(),
-                        )
-                        .map_err(bad_transport)?;
-                        handler.serve_with_lifecycle(transport, lifecycle).await
+                        serve_http(handler, oauth.http_client(), http, wiring, lifecycle).await
                     }
                 };
-                (service.map_err(handshake)?, None)
+                (served.map_err(bad_transport)?.map_err(handshake)?, None)
             }
         };
         let peer = service.peer().clone();
@@ -886,6 +810,32 @@ impl ServerConnection {
         }
         found
     }
+}
+
+/// What one opening wires an HTTP transport to: the close signal, the progress barrier and
+/// the standalone stream's outcome.
+struct Wiring {
+    closed: CancellationToken,
+    barrier: Arc<ProgressBarrier>,
+    standalone: StandaloneStream,
+}
+
+/// Serves `handler` over Streamable HTTP to `http` on `client` (plain, or one that adds OAuth
+/// tokens): the transport could not be built (`Err`), or the handshake's outcome.
+async fn serve_http<C: StreamableHttpClient + Send + Sync + 'static>(
+    handler: Handler,
+    client: C,
+    http: &HttpSpec,
+    wiring: Wiring,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Result<RunningService<RoleClient, Handler>, ClientInitializeError>, String> {
+    let Wiring {
+        closed,
+        barrier,
+        standalone,
+    } = wiring;
+    let transport = transport::http_with(client, http, closed, barrier, standalone)?;
+    Ok(handler.serve_with_lifecycle(transport, lifecycle).await)
 }
 
 /// Why one opening of a session failed.

@@ -10,7 +10,7 @@ use mux_tool::BoxFuture;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::token_store::{StoredCredentials, TokenStore, TokenStoreError};
+use super::token_store::{StoredCredentials, TokenStore, TokenStoreError};
 
 /// The format version written into every token file.
 const FORMAT_VERSION: u32 = 1;
