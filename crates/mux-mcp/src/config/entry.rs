@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::error::ConfigError;
 use super::fields::{Fields, is_http_url};
 use super::raw::{Loose, Object, RawEntry, RawHttp, RawStdio};
-use super::secret::Secret;
 use super::spec::{HttpSpec, ServerSpec, StdioSpec, TransportSpec};
+use mux_tool::Secret;
 
 /// A [`RawEntry`] with what validating it needs: the server's name (the entry's key in
 /// `mcpServers`) and the lookup for `${VAR}` expansion.

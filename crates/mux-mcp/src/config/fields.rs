@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::error::ConfigError;
 use super::expand::{ExpandProblem, expand_vars};
 use super::raw::{Loose, Text, TextMap, Texts};
-use super::secret::Secret;
+use mux_tool::Secret;
 
 /// What checking one entry's fields needs: the server's name, for errors, and the variable
 /// lookup for `${VAR}` expansion.

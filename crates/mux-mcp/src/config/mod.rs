@@ -9,8 +9,8 @@ use serde_json::Value;
 use self::entry::read_entry;
 pub use self::error::ConfigError;
 pub use self::oauth_spec::{JwtAlgorithm, OAuthGrant, OAuthSpec, PrivateKeyJwt, SharedTokenStore};
-pub use self::secret::Secret;
 pub use self::spec::{HttpSpec, ServerSpec, StdioSpec, TransportSpec};
+pub use mux_tool::Secret;
 
 mod entry;
 mod error;
@@ -19,7 +19,6 @@ mod fields;
 mod oauth_entry;
 mod oauth_spec;
 mod raw;
-mod secret;
 mod spec;
 #[cfg(test)]
 mod tests;

@@ -7,8 +7,8 @@ use super::error::ConfigError;
 use super::fields::{Fields, is_http_url};
 use super::oauth_spec::{JwtAlgorithm, OAuthGrant, OAuthSpec, PrivateKeyJwt};
 use super::raw::RawOAuth;
-use super::secret::Secret;
 use crate::oauth::token_file::FileTokenStore;
+use mux_tool::Secret;
 
 impl Fields<'_> {
     /// The `oauth` object: `grant` (`authorization_code`, the default, or

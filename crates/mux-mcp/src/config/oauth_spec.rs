@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use super::secret::Secret;
 use crate::oauth::token_store::TokenStore;
+use mux_tool::Secret;
 
 /// How mux authorizes with a server's OAuth authorization server (MCP authorization, OAuth 2.1
 /// with PKCE). The client is identified, in this order of preference, by a pre-registered

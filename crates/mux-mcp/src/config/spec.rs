@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::oauth_spec::OAuthSpec;
-use super::secret::Secret;
+use mux_tool::Secret;
 
 /// How to start a server as a child process speaking MCP over stdin/stdout.
 #[derive(Clone, Debug, PartialEq, Eq)]
