@@ -22,7 +22,7 @@ use mux::agents::{
 use mux::llm::anthropic::AnthropicClient;
 use mux::llm::openai::OpenAiClient;
 use mux::llm::testing::ScriptedClient;
-use mux::llm::{ContentBlock, LlmClient, Request, Response, StopReason, Usage};
+use mux::llm::{ContentBlock, LlmClient, Request, Response};
 use mux::permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
 use mux::tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
@@ -200,15 +200,7 @@ fn offline_model() -> ScriptedClient {
         } else {
             ("list_dir", json!({}))
         };
-        Ok(Response {
-            id: None,
-            model: None,
-            content: vec![ContentBlock::tool_use("call_1", name, input)],
-            stop_reason: StopReason::ToolUse,
-            stop_sequence: None,
-            usage: Usage::default(),
-            stop_details: None,
-        })
+        Ok(Response::from_tool_use("call_1", name, input))
     })
 }
 
@@ -217,13 +209,5 @@ fn first(text: &str) -> &str {
 }
 
 fn text(text: &str) -> Response {
-    Response {
-        id: None,
-        model: None,
-        content: vec![ContentBlock::text(text)],
-        stop_reason: StopReason::EndTurn,
-        stop_sequence: None,
-        usage: Usage::default(),
-        stop_details: None,
-    }
+    Response::from_text(text)
 }

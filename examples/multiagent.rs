@@ -16,7 +16,7 @@ use mux::agents::{AgentDefinition, AgentRuntime, Decomposition, StepOutcome, Vot
 use mux::llm::anthropic::AnthropicClient;
 use mux::llm::openai::OpenAiClient;
 use mux::llm::testing::ScriptedClient;
-use mux::llm::{ContentBlock, LlmClient, Request, Response, StopReason, Usage};
+use mux::llm::{LlmClient, Request, Response};
 use mux::tool::ToolFilter;
 use serde_json::json;
 
@@ -160,25 +160,9 @@ fn offline_model() -> ScriptedClient {
 }
 
 fn text(text: &str) -> Response {
-    Response {
-        id: None,
-        model: None,
-        content: vec![ContentBlock::text(text)],
-        stop_reason: StopReason::EndTurn,
-        stop_sequence: None,
-        usage: Usage::default(),
-        stop_details: None,
-    }
+    Response::from_text(text)
 }
 
 fn call(name: &str, input: serde_json::Value) -> Response {
-    Response {
-        id: None,
-        model: None,
-        content: vec![ContentBlock::tool_use("call_1", name, input)],
-        stop_reason: StopReason::ToolUse,
-        stop_sequence: None,
-        usage: Usage::default(),
-        stop_details: None,
-    }
+    Response::from_tool_use("call_1", name, input)
 }

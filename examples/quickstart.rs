@@ -20,7 +20,7 @@ use std::sync::Arc;
 use mux::llm::anthropic::AnthropicClient;
 use mux::llm::openai::OpenAiClient;
 use mux::llm::testing::ScriptedClient;
-use mux::llm::{ContentBlock, LlmClient, Request, Response, StopReason, Usage};
+use mux::llm::{ContentBlock, LlmClient, Request, Response};
 use mux::orchestrator::context::ProjectInstructions;
 use mux::orchestrator::{Answer, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run};
 use mux::permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
@@ -203,15 +203,7 @@ fn readme_in(listing: &str) -> Option<String> {
 }
 
 fn tool_call(id: &str, name: &str, input: serde_json::Value) -> Response {
-    Response {
-        id: None,
-        model: None,
-        content: vec![ContentBlock::tool_use(id, name, input)],
-        stop_reason: StopReason::ToolUse,
-        stop_sequence: None,
-        usage: Usage::default(),
-        stop_details: None,
-    }
+    Response::from_tool_use(id, name, input)
 }
 
 fn answer(listing: &str, readme: Option<&String>, git_log: Option<&String>) -> Response {
@@ -237,15 +229,7 @@ fn answer(listing: &str, readme: Option<&String>, git_log: Option<&String>) -> R
         None => {}
     }
     text.push_str(" Set ANTHROPIC_API_KEY or OPENAI_API_KEY to ask a real model.");
-    Response {
-        id: None,
-        model: None,
-        content: vec![ContentBlock::text(text)],
-        stop_reason: StopReason::EndTurn,
-        stop_sequence: None,
-        usage: Usage::default(),
-        stop_details: None,
-    }
+    Response::from_text(text)
 }
 
 /// Prints the run's events readably and answers approvals.

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use crate::session::SessionStore;
 use crate::typed_output;
-use crate::{LoopError, Orchestrator, OrchestratorConfig, RunSummary};
+use crate::{LoopError, Orchestrator, OrchestratorBuilder, OrchestratorConfig, RunSummary};
 
 /// An agent: a model, instructions and tools, prompted with [`prompt`](Self::prompt).
 ///
@@ -37,23 +37,18 @@ pub struct Agent {
     orchestrator: Orchestrator,
 }
 
-/// Builds an [`Agent`].
+/// Builds an [`Agent`]: an [`OrchestratorBuilder`] with the few settings a first agent
+/// needs, and typed tools registered as they are added.
 pub struct AgentBuilder {
-    client: Arc<dyn LlmClient>,
-    config: OrchestratorConfig,
+    inner: OrchestratorBuilder,
     tools: Registry,
-    permissions: Option<Permissions>,
-    store: Option<Arc<dyn SessionStore>>,
-    needs_approval: Vec<(String, Predicate)>,
     problem: Option<RegistryError>,
 }
-
-type Predicate = Box<dyn Fn(&serde_json::Value) -> bool + Send + Sync>;
 
 impl std::fmt::Debug for AgentBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentBuilder")
-            .field("config", &self.config)
+            .field("config", self.inner.config())
             .finish_non_exhaustive()
     }
 }
@@ -67,12 +62,8 @@ impl Agent {
     /// A builder over a shared client.
     pub fn builder_shared(client: Arc<dyn LlmClient>) -> AgentBuilder {
         AgentBuilder {
-            client,
-            config: OrchestratorConfig::new(""),
+            inner: Orchestrator::builder(client, OrchestratorConfig::new("")),
             tools: Registry::new(),
-            permissions: None,
-            store: None,
-            needs_approval: Vec::new(),
             problem: None,
         }
     }
@@ -158,15 +149,15 @@ impl Agent {
 
 impl AgentBuilder {
     /// The model every turn uses.
-    pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.config.model = model.into();
-        self
+    pub fn model(self, model: impl Into<String>) -> Self {
+        let model = model.into();
+        self.configure(|config| OrchestratorConfig { model, ..config })
     }
 
     /// The instructions (system prompt).
-    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.config.system_prompt = Some(instructions.into());
-        self
+    pub fn instructions(self, instructions: impl Into<String>) -> Self {
+        let instructions = instructions.into();
+        self.configure(|config| config.system_prompt(instructions))
     }
 
     /// Offers a typed tool to the model. A tool that cannot be registered (a name taken
@@ -190,9 +181,8 @@ impl AgentBuilder {
 
     /// Which calls need approval when no permission policy is set (default: every tool not
     /// annotated read-only). `ApprovalPolicy::Never` runs every tool unasked.
-    pub fn approval(mut self, approval: ApprovalPolicy) -> Self {
-        self.config.approval = approval;
-        self
+    pub fn approval(self, approval: ApprovalPolicy) -> Self {
+        self.configure(|config| config.approval(approval))
     }
 
     /// Decides per call whether `tool` needs approval, from its input (as the OpenAI Agents
@@ -204,19 +194,19 @@ impl AgentBuilder {
         tool: impl Into<String>,
         predicate: impl Fn(&serde_json::Value) -> bool + Send + Sync + 'static,
     ) -> Self {
-        self.needs_approval.push((tool.into(), Box::new(predicate)));
+        self.inner = self.inner.needs_approval(tool, predicate);
         self
     }
 
     /// A permission policy: its rules and mode decide every call.
     pub fn permissions(mut self, permissions: Permissions) -> Self {
-        self.permissions = Some(permissions);
+        self.inner = self.inner.permissions(permissions);
         self
     }
 
     /// Persists the conversation in `store`.
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
-        self.store = Some(store);
+        self.inner = self.inner.session_store(store);
         self
     }
 
@@ -225,7 +215,17 @@ impl AgentBuilder {
         mut self,
         change: impl FnOnce(OrchestratorConfig) -> OrchestratorConfig,
     ) -> Self {
-        self.config = change(self.config);
+        self.inner = self.inner.configure(change);
+        self
+    }
+
+    /// Anything else the orchestrator's builder offers (hooks, context providers, MCP
+    /// servers, a cancellation token, …).
+    pub fn orchestrator(
+        mut self,
+        change: impl FnOnce(OrchestratorBuilder) -> OrchestratorBuilder,
+    ) -> Self {
+        self.inner = change(self.inner);
         self
     }
 
@@ -235,21 +235,11 @@ impl AgentBuilder {
         if let Some(err) = self.problem {
             return Err(AgentBuildError::Tool(err));
         }
-        if self.config.model.trim().is_empty() {
+        if self.inner.config().model.trim().is_empty() {
             return Err(AgentBuildError::NoModel);
         }
-        let mut builder = Orchestrator::builder(self.client, self.config).tools(self.tools);
-        if let Some(permissions) = self.permissions {
-            builder = builder.permissions(permissions);
-        }
-        if let Some(store) = self.store {
-            builder = builder.session_store(store);
-        }
-        for (tool, predicate) in self.needs_approval {
-            builder = builder.needs_approval(tool, predicate);
-        }
         Ok(Agent {
-            orchestrator: builder.build(),
+            orchestrator: self.inner.tools(self.tools).build(),
         })
     }
 }

@@ -132,6 +132,20 @@ impl OrchestratorBuilder {
         self
     }
 
+    /// Changes the loop's configuration.
+    pub fn configure(
+        mut self,
+        change: impl FnOnce(OrchestratorConfig) -> OrchestratorConfig,
+    ) -> Self {
+        self.config = change(self.config);
+        self
+    }
+
+    /// The loop's configuration so far.
+    pub fn config(&self) -> &OrchestratorConfig {
+        &self.config
+    }
+
     /// Decides per call whether `tool` needs approval, from its input: `true` asks the face
     /// (deny rules still hold), `false` runs it unasked, or with a permission policy leaves it
     /// to the policy. It replaces [`OrchestratorConfig::approval`] for that tool. A predicate

@@ -12,7 +12,7 @@ use mux_agents::{
     StepOutcome, presets,
 };
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, LlmError, Request, Response, StopReason, Usage};
+use mux_llm::{LlmError, Request, Response};
 use serde_json::{Value, json};
 
 fn step(id: &str, deps: &[&str]) -> PlanStep {
@@ -31,15 +31,7 @@ fn plan(steps: Vec<PlanStep>) -> Plan {
 }
 
 fn text(text: &str) -> Response {
-    Response {
-        id: None,
-        model: None,
-        content: vec![ContentBlock::text(text)],
-        stop_reason: StopReason::EndTurn,
-        stop_sequence: None,
-        usage: Usage::default(),
-        stop_details: None,
-    }
+    Response::from_text(text)
 }
 
 /// A model that plans with `plan` when it has `finish_plan`, and otherwise works on the step

@@ -10,8 +10,8 @@ use mux_agents::{
     AgentDefinition, AgentError, AgentRuntime, AgentSession, AgentState, PARENT_KEY, RunStatus,
     SUBAGENTS_KEY,
 };
+use mux_llm::Response;
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Response, StopReason, Usage};
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use serde_json::json;
 
@@ -19,22 +19,14 @@ const LONG: Duration = Duration::from_secs(10);
 
 fn echo_client() -> ScriptedClient {
     ScriptedClient::new().respond_with(|request| {
-        Ok(Response {
-            id: None,
-            model: None,
-            content: vec![ContentBlock::text(format!(
-                "echo: {}",
-                request
-                    .messages
-                    .last()
-                    .map(|m| m.text())
-                    .unwrap_or_default()
-            ))],
-            stop_reason: StopReason::EndTurn,
-            stop_sequence: None,
-            usage: Usage::default(),
-            stop_details: None,
-        })
+        Ok(Response::from_text(format!(
+            "echo: {}",
+            request
+                .messages
+                .last()
+                .map(|m| m.text())
+                .unwrap_or_default()
+        )))
     })
 }
 

@@ -6,8 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::StreamExt;
 use mux_llm::{
-    BlockStart, BoxFuture, ContentBlock, EventStream, LlmClient, LlmError, Request, Response,
-    StopReason, StreamEvent, Usage,
+    BlockStart, BoxFuture, EventStream, LlmClient, LlmError, Request, Response, StreamEvent, Usage,
 };
 use mux_tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
@@ -16,15 +15,7 @@ use serde_json::Value;
 
 /// A response that calls one tool.
 pub fn tool_call(id: &str, name: &str, input: Value) -> Response {
-    Response {
-        id: None,
-        model: None,
-        content: vec![ContentBlock::tool_use(id, name, input)],
-        stop_reason: StopReason::ToolUse,
-        stop_sequence: None,
-        usage: Usage::default(),
-        stop_details: None,
-    }
+    Response::from_tool_use(id, name, input)
 }
 
 /// A model that streams a little text, then never finishes.

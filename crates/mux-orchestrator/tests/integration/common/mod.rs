@@ -15,38 +15,23 @@ use serde_json::{Value, json};
 
 /// A response that calls tools, given as (id, name, input).
 pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Response {
-    Response {
-        id: None,
-        model: None,
-        content: calls
-            .iter()
-            .map(|(id, name, input)| ContentBlock::tool_use(*id, *name, input.clone()))
-            .collect(),
-        stop_reason: StopReason::ToolUse,
-        stop_sequence: None,
-        usage: Usage {
-            input_tokens: 10,
-            output_tokens: 5,
-            ..Usage::default()
-        },
-        stop_details: None,
-    }
+    let content = calls
+        .iter()
+        .map(|(id, name, input)| ContentBlock::tool_use(*id, *name, input.clone()))
+        .collect();
+    Response::new(content, StopReason::ToolUse).with_usage(usage(10, 5))
 }
 
 /// A final text response.
 pub fn text(text: &str) -> Response {
-    Response {
-        id: None,
-        model: None,
-        content: vec![ContentBlock::text(text)],
-        stop_reason: StopReason::EndTurn,
-        stop_sequence: None,
-        usage: Usage {
-            input_tokens: 20,
-            output_tokens: 3,
-            ..Usage::default()
-        },
-        stop_details: None,
+    Response::from_text(text).with_usage(usage(20, 3))
+}
+
+fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
+    Usage {
+        input_tokens,
+        output_tokens,
+        ..Usage::default()
     }
 }
 
