@@ -1,6 +1,7 @@
 //! The HTTP machinery the providers share: a reqwest client with rustls, timeouts, typed
 //! status errors, retries before the first event, and key redaction.
 
+use std::future::Future;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -247,43 +248,29 @@ impl Transport {
         on_retry: Option<&OnRetry>,
     ) -> Result<Value, LlmError> {
         let url = self.url(path);
-        let body = Bytes::from(serde_json::to_vec(body).map_err(|err| LlmError::Config {
-            provider: self.provider.clone(),
-            message: format!("encoding the request: {err}"),
-        })?);
-        let mut retry = 0;
-        loop {
-            let attempt = async {
-                let response = self.send_once(&url, &headers, &body).await?;
-                let limit = self.options.timeouts.request;
-                let bytes = match tokio::time::timeout(limit, response.bytes()).await {
-                    Ok(result) => result.map_err(|err| self.map_reqwest(err))?,
-                    Err(_) => {
-                        return Err(LlmError::Timeout {
-                            provider: self.provider.clone(),
-                            phase: TimeoutPhase::Request,
-                            after: limit,
-                        });
-                    }
-                };
-                serde_json::from_slice::<Value>(&bytes).map_err(|err| {
-                    self.redact(LlmError::decode(
-                        &self.provider,
-                        format!("the reply is not JSON: {err}"),
-                        &String::from_utf8_lossy(&bytes),
-                    ))
-                })
-            };
-            match attempt.await {
-                Ok(value) => return Ok(value),
-                Err(error) => {
-                    if !self.backoff(retry, &error, on_retry).await {
-                        return Err(error.after_attempts(retry + 1));
-                    }
-                    retry += 1;
+        let body = self.encode(body)?;
+        self.retrying(on_retry, || async {
+            let response = self.send_once(&url, &headers, &body).await?;
+            let limit = self.options.timeouts.request;
+            let bytes = match tokio::time::timeout(limit, response.bytes()).await {
+                Ok(result) => result.map_err(|err| self.map_reqwest(err))?,
+                Err(_) => {
+                    return Err(LlmError::Timeout {
+                        provider: self.provider.clone(),
+                        phase: TimeoutPhase::Request,
+                        after: limit,
+                    });
                 }
-            }
-        }
+            };
+            serde_json::from_slice::<Value>(&bytes).map_err(|err| {
+                self.redact(LlmError::decode(
+                    &self.provider,
+                    format!("the reply is not JSON: {err}"),
+                    &String::from_utf8_lossy(&bytes),
+                ))
+            })
+        })
+        .await
     }
 
     /// POSTs a streaming request and returns its event stream. Failures are retried while no
@@ -297,41 +284,61 @@ impl Transport {
         on_retry: Option<&OnRetry>,
     ) -> Result<EventStream, LlmError> {
         let url = self.url(path);
-        let body = Bytes::from(serde_json::to_vec(body).map_err(|err| LlmError::Config {
-            provider: self.provider.clone(),
-            message: format!("encoding the request: {err}"),
-        })?);
+        let body = self.encode(body)?;
+        self.retrying(on_retry, || async {
+            let response = self.send_once(&url, &headers, &body).await?;
+            let json_reply = response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("application/json"));
+            if json_reply {
+                return Err(self.json_instead_of_stream(response).await);
+            }
+            let this = self.clone();
+            let bytes = response
+                .bytes_stream()
+                .map_err(move |err| this.map_reqwest(err))
+                .boxed();
+            let mut stream = decode_stream(bytes, mapper(), Some(self.options.timeouts.idle));
+            match stream.next().await {
+                Some(Ok(first)) => Ok(Box::pin(
+                    futures::stream::once(async { Ok(first) }).chain(stream),
+                ) as EventStream),
+                Some(Err(error)) => Err(self.redact(error)),
+                None => Err(LlmError::transport(
+                    &self.provider,
+                    "the stream ended before its first event",
+                )),
+            }
+        })
+        .await
+    }
+
+    fn encode(&self, body: &Value) -> Result<Bytes, LlmError> {
+        serde_json::to_vec(body)
+            .map(Bytes::from)
+            .map_err(|err| LlmError::Config {
+                provider: self.provider.clone(),
+                message: format!("encoding the request: {err}"),
+            })
+    }
+
+    /// Runs `attempt` until it succeeds, fails for good, or the retry policy gives up; the
+    /// final error says how many attempts were made.
+    async fn retrying<T, F, Fut>(
+        &self,
+        on_retry: Option<&OnRetry>,
+        mut attempt: F,
+    ) -> Result<T, LlmError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, LlmError>>,
+    {
         let mut retry = 0;
         loop {
-            let attempt = async {
-                let response = self.send_once(&url, &headers, &body).await?;
-                let json_reply = response
-                    .headers()
-                    .get("content-type")
-                    .and_then(|v| v.to_str().ok())
-                    .is_some_and(|v| v.starts_with("application/json"));
-                if json_reply {
-                    return Err(self.json_instead_of_stream(response).await);
-                }
-                let this = self.clone();
-                let bytes = response
-                    .bytes_stream()
-                    .map_err(move |err| this.map_reqwest(err))
-                    .boxed();
-                let mut stream = decode_stream(bytes, mapper(), Some(self.options.timeouts.idle));
-                match stream.next().await {
-                    Some(Ok(first)) => Ok(Box::pin(
-                        futures::stream::once(async { Ok(first) }).chain(stream),
-                    ) as EventStream),
-                    Some(Err(error)) => Err(self.redact(error)),
-                    None => Err(LlmError::transport(
-                        &self.provider,
-                        "the stream ended before its first event",
-                    )),
-                }
-            };
-            match attempt.await {
-                Ok(stream) => return Ok(stream),
+            match attempt().await {
+                Ok(value) => return Ok(value),
                 Err(error) => {
                     if !self.backoff(retry, &error, on_retry).await {
                         return Err(error.after_attempts(retry + 1));

@@ -69,34 +69,29 @@ impl AnthropicClient {
         })
     }
 
-    /// Sends requests to `base_url` instead (a proxy or a local test server).
-    pub fn base_url(self, base_url: impl Into<String>) -> Result<Self, LlmError> {
+    fn rebuild(self, change: impl FnOnce(&mut HttpOptions)) -> Result<Self, LlmError> {
         let mut options = self.transport.options.clone();
-        options.base_url = base_url.into().trim_end_matches('/').to_owned();
+        change(&mut options);
         Ok(Self {
             transport: Transport::new("anthropic", options)?,
             ..self
         })
+    }
+
+    /// Sends requests to `base_url` instead (a proxy or a local test server).
+    pub fn base_url(self, base_url: impl Into<String>) -> Result<Self, LlmError> {
+        let base = base_url.into().trim_end_matches('/').to_owned();
+        self.rebuild(|options| options.base_url = base)
     }
 
     /// Sets the retry policy.
     pub fn retry(self, retry: RetryPolicy) -> Result<Self, LlmError> {
-        let mut options = self.transport.options.clone();
-        options.retry = retry;
-        Ok(Self {
-            transport: Transport::new("anthropic", options)?,
-            ..self
-        })
+        self.rebuild(|options| options.retry = retry)
     }
 
     /// Sets the timeouts.
     pub fn timeouts(self, timeouts: Timeouts) -> Result<Self, LlmError> {
-        let mut options = self.transport.options.clone();
-        options.timeouts = timeouts;
-        Ok(Self {
-            transport: Transport::new("anthropic", options)?,
-            ..self
-        })
+        self.rebuild(|options| options.timeouts = timeouts)
     }
 
     /// Adds an `anthropic-beta` feature flag.
