@@ -214,39 +214,47 @@ async fn a_mid_stream_error_reaches_the_consumer_typed_and_is_not_retried() {
     );
 }
 
-#[tokio::test]
-async fn an_error_before_any_event_is_retried() {
-    let error_first = b"event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}\n\n".to_vec();
-    let server = ReplayServer::start(vec![
-        Reply::sse(error_first),
-        Reply::sse(fixture("anthropic/basic.sse")),
-    ])
-    .await
-    .unwrap();
-    let reply = client(&server, 2)
-        .complete_streaming(Request::new("m", 64).user("Hi"))
-        .await
-        .unwrap();
-    assert_eq!(reply.text(), "Hello there!");
-    assert_eq!(server.requests().len(), 2);
-}
-
 const RATE_LIMIT_BODY: &str = r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#;
 
+/// Failures that are retried, each followed by the recorded answer: every case ends with the
+/// answer after one request per failure.
 #[tokio::test]
-async fn rate_limit_with_retry_after_is_retried_then_succeeds() {
-    let server = ReplayServer::start(vec![
-        Reply::json(429, RATE_LIMIT_BODY).header("retry-after-ms", "15"),
-        Reply::sse(fixture("anthropic/basic.sse")),
-    ])
-    .await
-    .unwrap();
-    let reply = client(&server, 2)
-        .complete_streaming(Request::new("m", 64).user("Hi"))
-        .await
-        .unwrap();
-    assert_eq!(reply.text(), "Hello there!");
-    assert_eq!(server.requests().len(), 2);
+async fn transient_failures_are_retried_then_succeed() {
+    let overloaded =
+        r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let cases: Vec<(&str, Vec<Reply>)> = vec![
+        (
+            "an error event before any other",
+            vec![Reply::sse(
+                b"event: error\ndata: {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}\n\n".to_vec(),
+            )],
+        ),
+        (
+            "a rate limit with retry-after-ms",
+            vec![Reply::json(429, RATE_LIMIT_BODY).header("retry-after-ms", "15")],
+        ),
+        (
+            "overloaded (529), then a server error (500)",
+            vec![
+                Reply::json(529, overloaded),
+                Reply::json(
+                    500,
+                    r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#,
+                ),
+            ],
+        ),
+    ];
+    for (case, mut replies) in cases {
+        let failures = replies.len();
+        replies.push(Reply::sse(fixture("anthropic/basic.sse")));
+        let server = ReplayServer::start(replies).await.unwrap();
+        let reply = client(&server, 2)
+            .complete_streaming(Request::new("m", 64).user("Hi"))
+            .await
+            .unwrap_or_else(|err| panic!("{case}: {err}"));
+        assert_eq!(reply.text(), "Hello there!", "{case}");
+        assert_eq!(server.requests().len(), failures + 1, "{case}");
+    }
 }
 
 #[tokio::test]
@@ -264,29 +272,6 @@ async fn rate_limit_without_retries_reports_retry_after() {
     assert_eq!(error.status(), Some(429));
     assert_eq!(error.retry_after(), Some(Duration::from_secs(7)));
     assert!(error.message().contains("per-minute rate limit"));
-}
-
-#[tokio::test]
-async fn overloaded_529_then_500_are_retried_then_succeed() {
-    let server = ReplayServer::start(vec![
-        Reply::json(
-            529,
-            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
-        ),
-        Reply::json(
-            500,
-            r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#,
-        ),
-        Reply::sse(fixture("anthropic/basic.sse")),
-    ])
-    .await
-    .unwrap();
-    let reply = client(&server, 2)
-        .complete_streaming(Request::new("m", 64).user("Hi"))
-        .await
-        .unwrap();
-    assert_eq!(reply.text(), "Hello there!");
-    assert_eq!(server.requests().len(), 3);
 }
 
 #[tokio::test]
