@@ -51,7 +51,11 @@ async fn run() -> Result<(), String> {
     let agent = AcpAgent::new(move |setup: &SessionSetup| session(setup, &client, &model))
         .info("mux-acp-example", env!("CARGO_PKG_VERSION"))
         .session_store(Arc::new(FileSessionStore::new(sessions)))
-        .env_key_auth("anthropic-api-key", "Anthropic API key", "ANTHROPIC_API_KEY")
+        .env_key_auth(
+            "anthropic-api-key",
+            "Anthropic API key",
+            "ANTHROPIC_API_KEY",
+        )
         .env_key_auth("openai-api-key", "OpenAI API key", "OPENAI_API_KEY");
     agent.serve_stdio().await.map_err(|e| e.to_string())
 }

@@ -196,7 +196,9 @@ mod tests {
 
     #[test]
     fn a_call_prompt_calls_the_tool_then_reports() {
-        let mut messages = vec![Message::user("call write_file {\"path\": \"a\", \"content\": \"b\"}")];
+        let mut messages = vec![Message::user(
+            "call write_file {\"path\": \"a\", \"content\": \"b\"}",
+        )];
         let first = next_reply(&messages);
         let (id, name, input) = first.tool_calls().next().unwrap();
         assert_eq!((id, name), ("call_1", "write_file"));
@@ -211,7 +213,10 @@ mod tests {
             }],
             cache: None,
         });
-        assert_eq!(next_reply(&messages).text(), "(offline) write_file returned: wrote a");
+        assert_eq!(
+            next_reply(&messages).text(),
+            "(offline) write_file returned: wrote a"
+        );
     }
 
     #[test]

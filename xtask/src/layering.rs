@@ -139,14 +139,20 @@ mod tests {
     fn siblings_on_one_layer_may_not_depend_on_each_other() {
         let ws = workspace(
             &[
-                pkg("mux-acp", &[("mux-agents", "normal"), ("mux-orchestrator", "normal")]),
+                pkg(
+                    "mux-acp",
+                    &[("mux-agents", "normal"), ("mux-orchestrator", "normal")],
+                ),
                 pkg("mux-agents", &[("mux-acp", "dev")]),
             ]
             .join(","),
         );
         let problems = violations(&ws);
         assert_eq!(problems.len(), 2, "{problems:?}");
-        assert!(problems[0].contains("`mux-acp` (layer 6) has a normal dependency on `mux-agents` (layer 6)"));
+        assert!(
+            problems[0]
+                .contains("`mux-acp` (layer 6) has a normal dependency on `mux-agents` (layer 6)")
+        );
     }
 
     #[test]

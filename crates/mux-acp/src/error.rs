@@ -17,7 +17,9 @@ pub enum AcpError {
     #[error("{0} content is not supported in prompts by this agent")]
     UnsupportedContent(&'static str),
     /// The mode id is not one of `default`, `acceptEdits`, `plan`, `bypassPermissions`.
-    #[error("unknown session mode `{0}` (expected default, acceptEdits, plan or bypassPermissions)")]
+    #[error(
+        "unknown session mode `{0}` (expected default, acceptEdits, plan or bypassPermissions)"
+    )]
     UnknownMode(String),
     /// The application's policy has no session scope to set a mode in.
     #[error("this agent's permission policy has no session scope, so modes cannot be set")]

@@ -5,15 +5,38 @@ use mux_permission::Mode;
 
 /// The modes a session offers: id, name, description, mux mode.
 const MODES: [(&str, &str, &str, Mode); 4] = [
-    ("default", "Default", "Asks before edits and commands the rules do not allow", Mode::Default),
-    ("acceptEdits", "Accept edits", "File edits in the project run without asking", Mode::AcceptEdits),
-    ("plan", "Plan", "Read-only: only tools that read may run", Mode::Plan),
-    ("bypassPermissions", "Bypass permissions", "Everything runs without asking; deny rules still hold", Mode::Bypass),
+    (
+        "default",
+        "Default",
+        "Asks before edits and commands the rules do not allow",
+        Mode::Default,
+    ),
+    (
+        "acceptEdits",
+        "Accept edits",
+        "File edits in the project run without asking",
+        Mode::AcceptEdits,
+    ),
+    (
+        "plan",
+        "Plan",
+        "Read-only: only tools that read may run",
+        Mode::Plan,
+    ),
+    (
+        "bypassPermissions",
+        "Bypass permissions",
+        "Everything runs without asking; deny rules still hold",
+        Mode::Bypass,
+    ),
 ];
 
 /// The mux mode of an ACP mode id.
 pub(crate) fn mode_of(id: &str) -> Option<Mode> {
-    MODES.iter().find(|(m, ..)| *m == id).map(|(.., mode)| *mode)
+    MODES
+        .iter()
+        .find(|(m, ..)| *m == id)
+        .map(|(.., mode)| *mode)
 }
 
 /// The ACP mode id of a mux mode (`dontAsk` shows as `default`, which it refines).

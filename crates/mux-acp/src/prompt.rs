@@ -59,6 +59,11 @@ mod tests {
     #[test]
     fn an_image_is_refused_by_name() {
         let prompt = blocks(json!([{"type": "image", "data": "AAAA", "mimeType": "image/png"}]));
-        assert!(prompt_text(&prompt).unwrap_err().to_string().contains("image"));
+        assert!(
+            prompt_text(&prompt)
+                .unwrap_err()
+                .to_string()
+                .contains("image")
+        );
     }
 }

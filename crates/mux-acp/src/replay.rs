@@ -78,7 +78,11 @@ mod tests {
             Message::user("list it"),
             Message {
                 role: Role::Assistant,
-                content: vec![ContentBlock::tool_use("c1", "list_dir", json!({"path": "."}))],
+                content: vec![ContentBlock::tool_use(
+                    "c1",
+                    "list_dir",
+                    json!({"path": "."}),
+                )],
                 cache: None,
             },
             Message {
@@ -96,8 +100,14 @@ mod tests {
             .into_iter()
             .map(|u| serde_json::to_value(u).unwrap())
             .collect();
-        let kinds: Vec<_> = wire.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
-        assert_eq!(kinds, ["user_message_chunk", "tool_call", "agent_message_chunk"]);
+        let kinds: Vec<_> = wire
+            .iter()
+            .map(|u| u["sessionUpdate"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["user_message_chunk", "tool_call", "agent_message_chunk"]
+        );
         assert_eq!(wire[1]["status"], "completed");
         assert_eq!(wire[1]["kind"], "search");
         assert_eq!(wire[1]["content"][0]["content"]["text"], "README.md");

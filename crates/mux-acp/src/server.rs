@@ -14,7 +14,9 @@ use agent_client_protocol::v1::schema::{
     PromptResponse, SessionCapabilities, SessionInfo, SessionListCapabilities, SessionModeId,
     SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
 };
-use agent_client_protocol::{Agent, Client, ConnectTo, on_receive_notification, on_receive_request};
+use agent_client_protocol::{
+    Agent, Client, ConnectTo, on_receive_notification, on_receive_request,
+};
 
 use crate::agent::AcpAgent;
 use crate::sessions::Sessions;
@@ -51,10 +53,8 @@ fn respond<T: agent_client_protocol::JsonRpcResponse>(
 fn builder(
     sessions: &Arc<Sessions>,
     name: String,
-) -> agent_client_protocol::v1::Builder<
-    Agent,
-    impl agent_client_protocol::HandleDispatchFrom<Client>,
-> {
+) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
+{
     let (s_init, s_auth, s_new, s_load, s_list, s_mode, s_prompt, s_cancel) = (
         Arc::clone(sessions),
         Arc::clone(sessions),
@@ -161,10 +161,8 @@ fn initialize(sessions: &Sessions, request: InitializeRequest) -> InitializeResp
         .iter()
         .map(|key| {
             AuthMethod::Agent(
-                AuthMethodAgent::new(key.id.clone(), key.name.clone()).description(format!(
-                    "Set {} in the agent's environment",
-                    key.variable
-                )),
+                AuthMethodAgent::new(key.id.clone(), key.name.clone())
+                    .description(format!("Set {} in the agent's environment", key.variable)),
             )
         })
         .collect();
@@ -173,7 +171,10 @@ fn initialize(sessions: &Sessions, request: InitializeRequest) -> InitializeResp
     InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(capabilities)
         .auth_methods(auth_methods)
-        .agent_info(Implementation::new(agent.name.clone(), agent.version.clone()))
+        .agent_info(Implementation::new(
+            agent.name.clone(),
+            agent.version.clone(),
+        ))
 }
 
 fn authenticate(

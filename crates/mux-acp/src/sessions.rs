@@ -13,9 +13,9 @@ use mux_permission::{Mode, Permissions, Rule, RuleKind, Scope};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::AcpError;
 use crate::agent::{AcpAgent, SessionSetup};
 use crate::stop_probe::{ProbeReader, StopProbe};
-use crate::AcpError;
 
 /// Where the session's working directory is kept in the store's metadata.
 const CWD_KEY: &str = "acp_cwd";
@@ -72,7 +72,11 @@ impl Sessions {
             return Err(AcpError::NoSessionStore);
         }
         let setup = SessionSetup { cwd: cwd.clone() };
-        let parts = self.agent.factory.session(&setup).map_err(AcpError::Setup)?;
+        let parts = self
+            .agent
+            .factory
+            .session(&setup)
+            .map_err(AcpError::Setup)?;
         let (client, config, tools, permissions, configure) = parts.into_parts();
         let permissions = permissions.new_session();
         let (probe, reader) = StopProbe::new(client);

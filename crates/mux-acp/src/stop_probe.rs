@@ -5,7 +5,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::StreamExt;
-use mux_llm::{BoxFuture, EventStream, LlmClient, LlmError, Request, Response, StopReason, StreamEvent};
+use mux_llm::{
+    BoxFuture, EventStream, LlmClient, LlmError, Request, Response, StopReason, StreamEvent,
+};
 
 /// Wraps a client and remembers the stop reason of the last streamed reply.
 pub(crate) struct StopProbe {

@@ -171,14 +171,19 @@ mod tests {
     #[test]
     fn an_edit_shows_the_replaced_string() {
         let input = json!({"path": "a.rs", "old_string": "x", "new_string": "y"});
-        let wire = serde_json::to_value(diff_of("edit_file", &input, Path::new("/r"), None)).unwrap();
-        assert_eq!((wire["oldText"].as_str(), wire["newText"].as_str()), (Some("x"), Some("y")));
+        let wire =
+            serde_json::to_value(diff_of("edit_file", &input, Path::new("/r"), None)).unwrap();
+        assert_eq!(
+            (wire["oldText"].as_str(), wire["newText"].as_str()),
+            (Some("x"), Some("y"))
+        );
     }
 
     #[test]
     fn read_file_locates_its_offset() {
         let input = json!({"path": "src/lib.rs", "offset": 40});
-        let wire = serde_json::to_value(locations_of("read_file", &input, Path::new("/r"))).unwrap();
+        let wire =
+            serde_json::to_value(locations_of("read_file", &input, Path::new("/r"))).unwrap();
         assert_eq!(wire, json!([{"path": "/r/src/lib.rs", "line": 40}]));
     }
 
@@ -190,13 +195,24 @@ mod tests {
             {"content": "c", "status": "pending"}
         ]});
         let wire = serde_json::to_value(plan_of(&input).unwrap()).unwrap();
-        let statuses: Vec<_> = wire["entries"].as_array().unwrap().iter().map(|e| e["status"].clone()).collect();
-        assert_eq!(statuses, [json!("completed"), json!("in_progress"), json!("pending")]);
+        let statuses: Vec<_> = wire["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["status"].clone())
+            .collect();
+        assert_eq!(
+            statuses,
+            [json!("completed"), json!("in_progress"), json!("pending")]
+        );
     }
 
     #[test]
     fn titles_name_the_main_argument() {
-        assert_eq!(title_of("bash", &json!({"command": "git log\nmore"})), "bash: git log…");
+        assert_eq!(
+            title_of("bash", &json!({"command": "git log\nmore"})),
+            "bash: git log…"
+        );
         assert_eq!(title_of("todo_write", &json!({})), "Update the plan");
         assert_eq!(title_of("mcp__s__t", &json!({})), "mcp__s__t");
     }

@@ -106,7 +106,12 @@ impl TurnView {
             .is_some_and(|tool| tool.spec().annotations.read_only)
     }
 
-    async fn on_event(&mut self, event: LoopEvent, input: &InputSender, cancel: &CancellationToken) {
+    async fn on_event(
+        &mut self,
+        event: LoopEvent,
+        input: &InputSender,
+        cancel: &CancellationToken,
+    ) {
         match event {
             LoopEvent::TextDelta { text } => self.send(SessionUpdate::AgentMessageChunk(
                 ContentChunk::new(ContentBlock::from(text)),
@@ -215,7 +220,9 @@ impl TurnView {
             .title(tool_view::title_of(name, &args))
             .kind(tool_view::kind_of(name, self.read_only(name)))
             .raw_input(args)
-            .content(vec![tool_view::text_content(format!("Needs approval: {reason}"))]);
+            .content(vec![tool_view::text_content(format!(
+                "Needs approval: {reason}"
+            ))]);
         let request = RequestPermissionRequest::new(
             self.session.id().to_owned(),
             ToolCallUpdate::new(call_id.clone(), fields),
@@ -242,7 +249,9 @@ impl TurnView {
                     reason: format!("the editor did not answer the permission request: {err}"),
                 },
             };
-            input.send(LoopInput::ToolApproval { call_id, decision }).await;
+            input
+                .send(LoopInput::ToolApproval { call_id, decision })
+                .await;
         });
     }
 }
@@ -251,9 +260,17 @@ impl TurnView {
 fn permission_options() -> Vec<PermissionOption> {
     [
         (ALLOW_ONCE, "Allow", PermissionOptionKind::AllowOnce),
-        (ALLOW_ALWAYS, "Always allow", PermissionOptionKind::AllowAlways),
+        (
+            ALLOW_ALWAYS,
+            "Always allow",
+            PermissionOptionKind::AllowAlways,
+        ),
         (REJECT_ONCE, "Reject", PermissionOptionKind::RejectOnce),
-        (REJECT_ALWAYS, "Always reject", PermissionOptionKind::RejectAlways),
+        (
+            REJECT_ALWAYS,
+            "Always reject",
+            PermissionOptionKind::RejectAlways,
+        ),
     ]
     .into_iter()
     .map(|(id, name, kind)| PermissionOption::new(id.to_owned(), name, kind))
