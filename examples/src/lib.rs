@@ -5,6 +5,7 @@ use std::fmt::Display;
 
 pub mod llm_call;
 pub mod mcp_inspect;
+pub mod offline;
 pub mod permission_check;
 pub mod tool_call;
 

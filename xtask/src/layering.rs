@@ -1,20 +1,23 @@
-//! The layering check: every dependency between mux crates points strictly downward.
+//! The layering check: every dependency between mux crates points strictly downward. Crates
+//! at one level are siblings: neither may depend on the other.
 
 use crate::metadata::{self, Package, is_library_crate};
 
-/// The layers, bottom first. The facade sits above everything and may depend on all of them.
-pub(crate) const LAYERS: &[&str] = &[
-    "mux-tool",
-    "mux-llm",
-    "mux-permission",
-    "mux-mcp",
-    "mux-orchestrator",
-    "mux-agents",
-    "mux",
+/// The layers, bottom first; the crates of one layer are siblings. The facade sits above
+/// everything and may depend on all of them.
+pub(crate) const LAYERS: &[&[&str]] = &[
+    &["mux-tool"],
+    &["mux-llm"],
+    &["mux-permission"],
+    &["mux-mcp"],
+    &["mux-orchestrator"],
+    // The faces beside the agents: neither depends on the other.
+    &["mux-agents", "mux-acp"],
+    &["mux"],
 ];
 
 fn rank(name: &str) -> Option<usize> {
-    LAYERS.iter().position(|layer| *layer == name)
+    LAYERS.iter().position(|layer| layer.contains(&name))
 }
 
 /// Runs the check on this workspace.
@@ -130,6 +133,26 @@ mod tests {
     fn a_same_level_dependency_fails() {
         let ws = workspace(&pkg("mux-tool", &[("mux-tool", "dev")]));
         assert_eq!(violations(&ws).len(), 1);
+    }
+
+    #[test]
+    fn siblings_on_one_layer_may_not_depend_on_each_other() {
+        let ws = workspace(
+            &[
+                pkg(
+                    "mux-acp",
+                    &[("mux-agents", "normal"), ("mux-orchestrator", "normal")],
+                ),
+                pkg("mux-agents", &[("mux-acp", "dev")]),
+            ]
+            .join(","),
+        );
+        let problems = violations(&ws);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0]
+                .contains("`mux-acp` (layer 6) has a normal dependency on `mux-agents` (layer 6)")
+        );
     }
 
     #[test]

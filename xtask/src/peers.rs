@@ -1,6 +1,7 @@
 //! `cargo xtask peers`: installs the real MCP servers the interop tests run against.
 //!
-//! - npm: `tests/peers/package.json` and its committed lockfile, with `npm ci`.
+//! - npm: `tests/peers/package.json` (MCP servers) and `tests/acp-peers/package.json` (ACP
+//!   clients for mux-acp), each with its committed lockfile, with `npm ci`.
 //! - Python: `tests/peers/python/requirements.txt` (pinned) into the venv
 //!   `target/mcp-peers-venv`.
 //!
@@ -20,8 +21,17 @@ pub(crate) fn run() -> Result<(), String> {
     python()
 }
 
+/// The npm peer folders under `tests/`.
+const NPM_FOLDERS: [&str; 2] = ["peers", "acp-peers"];
+
 fn npm() -> Result<(), String> {
-    let dir = workspace_root().join("tests").join("peers");
+    for folder in NPM_FOLDERS {
+        npm_ci(&workspace_root().join("tests").join(folder))?;
+    }
+    Ok(())
+}
+
+fn npm_ci(dir: &Path) -> Result<(), String> {
     let lock = dir.join("package-lock.json");
     let installed = dir.join("node_modules").join(".package-lock.json");
     if newer_or_same(&installed, &lock) {
@@ -29,7 +39,7 @@ fn npm() -> Result<(), String> {
         return Ok(());
     }
     run_in(
-        &dir,
+        dir,
         Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--loglevel=error"]),
         "npm ci (is Node.js installed?)",
     )

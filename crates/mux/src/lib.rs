@@ -14,6 +14,7 @@
 //! | `orchestrator` | [`orchestrator`] | the think-act loop: events, approvals, sessions, hooks, compaction |
 //! | `sqlite`, `postgres` | [`orchestrator`]`::session` | session stores on SQLite (a file, WAL) and PostgreSQL (shared by many processes), on sqlx |
 //! | `agents` | [`agents`] | runtime and handles, subagents, `task` tool, voting, decomposition, presets, console face |
+//! | `acp` | [`acp`] | the ACP face: a mux agent inside editors over the Agent Client Protocol (stdio) |
 //! | `full` | all of the above | every layer |
 //!
 //! Library authors who only define tools can depend on `mux-tool` directly; applications
@@ -86,6 +87,10 @@ pub use mux_orchestrator as orchestrator;
 #[cfg(feature = "agents")]
 #[doc(inline)]
 pub use mux_agents as agents;
+
+#[cfg(feature = "acp")]
+#[doc(inline)]
+pub use mux_acp as acp;
 
 /// The names a first program needs, in one import: an agent, a tool of its own, approvals,
 /// events, sessions and a scripted model. Everything else is one path away (`mux::tool::…`,

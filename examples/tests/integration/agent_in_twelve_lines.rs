@@ -3,11 +3,11 @@
 
 use std::process::{Command, Stdio};
 
-use crate::quickstart::example_binary;
+use crate::common::example;
 
 #[test]
 fn the_smallest_agent_prints_the_sum_its_tool_computed() {
-    let output = Command::new(example_binary("agent_in_twelve_lines"))
+    let output = Command::new(example("agent_in_twelve_lines"))
         .stdin(Stdio::null())
         .output()
         .unwrap();

@@ -1,7 +1,9 @@
 //! The integration tests, one module per area, linked into one test binary.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod acp_agent;
 mod agent_in_twelve_lines;
+mod common;
 mod llm_call;
 mod mcp_inspect;
 mod quickstart;

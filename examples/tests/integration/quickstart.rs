@@ -8,58 +8,11 @@ use std::time::{Duration, Instant};
 use mux_llm::testing::{ReplayServer, Reply};
 use serde_json::{Value, json};
 
-/// Builds the quickstart (a no-op when it is fresh) and returns its path.
-fn quickstart() -> PathBuf {
-    example_binary("quickstart")
-}
-
-/// Builds example `name` (a no-op when it is fresh) and returns its path, beside this test's
-/// own binary in the target directory. The flags match `cargo xtask test`'s, and the variables
-/// cargo set for this test are not passed on (ring's build script tracks
-/// `CARGO_MANIFEST_DIR`), so the build reuses the test step's artifacts.
-pub(crate) fn example_binary(name: &str) -> PathBuf {
-    let mut cargo = Command::new(env!("CARGO"));
-    for (key, _) in std::env::vars() {
-        let for_this_crate = [
-            "CARGO_MANIFEST_",
-            "CARGO_PKG_",
-            "CARGO_BIN_",
-            "CARGO_CRATE_NAME",
-        ]
-        .iter()
-        .any(|prefix| key.starts_with(prefix))
-            || matches!(
-                key.as_str(),
-                "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR" | "CARGO_RUSTC_CURRENT_DIR"
-            );
-        if for_this_crate {
-            cargo.env_remove(key);
-        }
-    }
-    let status = cargo
-        .args([
-            "build",
-            "--quiet",
-            "--workspace",
-            "--all-features",
-            "--example",
-            name,
-        ])
-        .status()
-        .unwrap();
-    assert!(status.success(), "building example `{name}` failed");
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
-    profile_dir
-        .join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
-}
-
 /// Runs the quickstart in the repository root with stdin closed (not a terminal), no
 /// provider keys except `env`, and a generous time limit.
 fn run(env: &[(&str, String)]) -> (Output, String, String) {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut command = Command::new(quickstart());
+    let mut command = Command::new(crate::common::example("quickstart"));
     command
         .current_dir(root)
         .stdin(Stdio::null())

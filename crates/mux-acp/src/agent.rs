@@ -1,0 +1,196 @@
+//! [`AcpAgent`]: what an application gives the face, and how it is served.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_client_protocol::{Agent, ConnectTo};
+use mux_llm::LlmClient;
+use mux_mcp::CoordinatorConfig;
+use mux_orchestrator::session::SessionStore;
+use mux_orchestrator::{OrchestratorBuilder, OrchestratorConfig};
+use mux_permission::Permissions;
+use mux_tool::Registry;
+
+use crate::AcpError;
+
+/// What the editor asked for when it opened a session, handed to the application's
+/// [`SessionFactory`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct SessionSetup {
+    /// The session's working directory (absolute): the root of its sandbox and permissions.
+    pub cwd: PathBuf,
+}
+
+/// The parts of one session's agent: the model, the loop settings, the tools and the
+/// permission policy, all for [`SessionSetup::cwd`].
+///
+/// The face adds the rest: the editor's MCP servers, the session store, a fresh session
+/// scope on `permissions` (where modes and "always" answers go), and a passive observer on
+/// `client` that notes why the model stopped.
+pub struct SessionParts {
+    client: Arc<dyn LlmClient>,
+    config: OrchestratorConfig,
+    tools: Registry,
+    permissions: Permissions,
+    configure: Option<Configure>,
+}
+
+/// Extra configuration of a session's orchestrator builder.
+pub(crate) type Configure = Box<dyn FnOnce(OrchestratorBuilder) -> OrchestratorBuilder + Send>;
+
+impl SessionParts {
+    /// A session on `client` with `config`, offering `tools` under `permissions`.
+    pub fn new(
+        client: Arc<dyn LlmClient>,
+        config: OrchestratorConfig,
+        tools: Registry,
+        permissions: Permissions,
+    ) -> Self {
+        Self {
+            client,
+            config,
+            tools,
+            permissions,
+            configure: None,
+        }
+    }
+
+    /// Anything else on the orchestrator builder: context providers, hooks, resources.
+    pub fn configure(
+        mut self,
+        configure: impl FnOnce(OrchestratorBuilder) -> OrchestratorBuilder + Send + 'static,
+    ) -> Self {
+        self.configure = Some(Box::new(configure));
+        self
+    }
+
+    pub(crate) fn into_parts(
+        self,
+    ) -> (
+        Arc<dyn LlmClient>,
+        OrchestratorConfig,
+        Registry,
+        Permissions,
+        Option<Configure>,
+    ) {
+        (
+            self.client,
+            self.config,
+            self.tools,
+            self.permissions,
+            self.configure,
+        )
+    }
+}
+
+/// Builds the parts of a session's agent; called for every `session/new` and `session/load`.
+pub trait SessionFactory: Send + Sync + 'static {
+    /// The parts for a session in `setup.cwd`; an error fails the request with its message.
+    fn session(&self, setup: &SessionSetup) -> Result<SessionParts, String>;
+}
+
+impl<F> SessionFactory for F
+where
+    F: Fn(&SessionSetup) -> Result<SessionParts, String> + Send + Sync + 'static,
+{
+    fn session(&self, setup: &SessionSetup) -> Result<SessionParts, String> {
+        self(setup)
+    }
+}
+
+/// An authentication method that means "the key is in the agent's environment".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct EnvKey {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) variable: String,
+}
+
+/// A mux agent served to an editor over the Agent Client Protocol (v1).
+///
+/// The face is a thin adapter: each ACP session is one mux [`Orchestrator`] conversation,
+/// loop events become `session/update` notifications, approvals become
+/// `session/request_permission`, and `session/cancel` cancels the run. See the crate docs for
+/// every method and update it supports.
+///
+/// [`Orchestrator`]: mux_orchestrator::Orchestrator
+pub struct AcpAgent {
+    pub(crate) factory: Arc<dyn SessionFactory>,
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) env_keys: Vec<EnvKey>,
+    pub(crate) context_window: u64,
+    pub(crate) mcp: CoordinatorConfig,
+}
+
+impl AcpAgent {
+    /// An agent whose sessions `factory` builds.
+    pub fn new(factory: impl SessionFactory) -> Self {
+        Self {
+            factory: Arc::new(factory),
+            store: None,
+            name: "mux".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            env_keys: Vec::new(),
+            context_window: 200_000,
+            mcp: CoordinatorConfig::default(),
+        }
+    }
+
+    /// The name and version the agent gives in `initialize`.
+    pub fn info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.version = version.into();
+        self
+    }
+
+    /// Keeps sessions in `store`: `session/list` lists them and `session/load` replays them
+    /// (and `initialize` advertises `loadSession`).
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Offers an authentication method `id` meaning "set `variable` in the agent's
+    /// environment"; `authenticate` with it succeeds when the variable is set.
+    pub fn env_key_auth(
+        mut self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        variable: impl Into<String>,
+    ) -> Self {
+        self.env_keys.push(EnvKey {
+            id: id.into(),
+            name: name.into(),
+            variable: variable.into(),
+        });
+        self
+    }
+
+    /// The model's context window in tokens, reported as `size` in `usage_update`
+    /// (200,000 by default).
+    pub fn context_window(mut self, tokens: u64) -> Self {
+        self.context_window = tokens;
+        self
+    }
+
+    /// How the MCP servers an editor passes in `session/new` are run (timeouts, reconnects).
+    pub fn mcp_config(mut self, config: CoordinatorConfig) -> Self {
+        self.mcp = config;
+        self
+    }
+
+    /// Serves the agent on this process's stdin and stdout until the client closes stdin.
+    /// Every session is then cancelled and shut down (tools, their processes and MCP servers
+    /// with them) before this returns.
+    pub async fn serve_stdio(self) -> Result<(), AcpError> {
+        self.serve(agent_client_protocol::Stdio::new()).await
+    }
+
+    /// Serves the agent on `transport` (a byte stream or channel from the SDK).
+    pub async fn serve(self, transport: impl ConnectTo<Agent> + 'static) -> Result<(), AcpError> {
+        crate::server::serve(self, transport).await
+    }
+}

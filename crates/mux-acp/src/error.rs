@@ -1,0 +1,71 @@
+//! What can go wrong between an editor and a mux agent.
+
+use mux_orchestrator::LoopError;
+
+/// Why an ACP request failed. Each becomes a JSON-RPC error for the client; none ends the
+/// connection.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AcpError {
+    /// The session id is not one this agent serves.
+    #[error("unknown session `{0}`")]
+    UnknownSession(String),
+    /// `session/new` or `session/load` was given a relative `cwd`.
+    #[error("cwd must be an absolute path, got `{0}`")]
+    RelativeCwd(String),
+    /// A prompt carried content this agent does not accept (it is not in its capabilities).
+    #[error("{0} content is not supported in prompts by this agent")]
+    UnsupportedContent(&'static str),
+    /// The mode id is not one of `default`, `acceptEdits`, `plan`, `bypassPermissions`.
+    #[error(
+        "unknown session mode `{0}` (expected default, acceptEdits, plan or bypassPermissions)"
+    )]
+    UnknownMode(String),
+    /// The application's policy has no session scope to set a mode in.
+    #[error("this agent's permission policy has no session scope, so modes cannot be set")]
+    NoSessionScope,
+    /// `session/load` or `session/list` without a session store.
+    #[error("this agent keeps no sessions (no session store is configured)")]
+    NoSessionStore,
+    /// `authenticate` named a method this agent does not offer.
+    #[error("unknown authentication method `{0}`")]
+    UnknownAuthMethod(String),
+    /// `authenticate` named an environment-key method whose variable is not set.
+    #[error("set {0} in the agent's environment and restart it")]
+    MissingKey(String),
+    /// The application could not set up a session (its factory failed).
+    #[error("could not set up the session: {0}")]
+    Setup(String),
+    /// The loop failed.
+    #[error(transparent)]
+    Loop(#[from] LoopError),
+    /// A session store operation failed.
+    #[error(transparent)]
+    Session(#[from] mux_orchestrator::session::SessionError),
+    /// The connection to the client failed.
+    #[error("ACP connection: {0}")]
+    Connection(String),
+}
+
+impl AcpError {
+    /// The JSON-RPC error the client receives.
+    pub(crate) fn to_rpc(&self) -> agent_client_protocol::Error {
+        use agent_client_protocol::Error;
+        let message = self.to_string();
+        match self {
+            Self::UnknownSession(_)
+            | Self::RelativeCwd(_)
+            | Self::UnsupportedContent(_)
+            | Self::UnknownMode(_)
+            | Self::UnknownAuthMethod(_) => Error::invalid_params().data(message),
+            Self::MissingKey(_) => Error::auth_required().data(message),
+            _ => Error::internal_error().data(message),
+        }
+    }
+}
+
+impl From<agent_client_protocol::Error> for AcpError {
+    fn from(err: agent_client_protocol::Error) -> Self {
+        Self::Connection(err.to_string())
+    }
+}

@@ -1,0 +1,17 @@
+#![doc = include_str!("docs/crate.md")]
+#![forbid(unsafe_code)]
+
+mod agent;
+mod error;
+mod modes;
+mod prompt;
+mod replay;
+mod server;
+mod sessions;
+mod stop_probe;
+mod time;
+mod tool_view;
+mod turn;
+
+pub use agent::{AcpAgent, SessionFactory, SessionParts, SessionSetup};
+pub use error::AcpError;

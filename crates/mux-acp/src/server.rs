@@ -1,0 +1,282 @@
+//! The ACP methods: one handler per request, each a few lines over [`Sessions`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
+    CancelNotification, CurrentModeUpdate, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, SessionCapabilities, SessionInfo, SessionListCapabilities, SessionModeId,
+    SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
+};
+use agent_client_protocol::{
+    Agent, Client, ConnectTo, on_receive_notification, on_receive_request,
+};
+
+use crate::agent::AcpAgent;
+use crate::sessions::Sessions;
+use crate::{AcpError, modes, turn};
+
+/// How long a disconnect waits for sessions to stop (processes, MCP servers).
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
+
+pub(crate) async fn serve(
+    agent: AcpAgent,
+    transport: impl ConnectTo<Agent> + 'static,
+) -> Result<(), AcpError> {
+    let name = agent.name.clone();
+    let sessions = Arc::new(Sessions::new(agent));
+    let result = builder(&sessions, name).connect_to(transport).await;
+    // The client is gone (or the connection failed): nothing may outlive it.
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, sessions.shutdown_all()).await;
+    result.map_err(AcpError::from)
+}
+
+fn respond<T: agent_client_protocol::JsonRpcResponse>(
+    responder: agent_client_protocol::v1::Responder<T>,
+    result: Result<T, AcpError>,
+) -> Result<(), agent_client_protocol::Error> {
+    match result {
+        Ok(response) => responder.respond(response),
+        Err(err) => {
+            tracing::debug!(target: "mux_acp", error = %err, "request failed");
+            responder.respond_with_error(err.to_rpc())
+        }
+    }
+}
+
+fn builder(
+    sessions: &Arc<Sessions>,
+    name: String,
+) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
+{
+    let (s_init, s_auth, s_new, s_load, s_list, s_mode, s_prompt, s_cancel) = (
+        Arc::clone(sessions),
+        Arc::clone(sessions),
+        Arc::clone(sessions),
+        Arc::clone(sessions),
+        Arc::clone(sessions),
+        Arc::clone(sessions),
+        Arc::clone(sessions),
+        Arc::clone(sessions),
+    );
+    Agent
+        .v1()
+        .name(name)
+        .on_receive_request(
+            async move |request: InitializeRequest, responder, _cx| {
+                respond(responder, Ok(initialize(&s_init, request)))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: AuthenticateRequest, responder, _cx| {
+                respond(responder, authenticate(&s_auth, &request))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: NewSessionRequest, responder, cx: ConnectionTo<Client>| {
+                let sessions = Arc::clone(&s_new);
+                // Starting MCP servers takes a while: off the dispatch loop.
+                tokio::spawn(async move {
+                    let result = new_session(&sessions, request, &cx).await;
+                    let _ = respond(responder, result);
+                });
+                Ok(())
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx: ConnectionTo<Client>| {
+                let sessions = Arc::clone(&s_load);
+                tokio::spawn(async move {
+                    let result = load_session(&sessions, request, &cx).await;
+                    let _ = respond(responder, result);
+                });
+                Ok(())
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: ListSessionsRequest, responder, _cx| {
+                let sessions = Arc::clone(&s_list);
+                tokio::spawn(async move {
+                    let _ = respond(responder, list_sessions(&sessions, request).await);
+                });
+                Ok(())
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: SetSessionModeRequest, responder, cx: ConnectionTo<Client>| {
+                respond(responder, set_mode(&s_mode, &request, &cx))
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: PromptRequest, responder, cx: ConnectionTo<Client>| {
+                let sessions = Arc::clone(&s_prompt);
+                tokio::spawn(async move {
+                    let result = prompt(&sessions, request, cx).await;
+                    let _ = respond(responder, result);
+                });
+                Ok(())
+            },
+            on_receive_request!(),
+        )
+        .on_receive_notification(
+            async move |notification: CancelNotification, _cx| {
+                s_cancel.cancel(&notification.session_id.0);
+                Ok(())
+            },
+            on_receive_notification!(),
+        )
+}
+
+fn initialize(sessions: &Sessions, request: InitializeRequest) -> InitializeResponse {
+    let agent = sessions.agent();
+    sessions.set_client_capabilities(request.client_capabilities);
+    let mut session_capabilities = SessionCapabilities::new();
+    if agent.store.is_some() {
+        session_capabilities = session_capabilities.list(SessionListCapabilities::new());
+    }
+    let capabilities = AgentCapabilities::new()
+        .load_session(agent.store.is_some())
+        .prompt_capabilities(
+            PromptCapabilities::new()
+                .image(false)
+                .audio(false)
+                .embedded_context(true),
+        )
+        .mcp_capabilities(McpCapabilities::new().http(true).sse(false))
+        .session_capabilities(session_capabilities);
+    let auth_methods = agent
+        .env_keys
+        .iter()
+        .map(|key| {
+            AuthMethod::Agent(
+                AuthMethodAgent::new(key.id.clone(), key.name.clone())
+                    .description(format!("Set {} in the agent's environment", key.variable)),
+            )
+        })
+        .collect();
+    // This agent speaks protocol v1 whatever the client asked for; the client decides.
+    let _ = request.protocol_version;
+    InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(capabilities)
+        .auth_methods(auth_methods)
+        .agent_info(Implementation::new(
+            agent.name.clone(),
+            agent.version.clone(),
+        ))
+}
+
+fn authenticate(
+    sessions: &Sessions,
+    request: &AuthenticateRequest,
+) -> Result<AuthenticateResponse, AcpError> {
+    let id = request.method_id.0.as_ref();
+    let key = sessions
+        .agent()
+        .env_keys
+        .iter()
+        .find(|key| key.id == id)
+        .ok_or_else(|| AcpError::UnknownAuthMethod(id.to_owned()))?;
+    match std::env::var_os(&key.variable) {
+        Some(value) if !value.is_empty() => Ok(AuthenticateResponse::new()),
+        _ => Err(AcpError::MissingKey(key.variable.clone())),
+    }
+}
+
+fn absolute_cwd(cwd: PathBuf) -> Result<PathBuf, AcpError> {
+    if cwd.is_absolute() {
+        Ok(cwd)
+    } else {
+        Err(AcpError::RelativeCwd(cwd.display().to_string()))
+    }
+}
+
+async fn new_session(
+    sessions: &Sessions,
+    request: NewSessionRequest,
+    cx: &ConnectionTo<Client>,
+) -> Result<NewSessionResponse, AcpError> {
+    let cwd = absolute_cwd(request.cwd)?;
+    let session = sessions.open(cwd, &request.mcp_servers, None).await?;
+    let id = session.id().to_owned();
+    let mode = modes::state(session.mode());
+    // A server that failed is said once, as the first thing the session shows; it goes on
+    // without that server's tools.
+    for (server, reason) in session.mcp_failures() {
+        let text = format!("MCP server `{server}` is unavailable: {reason}\n");
+        let _ = cx.send_notification(turn::message(&id, text));
+    }
+    Ok(NewSessionResponse::new(id).modes(mode))
+}
+
+async fn load_session(
+    sessions: &Sessions,
+    request: LoadSessionRequest,
+    cx: &ConnectionTo<Client>,
+) -> Result<LoadSessionResponse, AcpError> {
+    let cwd = absolute_cwd(request.cwd)?;
+    let id = request.session_id.0.to_string();
+    let session = sessions
+        .open(cwd, &request.mcp_servers, Some(id.as_str()))
+        .await?;
+    // The whole conversation first, as the spec requires, then the answer.
+    for update in session.replay() {
+        cx.send_notification(SessionNotification::new(id.clone(), update))?;
+    }
+    Ok(LoadSessionResponse::new().modes(modes::state(session.mode())))
+}
+
+async fn list_sessions(
+    sessions: &Sessions,
+    request: ListSessionsRequest,
+) -> Result<ListSessionsResponse, AcpError> {
+    let listed = sessions.list().await?;
+    let infos = listed
+        .into_iter()
+        .filter(|(_, cwd)| request.cwd.as_ref().is_none_or(|wanted| wanted == cwd))
+        .map(|(meta, cwd)| {
+            SessionInfo::new(meta.id, cwd)
+                .title(meta.title)
+                .updated_at(crate::time::rfc3339(meta.updated_at_ms))
+        })
+        .collect();
+    Ok(ListSessionsResponse::new(infos))
+}
+
+fn set_mode(
+    sessions: &Sessions,
+    request: &SetSessionModeRequest,
+    cx: &ConnectionTo<Client>,
+) -> Result<SetSessionModeResponse, AcpError> {
+    let id = request.session_id.0.as_ref();
+    let mode_id = request.mode_id.0.as_ref();
+    let mode = modes::mode_of(mode_id).ok_or_else(|| AcpError::UnknownMode(mode_id.to_owned()))?;
+    sessions.get(id)?.set_mode(mode)?;
+    cx.send_notification(SessionNotification::new(
+        id.to_owned(),
+        SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(SessionModeId::new(mode_id))),
+    ))?;
+    Ok(SetSessionModeResponse::new())
+}
+
+async fn prompt(
+    sessions: &Sessions,
+    request: PromptRequest,
+    cx: ConnectionTo<Client>,
+) -> Result<PromptResponse, AcpError> {
+    let session = sessions.get(&request.session_id.0)?;
+    let text = crate::prompt::prompt_text(&request.prompt)?;
+    let stop = turn::run_turn(session, text, cx).await?;
+    Ok(PromptResponse::new(stop))
+}

@@ -1,0 +1,260 @@
+//! The sessions of one connection: each an orchestrator conversation with its own session
+//! permission scope, cancel handle and MCP servers.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_client_protocol::v1::schema::{ClientCapabilities, McpServer, SessionUpdate};
+use mux_mcp::ServerSpec;
+use mux_orchestrator::session::SessionMeta;
+use mux_orchestrator::{McpServers, Orchestrator};
+use mux_permission::{Mode, Permissions, Rule, RuleKind, Scope};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::AcpError;
+use crate::agent::{AcpAgent, SessionSetup};
+use crate::stop_probe::{ProbeReader, StopProbe};
+
+/// Where the session's working directory is kept in the store's metadata.
+const CWD_KEY: &str = "acp_cwd";
+
+/// The sessions of one connection.
+pub(crate) struct Sessions {
+    agent: AcpAgent,
+    client: Mutex<ClientCapabilities>,
+    open: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+/// One ACP session.
+pub(crate) struct Session {
+    id: String,
+    pub(crate) orchestrator: Orchestrator,
+    permissions: Permissions,
+    pub(crate) cwd: PathBuf,
+    pub(crate) probe: ProbeReader,
+    pub(crate) context_window: u64,
+    mcp_failures: Vec<(String, String)>,
+    turn: Mutex<Option<CancellationToken>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Sessions {
+    pub(crate) fn new(agent: AcpAgent) -> Self {
+        Self {
+            agent,
+            client: Mutex::new(ClientCapabilities::new()),
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn agent(&self) -> &AcpAgent {
+        &self.agent
+    }
+
+    pub(crate) fn set_client_capabilities(&self, capabilities: ClientCapabilities) {
+        *lock(&self.client) = capabilities;
+    }
+
+    /// Opens a session in `cwd`: a new one, or `load` from the store.
+    pub(crate) async fn open(
+        &self,
+        cwd: PathBuf,
+        mcp_servers: &[McpServer],
+        load: Option<&str>,
+    ) -> Result<Arc<Session>, AcpError> {
+        let store = self.agent.store.clone();
+        if load.is_some() && store.is_none() {
+            return Err(AcpError::NoSessionStore);
+        }
+        let setup = SessionSetup { cwd: cwd.clone() };
+        let parts = self
+            .agent
+            .factory
+            .session(&setup)
+            .map_err(AcpError::Setup)?;
+        let (client, config, tools, permissions, configure) = parts.into_parts();
+        let permissions = permissions.new_session();
+        let (probe, reader) = StopProbe::new(client);
+        let mut builder = Orchestrator::builder(Arc::new(probe), config)
+            .tools(tools)
+            .permissions(permissions.clone());
+        if let Some(store) = store.clone() {
+            builder = builder.session_store(store);
+        }
+        let (specs, mut mcp_failures) = server_specs(mcp_servers, &cwd);
+        if !specs.is_empty() {
+            match McpServers::start(specs, self.agent.mcp.clone()).await {
+                Ok(servers) => {
+                    mcp_failures.extend(servers.report().failed.iter().cloned());
+                    builder = builder.mcp_servers(servers);
+                }
+                Err(err) => mcp_failures.push(("mcpServers".to_owned(), err.to_string())),
+            }
+        }
+        if let Some(configure) = configure {
+            builder = configure(builder);
+        }
+        let orchestrator = match load {
+            Some(id) => builder.resume(id).await?,
+            None => builder.build(),
+        };
+        if store.is_some() {
+            // Saved now, so `session/list` shows it before its first prompt.
+            orchestrator
+                .set_session_extra(CWD_KEY, Value::String(cwd.display().to_string()))
+                .await?;
+        }
+        for (server, reason) in &mcp_failures {
+            tracing::warn!(target: "mux_acp", server, reason, "MCP server unavailable");
+        }
+        let session = Arc::new(Session {
+            id: orchestrator.session().id,
+            orchestrator,
+            permissions,
+            cwd,
+            probe: reader,
+            context_window: self.agent.context_window,
+            mcp_failures,
+            turn: Mutex::new(None),
+        });
+        let replaced = lock(&self.open).insert(session.id.clone(), Arc::clone(&session));
+        if let Some(old) = replaced {
+            old.cancel();
+            tokio::spawn(async move { old.orchestrator.shutdown().await });
+        }
+        Ok(session)
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Result<Arc<Session>, AcpError> {
+        lock(&self.open)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| AcpError::UnknownSession(id.to_owned()))
+    }
+
+    /// Every stored ACP session with its working directory, newest first.
+    pub(crate) async fn list(&self) -> Result<Vec<(SessionMeta, PathBuf)>, AcpError> {
+        let store = self.agent.store.as_ref().ok_or(AcpError::NoSessionStore)?;
+        let mut metas = store.list().await?;
+        metas.sort_by_key(|meta| std::cmp::Reverse(meta.updated_at_ms));
+        Ok(metas
+            .into_iter()
+            .filter_map(|meta| {
+                let cwd = meta.extra.get(CWD_KEY)?.as_str().map(PathBuf::from)?;
+                Some((meta, cwd))
+            })
+            .collect())
+    }
+
+    /// Cancels the session's turn, if one is running.
+    pub(crate) fn cancel(&self, id: &str) {
+        if let Some(session) = lock(&self.open).get(id) {
+            session.cancel();
+        }
+    }
+
+    /// Cancels every turn and stops every session (tools, processes, MCP servers).
+    pub(crate) async fn shutdown_all(&self) {
+        let sessions: Vec<_> = lock(&self.open).drain().map(|(_, s)| s).collect();
+        for session in &sessions {
+            session.cancel();
+        }
+        futures::future::join_all(sessions.iter().map(|s| s.orchestrator.shutdown())).await;
+    }
+}
+
+impl Session {
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn mode(&self) -> Mode {
+        self.permissions.mode()
+    }
+
+    pub(crate) fn mcp_failures(&self) -> &[(String, String)] {
+        &self.mcp_failures
+    }
+
+    /// Sets the session's permission mode (in its session scope).
+    pub(crate) fn set_mode(&self, mode: Mode) -> Result<(), AcpError> {
+        let scope = self
+            .permissions
+            .scope(Scope::Session)
+            .ok_or(AcpError::NoSessionScope)?;
+        scope.set_mode(Some(mode));
+        Ok(())
+    }
+
+    /// "Reject always": a deny rule for the tool in the session scope.
+    pub(crate) fn deny_tool(&self, tool: &str) {
+        if let (Some(scope), Ok(rule)) = (self.permissions.scope(Scope::Session), Rule::parse(tool))
+        {
+            scope.add(RuleKind::Deny, rule);
+        }
+    }
+
+    /// The conversation as `session/update`s.
+    pub(crate) fn replay(&self) -> Vec<SessionUpdate> {
+        crate::replay::replay(&self.orchestrator.messages(), &self.cwd)
+    }
+
+    pub(crate) fn begin_turn(&self, cancel: CancellationToken) {
+        *lock(&self.turn) = Some(cancel);
+    }
+
+    pub(crate) fn end_turn(&self) {
+        *lock(&self.turn) = None;
+    }
+
+    pub(crate) fn cancel(&self) {
+        if let Some(token) = lock(&self.turn).as_ref() {
+            token.cancel();
+        }
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        &self.cwd
+    }
+}
+
+/// The editor's MCP servers as mux specs (stdio servers start in the session's cwd); SSE
+/// servers, which this agent does not advertise, are reported as failed.
+fn server_specs(servers: &[McpServer], cwd: &Path) -> (Vec<ServerSpec>, Vec<(String, String)>) {
+    let mut specs = Vec::new();
+    let mut failed = Vec::new();
+    for server in servers {
+        match server {
+            McpServer::Stdio(stdio) => {
+                let mut spec = ServerSpec::stdio(
+                    stdio.name.clone(),
+                    stdio.command.display().to_string(),
+                    stdio.args.clone(),
+                )
+                .with_cwd(cwd);
+                for var in &stdio.env {
+                    spec = spec.with_env(var.name.clone(), var.value.clone());
+                }
+                specs.push(spec);
+            }
+            McpServer::Http(http) => {
+                let mut spec = ServerSpec::http(http.name.clone(), http.url.clone());
+                for header in &http.headers {
+                    spec = spec.with_header(header.name.clone(), header.value.clone());
+                }
+                specs.push(spec);
+            }
+            McpServer::Sse(sse) => failed.push((
+                sse.name.clone(),
+                "SSE transport is not supported; use stdio or http".to_owned(),
+            )),
+            _ => failed.push(("mcpServers".to_owned(), "unknown MCP transport".to_owned())),
+        }
+    }
+    (specs, failed)
+}

@@ -1,0 +1,318 @@
+//! One `session/prompt`: a mux run, its events as `session/update`s, its approvals as
+//! `session/request_permission`, and the stop reason it ended with.
+
+use std::collections::HashMap;
+use std::path::{Component, Path};
+use std::sync::Arc;
+
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
+    RequestPermissionRequest, SessionInfoUpdate, SessionNotification, SessionUpdate, StopReason,
+    ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
+};
+use mux_orchestrator::{Answer, InputSender, LoopError, LoopEvent, LoopInput, Run};
+use mux_permission::{Remember, Scope};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::sessions::Session;
+use crate::{AcpError, tool_view};
+
+/// The ids of the four permission options.
+const ALLOW_ONCE: &str = "allow_once";
+const ALLOW_ALWAYS: &str = "allow_always";
+const REJECT_ONCE: &str = "reject_once";
+const REJECT_ALWAYS: &str = "reject_always";
+
+/// What `ask_user` hears: ACP has no mid-turn question, so the model asks in its reply.
+const NO_QUESTIONS: &str = "The editor cannot answer questions during a turn. Finish your \
+                            turn with the question in your reply, and the user will answer.";
+
+/// An `agent_message_chunk` notification.
+pub(crate) fn message(session: &str, text: String) -> SessionNotification {
+    SessionNotification::new(
+        session.to_owned(),
+        SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(text))),
+    )
+}
+
+/// Runs `text` as a turn of `session` and answers with its stop reason.
+pub(crate) async fn run_turn(
+    session: Arc<Session>,
+    text: String,
+    cx: ConnectionTo<Client>,
+) -> Result<StopReason, AcpError> {
+    session.probe.reset();
+    let Run {
+        mut events,
+        input,
+        handle,
+    } = session.orchestrator.run(text)?;
+    let cancel = handle.cancellation().clone();
+    session.begin_turn(cancel.clone());
+    let mut view = TurnView {
+        session: Arc::clone(&session),
+        cx,
+        calls: HashMap::new(),
+    };
+    while let Some(event) = events.recv().await {
+        view.on_event(event, &input, &cancel).await;
+    }
+    session.end_turn();
+    let outcome = handle.wait().await;
+    match outcome {
+        Ok(_) if cancel.is_cancelled() => Ok(StopReason::Cancelled),
+        Ok(_) => Ok(match session.probe.last() {
+            Some(mux_llm::StopReason::MaxTokens) => StopReason::MaxTokens,
+            Some(mux_llm::StopReason::Refusal) => StopReason::Refusal,
+            _ => StopReason::EndTurn,
+        }),
+        Err(LoopError::Cancelled) => Ok(StopReason::Cancelled),
+        Err(LoopError::MaxIterations(_)) => Ok(StopReason::MaxTurnRequests),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// The turn as the editor sees it.
+struct TurnView {
+    session: Arc<Session>,
+    cx: ConnectionTo<Client>,
+    /// Calls announced so far: name and arguments.
+    calls: HashMap<String, (String, Value)>,
+}
+
+impl TurnView {
+    fn send(&self, update: SessionUpdate) {
+        let notification = SessionNotification::new(self.session.id().to_owned(), update);
+        if let Err(err) = self.cx.send_notification(notification) {
+            tracing::debug!(target: "mux_acp", error = %err, "could not send an update");
+        }
+    }
+
+    fn update(&self, call_id: &str, fields: ToolCallUpdateFields) {
+        self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            call_id.to_owned(),
+            fields,
+        )));
+    }
+
+    fn read_only(&self, name: &str) -> bool {
+        self.session
+            .orchestrator
+            .tools()
+            .get(name)
+            .is_some_and(|tool| tool.spec().annotations.read_only)
+    }
+
+    async fn on_event(
+        &mut self,
+        event: LoopEvent,
+        input: &InputSender,
+        cancel: &CancellationToken,
+    ) {
+        match event {
+            LoopEvent::TextDelta { text } => self.send(SessionUpdate::AgentMessageChunk(
+                ContentChunk::new(ContentBlock::from(text)),
+            )),
+            LoopEvent::ThinkingDelta { thinking } => self.send(SessionUpdate::AgentThoughtChunk(
+                ContentChunk::new(ContentBlock::from(thinking)),
+            )),
+            LoopEvent::ToolCallArguments {
+                call_id,
+                name,
+                input: args,
+            } => self.announce(call_id, name, args).await,
+            LoopEvent::ApprovalRequired {
+                call_id,
+                name,
+                input: args,
+                reason,
+                ..
+            } => self.ask(call_id, &name, args, reason, input, cancel),
+            LoopEvent::ToolExecuting { call_id, .. } => self.update(
+                &call_id,
+                ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+            ),
+            LoopEvent::ToolResult {
+                call_id,
+                name,
+                output,
+            } => {
+                let status = if output.is_error {
+                    ToolCallStatus::Failed
+                } else {
+                    ToolCallStatus::Completed
+                };
+                let mut fields = ToolCallUpdateFields::new().status(status);
+                // A successful edit keeps its diff; everything else shows what the model read.
+                let edit = matches!(name.as_str(), "edit_file" | "write_file");
+                if output.is_error || !edit {
+                    fields = fields.content(vec![tool_view::text_content(output.to_text())]);
+                }
+                self.update(&call_id, fields);
+            }
+            LoopEvent::AwaitingInput { call_id, .. } => {
+                let text = NO_QUESTIONS.to_owned();
+                input.send(LoopInput::UserResponse { call_id, text }).await;
+            }
+            LoopEvent::Usage { turn, .. } => {
+                let used = turn.input_tokens
+                    + turn.cache_read_tokens
+                    + turn.cache_write_tokens
+                    + turn.output_tokens;
+                self.send(SessionUpdate::UsageUpdate(UsageUpdate::new(
+                    used,
+                    self.session.context_window,
+                )));
+            }
+            LoopEvent::TitleGenerated { title } => {
+                self.send(SessionUpdate::SessionInfoUpdate(
+                    SessionInfoUpdate::new().title(title),
+                ));
+            }
+            LoopEvent::McpServerFailed { server, reason } => {
+                // Said at session/new already, when the servers were started there.
+                tracing::debug!(target: "mux_acp", server, reason, "MCP server failed");
+            }
+            _ => {}
+        }
+    }
+
+    /// `tool_call` (pending) once the arguments are known, with kind, title, locations, raw
+    /// input and, for edits, the diff; `todo_write` also sends its `plan`.
+    async fn announce(&mut self, call_id: String, name: String, args: Value) {
+        let root = self.session.root();
+        let mut call = ToolCall::new(call_id.clone(), tool_view::title_of(&name, &args))
+            .kind(tool_view::kind_of(&name, self.read_only(&name)))
+            .status(ToolCallStatus::Pending)
+            .raw_input(args.clone())
+            .locations(tool_view::locations_of(&name, &args, root));
+        let old_file = match (name.as_str(), args.get("path").and_then(Value::as_str)) {
+            ("write_file", Some(path)) => current_text(root, path).await,
+            _ => None,
+        };
+        if let Some(diff) = tool_view::diff_of(&name, &args, root, old_file) {
+            call = call.content(vec![diff]);
+        }
+        self.send(SessionUpdate::ToolCall(call));
+        if name == "todo_write"
+            && let Some(plan) = tool_view::plan_of(&args)
+        {
+            self.send(SessionUpdate::Plan(plan));
+        }
+        self.calls.insert(call_id, (name, args));
+    }
+
+    /// Asks the editor in a task of its own (the loop's events keep flowing), and answers the
+    /// loop. A cancelled turn stops waiting: dropping the request tells the client.
+    fn ask(
+        &self,
+        call_id: String,
+        name: &str,
+        args: Value,
+        reason: String,
+        input: &InputSender,
+        cancel: &CancellationToken,
+    ) {
+        let fields = ToolCallUpdateFields::new()
+            .title(tool_view::title_of(name, &args))
+            .kind(tool_view::kind_of(name, self.read_only(name)))
+            .raw_input(args)
+            .content(vec![tool_view::text_content(format!(
+                "Needs approval: {reason}"
+            ))]);
+        let request = RequestPermissionRequest::new(
+            self.session.id().to_owned(),
+            ToolCallUpdate::new(call_id.clone(), fields),
+            permission_options(),
+        );
+        let (cx, input, cancel) = (self.cx.clone(), input.clone(), cancel.clone());
+        let session = Arc::clone(&self.session);
+        let tool = name.to_owned();
+        tokio::spawn(async move {
+            let answer = tokio::select! {
+                answer = cx.send_request(request).block_task() => answer,
+                () = cancel.cancelled() => return,
+            };
+            let decision = match answer {
+                Ok(response) => match response.outcome {
+                    RequestPermissionOutcome::Selected(selected) => {
+                        decide(&selected.option_id.0, &session, &tool)
+                    }
+                    _ => Answer::Deny {
+                        reason: "the user cancelled the request".to_owned(),
+                    },
+                },
+                Err(err) => Answer::Deny {
+                    reason: format!("the editor did not answer the permission request: {err}"),
+                },
+            };
+            input
+                .send(LoopInput::ToolApproval { call_id, decision })
+                .await;
+        });
+    }
+}
+
+/// The four options, in the order editors show them.
+fn permission_options() -> Vec<PermissionOption> {
+    [
+        (ALLOW_ONCE, "Allow", PermissionOptionKind::AllowOnce),
+        (
+            ALLOW_ALWAYS,
+            "Always allow",
+            PermissionOptionKind::AllowAlways,
+        ),
+        (REJECT_ONCE, "Reject", PermissionOptionKind::RejectOnce),
+        (
+            REJECT_ALWAYS,
+            "Always reject",
+            PermissionOptionKind::RejectAlways,
+        ),
+    ]
+    .into_iter()
+    .map(|(id, name, kind)| PermissionOption::new(id.to_owned(), name, kind))
+    .collect()
+}
+
+/// The loop's answer for the option the user picked. "Always allow" records the narrowest
+/// rule covering the call in the session scope; "always reject" denies the tool for the rest
+/// of the session. Rejections reach the model as a refusal.
+fn decide(option: &str, session: &Session, tool: &str) -> Answer {
+    match option {
+        ALLOW_ONCE => Answer::AllowOnce,
+        ALLOW_ALWAYS => Answer::AllowAlways {
+            remember: Remember::exact(Scope::Session),
+        },
+        REJECT_ALWAYS => {
+            session.deny_tool(tool);
+            Answer::Deny {
+                reason: format!(
+                    "the user refused this call and every further `{tool}` call in this session"
+                ),
+            }
+        }
+        _ => Answer::Deny {
+            reason: "the user refused this call".to_owned(),
+        },
+    }
+}
+
+/// The current text of `path` under `root`, for a diff's `oldText`; None when the file does
+/// not exist (a new file) or the path leaves the root.
+async fn current_text(root: &Path, path: &str) -> Option<String> {
+    let relative = Path::new(path);
+    let inside = relative
+        .components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    let full = if relative.is_absolute() {
+        relative.starts_with(root).then(|| relative.to_path_buf())?
+    } else if inside {
+        root.join(relative)
+    } else {
+        return None;
+    };
+    tokio::fs::read_to_string(full).await.ok()
+}

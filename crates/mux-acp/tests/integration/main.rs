@@ -1,0 +1,7 @@
+//! The ACP face driven in-process by a JSON-RPC peer over line channels: every method, the
+//! updates a turn sends, approvals, modes, cancellation, replay and bad input.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod harness;
+mod methods;
+mod turns;

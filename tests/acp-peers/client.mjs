@@ -1,0 +1,218 @@
+// A scripted ACP client on @agentclientprotocol/sdk: launches the agent given as
+// `node client.mjs SCENARIO AGENT [ARGS...]` on stdio and checks one behaviour.
+// Prints `ok SCENARIO` and exits 0, or prints what went wrong and exits 1.
+//
+// Scenarios:
+//   cancel     cancel mid-turn: the turn ends `cancelled` and the `sleep` bash ran is gone
+//   load       session/load replays the conversation, in order, before it answers
+//   plan       set_mode plan (current_mode_update), after which a write is refused
+//   mcp        an MCP server passed in session/new (server-everything) whose tool is called
+//   fs         fs delegation: read_file sees the client's unsaved buffer, write_file writes it
+
+import { spawn, execFileSync } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import { mkdtempSync, writeFileSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as acp from "@agentclientprotocol/sdk";
+
+const [scenario, agentCommand, ...agentArgs] = process.argv.slice(2);
+const here = dirname(fileURLToPath(import.meta.url));
+
+function fail(message) {
+  console.error(`FAIL ${scenario}: ${message}`);
+  process.exit(1);
+}
+function check(condition, message) {
+  if (!condition) fail(message);
+}
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Starts the agent and connects; `answers` picks the option for permission requests. */
+function connect({ cwd, answer = "allow_once", files = new Map() }) {
+  const child = spawn(agentCommand, agentArgs, {
+    cwd,
+    stdio: ["pipe", "pipe", "inherit"],
+    env: { ...process.env },
+  });
+  const updates = [];
+  const asked = [];
+  const written = new Map();
+  const client = {
+    async requestPermission(params) {
+      asked.push(params);
+      return { outcome: { outcome: "selected", optionId: answer } };
+    },
+    async sessionUpdate(params) {
+      updates.push(params.update);
+    },
+    async readTextFile(params) {
+      if (!files.has(params.path)) throw acp.RequestError.resourceNotFound(params.path);
+      return { content: files.get(params.path) };
+    },
+    async writeTextFile(params) {
+      written.set(params.path, params.content);
+      return {};
+    },
+  };
+  const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const connection = new acp.ClientSideConnection(() => client, stream);
+  return { child, connection, updates, asked, written };
+}
+
+async function open(peer, cwd, { fs = false, mcpServers = [] } = {}) {
+  const init = await peer.connection.initialize({
+    protocolVersion: acp.PROTOCOL_VERSION,
+    clientCapabilities: { fs: { readTextFile: fs, writeTextFile: fs }, terminal: false },
+  });
+  check(init.protocolVersion === 1, `protocol version ${init.protocolVersion}`);
+  const session = await peer.connection.newSession({ cwd, mcpServers });
+  return { init, session };
+}
+
+const prompt = (peer, sessionId, text) =>
+  peer.connection.prompt({ sessionId, prompt: [{ type: "text", text }] });
+
+async function close(peer) {
+  peer.child.stdin.end();
+  const exited = new Promise((resolve) => peer.child.once("exit", resolve));
+  const timeout = sleep(2000).then(() => "timeout");
+  if ((await Promise.race([exited, timeout])) === "timeout") {
+    peer.child.kill("SIGKILL");
+    fail("the agent did not exit within 2 s of stdin closing");
+  }
+}
+
+function processesMatching(pattern) {
+  try {
+    return execFileSync("pgrep", ["-f", pattern], { encoding: "utf8" }).trim();
+  } catch {
+    return "";
+  }
+}
+
+const scenarios = {
+  async cancel() {
+    const cwd = mkdtempSync(join(tmpdir(), "acp-cancel-"));
+    const peer = connect({ cwd });
+    const { session } = await open(peer, cwd);
+    const marker = "sleep 47.25";
+    const turn = prompt(peer, session.sessionId, `call bash {"command": "${marker}"}`);
+    for (let i = 0; i < 200 && !processesMatching(marker); i++) await sleep(50);
+    check(processesMatching(marker) !== "", "the sleep never started");
+    await peer.connection.cancel({ sessionId: session.sessionId });
+    const result = await turn;
+    check(result.stopReason === "cancelled", `stop reason ${result.stopReason}`);
+    for (let i = 0; i < 40 && processesMatching(marker); i++) await sleep(50);
+    check(processesMatching(marker) === "", "the sleep outlived the cancelled turn (orphan)");
+    const statuses = peer.updates
+      .filter((u) => u.sessionUpdate === "tool_call_update")
+      .map((u) => u.status)
+      .filter(Boolean);
+    check(statuses.includes("in_progress"), `statuses ${statuses}`);
+    await close(peer);
+  },
+
+  async load() {
+    const cwd = mkdtempSync(join(tmpdir(), "acp-load-"));
+    writeFileSync(join(cwd, "README.md"), "# Replayed project\n");
+    const first = connect({ cwd, answer: "reject_once" });
+    const { init, session } = await open(first, cwd);
+    check(init.agentCapabilities.loadSession === true, "loadSession is not advertised");
+    const done = await prompt(first, session.sessionId, "What is this project?");
+    check(done.stopReason === "end_turn", `stop reason ${done.stopReason}`);
+    await close(first);
+
+    const second = connect({ cwd });
+    await second.connection.initialize({ protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+    const listed = await second.connection.listSessions({ cwd });
+    check(listed.sessions.some((s) => s.sessionId === session.sessionId), "session/list misses the session");
+    let answered = false;
+    const before = [];
+    const loading = second.connection
+      .loadSession({ sessionId: session.sessionId, cwd, mcpServers: [] })
+      .then((r) => {
+        answered = true;
+        before.push(...second.updates);
+        return r;
+      });
+    const loaded = await loading;
+    check(loaded !== undefined, "no load response");
+    const kinds = before.map((u) => u.sessionUpdate);
+    const expected = ["user_message_chunk", "tool_call", "tool_call", "tool_call", "agent_message_chunk"];
+    check(JSON.stringify(kinds) === JSON.stringify(expected), `replayed ${JSON.stringify(kinds)}`);
+    const calls = before.filter((u) => u.sessionUpdate === "tool_call");
+    check(calls.map((c) => c.rawInput && Object.keys(c.rawInput)[0]).join() === "path,path,command", "calls out of order");
+    check(calls[2].status === "failed", "the refused git log is not failed in the replay");
+    check(before[4].content.text.includes("Replayed project"), before[4].content.text);
+    await close(second);
+  },
+
+  async plan() {
+    const cwd = mkdtempSync(join(tmpdir(), "acp-plan-"));
+    const peer = connect({ cwd });
+    const { session } = await open(peer, cwd);
+    check(session.modes.availableModes.map((m) => m.id).join() === "default,acceptEdits,plan,bypassPermissions", "modes");
+    await peer.connection.setSessionMode({ sessionId: session.sessionId, modeId: "plan" });
+    await sleep(50);
+    const mode = peer.updates.find((u) => u.sessionUpdate === "current_mode_update");
+    check(mode && mode.currentModeId === "plan", "no current_mode_update to plan");
+    const done = await prompt(peer, session.sessionId, 'call write_file {"path": "x.txt", "content": "no"}');
+    check(done.stopReason === "end_turn", `stop reason ${done.stopReason}`);
+    check(!existsSync(join(cwd, "x.txt")), "the write happened in plan mode");
+    check(peer.asked.length === 0, "plan mode asked instead of refusing");
+    const last = peer.updates.filter((u) => u.sessionUpdate === "tool_call_update").pop();
+    check(last.status === "failed", `write status ${last.status}`);
+    await close(peer);
+  },
+
+  async mcp() {
+    const cwd = mkdtempSync(join(tmpdir(), "acp-mcp-"));
+    const peer = connect({ cwd });
+    const server = join(here, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    const bad = { name: "broken", command: "/nonexistent/mcp-server", args: [], env: [] };
+    const good = { name: "everything", command: process.execPath, args: [server, "stdio"], env: [] };
+    const { session } = await open(peer, cwd, { mcpServers: [good, bad] });
+    const done = await prompt(peer, session.sessionId, 'call mcp__everything__echo {"message": "hello over acp"}');
+    check(done.stopReason === "end_turn", `stop reason ${done.stopReason}`);
+    const text = peer.updates
+      .filter((u) => u.sessionUpdate === "agent_message_chunk")
+      .map((u) => u.content.text)
+      .join("");
+    check(text.includes("broken") && text.includes("unavailable"), `the failed server was not reported: ${text}`);
+    check(text.includes("hello over acp"), `the echo did not come back: ${text}`);
+    await close(peer);
+  },
+
+  async fs() {
+    const cwd = mkdtempSync(join(tmpdir(), "acp-fs-"));
+    writeFileSync(join(cwd, "notes.txt"), "saved on disk\n");
+    const files = new Map([[join(cwd, "notes.txt"), "unsaved buffer text\n"]]);
+    const peer = connect({ cwd, files });
+    const { session } = await open(peer, cwd, { fs: true });
+    const read = await prompt(peer, session.sessionId, 'call read_file {"path": "notes.txt"}');
+    check(read.stopReason === "end_turn", `stop reason ${read.stopReason}`);
+    const said = peer.updates
+      .filter((u) => u.sessionUpdate === "agent_message_chunk")
+      .map((u) => u.content.text)
+      .join("");
+    check(said.includes("unsaved buffer text"), `read_file did not see the buffer: ${said}`);
+    await prompt(peer, session.sessionId, 'call write_file {"path": "out.txt", "content": "via editor"}');
+    check(peer.written.get(join(cwd, "out.txt")) === "via editor", "write_file did not go through the editor");
+    check(!existsSync(join(cwd, "out.txt")), "write_file also wrote the disk");
+    await close(peer);
+  },
+};
+
+const run = scenarios[scenario];
+if (!run) fail(`unknown scenario (one of ${Object.keys(scenarios).join(", ")})`);
+const limit = setTimeout(() => fail("timed out after 60 s"), 60_000);
+try {
+  await run();
+  clearTimeout(limit);
+  console.log(`ok ${scenario}`);
+  process.exit(0);
+} catch (err) {
+  fail(err && err.stack ? err.stack : JSON.stringify(err));
+}
