@@ -38,10 +38,31 @@ fn npm_ci(dir: &Path) -> Result<(), String> {
         eprintln!("peers: npm packages in {} are up to date", dir.display());
         return Ok(());
     }
-    run_in(
+    let ci = run_in(
         dir,
         Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--loglevel=error"]),
         "npm ci (is Node.js installed?)",
+    );
+    if ci.is_ok() || !dir.join("package-lock.json").exists() {
+        return ci;
+    }
+    // `npm ci` refuses a lockfile that lacks some platform's optional package (acpx's
+    // fs-safe binaries for other systems are not on every registry mirror). `npm install`
+    // with the lockfile installs the same pinned versions and leaves the lockfile as it is.
+    eprintln!(
+        "peers: npm ci refused the lockfile in {}; installing from it with npm install --no-save",
+        dir.display()
+    );
+    run_in(
+        dir,
+        Command::new("npm").args([
+            "install",
+            "--no-save",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+        ]),
+        "npm install --no-save",
     )
 }
 
