@@ -159,7 +159,7 @@ const scenarios = {
     a.addMessage({ id: randomUUID(), role: "tool", toolCallId: callId, content: "blue" });
     const second = recorder();
     await a.runAgent({ tools }, second.subscriber);
-    check(finished(second).outcome.type === "success", "the second run did not succeed", second);
+    check(finished(second.events).outcome.type === "success", "the second run did not succeed", second.events);
     check(lastAssistantText(a) === "You picked blue", "the model did not get the result", a.messages);
   },
 
@@ -210,7 +210,7 @@ const scenarios = {
       if (event.name === "mux.tool_executing" && !cancelled) {
         cancelled = (async () => {
           await new Promise((r) => setTimeout(r, 300));
-          const running = execSync("pgrep -f 'sleep 4242' || true").toString().trim();
+          const running = execSync("pgrep -f '^sleep 4242' || true").toString().trim();
           check(running !== "", "the sleep child is not running before the cancel");
           const response = await fetch(`${base}/agui/runs/${runId}/cancel`, { method: "POST" });
           const body = await response.json();
@@ -227,7 +227,7 @@ const scenarios = {
     check(finished(second.events)?.outcome?.type === "cancelled", "the run did not end cancelled", second.events.map((e) => e.type));
     check(Date.now() - started < 20000, "the run was not stopped promptly");
     await new Promise((r) => setTimeout(r, 300));
-    const left = execSync("pgrep -f 'sleep 4242' || true").toString().trim();
+    const left = execSync("pgrep -f '^sleep 4242' || true").toString().trim();
     check(left === "", `the sleep child survived the cancel (pids ${left})`);
   },
 };

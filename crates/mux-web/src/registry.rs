@@ -16,7 +16,7 @@ use crate::frontend::FrontendTool;
 use crate::history;
 use crate::thread::{LiveLoop, Resumed, Thread};
 use crate::translate::Translator;
-use crate::types::{Event, Message, PROTOCOL_VERSION, RunAgentInput};
+use crate::types::{Event, Message, PROTOCOL_VERSION, ResumeEntry, RunAgentInput};
 
 /// Builds the orchestrator for a thread. `tools` is a fresh registry that holds the run's
 /// frontend tools: add the application's tools to it and pass it to the builder. The web face
@@ -171,11 +171,41 @@ impl RunRegistry {
                 interrupt_ids: thread.pending_interrupts(),
             });
         }
+        if !resume.is_empty() {
+            // Every entry named an expired interrupt (others are errors above), and the loop
+            // has gone on without an answer: show what happened instead of running again.
+            self.expired(&run, &input, &resume).await;
+            thread.detach(&run);
+            return Ok(run);
+        }
         if let Err((code, message)) = self.new_loop(&thread, &run, &input).await {
             fail(&run, code, message);
             thread.detach(&run);
         }
         Ok(run)
+    }
+
+    /// Ends a run that resumed only expired interrupts: the history (with the denials that
+    /// say they expired) and a success.
+    async fn expired(&self, run: &RunBuffer, input: &RunAgentInput, resume: &[ResumeEntry]) {
+        let messages = match self.store.load(&input.thread_id).await {
+            Ok(session) => history::snapshot(&input.thread_id, &session.messages),
+            Err(e) => return fail(run, ErrorCode::Session, e.to_string()),
+        };
+        let ids: Vec<&str> = resume.iter().map(|r| r.interrupt_id.as_str()).collect();
+        run.push([
+            Event::MessagesSnapshot { messages },
+            crate::translate::custom("interrupt_expired", serde_json::json!({"interruptIds": ids})),
+            Event::RunFinished {
+                thread_id: input.thread_id.clone(),
+                run_id: input.run_id.clone(),
+                result: None,
+                outcome: crate::types::Outcome::Success {
+                    pending_tool_call_ids: Vec::new(),
+                },
+                usage: Vec::new(),
+            },
+        ]);
     }
 
     /// Starts a loop run on the thread's session with the input's last user message.

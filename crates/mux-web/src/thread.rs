@@ -446,13 +446,13 @@ impl Thread {
                 .filter(|(_, p)| p.deadline <= now)
                 .map(|(id, _)| id.clone())
                 .collect();
-            let secs = self.timeout.as_secs();
+            let after = format!("{:?}", self.timeout);
             let mut answers = Vec::new();
             for id in due {
                 if let Some(p) = live.interrupts.remove(&id) {
                     expired.insert(id);
                     let reason =
-                        format!("the approval expired: nobody answered within {secs} s");
+                        format!("the approval expired: nobody answered within {after}");
                     answers.push(match p.waits {
                         Waits::Approval => LoopInput::ToolApproval {
                             call_id: p.call_id,
@@ -460,7 +460,7 @@ impl Thread {
                         },
                         Waits::Answer => LoopInput::UserResponse {
                             call_id: p.call_id,
-                            text: format!("(no answer: the question expired after {secs} s)"),
+                            text: format!("(no answer: the question expired after {after})"),
                         },
                     });
                 }

@@ -160,13 +160,19 @@ async fn an_approval_nobody_answers_expires_as_a_denial_that_says_so() {
     late["resume"] = json!([{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]);
     let response = http.post(&url).json(&late).send().await.unwrap();
     let run = events(response).await;
-    // The loop went on with the denial; the late run carries its remaining events.
-    let answer = run.iter().find_map(|e| {
-        (e["type"] == "TOOL_CALL_RESULT").then(|| e["content"].as_str().unwrap().to_owned())
-    });
-    let answer = answer.unwrap_or_default();
-    assert!(answer.contains("the approval expired"), "{run:?}");
-    assert!(!answer.contains("approved-output"));
+    // The loop went on with the denial; the late run shows what happened and runs nothing.
+    assert_eq!(types(&run), ["RUN_STARTED", "MESSAGES_SNAPSHOT", "CUSTOM", "RUN_FINISHED"]);
+    let tool = run[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()
+        .clone();
+    let content = tool["content"].as_str().unwrap();
+    assert!(content.contains("the approval expired"), "{tool}");
+    assert_eq!(run[2]["name"], "mux.interrupt_expired");
+    assert_eq!(run[3]["outcome"]["type"], "success");
 }
 
 #[tokio::test]
