@@ -2,19 +2,20 @@
 
 use crate::metadata::{self, Package, is_library_crate};
 
-/// The layers, bottom first. The facade sits above everything and may depend on all of them.
-pub(crate) const LAYERS: &[&str] = &[
-    "mux-tool",
-    "mux-llm",
-    "mux-permission",
-    "mux-mcp",
-    "mux-orchestrator",
-    "mux-agents",
-    "mux",
+/// The layers, bottom first; crates in one layer are siblings and may not depend on each
+/// other. The facade sits above everything and may depend on all of them.
+pub(crate) const LAYERS: &[&[&str]] = &[
+    &["mux-tool"],
+    &["mux-llm"],
+    &["mux-permission"],
+    &["mux-mcp"],
+    &["mux-orchestrator"],
+    &["mux-agents", "mux-web"],
+    &["mux"],
 ];
 
 fn rank(name: &str) -> Option<usize> {
-    LAYERS.iter().position(|layer| *layer == name)
+    LAYERS.iter().position(|layer| layer.contains(&name))
 }
 
 /// Runs the check on this workspace.
@@ -130,6 +131,22 @@ mod tests {
     fn a_same_level_dependency_fails() {
         let ws = workspace(&pkg("mux-tool", &[("mux-tool", "dev")]));
         assert_eq!(violations(&ws).len(), 1);
+    }
+
+    #[test]
+    fn siblings_in_one_layer_may_not_depend_on_each_other() {
+        let ws = workspace(
+            &[
+                pkg("mux-orchestrator", &[]),
+                pkg("mux-agents", &[("mux-orchestrator", "normal")]),
+                pkg("mux-web", &[("mux-orchestrator", "normal"), ("mux-agents", "normal")]),
+            ]
+            .join(","),
+        );
+        let problems = violations(&ws);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("`mux-web` (layer 6)"), "{}", problems[0]);
+        assert!(problems[0].contains("`mux-agents` (layer 6)"), "{}", problems[0]);
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! `cargo xtask peers`: installs the real MCP servers the interop tests run against.
+//! `cargo xtask peers`: installs the real MCP servers the interop tests run against, and the
+//! AG-UI client the web face's tests run.
 //!
-//! - npm: `tests/peers/package.json` and its committed lockfile, with `npm ci`.
+//! - npm: `tests/peers/package.json` and `tests/web-peers/package.json`, each with its
+//!   committed lockfile, with `npm ci`.
 //! - Python: `tests/peers/python/requirements.txt` (pinned) into the venv
 //!   `target/mcp-peers-venv`.
 //!
@@ -16,12 +18,14 @@ const VENV: &str = "target/mcp-peers-venv";
 
 /// Installs both sets of peers.
 pub(crate) fn run() -> Result<(), String> {
-    npm()?;
+    npm("peers")?;
+    npm("web-peers")?;
     python()
 }
 
-fn npm() -> Result<(), String> {
-    let dir = workspace_root().join("tests").join("peers");
+/// `npm ci` in `tests/<folder>`, unless its install matches its lockfile.
+fn npm(folder: &str) -> Result<(), String> {
+    let dir = workspace_root().join("tests").join(folder);
     let lock = dir.join("package-lock.json");
     let installed = dir.join("node_modules").join(".package-lock.json");
     if newer_or_same(&installed, &lock) {

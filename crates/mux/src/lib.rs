@@ -14,6 +14,7 @@
 //! | `orchestrator` | [`orchestrator`] | the think-act loop: events, approvals, sessions, hooks, compaction |
 //! | `sqlite`, `postgres` | [`orchestrator`]`::session` | session stores on SQLite (a file, WAL) and PostgreSQL (shared by many processes), on sqlx |
 //! | `agents` | [`agents`] | runtime and handles, subagents, `task` tool, voting, decomposition, presets, console face |
+//! | `web-face` | [`web`] | the web face: AG-UI 1.0 over HTTP/SSE as an axum `Router`, approvals as interrupts, reattach and stop |
 //! | `full` | all of the above | every layer |
 //!
 //! Library authors who only define tools can depend on `mux-tool` directly; applications
@@ -85,6 +86,10 @@ pub use mux_orchestrator as orchestrator;
 #[cfg(feature = "agents")]
 #[doc(inline)]
 pub use mux_agents as agents;
+
+#[cfg(feature = "web-face")]
+#[doc(inline)]
+pub use mux_web as web;
 
 /// The names most programs need, in one import.
 pub mod prelude {
