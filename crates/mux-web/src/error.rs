@@ -34,6 +34,9 @@ pub enum WebError {
     /// A run with this id exists already (409).
     #[error("run `{0}` exists already; every run needs a new runId")]
     RunExists(String),
+    /// The session store failed (500).
+    #[error("the session store failed: {0}")]
+    Session(String),
     /// No run has this id, or it is no longer kept (404).
     #[error("no run `{0}` (unknown, or finished longer ago than the replay retention)")]
     RunNotFound(String),
@@ -49,6 +52,7 @@ impl WebError {
                 StatusCode::CONFLICT
             }
             Self::RunNotFound(_) => StatusCode::NOT_FOUND,
+            Self::Session(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -61,6 +65,7 @@ impl WebError {
             Self::InterruptPending { .. } => "interrupt_pending",
             Self::RunExists(_) => "run_exists",
             Self::RunNotFound(_) => "run_not_found",
+            Self::Session(_) => "session",
         }
     }
 }

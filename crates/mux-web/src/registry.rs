@@ -92,6 +92,26 @@ impl RunRegistry {
         lock(&self.runs).retain(|_, (run, started)| !run.is_done() || started.elapsed() < retention);
     }
 
+    /// A thread's stored messages and its unanswered interrupts, for a page that reloads.
+    pub(crate) async fn history(
+        &self,
+        thread_id: &str,
+    ) -> Result<(Vec<Message>, Vec<crate::types::Interrupt>), WebError> {
+        if !valid_id(thread_id) {
+            return Err(WebError::BadRequest(format!(
+                "threadId `{thread_id}` must be 1 to 128 of A-Z a-z 0-9 _ -"
+            )));
+        }
+        let messages = match self.store.load(thread_id).await {
+            Ok(session) => history::snapshot(thread_id, &session.messages),
+            Err(SessionError::NotFound(_)) => Vec::new(),
+            Err(e) => return Err(WebError::Session(e.to_string())),
+        };
+        let thread = lock(&self.threads).get(thread_id).cloned();
+        let interrupts = thread.map(|t| t.announced_interrupts()).unwrap_or_default();
+        Ok((messages, interrupts))
+    }
+
     /// Stops the loop behind `run_id`: the model stream, the tools and their processes.
     pub(crate) fn cancel(&self, run_id: &str) -> Result<bool, WebError> {
         let run = self

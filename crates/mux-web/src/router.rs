@@ -26,7 +26,8 @@ use crate::types::RunAgentInput;
 ///
 /// Routes: `POST /agui` (a run, answered as `text/event-stream`), `GET
 /// /agui/runs/{runId}/events` (reattach; honours `Last-Event-ID`), `POST
-/// /agui/runs/{runId}/cancel`. Merge it into an application's router, or serve it with
+/// /agui/runs/{runId}/cancel`, and `GET /agui/threads/{threadId}/messages` (a thread's history
+/// as AG-UI messages plus its unanswered interrupts, for a page that reloads). Merge it into an application's router, or serve it with
 /// [`crate::serve`].
 pub struct AguiRouter {
     factory: Arc<dyn AgentFactory>,
@@ -65,6 +66,7 @@ impl AguiRouter {
             .route("/agui", post(start_run))
             .route("/agui/runs/{run_id}/events", get(reattach))
             .route("/agui/runs/{run_id}/cancel", post(cancel))
+            .route("/agui/threads/{thread_id}/messages", get(messages))
             .layer(DefaultBodyLimit::max(config.body_limit));
         if let Some(token) = config.bearer_token.clone() {
             let token = Arc::new(token);
@@ -174,6 +176,15 @@ async fn reattach(
 async fn cancel(State(registry): Shared, Path(run_id): Path<String>) -> Result<Response, WebError> {
     let cancelled = registry.cancel(&run_id)?;
     Ok(Json(json!({"runId": run_id, "cancelled": cancelled})).into_response())
+}
+
+async fn messages(
+    State(registry): Shared,
+    Path(thread_id): Path<String>,
+) -> Result<Response, WebError> {
+    let (messages, interrupts) = registry.history(&thread_id).await?;
+    let body = json!({"threadId": thread_id, "messages": messages, "interrupts": interrupts});
+    Ok(Json(body).into_response())
 }
 
 fn sse(stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static) -> Response {

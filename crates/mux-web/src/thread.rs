@@ -136,6 +136,22 @@ impl Thread {
             .unwrap_or_default()
     }
 
+    /// The interrupts a paused run announced and nobody has answered yet.
+    pub(crate) fn announced_interrupts(&self) -> Vec<Interrupt> {
+        let state = self.state();
+        state
+            .live
+            .as_ref()
+            .map(|live| {
+                live.interrupts
+                    .values()
+                    .filter(|p| p.announced)
+                    .map(|p| p.interrupt.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Whether a loop is live (running or paused).
     pub(crate) fn is_live(&self) -> bool {
         self.state().live.is_some()
