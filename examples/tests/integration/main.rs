@@ -4,3 +4,4 @@
 mod llm_call;
 mod mcp_inspect;
 mod quickstart;
+mod web_agent_in_a_browser;
