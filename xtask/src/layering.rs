@@ -139,14 +139,25 @@ mod tests {
             &[
                 pkg("mux-orchestrator", &[]),
                 pkg("mux-agents", &[("mux-orchestrator", "normal")]),
-                pkg("mux-web", &[("mux-orchestrator", "normal"), ("mux-agents", "normal")]),
+                pkg(
+                    "mux-web",
+                    &[("mux-orchestrator", "normal"), ("mux-agents", "normal")],
+                ),
             ]
             .join(","),
         );
         let problems = violations(&ws);
         assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(problems[0].contains("`mux-web` (layer 6)"), "{}", problems[0]);
-        assert!(problems[0].contains("`mux-agents` (layer 6)"), "{}", problems[0]);
+        assert!(
+            problems[0].contains("`mux-web` (layer 6)"),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems[0].contains("`mux-agents` (layer 6)"),
+            "{}",
+            problems[0]
+        );
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! - npm: `tests/peers/package.json` and `tests/web-peers/package.json`, each with its
 //!   committed lockfile, with `npm ci`.
 //! - Python: `tests/peers/python/requirements.txt` (pinned) into the venv
-//!   `target/mcp-peers-venv`.
+//!   `target/mcp-peers-venv`, and `tests/web-peers/python/requirements.txt` (ag-ui-validate,
+//!   pinned) into `target/web-peers-venv`.
 //!
 //! Both steps are idempotent: an install that matches its inputs is kept.
 
@@ -16,11 +17,15 @@ use crate::cargo::workspace_root;
 /// The Python venv the interop tests use, relative to the workspace root.
 const VENV: &str = "target/mcp-peers-venv";
 
+/// The Python venv of the web face's validator, relative to the workspace root.
+const WEB_VENV: &str = "target/web-peers-venv";
+
 /// Installs both sets of peers.
 pub(crate) fn run() -> Result<(), String> {
     npm("peers")?;
     npm("web-peers")?;
-    python()
+    python("tests/peers/python/requirements.txt", VENV)?;
+    python("tests/web-peers/python/requirements.txt", WEB_VENV)
 }
 
 /// `npm ci` in `tests/<folder>`, unless its install matches its lockfile.
@@ -39,10 +44,12 @@ fn npm(folder: &str) -> Result<(), String> {
     )
 }
 
-fn python() -> Result<(), String> {
+/// `pip install -r requirements` into `venv` (both relative to the workspace root), unless
+/// the venv was made from the same requirements.
+fn python(requirements: &str, venv: &str) -> Result<(), String> {
     let root = workspace_root();
-    let requirements = root.join("tests/peers/python/requirements.txt");
-    let venv = root.join(VENV);
+    let requirements = root.join(requirements);
+    let venv = root.join(venv);
     let marker = venv.join("mux-requirements.txt");
     let wanted = std::fs::read_to_string(&requirements)
         .map_err(|err| format!("cannot read {}: {err}", requirements.display()))?;

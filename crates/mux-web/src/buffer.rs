@@ -50,7 +50,9 @@ impl RunBuffer {
                 let terminal = event.is_terminal();
                 match serde_json::to_string(&event) {
                     Ok(json) => log.events.push(json.into()),
-                    Err(err) => tracing::error!(kind = event.kind(), %err, "unserializable AG-UI event"),
+                    Err(err) => {
+                        tracing::error!(kind = event.kind(), %err, "unserializable AG-UI event")
+                    }
                 }
                 if terminal {
                     log.done = true;

@@ -24,7 +24,9 @@ pub enum WebError {
         run_id: String,
     },
     /// The thread's loop is paused on interrupts that this request does not answer (409).
-    #[error("thread `{thread_id}` is paused on interrupts {interrupt_ids:?}; answer them in `resume`")]
+    #[error(
+        "thread `{thread_id}` is paused on interrupts {interrupt_ids:?}; answer them in `resume`"
+    )]
     InterruptPending {
         /// The thread.
         thread_id: String,

@@ -51,7 +51,9 @@ impl Tool for FrontendTool {
     fn call(&self, _input: Value, cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let Some(thread) = self.thread.upgrade() else {
-                return Err(ToolError::failed("the thread of this frontend tool is gone"));
+                return Err(ToolError::failed(
+                    "the thread of this frontend tool is gone",
+                ));
             };
             let (tx, rx) = oneshot::channel();
             let call_id = cx.call_id().to_owned();

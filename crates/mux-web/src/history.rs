@@ -56,7 +56,11 @@ pub(crate) fn snapshot(thread: &str, messages: &[MuxMessage]) -> Vec<Message> {
                             id: id(&format!("r{}", out.len())),
                             content: thinking.clone(),
                         }),
-                        ContentBlock::ToolUse { id: call, name, input } => calls.push(ToolCall {
+                        ContentBlock::ToolUse {
+                            id: call,
+                            name,
+                            input,
+                        } => calls.push(ToolCall {
                             id: call.clone(),
                             kind: "function".into(),
                             function: FunctionCall {
@@ -102,7 +106,10 @@ mod tests {
         ];
         let messages = snapshot("t", &history);
         let json = serde_json::to_value(&messages).unwrap_or_default();
-        assert_eq!(json[0], json!({"role": "user", "id": "t-h0", "content": "list"}));
+        assert_eq!(
+            json[0],
+            json!({"role": "user", "id": "t-h0", "content": "list"})
+        );
         assert_eq!(json[1]["toolCalls"][0]["id"], "c1");
         assert_eq!(json[1]["content"], "Looking.");
         assert_eq!(json[2]["role"], "tool");

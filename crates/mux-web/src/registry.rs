@@ -89,7 +89,8 @@ impl RunRegistry {
     /// Forgets finished runs older than the replay retention.
     fn sweep(&self) {
         let retention = self.config.replay_retention;
-        lock(&self.runs).retain(|_, (run, started)| !run.is_done() || started.elapsed() < retention);
+        lock(&self.runs)
+            .retain(|_, (run, started)| !run.is_done() || started.elapsed() < retention);
     }
 
     /// A thread's stored messages and its unanswered interrupts, for a page that reloads.
@@ -215,7 +216,10 @@ impl RunRegistry {
         let ids: Vec<&str> = resume.iter().map(|r| r.interrupt_id.as_str()).collect();
         run.push([
             Event::MessagesSnapshot { messages },
-            crate::translate::custom("interrupt_expired", serde_json::json!({"interruptIds": ids})),
+            crate::translate::custom(
+                "interrupt_expired",
+                serde_json::json!({"interruptIds": ids}),
+            ),
             Event::RunFinished {
                 thread_id: input.thread_id.clone(),
                 run_id: input.run_id.clone(),

@@ -161,11 +161,9 @@ async fn reattach(
         .ok_or_else(|| WebError::RunNotFound(run_id.clone()))?;
     let from = match headers.get("last-event-id").map(|v| v.to_str()) {
         None => 0,
-        Some(Ok(text)) => text
-            .trim()
-            .parse::<usize>()
-            .map(|n| n + 1)
-            .map_err(|_| WebError::BadRequest(format!("Last-Event-ID `{text}` is not an event number")))?,
+        Some(Ok(text)) => text.trim().parse::<usize>().map(|n| n + 1).map_err(|_| {
+            WebError::BadRequest(format!("Last-Event-ID `{text}` is not an event number"))
+        })?,
         Some(Err(_)) => {
             return Err(WebError::BadRequest("Last-Event-ID is not text".into()));
         }

@@ -19,7 +19,9 @@ use tokio_util::sync::CancellationToken;
 use crate::buffer::RunBuffer;
 use crate::error::ErrorCode;
 use crate::translate::{Signal, Translator, token_usage};
-use crate::types::{Event, Interrupt, Outcome, ResumeEntry, ResumeStatus, approval_response_schema};
+use crate::types::{
+    Event, Interrupt, Outcome, ResumeEntry, ResumeStatus, approval_response_schema,
+};
 
 /// What a pending interrupt waits for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -347,7 +349,12 @@ impl Thread {
                     reason,
                 } => {
                     let message = format!("Allow `{name}` with {input}? ({reason})");
-                    self.interrupt(call_id, Waits::Approval, message, approval_response_schema());
+                    self.interrupt(
+                        call_id,
+                        Waits::Approval,
+                        message,
+                        approval_response_schema(),
+                    );
                 }
                 Signal::Question { call_id, question } => {
                     let schema = json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]});
@@ -467,8 +474,7 @@ impl Thread {
             for id in due {
                 if let Some(p) = live.interrupts.remove(&id) {
                     expired.insert(id);
-                    let reason =
-                        format!("the approval expired: nobody answered within {after}");
+                    let reason = format!("the approval expired: nobody answered within {after}");
                     answers.push(match p.waits {
                         Waits::Approval => LoopInput::ToolApproval {
                             call_id: p.call_id,
@@ -540,8 +546,8 @@ fn answer(pending: &Pending, entry: &ResumeEntry) -> LoopInput {
     let payload = entry.payload.clone().unwrap_or(Value::Null);
     match pending.waits {
         Waits::Approval => {
-            let approved =
-                entry.status == ResumeStatus::Resolved && payload["approved"].as_bool() == Some(true);
+            let approved = entry.status == ResumeStatus::Resolved
+                && payload["approved"].as_bool() == Some(true);
             let edited = payload.get("editedArgs").is_some_and(|v| !v.is_null());
             let decision = if approved && edited {
                 // The loop has no "run with other arguments" answer: never run the original

@@ -267,7 +267,10 @@ impl Translator {
                     out.push(self.todo_state(todos));
                 }
             }
-            LoopEvent::TurnComplete { iteration, has_more } => {
+            LoopEvent::TurnComplete {
+                iteration,
+                has_more,
+            } => {
                 self.close_text(out);
                 self.close_reasoning(out);
                 self.close_step(out);

@@ -41,7 +41,13 @@ async fn malformed_json_is_a_400_that_says_what_is_wrong() {
     assert_eq!(response.status(), 400);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"], "bad_request");
-    assert!(body["message"].as_str().unwrap().starts_with("malformed RunAgentInput: EOF"), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("malformed RunAgentInput: EOF"),
+        "{body}"
+    );
 
     let response = http
         .post(format!("{}/agui", server.url))
@@ -50,7 +56,13 @@ async fn malformed_json_is_a_400_that_says_what_is_wrong() {
         .await
         .unwrap();
     let body: Value = response.json().await.unwrap();
-    assert!(body["message"].as_str().unwrap().contains("missing field `messages`"), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing field `messages`"),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -100,15 +112,30 @@ async fn a_second_run_on_a_busy_thread_is_a_409_with_a_typed_body() {
     let server = common::start(WebConfig::default()).await;
     let http = reqwest::Client::new();
     let url = format!("{}/agui", server.url);
-    let first = http.post(&url).json(&input("busy", "r1", "slow")).send().await.unwrap();
+    let first = http
+        .post(&url)
+        .json(&input("busy", "r1", "slow"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(first.status(), 200);
-    let second = http.post(&url).json(&input("busy", "r2", "hello")).send().await.unwrap();
+    let second = http
+        .post(&url)
+        .json(&input("busy", "r2", "hello"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(second.status(), 409);
     let body: Value = second.json().await.unwrap();
     assert_eq!(body["error"], "thread_busy");
     assert_eq!(body["runId"], "r1");
     assert_eq!(types(&events(first).await).last(), Some(&"RUN_FINISHED"));
-    let reused = http.post(&url).json(&input("busy", "r1", "hello")).send().await.unwrap();
+    let reused = http
+        .post(&url)
+        .json(&input("busy", "r1", "hello"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(reused.status(), 409);
     let body: Value = reused.json().await.unwrap();
     assert_eq!(body["error"], "run_exists");
@@ -120,24 +147,41 @@ async fn unknown_and_already_answered_interrupts_are_run_errors() {
     let http = reqwest::Client::new();
     let url = format!("{}/agui", server.url);
     let mut unknown = input("t-int", "r0", "hello");
-    unknown["resume"] = json!([{"interruptId": "nope", "status": "resolved", "payload": {"approved": true}}]);
+    unknown["resume"] =
+        json!([{"interruptId": "nope", "status": "resolved", "payload": {"approved": true}}]);
     let run = events(http.post(&url).json(&unknown).send().await.unwrap()).await;
     assert_eq!(types(&run), ["RUN_STARTED", "RUN_ERROR"]);
     assert_eq!(run[1]["code"], "unknown_interrupt");
 
-    let paused = events(http.post(&url).json(&input("t-int", "r1", "run echo")).send().await.unwrap()).await;
+    let paused = events(
+        http.post(&url)
+            .json(&input("t-int", "r1", "run echo"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     let end = paused.last().unwrap();
     assert_eq!(end["outcome"]["type"], "interrupt", "{paused:?}");
-    let id = end["outcome"]["interrupts"][0]["id"].as_str().unwrap().to_owned();
+    let id = end["outcome"]["interrupts"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
-    let pending = http.post(&url).json(&input("t-int", "r2", "hello")).send().await.unwrap();
+    let pending = http
+        .post(&url)
+        .json(&input("t-int", "r2", "hello"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(pending.status(), 409);
     let body: Value = pending.json().await.unwrap();
     assert_eq!(body["error"], "interrupt_pending");
     assert_eq!(body["interruptIds"][0], id.as_str());
 
     let mut answer = input("t-int", "r3", "run echo");
-    answer["resume"] = json!([{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]);
+    answer["resume"] =
+        json!([{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]);
     let resumed = events(http.post(&url).json(&answer).send().await.unwrap()).await;
     assert_eq!(resumed.last().unwrap()["outcome"]["type"], "success");
 
@@ -153,15 +197,29 @@ async fn an_approval_nobody_answers_expires_as_a_denial_that_says_so() {
     let server = common::start(config).await;
     let http = reqwest::Client::new();
     let url = format!("{}/agui", server.url);
-    let paused = events(http.post(&url).json(&input("t-exp", "r1", "run echo")).send().await.unwrap()).await;
-    let id = paused.last().unwrap()["outcome"]["interrupts"][0]["id"].as_str().unwrap().to_owned();
+    let paused = events(
+        http.post(&url)
+            .json(&input("t-exp", "r1", "run echo"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let id = paused.last().unwrap()["outcome"]["interrupts"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     tokio::time::sleep(Duration::from_millis(600)).await;
     let mut late = input("t-exp", "r2", "run echo");
-    late["resume"] = json!([{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]);
+    late["resume"] =
+        json!([{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]);
     let response = http.post(&url).json(&late).send().await.unwrap();
     let run = events(response).await;
     // The loop went on with the denial; the late run shows what happened and runs nothing.
-    assert_eq!(types(&run), ["RUN_STARTED", "MESSAGES_SNAPSHOT", "CUSTOM", "RUN_FINISHED"]);
+    assert_eq!(
+        types(&run),
+        ["RUN_STARTED", "MESSAGES_SNAPSHOT", "CUSTOM", "RUN_FINISHED"]
+    );
     let tool = run[1]["messages"]
         .as_array()
         .unwrap()

@@ -3,5 +3,6 @@
 
 mod common;
 
+mod ag_ui_validate;
 mod http_surface;
 mod real_agui_client;

@@ -54,14 +54,21 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
         .iter()
         .rposition(|m| m.role == Role::User && m.content.iter().any(|b| b.as_text().is_some()))
         .unwrap_or(0);
-    let prompt = request.messages.get(prompt_at).map(|m| m.text()).unwrap_or_default();
+    let prompt = request
+        .messages
+        .get(prompt_at)
+        .map(|m| m.text())
+        .unwrap_or_default();
     let results: Vec<String> = request.messages[prompt_at..]
         .iter()
         .flat_map(|m| m.content.iter())
         .filter_map(|b| match b {
-            ContentBlock::ToolResult { content, .. } => {
-                Some(content.iter().filter_map(ContentBlock::as_text).collect::<String>())
-            }
+            ContentBlock::ToolResult { content, .. } => Some(
+                content
+                    .iter()
+                    .filter_map(ContentBlock::as_text)
+                    .collect::<String>(),
+            ),
             _ => None,
         })
         .collect();
@@ -91,8 +98,14 @@ fn text(text: &str) -> Response {
 
 fn call(name: &str, input: Value) -> Response {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    let id = format!("call_{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    response(vec![ContentBlock::tool_use(id, name, input)], StopReason::ToolUse)
+    let id = format!(
+        "call_{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    response(
+        vec![ContentBlock::tool_use(id, name, input)],
+        StopReason::ToolUse,
+    )
 }
 
 fn response(content: Vec<ContentBlock>, stop_reason: StopReason) -> Response {
