@@ -256,3 +256,110 @@ async fn a_reattach_to_an_unknown_run_is_a_404_and_a_missing_user_message_a_run_
     .await;
     assert_eq!(run[1]["code"], "no_user_message");
 }
+
+#[tokio::test]
+async fn an_ask_user_question_is_an_input_interrupt_answered_by_resume() {
+    let server = common::start(WebConfig::default()).await;
+    let http = reqwest::Client::new();
+    let url = format!("{}/agui", server.url);
+    let paused = events(
+        http.post(&url)
+            .json(&input("t-ask", "r1", "ask me"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let interrupt = &paused.last().unwrap()["outcome"]["interrupts"][0];
+    assert_eq!(interrupt["reason"], "input", "{paused:?}");
+    assert_eq!(interrupt["message"], "Which color?");
+    let mut answer = input("t-ask", "r2", "ask me");
+    answer["resume"] = json!([{"interruptId": interrupt["id"], "status": "resolved", "payload": {"answer": "green"}}]);
+    let run = events(http.post(&url).json(&answer).send().await.unwrap()).await;
+    let end = run.last().unwrap();
+    assert_eq!(end["outcome"]["type"], "success", "{run:?}");
+    assert_eq!(end["result"], "You said green");
+}
+
+#[tokio::test]
+async fn the_todo_list_is_shared_state_a_snapshot_then_a_delta() {
+    let server = common::start(WebConfig::default()).await;
+    let run = events(
+        reqwest::Client::new()
+            .post(format!("{}/agui", server.url))
+            .json(&input("t-todo", "r1", "plan"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let state: Vec<&Value> = run
+        .iter()
+        .filter(|e| e["type"].as_str().unwrap().starts_with("STATE_"))
+        .collect();
+    assert_eq!(state.len(), 2, "{run:?}");
+    assert_eq!(state[0]["type"], "STATE_SNAPSHOT");
+    assert_eq!(state[0]["snapshot"]["todos"][0]["status"], "in_progress");
+    assert_eq!(state[1]["type"], "STATE_DELTA");
+    assert_eq!(
+        state[1]["delta"][0],
+        json!({"op": "replace", "path": "/todos", "value": [{"content": "look", "status": "completed"}]})
+    );
+}
+
+#[tokio::test]
+async fn cors_answers_preflights_for_configured_origins_only() {
+    let server = common::start(WebConfig::default().cors_origin("https://app.example")).await;
+    let http = reqwest::Client::new();
+    for (origin, allowed) in [
+        ("https://app.example", true),
+        ("https://evil.example", false),
+    ] {
+        let response = http
+            .request(reqwest::Method::OPTIONS, format!("{}/agui", server.url))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "content-type")
+            .send()
+            .await
+            .unwrap();
+        let header = response.headers().get("access-control-allow-origin");
+        assert_eq!(
+            header.is_some(),
+            allowed,
+            "{origin}: {:?}",
+            response.headers()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_dropped_connection_cancels_the_run_only_when_configured() {
+    for cancel in [false, true] {
+        let server = common::start(WebConfig::default().cancel_on_disconnect(cancel)).await;
+        let http = reqwest::Client::new();
+        let thread = format!("t-drop-{cancel}");
+        let response = http
+            .post(format!("{}/agui", server.url))
+            .json(&input(&thread, "r1", "slow"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        drop(response);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let replay = events(
+            http.get(format!("{}/agui/runs/r1/events", server.url))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        let outcome = replay.last().unwrap()["outcome"]["type"].clone();
+        let expected = if cancel { "cancelled" } else { "success" };
+        assert_eq!(
+            outcome, expected,
+            "cancel_on_disconnect({cancel}): {replay:?}"
+        );
+    }
+}

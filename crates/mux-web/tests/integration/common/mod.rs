@@ -33,6 +33,7 @@ pub(crate) async fn start(config: WebConfig) -> Server {
     let router = AguiRouter::new(move |tools: mux_tool::Registry| {
         tools.register_typed(Bash::new(sandbox.clone())).unwrap();
         tools.register(Tick::new()).unwrap();
+        tools.register_typed(mux_tool::builtin::TodoWrite).unwrap();
         Orchestrator::builder(client.clone(), OrchestratorConfig::new("scripted")).tools(tools)
     })
     .config(config)
@@ -85,6 +86,21 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
         "pick a color" => match last {
             None => call("pick_color", json!({})),
             Some(result) => text(&format!("You picked {result}")),
+        },
+        "ask me" => match last {
+            None => call("ask_user", json!({"question": "Which color?"})),
+            Some(result) => text(&format!("You said {result}")),
+        },
+        "plan" => match results.len() {
+            0 => call(
+                "todo_write",
+                json!({"todos": [{"content": "look", "status": "in_progress"}]}),
+            ),
+            1 => call(
+                "todo_write",
+                json!({"todos": [{"content": "look", "status": "completed"}]}),
+            ),
+            _ => text("Planned."),
         },
         "slow" if results.len() < 5 => call("tick", json!({"n": results.len()})),
         "slow" => text("Ticked."),
