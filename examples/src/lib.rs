@@ -8,6 +8,7 @@ pub mod mcp_inspect;
 pub mod offline;
 pub mod permission_check;
 pub mod tool_call;
+pub mod web_agent;
 
 /// Prints a step of an example as `==> what` followed by an indented detail.
 pub fn step(what: impl Display, detail: impl Display) {

@@ -12,7 +12,7 @@ pub(crate) const LAYERS: &[&[&str]] = &[
     &["mux-mcp"],
     &["mux-orchestrator"],
     // The faces beside the agents: neither depends on the other.
-    &["mux-agents", "mux-acp"],
+    &["mux-agents", "mux-acp", "mux-web"],
     &["mux"],
 ];
 

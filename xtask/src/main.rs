@@ -3,7 +3,7 @@
 //! ```text
 //! cargo xtask ci          fmt, clippy, test, doc, layering, features, deny; then "N passed, N failed"
 //! cargo xtask lint        fmt --check and clippy -D warnings
-//! cargo xtask peers       npm ci of the MCP servers and ACP clients the interop tests use (tests/peers, tests/acp-peers)
+//! cargo xtask peers       the npm and PyPI peers the interop tests use (tests/peers, tests/acp-peers, tests/web-peers)
 //! cargo xtask test        nextest (or cargo test) plus doctests
 //! cargo xtask conformance the official MCP conformance suite (client side) against mux-mcp
 //! cargo xtask doc         cargo doc with warnings denied

@@ -1,9 +1,12 @@
-//! `cargo xtask peers`: installs the real MCP servers the interop tests run against.
+//! `cargo xtask peers`: installs the real peers the interop tests run against: MCP servers,
+//! ACP clients and the AG-UI client.
 //!
-//! - npm: `tests/peers/package.json` (MCP servers) and `tests/acp-peers/package.json` (ACP
-//!   clients for mux-acp), each with its committed lockfile, with `npm ci`.
+//! - npm: `tests/peers/package.json` (MCP servers), `tests/acp-peers/package.json` (ACP
+//!   clients for mux-acp) and `tests/web-peers/package.json` (the AG-UI client, esbuild and
+//!   playwright-core for mux-web), each with its committed lockfile, with `npm ci`.
 //! - Python: `tests/peers/python/requirements.txt` (pinned) into the venv
-//!   `target/mcp-peers-venv`.
+//!   `target/mcp-peers-venv`, and `tests/web-peers/python/requirements.txt` (ag-ui-validate,
+//!   pinned) into `target/web-peers-venv`.
 //!
 //! Both steps are idempotent: an install that matches its inputs is kept.
 
@@ -15,23 +18,24 @@ use crate::cargo::workspace_root;
 /// The Python venv the interop tests use, relative to the workspace root.
 const VENV: &str = "target/mcp-peers-venv";
 
+/// The Python venv of the web face's validator, relative to the workspace root.
+const WEB_VENV: &str = "target/web-peers-venv";
+
 /// Installs both sets of peers.
 pub(crate) fn run() -> Result<(), String> {
-    npm()?;
-    python()
+    for folder in NPM_FOLDERS {
+        npm(folder)?;
+    }
+    python("tests/peers/python/requirements.txt", VENV)?;
+    python("tests/web-peers/python/requirements.txt", WEB_VENV)
 }
 
 /// The npm peer folders under `tests/`.
-const NPM_FOLDERS: [&str; 2] = ["peers", "acp-peers"];
+const NPM_FOLDERS: [&str; 3] = ["peers", "acp-peers", "web-peers"];
 
-fn npm() -> Result<(), String> {
-    for folder in NPM_FOLDERS {
-        npm_ci(&workspace_root().join("tests").join(folder))?;
-    }
-    Ok(())
-}
-
-fn npm_ci(dir: &Path) -> Result<(), String> {
+/// `npm ci` in `tests/<folder>`, unless its install matches its lockfile.
+fn npm(folder: &str) -> Result<(), String> {
+    let dir = workspace_root().join("tests").join(folder);
     let lock = dir.join("package-lock.json");
     let installed = dir.join("node_modules").join(".package-lock.json");
     if newer_or_same(&installed, &lock) {
@@ -39,7 +43,7 @@ fn npm_ci(dir: &Path) -> Result<(), String> {
         return Ok(());
     }
     let ci = run_in(
-        dir,
+        &dir,
         Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--loglevel=error"]),
         "npm ci (is Node.js installed?)",
     );
@@ -54,7 +58,7 @@ fn npm_ci(dir: &Path) -> Result<(), String> {
         dir.display()
     );
     run_in(
-        dir,
+        &dir,
         Command::new("npm").args([
             "install",
             "--no-save",
@@ -66,10 +70,12 @@ fn npm_ci(dir: &Path) -> Result<(), String> {
     )
 }
 
-fn python() -> Result<(), String> {
+/// `pip install -r requirements` into `venv` (both relative to the workspace root), unless
+/// the venv was made from the same requirements.
+fn python(requirements: &str, venv: &str) -> Result<(), String> {
     let root = workspace_root();
-    let requirements = root.join("tests/peers/python/requirements.txt");
-    let venv = root.join(VENV);
+    let requirements = root.join(requirements);
+    let venv = root.join(venv);
     let marker = venv.join("mux-requirements.txt");
     let wanted = std::fs::read_to_string(&requirements)
         .map_err(|err| format!("cannot read {}: {err}", requirements.display()))?;

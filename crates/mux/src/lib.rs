@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `tool` (default) | [`tool`] | the `Tool` trait, typed tools, registry, filters, executor |
 //! | `builtin` | [`builtin`] | files, search, bash and todo tools, sandboxed to a root |
-//! | `web` | [`builtin`] | adds `web_fetch` (reqwest with rustls) |
+//! | `web-fetch` | [`builtin`] | adds `web_fetch` (reqwest with rustls) |
 //! | `llm` | [`llm`] | messages, `LlmClient`, stream events, accumulator, errors, retries |
 //! | `anthropic`, `openai`, `gemini` | [`llm`]`::anthropic`, ... | the providers (reqwest + rustls) |
 //! | `permission` | [`permission`] | modes, `Tool(specifier)` rules, scopes, shell-aware matching, the approval gate |
@@ -15,6 +15,7 @@
 //! | `sqlite`, `postgres` | [`orchestrator`]`::session` | session stores on SQLite (a file, WAL) and PostgreSQL (shared by many processes), on sqlx |
 //! | `agents` | [`agents`] | runtime and handles, subagents, `task` tool, voting, decomposition, presets, console face |
 //! | `acp` | [`acp`] | the ACP face: a mux agent inside editors over the Agent Client Protocol (stdio) |
+//! | `web` | [`web`] | the web face: AG-UI 1.0 over HTTP/SSE as an axum `Router`, approvals as interrupts, reattach and stop |
 //! | `full` | all of the above | every layer |
 //!
 //! Library authors who only define tools can depend on `mux-tool` directly; applications
@@ -91,6 +92,10 @@ pub use mux_agents as agents;
 #[cfg(feature = "acp")]
 #[doc(inline)]
 pub use mux_acp as acp;
+
+#[cfg(feature = "web")]
+#[doc(inline)]
+pub use mux_web as web;
 
 /// The names a first program needs, in one import: an agent, a tool of its own, approvals,
 /// events, sessions and a scripted model. Everything else is one path away (`mux::tool::…`,

@@ -7,3 +7,4 @@ mod common;
 mod llm_call;
 mod mcp_inspect;
 mod quickstart;
+mod web_agent_in_a_browser;

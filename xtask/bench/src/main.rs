@@ -11,6 +11,7 @@ mod orchestrator;
 mod permission;
 mod postgres_server;
 mod session_stores;
+mod web;
 
 use std::process::ExitCode;
 
@@ -29,6 +30,16 @@ fn main() -> ExitCode {
             }
         };
     }
+    if std::env::args().nth(1).as_deref() == Some(web::WEB_SERVER_ARG) {
+        let kind = std::env::args().nth(2).unwrap_or_default();
+        return match web::serve(&kind) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("web server: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let path = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "target/bench-report.json".to_owned());
@@ -41,6 +52,7 @@ fn main() -> ExitCode {
         ("mcp", mcp::run),
         ("orchestrator", orchestrator::run),
         ("session_stores", session_stores::run),
+        ("web", web::run),
     ];
     // `BENCH_ONLY=mcp,orchestrator` runs only the named benchmarks.
     let only = std::env::var("BENCH_ONLY").ok();

@@ -1,0 +1,133 @@
+//! Typed errors: HTTP errors with JSON bodies, and the codes of `RUN_ERROR` events.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// A request the web face refuses before any run starts.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WebError {
+    /// The body is not a valid `RunAgentInput` (400).
+    #[error("malformed RunAgentInput: {0}")]
+    BadRequest(String),
+    /// The request lacks the bearer token, or carries another (401).
+    #[error("missing or wrong bearer token")]
+    Unauthorized,
+    /// The thread has a run in progress (409).
+    #[error("thread `{thread_id}` is busy with run `{run_id}`; cancel it or wait for it to end")]
+    ThreadBusy {
+        /// The thread.
+        thread_id: String,
+        /// The run in progress.
+        run_id: String,
+    },
+    /// The thread's loop is paused on interrupts that this request does not answer (409).
+    #[error(
+        "thread `{thread_id}` is paused on interrupts {interrupt_ids:?}; answer them in `resume`"
+    )]
+    InterruptPending {
+        /// The thread.
+        thread_id: String,
+        /// The interrupts waiting for an answer.
+        interrupt_ids: Vec<String>,
+    },
+    /// A run with this id exists already (409).
+    #[error("run `{0}` exists already; every run needs a new runId")]
+    RunExists(String),
+    /// The session store failed (500).
+    #[error("the session store failed: {0}")]
+    Session(String),
+    /// No run has this id, or it is no longer kept (404).
+    #[error("no run `{0}` (unknown, or finished longer ago than the replay retention)")]
+    RunNotFound(String),
+}
+
+impl WebError {
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::ThreadBusy { .. } | Self::InterruptPending { .. } | Self::RunExists(_) => {
+                StatusCode::CONFLICT
+            }
+            Self::RunNotFound(_) => StatusCode::NOT_FOUND,
+            Self::Session(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable code in the body's `error` field.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadRequest(_) => "bad_request",
+            Self::Unauthorized => "unauthorized",
+            Self::ThreadBusy { .. } => "thread_busy",
+            Self::InterruptPending { .. } => "interrupt_pending",
+            Self::RunExists(_) => "run_exists",
+            Self::RunNotFound(_) => "run_not_found",
+            Self::Session(_) => "session",
+        }
+    }
+}
+
+impl IntoResponse for WebError {
+    fn into_response(self) -> Response {
+        let mut body = json!({"error": self.code(), "message": self.to_string()});
+        match &self {
+            Self::ThreadBusy { thread_id, run_id } => {
+                body["threadId"] = json!(thread_id);
+                body["runId"] = json!(run_id);
+            }
+            Self::InterruptPending {
+                thread_id,
+                interrupt_ids,
+            } => {
+                body["threadId"] = json!(thread_id);
+                body["interruptIds"] = json!(interrupt_ids);
+            }
+            _ => {}
+        }
+        let mut response = (self.status(), Json(body)).into_response();
+        if matches!(self, Self::Unauthorized) {
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
+    }
+}
+
+/// The `code` of a `RUN_ERROR` event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// `resume` names an interrupt this thread never raised.
+    UnknownInterrupt,
+    /// `resume` answers an interrupt that was answered already.
+    InterruptAlreadyAnswered,
+    /// The request has no user message to run.
+    NoUserMessage,
+    /// A frontend tool in `tools` is not usable (bad name or parameters schema).
+    InvalidTool,
+    /// The session store failed.
+    Session,
+    /// The loop could not start or failed: its `LoopEvent::Error` kind.
+    Loop(String),
+}
+
+impl ErrorCode {
+    /// The wire code.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::UnknownInterrupt => "unknown_interrupt",
+            Self::InterruptAlreadyAnswered => "interrupt_already_answered",
+            Self::NoUserMessage => "no_user_message",
+            Self::InvalidTool => "invalid_tool",
+            Self::Session => "session",
+            Self::Loop(kind) => kind,
+        }
+    }
+}

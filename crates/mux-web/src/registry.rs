@@ -1,0 +1,329 @@
+//! The run registry: threads (with the loop each holds), runs (with their event logs for
+//! replay), and how a `RunAgentInput` becomes a run.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use mux_orchestrator::OrchestratorBuilder;
+use mux_orchestrator::session::{SessionError, SessionMeta, SessionStore};
+use mux_tool::Registry;
+
+use crate::buffer::RunBuffer;
+use crate::config::WebConfig;
+use crate::error::{ErrorCode, WebError};
+use crate::frontend::FrontendTool;
+use crate::history;
+use crate::thread::{LiveLoop, Resumed, Thread};
+use crate::translate::Translator;
+use crate::types::{Event, Message, PROTOCOL_VERSION, ResumeEntry, RunAgentInput};
+
+/// Builds the orchestrator for a thread. `tools` is a fresh registry that holds the run's
+/// frontend tools: add the application's tools to it and pass it to the builder. The web face
+/// sets the session store and a cancellation token, and resumes the thread's session.
+///
+/// Any `Fn(Registry) -> OrchestratorBuilder` is a factory.
+pub trait AgentFactory: Send + Sync + 'static {
+    /// A builder for one loop run on a thread.
+    fn builder(&self, tools: Registry) -> OrchestratorBuilder;
+}
+
+impl<F> AgentFactory for F
+where
+    F: Fn(Registry) -> OrchestratorBuilder + Send + Sync + 'static,
+{
+    fn builder(&self, tools: Registry) -> OrchestratorBuilder {
+        self(tools)
+    }
+}
+
+/// Threads and runs.
+pub(crate) struct RunRegistry {
+    factory: Arc<dyn AgentFactory>,
+    store: Arc<dyn SessionStore>,
+    pub(crate) config: WebConfig,
+    threads: Mutex<HashMap<String, Arc<Thread>>>,
+    runs: Mutex<HashMap<String, (Arc<RunBuffer>, Instant)>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether `id` is usable as a thread or run id (a mux session id).
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl RunRegistry {
+    pub(crate) fn new(
+        factory: Arc<dyn AgentFactory>,
+        store: Arc<dyn SessionStore>,
+        config: WebConfig,
+    ) -> Self {
+        Self {
+            factory,
+            store,
+            config,
+            threads: Mutex::default(),
+            runs: Mutex::default(),
+        }
+    }
+
+    /// A kept run.
+    pub(crate) fn run(&self, run_id: &str) -> Option<Arc<RunBuffer>> {
+        lock(&self.runs).get(run_id).map(|(run, _)| Arc::clone(run))
+    }
+
+    fn thread(&self, id: &str) -> Arc<Thread> {
+        let mut threads = lock(&self.threads);
+        Arc::clone(threads.entry(id.to_owned()).or_insert_with(|| {
+            Thread::new(id, self.config.interrupt_timeout, self.config.pause_grace)
+        }))
+    }
+
+    /// Forgets finished runs older than the replay retention.
+    fn sweep(&self) {
+        let retention = self.config.replay_retention;
+        lock(&self.runs)
+            .retain(|_, (run, started)| !run.is_done() || started.elapsed() < retention);
+    }
+
+    /// A thread's stored messages and its unanswered interrupts, for a page that reloads.
+    pub(crate) async fn history(
+        &self,
+        thread_id: &str,
+    ) -> Result<(Vec<Message>, Vec<crate::types::Interrupt>), WebError> {
+        if !valid_id(thread_id) {
+            return Err(WebError::BadRequest(format!(
+                "threadId `{thread_id}` must be 1 to 128 of A-Z a-z 0-9 _ -"
+            )));
+        }
+        let messages = match self.store.load(thread_id).await {
+            Ok(session) => history::snapshot(thread_id, &session.messages),
+            Err(SessionError::NotFound(_)) => Vec::new(),
+            Err(e) => return Err(WebError::Session(e.to_string())),
+        };
+        let thread = lock(&self.threads).get(thread_id).cloned();
+        let interrupts = thread.map(|t| t.announced_interrupts()).unwrap_or_default();
+        Ok((messages, interrupts))
+    }
+
+    /// Stops the loop behind `run_id`: the model stream, the tools and their processes.
+    pub(crate) fn cancel(&self, run_id: &str) -> Result<bool, WebError> {
+        let run = self
+            .run(run_id)
+            .ok_or_else(|| WebError::RunNotFound(run_id.to_owned()))?;
+        let thread = lock(&self.threads).get(&run.thread_id).cloned();
+        let Some(thread) = thread else {
+            return Ok(false);
+        };
+        // A paused run's loop belongs to it until another run attaches.
+        match thread.busy_with() {
+            Some(current) if current != run.run_id => Ok(false),
+            Some(_) => Ok(thread.cancel()),
+            None if run.is_done() && thread.is_live() => Ok(thread.cancel()),
+            None => Ok(false),
+        }
+    }
+
+    /// Starts (or resumes) a run; its events fill the returned buffer.
+    pub(crate) async fn start(&self, input: RunAgentInput) -> Result<Arc<RunBuffer>, WebError> {
+        for (what, id) in [("threadId", &input.thread_id), ("runId", &input.run_id)] {
+            if !valid_id(id) {
+                return Err(WebError::BadRequest(format!(
+                    "{what} `{id}` must be 1 to 128 of A-Z a-z 0-9 _ -"
+                )));
+            }
+        }
+        self.sweep();
+        let thread = self.thread(&input.thread_id);
+        let run = RunBuffer::new(&input.thread_id, &input.run_id);
+        {
+            let mut runs = lock(&self.runs);
+            if runs.contains_key(&input.run_id) {
+                return Err(WebError::RunExists(input.run_id));
+            }
+            if let Some(run_id) = thread.busy_with() {
+                return Err(WebError::ThreadBusy {
+                    thread_id: input.thread_id,
+                    run_id,
+                });
+            }
+            thread.attach(&run);
+            runs.insert(input.run_id.clone(), (Arc::clone(&run), Instant::now()));
+        }
+        run.push([Event::RunStarted {
+            thread_id: input.thread_id.clone(),
+            run_id: input.run_id.clone(),
+            protocol_version: Some(PROTOCOL_VERSION.into()),
+        }]);
+
+        let tool_results: Vec<(String, String)> = input
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool {
+                    tool_call_id,
+                    content,
+                    ..
+                } => Some((tool_call_id.clone(), content.text())),
+                _ => None,
+            })
+            .collect();
+        let resume = input.resume.clone().unwrap_or_default();
+        match thread.resume(&run, &resume, tool_results).await {
+            Ok(Resumed::Continued) => return Ok(run),
+            Err((code, message)) => {
+                fail(&run, code, message);
+                return Ok(run);
+            }
+            Ok(Resumed::NotPaused) => {}
+        }
+        if thread.is_live() {
+            thread.detach(&run);
+            lock(&self.runs).remove(&input.run_id);
+            return Err(WebError::InterruptPending {
+                thread_id: input.thread_id,
+                interrupt_ids: thread.pending_interrupts(),
+            });
+        }
+        if !resume.is_empty() {
+            // Every entry named an expired interrupt (others are errors above), and the loop
+            // has gone on without an answer: show what happened instead of running again.
+            self.expired(&run, &input, &resume).await;
+            thread.detach(&run);
+            return Ok(run);
+        }
+        if let Err((code, message)) = self.new_loop(&thread, &run, &input).await {
+            fail(&run, code, message);
+            thread.detach(&run);
+        }
+        Ok(run)
+    }
+
+    /// Ends a run that resumed only expired interrupts: the history (with the denials that
+    /// say they expired) and a success.
+    async fn expired(&self, run: &RunBuffer, input: &RunAgentInput, resume: &[ResumeEntry]) {
+        let messages = match self.store.load(&input.thread_id).await {
+            Ok(session) => history::snapshot(&input.thread_id, &session.messages),
+            Err(e) => return fail(run, ErrorCode::Session, e.to_string()),
+        };
+        let ids: Vec<&str> = resume.iter().map(|r| r.interrupt_id.as_str()).collect();
+        run.push([
+            Event::MessagesSnapshot { messages },
+            crate::translate::custom(
+                "interrupt_expired",
+                serde_json::json!({"interruptIds": ids}),
+            ),
+            Event::RunFinished {
+                thread_id: input.thread_id.clone(),
+                run_id: input.run_id.clone(),
+                result: None,
+                outcome: crate::types::Outcome::Success {
+                    pending_tool_call_ids: Vec::new(),
+                },
+                usage: Vec::new(),
+            },
+        ]);
+    }
+
+    /// Starts a loop run on the thread's session with the input's last user message.
+    async fn new_loop(
+        &self,
+        thread: &Arc<Thread>,
+        run: &Arc<RunBuffer>,
+        input: &RunAgentInput,
+    ) -> Result<(), (ErrorCode, String)> {
+        let Some((user_id, prompt)) = input.messages.iter().rev().find_map(|m| match m {
+            Message::User { id, content } => Some((id.clone(), content.text())),
+            _ => None,
+        }) else {
+            return Err((
+                ErrorCode::NoUserMessage,
+                "the request has no user message to answer".into(),
+            ));
+        };
+        let prompt = with_context(prompt, input);
+
+        let tools = Registry::new();
+        for tool in &input.tools {
+            let tool = FrontendTool::new(tool, thread, self.config.interrupt_timeout)
+                .map_err(|e| (ErrorCode::InvalidTool, e))?;
+            tools
+                .register(tool)
+                .map_err(|e| (ErrorCode::InvalidTool, e.to_string()))?;
+        }
+
+        let session_error = |e: SessionError| (ErrorCode::Session, e.to_string());
+        let history = match self.store.load(&input.thread_id).await {
+            Ok(session) => session.messages,
+            Err(SessionError::NotFound(_)) => {
+                let mut meta = SessionMeta::new();
+                meta.id = input.thread_id.clone();
+                self.store.create(&meta).await.map_err(session_error)?;
+                Vec::new()
+            }
+            Err(e) => return Err(session_error(e)),
+        };
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let orchestrator = self
+            .factory
+            .builder(tools)
+            .session_store(Arc::clone(&self.store))
+            .cancellation(cancel.clone())
+            .resume(&input.thread_id)
+            .await
+            .map_err(|e| (ErrorCode::Session, e.to_string()))?;
+
+        if !history.is_empty() {
+            let mut messages = history::snapshot(&input.thread_id, &history);
+            messages.push(Message::User {
+                id: user_id,
+                content: crate::types::UserContent::Text(prompt.clone()),
+            });
+            run.push([Event::MessagesSnapshot { messages }]);
+        }
+        if let Some(todos) = thread.todos() {
+            run.push([Event::StateSnapshot {
+                snapshot: serde_json::json!({ crate::translate::TODOS: todos }),
+            }]);
+        }
+        let started = orchestrator
+            .run(prompt)
+            .map_err(|e| (ErrorCode::Loop("loop_start".into()), e.to_string()))?;
+        let translator = Translator::new(input.run_id.clone(), thread.todos());
+        let live = LiveLoop::new(
+            started.input,
+            cancel,
+            translator,
+            orchestrator.config().model.clone(),
+        );
+        thread.start_loop(live, started.events);
+        Ok(())
+    }
+}
+
+/// The prompt with the run's context entries appended.
+fn with_context(prompt: String, input: &RunAgentInput) -> String {
+    if input.context.is_empty() {
+        return prompt;
+    }
+    let mut out = prompt;
+    out.push_str("\n\nContext from the application:");
+    for entry in &input.context {
+        out.push_str(&format!("\n- {}: {}", entry.description, entry.value));
+    }
+    out
+}
+
+fn fail(run: &RunBuffer, code: ErrorCode, message: String) {
+    run.push([Event::RunError {
+        message,
+        code: Some(code.as_str().to_owned()),
+    }]);
+}

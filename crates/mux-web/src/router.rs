@@ -1,0 +1,253 @@
+//! The HTTP surface: routes, SSE streams, bearer auth, CORS and the body limit.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::{Stream, StreamExt as _};
+use mux_orchestrator::session::{MemorySessionStore, SessionStore};
+use serde_json::json;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use crate::buffer::RunBuffer;
+use crate::config::WebConfig;
+use crate::error::WebError;
+use crate::registry::{AgentFactory, RunRegistry};
+use crate::types::RunAgentInput;
+
+/// Builds the AG-UI router.
+///
+/// Routes: `POST /agui` (a run, answered as `text/event-stream`), `GET
+/// /agui/runs/{runId}/events` (reattach; honours `Last-Event-ID`), `POST
+/// /agui/runs/{runId}/cancel`, and `GET /agui/threads/{threadId}/messages` (a thread's history
+/// as AG-UI messages plus its unanswered interrupts, for a page that reloads). Merge it into an application's router, or serve it with
+/// [`crate::serve`].
+pub struct AguiRouter {
+    factory: Arc<dyn AgentFactory>,
+    store: Arc<dyn SessionStore>,
+    config: WebConfig,
+}
+
+impl AguiRouter {
+    /// A router whose threads run on orchestrators from `factory`, kept in memory.
+    pub fn new(factory: impl AgentFactory) -> Self {
+        Self {
+            factory: Arc::new(factory),
+            store: Arc::new(MemorySessionStore::new()),
+            config: WebConfig::default(),
+        }
+    }
+
+    /// Keeps threads in `store` (a file, SQLite or PostgreSQL session store), so history
+    /// survives restarts and a thread can move between processes.
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = store;
+        self
+    }
+
+    /// Sets the configuration.
+    pub fn config(mut self, config: WebConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The axum router.
+    pub fn build(self) -> Router {
+        let config = self.config.clone();
+        let registry = Arc::new(RunRegistry::new(self.factory, self.store, self.config));
+        let mut router = Router::new()
+            .route("/agui", post(start_run))
+            .route("/agui/runs/{run_id}/events", get(reattach))
+            .route("/agui/runs/{run_id}/cancel", post(cancel))
+            .route("/agui/threads/{thread_id}/messages", get(messages))
+            .layer(DefaultBodyLimit::max(config.body_limit));
+        if let Some(token) = config.bearer_token.clone() {
+            let token = Arc::new(token);
+            router = router.layer(middleware::from_fn(move |request: Request, next: Next| {
+                let token = Arc::clone(&token);
+                async move { authorize(&token, request, next).await }
+            }));
+        }
+        if let Some(cors) = cors(&config.cors_origins) {
+            router = router.layer(cors);
+        }
+        router.with_state(registry)
+    }
+}
+
+type Shared = State<Arc<RunRegistry>>;
+
+fn cors(origins: &[String]) -> Option<CorsLayer> {
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(
+            origins
+                .iter()
+                .filter_map(|o| HeaderValue::from_str(o).ok())
+                .collect::<Vec<_>>(),
+        )
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST])
+            .allow_headers([
+                header::CONTENT_TYPE,
+                header::AUTHORIZATION,
+                header::ACCEPT,
+                header::HeaderName::from_static("last-event-id"),
+            ]),
+    )
+}
+
+/// Lets the request through when it carries the token; compares in constant time.
+async fn authorize(token: &str, request: Request, next: Next) -> Response {
+    if request.method() == Method::OPTIONS {
+        return next.run(request).await;
+    }
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if constant_time_eq(given.as_bytes(), token.as_bytes()) {
+        next.run(request).await
+    } else {
+        WebError::Unauthorized.into_response()
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for (i, byte) in b.iter().enumerate() {
+        diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ byte);
+    }
+    diff == 0
+}
+
+async fn start_run(State(registry): Shared, body: Bytes) -> Result<Response, WebError> {
+    let input: RunAgentInput =
+        serde_json::from_slice(&body).map_err(|e| WebError::BadRequest(e.to_string()))?;
+    let run = registry.start(input).await?;
+    let guard = registry
+        .config
+        .cancel_on_disconnect
+        .then(|| DisconnectGuard {
+            registry: Arc::clone(&registry),
+            run: Arc::clone(&run),
+        });
+    Ok(sse(follow(run, 0, guard)))
+}
+
+async fn reattach(
+    State(registry): Shared,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, WebError> {
+    let run = registry
+        .run(&run_id)
+        .ok_or_else(|| WebError::RunNotFound(run_id.clone()))?;
+    let from = match headers.get("last-event-id").map(|v| v.to_str()) {
+        None => 0,
+        Some(Ok(text)) => text.trim().parse::<usize>().map(|n| n + 1).map_err(|_| {
+            WebError::BadRequest(format!("Last-Event-ID `{text}` is not an event number"))
+        })?,
+        Some(Err(_)) => {
+            return Err(WebError::BadRequest("Last-Event-ID is not text".into()));
+        }
+    };
+    Ok(sse(follow(run, from, None)))
+}
+
+async fn cancel(State(registry): Shared, Path(run_id): Path<String>) -> Result<Response, WebError> {
+    let cancelled = registry.cancel(&run_id)?;
+    Ok(Json(json!({"runId": run_id, "cancelled": cancelled})).into_response())
+}
+
+async fn messages(
+    State(registry): Shared,
+    Path(thread_id): Path<String>,
+) -> Result<Response, WebError> {
+    let (messages, interrupts) = registry.history(&thread_id).await?;
+    let body = json!({"threadId": thread_id, "messages": messages, "interrupts": interrupts});
+    Ok(Json(body).into_response())
+}
+
+fn sse(stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static) -> Response {
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// Cancels a run whose `POST /agui` stream was dropped before it ended.
+struct DisconnectGuard {
+    registry: Arc<RunRegistry>,
+    run: Arc<RunBuffer>,
+}
+
+impl Drop for DisconnectGuard {
+    fn drop(&mut self) {
+        if !self.run.is_done() {
+            let _ = self.registry.cancel(&self.run.run_id);
+        }
+    }
+}
+
+/// The run's events from `from` on, then live ones, until the run ends.
+fn follow(
+    run: Arc<RunBuffer>,
+    from: usize,
+    guard: Option<DisconnectGuard>,
+) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static {
+    let changes = run.watch();
+    futures::stream::unfold(
+        (run, from, changes, false, guard),
+        |(run, next, mut changes, ended, guard)| async move {
+            if ended {
+                return None;
+            }
+            loop {
+                changes.borrow_and_update();
+                let (events, done) = run.read(next);
+                if !events.is_empty() {
+                    let next = events.last().map_or(next, |(i, _)| i + 1);
+                    let ended = done && run.read(next).0.is_empty();
+                    let batch: Vec<Result<SseEvent, Infallible>> = events
+                        .into_iter()
+                        .map(|(i, data)| Ok(SseEvent::default().id(i.to_string()).data(&*data)))
+                        .collect();
+                    return Some((
+                        futures::stream::iter(batch),
+                        (run, next, changes, ended, guard),
+                    ));
+                }
+                if done {
+                    return None;
+                }
+                if changes.changed().await.is_err() {
+                    return None;
+                }
+            }
+        },
+    )
+    .flat_map(|batch| batch)
+}

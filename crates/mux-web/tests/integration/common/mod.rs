@@ -1,0 +1,171 @@
+//! A mux-web server on a scripted model that plays one scenario per prompt.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mux_llm::testing::ScriptedClient;
+use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
+use mux_orchestrator::{Orchestrator, OrchestratorConfig};
+use mux_tool::builtin::{Bash, Sandbox};
+use mux_tool::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
+use mux_web::{AguiRouter, WebConfig};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+
+/// A running server; aborted on drop.
+pub(crate) struct Server {
+    pub(crate) url: String,
+    task: JoinHandle<std::io::Result<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub(crate) async fn start(config: WebConfig) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(dir.path()).unwrap();
+    let client = Arc::new(ScriptedClient::new().respond_with(respond));
+    let router = AguiRouter::new(move |tools: mux_tool::Registry| {
+        tools.register_typed(Bash::new(sandbox.clone())).unwrap();
+        tools.register(Tick::new()).unwrap();
+        tools.register_typed(mux_tool::builtin::TodoWrite).unwrap();
+        Orchestrator::builder(client.clone(), OrchestratorConfig::new("scripted")).tools(tools)
+    })
+    .config(config)
+    .build();
+    let listener = mux_web::bind(0).await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(mux_web::serve(listener, router));
+    Server {
+        url,
+        task,
+        _dir: dir,
+    }
+}
+
+/// The model: the latest prompt picks a scenario; tool results drive it on.
+fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
+    let prompt_at = request
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::User && m.content.iter().any(|b| b.as_text().is_some()))
+        .unwrap_or(0);
+    let prompt = request
+        .messages
+        .get(prompt_at)
+        .map(|m| m.text())
+        .unwrap_or_default();
+    let results: Vec<String> = request.messages[prompt_at..]
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult { content, .. } => Some(
+                content
+                    .iter()
+                    .filter_map(ContentBlock::as_text)
+                    .collect::<String>(),
+            ),
+            _ => None,
+        })
+        .collect();
+    let last = results.last().cloned();
+    Ok(match prompt.as_str() {
+        p if p.starts_with("run echo") => match last {
+            None => call("bash", json!({"command": "echo approved-output"})),
+            Some(result) => text(&format!("Result: {result}")),
+        },
+        "sleep" => match last {
+            None => call("bash", json!({"command": "sleep 4242"})),
+            Some(result) => text(&format!("Result: {result}")),
+        },
+        "pick a color" => match last {
+            None => call("pick_color", json!({})),
+            Some(result) => text(&format!("You picked {result}")),
+        },
+        "ask me" => match last {
+            None => call("ask_user", json!({"question": "Which color?"})),
+            Some(result) => text(&format!("You said {result}")),
+        },
+        "plan" => match results.len() {
+            0 => call(
+                "todo_write",
+                json!({"todos": [{"content": "look", "status": "in_progress"}]}),
+            ),
+            1 => call(
+                "todo_write",
+                json!({"todos": [{"content": "look", "status": "completed"}]}),
+            ),
+            _ => text("Planned."),
+        },
+        "slow" if results.len() < 5 => call("tick", json!({"n": results.len()})),
+        "slow" => text("Ticked."),
+        _ => text("Hello from mux."),
+    })
+}
+
+fn text(text: &str) -> Response {
+    response(vec![ContentBlock::text(text)], StopReason::EndTurn)
+}
+
+fn call(name: &str, input: Value) -> Response {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let id = format!(
+        "call_{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    response(
+        vec![ContentBlock::tool_use(id, name, input)],
+        StopReason::ToolUse,
+    )
+}
+
+fn response(content: Vec<ContentBlock>, stop_reason: StopReason) -> Response {
+    Response::new(content, stop_reason).with_usage(mux_llm::Usage {
+        input_tokens: 10,
+        output_tokens: 5,
+        ..Default::default()
+    })
+}
+
+/// A read-only tool that takes a moment, so a run lasts long enough to drop and reattach.
+struct Tick {
+    spec: ToolSpec,
+}
+
+impl Tick {
+    fn new() -> Self {
+        let spec = ToolSpec::new("tick", "Waits a moment", json!({"type": "object"}))
+            .unwrap()
+            .with_annotations(ToolAnnotations::read_only());
+        Self { spec }
+    }
+}
+
+impl Tool for Tick {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, input: Value, _cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            Ok(ToolOutput::text(format!("tick {}", input["n"])))
+        })
+    }
+}
+
+/// `tests/web-peers`, where `cargo xtask peers` installs the npm peers.
+pub(crate) fn web_peers() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/web-peers");
+    assert!(
+        dir.join("node_modules/@ag-ui/client").is_dir(),
+        "the AG-UI peers are not installed in {}: run `cargo xtask peers`",
+        dir.display()
+    );
+    dir
+}

@@ -1,0 +1,8 @@
+//! The integration tests, one module per area, linked into one test binary.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+mod ag_ui_validate;
+mod http_surface;
+mod real_agui_client;

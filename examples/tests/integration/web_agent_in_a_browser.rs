@@ -1,0 +1,62 @@
+//! The web_agent example's page in headless Chromium (driven by playwright-core from
+//! tests/web-peers): prompt, approve, answer, reload, history. Screenshots land in
+//! target/tmp/web-page/.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mux::orchestrator::session::MemorySessionStore;
+use mux::web::WebConfig;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_streams_asks_for_approval_answers_and_keeps_its_history_after_a_reload() {
+    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/web-peers");
+    assert!(
+        peers.join("node_modules/playwright-core").is_dir(),
+        "playwright-core is not installed in {}: run `cargo xtask peers`",
+        peers.display()
+    );
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        std::path::Path::new(&chromium).exists(),
+        "no Chromium at {chromium}: install Debian's `chromium` (apt-get install chromium; .ci/run does) or set CHROMIUM"
+    );
+
+    // The repository itself is the directory the offline model explores.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let app = mux_examples::web_agent::app(
+        &root,
+        Arc::new(mux_examples::offline::offline_model()),
+        "scripted",
+        Arc::new(MemorySessionStore::new()),
+        WebConfig::default(),
+    )
+    .unwrap();
+    let listener = mux::web::bind(0).await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let server = tokio::spawn(mux::web::serve(listener, app));
+
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-page");
+    let run = tokio::process::Command::new("node")
+        .arg(peers.join("browser.mjs"))
+        .arg(&url)
+        .arg(&shots)
+        .env("CHROMIUM", &chromium)
+        .current_dir(&peers)
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the browser test took over 120 s")
+        .expect("node did not start (is Node.js installed?)");
+    server.abort();
+    assert!(
+        output.status.success(),
+        "the page failed in Chromium (screenshots in {}):\n{}\n{}",
+        shots.display(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(shots.join("web-page-after-reload.png").is_file());
+}

@@ -1,0 +1,65 @@
+// The web_agent example's page in headless Chromium (Debian's `chromium`), driven by
+// playwright-core: send a prompt, approve the `git log` call, see the tool results and the
+// answer, reload and see the history. Usage: node browser.mjs <page-url> <screenshot-dir>
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const [url, shots] = process.argv.slice(2);
+const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+mkdirSync(shots, { recursive: true });
+const browser = await chromium.launch({ executablePath, args: ["--no-sandbox", "--disable-gpu"] });
+let page;
+try {
+  page = await browser.newPage({ viewport: { width: 900, height: 900 } });
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(url);
+  await page.fill("#prompt", "What is this project?");
+  await page.click("#send");
+
+  await page.waitForSelector("button.approve", { timeout: 30000 });
+  const tools = await page.locator(".tool-name").allTextContents();
+  check(tools.some((t) => t.includes("list_dir")), `no list_dir call shown: ${tools}`);
+  check(tools.some((t) => t.includes("bash") && t.includes("git log")), `no git log call shown: ${tools}`);
+  const question = await page.locator(".interrupt-message").textContent();
+  check(question.includes("git log"), `the approval does not name the command: ${question}`);
+  await page.screenshot({ path: join(shots, "web-page-approval.png") });
+
+  await page.click("button.approve");
+  await page.waitForFunction(
+    () => [...document.querySelectorAll(".assistant")].some((e) => e.textContent.includes("(offline)")),
+    null,
+    { timeout: 30000 },
+  );
+  const results = await page.locator(".tool-result").count();
+  check(results >= 3, `expected three tool results (list_dir, read_file, bash), saw ${results}`);
+  const answer = (await page.locator(".assistant").last().textContent()) ?? "";
+  check(!answer.includes("not allowed"), `the answer says the call was denied: ${answer}`);
+  await page.screenshot({ path: join(shots, "web-page-answer.png") });
+
+  await page.reload();
+  await page.waitForFunction(
+    () => [...document.querySelectorAll(".assistant")].some((e) => e.textContent.includes("(offline)")),
+    null,
+    { timeout: 15000 },
+  );
+  const user = await page.locator(".user").allTextContents();
+  check(user.includes("What is this project?"), `the history lacks the prompt: ${user}`);
+  check((await page.locator(".tool-result").count()) >= 3, "the history lacks the tool results");
+  check((await page.locator("button.approve").count()) === 0, "an answered approval is shown again");
+  await page.screenshot({ path: join(shots, "web-page-after-reload.png") });
+  check(errors.length === 0, `page errors: ${errors.join("; ")}`);
+  console.log("ok: browser");
+} catch (error) {
+  if (page) await page.screenshot({ path: join(shots, "web-page-failure.png") }).catch(() => {});
+  console.error(`FAILED (browser): ${error.message}`);
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}

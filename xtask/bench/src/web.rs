@@ -1,0 +1,419 @@
+//! The web face against pydantic-ai's AG-UI adapter, on the same workload with the same load
+//! client, plus the client's ceiling (a bare axum SSE endpoint) and the memory of 10,000 idle
+//! open runs.
+//!
+//! Workload: one AG-UI run (`POST /agui`, a new thread each) whose model calls the tool `noop`
+//! once and then answers "ok". mux-web runs it on a scripted model; pydantic-ai on a
+//! `FunctionModel` (`xtask/bench/python/pydantic_agui_server.py`, in the venv
+//! `target/bench-web-venv`, made from the pinned `xtask/bench/python/requirements.txt`). Every
+//! server runs in its own process; the load client is this process (reqwest, keep-alive, one
+//! connection per concurrent worker). Every run's body is checked for `RUN_FINISHED` and "ok".
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener as StdListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::harness::Row;
+
+/// The argument that turns this binary into a web server: `web-server mux|bare|hold`.
+pub(crate) const WEB_SERVER_ARG: &str = "web-server";
+
+const RUNS_C1: usize = 1_000;
+const RUNS_C32: usize = 4_000;
+const IDLE_RUNS: usize = 10_000;
+
+/// Serves `kind` on 127.0.0.1 and prints `PORT <n>`; runs until killed.
+pub(crate) fn serve(kind: &str) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let router = match kind {
+            "mux" => server::mux(),
+            "bare" => server::bare(),
+            other => return Err(format!("unknown web server `{other}`")),
+        };
+        let listener = mux_web::bind(0).await.map_err(|e| e.to_string())?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        println!("PORT {port}");
+        mux_web::serve(listener, router)
+            .await
+            .map_err(|e| e.to_string())
+    })
+}
+
+mod server {
+    use std::sync::Arc;
+
+    use axum::Router;
+    use axum::response::sse::{Event, Sse};
+    use axum::routing::post;
+    use futures::stream;
+    use mux_llm::testing::ScriptedClient;
+    use mux_llm::{ContentBlock, Request, Response, StopReason};
+    use mux_orchestrator::{Orchestrator, OrchestratorConfig};
+    use mux_tool::{
+        BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec,
+    };
+    use serde_json::{Value, json};
+
+    /// mux-web on a model that calls `noop` (or `hold`, for the prompt "hold"), then says "ok".
+    pub(super) fn mux() -> Router {
+        let client = Arc::new(ScriptedClient::new().respond_with(respond));
+        mux_web::AguiRouter::new(move |tools: mux_tool::Registry| {
+            for tool in [Named::new("noop", false), Named::new("hold", true)]
+                .into_iter()
+                .flatten()
+            {
+                let _ = tools.register(tool);
+            }
+            Orchestrator::builder(client.clone(), OrchestratorConfig::new("bench")).tools(tools)
+        })
+        .config(mux_web::WebConfig::default().replay_retention(std::time::Duration::from_secs(1)))
+        .build()
+    }
+
+    fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
+        let answered = request.messages.last().is_some_and(|m| {
+            m.content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
+        });
+        let hold = request.messages.first().is_some_and(|m| m.text() == "hold");
+        let (content, stop_reason) = if answered {
+            (vec![ContentBlock::text("ok")], StopReason::EndTurn)
+        } else {
+            let tool = if hold { "hold" } else { "noop" };
+            (
+                vec![ContentBlock::tool_use("call_1", tool, json!({"n": 1}))],
+                StopReason::ToolUse,
+            )
+        };
+        Ok(Response::new(content, stop_reason))
+    }
+
+    /// `noop` answers "ok"; `hold` waits until the run is cancelled.
+    struct Named {
+        spec: ToolSpec,
+        hold: bool,
+    }
+
+    impl Named {
+        fn new(name: &str, hold: bool) -> Option<Self> {
+            let spec = ToolSpec::new(name, "A benchmark tool", json!({"type": "object"})).ok()?;
+            Some(Self {
+                spec: spec.with_annotations(ToolAnnotations::read_only()),
+                hold,
+            })
+        }
+    }
+
+    impl Tool for Named {
+        fn spec(&self) -> &ToolSpec {
+            &self.spec
+        }
+
+        fn call(
+            &self,
+            _input: Value,
+            cx: ToolContext,
+        ) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+            Box::pin(async move {
+                if self.hold {
+                    cx.cancellation().cancelled().await;
+                }
+                Ok(ToolOutput::text("ok"))
+            })
+        }
+    }
+
+    /// A bare SSE endpoint: the same number of events as a mux-web run, no agent behind it.
+    pub(super) fn bare() -> Router {
+        Router::new().route(
+            "/agui",
+            post(|_body: axum::body::Bytes| async {
+                let events = (0..24).map(|i| {
+                    let data = if i == 23 {
+                        r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"success"},"result":"ok"}"#.to_owned()
+                    } else {
+                        format!(r#"{{"type":"CUSTOM","name":"n","value":{i}}}"#)
+                    };
+                    Ok::<_, std::convert::Infallible>(Event::default().id(i.to_string()).data(data))
+                });
+                Sse::new(stream::iter(events))
+            }),
+        )
+    }
+}
+
+/// A server process, killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn own(kind: &str) -> Result<Self, String> {
+        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let mut child = Command::new(exe)
+            .args([WEB_SERVER_ARG, kind])
+            .stdout(Stdio::piped())
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting the {kind} server: {e}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(|| format!("the {kind} server said {line:?}"))?;
+        Ok(Self { child, port })
+    }
+
+    fn pydantic(python: &Path, script: &Path) -> Result<Self, String> {
+        let port = StdListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| e.to_string())?
+            .port();
+        let child = Command::new(python)
+            .arg(script)
+            .arg(port.to_string())
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting pydantic-ai: {e}"))?;
+        let server = Self { child, port };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > deadline {
+                return Err("pydantic-ai's server did not listen within 30 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(server)
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/agui", self.port)
+    }
+
+    fn rss_mb(&self) -> Result<f64, String> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .map_err(|e| e.to_string())?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map(|kb| kb / 1024.0)
+            .ok_or_else(|| "no VmRSS".to_owned())
+    }
+}
+
+/// Runs/s and p99 (ms) of `runs` runs at `concurrency`, after a warm-up.
+struct Load {
+    runs_per_s: f64,
+    p99_ms: f64,
+}
+
+fn body(n: usize, prompt: &str) -> String {
+    format!(
+        r#"{{"threadId":"bench-{n}-{nonce}","runId":"run-{n}-{nonce}","messages":[{{"id":"u{n}","role":"user","content":"{prompt}"}}],"tools":[],"context":[],"state":{{}},"forwardedProps":{{}}}}"#,
+        nonce = std::process::id()
+    )
+}
+
+async fn load(url: &str, runs: usize, concurrency: usize, offset: usize) -> Result<Load, String> {
+    let client = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(concurrency)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..concurrency {
+        let (client, next, url) = (client.clone(), Arc::clone(&next), url.to_owned());
+        workers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= runs {
+                    return Ok::<_, String>(latencies);
+                }
+                let t = Instant::now();
+                let response = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .header("accept", "text/event-stream")
+                    .body(body(offset + n, "go"))
+                    .send()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let text = response.text().await.map_err(|e| e.to_string())?;
+                if !(text.contains("RUN_FINISHED") && text.contains("ok")) {
+                    return Err(format!("run {n} did not finish with ok: {text}"));
+                }
+                latencies.push(t.elapsed());
+            }
+        }));
+    }
+    let mut latencies = Vec::new();
+    for worker in workers {
+        latencies.extend(worker.await.map_err(|e| e.to_string())??);
+    }
+    let elapsed = started.elapsed();
+    latencies.sort();
+    let p99 = latencies
+        .get((latencies.len() * 99 / 100).min(latencies.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or_default();
+    Ok(Load {
+        runs_per_s: runs as f64 / elapsed.as_secs_f64(),
+        p99_ms: p99.as_secs_f64() * 1000.0,
+    })
+}
+
+fn measure(rt: &tokio::runtime::Runtime, url: &str, runs: usize, c: usize) -> Result<Load, String> {
+    rt.block_on(async {
+        load(url, runs / 10, c, 10_000_000).await?;
+        load(url, runs, c, c * 1_000_000).await
+    })
+}
+
+/// The pydantic-ai venv, made on first use from the pinned requirements.
+fn pydantic_python() -> Result<PathBuf, String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let venv = root.join("target/bench-web-venv");
+    let requirements = root.join("xtask/bench/python/requirements.txt");
+    let marker = venv.join("mux-requirements.txt");
+    let wanted = std::fs::read_to_string(&requirements).map_err(|e| e.to_string())?;
+    if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
+        let ok = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .map_err(|e| e.to_string())?
+            .success()
+            && Command::new(venv.join("bin/pip"))
+                .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+                .arg(&requirements)
+                .status()
+                .map_err(|e| e.to_string())?
+                .success();
+        if !ok {
+            return Err("installing pydantic-ai into target/bench-web-venv failed".into());
+        }
+        std::fs::write(&marker, wanted).map_err(|e| e.to_string())?;
+    }
+    Ok(venv.join("bin/python"))
+}
+
+/// Opens `IDLE_RUNS` runs that wait in a tool, reads their first event, and returns the
+/// server's RSS with them open.
+fn idle_rss(rt: &tokio::runtime::Runtime, server: &Server) -> Result<f64, String> {
+    rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut open = Vec::with_capacity(IDLE_RUNS);
+        for chunk in (0..IDLE_RUNS).collect::<Vec<_>>().chunks(500) {
+            let mut batch = Vec::new();
+            for &n in chunk {
+                let request = client
+                    .post(server.url())
+                    .header("content-type", "application/json")
+                    .body(body(50_000_000 + n, "hold"))
+                    .send();
+                batch.push(request);
+            }
+            for response in futures::future::join_all(batch).await {
+                let mut response = response.map_err(|e| e.to_string())?;
+                response.chunk().await.map_err(|e| e.to_string())?;
+                open.push(response);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let rss = server.rss_mb();
+        drop(open);
+        rss
+    })
+}
+
+pub(crate) fn run() -> Result<Vec<Row>, String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let python = pydantic_python()?;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/pydantic_agui_server.py");
+    let mut rows = Vec::new();
+    for (c, runs) in [(1, RUNS_C1), (32, RUNS_C32)] {
+        let mux = {
+            let server = Server::own("mux")?;
+            measure(&rt, &server.url(), runs, c)?
+        };
+        let pydantic = {
+            let server = Server::pydantic(&python, &script)?;
+            measure(&rt, &server.url(), runs / 4, c)?
+        };
+        let bare = {
+            let server = Server::own("bare")?;
+            measure(&rt, &server.url(), runs, c)?
+        };
+        println!(
+            "web c={c}: mux-web {:.0} runs/s p99 {:.2} ms; pydantic-ai {:.0} runs/s p99 {:.2} ms; bare axum SSE {:.0} runs/s",
+            mux.runs_per_s, mux.p99_ms, pydantic.runs_per_s, pydantic.p99_ms, bare.runs_per_s
+        );
+        rows.push(Row {
+            name: format!("web: AG-UI run, concurrency {c} (runs/s)"),
+            value: mux.runs_per_s,
+            unit: "1/s",
+            baseline: "pydantic-ai AGUIAdapter".into(),
+            baseline_value: pydantic.runs_per_s,
+        });
+        rows.push(Row {
+            name: format!("web: AG-UI run p99, concurrency {c} (ms)"),
+            value: mux.p99_ms,
+            unit: "ms",
+            baseline: "pydantic-ai AGUIAdapter".into(),
+            baseline_value: pydantic.p99_ms,
+        });
+        rows.push(Row {
+            name: format!("web: load client ceiling, concurrency {c} (runs/s)"),
+            value: bare.runs_per_s,
+            unit: "1/s",
+            baseline: "mux-web AG-UI run".into(),
+            baseline_value: mux.runs_per_s,
+        });
+    }
+    let server = Server::own("mux")?;
+    let idle = server.rss_mb()?;
+    let open = idle_rss(&rt, &server)?;
+    println!("web: RSS {open:.0} MB with {IDLE_RUNS} idle open runs ({idle:.0} MB idle)");
+    rows.push(Row {
+        name: format!("web: RSS with {IDLE_RUNS} idle open SSE runs (MB)"),
+        value: open,
+        unit: "MB",
+        baseline: "the same server with none".into(),
+        baseline_value: idle,
+    });
+    Ok(rows)
+}
