@@ -116,7 +116,7 @@ impl OrchestratorBuilder {
 
     /// Offers the tools of `servers` and takes ownership of them: they stop on
     /// [`Orchestrator::shutdown`] or when the last clone of the orchestrator is dropped.
-    /// Servers that failed to start are reported once, as [`LoopEvent::McpServerFailed`] at
+    /// Servers that failed to start are reported once, as [`LoopEvent::McpServerFailed`](crate::LoopEvent::McpServerFailed) at
     /// the start of the first run. Replaces an earlier `mcp` or `mcp_servers`.
     #[cfg(feature = "mcp")]
     pub fn mcp_servers(mut self, servers: crate::mcp::McpServers) -> Self {

@@ -91,7 +91,7 @@ pub struct ToolCallRecord {
 }
 
 /// A call denied because no one could approve it: a run with no face (such as
-/// [`Orchestrator::run_to_completion`]) called a tool that needs approval. Allow it with a
+/// [`Orchestrator::run_to_completion`](crate::Orchestrator::run_to_completion)) called a tool that needs approval. Allow it with a
 /// permission rule, or, without a policy, with
 /// `OrchestratorConfig::new(model).approval(ApprovalPolicy::Never)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
