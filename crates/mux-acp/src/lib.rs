@@ -8,7 +8,6 @@ mod prompt;
 mod replay;
 mod server;
 mod sessions;
-mod stop_probe;
 mod time;
 mod tool_view;
 mod turn;

@@ -15,7 +15,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::AcpError;
 use crate::agent::{AcpAgent, SessionSetup};
-use crate::stop_probe::{ProbeReader, StopProbe};
 
 /// Where the session's working directory is kept in the store's metadata.
 const CWD_KEY: &str = "acp_cwd";
@@ -33,7 +32,6 @@ pub(crate) struct Session {
     pub(crate) orchestrator: Orchestrator,
     permissions: Permissions,
     pub(crate) cwd: PathBuf,
-    pub(crate) probe: ProbeReader,
     pub(crate) context_window: u64,
     mcp_failures: Vec<(String, String)>,
     turn: Mutex<Option<CancellationToken>>,
@@ -79,8 +77,7 @@ impl Sessions {
             .map_err(AcpError::Setup)?;
         let (client, config, tools, permissions, configure) = parts.into_parts();
         let permissions = permissions.new_session();
-        let (probe, reader) = StopProbe::new(client);
-        let mut builder = Orchestrator::builder(Arc::new(probe), config)
+        let mut builder = Orchestrator::builder(client, config)
             .tools(tools)
             .permissions(permissions.clone());
         if let Some(store) = store.clone() {
@@ -117,7 +114,6 @@ impl Sessions {
             orchestrator,
             permissions,
             cwd,
-            probe: reader,
             context_window: self.agent.context_window,
             mcp_failures,
             turn: Mutex::new(None),

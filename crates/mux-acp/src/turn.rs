@@ -44,7 +44,6 @@ pub(crate) async fn run_turn(
     text: String,
     cx: ConnectionTo<Client>,
 ) -> Result<StopReason, AcpError> {
-    session.probe.reset();
     let Run {
         mut events,
         input,
@@ -64,9 +63,9 @@ pub(crate) async fn run_turn(
     let outcome = handle.wait().await;
     match outcome {
         Ok(_) if cancel.is_cancelled() => Ok(StopReason::Cancelled),
-        Ok(_) => Ok(match session.probe.last() {
-            Some(mux_llm::StopReason::MaxTokens) => StopReason::MaxTokens,
-            Some(mux_llm::StopReason::Refusal) => StopReason::Refusal,
+        Ok(summary) => Ok(match summary.stop_reason {
+            mux_llm::StopReason::MaxTokens => StopReason::MaxTokens,
+            mux_llm::StopReason::Refusal => StopReason::Refusal,
             _ => StopReason::EndTurn,
         }),
         Err(LoopError::Cancelled) => Ok(StopReason::Cancelled),

@@ -5,7 +5,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use mux_llm::Usage;
+use mux_llm::{StopReason, Usage};
 use mux_tool::ToolOutput;
 use serde_json::Value;
 
@@ -109,6 +109,9 @@ pub struct UnapprovedCall {
 pub struct RunSummary {
     /// The final assistant text.
     pub text: String,
+    /// Why the model's last reply ended: `EndTurn`, or `MaxTokens` when the answer was cut
+    /// off, `Refusal` when the model declined (a face reports these as such).
+    pub stop_reason: StopReason,
     /// Every tool call, in order.
     pub tool_calls: Vec<ToolCallRecord>,
     /// Model calls made.

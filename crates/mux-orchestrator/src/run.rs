@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use futures::{FutureExt, StreamExt};
 use mux_llm::{
-    Accumulator, ContentBlock, Message, OnRetry, Request, Response, Role, StreamEvent, Usage,
+    Accumulator, ContentBlock, Message, OnRetry, Request, Response, Role, StopReason, StreamEvent,
+    Usage,
 };
 use mux_permission::{Asker, PermissionGate};
 use mux_tool::{BoxFuture, CallScope, Executor, ProgressSender, ToolCall, ToolOutput};
@@ -144,6 +145,7 @@ impl<'a> Turns<'a> {
                 .map(|(id, name, input)| ToolCall::new(id, name, input.clone()))
                 .collect();
             let text = response.text();
+            let stop_reason = response.stop_reason.clone();
             // The response's blocks move into the conversation, uncopied.
             self.append(Message::new(Role::Assistant, response.content))
                 .await?;
@@ -169,7 +171,7 @@ impl<'a> Turns<'a> {
                     }
                     None => {
                         self.run.set_state(LoopState::Complete).await;
-                        return Ok(self.summary(text));
+                        return Ok(self.summary(text, stop_reason));
                     }
                 }
             }
@@ -236,9 +238,10 @@ impl<'a> Turns<'a> {
         }
     }
 
-    fn summary(&mut self, text: String) -> RunSummary {
+    fn summary(&mut self, text: String, stop_reason: StopReason) -> RunSummary {
         RunSummary {
             text,
+            stop_reason,
             tool_calls: std::mem::take(&mut self.tool_calls),
             iterations: self.iterations,
             usage: self.usage,
