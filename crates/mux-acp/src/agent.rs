@@ -9,7 +9,7 @@ use mux_mcp::CoordinatorConfig;
 use mux_orchestrator::session::SessionStore;
 use mux_orchestrator::{OrchestratorBuilder, OrchestratorConfig};
 use mux_permission::Permissions;
-use mux_tool::Registry;
+use mux_tool::{Registry, Resources};
 
 use crate::AcpError;
 
@@ -33,7 +33,18 @@ pub struct SessionParts {
     config: OrchestratorConfig,
     tools: Registry,
     permissions: Permissions,
+    resources: Resources,
     configure: Option<Configure>,
+}
+
+/// [`SessionParts`] taken apart by the face.
+pub(crate) struct Parts {
+    pub(crate) client: Arc<dyn LlmClient>,
+    pub(crate) config: OrchestratorConfig,
+    pub(crate) tools: Registry,
+    pub(crate) permissions: Permissions,
+    pub(crate) resources: Resources,
+    pub(crate) configure: Option<Configure>,
 }
 
 /// Extra configuration of a session's orchestrator builder.
@@ -52,8 +63,17 @@ impl SessionParts {
             config,
             tools,
             permissions,
+            resources: Resources::new(),
             configure: None,
         }
+    }
+
+    /// Resources every tool call of the session reaches. The face adds its own in a layer
+    /// over them (the editor's files, when the client offers them), so a map shared by many
+    /// sessions stays untouched. Set resources here rather than in [`SessionParts::configure`].
+    pub fn resources(mut self, resources: Resources) -> Self {
+        self.resources = resources;
+        self
     }
 
     /// Anything else on the orchestrator builder: context providers, hooks, resources.
@@ -65,22 +85,15 @@ impl SessionParts {
         self
     }
 
-    pub(crate) fn into_parts(
-        self,
-    ) -> (
-        Arc<dyn LlmClient>,
-        OrchestratorConfig,
-        Registry,
-        Permissions,
-        Option<Configure>,
-    ) {
-        (
-            self.client,
-            self.config,
-            self.tools,
-            self.permissions,
-            self.configure,
-        )
+    pub(crate) fn into_parts(self) -> Parts {
+        Parts {
+            client: self.client,
+            config: self.config,
+            tools: self.tools,
+            permissions: self.permissions,
+            resources: self.resources,
+            configure: self.configure,
+        }
     }
 }
 

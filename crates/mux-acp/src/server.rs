@@ -208,7 +208,7 @@ async fn new_session(
     cx: &ConnectionTo<Client>,
 ) -> Result<NewSessionResponse, AcpError> {
     let cwd = absolute_cwd(request.cwd)?;
-    let session = sessions.open(cwd, &request.mcp_servers, None).await?;
+    let session = sessions.open(cwd, &request.mcp_servers, None, cx).await?;
     let id = session.id().to_owned();
     let mode = modes::state(session.mode());
     // A server that failed is said once, as the first thing the session shows; it goes on
@@ -228,7 +228,7 @@ async fn load_session(
     let cwd = absolute_cwd(request.cwd)?;
     let id = request.session_id.0.to_string();
     let session = sessions
-        .open(cwd, &request.mcp_servers, Some(id.as_str()))
+        .open(cwd, &request.mcp_servers, Some(id.as_str()), cx)
         .await?;
     // The whole conversation first, as the spec requires, then the answer.
     for update in session.replay() {

@@ -14,7 +14,12 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::AcpError;
-use crate::agent::{AcpAgent, SessionSetup};
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use mux_tool::builtin::DelegatedFiles;
+
+use crate::agent::{AcpAgent, Parts, SessionSetup};
+use crate::editor_files::EditorFiles;
 use crate::stop_probe::{ProbeReader, StopProbe};
 
 /// Where the session's working directory is kept in the store's metadata.
@@ -66,6 +71,7 @@ impl Sessions {
         cwd: PathBuf,
         mcp_servers: &[McpServer],
         load: Option<&str>,
+        cx: &ConnectionTo<Client>,
     ) -> Result<Arc<Session>, AcpError> {
         let store = self.agent.store.clone();
         if load.is_some() && store.is_none() {
@@ -77,12 +83,22 @@ impl Sessions {
             .factory
             .session(&setup)
             .map_err(AcpError::Setup)?;
-        let (client, config, tools, permissions, configure) = parts.into_parts();
+        let Parts {
+            client,
+            config,
+            tools,
+            permissions,
+            resources,
+            configure,
+        } = parts.into_parts();
         let permissions = permissions.new_session();
+        // The face's own resources in a layer of this session's.
+        let resources = resources.child();
         let (probe, reader) = StopProbe::new(client);
         let mut builder = Orchestrator::builder(Arc::new(probe), config)
             .tools(tools)
-            .permissions(permissions.clone());
+            .permissions(permissions.clone())
+            .resources(resources.clone());
         if let Some(store) = store.clone() {
             builder = builder.session_store(store);
         }
@@ -108,6 +124,15 @@ impl Sessions {
             orchestrator
                 .set_session_extra(CWD_KEY, Value::String(cwd.display().to_string()))
                 .await?;
+        }
+        let fs = lock(&self.client).fs.clone();
+        if fs.read_text_file || fs.write_text_file {
+            resources.insert(DelegatedFiles::new(EditorFiles {
+                cx: cx.clone(),
+                session: orchestrator.session().id,
+                read: fs.read_text_file,
+                write: fs.write_text_file,
+            }));
         }
         for (server, reason) in &mcp_failures {
             tracing::warn!(target: "mux_acp", server, reason, "MCP server unavailable");

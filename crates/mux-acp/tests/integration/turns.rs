@@ -284,3 +284,49 @@ async fn prompts_take_resources_and_refuse_images() {
         .await;
     assert_eq!(image["error"]["code"], -32602, "{image}");
 }
+
+#[tokio::test]
+async fn file_tools_go_through_the_editor_when_it_offers_fs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("main.rs"), "fn main() {} // saved\n").unwrap();
+    let model = ScriptedClient::new()
+        .reply_tool_call("r1", "read_file", json!({"path": "main.rs"}))
+        .reply_tool_call(
+            "w1",
+            "write_file",
+            json!({"path": "new.rs", "content": "// new"}),
+        )
+        .reply_text("done");
+    let mut peer = Peer::start(agent(model.clone()));
+    peer.buffers.insert(
+        root.join("main.rs").display().to_string(),
+        "fn main() {} // unsaved\n".into(),
+    );
+    let (init, _) = peer
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}}}),
+        )
+        .await;
+    assert!(init.get("result").is_some());
+    let session = peer.new_session(&root).await;
+    let (done, notes) = peer.prompt(&session, "go").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let asked_editor: Vec<_> = notes
+        .iter()
+        .filter_map(|n| n["method"].as_str())
+        .filter(|m| m.starts_with("fs/"))
+        .collect();
+    assert_eq!(asked_editor, ["fs/read_text_file", "fs/write_text_file"]);
+    let read_back = serde_json::to_string(&model.requests()[1].messages).unwrap();
+    assert!(
+        read_back.contains("unsaved") && !read_back.contains("// saved"),
+        "{read_back}"
+    );
+    assert_eq!(
+        peer.buffers[&root.join("new.rs").display().to_string()],
+        "// new"
+    );
+    assert!(!root.join("new.rs").exists());
+}
