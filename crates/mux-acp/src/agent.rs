@@ -136,6 +136,7 @@ pub struct AcpAgent {
     pub(crate) env_keys: Vec<EnvKey>,
     pub(crate) context_window: u64,
     pub(crate) mcp: CoordinatorConfig,
+    pub(crate) commands: Vec<crate::commands::Command>,
 }
 
 impl AcpAgent {
@@ -149,6 +150,7 @@ impl AcpAgent {
             env_keys: Vec::new(),
             context_window: 200_000,
             mcp: CoordinatorConfig::default(),
+            commands: Vec::new(),
         }
     }
 
@@ -192,6 +194,24 @@ impl AcpAgent {
     /// How the MCP servers an editor passes in `session/new` are run (timeouts, reconnects).
     pub fn mcp_config(mut self, config: CoordinatorConfig) -> Self {
         self.mcp = config;
+        self
+    }
+
+    /// Offers `prompt` as the slash command `/name` (sent to the editor with
+    /// `available_commands_update` when a session opens). A prompt starting with `/name`
+    /// becomes `prompt`, with `$ARGUMENTS` replaced by the rest of the line (or the rest
+    /// appended when `prompt` has no `$ARGUMENTS`).
+    pub fn command(
+        mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        prompt: impl Into<String>,
+    ) -> Self {
+        self.commands.push(crate::commands::Command {
+            name: name.into(),
+            description: description.into(),
+            prompt: prompt.into(),
+        });
         self
     }
 
