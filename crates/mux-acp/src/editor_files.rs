@@ -16,6 +16,7 @@ use mux_tool::{BoxFuture, ToolError};
 const EDITOR_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One session's view of the editor's files.
+#[derive(Clone)]
 pub(crate) struct EditorFiles {
     pub(crate) cx: ConnectionTo<Client>,
     pub(crate) session: String,

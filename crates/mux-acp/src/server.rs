@@ -173,8 +173,8 @@ fn initialize(sessions: &Sessions, request: InitializeRequest) -> InitializeResp
             )
         })
         .collect();
-    // This agent speaks protocol v1 whatever the client asked for; the client decides.
-    let _ = request.protocol_version;
+    // This agent speaks protocol v1 whatever version the client asked for; a client that
+    // cannot speak v1 closes the connection, as the spec has it.
     InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(capabilities)
         .auth_methods(auth_methods)

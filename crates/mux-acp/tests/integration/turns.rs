@@ -318,7 +318,15 @@ async fn file_tools_go_through_the_editor_when_it_offers_fs() {
         .filter_map(|n| n["method"].as_str())
         .filter(|m| m.starts_with("fs/"))
         .collect();
-    assert_eq!(asked_editor, ["fs/read_text_file", "fs/write_text_file"]);
+    // read_file's read, the write's diff asking for the old text, the write.
+    assert_eq!(
+        asked_editor,
+        [
+            "fs/read_text_file",
+            "fs/read_text_file",
+            "fs/write_text_file"
+        ]
+    );
     let read_back = serde_json::to_string(&model.requests()[1].messages).unwrap();
     assert!(
         read_back.contains("unsaved") && !read_back.contains("// saved"),
