@@ -172,8 +172,7 @@ fn acpx_denies_a_command_and_the_model_is_told() {
     assert_eq!(call["kind"], "execute");
     let last = updates
         .iter()
-        .filter(|u| u["sessionUpdate"] == "tool_call_update")
-        .last()
+        .rfind(|u| u["sessionUpdate"] == "tool_call_update")
         .unwrap();
     assert_eq!(last["status"], "failed");
     let said: String = updates
