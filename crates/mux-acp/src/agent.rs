@@ -8,7 +8,7 @@ use mux_llm::LlmClient;
 use mux_mcp::CoordinatorConfig;
 use mux_orchestrator::session::SessionStore;
 use mux_orchestrator::{OrchestratorBuilder, OrchestratorConfig};
-use mux_permission::Permissions;
+use mux_permission::{Permissions, Remember, Scope};
 use mux_tool::{Registry, Resources};
 
 use crate::AcpError;
@@ -137,6 +137,7 @@ pub struct AcpAgent {
     pub(crate) context_window: u64,
     pub(crate) mcp: CoordinatorConfig,
     pub(crate) commands: Vec<crate::commands::Command>,
+    pub(crate) always: Remember,
 }
 
 impl AcpAgent {
@@ -151,6 +152,7 @@ impl AcpAgent {
             context_window: 200_000,
             mcp: CoordinatorConfig::default(),
             commands: Vec::new(),
+            always: Remember::exact(Scope::Session),
         }
     }
 
@@ -194,6 +196,14 @@ impl AcpAgent {
     /// How the MCP servers an editor passes in `session/new` are run (timeouts, reconnects).
     pub fn mcp_config(mut self, config: CoordinatorConfig) -> Self {
         self.mcp = config;
+        self
+    }
+
+    /// Where an `allow_always` answer records its rule (the narrowest rule covering the call):
+    /// the session scope, in memory, by default. `Remember::exact(Scope::Project).persisted()`
+    /// records it in the project's settings file, when the policy has one.
+    pub fn always_allow_in(mut self, remember: Remember) -> Self {
+        self.always = remember;
         self
     }
 

@@ -9,7 +9,7 @@ use agent_client_protocol::v1::schema::{ClientCapabilities, McpServer, SessionUp
 use mux_mcp::ServerSpec;
 use mux_orchestrator::session::SessionMeta;
 use mux_orchestrator::{McpServers, Orchestrator};
-use mux_permission::{Mode, Permissions, Rule, RuleKind, Scope};
+use mux_permission::{Mode, Permissions, Remember, Rule, RuleKind, Scope};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -40,6 +40,8 @@ pub(crate) struct Session {
     pub(crate) cwd: PathBuf,
     pub(crate) probe: ProbeReader,
     pub(crate) context_window: u64,
+    /// Where `allow_always` answers go.
+    pub(crate) always: Remember,
     mcp_failures: Vec<(String, String)>,
     /// The editor's files, when the client offers them.
     editor: Option<EditorFiles>,
@@ -147,6 +149,7 @@ impl Sessions {
             cwd,
             probe: reader,
             context_window: self.agent.context_window,
+            always: self.agent.always.clone(),
             mcp_failures,
             editor,
             turn: Mutex::new(None),

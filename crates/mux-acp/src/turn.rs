@@ -11,7 +11,6 @@ use agent_client_protocol::v1::schema::{
     ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 use mux_orchestrator::{ApprovalDecision, InputSender, LoopError, LoopEvent, LoopInput, Run};
-use mux_permission::{Remember, Scope};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -267,13 +266,13 @@ fn permission_options() -> Vec<PermissionOption> {
 }
 
 /// The loop's answer for the option the user picked. "Always allow" records the narrowest
-/// rule covering the call in the session scope; "always reject" denies the tool for the rest
+/// rule covering the call where the agent says (the session scope by default); "always reject" denies the tool for the rest
 /// of the session. Rejections reach the model as a refusal.
 fn decide(option: &str, session: &Session, tool: &str) -> ApprovalDecision {
     match option {
         ALLOW_ONCE => ApprovalDecision::AllowOnce,
         ALLOW_ALWAYS => ApprovalDecision::AllowAlways {
-            remember: Remember::exact(Scope::Session),
+            remember: session.always.clone(),
         },
         REJECT_ALWAYS => {
             session.deny_tool(tool);

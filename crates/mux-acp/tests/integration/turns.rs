@@ -250,8 +250,13 @@ async fn cancel_while_a_permission_request_is_pending_ends_cancelled() {
     }
     peer.answer = None;
     peer.notify("session/cancel", json!({"sessionId": session}));
-    let (done, _) = peer.finish(id).await;
+    let (done, notes) = peer.finish(id).await;
     assert_eq!(done["result"]["stopReason"], "cancelled", "{done}");
+    // The pending request is withdrawn.
+    assert!(
+        notes.iter().any(|n| n["method"] == "$/cancel_request"),
+        "{notes:?}"
+    );
 }
 
 #[tokio::test]
@@ -337,4 +342,57 @@ async fn file_tools_go_through_the_editor_when_it_offers_fs() {
         "// new"
     );
     assert!(!root.join("new.rs").exists());
+}
+
+#[tokio::test]
+async fn allow_always_can_record_in_the_project_scope() {
+    use mux_acp::{AcpAgent, SessionParts, SessionSetup};
+    use mux_permission::{
+        PathContext, Permissions, Remember, RuleKind, RuleSet, Scope, ScopeRules,
+    };
+    use mux_tool::Registry;
+    use mux_tool::builtin::{Sandbox, WriteFile};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let project = ScopeRules::new(RuleSet::new());
+    let model = Arc::new(
+        ScriptedClient::new()
+            .reply_tool_call("a1", "write_file", json!({"path": "a.txt", "content": "1"}))
+            .reply_text("done"),
+    );
+    let shared = project.clone();
+    let agent = AcpAgent::new(move |setup: &SessionSetup| {
+        let tools = Registry::new();
+        let sandbox = Sandbox::new(&setup.cwd).map_err(|e| e.to_string())?;
+        tools
+            .register_typed(WriteFile::new(sandbox))
+            .map_err(|e| e.to_string())?;
+        let permissions = Permissions::builder(PathContext::new(&setup.cwd))
+            .scope(Scope::Project, shared.clone())
+            .build();
+        Ok(SessionParts::new(
+            model.clone(),
+            mux_orchestrator::OrchestratorConfig::new("scripted"),
+            tools,
+            permissions,
+        ))
+    })
+    .always_allow_in(Remember::exact(Scope::Project));
+    let mut peer = Peer::start(agent);
+    peer.answer = Some("allow_always");
+    let session = session_in(&mut peer, dir.path()).await;
+    let (done, _) = peer.prompt(&session, "write").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    let rules: Vec<String> = project
+        .read()
+        .list(RuleKind::Allow)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert!(
+        rules[0].starts_with("write_file") || rules[0].starts_with("Edit"),
+        "{rules:?}"
+    );
 }
