@@ -12,6 +12,7 @@
 //!   (`MUX_MODEL` picks the model), as the quickstart does.
 //! - With none it runs offline on the quickstart's scripted model: it lists the directory,
 //!   reads the README and asks to run `git log`; a prompt `call TOOL {json}` calls any tool.
+//! - `/explain` is a slash command for the quickstart's question.
 //! - Sessions are kept in `MUX_ACP_SESSIONS` (default `~/.local/share/mux/acp-sessions`), so
 //!   the editor can list and reload them.
 //!
@@ -56,7 +57,12 @@ async fn run() -> Result<(), String> {
             "Anthropic API key",
             "ANTHROPIC_API_KEY",
         )
-        .env_key_auth("openai-api-key", "OpenAI API key", "OPENAI_API_KEY");
+        .env_key_auth("openai-api-key", "OpenAI API key", "OPENAI_API_KEY")
+        .command(
+            "explain",
+            "Explain this project",
+            "Look around this directory and tell me in a few sentences what this project is. $ARGUMENTS",
+        );
     agent.serve_stdio().await.map_err(|e| e.to_string())
 }
 

@@ -139,6 +139,9 @@ const scenarios = {
       });
     const loaded = await loading;
     check(loaded !== undefined, "no load response");
+    // The example's slash commands follow the replay.
+    check(before.at(-1).sessionUpdate === "available_commands_update", "no commands after the replay");
+    before.pop();
     const kinds = before.map((u) => u.sessionUpdate);
     const expected = ["user_message_chunk", "tool_call", "tool_call", "tool_call", "agent_message_chunk"];
     check(JSON.stringify(kinds) === JSON.stringify(expected), `replayed ${JSON.stringify(kinds)}`);

@@ -8,8 +8,8 @@ use mux_llm::LlmClient;
 use mux_mcp::CoordinatorConfig;
 use mux_orchestrator::session::SessionStore;
 use mux_orchestrator::{OrchestratorBuilder, OrchestratorConfig};
-use mux_permission::Permissions;
-use mux_tool::Registry;
+use mux_permission::{Permissions, Remember, Scope};
+use mux_tool::{Registry, Resources};
 
 use crate::AcpError;
 
@@ -33,7 +33,18 @@ pub struct SessionParts {
     config: OrchestratorConfig,
     tools: Registry,
     permissions: Permissions,
+    resources: Resources,
     configure: Option<Configure>,
+}
+
+/// [`SessionParts`] taken apart by the face.
+pub(crate) struct Parts {
+    pub(crate) client: Arc<dyn LlmClient>,
+    pub(crate) config: OrchestratorConfig,
+    pub(crate) tools: Registry,
+    pub(crate) permissions: Permissions,
+    pub(crate) resources: Resources,
+    pub(crate) configure: Option<Configure>,
 }
 
 /// Extra configuration of a session's orchestrator builder.
@@ -52,8 +63,17 @@ impl SessionParts {
             config,
             tools,
             permissions,
+            resources: Resources::new(),
             configure: None,
         }
+    }
+
+    /// Resources every tool call of the session reaches. The face adds its own in a layer
+    /// over them (the editor's files, when the client offers them), so a map shared by many
+    /// sessions stays untouched. Set resources here rather than in [`SessionParts::configure`].
+    pub fn resources(mut self, resources: Resources) -> Self {
+        self.resources = resources;
+        self
     }
 
     /// Anything else on the orchestrator builder: context providers, hooks, resources.
@@ -65,22 +85,15 @@ impl SessionParts {
         self
     }
 
-    pub(crate) fn into_parts(
-        self,
-    ) -> (
-        Arc<dyn LlmClient>,
-        OrchestratorConfig,
-        Registry,
-        Permissions,
-        Option<Configure>,
-    ) {
-        (
-            self.client,
-            self.config,
-            self.tools,
-            self.permissions,
-            self.configure,
-        )
+    pub(crate) fn into_parts(self) -> Parts {
+        Parts {
+            client: self.client,
+            config: self.config,
+            tools: self.tools,
+            permissions: self.permissions,
+            resources: self.resources,
+            configure: self.configure,
+        }
     }
 }
 
@@ -123,6 +136,8 @@ pub struct AcpAgent {
     pub(crate) env_keys: Vec<EnvKey>,
     pub(crate) context_window: u64,
     pub(crate) mcp: CoordinatorConfig,
+    pub(crate) commands: Vec<crate::commands::Command>,
+    pub(crate) always: Remember,
 }
 
 impl AcpAgent {
@@ -136,6 +151,8 @@ impl AcpAgent {
             env_keys: Vec::new(),
             context_window: 200_000,
             mcp: CoordinatorConfig::default(),
+            commands: Vec::new(),
+            always: Remember::exact(Scope::Session),
         }
     }
 
@@ -179,6 +196,32 @@ impl AcpAgent {
     /// How the MCP servers an editor passes in `session/new` are run (timeouts, reconnects).
     pub fn mcp_config(mut self, config: CoordinatorConfig) -> Self {
         self.mcp = config;
+        self
+    }
+
+    /// Where an `allow_always` answer records its rule (the narrowest rule covering the call):
+    /// the session scope, in memory, by default. `Remember::exact(Scope::Project).persisted()`
+    /// records it in the project's settings file, when the policy has one.
+    pub fn always_allow_in(mut self, remember: Remember) -> Self {
+        self.always = remember;
+        self
+    }
+
+    /// Offers `prompt` as the slash command `/name` (sent to the editor with
+    /// `available_commands_update` when a session opens). A prompt starting with `/name`
+    /// becomes `prompt`, with `$ARGUMENTS` replaced by the rest of the line (or the rest
+    /// appended when `prompt` has no `$ARGUMENTS`).
+    pub fn command(
+        mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        prompt: impl Into<String>,
+    ) -> Self {
+        self.commands.push(crate::commands::Command {
+            name: name.into(),
+            description: description.into(),
+            prompt: prompt.into(),
+        });
         self
     }
 

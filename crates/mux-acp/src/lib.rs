@@ -2,6 +2,8 @@
 #![forbid(unsafe_code)]
 
 mod agent;
+mod commands;
+mod editor_files;
 mod error;
 mod modes;
 mod prompt;

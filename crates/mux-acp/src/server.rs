@@ -85,8 +85,15 @@ fn builder(
                 let sessions = Arc::clone(&s_new);
                 // Starting MCP servers takes a while: off the dispatch loop.
                 tokio::spawn(async move {
-                    let result = new_session(&sessions, request, &cx).await;
+                    let (result, after) = match new_session(&sessions, request, &cx).await {
+                        Ok((response, after)) => (Ok(response), after),
+                        Err(err) => (Err(err), Vec::new()),
+                    };
                     let _ = respond(responder, result);
+                    // What the client can only place once it knows the session id.
+                    for notification in after {
+                        let _ = cx.send_notification(notification);
+                    }
                 });
                 Ok(())
             },
@@ -166,8 +173,8 @@ fn initialize(sessions: &Sessions, request: InitializeRequest) -> InitializeResp
             )
         })
         .collect();
-    // This agent speaks protocol v1 whatever the client asked for; the client decides.
-    let _ = request.protocol_version;
+    // This agent speaks protocol v1 whatever version the client asked for; a client that
+    // cannot speak v1 closes the connection, as the spec has it.
     InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(capabilities)
         .auth_methods(auth_methods)
@@ -206,18 +213,32 @@ async fn new_session(
     sessions: &Sessions,
     request: NewSessionRequest,
     cx: &ConnectionTo<Client>,
-) -> Result<NewSessionResponse, AcpError> {
+) -> Result<(NewSessionResponse, Vec<SessionNotification>), AcpError> {
     let cwd = absolute_cwd(request.cwd)?;
-    let session = sessions.open(cwd, &request.mcp_servers, None).await?;
+    let session = sessions.open(cwd, &request.mcp_servers, None, cx).await?;
     let id = session.id().to_owned();
-    let mode = modes::state(session.mode());
     // A server that failed is said once, as the first thing the session shows; it goes on
     // without that server's tools.
-    for (server, reason) in session.mcp_failures() {
-        let text = format!("MCP server `{server}` is unavailable: {reason}\n");
-        let _ = cx.send_notification(turn::message(&id, text));
-    }
-    Ok(NewSessionResponse::new(id).modes(mode))
+    let mut after: Vec<_> = session
+        .mcp_failures()
+        .iter()
+        .map(|(server, reason)| {
+            turn::message(
+                &id,
+                format!("MCP server `{server}` is unavailable: {reason}\n"),
+            )
+        })
+        .collect();
+    after.extend(commands_update(sessions, &id));
+    let response = NewSessionResponse::new(id).modes(modes::state(session.mode()));
+    Ok((response, after))
+}
+
+/// The slash commands, if the agent has any.
+fn commands_update(sessions: &Sessions, id: &str) -> Option<SessionNotification> {
+    let commands = &sessions.agent().commands;
+    (!commands.is_empty())
+        .then(|| SessionNotification::new(id.to_owned(), crate::commands::update(commands)))
 }
 
 async fn load_session(
@@ -228,11 +249,14 @@ async fn load_session(
     let cwd = absolute_cwd(request.cwd)?;
     let id = request.session_id.0.to_string();
     let session = sessions
-        .open(cwd, &request.mcp_servers, Some(id.as_str()))
+        .open(cwd, &request.mcp_servers, Some(id.as_str()), cx)
         .await?;
     // The whole conversation first, as the spec requires, then the answer.
     for update in session.replay() {
         cx.send_notification(SessionNotification::new(id.clone(), update))?;
+    }
+    if let Some(update) = commands_update(sessions, &id) {
+        cx.send_notification(update)?;
     }
     Ok(LoadSessionResponse::new().modes(modes::state(session.mode())))
 }
@@ -277,6 +301,7 @@ async fn prompt(
 ) -> Result<PromptResponse, AcpError> {
     let session = sessions.get(&request.session_id.0)?;
     let text = crate::prompt::prompt_text(&request.prompt)?;
+    let text = crate::commands::expand(&sessions.agent().commands, text);
     let stop = turn::run_turn(session, text, cx).await?;
     Ok(PromptResponse::new(stop))
 }

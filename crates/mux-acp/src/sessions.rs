@@ -2,19 +2,24 @@
 //! permission scope, cancel handle and MCP servers.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::schema::{ClientCapabilities, McpServer, SessionUpdate};
 use mux_mcp::ServerSpec;
 use mux_orchestrator::session::SessionMeta;
 use mux_orchestrator::{McpServers, Orchestrator};
-use mux_permission::{Mode, Permissions, Rule, RuleKind, Scope};
+use mux_permission::{Mode, Permissions, Remember, Rule, RuleKind, Scope};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::AcpError;
-use crate::agent::{AcpAgent, SessionSetup};
+use agent_client_protocol::Client;
+use agent_client_protocol::v1::ConnectionTo;
+use mux_tool::builtin::{DelegatedFiles, TextFiles};
+
+use crate::agent::{AcpAgent, Parts, SessionSetup};
+use crate::editor_files::EditorFiles;
 
 /// Where the session's working directory is kept in the store's metadata.
 const CWD_KEY: &str = "acp_cwd";
@@ -33,7 +38,11 @@ pub(crate) struct Session {
     permissions: Permissions,
     pub(crate) cwd: PathBuf,
     pub(crate) context_window: u64,
+    /// Where `allow_always` answers go.
+    pub(crate) always: Remember,
     mcp_failures: Vec<(String, String)>,
+    /// The editor's files, when the client offers them.
+    editor: Option<EditorFiles>,
     turn: Mutex<Option<CancellationToken>>,
 }
 
@@ -64,6 +73,7 @@ impl Sessions {
         cwd: PathBuf,
         mcp_servers: &[McpServer],
         load: Option<&str>,
+        cx: &ConnectionTo<Client>,
     ) -> Result<Arc<Session>, AcpError> {
         let store = self.agent.store.clone();
         if load.is_some() && store.is_none() {
@@ -75,11 +85,21 @@ impl Sessions {
             .factory
             .session(&setup)
             .map_err(AcpError::Setup)?;
-        let (client, config, tools, permissions, configure) = parts.into_parts();
+        let Parts {
+            client,
+            config,
+            tools,
+            permissions,
+            resources,
+            configure,
+        } = parts.into_parts();
         let permissions = permissions.new_session();
+        // The face's own resources in a layer of this session's.
+        let resources = resources.child();
         let mut builder = Orchestrator::builder(client, config)
             .tools(tools)
-            .permissions(permissions.clone());
+            .permissions(permissions.clone())
+            .resources(resources.clone());
         if let Some(store) = store.clone() {
             builder = builder.session_store(store);
         }
@@ -106,6 +126,16 @@ impl Sessions {
                 .set_session_extra(CWD_KEY, Value::String(cwd.display().to_string()))
                 .await?;
         }
+        let fs = lock(&self.client).fs.clone();
+        let editor = (fs.read_text_file || fs.write_text_file).then(|| EditorFiles {
+            cx: cx.clone(),
+            session: orchestrator.session().id,
+            read: fs.read_text_file,
+            write: fs.write_text_file,
+        });
+        if let Some(editor) = &editor {
+            resources.insert(DelegatedFiles::new(editor.clone()));
+        }
         for (server, reason) in &mcp_failures {
             tracing::warn!(target: "mux_acp", server, reason, "MCP server unavailable");
         }
@@ -115,7 +145,9 @@ impl Sessions {
             permissions,
             cwd,
             context_window: self.agent.context_window,
+            always: self.agent.always.clone(),
             mcp_failures,
+            editor,
             turn: Mutex::new(None),
         });
         let replaced = lock(&self.open).insert(session.id.clone(), Arc::clone(&session));
@@ -216,6 +248,29 @@ impl Session {
 
     pub(crate) fn root(&self) -> &Path {
         &self.cwd
+    }
+
+    /// The current text of `path` (as the model gave it), for a diff's `oldText`: from the
+    /// editor when it offers files, else from the disk; None when the file does not exist
+    /// yet or the path leaves the root (the tool itself will refuse it).
+    pub(crate) async fn current_text(&self, path: &str) -> Option<String> {
+        let given = Path::new(path);
+        let plain = given
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        let full = if given.is_absolute() {
+            given.starts_with(&self.cwd).then(|| given.to_path_buf())?
+        } else if plain {
+            self.cwd.join(given)
+        } else {
+            return None;
+        };
+        if let Some(editor) = &self.editor
+            && let Ok(Some(text)) = editor.read_text(&full).await
+        {
+            return Some(text);
+        }
+        tokio::fs::read_to_string(full).await.ok()
     }
 }
 

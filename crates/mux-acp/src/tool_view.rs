@@ -81,11 +81,18 @@ fn path_arg<'a>(name: &str, input: &'a Value) -> Option<&'a str> {
 /// themselves confine every path to their sandbox).
 pub(crate) fn absolute(root: &Path, path: &str) -> PathBuf {
     let path = Path::new(path);
-    if path.is_absolute() {
-        path.to_path_buf()
+    let base = if path.is_absolute() {
+        PathBuf::new()
     } else {
-        root.join(path)
-    }
+        root.to_path_buf()
+    };
+    // `./src/./lib.rs` shows as `src/lib.rs`; `..` is left for the tool to judge.
+    path.components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .fold(base, |mut out, c| {
+            out.push(c);
+            out
+        })
 }
 
 /// The `diff` content of an edit: `edit_file` shows the replaced string and its replacement,
@@ -177,6 +184,16 @@ mod tests {
             (wire["oldText"].as_str(), wire["newText"].as_str()),
             (Some("x"), Some("y"))
         );
+    }
+
+    #[test]
+    fn dots_are_dropped_from_locations() {
+        assert_eq!(absolute(Path::new("/r"), "."), Path::new("/r"));
+        assert_eq!(
+            absolute(Path::new("/r"), "./src/./a.rs"),
+            Path::new("/r/src/a.rs")
+        );
+        assert_eq!(absolute(Path::new("/r"), "/etc/x"), Path::new("/etc/x"));
     }
 
     #[test]

@@ -1,8 +1,6 @@
 //! One `session/prompt`: a mux run, its events as `session/update`s, its approvals as
 //! `session/request_permission`, and the stop reason it ended with.
 
-use std::collections::HashMap;
-use std::path::{Component, Path};
 use std::sync::Arc;
 
 use agent_client_protocol::Client;
@@ -13,7 +11,6 @@ use agent_client_protocol::v1::schema::{
     ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
 };
 use mux_orchestrator::{Answer, InputSender, LoopError, LoopEvent, LoopInput, Run};
-use mux_permission::{Remember, Scope};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -51,10 +48,9 @@ pub(crate) async fn run_turn(
     } = session.orchestrator.run(text)?;
     let cancel = handle.cancellation().clone();
     session.begin_turn(cancel.clone());
-    let mut view = TurnView {
+    let view = TurnView {
         session: Arc::clone(&session),
         cx,
-        calls: HashMap::new(),
     };
     while let Some(event) = events.recv().await {
         view.on_event(event, &input, &cancel).await;
@@ -78,8 +74,6 @@ pub(crate) async fn run_turn(
 struct TurnView {
     session: Arc<Session>,
     cx: ConnectionTo<Client>,
-    /// Calls announced so far: name and arguments.
-    calls: HashMap<String, (String, Value)>,
 }
 
 impl TurnView {
@@ -105,12 +99,7 @@ impl TurnView {
             .is_some_and(|tool| tool.spec().annotations.read_only)
     }
 
-    async fn on_event(
-        &mut self,
-        event: LoopEvent,
-        input: &InputSender,
-        cancel: &CancellationToken,
-    ) {
+    async fn on_event(&self, event: LoopEvent, input: &InputSender, cancel: &CancellationToken) {
         match event {
             LoopEvent::TextDelta { text } => self.send(SessionUpdate::AgentMessageChunk(
                 ContentChunk::new(ContentBlock::from(text)),
@@ -181,7 +170,7 @@ impl TurnView {
 
     /// `tool_call` (pending) once the arguments are known, with kind, title, locations, raw
     /// input and, for edits, the diff; `todo_write` also sends its `plan`.
-    async fn announce(&mut self, call_id: String, name: String, args: Value) {
+    async fn announce(&self, call_id: String, name: String, args: Value) {
         let root = self.session.root();
         let mut call = ToolCall::new(call_id.clone(), tool_view::title_of(&name, &args))
             .kind(tool_view::kind_of(&name, self.read_only(&name)))
@@ -189,7 +178,7 @@ impl TurnView {
             .raw_input(args.clone())
             .locations(tool_view::locations_of(&name, &args, root));
         let old_file = match (name.as_str(), args.get("path").and_then(Value::as_str)) {
-            ("write_file", Some(path)) => current_text(root, path).await,
+            ("write_file", Some(path)) => self.session.current_text(path).await,
             _ => None,
         };
         if let Some(diff) = tool_view::diff_of(&name, &args, root, old_file) {
@@ -201,7 +190,6 @@ impl TurnView {
         {
             self.send(SessionUpdate::Plan(plan));
         }
-        self.calls.insert(call_id, (name, args));
     }
 
     /// Asks the editor in a task of its own (the loop's events keep flowing), and answers the
@@ -277,13 +265,13 @@ fn permission_options() -> Vec<PermissionOption> {
 }
 
 /// The loop's answer for the option the user picked. "Always allow" records the narrowest
-/// rule covering the call in the session scope; "always reject" denies the tool for the rest
+/// rule covering the call where the agent says (the session scope by default); "always reject" denies the tool for the rest
 /// of the session. Rejections reach the model as a refusal.
 fn decide(option: &str, session: &Session, tool: &str) -> Answer {
     match option {
         ALLOW_ONCE => Answer::AllowOnce,
         ALLOW_ALWAYS => Answer::AllowAlways {
-            remember: Remember::exact(Scope::Session),
+            remember: session.always.clone(),
         },
         REJECT_ALWAYS => {
             session.deny_tool(tool);
@@ -297,21 +285,4 @@ fn decide(option: &str, session: &Session, tool: &str) -> Answer {
             reason: "the user refused this call".to_owned(),
         },
     }
-}
-
-/// The current text of `path` under `root`, for a diff's `oldText`; None when the file does
-/// not exist (a new file) or the path leaves the root.
-async fn current_text(root: &Path, path: &str) -> Option<String> {
-    let relative = Path::new(path);
-    let inside = relative
-        .components()
-        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-    let full = if relative.is_absolute() {
-        relative.starts_with(root).then(|| relative.to_path_buf())?
-    } else if inside {
-        root.join(relative)
-    } else {
-        return None;
-    };
-    tokio::fs::read_to_string(full).await.ok()
 }

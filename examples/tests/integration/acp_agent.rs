@@ -228,6 +228,11 @@ fn sdk_client_passes_mcp_servers_and_their_tool_is_called() {
     client_scenario("mcp");
 }
 
+#[test]
+fn sdk_client_buffers_are_what_the_file_tools_read_and_write() {
+    client_scenario("fs");
+}
+
 /// The example on raw pipes.
 struct RawAgent {
     child: Child,

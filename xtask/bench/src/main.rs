@@ -2,6 +2,7 @@
 //! same run, prints a table, and the whole set is written to the JSON report whose path is the
 //! first argument (default `target/bench-report.json`).
 
+mod acp;
 mod builtin;
 mod executor;
 mod harness;
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         ("orchestrator", orchestrator::run),
         ("session_stores", session_stores::run),
         ("web", web::run),
+        ("acp", acp::run),
     ];
     // `BENCH_ONLY=mcp,orchestrator` runs only the named benchmarks.
     let only = std::env::var("BENCH_ONLY").ok();

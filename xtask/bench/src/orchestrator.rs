@@ -19,8 +19,8 @@ use crate::harness::{Row, per_iter};
 
 /// A model that answers instantly: a tool call after a prompt, text after a tool result.
 /// With `deltas`, the text answer streams that many one-word deltas.
-struct InstantModel {
-    deltas: usize,
+pub(crate) struct InstantModel {
+    pub(crate) deltas: usize,
 }
 
 impl InstantModel {
@@ -105,12 +105,12 @@ impl LlmClient for Stalled {
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
-struct NoopArgs {
+pub(crate) struct NoopArgs {
     #[allow(dead_code)]
     n: u32,
 }
 
-struct Noop;
+pub(crate) struct Noop;
 
 impl TypedTool for Noop {
     type Args = NoopArgs;
@@ -126,7 +126,7 @@ impl TypedTool for Noop {
     }
 }
 
-fn runtime() -> Result<Runtime, String> {
+pub(crate) fn runtime() -> Result<Runtime, String> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -134,7 +134,7 @@ fn runtime() -> Result<Runtime, String> {
         .map_err(|e| e.to_string())
 }
 
-fn agent(client: Arc<dyn LlmClient>) -> Result<Orchestrator, String> {
+pub(crate) fn agent(client: Arc<dyn LlmClient>) -> Result<Orchestrator, String> {
     let registry = Registry::new();
     registry.register_typed(Noop).map_err(|e| e.to_string())?;
     let mut config = OrchestratorConfig::new("instant");
@@ -260,7 +260,7 @@ fn idle_sessions(rt: &Runtime) -> Result<Row, String> {
     })
 }
 
-fn rss_kib() -> u64 {
+pub(crate) fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| {

@@ -28,6 +28,9 @@ pub(crate) struct Peer {
     pub(crate) answer: Option<&'static str>,
     /// Permission requests seen.
     pub(crate) asked: Vec<Value>,
+    /// The editor's buffers, by absolute path, for `fs/read_text_file` and
+    /// `fs/write_text_file`.
+    pub(crate) buffers: std::collections::HashMap<String, String>,
     pub(crate) served: JoinHandle<Result<(), mux_acp::AcpError>>,
 }
 
@@ -46,6 +49,7 @@ impl Peer {
             next_id: 0,
             answer: Some("allow_once"),
             asked: Vec::new(),
+            buffers: std::collections::HashMap::new(),
             served,
         }
     }
@@ -82,6 +86,27 @@ impl Peer {
                             "result": {"outcome": {"outcome": "selected", "optionId": option}}});
                         self.send_raw(&reply.to_string());
                     }
+                } else if message["method"] == "fs/read_text_file" {
+                    let path = message["params"]["path"].as_str().unwrap_or_default();
+                    let reply = match self.buffers.get(path) {
+                        Some(text) => {
+                            json!({"jsonrpc": "2.0", "id": message["id"], "result": {"content": text}})
+                        }
+                        None => json!({"jsonrpc": "2.0", "id": message["id"],
+                        "error": {"code": -32002, "message": "Resource not found"}}),
+                    };
+                    self.send_raw(&reply.to_string());
+                    notes.push(message);
+                    continue;
+                } else if message["method"] == "fs/write_text_file" {
+                    let params = &message["params"];
+                    let path = params["path"].as_str().unwrap_or_default().to_owned();
+                    let content = params["content"].as_str().unwrap_or_default().to_owned();
+                    self.buffers.insert(path, content);
+                    let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": {}});
+                    self.send_raw(&reply.to_string());
+                    notes.push(message);
+                    continue;
                 } else {
                     notes.push(message);
                 }

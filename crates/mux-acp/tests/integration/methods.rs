@@ -201,3 +201,31 @@ async fn a_client_that_disappears_ends_the_agent_quickly() {
     let took = peer.close().await;
     assert!(took < std::time::Duration::from_secs(2), "{took:?}");
 }
+
+#[tokio::test]
+async fn slash_commands_are_offered_after_session_new_and_expand() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedClient::new().reply_text("reviewed");
+    let agent =
+        agent(model.clone()).command("review", "Review a file", "Review $ARGUMENTS for bugs.");
+    let mut peer = Peer::start(agent);
+    peer.initialize().await;
+    let (created, before) = peer
+        .request("session/new", json!({"cwd": dir.path(), "mcpServers": []}))
+        .await;
+    assert!(
+        before.is_empty(),
+        "nothing for the session before its id is known"
+    );
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let (done, notes) = peer.prompt(&session, "/review src/lib.rs").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    assert_eq!(kinds(&notes)[0], "available_commands_update");
+    assert_eq!(notes[0]["params"]["sessionId"], session.as_str());
+    assert_eq!(
+        notes[0]["params"]["update"]["availableCommands"][0]["name"],
+        "review"
+    );
+    let sent = serde_json::to_string(&model.requests()[0].messages).unwrap();
+    assert!(sent.contains("Review src/lib.rs for bugs."), "{sent}");
+}

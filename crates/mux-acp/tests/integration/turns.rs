@@ -243,8 +243,13 @@ async fn cancel_while_a_permission_request_is_pending_ends_cancelled() {
     }
     peer.answer = None;
     peer.notify("session/cancel", json!({"sessionId": session}));
-    let (done, _) = peer.finish(id).await;
+    let (done, notes) = peer.finish(id).await;
     assert_eq!(done["result"]["stopReason"], "cancelled", "{done}");
+    // The pending request is withdrawn.
+    assert!(
+        notes.iter().any(|n| n["method"] == "$/cancel_request"),
+        "{notes:?}"
+    );
 }
 
 #[tokio::test]
@@ -276,4 +281,111 @@ async fn prompts_take_resources_and_refuse_images() {
         )
         .await;
     assert_eq!(image["error"]["code"], -32602, "{image}");
+}
+
+#[tokio::test]
+async fn file_tools_go_through_the_editor_when_it_offers_fs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join("main.rs"), "fn main() {} // saved\n").unwrap();
+    let model = ScriptedClient::new()
+        .reply_tool_call("r1", "read_file", json!({"path": "main.rs"}))
+        .reply_tool_call(
+            "w1",
+            "write_file",
+            json!({"path": "new.rs", "content": "// new"}),
+        )
+        .reply_text("done");
+    let mut peer = Peer::start(agent(model.clone()));
+    peer.buffers.insert(
+        root.join("main.rs").display().to_string(),
+        "fn main() {} // unsaved\n".into(),
+    );
+    let (init, _) = peer
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}}}),
+        )
+        .await;
+    assert!(init.get("result").is_some());
+    let session = peer.new_session(&root).await;
+    let (done, notes) = peer.prompt(&session, "go").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let asked_editor: Vec<_> = notes
+        .iter()
+        .filter_map(|n| n["method"].as_str())
+        .filter(|m| m.starts_with("fs/"))
+        .collect();
+    // read_file's read, the write's diff asking for the old text, the write.
+    assert_eq!(
+        asked_editor,
+        [
+            "fs/read_text_file",
+            "fs/read_text_file",
+            "fs/write_text_file"
+        ]
+    );
+    let read_back = serde_json::to_string(&model.requests()[1].messages).unwrap();
+    assert!(
+        read_back.contains("unsaved") && !read_back.contains("// saved"),
+        "{read_back}"
+    );
+    assert_eq!(
+        peer.buffers[&root.join("new.rs").display().to_string()],
+        "// new"
+    );
+    assert!(!root.join("new.rs").exists());
+}
+
+#[tokio::test]
+async fn allow_always_can_record_in_the_project_scope() {
+    use mux_acp::{AcpAgent, SessionParts, SessionSetup};
+    use mux_permission::{
+        PathContext, Permissions, Remember, RuleKind, RuleSet, Scope, ScopeRules,
+    };
+    use mux_tool::Registry;
+    use mux_tool::builtin::{Sandbox, WriteFile};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let project = ScopeRules::new(RuleSet::new());
+    let model = Arc::new(
+        ScriptedClient::new()
+            .reply_tool_call("a1", "write_file", json!({"path": "a.txt", "content": "1"}))
+            .reply_text("done"),
+    );
+    let shared = project.clone();
+    let agent = AcpAgent::new(move |setup: &SessionSetup| {
+        let tools = Registry::new();
+        let sandbox = Sandbox::new(&setup.cwd).map_err(|e| e.to_string())?;
+        tools
+            .register_typed(WriteFile::new(sandbox))
+            .map_err(|e| e.to_string())?;
+        let permissions = Permissions::builder(PathContext::new(&setup.cwd))
+            .scope(Scope::Project, shared.clone())
+            .build();
+        Ok(SessionParts::new(
+            model.clone(),
+            mux_orchestrator::OrchestratorConfig::new("scripted"),
+            tools,
+            permissions,
+        ))
+    })
+    .always_allow_in(Remember::exact(Scope::Project));
+    let mut peer = Peer::start(agent);
+    peer.answer = Some("allow_always");
+    let session = session_in(&mut peer, dir.path()).await;
+    let (done, _) = peer.prompt(&session, "write").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn");
+    let rules: Vec<String> = project
+        .read()
+        .list(RuleKind::Allow)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert!(
+        rules[0].starts_with("write_file") || rules[0].starts_with("Edit"),
+        "{rules:?}"
+    );
 }

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::write_file::write_located;
-use super::{Sandbox, blocking};
+use super::{Sandbox, blocking, text_files};
 use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 
 /// The largest file `edit_file` loads, by default.
@@ -73,24 +73,85 @@ impl TypedTool for EditFile {
         Subject::path(&args.path)
     }
 
-    async fn call(&self, args: EditFileArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: EditFileArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        if let Some(delegate) = text_files::delegated(&cx) {
+            let path = text_files::resolve(&self.sandbox, &args.path).await?;
+            if let Some(content) = delegate.files().read_text(path.real()).await? {
+                let shown = path.display();
+                if content.len() as u64 > self.max_bytes {
+                    return Err(ToolError::failed(format!(
+                        "{shown} is {} bytes, more than the {} bytes edit_file loads",
+                        content.len(),
+                        self.max_bytes
+                    )));
+                }
+                let (updated, found) = replace(&args, &content, &shown)?;
+                if delegate.files().write_text(path.real(), &updated).await? {
+                    return Ok(replaced(found, &shown));
+                }
+            }
+        }
         let tool = self.clone();
         blocking(move || tool.edit(&args)).await
     }
 }
 
+/// Checks the arguments, before any file is read.
+fn check_args(args: &EditFileArgs) -> Result<(), ToolError> {
+    if args.old_string.is_empty() {
+        return Err(ToolError::InvalidArguments(
+            "old_string is empty; to create or replace a whole file use write_file".into(),
+        ));
+    }
+    if args.old_string == args.new_string {
+        return Err(ToolError::InvalidArguments(
+            "old_string and new_string are the same; there is nothing to change".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// `content` (the file `shown`) with the replacement made, and how many occurrences it
+/// replaced.
+fn replace(args: &EditFileArgs, content: &str, shown: &str) -> Result<(String, usize), ToolError> {
+    check_args(args)?;
+    let found = content.matches(args.old_string.as_str()).count();
+    match found {
+        0 => {
+            return Err(ToolError::failed(format!(
+                "old_string was not found in {shown}; read the file and copy the text \
+                 exactly, whitespace included"
+            )));
+        }
+        1 => {}
+        n if !args.replace_all => {
+            return Err(ToolError::failed(format!(
+                "old_string was found {n} times in {shown}; include more surrounding text \
+                 to make it unique, or set replace_all to replace every occurrence"
+            )));
+        }
+        _ => {}
+    }
+    Ok((
+        content.replace(args.old_string.as_str(), &args.new_string),
+        found,
+    ))
+}
+
+/// What the model reads after an edit.
+fn replaced(found: usize, shown: &str) -> ToolOutput {
+    let noun = if found == 1 {
+        "occurrence"
+    } else {
+        "occurrences"
+    };
+    ToolOutput::text(format!("Replaced {found} {noun} in {shown}"))
+        .with_metadata("replacements", json!(found))
+}
+
 impl EditFile {
     fn edit(&self, args: &EditFileArgs) -> Result<ToolOutput, ToolError> {
-        if args.old_string.is_empty() {
-            return Err(ToolError::InvalidArguments(
-                "old_string is empty; to create or replace a whole file use write_file".into(),
-            ));
-        }
-        if args.old_string == args.new_string {
-            return Err(ToolError::InvalidArguments(
-                "old_string and new_string are the same; there is nothing to change".into(),
-            ));
-        }
+        check_args(args)?;
         let located = self.sandbox.locate_existing(&args.path)?;
         let shown = self.sandbox.sandbox_path(&located).display();
         let Some(mut file) = located.open_file()? else {
@@ -110,33 +171,8 @@ impl EditFile {
                 "{shown} is not UTF-8 text; edit_file edits text only"
             ))
         })?;
-        let found = content.matches(args.old_string.as_str()).count();
-        match found {
-            0 => {
-                return Err(ToolError::failed(format!(
-                    "old_string was not found in {shown}; read the file and copy the text \
-                     exactly, whitespace included"
-                )));
-            }
-            1 => {}
-            n if !args.replace_all => {
-                return Err(ToolError::failed(format!(
-                    "old_string was found {n} times in {shown}; include more surrounding text \
-                     to make it unique, or set replace_all to replace every occurrence"
-                )));
-            }
-            _ => {}
-        }
-        let updated = content.replace(args.old_string.as_str(), &args.new_string);
+        let (updated, found) = replace(args, &content, &shown)?;
         write_located(&located, updated.as_bytes())?;
-        let noun = if found == 1 {
-            "occurrence"
-        } else {
-            "occurrences"
-        };
-        Ok(
-            ToolOutput::text(format!("Replaced {found} {noun} in {shown}"))
-                .with_metadata("replacements", json!(found)),
-        )
+        Ok(replaced(found, &shown))
     }
 }

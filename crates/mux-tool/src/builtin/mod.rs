@@ -63,6 +63,7 @@ mod public_dns;
 mod read_file;
 mod sandbox;
 mod text;
+mod text_files;
 mod todo_write;
 mod walk;
 #[cfg(feature = "web")]
@@ -79,6 +80,7 @@ pub use list_dir::{ListDir, ListDirArgs};
 pub use os_sandbox::{OsSandboxError, SandboxPolicy};
 pub use read_file::{ReadFile, ReadFileArgs};
 pub use sandbox::{Sandbox, SandboxError, SandboxPath};
+pub use text_files::{DelegatedFiles, TextFiles};
 pub use todo_write::{TodoCounts, TodoItem, TodoList, TodoStatus, TodoWrite, TodoWriteArgs};
 #[cfg(feature = "web")]
 pub use web_fetch::{WebFetch, WebFetchArgs};

@@ -8,7 +8,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::text::decode_head;
-use super::{Sandbox, blocking};
+use super::{Sandbox, blocking, text_files};
 use crate::truncate::floor_char_boundary;
 use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 
@@ -93,6 +93,14 @@ impl TypedTool for ReadFile {
     async fn call(&self, args: ReadFileArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
         let tool = self.clone();
         let cancel = cx.cancellation().clone();
+        if let Some(delegate) = text_files::delegated(&cx) {
+            let path = text_files::resolve(&self.sandbox, &args.path).await?;
+            if let Some(text) = delegate.files().read_text(path.real()).await? {
+                let shown = path.display();
+                let reader = std::io::Cursor::new(text.into_bytes());
+                return blocking(move || tool.numbered(&args, &shown, reader, &cancel)).await;
+            }
+        }
         blocking(move || tool.read(&args, &cancel)).await
     }
 }
@@ -103,8 +111,6 @@ impl ReadFile {
         args: &ReadFileArgs,
         cancel: &CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
-        let offset = to_usize(args.offset.unwrap_or(1), "offset")?;
-        let limit = to_usize(args.limit.unwrap_or(DEFAULT_LINE_LIMIT as u64), "limit")?;
         let located = self.sandbox.locate_existing(&args.path)?;
         let shown = self.sandbox.sandbox_path(&located).display();
         if located.is_dir() {
@@ -118,8 +124,22 @@ impl ReadFile {
                 "{shown} is not a regular file (a pipe, socket or device); read_file reads files only"
             )));
         };
-        let mut reader = BufReader::with_capacity(BINARY_SNIFF_BYTES, file);
-        if reader.fill_buf()?.contains(&0) {
+        let reader = BufReader::with_capacity(BINARY_SNIFF_BYTES, file);
+        self.numbered(args, &shown, reader, cancel)
+    }
+
+    /// The lines of `reader` (the file `shown`) from `offset`, numbered and capped.
+    fn numbered(
+        &self,
+        args: &ReadFileArgs,
+        shown: &str,
+        mut reader: impl BufRead,
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let offset = to_usize(args.offset.unwrap_or(1), "offset")?;
+        let limit = to_usize(args.limit.unwrap_or(DEFAULT_LINE_LIMIT as u64), "limit")?;
+        let head = reader.fill_buf()?;
+        if head[..head.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
             return Err(ToolError::failed(format!(
                 "{shown} is a binary file; read_file shows text only"
             )));

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::atomic::write_atomically;
 use super::beneath::Located;
-use super::{Sandbox, blocking};
+use super::{Sandbox, blocking, text_files};
 use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 
 /// The arguments of `write_file`.
@@ -51,7 +51,24 @@ impl TypedTool for WriteFile {
         Subject::path(&args.path)
     }
 
-    async fn call(&self, args: WriteFileArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: WriteFileArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        if let Some(delegate) = text_files::delegated(&cx) {
+            let path = text_files::resolve(&self.sandbox, &args.path).await?;
+            let existed = path.real().exists();
+            if path.real().is_dir() {
+                return Err(ToolError::failed(format!(
+                    "{} is a directory; give a file path",
+                    path.display()
+                )));
+            }
+            if delegate
+                .files()
+                .write_text(path.real(), &args.content)
+                .await?
+            {
+                return Ok(written(existed, &path.display(), args.content.len()));
+            }
+        }
         let sandbox = self.sandbox.clone();
         blocking(move || {
             let mut located = sandbox.locate(&args.path)?;
@@ -64,15 +81,18 @@ impl TypedTool for WriteFile {
             let existed = located.exists();
             located.create_parents()?;
             write_located(&located, args.content.as_bytes())?;
-            let verb = if existed { "Overwrote" } else { "Created" };
-            Ok(
-                ToolOutput::text(format!("{verb} {shown} ({} bytes)", args.content.len()))
-                    .with_metadata("bytes", json!(args.content.len()))
-                    .with_metadata("created", json!(!existed)),
-            )
+            Ok(written(existed, &shown, args.content.len()))
         })
         .await
     }
+}
+
+/// What the model reads after a write.
+fn written(existed: bool, shown: &str, bytes: usize) -> ToolOutput {
+    let verb = if existed { "Overwrote" } else { "Created" };
+    ToolOutput::text(format!("{verb} {shown} ({bytes} bytes)"))
+        .with_metadata("bytes", json!(bytes))
+        .with_metadata("created", json!(!existed))
 }
 
 /// Writes `bytes` to the file `located` names, atomically, beneath the handle of its
