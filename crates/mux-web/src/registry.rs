@@ -109,7 +109,7 @@ impl RunRegistry {
             Err(e) => return Err(WebError::Session(e.to_string())),
         };
         let thread = lock(&self.threads).get(thread_id).cloned();
-        let interrupts = thread.map(|t| t.announced_interrupts()).unwrap_or_default();
+        let interrupts = thread.map(|t| t.open_interrupts()).unwrap_or_default();
         Ok((messages, interrupts))
     }
 

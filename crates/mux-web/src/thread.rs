@@ -138,8 +138,8 @@ impl Thread {
             .unwrap_or_default()
     }
 
-    /// The interrupts a paused run announced and nobody has answered yet.
-    pub(crate) fn announced_interrupts(&self) -> Vec<Interrupt> {
+    /// The interrupts the loop waits for (including any raised while no run was attached).
+    pub(crate) fn open_interrupts(&self) -> Vec<Interrupt> {
         let state = self.state();
         state
             .live
@@ -147,7 +147,6 @@ impl Thread {
             .map(|live| {
                 live.interrupts
                     .values()
-                    .filter(|p| p.announced)
                     .map(|p| p.interrupt.clone())
                     .collect()
             })

@@ -8,6 +8,12 @@
 //! `target/bench-web-venv`, made from the pinned `xtask/bench/python/requirements.txt`). Every
 //! server runs in its own process; the load client is this process (reqwest, keep-alive, one
 //! connection per concurrent worker). Every run's body is checked for `RUN_FINISHED` and "ok".
+//!
+//! Idle memory: 10,000 runs whose model called a tool that waits until cancelled, each with
+//! its SSE stream open, against the same number of bare axum SSE streams. The orchestrator's
+//! broadcast channel allocates its slots up front, so the benchmark's servers set
+//! `broadcast_capacity` to 16 (the face does not read the broadcast); the lean variant also
+//! turns `ask_user` off and sets `event_capacity` to 16. `BENCH_WEB=idle` runs only this part.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener as StdListener;
@@ -19,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use crate::harness::Row;
 
-/// The argument that turns this binary into a web server: `web-server mux|bare|hold`.
+/// The argument that turns this binary into a web server:
+/// `web-server mux|mux-lean|bare|bare-hold`.
 pub(crate) const WEB_SERVER_ARG: &str = "web-server";
 
 const RUNS_C1: usize = 1_000;
@@ -35,8 +42,10 @@ pub(crate) fn serve(kind: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
         let router = match kind {
-            "mux" => server::mux(),
+            "mux" => server::mux(false),
+            "mux-lean" => server::mux(true),
             "bare" => server::bare(),
+            "bare-hold" => server::bare_hold(),
             other => return Err(format!("unknown web server `{other}`")),
         };
         let listener = mux_web::bind(0).await.map_err(|e| e.to_string())?;
@@ -54,16 +63,28 @@ mod server {
     use axum::Router;
     use axum::response::sse::{Event, Sse};
     use axum::routing::post;
-    use futures::stream;
-    use mux_llm::testing::ScriptedClient;
-    use mux_llm::{ContentBlock, Request, Response, StopReason, Usage};
+    use futures::{StreamExt as _, stream};
+    use mux_llm::testing::events_of;
+    use mux_llm::{
+        ContentBlock, EventStream, LlmClient, LlmError, Request, Response, StopReason, Usage,
+    };
     use mux_orchestrator::{Orchestrator, OrchestratorConfig};
     use mux_tool::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
     use serde_json::{Value, json};
 
     /// mux-web on a model that calls `noop` (or `hold`, for the prompt "hold"), then says "ok".
-    pub(super) fn mux() -> Router {
-        let client = Arc::new(ScriptedClient::new().respond_with(respond));
+    /// The face reads each run's own event channel, not the orchestrator's broadcast, so the
+    /// broadcast (whose slots are allocated up front) is kept small, as docs/web.md advises
+    /// for servers with many open runs.
+    /// `lean` also turns `ask_user` off and makes the event channel small.
+    pub(super) fn mux(lean: bool) -> Router {
+        let client = Arc::new(Instant);
+        let mut config = OrchestratorConfig::new("bench");
+        config.broadcast_capacity = 16;
+        if lean {
+            config.ask_user = false;
+            config.event_capacity = 16;
+        }
         mux_web::AguiRouter::new(move |tools: mux_tool::Registry| {
             for tool in [Named::new("noop", false), Named::new("hold", true)]
                 .into_iter()
@@ -71,10 +92,28 @@ mod server {
             {
                 let _ = tools.register(tool);
             }
-            Orchestrator::builder(client.clone(), OrchestratorConfig::new("bench")).tools(tools)
+            Orchestrator::builder(client.clone(), config.clone()).tools(tools)
         })
         .config(mux_web::WebConfig::default().replay_retention(std::time::Duration::from_secs(1)))
         .build()
+    }
+
+    /// A model whose replies are ready at once and that records nothing (pydantic-ai's
+    /// FunctionModel records nothing either).
+    struct Instant;
+
+    impl LlmClient for Instant {
+        fn provider(&self) -> &str {
+            "instant"
+        }
+
+        fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
+            let events = respond(&request).map(|r| events_of(&r));
+            Box::pin(async move {
+                let stream: EventStream = Box::pin(stream::iter(events?.into_iter().map(Ok)));
+                Ok(stream)
+            })
+        }
     }
 
     fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
@@ -132,6 +171,19 @@ mod server {
                 Ok(ToolOutput::text("ok"))
             })
         }
+    }
+
+    /// A bare SSE endpoint that sends one event and then holds the stream open.
+    pub(super) fn bare_hold() -> Router {
+        Router::new().route(
+            "/agui",
+            post(|_body: axum::body::Bytes| async {
+                let first = stream::iter([Ok::<_, std::convert::Infallible>(
+                    Event::default().id("0").data(r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#),
+                )]);
+                Sse::new(first.chain(stream::pending()))
+            }),
+        )
     }
 
     /// A bare SSE endpoint: the same number of events as a mux-web run, no agent behind it.
@@ -363,16 +415,19 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let python = pydantic_python()?;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/pydantic_agui_server.py");
     let mut rows = Vec::new();
+    // `BENCH_WEB=idle` measures only the memory of idle runs.
+    let throughput = std::env::var("BENCH_WEB").map_or(true, |only| only != "idle");
+    let python = if throughput { Some(pydantic_python()?) } else { None };
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/pydantic_agui_server.py");
     for (c, runs) in [(1, RUNS_C1), (32, RUNS_C32)] {
+        let Some(python) = &python else { break };
         let mux = {
             let server = Server::own("mux")?;
             measure(&rt, &server.url(), runs, c)?
         };
         let pydantic = {
-            let server = Server::pydantic(&python, &script)?;
+            let server = Server::pydantic(python, &script)?;
             measure(&rt, &server.url(), runs / 4, c)?
         };
         let bare = {
@@ -405,16 +460,42 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
             baseline_value: mux.runs_per_s,
         });
     }
-    let server = Server::own("mux")?;
-    let idle = server.rss_mb()?;
-    let open = idle_rss(&rt, &server)?;
-    println!("web: RSS {open:.0} MB with {IDLE_RUNS} idle open runs ({idle:.0} MB idle)");
+    let (open, idle) = {
+        let server = Server::own("mux")?;
+        let idle = server.rss_mb()?;
+        (idle_rss(&rt, &server)?, idle)
+    };
+    let lean = {
+        let server = Server::own("mux-lean")?;
+        idle_rss(&rt, &server)?
+    };
+    let bare = {
+        let server = Server::own("bare-hold")?;
+        idle_rss(&rt, &server)?
+    };
+    println!(
+        "web: RSS {open:.0} MB with {IDLE_RUNS} idle open runs ({idle:.0} MB idle; {lean:.0} MB without ask_user and with a 16-event channel); bare axum SSE streams {bare:.0} MB"
+    );
     rows.push(Row {
         name: format!("web: RSS with {IDLE_RUNS} idle open SSE runs (MB)"),
         value: open,
         unit: "MB",
         baseline: "the same server with none".into(),
         baseline_value: idle,
+    });
+    rows.push(Row {
+        name: format!("web: RSS with {IDLE_RUNS} idle open SSE runs (MB)"),
+        value: open,
+        unit: "MB",
+        baseline: format!("{IDLE_RUNS} bare axum SSE streams"),
+        baseline_value: bare,
+    });
+    rows.push(Row {
+        name: format!("web: RSS with {IDLE_RUNS} idle runs, lean config (MB)"),
+        value: lean,
+        unit: "MB",
+        baseline: format!("{IDLE_RUNS} bare axum SSE streams"),
+        baseline_value: bare,
     });
     Ok(rows)
 }
