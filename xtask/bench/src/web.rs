@@ -69,7 +69,9 @@ mod server {
         ContentBlock, EventStream, LlmClient, LlmError, Request, Response, StopReason, Usage,
     };
     use mux_orchestrator::{Orchestrator, OrchestratorConfig};
-    use mux_tool::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
+    use mux_tool::{
+        BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec,
+    };
     use serde_json::{Value, json};
 
     /// mux-web on a model that calls `noop` (or `hold`, for the prompt "hold"), then says "ok".
@@ -163,7 +165,11 @@ mod server {
             &self.spec
         }
 
-        fn call(&self, _input: Value, cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+        fn call(
+            &self,
+            _input: Value,
+            cx: ToolContext,
+        ) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
             Box::pin(async move {
                 if self.hold {
                     cx.cancellation().cancelled().await;
@@ -179,7 +185,9 @@ mod server {
             "/agui",
             post(|_body: axum::body::Bytes| async {
                 let first = stream::iter([Ok::<_, std::convert::Infallible>(
-                    Event::default().id("0").data(r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#),
+                    Event::default()
+                        .id("0")
+                        .data(r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#),
                 )]);
                 Sse::new(first.chain(stream::pending()))
             }),
@@ -418,7 +426,11 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     // `BENCH_WEB=idle` measures only the memory of idle runs.
     let throughput = std::env::var("BENCH_WEB").map_or(true, |only| only != "idle");
-    let python = if throughput { Some(pydantic_python()?) } else { None };
+    let python = if throughput {
+        Some(pydantic_python()?)
+    } else {
+        None
+    };
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/pydantic_agui_server.py");
     for (c, runs) in [(1, RUNS_C1), (32, RUNS_C32)] {
         let Some(python) = &python else { break };
