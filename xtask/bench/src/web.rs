@@ -227,9 +227,9 @@ impl Drop for Server {
 }
 
 impl Server {
-    fn own(kind: &str) -> Result<Self, String> {
+    fn own(kind: &str, pinned: bool) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let mut child = Command::new(exe)
+        let mut child = command(&exe, pinned)
             .args([WEB_SERVER_ARG, kind])
             .stdout(Stdio::piped())
             .stdin(Stdio::null())
@@ -248,12 +248,12 @@ impl Server {
         Ok(Self { child, port })
     }
 
-    fn pydantic(python: &Path, script: &Path) -> Result<Self, String> {
+    fn pydantic(python: &Path, script: &Path, pinned: bool) -> Result<Self, String> {
         let port = StdListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?
             .port();
-        let child = Command::new(python)
+        let child = command(python, pinned)
             .arg(script)
             .arg(port.to_string())
             .stdin(Stdio::null())
@@ -283,6 +283,17 @@ impl Server {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
             .map(|kb| kb / 1024.0)
             .ok_or_else(|| "no VmRSS".to_owned())
+    }
+}
+
+/// `program`, or `taskset -c 0 program` when pinned.
+fn command(program: &Path, pinned: bool) -> Command {
+    if pinned {
+        let mut command = Command::new("taskset");
+        command.args(["-c", "0"]).arg(program);
+        command
+    } else {
+        Command::new(program)
     }
 }
 
@@ -355,6 +366,45 @@ fn measure(rt: &tokio::runtime::Runtime, url: &str, runs: usize, c: usize) -> Re
         load(url, runs / 10, c, 10_000_000).await?;
         load(url, runs, c, c * 1_000_000).await
     })
+}
+
+/// Concurrency 1 with the load client and each server pinned to CPU 0 (`taskset -c 0`), where
+/// cross-core wake-ups no longer dominate.
+fn pinned(rt: &tokio::runtime::Runtime, python: &Path, script: &Path) -> Result<Vec<Row>, String> {
+    crate::mcp::pin_self("0")?;
+    let measured = (|| {
+        let mux = {
+            let server = Server::own("mux", true)?;
+            measure(rt, &server.url(), RUNS_C1, 1)?
+        };
+        let pydantic = {
+            let server = Server::pydantic(python, script, true)?;
+            measure(rt, &server.url(), RUNS_C1 / 4, 1)?
+        };
+        Ok::<_, String>((mux, pydantic))
+    })();
+    crate::mcp::pin_self("0-1")?;
+    let (mux, pydantic) = measured?;
+    println!(
+        "web c=1 pinned: mux-web {:.0} runs/s p99 {:.2} ms; pydantic-ai {:.0} runs/s p99 {:.2} ms",
+        mux.runs_per_s, mux.p99_ms, pydantic.runs_per_s, pydantic.p99_ms
+    );
+    Ok(vec![
+        Row {
+            name: "web: AG-UI run, concurrency 1, pinned to CPU 0 (runs/s)".into(),
+            value: mux.runs_per_s,
+            unit: "1/s",
+            baseline: "pydantic-ai AGUIAdapter".into(),
+            baseline_value: pydantic.runs_per_s,
+        },
+        Row {
+            name: "web: AG-UI run p99, concurrency 1, pinned to CPU 0 (ms)".into(),
+            value: mux.p99_ms,
+            unit: "ms",
+            baseline: "pydantic-ai AGUIAdapter".into(),
+            baseline_value: pydantic.p99_ms,
+        },
+    ])
 }
 
 /// The pydantic-ai venv, made on first use from the pinned requirements.
@@ -435,15 +485,15 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     for (c, runs) in [(1, RUNS_C1), (32, RUNS_C32)] {
         let Some(python) = &python else { break };
         let mux = {
-            let server = Server::own("mux")?;
+            let server = Server::own("mux", false)?;
             measure(&rt, &server.url(), runs, c)?
         };
         let pydantic = {
-            let server = Server::pydantic(python, &script)?;
+            let server = Server::pydantic(python, &script, false)?;
             measure(&rt, &server.url(), runs / 4, c)?
         };
         let bare = {
-            let server = Server::own("bare")?;
+            let server = Server::own("bare", false)?;
             measure(&rt, &server.url(), runs, c)?
         };
         println!(
@@ -472,17 +522,20 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
             baseline_value: mux.runs_per_s,
         });
     }
+    if let Some(python) = &python {
+        rows.extend(pinned(&rt, python, &script)?);
+    }
     let (open, idle) = {
-        let server = Server::own("mux")?;
+        let server = Server::own("mux", false)?;
         let idle = server.rss_mb()?;
         (idle_rss(&rt, &server)?, idle)
     };
     let lean = {
-        let server = Server::own("mux-lean")?;
+        let server = Server::own("mux-lean", false)?;
         idle_rss(&rt, &server)?
     };
     let bare = {
-        let server = Server::own("bare-hold")?;
+        let server = Server::own("bare-hold", false)?;
         idle_rss(&rt, &server)?
     };
     println!(
