@@ -86,11 +86,15 @@ impl RunRegistry {
         }))
     }
 
-    /// Forgets finished runs older than the replay retention.
+    /// Forgets finished runs older than the replay retention, and threads idle for as long
+    /// (their answered and expired interrupt ids go with them; the history stays in the store).
     fn sweep(&self) {
         let retention = self.config.replay_retention;
         lock(&self.runs)
             .retain(|_, (run, started)| !run.is_done() || started.elapsed() < retention);
+        // A thread another request holds (about to attach a run) is kept.
+        lock(&self.threads)
+            .retain(|_, thread| Arc::strong_count(thread) > 1 || !thread.is_forgettable(retention));
     }
 
     /// A thread's stored messages and its unanswered interrupts, for a page that reloads.
@@ -109,7 +113,7 @@ impl RunRegistry {
             Err(e) => return Err(WebError::Session(e.to_string())),
         };
         let thread = lock(&self.threads).get(thread_id).cloned();
-        let interrupts = thread.map(|t| t.announced_interrupts()).unwrap_or_default();
+        let interrupts = thread.map(|t| t.open_interrupts()).unwrap_or_default();
         Ok((messages, interrupts))
     }
 

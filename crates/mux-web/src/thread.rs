@@ -84,6 +84,8 @@ struct State {
     expired: HashSet<String>,
     /// The todo list as the last loop left it.
     todos: Option<Value>,
+    /// When a run last attached or the last loop ended.
+    last_active: Option<Instant>,
 }
 
 /// How a resume request checks out against the paused loop.
@@ -138,8 +140,8 @@ impl Thread {
             .unwrap_or_default()
     }
 
-    /// The interrupts a paused run announced and nobody has answered yet.
-    pub(crate) fn announced_interrupts(&self) -> Vec<Interrupt> {
+    /// The interrupts the loop waits for (including any raised while no run was attached).
+    pub(crate) fn open_interrupts(&self) -> Vec<Interrupt> {
         let state = self.state();
         state
             .live
@@ -147,7 +149,6 @@ impl Thread {
             .map(|live| {
                 live.interrupts
                     .values()
-                    .filter(|p| p.announced)
                     .map(|p| p.interrupt.clone())
                     .collect()
             })
@@ -166,7 +167,18 @@ impl Thread {
 
     /// Attaches `run` as the thread's current run (a new loop is about to start).
     pub(crate) fn attach(&self, run: &Arc<RunBuffer>) {
-        self.state().current = Some(Arc::clone(run));
+        let mut state = self.state();
+        state.current = Some(Arc::clone(run));
+        state.last_active = Some(Instant::now());
+    }
+
+    /// Whether the thread has no loop, no run in progress, and nothing happened on it for
+    /// `idle`: the registry may forget it (its history stays in the session store).
+    pub(crate) fn is_forgettable(&self, idle: Duration) -> bool {
+        let state = self.state();
+        state.live.is_none()
+            && state.current.as_ref().is_none_or(|run| run.is_done())
+            && state.last_active.is_none_or(|at| at.elapsed() >= idle)
     }
 
     /// Detaches `run` if it is still current (its loop could not start).
@@ -496,6 +508,7 @@ impl Thread {
 
     fn end(&self, ending: Ending) {
         let mut state = self.state();
+        state.last_active = Some(Instant::now());
         let live = state.live.take();
         if let Some(todos) = live.as_ref().and_then(|l| l.translator.todos()) {
             state.todos = Some(todos.clone());

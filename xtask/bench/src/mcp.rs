@@ -333,7 +333,7 @@ fn connects(pinned: bool, label: &str) -> Result<Row, String> {
 }
 
 /// Pins every thread of this process to `cpus` (a `taskset` list such as `0` or `0-1`).
-fn pin_self(cpus: &str) -> Result<(), String> {
+pub(crate) fn pin_self(cpus: &str) -> Result<(), String> {
     let pid = std::process::id().to_string();
     let status = std::process::Command::new("taskset")
         .args(["-a", "-p", "-c", cpus, &pid])

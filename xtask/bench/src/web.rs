@@ -8,6 +8,12 @@
 //! `target/bench-web-venv`, made from the pinned `xtask/bench/python/requirements.txt`). Every
 //! server runs in its own process; the load client is this process (reqwest, keep-alive, one
 //! connection per concurrent worker). Every run's body is checked for `RUN_FINISHED` and "ok".
+//!
+//! Idle memory: 10,000 runs whose model called a tool that waits until cancelled, each with
+//! its SSE stream open, against the same number of bare axum SSE streams. The orchestrator's
+//! broadcast channel allocates its slots up front, so the benchmark's servers set
+//! `broadcast_capacity` to 16 (the face does not read the broadcast); the lean variant also
+//! turns `ask_user` off and sets `event_capacity` to 16. `BENCH_WEB=idle` runs only this part.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener as StdListener;
@@ -19,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use crate::harness::Row;
 
-/// The argument that turns this binary into a web server: `web-server mux|bare|hold`.
+/// The argument that turns this binary into a web server:
+/// `web-server mux|mux-lean|bare|bare-hold`.
 pub(crate) const WEB_SERVER_ARG: &str = "web-server";
 
 const RUNS_C1: usize = 1_000;
@@ -35,8 +42,10 @@ pub(crate) fn serve(kind: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
         let router = match kind {
-            "mux" => server::mux(),
+            "mux" => server::mux(false),
+            "mux-lean" => server::mux(true),
             "bare" => server::bare(),
+            "bare-hold" => server::bare_hold(),
             other => return Err(format!("unknown web server `{other}`")),
         };
         let listener = mux_web::bind(0).await.map_err(|e| e.to_string())?;
@@ -54,9 +63,9 @@ mod server {
     use axum::Router;
     use axum::response::sse::{Event, Sse};
     use axum::routing::post;
-    use futures::stream;
-    use mux_llm::testing::ScriptedClient;
-    use mux_llm::{ContentBlock, Request, Response, StopReason};
+    use futures::{StreamExt as _, stream};
+    use mux_llm::testing::events_of;
+    use mux_llm::{ContentBlock, EventStream, LlmClient, LlmError, Request, Response, StopReason};
     use mux_orchestrator::{Orchestrator, OrchestratorConfig};
     use mux_tool::{
         BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec,
@@ -64,8 +73,18 @@ mod server {
     use serde_json::{Value, json};
 
     /// mux-web on a model that calls `noop` (or `hold`, for the prompt "hold"), then says "ok".
-    pub(super) fn mux() -> Router {
-        let client = Arc::new(ScriptedClient::new().respond_with(respond));
+    /// The face reads each run's own event channel, not the orchestrator's broadcast, so the
+    /// broadcast (whose slots are allocated up front) is kept small, as docs/web.md advises
+    /// for servers with many open runs.
+    /// `lean` also turns `ask_user` off and makes the event channel small.
+    pub(super) fn mux(lean: bool) -> Router {
+        let client = Arc::new(Instant);
+        let mut config = OrchestratorConfig::new("bench");
+        config.broadcast_capacity = 16;
+        if lean {
+            config.ask_user = false;
+            config.event_capacity = 16;
+        }
         mux_web::AguiRouter::new(move |tools: mux_tool::Registry| {
             for tool in [Named::new("noop", false), Named::new("hold", true)]
                 .into_iter()
@@ -73,10 +92,28 @@ mod server {
             {
                 let _ = tools.register(tool);
             }
-            Orchestrator::builder(client.clone(), OrchestratorConfig::new("bench")).tools(tools)
+            Orchestrator::builder(client.clone(), config.clone()).tools(tools)
         })
         .config(mux_web::WebConfig::default().replay_retention(std::time::Duration::from_secs(1)))
         .build()
+    }
+
+    /// A model whose replies are ready at once and that records nothing (pydantic-ai's
+    /// FunctionModel records nothing either).
+    struct Instant;
+
+    impl LlmClient for Instant {
+        fn provider(&self) -> &str {
+            "instant"
+        }
+
+        fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
+            let events = respond(&request).map(|r| events_of(&r));
+            Box::pin(async move {
+                let stream: EventStream = Box::pin(stream::iter(events?.into_iter().map(Ok)));
+                Ok(stream)
+            })
+        }
     }
 
     fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
@@ -133,6 +170,21 @@ mod server {
         }
     }
 
+    /// A bare SSE endpoint that sends one event and then holds the stream open.
+    pub(super) fn bare_hold() -> Router {
+        Router::new().route(
+            "/agui",
+            post(|_body: axum::body::Bytes| async {
+                let first = stream::iter([Ok::<_, std::convert::Infallible>(
+                    Event::default()
+                        .id("0")
+                        .data(r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#),
+                )]);
+                Sse::new(first.chain(stream::pending()))
+            }),
+        )
+    }
+
     /// A bare SSE endpoint: the same number of events as a mux-web run, no agent behind it.
     pub(super) fn bare() -> Router {
         Router::new().route(
@@ -166,9 +218,9 @@ impl Drop for Server {
 }
 
 impl Server {
-    fn own(kind: &str) -> Result<Self, String> {
+    fn own(kind: &str, pinned: bool) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let mut child = Command::new(exe)
+        let mut child = command(&exe, pinned)
             .args([WEB_SERVER_ARG, kind])
             .stdout(Stdio::piped())
             .stdin(Stdio::null())
@@ -187,12 +239,12 @@ impl Server {
         Ok(Self { child, port })
     }
 
-    fn pydantic(python: &Path, script: &Path) -> Result<Self, String> {
+    fn pydantic(python: &Path, script: &Path, pinned: bool) -> Result<Self, String> {
         let port = StdListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?
             .port();
-        let child = Command::new(python)
+        let child = command(python, pinned)
             .arg(script)
             .arg(port.to_string())
             .stdin(Stdio::null())
@@ -222,6 +274,17 @@ impl Server {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
             .map(|kb| kb / 1024.0)
             .ok_or_else(|| "no VmRSS".to_owned())
+    }
+}
+
+/// `program`, or `taskset -c 0 program` when pinned.
+fn command(program: &Path, pinned: bool) -> Command {
+    if pinned {
+        let mut command = Command::new("taskset");
+        command.args(["-c", "0"]).arg(program);
+        command
+    } else {
+        Command::new(program)
     }
 }
 
@@ -296,6 +359,45 @@ fn measure(rt: &tokio::runtime::Runtime, url: &str, runs: usize, c: usize) -> Re
     })
 }
 
+/// Concurrency 1 with the load client and each server pinned to CPU 0 (`taskset -c 0`), where
+/// cross-core wake-ups no longer dominate.
+fn pinned(rt: &tokio::runtime::Runtime, python: &Path, script: &Path) -> Result<Vec<Row>, String> {
+    crate::mcp::pin_self("0")?;
+    let measured = (|| {
+        let mux = {
+            let server = Server::own("mux", true)?;
+            measure(rt, &server.url(), RUNS_C1, 1)?
+        };
+        let pydantic = {
+            let server = Server::pydantic(python, script, true)?;
+            measure(rt, &server.url(), RUNS_C1 / 4, 1)?
+        };
+        Ok::<_, String>((mux, pydantic))
+    })();
+    crate::mcp::pin_self("0-1")?;
+    let (mux, pydantic) = measured?;
+    println!(
+        "web c=1 pinned: mux-web {:.0} runs/s p99 {:.2} ms; pydantic-ai {:.0} runs/s p99 {:.2} ms",
+        mux.runs_per_s, mux.p99_ms, pydantic.runs_per_s, pydantic.p99_ms
+    );
+    Ok(vec![
+        Row {
+            name: "web: AG-UI run, concurrency 1, pinned to CPU 0 (runs/s)".into(),
+            value: mux.runs_per_s,
+            unit: "1/s",
+            baseline: "pydantic-ai AGUIAdapter".into(),
+            baseline_value: pydantic.runs_per_s,
+        },
+        Row {
+            name: "web: AG-UI run p99, concurrency 1, pinned to CPU 0 (ms)".into(),
+            value: mux.p99_ms,
+            unit: "ms",
+            baseline: "pydantic-ai AGUIAdapter".into(),
+            baseline_value: pydantic.p99_ms,
+        },
+    ])
+}
+
 /// The pydantic-ai venv, made on first use from the pinned requirements.
 fn pydantic_python() -> Result<PathBuf, String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -362,20 +464,27 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let python = pydantic_python()?;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/pydantic_agui_server.py");
     let mut rows = Vec::new();
+    // `BENCH_WEB=idle` measures only the memory of idle runs.
+    let throughput = std::env::var("BENCH_WEB").map_or(true, |only| only != "idle");
+    let python = if throughput {
+        Some(pydantic_python()?)
+    } else {
+        None
+    };
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/pydantic_agui_server.py");
     for (c, runs) in [(1, RUNS_C1), (32, RUNS_C32)] {
+        let Some(python) = &python else { break };
         let mux = {
-            let server = Server::own("mux")?;
+            let server = Server::own("mux", false)?;
             measure(&rt, &server.url(), runs, c)?
         };
         let pydantic = {
-            let server = Server::pydantic(&python, &script)?;
+            let server = Server::pydantic(python, &script, false)?;
             measure(&rt, &server.url(), runs / 4, c)?
         };
         let bare = {
-            let server = Server::own("bare")?;
+            let server = Server::own("bare", false)?;
             measure(&rt, &server.url(), runs, c)?
         };
         println!(
@@ -404,16 +513,45 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
             baseline_value: mux.runs_per_s,
         });
     }
-    let server = Server::own("mux")?;
-    let idle = server.rss_mb()?;
-    let open = idle_rss(&rt, &server)?;
-    println!("web: RSS {open:.0} MB with {IDLE_RUNS} idle open runs ({idle:.0} MB idle)");
+    if let Some(python) = &python {
+        rows.extend(pinned(&rt, python, &script)?);
+    }
+    let (open, idle) = {
+        let server = Server::own("mux", false)?;
+        let idle = server.rss_mb()?;
+        (idle_rss(&rt, &server)?, idle)
+    };
+    let lean = {
+        let server = Server::own("mux-lean", false)?;
+        idle_rss(&rt, &server)?
+    };
+    let bare = {
+        let server = Server::own("bare-hold", false)?;
+        idle_rss(&rt, &server)?
+    };
+    println!(
+        "web: RSS {open:.0} MB with {IDLE_RUNS} idle open runs ({idle:.0} MB idle; {lean:.0} MB without ask_user and with a 16-event channel); bare axum SSE streams {bare:.0} MB"
+    );
     rows.push(Row {
         name: format!("web: RSS with {IDLE_RUNS} idle open SSE runs (MB)"),
         value: open,
         unit: "MB",
         baseline: "the same server with none".into(),
         baseline_value: idle,
+    });
+    rows.push(Row {
+        name: format!("web: RSS with {IDLE_RUNS} idle open SSE runs (MB)"),
+        value: open,
+        unit: "MB",
+        baseline: format!("{IDLE_RUNS} bare axum SSE streams"),
+        baseline_value: bare,
+    });
+    rows.push(Row {
+        name: format!("web: RSS with {IDLE_RUNS} idle runs, lean config (MB)"),
+        value: lean,
+        unit: "MB",
+        baseline: format!("{IDLE_RUNS} bare axum SSE streams"),
+        baseline_value: bare,
     });
     Ok(rows)
 }

@@ -363,3 +363,36 @@ async fn a_dropped_connection_cancels_the_run_only_when_configured() {
         );
     }
 }
+
+#[tokio::test]
+async fn finished_runs_are_replayable_until_the_retention_passes() {
+    let server =
+        common::start(WebConfig::default().replay_retention(Duration::from_millis(200))).await;
+    let http = reqwest::Client::new();
+    let url = format!("{}/agui", server.url);
+    let first = events(
+        http.post(&url)
+            .json(&input("t-ret", "r1", "hello"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let replay = |run: &'static str| {
+        http.get(format!("{}/agui/runs/{run}/events", server.url))
+            .send()
+    };
+    let again = events(replay("r1").await.unwrap()).await;
+    assert_eq!(again, first, "a replay repeats the run's events exactly");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Any new run sweeps what is past its retention.
+    events(
+        http.post(&url)
+            .json(&input("t-ret", "r2", "hello"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(replay("r1").await.unwrap().status(), 404);
+}
