@@ -27,6 +27,9 @@ pub enum AcpError {
     /// `session/load` or `session/list` without a session store.
     #[error("this agent keeps no sessions (no session store is configured)")]
     NoSessionStore,
+    /// `session/list` was given a cursor this agent did not hand out.
+    #[error("`{0}` is not a session/list cursor")]
+    BadCursor(String),
     /// `authenticate` named a method this agent does not offer.
     #[error("unknown authentication method `{0}`")]
     UnknownAuthMethod(String),
@@ -57,6 +60,7 @@ impl AcpError {
             | Self::RelativeCwd(_)
             | Self::UnsupportedContent(_)
             | Self::UnknownMode(_)
+            | Self::BadCursor(_)
             | Self::UnknownAuthMethod(_) => Error::invalid_params().data(message),
             Self::MissingKey(_) => Error::auth_required().data(message),
             _ => Error::internal_error().data(message),

@@ -265,7 +265,7 @@ async fn list_sessions(
     sessions: &Sessions,
     request: ListSessionsRequest,
 ) -> Result<ListSessionsResponse, AcpError> {
-    let listed = sessions.list().await?;
+    let (listed, next) = sessions.list(request.cursor.as_deref()).await?;
     let infos = listed
         .into_iter()
         .filter(|(_, cwd)| request.cwd.as_ref().is_none_or(|wanted| wanted == cwd))
@@ -275,7 +275,7 @@ async fn list_sessions(
                 .updated_at(crate::time::rfc3339(meta.updated_at_ms))
         })
         .collect();
-    Ok(ListSessionsResponse::new(infos))
+    Ok(ListSessionsResponse::new(infos).next_cursor(next))
 }
 
 fn set_mode(

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::schema::{ClientCapabilities, McpServer, SessionUpdate};
 use mux_mcp::ServerSpec;
-use mux_orchestrator::session::SessionMeta;
+use mux_orchestrator::session::{PageCursor, SessionMeta};
 use mux_orchestrator::{McpServers, Orchestrator};
 use mux_permission::{Mode, Permissions, Remember, Rule, RuleKind, Scope};
 use serde_json::Value;
@@ -23,6 +23,19 @@ use crate::editor_files::EditorFiles;
 
 /// Where the session's working directory is kept in the store's metadata.
 const CWD_KEY: &str = "acp_cwd";
+
+/// Sessions per `session/list` page.
+const LIST_PAGE: usize = 100;
+
+/// A `session/list` cursor (`updated_at_ms:id`).
+fn parse_cursor(cursor: &str) -> Result<PageCursor, AcpError> {
+    let bad = || AcpError::BadCursor(cursor.to_owned());
+    let (updated, id) = cursor.split_once(':').ok_or_else(bad)?;
+    Ok(PageCursor {
+        updated_at_ms: updated.parse().map_err(|_| bad())?,
+        id: id.to_owned(),
+    })
+}
 
 /// The sessions of one connection.
 pub(crate) struct Sessions {
@@ -165,18 +178,28 @@ impl Sessions {
             .ok_or_else(|| AcpError::UnknownSession(id.to_owned()))
     }
 
-    /// Every stored ACP session with its working directory, newest first.
-    pub(crate) async fn list(&self) -> Result<Vec<(SessionMeta, PathBuf)>, AcpError> {
+    /// A page of the stored ACP sessions with their working directories, newest first,
+    /// after `cursor` (`updated_at_ms:id`, as a previous page's next cursor gave it), and the
+    /// cursor of the next page.
+    pub(crate) async fn list(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<(SessionMeta, PathBuf)>, Option<String>), AcpError> {
         let store = self.agent.store.as_ref().ok_or(AcpError::NoSessionStore)?;
-        let mut metas = store.list().await?;
-        metas.sort_by_key(|meta| std::cmp::Reverse(meta.updated_at_ms));
-        Ok(metas
+        let after = cursor.map(parse_cursor).transpose()?;
+        let page = store.list_page(after.as_ref(), LIST_PAGE).await?;
+        let next = page
+            .next
+            .map(|next| format!("{}:{}", next.updated_at_ms, next.id));
+        let sessions = page
+            .sessions
             .into_iter()
             .filter_map(|meta| {
                 let cwd = meta.extra.get(CWD_KEY)?.as_str().map(PathBuf::from)?;
                 Some((meta, cwd))
             })
-            .collect())
+            .collect();
+        Ok((sessions, next))
     }
 
     /// Cancels the session's turn, if one is running.

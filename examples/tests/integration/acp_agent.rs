@@ -242,7 +242,16 @@ struct RawAgent {
 
 impl RawAgent {
     fn start(cwd: &Path, sessions: &Path) -> Self {
-        let mut child = offline(crate::common::example("acp_agent"), sessions)
+        Self::start_with(cwd, sessions, &[])
+    }
+
+    /// Offline unless `env` sets a provider.
+    fn start_with(cwd: &Path, sessions: &Path, env: &[(&str, String)]) -> Self {
+        let mut command = offline(crate::common::example("acp_agent"), sessions);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -361,4 +370,67 @@ fn garbage_gets_errors_and_a_vanished_client_ends_the_agent_and_its_children() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_a_key_the_example_uses_the_provider_and_authenticate_says_so() {
+    use mux_llm::testing::{ReplayServer, Reply};
+    let reply = json!({"type": "text", "text": "Hello from the provider."});
+    let server = ReplayServer::start(vec![Reply::sse(crate::common::anthropic_sse(
+        &[reply],
+        "end_turn",
+    ))])
+    .await
+    .unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let sessions = tempfile::tempdir().unwrap();
+    let env = [
+        ("ANTHROPIC_API_KEY", "test-key".to_owned()),
+        ("ANTHROPIC_BASE_URL", server.url()),
+    ];
+    let (project_path, sessions_path) = (project.path().to_owned(), sessions.path().to_owned());
+    let said = tokio::task::spawn_blocking(move || {
+        let mut agent = RawAgent::start_with(&project_path, &sessions_path, &env);
+        agent.request(1, "initialize", json!({"protocolVersion": 1}));
+        let auth = agent.request(2, "authenticate", json!({"methodId": "anthropic-api-key"}));
+        assert_eq!(auth["result"], json!({}), "{auth}");
+        let missing = agent.request(3, "authenticate", json!({"methodId": "openai-api-key"}));
+        assert!(missing.get("error").is_some(), "{missing}");
+        let created = agent.request(
+            4,
+            "session/new",
+            json!({"cwd": project_path, "mcpServers": []}),
+        );
+        let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+        agent.send(
+            &json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {
+                "sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}})
+            .to_string(),
+        );
+        let mut said = String::new();
+        loop {
+            let message = agent
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .expect("an answer");
+            if message["id"] == 5 {
+                assert_eq!(message["result"]["stopReason"], "end_turn", "{message}");
+                break;
+            }
+            if message["params"]["update"]["sessionUpdate"] == "agent_message_chunk" {
+                said.push_str(
+                    message["params"]["update"]["content"]["text"]
+                        .as_str()
+                        .unwrap_or_default(),
+                );
+            }
+        }
+        drop(agent.stdin.take());
+        wait_for(&mut agent.child, Duration::from_secs(5), "the agent");
+        said
+    })
+    .await
+    .unwrap();
+    assert_eq!(said, "Hello from the provider.");
+    assert_eq!(server.requests().len(), 1);
 }

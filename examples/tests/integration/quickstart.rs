@@ -6,7 +6,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use mux_llm::testing::{ReplayServer, Reply};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Runs the quickstart in the repository root with stdin closed (not a terminal), no
 /// provider keys except `env`, and a generous time limit.
@@ -45,36 +45,6 @@ fn run(env: &[(&str, String)]) -> (Output, String, String) {
     (output, stdout, stderr)
 }
 
-/// An Anthropic streaming response with the given content blocks.
-fn anthropic_sse(blocks: &[Value], stop_reason: &str) -> Vec<u8> {
-    let mut events = vec![json!({"type": "message_start", "message": {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
-        "content": [], "stop_reason": null, "usage": {"input_tokens": 12, "output_tokens": 1}}})];
-    for (index, block) in blocks.iter().enumerate() {
-        let (start, delta) = if block["type"] == "tool_use" {
-            (
-                json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}),
-                json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
-            )
-        } else {
-            (
-                json!({"type": "text", "text": ""}),
-                json!({"type": "text_delta", "text": block["text"]}),
-            )
-        };
-        events.push(json!({"type": "content_block_start", "index": index, "content_block": start}));
-        events.push(json!({"type": "content_block_delta", "index": index, "delta": delta}));
-        events.push(json!({"type": "content_block_stop", "index": index}));
-    }
-    events.push(json!({"type": "message_delta", "delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": 9}}));
-    events.push(json!({"type": "message_stop"}));
-    events
-        .iter()
-        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
-        .collect::<String>()
-        .into_bytes()
-}
-
 #[test]
 fn offline_it_says_so_decides_automatically_and_calls_a_real_tool() {
     let (output, stdout, stderr) = run(&[]);
@@ -98,8 +68,8 @@ async fn a_question_from_the_model_is_answered_when_no_one_can_answer() {
     let ask = json!({"type": "tool_use", "id": "toolu_1", "name": "ask_user",
         "input": {"question": "Which part interests you?"}});
     let server = ReplayServer::start(vec![
-        Reply::sse(anthropic_sse(&[ask], "tool_use")),
-        Reply::sse(anthropic_sse(
+        Reply::sse(crate::common::anthropic_sse(&[ask], "tool_use")),
+        Reply::sse(crate::common::anthropic_sse(
             &[json!({"type": "text", "text": "Fine, the whole project."})],
             "end_turn",
         )),

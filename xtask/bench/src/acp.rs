@@ -111,7 +111,7 @@ async fn open(client: &mut Client, cwd: &std::path::Path) -> Result<String, Stri
 }
 
 /// µs per turn (a prompt is two model turns: a tool call, then the answer).
-fn per_turn(rt: &Runtime, cwd: &std::path::Path) -> Result<Vec<Row>, String> {
+fn per_turn(rt: &Runtime, label: &str, cwd: &std::path::Path) -> Result<Vec<Row>, String> {
     const SAMPLES: usize = 7;
     const RUNS: u32 = 500;
     let model: Arc<dyn LlmClient> = Arc::new(InstantModel { deltas: 0 });
@@ -188,7 +188,7 @@ fn per_turn(rt: &Runtime, cwd: &std::path::Path) -> Result<Vec<Row>, String> {
     let bare_value = per_turn(bare);
     Ok(vec![
         Row {
-            name: "ACP turn (session/prompt, in-process JSON-RPC)".into(),
+            name: format!("ACP turn (session/prompt, in-process), {label}"),
             value: per_turn(acp),
             unit: "µs",
             baseline: "the loop, run() + event receiver".into(),
@@ -244,7 +244,17 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     let rt = runtime()?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let _guard = rt.enter();
-    let mut rows = per_turn(&rt, dir.path())?;
+    let mut rows = per_turn(&rt, "2 workers", dir.path())?;
+    // On one thread no message crosses cores: what is left is the work itself.
+    let single = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rows.extend(
+        per_turn(&single, "1 thread", dir.path())?
+            .into_iter()
+            .take(1),
+    );
     rows.push(open_sessions(&rt, dir.path())?);
     Ok(rows)
 }

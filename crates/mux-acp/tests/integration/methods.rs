@@ -163,6 +163,24 @@ async fn load_replays_the_conversation_before_answering_and_list_shows_it() {
     assert_eq!(sessions.len(), 1, "{listed}");
     assert_eq!(sessions[0]["sessionId"], session.as_str());
     assert!(sessions[0]["updatedAt"].as_str().unwrap().ends_with('Z'));
+    assert!(
+        listed["result"]
+            .get("nextCursor")
+            .is_none_or(|c| c.is_null()),
+        "one page"
+    );
+    let (bad_cursor, _) = peer
+        .request("session/list", json!({"cursor": "not-a-cursor"}))
+        .await;
+    assert_eq!(bad_cursor["error"]["code"], -32602, "{bad_cursor}");
+    let (past_the_end, _) = peer
+        .request("session/list", json!({"cursor": format!("0:{session}")}))
+        .await;
+    assert_eq!(
+        past_the_end["result"]["sessions"],
+        json!([]),
+        "{past_the_end}"
+    );
 
     let (loaded, notes) = peer
         .request(
