@@ -199,7 +199,10 @@ const scenarios = {
   async cancel() {
     const threadId = randomUUID();
     const a = agent(threadId);
-    say(a, "sleep");
+    // A duration no other process uses, so pgrep finds only this run's child.
+    const seconds = 3000 + Math.floor(Math.random() * 6000) + process.pid % 1000;
+    const child = `^sleep ${seconds}$`;
+    say(a, `sleep ${seconds}`);
     const first = recorder();
     await a.runAgent({}, first.subscriber);
     const [interrupt] = finished(first.events).outcome.interrupts;
@@ -210,7 +213,7 @@ const scenarios = {
       if (event.name === "mux.tool_executing" && !cancelled) {
         cancelled = (async () => {
           await new Promise((r) => setTimeout(r, 300));
-          const running = execSync("pgrep -f '^sleep 4242' || true").toString().trim();
+          const running = execSync(`pgrep -f '${child}' || true`).toString().trim();
           check(running !== "", "the sleep child is not running before the cancel");
           const response = await fetch(`${base}/agui/runs/${runId}/cancel`, { method: "POST" });
           const body = await response.json();
@@ -227,7 +230,7 @@ const scenarios = {
     check(finished(second.events)?.outcome?.type === "cancelled", "the run did not end cancelled", second.events.map((e) => e.type));
     check(Date.now() - started < 20000, "the run was not stopped promptly");
     await new Promise((r) => setTimeout(r, 300));
-    const left = execSync("pgrep -f '^sleep 4242' || true").toString().trim();
+    const left = execSync(`pgrep -f '${child}' || true`).toString().trim();
     check(left === "", `the sleep child survived the cancel (pids ${left})`);
   },
 };

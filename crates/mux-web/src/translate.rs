@@ -423,6 +423,46 @@ mod tests {
     }
 
     #[test]
+    fn thinking_is_a_reasoning_span_closed_before_the_text() {
+        let mut t = Translator::new("x", None);
+        let mut all = Vec::new();
+        for event in [
+            LoopEvent::ThinkingDelta {
+                thinking: "Let me see".into(),
+            },
+            LoopEvent::ThinkingDelta {
+                thinking: " the files.".into(),
+            },
+            LoopEvent::TextDelta {
+                text: "Done.".into(),
+            },
+        ] {
+            all.extend(t.translate(event).0);
+        }
+        all.extend(t.detach());
+        assert_eq!(
+            kinds(&all),
+            [
+                "STEP_STARTED",
+                "REASONING_START",
+                "REASONING_MESSAGE_START",
+                "REASONING_MESSAGE_CONTENT",
+                "REASONING_MESSAGE_CONTENT",
+                "REASONING_MESSAGE_END",
+                "REASONING_END",
+                "TEXT_MESSAGE_START",
+                "TEXT_MESSAGE_CONTENT",
+                "TEXT_MESSAGE_END",
+                "STEP_FINISHED"
+            ]
+        );
+        let Event::ReasoningMessageStart { role, .. } = &all[2] else {
+            panic!("not a reasoning message start")
+        };
+        assert_eq!(role, "reasoning");
+    }
+
+    #[test]
     fn todo_writes_become_a_snapshot_then_deltas() {
         let mut t = Translator::new("x", None);
         let mut all = Vec::new();

@@ -79,8 +79,9 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
             None => call("bash", json!({"command": "echo approved-output"})),
             Some(result) => text(&format!("Result: {result}")),
         },
-        "sleep" => match last {
-            None => call("bash", json!({"command": "sleep 4242"})),
+        p if p.starts_with("sleep ") => match last {
+            // `sleep N` with the client's unique N, so its check finds only its own child.
+            None => call("bash", json!({"command": p})),
             Some(result) => text(&format!("Result: {result}")),
         },
         "pick a color" => match last {
