@@ -7,13 +7,13 @@ use mux_llm::LlmClient;
 use mux_permission::Permissions;
 use mux_tool::{Registry, Resources};
 use serde_json::Value;
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::NeedsApproval;
 use crate::ask_user::AskUser;
 use crate::context::ContextProvider;
 use crate::core::Services;
+use crate::emitter::Broadcast;
 use crate::hooks::{Hook, Hooks};
 use crate::session::{SessionMeta, SessionStore};
 use crate::{LoopError, Orchestrator, OrchestratorConfig};
@@ -167,7 +167,7 @@ impl OrchestratorBuilder {
                 let _ = self.tools.replace(Arc::new(tool));
             }
         }
-        let (broadcast, _) = broadcast::channel(self.config.broadcast_capacity.max(1));
+        let broadcast = Broadcast::new(self.config.broadcast_capacity);
         #[cfg(feature = "mcp")]
         let mcp = self.mcp.map(|(coordinator, owned)| {
             crate::mcp::McpLink::new(&coordinator, owned, self.mcp_filter, &self.tools)

@@ -46,7 +46,9 @@ pub struct OrchestratorConfig {
     pub title: Option<TitleConfig>,
     /// Capacity of the run's event channel; the loop waits when it is full.
     pub event_capacity: usize,
-    /// Capacity of the broadcast channel for subscribers.
+    /// Capacity of the broadcast channel for subscribers, made at the first
+    /// [`subscribe`](crate::Orchestrator::subscribe): a conversation nobody subscribes to
+    /// allocates none of it.
     pub broadcast_capacity: usize,
     /// Sampling temperature.
     pub temperature: Option<f32>,

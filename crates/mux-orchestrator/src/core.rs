@@ -7,12 +7,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use mux_llm::{LlmClient, Message, Usage};
 use mux_permission::Permissions;
 use mux_tool::{Registry, Resources};
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::NeedsApprovalMap;
 use crate::context::ContextProvider;
-use crate::event::LoopEvent;
+use crate::emitter::Broadcast;
 use crate::hooks::Hooks;
 use crate::session::{HistoryRecord, SessionMeta, SessionStore};
 use crate::{LoopError, OrchestratorConfig};
@@ -27,7 +26,7 @@ pub(crate) struct Services {
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     pub(crate) hooks: Hooks,
     pub(crate) resources: Resources,
-    pub(crate) broadcast: broadcast::Sender<LoopEvent>,
+    pub(crate) broadcast: Broadcast,
     pub(crate) cancel: CancellationToken,
     pub(crate) needs_approval: NeedsApprovalMap,
     #[cfg(feature = "mcp")]

@@ -3,19 +3,50 @@
 //! the run is cancelled or its loop has ended; then undelivered events wait in an overflow
 //! queue instead.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::LoopEvent;
 
+/// The subscribers' channel, made at the first subscription: a broadcast channel allocates
+/// all its slots up front (a thousand events for each conversation), and most conversations
+/// (a web thread, an editor session) are never subscribed to.
+#[derive(Clone, Debug)]
+pub(crate) struct Broadcast {
+    capacity: usize,
+    sender: Arc<OnceLock<broadcast::Sender<LoopEvent>>>,
+}
+
+impl Broadcast {
+    /// A channel that will hold `capacity` events per subscriber, once someone subscribes.
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self {
+            capacity: capacity.max(1),
+            sender: Arc::default(),
+        }
+    }
+
+    /// A new subscriber, making the channel if it is the first.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<LoopEvent> {
+        self.sender
+            .get_or_init(|| broadcast::channel(self.capacity).0)
+            .subscribe()
+    }
+
+    /// The channel, when someone is subscribed to it.
+    fn listened(&self) -> Option<&broadcast::Sender<LoopEvent>> {
+        self.sender.get().filter(|tx| tx.receiver_count() > 0)
+    }
+}
+
 /// Sends each event to the run's receiver (waiting when it is full: backpressure, never loss)
 /// and to every subscriber.
 #[derive(Clone, Debug)]
 pub(crate) struct Emitter {
     primary: Option<Primary>,
-    broadcast: broadcast::Sender<LoopEvent>,
+    broadcast: Broadcast,
 }
 
 /// The run's own receiver, and what happens to events it cannot take once waiting stops.
@@ -34,7 +65,7 @@ impl Emitter {
     /// when `stop_waiting` fires.
     pub(crate) fn new(
         tx: mpsc::Sender<LoopEvent>,
-        broadcast: broadcast::Sender<LoopEvent>,
+        broadcast: Broadcast,
         stop_waiting: CancellationToken,
     ) -> Self {
         let primary = Some(Primary {
@@ -46,7 +77,7 @@ impl Emitter {
     }
 
     /// An emitter to `broadcast` subscribers only, for a run without a receiver.
-    pub(crate) fn broadcast_only(broadcast: broadcast::Sender<LoopEvent>) -> Self {
+    pub(crate) fn broadcast_only(broadcast: Broadcast) -> Self {
         Self {
             primary: None,
             broadcast,
@@ -57,15 +88,15 @@ impl Emitter {
     /// events nobody reads.
     pub(crate) fn is_listening(&self) -> bool {
         self.primary.as_ref().is_some_and(|p| !p.tx.is_closed())
-            || self.broadcast.receiver_count() > 0
+            || self.broadcast.listened().is_some()
     }
 
     /// Delivers `event`. While the run is live this waits for room in the receiver; once it
     /// is cancelled or its loop ended it never waits (see [`Primary::send`]).
     pub(crate) async fn emit(&self, event: LoopEvent) {
-        if self.broadcast.receiver_count() > 0 {
+        if let Some(subscribers) = self.broadcast.listened() {
             // Lag is reported to the slow receiver itself, as `LoopEvent::Lagged`.
-            let _ = self.broadcast.send(event.clone());
+            let _ = subscribers.send(event.clone());
         }
         if let Some(primary) = &self.primary {
             primary.send(event).await;

@@ -10,10 +10,9 @@
 //! connection per concurrent worker). Every run's body is checked for `RUN_FINISHED` and "ok".
 //!
 //! Idle memory: 10,000 runs whose model called a tool that waits until cancelled, each with
-//! its SSE stream open, against the same number of bare axum SSE streams. The orchestrator's
-//! broadcast channel allocates its slots up front, so the benchmark's servers set
-//! `broadcast_capacity` to 16 (the face does not read the broadcast); the lean variant also
-//! turns `ask_user` off and sets `event_capacity` to 16. `BENCH_WEB=idle` runs only this part.
+//! its SSE stream open, against the same number of bare axum SSE streams. The servers run the
+//! default configuration; the lean variant turns `ask_user` off and sets `event_capacity` to
+//! 16. `BENCH_WEB=idle` runs only this part.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener as StdListener;
@@ -73,14 +72,10 @@ mod server {
     use serde_json::{Value, json};
 
     /// mux-web on a model that calls `noop` (or `hold`, for the prompt "hold"), then says "ok".
-    /// The face reads each run's own event channel, not the orchestrator's broadcast, so the
-    /// broadcast (whose slots are allocated up front) is kept small, as docs/web.md advises
-    /// for servers with many open runs.
-    /// `lean` also turns `ask_user` off and makes the event channel small.
+    /// `lean` turns `ask_user` off and makes the event channel small.
     pub(super) fn mux(lean: bool) -> Router {
         let client = Arc::new(Instant);
         let mut config = OrchestratorConfig::new("bench");
-        config.broadcast_capacity = 16;
         if lean {
             config.ask_user = false;
             config.event_capacity = 16;
