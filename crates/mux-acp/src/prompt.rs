@@ -1,14 +1,25 @@
-//! An ACP prompt (text, resource links, embedded resources) as the text the loop reads.
+//! An ACP prompt (text, resource links, embedded resources, images) as the user message the
+//! loop reads.
 
 use agent_client_protocol::v1::schema::{ContentBlock, EmbeddedResourceResource};
+use mux_llm::ImageSource;
 
 use crate::AcpError;
 
-/// Joins the prompt's blocks into one user message. Links are named by their URI, embedded
-/// text resources are inlined in a `<context>` element (as Zed's own adapters do), and
-/// images and audio, which this face does not advertise, are refused.
-pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> Result<String, AcpError> {
+/// A prompt as the loop takes it: its text, and the images sent with it.
+#[derive(Debug, Default)]
+pub(crate) struct Prompt {
+    pub(crate) text: String,
+    pub(crate) images: Vec<mux_llm::ContentBlock>,
+}
+
+/// Reads the prompt's blocks. Text is joined into one message; links are named by their
+/// URI, embedded text resources are inlined in a `<context>` element (as Zed's own adapters
+/// do); images go beside the text as image blocks. Audio, which this face does not
+/// advertise, is refused.
+pub(crate) fn read_prompt(blocks: &[ContentBlock]) -> Result<Prompt, AcpError> {
     let mut parts = Vec::with_capacity(blocks.len());
+    let mut images = Vec::new();
     for block in blocks {
         match block {
             ContentBlock::Text(text) => parts.push(text.text.clone()),
@@ -25,12 +36,23 @@ pub(crate) fn prompt_text(blocks: &[ContentBlock]) -> Result<String, AcpError> {
                 }
                 _ => return Err(AcpError::UnsupportedContent("this resource")),
             },
-            ContentBlock::Image(_) => return Err(AcpError::UnsupportedContent("image")),
+            ContentBlock::Image(image) => images.push(mux_llm::ContentBlock::Image {
+                source: match &image.uri {
+                    Some(uri) if image.data.is_empty() => ImageSource::Url { url: uri.clone() },
+                    _ => ImageSource::Base64 {
+                        media_type: image.mime_type.clone(),
+                        data: image.data.clone(),
+                    },
+                },
+            }),
             ContentBlock::Audio(_) => return Err(AcpError::UnsupportedContent("audio")),
             _ => return Err(AcpError::UnsupportedContent("this content block")),
         }
     }
-    Ok(parts.join("\n\n"))
+    Ok(Prompt {
+        text: parts.join("\n\n"),
+        images,
+    })
 }
 
 #[cfg(test)]
@@ -51,19 +73,34 @@ mod tests {
             {"type": "resource", "resource": {"uri": "file:///p/a.rs", "text": "fn a() {}"}}
         ]));
         assert_eq!(
-            prompt_text(&prompt).unwrap(),
+            read_prompt(&prompt).unwrap().text,
             "Explain\n\n@main.rs (file:///p/main.rs)\n\n<context ref=\"file:///p/a.rs\">\nfn a() {}\n</context>"
         );
     }
 
     #[test]
-    fn an_image_is_refused_by_name() {
-        let prompt = blocks(json!([{"type": "image", "data": "AAAA", "mimeType": "image/png"}]));
+    fn an_image_goes_beside_the_text_and_audio_is_refused_by_name() {
+        let prompt = blocks(json!([
+            {"type": "text", "text": "What is this?"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+        ]));
+        let read = read_prompt(&prompt).unwrap();
+        assert_eq!(read.text, "What is this?");
+        assert_eq!(
+            read.images,
+            vec![mux_llm::ContentBlock::Image {
+                source: ImageSource::Base64 {
+                    media_type: "image/png".into(),
+                    data: "iVBORw0KGgo=".into()
+                }
+            }]
+        );
+        let audio = blocks(json!([{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]));
         assert!(
-            prompt_text(&prompt)
+            read_prompt(&audio)
                 .unwrap_err()
                 .to_string()
-                .contains("image")
+                .contains("audio")
         );
     }
 }

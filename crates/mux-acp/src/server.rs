@@ -157,7 +157,7 @@ fn initialize(sessions: &Sessions, request: InitializeRequest) -> InitializeResp
         .load_session(agent.store.is_some())
         .prompt_capabilities(
             PromptCapabilities::new()
-                .image(false)
+                .image(true)
                 .audio(false)
                 .embedded_context(true),
         )
@@ -300,8 +300,8 @@ async fn prompt(
     cx: ConnectionTo<Client>,
 ) -> Result<PromptResponse, AcpError> {
     let session = sessions.get(&request.session_id.0)?;
-    let text = crate::prompt::prompt_text(&request.prompt)?;
-    let text = crate::commands::expand(&sessions.agent().commands, text);
-    let stop = turn::run_turn(session, text, cx).await?;
+    let mut prompt = crate::prompt::read_prompt(&request.prompt)?;
+    prompt.text = crate::commands::expand(&sessions.agent().commands, prompt.text);
+    let stop = turn::run_turn(session, prompt, cx).await?;
     Ok(PromptResponse::new(stop))
 }

@@ -14,6 +14,7 @@ use mux_orchestrator::{Answer, InputSender, LoopError, LoopEvent, LoopInput, Run
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::prompt::Prompt;
 use crate::sessions::Session;
 use crate::{AcpError, tool_view};
 
@@ -35,17 +36,17 @@ pub(crate) fn message(session: &str, text: String) -> SessionNotification {
     )
 }
 
-/// Runs `text` as a turn of `session` and answers with its stop reason.
+/// Runs `prompt` as a turn of `session` and answers with its stop reason.
 pub(crate) async fn run_turn(
     session: Arc<Session>,
-    text: String,
+    prompt: Prompt,
     cx: ConnectionTo<Client>,
 ) -> Result<StopReason, AcpError> {
     let Run {
         mut events,
         input,
         handle,
-    } = session.orchestrator.run(text)?;
+    } = session.orchestrator.run_with(prompt.text, prompt.images)?;
     let cancel = handle.cancellation().clone();
     session.begin_turn(cancel.clone());
     let view = TurnView {

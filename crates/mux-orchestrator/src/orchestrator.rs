@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::FutureExt;
-use mux_llm::{LlmClient, Message, Usage};
+use mux_llm::{ContentBlock, LlmClient, Message, Usage};
 use mux_permission::Permissions;
 use mux_tool::Registry;
 use serde_json::Value;
@@ -17,6 +17,7 @@ use crate::core::{Core, Services};
 use crate::emitter::{Emitter, Subscription};
 use crate::event::{LoopEvent, LoopInput};
 use crate::hooks::Hooks;
+use crate::run::UserPrompt;
 use crate::run_state::RunShared;
 use crate::session::SessionMeta;
 use crate::{
@@ -175,6 +176,21 @@ impl Orchestrator {
     /// The event receiver is bounded and lossless: the loop waits while it is full, so read it
     /// (or drop it). Must be called inside a tokio runtime.
     pub fn run(&self, prompt: impl Into<String>) -> Result<Run, LoopError> {
+        self.run_with(prompt, Vec::new())
+    }
+
+    /// [`run`](Self::run), with blocks sent beside the prompt's text in the same user message:
+    /// images (`ContentBlock::Image`) a face received with the prompt, say. Hooks see the
+    /// text only.
+    pub fn run_with(
+        &self,
+        prompt: impl Into<String>,
+        attachments: Vec<ContentBlock>,
+    ) -> Result<Run, LoopError> {
+        let prompt = UserPrompt {
+            text: prompt.into(),
+            attachments,
+        };
         let running = RunningGuard::acquire(&self.running)?;
         let config = &self.core.services.config;
         let (events_tx, events) = mpsc::channel(config.event_capacity.max(1));
@@ -191,7 +207,6 @@ impl Orchestrator {
         let run = Arc::new(RunShared::new(emitter, cancel.clone()));
 
         let this = self.clone();
-        let prompt = prompt.into();
         // One task: the input router runs beside the loop, and the run ends when both have.
         let join = tokio::spawn(async move {
             let _running = running;
@@ -248,6 +263,10 @@ impl Orchestrator {
         );
         // The loop runs in the caller's task: no spawn, no hand-off. A panic in it is reported
         // as a crash, as it is for a spawned run.
+        let prompt = UserPrompt {
+            text: prompt,
+            attachments: Vec::new(),
+        };
         let outcome = AssertUnwindSafe(crate::run::drive(&self.core, &run, prompt))
             .catch_unwind()
             .await;

@@ -34,11 +34,18 @@ use crate::{LoopError, title};
 /// (it also checks whenever the stream waits).
 const CANCEL_CHECK_EVERY: u32 = 32;
 
+/// What a run starts from: the prompt's text, which hooks see and may rewrite, and blocks
+/// sent with it (images).
+pub(crate) struct UserPrompt {
+    pub(crate) text: String,
+    pub(crate) attachments: Vec<ContentBlock>,
+}
+
 /// Runs the loop and reports how it ended: the final state, and `Finished` or `Error`.
 pub(crate) async fn drive(
     orch: &Core,
     run: &Arc<RunShared>,
-    prompt: String,
+    prompt: UserPrompt,
 ) -> Result<RunSummary, LoopError> {
     let span = tracing::info_span!(
         "invoke_agent",
@@ -117,7 +124,7 @@ impl<'a> Turns<'a> {
         }
     }
 
-    async fn run(mut self, prompt: String) -> Result<RunSummary, LoopError> {
+    async fn run(mut self, prompt: UserPrompt) -> Result<RunSummary, LoopError> {
         let session_id = self.orch.lock().meta.id.clone();
         for hook in self.orch.services.hooks.snapshot() {
             self.call_hook(hook.name(), "session_start", || {
@@ -125,8 +132,10 @@ impl<'a> Turns<'a> {
             })
             .await?;
         }
-        let prompt = self.submit_prompt(prompt).await?;
-        self.append(Message::user(prompt)).await?;
+        let text = self.submit_prompt(prompt.text).await?;
+        let mut content = vec![ContentBlock::text(text)];
+        content.extend(prompt.attachments);
+        self.append(Message::new(Role::User, content)).await?;
         let executor = self.executor();
 
         loop {

@@ -17,7 +17,7 @@ async fn initialize_advertises_only_what_works() {
     // No session store: nothing to load or list.
     assert_eq!(caps["loadSession"], false);
     assert!(caps["sessionCapabilities"].get("list").is_none(), "{caps}");
-    assert_eq!(caps["promptCapabilities"]["image"], false);
+    assert_eq!(caps["promptCapabilities"]["image"], true);
     assert_eq!(caps["promptCapabilities"]["embeddedContext"], true);
     assert_eq!(caps["mcpCapabilities"]["http"], true);
 

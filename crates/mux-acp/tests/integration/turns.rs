@@ -253,9 +253,11 @@ async fn cancel_while_a_permission_request_is_pending_ends_cancelled() {
 }
 
 #[tokio::test]
-async fn prompts_take_resources_and_refuse_images() {
+async fn prompts_take_resources_and_images_and_refuse_audio() {
     let dir = tempfile::tempdir().unwrap();
-    let model = ScriptedClient::new().reply_text("seen");
+    let model = ScriptedClient::new()
+        .reply_text("seen")
+        .reply_text("a picture");
     let mut peer = Peer::start(agent(model.clone()));
     let session = session_in(&mut peer, dir.path()).await;
     let (done, _) = peer
@@ -277,10 +279,31 @@ async fn prompts_take_resources_and_refuse_images() {
     let (image, _) = peer
         .request(
             "session/prompt",
-            json!({"sessionId": session, "prompt": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]}),
+            json!({"sessionId": session, "prompt": [
+                {"type": "text", "text": "What is this?"},
+                {"type": "image", "data": "AA==", "mimeType": "image/png"}
+            ]}),
         )
         .await;
-    assert_eq!(image["error"]["code"], -32602, "{image}");
+    assert_eq!(image["result"]["stopReason"], "end_turn", "{image}");
+    let asked = model.requests()[1].messages.last().unwrap().clone();
+    assert_eq!(asked.text(), "What is this?");
+    assert!(
+        asked.content.iter().any(|block| matches!(
+            block,
+            mux_llm::ContentBlock::Image {
+                source: mux_llm::ImageSource::Base64 { media_type, data }
+            } if media_type == "image/png" && data == "AA=="
+        )),
+        "{asked:?}"
+    );
+    let (audio, _) = peer
+        .request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}]}),
+        )
+        .await;
+    assert_eq!(audio["error"]["code"], -32602, "{audio}");
 }
 
 #[tokio::test]
