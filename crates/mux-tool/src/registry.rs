@@ -12,7 +12,7 @@ pub(crate) struct Entry {
     pub(crate) tool: Arc<dyn Tool>,
     /// A shared copy of the tool's spec, so gates can keep it without cloning the schema.
     pub(crate) spec: Arc<ToolSpec>,
-    pub(crate) validator: ArgsValidator,
+    pub(crate) validator: Arc<ArgsValidator>,
 }
 
 /// Why a tool could not be registered.
@@ -167,7 +167,7 @@ impl Registry {
     }
 
     fn entry_for(tool: Arc<dyn Tool>) -> Result<Entry, RegistryError> {
-        let validator = ArgsValidator::compile(tool.spec())?;
+        let validator = ArgsValidator::shared(tool.spec())?;
         let spec = Arc::new(tool.spec().clone());
         Ok(Entry {
             tool,

@@ -1,6 +1,8 @@
 //! Checking a call's arguments against the tool's input schema.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -35,7 +37,27 @@ pub(crate) struct ArgsValidator {
     schema: Value,
 }
 
+/// Compiled schemas by their JSON text, while some registry holds them: a server that builds
+/// a registry per conversation (a web thread, an editor session) compiles each schema once,
+/// not once per conversation, and keeps one copy of it.
+static COMPILED: LazyLock<Mutex<HashMap<String, Weak<ArgsValidator>>>> =
+    LazyLock::new(Mutex::default);
+
 impl ArgsValidator {
+    /// The compiled input schema of `spec`, shared with every registry that holds the same
+    /// schema.
+    pub(crate) fn shared(spec: &ToolSpec) -> Result<Arc<Self>, SpecError> {
+        let key = spec.input_schema.to_string();
+        let mut compiled = COMPILED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(validator) = compiled.get(&key).and_then(Weak::upgrade) {
+            return Ok(validator);
+        }
+        let validator = Arc::new(Self::compile(spec)?);
+        compiled.retain(|_, held| held.strong_count() > 0);
+        compiled.insert(key, Arc::downgrade(&validator));
+        Ok(validator)
+    }
+
     /// Compiles the spec's input schema. No remote `$ref` is ever fetched.
     pub(crate) fn compile(spec: &ToolSpec) -> Result<Self, SpecError> {
         jsonschema::validator_for(&spec.input_schema)
@@ -111,6 +133,25 @@ mod tests {
         )
         .unwrap();
         ArgsValidator::compile(&spec).unwrap()
+    }
+
+    #[test]
+    fn one_schema_is_compiled_once_while_held() {
+        let spec = |name: &str| {
+            ToolSpec::new(
+                name,
+                "",
+                json!({"type": "object", "properties": {"shared_schema_test": {"type": "integer"}}}),
+            )
+            .unwrap()
+        };
+        let first = ArgsValidator::shared(&spec("a")).unwrap();
+        let second = ArgsValidator::shared(&spec("b")).unwrap();
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(
+            second.problems(&json!({"shared_schema_test": "x"})).len(),
+            1
+        );
     }
 
     #[test]
