@@ -26,13 +26,7 @@ const TASK: &str = "Add a `--version` flag to a small command-line tool, with a 
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match run().await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    mux_examples::exit_code(run().await)
 }
 
 async fn run() -> Result<(), String> {

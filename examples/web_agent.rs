@@ -18,13 +18,7 @@ use mux::web::WebConfig;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match run().await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    mux_examples::exit_code(run().await)
 }
 
 async fn run() -> Result<(), String> {

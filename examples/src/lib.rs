@@ -2,6 +2,7 @@
 //! root with `cargo run --example NAME`.
 
 use std::fmt::Display;
+use std::process::ExitCode;
 
 pub mod llm_call;
 pub mod mcp_inspect;
@@ -15,5 +16,16 @@ pub fn step(what: impl Display, detail: impl Display) {
     println!("==> {what}");
     for line in detail.to_string().lines() {
         println!("    {line}");
+    }
+}
+
+/// An example's exit: success, or `error: MESSAGE` on stderr and a failure code.
+pub fn exit_code(result: Result<(), String>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -169,17 +169,7 @@ impl Transport {
         for (name, value) in &self.options.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
-        let limit = self.options.timeouts.request;
-        let response = match tokio::time::timeout(limit, builder.send()).await {
-            Ok(result) => result.map_err(|err| self.map_reqwest(err))?,
-            Err(_) => {
-                return Err(LlmError::Timeout {
-                    provider: self.provider.clone(),
-                    phase: TimeoutPhase::Request,
-                    after: limit,
-                });
-            }
-        };
+        let response = self.within_request_timeout(builder.send()).await?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);
@@ -187,10 +177,11 @@ impl Transport {
         let retry_after = retry_after_from_headers(|name| {
             response.headers().get(name).and_then(|v| v.to_str().ok())
         });
-        let text = match tokio::time::timeout(limit, response.text()).await {
-            Ok(Ok(text)) => text,
-            Ok(Err(_)) | Err(_) => String::new(),
-        };
+        // An error body that cannot be read in time is an empty one: the status still speaks.
+        let text = self
+            .within_request_timeout(response.text())
+            .await
+            .unwrap_or_default();
         let (error_type, message) = error_body(&text);
         let message = message.unwrap_or_else(|| {
             let reason = status.canonical_reason().unwrap_or("error");
@@ -251,17 +242,7 @@ impl Transport {
         let body = self.encode(body)?;
         self.retrying(on_retry, || async {
             let response = self.send_once(&url, &headers, &body).await?;
-            let limit = self.options.timeouts.request;
-            let bytes = match tokio::time::timeout(limit, response.bytes()).await {
-                Ok(result) => result.map_err(|err| self.map_reqwest(err))?,
-                Err(_) => {
-                    return Err(LlmError::Timeout {
-                        provider: self.provider.clone(),
-                        phase: TimeoutPhase::Request,
-                        after: limit,
-                    });
-                }
-            };
+            let bytes = self.within_request_timeout(response.bytes()).await?;
             serde_json::from_slice::<Value>(&bytes).map_err(|err| {
                 self.redact(LlmError::decode(
                     &self.provider,
@@ -313,6 +294,22 @@ impl Transport {
             }
         })
         .await
+    }
+
+    /// `work` within the request timeout; a timeout or a reqwest error becomes an `LlmError`.
+    async fn within_request_timeout<T>(
+        &self,
+        work: impl Future<Output = Result<T, reqwest::Error>>,
+    ) -> Result<T, LlmError> {
+        let limit = self.options.timeouts.request;
+        match tokio::time::timeout(limit, work).await {
+            Ok(result) => result.map_err(|err| self.map_reqwest(err)),
+            Err(_) => Err(LlmError::Timeout {
+                provider: self.provider.clone(),
+                phase: TimeoutPhase::Request,
+                after: limit,
+            }),
+        }
     }
 
     fn encode(&self, body: &Value) -> Result<Bytes, LlmError> {
