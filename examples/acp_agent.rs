@@ -27,7 +27,6 @@ use mux::llm::LlmClient;
 use mux::orchestrator::OrchestratorConfig;
 use mux::orchestrator::context::ProjectInstructions;
 use mux::orchestrator::session::FileSessionStore;
-use mux::permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
 use mux::tool::Registry;
 use mux::tool::builtin::{
     Bash, EditFile, Glob, Grep, ListDir, ReadFile, Sandbox, TodoWrite, WriteFile,
@@ -97,13 +96,10 @@ fn session(
         result.map_err(|e| e.to_string())?;
     }
     // Reads and the todo list are allowed by rule; edits and commands ask the editor.
-    let rules = ["list_dir", "read_file", "glob", "grep", "todo_write"]
-        .into_iter()
-        .try_fold(RuleSet::new(), |rules, rule| rules.with_allow(rule))
-        .map_err(|e| e.to_string())?;
-    let permissions = Permissions::builder(PathContext::new(root))
-        .scope(Scope::Project, ScopeRules::new(rules))
-        .build();
+    let permissions = mux_examples::allowing(
+        root,
+        &["list_dir", "read_file", "glob", "grep", "todo_write"],
+    )?;
     let config = OrchestratorConfig::new(model).system_prompt(
         "You are a coding assistant working inside the user's editor. Look before you act; \
          cite file names.",

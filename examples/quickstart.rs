@@ -18,7 +18,6 @@ use std::process::ExitCode;
 
 use mux::orchestrator::context::ProjectInstructions;
 use mux::orchestrator::{Answer, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run};
-use mux::permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
 use mux::tool::Registry;
 use mux::tool::builtin::Bash;
 use mux::tool::builtin::{Glob, Grep, ListDir, ReadFile, Sandbox};
@@ -64,15 +63,7 @@ async fn run() -> Result<(), String> {
         .map_err(|e| e.to_string())?;
 
     // The read-only tools are allowed by rule; `bash` is not, so it asks.
-    let rules = RuleSet::new()
-        .with_allow("list_dir")
-        .and_then(|r| r.with_allow("read_file"))
-        .and_then(|r| r.with_allow("glob"))
-        .and_then(|r| r.with_allow("grep"))
-        .map_err(|e| e.to_string())?;
-    let permissions = Permissions::builder(PathContext::new(&root))
-        .scope(Scope::Project, ScopeRules::new(rules))
-        .build();
+    let permissions = mux_examples::allowing(&root, &["list_dir", "read_file", "glob", "grep"])?;
 
     let config = OrchestratorConfig::new(model).system_prompt(
         "You are a concise assistant exploring a software project with read-only tools. \

@@ -29,3 +29,19 @@ pub fn exit_code(result: Result<(), String>) -> ExitCode {
         }
     }
 }
+
+/// A permission policy over `root` whose project scope allows the named tools by rule; every
+/// other call asks. The examples allow their read-only tools this way.
+pub fn allowing(
+    root: &std::path::Path,
+    tools: &[&str],
+) -> Result<mux::permission::Permissions, String> {
+    use mux::permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
+    let rules = tools
+        .iter()
+        .try_fold(RuleSet::new(), |rules, tool| rules.with_allow(tool))
+        .map_err(|e| e.to_string())?;
+    Ok(Permissions::builder(PathContext::new(root))
+        .scope(Scope::Project, ScopeRules::new(rules))
+        .build())
+}

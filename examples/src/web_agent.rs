@@ -12,7 +12,6 @@ use mux::llm::LlmClient;
 use mux::orchestrator::context::ProjectInstructions;
 use mux::orchestrator::session::SessionStore;
 use mux::orchestrator::{Orchestrator, OrchestratorConfig};
-use mux::permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
 use mux::tool::Registry;
 use mux::tool::builtin::{Bash, Glob, Grep, ListDir, ReadFile, Sandbox};
 use mux::web::{AguiRouter, WebConfig};
@@ -32,15 +31,7 @@ pub fn app(
     config: WebConfig,
 ) -> Result<Router, String> {
     let sandbox = Sandbox::new(root).map_err(|e| e.to_string())?;
-    let rules = RuleSet::new()
-        .with_allow("list_dir")
-        .and_then(|r| r.with_allow("read_file"))
-        .and_then(|r| r.with_allow("glob"))
-        .and_then(|r| r.with_allow("grep"))
-        .map_err(|e| e.to_string())?;
-    let permissions = Permissions::builder(PathContext::new(root))
-        .scope(Scope::Project, ScopeRules::new(rules))
-        .build();
+    let permissions = crate::allowing(root, &["list_dir", "read_file", "glob", "grep"])?;
     let instructions = ProjectInstructions::new(root);
     let config_for_loop = OrchestratorConfig::new(model).system_prompt(
         "You are a concise assistant exploring a software project with read-only tools. \

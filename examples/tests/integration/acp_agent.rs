@@ -25,15 +25,7 @@ fn peers() -> PathBuf {
 /// A command with no provider keys (the agent runs offline) and its own session folder.
 fn offline(program: impl AsRef<std::ffi::OsStr>, sessions: &Path) -> Command {
     let mut command = Command::new(program);
-    for key in [
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "MUX_MODEL",
-    ] {
-        command.env_remove(key);
-    }
+    crate::common::without_provider_keys(&mut command);
     command.env("MUX_ACP_SESSIONS", sessions);
     command
 }

@@ -76,3 +76,17 @@ pub(crate) fn anthropic_sse(blocks: &[Value], stop_reason: &str) -> Vec<u8> {
         .collect::<String>()
         .into_bytes()
 }
+
+/// Removes the variables that pick a provider, so the example runs offline unless the test
+/// sets them.
+pub(crate) fn without_provider_keys(command: &mut Command) {
+    for key in [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "MUX_MODEL",
+    ] {
+        command.env_remove(key);
+    }
+}

@@ -18,15 +18,7 @@ fn run(env: &[(&str, String)]) -> (Output, String, String) {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for key in [
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "MUX_MODEL",
-    ] {
-        command.env_remove(key);
-    }
+    crate::common::without_provider_keys(&mut command);
     for (key, value) in env {
         command.env(key, value);
     }
