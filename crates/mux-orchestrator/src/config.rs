@@ -5,6 +5,7 @@ use std::time::Duration;
 use mux_tool::ApprovalPolicy;
 
 use crate::compaction::CompactionConfig;
+use crate::limits::RunLimits;
 
 /// Which tool calls of one turn run at the same time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,6 +60,8 @@ pub struct OrchestratorConfig {
     /// Without a permission policy: which calls need a face's approval. Default
     /// [`ApprovalPolicy::UnlessReadOnly`]. With a policy, its rules and mode decide.
     pub approval: ApprovalPolicy,
+    /// Budgets for every run (tokens, calls, cost, wall time). Default: none.
+    pub limits: RunLimits,
 }
 
 /// Title generation.
@@ -90,6 +93,7 @@ impl OrchestratorConfig {
             thinking_budget: None,
             ask_user: true,
             approval: ApprovalPolicy::default(),
+            limits: RunLimits::default(),
         }
     }
 
@@ -99,6 +103,13 @@ impl OrchestratorConfig {
     /// tools that are not read-only.
     pub fn approval(mut self, approval: ApprovalPolicy) -> Self {
         self.approval = approval;
+        self
+    }
+
+    /// Sets the budgets every run draws from: a run that reaches one stops cleanly, with
+    /// [`RunSummary::limit`](crate::RunSummary::limit) saying which.
+    pub fn limits(mut self, limits: RunLimits) -> Self {
+        self.limits = limits;
         self
     }
 

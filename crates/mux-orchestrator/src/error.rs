@@ -65,6 +65,12 @@ pub enum LoopError {
     /// The loop task ended without reporting (it panicked).
     #[error("the loop task ended unexpectedly: {0}")]
     Crashed(String),
+    /// The run has a cost limit and no price for its model.
+    #[error("the run has a cost limit but no price for model `{model}` (RunLimits::cost_usd)")]
+    Unpriced {
+        /// The model.
+        model: String,
+    },
     /// A typed answer ([`Agent::prompt_typed`](crate::Agent::prompt_typed)) still did not
     /// match its schema after the model was shown what was wrong once.
     #[error("the answer does not match the schema `{schema}` (after one correction): {problem}")]
@@ -94,6 +100,7 @@ impl LoopError {
             Self::AlreadyRunning => "already_running",
             Self::Crashed(_) => "crashed",
             Self::InvalidOutput { .. } => "invalid_output",
+            Self::Unpriced { .. } => "unpriced",
         }
     }
 }

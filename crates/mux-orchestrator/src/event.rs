@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::LoopState;
+use crate::limits::LimitReached;
 
 /// Something the loop did or needs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -187,6 +188,9 @@ pub enum LoopEvent {
         iterations: u32,
         /// Usage of this run.
         usage: Usage,
+        /// The budget the run reached, when it stopped on one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<LimitReached>,
     },
     /// The run ended with an error (it was cancelled, or something failed).
     Error {

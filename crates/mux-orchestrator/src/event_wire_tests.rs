@@ -155,6 +155,13 @@ fn every_event() -> Vec<LoopEvent> {
             text: "Two files.".into(),
             iterations: 2,
             usage: usage(30, 9),
+            limit: None,
+        },
+        LoopEvent::Finished {
+            text: String::new(),
+            iterations: 1,
+            usage: usage(30, 9),
+            limit: Some(crate::LimitReached::ToolCalls { max: 1 }),
         },
         LoopEvent::Error {
             kind: "cancelled".into(),

@@ -6,6 +6,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use mux_llm::{StopReason, Usage};
+
+use crate::limits::LimitReached;
 use mux_tool::ToolOutput;
 use serde_json::Value;
 
@@ -120,4 +122,6 @@ pub struct RunSummary {
     pub usage: Usage,
     /// Calls denied because no one could approve them (see [`UnapprovedCall`]).
     pub unapproved: Vec<UnapprovedCall>,
+    /// The budget the run reached, when it stopped on one ([`RunLimits`](crate::RunLimits)).
+    pub limit: Option<LimitReached>,
 }

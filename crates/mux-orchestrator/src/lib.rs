@@ -18,6 +18,7 @@ mod event_wire_tests;
 mod failure;
 mod handles;
 pub mod hooks;
+mod limits;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod orchestrator;
@@ -41,6 +42,7 @@ pub use error::LoopError;
 pub use event::{LoopEvent, LoopInput};
 pub use handles::{InputSender, Run, RunHandle, RunSummary, ToolCallRecord, UnapprovedCall};
 pub use hooks::{Hook, HookError, Hooks};
+pub use limits::{Budget, LimitReached, ModelPrice, PriceTable, RunLimits, Spent};
 #[cfg(feature = "mcp")]
 pub use mcp::{McpServers, McpStartError};
 pub use mux_permission::Answer;

@@ -24,6 +24,7 @@ use crate::event::LoopEvent;
 use crate::failure::FailureTracker;
 use crate::handles::{RunSummary, ToolCallRecord};
 use crate::hooks::{CompactAction, HookError, PromptAction, StopAction};
+use crate::limits::{Budget, LimitReached};
 use crate::run_state::RunShared;
 use crate::session::HistoryRecord;
 use crate::state::LoopState;
@@ -33,6 +34,18 @@ use crate::{LoopError, title};
 /// How many ready stream events in a row the loop takes before it checks for cancellation
 /// (it also checks whenever the stream waits).
 const CANCEL_CHECK_EVERY: u32 = 32;
+
+/// A deadline that never comes, for a run without a wall-time budget (the branch is disabled).
+const FAR_FUTURE: std::time::Duration = std::time::Duration::from_secs(86_400 * 365);
+
+/// The wall-time limit the deadline stands for.
+fn out_of(limit: &Option<LimitReached>) -> Halt {
+    Halt::Limit(
+        limit
+            .clone()
+            .unwrap_or(LimitReached::WallTime { max_ms: 0 }),
+    )
+}
 
 /// What a run starts from: the prompt's text, which hooks see and may rewrite, and blocks
 /// sent with it (images).
@@ -60,6 +73,7 @@ pub(crate) async fn drive(
                 text: summary.text.clone(),
                 iterations: summary.iterations,
                 usage: summary.usage,
+                limit: summary.limit.clone(),
             })
             .await;
         }
@@ -101,9 +115,24 @@ pub(crate) async fn compact_now(
     Ok(compacted)
 }
 
+/// Why the turns stopped before their end: an error, or a budget reached (a clean stop).
+enum Halt {
+    Error(LoopError),
+    Limit(LimitReached),
+}
+
+impl<E: Into<LoopError>> From<E> for Halt {
+    fn from(err: E) -> Self {
+        Self::Error(err.into())
+    }
+}
+
 struct Turns<'a> {
     orch: &'a Core,
     run: &'a Arc<RunShared>,
+    budget: Budget,
+    /// The last reply's text and stop reason, for a run stopped by its budget.
+    last_reply: (String, StopReason),
     iterations: u32,
     usage: Usage,
     tool_calls: Vec<ToolCallRecord>,
@@ -116,6 +145,11 @@ impl<'a> Turns<'a> {
         Self {
             orch,
             run,
+            budget: Budget::under(
+                orch.services.config.limits.clone(),
+                run.parent_budget.clone(),
+            ),
+            last_reply: (String::new(), StopReason::EndTurn),
             iterations: 0,
             usage: Usage::default(),
             tool_calls: Vec::new(),
@@ -125,6 +159,28 @@ impl<'a> Turns<'a> {
     }
 
     async fn run(mut self, prompt: UserPrompt) -> Result<RunSummary, LoopError> {
+        match self.turns(prompt).await {
+            Ok(summary) => Ok(summary),
+            Err(Halt::Error(err)) => Err(err),
+            Err(Halt::Limit(limit)) => {
+                tracing::info!(limit = limit.kind(), "{limit}");
+                self.run.set_state(LoopState::Complete).await;
+                let (text, stop_reason) =
+                    std::mem::replace(&mut self.last_reply, (String::new(), StopReason::EndTurn));
+                let mut summary = self.summary(text, stop_reason);
+                summary.limit = Some(limit);
+                Ok(summary)
+            }
+        }
+    }
+
+    async fn turns(&mut self, prompt: UserPrompt) -> Result<RunSummary, Halt> {
+        let model = &self.orch.services.config.model;
+        if self.budget.unpriced(model) {
+            return Err(Halt::Error(LoopError::Unpriced {
+                model: model.clone(),
+            }));
+        }
         let session_id = self.orch.lock().meta.id.clone();
         for hook in self.orch.services.hooks.snapshot() {
             self.call_hook(hook.name(), "session_start", || {
@@ -141,10 +197,11 @@ impl<'a> Turns<'a> {
         loop {
             self.check_stop()?;
             self.maybe_compact().await?;
+            self.budget.before_model_call().map_err(Halt::Limit)?;
             self.iterations += 1;
             let limit = self.orch.services.config.max_iterations;
             if self.iterations > limit {
-                return Err(LoopError::MaxIterations(limit));
+                return Err(LoopError::MaxIterations(limit).into());
             }
             self.refresh_tools().await;
             let span = tracing::info_span!("turn", iteration = self.iterations);
@@ -159,6 +216,7 @@ impl<'a> Turns<'a> {
             self.append(Message::new(Role::Assistant, response.content))
                 .await?;
             title::maybe_generate(self.orch, &self.run.emitter);
+            self.last_reply = (text.clone(), stop_reason.clone());
 
             if calls.is_empty() {
                 let queued = self.run.take_queued_messages();
@@ -186,7 +244,7 @@ impl<'a> Turns<'a> {
             }
 
             self.run.set_state(LoopState::ExecutingTools).await;
-            let results = self.execute(&executor, calls).await;
+            let (results, limit) = self.execute_within_budget(&executor, calls).await;
             let mut blocks: Vec<ContentBlock> = results
                 .iter()
                 .map(|(call, output)| tool_result_block(&call.id, output))
@@ -202,7 +260,8 @@ impl<'a> Turns<'a> {
                         tool: call.name,
                         count,
                         error: error.unwrap_or_default(),
-                    });
+                    }
+                    .into());
                 }
                 self.tool_calls.push(ToolCallRecord {
                     id: call.id,
@@ -212,7 +271,16 @@ impl<'a> Turns<'a> {
                 });
             }
             if self.run.cancel.is_cancelled() {
-                return Err(LoopError::Cancelled);
+                return Err(LoopError::Cancelled.into());
+            }
+            if let Some(limit) = limit {
+                self.run
+                    .emit(LoopEvent::TurnComplete {
+                        iteration: self.iterations,
+                        has_more: false,
+                    })
+                    .await;
+                return Err(Halt::Limit(limit));
             }
             self.run
                 .emit(LoopEvent::TurnComplete {
@@ -255,6 +323,7 @@ impl<'a> Turns<'a> {
             iterations: self.iterations,
             usage: self.usage,
             unapproved: self.run.take_unapproved(),
+            limit: None,
         }
     }
 
@@ -411,6 +480,10 @@ impl<'a> Turns<'a> {
         }
         request.messages = Arc::clone(&self.orch.lock().messages);
         request.output.clone_from(&self.run.output);
+        if let Some(room) = self.budget.output_room() {
+            let room = u32::try_from(room.max(1)).unwrap_or(u32::MAX);
+            request.max_tokens = request.max_tokens.min(room);
+        }
         request
     }
 
@@ -432,14 +505,21 @@ impl<'a> Turns<'a> {
     }
 
     /// Streams one model call, forwarding deltas as events, and returns the whole response.
-    async fn stream_turn(&mut self) -> Result<Response, LoopError> {
+    async fn stream_turn(&mut self) -> Result<Response, Halt> {
         self.run.set_state(LoopState::Streaming).await;
         // One waiter for the whole turn, rather than one registered and dropped per event.
         let cancelled = self.run.cancel.cancelled();
         tokio::pin!(cancelled);
+        // The wall-time budget, raced like cancellation: nothing of the call is kept.
+        let (deadline, at_deadline) = match self.budget.deadline() {
+            Some((at, limit)) => (tokio::time::Instant::from_std(at), Some(limit)),
+            None => (tokio::time::Instant::now() + FAR_FUTURE, None),
+        };
+        let out_of_time = tokio::time::sleep_until(deadline);
+        tokio::pin!(out_of_time);
         let system = tokio::select! {
             biased;
-            () = &mut cancelled => return Err(LoopError::Cancelled),
+            () = &mut cancelled => return Err(LoopError::Cancelled.into()),
             system = self.system_prompt() => system,
         };
         let request = self.request(system);
@@ -470,7 +550,8 @@ impl<'a> Turns<'a> {
         let mut stream = loop {
             tokio::select! {
                 biased;
-                () = &mut cancelled => return Err(LoopError::Cancelled),
+                () = &mut cancelled => return Err(LoopError::Cancelled.into()),
+                () = &mut out_of_time, if at_deadline.is_some() => return Err(out_of(&at_deadline)),
                 Some(retrying) = retries.recv() => self.run.emit(retrying).await,
                 stream = &mut request_made => break stream?,
             }
@@ -486,13 +567,14 @@ impl<'a> Turns<'a> {
             if since_check == CANCEL_CHECK_EVERY {
                 since_check = 0;
                 if futures::poll!(&mut cancelled).is_ready() {
-                    return Err(LoopError::Cancelled);
+                    return Err(LoopError::Cancelled.into());
                 }
             }
             let next = tokio::select! {
                 biased;
                 next = stream.next() => next,
-                () = &mut cancelled => return Err(LoopError::Cancelled),
+                () = &mut cancelled => return Err(LoopError::Cancelled.into()),
+                () = &mut out_of_time, if at_deadline.is_some() => return Err(out_of(&at_deadline)),
             };
             let Some(event) = next else { break };
             let event = event?;
@@ -509,6 +591,8 @@ impl<'a> Turns<'a> {
             response.stop_reason.as_str(),
         );
         self.account(&response.usage).await;
+        self.budget
+            .charge_model_call(&self.orch.services.config.model, &response.usage);
         Ok(response)
     }
 
@@ -569,6 +653,43 @@ impl<'a> Turns<'a> {
             conversation.usage
         };
         self.run.emit(LoopEvent::Usage { turn: *turn, total }).await;
+    }
+
+    /// Runs the calls the budget still allows. When another model call would not be allowed,
+    /// none runs; calls the budget refuses get error results, so the conversation never keeps
+    /// a call without one. Returns the results and the limit that stops the run, if any.
+    async fn execute_within_budget(
+        &self,
+        executor: &Executor,
+        mut calls: Vec<ToolCall>,
+    ) -> (Vec<(ToolCall, ToolOutput)>, Option<LimitReached>) {
+        let (allowed, mut limit) = match self.budget.before_model_call() {
+            Err(limit) => (0, Some(limit)),
+            Ok(()) => self.budget.take_tool_calls(calls.len()),
+        };
+        let refused = calls.split_off(allowed);
+        let mut results = if calls.is_empty() {
+            Vec::new()
+        } else {
+            self.execute(executor, calls).await
+        };
+        if let Some(reason) = &limit {
+            for call in refused {
+                let output = ToolOutput::error(format!("not run: {reason}"));
+                self.run
+                    .emit(LoopEvent::ToolResult {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        output: output.clone(),
+                    })
+                    .await;
+                results.push((call, output));
+            }
+        } else if let Err(reached) = self.budget.before_model_call() {
+            // The calls ran and spent what was left (wall time): stop before the next call.
+            limit = Some(reached);
+        }
+        (results, limit)
     }
 
     /// Runs a turn's calls in groups the parallelism allows, forwarding progress, and returns

@@ -29,6 +29,8 @@ pub(crate) struct RunShared {
     unapproved: Mutex<Vec<UnapprovedCall>>,
     /// The shape the final answer must take (structured output), for every request of the run.
     pub(crate) output: Option<mux_llm::OutputSchema>,
+    /// The budget of the run that started this one (a subagent's parent), charged as well.
+    pub(crate) parent_budget: Option<crate::Budget>,
 }
 
 #[derive(Debug)]
@@ -62,6 +64,7 @@ impl RunShared {
             stop_request: Mutex::new(None),
             unapproved: Mutex::new(Vec::new()),
             output: None,
+            parent_budget: None,
         }
     }
 

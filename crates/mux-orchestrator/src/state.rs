@@ -48,6 +48,8 @@ impl LoopState {
             (self, to),
             (Idle, Streaming | Compacting)
                 | (Compacting, Streaming | Idle)
+                // A run stopped by its budget before a model call.
+                | (Idle | Compacting, Complete)
                 // A turn continued by a queued message or a stop hook may compact first.
                 | (Streaming, ExecutingTools | Compacting | Complete)
                 | (

@@ -104,6 +104,7 @@ fn a_scripted_event_sequence_renders_as_expected() {
             text: "There are 12 files.".into(),
             iterations: 2,
             usage: Usage::default(),
+            limit: None,
         }),
         AgentEvent::Lagged { missed: 3 },
     ];

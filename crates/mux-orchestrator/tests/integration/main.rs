@@ -5,6 +5,7 @@ mod common;
 
 mod agent_front_door;
 mod approvals_and_ask_user;
+mod budgets;
 mod cancellation;
 mod context_providers;
 mod hooks_at_every_point;

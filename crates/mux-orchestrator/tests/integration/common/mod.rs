@@ -197,8 +197,17 @@ pub fn labels(events: &[LoopEvent]) -> Vec<String> {
                     has_more,
                 } => format!("turn_complete {iteration} has_more={has_more}"),
                 LoopEvent::Finished {
-                    text, iterations, ..
+                    text,
+                    iterations,
+                    limit: None,
+                    ..
                 } => format!("finished {iterations} {text:?}"),
+                LoopEvent::Finished {
+                    text,
+                    iterations,
+                    limit: Some(limit),
+                    ..
+                } => format!("finished {iterations} {text:?} limit={}", limit.kind()),
                 LoopEvent::Error { kind, .. } => format!("error {kind}"),
                 _ => kind,
             }
