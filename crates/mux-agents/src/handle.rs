@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mux_orchestrator::{InputSender, LoopInput, Orchestrator, RunSummary};
+use mux_orchestrator::{Budget, InputSender, LoopInput, Orchestrator, RunSummary};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -69,6 +69,8 @@ impl RunStatus {
 /// A prompt queued for the agent's task.
 pub(crate) struct Job {
     pub(crate) prompt: String,
+    /// The budget of the run that delegated this one, charged as well.
+    pub(crate) budget: Option<Budget>,
     pub(crate) cancel: CancellationToken,
     pub(crate) status: watch::Sender<RunStatus>,
     pub(crate) reply: oneshot::Sender<Result<RunSummary, AgentError>>,
@@ -153,11 +155,26 @@ impl AgentHandle {
 
     /// Queues `prompt`; the returned handle tells its status, waits for it and cancels it.
     pub fn prompt(&self, prompt: impl Into<String>) -> Result<AgentRun, AgentError> {
+        self.queue(prompt.into(), None)
+    }
+
+    /// [`prompt`](Self::prompt), with a run that draws from `budget` as well as its own
+    /// limits: how a delegated run spends its parent's budget.
+    pub fn prompt_under(
+        &self,
+        prompt: impl Into<String>,
+        budget: Budget,
+    ) -> Result<AgentRun, AgentError> {
+        self.queue(prompt.into(), Some(budget))
+    }
+
+    fn queue(&self, prompt: String, budget: Option<Budget>) -> Result<AgentRun, AgentError> {
         let (status, status_rx) = watch::channel(RunStatus::Queued);
         let (reply, result) = oneshot::channel();
         let cancel = self.shared.cancel.child_token();
         let job = Job {
-            prompt: prompt.into(),
+            prompt,
+            budget,
             cancel: cancel.clone(),
             status,
             reply,

@@ -565,7 +565,10 @@ async fn run_job(agent: &AgentHandle, job: Job) {
         mut events,
         input,
         handle,
-    } = match agent.orchestrator().run(job.prompt) {
+    } = match match job.budget {
+        Some(budget) => agent.orchestrator().run_under(job.prompt, budget),
+        None => agent.orchestrator().run(job.prompt),
+    } {
         Ok(run) => run,
         Err(err) => {
             job.status.send_replace(RunStatus::Failed);

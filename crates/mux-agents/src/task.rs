@@ -155,7 +155,12 @@ async fn delegate(
     ctx: &ToolContext,
 ) -> Result<RunSummary, AgentError> {
     let mut events = child.subscribe();
-    let mut run = child.prompt(prompt)?;
+    // The delegated run spends its parent's budget too.
+    use mux_orchestrator::Budget;
+    let mut run = match ctx.resources().get::<mux_orchestrator::Budget>() {
+        Some(budget) => child.prompt_under(prompt, Budget::clone(&budget))?,
+        None => child.prompt(prompt)?,
+    };
     // Should the loop drop this call instead of cancelling it, the child's run stops too.
     let _stop_if_dropped = run.token().clone().drop_guard();
     let forward = |event: AgentEvent| {

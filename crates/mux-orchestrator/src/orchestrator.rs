@@ -17,6 +17,7 @@ use crate::core::{Core, Services};
 use crate::emitter::{Emitter, Subscription};
 use crate::event::{LoopEvent, LoopInput};
 use crate::hooks::Hooks;
+use crate::limits::Budget;
 use crate::run::UserPrompt;
 use crate::run_state::RunShared;
 use crate::session::SessionMeta;
@@ -187,10 +188,23 @@ impl Orchestrator {
         prompt: impl Into<String>,
         attachments: Vec<ContentBlock>,
     ) -> Result<Run, LoopError> {
-        let prompt = UserPrompt {
-            text: prompt.into(),
-            attachments,
-        };
+        self.start(prompt.into(), attachments, None)
+    }
+
+    /// [`run`](Self::run), drawing from `parent` as well as from this orchestrator's own
+    /// [`RunLimits`](crate::RunLimits): how a subagent's run spends its parent's budget. A
+    /// tool finds its run's budget in its [`ToolContext::resources`](mux_tool::ToolContext::resources).
+    pub fn run_under(&self, prompt: impl Into<String>, parent: Budget) -> Result<Run, LoopError> {
+        self.start(prompt.into(), Vec::new(), Some(parent))
+    }
+
+    fn start(
+        &self,
+        text: String,
+        attachments: Vec<ContentBlock>,
+        parent: Option<Budget>,
+    ) -> Result<Run, LoopError> {
+        let prompt = UserPrompt { text, attachments };
         let running = RunningGuard::acquire(&self.running)?;
         let config = &self.core.services.config;
         let (events_tx, events) = mpsc::channel(config.event_capacity.max(1));
@@ -204,7 +218,7 @@ impl Orchestrator {
             self.core.services.broadcast.clone(),
             winding_down.clone(),
         );
-        let run = Arc::new(RunShared::new(emitter, cancel.clone()));
+        let run = Arc::new(RunShared::new(emitter, cancel.clone()).with_parent_budget(parent));
 
         let this = self.clone();
         // One task: the input router runs beside the loop, and the run ends when both have.

@@ -451,6 +451,7 @@ impl<'a> Turns<'a> {
         };
         let resources = services.resources.child();
         resources.insert(AskUserLink(Arc::clone(self.run)));
+        resources.insert(self.budget.clone());
         Executor::builder(services.tools.clone())
             .pre_hook(AskUserIsAllowed)
             .pre_hook(PreToolHooks {

@@ -92,6 +92,11 @@ impl RunShared {
         self
     }
 
+    pub(crate) fn with_parent_budget(mut self, parent: Option<crate::Budget>) -> Self {
+        self.parent_budget = parent;
+        self
+    }
+
     pub(crate) fn unattended(mut self) -> Self {
         self.attended = false;
         self

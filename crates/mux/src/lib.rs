@@ -61,6 +61,11 @@
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 
+/// docs/orchestrator.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/orchestrator.md")]
+pub struct OrchestratorDocDoctests;
+
 #[cfg(feature = "tool")]
 #[doc(inline)]
 pub use mux_tool as tool;

@@ -410,3 +410,38 @@ async fn a_panicking_subagent_hook_is_reported_and_the_delegation_goes_on() {
         ["panicking subagent_start", "panicking subagent_stop"]
     );
 }
+
+#[tokio::test]
+async fn a_subagent_draws_from_its_parents_budget() {
+    // Every agent may make 3 model calls, and the delegated run's calls count for the lead.
+    let client = ScriptedClient::new()
+        .reply(tool_call(
+            "t1",
+            "task",
+            json!({"agent": "w", "prompt": "x"}),
+        ))
+        .reply(tool_call("c1", "nothing", json!({})))
+        .reply(tool_call("c2", "nothing", json!({})))
+        .reply_text("never asked")
+        .reply_text("never asked");
+    let runtime = AgentRuntime::builder(Arc::new(client.clone()), "m")
+        .definition(AgentDefinition::new("w"))
+        .configure(|config| config.limits(mux_orchestrator::RunLimits::new().model_calls(3)))
+        .build();
+    let lead = runtime
+        .spawn(AgentDefinition::new("lead"), AgentSession::New)
+        .await
+        .unwrap();
+    let summary = lead.prompt("go").unwrap().wait_timeout(LONG).await.unwrap();
+    assert_eq!(
+        summary.limit,
+        Some(mux_orchestrator::LimitReached::ModelCalls { max: 3 })
+    );
+    // One call of the lead's and two of the subagent's: the lead's budget is spent, so
+    // neither makes a fourth.
+    assert_eq!(client.requests().len(), 3);
+    assert!(
+        !summary.tool_calls[0].output.is_error,
+        "the delegation returned"
+    );
+}
