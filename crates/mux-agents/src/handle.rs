@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mux_orchestrator::{Budget, InputSender, LoopInput, Orchestrator, RunSummary};
+use mux_orchestrator::{InputSender, LoopInput, Orchestrator, ParentRun, RunSummary};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -69,8 +69,8 @@ impl RunStatus {
 /// A prompt queued for the agent's task.
 pub(crate) struct Job {
     pub(crate) prompt: String,
-    /// The budget of the run that delegated this one, charged as well.
-    pub(crate) budget: Option<Budget>,
+    /// The run that delegated this one.
+    pub(crate) parent: Option<ParentRun>,
     pub(crate) cancel: CancellationToken,
     pub(crate) status: watch::Sender<RunStatus>,
     pub(crate) reply: oneshot::Sender<Result<RunSummary, AgentError>>,
@@ -158,23 +158,24 @@ impl AgentHandle {
         self.queue(prompt.into(), None)
     }
 
-    /// [`prompt`](Self::prompt), with a run that draws from `budget` as well as its own
-    /// limits: how a delegated run spends its parent's budget.
+    /// [`prompt`](Self::prompt) on behalf of another run: the run draws from the parent's
+    /// budget as well as its own limits, and its trace hangs under the parent's span
+    /// ([`Orchestrator::run_under`]).
     pub fn prompt_under(
         &self,
         prompt: impl Into<String>,
-        budget: Budget,
+        parent: ParentRun,
     ) -> Result<AgentRun, AgentError> {
-        self.queue(prompt.into(), Some(budget))
+        self.queue(prompt.into(), Some(parent))
     }
 
-    fn queue(&self, prompt: String, budget: Option<Budget>) -> Result<AgentRun, AgentError> {
+    fn queue(&self, prompt: String, parent: Option<ParentRun>) -> Result<AgentRun, AgentError> {
         let (status, status_rx) = watch::channel(RunStatus::Queued);
         let (reply, result) = oneshot::channel();
         let cancel = self.shared.cancel.child_token();
         let job = Job {
             prompt,
-            budget,
+            parent,
             cancel: cancel.clone(),
             status,
             reply,

@@ -342,7 +342,8 @@ impl AgentRuntime {
                 .clone()
                 .unwrap_or_else(|| shared.model.clone()),
         )
-        .max_iterations(definition.max_iterations);
+        .max_iterations(definition.max_iterations)
+        .name(definition.name.clone());
         if let Some(prompt) = &definition.system_prompt {
             config = config.system_prompt(prompt.clone());
         }
@@ -565,8 +566,8 @@ async fn run_job(agent: &AgentHandle, job: Job) {
         mut events,
         input,
         handle,
-    } = match match job.budget {
-        Some(budget) => agent.orchestrator().run_under(job.prompt, budget),
+    } = match match job.parent {
+        Some(parent) => agent.orchestrator().run_under(job.prompt, parent),
         None => agent.orchestrator().run(job.prompt),
     } {
         Ok(run) => run,

@@ -155,10 +155,9 @@ async fn delegate(
     ctx: &ToolContext,
 ) -> Result<RunSummary, AgentError> {
     let mut events = child.subscribe();
-    // The delegated run spends its parent's budget too.
-    use mux_orchestrator::Budget;
-    let mut run = match ctx.resources().get::<mux_orchestrator::Budget>() {
-        Some(budget) => child.prompt_under(prompt, Budget::clone(&budget))?,
+    // The delegated run spends its parent's budget too, and traces under this call.
+    let mut run = match mux_orchestrator::ParentRun::of_call(ctx) {
+        Some(parent) => child.prompt_under(prompt, parent)?,
         None => child.prompt(prompt)?,
     };
     // Should the loop drop this call instead of cancelling it, the child's run stops too.

@@ -62,6 +62,12 @@ pub struct OrchestratorConfig {
     pub approval: ApprovalPolicy,
     /// Budgets for every run (tokens, calls, cost, wall time). Default: none.
     pub limits: RunLimits,
+    /// The agent's name, for traces (`invoke_agent {name}`, `gen_ai.agent.name`).
+    pub name: Option<String>,
+    /// Record prompts, replies and tool arguments and results on the trace spans
+    /// (`gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.tool.call.arguments`,
+    /// `gen_ai.tool.call.result`). Off by default: they may hold secrets and personal data.
+    pub capture_content: bool,
 }
 
 /// Title generation.
@@ -94,6 +100,8 @@ impl OrchestratorConfig {
             ask_user: true,
             approval: ApprovalPolicy::default(),
             limits: RunLimits::default(),
+            name: None,
+            capture_content: false,
         }
     }
 
@@ -110,6 +118,19 @@ impl OrchestratorConfig {
     /// [`RunSummary::limit`](crate::RunSummary::limit) saying which.
     pub fn limits(mut self, limits: RunLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Names the agent in traces.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Records content on the trace spans (see [`capture_content`](Self::capture_content)).
+    /// Sensitive: prompts, replies and tool data leave the process with the traces.
+    pub fn capture_content(mut self, capture: bool) -> Self {
+        self.capture_content = capture;
         self
     }
 

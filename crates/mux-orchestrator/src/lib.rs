@@ -22,10 +22,12 @@ mod limits;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod orchestrator;
+mod parent;
 mod run;
 mod run_state;
 pub mod session;
 mod state;
+mod telemetry;
 mod title;
 mod tool_hooks;
 mod typed_output;
@@ -47,4 +49,5 @@ pub use limits::{Budget, LimitReached, ModelPrice, PriceTable, RunLimits, Spent}
 pub use mcp::{McpServers, McpStartError};
 pub use mux_permission::Answer;
 pub use orchestrator::Orchestrator;
+pub use parent::ParentRun;
 pub use state::{InvalidTransition, LoopState};

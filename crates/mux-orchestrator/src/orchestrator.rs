@@ -17,7 +17,7 @@ use crate::core::{Core, Services};
 use crate::emitter::{Emitter, Subscription};
 use crate::event::{LoopEvent, LoopInput};
 use crate::hooks::Hooks;
-use crate::limits::Budget;
+use crate::parent::ParentRun;
 use crate::run::UserPrompt;
 use crate::run_state::RunShared;
 use crate::session::SessionMeta;
@@ -191,10 +191,15 @@ impl Orchestrator {
         self.start(prompt.into(), attachments, None)
     }
 
-    /// [`run`](Self::run), drawing from `parent` as well as from this orchestrator's own
-    /// [`RunLimits`](crate::RunLimits): how a subagent's run spends its parent's budget. A
-    /// tool finds its run's budget in its [`ToolContext::resources`](mux_tool::ToolContext::resources).
-    pub fn run_under(&self, prompt: impl Into<String>, parent: Budget) -> Result<Run, LoopError> {
+    /// [`run`](Self::run) on behalf of another run: this run draws from the parent's budget
+    /// as well as from this orchestrator's own [`RunLimits`](crate::RunLimits), and its trace
+    /// hangs under the parent's span. A tool that delegates gets `parent` from
+    /// [`ParentRun::of_call`].
+    pub fn run_under(
+        &self,
+        prompt: impl Into<String>,
+        parent: ParentRun,
+    ) -> Result<Run, LoopError> {
         self.start(prompt.into(), Vec::new(), Some(parent))
     }
 
@@ -202,7 +207,7 @@ impl Orchestrator {
         &self,
         text: String,
         attachments: Vec<ContentBlock>,
-        parent: Option<Budget>,
+        parent: Option<ParentRun>,
     ) -> Result<Run, LoopError> {
         let prompt = UserPrompt { text, attachments };
         let running = RunningGuard::acquire(&self.running)?;
@@ -218,7 +223,7 @@ impl Orchestrator {
             self.core.services.broadcast.clone(),
             winding_down.clone(),
         );
-        let run = Arc::new(RunShared::new(emitter, cancel.clone()).with_parent_budget(parent));
+        let run = Arc::new(RunShared::new(emitter, cancel.clone()).with_parent(parent));
 
         let this = self.clone();
         // One task: the input router runs beside the loop, and the run ends when both have.

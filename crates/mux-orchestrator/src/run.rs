@@ -29,7 +29,7 @@ use crate::run_state::RunShared;
 use crate::session::HistoryRecord;
 use crate::state::LoopState;
 use crate::tool_hooks::{AskUserIsAllowed, PostToolHooks, PreToolHooks};
-use crate::{LoopError, title};
+use crate::{LoopError, telemetry, title};
 
 /// How many ready stream events in a row the loop takes before it checks for cancellation
 /// (it also checks whenever the stream waits).
@@ -60,13 +60,12 @@ pub(crate) async fn drive(
     run: &Arc<RunShared>,
     prompt: UserPrompt,
 ) -> Result<RunSummary, LoopError> {
-    let span = tracing::info_span!(
-        "invoke_agent",
-        gen_ai.operation.name = "invoke_agent",
-        gen_ai.request.model = %orch.services.config.model,
-        gen_ai.conversation.id = %orch.lock().meta.id,
-    );
-    let result = Turns::new(orch, run).run(prompt).instrument(span).await;
+    let span = telemetry::invoke_agent_span(orch, run);
+    let result = Turns::new(orch, run)
+        .run(prompt)
+        .instrument(span.clone())
+        .await;
+    telemetry::record_run(&span, &result);
     match &result {
         Ok(summary) => {
             run.emit(LoopEvent::Finished {
@@ -147,7 +146,7 @@ impl<'a> Turns<'a> {
             run,
             budget: Budget::under(
                 orch.services.config.limits.clone(),
-                run.parent_budget.clone(),
+                run.parent.as_ref().map(|p| p.budget.clone()),
             ),
             last_reply: (String::new(), StopReason::EndTurn),
             iterations: 0,
@@ -204,8 +203,8 @@ impl<'a> Turns<'a> {
                 return Err(LoopError::MaxIterations(limit).into());
             }
             self.refresh_tools().await;
-            let span = tracing::info_span!("turn", iteration = self.iterations);
-            let response = self.stream_turn().instrument(span).await?;
+            let turn = tracing::info_span!("turn", iteration = self.iterations);
+            let response = self.stream_turn().instrument(turn.clone()).await?;
             let calls: Vec<ToolCall> = response
                 .tool_calls()
                 .map(|(id, name, input)| ToolCall::new(id, name, input.clone()))
@@ -244,7 +243,11 @@ impl<'a> Turns<'a> {
             }
 
             self.run.set_state(LoopState::ExecutingTools).await;
-            let (results, limit) = self.execute_within_budget(&executor, calls).await;
+            // The tools run inside the turn that asked for them.
+            let (results, limit) = self
+                .execute_within_budget(&executor, calls)
+                .instrument(turn)
+                .await;
             let mut blocks: Vec<ContentBlock> = results
                 .iter()
                 .map(|(call, output)| tool_result_block(&call.id, output))
@@ -466,6 +469,7 @@ impl<'a> Turns<'a> {
             .gate(gate)
             .timeout(config.tool_timeout)
             .concurrency(config.tool_concurrency)
+            .capture_content(config.capture_content)
             .resources(resources)
             .build()
     }
@@ -526,16 +530,7 @@ impl<'a> Turns<'a> {
         let request = self.request(system);
         let services = &self.orch.services;
         let provider = services.client.provider().to_owned();
-        let span = tracing::info_span!(
-            "chat",
-            gen_ai.operation.name = "chat",
-            gen_ai.system = %provider,
-            gen_ai.request.model = %request.model,
-            gen_ai.request.max_tokens = request.max_tokens,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            gen_ai.response.finish_reasons = tracing::field::Empty,
-        );
+        let span = telemetry::chat_span(&provider, &request, services.config.capture_content);
         // Retries happen inside the client before the stream starts: each one it reports
         // becomes a `Retrying` event while the request is still being made.
         let (retries_tx, mut retries) = tokio::sync::mpsc::unbounded_channel();
@@ -554,7 +549,7 @@ impl<'a> Turns<'a> {
                 () = &mut cancelled => return Err(LoopError::Cancelled.into()),
                 () = &mut out_of_time, if at_deadline.is_some() => return Err(out_of(&at_deadline)),
                 Some(retrying) = retries.recv() => self.run.emit(retrying).await,
-                stream = &mut request_made => break stream?,
+                stream = &mut request_made => break stream.map_err(|e| telemetry::chat_failed(&span, e))?,
             }
         };
         let mut acc = Accumulator::new(provider);
@@ -578,19 +573,15 @@ impl<'a> Turns<'a> {
                 () = &mut out_of_time, if at_deadline.is_some() => return Err(out_of(&at_deadline)),
             };
             let Some(event) = next else { break };
-            let event = event?;
-            acc.push(&event)?;
+            let event = event.map_err(|e| telemetry::chat_failed(&span, e))?;
+            acc.push(&event)
+                .map_err(|e| telemetry::chat_failed(&span, e))?;
             if self.run.emitter.is_listening() {
                 self.forward(event, &mut tool_args).await;
             }
         }
-        let response = acc.finish()?;
-        span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
-        span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
-        span.record(
-            "gen_ai.response.finish_reasons",
-            response.stop_reason.as_str(),
-        );
+        let response = acc.finish().map_err(|e| telemetry::chat_failed(&span, e))?;
+        telemetry::record_response(&span, &response, services.config.capture_content);
         self.account(&response.usage).await;
         self.budget
             .charge_model_call(&self.orch.services.config.model, &response.usage);

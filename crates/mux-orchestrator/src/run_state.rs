@@ -29,8 +29,9 @@ pub(crate) struct RunShared {
     unapproved: Mutex<Vec<UnapprovedCall>>,
     /// The shape the final answer must take (structured output), for every request of the run.
     pub(crate) output: Option<mux_llm::OutputSchema>,
-    /// The budget of the run that started this one (a subagent's parent), charged as well.
-    pub(crate) parent_budget: Option<crate::Budget>,
+    /// The run that started this one (a subagent's parent): its budget is charged as well,
+    /// and its span holds this run's.
+    pub(crate) parent: Option<crate::ParentRun>,
 }
 
 #[derive(Debug)]
@@ -64,7 +65,7 @@ impl RunShared {
             stop_request: Mutex::new(None),
             unapproved: Mutex::new(Vec::new()),
             output: None,
-            parent_budget: None,
+            parent: None,
         }
     }
 
@@ -92,8 +93,8 @@ impl RunShared {
         self
     }
 
-    pub(crate) fn with_parent_budget(mut self, parent: Option<crate::Budget>) -> Self {
-        self.parent_budget = parent;
+    pub(crate) fn with_parent(mut self, parent: Option<crate::ParentRun>) -> Self {
+        self.parent = parent;
         self
     }
 

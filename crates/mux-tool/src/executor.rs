@@ -110,6 +110,7 @@ struct Inner {
     max_output_bytes: usize,
     concurrency: usize,
     resources: Resources,
+    capture_content: bool,
 }
 
 impl Executor {
@@ -132,6 +133,7 @@ impl Executor {
                 cancel_grace: DEFAULT_CANCEL_GRACE,
                 max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
                 concurrency: DEFAULT_CONCURRENCY,
+                capture_content: false,
                 resources: Resources::new(),
             },
         }
@@ -151,11 +153,42 @@ impl Executor {
     pub async fn execute(&self, call: ToolCall, scope: &CallScope) -> CallOutcome {
         let span = tracing::info_span!(
             "execute_tool",
+            otel.name = %format_args!("execute_tool {}", call.name),
             gen_ai.operation.name = "execute_tool",
             gen_ai.tool.name = %call.name,
             gen_ai.tool.call.id = %call.id,
+            gen_ai.tool.call.arguments = tracing::field::Empty,
+            gen_ai.tool.call.result = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
         );
-        self.execute_inner(call, scope).instrument(span).await
+        if self.inner.capture_content {
+            span.record(
+                "gen_ai.tool.call.arguments",
+                tracing::field::display(&call.input),
+            );
+        }
+        let outcome = self
+            .execute_inner(call, scope)
+            .instrument(span.clone())
+            .await;
+        let error = match &outcome.result {
+            Err(err) => Some(err.kind()),
+            Ok(output) if output.is_error => Some("tool_error"),
+            Ok(_) => None,
+        };
+        if let Some(kind) = error {
+            span.record("error.type", kind);
+            span.record("otel.status_code", "ERROR");
+        }
+        if self.inner.capture_content {
+            let text = match &outcome.result {
+                Ok(output) => output.to_text(),
+                Err(err) => err.to_string(),
+            };
+            span.record("gen_ai.tool.call.result", text.as_str());
+        }
+        outcome
     }
 
     /// Runs calls concurrently, at most the configured concurrency at once, and returns their
@@ -452,6 +485,14 @@ pub struct ExecutorBuilder {
 }
 
 impl ExecutorBuilder {
+    /// Records each call's arguments and result on its `execute_tool` span
+    /// (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`). Off by default: they may
+    /// hold secrets and personal data.
+    pub fn capture_content(mut self, capture: bool) -> Self {
+        self.inner.capture_content = capture;
+        self
+    }
+
     /// Adds a pre-hook; hooks run in the order they are added.
     pub fn pre_hook(mut self, hook: impl PreHook) -> Self {
         self.inner.pre_hooks.push(Arc::new(hook));

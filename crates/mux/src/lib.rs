@@ -66,6 +66,9 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../../../docs/orchestrator.md")]
 pub struct OrchestratorDocDoctests;
 
+#[cfg(feature = "otel")]
+pub mod otel;
+
 #[cfg(feature = "tool")]
 #[doc(inline)]
 pub use mux_tool as tool;
