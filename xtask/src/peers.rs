@@ -6,7 +6,9 @@
 //!   playwright-core for mux-web), each with its committed lockfile, with `npm ci`.
 //! - Python: `tests/peers/python/requirements.txt` (pinned) into the venv
 //!   `target/mcp-peers-venv`, and `tests/web-peers/python/requirements.txt` (ag-ui-validate,
-//!   pinned) into `target/web-peers-venv`.
+//!   pinned) into `target/web-peers-venv`, and `tests/otel-peers/requirements.txt` (Arize
+//!   Phoenix, the OTLP receiver of the facade's `otel` test, pinned) into
+//!   `target/otel-peers-venv`.
 //!
 //! Both steps are idempotent: an install that matches its inputs is kept.
 
@@ -21,13 +23,18 @@ const VENV: &str = "target/mcp-peers-venv";
 /// The Python venv of the web face's validator, relative to the workspace root.
 const WEB_VENV: &str = "target/web-peers-venv";
 
-/// Installs both sets of peers.
+/// The Python venv of the OpenTelemetry receiver (Arize Phoenix), relative to the workspace
+/// root.
+const OTEL_VENV: &str = "target/otel-peers-venv";
+
+/// Installs every set of peers.
 pub(crate) fn run() -> Result<(), String> {
     for folder in NPM_FOLDERS {
         npm(folder)?;
     }
     python("tests/peers/python/requirements.txt", VENV)?;
-    python("tests/web-peers/python/requirements.txt", WEB_VENV)
+    python("tests/web-peers/python/requirements.txt", WEB_VENV)?;
+    python("tests/otel-peers/requirements.txt", OTEL_VENV)
 }
 
 /// The npm peer folders under `tests/`.
