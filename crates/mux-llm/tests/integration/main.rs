@@ -9,3 +9,4 @@ mod keys_never_logged;
 mod openai_wire;
 mod rechunking;
 mod request_bodies;
+mod responses_wire;
