@@ -293,7 +293,7 @@ fn replay(state: &State, request: &RecordedRequest) -> Reply {
     let message = match closest {
         Some(i) => format!(
             "cassette {}: {} {} matches no recorded request; against recorded request {} of {} \
-             (- recorded, + received):\n{}",
+             (- recorded, + received):\n{}\n",
             state.path.display(),
             received.method,
             received.path,

@@ -4,6 +4,7 @@
 mod common;
 
 mod anthropic_wire;
+mod cassettes;
 mod fallback;
 mod gemini_wire;
 mod keys_never_logged;
