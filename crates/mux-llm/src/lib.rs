@@ -1,6 +1,11 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+/// The code in docs/llm.md, compiled and run as doctests.
+#[cfg(all(doctest, feature = "openai-responses", feature = "testing"))]
+#[doc = include_str!("../../../docs/llm.md")]
+pub struct LlmDocs;
+
 mod accumulate;
 #[cfg(feature = "anthropic")]
 pub mod anthropic;

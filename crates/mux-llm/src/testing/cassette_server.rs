@@ -94,7 +94,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// let cassette =
 ///     CassetteServer::start("tests/cassettes/hello.json", "https://api.anthropic.com").await?;
 /// let key = std::env::var("ANTHROPIC_API_KEY").unwrap_or_else(|_| "offline".into());
-/// let client = AnthropicClient::new(key.into())?.base_url(cassette.url())?;
+/// let client = AnthropicClient::new(mux_llm::Secret::new(key))?.base_url(cassette.url())?;
 /// let reply = client.complete(Request::new("claude-sonnet-4-5", 256).user("Hi")).await?;
 /// println!("{}", reply.text());
 /// # Ok(()) }
@@ -301,13 +301,25 @@ fn replay(state: &State, request: &RecordedRequest) -> Reply {
             cassette.interactions.len(),
             explain(&cassette.interactions[i].request, &received),
         ),
-        None => format!(
-            "cassette {}: {} {} came after all {} recorded requests were used",
-            state.path.display(),
-            received.method,
-            received.path,
-            cassette.interactions.len(),
-        ),
+        None => {
+            let mut message = format!(
+                "cassette {}: {} {} came after all {} recorded requests were used",
+                state.path.display(),
+                received.method,
+                received.path,
+                cassette.interactions.len(),
+            );
+            let same = |i: &usize| cassette.interactions[*i].request == received;
+            if let Some(i) = (0..cassette.interactions.len()).find(same) {
+                message.push_str(&format!(" (it repeats recorded request {})", i + 1));
+            } else if let Some(last) = cassette.interactions.last() {
+                message.push_str(&format!(
+                    "; against the last one (- recorded, + received):\n{}\n",
+                    explain(&last.request, &received)
+                ));
+            }
+            message
+        }
     };
     lock(&state.mismatches).push(message.clone());
     mismatch_reply(&message)

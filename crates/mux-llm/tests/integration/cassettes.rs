@@ -118,7 +118,11 @@ async fn a_changed_request_gets_a_diff_naming_what_changed() {
     assert!(streamed(&client, greeting()).await.is_ok());
     // And one more than was recorded says so.
     let err = streamed(&client, greeting()).await.unwrap_err();
-    assert!(err.message().contains("after all 2 recorded requests were used"), "{err}");
+    assert!(
+        err.message()
+            .contains("after all 2 recorded requests were used (it repeats recorded request 1)"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
