@@ -119,7 +119,10 @@ impl FallbackClient {
     }
 
     /// Calls `on_switch` at each switch from a failed client to the next.
-    pub fn on_switch(mut self, on_switch: impl Fn(&FallbackSwitch) + Send + Sync + 'static) -> Self {
+    pub fn on_switch(
+        mut self,
+        on_switch: impl Fn(&FallbackSwitch) + Send + Sync + 'static,
+    ) -> Self {
         self.on_switch = Some(Arc::new(on_switch));
         self
     }
@@ -174,7 +177,10 @@ impl LlmClient for FallbackClient {
             let mut switches: Vec<StreamEvent> = Vec::new();
             let mut last = None;
             for (i, entry) in self.entries.iter().enumerate() {
-                let attempt = entry.client.stream(Self::request_for(entry, &request)).await;
+                let attempt = entry
+                    .client
+                    .stream(Self::request_for(entry, &request))
+                    .await;
                 // The first event decides: an error in its place is still "before anything
                 // reached the consumer".
                 let error = match attempt {
@@ -185,8 +191,9 @@ impl LlmClient for FallbackClient {
                                 .map(Ok)
                                 .chain(std::iter::once(Ok(first)))
                                 .collect();
-                            return Ok(Box::pin(futures::stream::iter(head).chain(stream))
-                                as EventStream);
+                            return Ok(
+                                Box::pin(futures::stream::iter(head).chain(stream)) as EventStream
+                            );
                         }
                         Some(Err(error)) => error,
                         None => LlmError::transport(
@@ -216,7 +223,11 @@ impl LlmClient for FallbackClient {
         Box::pin(async move {
             let mut last = None;
             for (i, entry) in self.entries.iter().enumerate() {
-                match entry.client.complete(Self::request_for(entry, &request)).await {
+                match entry
+                    .client
+                    .complete(Self::request_for(entry, &request))
+                    .await
+                {
                     Ok(response) => return Ok(response),
                     Err(error) if error.is_retryable() => {
                         self.switch(i, &error);
@@ -253,7 +264,10 @@ mod tests {
         let b = ScriptedClient::new().reply_text("from b");
         let client = FallbackClient::new([a, b.clone()])
             .on_switch(move |s| log.lock().unwrap().push(s.error.kind()));
-        let reply = client.complete(Request::new("m", 5).user("x")).await.unwrap();
+        let reply = client
+            .complete(Request::new("m", 5).user("x"))
+            .await
+            .unwrap();
         assert_eq!(reply.text(), "from b");
         assert_eq!(*seen.lock().unwrap(), vec!["overloaded"]);
 
@@ -265,7 +279,10 @@ mod tests {
         let a = ScriptedClient::new().push(Script::Error(auth));
         let b = ScriptedClient::new().reply_text("never");
         let client = FallbackClient::new([a, b.clone()]);
-        let err = client.complete(Request::new("m", 5).user("x")).await.unwrap_err();
+        let err = client
+            .complete(Request::new("m", 5).user("x"))
+            .await
+            .unwrap_err();
         assert_eq!(err.kind(), "authentication");
         assert!(b.requests().is_empty());
     }

@@ -294,7 +294,10 @@ pub(crate) fn incomplete_reason(response: &Value) -> StopReason {
 /// The typed error of a failed response (`response.error`) or an `error` event, whose fields
 /// sit at the top level (OpenAI) or under `error` (Open Responses).
 pub(crate) fn error_of(provider: &str, value: &Value) -> LlmError {
-    let error = value.get("error").filter(|e| e.is_object()).unwrap_or(value);
+    let error = value
+        .get("error")
+        .filter(|e| e.is_object())
+        .unwrap_or(value);
     let code = error["code"]
         .as_str()
         .or_else(|| error["type"].as_str().filter(|t| *t != "error"))
@@ -327,9 +330,9 @@ pub fn response_from_json(provider: &str, value: &Value) -> Result<Response, Llm
             ));
         }
     }
-    let output = value["output"].as_array().ok_or_else(|| {
-        LlmError::decode(provider, "the reply has no output", &value.to_string())
-    })?;
+    let output = value["output"]
+        .as_array()
+        .ok_or_else(|| LlmError::decode(provider, "the reply has no output", &value.to_string()))?;
     let mut content = Vec::new();
     let mut called = false;
     let mut refused = false;
@@ -438,7 +441,10 @@ mod tests {
     #[test]
     fn error_codes_map_to_kinds() {
         let kind = |v: Value| error_of("p", &v).kind();
-        assert_eq!(kind(json!({"code": "server_error", "message": "boom"})), "server");
+        assert_eq!(
+            kind(json!({"code": "server_error", "message": "boom"})),
+            "server"
+        );
         assert_eq!(kind(json!({"code": "rate_limit_exceeded"})), "rate_limited");
         assert_eq!(
             kind(json!({"code": "context_length_exceeded"})),
@@ -446,7 +452,9 @@ mod tests {
         );
         assert_eq!(kind(json!({"code": "invalid_prompt"})), "invalid_request");
         assert_eq!(
-            kind(json!({"type": "error", "error": {"type": "server_error", "code": null, "message": "x"}})),
+            kind(
+                json!({"type": "error", "error": {"type": "server_error", "code": null, "message": "x"}})
+            ),
             "server"
         );
     }

@@ -113,10 +113,7 @@ impl Cassette {
         if cassette.version != VERSION {
             return Err(CassetteError::Invalid {
                 path: path.to_owned(),
-                message: format!(
-                    "version {} (this build reads {VERSION})",
-                    cassette.version
-                ),
+                message: format!("version {} (this build reads {VERSION})", cassette.version),
             });
         }
         Ok(cassette)
@@ -129,10 +126,11 @@ impl Cassette {
             path: path.to_owned(),
             source,
         };
-        let mut text = serde_json::to_string_pretty(self).map_err(|err| CassetteError::Invalid {
-            path: path.to_owned(),
-            message: err.to_string(),
-        })?;
+        let mut text =
+            serde_json::to_string_pretty(self).map_err(|err| CassetteError::Invalid {
+                path: path.to_owned(),
+                message: err.to_string(),
+            })?;
         text = scrub(&text, secrets);
         text.push('\n');
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -161,7 +159,12 @@ pub(crate) fn is_secret_header(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     matches!(
         name.as_str(),
-        "authorization" | "proxy-authorization" | "cookie" | "x-api-key" | "x-goog-api-key" | "api-key"
+        "authorization"
+            | "proxy-authorization"
+            | "cookie"
+            | "x-api-key"
+            | "x-goog-api-key"
+            | "api-key"
     ) || name.contains("key")
         || name.contains("token")
         || name.contains("secret")
@@ -363,22 +366,34 @@ mod tests {
         let path = "/v1beta/models/g:generate?alt=sse&key=AIzaSyExampleKey123&Api_Key=zzzzzzzz";
         assert_eq!(clean_path(path), "/v1beta/models/g:generate?alt=sse");
         let headers = vec![
-            ("authorization".to_owned(), "Bearer sk-proj-abcdef123".to_owned()),
+            (
+                "authorization".to_owned(),
+                "Bearer sk-proj-abcdef123".to_owned(),
+            ),
             ("x-goog-api-key".to_owned(), "AIzaSyHeader987".to_owned()),
             ("content-type".to_owned(), "application/json".to_owned()),
         ];
         let secrets = secrets_of(path, &headers);
-        for secret in ["sk-proj-abcdef123", "AIzaSyHeader987", "AIzaSyExampleKey123", "zzzzzzzz"] {
+        for secret in [
+            "sk-proj-abcdef123",
+            "AIzaSyHeader987",
+            "AIzaSyExampleKey123",
+            "zzzzzzzz",
+        ] {
             assert!(secrets.iter().any(|s| s == secret), "{secret} missed");
         }
         assert!(!secrets.iter().any(|s| s == "application/json"));
-        let text = scrub("echo: Bearer sk-proj-abcdef123 and sk-proj-abcdef123", &secrets);
+        let text = scrub(
+            "echo: Bearer sk-proj-abcdef123 and sk-proj-abcdef123",
+            &secrets,
+        );
         assert_eq!(text, "echo: [redacted] and [redacted]");
     }
 
     #[test]
     fn a_diff_shows_the_changed_lines_with_context() {
-        let recorded = "{\n  \"a\": 1,\n  \"b\": 2,\n  \"c\": 3,\n  \"d\": 4,\n  \"e\": 5,\n  \"f\": 6\n}";
+        let recorded =
+            "{\n  \"a\": 1,\n  \"b\": 2,\n  \"c\": 3,\n  \"d\": 4,\n  \"e\": 5,\n  \"f\": 6\n}";
         let received = recorded.replace("\"e\": 5", "\"e\": 50");
         let diff = diff_lines(recorded, &received, 80);
         assert!(diff.contains("-   \"e\": 5,"), "{diff}");

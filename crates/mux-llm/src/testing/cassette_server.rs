@@ -118,10 +118,7 @@ impl std::fmt::Debug for CassetteServer {
 impl CassetteServer {
     /// Replays `path`, or records it from `upstream` (the provider's real base URL, such as
     /// `https://api.openai.com`) when `MUX_RECORD=1`.
-    pub async fn start(
-        path: impl AsRef<Path>,
-        upstream: &str,
-    ) -> Result<Self, CassetteError> {
+    pub async fn start(path: impl AsRef<Path>, upstream: &str) -> Result<Self, CassetteError> {
         match CassetteMode::from_env() {
             CassetteMode::Replay => Self::replay(path).await,
             CassetteMode::Record => Self::record(path, upstream).await,
@@ -280,7 +277,11 @@ fn replay(state: &State, request: &RecordedRequest) -> Reply {
     if let Some(i) = unused().find(|i| cassette.interactions[*i].request == received) {
         used[i] = true;
         let recorded = &cassette.interactions[i].response;
-        let mut reply = Reply::new(recorded.status, "application/octet-stream", recorded.body.clone());
+        let mut reply = Reply::new(
+            recorded.status,
+            "application/octet-stream",
+            recorded.body.clone(),
+        );
         reply.set_headers(recorded.headers.clone());
         return reply;
     }
@@ -360,7 +361,10 @@ async fn forward(state: &State, request: &RecordedRequest) -> Result<Reply, Stri
     let method = reqwest::Method::from_bytes(request.method.as_bytes())
         .map_err(|_| format!("unsupported method `{}`", request.method))?;
     let url = format!("{}{}", upstream.base, request.path);
-    let mut builder = upstream.client.request(method, &url).body(request.body.clone());
+    let mut builder = upstream
+        .client
+        .request(method, &url)
+        .body(request.body.clone());
     for (name, value) in &request.headers {
         let hop = matches!(
             name.as_str(),
@@ -380,7 +384,9 @@ async fn forward(state: &State, request: &RecordedRequest) -> Result<Reply, Stri
         .headers()
         .iter()
         .filter(|(name, _)| kept_header(name.as_str()))
-        .filter_map(|(name, value)| Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned())))
+        .filter_map(|(name, value)| {
+            Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+        })
         .collect();
     let body = tokio::time::timeout(timeout, response.bytes())
         .await

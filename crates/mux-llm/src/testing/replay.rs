@@ -228,7 +228,9 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-pub(super) async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<RecordedRequest>> {
+pub(super) async fn read_request(
+    stream: &mut TcpStream,
+) -> std::io::Result<Option<RecordedRequest>> {
     let mut buf = Vec::with_capacity(4096);
     let mut chunk = [0u8; 8192];
     let head_end = loop {

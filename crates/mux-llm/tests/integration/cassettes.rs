@@ -30,7 +30,10 @@ fn anthropic(url: &str) -> AnthropicClient {
     AnthropicClient::with_options(options).unwrap()
 }
 
-async fn streamed(client: &impl LlmClient, request: Request) -> Result<Response, mux_llm::LlmError> {
+async fn streamed(
+    client: &impl LlmClient,
+    request: Request,
+) -> Result<Response, mux_llm::LlmError> {
     let stream = client.stream(request).await?;
     mux_llm::accumulate(client.provider(), stream).await
 }
@@ -82,7 +85,10 @@ async fn recorded_traffic_replays_with_the_provider_stopped() {
     let file = Cassette::load(&path).unwrap();
     assert_eq!(file.interactions.len(), 2);
     let request = &file.interactions[0].request;
-    assert_eq!((request.method.as_str(), request.path.as_str()), ("POST", "/v1/messages"));
+    assert_eq!(
+        (request.method.as_str(), request.path.as_str()),
+        ("POST", "/v1/messages")
+    );
     assert_eq!(request.body["messages"][0]["content"][0]["text"], "Hello");
     let response = &file.interactions[0].response;
     assert_eq!(response.status, 200);
@@ -109,7 +115,8 @@ async fn a_changed_request_gets_a_diff_naming_what_changed() {
     let message = err.message();
     assert!(message.contains("matches no recorded request"), "{message}");
     assert!(
-        message.contains("-           \"text\": \"Hello\",\n+           \"text\": \"Hello there\","),
+        message
+            .contains("-           \"text\": \"Hello\",\n+           \"text\": \"Hello there\","),
         "{message}"
     );
     assert_eq!(cassette.mismatches().len(), 1);
@@ -128,7 +135,9 @@ async fn a_changed_request_gets_a_diff_naming_what_changed() {
 #[tokio::test]
 async fn no_key_reaches_the_cassette_even_when_the_provider_echoes_it() {
     let echo = |key: &str| {
-        format!(r#"{{"error":{{"message":"Incorrect API key provided: {key}.","type":"invalid_request_error","code":"invalid_api_key"}}}}"#)
+        format!(
+            r#"{{"error":{{"message":"Incorrect API key provided: {key}.","type":"invalid_request_error","code":"invalid_api_key"}}}}"#
+        )
     };
     let provider = ReplayServer::start(vec![
         Reply::json(401, echo(ANTHROPIC_KEY)),
@@ -140,7 +149,9 @@ async fn no_key_reaches_the_cassette_even_when_the_provider_echoes_it() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("secrets.json");
-    let cassette = CassetteServer::record(&path, &provider.url()).await.unwrap();
+    let cassette = CassetteServer::record(&path, &provider.url())
+        .await
+        .unwrap();
     let url = cassette.url();
 
     // x-api-key, Authorization: Bearer, x-goog-api-key, and a `?key=` query parameter.
@@ -150,10 +161,20 @@ async fn no_key_reaches_the_cassette_even_when_the_provider_echoes_it() {
         HttpOptions::new(&url, Some(Secret::new(OPENAI_KEY))),
     )
     .unwrap();
-    assert!(openai.complete(Request::new("gpt-4o", 10).user("hi")).await.is_err());
-    let gemini = GeminiClient::with_options(HttpOptions::new(&url, Some(Secret::new(GEMINI_KEY))))
-        .unwrap();
-    assert!(gemini.complete(Request::new("gemini-2.5-flash", 10).user("hi")).await.is_err());
+    assert!(
+        openai
+            .complete(Request::new("gpt-4o", 10).user("hi"))
+            .await
+            .is_err()
+    );
+    let gemini =
+        GeminiClient::with_options(HttpOptions::new(&url, Some(Secret::new(GEMINI_KEY)))).unwrap();
+    assert!(
+        gemini
+            .complete(Request::new("gemini-2.5-flash", 10).user("hi"))
+            .await
+            .is_err()
+    );
     let raw = reqwest::Client::new()
         .post(format!("{url}/v1beta/models?alt=sse&key={GEMINI_KEY}"))
         .body(format!(r#"{{"note":"{GEMINI_KEY}"}}"#))
@@ -163,7 +184,11 @@ async fn no_key_reaches_the_cassette_even_when_the_provider_echoes_it() {
     // The live caller gets the provider's real body; only the file is scrubbed.
     assert!(raw.text().await.unwrap().contains(GEMINI_KEY));
 
-    assert_eq!(provider.requests().len(), 4, "every request reached the provider");
+    assert_eq!(
+        provider.requests().len(),
+        4,
+        "every request reached the provider"
+    );
     assert_eq!(
         provider.requests()[0].header("x-api-key"),
         Some(ANTHROPIC_KEY),
@@ -171,7 +196,13 @@ async fn no_key_reaches_the_cassette_even_when_the_provider_echoes_it() {
     );
     let bytes = std::fs::read(&path).unwrap();
     let text = String::from_utf8(bytes).unwrap();
-    for key in [ANTHROPIC_KEY, OPENAI_KEY, GEMINI_KEY, "cassette-secret", "CassetteSecret"] {
+    for key in [
+        ANTHROPIC_KEY,
+        OPENAI_KEY,
+        GEMINI_KEY,
+        "cassette-secret",
+        "CassetteSecret",
+    ] {
         assert!(!text.contains(key), "{key} in the cassette:\n{text}");
     }
     assert!(text.contains("[redacted]"));
@@ -189,14 +220,22 @@ async fn a_missing_cassette_says_how_to_record_it() {
     assert!(matches!(err, CassetteError::Missing { .. }));
     assert!(err.to_string().contains("MUX_RECORD=1"), "{err}");
 
-    std::fs::write(dir.path().join("bad.json"), "{\"version\": 7, \"interactions\": []}").unwrap();
+    std::fs::write(
+        dir.path().join("bad.json"),
+        "{\"version\": 7, \"interactions\": []}",
+    )
+    .unwrap();
     let err = CassetteServer::replay(dir.path().join("bad.json"))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("version 7"), "{err}");
 
     let mode = |value: Option<&str>| {
-        CassetteMode::from_lookup(|name| (name == "MUX_RECORD").then(|| value.map(str::to_owned)).flatten())
+        CassetteMode::from_lookup(|name| {
+            (name == "MUX_RECORD")
+                .then(|| value.map(str::to_owned))
+                .flatten()
+        })
     };
     assert_eq!(mode(Some("1")), CassetteMode::Record);
     assert_eq!(mode(Some("0")), CassetteMode::Replay);

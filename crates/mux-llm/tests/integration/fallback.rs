@@ -1,7 +1,11 @@
 //! `FallbackClient` over real provider clients and local servers: an overloaded server is
 //! left for the next one and the stream says so; an error after the first event, and an error
 //! that retrying cannot fix, are the caller's.
-#![cfg(all(feature = "anthropic", feature = "openai-responses", feature = "testing"))]
+#![cfg(all(
+    feature = "anthropic",
+    feature = "openai-responses",
+    feature = "testing"
+))]
 
 use std::sync::{Arc, Mutex};
 
@@ -46,21 +50,32 @@ async fn an_overloaded_provider_falls_back_and_the_stream_shows_the_switch() {
     ])
     .await
     .unwrap();
-    let secondary = ReplayServer::start(vec![Reply::sse(fixture("responses/text.sse")).chunked(16)])
-        .await
-        .unwrap();
+    let secondary =
+        ReplayServer::start(vec![Reply::sse(fixture("responses/text.sse")).chunked(16)])
+            .await
+            .unwrap();
     let switches = Arc::new(Mutex::new(Vec::new()));
     let log = switches.clone();
     let client = FallbackClient::new([Arc::new(anthropic(&primary, 1)) as Arc<dyn LlmClient>])
         .then_with_model(responses(&secondary), "gpt-4o-mini")
-        .on_switch(move |switch| log.lock().unwrap().push((switch.from.clone(), switch.to.clone())));
+        .on_switch(move |switch| {
+            log.lock()
+                .unwrap()
+                .push((switch.from.clone(), switch.to.clone()))
+        });
 
-    let events = collect(&client, Request::new("claude-sonnet-4-5", 100).user("Say hi in Portuguese"))
-        .await
-        .unwrap();
+    let events = collect(
+        &client,
+        Request::new("claude-sonnet-4-5", 100).user("Say hi in Portuguese"),
+    )
+    .await
+    .unwrap();
     match &events[0] {
         StreamEvent::Fallback { from, to, error } => {
-            assert_eq!((from.as_str(), to.as_str()), ("anthropic", "openai-responses"));
+            assert_eq!(
+                (from.as_str(), to.as_str()),
+                ("anthropic", "openai-responses")
+            );
             assert_eq!(error.kind(), "overloaded");
             assert!(error.message().contains("after 2 attempts"), "{error}");
         }
@@ -95,9 +110,11 @@ async fn an_error_after_the_first_event_is_not_retried_elsewhere() {
         .nth(2)
         .map(|(at, _)| at + 2)
         .unwrap();
-    let primary = ReplayServer::start(vec![Reply::sse(body).split_at(&[third_event_end]).cut_after(1)])
-        .await
-        .unwrap();
+    let primary = ReplayServer::start(vec![
+        Reply::sse(body).split_at(&[third_event_end]).cut_after(1),
+    ])
+    .await
+    .unwrap();
     let secondary = ReplayServer::start(vec![Reply::sse(fixture("responses/text.sse"))])
         .await
         .unwrap();
@@ -133,7 +150,9 @@ async fn an_error_retrying_cannot_fix_is_returned_at_once() {
             "invalid_request",
         ),
     ] {
-        let primary = ReplayServer::start(vec![Reply::json(status, body)]).await.unwrap();
+        let primary = ReplayServer::start(vec![Reply::json(status, body)])
+            .await
+            .unwrap();
         let secondary = ReplayServer::start(vec![Reply::sse(fixture("responses/text.sse"))])
             .await
             .unwrap();
@@ -152,7 +171,9 @@ async fn an_error_retrying_cannot_fix_is_returned_at_once() {
 
 #[tokio::test]
 async fn when_every_client_fails_the_last_error_is_returned_after_each_switch() {
-    let a = ReplayServer::start(vec![Reply::json(529, OVERLOADED)]).await.unwrap();
+    let a = ReplayServer::start(vec![Reply::json(529, OVERLOADED)])
+        .await
+        .unwrap();
     let b = ReplayServer::start(vec![Reply::json(
         503,
         r#"{"error":{"message":"Service unavailable","type":"server_error"}}"#,

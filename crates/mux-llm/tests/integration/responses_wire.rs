@@ -10,8 +10,8 @@ use mux_llm::http::HttpOptions;
 use mux_llm::responses::{ResponsesClient, ResponsesDecoder};
 use mux_llm::testing::{ReplayServer, Reply};
 use mux_llm::{
-    Accumulator, ContentBlock, LlmClient, LlmError, Message, OutputSchema, Request, Response,
-    Role, Secret, StopReason, StreamEvent, Usage,
+    Accumulator, ContentBlock, LlmClient, LlmError, Message, OutputSchema, Request, Response, Role,
+    Secret, StopReason, StreamEvent, Usage,
 };
 use mux_tool::ToolSpec;
 use serde_json::{Value, json};
@@ -197,7 +197,10 @@ async fn reasoning_summaries_and_encrypted_content_are_carried_to_the_next_turn(
     let body = server.requests()[1].json();
     assert_eq!(body["store"], false);
     assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
-    assert_eq!(body["reasoning"], json!({"effort": "high", "summary": "auto"}));
+    assert_eq!(
+        body["reasoning"],
+        json!({"effort": "high", "summary": "auto"})
+    );
     let item = &body["input"][1];
     assert_eq!(item["type"], "reasoning");
     assert_eq!(item["encrypted_content"], encrypted);
@@ -247,7 +250,11 @@ async fn parallel_calls_cached_tokens_and_an_incomplete_answer() {
     assert_eq!(
         calls,
         vec![
-            ("call_ZckkKeJQwcJPC27VXT61xFLf", "add", json!({"a": 2, "b": 3})),
+            (
+                "call_ZckkKeJQwcJPC27VXT61xFLf",
+                "add",
+                json!({"a": 2, "b": 3})
+            ),
             (
                 "call_M9h2AZgoLEv6q5gkex1QMtm2",
                 "multiply",
@@ -306,7 +313,9 @@ async fn failures_inside_the_stream_are_typed() {
     let error = streamed(&client, question()).await.unwrap_err();
     assert_eq!(error.kind(), "invalid_request");
     assert!(
-        error.message().contains("Something went wrong (ERR_SOMETHING)"),
+        error
+            .message()
+            .contains("Something went wrong (ERR_SOMETHING)"),
         "{error}"
     );
 
@@ -335,9 +344,12 @@ async fn http_errors_are_retried_then_typed_and_never_show_the_key() {
     .await
     .unwrap();
     let client = client(&server, 3);
-    let reply = streamed(&client, Request::new("gpt-4o-mini", 4000).user("Say hi in Portuguese"))
-        .await
-        .unwrap();
+    let reply = streamed(
+        &client,
+        Request::new("gpt-4o-mini", 4000).user("Say hi in Portuguese"),
+    )
+    .await
+    .unwrap();
     assert!(reply.text().contains("Oi"), "{}", reply.text());
     assert_eq!(server.requests().len(), 3);
 
@@ -357,7 +369,10 @@ async fn a_non_streamed_reply_is_read_whole() {
     let reply = client(&server, 0).complete(question()).await.unwrap();
     assert_eq!(reply.stop_reason, StopReason::ToolUse);
     let (_, name, input) = reply.tool_calls().next().unwrap();
-    assert_eq!((name, input), ("weather", &json!({"location": "Florence, Italy"})));
+    assert_eq!(
+        (name, input),
+        ("weather", &json!({"location": "Florence, Italy"}))
+    );
     assert_eq!(thinking(&reply).len(), 1);
     assert!(server.requests()[0].json().get("stream").is_none());
 }
