@@ -226,13 +226,20 @@ impl ResponsesDecoder {
         let emitted = self.emitted(position);
         match item["type"].as_str() {
             Some("reasoning") if !emitted => {
-                let summary: Vec<&str> = item["summary"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|part| part["text"].as_str())
-                    .collect();
-                self.thinking(position, &summary.join(SUMMARY_SEPARATOR), out);
+                // The summary, or else the reasoning text (`content`, from open models).
+                let texts = |key: &str| -> Vec<&str> {
+                    item[key]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|part| part["text"].as_str())
+                        .collect()
+                };
+                let mut parts = texts("summary");
+                if parts.is_empty() {
+                    parts = texts("content");
+                }
+                self.thinking(position, &parts.join(SUMMARY_SEPARATOR), out);
             }
             Some("message") if !emitted => {
                 for (i, part) in item["content"].as_array().into_iter().flatten().enumerate() {

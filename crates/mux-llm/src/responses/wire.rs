@@ -3,6 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::LlmError;
+use crate::message::RESPONSES_REASONING as REASONING_MARK;
 use crate::message::{ContentBlock, ImageSource, Message, Role};
 use crate::request::{OutputSchema, Request, ToolChoice};
 use crate::response::{Response, StopReason, Usage};
@@ -18,9 +19,6 @@ pub struct ResponsesOptions {
     /// reasoning, streamed as thinking text. Sent only when the request asks for thinking.
     pub reasoning_summary: Option<String>,
 }
-
-/// The marker of a thinking block that carries a Responses reasoning item, in its signature.
-const REASONING_MARK: &str = "openai.reasoning";
 
 /// A thinking block's signature that carries a reasoning item: its id and, when asked for,
 /// its encrypted content. The block's text is the item's summary.

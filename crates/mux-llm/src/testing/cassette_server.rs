@@ -358,6 +358,13 @@ async fn forward(state: &State, request: &RecordedRequest) -> Result<Reply, Stri
         secrets.dedup();
     }
     let secrets = lock(&state.secrets).clone();
+    // Only a path goes after the provider's base URL, never another URL or authority.
+    if !request.path.starts_with('/') || request.path.starts_with("//") {
+        return Err(format!(
+            "refusing to forward a request target that is not a path: `{}`",
+            scrub(&request.path, &secrets)
+        ));
+    }
     let method = reqwest::Method::from_bytes(request.method.as_bytes())
         .map_err(|_| format!("unsupported method `{}`", request.method))?;
     let url = format!("{}{}", upstream.base, request.path);

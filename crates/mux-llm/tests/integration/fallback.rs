@@ -193,3 +193,41 @@ async fn when_every_client_fails_the_last_error_is_returned_after_each_switch() 
     assert_eq!(err.status(), Some(503));
     assert_eq!(*count.lock().unwrap(), 1);
 }
+
+#[cfg(feature = "gemini")]
+#[tokio::test]
+async fn a_conversation_with_responses_reasoning_falls_back_without_its_reasoning_items() {
+    // A first turn from the Responses API (a reasoning item with encrypted content, a call),
+    // continued on Anthropic and Gemini: the reasoning item is OpenAI's alone and is left out,
+    // the call and its result go through.
+    let server = ReplayServer::start(vec![Reply::sse(fixture(
+        "responses/reasoning_tool_call.sse",
+    ))])
+    .await
+    .unwrap();
+    let stream = responses(&server)
+        .stream(Request::new("gpt-5", 1000).user("Weather in Florence?"))
+        .await
+        .unwrap();
+    let first = mux_llm::accumulate("openai-responses", stream)
+        .await
+        .unwrap();
+    let (id, _, _) = first.tool_calls().next().unwrap();
+    let next = Request::new("m", 1000)
+        .user("Weather in Florence?")
+        .message(first.to_message())
+        .message(mux_llm::Message::new(
+            mux_llm::Role::User,
+            vec![mux_llm::ContentBlock::tool_result(id, "40 C", false)],
+        ));
+
+    let anthropic = mux_llm::anthropic::request_body(&next, false);
+    let assistant = &anthropic["messages"][1]["content"];
+    assert_eq!(assistant.as_array().unwrap().len(), 1, "{assistant}");
+    assert_eq!(assistant[0]["type"], "tool_use");
+    assert!(!anthropic.to_string().contains("openai.reasoning"));
+
+    let gemini = mux_llm::gemini::request_body(&next);
+    assert!(!gemini.to_string().contains("openai.reasoning"), "{gemini}");
+    assert!(gemini.to_string().contains("functionCall"), "{gemini}");
+}

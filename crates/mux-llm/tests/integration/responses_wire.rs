@@ -473,6 +473,9 @@ fn text_that_only_arrives_in_done_events_is_not_lost() {
     // events and `response.output_item.done` carry everything.
     let events = [
         json!({"type": "response.created", "response": {"id": "r1", "model": "m"}}),
+        json!({"type": "response.output_item.added", "output_index": 2, "item": {"id": "rs_1", "type": "reasoning", "summary": []}}),
+        json!({"type": "response.output_item.done", "output_index": 2, "item": {"id": "rs_1", "type": "reasoning", "summary": [],
+            "content": [{"type": "reasoning_text", "text": "think"}]}}),
         json!({"type": "response.output_item.added", "output_index": 0, "item": {"id": "msg_1", "type": "message", "content": []}}),
         json!({"type": "response.output_text.done", "output_index": 0, "content_index": 0, "item_id": "msg_1", "text": "whole"}),
         json!({"type": "response.output_item.done", "output_index": 0, "item": {"id": "msg_1", "type": "message", "content": [{"type": "output_text", "text": "whole"}]}}),
@@ -487,6 +490,10 @@ fn text_that_only_arrives_in_done_events_is_not_lost() {
     }
     let reply = acc.finish().unwrap();
     assert_eq!(reply.text(), "whole");
+    assert!(matches!(
+        &reply.content[0],
+        ContentBlock::Thinking { thinking, signature } if thinking == "think" && signature.contains("rs_1")
+    ));
     assert_eq!(
         reply.tool_calls().next(),
         Some(("c1", "f", &json!({"x": 1})))
