@@ -109,7 +109,9 @@ impl Accumulator {
                 Some(Partial::ToolUse { json, .. }) => json.push_str(partial_json),
                 _ => return Err(self.mismatch(*index, "tool input delta")),
             },
-            StreamEvent::BlockStop { .. } | StreamEvent::MessageStop => {}
+            StreamEvent::BlockStop { .. }
+            | StreamEvent::MessageStop
+            | StreamEvent::Fallback { .. } => {}
             StreamEvent::MessageDelta {
                 stop_reason,
                 stop_sequence,

@@ -1,5 +1,6 @@
 //! Normalized stream events: every provider's stream is translated into these.
 
+use crate::error::LlmError;
 use crate::response::{StopDetails, StopReason, Usage};
 
 /// The kind of a content block that starts in a stream.
@@ -93,4 +94,16 @@ pub enum StreamEvent {
     StopDetails(StopDetails),
     /// The response is complete.
     MessageStop,
+    /// A [`FallbackClient`](crate::FallbackClient) gave up on one client and the rest of the
+    /// stream comes from the next. Sent first, before the next client's
+    /// [`StreamEvent::MessageStart`]; nothing from the failed client reached the stream.
+    Fallback {
+        /// The provider that failed.
+        from: String,
+        /// The provider answering instead.
+        to: String,
+        /// Why the failed one was left (retryable: overloaded, rate limited after its own
+        /// retries, a server error, a timeout or a broken connection).
+        error: LlmError,
+    },
 }

@@ -1,6 +1,11 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+/// The code in docs/llm.md, compiled and run as doctests.
+#[cfg(all(doctest, feature = "openai-responses", feature = "testing"))]
+#[doc = include_str!("../../../docs/llm.md")]
+pub struct LlmDocs;
+
 mod accumulate;
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
@@ -8,6 +13,7 @@ mod client;
 pub mod decode;
 mod error;
 mod event;
+mod fallback;
 #[cfg(feature = "gemini")]
 pub mod gemini;
 #[cfg(feature = "http")]
@@ -17,6 +23,8 @@ mod message;
 pub mod openai;
 mod request;
 mod response;
+#[cfg(feature = "openai-responses")]
+pub mod responses;
 pub mod retry;
 pub mod sse;
 #[cfg(feature = "testing")]
@@ -26,6 +34,7 @@ pub use accumulate::Accumulator;
 pub use client::{BoxFuture, EventStream, LlmClient, accumulate};
 pub use error::{LlmError, TimeoutPhase};
 pub use event::{BlockStart, StreamEvent};
+pub use fallback::{FallbackClient, FallbackSwitch};
 pub use message::{CacheHint, ContentBlock, ImageSource, Message, Role};
 pub use mux_tool::Secret;
 pub use request::{CachePolicy, OutputSchema, ReasoningEffort, Request, Thinking, ToolChoice};

@@ -174,3 +174,24 @@ impl Message {
             .collect()
     }
 }
+
+/// The `type` a thinking block's signature names when it carries an OpenAI Responses reasoning
+/// item (`{"type":"openai.reasoning","id":…,"encrypted_content":…}`).
+pub(crate) const RESPONSES_REASONING: &str = "openai.reasoning";
+
+/// Whether a thinking block's signature carries a Responses reasoning item: only that API can
+/// take it back, so the other providers leave such blocks out (a conversation stays portable
+/// across providers, as after a fallback).
+#[cfg_attr(
+    not(any(
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "openai-responses"
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn is_responses_reasoning(signature: &str) -> bool {
+    signature.starts_with('{')
+        && serde_json::from_str::<Value>(signature)
+            .is_ok_and(|value| value["type"] == RESPONSES_REASONING)
+}

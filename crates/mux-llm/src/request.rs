@@ -180,28 +180,30 @@ impl OutputSchema {
     /// (`additionalProperties: false`) and requires all of them. Strict mode is sent only
     /// then; otherwise the reply is validated after the fact.
     pub fn is_strict_compatible(&self) -> bool {
-        fn strict(value: &serde_json::Value) -> bool {
-            match value {
-                serde_json::Value::Object(map) => {
-                    if let Some(props) = map.get("properties").and_then(|p| p.as_object()) {
-                        let closed = map.get("additionalProperties")
-                            == Some(&serde_json::Value::Bool(false));
-                        let required: Vec<&str> = map
-                            .get("required")
-                            .and_then(|r| r.as_array())
-                            .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
-                            .unwrap_or_default();
-                        if !closed || !props.keys().all(|k| required.contains(&k.as_str())) {
-                            return false;
-                        }
-                    }
-                    map.values().all(strict)
+        is_strict_schema(&self.schema)
+    }
+}
+
+/// Whether OpenAI's strict mode accepts `schema` (see [`OutputSchema::is_strict_compatible`]).
+pub(crate) fn is_strict_schema(schema: &serde_json::Value) -> bool {
+    match schema {
+        serde_json::Value::Object(map) => {
+            if let Some(props) = map.get("properties").and_then(|p| p.as_object()) {
+                let closed =
+                    map.get("additionalProperties") == Some(&serde_json::Value::Bool(false));
+                let required: Vec<&str> = map
+                    .get("required")
+                    .and_then(|r| r.as_array())
+                    .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+                    .unwrap_or_default();
+                if !closed || !props.keys().all(|k| required.contains(&k.as_str())) {
+                    return false;
                 }
-                serde_json::Value::Array(items) => items.iter().all(strict),
-                _ => true,
             }
+            map.values().all(is_strict_schema)
         }
-        strict(&self.schema)
+        serde_json::Value::Array(items) => items.iter().all(is_strict_schema),
+        _ => true,
     }
 }
 

@@ -55,7 +55,22 @@ fn wire_block(block: &ContentBlock) -> Value {
 }
 
 fn message(message: &Message, tail_hint: Option<CacheHint>) -> Value {
-    let mut content: Vec<Value> = message.content.iter().map(wire_block).collect();
+    // Reasoning items from OpenAI's Responses API cannot be sent here (their signature is not
+    // Anthropic's); they are left out.
+    let mut content: Vec<Value> = message
+        .content
+        .iter()
+        .filter(|block| match block {
+            ContentBlock::Thinking { signature, .. } => {
+                !crate::message::is_responses_reasoning(signature)
+            }
+            ContentBlock::RedactedThinking { data } => {
+                !crate::message::is_responses_reasoning(data)
+            }
+            _ => true,
+        })
+        .map(wire_block)
+        .collect();
     if let (Some(hint), Some(Value::Object(last))) =
         (message.cache.or(tail_hint), content.last_mut())
     {

@@ -62,6 +62,10 @@ pub fn request_body(request: &Request) -> Value {
                     thinking,
                     signature: sig,
                 } => {
+                    // A Responses reasoning item is OpenAI's alone: left out.
+                    if crate::message::is_responses_reasoning(sig) {
+                        continue;
+                    }
                     if thinking.is_empty() {
                         signature = Some(sig.as_str()).filter(|s| !s.is_empty());
                         continue;

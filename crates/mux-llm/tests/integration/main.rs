@@ -4,8 +4,11 @@
 mod common;
 
 mod anthropic_wire;
+mod cassettes;
+mod fallback;
 mod gemini_wire;
 mod keys_never_logged;
 mod openai_wire;
 mod rechunking;
 mod request_bodies;
+mod responses_wire;

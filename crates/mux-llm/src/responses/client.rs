@@ -1,0 +1,188 @@
+//! The Responses API client.
+
+use tracing::Instrument;
+
+use crate::client::{BoxFuture, EventStream, LlmClient};
+use crate::error::LlmError;
+use crate::http::{HttpOptions, Timeouts, Transport, headers};
+use crate::request::Request;
+use crate::response::Response;
+use crate::retry::RetryPolicy;
+use mux_tool::Secret;
+
+use super::stream::ResponsesDecoder;
+use super::wire::{ResponsesOptions, request_body, response_from_json};
+
+/// OpenAI's API root (requests go to `{base}/responses`).
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// The provider name in errors and traces.
+const PROVIDER: &str = "openai-responses";
+
+/// A Responses API client (`POST {base}/responses`).
+///
+/// ```no_run
+/// use mux_llm::{LlmClient, Request};
+/// use mux_llm::responses::ResponsesClient;
+///
+/// # async fn run() -> Result<(), mux_llm::LlmError> {
+/// let client = ResponsesClient::from_env()?.encrypted_reasoning(true); // OPENAI_API_KEY
+/// let reply = client.complete(Request::new("gpt-5-mini", 1024).user("Hi")).await?;
+/// println!("{}", reply.text());
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ResponsesClient {
+    transport: Transport,
+    options: ResponsesOptions,
+}
+
+impl ResponsesClient {
+    /// A client of OpenAI's API with this key.
+    pub fn new(api_key: Secret) -> Result<Self, LlmError> {
+        Self::with_options(HttpOptions::new(DEFAULT_BASE_URL, Some(api_key)))
+    }
+
+    /// A client from `OPENAI_API_KEY` and, when set, `OPENAI_BASE_URL`. The key may be absent
+    /// when the base URL points to a local server.
+    pub fn from_env() -> Result<Self, LlmError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`ResponsesClient::from_env`], reading variables through `get`.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
+        let key = get("OPENAI_API_KEY")
+            .filter(|key| !key.trim().is_empty())
+            .map(|key| Secret::new(key.trim()));
+        let base = get("OPENAI_BASE_URL").filter(|url| !url.trim().is_empty());
+        if key.is_none() && base.is_none() {
+            return Err(LlmError::Config {
+                provider: PROVIDER.into(),
+                message: "OPENAI_API_KEY is not set (set OPENAI_BASE_URL for a local server)"
+                    .into(),
+            });
+        }
+        let base = base.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        Self::with_options(HttpOptions::new(base, key))
+    }
+
+    /// A client with explicit HTTP options. OpenAI's own URL needs a key.
+    pub fn with_options(options: HttpOptions) -> Result<Self, LlmError> {
+        if options.api_key.is_none() && options.base_url == DEFAULT_BASE_URL {
+            return Err(LlmError::Config {
+                provider: PROVIDER.into(),
+                message: "an API key is required".into(),
+            });
+        }
+        Ok(Self {
+            transport: Transport::new(PROVIDER, options)?,
+            options: ResponsesOptions::default(),
+        })
+    }
+
+    fn rebuild(self, change: impl FnOnce(&mut HttpOptions)) -> Result<Self, LlmError> {
+        let mut options = self.transport.options.clone();
+        change(&mut options);
+        Ok(Self {
+            transport: Transport::new(PROVIDER, options)?,
+            ..self
+        })
+    }
+
+    /// Sends requests to `base_url` instead.
+    pub fn base_url(self, base_url: impl Into<String>) -> Result<Self, LlmError> {
+        let base = base_url.into().trim_end_matches('/').to_owned();
+        self.rebuild(|options| options.base_url = base)
+    }
+
+    /// Sets the retry policy.
+    pub fn retry(self, retry: RetryPolicy) -> Result<Self, LlmError> {
+        self.rebuild(|options| options.retry = retry)
+    }
+
+    /// Sets the timeouts.
+    pub fn timeouts(self, timeouts: Timeouts) -> Result<Self, LlmError> {
+        self.rebuild(|options| options.timeouts = timeouts)
+    }
+
+    /// Stateless reasoning: sends `store: false` and asks for reasoning items' encrypted
+    /// content, which comes back in the thinking blocks' signatures and goes out again with
+    /// the next turn.
+    pub fn encrypted_reasoning(mut self, on: bool) -> Self {
+        self.options.encrypted_reasoning = on;
+        self
+    }
+
+    /// Asks for a reasoning summary (`auto`, `concise` or `detailed`) when a request asks for
+    /// thinking; it streams as thinking text.
+    pub fn reasoning_summary(mut self, summary: impl Into<String>) -> Self {
+        self.options.reasoning_summary = Some(summary.into());
+        self
+    }
+
+    fn headers(&self) -> Result<reqwest::header::HeaderMap, LlmError> {
+        let bearer = self
+            .transport
+            .options
+            .api_key
+            .as_ref()
+            .map(|key| format!("Bearer {}", key.expose()));
+        let mut pairs = vec![("accept", "application/json")];
+        if let Some(bearer) = &bearer {
+            pairs.push(("authorization", bearer.as_str()));
+        }
+        headers(PROVIDER, &pairs)
+    }
+}
+
+fn span(request: &Request, stream: bool) -> tracing::Span {
+    tracing::info_span!(
+        "llm.request",
+        gen_ai.system = "openai",
+        gen_ai.request.model = %request.model,
+        gen_ai.request.max_tokens = request.max_tokens,
+        stream,
+    )
+}
+
+impl LlmClient for ResponsesClient {
+    fn provider(&self) -> &str {
+        PROVIDER
+    }
+
+    fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
+        let span = span(&request, true);
+        Box::pin(
+            async move {
+                let headers = self.headers()?;
+                let body = request_body(&request, &self.options, true)?;
+                self.transport
+                    .post_stream(
+                        "/responses",
+                        headers,
+                        &body,
+                        || ResponsesDecoder::new(PROVIDER),
+                        request.on_retry.as_ref(),
+                    )
+                    .await
+            }
+            .instrument(span),
+        )
+    }
+
+    fn complete(&self, request: Request) -> BoxFuture<'_, Result<Response, LlmError>> {
+        let span = span(&request, false);
+        Box::pin(
+            async move {
+                let headers = self.headers()?;
+                let body = request_body(&request, &self.options, false)?;
+                let value = self
+                    .transport
+                    .post_json("/responses", headers, &body, request.on_retry.as_ref())
+                    .await?;
+                response_from_json(PROVIDER, &value)
+            }
+            .instrument(span),
+        )
+    }
+}
