@@ -116,6 +116,17 @@ pub enum LoopEvent {
         /// Why the attempt failed.
         error: String,
     },
+    /// The model call moved to the next client of a
+    /// [`FallbackClient`](mux_llm::FallbackClient): the first failed retryably before any of
+    /// its answer reached the loop.
+    ModelFallback {
+        /// The provider that failed.
+        from: String,
+        /// The provider answering instead.
+        to: String,
+        /// Why the failed one was left.
+        error: String,
+    },
     /// A model turn (and its tool calls) is done.
     TurnComplete {
         /// The 1-based iteration number within this run.

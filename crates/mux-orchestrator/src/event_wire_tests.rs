@@ -25,6 +25,7 @@ fn event_tag(event: &LoopEvent) -> &'static str {
         LoopEvent::ToolResult { .. } => "tool_result",
         LoopEvent::AwaitingInput { .. } => "awaiting_input",
         LoopEvent::Retrying { .. } => "retrying",
+        LoopEvent::ModelFallback { .. } => "model_fallback",
         LoopEvent::TurnComplete { .. } => "turn_complete",
         LoopEvent::Usage { .. } => "usage",
         LoopEvent::TitleGenerated { .. } => "title_generated",
@@ -118,6 +119,11 @@ fn every_event() -> Vec<LoopEvent> {
                 "anthropic is overloaded (HTTP 529) (POST https://api.anthropic.com/v1/messages)"
                     .into(),
         },
+        LoopEvent::ModelFallback {
+            from: "anthropic".into(),
+            to: "openai-responses".into(),
+            error: "anthropic is overloaded (HTTP 529) after 2 attempts".into(),
+        },
         LoopEvent::TurnComplete {
             iteration: 1,
             has_more: true,
@@ -200,7 +206,7 @@ fn every_input() -> Vec<LoopInput> {
 }
 
 /// The number of `LoopEvent` variants (the arms of `event_tag`).
-const EVENT_VARIANTS: usize = 24;
+const EVENT_VARIANTS: usize = 25;
 
 #[test]
 fn every_event_has_its_stable_type_tag() {

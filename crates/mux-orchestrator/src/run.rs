@@ -541,7 +541,10 @@ impl<'a> Turns<'a> {
                 error: notice.error.to_string(),
             });
         }));
-        let request_made = services.client.stream(request).instrument(span.clone());
+        // Made inside the chat span, so the provider's own (debug) span is its child.
+        let request_made = span
+            .in_scope(|| services.client.stream(request))
+            .instrument(span.clone());
         tokio::pin!(request_made);
         let mut stream = loop {
             tokio::select! {
@@ -595,6 +598,11 @@ impl<'a> Turns<'a> {
     ) {
         let loop_event = match event {
             StreamEvent::TextDelta { text, .. } => LoopEvent::TextDelta { text },
+            StreamEvent::Fallback { from, to, error } => LoopEvent::ModelFallback {
+                from,
+                to,
+                error: error.to_string(),
+            },
             StreamEvent::ThinkingDelta { thinking, .. } => LoopEvent::ThinkingDelta { thinking },
             StreamEvent::BlockStart {
                 index,

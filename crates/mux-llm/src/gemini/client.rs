@@ -117,11 +117,10 @@ fn model_path(model: &str) -> Result<&str, LlmError> {
 }
 
 fn span(request: &Request, stream: bool) -> tracing::Span {
-    tracing::info_span!(
+    tracing::debug_span!(
         "llm.request",
-        gen_ai.system = "gemini",
-        gen_ai.request.model = %request.model,
-        gen_ai.request.max_tokens = request.max_tokens,
+        model = %request.model,
+        max_tokens = request.max_tokens,
         stream,
     )
 }

@@ -222,11 +222,10 @@ impl OpenAiClient {
     }
 
     fn span(&self, request: &Request, stream: bool) -> tracing::Span {
-        tracing::info_span!(
+        tracing::debug_span!(
             "llm.request",
-            gen_ai.system = self.preset.name(),
-            gen_ai.request.model = %request.model,
-            gen_ai.request.max_tokens = request.max_tokens,
+            model = %request.model,
+            max_tokens = request.max_tokens,
             stream,
         )
     }
