@@ -61,7 +61,10 @@ impl Default for WebConfig {
 impl fmt::Debug for WebConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WebConfig")
-            .field("authenticator", &self.authenticator.as_ref().map(|_| "custom"))
+            .field(
+                "authenticator",
+                &self.authenticator.as_ref().map(|_| "custom"),
+            )
             .field("cors_origins", &self.cors_origins)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("probe_limit", &self.probe_limit)

@@ -56,7 +56,9 @@ pub enum WebError {
     #[error("Content-Type `{0}` is not application/json")]
     UnsupportedMediaType(String),
     /// The principal asked for too many unknown ids (429).
-    #[error("too many requests for unknown threads, runs or interrupts; retry in {retry_after_secs} s")]
+    #[error(
+        "too many requests for unknown threads, runs or interrupts; retry in {retry_after_secs} s"
+    )]
     TooManyMisses {
         /// Seconds until the window ends.
         retry_after_secs: u64,

@@ -55,7 +55,9 @@ impl Owners {
             Ok(session) => {
                 let owner = recorded(&session.meta);
                 let mut cache = self.cache();
-                Ok(Some(cache.entry(thread_id.to_owned()).or_insert(owner).clone()))
+                Ok(Some(
+                    cache.entry(thread_id.to_owned()).or_insert(owner).clone(),
+                ))
             }
             Err(SessionError::NotFound(_)) => Ok(None),
             Err(e) => Err(WebError::Session(e.to_string())),

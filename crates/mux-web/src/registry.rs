@@ -86,7 +86,11 @@ impl RunRegistry {
     }
 
     /// A kept run of `principal`'s; a miss counts against its probe limit.
-    pub(crate) fn run(&self, principal: &Principal, run_id: &str) -> Result<Arc<RunBuffer>, WebError> {
+    pub(crate) fn run(
+        &self,
+        principal: &Principal,
+        run_id: &str,
+    ) -> Result<Arc<RunBuffer>, WebError> {
         let key = (principal.clone(), run_id.to_owned());
         let run = lock(&self.runs).get(&key).map(|(run, _)| Arc::clone(run));
         run.ok_or_else(|| {
@@ -98,7 +102,12 @@ impl RunRegistry {
     /// Refuses a thread that exists and belongs to another principal, as if it did not exist
     /// (a miss). With `claim`, a new thread becomes `principal`'s; without, an unknown thread
     /// is a miss too.
-    async fn check_owner(&self, principal: &Principal, thread_id: &str, claim: bool) -> Result<(), WebError> {
+    async fn check_owner(
+        &self,
+        principal: &Principal,
+        thread_id: &str,
+        claim: bool,
+    ) -> Result<(), WebError> {
         let not_found = || {
             self.probes.miss(principal);
             WebError::ThreadNotFound(thread_id.to_owned())

@@ -70,7 +70,10 @@ impl fmt::Debug for BearerTokens {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never print the tokens.
         f.debug_struct("BearerTokens")
-            .field("principals", &self.tokens.iter().map(|(_, p)| p).collect::<Vec<_>>())
+            .field(
+                "principals",
+                &self.tokens.iter().map(|(_, p)| p).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -134,7 +137,10 @@ mod tests {
     fn headers(values: &[&str]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for v in values {
-            map.append(header::AUTHORIZATION, HeaderValue::from_str(v).unwrap_or_else(|_| HeaderValue::from_static("x")));
+            map.append(
+                header::AUTHORIZATION,
+                HeaderValue::from_str(v).unwrap_or_else(|_| HeaderValue::from_static("x")),
+            );
         }
         map
     }
@@ -166,7 +172,10 @@ mod tests {
             auth.authenticate(&headers(&["Bearer tok-a", "Bearer tok-a"])),
             None
         );
-        assert_eq!(BearerTokens::single("").authenticate(&headers(&["Bearer "])), None);
+        assert_eq!(
+            BearerTokens::single("").authenticate(&headers(&["Bearer "])),
+            None
+        );
     }
 
     #[test]

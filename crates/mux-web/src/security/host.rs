@@ -19,21 +19,41 @@ pub(crate) struct HostPort {
 }
 
 impl HostPort {
-    /// Parses `name[:port]` (a `Host` header value, or an origin's authority). Refuses user
-    /// info, paths, empty names and bad ports.
+    /// Parses `name[:port]` (a `Host` header value, or an origin's authority): a DNS name or
+    /// IPv4 address of `A-Z a-z 0-9 . - _`, or an IPv6 address in brackets, then an optional
+    /// port of 1 to 5 digits. Anything else (user info, paths, spaces, empty parts) is refused.
     pub(crate) fn parse(text: &str) -> Option<Self> {
-        if text.is_empty() || text.bytes().any(|b| matches!(b, b'@' | b'/' | b'?' | b'#' | b'\\') || b.is_ascii_whitespace() || b.is_ascii_control()) {
-            return None;
-        }
-        let authority: axum::http::uri::Authority = text.parse().ok()?;
-        let name = authority.host().to_ascii_lowercase();
-        if name.is_empty() {
-            return None;
-        }
-        let port = match authority.port() {
-            Some(port) => Some(port.as_str().parse::<u16>().ok()?),
-            None if text.ends_with(':') => return None,
+        let (name, port) = match text.strip_prefix('[') {
+            Some(v6) => {
+                let (inside, rest) = v6.split_once(']')?;
+                let address = |b: u8| b.is_ascii_hexdigit() || b == b':' || b == b'.';
+                if inside.is_empty() || !inside.bytes().all(address) {
+                    return None;
+                }
+                let port = match rest {
+                    "" => None,
+                    _ => Some(rest.strip_prefix(':')?),
+                };
+                (format!("[{}]", inside.to_ascii_lowercase()), port)
+            }
+            None => {
+                let (name, port) = match text.split_once(':') {
+                    Some((name, port)) => (name, Some(port)),
+                    None => (text, None),
+                };
+                let label = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_');
+                if name.is_empty() || !name.bytes().all(label) {
+                    return None;
+                }
+                (name.to_ascii_lowercase(), port)
+            }
+        };
+        let port = match port {
             None => None,
+            Some(p) if (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()) => {
+                Some(p.parse::<u16>().ok()?)
+            }
+            Some(_) => return None,
         };
         Some(Self { name, port })
     }
@@ -53,14 +73,19 @@ impl HostAllowList {
     pub(crate) fn new(entries: &[String]) -> Result<Self, ConfigError> {
         let configured = entries
             .iter()
-            .map(|e| HostPort::parse(e.trim()).ok_or_else(|| ConfigError::InvalidAllowedHost(e.clone())))
+            .map(|e| {
+                HostPort::parse(e.trim()).ok_or_else(|| ConfigError::InvalidAllowedHost(e.clone()))
+            })
             .collect::<Result<_, _>>()?;
         Ok(Self { configured })
     }
 
     /// The list from the entries that parse (the others match nothing).
     pub(crate) fn parsable(entries: &[String]) -> Self {
-        let configured = entries.iter().filter_map(|e| HostPort::parse(e.trim())).collect();
+        let configured = entries
+            .iter()
+            .filter_map(|e| HostPort::parse(e.trim()))
+            .collect();
         Self { configured }
     }
 
@@ -68,7 +93,12 @@ impl HostAllowList {
     /// accepted on `local`. Allowed: configured entries; the local address itself; and
     /// `localhost`, `127.0.0.1`, `[::1]` on the local port (on any port when the local
     /// address is unknown because another server accepted the connection).
-    pub(crate) fn allows(&self, host: &HostPort, default_port: u16, local: Option<SocketAddr>) -> bool {
+    pub(crate) fn allows(
+        &self,
+        host: &HostPort,
+        default_port: u16,
+        local: Option<SocketAddr>,
+    ) -> bool {
         let port = host.port.unwrap_or(default_port);
         let configured = self
             .configured
@@ -99,15 +129,45 @@ mod tests {
     use super::*;
 
     fn hp(text: &str) -> HostPort {
-        HostPort::parse(text).unwrap_or(HostPort { name: "<unparsable>".into(), port: None })
+        HostPort::parse(text).unwrap_or(HostPort {
+            name: "<unparsable>".into(),
+            port: None,
+        })
     }
 
     #[test]
     fn host_headers_parse_strictly() {
-        assert_eq!(HostPort::parse("LocalHost:8080"), Some(HostPort { name: "localhost".into(), port: Some(8080) }));
-        assert_eq!(HostPort::parse("[::1]:9"), Some(HostPort { name: "[::1]".into(), port: Some(9) }));
-        assert_eq!(HostPort::parse("example.com"), Some(HostPort { name: "example.com".into(), port: None }));
-        for bad in ["", "user@localhost:1", "localhost:", "localhost:99999", "localhost:1/x", "local host", "a\tb", ":80"] {
+        assert_eq!(
+            HostPort::parse("LocalHost:8080"),
+            Some(HostPort {
+                name: "localhost".into(),
+                port: Some(8080)
+            })
+        );
+        assert_eq!(
+            HostPort::parse("[::1]:9"),
+            Some(HostPort {
+                name: "[::1]".into(),
+                port: Some(9)
+            })
+        );
+        assert_eq!(
+            HostPort::parse("example.com"),
+            Some(HostPort {
+                name: "example.com".into(),
+                port: None
+            })
+        );
+        for bad in [
+            "",
+            "user@localhost:1",
+            "localhost:",
+            "localhost:99999",
+            "localhost:1/x",
+            "local host",
+            "a\tb",
+            ":80",
+        ] {
             assert_eq!(HostPort::parse(bad), None, "{bad:?}");
         }
     }
@@ -116,10 +176,21 @@ mod tests {
     fn the_default_list_is_the_local_address_and_loopback_names_on_its_port() {
         let list = HostAllowList::default();
         let local: SocketAddr = ([127, 0, 0, 1], 8787).into();
-        for ok in ["127.0.0.1:8787", "localhost:8787", "LOCALHOST:8787", "[::1]:8787"] {
+        for ok in [
+            "127.0.0.1:8787",
+            "localhost:8787",
+            "LOCALHOST:8787",
+            "[::1]:8787",
+        ] {
             assert!(list.allows(&hp(ok), 80, Some(local)), "{ok}");
         }
-        for refused in ["evil.example:8787", "127.0.0.1:8788", "localhost", "127.0.0.2:8787", "localhost.evil.example:8787"] {
+        for refused in [
+            "evil.example:8787",
+            "127.0.0.1:8788",
+            "localhost",
+            "127.0.0.2:8787",
+            "localhost.evil.example:8787",
+        ] {
             assert!(!list.allows(&hp(refused), 80, Some(local)), "{refused}");
         }
         let lan: SocketAddr = ([192, 168, 1, 5], 80).into();
@@ -131,7 +202,8 @@ mod tests {
 
     #[test]
     fn configured_hosts_match_any_port_unless_they_name_one() {
-        let list = HostAllowList::new(&["Agent.Example.com".into(), "proxy.internal:8443".into()]).unwrap_or_default();
+        let list = HostAllowList::new(&["Agent.Example.com".into(), "proxy.internal:8443".into()])
+            .unwrap_or_default();
         let local: SocketAddr = ([127, 0, 0, 1], 8787).into();
         assert!(list.allows(&hp("agent.example.com"), 80, Some(local)));
         assert!(list.allows(&hp("agent.example.com:444"), 80, Some(local)));

@@ -63,7 +63,11 @@ pub(crate) struct Guard {
 
 /// The middleware: refuses what fails a check; otherwise puts the [`Principal`] in the
 /// request's extensions and runs the route.
-pub(crate) async fn guard(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
+pub(crate) async fn guard(
+    State(guard): State<Arc<Guard>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     match guard.check(&request) {
         Ok(principal) => {
             request.extensions_mut().insert(principal);
@@ -134,9 +138,15 @@ impl Guard {
         Ok(principal)
     }
 
-    fn check_host(&self, request: &Request, local: Option<std::net::SocketAddr>) -> Result<(), WebError> {
+    fn check_host(
+        &self,
+        request: &Request,
+        local: Option<std::net::SocketAddr>,
+    ) -> Result<(), WebError> {
         let Some(value) = single(request.headers(), header::HOST)? else {
-            return Err(WebError::BadRequest("the request has no Host header".into()));
+            return Err(WebError::BadRequest(
+                "the request has no Host header".into(),
+            ));
         };
         let mut names = vec![value.as_bytes()];
         // An absolute-form target (`POST http://name/agui`) names a host too; both must pass.
@@ -144,7 +154,9 @@ impl Guard {
             names.push(authority.as_str().as_bytes());
         }
         for name in names {
-            let host = std::str::from_utf8(name).ok().and_then(host::HostPort::parse);
+            let host = std::str::from_utf8(name)
+                .ok()
+                .and_then(host::HostPort::parse);
             if !host.is_some_and(|h| self.hosts.allows(&h, 80, local)) {
                 return Err(WebError::HostNotAllowed(shown(name)));
             }
@@ -154,11 +166,16 @@ impl Guard {
 }
 
 /// The header's only value; two values of one header are refused.
-fn single(headers: &HeaderMap, name: header::HeaderName) -> Result<Option<&header::HeaderValue>, WebError> {
+fn single(
+    headers: &HeaderMap,
+    name: header::HeaderName,
+) -> Result<Option<&header::HeaderValue>, WebError> {
     let mut values = headers.get_all(&name).iter();
     let first = values.next();
     if values.next().is_some() {
-        return Err(WebError::BadRequest(format!("the request has more than one {name} header")));
+        return Err(WebError::BadRequest(format!(
+            "the request has more than one {name} header"
+        )));
     }
     Ok(first)
 }
@@ -167,7 +184,9 @@ fn single(headers: &HeaderMap, name: header::HeaderName) -> Result<Option<&heade
 /// (`application/json; charset=utf-8`), in any case.
 fn is_json(value: &[u8]) -> bool {
     let essence = value.split(|&b| b == b';').next().unwrap_or_default();
-    essence.trim_ascii().eq_ignore_ascii_case(b"application/json")
+    essence
+        .trim_ascii()
+        .eq_ignore_ascii_case(b"application/json")
 }
 
 #[cfg(test)]
@@ -176,10 +195,24 @@ mod tests {
 
     #[test]
     fn only_application_json_is_json() {
-        for ok in ["application/json", "Application/JSON", "application/json; charset=utf-8", " application/json ;charset=UTF-8"] {
+        for ok in [
+            "application/json",
+            "Application/JSON",
+            "application/json; charset=utf-8",
+            " application/json ;charset=UTF-8",
+        ] {
             assert!(is_json(ok.as_bytes()), "{ok}");
         }
-        for refused in ["text/plain", "application/jsonx", "application/json+x", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "", "application/ json", "text/plain; application/json"] {
+        for refused in [
+            "text/plain",
+            "application/jsonx",
+            "application/json+x",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "",
+            "application/ json",
+            "text/plain; application/json",
+        ] {
             assert!(!is_json(refused.as_bytes()), "{refused}");
         }
     }
@@ -195,7 +228,12 @@ pub(crate) fn unguessable() -> String {
         use std::hash::{BuildHasher as _, Hasher as _};
         for half in bytes.chunks_mut(8) {
             let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-            hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or_default());
+            hasher.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or_default(),
+            );
             half.copy_from_slice(&hasher.finish().to_le_bytes());
         }
     }

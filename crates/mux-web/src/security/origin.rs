@@ -30,7 +30,12 @@ impl OriginAllowList {
 
     /// Whether `origin` (an `Origin` header's value) is allowed. `null` (sandboxed frames,
     /// `file:` pages, some redirects) never is.
-    pub(crate) fn allows(&self, origin: &str, hosts: &HostAllowList, local: Option<SocketAddr>) -> bool {
+    pub(crate) fn allows(
+        &self,
+        origin: &str,
+        hosts: &HostAllowList,
+        local: Option<SocketAddr>,
+    ) -> bool {
         let origin = origin.trim();
         let Some((scheme, authority)) = origin.split_once("://") else {
             return false; // `null`, or not an origin.
@@ -60,7 +65,12 @@ mod tests {
         let hosts = HostAllowList::default();
         let local: SocketAddr = ([127, 0, 0, 1], 8787).into();
         let list = OriginAllowList::new(&["https://app.example".into()]);
-        for ok in ["http://127.0.0.1:8787", "http://localhost:8787", "https://app.example", "HTTPS://APP.EXAMPLE"] {
+        for ok in [
+            "http://127.0.0.1:8787",
+            "http://localhost:8787",
+            "https://app.example",
+            "HTTPS://APP.EXAMPLE",
+        ] {
             assert!(list.allows(ok, &hosts, Some(local)), "{ok}");
         }
         for refused in [

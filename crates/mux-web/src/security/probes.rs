@@ -73,7 +73,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn misses_over_the_limit_block_until_the_window_ends() {
-        let probes = Probes::new(ProbeLimit { misses: 3, window: Duration::from_secs(10) });
+        let probes = Probes::new(ProbeLimit {
+            misses: 3,
+            window: Duration::from_secs(10),
+        });
         let (a, b) = (Principal::new("a"), Principal::new("b"));
         for _ in 0..3 {
             assert_eq!(probes.blocked(&a), None);

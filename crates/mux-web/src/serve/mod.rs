@@ -71,7 +71,10 @@ impl Server {
 
     /// Stops when `signal` completes: no new connections; responses in progress get
     /// [`ServeLimits::shutdown_grace`] to end, then are closed.
-    pub fn with_graceful_shutdown(mut self, signal: impl Future<Output = ()> + Send + 'static) -> Self {
+    pub fn with_graceful_shutdown(
+        mut self,
+        signal: impl Future<Output = ()> + Send + 'static,
+    ) -> Self {
         self.shutdown = Some(Box::pin(signal));
         self
     }
@@ -161,7 +164,9 @@ impl Server {
 fn is_per_connection(err: &io::Error) -> bool {
     matches!(
         err.kind(),
-        io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::Interrupted
     )
 }
 
