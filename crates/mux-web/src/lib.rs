@@ -21,6 +21,6 @@ pub use registry::AgentFactory;
 pub use router::AguiRouter;
 pub use security::{
     Authenticator, BearerTokens, LocalAddr, OnePrincipal, Principal, ProbeLimit, Refusal,
-    RefusalHook,
+    RefusalHook, random_token,
 };
 pub use serve::{ServeLimits, Server, bind, serve};

@@ -239,3 +239,9 @@ pub(crate) fn unguessable() -> String {
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// A fresh random bearer token: 128 bits from the operating system's generator, as 32 hex
+/// digits. For a server that prints a URL with its token, as the web_agent example does.
+pub fn random_token() -> String {
+    unguessable()
+}
