@@ -72,13 +72,17 @@ impl Options {
                 "--cors-origin" => options.cors_origins.push(value("--cors-origin")?),
                 "--allowed-host" => options.allowed_hosts.push(value("--allowed-host")?),
                 "--header-timeout-ms" => {
-                    options.limits = options.limits.header_read_timeout(millis(&arg, &value(&arg)?)?)
+                    options.limits = options
+                        .limits
+                        .header_read_timeout(millis(&arg, &value(&arg)?)?)
                 }
                 "--idle-timeout-ms" => {
                     options.limits = options.limits.idle_timeout(millis(&arg, &value(&arg)?)?)
                 }
                 "--body-timeout-ms" => {
-                    options.limits = options.limits.body_read_timeout(millis(&arg, &value(&arg)?)?)
+                    options.limits = options
+                        .limits
+                        .body_read_timeout(millis(&arg, &value(&arg)?)?)
                 }
                 "--max-connections" => {
                     options.limits = options.limits.max_connections(number(&arg, &value(&arg)?)?)

@@ -34,7 +34,10 @@ async fn the_page_streams_asks_for_approval_answers_and_keeps_its_history_after_
     )
     .unwrap();
     let listener = mux::web::bind(0).await.unwrap();
-    let url = format!("http://{}/?token=page-token-1234", listener.local_addr().unwrap());
+    let url = format!(
+        "http://{}/?token=page-token-1234",
+        listener.local_addr().unwrap()
+    );
     let server = tokio::spawn(mux::web::serve(listener, app));
 
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-page");
