@@ -3,113 +3,16 @@
 //! `text/plain` fetch and two form POSTs to /agui. No run starts, and the server logs each
 //! refusal. Then a DNS-rebinding-style request (a foreign `Host`) is refused too.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::Value;
 
 use crate::common;
 
-/// The example running in a temporary directory, killed on drop; its stderr is collected.
-struct Example {
-    child: std::process::Child,
-    url: String,
-    stderr: Arc<Mutex<String>>,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Example {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Example {
-    fn start(args: &[&str]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("README.md"), "# a project\n").unwrap();
-        let mut command = Command::new(common::example("web_agent"));
-        common::without_provider_keys(&mut command);
-        let mut child = command
-            .args(["--port", "0"])
-            .args(args)
-            .current_dir(dir.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut pipe = child.stderr.take().unwrap();
-        let sink = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        });
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .expect("the example exited before serving")
-                .unwrap();
-            if let Some(rest) = line.strip_prefix("Serving on ") {
-                break rest
-                    .split(' ')
-                    .next()
-                    .unwrap()
-                    .trim_end_matches('/')
-                    .to_owned();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        Self {
-            child,
-            url,
-            stderr,
-            _dir: dir,
-        }
-    }
-
-    /// Waits until stderr has `count` lines containing `needle` (at most 10 s).
-    fn logged(&self, needle: &str, count: usize) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let text = self.stderr.lock().unwrap().clone();
-            if text.matches(needle).count() >= count || Instant::now() > deadline {
-                return text;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-/// Sends raw bytes and returns the status code of the answer.
-pub(crate) fn raw_status(url: &str, request: &str) -> u16 {
-    let mut tcp = TcpStream::connect(url.trim_start_matches("http://")).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    tcp.write_all(request.as_bytes()).unwrap();
-    let mut line = String::new();
-    BufReader::new(tcp).read_line(&mut line).unwrap();
-    line.split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("not a status line: {line:?}"))
-}
-
 fn history_status(url: &str, thread: &str) -> u16 {
     let host = url.trim_start_matches("http://");
-    raw_status(
+    common::raw_status(
         url,
         &format!(
             "GET /agui/threads/{thread}/messages HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
@@ -130,7 +33,7 @@ fn a_page_on_another_origin_cannot_start_a_run_and_a_foreign_host_is_refused() {
         std::path::Path::new(&chromium).exists(),
         "no Chromium at {chromium}: install Debian's `chromium` (.ci/run does) or set CHROMIUM"
     );
-    let server = Example::start(&["--no-token"]);
+    let server = common::Example::start(&["--no-token"]);
     assert!(
         server
             .logged("WARNING: --no-token", 1)
@@ -181,13 +84,13 @@ fn a_page_on_another_origin_cannot_start_a_run_and_a_foreign_host_is_refused() {
     let rebound = format!(
         "GET /agui/threads/evil-fetch/messages HTTP/1.1\r\nHost: attacker.example:{port}\r\nConnection: close\r\n\r\n"
     );
-    assert_eq!(raw_status(&server.url, &rebound), 403);
+    assert_eq!(common::raw_status(&server.url, &rebound), 403);
     let body = r#"{"threadId":"evil-rebind","runId":"r","messages":[{"id":"m","role":"user","content":"hi"}]}"#;
     let post = format!(
         "POST /agui HTTP/1.1\r\nHost: attacker.example:{port}\r\nOrigin: http://attacker.example:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    assert_eq!(raw_status(&server.url, &post), 403);
+    assert_eq!(common::raw_status(&server.url, &post), 403);
     let log = server.logged("host_not_allowed", 2);
     assert_eq!(log.matches("(403 host_not_allowed)").count(), 2, "{log}");
     assert_eq!(history_status(&server.url, "evil-rebind"), 404);
