@@ -50,7 +50,7 @@ impl Options {
         let mut args = args.into_iter();
         let mut options = Self {
             port: 8787,
-            token: Some(mux::web::random_token()),
+            token: None,
             cors_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             limits: ServeLimits::default(),
@@ -94,8 +94,10 @@ impl Options {
         if token_given && no_token {
             return Err("--token and --no-token contradict each other".into());
         }
-        if no_token {
-            options.token = None;
+        if !no_token && !token_given {
+            let token = mux::web::random_token()
+                .map_err(|e| format!("cannot make a random token: {e} (pass --token T)"))?;
+            options.token = Some(token);
         }
         Ok(Some(options))
     }

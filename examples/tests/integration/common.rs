@@ -192,4 +192,3 @@ pub(crate) fn raw_status(url: &str, request: &str) -> u16 {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("not a status line: {line:?}"))
 }
-

@@ -23,12 +23,17 @@ fn raise_own_fd_limit(wanted: u64) {
         setrlimit(Resource::Nofile, limit).unwrap();
     }
     let soft = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
-    assert!(soft >= wanted, "the test needs {wanted} descriptors; the hard limit is {hard}");
+    assert!(
+        soft >= wanted,
+        "the test needs {wanted} descriptors; the hard limit is {hard}"
+    );
 }
 
 /// The server's open descriptors, from /proc.
 fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
 }
 
 /// One normal request; returns the status and how long it took.
@@ -58,7 +63,9 @@ fn closed_by_server(tcp: &mut TcpStream) -> bool {
 fn under_1100_half_open_connections_with_1024_descriptors_normal_requests_are_served() {
     raise_own_fd_limit(4_096);
     let mut shell = Command::new("sh");
-    shell.args(["-c", "ulimit -n 1024 && exec \"$0\" \"$@\""]).arg(common::example("web_agent"));
+    shell
+        .args(["-c", "ulimit -n 1024 && exec \"$0\" \"$@\""])
+        .arg(common::example("web_agent"));
     let ms = TIMEOUT_MS.to_string();
     let server = common::Example::start_with(
         shell,
@@ -75,7 +82,11 @@ fn under_1100_half_open_connections_with_1024_descriptors_normal_requests_are_se
     );
     let pid = server.child.id();
     let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
-    let nofile = limits.lines().find(|l| l.starts_with("Max open files")).unwrap().to_owned();
+    let nofile = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap()
+        .to_owned();
     assert!(nofile.split_whitespace().nth(3) == Some("1024"), "{nofile}");
 
     let address = server.url.trim_start_matches("http://").to_owned();
@@ -109,7 +120,10 @@ fn under_1100_half_open_connections_with_1024_descriptors_normal_requests_are_se
     for request in [&page, &history, &page, &history, &page] {
         let (status, took) = timed(&server.url, request);
         served.push((status, took));
-        assert!(took < Duration::from_secs(2), "a normal request took {took:?} under attack");
+        assert!(
+            took < Duration::from_secs(2),
+            "a normal request took {took:?} under attack"
+        );
     }
     let statuses: Vec<u16> = served.iter().map(|(s, _)| *s).collect();
     assert_eq!(statuses, [200, 404, 200, 404, 200]);
@@ -126,7 +140,11 @@ fn under_1100_half_open_connections_with_1024_descriptors_normal_requests_are_se
         "{} half-open connections are still open after {} ms (kinds n % 3: {:?})",
         still_open.len(),
         TIMEOUT_MS + 2_000,
-        still_open.iter().take(10).map(|n| n % 3).collect::<Vec<_>>()
+        still_open
+            .iter()
+            .take(10)
+            .map(|n| n % 3)
+            .collect::<Vec<_>>()
     );
     drop(half_open);
     let (status, took) = timed(&server.url, &page);

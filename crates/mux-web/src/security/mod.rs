@@ -6,6 +6,7 @@ mod auth;
 mod host;
 mod origin;
 mod probes;
+mod random;
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,10 +19,12 @@ use axum::response::{IntoResponse, Response};
 pub use auth::{Authenticator, BearerTokens, OnePrincipal, Principal};
 pub use host::LocalAddr;
 pub use probes::ProbeLimit;
+pub use random::random_token;
 
 pub(crate) use host::HostAllowList;
 pub(crate) use origin::OriginAllowList;
 pub(crate) use probes::Probes;
+pub(crate) use random::unguessable;
 
 use crate::error::WebError;
 
@@ -216,32 +219,4 @@ mod tests {
             assert!(!is_json(refused.as_bytes()), "{refused}");
         }
     }
-}
-
-/// 128 random bits as 32 hex digits, from the operating system's generator (falling back to
-/// std's randomly keyed SipHash should that fail): the part of an interrupt id nobody can
-/// guess.
-pub(crate) fn unguessable() -> String {
-    let mut bytes = [0u8; 16];
-    if let Err(err) = getrandom::fill(&mut bytes) {
-        tracing::warn!(%err, "the OS random generator failed; using std's random hash keys");
-        use std::hash::{BuildHasher as _, Hasher as _};
-        for half in bytes.chunks_mut(8) {
-            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-            hasher.write_u128(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos())
-                    .unwrap_or_default(),
-            );
-            half.copy_from_slice(&hasher.finish().to_le_bytes());
-        }
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A fresh random bearer token: 128 bits from the operating system's generator, as 32 hex
-/// digits. For a server that prints a URL with its token, as the web_agent example does.
-pub fn random_token() -> String {
-    unguessable()
 }
