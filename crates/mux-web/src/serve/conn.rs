@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use http_body::{Body, Frame, SizeHint};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -38,6 +39,8 @@ pub(crate) struct Conn {
     state: Mutex<State>,
     /// Cancelled to close the connection (shed at the cap).
     pub(crate) shed: CancellationToken,
+    /// Woken at every phase change.
+    pub(crate) changed: Notify,
 }
 
 impl Conn {
@@ -53,6 +56,8 @@ impl Conn {
             }
             state.phase = to;
             state.since = Instant::now();
+            drop(state);
+            self.changed.notify_waiters();
         }
     }
 
@@ -124,6 +129,7 @@ impl Tracker {
                 served: 0,
             }),
             shed: CancellationToken::new(),
+            changed: Notify::new(),
         });
         self.conns().insert(id, Arc::clone(&conn));
         (id, conn)

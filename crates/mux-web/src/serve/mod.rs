@@ -248,18 +248,23 @@ impl Connection {
     }
 }
 
-/// Completes when the connection has spent longer than its limit in its current phase.
+/// Completes when the connection has spent longer than its limit in its current phase. It
+/// sleeps until that deadline, or (while a response is sent, which has none) until the phase
+/// changes: an idle SSE stream costs no wake-ups.
 async fn watchdog(conn: &Conn, limits: &ServeLimits) {
-    let recheck = limits
-        .header_read_timeout
-        .min(limits.idle_timeout)
-        .min(limits.body_read_timeout)
-        .max(Duration::from_millis(10));
     loop {
+        let changed = conn.changed.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
         match conn.deadline(limits) {
             Some(at) if at <= tokio::time::Instant::now() => return,
-            Some(at) => tokio::time::sleep_until(at).await,
-            None => tokio::time::sleep(recheck).await,
+            Some(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {}
+                    () = &mut changed => {}
+                }
+            }
+            None => changed.await,
         }
     }
 }

@@ -7,3 +7,4 @@ mod ag_ui_validate;
 mod http_surface;
 mod real_agui_client;
 mod requests_from_elsewhere_are_refused;
+mod the_server_limits_connections;

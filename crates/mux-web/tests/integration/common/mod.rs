@@ -27,6 +27,19 @@ impl Drop for Server {
 }
 
 pub(crate) async fn start(config: WebConfig) -> Server {
+    let (router, dir) = router(config);
+    let listener = mux_web::bind(0).await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(mux_web::serve(listener, router));
+    Server {
+        url,
+        task,
+        _dir: dir,
+    }
+}
+
+/// The router of [`start`], with the temporary directory its tools work in.
+pub(crate) fn router(config: WebConfig) -> (axum::Router, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(dir.path()).unwrap();
     let client = Arc::new(ScriptedClient::new().respond_with(respond));
@@ -38,14 +51,7 @@ pub(crate) async fn start(config: WebConfig) -> Server {
     })
     .config(config)
     .build();
-    let listener = mux_web::bind(0).await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let task = tokio::spawn(mux_web::serve(listener, router));
-    Server {
-        url,
-        task,
-        _dir: dir,
-    }
+    (router, dir)
 }
 
 /// The model: the latest prompt picks a scenario; tool results drive it on.
