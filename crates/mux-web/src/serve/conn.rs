@@ -22,8 +22,11 @@ enum Phase {
     Waiting,
     /// The request's headers arrived; its body has not ended.
     Receiving,
-    /// The request was read; its response is being produced or sent.
+    /// The request was read; its response is being produced (no limit: a handler may think).
     Sending,
+    /// The response body is being sent; `since` is when it last moved (a client that stops
+    /// reading stops it).
+    Streaming,
 }
 
 #[derive(Debug)]
@@ -76,15 +79,27 @@ impl Conn {
     }
 
     fn response_ended(&self) {
-        self.set(&[Phase::Receiving, Phase::Sending], Phase::Waiting);
+        self.set(
+            &[Phase::Receiving, Phase::Sending, Phase::Streaming],
+            Phase::Waiting,
+        );
+    }
+
+    /// A frame of the response body went out: the response is moving.
+    fn response_moved(&self) {
+        let mut state = self.state();
+        if matches!(state.phase, Phase::Sending | Phase::Streaming) {
+            state.phase = Phase::Streaming;
+            state.since = Instant::now();
+        }
     }
 
     /// Whether the connection is idle or still sending its request: shed first at the cap.
     fn sheddable(&self) -> bool {
-        self.state().phase != Phase::Sending
+        matches!(self.state().phase, Phase::Waiting | Phase::Receiving)
     }
 
-    /// When the connection's current phase runs out of time (`None`: sending a response,
+    /// When the connection's current phase runs out of time (`None`: producing a response,
     /// which has no limit).
     pub(crate) fn deadline(&self, limits: &ServeLimits) -> Option<Instant> {
         let state = self.state();
@@ -92,6 +107,7 @@ impl Conn {
             Phase::Waiting if state.served == 0 => limits.header_read_timeout,
             Phase::Waiting => limits.idle_timeout,
             Phase::Receiving => limits.body_read_timeout,
+            Phase::Streaming => limits.idle_timeout,
             Phase::Sending => return None,
         };
         Some(state.since + limit)
@@ -176,6 +192,12 @@ pub(crate) struct ResponseBody<B> {
     pub(crate) conn: Option<Arc<Conn>>,
 }
 
+fn moved(conn: &Option<Arc<Conn>>, response: bool) {
+    if let (Some(conn), true) = (conn, response) {
+        conn.response_moved();
+    }
+}
+
 fn end(conn: &mut Option<Arc<Conn>>, response: bool) {
     if let Some(conn) = conn.take() {
         if response {
@@ -200,8 +222,10 @@ macro_rules! reporting_body {
                 cx: &mut Context<'_>,
             ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
                 let polled = Pin::new(&mut self.inner).poll_frame(cx);
-                if matches!(polled, Poll::Ready(None) | Poll::Ready(Some(Err(_)))) {
-                    end(&mut self.conn, $response);
+                match &polled {
+                    Poll::Ready(None) | Poll::Ready(Some(Err(_))) => end(&mut self.conn, $response),
+                    Poll::Ready(Some(Ok(_))) => moved(&self.conn, $response),
+                    Poll::Pending => {}
                 }
                 polled
             }
@@ -259,8 +283,16 @@ mod tests {
         conn.request_started(false);
         assert_eq!(conn.deadline(&limits), Some(start + Duration::from_secs(3)));
         conn.body_ended();
-        assert_eq!(conn.deadline(&limits), None);
+        assert_eq!(conn.deadline(&limits), None, "a handler may take its time");
+        tokio::time::advance(Duration::from_secs(5)).await;
+        conn.response_moved();
+        let moved = Instant::now();
+        assert_eq!(
+            conn.deadline(&limits),
+            Some(moved + Duration::from_secs(2)),
+            "a stalled response is cut"
+        );
         conn.response_ended();
-        assert_eq!(conn.deadline(&limits), Some(start + Duration::from_secs(2)));
+        assert_eq!(conn.deadline(&limits), Some(moved + Duration::from_secs(2)));
     }
 }

@@ -10,7 +10,9 @@ pub struct ServeLimits {
     /// How long a new connection may take to send its first request's headers.
     pub header_read_timeout: Duration,
     /// How long a connection may wait between requests (keep-alive), or take to send a later
-    /// request's headers.
+    /// request's headers; also how long a response body, once started, may go without a
+    /// frame going out (a client that stops reading stalls it). SSE streams send a keep-alive
+    /// comment every 15 s, so keep this above that.
     pub idle_timeout: Duration,
     /// How long a request may take to send its whole body, counted from its headers.
     pub body_read_timeout: Duration,
