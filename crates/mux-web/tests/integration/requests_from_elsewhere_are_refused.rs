@@ -344,6 +344,63 @@ async fn another_principal_gets_404_for_the_history_runs_reattach_cancel_and_res
 }
 
 #[tokio::test]
+async fn a_threads_owner_is_kept_in_the_store_and_holds_for_another_server() {
+    let store: Arc<dyn mux_orchestrator::session::SessionStore> =
+        Arc::new(mux_orchestrator::session::MemorySessionStore::new());
+    let auth = || {
+        BearerTokens::new()
+            .token("alice-token", Principal::new("alice"))
+            .token("bob-token", Principal::new("bob"))
+    };
+    let first = common::start_on(
+        WebConfig::default().authenticator(auth()),
+        Arc::clone(&store),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let run = http
+        .post(format!("{}/agui", first.url))
+        .bearer_auth("alice-token")
+        .json(&input("kept-thread", "r1", "hello"))
+        .send()
+        .await
+        .unwrap();
+    events(run).await;
+    let meta = store.load("kept-thread").await.unwrap().meta;
+    assert_eq!(meta.extra["mux_web_owner"], "alice", "{meta:?}");
+    drop(first);
+
+    // A second server on the same store, with nothing cached.
+    let second = common::start_on(WebConfig::default().authenticator(auth()), store).await;
+    let url = format!("{}/agui/threads/kept-thread/messages", second.url);
+    let bob = http
+        .get(&url)
+        .bearer_auth("bob-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bob.status(), 404);
+    let bob_run = http
+        .post(format!("{}/agui", second.url))
+        .bearer_auth("bob-token")
+        .json(&input("kept-thread", "r2", "hello"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bob_run.status(), 404);
+    let alice: Value = http
+        .get(&url)
+        .bearer_auth("alice-token")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(alice["messages"][0]["content"], "hello", "{alice}");
+}
+
+#[tokio::test]
 async fn the_bearer_scheme_is_case_insensitive() {
     let server = common::start(WebConfig::default().bearer_token("tok-1")).await;
     let http = reqwest::Client::new();

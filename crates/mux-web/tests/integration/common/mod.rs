@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
+use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use mux_orchestrator::{Orchestrator, OrchestratorConfig};
 use mux_tool::builtin::{Bash, Sandbox};
 use mux_tool::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
@@ -27,7 +28,12 @@ impl Drop for Server {
 }
 
 pub(crate) async fn start(config: WebConfig) -> Server {
-    let (router, dir) = router(config);
+    start_on(config, Arc::new(MemorySessionStore::new())).await
+}
+
+/// A server whose threads live in `store` (to share it between servers).
+pub(crate) async fn start_on(config: WebConfig, store: Arc<dyn SessionStore>) -> Server {
+    let (router, dir) = router_on(config, store);
     let listener = mux_web::bind(0).await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let task = tokio::spawn(mux_web::serve(listener, router));
@@ -40,6 +46,10 @@ pub(crate) async fn start(config: WebConfig) -> Server {
 
 /// The router of [`start`], with the temporary directory its tools work in.
 pub(crate) fn router(config: WebConfig) -> (axum::Router, tempfile::TempDir) {
+    router_on(config, Arc::new(MemorySessionStore::new()))
+}
+
+fn router_on(config: WebConfig, store: Arc<dyn SessionStore>) -> (axum::Router, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(dir.path()).unwrap();
     let client = Arc::new(ScriptedClient::new().respond_with(respond));
@@ -49,6 +59,7 @@ pub(crate) fn router(config: WebConfig) -> (axum::Router, tempfile::TempDir) {
         tools.register_typed(mux_tool::builtin::TodoWrite).unwrap();
         Orchestrator::builder(client.clone(), OrchestratorConfig::new("scripted")).tools(tools)
     })
+    .session_store(store)
     .config(config)
     .build();
     (router, dir)
