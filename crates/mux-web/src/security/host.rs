@@ -114,9 +114,13 @@ impl HostAllowList {
                 if port != local.port() {
                     return false;
                 }
+                // A dual-stack socket reports an IPv4 client's address as IPv4-mapped IPv6.
                 let own = match local {
                     SocketAddr::V4(v4) => v4.ip().to_string(),
-                    SocketAddr::V6(v6) => format!("[{}]", v6.ip()),
+                    SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+                        Some(v4) => v4.to_string(),
+                        None => format!("[{}]", v6.ip()),
+                    },
                 };
                 loopback_name || host.name == own
             }
@@ -195,6 +199,11 @@ mod tests {
         }
         let lan: SocketAddr = ([192, 168, 1, 5], 80).into();
         assert!(list.allows(&hp("192.168.1.5"), 80, Some(lan)));
+        let mapped: SocketAddr =
+            (std::net::Ipv4Addr::new(192, 168, 1, 5).to_ipv6_mapped(), 80).into();
+        assert!(list.allows(&hp("192.168.1.5"), 80, Some(mapped)));
+        let v6: SocketAddr = (std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1), 80).into();
+        assert!(list.allows(&hp("[fd00::1]"), 80, Some(v6)));
         assert!(!list.allows(&hp("attacker.example"), 80, Some(lan)));
         assert!(list.allows(&hp("localhost:1234"), 80, None));
         assert!(!list.allows(&hp("attacker.example:1234"), 80, None));
