@@ -215,7 +215,10 @@ const scenarios = {
           await new Promise((r) => setTimeout(r, 300));
           const running = execSync(`pgrep -f '${child}' || true`).toString().trim();
           check(running !== "", "the sleep child is not running before the cancel");
-          const response = await fetch(`${base}/agui/runs/${runId}/cancel`, { method: "POST" });
+          const response = await fetch(`${base}/agui/runs/${runId}/cancel`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+          });
           const body = await response.json();
           check(response.ok && body.cancelled === true, "the cancel was refused", body);
         })();

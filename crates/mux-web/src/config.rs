@@ -1,16 +1,31 @@
 //! What an application can set: security, limits and time limits.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// How the web face behaves. [`WebConfig::default`] is safe for a local server: no CORS, no
-/// auth (bind to 127.0.0.1, as [`crate::bind`] does), a 1 MiB body limit.
-#[derive(Clone, Debug)]
+use crate::security::{Authenticator, BearerTokens, ProbeLimit, Refusal, RefusalHook};
+
+/// How the web face behaves. [`WebConfig::default`] is safe for a local server: requests
+/// only for the server's own `Host` (its address and `localhost` on its port), from its own
+/// origin, with JSON bodies; one principal and no token (bind to 127.0.0.1, as
+/// [`crate::bind`] does); a 1 MiB body limit.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct WebConfig {
-    /// A bearer token every request must carry (`Authorization: Bearer <token>`).
-    pub bearer_token: Option<String>,
-    /// Origins allowed by CORS (`*` allows any); empty means no CORS headers.
+    /// Who a request comes from; `None` is one principal for everyone
+    /// ([`crate::OnePrincipal`]).
+    pub authenticator: Option<Arc<dyn Authenticator>>,
+    /// Origins allowed by CORS (`*` allows any but `null`); empty means no CORS headers.
+    /// Requests whose `Origin` is neither these nor the server's own are refused (403).
     pub cors_origins: Vec<String>,
+    /// More `Host` values to answer to (`name` on any port, or `name:port`), for a server
+    /// behind a proxy; the server's own address and `localhost` on its port always are.
+    pub allowed_hosts: Vec<String>,
+    /// How many unknown thread, run or interrupt ids a principal may ask for per window.
+    pub probe_limit: ProbeLimit,
+    /// Called for every refused request (besides a `tracing` warning).
+    pub on_refusal: Option<RefusalHook>,
     /// The largest request body accepted, in bytes.
     pub body_limit: usize,
     /// How long a paused run waits for the answer to an interrupt, or a frontend tool for
@@ -29,8 +44,11 @@ pub struct WebConfig {
 impl Default for WebConfig {
     fn default() -> Self {
         Self {
-            bearer_token: None,
+            authenticator: None,
             cors_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            probe_limit: ProbeLimit::default(),
+            on_refusal: None,
             body_limit: 1024 * 1024,
             interrupt_timeout: Duration::from_secs(600),
             pause_grace: Duration::from_millis(50),
@@ -40,10 +58,55 @@ impl Default for WebConfig {
     }
 }
 
+impl fmt::Debug for WebConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WebConfig")
+            .field(
+                "authenticator",
+                &self.authenticator.as_ref().map(|_| "custom"),
+            )
+            .field("cors_origins", &self.cors_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("probe_limit", &self.probe_limit)
+            .field("body_limit", &self.body_limit)
+            .field("interrupt_timeout", &self.interrupt_timeout)
+            .field("pause_grace", &self.pause_grace)
+            .field("cancel_on_disconnect", &self.cancel_on_disconnect)
+            .field("replay_retention", &self.replay_retention)
+            .finish_non_exhaustive()
+    }
+}
+
 impl WebConfig {
-    /// Requires `Authorization: Bearer <token>` on every request.
-    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
-        self.bearer_token = Some(token.into());
+    /// Requires `Authorization: Bearer <token>` (the scheme in any case) on every request;
+    /// the one principal is [`crate::Principal::local`].
+    pub fn bearer_token(self, token: impl Into<String>) -> Self {
+        self.authenticator(BearerTokens::single(token))
+    }
+
+    /// Maps requests to principals with `authenticator` (for example [`BearerTokens`] with a
+    /// token per user). Each thread is visible only to the principal that created it.
+    pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
+        self.authenticator = Some(Arc::new(authenticator));
+        self
+    }
+
+    /// Also answers requests whose `Host` is `host` (`name` or `name:port`): the public name
+    /// of a proxy in front of the server.
+    pub fn allowed_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+
+    /// Sets how many unknown ids a principal may ask for per window before getting 429.
+    pub fn probe_limit(mut self, misses: u32, window: Duration) -> Self {
+        self.probe_limit = ProbeLimit { misses, window };
+        self
+    }
+
+    /// Calls `hook` with every refused request (to log or count them).
+    pub fn on_refusal(mut self, hook: impl Fn(&Refusal) + Send + Sync + 'static) -> Self {
+        self.on_refusal = Some(RefusalHook(Arc::new(hook)));
         self
     }
 
@@ -76,4 +139,13 @@ impl WebConfig {
         self.replay_retention = retention;
         self
     }
+}
+
+/// A configuration the router cannot use.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// An allowed host that is not `name` or `name:port`.
+    #[error("allowed host `{0}` is not `name` or `name:port`")]
+    InvalidAllowedHost(String),
 }

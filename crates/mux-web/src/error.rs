@@ -42,6 +42,27 @@ pub enum WebError {
     /// No run has this id, or it is no longer kept (404).
     #[error("no run `{0}` (unknown, or finished longer ago than the replay retention)")]
     RunNotFound(String),
+    /// No thread has this id, or it belongs to another principal (404: the two look alike).
+    #[error("no thread `{0}`")]
+    ThreadNotFound(String),
+    /// The `Host` is not one this server answers to (403): DNS rebinding, or a proxy whose
+    /// name is not in [`crate::WebConfig::allowed_hosts`].
+    #[error("Host `{0}` is not allowed (configure allowed hosts to serve behind a proxy)")]
+    HostNotAllowed(String),
+    /// The `Origin` is neither the server's own nor configured for CORS (403).
+    #[error("Origin `{0}` is not allowed (configure it as a CORS origin to call from that page)")]
+    OriginNotAllowed(String),
+    /// A `POST` body that is not `application/json` (415).
+    #[error("Content-Type `{0}` is not application/json")]
+    UnsupportedMediaType(String),
+    /// The principal asked for too many unknown ids (429).
+    #[error(
+        "too many requests for unknown threads, runs or interrupts; retry in {retry_after_secs} s"
+    )]
+    TooManyMisses {
+        /// Seconds until the window ends.
+        retry_after_secs: u64,
+    },
 }
 
 impl WebError {
@@ -53,7 +74,10 @@ impl WebError {
             Self::ThreadBusy { .. } | Self::InterruptPending { .. } | Self::RunExists(_) => {
                 StatusCode::CONFLICT
             }
-            Self::RunNotFound(_) => StatusCode::NOT_FOUND,
+            Self::RunNotFound(_) | Self::ThreadNotFound(_) => StatusCode::NOT_FOUND,
+            Self::HostNotAllowed(_) | Self::OriginNotAllowed(_) => StatusCode::FORBIDDEN,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::TooManyMisses { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Session(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -67,6 +91,11 @@ impl WebError {
             Self::InterruptPending { .. } => "interrupt_pending",
             Self::RunExists(_) => "run_exists",
             Self::RunNotFound(_) => "run_not_found",
+            Self::ThreadNotFound(_) => "thread_not_found",
+            Self::HostNotAllowed(_) => "host_not_allowed",
+            Self::OriginNotAllowed(_) => "origin_not_allowed",
+            Self::UnsupportedMediaType(_) => "unsupported_media_type",
+            Self::TooManyMisses { .. } => "too_many_misses",
             Self::Session(_) => "session",
         }
     }
@@ -90,11 +119,19 @@ impl IntoResponse for WebError {
             _ => {}
         }
         let mut response = (self.status(), Json(body)).into_response();
-        if matches!(self, Self::Unauthorized) {
-            response.headers_mut().insert(
-                axum::http::header::WWW_AUTHENTICATE,
-                axum::http::HeaderValue::from_static("Bearer"),
-            );
+        match self {
+            Self::Unauthorized => {
+                response.headers_mut().insert(
+                    axum::http::header::WWW_AUTHENTICATE,
+                    axum::http::HeaderValue::from_static("Bearer"),
+                );
+            }
+            Self::TooManyMisses { retry_after_secs } => {
+                response
+                    .headers_mut()
+                    .insert(axum::http::header::RETRY_AFTER, retry_after_secs.into());
+            }
+            _ => {}
         }
         response
     }

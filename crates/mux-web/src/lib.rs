@@ -6,15 +6,21 @@ mod config;
 mod error;
 mod frontend;
 mod history;
+mod ownership;
 mod registry;
 mod router;
+mod security;
 mod serve;
 mod thread;
 mod translate;
 pub mod types;
 
-pub use config::WebConfig;
+pub use config::{ConfigError, WebConfig};
 pub use error::{ErrorCode, WebError};
 pub use registry::AgentFactory;
 pub use router::AguiRouter;
-pub use serve::{bind, serve};
+pub use security::{
+    Authenticator, BearerTokens, LocalAddr, OnePrincipal, Principal, ProbeLimit, Refusal,
+    RefusalHook, random_token,
+};
+pub use serve::{ServeLimits, Server, bind, serve};

@@ -14,6 +14,8 @@ use crate::config::WebConfig;
 use crate::error::{ErrorCode, WebError};
 use crate::frontend::FrontendTool;
 use crate::history;
+use crate::ownership::Owners;
+use crate::security::{Principal, Probes};
 use crate::thread::{LiveLoop, Resumed, Thread};
 use crate::translate::Translator;
 use crate::types::{Event, Message, PROTOCOL_VERSION, ResumeEntry, RunAgentInput};
@@ -37,13 +39,19 @@ where
     }
 }
 
+/// A run's key: run ids are per principal, so one principal cannot see, or learn of,
+/// another's runs.
+type RunKey = (Principal, String);
+
 /// Threads and runs.
 pub(crate) struct RunRegistry {
     factory: Arc<dyn AgentFactory>,
     store: Arc<dyn SessionStore>,
     pub(crate) config: WebConfig,
     threads: Mutex<HashMap<String, Arc<Thread>>>,
-    runs: Mutex<HashMap<String, (Arc<RunBuffer>, Instant)>>,
+    runs: Mutex<HashMap<RunKey, (Arc<RunBuffer>, Instant)>>,
+    owners: Owners,
+    pub(crate) probes: Arc<Probes>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -65,18 +73,51 @@ impl RunRegistry {
         store: Arc<dyn SessionStore>,
         config: WebConfig,
     ) -> Self {
+        let probes = Arc::new(Probes::new(config.probe_limit));
         Self {
+            owners: Owners::new(Arc::clone(&store)),
             factory,
             store,
             config,
             threads: Mutex::default(),
             runs: Mutex::default(),
+            probes,
         }
     }
 
-    /// A kept run.
-    pub(crate) fn run(&self, run_id: &str) -> Option<Arc<RunBuffer>> {
-        lock(&self.runs).get(run_id).map(|(run, _)| Arc::clone(run))
+    /// A kept run of `principal`'s; a miss counts against its probe limit.
+    pub(crate) fn run(
+        &self,
+        principal: &Principal,
+        run_id: &str,
+    ) -> Result<Arc<RunBuffer>, WebError> {
+        let key = (principal.clone(), run_id.to_owned());
+        let run = lock(&self.runs).get(&key).map(|(run, _)| Arc::clone(run));
+        run.ok_or_else(|| {
+            self.probes.miss(principal);
+            WebError::RunNotFound(run_id.to_owned())
+        })
+    }
+
+    /// Refuses a thread that exists and belongs to another principal, as if it did not exist
+    /// (a miss). With `claim`, a new thread becomes `principal`'s; without, an unknown thread
+    /// is a miss too.
+    async fn check_owner(
+        &self,
+        principal: &Principal,
+        thread_id: &str,
+        claim: bool,
+    ) -> Result<(), WebError> {
+        let not_found = || {
+            self.probes.miss(principal);
+            WebError::ThreadNotFound(thread_id.to_owned())
+        };
+        match self.owners.owner(thread_id).await? {
+            Some(owner) if owner == *principal => Ok(()),
+            Some(_) => Err(not_found()),
+            None if claim && self.owners.claim(thread_id, principal) => Ok(()),
+            None => Err(not_found()),
+        }
     }
 
     fn thread(&self, id: &str) -> Arc<Thread> {
@@ -93,13 +134,16 @@ impl RunRegistry {
         lock(&self.runs)
             .retain(|_, (run, started)| !run.is_done() || started.elapsed() < retention);
         // A thread another request holds (about to attach a run) is kept.
-        lock(&self.threads)
+        let mut threads = lock(&self.threads);
+        threads
             .retain(|_, thread| Arc::strong_count(thread) > 1 || !thread.is_forgettable(retention));
+        self.owners.forget_unless(|id| threads.contains_key(id));
     }
 
     /// A thread's stored messages and its unanswered interrupts, for a page that reloads.
     pub(crate) async fn history(
         &self,
+        principal: &Principal,
         thread_id: &str,
     ) -> Result<(Vec<Message>, Vec<crate::types::Interrupt>), WebError> {
         if !valid_id(thread_id) {
@@ -107,6 +151,7 @@ impl RunRegistry {
                 "threadId `{thread_id}` must be 1 to 128 of A-Z a-z 0-9 _ -"
             )));
         }
+        self.check_owner(principal, thread_id, false).await?;
         let messages = match self.store.load(thread_id).await {
             Ok(session) => history::snapshot(thread_id, &session.messages),
             Err(SessionError::NotFound(_)) => Vec::new(),
@@ -118,10 +163,8 @@ impl RunRegistry {
     }
 
     /// Stops the loop behind `run_id`: the model stream, the tools and their processes.
-    pub(crate) fn cancel(&self, run_id: &str) -> Result<bool, WebError> {
-        let run = self
-            .run(run_id)
-            .ok_or_else(|| WebError::RunNotFound(run_id.to_owned()))?;
+    pub(crate) fn cancel(&self, principal: &Principal, run_id: &str) -> Result<bool, WebError> {
+        let run = self.run(principal, run_id)?;
         let thread = lock(&self.threads).get(&run.thread_id).cloned();
         let Some(thread) = thread else {
             return Ok(false);
@@ -136,7 +179,11 @@ impl RunRegistry {
     }
 
     /// Starts (or resumes) a run; its events fill the returned buffer.
-    pub(crate) async fn start(&self, input: RunAgentInput) -> Result<Arc<RunBuffer>, WebError> {
+    pub(crate) async fn start(
+        &self,
+        principal: &Principal,
+        input: RunAgentInput,
+    ) -> Result<Arc<RunBuffer>, WebError> {
         for (what, id) in [("threadId", &input.thread_id), ("runId", &input.run_id)] {
             if !valid_id(id) {
                 return Err(WebError::BadRequest(format!(
@@ -145,11 +192,13 @@ impl RunRegistry {
             }
         }
         self.sweep();
+        self.check_owner(principal, &input.thread_id, true).await?;
         let thread = self.thread(&input.thread_id);
         let run = RunBuffer::new(&input.thread_id, &input.run_id);
+        let key = (principal.clone(), input.run_id.clone());
         {
             let mut runs = lock(&self.runs);
-            if runs.contains_key(&input.run_id) {
+            if runs.contains_key(&key) {
                 return Err(WebError::RunExists(input.run_id));
             }
             if let Some(run_id) = thread.busy_with() {
@@ -159,7 +208,7 @@ impl RunRegistry {
                 });
             }
             thread.attach(&run);
-            runs.insert(input.run_id.clone(), (Arc::clone(&run), Instant::now()));
+            runs.insert(key.clone(), (Arc::clone(&run), Instant::now()));
         }
         run.push([Event::RunStarted {
             thread_id: input.thread_id.clone(),
@@ -183,6 +232,9 @@ impl RunRegistry {
         match thread.resume(&run, &resume, tool_results).await {
             Ok(Resumed::Continued) => return Ok(run),
             Err((code, message)) => {
+                if code == ErrorCode::UnknownInterrupt {
+                    self.probes.miss(principal);
+                }
                 fail(&run, code, message);
                 return Ok(run);
             }
@@ -190,7 +242,7 @@ impl RunRegistry {
         }
         if thread.is_live() {
             thread.detach(&run);
-            lock(&self.runs).remove(&input.run_id);
+            lock(&self.runs).remove(&key);
             return Err(WebError::InterruptPending {
                 thread_id: input.thread_id,
                 interrupt_ids: thread.pending_interrupts(),
@@ -203,7 +255,7 @@ impl RunRegistry {
             thread.detach(&run);
             return Ok(run);
         }
-        if let Err((code, message)) = self.new_loop(&thread, &run, &input).await {
+        if let Err((code, message)) = self.new_loop(principal, &thread, &run, &input).await {
             fail(&run, code, message);
             thread.detach(&run);
         }
@@ -239,6 +291,7 @@ impl RunRegistry {
     /// Starts a loop run on the thread's session with the input's last user message.
     async fn new_loop(
         &self,
+        principal: &Principal,
         thread: &Arc<Thread>,
         run: &Arc<RunBuffer>,
         input: &RunAgentInput,
@@ -269,6 +322,7 @@ impl RunRegistry {
             Err(SessionError::NotFound(_)) => {
                 let mut meta = SessionMeta::new();
                 meta.id = input.thread_id.clone();
+                crate::ownership::record(&mut meta, principal);
                 self.store.create(&meta).await.map_err(session_error)?;
                 Vec::new()
             }

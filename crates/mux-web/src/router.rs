@@ -1,25 +1,26 @@
-//! The HTTP surface: routes, SSE streams, bearer auth, CORS and the body limit.
+//! The HTTP surface: routes, SSE streams, the security checks, CORS and the body limit.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, HeaderValue, Method, header};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use futures::{Stream, StreamExt as _};
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::buffer::RunBuffer;
-use crate::config::WebConfig;
+use crate::config::{ConfigError, WebConfig};
 use crate::error::WebError;
 use crate::registry::{AgentFactory, RunRegistry};
+use crate::security::{self, Guard, HostAllowList, OnePrincipal, OriginAllowList, Principal};
 use crate::types::RunAgentInput;
 
 /// Builds the AG-UI router.
@@ -29,6 +30,10 @@ use crate::types::RunAgentInput;
 /// /agui/runs/{runId}/cancel`, and `GET /agui/threads/{threadId}/messages` (a thread's history
 /// as AG-UI messages plus its unanswered interrupts, for a page that reloads). Merge it into an application's router, or serve it with
 /// [`crate::serve`].
+///
+/// Every request passes [the security checks](crate::WebConfig) first: an allowed `Host`, an
+/// allowed `Origin` when one is sent, the authenticator, the probe limit, and a JSON body for
+/// `POST`.
 pub struct AguiRouter {
     factory: Arc<dyn AgentFactory>,
     store: Arc<dyn SessionStore>,
@@ -58,23 +63,42 @@ impl AguiRouter {
         self
     }
 
-    /// The axum router.
+    /// The axum router. An allowed host that is not `name` or `name:port` matches no request
+    /// (and is logged); [`AguiRouter::try_build`] reports it instead.
     pub fn build(self) -> Router {
+        let hosts = HostAllowList::new(&self.config.allowed_hosts).unwrap_or_else(|err| {
+            tracing::error!(%err, "ignoring the allowed hosts that do not parse");
+            HostAllowList::parsable(&self.config.allowed_hosts)
+        });
+        self.build_with(hosts)
+    }
+
+    /// The axum router, or the configuration error.
+    pub fn try_build(self) -> Result<Router, ConfigError> {
+        let hosts = HostAllowList::new(&self.config.allowed_hosts)?;
+        Ok(self.build_with(hosts))
+    }
+
+    fn build_with(self, hosts: HostAllowList) -> Router {
         let config = self.config.clone();
         let registry = Arc::new(RunRegistry::new(self.factory, self.store, self.config));
+        let guard = Arc::new(Guard {
+            hosts,
+            origins: OriginAllowList::new(&config.cors_origins),
+            authenticator: config
+                .authenticator
+                .clone()
+                .unwrap_or_else(|| Arc::new(OnePrincipal)),
+            probes: Arc::clone(&registry.probes),
+            on_refusal: config.on_refusal.clone(),
+        });
         let mut router = Router::new()
             .route("/agui", post(start_run))
             .route("/agui/runs/{run_id}/events", get(reattach))
             .route("/agui/runs/{run_id}/cancel", post(cancel))
             .route("/agui/threads/{thread_id}/messages", get(messages))
-            .layer(DefaultBodyLimit::max(config.body_limit));
-        if let Some(token) = config.bearer_token.clone() {
-            let token = Arc::new(token);
-            router = router.layer(middleware::from_fn(move |request: Request, next: Next| {
-                let token = Arc::clone(&token);
-                async move { authorize(&token, request, next).await }
-            }));
-        }
+            .layer(DefaultBodyLimit::max(config.body_limit))
+            .layer(middleware::from_fn_with_state(guard, security::guard));
         if let Some(cors) = cors(&config.cors_origins) {
             router = router.layer(cors);
         }
@@ -111,41 +135,20 @@ fn cors(origins: &[String]) -> Option<CorsLayer> {
     )
 }
 
-/// Lets the request through when it carries the token; compares in constant time.
-async fn authorize(token: &str, request: Request, next: Next) -> Response {
-    if request.method() == Method::OPTIONS {
-        return next.run(request).await;
-    }
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    if constant_time_eq(given.as_bytes(), token.as_bytes()) {
-        next.run(request).await
-    } else {
-        WebError::Unauthorized.into_response()
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for (i, byte) in b.iter().enumerate() {
-        diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ byte);
-    }
-    diff == 0
-}
-
-async fn start_run(State(registry): Shared, body: Bytes) -> Result<Response, WebError> {
+async fn start_run(
+    State(registry): Shared,
+    Extension(principal): Extension<Principal>,
+    body: Bytes,
+) -> Result<Response, WebError> {
     let input: RunAgentInput =
         serde_json::from_slice(&body).map_err(|e| WebError::BadRequest(e.to_string()))?;
-    let run = registry.start(input).await?;
+    let run = registry.start(&principal, input).await?;
     let guard = registry
         .config
         .cancel_on_disconnect
         .then(|| DisconnectGuard {
             registry: Arc::clone(&registry),
+            principal,
             run: Arc::clone(&run),
         });
     Ok(sse(follow(run, 0, guard)))
@@ -153,12 +156,11 @@ async fn start_run(State(registry): Shared, body: Bytes) -> Result<Response, Web
 
 async fn reattach(
     State(registry): Shared,
+    Extension(principal): Extension<Principal>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, WebError> {
-    let run = registry
-        .run(&run_id)
-        .ok_or_else(|| WebError::RunNotFound(run_id.clone()))?;
+    let run = registry.run(&principal, &run_id)?;
     let from = match headers.get("last-event-id").map(|v| v.to_str()) {
         None => 0,
         Some(Ok(text)) => text.trim().parse::<usize>().map(|n| n + 1).map_err(|_| {
@@ -171,16 +173,21 @@ async fn reattach(
     Ok(sse(follow(run, from, None)))
 }
 
-async fn cancel(State(registry): Shared, Path(run_id): Path<String>) -> Result<Response, WebError> {
-    let cancelled = registry.cancel(&run_id)?;
+async fn cancel(
+    State(registry): Shared,
+    Extension(principal): Extension<Principal>,
+    Path(run_id): Path<String>,
+) -> Result<Response, WebError> {
+    let cancelled = registry.cancel(&principal, &run_id)?;
     Ok(Json(json!({"runId": run_id, "cancelled": cancelled})).into_response())
 }
 
 async fn messages(
     State(registry): Shared,
+    Extension(principal): Extension<Principal>,
     Path(thread_id): Path<String>,
 ) -> Result<Response, WebError> {
-    let (messages, interrupts) = registry.history(&thread_id).await?;
+    let (messages, interrupts) = registry.history(&principal, &thread_id).await?;
     let body = json!({"threadId": thread_id, "messages": messages, "interrupts": interrupts});
     Ok(Json(body).into_response())
 }
@@ -201,13 +208,14 @@ fn sse(stream: impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static
 /// Cancels a run whose `POST /agui` stream was dropped before it ended.
 struct DisconnectGuard {
     registry: Arc<RunRegistry>,
+    principal: Principal,
     run: Arc<RunBuffer>,
 }
 
 impl Drop for DisconnectGuard {
     fn drop(&mut self) {
         if !self.run.is_done() {
-            let _ = self.registry.cancel(&self.run.run_id);
+            let _ = self.registry.cancel(&self.principal, &self.run.run_id);
         }
     }
 }

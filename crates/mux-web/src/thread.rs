@@ -384,7 +384,7 @@ impl Thread {
     }
 
     fn interrupt(&self, call_id: String, waits: Waits, message: String, schema: Value) {
-        let id = format!("{}-{call_id}", self.id);
+        let id = format!("{}-{call_id}-{}", self.id, crate::security::unguessable());
         let reason = match waits {
             Waits::Approval => "tool_call",
             Waits::Answer => "input",

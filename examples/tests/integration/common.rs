@@ -1,7 +1,11 @@
 //! What the example tests share.
 
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -89,4 +93,102 @@ pub(crate) fn without_provider_keys(command: &mut Command) {
     ] {
         command.env_remove(key);
     }
+}
+
+/// The example running in a temporary directory, killed on drop; its stderr is collected.
+pub(crate) struct Example {
+    pub(crate) child: std::process::Child,
+    pub(crate) url: String,
+    stderr: Arc<Mutex<String>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Example {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Example {
+    /// Starts the web_agent example with `args` (after `--port 0`).
+    pub(crate) fn start(args: &[&str]) -> Self {
+        Self::start_with(Command::new(example("web_agent")), args)
+    }
+
+    /// Starts `program` (the example, or a shell that execs it) with `args`.
+    pub(crate) fn start_with(mut command: Command, args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("README.md"), "# a project\n").unwrap();
+        without_provider_keys(&mut command);
+        let mut child = command
+            .args(["--port", "0"])
+            .args(args)
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let mut pipe = child.stderr.take().unwrap();
+        let sink = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        });
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("the example exited before serving")
+                .unwrap();
+            if let Some(rest) = line.strip_prefix("Serving on ") {
+                break rest
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .trim_end_matches('/')
+                    .to_owned();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        Self {
+            child,
+            url,
+            stderr,
+            _dir: dir,
+        }
+    }
+
+    /// Waits until stderr has `count` lines containing `needle` (at most 10 s).
+    pub(crate) fn logged(&self, needle: &str, count: usize) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = self.stderr.lock().unwrap().clone();
+            if text.matches(needle).count() >= count || Instant::now() > deadline {
+                return text;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Sends raw bytes and returns the status code of the answer.
+pub(crate) fn raw_status(url: &str, request: &str) -> u16 {
+    let mut tcp = TcpStream::connect(url.trim_start_matches("http://")).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    tcp.write_all(request.as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(tcp).read_line(&mut line).unwrap();
+    line.split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not a status line: {line:?}"))
 }

@@ -8,3 +8,5 @@ mod llm_call;
 mod mcp_inspect;
 mod quickstart;
 mod web_agent_in_a_browser;
+mod web_agent_refuses_cross_site_requests;
+mod web_agent_under_slowloris;

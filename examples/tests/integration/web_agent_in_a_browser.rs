@@ -1,6 +1,6 @@
 //! The web_agent example's page in headless Chromium (driven by playwright-core from
-//! tests/web-peers): prompt, approve, answer, reload, history. Screenshots land in
-//! target/tmp/web-page/.
+//! tests/web-peers): prompt, approve, answer, reload, history, with the server's token taken
+//! from the page's URL and sent on every request. Screenshots land in target/tmp/web-page/.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,11 +30,14 @@ async fn the_page_streams_asks_for_approval_answers_and_keeps_its_history_after_
         Arc::new(mux_examples::offline::offline_model()),
         "scripted",
         Arc::new(MemorySessionStore::new()),
-        WebConfig::default(),
+        WebConfig::default().bearer_token("page-token-1234"),
     )
     .unwrap();
     let listener = mux::web::bind(0).await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let url = format!(
+        "http://{}/?token=page-token-1234",
+        listener.local_addr().unwrap()
+    );
     let server = tokio::spawn(mux::web::serve(listener, app));
 
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("web-page");

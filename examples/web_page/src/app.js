@@ -1,10 +1,21 @@
 // The web_agent example's chat page: an @ag-ui/client HttpAgent on the server's /agui.
 // Streams text, shows tool calls and their results, asks Approve/Deny for interrupts, and
 // keeps the thread (and so the history, loaded from the server) across reloads.
+// The server's token comes in the URL (`/?token=…`, as the server prints it); the page keeps it
+// for this tab, takes it out of the address bar, and sends it on every request.
 import { HttpAgent } from "@ag-ui/client";
 
 const $ = (id) => document.getElementById(id);
 const THREAD_KEY = "mux-web-thread";
+const TOKEN_KEY = "mux-web-token";
+
+const fromUrl = new URLSearchParams(location.search).get("token");
+if (fromUrl) {
+  sessionStorage.setItem(TOKEN_KEY, fromUrl);
+  history.replaceState(null, "", location.pathname);
+}
+const token = sessionStorage.getItem(TOKEN_KEY);
+const headers = token ? { Authorization: `Bearer ${token}` } : {};
 
 let threadId = localStorage.getItem(THREAD_KEY);
 if (!threadId) {
@@ -12,7 +23,7 @@ if (!threadId) {
   localStorage.setItem(THREAD_KEY, threadId);
 }
 
-const agent = new HttpAgent({ url: "/agui", threadId });
+const agent = new HttpAgent({ url: "/agui", threadId, headers });
 let busy = false;
 
 function el(tag, className, text) {
@@ -98,8 +109,10 @@ async function send(event) {
 }
 
 async function loadHistory() {
-  const response = await fetch(`/agui/threads/${threadId}/messages`);
-  if (response.ok) {
+  const response = await fetch(`/agui/threads/${threadId}/messages`, { headers });
+  if (response.status === 401) {
+    $("error").textContent = "The server wants its token: open the URL it printed (…/?token=…).";
+  } else if (response.ok) {
     const body = await response.json();
     agent.setMessages(body.messages);
     agent.pendingInterrupts = body.interrupts ?? [];

@@ -6,3 +6,5 @@ mod common;
 mod ag_ui_validate;
 mod http_surface;
 mod real_agui_client;
+mod requests_from_elsewhere_are_refused;
+mod the_server_limits_connections;

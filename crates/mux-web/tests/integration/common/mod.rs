@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
+use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use mux_orchestrator::{Orchestrator, OrchestratorConfig};
 use mux_tool::builtin::{Bash, Sandbox};
 use mux_tool::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
@@ -27,6 +28,28 @@ impl Drop for Server {
 }
 
 pub(crate) async fn start(config: WebConfig) -> Server {
+    start_on(config, Arc::new(MemorySessionStore::new())).await
+}
+
+/// A server whose threads live in `store` (to share it between servers).
+pub(crate) async fn start_on(config: WebConfig, store: Arc<dyn SessionStore>) -> Server {
+    let (router, dir) = router_on(config, store);
+    let listener = mux_web::bind(0).await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(mux_web::serve(listener, router));
+    Server {
+        url,
+        task,
+        _dir: dir,
+    }
+}
+
+/// The router of [`start`], with the temporary directory its tools work in.
+pub(crate) fn router(config: WebConfig) -> (axum::Router, tempfile::TempDir) {
+    router_on(config, Arc::new(MemorySessionStore::new()))
+}
+
+fn router_on(config: WebConfig, store: Arc<dyn SessionStore>) -> (axum::Router, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(dir.path()).unwrap();
     let client = Arc::new(ScriptedClient::new().respond_with(respond));
@@ -36,16 +59,10 @@ pub(crate) async fn start(config: WebConfig) -> Server {
         tools.register_typed(mux_tool::builtin::TodoWrite).unwrap();
         Orchestrator::builder(client.clone(), OrchestratorConfig::new("scripted")).tools(tools)
     })
+    .session_store(store)
     .config(config)
     .build();
-    let listener = mux_web::bind(0).await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let task = tokio::spawn(mux_web::serve(listener, router));
-    Server {
-        url,
-        task,
-        _dir: dir,
-    }
+    (router, dir)
 }
 
 /// The model: the latest prompt picks a scenario; tool results drive it on.
