@@ -281,8 +281,19 @@ impl Translator {
                     json!({"iteration": iteration, "hasMore": has_more}),
                 ));
             }
-            LoopEvent::Finished { text, usage, .. } => {
+            LoopEvent::Finished {
+                text, usage, limit, ..
+            } => {
                 out.extend(self.detach());
+                if let Some(limit) = limit {
+                    // The run stopped on a budget: say which before RUN_FINISHED.
+                    let mut value = serde_json::to_value(&limit).unwrap_or(Value::Null);
+                    if let Value::Object(map) = &mut value {
+                        map.insert("kind".to_owned(), json!(limit.kind()));
+                        map.insert("message".to_owned(), json!(limit.to_string()));
+                    }
+                    out.push(custom("limit_reached", value));
+                }
                 return Signal::Finished { text, usage };
             }
             LoopEvent::Error { kind, message } => {
@@ -506,5 +517,28 @@ mod tests {
             message: "boom".into(),
         });
         assert!(matches!(signal, Signal::Failed { kind, .. } if kind == "llm"));
+    }
+
+    #[test]
+    fn a_run_stopped_by_its_budget_says_which_limit_before_it_finishes() {
+        let mut t = Translator::new("x", None);
+        t.translate(LoopEvent::TextDelta { text: "a".into() });
+        let (events, signal) = t.translate(LoopEvent::Finished {
+            text: "a".into(),
+            iterations: 1,
+            usage: Usage::default(),
+            limit: Some(mux_orchestrator::LimitReached::ToolCalls { max: 2 }),
+        });
+        assert_eq!(
+            kinds(&events),
+            ["TEXT_MESSAGE_END", "STEP_FINISHED", "CUSTOM"]
+        );
+        let Event::Custom { name, value } = &events[2] else {
+            panic!("{events:?}");
+        };
+        assert_eq!(name, "mux.limit_reached");
+        assert_eq!(value["kind"], "max_tool_calls");
+        assert_eq!(value["max"], 2);
+        assert!(matches!(signal, Signal::Finished { .. }));
     }
 }
