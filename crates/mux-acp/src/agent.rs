@@ -18,7 +18,10 @@ use crate::AcpError;
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct SessionSetup {
-    /// The session's working directory (absolute): the root of its sandbox and permissions.
+    /// The session's working directory: the root of its sandbox and permissions. It is the
+    /// client's `cwd` resolved (absolute, symbolic links followed), an existing directory, and
+    /// neither `/`, a home directory nor a directory holding one unless the agent
+    /// [allows broad roots](AcpAgent::allow_broad_roots).
     pub cwd: PathBuf,
 }
 
@@ -138,6 +141,8 @@ pub struct AcpAgent {
     pub(crate) mcp: CoordinatorConfig,
     pub(crate) commands: Vec<crate::commands::Command>,
     pub(crate) always: Remember,
+    pub(crate) max_line: usize,
+    pub(crate) allow_broad_roots: bool,
 }
 
 impl AcpAgent {
@@ -153,6 +158,8 @@ impl AcpAgent {
             mcp: CoordinatorConfig::default(),
             commands: Vec::new(),
             always: Remember::exact(Scope::Session),
+            max_line: crate::framing::DEFAULT_MAX_LINE,
+            allow_broad_roots: false,
         }
     }
 
@@ -225,14 +232,53 @@ impl AcpAgent {
         self
     }
 
-    /// Serves the agent on this process's stdin and stdout until the client closes stdin.
-    /// Every session is then cancelled and shut down (tools, their processes and MCP servers
-    /// with them) before this returns.
-    pub async fn serve_stdio(self) -> Result<(), AcpError> {
-        self.serve(agent_client_protocol::Stdio::new()).await
+    /// Lets sessions open in broad roots: a `cwd` of `/`, a home directory (`$HOME`, `/root`,
+    /// any `/home/*`) or a directory holding one, after symbolic links are resolved. By
+    /// default `session/new` and `session/load` refuse them with invalid params, since the
+    /// session's tools could then read and write everything there. A `cwd` that is relative,
+    /// missing or not a directory is refused either way.
+    pub fn allow_broad_roots(mut self, allow: bool) -> Self {
+        self.allow_broad_roots = allow;
+        self
     }
 
-    /// Serves the agent on `transport` (a byte stream or channel from the SDK).
+    /// The longest input line [`serve_stdio`](Self::serve_stdio) and
+    /// [`serve_io`](Self::serve_io) accept, in bytes (64 MiB by default). A longer line is
+    /// answered with an invalid-request error and skipped as it is read, never held whole.
+    pub fn max_line_bytes(mut self, bytes: usize) -> Self {
+        self.max_line = bytes;
+        self
+    }
+
+    /// Serves the agent on this process's stdin and stdout until the client closes stdin.
+    /// Every session is then cancelled and shut down (tools, their processes and MCP servers
+    /// with them) before this returns. Input is read as in [`serve_io`](Self::serve_io).
+    pub async fn serve_stdio(self) -> Result<(), AcpError> {
+        // On their own threads, as the SDK's stdio transport does: a read blocked on stdin
+        // never holds up the runtime's shutdown.
+        let stdin = blocking::Unblock::new(std::io::stdin());
+        let stdout = blocking::Unblock::new(std::io::stdout());
+        self.serve_io(stdin, stdout).await
+    }
+
+    /// Serves the agent on a byte stream (a pipe, a socket), one JSON-RPC message a line,
+    /// until `reader` ends. Input is read as bytes: a line that is not UTF-8 or not JSON is
+    /// answered with a parse error (`-32700`, `id: null`) and a line over
+    /// [`max_line_bytes`](Self::max_line_bytes) with an invalid request (`-32600`); the error
+    /// shows at most the line's first 128 bytes, and the agent goes on. Blank lines are
+    /// skipped.
+    pub async fn serve_io(
+        self,
+        reader: impl futures::AsyncRead + Unpin + Send + 'static,
+        writer: impl futures::AsyncWrite + Unpin + Send + 'static,
+    ) -> Result<(), AcpError> {
+        let transport = crate::framing::transport(reader, writer, self.max_line);
+        self.serve(transport).await
+    }
+
+    /// Serves the agent on `transport`, any of the SDK's transports (channels, lines). Its
+    /// input is framed and parsed as that transport does: prefer
+    /// [`serve_io`](Self::serve_io) for a byte stream.
     pub async fn serve(self, transport: impl ConnectTo<Agent> + 'static) -> Result<(), AcpError> {
         crate::server::serve(self, transport).await
     }

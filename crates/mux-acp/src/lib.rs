@@ -5,9 +5,11 @@ mod agent;
 mod commands;
 mod editor_files;
 mod error;
+mod framing;
 mod modes;
 mod prompt;
 mod replay;
+mod roots;
 mod server;
 mod sessions;
 mod time;
@@ -16,3 +18,4 @@ mod turn;
 
 pub use agent::{AcpAgent, SessionFactory, SessionParts, SessionSetup};
 pub use error::AcpError;
+pub use roots::CwdRefusal;

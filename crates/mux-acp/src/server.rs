@@ -1,6 +1,6 @@
 //! The ACP methods: one handler per request, each a few lines over [`Sessions`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -201,12 +201,14 @@ fn authenticate(
     }
 }
 
-fn absolute_cwd(cwd: PathBuf) -> Result<PathBuf, AcpError> {
-    if cwd.is_absolute() {
-        Ok(cwd)
-    } else {
-        Err(AcpError::RelativeCwd(cwd.display().to_string()))
-    }
+/// The session root for the client's `cwd`, or why it is refused.
+fn session_root(sessions: &Sessions, cwd: &Path) -> Result<PathBuf, AcpError> {
+    crate::roots::session_root(cwd, sessions.agent().allow_broad_roots).map_err(|refusal| {
+        AcpError::Cwd {
+            cwd: cwd.display().to_string(),
+            refusal,
+        }
+    })
 }
 
 async fn new_session(
@@ -214,7 +216,7 @@ async fn new_session(
     request: NewSessionRequest,
     cx: &ConnectionTo<Client>,
 ) -> Result<(NewSessionResponse, Vec<SessionNotification>), AcpError> {
-    let cwd = absolute_cwd(request.cwd)?;
+    let cwd = session_root(sessions, &request.cwd)?;
     let session = sessions.open(cwd, &request.mcp_servers, None, cx).await?;
     let id = session.id().to_owned();
     // A server that failed is said once, as the first thing the session shows; it goes on
@@ -246,7 +248,7 @@ async fn load_session(
     request: LoadSessionRequest,
     cx: &ConnectionTo<Client>,
 ) -> Result<LoadSessionResponse, AcpError> {
-    let cwd = absolute_cwd(request.cwd)?;
+    let cwd = session_root(sessions, &request.cwd)?;
     let id = request.session_id.0.to_string();
     let session = sessions
         .open(cwd, &request.mcp_servers, Some(id.as_str()), cx)
@@ -266,9 +268,18 @@ async fn list_sessions(
     request: ListSessionsRequest,
 ) -> Result<ListSessionsResponse, AcpError> {
     let (listed, next) = sessions.list(request.cursor.as_deref()).await?;
+    // Sessions keep their resolved root: the filter matches the client's spelling or its
+    // resolution.
+    let wanted = request
+        .cwd
+        .map(|cwd| (std::fs::canonicalize(&cwd).ok(), cwd));
     let infos = listed
         .into_iter()
-        .filter(|(_, cwd)| request.cwd.as_ref().is_none_or(|wanted| wanted == cwd))
+        .filter(|(_, cwd)| {
+            wanted.as_ref().is_none_or(|(resolved, given)| {
+                given == cwd || resolved.as_ref().is_some_and(|r| r == cwd)
+            })
+        })
         .map(|(meta, cwd)| {
             SessionInfo::new(meta.id, cwd)
                 .title(meta.title)

@@ -1,0 +1,381 @@
+//! JSON-RPC on a byte stream, one message a line, that no input can stop.
+//!
+//! The SDK's own byte transport reads text: one line of invalid UTF-8 ends the connection,
+//! and a line that is not JSON is answered with a parse error that echoes the whole line.
+//! Here the input is read as bytes, one line at a time, and only lines that are UTF-8 and
+//! parse as JSON reach the SDK; every other line is answered here with a short JSON-RPC error
+//! (`id: null`) and skipped. A line longer than the limit is refused while it is read: its
+//! bytes are dropped as they come, never held whole.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use agent_client_protocol::Lines;
+use futures::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use futures::{AsyncRead, Sink, Stream};
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+/// The longest line accepted by default: 64 MiB.
+pub(crate) const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// How much of a refused line its error echoes, in bytes.
+const ECHO: usize = 128;
+
+/// JSON-RPC's "Parse error".
+const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC's "Invalid Request".
+const INVALID_REQUEST: i64 = -32600;
+
+/// One line of input, as read.
+#[derive(Debug, PartialEq, Eq)]
+enum RawLine {
+    /// The line's bytes, without its `\n` (nor a `\r` before it).
+    Bytes(Vec<u8>),
+    /// A line over the limit: its first bytes and its length.
+    TooLong { prefix: Vec<u8>, len: u64 },
+}
+
+/// Reads lines of bytes, refusing those over `max` bytes without holding them.
+struct LineReader<R> {
+    reader: R,
+    max: usize,
+}
+
+impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    /// The next line, or `None` at the end of input (a last line without `\n` counts).
+    async fn next(&mut self) -> io::Result<Option<RawLine>> {
+        let mut line = Vec::new();
+        let mut over: Option<(Vec<u8>, u64)> = None;
+        let mut read_any = false;
+        loop {
+            let buffer = self.reader.fill_buf().await?;
+            if buffer.is_empty() {
+                return Ok(match over {
+                    Some((prefix, len)) => Some(RawLine::TooLong { prefix, len }),
+                    None if read_any => Some(RawLine::Bytes(trimmed(line))),
+                    None => None,
+                });
+            }
+            read_any = true;
+            let newline = buffer.iter().position(|&b| b == b'\n');
+            let chunk = &buffer[..newline.unwrap_or(buffer.len())];
+            match &mut over {
+                Some((_, len)) => *len += chunk.len() as u64,
+                None if line.len() + chunk.len() > self.max => {
+                    let len = (line.len() + chunk.len()) as u64;
+                    let prefix = line.iter().chain(chunk).take(ECHO).copied().collect();
+                    // Free what was held: the rest of the line is only counted.
+                    line = Vec::new();
+                    over = Some((prefix, len));
+                }
+                None => line.extend_from_slice(chunk),
+            }
+            let used = newline.map_or(chunk.len(), |at| at + 1);
+            self.reader.consume_unpin(used);
+            if newline.is_some() {
+                return Ok(Some(match over {
+                    Some((prefix, len)) => RawLine::TooLong { prefix, len },
+                    None => RawLine::Bytes(trimmed(line)),
+                }));
+            }
+        }
+    }
+}
+
+/// `line` without a trailing `\r`.
+fn trimmed(mut line: Vec<u8>) -> Vec<u8> {
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    line
+}
+
+/// What becomes of a line.
+#[derive(Debug)]
+enum Verdict {
+    /// UTF-8 and JSON: the SDK gets it.
+    Pass(String),
+    /// Blank: skipped without a word.
+    Blank,
+    /// Answered here with this error and skipped.
+    Refuse(Value),
+}
+
+/// Judges a line: it must be UTF-8 and parse as a JSON value, as the SDK parses it (so the SDK
+/// never meets a line it cannot parse, and never echoes one).
+fn judge(line: RawLine, max: usize) -> Verdict {
+    let bytes = match line {
+        RawLine::TooLong { prefix, len } => {
+            return Verdict::Refuse(error(
+                INVALID_REQUEST,
+                "Invalid Request",
+                format!("line of {len} bytes is over the limit of {max} bytes; it was skipped"),
+                &prefix,
+            ));
+        }
+        RawLine::Bytes(bytes) => bytes,
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => {
+            let at = err.utf8_error().valid_up_to();
+            return Verdict::Refuse(error(
+                PARSE_ERROR,
+                "Parse error",
+                format!("line is not UTF-8 (invalid byte at offset {at})"),
+                err.as_bytes(),
+            ));
+        }
+    };
+    if text.trim().is_empty() {
+        return Verdict::Blank;
+    }
+    // The SDK parses every line into a `Value` with this same call: a line that passes here
+    // parses there.
+    match serde_json::from_str::<Value>(&text) {
+        Ok(_) => Verdict::Pass(text),
+        Err(err) => Verdict::Refuse(error(
+            PARSE_ERROR,
+            "Parse error",
+            format!(
+                "line is not JSON ({:?} error at column {})",
+                err.classify(),
+                err.column()
+            ),
+            text.as_bytes(),
+        )),
+    }
+}
+
+/// A JSON-RPC error response with `id: null`, whose data names `reason` and shows at most
+/// the first [`ECHO`] bytes of the line.
+fn error(code: i64, message: &str, reason: String, line: &[u8]) -> Value {
+    let shown = &line[..line.len().min(ECHO)];
+    json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": code,
+            "message": message,
+            "data": {
+                "reason": reason,
+                "linePrefix": String::from_utf8_lossy(shown),
+            },
+        },
+    })
+}
+
+/// The writer both the SDK's messages and this module's errors go through, a line at a time.
+type SharedWriter<W> = Arc<Mutex<W>>;
+
+async fn write_line<W: AsyncWrite + Unpin>(writer: &SharedWriter<W>, line: &str) -> io::Result<()> {
+    let mut writer = writer.lock().await;
+    writer.write_all(line.as_bytes()).await?;
+    writer.write_all(b"\n").await?;
+    writer.flush().await
+}
+
+/// The outgoing lines.
+pub(crate) type Outgoing = Pin<Box<dyn Sink<String, Error = io::Error> + Send>>;
+/// The incoming lines.
+pub(crate) type Incoming = Pin<Box<dyn Stream<Item = io::Result<String>> + Send>>;
+
+/// The SDK's line transport over `reader` and `writer`, with lines judged as the module
+/// docs say and lines over `max_line` bytes refused.
+pub(crate) fn transport<R, W>(reader: R, writer: W, max_line: usize) -> Lines<Outgoing, Incoming>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let writer: SharedWriter<W> = Arc::new(Mutex::new(writer));
+    let outgoing = futures::sink::unfold(Arc::clone(&writer), async |writer, line: String| {
+        write_line(&writer, &line).await?;
+        Ok::<_, io::Error>(writer)
+    });
+    let lines = LineReader {
+        reader: BufReader::new(reader),
+        max: max_line,
+    };
+    let incoming = futures::stream::unfold((lines, writer), async |(mut lines, writer)| {
+        loop {
+            let line = match lines.next().await {
+                Ok(Some(line)) => line,
+                Ok(None) => return None,
+                Err(err) => return Some((Err(err), (lines, writer))),
+            };
+            match judge(line, lines.max) {
+                Verdict::Pass(text) => return Some((Ok(text), (lines, writer))),
+                Verdict::Blank => {}
+                Verdict::Refuse(response) => {
+                    tracing::warn!(
+                        target: "mux_acp",
+                        reason = %response["error"]["data"]["reason"],
+                        "input line refused"
+                    );
+                    if let Err(err) = write_line(&writer, &response.to_string()).await {
+                        return Some((Err(err), (lines, writer)));
+                    }
+                }
+            }
+        }
+    });
+    Lines::new(
+        Box::pin(outgoing) as Outgoing,
+        Box::pin(incoming) as Incoming,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+
+    use super::*;
+
+    /// Every line of `input`, read through a buffer of `capacity` bytes.
+    fn read_all(input: &[u8], capacity: usize, max: usize) -> Vec<RawLine> {
+        let mut lines = LineReader {
+            reader: BufReader::with_capacity(capacity, futures::io::Cursor::new(input.to_vec())),
+            max,
+        };
+        let mut out = Vec::new();
+        futures::executor::block_on(async {
+            while let Some(line) = lines.next().await.unwrap() {
+                out.push(line);
+            }
+        });
+        out
+    }
+
+    fn bytes(line: &str) -> RawLine {
+        RawLine::Bytes(line.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn lines_split_across_reads_come_out_whole_without_their_line_ends() {
+        let input = b"{\"a\":1}\r\n\nlast without newline";
+        for capacity in [1, 2, 3, 7, 64] {
+            assert_eq!(
+                read_all(input, capacity, 100),
+                [bytes("{\"a\":1}"), bytes(""), bytes("last without newline")],
+                "buffer of {capacity}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_line_over_the_limit_is_counted_not_kept_and_the_next_line_is_read() {
+        let long = vec![b'x'; 10_000];
+        let mut input = long.clone();
+        input.extend_from_slice(b"\nnext\n");
+        for capacity in [1, 100, 8192] {
+            let lines = read_all(&input, capacity, 1000);
+            assert_eq!(lines.len(), 2);
+            assert_eq!(
+                lines[0],
+                RawLine::TooLong {
+                    prefix: vec![b'x'; ECHO],
+                    len: 10_000
+                }
+            );
+            assert_eq!(lines[1], bytes("next"));
+        }
+        // Exactly at the limit is accepted; one byte more is not.
+        assert_eq!(read_all(b"12345\n", 4, 5), [bytes("12345")]);
+        assert!(matches!(
+            read_all(b"123456\n", 4, 5)[..],
+            [RawLine::TooLong { len: 6, .. }]
+        ));
+        // Unfinished at the end of input, still refused.
+        assert!(matches!(
+            read_all(b"123456", 4, 5)[..],
+            [RawLine::TooLong { len: 6, .. }]
+        ));
+    }
+
+    fn refused(line: &[u8]) -> Value {
+        match judge(RawLine::Bytes(line.to_vec()), DEFAULT_MAX_LINE) {
+            Verdict::Refuse(response) => response,
+            other => panic!("{line:?} was not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_in_every_shape_is_a_parse_error() {
+        let shapes: [&[u8]; 5] = [
+            b"{\"a\":\"\x80\"}",         // a lone continuation byte
+            b"{\"a\":\"\xe2\x82",        // a multibyte sequence cut at the line end
+            b"{\"a\":\"\xc0\xaf\"}",     // an overlong encoding of `/`
+            b"{\"a\":\"\xed\xa0\x80\"}", // a UTF-16 surrogate, encoded
+            b"{\"a\":\"\xff\"}",         // a byte UTF-8 never uses
+        ];
+        for shape in shapes {
+            let response = refused(shape);
+            assert_eq!(response["error"]["code"], PARSE_ERROR, "{shape:?}");
+            assert_eq!(response["id"], Value::Null);
+            assert!(
+                response["error"]["data"]["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("not UTF-8"),
+                "{response}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_the_sdk_could_not_parse_is_refused_here_with_a_short_echo() {
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        let huge = format!("{{not json {}", "y".repeat(1_000_000));
+        for line in [
+            "{ this is not json",
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":1e400}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":"\ud800"}"#,
+            &deep,
+            &huge,
+        ] {
+            let response = refused(line.as_bytes());
+            assert_eq!(response["error"]["code"], PARSE_ERROR, "{line:.40}");
+            assert!(serde_json::from_str::<Value>(line).is_err());
+            let shown = response["error"]["data"]["linePrefix"].as_str().unwrap();
+            assert!(shown.len() <= ECHO && line.starts_with(shown), "{shown}");
+            assert!(response.to_string().len() < 512, "{response}");
+        }
+    }
+
+    #[test]
+    fn json_lines_pass_as_they_are_and_blank_lines_are_skipped() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#,
+            "[1, 2]",
+            "17",
+        ] {
+            assert!(matches!(
+                judge(RawLine::Bytes(line.as_bytes().to_vec()), 100),
+                Verdict::Pass(text) if text == line
+            ));
+        }
+        assert!(matches!(judge(bytes(" \t"), 100), Verdict::Blank));
+    }
+
+    #[test]
+    fn an_overlong_line_is_an_invalid_request_naming_its_length_and_the_limit() {
+        let response = match judge(
+            RawLine::TooLong {
+                prefix: b"{\"jsonrpc\"".to_vec(),
+                len: 100_000_000,
+            },
+            DEFAULT_MAX_LINE,
+        ) {
+            Verdict::Refuse(response) => response,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(response["error"]["code"], INVALID_REQUEST);
+        let reason = response["error"]["data"]["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("100000000") && reason.contains("67108864"),
+            "{reason}"
+        );
+    }
+}
