@@ -13,6 +13,9 @@ use mux_tool::{Registry, Resources};
 
 use crate::AcpError;
 
+/// The buffer between stdin or stdout and the thread that reads or writes it, in bytes.
+const STDIO_BUFFER: usize = 256 * 1024;
+
 /// What the editor asked for when it opened a session, handed to the application's
 /// [`SessionFactory`].
 #[derive(Clone, Debug)]
@@ -256,8 +259,9 @@ impl AcpAgent {
     pub async fn serve_stdio(self) -> Result<(), AcpError> {
         // On their own threads, as the SDK's stdio transport does: a read blocked on stdin
         // never holds up the runtime's shutdown.
-        let stdin = blocking::Unblock::new(std::io::stdin());
-        let stdout = blocking::Unblock::new(std::io::stdout());
+        // A small buffer each: a line is assembled by the reader, not here.
+        let stdin = blocking::Unblock::with_capacity(STDIO_BUFFER, std::io::stdin());
+        let stdout = blocking::Unblock::with_capacity(STDIO_BUFFER, std::io::stdout());
         self.serve_io(stdin, stdout).await
     }
 
@@ -266,7 +270,8 @@ impl AcpAgent {
     /// answered with a parse error (`-32700`, `id: null`) and a line over
     /// [`max_line_bytes`](Self::max_line_bytes) with an invalid request (`-32600`); the error
     /// shows at most the line's first 128 bytes, and the agent goes on. Blank lines are
-    /// skipped.
+    /// skipped. Any error response over 4 KiB (errors quote what they refuse) goes out with
+    /// its message and data cut to 1 KiB each.
     pub async fn serve_io(
         self,
         reader: impl futures::AsyncRead + Unpin + Send + 'static,

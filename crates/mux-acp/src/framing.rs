@@ -6,6 +6,10 @@
 //! parse as JSON reach the SDK; every other line is answered here with a short JSON-RPC error
 //! (`id: null`) and skipped. A line longer than the limit is refused while it is read: its
 //! bytes are dropped as they come, never held whole.
+//!
+//! Errors quote what they refuse (a method name, an id, a path, the SDK's whole params
+//! object), so on the way out an error response's message and data are cut to a short text:
+//! megabytes in never make megabytes of error out.
 
 use std::io;
 use std::pin::Pin;
@@ -22,6 +26,13 @@ pub(crate) const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
 
 /// How much of a refused line its error echoes, in bytes.
 const ECHO: usize = 128;
+
+/// An outgoing line longer than this is checked for an error response to cut.
+const ERROR_LINE: usize = 4096;
+/// How much of an error's message and of its data a cut keeps, in bytes.
+const ERROR_TEXT: usize = 1024;
+/// How every notification the SDK sends starts: never an error response.
+const NOTIFICATION: &str = r#"{"jsonrpc":"2.0","method":"#;
 
 /// JSON-RPC's "Parse error".
 const PARSE_ERROR: i64 = -32700;
@@ -167,6 +178,49 @@ fn error(code: i64, message: &str, reason: String, line: &[u8]) -> Value {
     })
 }
 
+/// `line`, or when it is an error response over [`ERROR_LINE`] bytes, the same response
+/// with its message and data cut to [`ERROR_TEXT`] bytes each.
+fn bounded(line: String) -> String {
+    if line.len() <= ERROR_LINE || line.starts_with(NOTIFICATION) {
+        return line;
+    }
+    let Ok(mut value) = serde_json::from_str::<Value>(&line) else {
+        return line;
+    };
+    if value.get("method").is_some() {
+        return line;
+    }
+    let Some(error) = value.get_mut("error").and_then(Value::as_object_mut) else {
+        return line;
+    };
+    for field in ["message", "data"] {
+        if let Some(text) = error.get_mut(field) {
+            cut(text);
+        }
+    }
+    value.to_string()
+}
+
+/// `value` as at most [`ERROR_TEXT`] bytes of text, saying how much was cut, when its text
+/// is longer; else unchanged.
+fn cut(value: &mut Value) {
+    let text = match value.as_str() {
+        Some(text) => text.to_owned(),
+        None => value.to_string(),
+    };
+    if text.len() > ERROR_TEXT {
+        let mut end = ERROR_TEXT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        *value = Value::String(format!(
+            "{}… ({} more bytes not shown)",
+            &text[..end],
+            text.len() - end
+        ));
+    }
+}
+
 /// The writer both the SDK's messages and this module's errors go through, a line at a time.
 type SharedWriter<W> = Arc<Mutex<W>>;
 
@@ -191,7 +245,7 @@ where
 {
     let writer: SharedWriter<W> = Arc::new(Mutex::new(writer));
     let outgoing = futures::sink::unfold(Arc::clone(&writer), async |writer, line: String| {
-        write_line(&writer, &line).await?;
+        write_line(&writer, &bounded(line)).await?;
         Ok::<_, io::Error>(writer)
     });
     let lines = LineReader {
@@ -357,6 +411,40 @@ mod tests {
             ));
         }
         assert!(matches!(judge(bytes(" \t"), 100), Verdict::Blank));
+    }
+
+    #[test]
+    fn long_error_responses_are_cut_and_everything_else_passes_unchanged() {
+        let big = "z".repeat(1_000_000);
+        let quoted = json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32602,
+            "message": "Invalid params", "data": {"error": format!("invalid type: \"{big}\""),
+            "json": {"cwd": big}}}});
+        let cut_line = bounded(quoted.to_string());
+        assert!(cut_line.len() < 2 * ERROR_TEXT + 200, "{}", cut_line.len());
+        let cut_value: Value = serde_json::from_str(&cut_line).unwrap();
+        assert_eq!(cut_value["id"], 7);
+        assert_eq!(cut_value["error"]["code"], -32602);
+        assert_eq!(cut_value["error"]["message"], "Invalid params");
+        assert!(
+            cut_value["error"]["data"]
+                .as_str()
+                .unwrap()
+                .ends_with("more bytes not shown)")
+        );
+        let message = json!({"jsonrpc": "2.0", "id": 8, "error": {"code": -32601,
+            "message": "é".repeat(3000)}});
+        let cut_message: Value = serde_json::from_str(&bounded(message.to_string())).unwrap();
+        assert!(cut_message["error"]["message"].as_str().unwrap().len() < ERROR_TEXT + 64);
+        for untouched in [
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "short"}}),
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"content": big}}),
+            json!({"jsonrpc": "2.0", "method": "session/update", "params": {"error": big}}),
+            json!({"jsonrpc": "2.0", "id": 3, "method": "fs/write_text_file",
+                "params": {"content": big}}),
+        ] {
+            let line = untouched.to_string();
+            assert_eq!(bounded(line.clone()), line);
+        }
     }
 
     #[test]
