@@ -178,9 +178,11 @@ fn a_100_mb_line_is_refused_as_it_streams_and_the_agent_answers_a_prompt() {
         reason.contains(&LINE.to_string()) && reason.contains(&LIMIT.to_string()),
         "{reason}"
     );
+    // The limit's worth of buffer, and not the line: 8 MiB measured, 64 MiB for the default
+    // limit of 64 MiB.
     let grown_mib = (opened.peak_kib().saturating_sub(before)) / 1024;
     assert!(
-        grown_mib < 40,
+        grown_mib < 24,
         "the agent's peak memory grew by {grown_mib} MiB for a line of {} MiB",
         LINE >> 20
     );
