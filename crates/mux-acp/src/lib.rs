@@ -1,6 +1,11 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
+/// The guide's code (docs/acp.md), compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/acp.md")]
+pub struct GuideDoctests;
+
 mod agent;
 mod commands;
 mod editor_files;
