@@ -225,6 +225,11 @@ fn sdk_client_buffers_are_what_the_file_tools_read_and_write() {
     client_scenario("fs");
 }
 
+#[test]
+fn sdk_client_reads_the_refusals_of_bad_bytes_broad_roots_and_unknown_sessions_and_goes_on() {
+    client_scenario("refusals");
+}
+
 /// The example on raw pipes.
 pub(crate) struct RawAgent {
     pub(crate) child: Child,
