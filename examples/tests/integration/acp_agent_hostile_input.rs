@@ -212,7 +212,7 @@ fn a_parse_error_is_answered_in_a_few_hundred_bytes_not_an_echo() {
 }
 
 #[test]
-fn unknown_sessions_are_invalid_params_for_load_prompt_and_set_mode() {
+fn unknown_sessions_are_invalid_params_for_load_prompt_and_set_mode_and_cancel_is_ignored() {
     let mut opened = Opened::start(&[]);
     let cwd = opened._project.path().to_owned();
     for id in ["no-such-session", "../../etc/passwd", ""] {
@@ -239,6 +239,9 @@ fn unknown_sessions_are_invalid_params_for_load_prompt_and_set_mode() {
             &json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": id}})
                 .to_string(),
         );
+        // Sent as a request, it is answered (not left waiting): cancel is no request method.
+        let cancel = opened.request("session/cancel", json!({"sessionId": id}));
+        assert_eq!(cancel["error"]["code"], -32601, "cancel `{id}`: {cancel}");
     }
     let loaded = opened.request(
         "session/load",
