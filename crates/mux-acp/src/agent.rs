@@ -1,20 +1,14 @@
-//! [`AcpAgent`]: what an application gives the face, and how it is served.
+//! [`AcpAgent`]: what an application gives the face (serving it is in `serve.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_client_protocol::{Agent, ConnectTo};
 use mux_llm::LlmClient;
 use mux_mcp::CoordinatorConfig;
 use mux_orchestrator::session::SessionStore;
 use mux_orchestrator::{OrchestratorBuilder, OrchestratorConfig};
 use mux_permission::{Permissions, Remember, Scope};
 use mux_tool::{Registry, Resources};
-
-use crate::AcpError;
-
-/// The buffer between stdin or stdout and the thread that reads or writes it, in bytes.
-const STDIO_BUFFER: usize = 256 * 1024;
 
 /// What the editor asked for when it opened a session, handed to the application's
 /// [`SessionFactory`].
@@ -251,40 +245,5 @@ impl AcpAgent {
     pub fn max_line_bytes(mut self, bytes: usize) -> Self {
         self.max_line = bytes;
         self
-    }
-
-    /// Serves the agent on this process's stdin and stdout until the client closes stdin.
-    /// Every session is then cancelled and shut down (tools, their processes and MCP servers
-    /// with them) before this returns. Input is read as in [`serve_io`](Self::serve_io).
-    pub async fn serve_stdio(self) -> Result<(), AcpError> {
-        // On their own threads, as the SDK's stdio transport does: a read blocked on stdin
-        // never holds up the runtime's shutdown.
-        // A small buffer each: a line is assembled by the reader, not here.
-        let stdin = blocking::Unblock::with_capacity(STDIO_BUFFER, std::io::stdin());
-        let stdout = blocking::Unblock::with_capacity(STDIO_BUFFER, std::io::stdout());
-        self.serve_io(stdin, stdout).await
-    }
-
-    /// Serves the agent on a byte stream (a pipe, a socket), one JSON-RPC message a line,
-    /// until `reader` ends. Input is read as bytes: a line that is not UTF-8 or not JSON is
-    /// answered with a parse error (`-32700`, `id: null`) and a line over
-    /// [`max_line_bytes`](Self::max_line_bytes) with an invalid request (`-32600`); the error
-    /// shows at most the line's first 128 bytes, and the agent goes on. Blank lines are
-    /// skipped. Any error response over 4 KiB (errors quote what they refuse) goes out with
-    /// its message and data cut to 1 KiB each.
-    pub async fn serve_io(
-        self,
-        reader: impl futures::AsyncRead + Unpin + Send + 'static,
-        writer: impl futures::AsyncWrite + Unpin + Send + 'static,
-    ) -> Result<(), AcpError> {
-        let transport = crate::framing::transport(reader, writer, self.max_line);
-        self.serve(transport).await
-    }
-
-    /// Serves the agent on `transport`, any of the SDK's transports (channels, lines). Its
-    /// input is framed and parsed as that transport does: prefer
-    /// [`serve_io`](Self::serve_io) for a byte stream.
-    pub async fn serve(self, transport: impl ConnectTo<Agent> + 'static) -> Result<(), AcpError> {
-        crate::server::serve(self, transport).await
     }
 }

@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
@@ -14,28 +13,10 @@ use agent_client_protocol::v1::schema::{
     PromptResponse, SessionCapabilities, SessionInfo, SessionListCapabilities, SessionModeId,
     SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
 };
-use agent_client_protocol::{
-    Agent, Client, ConnectTo, on_receive_notification, on_receive_request,
-};
+use agent_client_protocol::{Agent, Client, on_receive_notification, on_receive_request};
 
-use crate::agent::AcpAgent;
 use crate::sessions::Sessions;
 use crate::{AcpError, modes, turn};
-
-/// How long a disconnect waits for sessions to stop (processes, MCP servers).
-const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
-
-pub(crate) async fn serve(
-    agent: AcpAgent,
-    transport: impl ConnectTo<Agent> + 'static,
-) -> Result<(), AcpError> {
-    let name = agent.name.clone();
-    let sessions = Arc::new(Sessions::new(agent));
-    let result = builder(&sessions, name).connect_to(transport).await;
-    // The client is gone (or the connection failed): nothing may outlive it.
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, sessions.shutdown_all()).await;
-    result.map_err(AcpError::from)
-}
 
 fn respond<T: agent_client_protocol::JsonRpcResponse>(
     responder: agent_client_protocol::v1::Responder<T>,
@@ -50,7 +31,7 @@ fn respond<T: agent_client_protocol::JsonRpcResponse>(
     }
 }
 
-fn builder(
+pub(crate) fn builder(
     sessions: &Arc<Sessions>,
     name: String,
 ) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
