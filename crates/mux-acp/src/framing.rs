@@ -11,6 +11,7 @@
 //! object), so on the way out an error response's message and data are cut to a short text:
 //! megabytes in never make megabytes of error out.
 
+use std::cell::Cell;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -18,11 +19,18 @@ use std::sync::Arc;
 use agent_client_protocol::Lines;
 use futures::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use futures::{AsyncRead, Sink, Stream};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 /// The longest line accepted by default: 64 MiB.
 pub(crate) const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// The most JSON values (objects, arrays, members, strings, numbers, literals) one incoming
+/// line may hold. The SDK parses every line into a `serde_json::Value`, which takes tens of
+/// bytes a value: 57 MiB of `[],` took the agent to 4 GiB. An ACP client's messages hold a
+/// few hundred values; their bulk is in strings.
+const MAX_VALUES: usize = 100_000;
 
 /// How much of a refused line its error echoes, in bytes.
 const ECHO: usize = 128;
@@ -115,7 +123,8 @@ enum Verdict {
 }
 
 /// Judges a line: it must be UTF-8 and parse as a JSON value, as the SDK parses it (so the SDK
-/// never meets a line it cannot parse, and never echoes one).
+/// never meets a line it cannot parse, and never echoes one), of at most [`MAX_VALUES`]
+/// values.
 fn judge(line: RawLine, max: usize) -> Verdict {
     let bytes = match line {
         RawLine::TooLong { prefix, len } => {
@@ -143,10 +152,15 @@ fn judge(line: RawLine, max: usize) -> Verdict {
     if text.trim().is_empty() {
         return Verdict::Blank;
     }
-    // The SDK parses every line into a `Value` with this same call: a line that passes here
-    // parses there.
-    match serde_json::from_str::<Value>(&text) {
-        Ok(_) => Verdict::Pass(text),
+    let counted = Cell::new(0);
+    match check_json(&text, &counted) {
+        Ok(()) => Verdict::Pass(text),
+        Err(_) if counted.get() > MAX_VALUES => Verdict::Refuse(error(
+            INVALID_REQUEST,
+            "Invalid Request",
+            format!("line holds more than {MAX_VALUES} JSON values; it was skipped"),
+            text.as_bytes(),
+        )),
         Err(err) => Verdict::Refuse(error(
             PARSE_ERROR,
             "Parse error",
@@ -157,6 +171,84 @@ fn judge(line: RawLine, max: usize) -> Verdict {
             ),
             text.as_bytes(),
         )),
+    }
+}
+
+/// Parses `text` as the SDK does (`serde_json::from_str::<Value>`: the same parser through
+/// `deserialize_any`, so the same numbers, escapes, nesting limit and trailing characters fail)
+/// without building anything, counting its values in `counted` and failing past
+/// [`MAX_VALUES`].
+fn check_json(text: &str, counted: &Cell<usize>) -> Result<(), serde_json::Error> {
+    let mut parser = serde_json::Deserializer::from_str(text);
+    Counter(counted).deserialize(&mut parser)?;
+    parser.end()
+}
+
+/// Visits one JSON value and everything in it, counting them.
+struct Counter<'a>(&'a Cell<usize>);
+
+impl Counter<'_> {
+    fn count<E: de::Error>(&self) -> Result<(), E> {
+        let count = self.0.get() + 1;
+        self.0.set(count);
+        if count > MAX_VALUES {
+            return Err(E::custom("too many values"));
+        }
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Counter<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Counter<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        self.count()
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        self.count()
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        self.count()
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        self.count()
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        self.count()
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.count()
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.count()?;
+        while seq.next_element_seed(Counter(self.0))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.count()?;
+        while map.next_key_seed(Counter(self.0))?.is_some() {
+            map.next_value_seed(Counter(self.0))?;
+        }
+        Ok(())
     }
 }
 
@@ -395,6 +487,62 @@ mod tests {
             let shown = response["error"]["data"]["linePrefix"].as_str().unwrap();
             assert!(shown.len() <= ECHO && line.starts_with(shown), "{shown}");
             assert!(response.to_string().len() < 512, "{response}");
+        }
+    }
+
+    #[test]
+    fn the_check_accepts_exactly_what_the_sdk_parses() {
+        let cases = [
+            r#"{"a":1,"a":2}"#,
+            r#"{"s":"\u00e9\ud83d\ude00\n","n":-0.5e-3,"b":[true,false,null]}"#,
+            "  [1, 2]  ",
+            "{} x",
+            "{}{}",
+            r#"{"a":1,}"#,
+            "[1e400]",
+            "[-1e400]",
+            r#"["\ud800"]"#,
+            r#"["\udc00\ud800"]"#,
+            r#"["\x"]"#,
+            "\"tab\there\"",
+            &("[".repeat(127) + &"]".repeat(127)),
+            &("[".repeat(128) + &"]".repeat(128)),
+            &("{\"a\":".repeat(130) + "1" + &"}".repeat(130)),
+            "18446744073709551616",
+            "-9223372036854775809",
+            "01",
+            "NaN",
+        ];
+        for case in cases {
+            let counted = Cell::new(0);
+            assert_eq!(
+                check_json(case, &counted).is_ok(),
+                serde_json::from_str::<Value>(case).is_ok(),
+                "{case:.60}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_line_of_too_many_values_is_an_invalid_request_without_being_built() {
+        let within = format!("[{}0]", "0,".repeat(MAX_VALUES - 2));
+        assert!(matches!(
+            judge(bytes(&within), DEFAULT_MAX_LINE),
+            Verdict::Pass(_)
+        ));
+        for line in [
+            format!("[{}0]", "0,".repeat(MAX_VALUES)),
+            format!("[{}[]]", "[],".repeat(MAX_VALUES)),
+            format!(
+                "{{{}\"z\":1}}",
+                (0..MAX_VALUES)
+                    .map(|i| format!("\"k{i}\":1,"))
+                    .collect::<String>()
+            ),
+        ] {
+            let response = refused(line.as_bytes());
+            assert_eq!(response["error"]["code"], INVALID_REQUEST, "{line:.40}");
+            assert!(response.to_string().len() < 512);
         }
     }
 

@@ -396,3 +396,33 @@ fn errors_that_quote_a_megabyte_of_input_answer_in_a_short_line() {
     }
     opened.answers_a_prompt("errors quoting a megabyte");
 }
+
+#[test]
+fn a_line_of_millions_of_values_is_refused_before_anything_is_built_from_it() {
+    const VALUES: usize = 3_000_000;
+    let mut opened = Opened::start(&[]);
+    opened.answers_a_prompt("start");
+    let before = opened.peak_kib();
+    // 9 MB of `[],`: as `serde_json::Value`s, hundreds of MB.
+    let mut line =
+        br#"{"jsonrpc":"2.0","id":88,"method":"session/list","params":{"cwd":["#.to_vec();
+    line.extend_from_slice(&b"[],".repeat(VALUES));
+    line.extend_from_slice(b"[]]}}\n");
+    opened.agent.send_bytes(&line);
+    let error = opened.error_without_id();
+    assert_eq!(error["code"], -32600, "{error}");
+    assert!(
+        error["data"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("JSON values")),
+        "{error}"
+    );
+    // The line itself, held while it is checked, and nothing built from it.
+    let grown_mib = (opened.peak_kib().saturating_sub(before)) / 1024;
+    assert!(
+        grown_mib < 32,
+        "the agent's peak memory grew by {grown_mib} MiB for a line of {} MiB",
+        line.len() >> 20
+    );
+    opened.answers_a_prompt("a line of millions of values");
+}
