@@ -17,11 +17,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use agent_client_protocol::Lines;
+use futures::future::Either;
 use futures::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use futures::{AsyncRead, Sink, Stream};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
 
 /// The longest line accepted by default: 64 MiB.
 pub(crate) const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
@@ -313,14 +315,37 @@ fn cut(value: &mut Value) {
     }
 }
 
-/// The writer both the SDK's messages and this module's errors go through, a line at a time.
-type SharedWriter<W> = Arc<Mutex<W>>;
+/// Where both the SDK's messages and this module's errors go, a line at a time.
+struct Output<W> {
+    writer: Mutex<W>,
+    /// Cancelled when a write finds the client gone (a broken pipe): input ends there, as at
+    /// the end of input.
+    gone: CancellationToken,
+}
 
-async fn write_line<W: AsyncWrite + Unpin>(writer: &SharedWriter<W>, line: &str) -> io::Result<()> {
-    let mut writer = writer.lock().await;
-    writer.write_all(line.as_bytes()).await?;
-    writer.write_all(b"\n").await?;
-    writer.flush().await
+impl<W: AsyncWrite + Unpin> Output<W> {
+    /// Writes `line` and a newline, and flushes. A client that is gone is no error: the line
+    /// is dropped and [`Output::gone`] cancelled.
+    async fn send(&self, line: &str) -> io::Result<()> {
+        if self.gone.is_cancelled() {
+            return Ok(());
+        }
+        let mut writer = self.writer.lock().await;
+        let written = async {
+            writer.write_all(line.as_bytes()).await?;
+            writer.write_all(b"\n").await?;
+            writer.flush().await
+        }
+        .await;
+        match written {
+            Err(err) if err.kind() == io::ErrorKind::BrokenPipe => {
+                tracing::debug!(target: "mux_acp", "the client closed its input: ending");
+                self.gone.cancel();
+                Ok(())
+            }
+            other => other,
+        }
+    }
 }
 
 /// The outgoing lines.
@@ -329,30 +354,42 @@ pub(crate) type Outgoing = Pin<Box<dyn Sink<String, Error = io::Error> + Send>>;
 pub(crate) type Incoming = Pin<Box<dyn Stream<Item = io::Result<String>> + Send>>;
 
 /// The SDK's line transport over `reader` and `writer`, with lines judged as the module
-/// docs say and lines over `max_line` bytes refused.
+/// docs say and lines over `max_line` bytes refused. Input ends at the end of `reader`, or
+/// when a write finds the client gone.
 pub(crate) fn transport<R, W>(reader: R, writer: W, max_line: usize) -> Lines<Outgoing, Incoming>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let writer: SharedWriter<W> = Arc::new(Mutex::new(writer));
-    let outgoing = futures::sink::unfold(Arc::clone(&writer), async |writer, line: String| {
-        write_line(&writer, &bounded(line)).await?;
-        Ok::<_, io::Error>(writer)
+    let output = Arc::new(Output {
+        writer: Mutex::new(writer),
+        gone: CancellationToken::new(),
+    });
+    let outgoing = futures::sink::unfold(Arc::clone(&output), async |output, line: String| {
+        output.send(&bounded(line)).await?;
+        Ok::<_, io::Error>(output)
     });
     let lines = LineReader {
         reader: BufReader::new(reader),
         max: max_line,
     };
-    let incoming = futures::stream::unfold((lines, writer), async |(mut lines, writer)| {
+    let incoming = futures::stream::unfold((lines, output), async |(mut lines, output)| {
         loop {
-            let line = match lines.next().await {
+            let read = {
+                let next = std::pin::pin!(lines.next());
+                let gone = std::pin::pin!(output.gone.cancelled());
+                match futures::future::select(next, gone).await {
+                    Either::Left((read, _)) => read,
+                    Either::Right(((), _)) => return None,
+                }
+            };
+            let line = match read {
                 Ok(Some(line)) => line,
                 Ok(None) => return None,
-                Err(err) => return Some((Err(err), (lines, writer))),
+                Err(err) => return Some((Err(err), (lines, output))),
             };
             match judge(line, lines.max) {
-                Verdict::Pass(text) => return Some((Ok(text), (lines, writer))),
+                Verdict::Pass(text) => return Some((Ok(text), (lines, output))),
                 Verdict::Blank => {}
                 Verdict::Refuse(response) => {
                     tracing::warn!(
@@ -360,8 +397,8 @@ where
                         reason = %response["error"]["data"]["reason"],
                         "input line refused"
                     );
-                    if let Err(err) = write_line(&writer, &response.to_string()).await {
-                        return Some((Err(err), (lines, writer)));
+                    if let Err(err) = output.send(&response.to_string()).await {
+                        return Some((Err(err), (lines, output)));
                     }
                 }
             }

@@ -16,7 +16,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
 const STDIO_BUFFER: usize = 256 * 1024;
 
 impl AcpAgent {
-    /// Serves the agent on this process's stdin and stdout until the client closes stdin.
+    /// Serves the agent on this process's stdin and stdout until the client closes stdin (or
+    /// stops reading stdout: a write finds a broken pipe).
     /// Every session is then cancelled and shut down (tools, their processes and MCP servers
     /// with them) before this returns. Input is read as in [`serve_io`](Self::serve_io).
     pub async fn serve_stdio(self) -> Result<(), AcpError> {
@@ -29,7 +30,7 @@ impl AcpAgent {
     }
 
     /// Serves the agent on a byte stream (a pipe, a socket), one JSON-RPC message a line,
-    /// until `reader` ends. Input is read as bytes: a line that is not UTF-8 or not JSON is
+    /// until `reader` ends or a write to `writer` finds a broken pipe. Input is read as bytes: a line that is not UTF-8 or not JSON is
     /// answered with a parse error (`-32700`, `id: null`) and a line over
     /// [`max_line_bytes`](Self::max_line_bytes) or of more than 100,000 JSON values with an
     /// invalid request (`-32600`); the error

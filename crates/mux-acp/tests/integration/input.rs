@@ -95,3 +95,23 @@ async fn serve_io_answers_bad_lines_briefly_and_goes_on_until_the_client_closes(
         "serving ended cleanly when the client closed: {served:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_stops_reading_ends_the_agent_as_closing_its_input_does() {
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let read = blocking::Unblock::new(theirs.try_clone().unwrap());
+    let write = blocking::Unblock::new(theirs);
+    let served = tokio::spawn(agent(ScriptedClient::new()).serve_io(read, write));
+    // The client stops reading but keeps its end of the input open.
+    ours.shutdown(std::net::Shutdown::Read).unwrap();
+    let mut writer = ours.try_clone().unwrap();
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1}});
+    writeln!(writer, "{request}").unwrap();
+    let served = tokio::time::timeout(LIMIT, served).await;
+    assert!(
+        matches!(served, Ok(Ok(Ok(())))),
+        "serving ended cleanly when its answer found no reader: {served:?}"
+    );
+    drop(ours);
+}
