@@ -30,13 +30,14 @@ impl AcpAgent {
     }
 
     /// Serves the agent on a byte stream (a pipe, a socket), one JSON-RPC message a line,
-    /// until `reader` ends or a write to `writer` finds a broken pipe. Input is read as bytes: a line that is not UTF-8 or not JSON is
-    /// answered with a parse error (`-32700`, `id: null`) and a line over
-    /// [`max_line_bytes`](Self::max_line_bytes) or of more than 100,000 JSON values with an
-    /// invalid request (`-32600`); the error
-    /// shows at most the line's first 128 bytes, and the agent goes on. Blank lines are
-    /// skipped. Any error response over 4 KiB (errors quote what they refuse) goes out with
-    /// its message and data cut to 1 KiB each.
+    /// until `reader` ends or a write to `writer` finds a broken pipe.
+    ///
+    /// Input is read as bytes. A line that is not UTF-8 or not JSON is answered with a parse
+    /// error (`-32700`, `id: null`); a line over [`max_line_bytes`](Self::max_line_bytes) or
+    /// of more than 100,000 JSON values with an invalid request (`-32600`). The error shows
+    /// at most the line's first 128 bytes, and the agent goes on. Blank lines are skipped.
+    /// Any error response over 4 KiB (errors quote what they refuse) goes out with its
+    /// message and data cut to 1 KiB each.
     pub async fn serve_io(
         self,
         reader: impl futures::AsyncRead + Unpin + Send + 'static,
