@@ -15,6 +15,9 @@
 //! - `/explain` is a slash command for the quickstart's question.
 //! - Sessions are kept in `MUX_ACP_SESSIONS` (default `~/.local/share/mux/acp-sessions`), so
 //!   the editor can list and reload them.
+//! - A session's directory must not be `/`, a home directory or one holding a home:
+//!   `MUX_ACP_ALLOW_BROAD_ROOTS=1` allows them.
+//! - An input line over `MUX_ACP_MAX_LINE_BYTES` (default 64 MiB) is refused.
 //!
 //! Nothing but protocol goes to stdout; diagnostics go to stderr.
 
@@ -48,7 +51,7 @@ async fn run() -> Result<(), String> {
     eprintln!("acp_agent: {}", chosen.description);
     let (client, model) = (chosen.client, chosen.model);
     let sessions = sessions_dir()?;
-    let agent = AcpAgent::new(move |setup: &SessionSetup| session(setup, &client, &model))
+    let mut agent = AcpAgent::new(move |setup: &SessionSetup| session(setup, &client, &model))
         .info("mux-acp-example", env!("CARGO_PKG_VERSION"))
         .session_store(Arc::new(FileSessionStore::new(sessions)))
         .env_key_auth(
@@ -62,6 +65,24 @@ async fn run() -> Result<(), String> {
             "Explain this project",
             "Look around this directory and tell me in a few sentences what this project is. $ARGUMENTS",
         );
+    match std::env::var("MUX_ACP_ALLOW_BROAD_ROOTS").as_deref() {
+        Ok("1") => agent = agent.allow_broad_roots(true),
+        Ok("0") | Err(std::env::VarError::NotPresent) => {}
+        Ok(other) => {
+            return Err(format!(
+                "MUX_ACP_ALLOW_BROAD_ROOTS is 0 or 1, not `{other}`"
+            ));
+        }
+        Err(err) => return Err(format!("MUX_ACP_ALLOW_BROAD_ROOTS: {err}")),
+    }
+    if let Some(bytes) = std::env::var_os("MUX_ACP_MAX_LINE_BYTES") {
+        let bytes = bytes
+            .to_str()
+            .and_then(|b| b.parse::<usize>().ok())
+            .filter(|b| *b > 0)
+            .ok_or("MUX_ACP_MAX_LINE_BYTES must be a number of bytes")?;
+        agent = agent.max_line_bytes(bytes);
+    }
     agent.serve_stdio().await.map_err(|e| e.to_string())
 }
 

@@ -8,6 +8,8 @@
 //   plan       set_mode plan (current_mode_update), after which a write is refused
 //   mcp        an MCP server passed in session/new (server-everything) whose tool is called
 //   fs         fs delegation: read_file sees the client's unsaved buffer, write_file writes it
+//   refusals   a line of bad bytes, cwd `/`, a missing cwd and an unknown session in load are
+//              refused with JSON-RPC errors this SDK reads, and the same agent goes on
 
 import { spawn, execFileSync } from "node:child_process";
 import { Readable, Writable } from "node:stream";
@@ -204,6 +206,35 @@ const scenarios = {
     await prompt(peer, session.sessionId, 'call write_file {"path": "out.txt", "content": "via editor"}');
     check(peer.written.get(join(cwd, "out.txt")) === "via editor", "write_file did not go through the editor");
     check(!existsSync(join(cwd, "out.txt")), "write_file also wrote the disk");
+    await close(peer);
+  },
+
+  async refusals() {
+    const cwd = mkdtempSync(join(tmpdir(), "acp-refusals-"));
+    const peer = connect({ cwd });
+    const { session } = await open(peer, cwd);
+    // Bytes that are not UTF-8, between two of the SDK's own messages.
+    peer.child.stdin.write(Buffer.from([0x7b, 0x22, 0xff, 0xc0, 0xaf, 0x22, 0x7d, 0x0a]));
+    const refused = async (what, call) => {
+      try {
+        await call();
+      } catch (err) {
+        check(err.code === -32602, `${what}: code ${err.code} (${JSON.stringify(err)})`);
+        return JSON.stringify(err.data ?? err.message);
+      }
+      fail(`${what} was accepted`);
+    };
+    const root = await refused("cwd /", () => peer.connection.newSession({ cwd: "/", mcpServers: [] }));
+    check(root.includes("whole filesystem"), `cwd / refusal says ${root}`);
+    const missing = join(cwd, "absent");
+    const gone = await refused("a missing cwd", () => peer.connection.newSession({ cwd: missing, mcpServers: [] }));
+    check(gone.includes("cannot be resolved"), `missing cwd refusal says ${gone}`);
+    const unknown = await refused("an unknown session", () =>
+      peer.connection.loadSession({ sessionId: "no-such-session", cwd, mcpServers: [] }),
+    );
+    check(unknown.includes("unknown session"), `unknown session refusal says ${unknown}`);
+    const done = await prompt(peer, session.sessionId, 'call list_dir {"path": "."}');
+    check(done.stopReason === "end_turn", `stop reason ${done.stopReason}`);
     await close(peer);
   },
 };

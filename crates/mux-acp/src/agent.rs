@@ -1,9 +1,8 @@
-//! [`AcpAgent`]: what an application gives the face, and how it is served.
+//! [`AcpAgent`]: what an application gives the face (serving it is in `serve.rs`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_client_protocol::{Agent, ConnectTo};
 use mux_llm::LlmClient;
 use mux_mcp::CoordinatorConfig;
 use mux_orchestrator::session::SessionStore;
@@ -11,14 +10,15 @@ use mux_orchestrator::{OrchestratorBuilder, OrchestratorConfig};
 use mux_permission::{Permissions, Remember, Scope};
 use mux_tool::{Registry, Resources};
 
-use crate::AcpError;
-
 /// What the editor asked for when it opened a session, handed to the application's
 /// [`SessionFactory`].
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct SessionSetup {
-    /// The session's working directory (absolute): the root of its sandbox and permissions.
+    /// The session's working directory: the root of its sandbox and permissions. It is the
+    /// client's `cwd` resolved (absolute, symbolic links followed), an existing directory, and
+    /// neither `/`, a home directory nor a directory holding one unless the agent
+    /// [allows broad roots](AcpAgent::allow_broad_roots).
     pub cwd: PathBuf,
 }
 
@@ -138,6 +138,8 @@ pub struct AcpAgent {
     pub(crate) mcp: CoordinatorConfig,
     pub(crate) commands: Vec<crate::commands::Command>,
     pub(crate) always: Remember,
+    pub(crate) max_line: usize,
+    pub(crate) allow_broad_roots: bool,
 }
 
 impl AcpAgent {
@@ -153,6 +155,8 @@ impl AcpAgent {
             mcp: CoordinatorConfig::default(),
             commands: Vec::new(),
             always: Remember::exact(Scope::Session),
+            max_line: crate::framing::DEFAULT_MAX_LINE,
+            allow_broad_roots: false,
         }
     }
 
@@ -225,15 +229,21 @@ impl AcpAgent {
         self
     }
 
-    /// Serves the agent on this process's stdin and stdout until the client closes stdin.
-    /// Every session is then cancelled and shut down (tools, their processes and MCP servers
-    /// with them) before this returns.
-    pub async fn serve_stdio(self) -> Result<(), AcpError> {
-        self.serve(agent_client_protocol::Stdio::new()).await
+    /// Lets sessions open in broad roots: a `cwd` of `/`, a home directory (`$HOME`, `/root`,
+    /// any `/home/*`) or a directory holding one, after symbolic links are resolved. By
+    /// default `session/new` and `session/load` refuse them with invalid params, since the
+    /// session's tools could then read and write everything there. A `cwd` that is relative,
+    /// missing or not a directory is refused either way.
+    pub fn allow_broad_roots(mut self, allow: bool) -> Self {
+        self.allow_broad_roots = allow;
+        self
     }
 
-    /// Serves the agent on `transport` (a byte stream or channel from the SDK).
-    pub async fn serve(self, transport: impl ConnectTo<Agent> + 'static) -> Result<(), AcpError> {
-        crate::server::serve(self, transport).await
+    /// The longest input line [`serve_stdio`](Self::serve_stdio) and
+    /// [`serve_io`](Self::serve_io) accept, in bytes (64 MiB by default). A longer line is
+    /// answered with an invalid-request error and skipped as it is read, never held whole.
+    pub fn max_line_bytes(mut self, bytes: usize) -> Self {
+        self.max_line = bytes;
+        self
     }
 }

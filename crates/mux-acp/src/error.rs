@@ -1,6 +1,9 @@
 //! What can go wrong between an editor and a mux agent.
 
 use mux_orchestrator::LoopError;
+use mux_orchestrator::session::SessionError;
+
+use crate::CwdRefusal;
 
 /// Why an ACP request failed. Each becomes a JSON-RPC error for the client; none ends the
 /// connection.
@@ -10,9 +13,15 @@ pub enum AcpError {
     /// The session id is not one this agent serves.
     #[error("unknown session `{0}`")]
     UnknownSession(String),
-    /// `session/new` or `session/load` was given a relative `cwd`.
-    #[error("cwd must be an absolute path, got `{0}`")]
-    RelativeCwd(String),
+    /// `session/new` or `session/load` named a `cwd` this agent does not take as a session's
+    /// root.
+    #[error("cwd `{cwd}` is refused as the session's root: {refusal}")]
+    Cwd {
+        /// The `cwd` as the client gave it.
+        cwd: String,
+        /// Why it was refused.
+        refusal: CwdRefusal,
+    },
     /// A prompt carried content this agent does not accept (it is not in its capabilities).
     #[error("{0} content is not supported in prompts by this agent")]
     UnsupportedContent(&'static str),
@@ -44,7 +53,7 @@ pub enum AcpError {
     Loop(#[from] LoopError),
     /// A session store operation failed.
     #[error(transparent)]
-    Session(#[from] mux_orchestrator::session::SessionError),
+    Session(#[from] SessionError),
     /// The connection to the client failed.
     #[error("ACP connection: {0}")]
     Connection(String),
@@ -57,7 +66,11 @@ impl AcpError {
         let message = self.to_string();
         match self {
             Self::UnknownSession(_)
-            | Self::RelativeCwd(_)
+            | Self::Cwd { .. }
+            | Self::Session(SessionError::NotFound(_) | SessionError::InvalidId(_))
+            | Self::Loop(LoopError::Session(
+                SessionError::NotFound(_) | SessionError::InvalidId(_),
+            ))
             | Self::UnsupportedContent(_)
             | Self::UnknownMode(_)
             | Self::BadCursor(_)

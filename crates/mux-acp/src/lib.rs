@@ -1,14 +1,22 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
+/// The guide's code (docs/acp.md), compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/acp.md")]
+pub struct GuideDoctests;
+
 mod agent;
 mod commands;
 mod editor_files;
 mod error;
+mod framing;
+mod methods;
 mod modes;
 mod prompt;
 mod replay;
-mod server;
+mod roots;
+mod serve;
 mod sessions;
 mod time;
 mod tool_view;
@@ -16,3 +24,4 @@ mod turn;
 
 pub use agent::{AcpAgent, SessionFactory, SessionParts, SessionSetup};
 pub use error::AcpError;
+pub use roots::CwdRefusal;

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::schema::{ClientCapabilities, McpServer, SessionUpdate};
 use mux_mcp::ServerSpec;
-use mux_orchestrator::session::{PageCursor, SessionMeta};
-use mux_orchestrator::{McpServers, Orchestrator};
+use mux_orchestrator::session::{PageCursor, SessionError, SessionMeta};
+use mux_orchestrator::{LoopError, McpServers, Orchestrator};
 use mux_permission::{Mode, Permissions, Remember, Rule, RuleKind, Scope};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -130,7 +130,10 @@ impl Sessions {
             builder = configure(builder);
         }
         let orchestrator = match load {
-            Some(id) => builder.resume(id).await?,
+            Some(id) => builder.resume(id).await.map_err(|err| match err {
+                LoopError::Session(SessionError::NotFound(id)) => AcpError::UnknownSession(id),
+                err => err.into(),
+            })?,
             None => builder.build(),
         };
         if store.is_some() {

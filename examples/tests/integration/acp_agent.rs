@@ -31,7 +31,7 @@ fn offline(program: impl AsRef<std::ffi::OsStr>, sessions: &Path) -> Command {
 }
 
 /// Waits for `child` at most `limit`; kills it and fails when it is still running.
-fn wait_for(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+pub(crate) fn wait_for(child: &mut Child, limit: Duration, what: &str) -> std::process::ExitStatus {
     let started = Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -225,20 +225,27 @@ fn sdk_client_buffers_are_what_the_file_tools_read_and_write() {
     client_scenario("fs");
 }
 
+#[test]
+fn sdk_client_reads_the_refusals_of_bad_bytes_broad_roots_and_unknown_sessions_and_goes_on() {
+    client_scenario("refusals");
+}
+
 /// The example on raw pipes.
-struct RawAgent {
-    child: Child,
-    stdin: Option<std::process::ChildStdin>,
-    lines: std::sync::mpsc::Receiver<Value>,
+pub(crate) struct RawAgent {
+    pub(crate) child: Child,
+    pub(crate) stdin: Option<std::process::ChildStdin>,
+    pub(crate) lines: std::sync::mpsc::Receiver<Value>,
+    /// Every byte the agent wrote to stdout so far.
+    pub(crate) bytes_out: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl RawAgent {
-    fn start(cwd: &Path, sessions: &Path) -> Self {
+    pub(crate) fn start(cwd: &Path, sessions: &Path) -> Self {
         Self::start_with(cwd, sessions, &[])
     }
 
     /// Offline unless `env` sets a provider.
-    fn start_with(cwd: &Path, sessions: &Path, env: &[(&str, String)]) -> Self {
+    pub(crate) fn start_with(cwd: &Path, sessions: &Path, env: &[(&str, String)]) -> Self {
         let mut command = offline(crate::common::example("acp_agent"), sessions);
         for (key, value) in env {
             command.env(key, value);
@@ -252,11 +259,17 @@ impl RawAgent {
             .unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = std::sync::mpsc::channel();
+        let bytes_out = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = std::sync::Arc::clone(&bytes_out);
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Ok(value) = serde_json::from_str(&line) {
+            let mut stdout = BufReader::new(stdout);
+            let mut line = Vec::new();
+            while stdout.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                counted.fetch_add(line.len(), std::sync::atomic::Ordering::SeqCst);
+                if let Ok(value) = serde_json::from_slice(&line) {
                     let _ = tx.send(value);
                 }
+                line.clear();
             }
         });
         let stdin = child.stdin.take();
@@ -264,29 +277,42 @@ impl RawAgent {
             child,
             stdin,
             lines,
+            bytes_out,
         }
     }
 
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "{line}").unwrap();
         stdin.flush().unwrap();
     }
 
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+    /// Writes `bytes` as they are (no newline added).
+    pub(crate) fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub(crate) fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         self.send(
             &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
         );
         self.reply_to(id)
     }
 
-    fn reply_to(&mut self, id: u64) -> Value {
+    pub(crate) fn reply_to(&mut self, id: u64) -> Value {
+        self.reply_to_id(&json!(id))
+    }
+
+    /// The next response whose id is `id` (`null` for errors about lines with no id).
+    pub(crate) fn reply_to_id(&mut self, id: &Value) -> Value {
         loop {
             let message = self
                 .lines
-                .recv_timeout(Duration::from_secs(30))
+                .recv_timeout(Duration::from_secs(60))
                 .expect("an answer");
-            if message["id"] == id && message.get("method").is_none() {
+            if &message["id"] == id && message.get("method").is_none() {
                 return message;
             }
         }

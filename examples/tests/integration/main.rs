@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod acp_agent;
+mod acp_agent_hostile_input;
 mod agent_in_twelve_lines;
 mod common;
 mod llm_call;

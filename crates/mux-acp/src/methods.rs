@@ -1,8 +1,7 @@
 //! The ACP methods: one handler per request, each a few lines over [`Sessions`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
@@ -14,28 +13,10 @@ use agent_client_protocol::v1::schema::{
     PromptResponse, SessionCapabilities, SessionInfo, SessionListCapabilities, SessionModeId,
     SessionNotification, SessionUpdate, SetSessionModeRequest, SetSessionModeResponse,
 };
-use agent_client_protocol::{
-    Agent, Client, ConnectTo, on_receive_notification, on_receive_request,
-};
+use agent_client_protocol::{Agent, Client, on_receive_notification, on_receive_request};
 
-use crate::agent::AcpAgent;
 use crate::sessions::Sessions;
 use crate::{AcpError, modes, turn};
-
-/// How long a disconnect waits for sessions to stop (processes, MCP servers).
-const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
-
-pub(crate) async fn serve(
-    agent: AcpAgent,
-    transport: impl ConnectTo<Agent> + 'static,
-) -> Result<(), AcpError> {
-    let name = agent.name.clone();
-    let sessions = Arc::new(Sessions::new(agent));
-    let result = builder(&sessions, name).connect_to(transport).await;
-    // The client is gone (or the connection failed): nothing may outlive it.
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE, sessions.shutdown_all()).await;
-    result.map_err(AcpError::from)
-}
 
 fn respond<T: agent_client_protocol::JsonRpcResponse>(
     responder: agent_client_protocol::v1::Responder<T>,
@@ -50,7 +31,7 @@ fn respond<T: agent_client_protocol::JsonRpcResponse>(
     }
 }
 
-fn builder(
+pub(crate) fn builder(
     sessions: &Arc<Sessions>,
     name: String,
 ) -> agent_client_protocol::v1::Builder<Agent, impl agent_client_protocol::HandleDispatchFrom<Client>>
@@ -201,12 +182,14 @@ fn authenticate(
     }
 }
 
-fn absolute_cwd(cwd: PathBuf) -> Result<PathBuf, AcpError> {
-    if cwd.is_absolute() {
-        Ok(cwd)
-    } else {
-        Err(AcpError::RelativeCwd(cwd.display().to_string()))
-    }
+/// The session root for the client's `cwd`, or why it is refused.
+fn session_root(sessions: &Sessions, cwd: &Path) -> Result<PathBuf, AcpError> {
+    crate::roots::session_root(cwd, sessions.agent().allow_broad_roots).map_err(|refusal| {
+        AcpError::Cwd {
+            cwd: cwd.display().to_string(),
+            refusal,
+        }
+    })
 }
 
 async fn new_session(
@@ -214,7 +197,7 @@ async fn new_session(
     request: NewSessionRequest,
     cx: &ConnectionTo<Client>,
 ) -> Result<(NewSessionResponse, Vec<SessionNotification>), AcpError> {
-    let cwd = absolute_cwd(request.cwd)?;
+    let cwd = session_root(sessions, &request.cwd)?;
     let session = sessions.open(cwd, &request.mcp_servers, None, cx).await?;
     let id = session.id().to_owned();
     // A server that failed is said once, as the first thing the session shows; it goes on
@@ -246,7 +229,7 @@ async fn load_session(
     request: LoadSessionRequest,
     cx: &ConnectionTo<Client>,
 ) -> Result<LoadSessionResponse, AcpError> {
-    let cwd = absolute_cwd(request.cwd)?;
+    let cwd = session_root(sessions, &request.cwd)?;
     let id = request.session_id.0.to_string();
     let session = sessions
         .open(cwd, &request.mcp_servers, Some(id.as_str()), cx)
@@ -266,9 +249,18 @@ async fn list_sessions(
     request: ListSessionsRequest,
 ) -> Result<ListSessionsResponse, AcpError> {
     let (listed, next) = sessions.list(request.cursor.as_deref()).await?;
+    // Sessions keep their resolved root: the filter matches the client's spelling or its
+    // resolution.
+    let wanted = request
+        .cwd
+        .map(|cwd| (std::fs::canonicalize(&cwd).ok(), cwd));
     let infos = listed
         .into_iter()
-        .filter(|(_, cwd)| request.cwd.as_ref().is_none_or(|wanted| wanted == cwd))
+        .filter(|(_, cwd)| {
+            wanted.as_ref().is_none_or(|(resolved, given)| {
+                given == cwd || resolved.as_ref().is_some_and(|r| r == cwd)
+            })
+        })
         .map(|(meta, cwd)| {
             SessionInfo::new(meta.id, cwd)
                 .title(meta.title)
