@@ -60,14 +60,24 @@ pub(crate) async fn run_turn(
     let outcome = handle.wait().await;
     match outcome {
         Ok(_) if cancel.is_cancelled() => Ok(StopReason::Cancelled),
-        Ok(summary) => Ok(match summary.stop_reason {
-            mux_llm::StopReason::MaxTokens => StopReason::MaxTokens,
-            mux_llm::StopReason::Refusal => StopReason::Refusal,
-            _ => StopReason::EndTurn,
-        }),
+        Ok(summary) => Ok(stop_reason(&summary)),
         Err(LoopError::Cancelled) => Ok(StopReason::Cancelled),
         Err(LoopError::MaxIterations(_)) => Ok(StopReason::MaxTurnRequests),
         Err(err) => Err(err.into()),
+    }
+}
+
+/// How a finished run reads in ACP: a token budget is `max_tokens`, any other budget
+/// (calls, cost, wall time) `max_turn_requests`, the closest ACP has for "stopped by a limit".
+fn stop_reason(summary: &mux_orchestrator::RunSummary) -> StopReason {
+    match &summary.limit {
+        Some(limit) if limit.is_tokens() => StopReason::MaxTokens,
+        Some(_) => StopReason::MaxTurnRequests,
+        None => match summary.stop_reason {
+            mux_llm::StopReason::MaxTokens => StopReason::MaxTokens,
+            mux_llm::StopReason::Refusal => StopReason::Refusal,
+            _ => StopReason::EndTurn,
+        },
     }
 }
 
@@ -285,5 +295,40 @@ fn decide(option: &str, session: &Session, tool: &str) -> Answer {
         _ => Answer::Deny {
             reason: "the user refused this call".to_owned(),
         },
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::*;
+    use mux_orchestrator::{LimitReached, RunSummary};
+
+    fn summary(limit: Option<LimitReached>) -> RunSummary {
+        RunSummary {
+            text: String::new(),
+            stop_reason: mux_llm::StopReason::EndTurn,
+            tool_calls: Vec::new(),
+            iterations: 1,
+            usage: mux_llm::Usage::default(),
+            unapproved: Vec::new(),
+            limit,
+        }
+    }
+
+    #[test]
+    fn budgets_map_to_the_acp_stop_reasons_that_fit() {
+        let tokens = LimitReached::OutputTokens { max: 10, used: 12 };
+        assert_eq!(stop_reason(&summary(Some(tokens))), StopReason::MaxTokens);
+        let calls = LimitReached::ToolCalls { max: 3 };
+        assert_eq!(
+            stop_reason(&summary(Some(calls))),
+            StopReason::MaxTurnRequests
+        );
+        let time = LimitReached::WallTime { max_ms: 5 };
+        assert_eq!(
+            stop_reason(&summary(Some(time))),
+            StopReason::MaxTurnRequests
+        );
+        assert_eq!(stop_reason(&summary(None)), StopReason::EndTurn);
     }
 }
