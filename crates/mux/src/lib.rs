@@ -66,6 +66,11 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../../../docs/orchestrator.md")]
 pub struct OrchestratorDocDoctests;
 
+/// docs/observability.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/observability.md")]
+pub struct ObservabilityDocDoctests;
+
 #[cfg(feature = "otel")]
 pub mod otel;
 
