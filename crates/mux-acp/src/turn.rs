@@ -171,9 +171,60 @@ impl TurnView {
                     SessionInfoUpdate::new().title(title),
                 ));
             }
+            LoopEvent::ToolOutputDelta {
+                call_id,
+                update: mux_tool::ToolUpdate::Subagent { agent, event },
+            } => self.nested(&call_id, &agent, &event),
             LoopEvent::McpServerFailed { server, reason } => {
                 // Said at session/new already, when the servers were started there.
                 tracing::debug!(target: "mux_acp", server, reason, "MCP server failed");
+            }
+            _ => {}
+        }
+    }
+
+    /// A subagent's tool call, shown as its own tool call nested under the delegating one:
+    /// id `{parent}/{child}`, `_meta.mux.parentToolCallId` naming the parent.
+    fn nested(&self, parent: &str, agent: &str, event: &Value) {
+        let Some(child) = event.get("call_id").and_then(Value::as_str) else {
+            return;
+        };
+        let id = format!("{parent}/{child}");
+        let name = event.get("name").and_then(Value::as_str).unwrap_or("tool");
+        let mut meta = serde_json::Map::new();
+        meta.insert(
+            "mux".to_owned(),
+            serde_json::json!({"parentToolCallId": parent, "agent": agent}),
+        );
+        match event.get("type").and_then(Value::as_str) {
+            Some("tool_call_arguments") => {
+                let args = event.get("input").cloned().unwrap_or(Value::Null);
+                let call =
+                    ToolCall::new(id, format!("{agent}: {}", tool_view::title_of(name, &args)))
+                        .kind(tool_view::kind_of(name, false))
+                        .status(ToolCallStatus::InProgress)
+                        .raw_input(args)
+                        .meta(meta);
+                self.send(SessionUpdate::ToolCall(call));
+            }
+            Some("tool_result") => {
+                let output = event.get("output");
+                let failed = output
+                    .and_then(|o| o.get("is_error"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                let status = if failed {
+                    ToolCallStatus::Failed
+                } else {
+                    ToolCallStatus::Completed
+                };
+                self.update(&id, ToolCallUpdateFields::new().status(status));
+            }
+            Some("tool_denied") => {
+                self.update(
+                    &id,
+                    ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
+                );
             }
             _ => {}
         }

@@ -176,7 +176,10 @@ async fn delegate(
     let outcome = loop {
         tokio::select! {
             outcome = run.wait() => break outcome,
-            Some(event) = events.recv() => forward(event),
+            Some(event) = events.recv() => {
+                show_under_call(ctx, child.name(), &event).await;
+                forward(event);
+            }
             () = ctx.cancellation().cancelled() => {
                 run.cancel();
                 break run.wait().await;
@@ -185,6 +188,7 @@ async fn delegate(
     };
     // Every event of the run was published before its outcome.
     while let Some(event) = events.try_recv() {
+        show_under_call(ctx, child.name(), &event).await;
         forward(event);
     }
     outcome
@@ -228,4 +232,30 @@ fn report(parent: &AgentHandle, hook: &str, point: &str, message: String) {
         point: point.to_owned(),
         message,
     }));
+}
+
+/// Reports the subagent's tool calls and answer as updates of the delegating call, so a face
+/// that sees only the parent's run shows them under the `task` call. Deltas and state changes
+/// stay on the runtime's own subscription.
+async fn show_under_call(ctx: &ToolContext, agent: &str, event: &AgentEvent) {
+    let AgentEvent::Loop(event) = event else {
+        return;
+    };
+    let shown = matches!(
+        event,
+        LoopEvent::ToolCallArguments { .. }
+            | LoopEvent::ToolResult { .. }
+            | LoopEvent::ToolDenied { .. }
+            | LoopEvent::Finished { .. }
+    );
+    if !shown {
+        return;
+    }
+    if let Ok(event) = serde_json::to_value(event) {
+        ctx.update(mux_tool::ToolUpdate::Subagent {
+            agent: agent.to_owned(),
+            event,
+        })
+        .await;
+    }
 }

@@ -29,6 +29,14 @@ pub enum ToolUpdate {
         /// The new text.
         text: String,
     },
+    /// An event of a run the call delegated to (a subagent's loop event, as its JSON), so a
+    /// face can show the subagent's work under this call.
+    Subagent {
+        /// The subagent's name.
+        agent: String,
+        /// The event, as the subagent's loop serialized it (`{"type": "tool_result", ..}`).
+        event: serde_json::Value,
+    },
 }
 
 /// A [`ToolUpdate`] tagged with the call it belongs to.

@@ -303,6 +303,16 @@ impl Translator {
                 }
                 return Signal::Failed { kind, message };
             }
+            LoopEvent::ToolOutputDelta {
+                call_id,
+                update: mux_tool::ToolUpdate::Subagent { agent, event },
+            } => {
+                // AG-UI has no subagent events: a CUSTOM event under the delegating call.
+                out.push(custom(
+                    "subagent_event",
+                    json!({"parentToolCallId": call_id, "agent": agent, "event": event}),
+                ));
+            }
             other => {
                 let name = match serde_json::to_value(&other) {
                     Ok(value) => value,
@@ -540,5 +550,24 @@ mod tests {
         assert_eq!(value["kind"], "max_tool_calls");
         assert_eq!(value["max"], 2);
         assert!(matches!(signal, Signal::Finished { .. }));
+    }
+
+    #[test]
+    fn a_subagents_event_is_a_custom_event_under_the_delegating_call() {
+        let mut t = Translator::new("x", None);
+        let (events, _) = t.translate(LoopEvent::ToolOutputDelta {
+            call_id: "task_1".into(),
+            update: mux_tool::ToolUpdate::Subagent {
+                agent: "worker".into(),
+                event: json!({"type": "tool_result", "call_id": "c9", "name": "echo"}),
+            },
+        });
+        let [Event::Custom { name, value }] = events.as_slice() else {
+            panic!("{events:?}");
+        };
+        assert_eq!(name, "mux.subagent_event");
+        assert_eq!(value["parentToolCallId"], "task_1");
+        assert_eq!(value["agent"], "worker");
+        assert_eq!(value["event"]["call_id"], "c9");
     }
 }

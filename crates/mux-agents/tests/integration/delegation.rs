@@ -445,3 +445,49 @@ async fn a_subagent_draws_from_its_parents_budget() {
         "the delegation returned"
     );
 }
+
+#[tokio::test]
+async fn a_subagents_tool_calls_reach_the_parents_run_as_updates_of_the_task_call() {
+    let client = ScriptedClient::new()
+        .reply(tool_call(
+            "t1",
+            "task",
+            json!({"agent": "w", "prompt": "x"}),
+        ))
+        .reply(tool_call("c1", "nothing", json!({"a": 1})))
+        .reply_text("worker done")
+        .reply_text("lead done");
+    let runtime = AgentRuntime::builder(Arc::new(client), "m")
+        .definition(AgentDefinition::new("w"))
+        .build();
+    let lead = runtime
+        .spawn(AgentDefinition::new("lead"), AgentSession::New)
+        .await
+        .unwrap();
+    let mut events = lead.subscribe();
+    let summary = lead.prompt("go").unwrap().wait_timeout(LONG).await.unwrap();
+    assert_eq!(summary.text, "lead done");
+    let mut nested = Vec::new();
+    while let Ok(Some(event)) =
+        tokio::time::timeout(Duration::from_millis(200), events.recv()).await
+    {
+        if let AgentEvent::Loop(LoopEvent::ToolOutputDelta {
+            call_id,
+            update: mux_tool::ToolUpdate::Subagent { agent, event },
+        }) = event
+        {
+            nested.push(format!(
+                "{call_id} {agent} {}",
+                event["type"].as_str().unwrap()
+            ));
+        }
+    }
+    assert_eq!(
+        nested,
+        [
+            "t1 w tool_call_arguments",
+            "t1 w tool_result",
+            "t1 w finished"
+        ]
+    );
+}
