@@ -353,6 +353,7 @@ fn fan_out(rt: &Runtime) -> Result<Row, String> {
             text: String::new(),
             iterations: 0,
             usage: Usage::default(),
+            limit: None,
         });
         for receiver in receivers {
             let _ = receiver.await;
