@@ -33,7 +33,10 @@ pub(crate) struct EnvPolicy {
 impl Default for EnvPolicy {
     fn default() -> Self {
         Self {
-            kept: DEFAULT_KEPT_ENV.iter().map(|name| (*name).to_owned()).collect(),
+            kept: DEFAULT_KEPT_ENV
+                .iter()
+                .map(|name| (*name).to_owned())
+                .collect(),
             passed: Vec::new(),
         }
     }
@@ -98,9 +101,16 @@ pub(crate) fn looks_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     upper.ends_with("_KEY")
         || upper == "KEY"
-        || ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH"]
-            .iter()
-            .any(|word| upper.contains(word))
+        || [
+            "TOKEN",
+            "SECRET",
+            "PASSWORD",
+            "PASSWD",
+            "CREDENTIAL",
+            "AUTH",
+        ]
+        .iter()
+        .any(|word| upper.contains(word))
         || PROVIDERS.iter().any(|prefix| upper.starts_with(prefix))
 }
 
@@ -146,6 +156,10 @@ mod tests {
         );
         policy.keep(vec!["AWS_*".into(), "PATH".into()]);
         let aws = vars(&["AWS_SECRET_ACCESS_KEY", "AWS_REGION", "PATH"]);
-        assert_eq!(names(policy.select(aws)), ["PATH"], "AWS_ is a provider prefix");
+        assert_eq!(
+            names(policy.select(aws)),
+            ["PATH"],
+            "AWS_ is a provider prefix"
+        );
     }
 }

@@ -65,7 +65,9 @@ impl Failed {
     pub(super) fn last(step: Step) -> Self {
         Self {
             step,
-            errno: io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL),
+            errno: io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EINVAL),
         }
     }
 
@@ -168,7 +170,10 @@ mod tests {
         }
         .encode();
         let typed = explain(&err, SandboxPolicy::WorkspaceWrite).unwrap();
-        assert!(matches!(typed, OsSandboxError::Unsupported { .. }), "{typed}");
+        assert!(
+            matches!(typed, OsSandboxError::Unsupported { .. }),
+            "{typed}"
+        );
         assert!(typed.to_string().contains("user namespaces"), "{typed}");
         let mounts = Failed {
             step: Step::Mounts,
@@ -177,6 +182,12 @@ mod tests {
         .encode();
         let typed = explain(&mounts, SandboxPolicy::WorkspaceWrite).unwrap();
         assert!(matches!(typed, OsSandboxError::Setup { .. }), "{typed}");
-        assert!(explain(&io::Error::from_raw_os_error(libc::ENOENT), SandboxPolicy::ReadOnly).is_none());
+        assert!(
+            explain(
+                &io::Error::from_raw_os_error(libc::ENOENT),
+                SandboxPolicy::ReadOnly
+            )
+            .is_none()
+        );
     }
 }

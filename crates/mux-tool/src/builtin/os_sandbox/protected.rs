@@ -157,11 +157,17 @@ mod tests {
         assert!(dir.path().join(".claude").is_dir());
         assert!(dir.path().join(".mcp.json").is_file());
         drop(first);
-        assert!(dir.path().join(".claude").is_dir(), "still held by the second call");
+        assert!(
+            dir.path().join(".claude").is_dir(),
+            "still held by the second call"
+        );
         drop(second);
         assert!(!dir.path().join(".claude").exists());
         assert!(!dir.path().join(".git").exists());
-        assert!(dir.path().join(".mcp.json").is_file(), "an existing file stays");
+        assert!(
+            dir.path().join(".mcp.json").is_file(),
+            "an existing file stays"
+        );
     }
 
     #[test]

@@ -41,10 +41,11 @@ pub(crate) fn spawn(
         filter: syscalls::filter(&confinement)?,
         unprivileged: !confinement.mount_view && !rustix::process::geteuid().is_root(),
     };
-    let child = start(command, setup).map_err(|err| match child::explain(&err, confinement.policy) {
-        Some(sandbox) => sandbox.into(),
-        None => cannot_start(&program, err),
-    })?;
+    let child =
+        start(command, setup).map_err(|err| match child::explain(&err, confinement.policy) {
+            Some(sandbox) => sandbox.into(),
+            None => cannot_start(&program, err),
+        })?;
     Ok(Spawned {
         child,
         _placeholders: protection.placeholders,

@@ -169,7 +169,11 @@ unsafe fn open_tree(dirfd: c_int, path: *const libc::c_char) -> Result<c_int, Fa
 
 /// Makes the mount tree at `path` (relative to `dirfd`) read-only, recursively.
 #[allow(unsafe_code)]
-unsafe fn set_read_only(dirfd: c_int, path: *const libc::c_char, flags: c_uint) -> Result<(), Failed> {
+unsafe fn set_read_only(
+    dirfd: c_int,
+    path: *const libc::c_char,
+    flags: c_uint,
+) -> Result<(), Failed> {
     // SAFETY: (for the caller) `path` is NUL-terminated; the attribute is a valid struct.
     let ret = unsafe {
         libc::syscall(
