@@ -59,7 +59,25 @@ fn helper(
     envs: &[(&str, &str)],
     prepare: impl FnOnce(&mut std::process::Command),
 ) -> String {
-    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
+    helper_through(&[], name, envs, prepare)
+}
+
+/// Like [`helper`], started through the program and arguments of `wrapper`.
+fn helper_through(
+    wrapper: &[&str],
+    name: &str,
+    envs: &[(&str, &str)],
+    prepare: impl FnOnce(&mut std::process::Command),
+) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut command = std::process::Command::new(program);
+            command.args(args).arg(&exe);
+            command
+        }
+        None => std::process::Command::new(&exe),
+    };
     command
         .args(["--exact", name, "--nocapture", "--test-threads=1"])
         .env(HELPER, name)
@@ -463,6 +481,56 @@ fn secrets_in_the_environment_stay_out_unless_passed_on() {
     );
     assert!(stdout.contains("full unset unset unset path"), "{stdout}");
     assert!(!stdout.contains("sk-mux-test"), "{stdout}");
+}
+
+// ---- failing closed ----
+
+const NO_USERNS_HELPER: &str = "builtin_bash_os_wall::helper_without_user_namespaces";
+
+/// Runs where no user namespace can be created (see below).
+#[tokio::test]
+async fn helper_without_user_namespaces() {
+    if !is_helper(NO_USERNS_HELPER) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let args: BashArgs = serde_json::from_value(json!({"command": "echo ran > ran.txt"})).unwrap();
+    let refused = bash(dir.path(), SandboxPolicy::WorkspaceWrite)
+        .call(args, ToolContext::new("c"))
+        .await;
+    match refused {
+        Ok(out) => println!("sandboxed: ran {}", out.to_text()),
+        Err(err) => println!("sandboxed: refused {err}"),
+    }
+    println!("sandboxed: file {}", dir.path().join("ran.txt").exists());
+    let landlock_only = bash(dir.path(), SandboxPolicy::WorkspaceWrite).mount_view(false);
+    let out = run(&landlock_only, "echo inside > x && cat x && touch /x").await;
+    println!("without the view: {}", out.to_text().replace('\n', " | "));
+}
+
+#[test]
+fn without_user_namespaces_a_call_fails_closed_unless_the_view_is_opted_out() {
+    // A user namespace of its own whose limit on nested user namespaces is 0.
+    let wrapper = [
+        "unshare",
+        "--user",
+        "--map-root-user",
+        "sh",
+        "-c",
+        "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"",
+        "sh",
+    ];
+    let stdout = helper_through(&wrapper, NO_USERNS_HELPER, &[], |_| {});
+    assert!(
+        stdout.contains("sandboxed: refused the OS sandbox cannot enforce the workspaceWrite policy"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("user namespaces are not available"), "{stdout}");
+    assert!(stdout.contains("sandboxed: file false"), "{stdout}");
+    // The control: with the view opted out, the same machine runs the command, still under
+    // Landlock.
+    assert!(stdout.contains("without the view: inside"), "{stdout}");
+    assert!(stdout.contains("Permission denied"), "{stdout}");
 }
 
 // ---- class 8: a decoy field ----
