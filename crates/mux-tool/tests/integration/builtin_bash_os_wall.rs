@@ -522,10 +522,14 @@ fn without_user_namespaces_a_call_fails_closed_unless_the_view_is_opted_out() {
     ];
     let stdout = helper_through(&wrapper, NO_USERNS_HELPER, &[], |_| {});
     assert!(
-        stdout.contains("sandboxed: refused the OS sandbox cannot enforce the workspaceWrite policy"),
+        stdout
+            .contains("sandboxed: refused the OS sandbox cannot enforce the workspaceWrite policy"),
         "{stdout}"
     );
-    assert!(stdout.contains("user namespaces are not available"), "{stdout}");
+    assert!(
+        stdout.contains("user namespaces are not available"),
+        "{stdout}"
+    );
     assert!(stdout.contains("sandboxed: file false"), "{stdout}");
     // The control: with the view opted out, the same machine runs the command, still under
     // Landlock.
