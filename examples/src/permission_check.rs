@@ -123,7 +123,7 @@ fn tool_call(root: &Path, tool: &str, input: &Value) -> Result<(ToolSpec, Subjec
                 let field = match tool {
                     "Bash" => "\"command\"",
                     "WebFetch" => "\"url\"",
-                    _ => "\"path\" or \"file_path\"",
+                    _ => "\"path\" or \"file_path\" (one, not both)",
                 };
                 format!("the input of `{tool}` needs a string {field}")
             })?;

@@ -45,14 +45,18 @@ fn path_schema() -> Value {
 
 /// The subject of a call to a built-in tool: `{"command"}` for Bash, `{"path"}` or
 /// `{"file_path"}` for Read, Edit and Write, `{"url"}` for WebFetch. `None` when the input
-/// lacks the field (or the tool is not built in).
+/// lacks the field (or the tool is not built in), and when a Read, Edit or Write input has
+/// both `path` and `file_path`: the judged field must be the one the tool reads, and a decoy
+/// beside it (`{"path": "src/main.rs", "file_path": "secrets/key"}`) leaves no telling which.
 pub fn subject(name: &str, input: &Value) -> Option<Subject> {
     let field = |key: &str| input.get(key).and_then(Value::as_str);
     match name {
         "Bash" => field("command").map(Subject::command),
-        "Read" | "Edit" | "Write" => field("path")
-            .or_else(|| field("file_path"))
-            .map(Subject::path),
+        "Read" | "Edit" | "Write" => match (input.get("path"), input.get("file_path")) {
+            (Some(_), Some(_)) => None,
+            _ => field("path").or_else(|| field("file_path")),
+        }
+        .map(Subject::path),
         "WebFetch" => field("url").map(Subject::url),
         _ => None,
     }
@@ -65,4 +69,20 @@ pub(crate) fn subject_kind(name: &str) -> Option<&'static str> {
     Family::named(name)
         .or_else(|| Family::of_member(name))
         .map(Family::subject_kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decoy_path_field_leaves_no_subject() {
+        let decoy = json!({"path": "src/main.rs", "file_path": "secrets/key"});
+        assert_eq!(subject("Read", &decoy), None);
+        assert_eq!(subject("Write", &decoy), None);
+        let claude = json!({"file_path": "secrets/key", "offset": 1});
+        assert_eq!(subject("Read", &claude), Some(Subject::path("secrets/key")));
+        let mux = json!({"path": "src/main.rs"});
+        assert_eq!(subject("Edit", &mux), Some(Subject::path("src/main.rs")));
+    }
 }

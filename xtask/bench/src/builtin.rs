@@ -1,7 +1,7 @@
 //! The built-in tools' costs: the sandbox check of a five-component path against the plain
 //! `canonicalize` it replaces, and `grep` over a generated tree against a naive scan of the
 //! same files (read each, test each line with `str::contains`); and a `bash` call inside the
-//! OS sandbox against the same call without it.
+//! OS sandbox against the same call without it and against a plain spawn of `bash -c true`.
 
 use std::path::Path;
 
@@ -19,16 +19,16 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     let dir = tempfile::tempdir().map_err(|err| format!("creating a temp dir: {err}"))?;
     build_tree(dir.path()).map_err(|err| format!("building the tree: {err}"))?;
     let sandbox = Sandbox::new(dir.path()).map_err(|err| err.to_string())?;
-    Ok(vec![
-        resolve(&sandbox, dir.path())?,
-        grep(&sandbox, dir.path())?,
-        bash_spawn(&sandbox)?,
-    ])
+    let mut rows = vec![resolve(&sandbox, dir.path())?, grep(&sandbox, dir.path())?];
+    rows.extend(bash_spawn(&sandbox)?);
+    Ok(rows)
 }
 
-/// One `bash -c true` call inside the OS sandbox (Landlock and seccomp, the default
-/// `WorkspaceWrite` policy) against the same call with `FullAccess`, no sandbox.
-fn bash_spawn(sandbox: &Sandbox) -> Result<Row, String> {
+/// One `bash -c true` call inside the OS sandbox (the full wall: session, namespaces and the
+/// read-only view, no capabilities, Landlock, seccomp; the default `WorkspaceWrite` policy)
+/// against the same call with `FullAccess`, no sandbox, and against a plain spawn of the same
+/// command with piped output. Prints the time the wall adds per call.
+fn bash_spawn(sandbox: &Sandbox) -> Result<Vec<Row>, String> {
     let runtime = Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -63,13 +63,58 @@ fn bash_spawn(sandbox: &Sandbox) -> Result<Row, String> {
     if let Some(err) = failed {
         return Err(err);
     }
-    Ok(Row {
-        name: "bash call, OS sandbox (workspaceWrite)".into(),
-        value: confined.as_secs_f64() * 1e3,
-        unit: "ms",
-        baseline: "the same call, fullAccess (no sandbox)".into(),
-        baseline_value: open.as_secs_f64() * 1e3,
-    })
+    let plain_spawn = || -> Result<(), String> {
+        let out = runtime
+            .block_on(
+                tokio::process::Command::new("bash")
+                    .args(["-c", "true"])
+                    .current_dir(sandbox.root())
+                    .stdin(std::process::Stdio::null())
+                    .output(),
+            )
+            .map_err(|err| format!("plain spawn: {err}"))?;
+        if !out.status.success() {
+            return Err(format!("plain spawn exited with {}", out.status));
+        }
+        Ok(())
+    };
+    plain_spawn()?;
+    let mut failed = None;
+    let plain = per_iter(SAMPLES, 20, |iters| {
+        for _ in 0..iters {
+            if let Err(err) = plain_spawn() {
+                failed = Some(err);
+            }
+        }
+    });
+    if let Some(err) = failed {
+        return Err(err);
+    }
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "bash: the OS wall adds {:.2} ms per call over a plain spawn ({:.2} ms against {:.2} ms, ratio {:.2}); {:.2} ms over the tool without the wall",
+        ms(confined) - ms(plain),
+        ms(confined),
+        ms(plain),
+        ms(confined) / ms(plain),
+        ms(confined) - ms(open),
+    );
+    Ok(vec![
+        Row {
+            name: "bash call, OS sandbox (workspaceWrite)".into(),
+            value: ms(confined),
+            unit: "ms",
+            baseline: "the same call, fullAccess (no sandbox)".into(),
+            baseline_value: ms(open),
+        },
+        Row {
+            name: "bash call, full OS wall (workspaceWrite)".into(),
+            value: ms(confined),
+            unit: "ms",
+            baseline: "plain spawn of bash -c true, piped".into(),
+            baseline_value: ms(plain),
+        },
+    ])
 }
 
 fn build_tree(root: &Path) -> std::io::Result<()> {

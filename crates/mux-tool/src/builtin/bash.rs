@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Sandbox;
+use super::environment::EnvPolicy;
 use super::os_sandbox::SandboxPolicy;
 use super::text::{decode_head, decode_tail};
 use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
@@ -19,11 +20,6 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 const MAX_TIMEOUT: Duration = Duration::from_secs(600);
 /// How many bytes of output are kept, by default: half from the start, half from the end.
 const DEFAULT_MAX_OUTPUT_BYTES: usize = 30_000;
-/// The variables kept by [`Bash::scrub_env`] when given [`DEFAULT_KEPT_ENV`].
-pub const DEFAULT_KEPT_ENV: &[&str] = &[
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR",
-    "TZ",
-];
 /// How long the output pipes may stay open after the command has exited and its group was
 /// killed (a process that left the group can hold them).
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
@@ -48,10 +44,19 @@ pub struct BashArgs {
 /// saying how much was left out in between. A non-zero exit is an error output.
 ///
 /// The permission layer judges its [`Subject::Command`]; the OS sandbox (see
-/// [`SandboxPolicy`]) bounds what an allowed command can do: by default it writes only inside
-/// the root and a temp dir of its own (`TMPDIR`), opens no Internet socket, and none of its
+/// [`SandboxPolicy`]) bounds what an allowed command can do: by default it sees the file
+/// system read-only except the root (whose protected paths, [`PROTECTED_NAMES`], stay
+/// read-only) and a temp dir of its own (`TMPDIR`), opens no Internet socket, has no
+/// terminal and no capability, cannot signal a process outside the sandbox, and none of its
 /// processes can leave the process group that is killed with it. Where the machine cannot
 /// enforce the policy, the call fails instead of running unconfined.
+///
+/// The command's environment is built from an allow-list ([`DEFAULT_KEPT_ENV`]); variables
+/// that look secret (`*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, providers' variables) are
+/// left out even when listed, unless passed on by name with [`Bash::pass_env`].
+///
+/// [`PROTECTED_NAMES`]: super::PROTECTED_NAMES
+/// [`DEFAULT_KEPT_ENV`]: super::DEFAULT_KEPT_ENV
 ///
 /// Unix only: elsewhere every call fails with an error that says so.
 #[derive(Clone, Debug)]
@@ -60,22 +65,26 @@ pub struct Bash {
     shell: OsString,
     default_timeout: Duration,
     max_output_bytes: usize,
-    kept_env: Option<Vec<String>>,
+    env: EnvPolicy,
     policy: SandboxPolicy,
     network: bool,
+    mount_view: bool,
+    git_writes: bool,
 }
 
 impl Bash {
-    /// `bash` confined to `sandbox`, inheriting the environment.
+    /// `bash` confined to `sandbox`, with the default environment allow-list.
     pub fn new(sandbox: Sandbox) -> Self {
         Self {
             sandbox,
             shell: OsString::from("bash"),
             default_timeout: DEFAULT_TIMEOUT,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
-            kept_env: None,
+            env: EnvPolicy::default(),
             policy: SandboxPolicy::default(),
             network: false,
+            mount_view: true,
+            git_writes: false,
         }
     }
 
@@ -90,6 +99,34 @@ impl Bash {
     /// the network.
     pub fn network(mut self, allowed: bool) -> Self {
         self.network = allowed;
+        self
+    }
+
+    /// Whether commands see the file system through the read-only mount view (default: on).
+    /// The view needs unprivileged user namespaces; where the machine has none, a call fails
+    /// with [`OsSandboxError::Unsupported`](super::OsSandboxError::Unsupported) unless this is
+    /// turned off. Without it, Landlock alone bounds the files: writes outside the root still
+    /// fail, but metadata changes there (`chmod`, `touch -d`, `setxattr`) do not, and the
+    /// protected paths inside the root are writable.
+    pub fn mount_view(mut self, on: bool) -> Self {
+        self.mount_view = on;
+        self
+    }
+
+    /// Lets git write its repository under `WorkspaceWrite` (default: off, `.git` is
+    /// read-only). When on, `.git/config`, `.git/hooks`, `.git/info`, `.git/modules` and
+    /// `.git/worktrees` stay read-only, so `git add` and `git commit` work but no hook or
+    /// configuration can be planted through those; other files git reads from its directory
+    /// (a `commondir` file, say) are then writable.
+    pub fn git_writes(mut self, allowed: bool) -> Self {
+        self.git_writes = allowed;
+        self
+    }
+
+    /// Passes the variable `name` of the agent's environment on to commands, even one that
+    /// looks secret (`.pass_env("GITHUB_TOKEN")`).
+    pub fn pass_env(mut self, name: impl Into<String>) -> Self {
+        self.env.pass(name.into());
         self
     }
 
@@ -111,14 +148,15 @@ impl Bash {
         self
     }
 
-    /// Starts commands with an empty environment except the variables named in `keep`
-    /// (see [`DEFAULT_KEPT_ENV`]), so secrets in the parent's environment do not reach them.
+    /// Replaces the allow-list of variables commands get from the agent's environment
+    /// (default: [`DEFAULT_KEPT_ENV`](super::DEFAULT_KEPT_ENV); `PREFIX*` matches a prefix).
+    /// Variables that look secret stay out even when listed; see [`Bash::pass_env`].
     pub fn scrub_env<I, S>(mut self, keep: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.kept_env = Some(keep.into_iter().map(Into::into).collect());
+        self.env.keep(keep.into_iter().map(Into::into).collect());
         self
     }
 
@@ -238,7 +276,7 @@ mod run {
     use tokio::process::Command;
     use tokio::sync::mpsc;
 
-    use super::{Bash, DRAIN_TIMEOUT, HeadTail, SandboxPolicy};
+    use super::{Bash, DRAIN_TIMEOUT, HeadTail};
     use crate::builtin::os_sandbox::{self, Confinement};
     use crate::builtin::text::Utf8Stream;
     use crate::{ToolContext, ToolError, ToolOutput};
@@ -286,16 +324,10 @@ mod run {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        if let Some(keep) = &bash.kept_env {
-            cmd.env_clear();
-            for name in keep {
-                if let Some(value) = std::env::var_os(name) {
-                    cmd.env(name, value);
-                }
-            }
-        }
+            .kill_on_drop(true)
+            .env_clear()
+            .envs(bash.env.select(std::env::vars_os()))
+            .env("PWD", root);
         let scratch = tempfile::Builder::new()
             .prefix("mux-bash-")
             .tempdir()
@@ -308,13 +340,17 @@ mod run {
         let confinement = Confinement {
             policy: bash.policy,
             network: bash.network,
-            writable: match bash.policy {
-                SandboxPolicy::ReadOnly => vec![scratch.path().to_path_buf()],
-                _ => vec![root.to_path_buf(), scratch.path().to_path_buf()],
-            },
+            root: root.to_path_buf(),
+            scratch: scratch.path().to_path_buf(),
+            mount_view: bash.mount_view,
+            git_writes: bash.git_writes,
         };
         let program = bash.shell.to_string_lossy().into_owned();
-        let mut child = os_sandbox::spawn(cmd, program, confinement).await?;
+        // The placeholders of absent protected paths live until the command has ended.
+        let os_sandbox::Spawned {
+            mut child,
+            _placeholders,
+        } = os_sandbox::spawn(cmd, program, confinement)?;
         let mut guard = GroupGuard {
             group: child
                 .id()

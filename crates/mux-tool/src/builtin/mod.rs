@@ -54,6 +54,7 @@ mod bash;
 mod beneath;
 mod checked_walk;
 mod edit_file;
+mod environment;
 mod glob;
 mod grep;
 mod list_dir;
@@ -72,12 +73,13 @@ mod write_file;
 
 use std::sync::Arc;
 
-pub use bash::{Bash, BashArgs, DEFAULT_KEPT_ENV};
+pub use bash::{Bash, BashArgs};
 pub use edit_file::{EditFile, EditFileArgs};
+pub use environment::DEFAULT_KEPT_ENV;
 pub use glob::{Glob, GlobArgs};
 pub use grep::{Grep, GrepArgs};
 pub use list_dir::{ListDir, ListDirArgs};
-pub use os_sandbox::{OsSandboxError, SandboxPolicy};
+pub use os_sandbox::{OsSandboxError, PROTECTED_NAMES, SandboxPolicy};
 pub use read_file::{ReadFile, ReadFileArgs};
 pub use sandbox::{Sandbox, SandboxError, SandboxPath};
 pub use text_files::{DelegatedFiles, TextFiles};

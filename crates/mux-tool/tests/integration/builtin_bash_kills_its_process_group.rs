@@ -202,13 +202,15 @@ async fn background_jobs_are_killed_when_the_command_exits() {
 }
 
 #[tokio::test]
-async fn the_environment_can_be_scrubbed() {
+async fn the_environment_is_an_allow_list() {
     let (_dir, bash) = setup();
-    // Cargo sets CARGO_PKG_NAME for the test process; a scrubbed command does not see it.
-    let probe = "echo \"${CARGO_PKG_NAME-unset} ${PATH:+path}\"";
-    assert_eq!(run(&bash, probe).await.to_text(), "mux-tool path\n");
+    // Cargo sets CARGO_PKG_NAME for the test process; a command gets it only when passed on.
+    let probe = "echo \"${CARGO_PKG_NAME-unset} ${PATH:+path} ${HOME:+home}\"";
+    assert_eq!(run(&bash, probe).await.to_text(), "unset path home\n");
+    let passed = bash.clone().pass_env("CARGO_PKG_NAME");
+    assert_eq!(run(&passed, probe).await.to_text(), "mux-tool path home\n");
     let scrubbed = bash.scrub_env(["PATH"]);
-    assert_eq!(run(&scrubbed, probe).await.to_text(), "unset path\n");
+    assert_eq!(run(&scrubbed, probe).await.to_text(), "unset path \n");
 }
 
 #[tokio::test]

@@ -1,21 +1,39 @@
 //! The OS sandbox around `bash`: permission rules decide *whether* a command runs; this bounds
 //! *what* an allowed command, and every process it starts, can do.
 //!
-//! On Linux, Landlock restricts the file system and a seccomp filter refuses Internet sockets
-//! (`AF_UNIX` stays open), `io_uring`, and `setsid`/`setpgid`, so no descendant can leave the
-//! process group that is killed when the command ends or is cancelled. Network access can be
-//! turned back on with [`Bash::network`](super::Bash::network).
+//! On Linux the child, between `fork` and `exec` (module `child`), in this order:
+//! 1. starts a new session, so it has no controlling terminal;
+//! 2. enters a user and a mount namespace of its own (module `view`) in which the whole file
+//!    system is mounted read-only, except the root and the per-call temp dir, with the
+//!    protected paths inside the root (module `protected`) read-only again;
+//! 3. drops every capability and sets `no_new_privs`;
+//! 4. restricts itself with Landlock (module `files`) at the best ABI the kernel offers, with
+//!    signal and abstract-socket scoping where the kernel has them;
+//! 5. installs a seccomp filter (module `syscalls`) that refuses Internet sockets (`AF_UNIX`
+//!    stays open), `io_uring`, `setsid`/`setpgid` (so no descendant can leave the process
+//!    group that is killed when the command ends) and the terminal injection ioctls
+//!    `TIOCSTI` and `TIOCLINUX`.
 //!
-//! Where the kernel cannot enforce a policy (no Landlock, another OS, an architecture seccomp
-//! does not cover), a call under any policy but `FullAccess` fails with
+//! Network access can be turned back on with [`Bash::network`](super::Bash::network).
+//! Where the kernel cannot enforce a policy (no Landlock, no user namespaces, another OS, an
+//! architecture seccomp does not cover), a call under any policy but `FullAccess` fails with
 //! [`OsSandboxError::Unsupported`]; it never runs unconfined.
 
 #[cfg(target_os = "linux")]
+mod child;
+#[cfg(target_os = "linux")]
 mod files;
+#[cfg(target_os = "linux")]
+mod privileges;
+mod protected;
 #[cfg(target_os = "linux")]
 mod spawn;
 #[cfg(target_os = "linux")]
 mod syscalls;
+#[cfg(target_os = "linux")]
+mod view;
+
+pub use protected::PROTECTED_NAMES;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -27,11 +45,12 @@ use serde::{Deserialize, Serialize};
 /// | policy | files | network | process tree |
 /// |---|---|---|---|
 /// | [`ReadOnly`](SandboxPolicy::ReadOnly) | read everywhere; write only the per-run temp dir and `/dev/null`-like devices | off | cannot leave the process group |
-/// | [`WorkspaceWrite`](SandboxPolicy::WorkspaceWrite) (default) | read everywhere; write only the root and the per-run temp dir | off | cannot leave the process group |
+/// | [`WorkspaceWrite`](SandboxPolicy::WorkspaceWrite) (default) | read everywhere; write only the root (but not its protected paths, see [`PROTECTED_NAMES`]) and the per-run temp dir | off | cannot leave the process group |
 /// | [`FullAccess`](SandboxPolicy::FullAccess) | every right of the process | on | process group killed, but a process may leave it |
 ///
-/// Landlock enforces the files, seccomp the network and the process tree; see
-/// [`OsSandboxError::Unsupported`] for machines that cannot.
+/// A read-only mount view (user and mount namespaces) and Landlock enforce the files, seccomp
+/// the network, the process tree and the terminal; see [`OsSandboxError::Unsupported`] for
+/// machines that cannot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum SandboxPolicy {
@@ -97,8 +116,38 @@ pub(crate) struct Confinement {
     pub(crate) policy: SandboxPolicy,
     /// Whether Internet sockets stay open.
     pub(crate) network: bool,
-    /// Directories the command may write beneath (the root and the per-run temp dir).
-    pub(crate) writable: Vec<PathBuf>,
+    /// The root (the command's working directory); writable under `WorkspaceWrite`, except
+    /// its protected paths.
+    pub(crate) root: PathBuf,
+    /// The per-call temp dir, always writable.
+    pub(crate) scratch: PathBuf,
+    /// Whether the read-only mount view (user and mount namespaces) is required; without it
+    /// only Landlock bounds the files, and metadata outside the root stays writable.
+    pub(crate) mount_view: bool,
+    /// Whether git may write its repository (`.git` stays writable except its config, hooks
+    /// and info).
+    pub(crate) git_writes: bool,
+}
+
+impl Confinement {
+    /// Directories the command may write beneath, outermost first.
+    pub(crate) fn writable(&self) -> Vec<PathBuf> {
+        let mut dirs = match self.policy {
+            SandboxPolicy::ReadOnly => vec![self.scratch.clone()],
+            _ => vec![self.root.clone(), self.scratch.clone()],
+        };
+        dirs.sort_by_key(|dir| dir.components().count());
+        dirs
+    }
+}
+
+/// A started command, and what must live as long as it runs.
+#[derive(Debug)]
+pub(crate) struct Spawned {
+    /// The command.
+    pub(crate) child: tokio::process::Child,
+    /// Placeholders that keep absent protected paths from being created; removed on drop.
+    pub(crate) _placeholders: protected::Placeholders,
 }
 
 #[cfg(target_os = "linux")]
@@ -106,18 +155,23 @@ pub(crate) use spawn::spawn;
 
 /// Starts `command`; anywhere but Linux, only the `FullAccess` policy can.
 #[cfg(not(target_os = "linux"))]
-pub(crate) async fn spawn(
+pub(crate) fn spawn(
     mut command: tokio::process::Command,
     program: String,
     confinement: Confinement,
-) -> Result<tokio::process::Child, crate::ToolError> {
+) -> Result<Spawned, crate::ToolError> {
     if confinement.policy != SandboxPolicy::FullAccess {
         return Err(crate::ToolError::other(OsSandboxError::Unsupported {
             policy: confinement.policy,
             reason: "the OS sandbox needs Linux (Landlock and seccomp)".into(),
         }));
     }
-    command
+    command.process_group(0);
+    let child = command
         .spawn()
-        .map_err(|err| crate::ToolError::failed(format!("cannot start {program}: {err}")))
+        .map_err(|err| crate::ToolError::failed(format!("cannot start {program}: {err}")))?;
+    Ok(Spawned {
+        child,
+        _placeholders: protected::Placeholders::default(),
+    })
 }

@@ -1,78 +1,67 @@
-//! Starting a command inside the OS sandbox.
+//! Starting a command inside the OS sandbox: the parent prepares everything (protected
+//! paths, the view, the Landlock ruleset, the seccomp filter), then the child applies it
+//! between `fork` and `exec` (module `child`).
 //!
-//! Landlock and seccomp restrict the thread that applies them and everything it starts
-//! afterwards. So the command is started from a thread of its own, which restricts itself with
-//! Landlock, hands the child a seccomp filter to install after `fork`, spawns, and ends; the
-//! process's other threads are never restricted.
+//! Why `pre_exec` and not a helper program that re-executes itself (as Codex's
+//! `codex-linux-sandbox` does) or bubblewrap: a library cannot count on shipping a second
+//! binary or on the host's `main` answering a helper's arguments, and the child of `fork` is
+//! single-threaded, which `unshare(CLONE_NEWUSER)` requires. Each step is a handful of system
+//! calls on buffers prepared before the fork, which is what `pre_exec` allows.
 
 use tokio::process::{Child, Command};
-use tokio::sync::oneshot;
 
-use super::{Confinement, OsSandboxError, SandboxPolicy, files, syscalls};
+use super::child::{self, Setup};
+use super::view::View;
+use super::{Confinement, SandboxPolicy, Spawned, files, protected, syscalls};
 use crate::ToolError;
 
 /// Starts `command` (the program named `program`, for messages) confined as `confinement`
 /// says.
-pub(crate) async fn spawn(
+pub(crate) fn spawn(
     mut command: Command,
     program: String,
     confinement: Confinement,
-) -> Result<Child, ToolError> {
+) -> Result<Spawned, ToolError> {
     if confinement.policy == SandboxPolicy::FullAccess {
-        return command.spawn().map_err(|err| cannot_start(&program, err));
+        command.process_group(0);
+        return Ok(Spawned {
+            child: command.spawn().map_err(|err| cannot_start(&program, err))?,
+            _placeholders: protected::Placeholders::default(),
+        });
     }
-    let runtime = tokio::runtime::Handle::current();
-    let (tx, rx) = oneshot::channel();
-    std::thread::Builder::new()
-        .name("mux-sandbox-spawn".into())
-        .spawn(move || {
-            let spawned = confine_and_spawn(command, &confinement, &runtime)
-                .map_err(|err| err.into_tool_error(&program));
-            let _ = tx.send(spawned);
-        })
-        .map_err(|err| ToolError::failed(format!("cannot start the sandbox thread: {err}")))?;
-    rx.await
-        .map_err(|_| ToolError::failed("the sandbox thread ended without starting the command"))?
+    let protection = protected::protect(&confinement)?;
+    let view = if confinement.mount_view {
+        Some(View::new(&confinement, &protection.paths)?)
+    } else {
+        None
+    };
+    let setup = Setup {
+        view,
+        ruleset: files::ruleset(&confinement)?,
+        filter: syscalls::filter(&confinement)?,
+        unprivileged: !confinement.mount_view && !rustix::process::geteuid().is_root(),
+    };
+    let child =
+        start(command, setup).map_err(|err| match child::explain(&err, confinement.policy) {
+            Some(sandbox) => sandbox.into(),
+            None => cannot_start(&program, err),
+        })?;
+    Ok(Spawned {
+        child,
+        _placeholders: protection.placeholders,
+    })
 }
 
-/// Why the sandbox thread could not start the command.
-enum Failure {
-    Sandbox(OsSandboxError),
-    Spawn(std::io::Error),
-}
-
-impl Failure {
-    fn into_tool_error(self, program: &str) -> ToolError {
-        match self {
-            Self::Sandbox(err) => err.into(),
-            Self::Spawn(err) => cannot_start(program, err),
-        }
-    }
-}
-
-fn confine_and_spawn(
-    mut command: Command,
-    confinement: &Confinement,
-    runtime: &tokio::runtime::Handle,
-) -> Result<Child, Failure> {
-    let filter = syscalls::filter(confinement).map_err(Failure::Sandbox)?;
-    files::restrict_this_thread(confinement).map_err(Failure::Sandbox)?;
-    install_after_fork(&mut command, filter);
-    let _entered = runtime.enter();
-    command.spawn().map_err(Failure::Spawn)
-}
-
-/// Has the child install the seccomp filter after `fork` (and after it became its group's
-/// leader, which the filter would refuse), right before `exec`.
-#[allow(unsafe_code)]
-fn install_after_fork(command: &mut Command, program: seccompiler::BpfProgram) {
+fn start(mut command: Command, mut setup: Setup) -> std::io::Result<Child> {
     // SAFETY: the closure runs in the forked child, where only async-signal-safe work is
-    // allowed. `syscalls::install` makes two system calls (prctl and seccomp) on a program
-    // compiled before the fork, allocates nothing, and maps any failure to an error kind
-    // without allocating.
+    // allowed. `Setup::run` makes system calls on buffers, paths, a file descriptor and a
+    // seccomp program all prepared before the fork; it allocates nothing, not even for its
+    // error (a number).
+    #[allow(unsafe_code)]
     unsafe {
-        command.pre_exec(move || syscalls::install(&program));
+        command.pre_exec(move || setup.run());
     }
+    command.spawn()
 }
 
 fn cannot_start(program: &str, err: std::io::Error) -> ToolError {

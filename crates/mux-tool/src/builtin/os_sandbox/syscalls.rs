@@ -1,8 +1,7 @@
 //! seccomp: the system-call half of the OS sandbox, installed in the child between `fork` and
-//! `exec` (after it became its process group's leader).
+//! `exec`, last (after it started its own session).
 
 use std::collections::BTreeMap;
-use std::io;
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -12,9 +11,10 @@ use seccompiler::{
 use super::{Confinement, OsSandboxError};
 
 /// The filter for a command: `setsid` and `setpgid` refused (no descendant can leave the
-/// process group that is killed with the command), and without network, sockets of any family
-/// but `AF_UNIX` and `io_uring` (which could open them unseen) refused too. Refused calls fail
-/// with `EPERM`, which the command reports.
+/// process group that is killed with the command), `ioctl` `TIOCSTI` and `TIOCLINUX` refused
+/// (no input pushed into a terminal, whatever descriptor it comes through), and without
+/// network, sockets of any family but `AF_UNIX` and `io_uring` (which could open them unseen)
+/// refused too. Refused calls fail with `EPERM`, which the command reports.
 pub(super) fn filter(confinement: &Confinement) -> Result<BpfProgram, OsSandboxError> {
     let fail = |reason: String| OsSandboxError::Setup {
         policy: confinement.policy,
@@ -31,6 +31,17 @@ pub(super) fn filter(confinement: &Confinement) -> Result<BpfProgram, OsSandboxE
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     rules.insert(libc::SYS_setsid, Vec::new());
     rules.insert(libc::SYS_setpgid, Vec::new());
+    // The kernel reads the request as a 32-bit value, so only the low half is compared.
+    #[allow(clippy::unnecessary_cast)] // `Ioctl` is `c_ulong` with glibc, `c_int` with musl.
+    let request = |value: libc::Ioctl| {
+        SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, value as u64)
+            .and_then(|cond| SeccompRule::new(vec![cond]))
+            .map_err(|err| fail(err.to_string()))
+    };
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![request(libc::TIOCSTI)?, request(libc::TIOCLINUX)?],
+    );
     if !confinement.network {
         let not_unix = SeccompCondition::new(
             0,
@@ -55,6 +66,6 @@ pub(super) fn filter(confinement: &Confinement) -> Result<BpfProgram, OsSandboxE
 
 /// Installs `program` on the calling thread. Runs between `fork` and `exec`, so it only makes
 /// system calls and never allocates, not even for its error.
-pub(super) fn install(program: &BpfProgram) -> io::Result<()> {
-    seccompiler::apply_filter(program).map_err(|_| io::Error::from(io::ErrorKind::PermissionDenied))
+pub(super) fn install(program: &BpfProgram) -> Result<(), ()> {
+    seccompiler::apply_filter(program).map_err(|_| ())
 }

@@ -1,0 +1,186 @@
+//! Protected paths: what inside the root governs the agent or runs code, kept read-only at the
+//! OS level under `WorkspaceWrite`, so a command the analysis misjudged cannot plant a git hook
+//! or a setting.
+//!
+//! mux-permission keeps its own list for the file tools (`protected.rs` there: `.git`, `.mux`,
+//! `.claude`, shell startup files, `.envrc`); this crate cannot depend on it, so the wall's
+//! list is [`PROTECTED_NAMES`], and the two are kept in step by hand.
+//!
+//! A protected path that does not exist yet is held by an empty placeholder directory for the
+//! length of the call (mounted read-only inside the sandbox), so it cannot be created either;
+//! the placeholder is removed when the last call holding it ends.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+#[cfg(target_os = "linux")]
+use super::{Confinement, OsSandboxError, SandboxPolicy};
+
+/// The names, at the top of the root, that a command under
+/// [`WorkspaceWrite`](super::SandboxPolicy::WorkspaceWrite) can neither create, change nor
+/// remove: git's repository (its hooks and config run code), mux's and Claude Code's settings,
+/// the MCP servers file and direnv's `.envrc`.
+pub const PROTECTED_NAMES: &[&str] = &[".git", ".mux", ".claude", ".mcp.json", ".envrc"];
+
+/// What stays read-only inside `.git` when git may write its repository: what git reads as
+/// code or configuration (config, hooks, attributes and excludes, submodules' and linked
+/// worktrees' own repositories).
+#[cfg(target_os = "linux")]
+const GIT_CODE: [&str; 5] = ["config", "hooks", "info", "modules", "worktrees"];
+
+/// Placeholders held by calls running now, with how many calls hold each.
+static HELD: Mutex<BTreeMap<PathBuf, usize>> = Mutex::new(BTreeMap::new());
+
+/// The protected paths of one call: all exist (a placeholder stands for a missing one).
+#[cfg(target_os = "linux")]
+#[derive(Debug, Default)]
+pub(super) struct Protection {
+    /// Absolute paths to mount read-only, inside the root.
+    pub(super) paths: Vec<PathBuf>,
+    /// The placeholders this call holds.
+    pub(super) placeholders: Placeholders,
+}
+
+/// Placeholder directories held by one call; released on drop.
+#[derive(Debug, Default)]
+pub(crate) struct Placeholders {
+    held: Vec<PathBuf>,
+}
+
+impl Placeholders {
+    /// Makes sure `path` exists, holding a placeholder (an empty directory) if it does not.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    fn hold(&mut self, path: &Path) -> io::Result<()> {
+        let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(count) = held.get_mut(path) {
+            *count += 1;
+            self.held.push(path.to_owned());
+            return Ok(());
+        }
+        match std::fs::symlink_metadata(path) {
+            Ok(_) => return Ok(()),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => return Err(err),
+        }
+        match std::fs::create_dir(path) {
+            Ok(()) => {
+                held.insert(path.to_owned(), 1);
+                self.held.push(path.to_owned());
+                Ok(())
+            }
+            // Someone else's now: protected as an existing path.
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+impl Drop for Placeholders {
+    fn drop(&mut self) {
+        let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+        for path in self.held.drain(..) {
+            let Some(count) = held.get_mut(&path) else {
+                continue;
+            };
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&path);
+                // Only an empty directory goes; anything put in it from outside stays.
+                let _ = std::fs::remove_dir(&path);
+            }
+        }
+    }
+}
+
+/// The protected paths of a call confined as `confinement` says: none but under
+/// `WorkspaceWrite` (under `ReadOnly` the whole root is read-only already).
+#[cfg(target_os = "linux")]
+pub(super) fn protect(confinement: &Confinement) -> Result<Protection, OsSandboxError> {
+    let mut protection = Protection::default();
+    if confinement.policy != SandboxPolicy::WorkspaceWrite || !confinement.mount_view {
+        return Ok(protection);
+    }
+    for name in PROTECTED_NAMES {
+        let path = confinement.root.join(name);
+        let git_dir = *name == ".git"
+            && std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_dir());
+        if git_dir && confinement.git_writes {
+            for inner in GIT_CODE {
+                add(&mut protection, path.join(inner), confinement)?;
+            }
+        } else {
+            add(&mut protection, path, confinement)?;
+        }
+    }
+    Ok(protection)
+}
+
+#[cfg(target_os = "linux")]
+fn add(
+    protection: &mut Protection,
+    path: PathBuf,
+    confinement: &Confinement,
+) -> Result<(), OsSandboxError> {
+    let setup = |err: io::Error| OsSandboxError::Setup {
+        policy: confinement.policy,
+        reason: format!("cannot protect {}: {err}", path.display()),
+    };
+    protection.placeholders.hold(&path).map_err(setup)?;
+    protection.paths.push(path);
+    Ok(())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    fn confinement(root: &Path, git_writes: bool) -> Confinement {
+        Confinement {
+            policy: SandboxPolicy::WorkspaceWrite,
+            network: false,
+            root: root.to_owned(),
+            scratch: root.join("tmp"),
+            mount_view: true,
+            git_writes,
+        }
+    }
+
+    #[test]
+    fn missing_names_are_held_by_placeholders_until_the_last_call_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".mcp.json"), "{}").unwrap();
+        let first = protect(&confinement(dir.path(), false)).unwrap();
+        let second = protect(&confinement(dir.path(), false)).unwrap();
+        assert_eq!(first.paths.len(), PROTECTED_NAMES.len());
+        assert!(dir.path().join(".claude").is_dir());
+        assert!(dir.path().join(".mcp.json").is_file());
+        drop(first);
+        assert!(
+            dir.path().join(".claude").is_dir(),
+            "still held by the second call"
+        );
+        drop(second);
+        assert!(!dir.path().join(".claude").exists());
+        assert!(!dir.path().join(".git").exists());
+        assert!(
+            dir.path().join(".mcp.json").is_file(),
+            "an existing file stays"
+        );
+    }
+
+    #[test]
+    fn git_writes_protect_what_git_runs_and_leave_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git/objects")).unwrap();
+        std::fs::write(dir.path().join(".git/config"), "").unwrap();
+        let protection = protect(&confinement(dir.path(), true)).unwrap();
+        assert!(protection.paths.contains(&dir.path().join(".git/hooks")));
+        assert!(protection.paths.contains(&dir.path().join(".git/config")));
+        assert!(!protection.paths.contains(&dir.path().join(".git")));
+        assert!(dir.path().join(".git/hooks").is_dir());
+        drop(protection);
+        assert!(!dir.path().join(".git/hooks").exists());
+    }
+}
