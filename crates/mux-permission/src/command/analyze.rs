@@ -11,6 +11,7 @@ use tree_sitter::{Node, Parser};
 
 use super::builtins;
 use super::glob;
+use super::model::{self, Explained};
 use super::pattern::CommandPattern;
 use super::runners;
 use super::words::{
@@ -34,6 +35,10 @@ const MAX_COMMANDS: usize = 4096;
 pub struct Analysis {
     /// The top-level simple commands, in order: every one must match an allow rule.
     pub commands: Vec<Vec<String>>,
+    /// For each of [`commands`](Self::commands), the shell pattern of every word that is an
+    /// unquoted glob (`src/*.rs`), `None` for a plain word. Only a program's model can accept a
+    /// glob, in a position it reads as paths.
+    pub globs: Vec<Vec<Option<String>>>,
     /// Every command seen anywhere, including nested ones and wrapped ones: deny and ask rules
     /// are checked against each.
     pub everywhere: Vec<Vec<String>>,
@@ -71,6 +76,16 @@ impl Analysis {
                 .patterns
                 .iter()
                 .any(|words| pattern.could_match_pattern(words))
+    }
+
+    /// Whether an allow rule covers the top-level command `index`: the rule's words match, and
+    /// every word after them is explained (see [`covers`]).
+    pub fn covered_by(&self, index: usize, pattern: Option<&CommandPattern>) -> bool {
+        let Some(words) = self.commands.get(index) else {
+            return false;
+        };
+        let globs = self.globs.get(index).map(Vec::as_slice).unwrap_or_default();
+        covers(pattern, words, globs).is_ok()
     }
 
     fn unreadable(&mut self, why: impl Into<String>) {
@@ -119,6 +134,7 @@ pub fn analyze(script: &str) -> Analysis {
         out: &mut analysis,
         depth: 0,
         nesting: 0,
+        guessing: false,
     }
     .script(script, true);
     if analysis.commands.is_empty() && analysis.hazards.is_empty() {
@@ -133,6 +149,10 @@ struct Walker<'a> {
     depth: usize,
     /// Levels of syntax within one script.
     nesting: usize,
+    /// Reading text that *might* run (the arguments of a program without a model, an
+    /// assignment's value) for deny rules only: what is found there is checked against deny
+    /// and ask rules, but adds no hazard.
+    guessing: bool,
 }
 
 /// A word's value after quote removal, and whether that value is known before running.
@@ -168,33 +188,68 @@ fn continues(gap: &str, before: &str) -> bool {
 }
 
 impl Walker<'_> {
+    fn hazard(&mut self, why: impl Into<String>) {
+        if !self.guessing {
+            self.out.hazard(why);
+        }
+    }
+
+    fn opaque(&mut self) {
+        if !self.guessing {
+            self.out.opaque = true;
+        }
+    }
+
+    fn unreadable(&mut self, why: impl Into<String>) {
+        self.out.unreadable(why);
+    }
+
+    /// A limit of the walk was reached: what lies beyond is unknown, guessing or not.
+    fn limit(&mut self, why: impl Into<String>) {
+        self.out.hazard(why);
+        self.out.opaque = true;
+    }
+
+    /// Parses `text` for deny rules only, one level deeper.
+    fn guess(&mut self, text: &str) {
+        if self.depth >= MAX_DEPTH {
+            self.limit("commands nested too deeply to check");
+            return;
+        }
+        let was = self.guessing;
+        self.guessing = true;
+        self.depth += 1;
+        self.script(text, false);
+        self.depth -= 1;
+        self.guessing = was;
+    }
+
     fn script(&mut self, script: &str, top: bool) {
         if self.depth > MAX_DEPTH {
-            self.out.hazard("commands nested too deeply to check");
-            self.out.opaque = true;
+            self.limit("commands nested too deeply to check");
+            self.opaque();
             return;
         }
         if script.len() > MAX_SCRIPT_BYTES {
-            self.out.hazard(format!(
+            self.limit(format!(
                 "the command is longer than {MAX_SCRIPT_BYTES} bytes"
             ));
-            self.out.opaque = true;
+            self.opaque();
             return;
         }
         if has_deceptive_chars(script) {
-            self.out
-                .hazard("the command contains control, zero-width or bidirectional characters");
+            self.hazard("the command contains control, zero-width or bidirectional characters");
         }
         let Some(tree) = parse(script) else {
-            self.out.hazard("the shell parser is unavailable");
-            self.out.opaque = true;
+            self.limit("the shell parser is unavailable");
+            self.opaque();
             return;
         };
         let root = tree.root_node();
         if root.has_error() {
-            self.out.hazard("the command does not parse");
-            self.out.opaque = true;
-            if has_expansion_chars(script) {
+            self.hazard("the command does not parse");
+            self.opaque();
+            if has_expansion_chars(script) && !self.guessing {
                 self.out
                     .unreadable("a pattern or brace expansion in a command that does not parse");
             }
@@ -214,8 +269,8 @@ impl Walker<'_> {
     /// past [`MAX_NESTING`].
     fn enter(&mut self) -> bool {
         if self.nesting >= MAX_NESTING {
-            self.out.hazard("the command nests too deeply to check");
-            self.out.opaque = true;
+            self.limit("the command nests too deeply to check");
+            self.opaque();
             return false;
         }
         self.nesting += 1;
@@ -232,14 +287,18 @@ impl Walker<'_> {
                     } else {
                         match child.kind() {
                             "&&" | "||" | ";" | "|" | "|&" | "\n" => {}
-                            "&" => self.out.hazard("a background job `&`"),
-                            other => self.out.hazard(format!("the operator `{other}`")),
+                            "&" => self.hazard("a background job `&`"),
+                            other => self.hazard(format!("the operator `{other}`")),
                         }
                     }
                 }
             }
             "comment" => {}
             "command" => self.command(node, src, top),
+            "variable_assignment" => {
+                self.hazard(describe_construct("variable_assignment"));
+                self.assignment(node, src);
+            }
             "redirected_statement" => {
                 let mut cursor = node.walk();
                 for child in node.named_children(&mut cursor) {
@@ -252,17 +311,15 @@ impl Walker<'_> {
                 }
             }
             "ERROR" => {
-                self.out.hazard("the command does not parse");
-                self.out.opaque = true;
-                if has_expansion_chars(&src[node.byte_range()]) {
-                    self.out.unreadable(
-                        "a pattern or brace expansion in a command that does not parse",
-                    );
+                self.hazard("the command does not parse");
+                self.opaque();
+                if has_expansion_chars(&src[node.byte_range()]) && !self.guessing {
+                    self.unreadable("a pattern or brace expansion in a command that does not parse");
                 }
                 self.nested(node, src);
             }
             kind => {
-                self.out.hazard(describe_construct(kind));
+                self.hazard(describe_construct(kind));
                 self.evaluated(node, src);
                 self.nested(node, src);
             }
@@ -290,7 +347,7 @@ impl Walker<'_> {
             _ => false,
         };
         if evaluates {
-            self.out.unreadable(format!(
+            self.unreadable(format!(
                 "{} evaluates text that expands when it runs",
                 describe_construct(node.kind())
             ));
@@ -333,8 +390,7 @@ impl Walker<'_> {
         for child in node.named_children(&mut cursor) {
             match child.kind() {
                 "variable_assignment" => {
-                    self.out
-                        .hazard("an environment assignment `NAME=value` before a command");
+                    self.hazard("an environment assignment `NAME=value` before a command");
                     self.assignment(child, src);
                     previous = None;
                 }
@@ -367,47 +423,70 @@ impl Walker<'_> {
             }
         }
         let Some(name) = words.first() else {
-            self.out.hazard("an assignment without a command");
+            self.hazard("an assignment without a command");
             return;
         };
         if !name.known {
-            self.out
-                .hazard("a variable or substitution in command position");
-            self.out.opaque = true;
+            // `$CMD`, `r$""m`, `$(…)`: what runs is not known, so every deny rule could match.
+            self.hazard("a variable or substitution in command position");
+            self.opaque();
+            if !self.guessing {
+                self.unreadable("the command name is not a literal word");
+            }
+        }
+        if name.pattern.is_some() {
+            self.hazard(format!("the glob or brace pattern `{}` in command position", name.text));
         }
         if words.iter().skip(1).any(|w| !w.known) {
-            self.out.opaque = true;
+            self.opaque();
         }
         let patterns = words
             .iter()
             .any(|w| w.pattern.is_some())
             .then(|| words.iter().map(Word::as_pattern).collect::<Vec<_>>());
         let known: Vec<bool> = words.iter().map(|w| w.known).collect();
+        let globs: Vec<Option<String>> = words.iter().map(|w| w.pattern.clone()).collect();
         let words: Vec<String> = words.into_iter().map(|w| w.text).collect();
-        if top {
+        if top && !self.guessing {
             self.out.commands.push(words.clone());
+            self.out.globs.push(globs);
         }
         self.record(words, &known, patterns.as_deref(), false);
     }
 
-    /// Scans an assignment for deny rules; a value that looks like a command line (`PAGER='…'`,
-    /// `GIT_SSH_COMMAND=…`, `LESSOPEN='|…'`) is parsed as one, as the next command may run it.
+    /// Scans an assignment for deny rules. Its value may be run by whatever reads the
+    /// variable (`PAGER`, `GIT_EXTERNAL_DIFF`, `*_COMMAND`, `PS4` with `set -x`, a subscript
+    /// evaluated in `(( x ))`), so it is parsed as a command line, and so is the text after
+    /// its first `=` (`TAR_OPTIONS='--to-command=…'`).
     fn assignment(&mut self, node: Node<'_>, src: &str) {
         self.nested(node, src);
         let Some(value) = node.child_by_field_name("value") else {
             return;
         };
-        let text = self.word(value, src).text;
-        let text = text.trim_start_matches(['|', '!']);
-        if wrappers::looks_like_script(text) {
-            if self.depth >= MAX_DEPTH {
-                self.out.hazard("commands nested too deeply to check");
-                self.out.opaque = true;
-                return;
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| src[n.byte_range()].to_owned())
+            .unwrap_or_default();
+        let word = self.word(value, src);
+        if !word.known {
+            // Its substitutions were scanned as they are; nothing more is known.
+            return;
+        }
+        let text = word.text.trim_start_matches(['|', '!']);
+        if runners::FILE_RUNNING_VARIABLES.contains(&name.as_str())
+            && runners::is_stdin_path(text)
+        {
+            self.unreadable(format!("`{name}` names standard input as a script to run"));
+        }
+        if text.trim().is_empty() {
+            return;
+        }
+        self.guess(text);
+        if let Some((_, after)) = text.split_once('=') {
+            let after = after.trim_start_matches(['|', '!']);
+            if !after.trim().is_empty() {
+                self.guess(after);
             }
-            self.depth += 1;
-            self.script(text, false);
-            self.depth -= 1;
         }
     }
 
@@ -423,8 +502,7 @@ impl Walker<'_> {
         speculative: bool,
     ) {
         if self.out.everywhere.len() >= MAX_COMMANDS {
-            self.out.hazard("too many commands to check");
-            self.out.opaque = true;
+            self.limit("too many commands to check");
             return;
         }
         if let Some(patterns) = patterns {
@@ -432,20 +510,19 @@ impl Walker<'_> {
         }
         let inspection = wrappers::inspect(&words, known);
         for hazard in inspection.hazards {
-            self.out.hazard(hazard);
+            self.hazard(hazard);
         }
         if let Some(why) = inspection.unreadable {
             if speculative {
-                self.out.hazard(why);
+                self.hazard(why);
             } else {
-                self.out.unreadable(why);
+                self.unreadable(why);
             }
         }
         self.out.everywhere.push(words.clone());
         if self.depth >= MAX_DEPTH {
             if !inspection.inner_scripts.is_empty() || inspection.runs_arguments {
-                self.out.hazard("commands nested too deeply to check");
-                self.out.opaque = true;
+                self.limit("commands nested too deeply to check");
             }
             return;
         }
@@ -455,11 +532,15 @@ impl Walker<'_> {
         }
         if inspection.runs_arguments {
             // The runner runs some suffix of its arguments; try every one that could be a
-            // command name.
+            // command name. A word holding a replacement string (`{}`) is filled in later.
+            let known: Vec<bool> = words
+                .iter()
+                .zip(known)
+                .map(|(w, k)| *k && !runners::is_placeholder(w, &inspection.placeholders))
+                .collect();
             for start in 1..words.len() {
                 if self.out.everywhere.len() >= MAX_COMMANDS {
-                    self.out.hazard("too many commands to check");
-                    self.out.opaque = true;
+                    self.limit("too many commands to check");
                     break;
                 }
                 if !words[start].starts_with('-') {
@@ -471,14 +552,71 @@ impl Walker<'_> {
                     );
                 }
             }
+        } else if !self.guessing && inspection.runner_like {
+            self.guess_runner(&words, known, patterns);
         }
         self.depth -= 1;
     }
 
+    /// A program without a model might run any of its arguments (`setarch x86_64 CMD`,
+    /// `valgrind CMD`, `gdb -ex 'shell CMD'`, `make --eval=…`): every suffix of its words and
+    /// every word that reads as a command line is checked against deny rules. A shell reading
+    /// standard input within its first three words makes the script unreadable.
+    fn guess_runner(&mut self, words: &[String], known: &[bool], patterns: Option<&[String]>) {
+        let was = self.guessing;
+        self.guessing = true;
+        for start in 1..words.len() {
+            if self.out.everywhere.len() >= MAX_COMMANDS {
+                self.limit("too many commands to check");
+                break;
+            }
+            if words[start].starts_with('-') {
+                continue;
+            }
+            let plausible = leading_plain_words(words, start) <= 2;
+            self.record(
+                words[start..].to_vec(),
+                known.get(start..).unwrap_or_default(),
+                patterns.and_then(|p| p.get(start..)),
+                !plausible,
+            );
+        }
+        for word in words {
+            let text = if word.starts_with('-') {
+                runners::attached_value(word)
+            } else {
+                Some(word.as_str())
+            };
+            if let Some(text) = text.filter(|t| wrappers::looks_like_script(t)) {
+                self.script(text, false);
+            }
+        }
+        self.guessing = was;
+    }
+
     fn redirect(&mut self, node: Node<'_>, src: &str) {
         if node.kind() != "file_redirect" {
-            self.out.hazard("a here-document or here-string");
+            self.hazard("a here-document or here-string");
             self.nested(node, src);
+            // What it feeds may be a shell (`sh 0<<< 'CMD'`): its text is read for deny rules.
+            let mut cursor = node.walk();
+            let bodies: Vec<String> = node
+                .named_children(&mut cursor)
+                .filter(|c| !matches!(c.kind(), "heredoc_start" | "heredoc_end" | "file_descriptor"))
+                .map(|c| {
+                    let raw = &src[c.byte_range()];
+                    match c.kind() {
+                        "raw_string" => strip(raw, 1, 1).to_owned(),
+                        "string" => unescape_double_quoted(strip(raw, 1, 1)),
+                        _ => raw.to_owned(),
+                    }
+                })
+                .collect();
+            for body in bodies {
+                if !body.trim().is_empty() {
+                    self.guess(&body);
+                }
+            }
             return;
         }
         let mut operator = "";
@@ -490,13 +628,13 @@ impl Walker<'_> {
             } else if child.kind() != "file_descriptor" {
                 let word = self.word(child, src);
                 if !word.known {
-                    self.out.opaque = true;
+                    self.opaque();
                 }
                 target = Some(word);
             }
         }
         let Some(target) = target else {
-            self.out.hazard("a redirection without a target");
+            self.hazard("a redirection without a target");
             return;
         };
         let duplicates_fd = matches!(operator, ">&" | "<&")
@@ -505,7 +643,7 @@ impl Walker<'_> {
             && target.known
             && target.text == "/dev/null";
         if !(duplicates_fd || discards) {
-            self.out.hazard(format!(
+            self.hazard(format!(
                 "a redirection `{operator}` to the file `{}`",
                 target.text
             ));
@@ -525,10 +663,10 @@ impl Walker<'_> {
         let raw = &src[node.byte_range()];
         match node.kind() {
             "word" => {
+                // A glob is no hazard by itself: only a program's model can accept it, in a
+                // position it reads as paths (see `covers`).
                 let mut word = Word::new(unescape_bare(raw), true);
                 if has_expansion_chars(raw) {
-                    self.out
-                        .hazard(format!("the glob or brace pattern `{raw}`"));
                     word.pattern = Some(raw.replace("\\\n", ""));
                 }
                 word
@@ -537,7 +675,7 @@ impl Walker<'_> {
             "raw_string" => Word::new(strip(raw, 1, 1).to_owned(), true),
             "string" | "translated_string" => {
                 if node.kind() == "translated_string" {
-                    self.out.hazard("a locale-translated string `$\"…\"`");
+                    self.hazard("a locale-translated string `$\"…\"`");
                 }
                 let mut known = true;
                 let mut cursor = node.walk();
@@ -554,18 +692,25 @@ impl Walker<'_> {
                 Word::new(unescape_double_quoted(inner), known)
             }
             "ansi_c_string" => {
-                self.out.hazard("ANSI-C quoting `$'…'`");
+                self.hazard("ANSI-C quoting `$'…'`");
                 match decode_ansi_c(strip(raw, 2, 1)) {
                     Some(text) => Word::new(text, true),
                     None => Word::new(raw.to_owned(), false),
                 }
             }
             "concatenation" => {
-                let globbed = has_expansion_chars(raw);
-                if globbed {
-                    self.out
-                        .hazard(format!("the glob or brace pattern `{raw}`"));
+                // Only unquoted pieces expand (`--include='*.rs'` is no glob); a quoted piece
+                // stands in as a plain character.
+                let mut unquoted = String::new();
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor) {
+                    if !child.is_named() || child.kind() == "word" {
+                        unquoted.push_str(&src[child.byte_range()]);
+                    } else {
+                        unquoted.push('x');
+                    }
                 }
+                let globbed = has_expansion_chars(&unquoted);
                 let mut text = String::new();
                 let mut pattern = String::new();
                 let mut known = true;
@@ -582,6 +727,9 @@ impl Walker<'_> {
                             pattern.push_str(&part.as_pattern());
                         }
                     } else {
+                        // `$""` and `$''` glued into a word: bash reads them as quoting that
+                        // this reading does not model, so the word is not known.
+                        known &= piece != "$";
                         text.push_str(piece);
                         pattern.push_str(piece);
                     }
@@ -593,22 +741,21 @@ impl Walker<'_> {
                 }
             }
             "variable_assignment" => {
-                self.out.hazard(describe_construct("variable_assignment"));
+                self.hazard(describe_construct("variable_assignment"));
                 self.assignment(node, src);
                 Word::new(raw.to_owned(), false)
             }
             "simple_expansion" | "expansion" => {
-                self.out.hazard(format!("the variable expansion `{raw}`"));
+                self.hazard(format!("the variable expansion `{raw}`"));
                 Word::new(raw.to_owned(), false)
             }
             "command_substitution" | "process_substitution" => {
-                self.out
-                    .hazard(format!("the command or process substitution `{raw}`"));
+                self.hazard(format!("the command or process substitution `{raw}`"));
                 self.nested(node, src);
                 Word::new(raw.to_owned(), false)
             }
             kind => {
-                self.out.hazard(describe_construct(kind));
+                self.hazard(describe_construct(kind));
                 self.evaluated(node, src);
                 self.nested(node, src);
                 Word::new(raw.to_owned(), false)
@@ -624,13 +771,54 @@ fn command_position(words: &[String], start: usize) -> bool {
     let leading = words.first().map_or(0, |name| {
         runners::leading_operands(wrappers::base_name(name))
     });
-    let plain = (1..start)
+    leading_plain_words(words, start) <= leading
+}
+
+/// Whether an allow rule (`None`: the whole tool) covers one simple command, and if not, why.
+///
+/// - An exact rule (`Bash(npm run test)`) explains every word itself, as long as none is a glob.
+/// - A prefix or wildcard rule (`Bash(git:*)`, `Bash(npm run *)`) and the bare tool rule need
+///   the program's model to explain *every* word after the program name: a known subcommand,
+///   a known option with its arity, an operand of a known kind. A program without a model
+///   keeps the rule's plain word match, but no word of it may be a glob.
+pub fn covers(
+    pattern: Option<&CommandPattern>,
+    words: &[String],
+    globs: &[Option<String>],
+) -> Result<(), String> {
+    if let Some(pattern) = pattern
+        && !pattern.matches(words)
+    {
+        return Err("the rule's words do not match".to_owned());
+    }
+    let globbed = globs.iter().find_map(Option::as_deref);
+    if let Some(CommandPattern::Exact(_)) = pattern {
+        return match globbed {
+            Some(glob) => Err(format!("the pattern `{glob}` is not one of the rule's words")),
+            None => Ok(()),
+        };
+    }
+    match model::explain(words, globs) {
+        Explained::Fully => Ok(()),
+        Explained::Not(why) => Err(why),
+        Explained::NoModel => match globbed {
+            Some(glob) => Err(format!(
+                "the pattern `{glob}` is an argument of a program without a model"
+            )),
+            None => Ok(()),
+        },
+    }
+}
+
+/// How many words before `words[start]` are plain operands, not options or their possible
+/// values.
+fn leading_plain_words(words: &[String], start: usize) -> usize {
+    (1..start)
         .filter(|&i| {
             let word = &words[i];
             !word.starts_with('-') && !word.contains('=') && !words[i - 1].starts_with('-')
         })
-        .count();
-    plain <= leading
+        .count()
 }
 
 /// `text` without `front` leading and `back` trailing bytes, or empty when too short.

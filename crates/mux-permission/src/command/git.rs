@@ -5,7 +5,7 @@ use super::options::{
     GIT_CONFIG_READS, GIT_RUNNERS, GIT_RUNNING_ACTIONS, GIT_SUBCOMMANDS, find, find_sub,
 };
 use super::scan::scan;
-use super::wrappers::Inspection;
+use super::inspection::Inspection;
 
 /// Inspects `git ARGS`.
 pub(crate) fn inspect(args: &[String], found: &mut Inspection) {

@@ -5,6 +5,8 @@ mod builtins;
 mod deny_match;
 mod git;
 mod glob;
+mod inspection;
+mod model;
 mod options;
 mod pattern;
 mod runners;
@@ -13,6 +15,7 @@ mod scripts;
 mod words;
 mod wrappers;
 
-pub use analyze::{Analysis, MAX_SCRIPT_BYTES, analyze, parse_only};
+pub use analyze::{Analysis, MAX_SCRIPT_BYTES, analyze, covers, parse_only};
+pub use model::programs;
 pub(crate) use pattern::split_words;
 pub use pattern::{CommandPattern, CommandPatternError};

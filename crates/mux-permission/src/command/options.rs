@@ -73,7 +73,7 @@ pub(crate) struct Opt {
     pub(crate) effect: Effect,
 }
 
-const fn o(long: &'static str, short: char, effect: Effect) -> Opt {
+pub(crate) const fn o(long: &'static str, short: char, effect: Effect) -> Opt {
     Opt {
         long,
         short: Some(short),
@@ -81,7 +81,7 @@ const fn o(long: &'static str, short: char, effect: Effect) -> Opt {
     }
 }
 
-const fn l(long: &'static str, effect: Effect) -> Opt {
+pub(crate) const fn l(long: &'static str, effect: Effect) -> Opt {
     Opt {
         long,
         short: None,
@@ -89,7 +89,7 @@ const fn l(long: &'static str, effect: Effect) -> Opt {
     }
 }
 
-const fn s(short: char, effect: Effect) -> Opt {
+pub(crate) const fn s(short: char, effect: Effect) -> Opt {
     Opt {
         long: "",
         short: Some(short),
@@ -143,7 +143,7 @@ const fn model(
 }
 
 /// `sort` (GNU coreutils, getopt_long).
-const SORT: &[Opt] = &[
+pub(crate) const SORT: &[Opt] = &[
     o("ignore-leading-blanks", 'b', Flag),
     o("dictionary-order", 'd', Flag),
     o("ignore-case", 'f', Flag),
@@ -180,7 +180,7 @@ const SORT: &[Opt] = &[
 
 /// `sed` (GNU, getopt_long); `-i` writes, `-e`/`--expression` and the first operand are
 /// scripts, `-f` reads a script file.
-const SED: &[Opt] = &[
+pub(crate) const SED: &[Opt] = &[
     o("quiet", 'n', Flag),
     l("silent", Flag),
     l("debug", Flag),
@@ -296,7 +296,7 @@ const VIM: &[Opt] = &[
 ];
 
 /// git's global options (git.c `handle_options`: exact spellings, stop at the subcommand).
-const GIT_GLOBAL: &[Opt] = &[
+pub(crate) const GIT_GLOBAL: &[Opt] = &[
     s('C', Value),
     o("config", 'c', Runs),
     l("config-env", Runs),
