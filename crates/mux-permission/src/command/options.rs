@@ -581,35 +581,6 @@ pub(crate) const GIT_RUNNERS: &[&str] = &[
 pub(crate) const GIT_RUNNING_ACTIONS: &[(&str, &str)] =
     &[("bisect", "run"), ("submodule", "foreach")];
 
-/// `git config` arguments that only read configuration; any other use may set a key that
-/// names a command (core.pager, alias.*, core.fsmonitor, …).
-pub(crate) const GIT_CONFIG_READS: &[&str] = &[
-    "--get",
-    "--get-all",
-    "--get-regexp",
-    "--get-urlmatch",
-    "--list",
-    "-l",
-    "get",
-    "list",
-    "--show-origin",
-    "--show-scope",
-    "--null",
-    "-z",
-    "--name-only",
-    "--global",
-    "--system",
-    "--local",
-    "--worktree",
-    "--includes",
-    "--no-includes",
-    "--type",
-    "--bool",
-    "--int",
-    "--path",
-    "--default",
-];
-
 /// `find` primaries that run a command or write and delete files.
 pub(crate) const FIND_PRIMARIES: &[(&str, Effect)] = &[
     ("-exec", Runs),
@@ -627,33 +598,6 @@ pub(crate) const FIND_PRIMARIES: &[(&str, Effect)] = &[
 /// (`git -C . push` is `git push`): the option and whether it takes a value. Options not
 /// listed are read conservatively (their next word may be a value or the subcommand).
 pub(crate) const GLOBAL_OPTIONS: &[(&str, &[(&str, bool)])] = &[
-    (
-        "git",
-        &[
-            ("-C", true),
-            ("-c", true),
-            ("--config-env", true),
-            ("--exec-path", false),
-            ("--git-dir", true),
-            ("--work-tree", true),
-            ("--namespace", true),
-            ("--super-prefix", true),
-            ("--attr-source", true),
-            ("-p", false),
-            ("--paginate", false),
-            ("-P", false),
-            ("--no-pager", false),
-            ("--bare", false),
-            ("--no-replace-objects", false),
-            ("--literal-pathspecs", false),
-            ("--glob-pathspecs", false),
-            ("--noglob-pathspecs", false),
-            ("--icase-pathspecs", false),
-            ("--no-optional-locks", false),
-            ("--no-lazy-fetch", false),
-            ("--no-advice", false),
-        ],
-    ),
     (
         "docker",
         &[
@@ -733,8 +677,19 @@ pub(crate) const GLOBAL_OPTIONS: &[(&str, &[(&str, bool)])] = &[
 
 /// Whether `word` is one of `command`'s global options, and whether it takes the next word as
 /// its value. `None` when the command has a table and the word is not in it, or when the
-/// command has no table.
+/// command has no table. git's come from its model, [`GIT_GLOBAL`].
 pub(crate) fn global_option(command: &str, word: &str) -> Option<bool> {
+    if command == "git" {
+        let (name, attached) = match word.split_once('=') {
+            Some((name, _)) => (name, true),
+            None => (word, false),
+        };
+        let opt = GIT_GLOBAL.iter().find(|o| {
+            (!o.long.is_empty() && name.strip_prefix("--") == Some(o.long))
+                || o.short.is_some_and(|c| name.len() == 2 && name.starts_with('-') && name.ends_with(c))
+        })?;
+        return Some(opt.effect.needs_value() && !attached);
+    }
     let (_, table) = GLOBAL_OPTIONS.iter().find(|(name, _)| *name == command)?;
     if command == "cargo" && word.starts_with('+') {
         return Some(false);

@@ -1,6 +1,8 @@
-//! The adversarial shell suite (issue 15, classes 1–6): every case of
-//! `adversarial/shell_cases.json` (written by `adversarial/gen_shell_cases.py`) must end with its
-//! expected verdict under its settings profile and mode. The strings are only analysed.
+//! The adversarial shell suites: every case of `adversarial/shell_cases.json` (issue 15,
+//! classes 1–6, written by `adversarial/gen_shell_cases.py`) and of
+//! `adversarial/model_cases.json` (issue 23, classes 2–7 and 10, written by
+//! `adversarial/gen_model_cases.py`) must end with its expected verdict under its settings
+//! profile and mode. The strings are only analysed, never run.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +13,7 @@ use mux_tool::Subject;
 use serde_json::Value;
 
 const CASES: &str = include_str!("adversarial/shell_cases.json");
+const MODEL_CASES: &str = include_str!("adversarial/model_cases.json");
 
 fn profile(rules: &Value, mode: Mode) -> Permissions {
     let mut set = RuleSet::new().with_mode(mode);
@@ -40,9 +43,9 @@ fn verdict(name: &str) -> Verdict {
     }
 }
 
-#[test]
-fn adversarial_shell_cases_end_as_expected() {
-    let suite: Value = serde_json::from_str(CASES).unwrap();
+/// Runs a suite; returns the passed and total count per class, and the failures.
+fn run(cases: &str) -> (BTreeMap<String, (usize, usize)>, Vec<String>) {
+    let suite: Value = serde_json::from_str(cases).unwrap();
     let bash = builtin::spec("Bash").unwrap();
     let mut per_class: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut failures = Vec::new();
@@ -67,6 +70,12 @@ fn adversarial_shell_cases_end_as_expected() {
             ));
         }
     }
+    (per_class, failures)
+}
+
+#[test]
+fn adversarial_shell_cases_end_as_expected() {
+    let (per_class, failures) = run(CASES);
     for (class, (passed, total)) in &per_class {
         println!("class {class}: {passed}/{total} pass");
     }
@@ -83,6 +92,24 @@ fn adversarial_shell_cases_end_as_expected() {
     assert!(
         failures.is_empty(),
         "{} of the shell cases fail:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn issue_23_cases_end_as_expected() {
+    let (per_class, failures) = run(MODEL_CASES);
+    for (class, (passed, total)) in &per_class {
+        println!("class {class}: {passed}/{total} pass");
+    }
+    for class in ["2", "3", "4", "5", "6", "7", "10"] {
+        let total = per_class.get(class).map_or(0, |c| c.1);
+        assert!(total >= 40, "class {class} has only {total} cases");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of the issue 23 cases fail:\n{}",
         failures.len(),
         failures.join("\n")
     );

@@ -1111,3 +1111,17 @@ pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
     };
     check(&model, rest).map(|_| ())
 }
+
+/// Whether `git config ARGS` only reads, as the model reads it (for the deny scan, which
+/// parses the values of every other form as commands).
+pub(crate) fn config_reads(args: &[String]) -> bool {
+    let args: Vec<Arg<'_>> = args.iter().map(|text| Arg { text, glob: None }).collect();
+    let Some(config) = SUBS.iter().find(|s| s.name == "config") else {
+        return false;
+    };
+    let model = Model {
+        form: config.form,
+        ..model("config", Style::Git, CONFIG, config.operands)
+    };
+    check(&model, &args).is_ok()
+}

@@ -10,6 +10,7 @@ mod git;
 mod parse;
 mod text;
 
+pub(crate) use git::config_reads;
 pub(crate) use parse::{Arg, Parsed, check};
 
 use super::options::Opt;
