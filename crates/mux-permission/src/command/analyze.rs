@@ -135,6 +135,7 @@ pub fn analyze(script: &str) -> Analysis {
         depth: 0,
         nesting: 0,
         guessing: false,
+        fd_glued: false,
     }
     .script(script, true);
     if analysis.commands.is_empty() && analysis.hazards.is_empty() {
@@ -153,6 +154,8 @@ struct Walker<'a> {
     /// assignment's value) for deny rules only: what is found there is checked against deny
     /// and ask rules, but adds no hazard.
     guessing: bool,
+    /// The next command's last word is the file descriptor of a redirection glued to it.
+    fd_glued: bool,
 }
 
 /// A word's value after quote removal, and whether that value is known before running.
@@ -295,11 +298,23 @@ impl Walker<'_> {
             }
             "comment" => {}
             "command" => self.command(node, src, top),
+            "test_command" if self.bracket_test(node, src, top) => {}
             "variable_assignment" => {
                 self.hazard(describe_construct("variable_assignment"));
                 self.assignment(node, src);
             }
             "redirected_statement" => {
+                // `sh 0< f`: digits glued to the first redirection are its file descriptor,
+                // which tree-sitter leaves as the command's last argument.
+                let mut cursor = node.walk();
+                let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+                if let [body, redirect, ..] = children.as_slice()
+                    && body.kind() == "command"
+                    && body.end_byte() == redirect.start_byte()
+                    && src[..body.end_byte()].ends_with(|c: char| c.is_ascii_digit())
+                {
+                    self.fd_glued = true;
+                }
                 let mut cursor = node.walk();
                 for child in node.named_children(&mut cursor) {
                     match child.kind() {
@@ -395,6 +410,14 @@ impl Walker<'_> {
                     previous = None;
                 }
                 "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
+                    // `sh 0< f`: digits glued to the operator are its file descriptor, which
+                    // tree-sitter reads as an argument.
+                    let glued = previous.is_some_and(|(end, before)| {
+                        end == child.start_byte() && before.bytes().all(|b| b.is_ascii_digit())
+                    });
+                    if glued {
+                        words.pop();
+                    }
                     self.redirect(child, src);
                     previous = None;
                 }
@@ -422,6 +445,53 @@ impl Walker<'_> {
                 }
             }
         }
+        if std::mem::take(&mut self.fd_glued) && words.len() > 1 {
+            words.pop();
+        }
+        self.simple(words, top);
+    }
+
+    /// `[ EXPR ]`, which tree-sitter reads as a test expression: the simple command `[` with
+    /// its words, for the model of `[` to judge. `None` when it is `[[ … ]]` or holds `<`/`>`
+    /// (redirections inside `[ ]`).
+    fn bracket_test(&mut self, node: Node<'_>, src: &str, top: bool) -> bool {
+        let raw = &src[node.byte_range()];
+        if raw.starts_with("[[") || !raw.starts_with('[') || raw.contains(['<', '>']) {
+            return false;
+        }
+        let mut words = vec![Word::new("[".to_owned(), true)];
+        self.leaves(node, src, &mut words);
+        // The outer brackets are leaves of the node itself.
+        if words.get(1).is_some_and(|w| w.text == "[") {
+            words.remove(1);
+        }
+        if words.last().is_none_or(|w| w.text != "]") {
+            words.push(Word::new("]".to_owned(), true));
+        }
+        self.simple(words, top);
+        true
+    }
+
+    /// The words of a test expression, in order.
+    fn leaves(&mut self, node: Node<'_>, src: &str, out: &mut Vec<Word>) {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            match child.kind() {
+                "binary_expression" | "unary_expression" | "parenthesized_expression"
+                | "negated_expression" => self.leaves(child, src, out),
+                "test_operator" => out.push(Word::new(src[child.byte_range()].to_owned(), true)),
+                _ if child.is_named() => {
+                    let word = self.word(child, src);
+                    out.push(word);
+                }
+                _ => out.push(Word::new(src[child.byte_range()].to_owned(), true)),
+            }
+        }
+    }
+
+    /// A simple command's words, read: checked for allow rules when `top`, and recorded for
+    /// deny rules.
+    fn simple(&mut self, words: Vec<Word>, top: bool) {
         let Some(name) = words.first() else {
             self.hazard("an assignment without a command");
             return;
@@ -529,6 +599,21 @@ impl Walker<'_> {
         self.depth += 1;
         for script in inspection.inner_scripts {
             self.script(&script, false);
+        }
+        for script in inspection.guessed_scripts {
+            self.guess(&script);
+        }
+        // A command name that holds a command line or `NAME=value` (a runner's `PAGER=rm`, the
+        // word `'core.pager'='rm -rf ~'` of a guessed value) is read as one too.
+        if let Some(name) = words.first() {
+            if let Some((_, after)) = name.split_once('=')
+                && !after.trim().is_empty()
+            {
+                self.guess(after.trim_start_matches(['|', '!']));
+            }
+            if name.contains(char::is_whitespace) {
+                self.guess(name);
+            }
         }
         if inspection.runs_arguments {
             // The runner runs some suffix of its arguments; try every one that could be a
@@ -729,7 +814,10 @@ impl Walker<'_> {
                     } else {
                         // `$""` and `$''` glued into a word: bash reads them as quoting that
                         // this reading does not model, so the word is not known.
-                        known &= piece != "$";
+                        let quote_follows = src
+                            .get(child.end_byte()..)
+                            .is_some_and(|rest| rest.starts_with(['"', '\'']));
+                        known &= !(piece == "$" && quote_follows);
                         text.push_str(piece);
                         pattern.push_str(piece);
                     }
@@ -768,6 +856,14 @@ impl Walker<'_> {
 /// only options, their possible values, `NAME=value` words and the operands the runner takes
 /// itself (`timeout 5`). After more plain words it is an argument of the inner command.
 fn command_position(words: &[String], start: usize) -> bool {
+    let after_exec = start > 0
+        && matches!(
+            words[start - 1].as_str(),
+            "-exec" | "-execdir" | "-ok" | "-okdir"
+        );
+    if after_exec {
+        return true;
+    }
     let leading = words.first().map_or(0, |name| {
         runners::leading_operands(wrappers::base_name(name))
     });

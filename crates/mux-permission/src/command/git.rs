@@ -46,7 +46,7 @@ pub(crate) fn inspect(args: &[String], found: &mut Inspection) {
         found
             .hazards
             .push("`git config` may set a key that names a command".to_owned());
-        found.inner_scripts.extend(
+        found.guessed_scripts.extend(
             rest.iter()
                 .map(|value| value.strip_prefix('!').unwrap_or(value).to_owned()),
         );

@@ -8,6 +8,9 @@ pub(crate) struct Inspection {
     /// Script strings the command runs (`sh -c STRING`, `eval ARGS`, option values that are
     /// command lines), parsed in turn for deny rules.
     pub(crate) inner_scripts: Vec<String>,
+    /// Text that runs only in some contexts (values a `git config` write stores): parsed for
+    /// deny rules without adding hazards or unreadable parts.
+    pub(crate) guessed_scripts: Vec<String>,
     /// The command runs some suffix of its arguments as a command (`sudo`, `xargs`, `find
     /// -exec`); each suffix is checked against deny rules.
     pub(crate) runs_arguments: bool,

@@ -263,7 +263,6 @@ const STDIN_BY_DEFAULT: &[(&str, usize)] = &[
     ("machinectl", 2),
     ("setsid", 0),
     ("firejail", 0),
-    ("bwrap", 0),
     ("tmux", 1),
     ("screen", 0),
     ("at", 1),

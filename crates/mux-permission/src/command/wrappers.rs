@@ -96,7 +96,6 @@ const NOT_RUNNING: &[&str] = &[
     "cd", "exit", "true", "false", ":", "shift", "return", "break", "continue", "umask",
     "pushd", "popd", "dirs", "jobs", "kill", "sleep", "mkdir", "rmdir", "touch", "cp", "mv",
     "ln", "chmod", "chown", "chgrp", "rm", "unlink", "shred", "truncate", "wait", "type",
-    "cargo", "npm", "npx", "pnpm", "yarn", "docker", "kubectl", "make", "go", "rustc",
 ];
 
 fn runner(
@@ -197,6 +196,12 @@ fn runner(
         };
         if let Some(text) = text.filter(|t| looks_like_script(t)) {
             found.value_scripts(text);
+        }
+        // `env PAGER=rm git log`: the value may be run by the command.
+        if let Some((_, value)) = arg.split_once('=')
+            && !value.is_empty()
+        {
+            found.guessed_scripts.push(value.to_owned());
         }
     }
 }

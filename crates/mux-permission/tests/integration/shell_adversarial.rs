@@ -48,6 +48,7 @@ fn run(cases: &str) -> (BTreeMap<String, (usize, usize)>, Vec<String>) {
     let suite: Value = serde_json::from_str(cases).unwrap();
     let bash = builtin::spec("Bash").unwrap();
     let mut per_class: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut policies: BTreeMap<(String, String), Permissions> = BTreeMap::new();
     let mut failures = Vec::new();
     for case in suite["cases"].as_array().unwrap() {
         let class = match &case["class"] {
@@ -57,8 +58,12 @@ fn run(cases: &str) -> (BTreeMap<String, (usize, usize)>, Vec<String>) {
         let command = case["command"].as_str().unwrap();
         let expect = verdict(case["expect"].as_str().unwrap());
         let mode: Mode = case["mode"].as_str().unwrap().parse().unwrap();
-        let rules = &suite["profiles"][case["profile"].as_str().unwrap()];
-        let decision = profile(rules, mode).check(&bash, &Subject::command(command));
+        let name = case["profile"].as_str().unwrap();
+        // Building a policy parses and compiles every rule: once per profile and mode.
+        let policy = policies
+            .entry((name.to_owned(), mode.to_string()))
+            .or_insert_with(|| profile(&suite["profiles"][name], mode));
+        let decision = policy.check(&bash, &Subject::command(command));
         let entry = per_class.entry(class.clone()).or_default();
         entry.1 += 1;
         if decision.verdict == expect {
@@ -114,3 +119,4 @@ fn issue_23_cases_end_as_expected() {
         failures.join("\n")
     );
 }
+

@@ -884,7 +884,7 @@ const SUBS: &[Sub] = &[
     sub("diff", &[DIFF, DIFF_ONLY], PATHS),
     Sub {
         numeric: true,
-        ..sub("shortlog", &[REVS, SHORTLOG], PATHS)
+        ..sub("shortlog", &[SHORTLOG, REVS], PATHS)
     },
     Sub {
         numeric: true,

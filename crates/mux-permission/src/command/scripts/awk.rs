@@ -6,10 +6,11 @@
 
 use super::Program;
 
-/// Names that run commands, read other files or environments, or call functions by name.
-const FORBIDDEN: &[&str] = &[
-    "system", "getline", "ENVIRON", "PROCINFO", "SYMTAB", "FUNCTAB",
-];
+/// Names that run commands.
+const RUNS: &[&str] = &["system"];
+
+/// Names that read other files or the environment, or reach variables and functions by name.
+const OUTSIDE: &[&str] = &["getline", "ENVIRON", "PROCINFO", "SYMTAB", "FUNCTAB"];
 
 /// Reads an awk program.
 pub(crate) fn awk(program: &str) -> Program {
@@ -107,8 +108,13 @@ pub(crate) fn awk(program: &str) -> Program {
                 i += 1;
             }
             let word: String = chars[start..i].iter().collect();
-            if FORBIDDEN.contains(&word.as_str()) {
+            if RUNS.contains(&word.as_str()) {
                 runs(&format!("uses `{word}`"), &mut out);
+                return out;
+            }
+            if OUTSIDE.contains(&word.as_str()) {
+                out.hazards
+                    .push(format!("the awk program uses `{word}`"));
                 return out;
             }
             after_operand = true;

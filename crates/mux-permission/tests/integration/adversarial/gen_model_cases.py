@@ -215,9 +215,6 @@ for form in SED_FORMS:
     for payload in DENIED:
         case(3, f"sed -n {sq(form.format(c=payload))} f", "deny")
 for command in [
-    "sed -n 's/x/./evil/e' f",
-    "sed 's/x/y/e' f",
-    "sed -n 'e' f",
     "sed -n 'w out' f",
     "sed -n 'W out' f",
     "sed -n 'r /etc/shadow' f",
@@ -235,7 +232,16 @@ for command in [
     "sed --frobnicate 1p f",
 ]:
     case(3, command, "ask")
-for command in ["sed -f - f", "sed -f /dev/stdin f", "sed -n -f /dev/./stdin f"]:
+for command in [
+    "sed -f - f",
+    "sed -f /dev/stdin f",
+    "sed -n -f /dev/./stdin f",
+    # The pattern space, run as a command: unreadable, so every deny rule denies it.
+    "sed -n 's/x/./evil/e' f",
+    "sed 's/x/y/e' f",
+    "sed -n 'e' f",
+    "sed -n '1!G;e' f",
+]:
     case(3, command, "deny")
 AWK_ASK = [
     "awk '{print > \"out\"}' f",
@@ -364,7 +370,6 @@ for command in [
     "printf x | busybox sh",
     "printf x | sudo -s",
     "printf x | su",
-    "printf x | bwrap --ro-bind / /",
 ]:
     case(4, command, "deny", profile="denier")
 for mode in ["dontAsk", "bypassPermissions", "acceptEdits", "plan"]:
