@@ -7,7 +7,7 @@
 use super::super::options::Effect::{Flag, OptionalValue, Runs, Value, Writes};
 use super::super::options::{GIT_GLOBAL, Opt, l, o, s};
 use super::parse::{Arg, Parsed, check};
-use super::{Kind, Lang, Model, Operands, PATHS, Style, TEXTS, model};
+use super::{Form, Kind, Lang, Model, Operands, PATHS, Style, TEXTS, model};
 
 /// Options of every command that shows diffs.
 const DIFF: &[Opt] = &[
@@ -848,7 +848,7 @@ struct Sub {
     options: &'static [&'static [Opt]],
     operands: Operands,
     numeric: bool,
-    form: Option<fn(&Parsed<'_>) -> Result<(), String>>,
+    form: Option<Form>,
 }
 
 const fn sub(
