@@ -329,7 +329,9 @@ impl Walker<'_> {
                 self.hazard("the command does not parse");
                 self.opaque();
                 if has_expansion_chars(&src[node.byte_range()]) && !self.guessing {
-                    self.unreadable("a pattern or brace expansion in a command that does not parse");
+                    self.unreadable(
+                        "a pattern or brace expansion in a command that does not parse",
+                    );
                 }
                 self.nested(node, src);
             }
@@ -477,7 +479,9 @@ impl Walker<'_> {
         let mut cursor = node.walk();
         for child in node.children(&mut cursor) {
             match child.kind() {
-                "binary_expression" | "unary_expression" | "parenthesized_expression"
+                "binary_expression"
+                | "unary_expression"
+                | "parenthesized_expression"
                 | "negated_expression" => self.leaves(child, src, out),
                 "test_operator" => out.push(Word::new(src[child.byte_range()].to_owned(), true)),
                 _ if child.is_named() => {
@@ -505,7 +509,10 @@ impl Walker<'_> {
             }
         }
         if name.pattern.is_some() {
-            self.hazard(format!("the glob or brace pattern `{}` in command position", name.text));
+            self.hazard(format!(
+                "the glob or brace pattern `{}` in command position",
+                name.text
+            ));
         }
         if words.iter().skip(1).any(|w| !w.known) {
             self.opaque();
@@ -543,8 +550,7 @@ impl Walker<'_> {
             return;
         }
         let text = word.text.trim_start_matches(['|', '!']);
-        if runners::FILE_RUNNING_VARIABLES.contains(&name.as_str())
-            && runners::is_stdin_path(text)
+        if runners::FILE_RUNNING_VARIABLES.contains(&name.as_str()) && runners::is_stdin_path(text)
         {
             self.unreadable(format!("`{name}` names standard input as a script to run"));
         }
@@ -687,7 +693,12 @@ impl Walker<'_> {
             let mut cursor = node.walk();
             let bodies: Vec<String> = node
                 .named_children(&mut cursor)
-                .filter(|c| !matches!(c.kind(), "heredoc_start" | "heredoc_end" | "file_descriptor"))
+                .filter(|c| {
+                    !matches!(
+                        c.kind(),
+                        "heredoc_start" | "heredoc_end" | "file_descriptor"
+                    )
+                })
                 .map(|c| {
                     let raw = &src[c.byte_range()];
                     match c.kind() {
@@ -890,7 +901,9 @@ pub fn covers(
     let globbed = globs.iter().find_map(Option::as_deref);
     if let Some(CommandPattern::Exact(_)) = pattern {
         return match globbed {
-            Some(glob) => Err(format!("the pattern `{glob}` is not one of the rule's words")),
+            Some(glob) => Err(format!(
+                "the pattern `{glob}` is not one of the rule's words"
+            )),
             None => Ok(()),
         };
     }

@@ -1,11 +1,9 @@
 //! git: global options, then a subcommand vouched for (or not), then its options, all read
 //! through the tables of [`super::options`].
 
-use super::options::{
-    GIT_RUNNERS, GIT_RUNNING_ACTIONS, GIT_SUBCOMMANDS, find, find_sub,
-};
-use super::scan::scan;
 use super::inspection::Inspection;
+use super::options::{GIT_RUNNERS, GIT_RUNNING_ACTIONS, GIT_SUBCOMMANDS, find, find_sub};
+use super::scan::scan;
 
 /// Inspects `git ARGS`.
 pub(crate) fn inspect(args: &[String], found: &mut Inspection) {

@@ -57,4 +57,3 @@ impl Inspection {
         self.unreadable.get_or_insert(why);
     }
 }
-

@@ -686,7 +686,8 @@ pub(crate) fn global_option(command: &str, word: &str) -> Option<bool> {
         };
         let opt = GIT_GLOBAL.iter().find(|o| {
             (!o.long.is_empty() && name.strip_prefix("--") == Some(o.long))
-                || o.short.is_some_and(|c| name.len() == 2 && name.starts_with('-') && name.ends_with(c))
+                || o.short
+                    .is_some_and(|c| name.len() == 2 && name.starts_with('-') && name.ends_with(c))
         })?;
         return Some(opt.effect.needs_value() && !attached);
     }

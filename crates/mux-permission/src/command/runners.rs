@@ -145,7 +145,8 @@ pub(crate) fn leading_operands(runner: &str) -> usize {
 /// file names (`ld-linux-x86-64.so.2`, `ld-musl-x86_64.so.1`, `ld64.so.2`), and a runner under
 /// a versioned name (`ksh93`, `bash5.2`, `zsh-5.9`) as itself.
 pub(crate) fn runner(name: &str) -> Option<Runs> {
-    let unversioned = name.trim_end_matches(|c: char| c.is_ascii_digit() || matches!(c, '.' | '-' | '_'));
+    let unversioned =
+        name.trim_end_matches(|c: char| c.is_ascii_digit() || matches!(c, '.' | '-' | '_'));
     if let Some((_, runs)) = RUNNERS
         .iter()
         .find(|(runner, _)| *runner == name || (!unversioned.is_empty() && *runner == unversioned))
@@ -247,8 +248,11 @@ pub(crate) const FILE_RUNNING_VARIABLES: &[&str] = &["BASH_ENV", "ENV", "PYTHONS
 /// Whether `word` holds a replacement string a runner fills in later (`{}`, `{.}`, `{1}`, or
 /// the string given to `xargs -I`).
 pub(crate) fn is_placeholder(word: &str, placeholders: &[String]) -> bool {
-    word.find('{').is_some_and(|open| word[open..].contains('}'))
-        || placeholders.iter().any(|p| !p.is_empty() && word.contains(p.as_str()))
+    word.find('{')
+        .is_some_and(|open| word[open..].contains('}'))
+        || placeholders
+            .iter()
+            .any(|p| !p.is_empty() && word.contains(p.as_str()))
 }
 
 /// Runners that, given no command, start a shell (or read commands) from standard input: the
@@ -342,7 +346,10 @@ pub(crate) fn reads_program_from_stdin(name: &str, args: &[String]) -> bool {
     };
     let mut previous_option = false;
     for arg in args {
-        if code.iter().any(|c| arg == c || (arg.starts_with(c) && c.len() == 2 && !arg.starts_with("--"))) {
+        if code
+            .iter()
+            .any(|c| arg == c || (arg.starts_with(c) && c.len() == 2 && !arg.starts_with("--")))
+        {
             return false;
         }
         if arg == "-" || is_stdin_path(arg) {

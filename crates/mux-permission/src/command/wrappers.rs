@@ -5,8 +5,8 @@
 
 use super::builtins;
 use super::git;
-use super::model;
 use super::inspection::Inspection;
+use super::model;
 use super::options::{self, Effect, FIND_PRIMARIES};
 use super::runners::{self, Runs, ShellScript};
 use super::scan::scan;
@@ -93,9 +93,9 @@ pub(crate) fn inspect(words: &[String], known: &[bool]) -> Inspection {
 /// Programs and builtins without a model that never run their arguments: their suffixes are
 /// not guessed at.
 const NOT_RUNNING: &[&str] = &[
-    "cd", "exit", "true", "false", ":", "shift", "return", "break", "continue", "umask",
-    "pushd", "popd", "dirs", "jobs", "kill", "sleep", "mkdir", "rmdir", "touch", "cp", "mv",
-    "ln", "chmod", "chown", "chgrp", "rm", "unlink", "shred", "truncate", "wait", "type",
+    "cd", "exit", "true", "false", ":", "shift", "return", "break", "continue", "umask", "pushd",
+    "popd", "dirs", "jobs", "kill", "sleep", "mkdir", "rmdir", "touch", "cp", "mv", "ln", "chmod",
+    "chown", "chgrp", "rm", "unlink", "shred", "truncate", "wait", "type",
 ];
 
 fn runner(
@@ -243,7 +243,11 @@ fn xargs_replace(args: &[String]) -> Vec<String> {
         if arg == "-I" {
             out.extend(iter.next().cloned());
         } else if let Some(value) = arg.strip_prefix("-I").or_else(|| arg.strip_prefix("-i")) {
-            out.push(if value.is_empty() { "{}".to_owned() } else { value.to_owned() });
+            out.push(if value.is_empty() {
+                "{}".to_owned()
+            } else {
+                value.to_owned()
+            });
         } else if let Some(value) = arg.strip_prefix("--replace") {
             out.push(value.strip_prefix('=').unwrap_or("{}").to_owned());
         } else if !arg.starts_with('-') {
@@ -286,7 +290,10 @@ fn program_file(name: &str, file: &str, found: &mut Inspection) {
 fn awk_program_file(arg: &str) -> Option<&str> {
     if let Some(long) = arg.strip_prefix("--") {
         let (name, value) = long.split_once('=').unwrap_or((long, ""));
-        let names = !name.is_empty() && ["file", "exec", "include"].iter().any(|l| l.starts_with(name));
+        let names = !name.is_empty()
+            && ["file", "exec", "include"]
+                .iter()
+                .any(|l| l.starts_with(name));
         return names.then_some(value);
     }
     let cluster = arg.strip_prefix('-')?;

@@ -119,4 +119,3 @@ fn issue_23_cases_end_as_expected() {
         failures.join("\n")
     );
 }
-

@@ -15,7 +15,6 @@ const LS: &[Opt] = &[
     s('c', Flag),
     s('C', Flag),
     l("color", OptionalValue),
-    l("colour", OptionalValue),
     o("directory", 'd', Flag),
     o("dired", 'D', Flag),
     s('f', Flag),

@@ -112,7 +112,9 @@ pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
                 .next()
                 .is_some_and(|c| c.is_alphanumeric() || matches!(c, '.' | '/' | '_'))
         {
-            return Err(format!("the pattern `{pattern}` could expand to a primary of `find`"));
+            return Err(format!(
+                "the pattern `{pattern}` could expand to a primary of `find`"
+            ));
         }
         i += 1;
     }

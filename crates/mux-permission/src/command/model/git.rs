@@ -515,14 +515,21 @@ const GREP: &[Opt] = &[
     o("quiet", 'q', Flag),
 ];
 
-const REMOTE: &[Opt] = &[o("verbose", 'v', Flag), s('n', Flag), l("push", Flag), l("all", Flag)];
-
-const WORKTREE: &[Opt] = &[l("porcelain", Flag), o("verbose", 'v', Flag), s('z', Flag), l("expire", Value)];
-
-const STASH_SHOW: &[Opt] = &[
-    o("include-untracked", 'u', Flag),
-    l("only-untracked", Flag),
+const REMOTE: &[Opt] = &[
+    o("verbose", 'v', Flag),
+    s('n', Flag),
+    l("push", Flag),
+    l("all", Flag),
 ];
+
+const WORKTREE: &[Opt] = &[
+    l("porcelain", Flag),
+    o("verbose", 'v', Flag),
+    s('z', Flag),
+    l("expire", Value),
+];
+
+const STASH_SHOW: &[Opt] = &[o("include-untracked", 'u', Flag), l("only-untracked", Flag)];
 
 const ADD: &[Opt] = &[
     o("dry-run", 'n', Flag),
@@ -851,11 +858,7 @@ struct Sub {
     form: Option<Form>,
 }
 
-const fn sub(
-    name: &'static str,
-    options: &'static [&'static [Opt]],
-    operands: Operands,
-) -> Sub {
+const fn sub(name: &'static str, options: &'static [&'static [Opt]], operands: Operands) -> Sub {
     Sub {
         name,
         options,
@@ -925,10 +928,24 @@ const SUBS: &[Sub] = &[
     sub("for-each-ref", &[FOR_EACH_REF], TEXTS),
     sub("show-ref", &[SHOW_REF], TEXTS),
     sub("cat-file", &[CAT_FILE], TEXTS),
-    sub("count-objects", &[COUNT_OBJECTS], Operands { leading: &[], rest: None }),
+    sub(
+        "count-objects",
+        &[COUNT_OBJECTS],
+        Operands {
+            leading: &[],
+            rest: None,
+        },
+    ),
     sub("check-ignore", &[CHECK_IGNORE], PATHS),
     sub("name-rev", &[NAME_REV], TEXTS),
-    sub("version", &[VERSION], Operands { leading: &[], rest: None }),
+    sub(
+        "version",
+        &[VERSION],
+        Operands {
+            leading: &[],
+            rest: None,
+        },
+    ),
     Sub {
         numeric: true,
         ..sub(
@@ -958,7 +975,14 @@ const SUBS: &[Sub] = &[
 const STASH: &[Sub] = &[
     Sub {
         numeric: true,
-        ..sub("list", LOGS, Operands { leading: &[], rest: None })
+        ..sub(
+            "list",
+            LOGS,
+            Operands {
+                leading: &[],
+                rest: None,
+            },
+        )
     },
     sub("show", &[DIFF, STASH_SHOW], TEXTS),
 ];
@@ -997,9 +1021,15 @@ fn config_form(parsed: &Parsed<'_>) -> Result<(), String> {
 
 fn branch_form(parsed: &Parsed<'_>) -> Result<(), String> {
     let lists = parsed.has("list")
-        || ["contains", "no-contains", "merged", "no-merged", "points-at"]
-            .iter()
-            .any(|o| parsed.has(o));
+        || [
+            "contains",
+            "no-contains",
+            "merged",
+            "no-merged",
+            "points-at",
+        ]
+        .iter()
+        .any(|o| parsed.has(o));
     if parsed.operands.is_empty() || lists {
         Ok(())
     } else {
@@ -1010,9 +1040,15 @@ fn branch_form(parsed: &Parsed<'_>) -> Result<(), String> {
 fn tag_form(parsed: &Parsed<'_>) -> Result<(), String> {
     let lists = parsed.has("list")
         || parsed.has_short('n')
-        || ["contains", "no-contains", "merged", "no-merged", "points-at"]
-            .iter()
-            .any(|o| parsed.has(o));
+        || [
+            "contains",
+            "no-contains",
+            "merged",
+            "no-merged",
+            "points-at",
+        ]
+        .iter()
+        .any(|o| parsed.has(o));
     if parsed.operands.is_empty() || lists {
         Ok(())
     } else {
@@ -1044,7 +1080,13 @@ fn worktree_form(parsed: &Parsed<'_>) -> Result<(), String> {
 }
 
 /// git.c's global options taking the next word as a value (`-C DIR`, `--git-dir DIR`).
-const GLOBAL_VALUES: &[&str] = &["-C", "--git-dir", "--work-tree", "--namespace", "--attr-source"];
+const GLOBAL_VALUES: &[&str] = &[
+    "-C",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--attr-source",
+];
 
 /// Explains `git ARGS`.
 pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
@@ -1055,7 +1097,9 @@ pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
             break;
         }
         if arg.glob.is_some() {
-            return Err(format!("the pattern `{t}` could expand to options of `git`"));
+            return Err(format!(
+                "the pattern `{t}` could expand to options of `git`"
+            ));
         }
         i += 1;
         if GLOBAL_VALUES.contains(&t) {
@@ -1071,12 +1115,17 @@ pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
         };
         let known = GIT_GLOBAL.iter().find(|o| {
             (!o.long.is_empty() && name.strip_prefix("--") == Some(o.long))
-                || o.short.is_some_and(|c| !attached && name.len() == 2 && name.ends_with(c))
+                || o.short
+                    .is_some_and(|c| !attached && name.len() == 2 && name.ends_with(c))
         });
         match known {
             Some(opt) if opt.effect == Flag && !attached => {}
             Some(opt) if opt.effect == Value && (attached || !name.starts_with("--")) => {}
-            _ => return Err(format!("`git {t}` is a global option the model does not explain")),
+            _ => {
+                return Err(format!(
+                    "`git {t}` is a global option the model does not explain"
+                ));
+            }
         }
     }
     let Some(subcommand) = args.get(i) else {

@@ -171,8 +171,13 @@ pub(crate) fn explain(words: &[String], globs: &[Option<String>]) -> Explained {
 /// `echo` prints every word (bash's `echo` reads only leading `-n`, `-e`, `-E`); a glob is
 /// explained when its expansions cannot start with `-`.
 fn printed(args: &[Arg<'_>]) -> Result<(), String> {
-    match args.iter().find_map(|a| a.glob.filter(|p| !parse::safe_glob(p))) {
-        Some(pattern) => Err(format!("the pattern `{pattern}` could expand to options of `echo`")),
+    match args
+        .iter()
+        .find_map(|a| a.glob.filter(|p| !parse::safe_glob(p)))
+    {
+        Some(pattern) => Err(format!(
+            "the pattern `{pattern}` could expand to options of `echo`"
+        )),
         None => Ok(()),
     }
 }
@@ -216,4 +221,132 @@ pub fn programs() -> Vec<&'static str> {
     names.extend(["git", "find", "echo", "test", "["]);
     names.sort_unstable();
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Splits on spaces; a word starting with `@` is a glob whose pattern is the rest.
+    fn explained(line: &str) -> Explained {
+        let mut words = Vec::new();
+        let mut globs = Vec::new();
+        for word in line.split(' ') {
+            match word.strip_prefix('@') {
+                Some(pattern) => {
+                    words.push(pattern.to_owned());
+                    globs.push(Some(pattern.to_owned()));
+                }
+                None => {
+                    words.push(word.to_owned());
+                    globs.push(None);
+                }
+            }
+        }
+        explain(&words, &globs)
+    }
+
+    #[test]
+    fn options_are_read_as_the_parser_reads_them() {
+        for line in [
+            "ls -la src",
+            "ls --almost-all --col=never",
+            "head -5 f",
+            "head -n5 f",
+            "sort -k2,2 -t, f",
+            "grep -rn --include=*.rs foo .",
+            "grep -e foo -e bar f",
+            "git log --oneline -5",
+            "git log --onel",
+            "git diff --no-color HEAD",
+            "git -C . --no-pager status",
+            "sed -n -e 1p -e 2p f",
+            "awk -F, {print} f",
+            "jq --arg n v .[$n] f",
+            "find . -name x -type f -print",
+            "[ -f x ]",
+        ] {
+            assert_eq!(explained(line), Explained::Fully, "{line}");
+        }
+    }
+
+    #[test]
+    fn unknown_or_dangerous_words_are_not_explained() {
+        for line in [
+            "ls --frobnicate",
+            "ls --c",
+            "sort -o out f",
+            "sort --compress=x f",
+            "head -n",
+            "git log --output=x",
+            "git log --outp=x",
+            "git stash show -p --output=x",
+            "git diff --ext-diff",
+            "git -c a=b status",
+            "git -ccore.pager=x log",
+            "git frobnicate",
+            "git config core.fsmonitor x list",
+            "git config alias.x !x get",
+            "git config --get a b c",
+            "git config set a b",
+            "git branch new",
+            "git tag -d v1",
+            "git stash",
+            "git stash drop",
+            "git reflog expire",
+            "git remote add x y",
+            "sed -i s/a/b/ f",
+            "sed -n :a\te f",
+            "awk -f prog f",
+            "awk {print>\"x\"} f",
+            "jq -f prog f",
+            "jq env",
+            "find . -delete",
+            "find . -exec x ;",
+            "tr a b c",
+            "uniq a b",
+            "printf -v x y",
+            "[ -v x ]",
+            "[ -f x",
+        ] {
+            assert!(matches!(explained(line), Explained::Not(_)), "{line}");
+        }
+    }
+
+    #[test]
+    fn globs_only_in_path_positions_with_a_literal_first_character() {
+        assert_eq!(explained("wc -l @src/*.rs"), Explained::Fully);
+        assert_eq!(explained("ls @a{b,c}d"), Explained::Fully);
+        assert!(matches!(explained("wc -l @*.rs"), Explained::Not(_)));
+        assert!(matches!(explained("grep @foo* f"), Explained::Not(_)));
+        assert!(matches!(explained("ls @-*"), Explained::Not(_)));
+        assert!(matches!(explained("@l? -la"), Explained::Not(_)));
+        assert!(matches!(explained("find . -name @*.rs"), Explained::Not(_)));
+        assert_eq!(explained("echo @a*"), Explained::Fully);
+        assert!(matches!(explained("echo @*"), Explained::Not(_)));
+    }
+
+    #[test]
+    fn git_config_reads() {
+        for line in [
+            "git config user.email",
+            "git config --get user.email",
+            "git config --get-regexp ^user",
+            "git config get user.email",
+            "git config list",
+            "git config --list --show-origin",
+            "git config -l",
+        ] {
+            assert_eq!(explained(line), Explained::Fully, "{line}");
+        }
+        assert!(config_reads(&["--get".to_owned(), "a.b".to_owned()]));
+        assert!(!config_reads(&["a.b".to_owned(), "c".to_owned()]));
+    }
+
+    #[test]
+    fn programs_without_a_model() {
+        assert_eq!(explained("npm run test"), Explained::NoModel);
+        assert!(has_model("git") && has_model("[") && !has_model("npm"));
+        assert!(programs().contains(&"jq"));
+    }
 }

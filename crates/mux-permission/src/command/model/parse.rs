@@ -157,9 +157,7 @@ pub(crate) fn check<'a>(model: &Model, args: &[Arg<'a>]) -> Result<Parsed<'a>, S
                 }
                 1 => candidates.remove(0),
                 _ => {
-                    return Err(format!(
-                        "`{name} {text}` is an ambiguous abbreviation"
-                    ));
+                    return Err(format!("`{name} {text}` is an ambiguous abbreviation"));
                 }
             };
             let value = if opt.effect.needs_value() {
@@ -219,7 +217,12 @@ pub(crate) fn check<'a>(model: &Model, args: &[Arg<'a>]) -> Result<Parsed<'a>, S
                 break;
             }
             if opt.effect.optional_value() {
-                take(opt, &spelling, Some(rest).filter(|r| !r.is_empty()), &mut out)?;
+                take(
+                    opt,
+                    &spelling,
+                    Some(rest).filter(|r| !r.is_empty()),
+                    &mut out,
+                )?;
                 break;
             }
             take(opt, &spelling, None, &mut out)?;

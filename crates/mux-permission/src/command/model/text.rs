@@ -241,7 +241,10 @@ pub(crate) fn jq(args: &[Arg<'_>]) -> Result<(), String> {
             break;
         }
         if JQ_PAIRS.contains(&arg.text) {
-            if args.get(i + 1..i + 3).is_none_or(|pair| pair.iter().any(|a| a.glob.is_some())) {
+            if args
+                .get(i + 1..i + 3)
+                .is_none_or(|pair| pair.iter().any(|a| a.glob.is_some()))
+            {
                 return Err(format!("`jq {}` lacks its two values", arg.text));
             }
             i += 3;
@@ -299,7 +302,19 @@ pub(crate) const MODELS: &[Model] = &[
         )
     },
     programmed("sed", Style::Gnu, SED, SED_PROGRAM, &["expression", "file"]),
-    programmed("awk", Style::Gnu, AWK, AWK_PROGRAM, &["file", "source", "exec"]),
-    programmed("gawk", Style::Gnu, AWK, AWK_PROGRAM, &["file", "source", "exec"]),
+    programmed(
+        "awk",
+        Style::Gnu,
+        AWK,
+        AWK_PROGRAM,
+        &["file", "source", "exec"],
+    ),
+    programmed(
+        "gawk",
+        Style::Gnu,
+        AWK,
+        AWK_PROGRAM,
+        &["file", "source", "exec"],
+    ),
     programmed("jq", Style::Exact, JQ, JQ_PROGRAM, &["from-file"]),
 ];

@@ -43,7 +43,8 @@ pub(crate) fn awk(program: &str) -> Program {
                     i += 1;
                 }
                 if i >= chars.len() {
-                    out.hazards.push("the awk program has an unclosed string".into());
+                    out.hazards
+                        .push("the awk program has an unclosed string".into());
                     return out;
                 }
                 i += 1;
@@ -64,8 +65,9 @@ pub(crate) fn awk(program: &str) -> Program {
                     i += 1;
                 }
                 if chars.get(i) != Some(&'/') {
-                    out.hazards
-                        .push("the awk program has a regular expression the checker cannot read".into());
+                    out.hazards.push(
+                        "the awk program has a regular expression the checker cannot read".into(),
+                    );
                     return out;
                 }
                 i += 1;
@@ -82,7 +84,10 @@ pub(crate) fn awk(program: &str) -> Program {
                 return out;
             }
             '@' => {
-                runs("uses gawk's `@` (indirect calls, `@include`, `@load`)", &mut out);
+                runs(
+                    "uses gawk's `@` (indirect calls, `@include`, `@load`)",
+                    &mut out,
+                );
                 return out;
             }
             '>' => {
@@ -113,8 +118,7 @@ pub(crate) fn awk(program: &str) -> Program {
                 return out;
             }
             if OUTSIDE.contains(&word.as_str()) {
-                out.hazards
-                    .push(format!("the awk program uses `{word}`"));
+                out.hazards.push(format!("the awk program uses `{word}`"));
                 return out;
             }
             after_operand = true;

@@ -24,8 +24,9 @@ pub(crate) fn jq(program: &str) -> Program {
     let words = program.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'));
     for word in words {
         if FORBIDDEN.contains(&word) {
-            out.hazards
-                .push(format!("the jq program uses `{word}` (the environment or modules)"));
+            out.hazards.push(format!(
+                "the jq program uses `{word}` (the environment or modules)"
+            ));
             return out;
         }
     }
@@ -38,10 +39,20 @@ mod tests {
 
     #[test]
     fn inert_and_not() {
-        for program in [".", ".a.b", "map(select(.x > 1)) | length", "[.[] | {n: .name}]"] {
+        for program in [
+            ".",
+            ".a.b",
+            "map(select(.x > 1)) | length",
+            "[.[] | {n: .name}]",
+        ] {
             assert_eq!(jq(program), Program::default(), "{program}");
         }
-        for program in ["env.HOME", "$ENV.PATH", "\"\\(env.SECRET)\"", "import \"x\" as x; ."] {
+        for program in [
+            "env.HOME",
+            "$ENV.PATH",
+            "\"\\(env.SECRET)\"",
+            "import \"x\" as x; .",
+        ] {
             assert!(!jq(program).hazards.is_empty(), "{program}");
         }
     }
