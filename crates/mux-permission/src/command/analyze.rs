@@ -392,6 +392,8 @@ impl Walker<'_> {
                 | "command_substitution"
                 | "process_substitution"
                 | "ERROR" => self.statement(child, src, false),
+                // A plain name (`NAME=`) evaluates nothing; a subscript is a `subscript` node.
+                "variable_name" => {}
                 _ => {
                     self.word(child, src);
                 }
@@ -407,7 +409,9 @@ impl Walker<'_> {
         for child in node.named_children(&mut cursor) {
             match child.kind() {
                 "variable_assignment" => {
-                    self.hazard("an environment assignment `NAME=value` before a command");
+                    if !inert_assignment(child, src) {
+                        self.hazard("an environment assignment `NAME=value` before a command");
+                    }
                     self.assignment(child, src);
                     previous = None;
                 }
@@ -917,6 +921,46 @@ pub fn covers(
             None => Ok(()),
         },
     }
+}
+
+/// Variables a command prefix may set without making the command unknown: locale, time zone,
+/// colour and terminal width, log levels. None of them names a program, a file to run or a
+/// configuration to load.
+const INERT_VARIABLES: &[&str] = &[
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_COLLATE",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "TZ",
+    "NO_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "FORCE_COLOR",
+    "TERM",
+    "COLUMNS",
+    "LINES",
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "CI",
+];
+
+/// Whether `NAME=value` before a command is one of [`INERT_VARIABLES`] with a plain value
+/// (letters, digits, `_`, `-`, `.`, `:`, `=`, `,`; no expansion, no path).
+fn inert_assignment(node: Node<'_>, src: &str) -> bool {
+    let name = node
+        .child_by_field_name("name")
+        .map(|n| &src[n.byte_range()]);
+    let value = node
+        .child_by_field_name("value")
+        .map_or("", |v| &src[v.byte_range()]);
+    name.is_some_and(|n| INERT_VARIABLES.contains(&n))
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '=' | ','))
 }
 
 /// How many words before `words[start]` are plain operands, not options or their possible

@@ -585,6 +585,10 @@ for command in [
     "tail -n 20 f",
     "head -5 f",
     "ls -la src/*.rs | wc -l",
+    "LC_ALL=C sort f",
+    "TZ=UTC git log -1",
+    "NO_COLOR=1 git diff",
+    "LANG=C.UTF-8 grep -n foo f",
 ]:
     case(10, command, "allow")
 # ...and what is near them but not explained still asks.
@@ -600,6 +604,9 @@ for command in [
     "tr a b c",
     "uniq a b",
     "echo *",
+    "LC_ALL=$X sort f",
+    "TZ=/etc/x git log",
+    "LC_ALL=C PAGER=./evil git log",
 ]:
     case("10-near", command, "ask")
 
