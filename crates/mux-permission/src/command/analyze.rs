@@ -29,6 +29,9 @@ const MAX_DEPTH: usize = 6;
 const MAX_NESTING: usize = 200;
 /// How many commands the deny scan collects before the rest counts as unknown.
 const MAX_COMMANDS: usize = 4096;
+/// How many suffixes of a runner's (or an unmodelled program's) words are tried as the command
+/// it runs; a command with more words counts as unknown beyond them. Keeps the scan linear.
+const MAX_SUFFIXES: usize = 64;
 
 /// What a script runs, as far as a static reading can tell.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -136,6 +139,7 @@ pub fn analyze(script: &str) -> Analysis {
         nesting: 0,
         guessing: false,
         fd_glued: false,
+        in_suffix: false,
     }
     .script(script, true);
     if analysis.commands.is_empty() && analysis.hazards.is_empty() {
@@ -156,6 +160,9 @@ struct Walker<'a> {
     guessing: bool,
     /// The next command's last word is the file descriptor of a redirection glued to it.
     fd_glued: bool,
+    /// Recording the suffixes of a runner's words: each is tried already, so a suffix's own
+    /// suffixes are not guessed at again.
+    in_suffix: bool,
 }
 
 /// A word's value after quote removal, and whether that value is known before running.
@@ -228,6 +235,13 @@ impl Walker<'_> {
     }
 
     fn script(&mut self, script: &str, top: bool) {
+        // A script of its own: its commands are not suffixes of the runner that holds it.
+        let was = std::mem::replace(&mut self.in_suffix, false);
+        self.script_inner(script, top);
+        self.in_suffix = was;
+    }
+
+    fn script_inner(&mut self, script: &str, top: bool) {
         if self.depth > MAX_DEPTH {
             self.limit("commands nested too deeply to check");
             self.opaque();
@@ -633,7 +647,12 @@ impl Walker<'_> {
                 .zip(known)
                 .map(|(w, k)| *k && !runners::is_placeholder(w, &inspection.placeholders))
                 .collect();
-            for start in 1..words.len() {
+            if words.len() > MAX_SUFFIXES {
+                self.limit("too many words after a runner to check");
+            }
+            // Every suffix is tried here, so a suffix's own suffixes need no second guess.
+            let was = std::mem::replace(&mut self.in_suffix, true);
+            for start in 1..words.len().min(MAX_SUFFIXES) {
                 if self.out.everywhere.len() >= MAX_COMMANDS {
                     self.limit("too many commands to check");
                     break;
@@ -647,7 +666,8 @@ impl Walker<'_> {
                     );
                 }
             }
-        } else if !self.guessing && inspection.runner_like {
+            self.in_suffix = was;
+        } else if !self.in_suffix && inspection.runner_like {
             self.guess_runner(&words, known, patterns);
         }
         self.depth -= 1;
@@ -658,9 +678,13 @@ impl Walker<'_> {
     /// every word that reads as a command line is checked against deny rules. A shell reading
     /// standard input within its first three words makes the script unreadable.
     fn guess_runner(&mut self, words: &[String], known: &[bool], patterns: Option<&[String]>) {
+        if words.len() > MAX_SUFFIXES {
+            self.limit("too many words after a program without a model to check");
+        }
         let was = self.guessing;
         self.guessing = true;
-        for start in 1..words.len() {
+        let was_suffix = std::mem::replace(&mut self.in_suffix, true);
+        for start in 1..words.len().min(MAX_SUFFIXES) {
             if self.out.everywhere.len() >= MAX_COMMANDS {
                 self.limit("too many commands to check");
                 break;
@@ -676,14 +700,15 @@ impl Walker<'_> {
                 !plausible,
             );
         }
-        for word in words {
+        self.in_suffix = was_suffix;
+        for word in words.iter().take(MAX_SUFFIXES) {
             let text = if word.starts_with('-') {
                 runners::attached_value(word)
             } else {
                 Some(word.as_str())
             };
             if let Some(text) = text.filter(|t| wrappers::looks_like_script(t)) {
-                self.script(text, false);
+                self.guess(text);
             }
         }
         self.guessing = was;

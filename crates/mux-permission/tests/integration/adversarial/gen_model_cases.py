@@ -502,6 +502,9 @@ for payload in DENIED:
         "distrobox-enter -- {p}",
         "capsh -- -c '{p}'",
         "xvfb-run {p}",
+        "sudo sh -c 'frob {p}'",
+        "PAGER='frob {p}' git log",
+        "frob -x 'frob2 {p}'",
     ]:
         case(7, form.format(p=payload), "deny", profile="denier")
 
