@@ -910,6 +910,57 @@ fn command_position(words: &[String], start: usize) -> bool {
     leading_plain_words(words, start) <= leading
 }
 
+/// Variables a command prefix may set without making the command unknown: locale, time zone,
+/// colour and terminal width, log levels. None of them names a program, a file to run or a
+/// configuration to load.
+const INERT_VARIABLES: &[&str] = &[
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_COLLATE",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "TZ",
+    "NO_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "FORCE_COLOR",
+    "TERM",
+    "COLUMNS",
+    "LINES",
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "CI",
+];
+
+/// Whether `NAME=value` before a command is one of [`INERT_VARIABLES`] with a plain value
+/// (letters, digits, `_`, `-`, `.`, `:`, `=`, `,`; no expansion, no path).
+fn inert_assignment(node: Node<'_>, src: &str) -> bool {
+    let name = node
+        .child_by_field_name("name")
+        .map(|n| &src[n.byte_range()]);
+    let value = node
+        .child_by_field_name("value")
+        .map_or("", |v| &src[v.byte_range()]);
+    name.is_some_and(|n| INERT_VARIABLES.contains(&n))
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '=' | ','))
+}
+
+/// How many words before `words[start]` are plain operands, not options or their possible
+/// values.
+fn leading_plain_words(words: &[String], start: usize) -> usize {
+    (1..start)
+        .filter(|&i| {
+            let word = &words[i];
+            !word.starts_with('-') && !word.contains('=') && !words[i - 1].starts_with('-')
+        })
+        .count()
+}
+
 /// `text` without `front` leading and `back` trailing bytes, or empty when too short.
 fn strip(text: &str, front: usize, back: usize) -> &str {
     text.get(front..text.len().saturating_sub(back))
