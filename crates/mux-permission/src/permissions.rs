@@ -374,10 +374,10 @@ fn allowed<'a>(
     let (scope, rule) = match prepared {
         Prepared::Command(analysis) => {
             let mut first = None;
-            for words in &analysis.commands {
+            for index in 0..analysis.commands.len() {
                 let found = rules
                     .clone()
-                    .find(|(_, rule)| Prepared::command_allowed_by(words, rule))?;
+                    .find(|(_, rule)| Prepared::command_allowed_by(analysis, index, rule))?;
                 first.get_or_insert(found);
             }
             first?

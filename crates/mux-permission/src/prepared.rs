@@ -128,11 +128,16 @@ impl Prepared {
         })
     }
 
-    /// Whether an allow rule covers one command of a script.
-    pub(crate) fn command_allowed_by(words: &[String], rule: &Rule) -> bool {
+    /// Whether an allow rule covers the top-level command `index` of a script: its words
+    /// match, and the program's model explains every other word (see
+    /// [`crate::command::covers`]).
+    pub(crate) fn command_allowed_by(analysis: &Analysis, index: usize, rule: &Rule) -> bool {
         match rule.spec() {
-            None => true,
-            Some(spec) => spec.command.as_ref().is_some_and(|p| p.matches(words)),
+            None => analysis.covered_by(index, None),
+            Some(spec) => spec
+                .command
+                .as_ref()
+                .is_some_and(|p| analysis.covered_by(index, Some(p))),
         }
     }
 
@@ -161,10 +166,8 @@ impl Prepared {
         match self {
             Self::Command(analysis) => {
                 !analysis.commands.is_empty()
-                    && analysis
-                        .commands
-                        .iter()
-                        .all(|words| Self::command_allowed_by(words, rule))
+                    && (0..analysis.commands.len())
+                        .all(|index| Self::command_allowed_by(analysis, index, rule))
             }
             Self::Nothing => rule.spec().is_none(),
             _ => self.allowed_by(rule, context),

@@ -156,6 +156,11 @@ fn narrowest(
             if let Some(why) = analysis.hazards.first() {
                 return Err(RememberError::NotRepresentable(why.clone()));
             }
+            if let Some(glob) = analysis.globs.iter().flatten().flatten().next() {
+                return Err(RememberError::NotRepresentable(format!(
+                    "the pattern `{glob}` expands to words no exact rule can name"
+                )));
+            }
             if let Some(prefix) = prefix {
                 let wanted = split_words(prefix).map_err(|problem| {
                     RememberError::NotRepresentable(format!("the prefix `{prefix}`: {problem}"))

@@ -9,6 +9,7 @@ use std::cell::RefCell;
 
 use tree_sitter::{Node, Parser};
 
+use super::allow::covers;
 use super::builtins;
 use super::glob;
 use super::pattern::CommandPattern;
@@ -28,12 +29,19 @@ const MAX_DEPTH: usize = 6;
 const MAX_NESTING: usize = 200;
 /// How many commands the deny scan collects before the rest counts as unknown.
 const MAX_COMMANDS: usize = 4096;
+/// How many suffixes of a runner's (or an unmodelled program's) words are tried as the command
+/// it runs; a command with more words counts as unknown beyond them. Keeps the scan linear.
+const MAX_SUFFIXES: usize = 64;
 
 /// What a script runs, as far as a static reading can tell.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Analysis {
     /// The top-level simple commands, in order: every one must match an allow rule.
     pub commands: Vec<Vec<String>>,
+    /// For each of [`commands`](Self::commands), the shell pattern of every word that is an
+    /// unquoted glob (`src/*.rs`), `None` for a plain word. Only a program's model can accept a
+    /// glob, in a position it reads as paths.
+    pub globs: Vec<Vec<Option<String>>>,
     /// Every command seen anywhere, including nested ones and wrapped ones: deny and ask rules
     /// are checked against each.
     pub everywhere: Vec<Vec<String>>,
@@ -71,6 +79,16 @@ impl Analysis {
                 .patterns
                 .iter()
                 .any(|words| pattern.could_match_pattern(words))
+    }
+
+    /// Whether an allow rule covers the top-level command `index`: the rule's words match, and
+    /// every word after them is explained (see [`covers`]).
+    pub fn covered_by(&self, index: usize, pattern: Option<&CommandPattern>) -> bool {
+        let Some(words) = self.commands.get(index) else {
+            return false;
+        };
+        let globs = self.globs.get(index).map(Vec::as_slice).unwrap_or_default();
+        covers(pattern, words, globs).is_ok()
     }
 
     fn unreadable(&mut self, why: impl Into<String>) {
@@ -119,6 +137,9 @@ pub fn analyze(script: &str) -> Analysis {
         out: &mut analysis,
         depth: 0,
         nesting: 0,
+        guessing: false,
+        fd_glued: false,
+        in_suffix: false,
     }
     .script(script, true);
     if analysis.commands.is_empty() && analysis.hazards.is_empty() {
@@ -133,6 +154,15 @@ struct Walker<'a> {
     depth: usize,
     /// Levels of syntax within one script.
     nesting: usize,
+    /// Reading text that *might* run (the arguments of a program without a model, an
+    /// assignment's value) for deny rules only: what is found there is checked against deny
+    /// and ask rules, but adds no hazard.
+    guessing: bool,
+    /// The next command's last word is the file descriptor of a redirection glued to it.
+    fd_glued: bool,
+    /// Recording the suffixes of a runner's words: each is tried already, so a suffix's own
+    /// suffixes are not guessed at again.
+    in_suffix: bool,
 }
 
 /// A word's value after quote removal, and whether that value is known before running.
@@ -168,33 +198,75 @@ fn continues(gap: &str, before: &str) -> bool {
 }
 
 impl Walker<'_> {
-    fn script(&mut self, script: &str, top: bool) {
-        if self.depth > MAX_DEPTH {
-            self.out.hazard("commands nested too deeply to check");
+    fn hazard(&mut self, why: impl Into<String>) {
+        if !self.guessing {
+            self.out.hazard(why);
+        }
+    }
+
+    fn opaque(&mut self) {
+        if !self.guessing {
             self.out.opaque = true;
+        }
+    }
+
+    fn unreadable(&mut self, why: impl Into<String>) {
+        self.out.unreadable(why);
+    }
+
+    /// A limit of the walk was reached: what lies beyond is unknown, guessing or not.
+    fn limit(&mut self, why: impl Into<String>) {
+        self.out.hazard(why);
+        self.out.opaque = true;
+    }
+
+    /// Parses `text` for deny rules only, one level deeper.
+    fn guess(&mut self, text: &str) {
+        if self.depth >= MAX_DEPTH {
+            self.limit("commands nested too deeply to check");
+            return;
+        }
+        let was = self.guessing;
+        self.guessing = true;
+        self.depth += 1;
+        self.script(text, false);
+        self.depth -= 1;
+        self.guessing = was;
+    }
+
+    fn script(&mut self, script: &str, top: bool) {
+        // A script of its own: its commands are not suffixes of the runner that holds it.
+        let was = std::mem::replace(&mut self.in_suffix, false);
+        self.script_inner(script, top);
+        self.in_suffix = was;
+    }
+
+    fn script_inner(&mut self, script: &str, top: bool) {
+        if self.depth > MAX_DEPTH {
+            self.limit("commands nested too deeply to check");
+            self.opaque();
             return;
         }
         if script.len() > MAX_SCRIPT_BYTES {
-            self.out.hazard(format!(
+            self.limit(format!(
                 "the command is longer than {MAX_SCRIPT_BYTES} bytes"
             ));
-            self.out.opaque = true;
+            self.opaque();
             return;
         }
         if has_deceptive_chars(script) {
-            self.out
-                .hazard("the command contains control, zero-width or bidirectional characters");
+            self.hazard("the command contains control, zero-width or bidirectional characters");
         }
         let Some(tree) = parse(script) else {
-            self.out.hazard("the shell parser is unavailable");
-            self.out.opaque = true;
+            self.limit("the shell parser is unavailable");
+            self.opaque();
             return;
         };
         let root = tree.root_node();
         if root.has_error() {
-            self.out.hazard("the command does not parse");
-            self.out.opaque = true;
-            if has_expansion_chars(script) {
+            self.hazard("the command does not parse");
+            self.opaque();
+            if has_expansion_chars(script) && !self.guessing {
                 self.out
                     .unreadable("a pattern or brace expansion in a command that does not parse");
             }
@@ -214,8 +286,8 @@ impl Walker<'_> {
     /// past [`MAX_NESTING`].
     fn enter(&mut self) -> bool {
         if self.nesting >= MAX_NESTING {
-            self.out.hazard("the command nests too deeply to check");
-            self.out.opaque = true;
+            self.limit("the command nests too deeply to check");
+            self.opaque();
             return false;
         }
         self.nesting += 1;
@@ -232,15 +304,31 @@ impl Walker<'_> {
                     } else {
                         match child.kind() {
                             "&&" | "||" | ";" | "|" | "|&" | "\n" => {}
-                            "&" => self.out.hazard("a background job `&`"),
-                            other => self.out.hazard(format!("the operator `{other}`")),
+                            "&" => self.hazard("a background job `&`"),
+                            other => self.hazard(format!("the operator `{other}`")),
                         }
                     }
                 }
             }
             "comment" => {}
             "command" => self.command(node, src, top),
+            "test_command" if self.bracket_test(node, src, top) => {}
+            "variable_assignment" => {
+                self.hazard(describe_construct("variable_assignment"));
+                self.assignment(node, src);
+            }
             "redirected_statement" => {
+                // `sh 0< f`: digits glued to the first redirection are its file descriptor,
+                // which tree-sitter leaves as the command's last argument.
+                let mut cursor = node.walk();
+                let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+                if let [body, redirect, ..] = children.as_slice()
+                    && body.kind() == "command"
+                    && body.end_byte() == redirect.start_byte()
+                    && src[..body.end_byte()].ends_with(|c: char| c.is_ascii_digit())
+                {
+                    self.fd_glued = true;
+                }
                 let mut cursor = node.walk();
                 for child in node.named_children(&mut cursor) {
                     match child.kind() {
@@ -252,17 +340,17 @@ impl Walker<'_> {
                 }
             }
             "ERROR" => {
-                self.out.hazard("the command does not parse");
-                self.out.opaque = true;
-                if has_expansion_chars(&src[node.byte_range()]) {
-                    self.out.unreadable(
+                self.hazard("the command does not parse");
+                self.opaque();
+                if has_expansion_chars(&src[node.byte_range()]) && !self.guessing {
+                    self.unreadable(
                         "a pattern or brace expansion in a command that does not parse",
                     );
                 }
                 self.nested(node, src);
             }
             kind => {
-                self.out.hazard(describe_construct(kind));
+                self.hazard(describe_construct(kind));
                 self.evaluated(node, src);
                 self.nested(node, src);
             }
@@ -290,7 +378,7 @@ impl Walker<'_> {
             _ => false,
         };
         if evaluates {
-            self.out.unreadable(format!(
+            self.unreadable(format!(
                 "{} evaluates text that expands when it runs",
                 describe_construct(node.kind())
             ));
@@ -318,6 +406,8 @@ impl Walker<'_> {
                 | "command_substitution"
                 | "process_substitution"
                 | "ERROR" => self.statement(child, src, false),
+                // A plain name (`NAME=`) evaluates nothing; a subscript is a `subscript` node.
+                "variable_name" => {}
                 _ => {
                     self.word(child, src);
                 }
@@ -333,12 +423,21 @@ impl Walker<'_> {
         for child in node.named_children(&mut cursor) {
             match child.kind() {
                 "variable_assignment" => {
-                    self.out
-                        .hazard("an environment assignment `NAME=value` before a command");
+                    if !inert_assignment(child, src) {
+                        self.hazard("an environment assignment `NAME=value` before a command");
+                    }
                     self.assignment(child, src);
                     previous = None;
                 }
                 "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
+                    // `sh 0< f`: digits glued to the operator are its file descriptor, which
+                    // tree-sitter reads as an argument.
+                    let glued = previous.is_some_and(|(end, before)| {
+                        end == child.start_byte() && before.bytes().all(|b| b.is_ascii_digit())
+                    });
+                    if glued {
+                        words.pop();
+                    }
                     self.redirect(child, src);
                     previous = None;
                 }
@@ -366,48 +465,122 @@ impl Walker<'_> {
                 }
             }
         }
+        if std::mem::take(&mut self.fd_glued) && words.len() > 1 {
+            words.pop();
+        }
+        self.simple(words, top);
+    }
+
+    /// `[ EXPR ]`, which tree-sitter reads as a test expression: the simple command `[` with
+    /// its words, for the model of `[` to judge. `None` when it is `[[ … ]]` or holds `<`/`>`
+    /// (redirections inside `[ ]`).
+    fn bracket_test(&mut self, node: Node<'_>, src: &str, top: bool) -> bool {
+        let raw = &src[node.byte_range()];
+        if raw.starts_with("[[") || !raw.starts_with('[') || raw.contains(['<', '>']) {
+            return false;
+        }
+        let mut words = vec![Word::new("[".to_owned(), true)];
+        self.leaves(node, src, &mut words);
+        // The outer brackets are leaves of the node itself.
+        if words.get(1).is_some_and(|w| w.text == "[") {
+            words.remove(1);
+        }
+        if words.last().is_none_or(|w| w.text != "]") {
+            words.push(Word::new("]".to_owned(), true));
+        }
+        self.simple(words, top);
+        true
+    }
+
+    /// The words of a test expression, in order.
+    fn leaves(&mut self, node: Node<'_>, src: &str, out: &mut Vec<Word>) {
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            match child.kind() {
+                "binary_expression"
+                | "unary_expression"
+                | "parenthesized_expression"
+                | "negated_expression" => self.leaves(child, src, out),
+                "test_operator" => out.push(Word::new(src[child.byte_range()].to_owned(), true)),
+                _ if child.is_named() => {
+                    let word = self.word(child, src);
+                    out.push(word);
+                }
+                _ => out.push(Word::new(src[child.byte_range()].to_owned(), true)),
+            }
+        }
+    }
+
+    /// A simple command's words, read: checked for allow rules when `top`, and recorded for
+    /// deny rules.
+    fn simple(&mut self, words: Vec<Word>, top: bool) {
         let Some(name) = words.first() else {
-            self.out.hazard("an assignment without a command");
+            self.hazard("an assignment without a command");
             return;
         };
         if !name.known {
-            self.out
-                .hazard("a variable or substitution in command position");
-            self.out.opaque = true;
+            // `$CMD`, `r$""m`, `$(…)`: what runs is not known, so every deny rule could match.
+            self.hazard("a variable or substitution in command position");
+            self.opaque();
+            if !self.guessing {
+                self.unreadable("the command name is not a literal word");
+            }
+        }
+        if name.pattern.is_some() {
+            self.hazard(format!(
+                "the glob or brace pattern `{}` in command position",
+                name.text
+            ));
         }
         if words.iter().skip(1).any(|w| !w.known) {
-            self.out.opaque = true;
+            self.opaque();
         }
         let patterns = words
             .iter()
             .any(|w| w.pattern.is_some())
             .then(|| words.iter().map(Word::as_pattern).collect::<Vec<_>>());
         let known: Vec<bool> = words.iter().map(|w| w.known).collect();
+        let globs: Vec<Option<String>> = words.iter().map(|w| w.pattern.clone()).collect();
         let words: Vec<String> = words.into_iter().map(|w| w.text).collect();
-        if top {
+        if top && !self.guessing {
             self.out.commands.push(words.clone());
+            self.out.globs.push(globs);
         }
         self.record(words, &known, patterns.as_deref(), false);
     }
 
-    /// Scans an assignment for deny rules; a value that looks like a command line (`PAGER='…'`,
-    /// `GIT_SSH_COMMAND=…`, `LESSOPEN='|…'`) is parsed as one, as the next command may run it.
+    /// Scans an assignment for deny rules. Its value may be run by whatever reads the
+    /// variable (`PAGER`, `GIT_EXTERNAL_DIFF`, `*_COMMAND`, `PS4` with `set -x`, a subscript
+    /// evaluated in `(( x ))`), so it is parsed as a command line, and so is the text after
+    /// its first `=` (`TAR_OPTIONS='--to-command=…'`).
     fn assignment(&mut self, node: Node<'_>, src: &str) {
         self.nested(node, src);
         let Some(value) = node.child_by_field_name("value") else {
             return;
         };
-        let text = self.word(value, src).text;
-        let text = text.trim_start_matches(['|', '!']);
-        if wrappers::looks_like_script(text) {
-            if self.depth >= MAX_DEPTH {
-                self.out.hazard("commands nested too deeply to check");
-                self.out.opaque = true;
-                return;
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| src[n.byte_range()].to_owned())
+            .unwrap_or_default();
+        let word = self.word(value, src);
+        if !word.known {
+            // Its substitutions were scanned as they are; nothing more is known.
+            return;
+        }
+        let text = word.text.trim_start_matches(['|', '!']);
+        if runners::FILE_RUNNING_VARIABLES.contains(&name.as_str()) && runners::is_stdin_path(text)
+        {
+            self.unreadable(format!("`{name}` names standard input as a script to run"));
+        }
+        if text.trim().is_empty() {
+            return;
+        }
+        self.guess(text);
+        if let Some((_, after)) = text.split_once('=') {
+            let after = after.trim_start_matches(['|', '!']);
+            if !after.trim().is_empty() {
+                self.guess(after);
             }
-            self.depth += 1;
-            self.script(text, false);
-            self.depth -= 1;
         }
     }
 
@@ -423,8 +596,7 @@ impl Walker<'_> {
         speculative: bool,
     ) {
         if self.out.everywhere.len() >= MAX_COMMANDS {
-            self.out.hazard("too many commands to check");
-            self.out.opaque = true;
+            self.limit("too many commands to check");
             return;
         }
         if let Some(patterns) = patterns {
@@ -432,20 +604,19 @@ impl Walker<'_> {
         }
         let inspection = wrappers::inspect(&words, known);
         for hazard in inspection.hazards {
-            self.out.hazard(hazard);
+            self.hazard(hazard);
         }
         if let Some(why) = inspection.unreadable {
             if speculative {
-                self.out.hazard(why);
+                self.hazard(why);
             } else {
-                self.out.unreadable(why);
+                self.unreadable(why);
             }
         }
         self.out.everywhere.push(words.clone());
         if self.depth >= MAX_DEPTH {
             if !inspection.inner_scripts.is_empty() || inspection.runs_arguments {
-                self.out.hazard("commands nested too deeply to check");
-                self.out.opaque = true;
+                self.limit("commands nested too deeply to check");
             }
             return;
         }
@@ -453,13 +624,37 @@ impl Walker<'_> {
         for script in inspection.inner_scripts {
             self.script(&script, false);
         }
+        for script in inspection.guessed_scripts {
+            self.guess(&script);
+        }
+        // A command name that holds a command line or `NAME=value` (a runner's `PAGER=rm`, the
+        // word `'core.pager'='rm -rf ~'` of a guessed value) is read as one too.
+        if let Some(name) = words.first() {
+            if let Some((_, after)) = name.split_once('=')
+                && !after.trim().is_empty()
+            {
+                self.guess(after.trim_start_matches(['|', '!']));
+            }
+            if name.contains(char::is_whitespace) {
+                self.guess(name);
+            }
+        }
         if inspection.runs_arguments {
             // The runner runs some suffix of its arguments; try every one that could be a
-            // command name.
-            for start in 1..words.len() {
+            // command name. A word holding a replacement string (`{}`) is filled in later.
+            let known: Vec<bool> = words
+                .iter()
+                .zip(known)
+                .map(|(w, k)| *k && !runners::is_placeholder(w, &inspection.placeholders))
+                .collect();
+            if words.len() > MAX_SUFFIXES {
+                self.limit("too many words after a runner to check");
+            }
+            // Every suffix is tried here, so a suffix's own suffixes need no second guess.
+            let was = std::mem::replace(&mut self.in_suffix, true);
+            for start in 1..words.len().min(MAX_SUFFIXES) {
                 if self.out.everywhere.len() >= MAX_COMMANDS {
-                    self.out.hazard("too many commands to check");
-                    self.out.opaque = true;
+                    self.limit("too many commands to check");
                     break;
                 }
                 if !words[start].starts_with('-') {
@@ -471,14 +666,82 @@ impl Walker<'_> {
                     );
                 }
             }
+            self.in_suffix = was;
+        } else if !self.in_suffix && inspection.runner_like {
+            self.guess_runner(&words, known, patterns);
         }
         self.depth -= 1;
     }
 
+    /// A program without a model might run any of its arguments (`setarch x86_64 CMD`,
+    /// `valgrind CMD`, `gdb -ex 'shell CMD'`, `make --eval=…`): every suffix of its words and
+    /// every word that reads as a command line is checked against deny rules. A shell reading
+    /// standard input within its first three words makes the script unreadable.
+    fn guess_runner(&mut self, words: &[String], known: &[bool], patterns: Option<&[String]>) {
+        if words.len() > MAX_SUFFIXES {
+            self.limit("too many words after a program without a model to check");
+        }
+        let was = self.guessing;
+        self.guessing = true;
+        let was_suffix = std::mem::replace(&mut self.in_suffix, true);
+        for start in 1..words.len().min(MAX_SUFFIXES) {
+            if self.out.everywhere.len() >= MAX_COMMANDS {
+                self.limit("too many commands to check");
+                break;
+            }
+            if words[start].starts_with('-') {
+                continue;
+            }
+            let plausible = leading_plain_words(words, start) <= 2;
+            self.record(
+                words[start..].to_vec(),
+                known.get(start..).unwrap_or_default(),
+                patterns.and_then(|p| p.get(start..)),
+                !plausible,
+            );
+        }
+        self.in_suffix = was_suffix;
+        for word in words.iter().take(MAX_SUFFIXES) {
+            let text = if word.starts_with('-') {
+                runners::attached_value(word)
+            } else {
+                Some(word.as_str())
+            };
+            if let Some(text) = text.filter(|t| wrappers::looks_like_script(t)) {
+                self.guess(text);
+            }
+        }
+        self.guessing = was;
+    }
+
     fn redirect(&mut self, node: Node<'_>, src: &str) {
         if node.kind() != "file_redirect" {
-            self.out.hazard("a here-document or here-string");
+            self.hazard("a here-document or here-string");
             self.nested(node, src);
+            // What it feeds may be a shell (`sh 0<<< 'CMD'`): its text is read for deny rules.
+            let mut cursor = node.walk();
+            let bodies: Vec<String> = node
+                .named_children(&mut cursor)
+                .filter(|c| {
+                    !matches!(
+                        c.kind(),
+                        "heredoc_start" | "heredoc_end" | "file_descriptor"
+                    )
+                })
+                .map(|c| {
+                    let raw = &src[c.byte_range()];
+                    match c.kind() {
+                        "raw_string" => strip(raw, 1, 1).to_owned(),
+                        "string" => unescape_double_quoted(strip(raw, 1, 1)),
+                        _ => raw.to_owned(),
+                    }
+                })
+                .collect();
+            for body in bodies {
+                if !body.trim().is_empty() {
+                    self.guess(&body);
+                }
+            }
             return;
         }
         let mut operator = "";
@@ -490,13 +753,13 @@ impl Walker<'_> {
             } else if child.kind() != "file_descriptor" {
                 let word = self.word(child, src);
                 if !word.known {
-                    self.out.opaque = true;
+                    self.opaque();
                 }
                 target = Some(word);
             }
         }
         let Some(target) = target else {
-            self.out.hazard("a redirection without a target");
+            self.hazard("a redirection without a target");
             return;
         };
         let duplicates_fd = matches!(operator, ">&" | "<&")
@@ -505,7 +768,7 @@ impl Walker<'_> {
             && target.known
             && target.text == "/dev/null";
         if !(duplicates_fd || discards) {
-            self.out.hazard(format!(
+            self.hazard(format!(
                 "a redirection `{operator}` to the file `{}`",
                 target.text
             ));
@@ -525,10 +788,10 @@ impl Walker<'_> {
         let raw = &src[node.byte_range()];
         match node.kind() {
             "word" => {
+                // A glob is no hazard by itself: only a program's model can accept it, in a
+                // position it reads as paths (see `covers`).
                 let mut word = Word::new(unescape_bare(raw), true);
                 if has_expansion_chars(raw) {
-                    self.out
-                        .hazard(format!("the glob or brace pattern `{raw}`"));
                     word.pattern = Some(raw.replace("\\\n", ""));
                 }
                 word
@@ -537,7 +800,7 @@ impl Walker<'_> {
             "raw_string" => Word::new(strip(raw, 1, 1).to_owned(), true),
             "string" | "translated_string" => {
                 if node.kind() == "translated_string" {
-                    self.out.hazard("a locale-translated string `$\"…\"`");
+                    self.hazard("a locale-translated string `$\"…\"`");
                 }
                 let mut known = true;
                 let mut cursor = node.walk();
@@ -554,18 +817,25 @@ impl Walker<'_> {
                 Word::new(unescape_double_quoted(inner), known)
             }
             "ansi_c_string" => {
-                self.out.hazard("ANSI-C quoting `$'…'`");
+                self.hazard("ANSI-C quoting `$'…'`");
                 match decode_ansi_c(strip(raw, 2, 1)) {
                     Some(text) => Word::new(text, true),
                     None => Word::new(raw.to_owned(), false),
                 }
             }
             "concatenation" => {
-                let globbed = has_expansion_chars(raw);
-                if globbed {
-                    self.out
-                        .hazard(format!("the glob or brace pattern `{raw}`"));
+                // Only unquoted pieces expand (`--include='*.rs'` is no glob); a quoted piece
+                // stands in as a plain character.
+                let mut unquoted = String::new();
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor) {
+                    if !child.is_named() || child.kind() == "word" {
+                        unquoted.push_str(&src[child.byte_range()]);
+                    } else {
+                        unquoted.push('x');
+                    }
                 }
+                let globbed = has_expansion_chars(&unquoted);
                 let mut text = String::new();
                 let mut pattern = String::new();
                 let mut known = true;
@@ -582,6 +852,12 @@ impl Walker<'_> {
                             pattern.push_str(&part.as_pattern());
                         }
                     } else {
+                        // `$""` and `$''` glued into a word: bash reads them as quoting that
+                        // this reading does not model, so the word is not known.
+                        let quote_follows = src
+                            .get(child.end_byte()..)
+                            .is_some_and(|rest| rest.starts_with(['"', '\'']));
+                        known &= !(piece == "$" && quote_follows);
                         text.push_str(piece);
                         pattern.push_str(piece);
                     }
@@ -593,22 +869,21 @@ impl Walker<'_> {
                 }
             }
             "variable_assignment" => {
-                self.out.hazard(describe_construct("variable_assignment"));
+                self.hazard(describe_construct("variable_assignment"));
                 self.assignment(node, src);
                 Word::new(raw.to_owned(), false)
             }
             "simple_expansion" | "expansion" => {
-                self.out.hazard(format!("the variable expansion `{raw}`"));
+                self.hazard(format!("the variable expansion `{raw}`"));
                 Word::new(raw.to_owned(), false)
             }
             "command_substitution" | "process_substitution" => {
-                self.out
-                    .hazard(format!("the command or process substitution `{raw}`"));
+                self.hazard(format!("the command or process substitution `{raw}`"));
                 self.nested(node, src);
                 Word::new(raw.to_owned(), false)
             }
             kind => {
-                self.out.hazard(describe_construct(kind));
+                self.hazard(describe_construct(kind));
                 self.evaluated(node, src);
                 self.nested(node, src);
                 Word::new(raw.to_owned(), false)
@@ -621,16 +896,69 @@ impl Walker<'_> {
 /// only options, their possible values, `NAME=value` words and the operands the runner takes
 /// itself (`timeout 5`). After more plain words it is an argument of the inner command.
 fn command_position(words: &[String], start: usize) -> bool {
+    let after_exec = start > 0
+        && matches!(
+            words[start - 1].as_str(),
+            "-exec" | "-execdir" | "-ok" | "-okdir"
+        );
+    if after_exec {
+        return true;
+    }
     let leading = words.first().map_or(0, |name| {
         runners::leading_operands(wrappers::base_name(name))
     });
-    let plain = (1..start)
+    leading_plain_words(words, start) <= leading
+}
+
+/// Variables a command prefix may set without making the command unknown: locale, time zone,
+/// colour and terminal width, log levels. None of them names a program, a file to run or a
+/// configuration to load.
+const INERT_VARIABLES: &[&str] = &[
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_COLLATE",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "LC_NUMERIC",
+    "LC_TIME",
+    "TZ",
+    "NO_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "FORCE_COLOR",
+    "TERM",
+    "COLUMNS",
+    "LINES",
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "CI",
+];
+
+/// Whether `NAME=value` before a command is one of [`INERT_VARIABLES`] with a plain value
+/// (letters, digits, `_`, `-`, `.`, `:`, `=`, `,`; no expansion, no path).
+fn inert_assignment(node: Node<'_>, src: &str) -> bool {
+    let name = node
+        .child_by_field_name("name")
+        .map(|n| &src[n.byte_range()]);
+    let value = node
+        .child_by_field_name("value")
+        .map_or("", |v| &src[v.byte_range()]);
+    name.is_some_and(|n| INERT_VARIABLES.contains(&n))
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '=' | ','))
+}
+
+/// How many words before `words[start]` are plain operands, not options or their possible
+/// values.
+fn leading_plain_words(words: &[String], start: usize) -> usize {
+    (1..start)
         .filter(|&i| {
             let word = &words[i];
             !word.starts_with('-') && !word.contains('=') && !words[i - 1].starts_with('-')
         })
-        .count();
-    plain <= leading
+        .count()
 }
 
 /// `text` without `front` leading and `back` trailing bytes, or empty when too short.

@@ -1,11 +1,9 @@
 //! git: global options, then a subcommand vouched for (or not), then its options, all read
 //! through the tables of [`super::options`].
 
-use super::options::{
-    GIT_CONFIG_READS, GIT_RUNNERS, GIT_RUNNING_ACTIONS, GIT_SUBCOMMANDS, find, find_sub,
-};
+use super::inspection::Inspection;
+use super::options::{GIT_RUNNERS, GIT_RUNNING_ACTIONS, GIT_SUBCOMMANDS, find, find_sub};
 use super::scan::scan;
-use super::wrappers::Inspection;
 
 /// Inspects `git ARGS`.
 pub(crate) fn inspect(args: &[String], found: &mut Inspection) {
@@ -42,11 +40,11 @@ pub(crate) fn inspect(args: &[String], found: &mut Inspection) {
             .push(format!("`git {sub} {action}` runs a command"));
         found.inner_scripts.extend(rest.iter().cloned());
     }
-    if sub == "config" && !config_only_reads(rest) {
+    if sub == "config" && !super::model::config_reads(rest) {
         found
             .hazards
             .push("`git config` may set a key that names a command".to_owned());
-        found.inner_scripts.extend(
+        found.guessed_scripts.extend(
             rest.iter()
                 .map(|value| value.strip_prefix('!').unwrap_or(value).to_owned()),
         );
@@ -55,30 +53,6 @@ pub(crate) fn inspect(args: &[String], found: &mut Inspection) {
         let read = scan(model, rest);
         found.absorb(read.hazards, &read.runs);
     }
-}
-
-/// Whether `git config ARGS` only reads: it names a reading action and at most a key and a
-/// pattern.
-fn config_only_reads(args: &[String]) -> bool {
-    let reads = args.iter().any(|a| {
-        matches!(
-            a.as_str(),
-            "--get"
-                | "--get-all"
-                | "--get-regexp"
-                | "--get-urlmatch"
-                | "--list"
-                | "-l"
-                | "get"
-                | "list"
-        )
-    });
-    let others_known = args
-        .iter()
-        .filter(|a| a.starts_with('-'))
-        .all(|a| GIT_CONFIG_READS.contains(&a.split('=').next().unwrap_or(a)));
-    let operands = args.iter().filter(|a| !a.starts_with('-')).count();
-    reads && others_known && operands <= 3
 }
 
 #[cfg(test)]
@@ -100,6 +74,7 @@ mod tests {
             "-C . status",
             "--no-pager log",
             "config --get user.name",
+            "config user.email",
             "grep -n foo",
             "log -S foo",
         ] {
@@ -118,6 +93,8 @@ mod tests {
             "bisect run id",
             "filter-branch x",
             "config core.pager id",
+            "config core.fsmonitor id list",
+            "config alias.x !id get",
             "-c a=b log",
             "--exec-path=/x status",
             "fetch --upload-pa=x",

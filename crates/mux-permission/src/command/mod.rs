@@ -1,10 +1,13 @@
 //! Shell commands: parsing scripts into simple commands and matching command specifiers.
 
+mod allow;
 mod analyze;
 mod builtins;
 mod deny_match;
 mod git;
 mod glob;
+mod inspection;
+mod model;
 mod options;
 mod pattern;
 mod runners;
@@ -13,6 +16,8 @@ mod scripts;
 mod words;
 mod wrappers;
 
+pub use allow::covers;
 pub use analyze::{Analysis, MAX_SCRIPT_BYTES, analyze, parse_only};
+pub use model::programs;
 pub(crate) use pattern::split_words;
 pub use pattern::{CommandPattern, CommandPatternError};

@@ -73,7 +73,7 @@ pub(crate) struct Opt {
     pub(crate) effect: Effect,
 }
 
-const fn o(long: &'static str, short: char, effect: Effect) -> Opt {
+pub(crate) const fn o(long: &'static str, short: char, effect: Effect) -> Opt {
     Opt {
         long,
         short: Some(short),
@@ -81,7 +81,7 @@ const fn o(long: &'static str, short: char, effect: Effect) -> Opt {
     }
 }
 
-const fn l(long: &'static str, effect: Effect) -> Opt {
+pub(crate) const fn l(long: &'static str, effect: Effect) -> Opt {
     Opt {
         long,
         short: None,
@@ -89,7 +89,7 @@ const fn l(long: &'static str, effect: Effect) -> Opt {
     }
 }
 
-const fn s(short: char, effect: Effect) -> Opt {
+pub(crate) const fn s(short: char, effect: Effect) -> Opt {
     Opt {
         long: "",
         short: Some(short),
@@ -143,7 +143,7 @@ const fn model(
 }
 
 /// `sort` (GNU coreutils, getopt_long).
-const SORT: &[Opt] = &[
+pub(crate) const SORT: &[Opt] = &[
     o("ignore-leading-blanks", 'b', Flag),
     o("dictionary-order", 'd', Flag),
     o("ignore-case", 'f', Flag),
@@ -180,7 +180,7 @@ const SORT: &[Opt] = &[
 
 /// `sed` (GNU, getopt_long); `-i` writes, `-e`/`--expression` and the first operand are
 /// scripts, `-f` reads a script file.
-const SED: &[Opt] = &[
+pub(crate) const SED: &[Opt] = &[
     o("quiet", 'n', Flag),
     l("silent", Flag),
     l("debug", Flag),
@@ -296,7 +296,7 @@ const VIM: &[Opt] = &[
 ];
 
 /// git's global options (git.c `handle_options`: exact spellings, stop at the subcommand).
-const GIT_GLOBAL: &[Opt] = &[
+pub(crate) const GIT_GLOBAL: &[Opt] = &[
     s('C', Value),
     o("config", 'c', Runs),
     l("config-env", Runs),
@@ -581,35 +581,6 @@ pub(crate) const GIT_RUNNERS: &[&str] = &[
 pub(crate) const GIT_RUNNING_ACTIONS: &[(&str, &str)] =
     &[("bisect", "run"), ("submodule", "foreach")];
 
-/// `git config` arguments that only read configuration; any other use may set a key that
-/// names a command (core.pager, alias.*, core.fsmonitor, …).
-pub(crate) const GIT_CONFIG_READS: &[&str] = &[
-    "--get",
-    "--get-all",
-    "--get-regexp",
-    "--get-urlmatch",
-    "--list",
-    "-l",
-    "get",
-    "list",
-    "--show-origin",
-    "--show-scope",
-    "--null",
-    "-z",
-    "--name-only",
-    "--global",
-    "--system",
-    "--local",
-    "--worktree",
-    "--includes",
-    "--no-includes",
-    "--type",
-    "--bool",
-    "--int",
-    "--path",
-    "--default",
-];
-
 /// `find` primaries that run a command or write and delete files.
 pub(crate) const FIND_PRIMARIES: &[(&str, Effect)] = &[
     ("-exec", Runs),
@@ -627,33 +598,6 @@ pub(crate) const FIND_PRIMARIES: &[(&str, Effect)] = &[
 /// (`git -C . push` is `git push`): the option and whether it takes a value. Options not
 /// listed are read conservatively (their next word may be a value or the subcommand).
 pub(crate) const GLOBAL_OPTIONS: &[(&str, &[(&str, bool)])] = &[
-    (
-        "git",
-        &[
-            ("-C", true),
-            ("-c", true),
-            ("--config-env", true),
-            ("--exec-path", false),
-            ("--git-dir", true),
-            ("--work-tree", true),
-            ("--namespace", true),
-            ("--super-prefix", true),
-            ("--attr-source", true),
-            ("-p", false),
-            ("--paginate", false),
-            ("-P", false),
-            ("--no-pager", false),
-            ("--bare", false),
-            ("--no-replace-objects", false),
-            ("--literal-pathspecs", false),
-            ("--glob-pathspecs", false),
-            ("--noglob-pathspecs", false),
-            ("--icase-pathspecs", false),
-            ("--no-optional-locks", false),
-            ("--no-lazy-fetch", false),
-            ("--no-advice", false),
-        ],
-    ),
     (
         "docker",
         &[
@@ -733,8 +677,20 @@ pub(crate) const GLOBAL_OPTIONS: &[(&str, &[(&str, bool)])] = &[
 
 /// Whether `word` is one of `command`'s global options, and whether it takes the next word as
 /// its value. `None` when the command has a table and the word is not in it, or when the
-/// command has no table.
+/// command has no table. git's come from its model, [`GIT_GLOBAL`].
 pub(crate) fn global_option(command: &str, word: &str) -> Option<bool> {
+    if command == "git" {
+        let (name, attached) = match word.split_once('=') {
+            Some((name, _)) => (name, true),
+            None => (word, false),
+        };
+        let opt = GIT_GLOBAL.iter().find(|o| {
+            (!o.long.is_empty() && name.strip_prefix("--") == Some(o.long))
+                || o.short
+                    .is_some_and(|c| name.len() == 2 && name.starts_with('-') && name.ends_with(c))
+        })?;
+        return Some(opt.effect.needs_value() && !attached);
+    }
     let (_, table) = GLOBAL_OPTIONS.iter().find(|(name, _)| *name == command)?;
     if command == "cargo" && word.starts_with('+') {
         return Some(false);

@@ -33,7 +33,6 @@ pub(crate) const RUNNERS: &[(&str, Runs)] = &[
     ("env", Runs::Line),
     ("exec", Runs::Arguments),
     ("fakeroot", Runs::Arguments),
-    ("firejail", Runs::Arguments),
     ("flock", Runs::Line),
     ("ionice", Runs::Arguments),
     ("ld.so", Runs::Arguments),
@@ -64,12 +63,47 @@ pub(crate) const RUNNERS: &[(&str, Runs)] = &[
     ("unshare", Runs::Arguments),
     ("watch", Runs::Line),
     ("xargs", Runs::Arguments),
+    ("setarch", Runs::Arguments),
+    ("linux32", Runs::Arguments),
+    ("linux64", Runs::Arguments),
+    ("prlimit", Runs::Arguments),
+    ("valgrind", Runs::Arguments),
+    ("cgexec", Runs::Arguments),
+    ("capsh", Runs::Line),
+    ("start-stop-daemon", Runs::Arguments),
+    ("daemonize", Runs::Arguments),
+    ("numactl", Runs::Arguments),
+    ("catchsegv", Runs::Arguments),
+    ("faketime", Runs::Arguments),
+    ("torsocks", Runs::Arguments),
+    ("tsocks", Runs::Arguments),
+    ("firejail", Runs::Arguments),
+    ("bwrap", Runs::Arguments),
+    ("machinectl", Runs::Arguments),
+    ("run-parts", Runs::Arguments),
+    ("dbus-launch", Runs::Arguments),
+    ("xvfb-run", Runs::Arguments),
+    ("entr", Runs::Arguments),
+    ("tmux", Runs::Line),
+    ("screen", Runs::Arguments),
+    ("at", Runs::Line),
+    ("batch", Runs::Line),
     ("ash", Runs::Shell),
     ("bash", Runs::Shell),
     ("csh", Runs::Shell),
     ("dash", Runs::Shell),
     ("fish", Runs::Shell),
     ("ksh", Runs::Shell),
+    ("ksh93", Runs::Shell),
+    ("lksh", Runs::Shell),
+    ("oksh", Runs::Shell),
+    ("bosh", Runs::Shell),
+    ("rc", Runs::Shell),
+    ("es", Runs::Shell),
+    ("xonsh", Runs::Shell),
+    ("elvish", Runs::Shell),
+    ("nu", Runs::Shell),
+    ("pwsh", Runs::Shell),
     ("mksh", Runs::Shell),
     ("pdksh", Runs::Shell),
     ("posh", Runs::Shell),
@@ -108,9 +142,15 @@ pub(crate) fn leading_operands(runner: &str) -> usize {
 }
 
 /// How `name` runs other commands, if it does. The dynamic loader counts under any of its
-/// file names (`ld-linux-x86-64.so.2`, `ld-musl-x86_64.so.1`, `ld64.so.2`).
+/// file names (`ld-linux-x86-64.so.2`, `ld-musl-x86_64.so.1`, `ld64.so.2`), and a runner under
+/// a versioned name (`ksh93`, `bash5.2`, `zsh-5.9`) as itself.
 pub(crate) fn runner(name: &str) -> Option<Runs> {
-    if let Some((_, runs)) = RUNNERS.iter().find(|(runner, _)| *runner == name) {
+    let unversioned =
+        name.trim_end_matches(|c: char| c.is_ascii_digit() || matches!(c, '.' | '-' | '_'));
+    if let Some((_, runs)) = RUNNERS
+        .iter()
+        .find(|(runner, _)| *runner == name || (!unversioned.is_empty() && *runner == unversioned))
+    {
         return Some(*runs);
     }
     let loader =
@@ -182,12 +222,150 @@ pub(crate) fn starts_stdin_shell(runner: &str, args: &[String]) -> bool {
     shell
 }
 
-/// Files that are a process's standard input.
+/// Files that may be a process's standard input, however spelled: `-`, and any path that
+/// normalises (repeated slashes, `.` and `..` components) into `/dev/` or `/proc/`
+/// (`/dev/./stdin`, `//dev/stdin`, `/dev//fd/0`, `/proc/self/fd/0`).
 pub(crate) fn is_stdin_path(path: &str) -> bool {
-    path == "-"
-        || path == "/dev/stdin"
-        || path.starts_with("/dev/fd/")
-        || (path.starts_with("/proc/") && path.contains("/fd/"))
+    if path == "-" {
+        return true;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    path.starts_with('/') && matches!(parts.first(), Some(&("dev" | "proc")))
+}
+
+/// Variables whose value names a file the shell (or a program) runs at start.
+pub(crate) const FILE_RUNNING_VARIABLES: &[&str] = &["BASH_ENV", "ENV", "PYTHONSTARTUP"];
+
+/// Whether `word` holds a replacement string a runner fills in later (`{}`, `{.}`, `{1}`, or
+/// the string given to `xargs -I`).
+pub(crate) fn is_placeholder(word: &str, placeholders: &[String]) -> bool {
+    word.find('{')
+        .is_some_and(|open| word[open..].contains('}'))
+        || placeholders
+            .iter()
+            .any(|p| !p.is_empty() && word.contains(p.as_str()))
+}
+
+/// Runners that, given no command, start a shell (or read commands) from standard input: the
+/// runner, and how many operands of its own it takes before a command.
+const STDIN_BY_DEFAULT: &[(&str, usize)] = &[
+    ("fakeroot", 0),
+    ("fakeroot-ng", 0),
+    ("chroot", 1),
+    ("nsenter", 0),
+    ("unshare", 0),
+    ("parallel", 0),
+    ("machinectl", 2),
+    ("setsid", 0),
+    ("firejail", 0),
+    ("tmux", 1),
+    ("screen", 0),
+    ("at", 1),
+    ("batch", 0),
+];
+
+/// Whether `runner args` has no command, so it reads one (a shell, or commands) from
+/// standard input. A word right after an option may be that option's value, so it does not
+/// count as the command: when in doubt, the runner reads standard input.
+pub(crate) fn reads_stdin_by_default(runner: &str, args: &[String]) -> bool {
+    if runner == "script" {
+        return !args.iter().any(|a| {
+            a == "--command"
+                || a.starts_with("--command=")
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('c'))
+        });
+    }
+    let Some((_, leading)) = STDIN_BY_DEFAULT.iter().find(|(name, _)| *name == runner) else {
+        return false;
+    };
+    let plain = args
+        .iter()
+        .enumerate()
+        .filter(|&(i, word)| {
+            !word.starts_with('-')
+                && !word.contains('=')
+                && (i == 0 || !args[i - 1].starts_with('-'))
+        })
+        .count();
+    plain <= *leading
+}
+
+/// Interpreters and editors that read a program or commands from standard input: when given
+/// no program (or `-`), what they run cannot be read. The options that give the program.
+const INTERPRETERS: &[(&str, &[&str])] = &[
+    ("python", &["-c", "-m"]),
+    ("pypy", &["-c", "-m"]),
+    ("perl", &["-e", "-E"]),
+    ("ruby", &["-e"]),
+    ("node", &["-e", "-p", "--eval", "--print"]),
+    ("nodejs", &["-e", "-p", "--eval", "--print"]),
+    ("deno", &["eval", "run"]),
+    ("bun", &["-e", "run"]),
+    ("php", &["-r"]),
+    ("lua", &["-e"]),
+    ("luajit", &["-e"]),
+    ("tclsh", &[]),
+    ("wish", &[]),
+    ("expect", &["-c"]),
+    ("Rscript", &["-e"]),
+    ("R", &["-e"]),
+    ("osascript", &["-e"]),
+    ("guile", &["-c"]),
+    ("sqlite3", &[]),
+];
+
+/// Programs that always take commands from standard input or from files the checker cannot
+/// see (`ex`, `ed` with `!CMD`, `gdb` with `shell CMD` and `.gdbinit`).
+const COMMAND_READERS: &[&str] = &["ex", "ed", "red", "gdb", "gdb-multiarch", "lldb", "jdb"];
+
+/// Whether the program reads commands it runs from standard input (or from where the checker
+/// cannot look): `python3`, `perl -`, `ex -s`, `vim -es`, `gdb`, `awk -f -`.
+pub(crate) fn reads_program_from_stdin(name: &str, args: &[String]) -> bool {
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || matches!(c, '.' | '-' | '_'));
+    if COMMAND_READERS.contains(&name) || COMMAND_READERS.contains(&base) {
+        return true;
+    }
+    if matches!(base, "vi" | "vim" | "nvim" | "view" | "gvim") {
+        return args.iter().any(|a| {
+            a.starts_with('-')
+                && !a.starts_with("--")
+                && a[1..].chars().any(|c| matches!(c, 'e' | 's' | 'E'))
+        });
+    }
+    let Some((_, code)) = INTERPRETERS.iter().find(|(n, _)| *n == name || *n == base) else {
+        return false;
+    };
+    let mut previous_option = false;
+    for arg in args {
+        if code
+            .iter()
+            .any(|c| arg == c || (arg.starts_with(c) && c.len() == 2 && !arg.starts_with("--")))
+        {
+            return false;
+        }
+        if arg == "-" || is_stdin_path(arg) {
+            return true;
+        }
+        if arg.starts_with('-') {
+            previous_option = true;
+            continue;
+        }
+        if !previous_option {
+            // A script file: what it runs is a documented gap, not standard input.
+            return false;
+        }
+        previous_option = false;
+    }
+    true
 }
 
 /// Where a shell takes its script from.

@@ -11,6 +11,8 @@ pub(crate) struct Scan<'a> {
     pub(crate) runs: Vec<&'a str>,
     /// Scripts in the command's own language (sed).
     pub(crate) scripts: Vec<&'a str>,
+    /// Files holding such scripts (`sed -f FILE`).
+    pub(crate) script_files: Vec<&'a str>,
     /// The operands, in order.
     pub(crate) operands: Vec<&'a str>,
     /// Where parsing stopped, for models that stop at the first operand: the index in `args`
@@ -31,6 +33,7 @@ impl<'a> Scan<'a> {
             )),
             (Effect::Runs | Effect::RunsOptional, Some(value)) => self.runs.push(value),
             (Effect::Script, Some(value)) => self.scripts.push(value),
+            (Effect::ScriptFile, Some(value)) => self.script_files.push(value),
             _ => {}
         }
     }

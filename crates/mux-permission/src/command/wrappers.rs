@@ -5,59 +5,12 @@
 
 use super::builtins;
 use super::git;
+use super::inspection::Inspection;
+use super::model;
 use super::options::{self, Effect, FIND_PRIMARIES};
 use super::runners::{self, Runs, ShellScript};
 use super::scan::scan;
 use super::scripts;
-
-/// What a simple command's words reveal beyond themselves.
-#[derive(Debug, Default)]
-pub(crate) struct Inspection {
-    /// Why the command is at most ask.
-    pub(crate) hazards: Vec<String>,
-    /// Script strings the command runs (`sh -c STRING`, `eval ARGS`, option values that are
-    /// command lines), parsed in turn for deny rules.
-    pub(crate) inner_scripts: Vec<String>,
-    /// The command runs some suffix of its arguments as a command (`sudo`, `xargs`, `find
-    /// -exec`); each suffix is checked against deny rules.
-    pub(crate) runs_arguments: bool,
-    /// Why part of what the command runs cannot be read at all (a shell fed by standard input,
-    /// a script held in a substitution): any deny rule on commands could match it.
-    pub(crate) unreadable: Option<String>,
-}
-
-impl Inspection {
-    /// Takes the hazards of an option scan, and reads the values that run code as scripts.
-    pub(crate) fn absorb(&mut self, hazards: Vec<String>, runs: &[&str]) {
-        self.hazards.extend(hazards);
-        for value in runs {
-            self.value_scripts(value);
-        }
-    }
-
-    /// A value that runs code, as scripts: itself, what follows its first `=` (`core.pager=…`,
-    /// `exec=…`), without a leading `!` (git aliases).
-    fn value_scripts(&mut self, value: &str) {
-        let mut add = |text: &str| {
-            let text = text.strip_prefix('!').unwrap_or(text);
-            if !text.is_empty() && !self.inner_scripts.iter().any(|s| s == text) {
-                self.inner_scripts.push(text.to_owned());
-            }
-        };
-        add(value);
-        if let Some((_, after)) = value.split_once('=') {
-            add(after);
-            if let Some((_, again)) = after.split_once('=') {
-                add(again);
-            }
-        }
-    }
-
-    fn unreadable(&mut self, why: String) {
-        self.hazards.push(why.clone());
-        self.unreadable.get_or_insert(why);
-    }
-}
 
 /// The command name a path like `/usr/bin/sudo` stands for.
 pub(crate) fn base_name(word: &str) -> &str {
@@ -82,6 +35,11 @@ pub(crate) fn inspect(words: &[String], known: &[bool]) -> Inspection {
             .zip(known.get(1..).unwrap_or_default())
             .any(|(arg, known)| !known && arg == text)
     };
+    if runners::reads_program_from_stdin(name, args) {
+        found.unreadable(format!(
+            "`{name}` reads the commands or program it runs from standard input or files the checker cannot see"
+        ));
+    }
     if let Some(runs) = runners::runner(name) {
         runner(name, runs, args, &unknown, &mut found);
         return found;
@@ -101,16 +59,22 @@ pub(crate) fn inspect(words: &[String], known: &[bool]) -> Inspection {
         return found;
     }
     match name {
-        "alias" => found.hazards.push("`alias` redefines commands".to_owned()),
+        "alias" => {
+            found.hazards.push("`alias` redefines commands".to_owned());
+            // With `expand_aliases`, the value runs wherever the alias is used.
+            for arg in args {
+                if let Some((_, value)) = arg.split_once('=') {
+                    found.value_scripts(value);
+                    found.inner_scripts.push(value.to_owned());
+                }
+            }
+        }
         "find" => find(args, &mut found),
         "git" => git::inspect(args, &mut found),
         "sed" | "gsed" => sed(args, &mut found),
-        "awk" | "gawk" | "mawk" | "nawk" => {
-            for arg in args {
-                program(scripts::awk(arg), &mut found);
-            }
-        }
+        "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk" => awk(args, &mut found),
         other => {
+            found.runner_like = !model::has_model(other) && !NOT_RUNNING.contains(&other);
             if let Some(model) = options::find(other) {
                 let read = scan(model, args);
                 found.absorb(read.hazards, &read.runs);
@@ -126,6 +90,14 @@ pub(crate) fn inspect(words: &[String], known: &[bool]) -> Inspection {
     found
 }
 
+/// Programs and builtins without a model that never run their arguments: their suffixes are
+/// not guessed at.
+const NOT_RUNNING: &[&str] = &[
+    "cd", "exit", "true", "false", ":", "shift", "return", "break", "continue", "umask", "pushd",
+    "popd", "dirs", "jobs", "kill", "sleep", "mkdir", "rmdir", "touch", "cp", "mv", "ln", "chmod",
+    "chown", "chgrp", "rm", "unlink", "shred", "truncate", "wait", "type",
+];
+
 fn runner(
     name: &str,
     runs: Runs,
@@ -139,6 +111,14 @@ fn runner(
                 .hazards
                 .push(format!("the runner `{name}` runs another command"));
             found.runs_arguments = true;
+            if name == "xargs" {
+                found.placeholders.extend(xargs_replace(args));
+            }
+            if runners::reads_stdin_by_default(name, args) {
+                found.unreadable(format!(
+                    "`{name}` without a command runs a shell or commands from standard input"
+                ));
+            }
             if runners::starts_stdin_shell(name, args) {
                 found.unreadable(format!(
                     "`{name}` starts a shell that reads its script from standard input"
@@ -217,6 +197,12 @@ fn runner(
         if let Some(text) = text.filter(|t| looks_like_script(t)) {
             found.value_scripts(text);
         }
+        // `env PAGER=rm git log`: the value may be run by the command.
+        if let Some((_, value)) = arg.split_once('=')
+            && !value.is_empty()
+        {
+            found.guessed_scripts.push(value.to_owned());
+        }
     }
 }
 
@@ -249,11 +235,87 @@ fn find(args: &[String], found: &mut Inspection) {
     }
 }
 
+/// The replacement strings of `xargs -I R`, `-iR`, `--replace[=R]`.
+fn xargs_replace(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if arg == "-I" {
+            out.extend(iter.next().cloned());
+        } else if let Some(value) = arg.strip_prefix("-I").or_else(|| arg.strip_prefix("-i")) {
+            out.push(if value.is_empty() {
+                "{}".to_owned()
+            } else {
+                value.to_owned()
+            });
+        } else if let Some(value) = arg.strip_prefix("--replace") {
+            out.push(value.strip_prefix('=').unwrap_or("{}").to_owned());
+        } else if !arg.starts_with('-') {
+            break;
+        }
+    }
+    out
+}
+
+/// awk: every argument is read as a program (a file name that looks like code only refuses).
+/// A program file (`-f`, `-E`, `-i`, `--file`, `--exec`, `--include`) cannot be vouched for,
+/// and one read from standard input (`-f -`, `-f /dev/stdin`) is unreadable.
+fn awk(args: &[String], found: &mut Inspection) {
+    for (i, arg) in args.iter().enumerate() {
+        if let Some(attached) = awk_program_file(arg) {
+            let file = match attached {
+                "" => args.get(i + 1).map_or("-", String::as_str),
+                value => value,
+            };
+            program_file("awk", file, found);
+        }
+        program(scripts::awk(arg), found);
+    }
+}
+
+/// A program read from `file`: a hazard, and unreadable when the file is standard input.
+fn program_file(name: &str, file: &str, found: &mut Inspection) {
+    if runners::is_stdin_path(file) {
+        found.unreadable(format!("`{name}` reads its program from standard input"));
+    } else {
+        found
+            .hazards
+            .push(format!("`{name}` runs the program file `{file}`"));
+    }
+}
+
+/// Whether an awk argument names a program file: `--file`, `--exec`, `--include` (or an
+/// abbreviation), or a short cluster reaching `-f`, `-E` or `-i` through flags only. The
+/// attached file name (empty when it is the next word).
+fn awk_program_file(arg: &str) -> Option<&str> {
+    if let Some(long) = arg.strip_prefix("--") {
+        let (name, value) = long.split_once('=').unwrap_or((long, ""));
+        let names = !name.is_empty()
+            && ["file", "exec", "include"]
+                .iter()
+                .any(|l| l.starts_with(name));
+        return names.then_some(value);
+    }
+    let cluster = arg.strip_prefix('-')?;
+    for (at, letter) in cluster.char_indices() {
+        match letter {
+            'f' | 'E' | 'i' => return Some(&cluster[at + 1..]),
+            'b' | 'c' | 'C' | 'g' | 'h' | 'M' | 'N' | 'n' | 'O' | 'P' | 'r' | 's' | 'S' | 't'
+            | 'V' => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
 fn sed(args: &[String], found: &mut Inspection) {
     let Some(model) = options::find("sed") else {
         return;
     };
     let read = scan(model, args);
+    for file in &read.script_files {
+        program_file("sed", file, found);
+    }
     let mut programs: Vec<&str> = read.scripts.clone();
     if programs.is_empty() && model.script_operand {
         programs.extend(read.operands.first().copied());

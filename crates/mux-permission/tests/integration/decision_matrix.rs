@@ -179,9 +179,9 @@ fn shell_rows() -> Vec<Row> {
         ("GIT_SSH_COMMAND='x' git diff",                "dev",      D,      ASK),
         ("PATH=/tmp/evil git status",                   "dev",      D,      ASK),
         ("FOO=$(rm -rf /) ls",                          "dev",      D,      DENY),
-        ("$CMD",                                        "dev",      D,      ASK),
+        ("$CMD",                                        "dev",      D,      DENY),
         ("$CMD status",                                 "none",     D,      ASK),
-        ("${X}rm -rf /",                                "dev",      D,      ASK),
+        ("${X}rm -rf /",                                "dev",      D,      DENY),
         ("export FOO=bar",                              "dev",      D,      ASK),
         ("X=1",                                         "dev",      D,      ASK),
         // -- wrappers --
@@ -235,10 +235,10 @@ fn shell_rows() -> Vec<Row> {
         ("sort --compress-program=./evil f",            "wrappers", D,      ASK),
         // -- globbing and brace expansion --
         ("ls *.txt",                                    "dev",      D,      ASK),
-        ("ls src/?",                                    "dev",      D,      ASK),
+        ("ls src/?",                                    "dev",      D,      ALLOW),
         ("ls {a,b}",                                    "dev",      D,      ASK),
         ("ls x{1..3}",                                  "dev",      D,      ASK),
-        ("ls a{b,c}d",                                  "dev",      D,      ASK),
+        ("ls a{b,c}d",                                  "dev",      D,      ALLOW),
         ("git diff HEAD@{1}",                           "dev",      D,      ALLOW),
         ("git log --format={h}",                        "dev",      D,      ALLOW),
         ("[ -f x ] && ls",                              "dev",      D,      ASK),
@@ -287,7 +287,7 @@ fn shell_rows() -> Vec<Row> {
         ("git push origin",                             "dev",      BYPASS, ALLOW),
         ("rm -rf /",                                    "dev",      BYPASS, DENY),
         ("echo $(rm -rf /)",                            "dev",      BYPASS, DENY),
-        ("$CMD",                                        "dev",      BYPASS, ASK),
+        ("$CMD",                                        "dev",      BYPASS, DENY),
         ("$CMD",                                        "none",     BYPASS, ALLOW),
         ("npm install x",                               "dev",      DONT,   DENY),
         ("git status",                                  "dev",      DONT,   ALLOW),
@@ -345,7 +345,9 @@ fn shell_rows() -> Vec<Row> {
     ));
     for (deep, rules, mode, expect) in [
         ("(".repeat(30_000) + "ls" + &")".repeat(30_000), "dev", D, ASK),
-        ("echo ".to_owned() + &"$(".repeat(20_000) + "ls" + &")".repeat(20_000), "dev", D, ASK),
+        // `$($(…))` runs what the inner command prints: a command name that is not a literal
+        // is unreadable, so a deny rule on commands denies it.
+        ("echo ".to_owned() + &"$(".repeat(20_000) + "ls" + &")".repeat(20_000), "dev", D, DENY),
         ("(".repeat(30_000) + "rm x" + &")".repeat(30_000), "none", BYPASS, ALLOW),
         ("(".repeat(30_000) + "rm x" + &")".repeat(30_000), "dev", BYPASS, ASK),
     ] {

@@ -12,3 +12,4 @@ mod shell_adversarial;
 mod shell_mutations;
 mod tool_matrix;
 mod tracing_events;
+mod unexplained_words_never_allow;

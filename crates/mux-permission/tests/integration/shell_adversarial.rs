@@ -1,6 +1,8 @@
-//! The adversarial shell suite (issue 15, classes 1–6): every case of
-//! `adversarial/shell_cases.json` (written by `adversarial/gen_shell_cases.py`) must end with its
-//! expected verdict under its settings profile and mode. The strings are only analysed.
+//! The adversarial shell suites: every case of `adversarial/shell_cases.json` (issue 15,
+//! classes 1–6, written by `adversarial/gen_shell_cases.py`) and of
+//! `adversarial/model_cases.json` (issue 23, classes 2–7 and 10, written by
+//! `adversarial/gen_model_cases.py`) must end with its expected verdict under its settings
+//! profile and mode. The strings are only analysed, never run.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +13,7 @@ use mux_tool::Subject;
 use serde_json::Value;
 
 const CASES: &str = include_str!("adversarial/shell_cases.json");
+const MODEL_CASES: &str = include_str!("adversarial/model_cases.json");
 
 fn profile(rules: &Value, mode: Mode) -> Permissions {
     let mut set = RuleSet::new().with_mode(mode);
@@ -40,11 +43,12 @@ fn verdict(name: &str) -> Verdict {
     }
 }
 
-#[test]
-fn adversarial_shell_cases_end_as_expected() {
-    let suite: Value = serde_json::from_str(CASES).unwrap();
+/// Runs a suite; returns the passed and total count per class, and the failures.
+fn run(cases: &str) -> (BTreeMap<String, (usize, usize)>, Vec<String>) {
+    let suite: Value = serde_json::from_str(cases).unwrap();
     let bash = builtin::spec("Bash").unwrap();
     let mut per_class: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut policies: BTreeMap<(String, String), Permissions> = BTreeMap::new();
     let mut failures = Vec::new();
     for case in suite["cases"].as_array().unwrap() {
         let class = match &case["class"] {
@@ -54,8 +58,12 @@ fn adversarial_shell_cases_end_as_expected() {
         let command = case["command"].as_str().unwrap();
         let expect = verdict(case["expect"].as_str().unwrap());
         let mode: Mode = case["mode"].as_str().unwrap().parse().unwrap();
-        let rules = &suite["profiles"][case["profile"].as_str().unwrap()];
-        let decision = profile(rules, mode).check(&bash, &Subject::command(command));
+        let name = case["profile"].as_str().unwrap();
+        // Building a policy parses and compiles every rule: once per profile and mode.
+        let policy = policies
+            .entry((name.to_owned(), mode.to_string()))
+            .or_insert_with(|| profile(&suite["profiles"][name], mode));
+        let decision = policy.check(&bash, &Subject::command(command));
         let entry = per_class.entry(class.clone()).or_default();
         entry.1 += 1;
         if decision.verdict == expect {
@@ -67,6 +75,12 @@ fn adversarial_shell_cases_end_as_expected() {
             ));
         }
     }
+    (per_class, failures)
+}
+
+#[test]
+fn adversarial_shell_cases_end_as_expected() {
+    let (per_class, failures) = run(CASES);
     for (class, (passed, total)) in &per_class {
         println!("class {class}: {passed}/{total} pass");
     }
@@ -83,6 +97,24 @@ fn adversarial_shell_cases_end_as_expected() {
     assert!(
         failures.is_empty(),
         "{} of the shell cases fail:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn issue_23_cases_end_as_expected() {
+    let (per_class, failures) = run(MODEL_CASES);
+    for (class, (passed, total)) in &per_class {
+        println!("class {class}: {passed}/{total} pass");
+    }
+    for class in ["2", "3", "4", "5", "6", "7", "10"] {
+        let total = per_class.get(class).map_or(0, |c| c.1);
+        assert!(total >= 40, "class {class} has only {total} cases");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of the issue 23 cases fail:\n{}",
         failures.len(),
         failures.join("\n")
     );

@@ -1,15 +1,8 @@
-//! Scripts in other commands' languages that can run code or touch files: sed and awk.
+//! GNU sed scripts, read with GNU sed's grammar: labels end at whitespace or `;` (so `:a e
+//! CMD` is the label `a`, then the command `e`), `v` takes an optional version and is followed
+//! by another command, and `e`, `s///e`, `w`, `W`, `r`, `R` and `s///w` run or touch files.
 
-/// What a sed or awk program does beyond reading its input and printing.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Program {
-    /// Why the program is at most ask.
-    pub(crate) hazards: Vec<String>,
-    /// Shell commands it runs whose text is known (`sed '1e CMD'`).
-    pub(crate) runs: Vec<String>,
-    /// It runs shell commands whose text is not known (`s///e`, a bare `e`, awk `system`).
-    pub(crate) unreadable: bool,
-}
+use super::Program;
 
 /// Reads a sed script. Only the commands GNU sed documents as not running code, reading or
 /// writing files are vouched for; anything else is a hazard.
@@ -55,8 +48,19 @@ pub(crate) fn sed(script: &str) -> Program {
                     i += 1;
                 }
             }
-            ':' | 'b' | 't' | 'T' | 'v' | '#' => {
-                while i < chars.len() && chars[i] != '\n' && (command == '#' || chars[i] != ';') {
+            '#' => {
+                rest_of_line(&mut i);
+            }
+            ':' | 'b' | 't' | 'T' | 'v' => {
+                // GNU sed: blanks, then a label (or `v`'s version) that ends at whitespace,
+                // `;`, `}` or `#`; what follows is the next command.
+                while i < chars.len() && (chars[i] == ' ' || chars[i] == '\t') {
+                    i += 1;
+                }
+                while i < chars.len()
+                    && !chars[i].is_whitespace()
+                    && !matches!(chars[i], ';' | '}' | '#')
+                {
                     i += 1;
                 }
             }
@@ -187,21 +191,6 @@ fn address(chars: &[char], i: &mut usize) -> bool {
     true
 }
 
-/// Reads an awk program: `system()`, pipes and `getline` run commands the checker cannot read;
-/// `>` may write a file.
-pub(crate) fn awk(program: &str) -> Program {
-    let mut out = Program::default();
-    if program.contains("system") || program.contains('|') || program.contains("getline") {
-        out.hazards
-            .push("the awk program runs commands (`system`, `|`, `getline`)".into());
-        out.unreadable = true;
-    }
-    if program.contains('>') {
-        out.hazards.push("the awk program may write a file".into());
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,5 +219,14 @@ mod tests {
         for script in ["w out", "s/a/b/w out", "1W out", "r /etc/passwd", "1{e id"] {
             assert!(!sed(script).hazards.is_empty(), "{script}");
         }
+    }
+
+    #[test]
+    fn labels_and_versions_end_where_gnu_sed_ends_them() {
+        assert_eq!(sed(":a e id").runs, ["id"]);
+        assert_eq!(sed("v 4.2 e id").runs, ["id"]);
+        assert_eq!(sed("b end; e id").runs, ["id"]);
+        assert_eq!(sed(":a\te id").runs, ["id"]);
+        assert!(sed(":a;N;ba").hazards.is_empty());
     }
 }

@@ -1,0 +1,1176 @@
+//! git: global options as git.c reads them (exact spellings), then a subcommand with a model.
+//! Read subcommands are modelled broadly, write subcommands (add, commit, checkout, switch,
+//! restore, fetch, pull, clone, rebase) by the options that only change what git itself does.
+//! `--output`, `--ext-diff`, `--textconv`, `-c`, `--exec-path` and the like are never
+//! explained; neither is a subcommand without a model (an alias may run anything).
+
+use super::super::options::Effect::{Flag, OptionalValue, Runs, Value, Writes};
+use super::super::options::{GIT_GLOBAL, Opt, l, o, s};
+use super::parse::{Arg, Parsed, check};
+use super::{Form, Kind, Lang, Model, Operands, PATHS, Style, TEXTS, model};
+
+/// Options of every command that shows diffs.
+const DIFF: &[Opt] = &[
+    o("patch", 'p', Flag),
+    s('u', Flag),
+    o("no-patch", 's', Flag),
+    o("unified", 'U', Value),
+    l("output", Writes),
+    l("output-indicator-new", Value),
+    l("output-indicator-old", Value),
+    l("output-indicator-context", Value),
+    l("raw", Flag),
+    l("patch-with-raw", Flag),
+    s('t', Flag),
+    l("indent-heuristic", Flag),
+    l("minimal", Flag),
+    l("patience", Flag),
+    l("histogram", Flag),
+    l("anchored", Value),
+    l("diff-algorithm", Value),
+    l("stat", OptionalValue),
+    l("stat-width", Value),
+    l("stat-name-width", Value),
+    l("stat-graph-width", Value),
+    l("stat-count", Value),
+    l("compact-summary", Flag),
+    l("numstat", Flag),
+    l("shortstat", Flag),
+    s('X', OptionalValue),
+    l("dirstat", OptionalValue),
+    l("cumulative", Flag),
+    l("dirstat-by-file", OptionalValue),
+    l("summary", Flag),
+    l("patch-with-stat", Flag),
+    s('z', Flag),
+    l("name-only", Flag),
+    l("name-status", Flag),
+    l("submodule", OptionalValue),
+    l("color", OptionalValue),
+    l("color-moved", OptionalValue),
+    l("color-moved-ws", Value),
+    l("word-diff", OptionalValue),
+    l("word-diff-regex", Value),
+    l("color-words", OptionalValue),
+    l("no-renames", Flag),
+    l("rename-empty", Flag),
+    l("check", Flag),
+    l("ws-error-highlight", Value),
+    l("full-index", Flag),
+    l("binary", Flag),
+    l("abbrev", OptionalValue),
+    o("break-rewrites", 'B', OptionalValue),
+    o("find-renames", 'M', OptionalValue),
+    o("find-copies", 'C', OptionalValue),
+    l("find-copies-harder", Flag),
+    o("irreversible-delete", 'D', Flag),
+    s('l', Value),
+    l("diff-filter", Value),
+    s('S', Value),
+    s('G', Value),
+    l("find-object", Value),
+    l("pickaxe-all", Flag),
+    l("pickaxe-regex", Flag),
+    s('O', Value),
+    l("skip-to", Value),
+    l("rotate-to", Value),
+    s('R', Flag),
+    l("relative", OptionalValue),
+    o("text", 'a', Flag),
+    l("ignore-cr-at-eol", Flag),
+    l("ignore-space-at-eol", Flag),
+    o("ignore-space-change", 'b', Flag),
+    o("ignore-all-space", 'w', Flag),
+    l("ignore-blank-lines", Flag),
+    o("ignore-matching-lines", 'I', Value),
+    l("inter-hunk-context", Value),
+    o("function-context", 'W', Flag),
+    l("exit-code", Flag),
+    l("quiet", Flag),
+    l("ext-diff", Runs),
+    l("textconv", Runs),
+    l("ignore-submodules", OptionalValue),
+    l("src-prefix", Value),
+    l("dst-prefix", Value),
+    l("no-prefix", Flag),
+    l("default-prefix", Flag),
+    l("line-prefix", Value),
+    l("ita-invisible-in-index", Flag),
+    l("ita-visible-in-index", Flag),
+    s('1', Flag),
+    s('2', Flag),
+    s('3', Flag),
+    s('0', Flag),
+];
+
+/// Options of `git diff` itself.
+const DIFF_ONLY: &[Opt] = &[
+    l("cached", Flag),
+    l("staged", Flag),
+    l("merge-base", Flag),
+    l("no-index", Flag),
+    l("base", Flag),
+    l("ours", Flag),
+    l("theirs", Flag),
+    o("help", 'h', Flag),
+];
+
+/// Revision walking and commit formatting: log, show, shortlog, rev-list, reflog. They share
+/// git's revision parser, which would take `--output` through [`DIFF`] only where listed.
+const REVS: &[Opt] = &[
+    o("max-count", 'n', Value),
+    l("skip", Value),
+    l("since", Value),
+    l("after", Value),
+    l("since-as-filter", Value),
+    l("until", Value),
+    l("before", Value),
+    l("max-age", Value),
+    l("min-age", Value),
+    l("author", Value),
+    l("committer", Value),
+    l("grep-reflog", Value),
+    l("grep", Value),
+    l("all-match", Flag),
+    l("invert-grep", Flag),
+    o("regexp-ignore-case", 'i', Flag),
+    l("basic-regexp", Flag),
+    o("extended-regexp", 'E', Flag),
+    o("fixed-strings", 'F', Flag),
+    o("perl-regexp", 'P', Flag),
+    l("remove-empty", Flag),
+    l("merges", Flag),
+    l("no-merges", Flag),
+    l("min-parents", Value),
+    l("max-parents", Value),
+    l("first-parent", Flag),
+    l("exclude-first-parent-only", Flag),
+    l("not", Flag),
+    l("all", Flag),
+    l("branches", OptionalValue),
+    l("tags", OptionalValue),
+    l("remotes", OptionalValue),
+    l("glob", Value),
+    l("exclude", Value),
+    l("exclude-hidden", Value),
+    l("reflog", Flag),
+    l("alternate-refs", Flag),
+    l("single-worktree", Flag),
+    l("ignore-missing", Flag),
+    l("bisect", Flag),
+    l("cherry-mark", Flag),
+    l("cherry-pick", Flag),
+    l("left-only", Flag),
+    l("right-only", Flag),
+    l("cherry", Flag),
+    o("walk-reflogs", 'g', Flag),
+    l("merge", Flag),
+    l("boundary", Flag),
+    l("simplify-by-decoration", Flag),
+    l("show-pulls", Flag),
+    l("full-history", Flag),
+    l("dense", Flag),
+    l("sparse", Flag),
+    l("simplify-merges", Flag),
+    l("ancestry-path", OptionalValue),
+    l("date-order", Flag),
+    l("author-date-order", Flag),
+    l("topo-order", Flag),
+    l("reverse", Flag),
+    l("no-walk", OptionalValue),
+    l("do-walk", Flag),
+    l("pretty", OptionalValue),
+    l("format", Value),
+    l("abbrev-commit", Flag),
+    l("no-abbrev-commit", Flag),
+    l("oneline", Flag),
+    l("encoding", Value),
+    l("expand-tabs", OptionalValue),
+    l("no-expand-tabs", Flag),
+    l("notes", OptionalValue),
+    l("no-notes", Flag),
+    l("show-notes-by-default", Flag),
+    l("relative-date", Flag),
+    l("date", Value),
+    l("parents", Flag),
+    l("children", Flag),
+    l("left-right", Flag),
+    l("graph", Flag),
+    l("show-linear-break", OptionalValue),
+    s('c', Flag),
+    l("cc", Flag),
+    l("dd", Flag),
+    s('m', Flag),
+    l("diff-merges", Value),
+    l("no-diff-merges", Flag),
+    l("combined-all-paths", Flag),
+    l("remerge-diff", Flag),
+    o("decorate", 'd', OptionalValue),
+    l("no-decorate", Flag),
+    l("decorate-refs", Value),
+    l("decorate-refs-exclude", Value),
+    l("clear-decorations", Flag),
+    l("source", Flag),
+    l("mailmap", Flag),
+    l("use-mailmap", Flag),
+    l("no-mailmap", Flag),
+    l("no-use-mailmap", Flag),
+    l("full-diff", Flag),
+    l("log-size", Flag),
+    s('L', Value),
+    l("follow", Flag),
+    l("count", Flag),
+    l("objects", Flag),
+    l("objects-edge", Flag),
+    l("timestamp", Flag),
+    l("header", Flag),
+    l("in-commit-order", Flag),
+    l("stdin", Flag),
+    o("help", 'h', Flag),
+];
+
+/// `git status`.
+const STATUS: &[Opt] = &[
+    o("short", 's', Flag),
+    o("branch", 'b', Flag),
+    l("show-stash", Flag),
+    l("porcelain", OptionalValue),
+    l("long", Flag),
+    o("verbose", 'v', Flag),
+    o("untracked-files", 'u', OptionalValue),
+    l("ignore-submodules", OptionalValue),
+    l("ignored", OptionalValue),
+    s('z', Flag),
+    l("column", OptionalValue),
+    l("ahead-behind", Flag),
+    l("renames", Flag),
+    l("find-renames", OptionalValue),
+    o("quiet", 'q', Flag),
+];
+
+const BRANCH: &[Opt] = &[
+    o("all", 'a', Flag),
+    o("remotes", 'r', Flag),
+    o("verbose", 'v', Flag),
+    o("list", 'l', Flag),
+    l("show-current", Flag),
+    l("contains", OptionalValue),
+    l("no-contains", OptionalValue),
+    l("merged", OptionalValue),
+    l("no-merged", OptionalValue),
+    l("points-at", Value),
+    l("sort", Value),
+    l("format", Value),
+    l("color", OptionalValue),
+    l("column", OptionalValue),
+    o("ignore-case", 'i', Flag),
+    l("omit-empty", Flag),
+    l("abbrev", OptionalValue),
+    o("quiet", 'q', Flag),
+];
+
+const TAG: &[Opt] = &[
+    o("list", 'l', Flag),
+    s('n', OptionalValue),
+    l("contains", OptionalValue),
+    l("no-contains", OptionalValue),
+    l("merged", OptionalValue),
+    l("no-merged", OptionalValue),
+    l("points-at", Value),
+    l("sort", Value),
+    l("format", Value),
+    l("color", OptionalValue),
+    o("ignore-case", 'i', Flag),
+    l("column", OptionalValue),
+    l("omit-empty", Flag),
+];
+
+const CONFIG: &[Opt] = &[
+    l("global", Flag),
+    l("system", Flag),
+    l("local", Flag),
+    l("worktree", Flag),
+    o("file", 'f', Value),
+    l("blob", Value),
+    l("get", Flag),
+    l("get-all", Flag),
+    l("get-regexp", Flag),
+    l("get-urlmatch", Flag),
+    o("list", 'l', Flag),
+    l("show-origin", Flag),
+    l("show-scope", Flag),
+    o("null", 'z', Flag),
+    l("name-only", Flag),
+    l("includes", Flag),
+    l("type", Value),
+    l("bool", Flag),
+    l("int", Flag),
+    l("bool-or-int", Flag),
+    l("path", Flag),
+    l("expiry-date", Flag),
+    l("default", Value),
+    l("value", Value),
+    l("fixed-value", Flag),
+    l("all", Flag),
+    l("regexp", Flag),
+    l("url", Value),
+];
+
+const REV_PARSE: &[Opt] = &[
+    l("short", OptionalValue),
+    l("abbrev-ref", OptionalValue),
+    l("verify", Flag),
+    o("quiet", 'q', Flag),
+    l("show-toplevel", Flag),
+    l("show-prefix", Flag),
+    l("show-cdup", Flag),
+    l("git-dir", Flag),
+    l("git-common-dir", Flag),
+    l("absolute-git-dir", Flag),
+    l("is-inside-work-tree", Flag),
+    l("is-inside-git-dir", Flag),
+    l("is-bare-repository", Flag),
+    l("is-shallow-repository", Flag),
+    l("show-superproject-working-tree", Flag),
+    l("shared-index-path", Flag),
+    l("show-object-format", OptionalValue),
+    l("show-ref-format", Flag),
+    l("local-env-vars", Flag),
+    l("symbolic", Flag),
+    l("symbolic-full-name", Flag),
+    l("all", Flag),
+    l("branches", OptionalValue),
+    l("tags", OptionalValue),
+    l("remotes", OptionalValue),
+    l("glob", Value),
+    l("exclude", Value),
+    l("disambiguate", Value),
+    l("sq", Flag),
+    l("sq-quote", Flag),
+    l("default", Value),
+    l("revs-only", Flag),
+    l("no-revs", Flag),
+    l("flags", Flag),
+    l("no-flags", Flag),
+    l("git-path", Value),
+    l("resolve-git-dir", Value),
+    l("since", Value),
+    l("after", Value),
+    l("until", Value),
+    l("before", Value),
+    l("path-format", Value),
+];
+
+const LS_FILES: &[Opt] = &[
+    o("cached", 'c', Flag),
+    o("deleted", 'd', Flag),
+    o("modified", 'm', Flag),
+    o("others", 'o', Flag),
+    o("ignored", 'i', Flag),
+    o("stage", 's', Flag),
+    o("unmerged", 'u', Flag),
+    o("killed", 'k', Flag),
+    s('z', Flag),
+    o("exclude", 'x', Value),
+    o("exclude-from", 'X', Value),
+    l("exclude-per-directory", Value),
+    l("exclude-standard", Flag),
+    l("error-unmatch", Flag),
+    l("with-tree", Value),
+    s('t', Flag),
+    s('v', Flag),
+    s('f', Flag),
+    l("full-name", Flag),
+    l("recurse-submodules", Flag),
+    l("abbrev", OptionalValue),
+    l("debug", Flag),
+    l("eol", Flag),
+    l("deduplicate", Flag),
+    l("directory", Flag),
+    l("no-empty-directory", Flag),
+    l("sparse", Flag),
+    l("format", Value),
+];
+
+const LS_TREE: &[Opt] = &[
+    s('d', Flag),
+    s('r', Flag),
+    s('t', Flag),
+    o("long", 'l', Flag),
+    s('z', Flag),
+    l("name-only", Flag),
+    l("name-status", Flag),
+    l("object-only", Flag),
+    l("full-name", Flag),
+    l("full-tree", Flag),
+    l("abbrev", OptionalValue),
+    l("format", Value),
+];
+
+const BLAME: &[Opt] = &[
+    s('b', Flag),
+    l("root", Flag),
+    l("show-stats", Flag),
+    s('L', Value),
+    s('l', Flag),
+    s('t', Flag),
+    s('S', Value),
+    l("reverse", Value),
+    l("first-parent", Flag),
+    o("porcelain", 'p', Flag),
+    l("line-porcelain", Flag),
+    l("incremental", Flag),
+    l("encoding", Value),
+    l("contents", Value),
+    l("date", Value),
+    l("progress", Flag),
+    s('M', OptionalValue),
+    s('C', OptionalValue),
+    l("ignore-rev", Value),
+    l("ignore-revs-file", Value),
+    l("color-lines", Flag),
+    l("color-by-age", Flag),
+    s('c', Flag),
+    s('s', Flag),
+    o("show-email", 'e', Flag),
+    o("show-name", 'f', Flag),
+    o("show-number", 'n', Flag),
+    s('w', Flag),
+    l("abbrev", OptionalValue),
+];
+
+const DESCRIBE: &[Opt] = &[
+    l("all", Flag),
+    l("tags", Flag),
+    l("contains", Flag),
+    l("abbrev", OptionalValue),
+    l("candidates", Value),
+    l("exact-match", Flag),
+    l("debug", Flag),
+    l("long", Flag),
+    l("match", Value),
+    l("exclude", Value),
+    l("always", Flag),
+    l("first-parent", Flag),
+    l("dirty", OptionalValue),
+    l("broken", OptionalValue),
+];
+
+const SHORTLOG: &[Opt] = &[
+    o("numbered", 'n', Flag),
+    o("summary", 's', Flag),
+    o("email", 'e', Flag),
+    s('w', OptionalValue),
+    l("group", Value),
+    o("committer", 'c', Flag),
+];
+
+const GREP: &[Opt] = &[
+    l("cached", Flag),
+    l("untracked", Flag),
+    l("no-index", Flag),
+    l("no-exclude-standard", Flag),
+    l("exclude-standard", Flag),
+    l("recurse-submodules", Flag),
+    o("text", 'a', Flag),
+    l("textconv", Runs),
+    o("ignore-case", 'i', Flag),
+    s('I', Flag),
+    l("max-depth", Value),
+    o("recursive", 'r', Flag),
+    o("word-regexp", 'w', Flag),
+    o("invert-match", 'v', Flag),
+    s('h', Flag),
+    s('H', Flag),
+    l("full-name", Flag),
+    o("extended-regexp", 'E', Flag),
+    o("basic-regexp", 'G', Flag),
+    o("perl-regexp", 'P', Flag),
+    o("fixed-strings", 'F', Flag),
+    o("line-number", 'n', Flag),
+    l("column", Flag),
+    o("files-with-matches", 'l', Flag),
+    l("name-only", Flag),
+    o("files-without-match", 'L', Flag),
+    o("open-files-in-pager", 'O', Runs),
+    o("null", 'z', Flag),
+    o("only-matching", 'o', Flag),
+    o("count", 'c', Flag),
+    l("color", OptionalValue),
+    l("break", Flag),
+    l("heading", Flag),
+    o("show-function", 'p', Flag),
+    o("after-context", 'A', Value),
+    o("before-context", 'B', Value),
+    o("context", 'C', Value),
+    o("function-context", 'W', Flag),
+    o("max-count", 'm', Value),
+    l("threads", Value),
+    s('f', Value),
+    s('e', Value),
+    l("and", Flag),
+    l("or", Flag),
+    l("not", Flag),
+    l("all-match", Flag),
+    o("quiet", 'q', Flag),
+];
+
+const REMOTE: &[Opt] = &[
+    o("verbose", 'v', Flag),
+    s('n', Flag),
+    l("push", Flag),
+    l("all", Flag),
+];
+
+const WORKTREE: &[Opt] = &[
+    l("porcelain", Flag),
+    o("verbose", 'v', Flag),
+    s('z', Flag),
+    l("expire", Value),
+];
+
+const STASH_SHOW: &[Opt] = &[o("include-untracked", 'u', Flag), l("only-untracked", Flag)];
+
+const ADD: &[Opt] = &[
+    o("dry-run", 'n', Flag),
+    o("verbose", 'v', Flag),
+    o("force", 'f', Flag),
+    o("update", 'u', Flag),
+    o("all", 'A', Flag),
+    l("ignore-removal", Flag),
+    o("intent-to-add", 'N', Flag),
+    l("refresh", Flag),
+    l("ignore-errors", Flag),
+    l("ignore-missing", Flag),
+    l("sparse", Flag),
+    l("renormalize", Flag),
+    l("chmod", Value),
+    l("pathspec-from-file", Value),
+    l("pathspec-file-nul", Flag),
+];
+
+const COMMIT: &[Opt] = &[
+    o("all", 'a', Flag),
+    o("reuse-message", 'C', Value),
+    l("fixup", Value),
+    l("squash", Value),
+    l("reset-author", Flag),
+    l("short", Flag),
+    l("branch", Flag),
+    l("porcelain", Flag),
+    l("long", Flag),
+    o("null", 'z', Flag),
+    o("file", 'F', Value),
+    l("author", Value),
+    l("date", Value),
+    o("message", 'm', Value),
+    o("template", 't', Value),
+    o("signoff", 's', Flag),
+    l("trailer", Value),
+    o("no-verify", 'n', Flag),
+    l("verify", Flag),
+    l("allow-empty", Flag),
+    l("allow-empty-message", Flag),
+    l("cleanup", Value),
+    l("amend", Flag),
+    l("no-post-rewrite", Flag),
+    o("include", 'i', Flag),
+    o("only", 'o', Flag),
+    l("pathspec-from-file", Value),
+    l("pathspec-file-nul", Flag),
+    o("untracked-files", 'u', OptionalValue),
+    o("verbose", 'v', Flag),
+    o("quiet", 'q', Flag),
+    l("dry-run", Flag),
+    l("status", Flag),
+];
+
+const CHECKOUT: &[Opt] = &[
+    o("quiet", 'q', Flag),
+    o("force", 'f', Flag),
+    l("ours", Flag),
+    l("theirs", Flag),
+    s('b', Value),
+    s('B', Value),
+    o("track", 't', OptionalValue),
+    l("guess", Flag),
+    s('l', Flag),
+    o("detach", 'd', Flag),
+    l("orphan", Value),
+    l("ignore-skip-worktree-bits", Flag),
+    o("merge", 'm', Flag),
+    l("conflict", Value),
+    l("ignore-other-worktrees", Flag),
+    l("overwrite-ignore", Flag),
+    l("recurse-submodules", OptionalValue),
+    l("overlay", Flag),
+    l("progress", Flag),
+    l("pathspec-from-file", Value),
+    l("pathspec-file-nul", Flag),
+];
+
+const SWITCH: &[Opt] = &[
+    o("create", 'c', Value),
+    o("force-create", 'C', Value),
+    o("detach", 'd', Flag),
+    l("guess", Flag),
+    o("discard-changes", 'f', Flag),
+    l("force", Flag),
+    o("merge", 'm', Flag),
+    l("conflict", Value),
+    o("quiet", 'q', Flag),
+    l("progress", Flag),
+    o("track", 't', OptionalValue),
+    l("orphan", Value),
+    l("ignore-other-worktrees", Flag),
+    l("recurse-submodules", OptionalValue),
+];
+
+const RESTORE: &[Opt] = &[
+    o("source", 's', Value),
+    o("worktree", 'W', Flag),
+    o("staged", 'S', Flag),
+    o("quiet", 'q', Flag),
+    l("progress", Flag),
+    l("ours", Flag),
+    l("theirs", Flag),
+    o("merge", 'm', Flag),
+    l("conflict", Value),
+    l("ignore-unmerged", Flag),
+    l("ignore-skip-worktree-bits", Flag),
+    l("recurse-submodules", OptionalValue),
+    l("overlay", Flag),
+    l("pathspec-from-file", Value),
+    l("pathspec-file-nul", Flag),
+];
+
+/// fetch, pull, clone and ls-remote: `--upload-pack`, `-c` and `--template` run code.
+const FETCH: &[Opt] = &[
+    l("all", Flag),
+    o("append", 'a', Flag),
+    l("atomic", Flag),
+    l("depth", Value),
+    l("deepen", Value),
+    l("shallow-since", Value),
+    l("shallow-exclude", Value),
+    l("unshallow", Flag),
+    l("update-shallow", Flag),
+    l("dry-run", Flag),
+    o("force", 'f', Flag),
+    o("keep", 'k', Flag),
+    l("multiple", Flag),
+    o("prune", 'p', Flag),
+    o("prune-tags", 'P', Flag),
+    o("tags", 't', Flag),
+    l("refetch", Flag),
+    o("jobs", 'j', Value),
+    l("recurse-submodules", OptionalValue),
+    o("quiet", 'q', Flag),
+    o("verbose", 'v', Flag),
+    l("progress", Flag),
+    l("set-upstream", Flag),
+    l("upload-pack", Runs),
+    o("server-option", 'o', Value),
+    o("ipv4", '4', Flag),
+    o("ipv6", '6', Flag),
+    l("filter", Value),
+    l("negotiation-tip", Value),
+    l("porcelain", Flag),
+    l("write-fetch-head", Flag),
+    l("show-forced-updates", Flag),
+    o("update-head-ok", 'u', Flag),
+];
+
+const PULL: &[Opt] = &[
+    l("rebase", OptionalValue),
+    l("ff", Flag),
+    l("ff-only", Flag),
+    l("squash", Flag),
+    l("autostash", Flag),
+    l("stat", Flag),
+];
+
+const CLONE: &[Opt] = &[
+    l("template", Runs),
+    o("config", 'c', Runs),
+    o("upload-pack", 'u', Runs),
+    l("depth", Value),
+    o("branch", 'b', Value),
+    o("origin", 'o', Value),
+    o("quiet", 'q', Flag),
+    o("verbose", 'v', Flag),
+    l("progress", Flag),
+    o("no-checkout", 'n', Flag),
+    l("bare", Flag),
+    l("mirror", Flag),
+    l("single-branch", Flag),
+    l("tags", Flag),
+    l("shallow-since", Value),
+    l("shallow-exclude", Value),
+    l("filter", Value),
+    l("sparse", Flag),
+    l("recurse-submodules", OptionalValue),
+    o("jobs", 'j', Value),
+];
+
+const LS_REMOTE: &[Opt] = &[
+    l("heads", Flag),
+    l("branches", Flag),
+    o("tags", 't', Flag),
+    l("refs", Flag),
+    l("upload-pack", Runs),
+    o("quiet", 'q', Flag),
+    l("exit-code", Flag),
+    l("get-url", Flag),
+    l("symref", Flag),
+    l("sort", Value),
+    o("server-option", 'o', Value),
+];
+
+const REBASE: &[Opt] = &[
+    l("onto", Value),
+    l("keep-base", Flag),
+    l("continue", Flag),
+    l("abort", Flag),
+    l("quit", Flag),
+    l("skip", Flag),
+    l("show-current-patch", Flag),
+    o("interactive", 'i', Flag),
+    l("autosquash", Flag),
+    l("autostash", Flag),
+    o("quiet", 'q', Flag),
+    o("verbose", 'v', Flag),
+    l("root", Flag),
+    l("update-refs", Flag),
+    o("rebase-merges", 'r', OptionalValue),
+    l("committer-date-is-author-date", Flag),
+    l("ignore-date", Flag),
+    l("reset-author-date", Flag),
+    o("exec", 'x', Runs),
+    o("strategy", 's', Runs),
+    o("strategy-option", 'X', Runs),
+];
+
+const DIFFTOOL: &[Opt] = &[
+    o("no-prompt", 'y', Flag),
+    l("prompt", Flag),
+    o("dir-diff", 'd', Flag),
+    o("gui", 'g', Flag),
+    l("cached", Flag),
+    l("staged", Flag),
+    l("trust-exit-code", Flag),
+    o("extcmd", 'x', Runs),
+    o("tool", 't', Runs),
+    l("symlinks", Flag),
+];
+
+const MERGE_BASE: &[Opt] = &[
+    o("all", 'a', Flag),
+    l("octopus", Flag),
+    l("independent", Flag),
+    l("is-ancestor", Flag),
+    l("fork-point", Flag),
+];
+
+const FOR_EACH_REF: &[Opt] = &[
+    l("format", Value),
+    l("sort", Value),
+    l("count", Value),
+    l("points-at", Value),
+    l("merged", OptionalValue),
+    l("no-merged", OptionalValue),
+    l("contains", OptionalValue),
+    l("no-contains", OptionalValue),
+    l("exclude", Value),
+    l("ignore-case", Flag),
+    l("omit-empty", Flag),
+    l("shell", Flag),
+    l("perl", Flag),
+    l("python", Flag),
+    l("tcl", Flag),
+    l("color", OptionalValue),
+];
+
+const SHOW_REF: &[Opt] = &[
+    l("head", Flag),
+    l("branches", Flag),
+    l("heads", Flag),
+    l("tags", Flag),
+    o("dereference", 'd', Flag),
+    o("hash", 's', OptionalValue),
+    l("verify", Flag),
+    l("exists", Flag),
+    l("abbrev", OptionalValue),
+    o("quiet", 'q', Flag),
+];
+
+const CAT_FILE: &[Opt] = &[
+    s('t', Flag),
+    s('s', Flag),
+    s('e', Flag),
+    s('p', Flag),
+    l("allow-unknown-type", Flag),
+    l("batch", OptionalValue),
+    l("batch-check", OptionalValue),
+    l("batch-command", OptionalValue),
+    l("batch-all-objects", Flag),
+    l("buffer", Flag),
+    l("unordered", Flag),
+    l("follow-symlinks", Flag),
+    o("null", 'z', Flag),
+    s('Z', Flag),
+    l("textconv", Runs),
+    l("filters", Runs),
+];
+
+const COUNT_OBJECTS: &[Opt] = &[o("verbose", 'v', Flag), o("human-readable", 'H', Flag)];
+
+const CHECK_IGNORE: &[Opt] = &[
+    o("quiet", 'q', Flag),
+    o("verbose", 'v', Flag),
+    o("non-matching", 'n', Flag),
+    l("no-index", Flag),
+    l("stdin", Flag),
+    s('z', Flag),
+];
+
+const NAME_REV: &[Opt] = &[
+    l("tags", Flag),
+    l("refs", Value),
+    l("exclude", Value),
+    l("all", Flag),
+    l("annotate-stdin", Flag),
+    l("name-only", Flag),
+    l("no-undefined", Flag),
+    l("always", Flag),
+];
+
+const NO_OPTIONS: &[Opt] = &[];
+
+const VERSION: &[Opt] = &[l("build-options", Flag)];
+
+/// A subcommand's model: its option groups and operands.
+struct Sub {
+    name: &'static str,
+    options: &'static [&'static [Opt]],
+    operands: Operands,
+    numeric: bool,
+    form: Option<Form>,
+}
+
+const fn sub(name: &'static str, options: &'static [&'static [Opt]], operands: Operands) -> Sub {
+    Sub {
+        name,
+        options,
+        operands,
+        numeric: false,
+        form: None,
+    }
+}
+
+const LOGS: &[&[Opt]] = &[REVS, DIFF];
+
+const SUBS: &[Sub] = &[
+    sub("status", &[STATUS], PATHS),
+    Sub {
+        numeric: true,
+        ..sub("log", LOGS, PATHS)
+    },
+    Sub {
+        numeric: true,
+        ..sub("whatchanged", LOGS, PATHS)
+    },
+    Sub {
+        numeric: true,
+        ..sub("show", LOGS, PATHS)
+    },
+    sub("diff", &[DIFF, DIFF_ONLY], PATHS),
+    Sub {
+        numeric: true,
+        ..sub("shortlog", &[SHORTLOG, REVS], PATHS)
+    },
+    Sub {
+        numeric: true,
+        ..sub("rev-list", &[REVS], TEXTS)
+    },
+    Sub {
+        numeric: true,
+        form: Some(reflog_form),
+        ..sub("reflog", &[REVS], TEXTS)
+    },
+    Sub {
+        form: Some(branch_form),
+        ..sub("branch", &[BRANCH], TEXTS)
+    },
+    Sub {
+        form: Some(tag_form),
+        ..sub("tag", &[TAG], TEXTS)
+    },
+    Sub {
+        form: Some(config_form),
+        ..sub("config", &[CONFIG], TEXTS)
+    },
+    Sub {
+        form: Some(remote_form),
+        ..sub("remote", &[REMOTE], TEXTS)
+    },
+    Sub {
+        form: Some(worktree_form),
+        ..sub("worktree", &[WORKTREE], TEXTS)
+    },
+    sub("rev-parse", &[REV_PARSE], TEXTS),
+    sub("ls-files", &[LS_FILES], PATHS),
+    sub("ls-tree", &[LS_TREE], TEXTS),
+    sub("blame", &[BLAME], TEXTS),
+    sub("annotate", &[BLAME], TEXTS),
+    sub("describe", &[DESCRIBE], TEXTS),
+    sub("merge-base", &[MERGE_BASE], TEXTS),
+    sub("for-each-ref", &[FOR_EACH_REF], TEXTS),
+    sub("show-ref", &[SHOW_REF], TEXTS),
+    sub("cat-file", &[CAT_FILE], TEXTS),
+    sub(
+        "count-objects",
+        &[COUNT_OBJECTS],
+        Operands {
+            leading: &[],
+            rest: None,
+        },
+    ),
+    sub("check-ignore", &[CHECK_IGNORE], PATHS),
+    sub("name-rev", &[NAME_REV], TEXTS),
+    sub(
+        "version",
+        &[VERSION],
+        Operands {
+            leading: &[],
+            rest: None,
+        },
+    ),
+    Sub {
+        numeric: true,
+        ..sub(
+            "grep",
+            &[GREP],
+            Operands {
+                leading: &[Kind::Program(Lang::Regex)],
+                rest: Some(Kind::Path),
+            },
+        )
+    },
+    sub("add", &[ADD], PATHS),
+    sub("commit", &[COMMIT], PATHS),
+    sub("checkout", &[CHECKOUT], TEXTS),
+    sub("switch", &[SWITCH], TEXTS),
+    sub("restore", &[RESTORE], PATHS),
+    sub("fetch", &[FETCH], TEXTS),
+    sub("pull", &[FETCH, PULL], TEXTS),
+    sub("clone", &[CLONE], TEXTS),
+    sub("ls-remote", &[LS_REMOTE], TEXTS),
+    sub("rebase", &[REBASE], TEXTS),
+    sub("difftool", &[DIFFTOOL], TEXTS),
+];
+
+/// `git stash list` takes log options; `git stash show` diff options. Other stash commands
+/// change the repository and have no model.
+const STASH: &[Sub] = &[
+    Sub {
+        numeric: true,
+        ..sub(
+            "list",
+            LOGS,
+            Operands {
+                leading: &[],
+                rest: None,
+            },
+        )
+    },
+    sub("show", &[DIFF, STASH_SHOW], TEXTS),
+];
+
+/// `git config` only reads: one key and no value in the legacy form, or a reading action with
+/// the operands it takes. The three-argument form (`git config KEY VALUE PATTERN`) and every
+/// `set`/`unset`/`edit` form write.
+fn config_form(parsed: &Parsed<'_>) -> Result<(), String> {
+    let ops = &parsed.operands;
+    let writes = || {
+        Err(format!(
+            "`git config {}` may set a key (the model allows only reading forms)",
+            ops.join(" ")
+        ))
+    };
+    match ops.first().copied() {
+        Some("get") if ops.len() == 2 => return Ok(()),
+        Some("list") if ops.len() == 1 => return Ok(()),
+        Some("get" | "list" | "set" | "unset" | "rename-section" | "remove-section" | "edit") => {
+            return writes();
+        }
+        _ => {}
+    }
+    let count = ops.len();
+    let fits = if parsed.has("list") {
+        count == 0
+    } else if parsed.has("get") || parsed.has("get-all") || parsed.has("get-regexp") {
+        (1..=2).contains(&count)
+    } else if parsed.has("get-urlmatch") {
+        count == 2
+    } else {
+        count == 1
+    };
+    if fits { Ok(()) } else { writes() }
+}
+
+fn branch_form(parsed: &Parsed<'_>) -> Result<(), String> {
+    let lists = parsed.has("list")
+        || [
+            "contains",
+            "no-contains",
+            "merged",
+            "no-merged",
+            "points-at",
+        ]
+        .iter()
+        .any(|o| parsed.has(o));
+    if parsed.operands.is_empty() || lists {
+        Ok(())
+    } else {
+        Err("`git branch NAME` creates a branch".to_owned())
+    }
+}
+
+fn tag_form(parsed: &Parsed<'_>) -> Result<(), String> {
+    let lists = parsed.has("list")
+        || parsed.has_short('n')
+        || [
+            "contains",
+            "no-contains",
+            "merged",
+            "no-merged",
+            "points-at",
+        ]
+        .iter()
+        .any(|o| parsed.has(o));
+    if parsed.operands.is_empty() || lists {
+        Ok(())
+    } else {
+        Err("`git tag NAME` creates a tag".to_owned())
+    }
+}
+
+fn reflog_form(parsed: &Parsed<'_>) -> Result<(), String> {
+    match parsed.operands.first().copied() {
+        Some(action @ ("expire" | "delete" | "drop" | "write")) => {
+            Err(format!("`git reflog {action}` changes the reflog"))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn remote_form(parsed: &Parsed<'_>) -> Result<(), String> {
+    match parsed.operands.as_slice() {
+        [] | ["show", ..] | ["get-url", _] => Ok(()),
+        [action, ..] => Err(format!("`git remote {action}` is not a reading form")),
+    }
+}
+
+fn worktree_form(parsed: &Parsed<'_>) -> Result<(), String> {
+    match parsed.operands.as_slice() {
+        ["list"] => Ok(()),
+        _ => Err("only `git worktree list` is modelled".to_owned()),
+    }
+}
+
+/// git.c's global options taking the next word as a value (`-C DIR`, `--git-dir DIR`).
+const GLOBAL_VALUES: &[&str] = &[
+    "-C",
+    "--git-dir",
+    "--work-tree",
+    "--namespace",
+    "--attr-source",
+];
+
+/// Explains `git ARGS`.
+pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        let t = arg.text;
+        if !t.starts_with('-') {
+            break;
+        }
+        if arg.glob.is_some() {
+            return Err(format!(
+                "the pattern `{t}` could expand to options of `git`"
+            ));
+        }
+        i += 1;
+        if GLOBAL_VALUES.contains(&t) {
+            match args.get(i) {
+                Some(value) if value.glob.is_none() => i += 1,
+                _ => return Err(format!("`git {t}` lacks its value")),
+            }
+            continue;
+        }
+        let (name, attached) = match t.split_once('=') {
+            Some((n, _)) => (n, true),
+            None => (t, false),
+        };
+        let known = GIT_GLOBAL.iter().find(|o| {
+            (!o.long.is_empty() && name.strip_prefix("--") == Some(o.long))
+                || o.short
+                    .is_some_and(|c| !attached && name.len() == 2 && name.ends_with(c))
+        });
+        match known {
+            Some(opt) if opt.effect == Flag && !attached => {}
+            Some(opt) if opt.effect == Value && (attached || !name.starts_with("--")) => {}
+            _ => {
+                return Err(format!(
+                    "`git {t}` is a global option the model does not explain"
+                ));
+            }
+        }
+    }
+    let Some(subcommand) = args.get(i) else {
+        return Ok(());
+    };
+    if subcommand.glob.is_some() {
+        return Err("the git subcommand is a pattern".to_owned());
+    }
+    let mut rest = &args[i + 1..];
+    let (table, name) = if subcommand.text == "stash" {
+        let Some(action) = rest.first() else {
+            return Err("`git stash` saves changes".to_owned());
+        };
+        rest = &rest[1..];
+        (STASH, action.text)
+    } else {
+        (SUBS, subcommand.text)
+    };
+    let Some(found) = table.iter().find(|s| s.name == name) else {
+        return Err(format!(
+            "`git {}` has no model (an alias or a subcommand that may run or write anything)",
+            subcommand.text
+        ));
+    };
+    let (first, more) = found.options.split_first().unwrap_or((&NO_OPTIONS, &[]));
+    let model = Model {
+        numeric: found.numeric,
+        form: found.form,
+        more,
+        program_options: &["regexp"],
+        ..model(found.name, Style::Git, first, found.operands)
+    };
+    check(&model, rest).map(|_| ())
+}
+
+/// Whether `git config ARGS` only reads, as the model reads it (for the deny scan, which
+/// parses the values of every other form as commands).
+pub(crate) fn config_reads(args: &[String]) -> bool {
+    let args: Vec<Arg<'_>> = args.iter().map(|text| Arg { text, glob: None }).collect();
+    let Some(config) = SUBS.iter().find(|s| s.name == "config") else {
+        return false;
+    };
+    let model = Model {
+        form: config.form,
+        ..model("config", Style::Git, CONFIG, config.operands)
+    };
+    check(&model, &args).is_ok()
+}
