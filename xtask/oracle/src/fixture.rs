@@ -19,21 +19,18 @@ const CANARY_SCRIPT: &str = "#!/bin/sh\necho \"ran: $0 $*\" >> /tmp/w/CANARY-RAN
 
 /// Plain files of the repository (name, content).
 const FILES: &[(&str, &str)] = &[
-    (
-        "README.md",
-        "# demo\n\nabc hello world\nTODO: more\n",
-    ),
-    (
-        "src/main.rs",
-        "fn main() {\n    println!(\"hello\");\n}\n",
-    ),
+    ("README.md", "# demo\n\nabc hello world\nTODO: more\n"),
+    ("src/main.rs", "fn main() {\n    println!(\"hello\");\n}\n"),
     ("src/lib.rs", "pub fn a() -> u8 {\n    1\n}\n"),
     ("notes.txt", "alpha\nbeta\nabc\nbeta\n"),
     ("data.csv", "name,n\nb,2\na,1\nc,3\n"),
     // Untrusted content a command may read as a program: a shell, awk and sed script, and a git
     // configuration that names the canary. Their text is invisible to a static analysis.
     ("payload.sh", "./canary from-payload-sh\n"),
-    ("payload.awk", "BEGIN { system(\"./canary from-payload-awk\") }\n"),
+    (
+        "payload.awk",
+        "BEGIN { system(\"./canary from-payload-awk\") }\n",
+    ),
     ("payload.sed", "1e ./canary from-payload-sed\n"),
     (
         "payload.cfg",
@@ -59,7 +56,12 @@ pub(crate) fn build_template(dir: &Path) -> Result<(), String> {
     };
     executable("canary")?;
     // A hooks directory a `core.hooksPath` may name: every hook a read could trigger.
-    for hook in ["post-index-change", "pre-commit", "post-checkout", "reference-transaction"] {
+    for hook in [
+        "post-index-change",
+        "pre-commit",
+        "post-checkout",
+        "reference-transaction",
+    ] {
         executable(&format!("hooks/{hook}"))?;
     }
     let git = |args: &[&str]| -> Result<(), String> {
@@ -94,7 +96,10 @@ pub(crate) fn build_template(dir: &Path) -> Result<(), String> {
     write("data.csv", "name,n\nb,2\na,1\nc,3\nd,4\n")?;
     git(&["stash", "-q"])?;
     // An unstaged change (for diff and external diff) and an untracked file.
-    write("README.md", "# demo\n\nabc hello world, changed\nTODO: more\n")?;
+    write(
+        "README.md",
+        "# demo\n\nabc hello world, changed\nTODO: more\n",
+    )?;
     write("untracked.txt", "new\n")?;
     Ok(())
 }

@@ -224,31 +224,120 @@ fn some_of(options: &'static [&'static str], max: usize) -> BoxedStrategy<String
 
 fn benign() -> BoxedStrategy<String> {
     prop_oneof![
-        (some_of(&["-l", "-a", "-la", "-1", "-R", "-h", "-t", "--color=never"], 2), read_path())
+        (
+            some_of(
+                &["-l", "-a", "-la", "-1", "-R", "-h", "-t", "--color=never"],
+                2
+            ),
+            read_path()
+        )
             .prop_map(|(o, p)| words(&["ls", &o, &p])),
-        (some_of(&["-n", "-A", "-E", "-s"], 1), read_path()).prop_map(|(o, p)| words(&["cat", &o, &p])),
+        (some_of(&["-n", "-A", "-E", "-s"], 1), read_path())
+            .prop_map(|(o, p)| words(&["cat", &o, &p])),
         (select(vec!["", "-n 3", "-5", "-c 20", "-n1"]), read_path())
             .prop_map(|(o, p)| words(&["head", o, &p])),
-        (select(vec!["", "-n 3", "-2", "-c 10"]), read_path()).prop_map(|(o, p)| words(&["tail", o, &p])),
-        (select(vec!["", "-l", "-c", "-w", "-lw"]), select(vec!["README.md", "src/main.rs src/lib.rs", "notes.txt data.csv"]))
+        (select(vec!["", "-n 3", "-2", "-c 10"]), read_path())
+            .prop_map(|(o, p)| words(&["tail", o, &p])),
+        (
+            select(vec!["", "-l", "-c", "-w", "-lw"]),
+            select(vec![
+                "README.md",
+                "src/main.rs src/lib.rs",
+                "notes.txt data.csv"
+            ])
+        )
             .prop_map(|(o, p)| words(&["wc", o, p])),
         (
-            some_of(&["-r", "-n", "-i", "-c", "-l", "-E", "-F", "-w", "--include='*.rs'", "--include=*.md", "-I"], 3),
+            some_of(
+                &[
+                    "-r",
+                    "-n",
+                    "-i",
+                    "-c",
+                    "-l",
+                    "-E",
+                    "-F",
+                    "-w",
+                    "--include='*.rs'",
+                    "--include=*.md",
+                    "-I"
+                ],
+                3
+            ),
             select(vec!["fn", "main", "'hello world'", "-e TODO", "'^#'", "x"]),
             select(vec!["", ".", "src", "README.md", "src/main.rs notes.txt"]),
         )
             .prop_map(|(o, pat, p)| words(&["grep", &o, pat, p])),
-        (some_of(&["-r", "-n", "-u", "-t,", "-k2", "-f"], 2), select(vec!["data.csv", "notes.txt", "README.md"]))
+        (
+            some_of(&["-r", "-n", "-u", "-t,", "-k2", "-f"], 2),
+            select(vec!["data.csv", "notes.txt", "README.md"])
+        )
             .prop_map(|(o, p)| words(&["sort", &o, p])),
-        (select(vec![".", "src", ".git/refs"]), some_of(&["-name '*.rs'", "-type f", "-type d", "-maxdepth 1", "-newer README.md", "-size -1k", "-print", "-path './src/*'"], 3))
+        (
+            select(vec![".", "src", ".git/refs"]),
+            some_of(
+                &[
+                    "-name '*.rs'",
+                    "-type f",
+                    "-type d",
+                    "-maxdepth 1",
+                    "-newer README.md",
+                    "-size -1k",
+                    "-print",
+                    "-path './src/*'"
+                ],
+                3
+            )
+        )
             .prop_map(|(p, o)| words(&["find", p, &o])),
         git_read(),
-        (select(vec!["-c", "-d", "-u", ""]), select(vec!["data.csv", "notes.txt"])).prop_map(|(o, p)| words(&["uniq", o, p])),
-        (select(vec!["-d, -f1", "-c1-3", "-d: -f2"]), select(vec!["data.csv", "notes.txt"])).prop_map(|(o, p)| words(&["cut", o, p])),
-        select(vec!["echo hello", "echo -n x", "pwd", "stat README.md", "file README.md", "diff README.md notes.txt", "tr a-z A-Z", "echo $HOME"]).prop_map(str::to_owned),
-        (select(vec!["'s/a/b/'", "-n '1,3p'", "'/^#/d'", "-n '$='", "-E 's/(a)/\\1/g'", "'y/abc/xyz/'", "-n '/fn/{p;q}'", "'2q'"]), read_path())
+        (
+            select(vec!["-c", "-d", "-u", ""]),
+            select(vec!["data.csv", "notes.txt"])
+        )
+            .prop_map(|(o, p)| words(&["uniq", o, p])),
+        (
+            select(vec!["-d, -f1", "-c1-3", "-d: -f2"]),
+            select(vec!["data.csv", "notes.txt"])
+        )
+            .prop_map(|(o, p)| words(&["cut", o, p])),
+        select(vec![
+            "echo hello",
+            "echo -n x",
+            "pwd",
+            "stat README.md",
+            "file README.md",
+            "diff README.md notes.txt",
+            "tr a-z A-Z",
+            "echo $HOME"
+        ])
+        .prop_map(str::to_owned),
+        (
+            select(vec![
+                "'s/a/b/'",
+                "-n '1,3p'",
+                "'/^#/d'",
+                "-n '$='",
+                "-E 's/(a)/\\1/g'",
+                "'y/abc/xyz/'",
+                "-n '/fn/{p;q}'",
+                "'2q'"
+            ]),
+            read_path()
+        )
             .prop_map(|(s, p)| words(&["sed", s, &p])),
-        (select(vec!["'{print $1}'", "'NR>1'", "-F, '{print $2}'", "'END{print NR}'", "'/fn/'", "-v n=2 'NR==n'", "'{ s += length($0) } END { print s }'"]), read_path())
+        (
+            select(vec![
+                "'{print $1}'",
+                "'NR>1'",
+                "-F, '{print $2}'",
+                "'END{print NR}'",
+                "'/fn/'",
+                "-v n=2 'NR==n'",
+                "'{ s += length($0) } END { print s }'"
+            ]),
+            read_path()
+        )
             .prop_map(|(s, p)| words(&["awk", s, &p])),
     ]
     .boxed()
@@ -258,11 +347,59 @@ fn benign() -> BoxedStrategy<String> {
 fn git_read() -> BoxedStrategy<String> {
     prop_oneof![
         (
-            select(vec!["log", "show", "diff", "status", "shortlog", "rev-list", "reflog", "branch", "tag", "describe", "ls-files", "blame README.md", "grep fn", "stash list", "stash show", "rev-parse HEAD", "cat-file -p HEAD", "config --list", "config user.email", "config --get user.name", "remote -v", "log -p", "whatchanged"]),
-            some_of(&["--oneline", "-1", "-n 2", "--stat", "--all", "--no-color", "-p", "--name-only", "HEAD", "--cached", "-s", "--format=%H", "-v", "--count HEAD"], 2),
+            select(vec![
+                "log",
+                "show",
+                "diff",
+                "status",
+                "shortlog",
+                "rev-list",
+                "reflog",
+                "branch",
+                "tag",
+                "describe",
+                "ls-files",
+                "blame README.md",
+                "grep fn",
+                "stash list",
+                "stash show",
+                "rev-parse HEAD",
+                "cat-file -p HEAD",
+                "config --list",
+                "config user.email",
+                "config --get user.name",
+                "remote -v",
+                "log -p",
+                "whatchanged"
+            ]),
+            some_of(
+                &[
+                    "--oneline",
+                    "-1",
+                    "-n 2",
+                    "--stat",
+                    "--all",
+                    "--no-color",
+                    "-p",
+                    "--name-only",
+                    "HEAD",
+                    "--cached",
+                    "-s",
+                    "--format=%H",
+                    "-v",
+                    "--count HEAD"
+                ],
+                2
+            ),
         )
             .prop_map(|(sub, o)| words(&["git", sub, &o])),
-        select(vec!["git -C . status", "git --no-pager log -1", "git -P log --oneline", "git log --oneline -3 -- README.md"]).prop_map(str::to_owned),
+        select(vec![
+            "git -C . status",
+            "git --no-pager log -1",
+            "git -P log --oneline",
+            "git log --oneline -3 -- README.md"
+        ])
+        .prop_map(str::to_owned),
     ]
     .boxed()
 }
@@ -341,7 +478,11 @@ fn git_config() -> BoxedStrategy<String> {
     )
         .prop_map(|(form, flags, key, value, third, follow)| {
             let value = value.unwrap_or_default();
-            let third = if value.is_empty() { "" } else { third.unwrap_or("") };
+            let third = if value.is_empty() {
+                ""
+            } else {
+                third.unwrap_or("")
+            };
             format!(
                 "{}{follow}",
                 words(&["git", "config", form, &flags, key, &value, third])
@@ -419,7 +560,19 @@ fn git_options() -> BoxedStrategy<String> {
 /// One sed command from sed's grammar (GNU sed 4.x), including the ones that run or write.
 fn sed_command() -> BoxedStrategy<String> {
     let address = select(vec!["", "1", "$", "/a/", "1,2", "0~2", "/x/,+1", "2!"]);
-    let flag = select(vec!["", "g", "p", "e", "w out.txt", "w .git/hooks/pre-commit", "I", "2", "gpw /tmp/outside.txt", "m", "ge"]);
+    let flag = select(vec![
+        "",
+        "g",
+        "p",
+        "e",
+        "w out.txt",
+        "w .git/hooks/pre-commit",
+        "I",
+        "2",
+        "gpw /tmp/outside.txt",
+        "m",
+        "ge",
+    ]);
     let body = prop_oneof![
         3 => select(vec!["p", "d", "=", "q", "Q", "n", "N", "G", "h", "x", "l", "z", "F", "b", "t", "D", "P"]).prop_map(str::to_owned),
         3 => flag.prop_map(|f| format!("s/a/b/{f}")),
@@ -432,15 +585,28 @@ fn sed_command() -> BoxedStrategy<String> {
         1 => (select(vec!["r", "R"]), select(vec!["payload.sh", "/etc/hostname", "notes.txt"])).prop_map(|(c, p)| format!("{c} {p}")),
         1 => select(vec!["a hello", "i\\\nhi", "c x", "1a ./canary"]).prop_map(str::to_owned),
     ];
-    (address, body)
-        .prop_map(|(a, b)| format!("{a}{b}"))
-        .boxed()
+    (address, body).prop_map(|(a, b)| format!("{a}{b}")).boxed()
 }
 
 fn sed() -> BoxedStrategy<String> {
-    let script = (prop::collection::vec(sed_command(), 1..=3), select(vec![";", "\n", " ; "]))
+    let script = (
+        prop::collection::vec(sed_command(), 1..=3),
+        select(vec![";", "\n", " ; "]),
+    )
         .prop_map(|(commands, sep)| commands.join(sep));
-    let options = some_of(&["-n", "-E", "-s", "-z", "--posix", "--debug", "-u", "--sandbox"], 2);
+    let options = some_of(
+        &[
+            "-n",
+            "-E",
+            "-s",
+            "-z",
+            "--posix",
+            "--debug",
+            "-u",
+            "--sandbox",
+        ],
+        2,
+    );
     prop_oneof![
         4 => (options.clone(), script.clone(), read_path()).prop_map(|(o, s, p)| words(&["sed", &o, &quote(&s), &p])),
         1 => (options.clone(), script.clone(), script.clone(), read_path())
@@ -493,8 +659,19 @@ fn awk() -> BoxedStrategy<String> {
 
 /// Programs read from standard input or a file, spelled as bash, sh and others allow.
 fn stdin() -> BoxedStrategy<String> {
-    let shell = select(vec!["sh", "bash", "dash", ".", "source", "bash -s", "sh -s", "mksh", "ksh93"]);
-    let path = select(vec!["/dev/stdin", "/dev/./stdin", "//dev/stdin", "/dev//stdin", "/proc/self/fd/0", "/dev/fd/0", "-", ""]);
+    let shell = select(vec![
+        "sh", "bash", "dash", ".", "source", "bash -s", "sh -s", "mksh", "ksh93",
+    ]);
+    let path = select(vec![
+        "/dev/stdin",
+        "/dev/./stdin",
+        "//dev/stdin",
+        "/dev//stdin",
+        "/proc/self/fd/0",
+        "/dev/fd/0",
+        "-",
+        "",
+    ]);
     prop_oneof![
         3 => (select(vec!["cat payload.sh", "git show HEAD:payload.sh", "sed -n p payload.sh", "awk 1 payload.sh", "head payload.sh"]), shell.clone(), path)
             .prop_map(|(src, sh, p)| format!("{src} | {}", words(&[sh, p]))),
@@ -517,11 +694,34 @@ fn stdin() -> BoxedStrategy<String> {
 /// Environment assignments that name programs or configuration.
 fn env() -> BoxedStrategy<String> {
     let assignment = prop_oneof![
-        (select(vec!["GIT_EXTERNAL_DIFF", "PAGER", "GIT_PAGER", "GIT_EDITOR", "EDITOR", "VISUAL", "GIT_SSH_COMMAND", "GIT_ASKPASS", "BASH_ENV", "ENV", "SHELL", "LESSOPEN", "MANPAGER"]), payload())
+        (
+            select(vec![
+                "GIT_EXTERNAL_DIFF",
+                "PAGER",
+                "GIT_PAGER",
+                "GIT_EDITOR",
+                "EDITOR",
+                "VISUAL",
+                "GIT_SSH_COMMAND",
+                "GIT_ASKPASS",
+                "BASH_ENV",
+                "ENV",
+                "SHELL",
+                "LESSOPEN",
+                "MANPAGER"
+            ]),
+            payload()
+        )
             .prop_map(|(name, c)| format!("{name}={}", quote(&c))),
         Just("GIT_CONFIG_PARAMETERS=\"'core.fsmonitor'='./canary'\"".to_owned()),
-        Just("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=./canary".to_owned()),
-        Just("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.log GIT_CONFIG_VALUE_0='!./canary'".to_owned()),
+        Just(
+            "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=./canary"
+                .to_owned()
+        ),
+        Just(
+            "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.log GIT_CONFIG_VALUE_0='!./canary'"
+                .to_owned()
+        ),
         Just("GIT_DIR=.git GIT_WORK_TREE=.".to_owned()),
         Just("TAR_OPTIONS=--to-command=./canary".to_owned()),
         Just("GIT_CONFIG_GLOBAL=payload.cfg".to_owned()),
@@ -579,8 +779,19 @@ fn runner() -> BoxedStrategy<String> {
         "make -s --eval",
         "gdb -batch -ex shell",
     ]);
-    let source = select(vec!["", "echo x | ", "git ls-files | ", "ls | ", "find . -name '*.md' | "]);
-    (source, runner, payload(), select(vec!["", " \\;", " {} +", " README.md"]))
+    let source = select(vec![
+        "",
+        "echo x | ",
+        "git ls-files | ",
+        "ls | ",
+        "find . -name '*.md' | ",
+    ]);
+    (
+        source,
+        runner,
+        payload(),
+        select(vec!["", " \\;", " {} +", " README.md"]),
+    )
         .prop_map(|(src, r, c, tail)| {
             let tail = if r.starts_with("find") { tail } else { "" };
             format!("{src}{r} {c}{tail}")
@@ -591,18 +802,65 @@ fn runner() -> BoxedStrategy<String> {
 /// Options of the other allowed tools that write files or run programs.
 fn tool_options() -> BoxedStrategy<String> {
     prop_oneof![
-        (select(vec!["-o", "--output", "--output="]), write_path(), read_path())
-            .prop_map(|(o, w, r)| if o.ends_with('=') { format!("sort {o}{w} {r}") } else { format!("sort {o} {w} {r}") }),
-        payload().prop_map(|c| format!("sort --compress-program={} -S 1 data.csv", c.split(' ').next().unwrap_or(CANARY))),
-        (select(vec!["-fprint", "-fprintf", "-fls", "-fprint0"]), write_path()).prop_map(|(o, w)| {
-            if o == "-fprintf" { format!("find . {o} {w} '%p'") } else { format!("find . {o} {w}") }
-        }),
-        select(vec!["find out.txt -delete", "find . -name '*.bak' -delete", "find src -newer x -delete"]).prop_map(str::to_owned),
+        (
+            select(vec!["-o", "--output", "--output="]),
+            write_path(),
+            read_path()
+        )
+            .prop_map(|(o, w, r)| if o.ends_with('=') {
+                format!("sort {o}{w} {r}")
+            } else {
+                format!("sort {o} {w} {r}")
+            }),
+        payload().prop_map(|c| format!(
+            "sort --compress-program={} -S 1 data.csv",
+            c.split(' ').next().unwrap_or(CANARY)
+        )),
+        (
+            select(vec!["-fprint", "-fprintf", "-fls", "-fprint0"]),
+            write_path()
+        )
+            .prop_map(|(o, w)| {
+                if o == "-fprintf" {
+                    format!("find . {o} {w} '%p'")
+                } else {
+                    format!("find . {o} {w}")
+                }
+            }),
+        select(vec![
+            "find out.txt -delete",
+            "find . -name '*.bak' -delete",
+            "find src -newer x -delete"
+        ])
+        .prop_map(str::to_owned),
         write_path().prop_map(|w| format!("tee {w} < README.md")),
-        (select(vec!["grep --pre=./canary x .", "rg --pre ./canary x", "grep -r x . --exclude-from=payload.sh", "cat -u README.md", "ls --hyperlink=always"]), Just(())).prop_map(|(c, ())| c.to_owned()),
-        select(vec!["diff --to-file=README.md notes.txt", "diff -r . /tmp", "wc --files0-from=payload.sh", "head -c 10 /dev/zero", "tail -f /dev/null"]).prop_map(str::to_owned),
-        (select(vec!["cp", "mv", "ln -s", "install"]), read_path(), write_path()).prop_map(|(c, r, w)| format!("{c} {r} {w}")),
-        (select(vec!["uniq", "cut -c1"]), read_path(), write_path()).prop_map(|(c, r, w)| format!("{c} {r} {w}")),
+        (
+            select(vec![
+                "grep --pre=./canary x .",
+                "rg --pre ./canary x",
+                "grep -r x . --exclude-from=payload.sh",
+                "cat -u README.md",
+                "ls --hyperlink=always"
+            ]),
+            Just(())
+        )
+            .prop_map(|(c, ())| c.to_owned()),
+        select(vec![
+            "diff --to-file=README.md notes.txt",
+            "diff -r . /tmp",
+            "wc --files0-from=payload.sh",
+            "head -c 10 /dev/zero",
+            "tail -f /dev/null"
+        ])
+        .prop_map(str::to_owned),
+        (
+            select(vec!["cp", "mv", "ln -s", "install"]),
+            read_path(),
+            write_path()
+        )
+            .prop_map(|(c, r, w)| format!("{c} {r} {w}")),
+        (select(vec!["uniq", "cut -c1"]), read_path(), write_path())
+            .prop_map(|(c, r, w)| format!("{c} {r} {w}")),
     ]
     .boxed()
 }
@@ -635,13 +893,22 @@ mod tests {
 
     #[test]
     fn the_class_2_and_3_attacks_of_the_issue_are_in_the_grammar() {
-        let all = corpus(23, 40_000);
+        let all = corpus(23, 12_000);
         let texts: HashSet<&str> = all.iter().map(|g| g.text.as_str()).collect();
         let has = |pred: &dyn Fn(&str) -> bool| texts.iter().any(|t| pred(t));
-        assert!(has(&|t| t.starts_with("git config core.fsmonitor ./canary ") && !t.contains("&&")));
-        assert!(has(&|t| t.starts_with("git stash show") && t.contains("--output=.git/hooks/pre-commit")));
+        assert!(has(
+            &|t| t.starts_with("git config core.fsmonitor ./canary ")
+        ));
+        assert!(has(
+            &|t| t.starts_with("git config") && t.contains(" alias.x '!./canary' ")
+        ));
+        assert!(has(&|t| t.contains("git")
+            && t.contains("stash show")
+            && t.contains("--output=.git/hooks/pre-commit")));
         assert!(has(&|t| t.starts_with("sed") && t.contains(":a e ./canary")));
-        assert!(has(&|t| t.starts_with("sed") && t.contains("v 4.2 e ./canary")));
+        assert!(has(
+            &|t| t.starts_with("sed") && t.contains("v 4.2 e ./canary")
+        ));
         assert!(has(&|t| t.contains("awk -f -")));
     }
 }

@@ -240,7 +240,10 @@ fn run(options: &Options) -> Result<bool, String> {
     }
     std::fs::write(&options.report, &text.full)
         .map_err(|e| format!("writing {}: {e}", options.report.display()))?;
-    println!("oracle: every disagreement is listed in {}", options.report.display());
+    println!(
+        "oracle: every disagreement is listed in {}",
+        options.report.display()
+    );
     Ok(report.disagreements() == 0 && errors.is_empty())
 }
 
@@ -272,4 +275,40 @@ fn select<'a>(allowed: &[&'a Generated], limit: Option<usize>) -> Vec<&'a Genera
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slice_takes_every_family_in_turn() {
+        let corpus = generate::corpus(3, 600);
+        let all: Vec<&Generated> = corpus.iter().collect();
+        let picked = select(&all, Some(18));
+        assert_eq!(picked.len(), 18);
+        for family in Family::ALL {
+            assert_eq!(picked.iter().filter(|g| g.family == family).count(), 2);
+        }
+        assert_eq!(select(&all, None).len(), 600);
+    }
+
+    #[test]
+    fn options_parse_and_bad_ones_are_named() {
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let slice = Options::parse(&args(&["--slice", "--seed", "5"])).unwrap();
+        assert_eq!(
+            (slice.seed, slice.corpus, slice.execute),
+            (5, 4_000, Some(300))
+        );
+        let full = Options::parse(&args(&[])).unwrap();
+        assert_eq!((full.corpus, full.execute), (40_000, None));
+        let err = Options::parse(&args(&["--jobs", "x"])).unwrap_err();
+        assert!(err.contains("--jobs"), "{err}");
+        assert!(
+            Options::parse(&args(&["--bogus"]))
+                .unwrap_err()
+                .contains("--bogus")
+        );
+    }
 }

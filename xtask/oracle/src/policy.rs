@@ -17,7 +17,9 @@
 use std::collections::BTreeSet;
 
 use mux_permission::command::analyze;
-use mux_permission::{Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin};
+use mux_permission::{
+    Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin,
+};
 use mux_tool::Subject;
 
 use crate::fixture::WORK_DIR;
@@ -107,7 +109,10 @@ pub(crate) fn allowed_change(
         path == "/dev/null"
             || (path == "/dev/tty" && result.starts_with("-1 "))
             || (programs.contains("git")
-                && matches!(call, "openat" | "renameat" | "renameat2" | "rename" | "unlink" | "unlinkat")
+                && matches!(
+                    call,
+                    "openat" | "renameat" | "renameat2" | "rename" | "unlink" | "unlinkat"
+                )
                 && (path.ends_with("/.git/index.lock") || path.ends_with("/.git/index")))
     })
 }
@@ -124,8 +129,14 @@ mod tests {
     #[test]
     fn the_policy_allows_a_plain_read_and_asks_for_a_redirection() {
         let permissions = permissions().unwrap();
-        assert_eq!(verdict(&permissions, "git log --oneline").unwrap(), Verdict::Allow);
-        assert_eq!(verdict(&permissions, "cat README.md > out.txt").unwrap(), Verdict::Ask);
+        assert_eq!(
+            verdict(&permissions, "git log --oneline").unwrap(),
+            Verdict::Allow
+        );
+        assert_eq!(
+            verdict(&permissions, "cat README.md > out.txt").unwrap(),
+            Verdict::Ask
+        );
         assert_eq!(verdict(&permissions, "rm -rf x").unwrap(), Verdict::Ask);
     }
 
@@ -140,17 +151,34 @@ mod tests {
 
     #[test]
     fn only_gits_own_helpers_and_index_refresh_are_exempt() {
-        assert!(helpers("git", "/usr/lib/git-core/git-remote-http", "/usr/lib/git-core"));
+        assert!(helpers(
+            "git",
+            "/usr/lib/git-core/git-remote-http",
+            "/usr/lib/git-core"
+        ));
         assert!(!helpers("git", "/tmp/w/git-x", "/usr/lib/git-core"));
         assert!(!helpers("sed", "/usr/bin/sh", "/usr/lib/git-core"));
         let git: BTreeSet<String> = ["git".to_owned()].into();
-        let index = ["/tmp/w/.git/index.lock".to_owned(), "/tmp/w/.git/index".to_owned()];
+        let index = [
+            "/tmp/w/.git/index.lock".to_owned(),
+            "/tmp/w/.git/index".to_owned(),
+        ];
         assert!(allowed_change(&git, "renameat2", &index, "0"));
-        assert!(!allowed_change(&git, "openat", &["/tmp/w/.git/config.lock".to_owned()], "3"));
+        assert!(!allowed_change(
+            &git,
+            "openat",
+            &["/tmp/w/.git/config.lock".to_owned()],
+            "3"
+        ));
         let sed: BTreeSet<String> = ["sed".to_owned()].into();
         assert!(!allowed_change(&sed, "renameat2", &index, "0"));
         let tty = ["/dev/tty".to_owned()];
-        assert!(allowed_change(&sed, "openat", &tty, "-1 ENXIO (No such device or address)"));
+        assert!(allowed_change(
+            &sed,
+            "openat",
+            &tty,
+            "-1 ENXIO (No such device or address)"
+        ));
         assert!(!allowed_change(&sed, "openat", &tty, "3</dev/tty>"));
     }
 }

@@ -11,8 +11,8 @@
 //! The payload of every generated attack is the canary, so even a miss only writes a marker.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -187,4 +187,53 @@ impl Drop for Sandbox {
 fn is_the_shell(event: &Event, command: &str) -> bool {
     matches!(event, Event::Exec { argv, .. }
         if argv.len() == 3 && argv[0] == "bash" && argv[1] == "-c" && argv[2] == command)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::compare::{Kind, findings};
+
+    fn kinds(sandbox: &Sandbox, command: &str, predicted: &[&str]) -> Vec<Kind> {
+        let programs: BTreeSet<String> = predicted.iter().map(|p| (*p).to_owned()).collect();
+        let observed = sandbox.run(command, 0).unwrap();
+        assert!(!observed.timed_out, "{command} timed out");
+        let found = findings(&programs, &observed, "/usr/lib/git-core");
+        let mut kinds: Vec<Kind> = found.iter().map(|f| f.kind).collect();
+        kinds.sort();
+        kinds.dedup();
+        kinds
+    }
+
+    /// Real processes under the real sandbox: a quiet read has no findings; the canary, an
+    /// unpredicted program and a write are each seen; a write outside the copy fails.
+    #[test]
+    fn the_sandbox_sees_execs_writes_and_the_canary() {
+        check_tools().unwrap();
+        let sandbox = Sandbox::new(Duration::from_secs(10)).unwrap();
+        assert_eq!(
+            kinds(&sandbox, "cat README.md | wc -l", &["cat", "wc"]),
+            vec![]
+        );
+        assert_eq!(
+            kinds(&sandbox, "git status && git log -1", &["git"]),
+            vec![]
+        );
+        assert_eq!(kinds(&sandbox, "./canary x", &["cat"]), vec![Kind::Canary]);
+        assert_eq!(
+            kinds(&sandbox, "sort -o out.txt data.csv", &["sort"]),
+            vec![Kind::Write]
+        );
+        assert_eq!(
+            kinds(&sandbox, "cat README.md | sh -c true", &["cat"]),
+            vec![Kind::Exec]
+        );
+        // The host's filesystem is read-only inside: the attempt is seen, and nothing lands.
+        let outside = Path::new(env!("CARGO_MANIFEST_DIR")).join("must-not-exist");
+        let command = format!("touch {}", outside.display());
+        assert_eq!(kinds(&sandbox, &command, &["touch"]), vec![Kind::Write]);
+        assert!(!outside.exists());
+    }
 }

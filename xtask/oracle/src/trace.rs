@@ -209,7 +209,10 @@ fn array_strings(token: &str) -> Vec<String> {
         .strip_prefix('[')
         .and_then(|t| t.rsplit_once(']').map(|(a, _)| a))
         .unwrap_or("");
-    split_args(inner).iter().filter_map(|t| unquote(t)).collect()
+    split_args(inner)
+        .iter()
+        .filter_map(|t| unquote(t))
+        .collect()
 }
 
 /// A C-quoted strace string, unescaped; `None` when the token is not a string. A string
@@ -296,7 +299,10 @@ fchmod(3</tmp/w/out.txt>, 0755) = 0"#,
             vec![
                 vec!["/tmp/w/.git/hooks/pre-commit".to_owned()],
                 vec!["/tmp/w/.git/config.lock".to_owned()],
-                vec!["/tmp/w/.git/index.lock".to_owned(), "/tmp/w/.git/index".to_owned()],
+                vec![
+                    "/tmp/w/.git/index.lock".to_owned(),
+                    "/tmp/w/.git/index".to_owned()
+                ],
                 vec!["/tmp/w/out.txt".to_owned()],
             ]
         );
