@@ -161,6 +161,15 @@ fn composition() -> BoxedStrategy<Composition> {
 }
 
 /// Files of the work directory a read may name.
+/// Files (not directories) a script reads line by line.
+const INPUT_FILES: &[&str] = &[
+    "README.md",
+    "src/main.rs",
+    "notes.txt",
+    "data.csv",
+    ".git/config",
+];
+
 const READ_PATHS: &[&str] = &[
     "README.md",
     "src/main.rs",
@@ -184,6 +193,10 @@ const WRITE_PATHS: &[&str] = &[
 
 fn read_path() -> BoxedStrategy<String> {
     select(READ_PATHS).prop_map(str::to_owned).boxed()
+}
+
+fn input_file() -> BoxedStrategy<String> {
+    select(INPUT_FILES).prop_map(str::to_owned).boxed()
 }
 
 fn write_path() -> BoxedStrategy<String> {
@@ -559,7 +572,9 @@ fn git_options() -> BoxedStrategy<String> {
 
 /// One sed command from sed's grammar (GNU sed 4.x), including the ones that run or write.
 fn sed_command() -> BoxedStrategy<String> {
-    let address = select(vec!["", "1", "$", "/a/", "1,2", "0~2", "/x/,+1", "2!"]);
+    // Labels, comments and `v` take no address in GNU sed; `a`, `i` and `c` end the script
+    // line (their text runs to the newline), so they come only as whole lines.
+    let address = select(vec!["", "", "1", "$", "/a/", "1,2", "0~2", "/x/,+1", "2!"]);
     let flag = select(vec![
         "",
         "g",
@@ -573,19 +588,25 @@ fn sed_command() -> BoxedStrategy<String> {
         "m",
         "ge",
     ]);
-    let body = prop_oneof![
+    let addressed = prop_oneof![
         3 => select(vec!["p", "d", "=", "q", "Q", "n", "N", "G", "h", "x", "l", "z", "F", "b", "t", "D", "P"]).prop_map(str::to_owned),
         3 => flag.prop_map(|f| format!("s/a/b/{f}")),
         1 => select(vec!["s|a|./canary|e", "s/.*/.\\/canary/e", "s/^/.\\/canary #/e", "y/ab/ba/"]).prop_map(str::to_owned),
         2 => payload().prop_map(|c| format!("e {c}")),
         1 => Just("e".to_owned()),
-        2 => select(vec![":a", ":a ", ":loop", "b a", "ta", "v", "v 4.2", "v4.2", "#n", "# c"]).prop_map(str::to_owned),
-        2 => (select(vec![":a", "v 4.2", "v", ":x;", ": a", "#x"]), payload()).prop_map(|(l, c)| format!("{l} e {c}")),
         2 => (select(vec!["w", "W"]), write_path()).prop_map(|(c, p)| format!("{c} {p}")),
         1 => (select(vec!["r", "R"]), select(vec!["payload.sh", "/etc/hostname", "notes.txt"])).prop_map(|(c, p)| format!("{c} {p}")),
+    ];
+    let unaddressed = prop_oneof![
+        2 => select(vec![":a", ":a ", ":loop", "b a", "ta", "v", "v 4.2", "v4.2", "#n", "# c", "}"]).prop_map(str::to_owned),
+        3 => (select(vec![":a", "v 4.2", "v", ":x;", ": a", "#x", ":a\t", "v 4.2 "]), payload()).prop_map(|(l, c)| format!("{l} e {c}")),
         1 => select(vec!["a hello", "i\\\nhi", "c x", "1a ./canary"]).prop_map(str::to_owned),
     ];
-    (address, body).prop_map(|(a, b)| format!("{a}{b}")).boxed()
+    prop_oneof![
+        3 => (address, addressed).prop_map(|(a, b)| format!("{a}{b}")),
+        1 => unaddressed,
+    ]
+    .boxed()
 }
 
 fn sed() -> BoxedStrategy<String> {
@@ -608,13 +629,13 @@ fn sed() -> BoxedStrategy<String> {
         2,
     );
     prop_oneof![
-        4 => (options.clone(), script.clone(), read_path()).prop_map(|(o, s, p)| words(&["sed", &o, &quote(&s), &p])),
-        1 => (options.clone(), script.clone(), script.clone(), read_path())
+        4 => (options.clone(), script.clone(), input_file()).prop_map(|(o, s, p)| words(&["sed", &o, &quote(&s), &p])),
+        1 => (options.clone(), script.clone(), script.clone(), input_file())
             .prop_map(|(o, s, t, p)| words(&["sed", &o, "-e", &quote(&s), "-e", &quote(&t), &p])),
-        1 => (options.clone(), script.clone(), read_path()).prop_map(|(o, s, p)| words(&["sed", &o, &format!("--expression={}", quote(&s)), &p])),
-        1 => (options, select(vec!["-f payload.sed", "--file=payload.sed", "-f -", "-nf payload.sed"]), read_path())
+        1 => (options.clone(), script.clone(), input_file()).prop_map(|(o, s, p)| words(&["sed", &o, &format!("--expression={}", quote(&s)), &p])),
+        1 => (options, select(vec!["-f payload.sed", "--file=payload.sed", "-f -", "-nf payload.sed"]), input_file())
             .prop_map(|(o, f, p)| words(&["sed", &o, f, &p])),
-        1 => (select(vec!["-i", "-i.bak", "--in-place", "-ni", "-si"]), script, read_path()).prop_map(|(o, s, p)| words(&["sed", o, &quote(&s), &p])),
+        1 => (select(vec!["-i", "-i.bak", "--in-place", "-ni", "-si"]), script, input_file()).prop_map(|(o, s, p)| words(&["sed", o, &quote(&s), &p])),
     ]
     .boxed()
 }
@@ -643,8 +664,8 @@ fn awk() -> BoxedStrategy<String> {
         .prop_map(|(p, s)| format!("{p}{{ {} }}", s.join("; ")));
     let options = some_of(&["-F:", "-F,", "-v x=1", "--", "-v OFS=,"], 1);
     prop_oneof![
-        5 => (options.clone(), program, read_path()).prop_map(|(o, prog, p)| words(&["awk", &o, &quote(&prog), &p])),
-        1 => (options, select(vec!["-f payload.awk", "-f -", "-f/dev/stdin", "--file=payload.awk", "-fpayload.awk"]), read_path())
+        5 => (options.clone(), program, input_file()).prop_map(|(o, prog, p)| words(&["awk", &o, &quote(&prog), &p])),
+        1 => (options, select(vec!["-f payload.awk", "-f -", "-f/dev/stdin", "--file=payload.awk", "-fpayload.awk"]), input_file())
             .prop_map(|(o, f, p)| words(&["awk", &o, f, &p])),
         1 => select(vec![
             "cat payload.awk | awk -f -",

@@ -11,6 +11,7 @@
 //! xtask-oracle --slice         a 4,000-command corpus, at most 300 allowed ones run (for ci)
 //! options: --seed N  --corpus N  --execute N  --jobs N  --timeout-secs N  --report PATH
 //! xtask-oracle --probe CMD...  the verdict, prediction and findings for given commands
+//! xtask-oracle --list          the commands the slice or corpus would run, without running them
 //! ```
 
 mod compare;
@@ -46,6 +47,7 @@ struct Options {
     report: PathBuf,
     probe: Vec<String>,
     slice: bool,
+    list: bool,
 }
 
 impl Options {
@@ -66,6 +68,7 @@ impl Options {
                 }),
             probe: Vec::new(),
             slice,
+            list: false,
         };
         let mut iter = args.iter();
         while let Some(arg) = iter.next() {
@@ -80,6 +83,7 @@ impl Options {
             };
             match arg.as_str() {
                 "--slice" => {}
+                "--list" => options.list = true,
                 "--seed" => options.seed = number(arg, value(arg)?)?,
                 "--corpus" => options.corpus = number(arg, value(arg)?)? as usize,
                 "--execute" => options.execute = Some(number(arg, value(arg)?)? as usize),
@@ -166,7 +170,9 @@ fn probe(options: &Options) -> Result<bool, String> {
 }
 
 fn run(options: &Options) -> Result<bool, String> {
-    sandbox::check_tools()?;
+    if !options.list {
+        sandbox::check_tools()?;
+    }
     let started = Instant::now();
     let corpus = generate::corpus(options.seed, options.corpus);
     let permissions = policy::permissions()?;
@@ -180,6 +186,12 @@ fn run(options: &Options) -> Result<bool, String> {
         }
     }
     let selected = select(&allowed, options.execute);
+    if options.list {
+        for generated in &selected {
+            println!("{:?}\t{}", generated.family, generated.text.escape_debug());
+        }
+        return Ok(true);
+    }
     eprintln!(
         "oracle: {} commands generated and decided in {:.1?}; running {} of the {} allowed",
         corpus.len(),
