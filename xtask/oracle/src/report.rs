@@ -41,6 +41,7 @@ pub(crate) struct Report {
     corpus: usize,
     counts: BTreeMap<Family, Counts>,
     disagreements: Vec<Outcome>,
+    timed_out: Vec<String>,
 }
 
 /// The rendered report: a summary for the terminal, and the full list for a file.
@@ -59,6 +60,7 @@ impl Report {
             corpus,
             counts: BTreeMap::new(),
             disagreements: Vec::new(),
+            timed_out: Vec::new(),
         }
     }
 
@@ -78,6 +80,9 @@ impl Report {
         let counts = self.counts.entry(outcome.family).or_default();
         counts.executed += 1;
         counts.timed_out += usize::from(outcome.timed_out);
+        if outcome.timed_out {
+            self.timed_out.push(outcome.command.clone());
+        }
         if !outcome.findings.is_empty() {
             counts.disagreeing += 1;
             self.disagreements.push(outcome);
@@ -162,6 +167,12 @@ impl Report {
                 }
             }
         }
+        if !self.timed_out.is_empty() {
+            let _ = writeln!(full, "\ntimed out (killed; not a disagreement by itself):");
+            for command in &self.timed_out {
+                let _ = writeln!(full, "  {command:?}");
+            }
+        }
         if !errors.is_empty() {
             let _ = writeln!(s, "\n{} runs failed to start or be read:", errors.len());
             for error in errors.iter().take(5) {
@@ -172,5 +183,43 @@ impl Report {
             }
         }
         Rendered { summary: s, full }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disagreements_are_counted_and_grouped_by_family_and_kind() {
+        let mut report = Report::new(23, 3);
+        report.decided(Family::Sed, Verdict::Allow);
+        report.decided(Family::Sed, Verdict::Allow);
+        report.decided(Family::Runner, Verdict::Ask);
+        report.executed(Outcome {
+            family: Family::Sed,
+            command: "sed ':a e ./canary' README.md".into(),
+            findings: vec![Finding {
+                kind: Kind::Canary,
+                detail: "marker: ran: ./canary".into(),
+            }],
+            timed_out: false,
+        });
+        report.executed(Outcome {
+            family: Family::Sed,
+            command: "sed p README.md".into(),
+            findings: vec![],
+            timed_out: true,
+        });
+        assert_eq!(report.disagreements(), 1);
+        let text = report.render(true, Duration::from_secs(1), &[]);
+        assert!(text.summary.contains("corpus 3 distinct commands; allowed 2, asked 1, denied 0; executed 2 (1 timed out); disagreements 1"), "{}", text.summary);
+        assert!(
+            text.summary
+                .contains("[sed scripts (class 3)] canary ran: 1"),
+            "{}",
+            text.summary
+        );
+        assert!(text.full.contains("\"sed p README.md\""), "{}", text.full);
     }
 }
