@@ -79,9 +79,20 @@ fn parse_line(line: &str) -> Option<Event> {
     if !TRACED.contains(&call) {
         return None;
     }
-    let (args, result) = match line.rfind(") = ") {
-        Some(at) => (&line[open + 1..at], line[at + 4..].trim()),
-        None => (&line[open + 1..], "?"),
+    // strace pads short calls to a column: `unlink("x")        = 0`. A call cut short
+    // (`<unfinished ...>`, a process killed in it) has no result.
+    let (args, result) = match line.rfind(" = ") {
+        Some(at) if line[..at].trim_end().ends_with(')') && at > open => {
+            let head = line[..at].trim_end();
+            (&head[open + 1..head.len() - 1], line[at + 3..].trim())
+        }
+        _ => (
+            line[open + 1..]
+                .trim_end()
+                .trim_end_matches("<unfinished ...>")
+                .trim_end(),
+            "?",
+        ),
     };
     let tokens = split_args(args);
     match call {
@@ -285,7 +296,9 @@ execve("/usr/local/sbin/sh", ["sh", "-c", "x"], 0x55 /* 9 vars */) = -1 ENOENT (
 openat(AT_FDCWD</tmp/w>, ".git/hooks/pre-commit", O_WRONLY|O_CREAT|O_TRUNC, 0666) = 3</tmp/w/.git/hooks/pre-commit>
 openat(5</tmp/w/.git>, "config.lock", O_RDWR|O_CREAT|O_EXCL|O_CLOEXEC, 0666) = -1 EROFS (Read-only file system)
 renameat2(AT_FDCWD</tmp/w>, ".git/index.lock", AT_FDCWD</tmp/w>, ".git/index", 0) = 0
-fchmod(3</tmp/w/out.txt>, 0755) = 0"#,
+fchmod(3</tmp/w/out.txt>, 0755) = 0
+unlink("/tmp/w/.git/index.lock")        = 0
+mkdir("/tmp/git-blob-x", 0700 <unfinished ...>"#,
         );
         let paths: Vec<Vec<String>> = events
             .iter()
@@ -304,6 +317,8 @@ fchmod(3</tmp/w/out.txt>, 0755) = 0"#,
                     "/tmp/w/.git/index".to_owned()
                 ],
                 vec!["/tmp/w/out.txt".to_owned()],
+                vec!["/tmp/w/.git/index.lock".to_owned()],
+                vec!["/tmp/git-blob-x".to_owned()],
             ]
         );
     }
