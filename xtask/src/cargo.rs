@@ -49,6 +49,16 @@ impl Cmd {
         self
     }
 
+    /// Adds arguments.
+    pub(crate) fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.command.args(args);
+        self
+    }
+
     /// Sets an environment variable.
     pub(crate) fn env(mut self, key: &str, value: &str) -> Self {
         self.command.env(key, value);

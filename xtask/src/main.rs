@@ -11,6 +11,8 @@
 //! cargo xtask features    each crate builds with no and all features; the facade with each alone
 //! cargo xtask deny        cargo deny check bans licenses sources (installs cargo-deny if missing)
 //! cargo xtask bench       every benchmark; writes target/bench-report.json
+//! cargo xtask oracle      the shell analysis' differential oracle, full corpus (`--slice`: the fast slice)
+//! cargo xtask oracle-slice  the oracle's fast slice as a step (not yet in `ci`; see ORACLE_SLICE)
 //! ```
 
 mod cargo;
@@ -69,6 +71,17 @@ const CI_STEPS: &[Step] = &[
     },
 ];
 
+/// The differential oracle's fast slice (docs/xtask.md). Not in [`CI_STEPS`] yet: it fails
+/// until mux-permission's analysis stops allowing what it cannot explain (issue 23); then it
+/// joins the list after `test`.
+const ORACLE_SLICE: Step = Step {
+    name: "oracle-slice",
+    run: oracle_slice,
+};
+
+/// Steps that run alone by name but are not part of `ci`.
+const OTHER_STEPS: &[Step] = &[ORACLE_SLICE];
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let command = args.first().map(String::as_str).unwrap_or("help");
@@ -79,11 +92,12 @@ fn main() -> ExitCode {
             .filter(|s| matches!(s.name, "fmt" | "clippy"))
             .collect(),
         "bench" => return report("bench", bench()),
+        "oracle" => return report("oracle", oracle(&args[1..])),
         "help" | "-h" | "--help" => {
             println!("{}", usage());
             return ExitCode::SUCCESS;
         }
-        name => match CI_STEPS.iter().find(|s| s.name == name) {
+        name => match CI_STEPS.iter().chain(OTHER_STEPS).find(|s| s.name == name) {
             Some(step) => vec![step],
             None => {
                 eprintln!("unknown xtask command `{name}`\n\n{}", usage());
@@ -127,7 +141,7 @@ fn report(name: &str, result: Result<(), String>) -> ExitCode {
 }
 
 fn usage() -> &'static str {
-    "usage: cargo xtask <ci|lint|fmt|clippy|peers|test|conformance|doc|layering|features|deny|bench>"
+    "usage: cargo xtask <ci|lint|fmt|clippy|peers|test|conformance|doc|layering|features|deny|bench|oracle [--slice]|oracle-slice>"
 }
 
 fn fmt() -> Result<(), String> {
@@ -187,6 +201,18 @@ fn deny() -> Result<(), String> {
         Cmd::cargo(["install", "cargo-deny", "--locked"]).run()?;
     }
     Cmd::cargo(["deny", "check", "bans", "licenses", "sources"]).run()
+}
+
+/// Runs the differential oracle (`xtask/oracle`) with `args` (`--slice`, `--seed N`, ...).
+fn oracle(args: &[String]) -> Result<(), String> {
+    Cmd::cargo(["run", "--quiet", "--package", "xtask-oracle", "--"])
+        .args(args)
+        .run()
+}
+
+/// The oracle's fast slice: a few hundred allowed commands run; fails on any disagreement.
+fn oracle_slice() -> Result<(), String> {
+    oracle(&["--slice".to_owned()])
 }
 
 fn bench() -> Result<(), String> {

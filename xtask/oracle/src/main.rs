@@ -1,0 +1,326 @@
+//! The differential oracle of mux-permission's shell analysis (`cargo xtask oracle`).
+//!
+//! Generates shell commands from the shell grammar, per-program models and runner
+//! compositions; asks mux-permission, under a fixed policy of read-ish allow rules, which it
+//! allows; runs every allowed command in a disposable sandbox under strace; and reports every
+//! exec, file change or canary the analysis did not predict. Exits non-zero on any
+//! disagreement.
+//!
+//! ```text
+//! xtask-oracle                 the full corpus (40,000 commands), every allowed one run
+//! xtask-oracle --slice         a 4,000-command corpus, at most 300 allowed ones run (for ci)
+//! options: --seed N  --corpus N  --execute N  --jobs N  --timeout-secs N  --report PATH
+//! xtask-oracle --probe CMD...  the verdict, prediction and findings for given commands
+//! xtask-oracle --list          the commands the slice or corpus would run, without running them
+//! ```
+
+mod compare;
+mod fixture;
+mod generate;
+mod policy;
+mod report;
+mod sandbox;
+mod trace;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use mux_permission::Verdict;
+
+use crate::compare::Finding;
+use crate::generate::{Family, Generated};
+use crate::report::{Outcome, Report};
+use crate::sandbox::Sandbox;
+
+/// The options of one oracle run.
+#[derive(Debug)]
+struct Options {
+    seed: u64,
+    corpus: usize,
+    execute: Option<usize>,
+    jobs: usize,
+    timeout: Duration,
+    report: PathBuf,
+    probe: Vec<String>,
+    slice: bool,
+    list: bool,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Self, String> {
+        let slice = args.iter().any(|a| a == "--slice");
+        let mut options = Options {
+            seed: 23,
+            corpus: if slice { 4_000 } else { 40_000 },
+            execute: slice.then_some(300),
+            jobs: 2,
+            timeout: Duration::from_secs(5),
+            report: PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target")
+                .join(if slice {
+                    "oracle-slice-report.txt"
+                } else {
+                    "oracle-report.txt"
+                }),
+            probe: Vec::new(),
+            slice,
+            list: false,
+        };
+        let mut iter = args.iter();
+        while let Some(arg) = iter.next() {
+            let mut value = |name: &str| {
+                iter.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{name} needs a value"))
+            };
+            let number = |name: &str, text: String| {
+                text.parse::<u64>()
+                    .map_err(|_| format!("{name} takes a number, not {text:?}"))
+            };
+            match arg.as_str() {
+                "--slice" => {}
+                "--list" => options.list = true,
+                "--seed" => options.seed = number(arg, value(arg)?)?,
+                "--corpus" => options.corpus = number(arg, value(arg)?)? as usize,
+                "--execute" => options.execute = Some(number(arg, value(arg)?)? as usize),
+                "--jobs" => options.jobs = (number(arg, value(arg)?)? as usize).max(1),
+                "--timeout-secs" => {
+                    options.timeout = Duration::from_secs(number(arg, value(arg)?)?.max(1));
+                }
+                "--report" => options.report = PathBuf::from(value(arg)?),
+                "--probe" => {
+                    options.probe.extend(iter.by_ref().cloned());
+                }
+                other => return Err(format!("unknown option {other:?}")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = Options::parse(&args).and_then(|options| {
+        if options.probe.is_empty() {
+            run(&options)
+        } else {
+            probe(&options)
+        }
+    });
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(message) => {
+            eprintln!("oracle: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The git exec path (where git's helpers live), asked of the host's git.
+fn git_exec_path() -> String {
+    std::process::Command::new("git")
+        .arg("--exec-path")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Runs one command and returns its findings.
+fn execute(
+    sandbox: &Sandbox,
+    command: &str,
+    slot: usize,
+    git_exec_path: &str,
+) -> Result<(Vec<Finding>, bool), String> {
+    let programs: BTreeSet<String> = policy::predicted_programs(command);
+    let observed = sandbox.run(command, slot)?;
+    Ok((
+        compare::findings(&programs, &observed, git_exec_path),
+        observed.timed_out,
+    ))
+}
+
+fn probe(options: &Options) -> Result<bool, String> {
+    sandbox::check_tools()?;
+    let permissions = policy::permissions()?;
+    let sandbox = Sandbox::new(options.timeout)?;
+    let exec_path = git_exec_path();
+    let mut clean = true;
+    for command in &options.probe {
+        let verdict = policy::verdict(&permissions, command)?;
+        let programs = policy::predicted_programs(command);
+        println!("{command}\n  verdict {verdict:?}, predicted programs {programs:?}");
+        let (found, timed_out) = execute(&sandbox, command, 0, &exec_path)?;
+        if timed_out {
+            println!("  timed out");
+        }
+        for finding in &found {
+            println!("  {finding}");
+        }
+        clean &= found.is_empty() || verdict != Verdict::Allow;
+    }
+    Ok(clean)
+}
+
+fn run(options: &Options) -> Result<bool, String> {
+    if !options.list {
+        sandbox::check_tools()?;
+    }
+    let started = Instant::now();
+    let corpus = generate::corpus(options.seed, options.corpus);
+    let permissions = policy::permissions()?;
+    let mut report = Report::new(options.seed, corpus.len());
+    let mut allowed: Vec<&Generated> = Vec::new();
+    for generated in &corpus {
+        let verdict = policy::verdict(&permissions, &generated.text)?;
+        report.decided(generated.family, verdict);
+        if verdict == Verdict::Allow {
+            allowed.push(generated);
+        }
+    }
+    let selected = select(&allowed, options.execute);
+    if options.list {
+        for generated in &selected {
+            println!("{:?}\t{}", generated.family, generated.text.escape_debug());
+        }
+        return Ok(true);
+    }
+    eprintln!(
+        "oracle: {} commands generated and decided in {:.1?}; running {} of the {} allowed",
+        corpus.len(),
+        started.elapsed(),
+        selected.len(),
+        allowed.len()
+    );
+    let sandbox = Sandbox::new(options.timeout)?;
+    let exec_path = git_exec_path();
+    let next = AtomicUsize::new(0);
+    let outcomes: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::new());
+    let errors: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for slot in 0..options.jobs {
+            let (sandbox, next, outcomes, errors, selected, exec_path) =
+                (&sandbox, &next, &outcomes, &errors, &selected, &exec_path);
+            scope.spawn(move || {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(generated) = selected.get(index) else {
+                        break;
+                    };
+                    if index > 0 && index % 500 == 0 {
+                        eprintln!("oracle: {index}/{} run", selected.len());
+                    }
+                    match execute(sandbox, &generated.text, slot, exec_path) {
+                        Ok((findings, timed_out)) => {
+                            let outcome = Outcome {
+                                family: generated.family,
+                                command: generated.text.clone(),
+                                findings,
+                                timed_out,
+                            };
+                            if let Ok(mut all) = outcomes.lock() {
+                                all.push((index, outcome));
+                            }
+                        }
+                        Err(message) => {
+                            if let Ok(mut all) = errors.lock() {
+                                all.push(format!("{:?}: {message}", generated.text));
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let mut outcomes = outcomes.into_inner().map_err(|_| "a worker panicked")?;
+    outcomes.sort_by_key(|(index, _)| *index);
+    for (_, outcome) in outcomes {
+        report.executed(outcome);
+    }
+    let errors = errors.into_inner().map_err(|_| "a worker panicked")?;
+    let text = report.render(options.slice, started.elapsed(), &errors);
+    print!("{}", text.summary);
+    if let Some(parent) = options.report.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    std::fs::write(&options.report, &text.full)
+        .map_err(|e| format!("writing {}: {e}", options.report.display()))?;
+    println!(
+        "oracle: every disagreement is listed in {}",
+        options.report.display()
+    );
+    Ok(report.disagreements() == 0 && errors.is_empty())
+}
+
+/// The allowed commands to run: all of them, or at most `limit` taken round-robin across the
+/// families (in corpus order within each), so a slice covers every family.
+fn select<'a>(allowed: &[&'a Generated], limit: Option<usize>) -> Vec<&'a Generated> {
+    let Some(limit) = limit else {
+        return allowed.to_vec();
+    };
+    let mut queues: Vec<Vec<&Generated>> = Family::ALL
+        .iter()
+        .map(|family| {
+            allowed
+                .iter()
+                .filter(|g| g.family == *family)
+                .rev()
+                .copied()
+                .collect()
+        })
+        .collect();
+    let mut out = Vec::new();
+    while out.len() < limit && queues.iter().any(|q| !q.is_empty()) {
+        for queue in &mut queues {
+            if out.len() < limit
+                && let Some(next) = queue.pop()
+            {
+                out.push(next);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slice_takes_every_family_in_turn() {
+        let corpus = generate::corpus(3, 600);
+        let all: Vec<&Generated> = corpus.iter().collect();
+        let picked = select(&all, Some(18));
+        assert_eq!(picked.len(), 18);
+        for family in Family::ALL {
+            assert_eq!(picked.iter().filter(|g| g.family == family).count(), 2);
+        }
+        assert_eq!(select(&all, None).len(), 600);
+    }
+
+    #[test]
+    fn options_parse_and_bad_ones_are_named() {
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let slice = Options::parse(&args(&["--slice", "--seed", "5"])).unwrap();
+        assert_eq!(
+            (slice.seed, slice.corpus, slice.execute),
+            (5, 4_000, Some(300))
+        );
+        let full = Options::parse(&args(&[])).unwrap();
+        assert_eq!((full.corpus, full.execute), (40_000, None));
+        let err = Options::parse(&args(&["--jobs", "x"])).unwrap_err();
+        assert!(err.contains("--jobs"), "{err}");
+        assert!(
+            Options::parse(&args(&["--bogus"]))
+                .unwrap_err()
+                .contains("--bogus")
+        );
+    }
+}
