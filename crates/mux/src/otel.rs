@@ -42,7 +42,7 @@ pub enum OtelError {
         /// What went wrong.
         reason: String,
     },
-    /// Another global `tracing` subscriber is set already: use [`Otel::layer`] in it instead.
+    /// Another global `tracing` subscriber is set already: use [`layer`] in it instead.
     #[error("a global tracing subscriber is already set; add mux::otel's layer to it instead")]
     SubscriberSet,
 }
