@@ -250,12 +250,10 @@ mod tests {
     }
 
     fn wait_gone(path: &Path) {
-        for _ in 0..100 {
-            if !path.exists() {
-                return;
-            }
+        let gone = (0..100).any(|_| {
             std::thread::sleep(LINGER / 10);
-        }
-        panic!("{} was not removed", path.display());
+            !path.exists()
+        });
+        assert!(gone, "{} was not removed", path.display());
     }
 }
