@@ -64,14 +64,16 @@ fn bash_spawn(sandbox: &Sandbox) -> Result<Vec<Row>, String> {
         return Err(err);
     }
     let plain_spawn = || -> Result<(), String> {
+        // Spawned inside the runtime, which tokio's child process needs.
         let out = runtime
-            .block_on(
+            .block_on(async {
                 tokio::process::Command::new("bash")
                     .args(["-c", "true"])
                     .current_dir(sandbox.root())
                     .stdin(std::process::Stdio::null())
-                    .output(),
-            )
+                    .output()
+                    .await
+            })
             .map_err(|err| format!("plain spawn: {err}"))?;
         if !out.status.success() {
             return Err(format!("plain spawn exited with {}", out.status));

@@ -7,13 +7,16 @@
 //! list is [`PROTECTED_NAMES`], and the two are kept in step by hand.
 //!
 //! A protected path that does not exist yet is held by an empty placeholder directory for the
-//! length of the call (mounted read-only inside the sandbox), so it cannot be created either;
-//! the placeholder is removed when the last call holding it ends.
+//! length of the call (mounted read-only inside the sandbox), so it cannot be created either.
+//! The placeholder is removed once no call has held it for [`LINGER`]: removing a directory
+//! that was a mount point costs the kernel an RCU grace period (milliseconds), which calls in
+//! quick succession should not each pay.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 #[cfg(target_os = "linux")]
 use super::{Confinement, OsSandboxError, SandboxPolicy};
@@ -30,8 +33,26 @@ pub const PROTECTED_NAMES: &[&str] = &[".git", ".mux", ".claude", ".mcp.json", "
 #[cfg(target_os = "linux")]
 const GIT_CODE: [&str; 5] = ["config", "hooks", "info", "modules", "worktrees"];
 
-/// Placeholders held by calls running now, with how many calls hold each.
-static HELD: Mutex<BTreeMap<PathBuf, usize>> = Mutex::new(BTreeMap::new());
+/// How long a placeholder no call holds stays before it is removed.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// A placeholder: how many calls hold it, and since when none has.
+#[derive(Debug)]
+struct Held {
+    count: usize,
+    released: Option<Instant>,
+}
+
+/// The placeholders that exist now, and whether a thread is on its way to remove them.
+struct Registry {
+    held: BTreeMap<PathBuf, Held>,
+    reaper: bool,
+}
+
+static HELD: Mutex<Registry> = Mutex::new(Registry {
+    held: BTreeMap::new(),
+    reaper: false,
+});
 
 /// The protected paths of one call: all exist (a placeholder stands for a missing one).
 #[cfg(target_os = "linux")]
@@ -53,9 +74,16 @@ impl Placeholders {
     /// Makes sure `path` exists, holding a placeholder (an empty directory) if it does not.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     fn hold(&mut self, path: &Path) -> io::Result<()> {
-        let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(count) = held.get_mut(path) {
-            *count += 1;
+        let mut registry = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(held) = registry.held.get_mut(path) {
+            // Removed from outside while it lingered: made again.
+            if let Err(err) = std::fs::create_dir(path)
+                && err.kind() != io::ErrorKind::AlreadyExists
+            {
+                return Err(err);
+            }
+            held.count += 1;
+            held.released = None;
             self.held.push(path.to_owned());
             return Ok(());
         }
@@ -66,7 +94,13 @@ impl Placeholders {
         }
         match std::fs::create_dir(path) {
             Ok(()) => {
-                held.insert(path.to_owned(), 1);
+                registry.held.insert(
+                    path.to_owned(),
+                    Held {
+                        count: 1,
+                        released: None,
+                    },
+                );
                 self.held.push(path.to_owned());
                 Ok(())
             }
@@ -79,17 +113,46 @@ impl Placeholders {
 
 impl Drop for Placeholders {
     fn drop(&mut self) {
-        let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.held.is_empty() {
+            return;
+        }
+        let mut registry = HELD.lock().unwrap_or_else(PoisonError::into_inner);
         for path in self.held.drain(..) {
-            let Some(count) = held.get_mut(&path) else {
-                continue;
-            };
-            *count -= 1;
-            if *count == 0 {
-                held.remove(&path);
-                // Only an empty directory goes; anything put in it from outside stays.
-                let _ = std::fs::remove_dir(&path);
+            if let Some(held) = registry.held.get_mut(&path) {
+                held.count -= 1;
+                if held.count == 0 {
+                    held.released = Some(Instant::now());
+                }
             }
+        }
+        if !registry.reaper {
+            registry.reaper = std::thread::Builder::new()
+                .name("mux-placeholders".into())
+                .spawn(reap)
+                .is_ok();
+        }
+    }
+}
+
+/// Removes the placeholders no call has held for [`LINGER`], until none is left.
+fn reap() {
+    loop {
+        std::thread::sleep(LINGER);
+        let mut registry = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        registry.held.retain(|path, held| {
+            let idle = held
+                .released
+                .is_some_and(|since| now.duration_since(since) >= LINGER);
+            if idle {
+                // Only an empty directory goes; anything put in it from outside stays.
+                let _ = std::fs::remove_dir(path);
+            }
+            !idle
+        });
+        if registry.held.is_empty() {
+            registry.reaper = false;
+            return;
         }
     }
 }
@@ -157,13 +220,15 @@ mod tests {
         assert!(dir.path().join(".claude").is_dir());
         assert!(dir.path().join(".mcp.json").is_file());
         drop(first);
+        std::thread::sleep(LINGER * 2);
         assert!(
             dir.path().join(".claude").is_dir(),
             "still held by the second call"
         );
         drop(second);
-        assert!(!dir.path().join(".claude").exists());
-        assert!(!dir.path().join(".git").exists());
+        assert!(dir.path().join(".claude").is_dir(), "lingers a moment");
+        wait_gone(&dir.path().join(".claude"));
+        wait_gone(&dir.path().join(".git"));
         assert!(
             dir.path().join(".mcp.json").is_file(),
             "an existing file stays"
@@ -181,6 +246,14 @@ mod tests {
         assert!(!protection.paths.contains(&dir.path().join(".git")));
         assert!(dir.path().join(".git/hooks").is_dir());
         drop(protection);
-        assert!(!dir.path().join(".git/hooks").exists());
+        wait_gone(&dir.path().join(".git/hooks"));
+    }
+
+    fn wait_gone(path: &Path) {
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(LINGER / 10);
+            !path.exists()
+        });
+        assert!(gone, "{} was not removed", path.display());
     }
 }

@@ -1,5 +1,5 @@
 //! The read-only view: the child enters a user and a mount namespace of its own (as
-//! bubblewrap does, unprivileged), in which every mount is read-only except fresh copies of
+//! bubblewrap does, unprivileged), in which every mount is read-only except bind mounts of
 //! the writable directories, with the protected paths read-only again on top. So writes
 //! outside the root fail whatever they are, metadata included (`chmod`, `utimes`, `setxattr`,
 //! `chown`, for which Landlock has no right).
@@ -7,7 +7,7 @@
 //! Everything here is prepared by the parent ([`View::new`]); the child only makes system
 //! calls on it ([`View::enter`]), allocating nothing.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -16,10 +16,7 @@ use libc::{c_int, c_uint};
 use super::child::{Failed, Step};
 use super::{Confinement, OsSandboxError};
 
-const OPEN_TREE_CLONE: c_uint = 1;
 const AT_RECURSIVE: c_uint = 0x8000;
-const MOVE_MOUNT_F_EMPTY_PATH: c_uint = 0x4;
-const MOVE_MOUNT_T_SYMLINKS: c_uint = 0x10;
 const MOUNT_ATTR_RDONLY: u64 = 0x1;
 
 /// `struct mount_attr` of `mount_setattr(2)`.
@@ -38,14 +35,19 @@ const READ_ONLY: MountAttr = MountAttr {
     userns_fd: 0,
 };
 
+const WRITABLE: MountAttr = MountAttr {
+    attr_set: 0,
+    attr_clr: MOUNT_ATTR_RDONLY,
+    propagation: 0,
+    userns_fd: 0,
+};
+
 /// The namespaces and mounts of one command, prepared before `fork`.
 pub(super) struct View {
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     /// Writable directories, outermost first.
     writable: Vec<CString>,
-    /// Their detached copies, taken in the child before everything turns read-only.
-    copies: Vec<c_int>,
     /// Paths inside the root to mount read-only again.
     protected: Vec<CString>,
     /// The working directory, entered again once the root is a new mount.
@@ -80,7 +82,6 @@ impl View {
         Ok(Self {
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
-            copies: vec![-1; writable.len()],
             writable,
             protected,
             cwd: c_path(&confinement.root)?,
@@ -109,19 +110,22 @@ impl View {
                     std::ptr::null(),
                 ),
             )?;
-            for (dir, copy) in self.writable.iter().zip(self.copies.iter_mut()) {
-                *copy = open_tree(libc::AT_FDCWD, dir.as_ptr())?;
+            // Bind mounts of their own for the writable directories (with their submounts),
+            // then every mount read-only at once, then the writable binds writable again.
+            for dir in &self.writable {
+                bind(dir)?;
             }
-            set_read_only(libc::AT_FDCWD, c"/".as_ptr(), 0)?;
-            for (dir, copy) in self.writable.iter().zip(self.copies.iter()) {
-                attach(*copy, dir.as_ptr(), 0)?;
-                libc::close(*copy);
+            set_attr(c"/", &READ_ONLY, AT_RECURSIVE)?;
+            for dir in &self.writable {
+                // A submount that was read-only before is locked so, which fails the
+                // recursive change: then only the bind itself turns writable again.
+                if set_attr(dir, &WRITABLE, AT_RECURSIVE).is_err() {
+                    set_attr(dir, &WRITABLE, 0)?;
+                }
             }
             for path in &self.protected {
-                let copy = open_tree(libc::AT_FDCWD, path.as_ptr())?;
-                set_read_only(copy, c"".as_ptr(), libc::AT_EMPTY_PATH as c_uint)?;
-                attach(copy, path.as_ptr(), MOVE_MOUNT_T_SYMLINKS)?;
-                libc::close(copy);
+                bind(path)?;
+                set_attr(path, &READ_ONLY, AT_RECURSIVE)?;
             }
             check(Step::Mounts, libc::chdir(self.cwd.as_ptr()))?;
         }
@@ -138,9 +142,10 @@ fn check(step: Step, ret: c_int) -> Result<(), Failed> {
     }
 }
 
+/// Writes `bytes` to the file at `path`.
 #[allow(unsafe_code)]
-unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), Failed> {
-    // SAFETY: (for the caller) `path` is NUL-terminated and `bytes` valid.
+unsafe fn write_file(path: &CStr, bytes: &[u8]) -> Result<(), Failed> {
+    // SAFETY: (for the caller) nothing: `path` is NUL-terminated and `bytes` valid.
     unsafe {
         let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
         check(Step::IdMaps, fd)?;
@@ -151,55 +156,34 @@ unsafe fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), Failed> 
     }
 }
 
-/// A detached copy of the mount tree at `path`, as it is now.
+/// Bind-mounts `path` (with its submounts) onto itself, as a mount of its own.
 #[allow(unsafe_code)]
-unsafe fn open_tree(dirfd: c_int, path: *const libc::c_char) -> Result<c_int, Failed> {
-    // SAFETY: (for the caller) `path` is NUL-terminated.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_open_tree,
-            dirfd,
-            path,
-            OPEN_TREE_CLONE | AT_RECURSIVE | libc::O_CLOEXEC as c_uint,
+unsafe fn bind(path: &CStr) -> Result<(), Failed> {
+    // SAFETY: (for the caller) nothing: `path` is NUL-terminated.
+    let ret = unsafe {
+        libc::mount(
+            path.as_ptr(),
+            path.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
         )
     };
-    check(Step::Mounts, fd as c_int)?;
-    Ok(fd as c_int)
+    check(Step::Mounts, ret)
 }
 
-/// Makes the mount tree at `path` (relative to `dirfd`) read-only, recursively.
+/// Changes the attributes of the mount at `path` (with `AT_RECURSIVE`, of those beneath too).
 #[allow(unsafe_code)]
-unsafe fn set_read_only(
-    dirfd: c_int,
-    path: *const libc::c_char,
-    flags: c_uint,
-) -> Result<(), Failed> {
-    // SAFETY: (for the caller) `path` is NUL-terminated; the attribute is a valid struct.
+unsafe fn set_attr(path: &CStr, attr: &MountAttr, flags: c_uint) -> Result<(), Failed> {
+    // SAFETY: (for the caller) nothing: `path` is NUL-terminated and `attr` a valid struct.
     let ret = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
-            dirfd,
-            path,
-            flags | AT_RECURSIVE,
-            &READ_ONLY as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    check(Step::Mounts, ret as c_int)
-}
-
-/// Attaches the detached tree `copy` at `path`.
-#[allow(unsafe_code)]
-unsafe fn attach(copy: c_int, path: *const libc::c_char, flags: c_uint) -> Result<(), Failed> {
-    // SAFETY: (for the caller) `path` is NUL-terminated.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_move_mount,
-            copy,
-            c"".as_ptr(),
             libc::AT_FDCWD,
-            path,
-            MOVE_MOUNT_F_EMPTY_PATH | flags,
+            path.as_ptr(),
+            flags,
+            attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
         )
     };
     check(Step::Mounts, ret as c_int)
