@@ -992,6 +992,14 @@ const STASH: &[Sub] = &[
 /// `set`/`unset`/`edit` form write.
 fn config_form(parsed: &Parsed<'_>) -> Result<(), String> {
     let ops = &parsed.operands;
+    if parsed.option_after_operand {
+        // git config stops reading options at its first operand: `git config user.email
+        // --name-only` sets the key to `--name-only` (found by the differential oracle).
+        return Err(format!(
+            "`git config {}`: a word that looks like an option after the key is a value",
+            ops.join(" ")
+        ));
+    }
     let writes = || {
         Err(format!(
             "`git config {}` may set a key (the model allows only reading forms)",

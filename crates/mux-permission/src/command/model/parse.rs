@@ -22,6 +22,9 @@ pub(crate) struct Parsed<'a> {
     pub(crate) options: Vec<(&'static Opt, Option<&'a str>)>,
     /// The operands, in order, the program operand included.
     pub(crate) operands: Vec<&'a str>,
+    /// An option came after an operand (a parser that stops at its first operand, as
+    /// `git config` does, reads it as an operand).
+    pub(crate) option_after_operand: bool,
 }
 
 impl Parsed<'_> {
@@ -130,6 +133,9 @@ pub(crate) fn check<'a>(model: &Model, args: &[Arg<'a>]) -> Result<Parsed<'a>, S
         if text == "--" {
             only_operands = true;
             continue;
+        }
+        if !operands.is_empty() {
+            out.option_after_operand = true;
         }
         if let Some(long) = text.strip_prefix("--") {
             let (spelled, attached) = match long.split_once('=') {
