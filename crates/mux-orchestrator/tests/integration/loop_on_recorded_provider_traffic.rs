@@ -273,3 +273,108 @@ async fn anthropic_structured_output_through_the_output_tool() {
         "a valid answer needs no correction"
     );
 }
+
+#[derive(Deserialize, JsonSchema)]
+struct LocationArgs {
+    /// The place.
+    location: String,
+}
+
+/// The tool of the Responses API recording (gpt-5).
+struct Weather;
+
+impl TypedTool for Weather {
+    type Args = LocationArgs;
+    const NAME: &'static str = "weather";
+    fn description(&self) -> String {
+        "Current weather".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+    async fn call(&self, args: LocationArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(format!("40°C in {}", args.location)))
+    }
+}
+
+fn responses_client(server: &ReplayServer) -> mux_llm::responses::ResponsesClient {
+    mux_llm::responses::ResponsesClient::new(Secret::new("sk-test"))
+        .unwrap()
+        .base_url(format!("{}/v1", server.url()))
+        .unwrap()
+}
+
+/// The Responses API provider through the whole loop: a recorded function call, its output
+/// sent back as `function_call_output` with the recorded call id, then the recorded answer.
+#[tokio::test]
+async fn responses_api_tool_call_then_answer() {
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture("responses/tool_call.sse")).chunked(13),
+        Reply::sse(fixture("responses/tool_followup.sse")).chunked(7),
+    ])
+    .await
+    .unwrap();
+    let registry = Registry::new();
+    registry.register_typed(Weather).unwrap();
+    let agent = Orchestrator::builder(
+        Arc::new(responses_client(&server)) as Arc<dyn LlmClient>,
+        OrchestratorConfig::new("gpt-5"),
+    )
+    .tools(registry)
+    .build();
+    let summary = agent
+        .run_to_completion("What's the weather in Florence?")
+        .await
+        .unwrap();
+    assert_eq!(summary.tool_calls.len(), 1);
+    assert_eq!(summary.tool_calls[0].output.to_text(), "40°C in Florence, Italy");
+    assert!(summary.text.starts_with("Florence, Italy is currently about 40°C"), "{}", summary.text);
+    assert_eq!(summary.iterations, 2);
+
+    let second = server.requests()[1].json();
+    let input = second["input"].as_array().unwrap();
+    let call = input
+        .iter()
+        .find(|item| item["type"] == "function_call")
+        .expect("the call goes back");
+    let output = input
+        .iter()
+        .find(|item| item["type"] == "function_call_output")
+        .expect("with its output");
+    assert_eq!(call["call_id"], output["call_id"]);
+    assert_eq!(output["output"], "40°C in Florence, Italy");
+}
+
+#[derive(Debug, Deserialize, JsonSchema, PartialEq)]
+struct Person {
+    name: String,
+    age: u32,
+    city: String,
+}
+
+/// A typed answer through the Responses API: the schema goes out as `text.format`, and the
+/// recorded JSON answer comes back as a `Person`.
+#[tokio::test]
+async fn responses_api_typed_answer() {
+    let server = ReplayServer::start(vec![
+        Reply::sse(fixture("responses/structured_output.sse")).chunked(9),
+    ])
+    .await
+    .unwrap();
+    let agent = mux_orchestrator::Agent::builder(responses_client(&server))
+        .model("gpt-4o-mini")
+        .build()
+        .unwrap();
+    let person: Person = agent.prompt_typed("Alice, 30, Paris").await.unwrap();
+    assert_eq!(
+        person,
+        Person {
+            name: "Alice".into(),
+            age: 30,
+            city: "Paris".into()
+        }
+    );
+    let request = server.requests()[0].json();
+    assert_eq!(request["text"]["format"]["type"], "json_schema");
+    assert_eq!(request["text"]["format"]["name"], "Person");
+}
