@@ -327,8 +327,17 @@ async fn responses_api_tool_call_then_answer() {
         .await
         .unwrap();
     assert_eq!(summary.tool_calls.len(), 1);
-    assert_eq!(summary.tool_calls[0].output.to_text(), "40°C in Florence, Italy");
-    assert!(summary.text.starts_with("Florence, Italy is currently about 40°C"), "{}", summary.text);
+    assert_eq!(
+        summary.tool_calls[0].output.to_text(),
+        "40°C in Florence, Italy"
+    );
+    assert!(
+        summary
+            .text
+            .starts_with("Florence, Italy is currently about 40°C"),
+        "{}",
+        summary.text
+    );
     assert_eq!(summary.iterations, 2);
 
     let second = server.requests()[1].json();
