@@ -21,6 +21,8 @@ pub mod http;
 mod message;
 #[cfg(feature = "openai")]
 pub mod openai;
+#[cfg(any(feature = "openai", feature = "openai-responses"))]
+mod openai_content;
 mod request;
 mod response;
 #[cfg(feature = "openai-responses")]

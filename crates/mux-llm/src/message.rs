@@ -182,14 +182,7 @@ pub(crate) const RESPONSES_REASONING: &str = "openai.reasoning";
 /// Whether a thinking block's signature carries a Responses reasoning item: only that API can
 /// take it back, so the other providers leave such blocks out (a conversation stays portable
 /// across providers, as after a fallback).
-#[cfg_attr(
-    not(any(
-        feature = "anthropic",
-        feature = "gemini",
-        feature = "openai-responses"
-    )),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
 pub(crate) fn is_responses_reasoning(signature: &str) -> bool {
     signature.starts_with('{')
         && serde_json::from_str::<Value>(signature)

@@ -3,7 +3,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::LlmError;
-use crate::message::{ContentBlock, ImageSource, Message, Role};
+use crate::message::{ContentBlock, Message, Role};
+use crate::openai_content::{image_url, text_of};
 use crate::request::{OutputSchema, Request, ToolChoice};
 use crate::response::{Response, StopReason, Usage};
 
@@ -26,29 +27,6 @@ impl Default for WireOptions {
             reasoning_effort: true,
         }
     }
-}
-
-fn image_url(source: &ImageSource) -> String {
-    match source {
-        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
-        ImageSource::Url { url } => url.clone(),
-    }
-}
-
-/// The text of tool-result content. Tool messages carry text only, so an image becomes a
-/// visible placeholder rather than disappearing.
-fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            ContentBlock::Image { .. } => {
-                Some("[image omitted: tool results carry text only in this API]")
-            }
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Appends the wire messages for one message: tool results become `role:"tool"` messages,

@@ -4,7 +4,8 @@ use serde_json::{Map, Value, json};
 
 use crate::error::LlmError;
 use crate::message::RESPONSES_REASONING as REASONING_MARK;
-use crate::message::{ContentBlock, ImageSource, Message, Role};
+use crate::message::{ContentBlock, Message, Role};
+use crate::openai_content::{image_url, text_of};
 use crate::request::{OutputSchema, Request, ToolChoice};
 use crate::response::{Response, StopReason, Usage};
 
@@ -53,28 +54,6 @@ fn reasoning_item(summary: &str, signature: &str) -> Option<Value> {
 
 /// What separates two summary parts in a thinking block's text.
 pub(crate) const SUMMARY_SEPARATOR: &str = "\n\n";
-
-fn image_url(source: &ImageSource) -> String {
-    match source {
-        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
-        ImageSource::Url { url } => url.clone(),
-    }
-}
-
-/// The text of tool-result content; an image becomes a visible placeholder.
-fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            ContentBlock::Image { .. } => {
-                Some("[image omitted: tool results carry text only in this API]")
-            }
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
 
 /// Appends the input items of one message, in block order: user text and images as one
 /// message, tool results as `function_call_output`, and for the assistant, reasoning items,

@@ -1,0 +1,27 @@
+//! Content as both OpenAI APIs (Chat Completions and Responses) take it.
+
+use crate::message::{ContentBlock, ImageSource};
+
+/// An image as a URL: a `data:` URL for inline bytes.
+pub(crate) fn image_url(source: &ImageSource) -> String {
+    match source {
+        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        ImageSource::Url { url } => url.clone(),
+    }
+}
+
+/// The text of tool-result content. Tool results carry text only, so an image becomes a
+/// visible placeholder rather than disappearing.
+pub(crate) fn text_of(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            ContentBlock::Image { .. } => {
+                Some("[image omitted: tool results carry text only in this API]")
+            }
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
