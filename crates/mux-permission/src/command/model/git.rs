@@ -1027,8 +1027,10 @@ fn config_form(parsed: &Parsed<'_>) -> Result<(), String> {
     if fits { Ok(()) } else { writes() }
 }
 
-fn branch_form(parsed: &Parsed<'_>) -> Result<(), String> {
-    let lists = parsed.has("list")
+/// Whether `git branch` or `git tag` was asked to list: `--list`, or a filter that only a
+/// listing takes.
+fn lists_refs(parsed: &Parsed<'_>) -> bool {
+    parsed.has("list")
         || [
             "contains",
             "no-contains",
@@ -1037,8 +1039,11 @@ fn branch_form(parsed: &Parsed<'_>) -> Result<(), String> {
             "points-at",
         ]
         .iter()
-        .any(|o| parsed.has(o));
-    if parsed.operands.is_empty() || lists {
+        .any(|o| parsed.has(o))
+}
+
+fn branch_form(parsed: &Parsed<'_>) -> Result<(), String> {
+    if parsed.operands.is_empty() || lists_refs(parsed) {
         Ok(())
     } else {
         Err("`git branch NAME` creates a branch".to_owned())
@@ -1046,18 +1051,7 @@ fn branch_form(parsed: &Parsed<'_>) -> Result<(), String> {
 }
 
 fn tag_form(parsed: &Parsed<'_>) -> Result<(), String> {
-    let lists = parsed.has("list")
-        || parsed.has_short('n')
-        || [
-            "contains",
-            "no-contains",
-            "merged",
-            "no-merged",
-            "points-at",
-        ]
-        .iter()
-        .any(|o| parsed.has(o));
-    if parsed.operands.is_empty() || lists {
+    if parsed.operands.is_empty() || lists_refs(parsed) || parsed.has_short('n') {
         Ok(())
     } else {
         Err("`git tag NAME` creates a tag".to_owned())
