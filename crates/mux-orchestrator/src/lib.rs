@@ -10,6 +10,7 @@ mod config;
 pub mod context;
 mod convert;
 mod core;
+mod dangling;
 mod emitter;
 mod error;
 mod event;

@@ -20,6 +20,7 @@ use crate::compaction::{compact, estimate_tokens, split_point};
 use crate::config::ToolParallelism;
 use crate::convert::tool_result_block;
 use crate::core::Core;
+use crate::dangling;
 use crate::event::LoopEvent;
 use crate::failure::FailureTracker;
 use crate::handles::{RunSummary, ToolCallRecord};
@@ -187,11 +188,13 @@ impl<'a> Turns<'a> {
             })
             .await?;
         }
+        let executor = self.executor();
+        // The results of calls an earlier run left open lead the prompt's message.
+        let mut content = self.resolve_unanswered(&executor).await?;
         let text = self.submit_prompt(prompt.text).await?;
-        let mut content = vec![ContentBlock::text(text)];
+        content.push(ContentBlock::text(text));
         content.extend(prompt.attachments);
         self.append(Message::new(Role::User, content)).await?;
-        let executor = self.executor();
 
         loop {
             self.check_stop()?;
@@ -291,6 +294,84 @@ impl<'a> Turns<'a> {
                     has_more: true,
                 })
                 .await;
+        }
+    }
+
+    /// Answers the calls an earlier run left without results (see [`dangling`]) before this
+    /// run adds its prompt: read-only and idempotent ones run again, the others get an
+    /// "outcome unknown" error. The faces see each call and its result. Returns the result
+    /// blocks, which lead the prompt's message; when a limit stops the run, they are written
+    /// on their own first.
+    async fn resolve_unanswered(&mut self, executor: &Executor) -> Result<Vec<ContentBlock>, Halt> {
+        let calls = dangling::unanswered(&self.orch.lock().messages);
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        tracing::warn!(
+            calls = calls.len(),
+            "the session ends in tool calls without results; resolving them"
+        );
+        let tools = &self.orch.services.tools;
+        let mut order = Vec::with_capacity(calls.len());
+        let (mut rerun, mut unknown) = (Vec::new(), Vec::new());
+        for call in calls {
+            order.push(call.id.clone());
+            self.run
+                .emit(LoopEvent::ToolCallStarted {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                })
+                .await;
+            self.run
+                .emit(LoopEvent::ToolCallArguments {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: call.input.clone(),
+                })
+                .await;
+            let spec = tools.get(&call.name).map(|tool| tool.spec().clone());
+            if dangling::may_rerun(spec.as_ref()) {
+                rerun.push(call);
+            } else {
+                unknown.push(call);
+            }
+        }
+        let (mut results, limit) = if rerun.is_empty() {
+            (Vec::new(), None)
+        } else {
+            self.execute_within_budget(executor, rerun).await
+        };
+        for call in unknown {
+            let output = dangling::outcome_unknown(&call);
+            self.run
+                .emit(LoopEvent::ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    output: output.clone(),
+                })
+                .await;
+            results.push((call, output));
+        }
+        // One message, in the order the model made the calls.
+        results.sort_by_key(|(call, _)| order.iter().position(|id| *id == call.id));
+        let blocks: Vec<ContentBlock> = results
+            .iter()
+            .map(|(call, output)| tool_result_block(&call.id, output))
+            .collect();
+        for (call, output) in results {
+            self.tool_calls.push(ToolCallRecord {
+                id: call.id,
+                name: call.name,
+                input: call.input,
+                output,
+            });
+        }
+        match limit {
+            Some(limit) => {
+                self.append(Message::new(Role::User, blocks)).await?;
+                Err(Halt::Limit(limit))
+            }
+            None => Ok(blocks),
         }
     }
 

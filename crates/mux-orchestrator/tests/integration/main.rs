@@ -14,3 +14,4 @@ mod loop_on_recorded_provider_traffic;
 mod mcp_servers;
 mod session_stores;
 mod sessions_and_compaction;
+mod unanswered_calls;

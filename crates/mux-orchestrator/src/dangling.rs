@@ -1,0 +1,148 @@
+//! No conversation keeps a tool call without a result. A process that dies between the
+//! model's tool calls and their results (killed, crashed, its store unreachable) leaves the
+//! session ending in an assistant message whose calls have no answer, and Anthropic and OpenAI
+//! reject such a history. The next run on the session resolves those calls before it adds its
+//! prompt:
+//!
+//! - a call to a tool annotated read-only or idempotent runs again (through the gate, as any
+//!   call);
+//! - any other call, or one to a tool that is gone, is not run again: it gets an error result
+//!   that says its outcome is unknown, so the model (and the person) check before retrying.
+
+use mux_llm::{ContentBlock, Message, Role};
+use mux_tool::{ToolCall, ToolOutput, ToolSpec};
+
+/// The calls of the last assistant message that no later message answers, in call order.
+///
+/// Only the tail is looked at: the loop writes each turn's results in one message right after
+/// the calls, so a gap can only be left at the end.
+pub(crate) fn unanswered(messages: &[Message]) -> Vec<ToolCall> {
+    let Some(last) = messages.iter().rposition(|m| m.role == Role::Assistant) else {
+        return Vec::new();
+    };
+    let answered: Vec<&str> = messages[last + 1..]
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|block| match block {
+            ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    messages[last]
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::ToolUse { id, name, input } if !answered.contains(&id.as_str()) => {
+                Some(ToolCall::new(id.clone(), name.clone(), input.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a call to `spec` may run a second time: its tool says running it again changes
+/// nothing (read-only or idempotent). A tool that is gone may not.
+pub(crate) fn may_rerun(spec: Option<&ToolSpec>) -> bool {
+    spec.is_some_and(|spec| spec.annotations.read_only || spec.annotations.idempotent)
+}
+
+/// The result of a call that is not run again: its outcome is unknown.
+pub(crate) fn outcome_unknown(call: &ToolCall) -> ToolOutput {
+    ToolOutput::error(format!(
+        "outcome unknown: the run that made this `{}` call stopped before the call returned \
+         (its process ended or its session could not be written), and it was not run again \
+         because it is not read-only or idempotent. It may or may not have taken effect: \
+         check before calling it again.",
+        call.name
+    ))
+    .with_metadata("mux.outcome", serde_json::Value::from("unknown"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mux_tool::ToolAnnotations;
+    use serde_json::json;
+
+    fn call(id: &str) -> ContentBlock {
+        ContentBlock::ToolUse {
+            id: id.into(),
+            name: "write".into(),
+            input: json!({"n": 1}),
+        }
+    }
+
+    fn result(id: &str) -> ContentBlock {
+        ContentBlock::ToolResult {
+            tool_use_id: id.into(),
+            content: vec![ContentBlock::text("ok")],
+            is_error: false,
+        }
+    }
+
+    fn ids(messages: &[Message]) -> Vec<String> {
+        unanswered(messages).into_iter().map(|c| c.id).collect()
+    }
+
+    #[test]
+    fn finds_only_the_unanswered_calls_of_the_last_assistant_message() {
+        let cases: Vec<(Vec<Message>, Vec<&str>)> = vec![
+            (vec![], vec![]),
+            (vec![Message::user("hi")], vec![]),
+            (
+                vec![Message::user("hi"), Message::assistant("hello")],
+                vec![],
+            ),
+            (
+                vec![
+                    Message::user("hi"),
+                    Message::new(Role::Assistant, vec![call("a"), call("b")]),
+                ],
+                vec!["a", "b"],
+            ),
+            (
+                vec![
+                    Message::new(Role::Assistant, vec![call("a"), call("b")]),
+                    Message::new(Role::User, vec![result("a")]),
+                ],
+                vec!["b"],
+            ),
+            (
+                vec![
+                    Message::new(Role::Assistant, vec![call("a")]),
+                    Message::new(Role::User, vec![result("a")]),
+                    Message::assistant("done"),
+                ],
+                vec![],
+            ),
+        ];
+        for (messages, expected) in cases {
+            assert_eq!(ids(&messages), expected, "{messages:?}");
+        }
+    }
+
+    #[test]
+    fn only_read_only_or_idempotent_tools_run_again() {
+        let spec = |annotations| {
+            ToolSpec::new("t", "t", json!({"type": "object"}))
+                .unwrap()
+                .with_annotations(annotations)
+        };
+        assert!(may_rerun(Some(&spec(ToolAnnotations::read_only()))));
+        assert!(may_rerun(Some(
+            &spec(ToolAnnotations::default())
+                .with_annotations(ToolAnnotations::default().with_idempotent(true))
+        )));
+        assert!(!may_rerun(Some(&spec(ToolAnnotations::default()))));
+        assert!(!may_rerun(Some(&spec(ToolAnnotations::destructive()))));
+        assert!(!may_rerun(None));
+    }
+
+    #[test]
+    fn an_unknown_outcome_is_an_error_that_says_so() {
+        let output = outcome_unknown(&ToolCall::new("1", "deploy", json!({})));
+        assert!(output.is_error);
+        assert!(output.to_text().starts_with("outcome unknown"));
+        assert!(output.to_text().contains("`deploy`"));
+    }
+}
