@@ -41,6 +41,10 @@ pub struct OrchestratorConfig {
     pub failure_threshold: u32,
     /// How long to wait for an approval before denying; `None` waits until cancelled.
     pub approval_timeout: Option<Duration>,
+    /// How long a run that is otherwise over keeps trying to write what it held while the
+    /// session store was unreachable, before it fails with
+    /// [`LoopError::Unwritten`](crate::LoopError::Unwritten). Default 30 s.
+    pub store_outage: Duration,
     /// Compaction, when enabled.
     pub compaction: Option<CompactionConfig>,
     /// Generate a title after the first reply, with this model (`None`: the run's model).
@@ -91,6 +95,7 @@ impl OrchestratorConfig {
             tool_timeout: Duration::from_secs(120),
             failure_threshold: 3,
             approval_timeout: None,
+            store_outage: Duration::from_secs(30),
             compaction: None,
             title: None,
             event_capacity: 256,
@@ -149,6 +154,12 @@ impl OrchestratorConfig {
     /// Sets the iteration limit.
     pub fn max_iterations(mut self, max: u32) -> Self {
         self.max_iterations = max;
+        self
+    }
+
+    /// Sets how long a finished run keeps trying an unreachable session store.
+    pub fn store_outage(mut self, wait: Duration) -> Self {
+        self.store_outage = wait;
         self
     }
 

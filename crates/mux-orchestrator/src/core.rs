@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use mux_llm::{LlmClient, Message, Usage};
 use mux_permission::Permissions;
@@ -13,7 +14,7 @@ use crate::approval::NeedsApprovalMap;
 use crate::context::ContextProvider;
 use crate::emitter::Broadcast;
 use crate::hooks::Hooks;
-use crate::session::{HistoryRecord, SessionMeta, SessionStore};
+use crate::session::{HistoryRecord, SessionError, SessionMeta, SessionStore};
 use crate::{LoopError, OrchestratorConfig};
 
 /// What an orchestrator is built from, shared by every run.
@@ -42,7 +43,13 @@ pub(crate) struct Conversation {
     pub(crate) usage: Usage,
     /// Context size the provider reported on the last call (input + cache + output tokens).
     pub(crate) reported_tokens: Option<u64>,
+    /// Whether the session exists in the store.
     pub(crate) persisted: bool,
+    /// Records the store did not take (it was unreachable), oldest first: the next write
+    /// sends them before anything newer.
+    pub(crate) unwritten: Vec<HistoryRecord>,
+    /// After a failed write: when to try again, and the wait after that.
+    pub(crate) backoff: Option<(Instant, Duration)>,
     /// Whether a title was asked for already.
     pub(crate) title_requested: bool,
     /// Without a permission policy: tools allowed "always" in this conversation.
@@ -54,6 +61,23 @@ pub(crate) struct Conversation {
 pub(crate) struct Core {
     pub(crate) services: Arc<Services>,
     pub(crate) conversation: Arc<Mutex<Conversation>>,
+    /// Held while writing to the store, so records go out once and in order.
+    writing: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// How many records a conversation holds for an unreachable store before its run fails.
+pub(crate) const MAX_UNWRITTEN: usize = 4096;
+/// The first and the longest wait between writes to an unreachable store.
+const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(2));
+
+/// What [`Core::write`] does when the store refuses.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnFailure {
+    /// Report the error (the records stay held for the next write).
+    Fail,
+    /// Hold the records and go on, unless too many are held already. While the store is
+    /// backing off, do not even try.
+    Hold,
 }
 
 impl Core {
@@ -72,9 +96,12 @@ impl Core {
                 usage: Usage::default(),
                 reported_tokens: None,
                 persisted,
+                unwritten: Vec::new(),
+                backoff: None,
                 title_requested: false,
                 always_allowed: Arc::default(),
             })),
+            writing: Arc::default(),
         }
     }
 
@@ -89,33 +116,131 @@ impl Core {
         self.lock().messages.to_vec()
     }
 
-    /// Appends records to the session store, creating the session on first use.
+    /// Appends records to the session store, creating the session on first use. When the
+    /// store refuses, the records are held (see [`Core::write`]) and the error returned.
     pub(crate) async fn persist(&self, records: &[HistoryRecord]) -> Result<(), LoopError> {
+        self.write(records, OnFailure::Fail).await
+    }
+
+    /// Writes `records` after any held ones. A store that refuses does not lose them: they
+    /// are held, in order, for the next write (at most [`MAX_UNWRITTEN`]).
+    pub(crate) async fn write(
+        &self,
+        records: &[HistoryRecord],
+        on_failure: OnFailure,
+    ) -> Result<(), LoopError> {
         let Some(store) = &self.services.store else {
             return Ok(());
         };
-        let (meta, first) = {
+        let _writing = self.writing.lock().await;
+        let (meta, batch, create) = {
             let mut conversation = self.lock();
             conversation.meta.touch();
-            // The first write records the whole conversation, so seeded history is kept.
-            let first = (!conversation.persisted).then(|| HistoryRecord::Replace {
-                messages: conversation.messages.to_vec(),
-            });
-            conversation.persisted = true;
-            (conversation.meta.clone(), first)
-        };
-        match first {
-            Some(everything) => {
-                store.create(&meta).await?;
-                store
-                    .append(&meta.id, std::slice::from_ref(&everything))
-                    .await?;
+            if conversation.persisted {
+                conversation.unwritten.extend_from_slice(records);
             }
-            None => {
+            let held = conversation.unwritten.len();
+            if on_failure == OnFailure::Hold {
+                if held > MAX_UNWRITTEN {
+                    return Err(LoopError::Unwritten {
+                        records: held,
+                        reason: "too many records held while the store is unreachable".into(),
+                    });
+                }
+                if conversation
+                    .backoff
+                    .is_some_and(|(retry_at, _)| Instant::now() < retry_at)
+                {
+                    return Ok(());
+                }
+            }
+            // The first write records the whole conversation, so seeded history is kept.
+            let create = !conversation.persisted;
+            let batch = if create {
+                vec![HistoryRecord::Replace {
+                    messages: conversation.messages.to_vec(),
+                }]
+            } else {
+                conversation.unwritten.clone()
+            };
+            (conversation.meta.clone(), batch, create)
+        };
+        let written = async {
+            if create {
+                match store.create(&meta).await {
+                    // An earlier try created it and failed after.
+                    Ok(()) | Err(SessionError::AlreadyExists(_)) => {}
+                    Err(err) => return Err(err),
+                }
+            } else {
                 store.save_meta(&meta).await?;
-                store.append(&meta.id, records).await?;
+            }
+            if batch.is_empty() {
+                return Ok(());
+            }
+            store.append(&meta.id, &batch).await
+        }
+        .await;
+        let mut conversation = self.lock();
+        match written {
+            Ok(()) => {
+                conversation.persisted = true;
+                if create {
+                    conversation.unwritten.clear();
+                } else {
+                    conversation.unwritten.drain(..batch.len());
+                }
+                if conversation.backoff.take().is_some() {
+                    tracing::info!(session = %meta.id, "the session store took the held records");
+                }
+                Ok(())
+            }
+            Err(err) => {
+                let wait = conversation
+                    .backoff
+                    .map_or(BACKOFF.0, |(_, wait)| (wait * 2).min(BACKOFF.1));
+                conversation.backoff = Some((Instant::now() + wait, wait));
+                let held = conversation.unwritten.len();
+                tracing::warn!(session = %meta.id, held, "the session store refused a write: {err}");
+                match on_failure {
+                    OnFailure::Hold => Ok(()),
+                    OnFailure::Fail => Err(err.into()),
+                }
             }
         }
-        Ok(())
+    }
+
+    /// Writes every held record, trying again until `within` has passed or `cancel` fires.
+    pub(crate) async fn flush(
+        &self,
+        within: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<(), LoopError> {
+        let deadline = Instant::now() + within;
+        loop {
+            let pending = {
+                let conversation = self.lock();
+                !conversation.unwritten.is_empty()
+                    || (conversation.backoff.is_some() && !conversation.persisted)
+            };
+            if !pending {
+                return Ok(());
+            }
+            let err = match self.write(&[], OnFailure::Fail).await {
+                Ok(()) => continue,
+                Err(err) => err,
+            };
+            let retry_at = self.lock().backoff.map_or_else(Instant::now, |(at, _)| at);
+            if retry_at >= deadline || cancel.is_cancelled() {
+                return Err(LoopError::Unwritten {
+                    records: self.lock().unwritten.len().max(1),
+                    reason: err.to_string(),
+                });
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(retry_at.into()) => {}
+                () = cancel.cancelled() => {}
+            }
+        }
     }
 }

@@ -65,6 +65,15 @@ pub enum LoopError {
     /// The loop task ended without reporting (it panicked).
     #[error("the loop task ended unexpectedly: {0}")]
     Crashed(String),
+    /// The session store did not take the run's records (it is unreachable, say). They are
+    /// still held in memory, in order, and go out with the conversation's next write.
+    #[error("the session store has not taken {records} record(s): {reason}")]
+    Unwritten {
+        /// How many records are held.
+        records: usize,
+        /// The store's last error.
+        reason: String,
+    },
     /// The run has a cost limit and no price for its model.
     #[error("the run has a cost limit but no price for model `{model}` (RunLimits::cost_usd)")]
     Unpriced {
@@ -101,6 +110,7 @@ impl LoopError {
             Self::Crashed(_) => "crashed",
             Self::InvalidOutput { .. } => "invalid_output",
             Self::Unpriced { .. } => "unpriced",
+            Self::Unwritten { .. } => "unwritten",
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::ask_user::AskUserLink;
 use crate::compaction::{compact, estimate_tokens, split_point};
 use crate::config::ToolParallelism;
 use crate::convert::tool_result_block;
-use crate::core::Core;
+use crate::core::{Core, OnFailure};
 use crate::dangling;
 use crate::event::LoopEvent;
 use crate::failure::FailureTracker;
@@ -159,6 +159,18 @@ impl<'a> Turns<'a> {
     }
 
     async fn run(mut self, prompt: UserPrompt) -> Result<RunSummary, LoopError> {
+        let outcome = self.finish(prompt).await;
+        // What the store did not take while it was unreachable goes out now, or the run
+        // fails (the records stay held for the conversation's next write).
+        let wait = self.orch.services.config.store_outage;
+        let flushed = self.orch.flush(wait, &self.run.cancel).await;
+        match (outcome, flushed) {
+            (Ok(_), Err(err)) => Err(err),
+            (outcome, _) => outcome,
+        }
+    }
+
+    async fn finish(&mut self, prompt: UserPrompt) -> Result<RunSummary, LoopError> {
         match self.turns(prompt).await {
             Ok(summary) => Ok(summary),
             Err(Halt::Error(err)) => Err(err),
@@ -509,7 +521,13 @@ impl<'a> Turns<'a> {
             });
         Arc::make_mut(&mut self.orch.lock().messages).push(message);
         match record {
-            Some(record) => self.orch.persist(std::slice::from_ref(&record)).await,
+            // An unreachable store does not stop the run: the record is held and written
+            // when the store is back (at the latest when the run ends).
+            Some(record) => {
+                self.orch
+                    .write(std::slice::from_ref(&record), OnFailure::Hold)
+                    .await
+            }
             None => Ok(()),
         }
     }

@@ -48,9 +48,13 @@ pub struct PostgresSessionStore {
 
 impl PostgresSessionStore {
     /// Connects to the database at `url` (a pool of up to eight connections) and migrates it.
+    /// An operation waits at most 2 s for a connection, so an unreachable server is reported
+    /// (and the loop holds its records, see [`LoopError::Unwritten`](crate::LoopError::Unwritten))
+    /// instead of stalling a run.
     pub async fn connect(url: &str) -> Result<Self, SessionError> {
         let pool = PgPoolOptions::new()
             .max_connections(8)
+            .acquire_timeout(std::time::Duration::from_secs(2))
             .connect(url)
             .await
             .map_err(db_error("", "connecting to the database"))?;

@@ -152,7 +152,10 @@ fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !dir.path().join("started").exists() {
         assert!(Instant::now() < deadline, "the child never started deploy");
-        assert!(child.try_wait().unwrap().is_none(), "the child exited early");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the child exited early"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     child.kill().unwrap(); // SIGKILL: no destructor, no last write.
@@ -163,7 +166,10 @@ fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let model = ScriptedClient::new().reply_text("I checked.");
-        let orchestrator = builder(dir.path(), model.clone()).resume(&id).await.unwrap();
+        let orchestrator = builder(dir.path(), model.clone())
+            .resume(&id)
+            .await
+            .unwrap();
         // The stored session ends in the two calls, unanswered.
         let before = orchestrator.messages();
         assert_eq!(before.last().unwrap().role, Role::Assistant);
@@ -207,12 +213,16 @@ fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
 
         // The faces saw each call and its result.
         for id in ["call-look", "call-deploy"] {
-            assert!(events.iter().any(
-                |e| matches!(e, LoopEvent::ToolCallStarted { call_id, .. } if call_id == id)
-            ));
-            assert!(events.iter().any(
-                |e| matches!(e, LoopEvent::ToolResult { call_id, .. } if call_id == id)
-            ));
+            assert!(
+                events.iter().any(
+                    |e| matches!(e, LoopEvent::ToolCallStarted { call_id, .. } if call_id == id)
+                )
+            );
+            assert!(
+                events
+                    .iter()
+                    .any(|e| matches!(e, LoopEvent::ToolResult { call_id, .. } if call_id == id))
+            );
         }
         assert_eq!(summary.tool_calls.len(), 2);
 
@@ -222,7 +232,10 @@ fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
         every_call_answered(&stored.messages);
         // A further run has nothing left to resolve.
         let model = ScriptedClient::new().reply_text("Still fine.");
-        let orchestrator = builder(dir.path(), model.clone()).resume(&id).await.unwrap();
+        let orchestrator = builder(dir.path(), model.clone())
+            .resume(&id)
+            .await
+            .unwrap();
         orchestrator.run_to_completion("And now?").await.unwrap();
         let last = model.requests()[0].messages.last().unwrap().clone();
         assert_eq!(last.content, vec![ContentBlock::text("And now?")]);

@@ -4,6 +4,8 @@
 
 mod contract;
 #[cfg(feature = "postgres")]
+mod outage;
+#[cfg(feature = "postgres")]
 mod postgres_server;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod processes;

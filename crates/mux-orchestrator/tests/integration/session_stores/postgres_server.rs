@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection};
@@ -63,6 +64,18 @@ impl TestDatabase {
             name,
             server,
         }
+    }
+}
+
+impl TestDatabase {
+    /// Stops the throw-away server at once (`pg_ctl stop -m immediate`, as a crash would) and
+    /// starts it again after `down`, in the thread returned. Panics on a server named by
+    /// `MUX_TEST_DATABASE_URL`, which the tests do not own.
+    pub(super) fn outage(&self, down: Duration) -> std::thread::JoinHandle<()> {
+        self.server
+            .as_ref()
+            .expect("an outage needs the throw-away server, not MUX_TEST_DATABASE_URL's")
+            .outage(down)
     }
 }
 
@@ -221,18 +234,54 @@ impl Server {
     }
 
     fn command(&self, program: &str, args: &[&str]) -> Command {
-        let path = self.bin.join(program);
-        let mut cmd = match self.run_as {
-            Some(user) => {
-                let mut cmd = Command::new("runuser");
-                cmd.args(["-u", user, "--"]).arg(path);
-                cmd
-            }
-            None => Command::new(path),
-        };
-        cmd.args(args).current_dir(self.dir.path());
-        cmd
+        command(&self.bin, self.run_as, self.dir.path(), program, args)
     }
+
+    /// Stops the server at once, as a crash would (`-m immediate`), and starts it again
+    /// after `down`, in a thread.
+    fn outage(&self, down: Duration) -> std::thread::JoinHandle<()> {
+        let (bin, run_as, dir) = (self.bin.clone(), self.run_as, self.dir.path().to_owned());
+        let data = self.data().to_string_lossy().into_owned();
+        let log = dir.join("server.log").to_string_lossy().into_owned();
+        let options = format!(
+            "-k {} -c listen_addresses='' -F -c max_connections=100",
+            dir.display()
+        );
+        let pg_ctl = move |args: &[&str]| {
+            let out = command(&bin, run_as, &dir, "pg_ctl", args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "pg_ctl {args:?}: {out:?}");
+        };
+        pg_ctl(&["-D", &data, "-m", "immediate", "-w", "stop"]);
+        std::thread::spawn(move || {
+            std::thread::sleep(down);
+            pg_ctl(&[
+                "-D", &data, "-l", &log, "-o", &options, "-w", "-t", "60", "start",
+            ]);
+        })
+    }
+}
+
+/// One of the server's programs, run as `run_as` when set, in `dir`.
+fn command(
+    bin: &Path,
+    run_as: Option<&'static str>,
+    dir: &Path,
+    program: &str,
+    args: &[&str],
+) -> Command {
+    let path = bin.join(program);
+    let mut cmd = match run_as {
+        Some(user) => {
+            let mut cmd = Command::new("runuser");
+            cmd.args(["-u", user, "--"]).arg(path);
+            cmd
+        }
+        None => Command::new(path),
+    };
+    cmd.args(args).current_dir(dir);
+    cmd
 }
 
 impl Drop for Server {
