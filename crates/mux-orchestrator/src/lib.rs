@@ -26,6 +26,7 @@ mod orchestrator;
 mod parent;
 mod run;
 mod run_state;
+pub mod runs;
 pub mod session;
 mod state;
 mod telemetry;

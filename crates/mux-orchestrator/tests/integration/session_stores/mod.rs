@@ -6,7 +6,7 @@ mod contract;
 #[cfg(feature = "postgres")]
 mod outage;
 #[cfg(feature = "postgres")]
-mod postgres_server;
+pub(crate) mod postgres_server;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod processes;
 

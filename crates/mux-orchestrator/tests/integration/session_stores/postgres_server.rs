@@ -14,16 +14,16 @@ use sqlx::{ConnectOptions, Connection};
 
 /// Set to run the PostgreSQL tests against your own server instead of a throw-away one (the
 /// user needs the CREATEDB privilege; each test creates and drops a database of its own).
-pub(super) const DATABASE_URL_VAR: &str = "MUX_TEST_DATABASE_URL";
+pub(crate) const DATABASE_URL_VAR: &str = "MUX_TEST_DATABASE_URL";
 
 /// The account the throw-away server runs as when the tests run as root (PostgreSQL refuses
 /// to run as root).
 const UNPRIVILEGED_USER: &str = "nobody";
 
 /// A database for one test, on a server that lives as long as it does.
-pub(super) struct TestDatabase {
+pub(crate) struct TestDatabase {
     /// The URL of the test's database.
-    pub(super) url: String,
+    pub(crate) url: String,
     admin: PgConnectOptions,
     name: String,
     server: Option<Server>,
@@ -31,7 +31,7 @@ pub(super) struct TestDatabase {
 
 impl TestDatabase {
     /// A fresh database: on `MUX_TEST_DATABASE_URL`'s server if set, else on a new server.
-    pub(super) async fn new() -> TestDatabase {
+    pub(crate) async fn new() -> TestDatabase {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let name = format!(
             "mux_test_{}_{}",
@@ -71,7 +71,7 @@ impl TestDatabase {
     /// Stops the throw-away server at once (`pg_ctl stop -m immediate`, as a crash would) and
     /// starts it again after `down`, in the thread returned. Panics on a server named by
     /// `MUX_TEST_DATABASE_URL`, which the tests do not own.
-    pub(super) fn outage(&self, down: Duration) -> std::thread::JoinHandle<()> {
+    pub(crate) fn outage(&self, down: Duration) -> std::thread::JoinHandle<()> {
         self.server
             .as_ref()
             .expect("an outage needs the throw-away server, not MUX_TEST_DATABASE_URL's")

@@ -1,0 +1,292 @@
+//! [`MemoryRunStore`]: the run contract in one process.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use mux_tool::BoxFuture;
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use super::{RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
+
+/// Runs in memory: the contract for one process (tests, a single node). Nothing survives
+/// the process.
+#[derive(Debug, Default)]
+pub struct MemoryRunStore {
+    state: Mutex<State>,
+    wake: Notify,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    runs: HashMap<String, Entry>,
+    /// Session → its active run.
+    active: HashMap<String, String>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    record: RunRecord,
+    lease_until: Option<Instant>,
+    events: Vec<Value>,
+}
+
+impl Entry {
+    fn held_by(&self, owner: &str, now: Instant) -> bool {
+        self.record.status == RunStatus::Running
+            && self.record.owner.as_deref() == Some(owner)
+            && self.lease_until.is_some_and(|until| until > now)
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        self.record.status == RunStatus::Running
+            && self.lease_until.is_none_or(|until| until <= now)
+    }
+}
+
+impl MemoryRunStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn held<'s>(
+        state: &'s mut State,
+        run_id: &str,
+        owner: &str,
+    ) -> Result<&'s mut Entry, RunStoreError> {
+        let entry = state
+            .runs
+            .get_mut(run_id)
+            .ok_or_else(|| RunStoreError::NotFound(run_id.to_owned()))?;
+        if !entry.held_by(owner, Instant::now()) {
+            return Err(RunStoreError::LeaseLost {
+                run_id: run_id.to_owned(),
+                owner: owner.to_owned(),
+            });
+        }
+        Ok(entry)
+    }
+
+    fn take(entry: &mut Entry, owner: &str, lease: Duration) -> RunRecord {
+        entry.record.status = RunStatus::Running;
+        entry.record.owner = Some(owner.to_owned());
+        entry.lease_until = Some(Instant::now() + lease);
+        entry.record.clone()
+    }
+}
+
+impl RunStore for MemoryRunStore {
+    fn begin<'a>(
+        &'a self,
+        session_id: &'a str,
+        run_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            if let Some(active) = state.active.get(session_id) {
+                return Err(RunStoreError::Busy {
+                    session_id: session_id.to_owned(),
+                    run_id: active.clone(),
+                });
+            }
+            if state.runs.contains_key(run_id) {
+                return Err(RunStoreError::Exists(run_id.to_owned()));
+            }
+            let record = RunRecord {
+                run_id: run_id.to_owned(),
+                session_id: session_id.to_owned(),
+                status: RunStatus::Running,
+                owner: Some(owner.to_owned()),
+                cancel_requested: false,
+                last_seq: 0,
+            };
+            state.runs.insert(
+                run_id.to_owned(),
+                Entry {
+                    record: record.clone(),
+                    lease_until: Some(Instant::now() + lease),
+                    events: Vec::new(),
+                },
+            );
+            state
+                .active
+                .insert(session_id.to_owned(), run_id.to_owned());
+            Ok(record)
+        })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            let entry = Self::held(&mut state, run_id, owner)?;
+            entry.lease_until = Some(Instant::now() + lease);
+            Ok(entry.record.clone())
+        })
+    }
+
+    fn set_status<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        status: RunStatus,
+    ) -> BoxFuture<'a, Result<(), RunStoreError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            let entry = Self::held(&mut state, run_id, owner)?;
+            entry.record.status = status;
+            if status != RunStatus::Running {
+                entry.record.owner = None;
+                entry.lease_until = None;
+            }
+            let session = entry.record.session_id.clone();
+            if !status.is_active() {
+                state.active.remove(&session);
+            }
+            drop(state);
+            self.wake.notify_waiters();
+            Ok(())
+        })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            let entry = state
+                .runs
+                .get_mut(run_id)
+                .ok_or_else(|| RunStoreError::NotFound(run_id.to_owned()))?;
+            let now = Instant::now();
+            if entry.record.status != RunStatus::Paused && !entry.expired(now) {
+                return Err(RunStoreError::Held {
+                    run_id: run_id.to_owned(),
+                    status: entry.record.status,
+                });
+            }
+            Ok(Self::take(entry, owner, lease))
+        })
+    }
+
+    fn claim_expired<'a>(
+        &'a self,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            let now = Instant::now();
+            let oldest = state
+                .runs
+                .values_mut()
+                .filter(|entry| entry.expired(now))
+                .min_by_key(|entry| entry.lease_until);
+            Ok(oldest.map(|entry| Self::take(entry, owner, lease)))
+        })
+    }
+
+    fn get<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            self.lock()
+                .runs
+                .get(run_id)
+                .map(|entry| entry.record.clone())
+                .ok_or_else(|| RunStoreError::NotFound(run_id.to_owned()))
+        })
+    }
+
+    fn active_run<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+        Box::pin(async move {
+            let state = self.lock();
+            Ok(state
+                .active
+                .get(session_id)
+                .and_then(|run_id| state.runs.get(run_id))
+                .map(|entry| entry.record.clone()))
+        })
+    }
+
+    fn request_cancel<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<(), RunStoreError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            let entry = state
+                .runs
+                .get_mut(run_id)
+                .ok_or_else(|| RunStoreError::NotFound(run_id.to_owned()))?;
+            entry.record.cancel_requested = true;
+            drop(state);
+            self.wake.notify_waiters();
+            Ok(())
+        })
+    }
+
+    fn append_events<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        events: &'a [Value],
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            let entry = Self::held(&mut state, run_id, owner)?;
+            entry.events.extend_from_slice(events);
+            entry.record.last_seq = entry.events.len() as u64;
+            let last = entry.record.last_seq;
+            drop(state);
+            self.wake.notify_waiters();
+            Ok(last)
+        })
+    }
+
+    fn events_after<'a>(
+        &'a self,
+        run_id: &'a str,
+        after: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>> {
+        Box::pin(async move {
+            let state = self.lock();
+            let entry = state
+                .runs
+                .get(run_id)
+                .ok_or_else(|| RunStoreError::NotFound(run_id.to_owned()))?;
+            let start = usize::try_from(after).unwrap_or(usize::MAX);
+            Ok(entry
+                .events
+                .iter()
+                .enumerate()
+                .skip(start)
+                .take(limit)
+                .map(|(i, event)| StoredEvent {
+                    seq: i as u64 + 1,
+                    event: event.clone(),
+                })
+                .collect())
+        })
+    }
+
+    fn changed<'a>(&'a self, _run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let _ = tokio::time::timeout(wait, self.wake.notified()).await;
+        })
+    }
+}

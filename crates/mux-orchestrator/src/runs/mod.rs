@@ -1,0 +1,240 @@
+//! Where runs live when more than one process serves a session store: which run holds a
+//! session, who executes it under a lease, and its events for replay.
+//!
+//! A [`RunStore`] keeps, per run:
+//! - its session, [`RunStatus`], owner and lease (renewed by the owner's heartbeat), and whether
+//!   a cancel was asked;
+//! - its events, numbered 1, 2, 3… by the store, so a client's `Last-Event-ID` means the same on
+//!   every process.
+//!
+//! The contract every store keeps:
+//! - **One active run per session**, on every process: [`begin`](RunStore::begin) on a session
+//!   whose run is running or paused is [`RunStoreError::Busy`].
+//! - **Leases fence.** A running run belongs to its owner until its lease runs out. Renewing,
+//!   appending events and changing the status check the lease in the same step, so a process
+//!   that lost its run (it stalled past the lease and another took over) is refused
+//!   ([`RunStoreError::LeaseLost`]) and cannot write after the new owner.
+//! - **Takeover.** [`claim_expired`](RunStore::claim_expired) hands one running run whose
+//!   lease ran out to a new owner; each such run goes to exactly one claimant, however many
+//!   processes ask at once. A paused run has no owner: [`claim`](RunStore::claim) takes it
+//!   when an answer arrives.
+//! - **Wake-ups only wake.** [`changed`](RunStore::changed) resolves when the run may have
+//!   changed (new events, status, a cancel) or when its wait is over; readers then read the
+//!   store, since a wake-up can be lost.
+//!
+//! [`MemoryRunStore`] keeps the contract in one process; [`PostgresRunStore`] (feature
+//! `postgres`) across processes, with `LISTEN/NOTIFY` to wake readers. Times are the store's
+//! own clock (the database's `now()`), so processes need not agree on the time.
+
+mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use mux_tool::BoxFuture;
+
+pub use memory::MemoryRunStore;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresRunStore;
+
+/// Where a run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// An owner executes it under a lease.
+    Running,
+    /// It waits for an answer (an approval, a question, a frontend tool); no one executes it.
+    Paused,
+    /// It ended with an answer.
+    Finished,
+    /// It ended with an error.
+    Failed,
+    /// It was cancelled.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// The lower-case name, as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Paused => "paused",
+            Self::Finished => "finished",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// The status named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [
+            Self::Running,
+            Self::Paused,
+            Self::Finished,
+            Self::Failed,
+            Self::Cancelled,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == name)
+    }
+
+    /// Whether the run still holds its session (running or paused).
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Running | Self::Paused)
+    }
+}
+
+/// A run as the store has it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunRecord {
+    /// The run's id.
+    pub run_id: String,
+    /// The session it runs on.
+    pub session_id: String,
+    /// Where it is.
+    pub status: RunStatus,
+    /// Who executes it (running runs only).
+    pub owner: Option<String>,
+    /// Whether someone asked to cancel it.
+    pub cancel_requested: bool,
+    /// The number of its last event (0: none yet).
+    pub last_seq: u64,
+}
+
+/// One stored event of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredEvent {
+    /// Its number in the run: 1, 2, 3…
+    pub seq: u64,
+    /// The event, as the face serialized it.
+    pub event: Value,
+}
+
+/// Why a run store refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunStoreError {
+    /// The session has an active run already.
+    #[error("session `{session_id}` is busy with run `{run_id}`")]
+    Busy {
+        /// The session.
+        session_id: String,
+        /// Its active run.
+        run_id: String,
+    },
+    /// A run with this id exists already.
+    #[error("run `{0}` exists already")]
+    Exists(String),
+    /// No run has this id.
+    #[error("run `{0}` does not exist")]
+    NotFound(String),
+    /// The caller does not hold the run: its lease ran out and another owner took it, or the
+    /// run is paused or over.
+    #[error("run `{run_id}` is not held by `{owner}` (its lease ran out, or it is not running)")]
+    LeaseLost {
+        /// The run.
+        run_id: String,
+        /// Who thought it held it.
+        owner: String,
+    },
+    /// The run cannot be claimed: another owner's lease still holds it, or it is over.
+    #[error("run `{run_id}` cannot be claimed: it is {status:?}, held by another owner or over")]
+    Held {
+        /// The run.
+        run_id: String,
+        /// Its status.
+        status: RunStatus,
+    },
+    /// The store failed.
+    #[error("run store: {operation}: {reason}")]
+    Store {
+        /// What was being done.
+        operation: &'static str,
+        /// The underlying error.
+        reason: String,
+    },
+}
+
+/// Runs, their owners and their events; see the [module docs](self) for the contract.
+pub trait RunStore: Send + Sync + 'static {
+    /// Records a new running run on `session_id`, held by `owner` for `lease`. Busy when the
+    /// session has an active run.
+    fn begin<'a>(
+        &'a self,
+        session_id: &'a str,
+        run_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>>;
+
+    /// The owner's heartbeat: extends its lease and returns the run (whose
+    /// `cancel_requested` the owner should act on). `LeaseLost` when it no longer holds it.
+    fn renew<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>>;
+
+    /// The owner moves its run to `status`: `Paused` or an end gives up the lease (and an
+    /// end frees the session); `Running` keeps it.
+    fn set_status<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        status: RunStatus,
+    ) -> BoxFuture<'a, Result<(), RunStoreError>>;
+
+    /// Takes `run_id` for `owner`: a paused run, or a running one whose lease ran out. It is
+    /// running afterwards. `Held` when another owner's lease holds it or it is over.
+    fn claim<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>>;
+
+    /// Takes over one running run whose lease ran out (the longest expired first), or
+    /// `None`. Each such run goes to exactly one caller.
+    fn claim_expired<'a>(
+        &'a self,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>>;
+
+    /// The run.
+    fn get<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RunRecord, RunStoreError>>;
+
+    /// The session's active run, if any.
+    fn active_run<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>>;
+
+    /// Asks the run's owner to cancel it (seen at its next renew) and wakes waiters.
+    fn request_cancel<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<(), RunStoreError>>;
+
+    /// The owner appends events, numbered after the last; returns the last number. Refused
+    /// with `LeaseLost` when it no longer holds the run.
+    fn append_events<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        events: &'a [Value],
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>>;
+
+    /// Up to `limit` events numbered after `after`, in order.
+    fn events_after<'a>(
+        &'a self,
+        run_id: &'a str,
+        after: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>>;
+
+    /// Resolves when `run_id` may have changed, or after `wait`.
+    fn changed<'a>(&'a self, run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()>;
+}

@@ -1,0 +1,324 @@
+//! Every run store against one contract (memory, and a real PostgreSQL from the machine's
+//! binaries), plus what only a shared database promises: OS processes racing to take over
+//! expired runs each get different ones, and a wake-up crosses processes.
+
+use std::time::{Duration, Instant};
+
+use mux_orchestrator::runs::{MemoryRunStore, RunStatus, RunStore, RunStoreError};
+use serde_json::json;
+
+/// Long enough never to run out during a test step; short enough to run out on purpose.
+const HELD: Duration = Duration::from_secs(60);
+const SHORT: Duration = Duration::from_millis(150);
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Lets `SHORT` leases run out.
+async fn expire() {
+    tokio::time::sleep(SHORT * 3).await;
+}
+
+/// The contract; `tag` keeps the ids of one store's runs apart.
+async fn contract(store: &dyn RunStore, tag: &str) {
+    let session = format!("{tag}-session");
+    let run = |n: u32| format!("{tag}-run-{n}");
+
+    // One active run per session.
+    let first = store.begin(&session, &run(1), "a", HELD).await.unwrap();
+    assert_eq!(first.status, RunStatus::Running);
+    assert_eq!(first.owner.as_deref(), Some("a"));
+    let busy = store.begin(&session, &run(2), "b", HELD).await.unwrap_err();
+    assert!(
+        matches!(&busy, RunStoreError::Busy { run_id, .. } if *run_id == run(1)),
+        "{busy:?}"
+    );
+    assert_eq!(
+        store.active_run(&session).await.unwrap().unwrap().run_id,
+        run(1)
+    );
+    let other = store
+        .begin(&format!("{tag}-other"), &run(1), "b", HELD)
+        .await
+        .unwrap_err();
+    assert!(matches!(other, RunStoreError::Exists(_)), "{other:?}");
+
+    // Events are numbered by the store, contiguously, and read back in order.
+    let events = [
+        json!({"type": "RUN_STARTED"}),
+        json!({"type": "TEXT", "delta": "hi"}),
+    ];
+    assert_eq!(store.append_events(&run(1), "a", &events).await.unwrap(), 2);
+    assert_eq!(
+        store
+            .append_events(&run(1), "a", &[json!({"type": "MORE"})])
+            .await
+            .unwrap(),
+        3
+    );
+    let read = store.events_after(&run(1), 0, 100).await.unwrap();
+    assert_eq!(read.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(read[1].event, events[1]);
+    let tail = store.events_after(&run(1), 2, 100).await.unwrap();
+    assert_eq!(tail.len(), 1);
+    assert_eq!(tail[0].seq, 3);
+    assert_eq!(store.events_after(&run(1), 0, 2).await.unwrap().len(), 2);
+    assert!(store.events_after(&run(1), 3, 10).await.unwrap().is_empty());
+    assert!(matches!(
+        store.events_after(&run(99), 0, 10).await,
+        Err(RunStoreError::NotFound(_))
+    ));
+
+    // Only the owner writes; a held lease cannot be claimed.
+    let fenced = store
+        .append_events(&run(1), "b", &[json!({})])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(fenced, RunStoreError::LeaseLost { .. }),
+        "{fenced:?}"
+    );
+    assert!(matches!(
+        store.claim(&run(1), "b", HELD).await,
+        Err(RunStoreError::Held {
+            status: RunStatus::Running,
+            ..
+        })
+    ));
+    assert!(store.claim_expired("b", HELD).await.unwrap().is_none());
+
+    // A cancel request reaches the owner at its next renew, and wakes waiters.
+    let first_run = run(1);
+    let waiting = store.changed(&first_run, Duration::from_secs(30));
+    let started = Instant::now();
+    let (_, ()) = tokio::join!(
+        async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            store.request_cancel(&run(1)).await.unwrap();
+        },
+        waiting
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the wake-up was lost"
+    );
+    assert!(
+        store
+            .renew(&run(1), "a", HELD)
+            .await
+            .unwrap()
+            .cancel_requested
+    );
+
+    // Ending frees the session and the lease.
+    store
+        .set_status(&run(1), "a", RunStatus::Cancelled)
+        .await
+        .unwrap();
+    assert!(store.active_run(&session).await.unwrap().is_none());
+    assert!(matches!(
+        store.renew(&run(1), "a", HELD).await,
+        Err(RunStoreError::LeaseLost { .. })
+    ));
+    assert!(matches!(
+        store.claim(&run(1), "b", HELD).await,
+        Err(RunStoreError::Held {
+            status: RunStatus::Cancelled,
+            ..
+        })
+    ));
+
+    // A paused run has no owner; whoever gets the answer claims it.
+    store.begin(&session, &run(2), "a", HELD).await.unwrap();
+    store
+        .set_status(&run(2), "a", RunStatus::Paused)
+        .await
+        .unwrap();
+    let paused = store.get(&run(2)).await.unwrap();
+    assert_eq!((paused.status, paused.owner), (RunStatus::Paused, None));
+    assert!(store.begin(&session, &run(3), "a", HELD).await.is_err());
+    let resumed = store.claim(&run(2), "c", HELD).await.unwrap();
+    assert_eq!(
+        (resumed.status, resumed.owner.as_deref()),
+        (RunStatus::Running, Some("c"))
+    );
+    assert!(matches!(
+        store.append_events(&run(2), "a", &[json!({})]).await,
+        Err(RunStoreError::LeaseLost { .. })
+    ));
+
+    // An owner that stalls past its lease loses the run to a takeover, and is fenced out.
+    store.renew(&run(2), "c", SHORT).await.unwrap();
+    expire().await;
+    let taken = store.claim_expired("d", HELD).await.unwrap().unwrap();
+    assert_eq!(taken.run_id, run(2));
+    assert_eq!(taken.owner.as_deref(), Some("d"));
+    assert!(store.claim_expired("e", HELD).await.unwrap().is_none());
+    for refused in [
+        store.renew(&run(2), "c", HELD).await.map(|_| ()),
+        store
+            .append_events(&run(2), "c", &[json!({})])
+            .await
+            .map(|_| ()),
+        store.set_status(&run(2), "c", RunStatus::Finished).await,
+    ] {
+        assert!(
+            matches!(refused, Err(RunStoreError::LeaseLost { .. })),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(
+        store
+            .append_events(&run(2), "d", &[json!({})])
+            .await
+            .unwrap(),
+        1
+    );
+    store
+        .set_status(&run(2), "d", RunStatus::Finished)
+        .await
+        .unwrap();
+    store.begin(&session, &run(3), "a", HELD).await.unwrap();
+    store
+        .set_status(&run(3), "a", RunStatus::Failed)
+        .await
+        .unwrap();
+}
+
+#[test]
+fn the_memory_run_store_keeps_the_contract() {
+    runtime().block_on(contract(&MemoryRunStore::new(), "memory"));
+}
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use std::process::{Command, Stdio};
+
+    use mux_orchestrator::runs::PostgresRunStore;
+
+    use super::*;
+    use crate::session_stores::postgres_server::TestDatabase;
+
+    const ROLE: &str = "MUX_RUNS_CHILD";
+    const URL: &str = "MUX_RUNS_URL";
+    const OUT: &str = "MUX_RUNS_OUT";
+    const CHILD_TEST: &str = "runs::postgres::child_process_role";
+    const GO: &str = "MUX_RUNS_GO";
+    const EXPIRED_RUNS: usize = 200;
+
+    #[test]
+    fn the_postgres_run_store_keeps_the_contract() {
+        runtime().block_on(async {
+            let db = TestDatabase::new().await;
+            let store = PostgresRunStore::connect(&db.url).await.unwrap();
+            contract(&store, "pg").await;
+            // A second connection (another process, as far as the database knows) sees the
+            // same runs and wakes on the first's changes.
+            let other = PostgresRunStore::connect(&db.url).await.unwrap();
+            store.begin("s", "r", "a", HELD).await.unwrap();
+            assert!(matches!(
+                other.begin("s", "r2", "b", HELD).await,
+                Err(RunStoreError::Busy { .. })
+            ));
+            let started = Instant::now();
+            let (_, ()) = tokio::join!(
+                async {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    store
+                        .append_events("r", "a", &[json!({"n": 1})])
+                        .await
+                        .unwrap();
+                },
+                other.changed("r", Duration::from_secs(30))
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no cross-connection wake-up"
+            );
+            assert_eq!(other.events_after("r", 0, 10).await.unwrap().len(), 1);
+        });
+    }
+
+    /// Not a test of its own: a child process that claims expired runs until none is left
+    /// and writes the ids it got to `MUX_RUNS_OUT`.
+    #[test]
+    fn child_process_role() {
+        let Ok(owner) = std::env::var(ROLE) else {
+            return;
+        };
+        runtime().block_on(async {
+            let store = PostgresRunStore::connect(&std::env::var(URL).unwrap())
+                .await
+                .unwrap();
+            // Start together with the others.
+            let go = std::path::PathBuf::from(std::env::var(GO).unwrap());
+            while !go.exists() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let mut got = Vec::new();
+            while let Some(run) = store.claim_expired(&owner, HELD).await.unwrap() {
+                assert_eq!(run.owner.as_deref(), Some(owner.as_str()));
+                got.push(run.run_id);
+            }
+            std::fs::write(std::env::var(OUT).unwrap(), got.join("\n")).unwrap();
+        });
+    }
+
+    #[test]
+    fn processes_racing_to_take_over_expired_runs_each_get_different_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = runtime();
+        let db = rt.block_on(async {
+            let db = TestDatabase::new().await;
+            let store = PostgresRunStore::connect(&db.url).await.unwrap();
+            for n in 0..EXPIRED_RUNS {
+                store
+                    .begin(&format!("s{n}"), &format!("r{n}"), "dead", SHORT)
+                    .await
+                    .unwrap();
+            }
+            expire().await;
+            db
+        });
+        let mut handles = Vec::new();
+        for n in 0..3 {
+            let out = dir.path().join(format!("claimed-{n}"));
+            let child = Command::new(std::env::current_exe().unwrap())
+                .args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
+                .env(ROLE, format!("owner-{n}"))
+                .env(URL, &db.url)
+                .env(OUT, &out)
+                .env(GO, dir.path().join("go"))
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap();
+            handles.push((child, out));
+        }
+        // Every child connects, then all start at once.
+        std::thread::sleep(Duration::from_millis(500));
+        std::fs::write(dir.path().join("go"), "").unwrap();
+        let mut all = Vec::new();
+        for (mut child, out) in handles {
+            assert!(child.wait().unwrap().success());
+            let text = std::fs::read_to_string(&out).unwrap();
+            let got: Vec<String> = text
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned)
+                .collect();
+            eprintln!("{} took {} runs", out.display(), got.len());
+            all.extend(got);
+        }
+        all.sort();
+        let mut unique = all.clone();
+        unique.dedup();
+        assert_eq!(unique.len(), all.len(), "a run was taken twice: {all:?}");
+        assert_eq!(all.len(), EXPIRED_RUNS, "every expired run is taken once");
+        drop(db);
+    }
+}
