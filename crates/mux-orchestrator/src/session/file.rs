@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use mux_tool::BoxFuture;
 use tokio::io::AsyncWriteExt;
 
-use super::{HistoryRecord, Session, SessionError, SessionMeta, SessionStore, check_id, replay};
+use super::{HistoryRecord, Session, SessionError, SessionMeta, SessionStore, check_id};
 
 mod tail;
 
@@ -209,10 +209,7 @@ impl SessionStore for FileSessionStore {
                     "ignoring a torn last line in the session history"
                 );
             }
-            Ok(Session {
-                meta,
-                messages: replay(records),
-            })
+            Ok(Session::replay(meta, records))
         })
     }
 

@@ -5,7 +5,7 @@ use std::sync::{Mutex, PoisonError};
 
 use mux_tool::BoxFuture;
 
-use super::{HistoryRecord, Session, SessionError, SessionMeta, SessionStore, check_id, replay};
+use super::{HistoryRecord, Session, SessionError, SessionMeta, SessionStore, check_id};
 
 /// Keeps sessions in a map; nothing survives the process.
 #[derive(Debug, Default)]
@@ -69,10 +69,7 @@ impl SessionStore for MemorySessionStore {
 
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
         let result = self.with(|map| match map.get(id) {
-            Some((meta, records)) => Ok(Session {
-                meta: meta.clone(),
-                messages: replay(records.iter().cloned()),
-            }),
+            Some((meta, records)) => Ok(Session::replay(meta.clone(), records.iter().cloned())),
             None => Err(SessionError::NotFound(id.to_owned())),
         });
         Box::pin(std::future::ready(result))

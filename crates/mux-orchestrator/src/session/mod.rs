@@ -80,6 +80,58 @@ pub struct Session {
     pub meta: SessionMeta,
     /// Its messages, oldest first.
     pub messages: Vec<Message>,
+    /// How far each tool call of the last turn got, when the turn's results were never
+    /// written (its run paused, or stopped mid-turn): call id → progress. Empty otherwise.
+    pub calls: BTreeMap<String, CallProgress>,
+}
+
+impl Session {
+    /// The session a log describes: its messages, and the progress of calls the log leaves
+    /// open.
+    pub fn replay(meta: SessionMeta, records: impl IntoIterator<Item = HistoryRecord>) -> Self {
+        let mut messages = Vec::new();
+        let mut calls = BTreeMap::new();
+        for record in records {
+            match record {
+                HistoryRecord::Message { message } => {
+                    // A turn's results (or anything after them) close its calls.
+                    calls.clear();
+                    messages.push(message);
+                }
+                HistoryRecord::Replace { messages: all } => {
+                    calls.clear();
+                    messages = all;
+                }
+                HistoryRecord::Call { call_id, progress } => {
+                    calls.insert(call_id, progress);
+                }
+            }
+        }
+        Self {
+            meta,
+            messages,
+            calls,
+        }
+    }
+}
+
+/// How far a tool call got before its turn's results were written. Recorded as it happens,
+/// so another process can continue a run that paused or stopped mid-turn.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "progress", rename_all = "snake_case")]
+pub enum CallProgress {
+    /// It waits for a person's approval.
+    AwaitingApproval {
+        /// Why the policy asks.
+        reason: String,
+    },
+    /// It was approved and started; its outcome is not known yet.
+    Started,
+    /// It returned this output (what the model reads).
+    Finished {
+        /// The output.
+        output: mux_tool::ToolOutput,
+    },
 }
 
 /// One line of a session's log.
@@ -95,6 +147,13 @@ pub enum HistoryRecord {
     Replace {
         /// The new conversation.
         messages: Vec<Message>,
+    },
+    /// A tool call of the last turn moved on. The next message supersedes it.
+    Call {
+        /// The call id.
+        call_id: String,
+        /// How far it got.
+        progress: CallProgress,
     },
 }
 
@@ -219,18 +278,6 @@ pub trait SessionStore: Send + Sync + 'static {
             Ok(meta)
         })
     }
-}
-
-/// Applies a log to an empty conversation.
-pub(crate) fn replay(records: impl IntoIterator<Item = HistoryRecord>) -> Vec<Message> {
-    let mut messages = Vec::new();
-    for record in records {
-        match record {
-            HistoryRecord::Message { message } => messages.push(message),
-            HistoryRecord::Replace { messages: all } => messages = all,
-        }
-    }
-    messages
 }
 
 /// Checks that `id` is safe to use as a directory name.
@@ -361,7 +408,11 @@ mod tests {
                 message: Message::assistant("c"),
             },
         ];
-        let texts: Vec<String> = replay(records).iter().map(Message::text).collect();
+        let texts: Vec<String> = Session::replay(SessionMeta::new(), records)
+            .messages
+            .iter()
+            .map(Message::text)
+            .collect();
         assert_eq!(texts, ["summary", "c"]);
     }
 }

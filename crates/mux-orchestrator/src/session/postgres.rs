@@ -9,7 +9,7 @@ use super::sql::{
     CREATING, VERSION_TABLE, db_error, decode_list, decode_meta, decode_record, encode_meta,
     encode_records, forked_meta, pending, to_i64,
 };
-use super::{HistoryRecord, Session, SessionError, SessionMeta, SessionStore, check_id, replay};
+use super::{HistoryRecord, Session, SessionError, SessionMeta, SessionStore, check_id};
 
 /// The migrations, in order: version and SQL.
 const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("migrations/postgres/0001_sessions.sql"))];
@@ -231,10 +231,7 @@ impl SessionStore for PostgresSessionStore {
                 let text: &str = row.try_get(1).map_err(err("reading the history"))?;
                 records.push(decode_record(id, seq, text)?);
             }
-            Ok(Session {
-                meta,
-                messages: replay(records),
-            })
+            Ok(Session::replay(meta, records))
         })
     }
 

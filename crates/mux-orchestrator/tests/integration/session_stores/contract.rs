@@ -3,7 +3,7 @@
 use futures::future::BoxFuture;
 use mux_llm::{ContentBlock, Message, Role};
 use mux_orchestrator::session::{
-    HistoryRecord, PageCursor, SessionError, SessionMeta, SessionStore,
+    CallProgress, HistoryRecord, PageCursor, SessionError, SessionMeta, SessionStore,
 };
 use serde_json::json;
 
@@ -244,10 +244,43 @@ async fn unicode_and_a_megabyte_tool_output(store: &dyn SessionStore) {
         .into_iter()
         .map(|r| match r {
             HistoryRecord::Message { message } => message,
-            HistoryRecord::Replace { .. } => unreachable!(),
+            HistoryRecord::Replace { .. } | HistoryRecord::Call { .. } => unreachable!(),
         })
         .collect();
     assert_eq!(loaded.messages, expected, "unicode and 1 MB: byte-exact");
+    assert!(loaded.calls.is_empty());
+
+    // How far each call of an open turn got is kept until the turn's results are written.
+    let progress = [
+        HistoryRecord::Call {
+            call_id: "c1".into(),
+            progress: CallProgress::AwaitingApproval {
+                reason: "asks".into(),
+            },
+        },
+        HistoryRecord::Call {
+            call_id: "c2".into(),
+            progress: CallProgress::Started,
+        },
+        HistoryRecord::Call {
+            call_id: "c2".into(),
+            progress: CallProgress::Finished {
+                output: mux_tool::ToolOutput::text("done ✓"),
+            },
+        },
+    ];
+    store.append(&meta.id, &progress).await.unwrap();
+    let open = store.load(&meta.id).await.unwrap().calls;
+    assert_eq!(open.len(), 2);
+    assert!(matches!(open["c1"], CallProgress::AwaitingApproval { .. }));
+    assert!(
+        matches!(&open["c2"], CallProgress::Finished { output } if output.to_text() == "done ✓")
+    );
+    let results = HistoryRecord::Message {
+        message: Message::user("results"),
+    };
+    store.append(&meta.id, &[results]).await.unwrap();
+    assert!(store.load(&meta.id).await.unwrap().calls.is_empty());
     let mut titled = meta.clone();
     titled.title = Some(unicode.into());
     store.save_meta(&titled).await.unwrap();
