@@ -12,7 +12,9 @@ use mux_tool::{Approval, ApprovalGate, ApprovalPolicy, BoxFuture, PathFilter, Su
 
 use crate::event::LoopEvent;
 use crate::handles::UnapprovedCall;
+use crate::journal::Journal;
 use crate::run_state::{RunShared, Waiting};
+use crate::session::CallProgress;
 
 /// Why a call is denied when no face can answer.
 pub(crate) const UNATTENDED_DENIAL: &str = "no one is available to approve this call";
@@ -22,10 +24,27 @@ pub(crate) const UNATTENDED_DENIAL: &str = "no one is available to approve this 
 pub(crate) struct LoopAsker {
     pub(crate) run: Arc<RunShared>,
     pub(crate) timeout: Option<Duration>,
+    /// Where a pending approval is recorded, so another process can answer it.
+    pub(crate) journal: Journal,
 }
 
 impl LoopAsker {
     async fn ask_face(&self, call: &ToolCall, subject: &Subject, reason: &str) -> Answer {
+        // Answered before it was asked: a run resumed with the answers to its pending calls.
+        if let Some(answer) = self.run.take_answer(&call.id) {
+            if !matches!(answer, Answer::Deny { .. }) {
+                self.approved(call, matches!(answer, Answer::AllowAlways { .. }))
+                    .await;
+            }
+            return answer;
+        }
+        if self.run.attended {
+            self.journal
+                .record(&call.id, || CallProgress::AwaitingApproval {
+                    reason: reason.to_owned(),
+                })
+                .await;
+        }
         let answer = self.run.expect_approval(&call.id);
         self.run
             .emit(LoopEvent::ApprovalRequired {
@@ -118,6 +137,8 @@ pub(crate) struct LoopGate {
     /// Per-tool predicates over the input: `true` asks (deny rules still hold), `false`
     /// leaves the call to the policy, or without one runs it.
     pub(crate) needs_approval: NeedsApprovalMap,
+    /// Where an approved call is recorded as started, before it runs.
+    pub(crate) journal: Journal,
 }
 
 /// A predicate over a call's input that says whether the call needs approval.
@@ -232,6 +253,29 @@ fn answer_to_approval(answer: Answer) -> Approval {
     }
 }
 
+impl LoopGate {
+    /// Records that an allowed call starts, before it runs. A call that must not run twice
+    /// is not run when the store did not take the record: were this process to stop, no one
+    /// could tell whether it ran.
+    async fn record_start(&self, request: &ApprovalRequest<'_>) -> Approval {
+        let Err(err) = self.journal.record_start(&request.call.id).await else {
+            return Approval::Allow;
+        };
+        let annotations = &request.spec.annotations;
+        if annotations.read_only || annotations.idempotent {
+            return Approval::Allow;
+        }
+        tracing::warn!(
+            call_id = request.call.id.as_str(),
+            "not running a call whose start the session store did not record: {err}"
+        );
+        Approval::deny(format!(
+            "not run: the session store did not record that this call starts ({err}), and it \
+             is not safe to run twice; try again when the store is back"
+        ))
+    }
+}
+
 impl ApprovalGate for LoopGate {
     fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
@@ -242,7 +286,10 @@ impl ApprovalGate for LoopGate {
                 .emitter
                 .is_listening()
                 .then(|| (request.call.id.clone(), request.call.name.clone()));
-            let approval = self.decide(request).await;
+            let mut approval = self.decide(request).await;
+            if approval == Approval::Allow {
+                approval = self.record_start(&request).await;
+            }
             let Some((call_id, name)) = ids else {
                 return approval;
             };

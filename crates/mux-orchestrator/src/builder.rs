@@ -203,11 +203,9 @@ impl OrchestratorBuilder {
             });
         };
         let session = store.load(id).await?;
-        Ok(Orchestrator::from_parts(
-            self.services(),
-            session.meta,
-            session.messages,
-            true,
-        ))
+        let orchestrator =
+            Orchestrator::from_parts(self.services(), session.meta, session.messages, true);
+        orchestrator.core.lock().calls = session.calls;
+        Ok(orchestrator)
     }
 }

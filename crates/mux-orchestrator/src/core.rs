@@ -14,7 +14,7 @@ use crate::approval::NeedsApprovalMap;
 use crate::context::ContextProvider;
 use crate::emitter::Broadcast;
 use crate::hooks::Hooks;
-use crate::session::{HistoryRecord, SessionError, SessionMeta, SessionStore};
+use crate::session::{CallProgress, HistoryRecord, SessionError, SessionMeta, SessionStore};
 use crate::{LoopError, OrchestratorConfig};
 
 /// What an orchestrator is built from, shared by every run.
@@ -50,6 +50,9 @@ pub(crate) struct Conversation {
     pub(crate) unwritten: Vec<HistoryRecord>,
     /// After a failed write: when to try again, and the wait after that.
     pub(crate) backoff: Option<(Instant, Duration)>,
+    /// How far each call of the stored session's open turn got (loaded with the session;
+    /// taken by the next run, which resolves those calls).
+    pub(crate) calls: std::collections::BTreeMap<String, CallProgress>,
     /// Whether a title was asked for already.
     pub(crate) title_requested: bool,
     /// Without a permission policy: tools allowed "always" in this conversation.
@@ -98,6 +101,7 @@ impl Core {
                 persisted,
                 unwritten: Vec::new(),
                 backoff: None,
+                calls: Default::default(),
                 title_requested: false,
                 always_allowed: Arc::default(),
             })),

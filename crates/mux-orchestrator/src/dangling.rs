@@ -4,13 +4,19 @@
 //! reject such a history. The next run on the session resolves those calls before it adds its
 //! prompt:
 //!
-//! - a call to a tool annotated read-only or idempotent runs again (through the gate, as any
-//!   call);
-//! - any other call, or one to a tool that is gone, is not run again: it gets an error result
+//! - a call that returned before its run stopped gives the model that output (the session's
+//!   journal recorded it, [`CallProgress::Finished`]);
+//! - a call that never started (it waited for an approval, or never reached the gate) runs now,
+//!   through the gate: a pending approval is asked again, or answered by the answers a paused
+//!   run was resumed with;
+//! - a call that started (or whose turn has no journal) runs again only when its tool is
+//!   read-only or idempotent; any other, or one to a tool that is gone, gets an error result
 //!   that says its outcome is unknown, so the model (and the person) check before retrying.
 
 use mux_llm::{ContentBlock, Message, Role};
 use mux_tool::{ToolCall, ToolOutput, ToolSpec};
+
+use crate::session::CallProgress;
 
 /// The calls of the last assistant message that no later message answers, in call order.
 ///
@@ -38,6 +44,35 @@ pub(crate) fn unanswered(messages: &[Message]) -> Vec<ToolCall> {
             _ => None,
         })
         .collect()
+}
+
+/// What becomes of an open call on the next run.
+#[derive(Debug)]
+pub(crate) enum Resolution {
+    /// It returned before its run stopped: the model reads that.
+    Known(ToolOutput),
+    /// It runs now, through the gate: it never started (a pending approval is asked again, or
+    /// answered by the answers the run was resumed with), or it may run twice.
+    Run,
+    /// It may have run and must not run twice.
+    Unknown,
+}
+
+/// Resolves a call from how far it got (`progress`, from the session's journal; `journaled`
+/// when the turn has any record, so a call without one never reached the gate) and its tool.
+pub(crate) fn resolution(
+    progress: Option<&CallProgress>,
+    journaled: bool,
+    spec: Option<&ToolSpec>,
+) -> Resolution {
+    match progress {
+        Some(CallProgress::Finished { output }) => Resolution::Known(output.clone()),
+        Some(CallProgress::AwaitingApproval { .. }) => Resolution::Run,
+        None if journaled => Resolution::Run,
+        // Started, or no journal at all (written before mux kept one): it may have run.
+        Some(CallProgress::Started) | None if may_rerun(spec) => Resolution::Run,
+        Some(CallProgress::Started) | None => Resolution::Unknown,
+    }
 }
 
 /// Whether a call to `spec` may run a second time: its tool says running it again changes

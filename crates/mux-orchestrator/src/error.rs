@@ -74,6 +74,9 @@ pub enum LoopError {
         /// The store's last error.
         reason: String,
     },
+    /// A paused run was resumed, but the session has no open tool call to continue from.
+    #[error("nothing to resume: the session's last turn has no tool call without a result")]
+    NothingToResume,
     /// The run has a cost limit and no price for its model.
     #[error("the run has a cost limit but no price for model `{model}` (RunLimits::cost_usd)")]
     Unpriced {
@@ -111,6 +114,7 @@ impl LoopError {
             Self::InvalidOutput { .. } => "invalid_output",
             Self::Unpriced { .. } => "unpriced",
             Self::Unwritten { .. } => "unwritten",
+            Self::NothingToResume => "nothing_to_resume",
         }
     }
 }

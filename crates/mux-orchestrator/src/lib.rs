@@ -19,6 +19,7 @@ mod event_wire_tests;
 mod failure;
 mod handles;
 pub mod hooks;
+mod journal;
 mod limits;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -46,6 +47,7 @@ pub use error::LoopError;
 pub use event::{LoopEvent, LoopInput};
 pub use handles::{InputSender, Run, RunHandle, RunSummary, ToolCallRecord, UnapprovedCall};
 pub use hooks::{Hook, HookError, Hooks};
+pub use journal::PendingApproval;
 pub use limits::{Budget, LimitReached, ModelPrice, PriceTable, RunLimits, Spent};
 #[cfg(feature = "mcp")]
 pub use mcp::{McpServers, McpStartError};

@@ -17,13 +17,16 @@ use crate::core::{Core, Services};
 use crate::emitter::{Emitter, Subscription};
 use crate::event::{LoopEvent, LoopInput};
 use crate::hooks::Hooks;
+use crate::journal::PendingApproval;
 use crate::parent::ParentRun;
 use crate::run::UserPrompt;
 use crate::run_state::RunShared;
+use crate::session::CallProgress;
 use crate::session::SessionMeta;
 use crate::{
     InputSender, LoopError, OrchestratorBuilder, OrchestratorConfig, Run, RunHandle, RunSummary,
 };
+use mux_permission::Answer;
 
 /// The think-act loop over one conversation.
 ///
@@ -188,7 +191,42 @@ impl Orchestrator {
         prompt: impl Into<String>,
         attachments: Vec<ContentBlock>,
     ) -> Result<Run, LoopError> {
-        self.start(prompt.into(), attachments, None)
+        self.start(Some(UserPrompt::new(prompt, attachments)), None, Vec::new())
+    }
+
+    /// The calls of this session's open turn that wait for a person's approval: a run paused
+    /// on them, possibly in another process that has stopped since. Answer them with
+    /// [`resume_run`](Self::resume_run).
+    pub fn pending_approvals(&self) -> Vec<PendingApproval> {
+        let conversation = self.core.lock();
+        crate::dangling::unanswered(&conversation.messages)
+            .into_iter()
+            .filter_map(|call| match conversation.calls.get(&call.id) {
+                Some(CallProgress::AwaitingApproval { reason }) => Some(PendingApproval {
+                    reason: reason.clone(),
+                    call_id: call.id,
+                    name: call.name,
+                    input: call.input,
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Continues the run this session's open turn belongs to: one that paused for an
+    /// approval, or stopped mid-turn (its process ended), here or in another process that
+    /// stored the session. `answers` answer [pending approvals](Self::pending_approvals) by
+    /// call id; a pending call left unanswered is asked again
+    /// ([`LoopEvent::ApprovalRequired`]). Calls that returned give their recorded output;
+    /// calls that started are run again only when read-only or idempotent, else they get an
+    /// "outcome unknown" error. Then the loop goes on to the model.
+    ///
+    /// [`LoopError::NothingToResume`] when the session has no open turn.
+    pub fn resume_run(
+        &self,
+        answers: impl IntoIterator<Item = (String, Answer)>,
+    ) -> Result<Run, LoopError> {
+        self.start(None, None, answers.into_iter().collect())
     }
 
     /// [`run`](Self::run) on behalf of another run: this run draws from the parent's budget
@@ -200,16 +238,19 @@ impl Orchestrator {
         prompt: impl Into<String>,
         parent: ParentRun,
     ) -> Result<Run, LoopError> {
-        self.start(prompt.into(), Vec::new(), Some(parent))
+        self.start(
+            Some(UserPrompt::new(prompt, Vec::new())),
+            Some(parent),
+            Vec::new(),
+        )
     }
 
     fn start(
         &self,
-        text: String,
-        attachments: Vec<ContentBlock>,
+        prompt: Option<UserPrompt>,
         parent: Option<ParentRun>,
+        answers: Vec<(String, Answer)>,
     ) -> Result<Run, LoopError> {
-        let prompt = UserPrompt { text, attachments };
         let running = RunningGuard::acquire(&self.running)?;
         let config = &self.core.services.config;
         let (events_tx, events) = mpsc::channel(config.event_capacity.max(1));
@@ -223,7 +264,11 @@ impl Orchestrator {
             self.core.services.broadcast.clone(),
             winding_down.clone(),
         );
-        let run = Arc::new(RunShared::new(emitter, cancel.clone()).with_parent(parent));
+        let run = Arc::new(
+            RunShared::new(emitter, cancel.clone())
+                .with_parent(parent)
+                .with_answers(answers),
+        );
 
         let this = self.clone();
         // One task: the input router runs beside the loop, and the run ends when both have.
@@ -282,11 +327,8 @@ impl Orchestrator {
         );
         // The loop runs in the caller's task: no spawn, no hand-off. A panic in it is reported
         // as a crash, as it is for a spawned run.
-        let prompt = UserPrompt {
-            text: prompt,
-            attachments: Vec::new(),
-        };
-        let outcome = AssertUnwindSafe(crate::run::drive(&self.core, &run, prompt))
+        let prompt = UserPrompt::new(prompt, Vec::new());
+        let outcome = AssertUnwindSafe(crate::run::drive(&self.core, &run, Some(prompt)))
             .catch_unwind()
             .await;
         drop(running);

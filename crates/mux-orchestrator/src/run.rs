@@ -20,11 +20,12 @@ use crate::compaction::{compact, estimate_tokens, split_point};
 use crate::config::ToolParallelism;
 use crate::convert::tool_result_block;
 use crate::core::{Core, OnFailure};
-use crate::dangling;
+use crate::dangling::{self, Resolution};
 use crate::event::LoopEvent;
 use crate::failure::FailureTracker;
 use crate::handles::{RunSummary, ToolCallRecord};
 use crate::hooks::{CompactAction, HookError, PromptAction, StopAction};
+use crate::journal::Journal;
 use crate::limits::{Budget, LimitReached};
 use crate::run_state::RunShared;
 use crate::session::HistoryRecord;
@@ -55,11 +56,20 @@ pub(crate) struct UserPrompt {
     pub(crate) attachments: Vec<ContentBlock>,
 }
 
+impl UserPrompt {
+    pub(crate) fn new(text: impl Into<String>, attachments: Vec<ContentBlock>) -> Self {
+        Self {
+            text: text.into(),
+            attachments,
+        }
+    }
+}
+
 /// Runs the loop and reports how it ended: the final state, and `Finished` or `Error`.
 pub(crate) async fn drive(
     orch: &Core,
     run: &Arc<RunShared>,
-    prompt: UserPrompt,
+    prompt: Option<UserPrompt>,
 ) -> Result<RunSummary, LoopError> {
     let span = telemetry::invoke_agent_span(orch, run);
     let result = Turns::new(orch, run)
@@ -158,7 +168,7 @@ impl<'a> Turns<'a> {
         }
     }
 
-    async fn run(mut self, prompt: UserPrompt) -> Result<RunSummary, LoopError> {
+    async fn run(mut self, prompt: Option<UserPrompt>) -> Result<RunSummary, LoopError> {
         let outcome = self.finish(prompt).await;
         // What the store did not take while it was unreachable goes out now, or the run
         // fails (the records stay held for the conversation's next write).
@@ -170,7 +180,7 @@ impl<'a> Turns<'a> {
         }
     }
 
-    async fn finish(&mut self, prompt: UserPrompt) -> Result<RunSummary, LoopError> {
+    async fn finish(&mut self, prompt: Option<UserPrompt>) -> Result<RunSummary, LoopError> {
         match self.turns(prompt).await {
             Ok(summary) => Ok(summary),
             Err(Halt::Error(err)) => Err(err),
@@ -186,7 +196,7 @@ impl<'a> Turns<'a> {
         }
     }
 
-    async fn turns(&mut self, prompt: UserPrompt) -> Result<RunSummary, Halt> {
+    async fn turns(&mut self, prompt: Option<UserPrompt>) -> Result<RunSummary, Halt> {
         let model = &self.orch.services.config.model;
         if self.budget.unpriced(model) {
             return Err(Halt::Error(LoopError::Unpriced {
@@ -201,11 +211,18 @@ impl<'a> Turns<'a> {
             .await?;
         }
         let executor = self.executor();
-        // The results of calls an earlier run left open lead the prompt's message.
+        // The results of calls an earlier run left open lead the prompt's message; without a
+        // prompt (a paused run resumed), they are the message.
         let mut content = self.resolve_unanswered(&executor).await?;
-        let text = self.submit_prompt(prompt.text).await?;
-        content.push(ContentBlock::text(text));
-        content.extend(prompt.attachments);
+        match prompt {
+            Some(prompt) => {
+                let text = self.submit_prompt(prompt.text).await?;
+                content.push(ContentBlock::text(text));
+                content.extend(prompt.attachments);
+            }
+            None if content.is_empty() => return Err(LoopError::NothingToResume.into()),
+            None => {}
+        }
         self.append(Message::new(Role::User, content)).await?;
 
         loop {
@@ -325,7 +342,8 @@ impl<'a> Turns<'a> {
         );
         let tools = &self.orch.services.tools;
         let mut order = Vec::with_capacity(calls.len());
-        let (mut rerun, mut unknown) = (Vec::new(), Vec::new());
+        let progress = std::mem::take(&mut self.orch.lock().calls);
+        let (mut rerun, mut unknown, mut known) = (Vec::new(), Vec::new(), Vec::new());
         for call in calls {
             order.push(call.id.clone());
             self.run
@@ -342,10 +360,11 @@ impl<'a> Turns<'a> {
                 })
                 .await;
             let spec = tools.get(&call.name).map(|tool| tool.spec().clone());
-            if dangling::may_rerun(spec.as_ref()) {
-                rerun.push(call);
-            } else {
-                unknown.push(call);
+            match dangling::resolution(progress.get(&call.id), !progress.is_empty(), spec.as_ref())
+            {
+                Resolution::Known(output) => known.push((call, output)),
+                Resolution::Run => rerun.push(call),
+                Resolution::Unknown => unknown.push(call),
             }
         }
         let (mut results, limit) = if rerun.is_empty() {
@@ -353,6 +372,16 @@ impl<'a> Turns<'a> {
         } else {
             self.execute_within_budget(executor, rerun).await
         };
+        for (call, output) in known {
+            self.run
+                .emit(LoopEvent::ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    output: output.clone(),
+                })
+                .await;
+            results.push((call, output));
+        }
         for call in unknown {
             let output = dangling::outcome_unknown(&call);
             self.run
@@ -535,9 +564,11 @@ impl<'a> Turns<'a> {
     fn executor(&self) -> Executor {
         let services = &self.orch.services;
         let config = &services.config;
+        let journal = Journal::of(self.orch);
         let asker = Arc::new(LoopAsker {
             run: Arc::clone(self.run),
             timeout: config.approval_timeout,
+            journal: journal.clone(),
         });
         let forced_asks = Arc::new(Mutex::new(HashSet::new()));
         let permissions = services.permissions.as_ref().map(|policy| {
@@ -550,6 +581,7 @@ impl<'a> Turns<'a> {
             always_allowed: Arc::clone(&self.orch.lock().always_allowed),
             approval: config.approval,
             needs_approval: Arc::clone(&services.needs_approval),
+            journal: journal.clone(),
         };
         let resources = services.resources.child();
         resources.insert(AskUserLink(Arc::clone(self.run)));
@@ -565,6 +597,8 @@ impl<'a> Turns<'a> {
                 hooks: services.hooks.clone(),
                 run: Arc::clone(self.run),
             })
+            // Last: it records the output the model will read.
+            .post_hook(journal)
             .gate(gate)
             .timeout(config.tool_timeout)
             .concurrency(config.tool_concurrency)

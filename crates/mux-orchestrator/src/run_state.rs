@@ -23,6 +23,8 @@ pub(crate) struct RunShared {
     pub(crate) attended: bool,
     machine: Mutex<Machine>,
     approvals: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+    /// Answers given before the calls asked (a paused run resumed with its answers).
+    answers: Mutex<HashMap<String, Answer>>,
     responses: Mutex<HashMap<String, oneshot::Sender<String>>>,
     queued_messages: Mutex<Vec<String>>,
     stop_request: Mutex<Option<(String, String)>>,
@@ -60,6 +62,7 @@ impl RunShared {
                 waiting_inputs: 0,
             }),
             approvals: Mutex::new(HashMap::new()),
+            answers: Mutex::new(HashMap::new()),
             responses: Mutex::new(HashMap::new()),
             queued_messages: Mutex::new(Vec::new()),
             stop_request: Mutex::new(None),
@@ -185,6 +188,24 @@ impl RunShared {
         if let Some(to) = to {
             self.set_state(to).await;
         }
+    }
+
+    /// Answers for calls that will ask: a paused run resumed with the answers to its pending
+    /// calls.
+    pub(crate) fn with_answers(self, answers: impl IntoIterator<Item = (String, Answer)>) -> Self {
+        self.answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(answers);
+        self
+    }
+
+    /// The answer given in advance for `call_id`, once.
+    pub(crate) fn take_answer(&self, call_id: &str) -> Option<Answer> {
+        self.answers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(call_id)
     }
 
     pub(crate) fn expect_approval(&self, call_id: &str) -> oneshot::Receiver<Answer> {

@@ -1,7 +1,11 @@
-//! No conversation keeps a tool call without a result: a process killed while its tools run
-//! leaves the session ending in calls without results, and the next run on the session (in a
-//! fresh process) answers them before its prompt. A read-only call runs again; any other gets
-//! an "outcome unknown" error and is never run twice.
+//! No conversation keeps a tool call without a result, and a paused run outlives its process.
+//!
+//! - A process killed while its tools run leaves the session ending in calls without results;
+//!   the next run on the session (in a fresh process) answers them before its prompt: a call
+//!   that returned gives its recorded output, a started one that is not read-only or idempotent
+//!   gets an "outcome unknown" error and is never run twice.
+//! - A process killed while its run waits for an approval: a fresh process lists the pending
+//!   approval, answers it and continues the run; or, unanswered, asks again.
 //!
 //! The child process is this test binary, re-run with `child_process_role` selected by an
 //! environment variable.
@@ -14,7 +18,8 @@ use std::time::{Duration, Instant};
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Message, Role};
 use mux_orchestrator::session::{FileSessionStore, SessionStore};
-use mux_orchestrator::{LoopEvent, Orchestrator, OrchestratorConfig};
+use mux_orchestrator::{LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig};
+use mux_permission::Answer;
 use mux_tool::{
     ApprovalPolicy, Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool,
 };
@@ -25,6 +30,9 @@ use serde_json::json;
 use crate::common::{drain, tool_calls};
 
 const ROLE: &str = "MUX_UNANSWERED_CHILD";
+/// `mid-call` (killed while `deploy` runs) or `paused` (killed while `deploy` waits for its
+/// approval).
+const ROLE_KIND: &str = "MUX_UNANSWERED_ROLE";
 const CHILD_TEST: &str = "unanswered_calls::child_process_role";
 
 #[derive(Deserialize, JsonSchema)]
@@ -33,9 +41,9 @@ struct NoArgs {}
 /// Counts its runs in `dir/look`; read-only, so it may run again.
 struct Look(PathBuf);
 
-/// Counts its runs in `dir/deploy`, then says it started and takes a minute: not read-only
-/// nor idempotent, so it must never run twice.
-struct Deploy(PathBuf);
+/// Counts its runs in `dir/deploy`; when `slow`, then says it started and takes a minute. Not
+/// read-only nor idempotent, so it must never run twice.
+struct Deploy(PathBuf, bool);
 
 fn count(path: &Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |text| text.lines().count())
@@ -74,25 +82,68 @@ impl TypedTool for Deploy {
     }
     async fn call(&self, _: NoArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
         tally(&self.0.join("deploy"));
-        std::fs::write(self.0.join("started"), "").unwrap();
-        tokio::time::sleep(Duration::from_secs(60)).await;
+        if self.1 {
+            std::fs::write(self.0.join("started"), "").unwrap();
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
         Ok(ToolOutput::text("deployed"))
     }
 }
 
-fn registry(dir: &Path) -> Registry {
+fn registry(dir: &Path, slow: bool) -> Registry {
     let tools = Registry::new();
     tools.register_typed(Look(dir.to_path_buf())).unwrap();
-    tools.register_typed(Deploy(dir.to_path_buf())).unwrap();
+    tools
+        .register_typed(Deploy(dir.to_path_buf(), slow))
+        .unwrap();
     tools
 }
 
+/// Runs every call unasked; `deploy` is slow.
 fn builder(dir: &Path, model: ScriptedClient) -> mux_orchestrator::OrchestratorBuilder {
+    asking_builder(dir, model, true).configure(|config| config.approval(ApprovalPolicy::Never))
+}
+
+/// The default policy: `look` runs, `deploy` asks.
+fn asking_builder(
+    dir: &Path,
+    model: ScriptedClient,
+    slow: bool,
+) -> mux_orchestrator::OrchestratorBuilder {
     let store: Arc<dyn SessionStore> = Arc::new(FileSessionStore::new(dir.join("sessions")));
     Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("test-model"))
-        .tools(registry(dir))
+        .tools(registry(dir, slow))
         .session_store(store)
-        .configure(|config| config.approval(ApprovalPolicy::Never))
+}
+
+fn look_then_deploy() -> ScriptedClient {
+    ScriptedClient::new().reply(tool_calls(&[
+        ("call-look", "look", json!({})),
+        ("call-deploy", "deploy", json!({})),
+    ]))
+}
+
+/// Starts this test binary as a child playing `role` in `dir`, and waits until it has
+/// written `marker`; the caller kills it.
+fn child_until(role: &str, dir: &Path, marker: &str) -> std::process::Child {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ROLE, dir)
+        .env(ROLE_KIND, role)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !dir.join(marker).exists() {
+        assert!(Instant::now() < deadline, "the child never wrote {marker}");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the child exited early"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
 }
 
 /// Not a test of its own: the child's role, chosen by `MUX_UNANSWERED_CHILD` (the directory
@@ -110,14 +161,25 @@ fn child_process_role() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let model = ScriptedClient::new().reply(tool_calls(&[
-            ("call-look", "look", json!({})),
-            ("call-deploy", "deploy", json!({})),
-        ]));
-        let orchestrator = builder(&dir, model).build();
-        std::fs::write(dir.join("session"), &orchestrator.session().id).unwrap();
-        // Never returns: the parent kills this process while `deploy` sleeps.
-        let _ = orchestrator.run_to_completion("ship it").await;
+        match std::env::var(ROLE_KIND).unwrap().as_str() {
+            "mid-call" => {
+                let orchestrator = builder(&dir, look_then_deploy()).build();
+                std::fs::write(dir.join("session"), &orchestrator.session().id).unwrap();
+                // Never returns: the parent kills this process while `deploy` sleeps.
+                let _ = orchestrator.run_to_completion("ship it").await;
+            }
+            "paused" => {
+                let orchestrator = asking_builder(&dir, look_then_deploy(), false).build();
+                std::fs::write(dir.join("session"), &orchestrator.session().id).unwrap();
+                let mut run = orchestrator.run("ship it").unwrap();
+                while let Some(event) = run.events.recv().await {
+                    if matches!(event, LoopEvent::ApprovalRequired { .. }) {
+                        std::fs::write(dir.join("paused"), "").unwrap();
+                    }
+                }
+            }
+            other => panic!("no role {other}"),
+        }
     });
 }
 
@@ -142,22 +204,7 @@ fn every_call_answered(messages: &[Message]) {
 #[test]
 fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
-        .env(ROLE, dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !dir.path().join("started").exists() {
-        assert!(Instant::now() < deadline, "the child never started deploy");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the child exited early"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut child = child_until("mid-call", dir.path(), "started");
     child.kill().unwrap(); // SIGKILL: no destructor, no last write.
     child.wait().unwrap();
     let id = std::fs::read_to_string(dir.path().join("session")).unwrap();
@@ -178,9 +225,10 @@ fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
         let summary = outcome.unwrap();
         assert_eq!(summary.text, "I checked.");
 
-        // `deploy` ran once in all (in the dead child); `look` ran again here.
+        // Each ran once in all, in the dead child: `look` returned there (its output was
+        // recorded), `deploy` started and is not run again.
         assert_eq!(count(&dir.path().join("deploy")), 1);
-        assert_eq!(count(&dir.path().join("look")), 2);
+        assert_eq!(count(&dir.path().join("look")), 1);
 
         // The model read both results, in call order, before the new prompt, in one message.
         let request = &model.requests()[0];
@@ -198,6 +246,10 @@ fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
             panic!("look's result: {look:?}");
         };
         assert_eq!(tool_use_id, "call-look");
+        assert!(
+            format!("{look:?}").contains("all quiet"),
+            "the recorded output: {look:?}"
+        );
         let ContentBlock::ToolResult {
             tool_use_id,
             content,
@@ -240,6 +292,130 @@ fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
         let last = model.requests()[0].messages.last().unwrap().clone();
         assert_eq!(last.content, vec![ContentBlock::text("And now?")]);
         assert_eq!(count(&dir.path().join("deploy")), 1);
-        assert_eq!(count(&dir.path().join("look")), 2);
+        assert_eq!(count(&dir.path().join("look")), 1);
+    });
+}
+
+/// The last message of the first request `model` saw.
+fn last_sent(model: &ScriptedClient) -> Message {
+    model.requests()[0].messages.last().unwrap().clone()
+}
+
+#[test]
+fn a_paused_approval_outlives_its_process_and_is_answered_in_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = child_until("paused", dir.path(), "paused");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let id = std::fs::read_to_string(dir.path().join("session")).unwrap();
+    // `look` ran before `deploy` asked; `deploy` never ran.
+    assert_eq!(count(&dir.path().join("look")), 1);
+    assert_eq!(count(&dir.path().join("deploy")), 0);
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        // A fresh process sees the pending approval, answers it and continues the run.
+        let model = ScriptedClient::new().reply_text("Deployed.");
+        let orchestrator = asking_builder(dir.path(), model.clone(), false)
+            .resume(&id)
+            .await
+            .unwrap();
+        let pending = orchestrator.pending_approvals();
+        assert_eq!(pending.len(), 1, "{pending:?}");
+        assert_eq!(
+            (pending[0].call_id.as_str(), pending[0].name.as_str()),
+            ("call-deploy", "deploy")
+        );
+        assert!(!pending[0].reason.is_empty());
+
+        let answers = [("call-deploy".to_owned(), Answer::AllowOnce)];
+        let (events, outcome) = drain(orchestrator.resume_run(answers).unwrap()).await;
+        assert_eq!(outcome.unwrap().text, "Deployed.");
+        assert_eq!(count(&dir.path().join("deploy")), 1);
+        assert_eq!(
+            count(&dir.path().join("look")),
+            1,
+            "look's recorded output is reused"
+        );
+        assert!(events.iter().any(
+            |e| matches!(e, LoopEvent::ToolApproved { call_id, .. } if call_id == "call-deploy")
+        ));
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, LoopEvent::ApprovalRequired { .. })),
+            "answered in advance, not asked again"
+        );
+        // The results, and no new prompt, are what the model reads next.
+        let sent = last_sent(&model);
+        assert_eq!(sent.role, Role::User);
+        let results: Vec<(String, String)> = sent
+            .content
+            .iter()
+            .map(|block| match block {
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    ..
+                } => (tool_use_id.clone(), format!("{content:?}")),
+                other => panic!("only results: {other:?}"),
+            })
+            .collect();
+        assert_eq!(results.len(), 2);
+        assert_eq!(results[0].0, "call-look");
+        assert!(results[0].1.contains("all quiet"));
+        assert_eq!(results[1].0, "call-deploy");
+        assert!(results[1].1.contains("deployed"));
+        assert!(orchestrator.pending_approvals().is_empty());
+        let stored = FileSessionStore::new(dir.path().join("sessions"))
+            .load(&id)
+            .await
+            .unwrap();
+        every_call_answered(&stored.messages);
+        assert!(stored.calls.is_empty());
+        // Nothing is left to resume.
+        let again = orchestrator.resume_run([]).unwrap();
+        let (_, outcome) = drain(again).await;
+        assert!(
+            matches!(outcome, Err(LoopError::NothingToResume)),
+            "{outcome:?}"
+        );
+    });
+}
+
+#[test]
+fn a_pending_approval_left_unanswered_is_asked_again_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = child_until("paused", dir.path(), "paused");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let id = std::fs::read_to_string(dir.path().join("session")).unwrap();
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let model = ScriptedClient::new().reply_text("Not deployed.");
+        let orchestrator = asking_builder(dir.path(), model.clone(), false)
+            .resume(&id)
+            .await
+            .unwrap();
+        let mut run = orchestrator.resume_run([]).unwrap();
+        let mut asked = false;
+        while let Some(event) = run.events.recv().await {
+            if let LoopEvent::ApprovalRequired { call_id, .. } = &event {
+                assert_eq!(call_id, "call-deploy", "the same call, asked again");
+                asked = true;
+                run.input
+                    .send(LoopInput::ToolApproval {
+                        call_id: call_id.clone(),
+                        decision: Answer::deny("not today"),
+                    })
+                    .await;
+            }
+        }
+        assert!(asked);
+        assert_eq!(run.handle.wait().await.unwrap().text, "Not deployed.");
+        assert_eq!(count(&dir.path().join("deploy")), 0, "denied: never ran");
+        let sent = format!("{:?}", last_sent(&model));
+        assert!(sent.contains("not today"), "{sent}");
     });
 }

@@ -149,7 +149,10 @@ fn a_database_down_too_long_fails_the_run_typed_and_the_next_write_catches_up() 
         let LoopError::Unwritten { records, .. } = &err else {
             panic!("expected Unwritten, got {err:?}");
         };
-        assert_eq!(*records, 2, "the tool result and the answer are held");
+        assert_eq!(
+            *records, 3,
+            "held: the call's recorded output, the turn's results and the answer"
+        );
         assert_eq!(err.kind(), "unwritten");
         setup
             .restart
