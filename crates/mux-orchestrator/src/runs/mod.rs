@@ -22,13 +22,16 @@
 //!   changed (new events, status, a cancel) or when its wait is over; readers then read the
 //!   store, since a wake-up can be lost.
 //!
-//! [`MemoryRunStore`] keeps the contract in one process; [`PostgresRunStore`] (feature
-//! `postgres`) across processes, with `LISTEN/NOTIFY` to wake readers. Times are the store's
-//! own clock (the database's `now()`), so processes need not agree on the time.
+//! [`MemoryRunStore`] keeps the contract in one process; `SqliteRunStore` (feature `sqlite`)
+//! for the processes of one machine, polling for changes; `PostgresRunStore` (feature
+//! `postgres`) across machines, with the database's clock and `LISTEN/NOTIFY` to wake
+//! readers.
 
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 use std::time::Duration;
 
@@ -40,6 +43,8 @@ use mux_tool::BoxFuture;
 pub use memory::MemoryRunStore;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresRunStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteRunStore;
 
 /// Where a run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

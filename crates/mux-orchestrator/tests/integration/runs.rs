@@ -195,21 +195,36 @@ fn the_memory_run_store_keeps_the_contract() {
     runtime().block_on(contract(&MemoryRunStore::new(), "memory"));
 }
 
+#[cfg(feature = "sqlite")]
+#[test]
+fn the_sqlite_run_store_keeps_the_contract_and_a_reopened_file_keeps_the_runs() {
+    use mux_orchestrator::runs::SqliteRunStore;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    runtime().block_on(async {
+        let store = SqliteRunStore::open(&path).await.unwrap();
+        contract(&store, "sqlite").await;
+        store.begin("kept", "kept-run", "a", HELD).await.unwrap();
+        store
+            .append_events("kept-run", "a", &[json!({"n": 1})])
+            .await
+            .unwrap();
+        store.pool().close().await;
+        let reopened = SqliteRunStore::open(&path).await.unwrap();
+        assert_eq!(reopened.get("kept-run").await.unwrap().last_seq, 1);
+        assert!(matches!(
+            reopened.begin("kept", "other", "b", HELD).await,
+            Err(RunStoreError::Busy { .. })
+        ));
+    });
+}
+
 #[cfg(feature = "postgres")]
 mod postgres {
-    use std::process::{Command, Stdio};
-
     use mux_orchestrator::runs::PostgresRunStore;
 
     use super::*;
     use crate::session_stores::postgres_server::TestDatabase;
-
-    const ROLE: &str = "MUX_RUNS_CHILD";
-    const URL: &str = "MUX_RUNS_URL";
-    const OUT: &str = "MUX_RUNS_OUT";
-    const CHILD_TEST: &str = "runs::postgres::child_process_role";
-    const GO: &str = "MUX_RUNS_GO";
-    const EXPIRED_RUNS: usize = 200;
 
     #[test]
     fn the_postgres_run_store_keeps_the_contract() {
@@ -244,81 +259,133 @@ mod postgres {
         });
     }
 
-    /// Not a test of its own: a child process that claims expired runs until none is left
-    /// and writes the ids it got to `MUX_RUNS_OUT`.
-    #[test]
-    fn child_process_role() {
-        let Ok(owner) = std::env::var(ROLE) else {
-            return;
-        };
-        runtime().block_on(async {
-            let store = PostgresRunStore::connect(&std::env::var(URL).unwrap())
-                .await
-                .unwrap();
-            // Start together with the others.
-            let go = std::path::PathBuf::from(std::env::var(GO).unwrap());
-            while !go.exists() {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            let mut got = Vec::new();
-            while let Some(run) = store.claim_expired(&owner, HELD).await.unwrap() {
-                assert_eq!(run.owner.as_deref(), Some(owner.as_str()));
-                got.push(run.run_id);
-            }
-            std::fs::write(std::env::var(OUT).unwrap(), got.join("\n")).unwrap();
-        });
-    }
-
     #[test]
     fn processes_racing_to_take_over_expired_runs_each_get_different_ones() {
-        let dir = tempfile::tempdir().unwrap();
         let rt = runtime();
-        let db = rt.block_on(async {
-            let db = TestDatabase::new().await;
-            let store = PostgresRunStore::connect(&db.url).await.unwrap();
-            for n in 0..EXPIRED_RUNS {
-                store
-                    .begin(&format!("s{n}"), &format!("r{n}"), "dead", SHORT)
-                    .await
-                    .unwrap();
-            }
-            expire().await;
-            db
-        });
-        let mut handles = Vec::new();
-        for n in 0..3 {
-            let out = dir.path().join(format!("claimed-{n}"));
-            let child = Command::new(std::env::current_exe().unwrap())
-                .args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
-                .env(ROLE, format!("owner-{n}"))
-                .env(URL, &db.url)
-                .env(OUT, &out)
-                .env(GO, dir.path().join("go"))
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap();
-            handles.push((child, out));
-        }
-        // Every child connects, then all start at once.
-        std::thread::sleep(Duration::from_millis(500));
-        std::fs::write(dir.path().join("go"), "").unwrap();
-        let mut all = Vec::new();
-        for (mut child, out) in handles {
-            assert!(child.wait().unwrap().success());
-            let text = std::fs::read_to_string(&out).unwrap();
-            let got: Vec<String> = text
-                .lines()
-                .filter(|l| !l.is_empty())
-                .map(str::to_owned)
-                .collect();
-            eprintln!("{} took {} runs", out.display(), got.len());
-            all.extend(got);
-        }
-        all.sort();
-        let mut unique = all.clone();
-        unique.dedup();
-        assert_eq!(unique.len(), all.len(), "a run was taken twice: {all:?}");
-        assert_eq!(all.len(), EXPIRED_RUNS, "every expired run is taken once");
+        let db = rt.block_on(TestDatabase::new());
+        let store = rt.block_on(PostgresRunStore::connect(&db.url)).unwrap();
+        super::race(&rt, &store, &db.url);
         drop(db);
     }
+}
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn processes_racing_for_expired_runs_in_one_sqlite_file_each_get_different_ones() {
+    use mux_orchestrator::runs::SqliteRunStore;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("runs.db").display());
+    let rt = runtime();
+    let store = rt.block_on(SqliteRunStore::connect(&url)).unwrap();
+    race(&rt, &store, &url);
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+const ROLE: &str = "MUX_RUNS_CHILD";
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+const URL: &str = "MUX_RUNS_URL";
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+const OUT: &str = "MUX_RUNS_OUT";
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+const GO: &str = "MUX_RUNS_GO";
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+const CHILD_TEST: &str = "runs::child_process_role";
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+const EXPIRED_RUNS: usize = 200;
+
+/// Opens the run store at `url` (`sqlite://…` or `postgres://…`).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+async fn open(url: &str) -> Box<dyn RunStore> {
+    #[cfg(feature = "sqlite")]
+    if url.starts_with("sqlite:") {
+        return Box::new(
+            mux_orchestrator::runs::SqliteRunStore::connect(url)
+                .await
+                .unwrap(),
+        );
+    }
+    #[cfg(feature = "postgres")]
+    if url.starts_with("postgres:") {
+        return Box::new(
+            mux_orchestrator::runs::PostgresRunStore::connect(url)
+                .await
+                .unwrap(),
+        );
+    }
+    panic!("no run store for {url}")
+}
+
+/// Not a test of its own: a child process that claims expired runs until none is left and
+/// writes the ids it got to `MUX_RUNS_OUT` (without `MUX_RUNS_CHILD`, it returns at once).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[test]
+fn child_process_role() {
+    let Ok(owner) = std::env::var(ROLE) else {
+        return;
+    };
+    runtime().block_on(async {
+        let store = open(&std::env::var(URL).unwrap()).await;
+        // Start together with the others.
+        let go = std::path::PathBuf::from(std::env::var(GO).unwrap());
+        while !go.exists() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let mut got = Vec::new();
+        while let Some(run) = store.claim_expired(&owner, HELD).await.unwrap() {
+            assert_eq!(run.owner.as_deref(), Some(owner.as_str()));
+            got.push(run.run_id);
+        }
+        std::fs::write(std::env::var(OUT).unwrap(), got.join("\n")).unwrap();
+    });
+}
+
+/// Leaves `EXPIRED_RUNS` runs with expired leases in `store`, then has three OS processes
+/// take them over at once: each run goes to exactly one.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn race(rt: &tokio::runtime::Runtime, store: &dyn RunStore, url: &str) {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    rt.block_on(async {
+        for n in 0..EXPIRED_RUNS {
+            store
+                .begin(&format!("s{n}"), &format!("r{n}"), "dead", SHORT)
+                .await
+                .unwrap();
+        }
+        expire().await;
+    });
+    let mut children = Vec::new();
+    for n in 0..3 {
+        let out = dir.path().join(format!("claimed-{n}"));
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
+            .env(ROLE, format!("owner-{n}"))
+            .env(URL, url)
+            .env(OUT, &out)
+            .env(GO, dir.path().join("go"))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        children.push((child, out));
+    }
+    // Every child connects, then all start at once.
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let mut all = Vec::new();
+    for (mut child, out) in children {
+        assert!(child.wait().unwrap().success());
+        let text = std::fs::read_to_string(&out).unwrap();
+        let got: Vec<String> = text
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect();
+        eprintln!("{} took {} runs", out.display(), got.len());
+        all.extend(got);
+    }
+    all.sort();
+    let mut unique = all.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), all.len(), "a run was taken twice: {all:?}");
+    assert_eq!(all.len(), EXPIRED_RUNS, "every expired run is taken once");
 }
