@@ -299,7 +299,10 @@ impl TurnView {
                 },
             };
             input
-                .send(LoopInput::ToolApproval { call_id, decision })
+                .send(LoopInput::ToolApproval {
+                    call_id,
+                    answer: decision,
+                })
                 .await;
         });
     }

@@ -13,9 +13,9 @@ use tracing::Instrument;
 
 use crate::truncate::limit_output;
 use crate::{
-    Approval, ApprovalGate, ApprovalPolicy, ApprovalRequest, BoxFuture, CallOutcome, CallResult,
-    ExecError, HookFailure, PathFilter, PostHook, PostHookAction, PreHook, PreHookAction,
-    ProgressSender, RegistryView, Resources, ToolCall, ToolContext, ToolOutput, registry::Entry,
+    ApprovalGate, ApprovalPolicy, ApprovalRequest, BoxFuture, CallOutcome, CallResult,
+    ExecError, GateVerdict, HookFailure, PathFilter, PostHook, PostHookAction, PreHook, PreHookAction,
+    ProgressSender, RegistryView, Resources, ToolCall, ToolContext, ToolOutput, Verdict, registry::Entry,
 };
 
 /// Default per-call timeout.
@@ -345,7 +345,10 @@ impl Executor {
             () = scope.cancel.cancelled() => return Err(ExecError::Cancelled { tool: tool() }),
         };
         match verdict {
-            Ok(Approval::Allow) => {
+            Ok(GateVerdict {
+                verdict: Verdict::Allow,
+                ..
+            }) => {
                 Ok(
                     std::panic::catch_unwind(AssertUnwindSafe(|| gate.path_filter(request)))
                         .map_err(|panic| ExecError::GateFailed {
@@ -354,7 +357,7 @@ impl Executor {
                         })?,
                 )
             }
-            Ok(Approval::Deny { reason }) => Err(ExecError::Denied {
+            Ok(GateVerdict { reason, .. }) => Err(ExecError::Denied {
                 tool: tool(),
                 reason,
             }),

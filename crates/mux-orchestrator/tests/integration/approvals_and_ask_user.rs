@@ -50,11 +50,14 @@ async fn answer_approvals(
     let mut seen = Vec::new();
     while let Some(event) = events.recv().await {
         if let LoopEvent::ApprovalRequired { call_id, .. } = &event
-            && let Some(decision) = answer()
+            && let Some(reply) = answer()
         {
             let call_id = call_id.clone();
             input
-                .send(LoopInput::ToolApproval { call_id, decision })
+                .send(LoopInput::ToolApproval {
+                    call_id,
+                    answer: reply,
+                })
                 .await;
         }
         seen.push(event);
@@ -210,7 +213,7 @@ async fn an_answer_for_an_unknown_call_is_rejected_visibly() {
     run.input
         .send(LoopInput::ToolApproval {
             call_id: "nope".into(),
-            decision: Answer::AllowOnce,
+            answer: Answer::AllowOnce,
         })
         .await;
     let (events, _) = drain(run).await;

@@ -649,6 +649,6 @@ fn decisions_name_the_rule_and_scope() {
         (None, Some(Scope::Session))
     );
     let json = serde_json::to_value(&denied).unwrap();
-    assert_eq!(json["decision"], "deny");
+    assert_eq!(json["verdict"], "deny");
     assert_eq!(json["scope"], "project");
 }

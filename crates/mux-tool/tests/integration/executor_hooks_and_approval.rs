@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use mux_tool::approval::gate_fn;
 use mux_tool::hooks::{post_hook_fn, pre_hook_fn};
 use mux_tool::{
-    Approval, ApprovalPolicy, BoxFuture, CallScope, ExecError, Executor, HookError, PostHookAction,
+    GateVerdict, ApprovalPolicy, BoxFuture, CallScope, ExecError, Executor, HookError, PostHookAction,
     PreHook, PreHookAction, Subject, ToolCall, ToolOutput, ToolSpec,
 };
 use serde_json::json;
@@ -41,7 +41,7 @@ async fn hooks_run_in_order_around_the_gate() {
                 .lock()
                 .unwrap()
                 .push(format!("gate:{}", request.call.name));
-            async { Approval::Allow }
+            async { GateVerdict::allow() }
         }))
         .post_hook(post_hook_fn("after", move |call, result| {
             let text = result.as_ref().unwrap().to_text();
@@ -105,7 +105,7 @@ async fn a_rewrite_changes_what_later_hooks_the_gate_and_the_tool_see() {
         .pre_hook(logging_pre(&log, "observer", PreHookAction::Continue))
         .gate(gate_fn(move |request| {
             *gate_seen.lock().unwrap() = Some(request.subject.clone());
-            async { Approval::Allow }
+            async { GateVerdict::allow() }
         }))
         .build();
 
@@ -153,9 +153,9 @@ async fn denial_reason_reaches_the_output() {
         .gate(gate_fn(|request| async move {
             match request.subject {
                 Subject::Command(c) if c.contains("rm") => {
-                    Approval::deny(format!("`{c}` deletes files"))
+                    GateVerdict::deny(format!("`{c}` deletes files"))
                 }
-                _ => Approval::Allow,
+                _ => GateVerdict::allow(),
             }
         }))
         .build();
@@ -219,7 +219,7 @@ async fn a_pre_approving_hook_is_passed_to_the_gate_and_suffices_without_one() {
         .pre_hook(allow())
         .gate(gate_fn(|request| async move {
             assert_eq!(request.pre_approved_by.as_deref(), Some("trusted"));
-            Approval::deny("denied by rule")
+            GateVerdict::deny("denied by rule")
         }))
         .build();
     let denied = with_gate
