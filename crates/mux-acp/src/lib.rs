@@ -19,8 +19,8 @@ mod roots;
 mod serve;
 mod sessions;
 mod time;
+mod run;
 mod tool_view;
-mod turn;
 
 pub use agent::{AcpAgent, SessionFactory, SessionParts, SessionSetup};
 pub use error::AcpError;
