@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use mux::prelude::*;
 use mux::tool::{
-    GateVerdict, CallScope, Executor, PostHookAction, PreHookAction, Subject, ToolCall,
+    CallScope, Executor, GateVerdict, PostHookAction, PreHookAction, Subject, ToolCall,
     approval::gate_fn, hooks::post_hook_fn, hooks::pre_hook_fn,
 };
 use mux_examples::step;

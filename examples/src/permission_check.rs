@@ -213,10 +213,7 @@ mod tests {
             "--input",
             r#"{"command": "git diff; rm -rf /"}"#,
         ]);
-        assert_eq!(
-            (deny.exit_code, &deny.json["verdict"]),
-            (0, &json!("deny"))
-        );
+        assert_eq!((deny.exit_code, &deny.json["verdict"]), (0, &json!("deny")));
 
         let read = run_with(&[
             "--settings",

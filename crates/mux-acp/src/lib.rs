@@ -16,10 +16,10 @@ mod modes;
 mod prompt;
 mod replay;
 mod roots;
+mod run;
 mod serve;
 mod sessions;
 mod time;
-mod run;
 mod tool_view;
 
 pub use agent::{AcpAgent, SessionFactory, SessionParts, SessionSetup};

@@ -244,20 +244,29 @@ fn approvals_in_the_shape_of_earlier_releases_still_parse() {
             "remember": {"scope": "project", "prefix": "git diff", "persist": false}}},
     ]))
     .unwrap();
-    assert_eq!(old[0], LoopInput::ToolApproval {
-        call_id: "c1".into(),
-        answer: Answer::AllowOnce,
-    });
-    assert_eq!(old[1], LoopInput::ToolApproval {
-        call_id: "c1".into(),
-        answer: Answer::deny("no"),
-    });
-    assert_eq!(old[2], LoopInput::ToolApproval {
-        call_id: "c1".into(),
-        answer: Answer::AllowAlways {
-            remember: Remember::prefix(Scope::Project, "git diff"),
-        },
-    });
+    assert_eq!(
+        old[0],
+        LoopInput::ToolApproval {
+            call_id: "c1".into(),
+            answer: Answer::AllowOnce,
+        }
+    );
+    assert_eq!(
+        old[1],
+        LoopInput::ToolApproval {
+            call_id: "c1".into(),
+            answer: Answer::deny("no"),
+        }
+    );
+    assert_eq!(
+        old[2],
+        LoopInput::ToolApproval {
+            call_id: "c1".into(),
+            answer: Answer::AllowAlways {
+                remember: Remember::prefix(Scope::Project, "git diff"),
+            },
+        }
+    );
     let both = json!({"type": "tool_approval", "call_id": "c1",
         "answer": {"answer": "allow_once", "decision": "deny", "reason": "x"}});
     assert!(serde_json::from_value::<LoopInput>(both).is_err());

@@ -382,9 +382,8 @@ async fn route_inputs(
                 run.cancel.cancel();
                 None
             }
-            LoopInput::ToolApproval { call_id, answer } => (!run
-                .answer_approval(&call_id, answer))
-            .then(|| format!("no call `{call_id}` is waiting for approval")),
+            LoopInput::ToolApproval { call_id, answer } => (!run.answer_approval(&call_id, answer))
+                .then(|| format!("no call `{call_id}` is waiting for approval")),
             LoopInput::UserResponse { call_id, text } => (!run.answer_response(&call_id, text))
                 .then(|| format!("no call `{call_id}` is waiting for a user response")),
             LoopInput::UserMessage { text } if winding_down.is_cancelled() => {

@@ -25,11 +25,7 @@ pub struct Question<'a> {
 /// Serialises as `{"answer":"allow_once"}`, `{"answer":"allow_always","remember":…}` or
 /// `{"answer":"deny","reason":…}`; the tag `"decision"` of earlier releases is still read.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(
-    tag = "answer",
-    rename_all = "snake_case",
-    try_from = "AnswerWire"
-)]
+#[serde(tag = "answer", rename_all = "snake_case", try_from = "AnswerWire")]
 #[non_exhaustive]
 pub enum Answer {
     /// Run this call only.

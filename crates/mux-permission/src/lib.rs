@@ -24,6 +24,8 @@ pub use domain::{DomainPattern, DomainPatternError, host_of};
 pub use family::Family;
 pub use gate::{Answer, Asker, PermissionGate, Question, RecordedAnswer, asker_fn};
 pub use mode::{Mode, UnknownMode};
+/// The policy's allow / ask / deny, defined in mux-tool so the executor's gate shares it.
+pub use mux_tool::Verdict;
 pub use path::{PathContext, PathPattern, PathPatternError, resolve};
 pub use permissions::{Permissions, PermissionsBuilder};
 pub use remember::{Remember, RememberError, suggest_prefixes};
@@ -33,5 +35,3 @@ pub use scope::Scope;
 pub use scope_rules::ScopeRules;
 pub use settings::{LoadError, SaveError};
 pub use verdict::PolicyVerdict;
-/// The policy's allow / ask / deny, defined in mux-tool so the executor's gate shares it.
-pub use mux_tool::Verdict;

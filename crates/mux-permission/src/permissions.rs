@@ -7,7 +7,7 @@ use mux_tool::{PathFilter, Subject, ToolSpec};
 
 use crate::prepared::Prepared;
 use crate::{
-    PolicyVerdict, Family, Mode, PathContext, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
+    Family, Mode, PathContext, PolicyVerdict, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
 };
 
 /// A policy over every scope's rules, checked for each call.
@@ -402,7 +402,9 @@ fn unmatched(
 ) -> PolicyVerdict {
     let tool = spec.name.as_str();
     let decision = match mode {
-        Mode::Bypass => PolicyVerdict::new(Verdict::Allow, "bypass mode allows calls no rule denies"),
+        Mode::Bypass => {
+            PolicyVerdict::new(Verdict::Allow, "bypass mode allows calls no rule denies")
+        }
         Mode::Plan => match prepared {
             Prepared::Nothing => PolicyVerdict::new(
                 Verdict::Allow,

@@ -4,7 +4,7 @@
 use mux_tool::approval::gate_fn;
 use mux_tool::hooks::{post_hook_fn, pre_hook_fn};
 use mux_tool::{
-    GateVerdict, CallScope, Executor, PostHookAction, PreHookAction, Registry, Tool, ToolCall,
+    CallScope, Executor, GateVerdict, PostHookAction, PreHookAction, Registry, Tool, ToolCall,
     ToolContext, ToolError, ToolOutput, Typed, TypedTool,
 };
 use std::future::Future;

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use mux_tool::approval::gate_fn;
 use mux_tool::hooks::{post_hook_fn, pre_hook_fn};
 use mux_tool::{
-    GateVerdict, ApprovalPolicy, BoxFuture, CallScope, ExecError, Executor, HookError, PostHookAction,
-    PreHook, PreHookAction, Subject, ToolCall, ToolOutput, ToolSpec,
+    ApprovalPolicy, BoxFuture, CallScope, ExecError, Executor, GateVerdict, HookError,
+    PostHookAction, PreHook, PreHookAction, Subject, ToolCall, ToolOutput, ToolSpec,
 };
 use serde_json::json;
 
