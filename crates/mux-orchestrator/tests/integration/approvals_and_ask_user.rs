@@ -396,7 +396,11 @@ fn asked(events: &[LoopEvent]) -> usize {
 #[tokio::test]
 async fn one_always_answer_adds_one_rule_and_later_runs_are_not_asked() {
     let model = scripted()
-        .reply(tool_calls(&[("c1", "Bash", json!({"command": "git diff"}))]))
+        .reply(tool_calls(&[(
+            "c1",
+            "Bash",
+            json!({"command": "git diff"}),
+        )]))
         .reply(text("done"))
         .reply(tool_calls(&[
             ("c2", "Bash", json!({"command": "git diff"})),

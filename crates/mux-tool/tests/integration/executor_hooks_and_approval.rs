@@ -229,6 +229,33 @@ async fn a_pre_approving_hook_is_passed_to_the_gate_and_suffices_without_one() {
 }
 
 #[tokio::test]
+async fn a_gate_left_asking_refuses_the_call_with_its_reason() {
+    let executor = Executor::builder(common::registry())
+        .gate(gate_fn(|_| async { GateVerdict::ask("no one to ask") }))
+        .build();
+    let outcome = executor
+        .execute(call("run", json!({"command": "ls"})), &CallScope::default())
+        .await;
+    assert!(
+        matches!(&outcome.result, Err(ExecError::Denied { reason, .. }) if reason == "no one to ask"),
+        "{:?}",
+        outcome.result
+    );
+}
+
+#[test]
+fn a_gate_verdict_reads_its_json_and_the_key_of_earlier_releases() {
+    let now = serde_json::to_value(GateVerdict::deny("no")).unwrap();
+    assert_eq!(now, json!({"verdict": "deny", "reason": "no"}));
+    let old: GateVerdict =
+        serde_json::from_value(json!({"decision": "deny", "reason": "no"})).unwrap();
+    assert_eq!(old, GateVerdict::deny("no"));
+    let allow: GateVerdict = serde_json::from_value(json!({"decision": "allow"})).unwrap();
+    assert!(allow.is_allow());
+    assert!(serde_json::from_value::<GateVerdict>(json!({"verdict": "maybe"})).is_err());
+}
+
+#[tokio::test]
 async fn invalid_arguments_say_which_field_and_why_and_skip_hooks() {
     let log: Log = Log::default();
     let executor = Executor::builder(common::registry())
