@@ -1,9 +1,9 @@
-//! Checks one tool call against permission settings and prints the decision as JSON.
+//! Checks one tool call against permission settings and prints the verdict as JSON.
 //!
 //! Run: `cargo run --example permission_check -- [--settings FILE]... [--mode MODE] [--root DIR]
 //! --tool NAME --input JSON`
 //!
-//! Prints `{"decision":"allow|ask|deny","reason":…,"rule":…,"scope":…}` and exits 0; a
+//! Prints `{"verdict":"allow|ask|deny","reason":…,"rule":…,"scope":…}` and exits 0; a
 //! malformed settings file or rule prints `{"error":…}` and exits 2.
 
 use std::process::ExitCode;

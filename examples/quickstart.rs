@@ -153,7 +153,10 @@ async fn show(run: Run, interactive: bool) -> Result<mux::orchestrator::RunSumma
                     }
                 };
                 input
-                    .send(LoopInput::ToolApproval { call_id, decision })
+                    .send(LoopInput::ToolApproval {
+                        call_id,
+                        answer: decision,
+                    })
                     .await;
             }
             LoopEvent::AwaitingInput { call_id, question } => {

@@ -111,13 +111,13 @@ mod tests {
             "bypassPermissions",
         )
         .await;
-        assert_eq!(out["decision"], "deny", "{out}");
+        assert_eq!(out["verdict"], "deny", "{out}");
         assert_eq!(out["rule"], "Bash(rm:*)", "{out}");
         assert!(root.join("secrets/key").exists());
         let out = decide("bash", r#"{"command": "git status"}"#, "default").await;
-        assert_eq!(out["decision"], "allow", "{out}");
+        assert_eq!(out["verdict"], "allow", "{out}");
         let out = decide("grep", r#"{"pattern": "k", "path": "secrets"}"#, "plan").await;
-        assert_eq!(out["decision"], "deny", "{out}");
+        assert_eq!(out["verdict"], "deny", "{out}");
 
         // Run for real: the search over the root leaves the secrets out and says so.
         let out = run(&args(

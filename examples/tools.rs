@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use mux::prelude::*;
 use mux::tool::{
-    Approval, CallScope, Executor, PostHookAction, PreHookAction, Subject, ToolCall,
+    CallScope, Executor, GateVerdict, PostHookAction, PreHookAction, Subject, ToolCall,
     approval::gate_fn, hooks::post_hook_fn, hooks::pre_hook_fn,
 };
 use mux_examples::step;
@@ -113,9 +113,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
             match &request.subject {
                 Subject::Path(path) if path.to_string_lossy().contains("secret") => {
-                    Approval::deny("notes about secrets need a human")
+                    GateVerdict::deny("notes about secrets need a human")
                 }
-                _ => Approval::Allow,
+                _ => GateVerdict::allow(),
             }
         }))
         // Post-hook: observes every result.

@@ -1,7 +1,7 @@
 //! The logic of the `permission_check` example, kept here so tests can drive it.
 //!
 //! `permission_check [--settings FILE]... [--mode MODE] [--root DIR] --tool NAME --input JSON`
-//! prints one JSON object, `{"decision":"allow|ask|deny","reason":…,"rule":…,"scope":…}`, and
+//! prints one JSON object, `{"verdict":"allow|ask|deny","reason":…,"rule":…,"scope":…}`, and
 //! exits 0; a malformed settings file, rule or argument prints `{"error":…}` and exits 2.
 //! Settings files are project scopes; `--mode` sets the mode at the global scope, above them.
 
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 pub struct Report {
     /// The JSON object printed.
     pub json: Value,
-    /// 0 for a decision, 2 for an error.
+    /// 0 for a verdict, 2 for an error.
     pub exit_code: i32,
 }
 
@@ -82,8 +82,8 @@ fn check(args: impl IntoIterator<Item = String>) -> Result<Value, String> {
     };
     let permissions = policy(&root, &args.settings, args.mode)?;
     let (spec, subject) = tool_call(&root, &args.tool, &args.input)?;
-    let decision = permissions.check(&spec, &subject);
-    serde_json::to_value(&decision).map_err(|e| e.to_string())
+    let verdict = permissions.check(&spec, &subject);
+    serde_json::to_value(&verdict).map_err(|e| e.to_string())
 }
 
 /// The policy of settings files (project scopes) and a mode (global scope, above them),
@@ -175,7 +175,7 @@ mod tests {
                 "--input",
                 input,
             ]);
-            assert_eq!(report.json["decision"], "deny", "{tool}: {}", report.json);
+            assert_eq!(report.json["verdict"], "deny", "{tool}: {}", report.json);
         }
     }
 
@@ -201,7 +201,7 @@ mod tests {
             r#"{"command": "git diff HEAD"}"#,
         ]);
         assert_eq!(allow.exit_code, 0);
-        assert_eq!(allow.json["decision"], "allow");
+        assert_eq!(allow.json["verdict"], "allow");
         assert_eq!(allow.json["rule"], "Bash(git diff:*)");
         assert_eq!(allow.json["scope"], "project");
 
@@ -213,10 +213,7 @@ mod tests {
             "--input",
             r#"{"command": "git diff; rm -rf /"}"#,
         ]);
-        assert_eq!(
-            (deny.exit_code, &deny.json["decision"]),
-            (0, &json!("deny"))
-        );
+        assert_eq!((deny.exit_code, &deny.json["verdict"]), (0, &json!("deny")));
 
         let read = run_with(&[
             "--settings",
@@ -228,7 +225,7 @@ mod tests {
             "--input",
             r#"{"file_path": "src/lib.rs"}"#,
         ]);
-        assert_eq!(read.json["decision"], "allow");
+        assert_eq!(read.json["verdict"], "allow");
 
         let dont_ask = run_with(&[
             "--settings",
@@ -240,7 +237,7 @@ mod tests {
             "--input",
             r#"{"url": "https://example.com"}"#,
         ]);
-        assert_eq!(dont_ask.json["decision"], "deny");
+        assert_eq!(dont_ask.json["verdict"], "deny");
         assert_eq!(dont_ask.json["scope"], "global");
     }
 

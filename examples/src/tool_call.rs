@@ -2,8 +2,8 @@
 //!
 //! `tool_call --root DIR [--settings FILE]... [--mode MODE] [--decide] TOOL 'JSON'`
 //!
-//! - With `--decide`, prints the decision as one JSON line,
-//!   `{"decision":"allow|ask|deny","reason":…,"rule":…,"scope":…}`, and runs nothing.
+//! - With `--decide`, prints the verdict as one JSON line,
+//!   `{"verdict":"allow|ask|deny","reason":…,"rule":…,"scope":…}`, and runs nothing.
 //! - Without it, runs the call through an executor and prints its `ToolOutput`. With settings
 //!   or a mode, the call is gated by that policy and a call that would ask is refused, as no
 //!   one is there to answer; a search's withheld paths show in its output. Without either,
@@ -95,8 +95,8 @@ pub async fn run(args: &[String]) -> Result<Value, Failure> {
             .get(&args.tool)
             .ok_or_else(|| Failure::Usage(format!("no built-in tool is named `{}`", args.tool)))?;
         let permissions = permissions.ok_or_else(|| Failure::Setup("no policy".into()))?;
-        let decision = permissions.check(tool.spec(), &tool.subject(&args.input));
-        return serde_json::to_value(decision).map_err(|err| Failure::Setup(err.to_string()));
+        let verdict = permissions.check(tool.spec(), &tool.subject(&args.input));
+        return serde_json::to_value(verdict).map_err(|err| Failure::Setup(err.to_string()));
     }
     let executor = match permissions.filter(|_| gated) {
         Some(permissions) => Executor::builder(registry)

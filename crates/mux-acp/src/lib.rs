@@ -16,11 +16,11 @@ mod modes;
 mod prompt;
 mod replay;
 mod roots;
+mod run;
 mod serve;
 mod sessions;
 mod time;
 mod tool_view;
-mod turn;
 
 pub use agent::{AcpAgent, SessionFactory, SessionParts, SessionSetup};
 pub use error::AcpError;

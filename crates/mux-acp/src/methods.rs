@@ -16,7 +16,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Agent, Client, on_receive_notification, on_receive_request};
 
 use crate::sessions::Sessions;
-use crate::{AcpError, modes, turn};
+use crate::{AcpError, modes, run};
 
 fn respond<T: agent_client_protocol::JsonRpcResponse>(
     responder: agent_client_protocol::v1::Responder<T>,
@@ -206,7 +206,7 @@ async fn new_session(
         .mcp_failures()
         .iter()
         .map(|(server, reason)| {
-            turn::message(
+            run::message(
                 &id,
                 format!("MCP server `{server}` is unavailable: {reason}\n"),
             )
@@ -294,6 +294,6 @@ async fn prompt(
     let session = sessions.get(&request.session_id.0)?;
     let mut prompt = crate::prompt::read_prompt(&request.prompt)?;
     prompt.text = crate::commands::expand(&sessions.agent().commands, prompt.text);
-    let stop = turn::run_turn(session, prompt, cx).await?;
+    let stop = run::run_prompt(session, prompt, cx).await?;
     Ok(PromptResponse::new(stop))
 }

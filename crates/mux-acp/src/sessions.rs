@@ -56,7 +56,7 @@ pub(crate) struct Session {
     mcp_failures: Vec<(String, String)>,
     /// The editor's files, when the client offers them.
     editor: Option<EditorFiles>,
-    turn: Mutex<Option<CancellationToken>>,
+    run: Mutex<Option<CancellationToken>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -164,7 +164,7 @@ impl Sessions {
             always: self.agent.always.clone(),
             mcp_failures,
             editor,
-            turn: Mutex::new(None),
+            run: Mutex::new(None),
         });
         let replaced = lock(&self.open).insert(session.id.clone(), Arc::clone(&session));
         if let Some(old) = replaced {
@@ -205,14 +205,14 @@ impl Sessions {
         Ok((sessions, next))
     }
 
-    /// Cancels the session's turn, if one is running.
+    /// Cancels the session's run, if one is running.
     pub(crate) fn cancel(&self, id: &str) {
         if let Some(session) = lock(&self.open).get(id) {
             session.cancel();
         }
     }
 
-    /// Cancels every turn and stops every session (tools, processes, MCP servers).
+    /// Cancels every run and stops every session (tools, processes, MCP servers).
     pub(crate) async fn shutdown_all(&self) {
         let sessions: Vec<_> = lock(&self.open).drain().map(|(_, s)| s).collect();
         for session in &sessions {
@@ -253,21 +253,21 @@ impl Session {
         }
     }
 
-    /// The conversation as `session/update`s.
+    /// The session's messages as `session/update`s.
     pub(crate) fn replay(&self) -> Vec<SessionUpdate> {
         crate::replay::replay(&self.orchestrator.messages(), &self.cwd)
     }
 
-    pub(crate) fn begin_turn(&self, cancel: CancellationToken) {
-        *lock(&self.turn) = Some(cancel);
+    pub(crate) fn begin_run(&self, cancel: CancellationToken) {
+        *lock(&self.run) = Some(cancel);
     }
 
-    pub(crate) fn end_turn(&self) {
-        *lock(&self.turn) = None;
+    pub(crate) fn end_run(&self) {
+        *lock(&self.run) = None;
     }
 
     pub(crate) fn cancel(&self) {
-        if let Some(token) = lock(&self.turn).as_ref() {
+        if let Some(token) = lock(&self.run).as_ref() {
             token.cancel();
         }
     }

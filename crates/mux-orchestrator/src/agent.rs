@@ -68,7 +68,7 @@ impl Agent {
         }
     }
 
-    /// Runs `prompt` to the end and returns the final answer's text. The conversation goes
+    /// Runs `prompt` to the end and returns the final answer's text. The session goes
     /// on: the next prompt sees this one.
     pub async fn prompt(&self, prompt: impl Into<String>) -> Result<String, LoopError> {
         Ok(self.run(prompt).await?.text)
@@ -133,7 +133,7 @@ impl Agent {
         })
     }
 
-    /// The same agent on a copy of its conversation in the session store.
+    /// The same agent on a copy of its session in the session store.
     pub async fn fork(&self) -> Result<Agent, LoopError> {
         Ok(Agent {
             orchestrator: self.orchestrator.fork().await?,
@@ -204,7 +204,7 @@ impl AgentBuilder {
         self
     }
 
-    /// Persists the conversation in `store`.
+    /// Persists the session in `store`.
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.inner = self.inner.session_store(store);
         self

@@ -6,9 +6,11 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mux_permission::{Answer, Asker, Decision, PermissionGate, Permissions, Question, Verdict};
+use mux_permission::{Answer, Asker, PermissionGate, PolicyVerdict, Question, Verdict};
 use mux_tool::approval::ApprovalRequest;
-use mux_tool::{Approval, ApprovalGate, ApprovalPolicy, BoxFuture, PathFilter, Subject, ToolCall};
+use mux_tool::{
+    ApprovalGate, ApprovalPolicy, BoxFuture, GateVerdict, PathFilter, Subject, ToolCall,
+};
 
 use crate::event::LoopEvent;
 use crate::handles::UnapprovedCall;
@@ -80,8 +82,8 @@ impl LoopAsker {
                 None => std::future::pending().await,
             }
         };
-        let decision = tokio::select! {
-            decision = answer => decision.ok(),
+        let answer = tokio::select! {
+            answer = answer => answer.ok(),
             () = timeout => {
                 let limit = self.timeout.unwrap_or_default();
                 Some(Answer::deny(format!("no approval arrived within {limit:?}")))
@@ -92,7 +94,7 @@ impl LoopAsker {
         };
         self.run.forget(&call.id);
         self.run.end_wait(Waiting::Approval).await;
-        match decision {
+        match answer {
             Some(answer @ Answer::AllowOnce) => {
                 self.approved(call, false).await;
                 answer
@@ -118,7 +120,7 @@ impl LoopAsker {
 
 impl Asker for LoopAsker {
     fn ask<'a>(&'a self, question: Question<'a>) -> BoxFuture<'a, Answer> {
-        Box::pin(self.ask_face(question.call, question.subject, &question.decision.reason))
+        Box::pin(self.ask_face(question.call, question.subject, &question.verdict.reason))
     }
 }
 
@@ -130,7 +132,8 @@ pub(crate) struct LoopGate {
     pub(crate) asker: Arc<LoopAsker>,
     /// Calls a hook said to ask about, whatever the rules say (deny rules still hold).
     pub(crate) forced_asks: Arc<Mutex<HashSet<String>>>,
-    /// Without a policy: tools the face allowed "always" in this conversation.
+    /// Without a policy: tools the face allowed "always" in this session (with a policy, the
+    /// policy's [`PermissionGate::answered`] remembers "always" as a rule).
     pub(crate) always_allowed: Arc<Mutex<HashSet<String>>>,
     /// Without a policy: which calls need approval.
     pub(crate) approval: ApprovalPolicy,
@@ -148,7 +151,7 @@ pub(crate) type NeedsApproval = Arc<dyn Fn(&serde_json::Value) -> bool + Send + 
 pub(crate) type NeedsApprovalMap = Arc<std::collections::HashMap<String, NeedsApproval>>;
 
 impl LoopGate {
-    async fn decide(&self, request: ApprovalRequest<'_>) -> Approval {
+    async fn decide(&self, request: ApprovalRequest<'_>) -> GateVerdict {
         let forced = self
             .forced_asks
             .lock()
@@ -161,7 +164,7 @@ impl LoopGate {
                 .unwrap_or(true)
         });
         match predicate_asks {
-            Some(false) if self.permissions.is_none() && !forced => return Approval::Allow,
+            Some(false) if self.permissions.is_none() && !forced => return GateVerdict::allow(),
             Some(true) if !forced => {
                 return self
                     .ask_unless_denied(&request, "the tool's needs_approval predicate asked")
@@ -180,7 +183,7 @@ impl LoopGate {
                 || request.pre_approved_by.is_some()
                 || self.is_always_allowed(&request.spec.name) =>
             {
-                Approval::Allow
+                GateVerdict::allow()
             }
             None => {
                 let reason = match self.approval {
@@ -193,44 +196,44 @@ impl LoopGate {
     }
 
     /// Asks the face, unless a deny rule of the policy refuses the call first.
-    async fn ask_unless_denied(&self, request: &ApprovalRequest<'_>, reason: &str) -> Approval {
-        let policy = self.permissions.as_ref().map(PermissionGate::permissions);
-        if let Some(policy) = policy {
-            let decision: Decision = policy.check(request.spec, request.subject);
-            if decision.verdict == Verdict::Deny {
-                return Approval::deny(decision.reason);
+    async fn ask_unless_denied(&self, request: &ApprovalRequest<'_>, reason: &str) -> GateVerdict {
+        if let Some(gate) = &self.permissions {
+            let verdict: PolicyVerdict = gate.permissions().check(request.spec, request.subject);
+            if verdict.verdict == Verdict::Deny {
+                return GateVerdict::deny(verdict.reason);
             }
         }
-        self.ask(request, policy, reason).await
+        self.ask(request, self.permissions.as_ref(), reason).await
     }
 
-    /// Asks the face and remembers an "always" answer: as a rule of `policy`, or without one
-    /// for the rest of the conversation.
+    /// Asks the face. With a policy, its gate takes the answer (and remembers "always" as a
+    /// rule); without one, "always" allows the tool for the rest of the session.
     async fn ask(
         &self,
         request: &ApprovalRequest<'_>,
-        policy: Option<&Permissions>,
+        policy: Option<&PermissionGate>,
         reason: &str,
-    ) -> Approval {
+    ) -> GateVerdict {
         let answer = self
             .asker
             .ask_face(request.call, request.subject, reason)
             .await;
-        if let Answer::AllowAlways { remember } = &answer {
-            match policy {
-                Some(policy) => {
-                    if let Err(err) = policy.remember(request.spec, request.subject, remember) {
-                        tracing::warn!(tool = %request.spec.name, "could not remember an always-allow answer: {err}");
-                    }
-                }
-                None => self.allow_always(&request.spec.name),
-            }
+        if let Some(gate) = policy {
+            return gate.answered(*request, answer);
         }
-        answer_to_approval(answer)
+        match answer {
+            Answer::AllowOnce => GateVerdict::allow(),
+            Answer::AllowAlways { .. } => {
+                self.allow_always(&request.spec.name);
+                GateVerdict::allow()
+            }
+            Answer::Deny { reason } => GateVerdict::deny(reason),
+            other => GateVerdict::deny(format!("an answer this loop cannot apply: {other:?}")),
+        }
     }
 
     /// Without a policy there are no rules to add: "always" allows the tool for the rest of
-    /// the conversation (the answer's scope and prefix have nothing to apply to).
+    /// the session (the answer's scope and prefix have nothing to apply to).
     fn allow_always(&self, tool: &str) {
         self.always_allowed
             .lock()
@@ -246,30 +249,23 @@ impl LoopGate {
     }
 }
 
-fn answer_to_approval(answer: Answer) -> Approval {
-    match answer {
-        Answer::Deny { reason } => Approval::deny(reason),
-        _ => Approval::Allow,
-    }
-}
-
 impl LoopGate {
     /// Records that an allowed call starts, before it runs. A call that must not run twice
     /// is not run when the store did not take the record: were this process to stop, no one
     /// could tell whether it ran.
-    async fn record_start(&self, request: &ApprovalRequest<'_>) -> Approval {
+    async fn record_start(&self, request: &ApprovalRequest<'_>) -> GateVerdict {
         let Err(err) = self.journal.record_start(&request.call.id).await else {
-            return Approval::Allow;
+            return GateVerdict::allow();
         };
         let annotations = &request.spec.annotations;
         if annotations.read_only || annotations.idempotent {
-            return Approval::Allow;
+            return GateVerdict::allow();
         }
         tracing::warn!(
             call_id = request.call.id.as_str(),
             "not running a call whose start the session store did not record: {err}"
         );
-        Approval::deny(format!(
+        GateVerdict::deny(format!(
             "not run: the session store did not record that this call starts ({err}), and it \
              is not safe to run twice; try again when the store is back"
         ))
@@ -277,7 +273,7 @@ impl LoopGate {
 }
 
 impl ApprovalGate for LoopGate {
-    fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
+    fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, GateVerdict> {
         Box::pin(async move {
             // The event's fields are only copied when someone will read it.
             let ids = self
@@ -286,22 +282,23 @@ impl ApprovalGate for LoopGate {
                 .emitter
                 .is_listening()
                 .then(|| (request.call.id.clone(), request.call.name.clone()));
-            let mut approval = self.decide(request).await;
-            if approval == Approval::Allow {
-                approval = self.record_start(&request).await;
+            let mut verdict = self.decide(request).await;
+            if verdict.is_allow() {
+                verdict = self.record_start(&request).await;
             }
             let Some((call_id, name)) = ids else {
-                return approval;
+                return verdict;
             };
-            let event = match &approval {
-                Approval::Allow => LoopEvent::ToolExecuting { call_id, name },
-                Approval::Deny { reason } => LoopEvent::ToolDenied {
+            let event = if verdict.is_allow() {
+                LoopEvent::ToolExecuting { call_id, name }
+            } else {
+                LoopEvent::ToolDenied {
                     call_id,
-                    reason: reason.clone(),
-                },
+                    reason: verdict.reason.clone(),
+                }
             };
             self.asker.run.emit(event).await;
-            approval
+            verdict
         })
     }
 

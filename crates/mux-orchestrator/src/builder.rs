@@ -1,4 +1,4 @@
-//! Building an [`Orchestrator`]: its services, then a new or resumed conversation.
+//! Building an [`Orchestrator`]: its services, then a new or resumed session.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -75,7 +75,7 @@ impl OrchestratorBuilder {
         self
     }
 
-    /// Persists the conversation in `store`.
+    /// Persists the session in `store`.
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = Some(store);
         self
@@ -190,7 +190,7 @@ impl OrchestratorBuilder {
         }
     }
 
-    /// Builds an orchestrator with a new, empty conversation.
+    /// Builds an orchestrator with a new, empty session.
     pub fn build(self) -> Orchestrator {
         Orchestrator::from_parts(self.services(), SessionMeta::new(), Vec::new(), false)
     }

@@ -1,4 +1,4 @@
-//! The services an orchestrator is built from and the conversation it carries: what the
+//! The services an orchestrator is built from and the session it carries: what the
 //! loop (`run`), titles and compaction work on. A leaf: it imports none of them.
 
 use std::collections::HashSet;
@@ -34,7 +34,7 @@ pub(crate) struct Services {
     pub(crate) mcp: Option<crate::mcp::McpLink>,
 }
 
-/// The conversation an orchestrator carries across runs.
+/// The session an orchestrator carries across runs.
 #[derive(Debug)]
 pub(crate) struct Conversation {
     pub(crate) meta: SessionMeta,
@@ -55,11 +55,11 @@ pub(crate) struct Conversation {
     pub(crate) calls: std::collections::BTreeMap<String, CallProgress>,
     /// Whether a title was asked for already.
     pub(crate) title_requested: bool,
-    /// Without a permission policy: tools allowed "always" in this conversation.
+    /// Without a permission policy: tools allowed "always" in this session.
     pub(crate) always_allowed: Arc<Mutex<HashSet<String>>>,
 }
 
-/// The services and one conversation: what a run works on. Cheap to clone.
+/// The services and one session: what a run works on. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Core {
     pub(crate) services: Arc<Services>,
@@ -84,7 +84,7 @@ pub(crate) enum OnFailure {
 }
 
 impl Core {
-    /// A conversation over `services`.
+    /// A session over `services`.
     pub(crate) fn new(
         services: Arc<Services>,
         meta: SessionMeta,
@@ -115,7 +115,7 @@ impl Core {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The conversation so far.
+    /// The session so far.
     pub(crate) fn messages(&self) -> Vec<Message> {
         self.lock().messages.to_vec()
     }

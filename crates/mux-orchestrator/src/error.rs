@@ -59,8 +59,8 @@ pub enum LoopError {
     /// The loop tried an impossible state change (a bug, reported rather than panicking).
     #[error(transparent)]
     State(#[from] InvalidTransition),
-    /// A run is already in progress on this conversation.
-    #[error("a run is already in progress on this conversation")]
+    /// A run is already in progress on this session.
+    #[error("a run is already in progress on this session")]
     AlreadyRunning,
     /// The loop task ended without reporting (it panicked).
     #[error("the loop task ended unexpectedly: {0}")]

@@ -134,14 +134,14 @@ pub enum LoopEvent {
         /// Whether the loop will call the model again.
         has_more: bool,
     },
-    /// Token usage of the last model call and of the conversation so far.
+    /// Token usage of the last model call and of the session so far.
     Usage {
         /// This call.
         turn: Usage,
-        /// Every call of this conversation.
+        /// Every call of this session.
         total: Usage,
     },
-    /// A title for the conversation, generated after the first reply.
+    /// A title for the session, generated after the first reply.
     TitleGenerated {
         /// The title.
         title: String,
@@ -221,8 +221,9 @@ pub enum LoopInput {
     ToolApproval {
         /// The call id from the event.
         call_id: String,
-        /// The answer.
-        decision: Answer,
+        /// The person's answer (`"decision"`, its key in earlier releases, is still read).
+        #[serde(alias = "decision")]
+        answer: Answer,
     },
     /// The answer to [`LoopEvent::AwaitingInput`].
     UserResponse {

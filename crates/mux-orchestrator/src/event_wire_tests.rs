@@ -180,17 +180,17 @@ fn every_input() -> Vec<LoopInput> {
     vec![
         LoopInput::ToolApproval {
             call_id: "call_1".into(),
-            decision: Answer::AllowOnce,
+            answer: Answer::AllowOnce,
         },
         LoopInput::ToolApproval {
             call_id: "call_1".into(),
-            decision: Answer::AllowAlways {
+            answer: Answer::AllowAlways {
                 remember: Remember::prefix(Scope::Project, "git diff"),
             },
         },
         LoopInput::ToolApproval {
             call_id: "call_1".into(),
-            decision: Answer::Deny {
+            answer: Answer::Deny {
                 reason: "not now".into(),
             },
         },
@@ -236,10 +236,50 @@ fn every_input_has_its_stable_type_tag_and_round_trips() {
 }
 
 #[test]
-fn inputs_parse_from_what_a_client_would_send() {
-    let parsed: Vec<LoopInput> = serde_json::from_value(json!([
+fn approvals_in_the_shape_of_earlier_releases_still_parse() {
+    let old: Vec<LoopInput> = serde_json::from_value(json!([
         {"type": "tool_approval", "call_id": "c1", "decision": {"decision": "allow_once"}},
         {"type": "tool_approval", "call_id": "c1", "decision": {"decision": "deny", "reason": "no"}},
+        {"type": "tool_approval", "call_id": "c1", "decision": {"decision": "allow_always",
+            "remember": {"scope": "project", "prefix": "git diff", "persist": false}}},
+    ]))
+    .unwrap();
+    assert_eq!(
+        old[0],
+        LoopInput::ToolApproval {
+            call_id: "c1".into(),
+            answer: Answer::AllowOnce,
+        }
+    );
+    assert_eq!(
+        old[1],
+        LoopInput::ToolApproval {
+            call_id: "c1".into(),
+            answer: Answer::deny("no"),
+        }
+    );
+    assert_eq!(
+        old[2],
+        LoopInput::ToolApproval {
+            call_id: "c1".into(),
+            answer: Answer::AllowAlways {
+                remember: Remember::prefix(Scope::Project, "git diff"),
+            },
+        }
+    );
+    let both = json!({"type": "tool_approval", "call_id": "c1",
+        "answer": {"answer": "allow_once", "decision": "deny", "reason": "x"}});
+    assert!(serde_json::from_value::<LoopInput>(both).is_err());
+    let incomplete = json!({"type": "tool_approval", "call_id": "c1",
+        "answer": {"answer": "allow_always"}});
+    assert!(serde_json::from_value::<LoopInput>(incomplete).is_err());
+}
+
+#[test]
+fn inputs_parse_from_what_a_client_would_send() {
+    let parsed: Vec<LoopInput> = serde_json::from_value(json!([
+        {"type": "tool_approval", "call_id": "c1", "answer": {"answer": "allow_once"}},
+        {"type": "tool_approval", "call_id": "c1", "answer": {"answer": "deny", "reason": "no"}},
         {"type": "user_response", "call_id": "c2", "text": "yes"},
         {"type": "user_message", "text": "more"},
         {"type": "cancel"}

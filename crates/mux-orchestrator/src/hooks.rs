@@ -153,7 +153,7 @@ pub trait Hook: Send + Sync + 'static {
         ready(PostToolAction::Keep)
     }
 
-    /// The conversation is about to be compacted.
+    /// The session is about to be compacted.
     fn pre_compact<'a>(&'a self, messages: &'a [Message]) -> HookResult<'a, CompactAction> {
         let _ = messages;
         ready(CompactAction::Continue)

@@ -1,4 +1,4 @@
-//! The orchestrator: one conversation over shared services, and its runs.
+//! The orchestrator: one session over shared services, and its runs.
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -28,11 +28,11 @@ use crate::{
 };
 use mux_permission::Answer;
 
-/// The think-act loop over one conversation.
+/// The think-act loop over one session.
 ///
-/// Cheap to clone: clones share the services and the conversation. One run at a time per
-/// conversation; build another orchestrator (they can share every service) for another
-/// conversation.
+/// Cheap to clone: clones share the services and the session. One run at a time per
+/// session; build another orchestrator (they can share every service) for another
+/// session.
 #[derive(Clone)]
 pub struct Orchestrator {
     pub(crate) core: Core,
@@ -57,14 +57,14 @@ impl Orchestrator {
         }
     }
 
-    /// A new orchestrator with the same services and an empty conversation.
-    pub fn new_conversation(&self) -> Self {
-        self.new_conversation_from(Vec::new())
+    /// A new orchestrator with the same services and an empty session.
+    pub fn new_session(&self) -> Self {
+        self.new_session_from(Vec::new())
     }
 
-    /// A new orchestrator with the same services and a conversation that starts with
+    /// A new orchestrator with the same services and a session that starts with
     /// `messages` (imported history, say). The messages are persisted with the first run.
-    pub fn new_conversation_from(&self, messages: Vec<Message>) -> Self {
+    pub fn new_session_from(&self, messages: Vec<Message>) -> Self {
         Self {
             core: Core::new(
                 Arc::clone(&self.core.services),
@@ -76,18 +76,18 @@ impl Orchestrator {
         }
     }
 
-    /// Copies this conversation into a new session of the session store, whose `parent` is
-    /// this one, and returns an orchestrator on the copy; this conversation goes on unchanged.
-    /// The conversation must have been saved (a run has finished or started).
+    /// Copies this session into a new session of the session store, whose `parent` is
+    /// this one, and returns an orchestrator on the copy; this session goes on unchanged.
+    /// The session must have been saved (a run has finished or started).
     pub async fn fork(&self) -> Result<Orchestrator, LoopError> {
         let Some(store) = self.core.services.store.clone() else {
             return Err(LoopError::NoSessionStore {
-                operation: "fork a conversation",
+                operation: "fork a session",
             });
         };
         let meta = store.fork(&self.session().id).await?;
         let session = store.load(&meta.id).await?;
-        let forked = self.new_conversation_from(session.messages);
+        let forked = self.new_session_from(session.messages);
         {
             let mut conversation = forked.core.lock();
             conversation.meta = session.meta;
@@ -136,8 +136,8 @@ impl Orchestrator {
             .and_then(crate::mcp::McpLink::owned)
     }
 
-    /// Shuts the orchestrator down: cancels every run (of every clone and of conversations
-    /// made with [`Orchestrator::new_conversation`]; later runs end cancelled at once) and,
+    /// Shuts the orchestrator down: cancels every run (of every clone and of sessions
+    /// made with [`Orchestrator::new_session`]; later runs end cancelled at once) and,
     /// with the `mcp` feature, stops the MCP servers it owns and waits until their processes
     /// are gone. The token given to [`OrchestratorBuilder::cancellation`] is not cancelled,
     /// and a coordinator passed to `OrchestratorBuilder::mcp` is left running.
@@ -149,7 +149,7 @@ impl Orchestrator {
         }
     }
 
-    /// The conversation so far.
+    /// The session so far.
     pub fn messages(&self) -> Vec<Message> {
         self.core.messages()
     }
@@ -159,7 +159,7 @@ impl Orchestrator {
         self.core.lock().meta.clone()
     }
 
-    /// Usage of every model call of this conversation.
+    /// Usage of every model call of this session.
     pub fn usage(&self) -> Usage {
         self.core.lock().usage
     }
@@ -377,7 +377,7 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     format!("the loop panicked: {message}")
 }
 
-/// Marks a conversation as running until dropped, so a panic or a dropped future cannot leave
+/// Marks a session as running until dropped, so a panic or a dropped future cannot leave
 /// it locked.
 struct RunningGuard {
     flag: Arc<AtomicBool>,
@@ -424,9 +424,8 @@ async fn route_inputs(
                 run.cancel.cancel();
                 None
             }
-            LoopInput::ToolApproval { call_id, decision } => (!run
-                .answer_approval(&call_id, decision))
-            .then(|| format!("no call `{call_id}` is waiting for approval")),
+            LoopInput::ToolApproval { call_id, answer } => (!run.answer_approval(&call_id, answer))
+                .then(|| format!("no call `{call_id}` is waiting for approval")),
             LoopInput::UserResponse { call_id, text } => (!run.answer_response(&call_id, text))
                 .then(|| format!("no call `{call_id}` is waiting for a user response")),
             LoopInput::UserMessage { text } if winding_down.is_cancelled() => {

@@ -227,13 +227,13 @@ impl RunShared {
     }
 
     /// Delivers an approval; false when no call with this id waits for one.
-    pub(crate) fn answer_approval(&self, call_id: &str, decision: Answer) -> bool {
+    pub(crate) fn answer_approval(&self, call_id: &str, answer: Answer) -> bool {
         let waiting = self
             .approvals
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(call_id);
-        waiting.is_some_and(|tx| tx.send(decision).is_ok())
+        waiting.is_some_and(|tx| tx.send(answer).is_ok())
     }
 
     /// Delivers a user response; false when no call with this id waits for one.

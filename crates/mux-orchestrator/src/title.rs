@@ -1,4 +1,4 @@
-//! Title generation: after the first reply, a background request names the conversation.
+//! Title generation: after the first reply, a background request names the session.
 
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use crate::event::LoopEvent;
 /// How long a title request may take.
 const TITLE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Starts title generation once per conversation, if configured and the conversation has no
+/// Starts title generation once per session, if configured and the session has no
 /// title yet. Runs in the background; the title arrives as [`LoopEvent::TitleGenerated`] to
 /// the run's receiver and subscribers, and is saved in the session metadata.
 pub(crate) fn maybe_generate(orch: &Core, emitter: &Emitter) {

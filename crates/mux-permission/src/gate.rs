@@ -3,9 +3,9 @@
 use std::sync::{Arc, Mutex};
 
 use mux_tool::approval::ApprovalRequest;
-use mux_tool::{Approval, ApprovalGate, BoxFuture, PathFilter, Subject, ToolCall};
+use mux_tool::{ApprovalGate, BoxFuture, GateVerdict, PathFilter, Subject, ToolCall};
 
-use crate::{Decision, Permissions, Remember, Verdict};
+use crate::{Permissions, PolicyVerdict, Remember, Verdict};
 
 /// A call the policy wants someone to approve.
 #[derive(Clone, Copy, Debug)]
@@ -15,14 +15,17 @@ pub struct Question<'a> {
     /// What it touches.
     pub subject: &'a Subject,
     /// Why the policy asks.
-    pub decision: &'a Decision,
+    pub verdict: &'a PolicyVerdict,
 }
 
 /// A person's answer to a call that needs approval: the answer to a [`Question`] here, and
 /// what a face sends back into the loop (mux-orchestrator's `LoopInput::ToolApproval`).
 /// The words match the policy's [`Verdict`] (allow / deny) and ACP's permission options.
+///
+/// Serialises as `{"answer":"allow_once"}`, `{"answer":"allow_always","remember":…}` or
+/// `{"answer":"deny","reason":…}`; the tag `"decision"` of earlier releases is still read.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "decision", rename_all = "snake_case")]
+#[serde(tag = "answer", rename_all = "snake_case", try_from = "AnswerWire")]
 #[non_exhaustive]
 pub enum Answer {
     /// Run this call only.
@@ -44,6 +47,48 @@ impl Answer {
     pub fn deny(reason: impl Into<String>) -> Self {
         Self::Deny {
             reason: reason.into(),
+        }
+    }
+}
+
+/// What [`Answer`] reads: today's tag `answer`, or the tag `decision` of earlier releases.
+#[derive(serde::Deserialize)]
+struct AnswerWire {
+    answer: Option<AnswerKind>,
+    decision: Option<AnswerKind>,
+    remember: Option<Remember>,
+    reason: Option<String>,
+}
+
+#[derive(Clone, Copy, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum AnswerKind {
+    AllowOnce,
+    AllowAlways,
+    Deny,
+}
+
+impl TryFrom<AnswerWire> for Answer {
+    type Error = String;
+
+    fn try_from(wire: AnswerWire) -> Result<Self, String> {
+        let kind = match (wire.answer, wire.decision) {
+            (Some(kind), None) | (None, Some(kind)) => kind,
+            (Some(_), Some(_)) => {
+                return Err("an answer has both `answer` and `decision`".to_owned());
+            }
+            (None, None) => return Err("an answer needs its `answer` tag".to_owned()),
+        };
+        match kind {
+            AnswerKind::AllowOnce => Ok(Answer::AllowOnce),
+            AnswerKind::AllowAlways => wire
+                .remember
+                .map(|remember| Answer::AllowAlways { remember })
+                .ok_or_else(|| "an `allow_always` answer needs `remember`".to_owned()),
+            AnswerKind::Deny => wire
+                .reason
+                .map(|reason| Answer::Deny { reason })
+                .ok_or_else(|| "a `deny` answer needs a `reason`".to_owned()),
         }
     }
 }
@@ -117,11 +162,11 @@ impl PermissionGate {
             .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
     }
 
-    async fn decide(&self, request: ApprovalRequest<'_>) -> Approval {
-        let decision = self.permissions.check(request.spec, request.subject);
-        match decision.verdict {
-            Verdict::Allow => Approval::Allow,
-            Verdict::Deny => Approval::deny(decision.reason),
+    async fn decide(&self, request: ApprovalRequest<'_>) -> GateVerdict {
+        let verdict = self.permissions.check(request.spec, request.subject);
+        match verdict.verdict {
+            Verdict::Allow => GateVerdict::allow(),
+            Verdict::Deny => GateVerdict::deny(verdict.reason),
             Verdict::Ask => {
                 if let Some(hook) = request.pre_approved_by {
                     tracing::info!(
@@ -130,38 +175,48 @@ impl PermissionGate {
                         hook,
                         "pre-approved by a hook; not asking"
                     );
-                    return Approval::Allow;
+                    return GateVerdict::allow();
                 }
                 let Some(asker) = &self.asker else {
-                    return Approval::deny(format!("no one to ask: {}", decision.reason));
+                    return GateVerdict::ask(format!("no one to ask: {}", verdict.reason));
                 };
                 let answer = asker
                     .ask(Question {
                         call: request.call,
                         subject: request.subject,
-                        decision: &decision,
+                        verdict: &verdict,
                     })
                     .await;
-                self.record(request, &answer);
-                match answer {
-                    Answer::AllowOnce => Approval::Allow,
-                    Answer::AllowAlways { remember: choice } => {
-                        if let Err(err) =
-                            self.permissions
-                                .remember(request.spec, request.subject, &choice)
-                        {
-                            tracing::warn!(
-                                target: "mux_permission",
-                                tool = request.spec.name.as_str(),
-                                error = %err,
-                                "could not remember an always-allow answer; allowing once"
-                            );
-                        }
-                        Approval::Allow
-                    }
-                    Answer::Deny { reason } => Approval::deny(reason),
-                }
+                self.answered(request, answer)
             }
+        }
+    }
+
+    /// Takes a person's answer to `request`: records it, and for "always" adds the rule its
+    /// [`Remember`] describes, so that calls like it run unasked. The one place an "always"
+    /// answer is remembered: the orchestrator hands the answers its face gives here too.
+    ///
+    /// Returns what the executor does: allow for either "allow" answer (also when the rule
+    /// could not be added; the failure is logged), deny with the person's reason otherwise.
+    pub fn answered(&self, request: ApprovalRequest<'_>, answer: Answer) -> GateVerdict {
+        self.record(request, &answer);
+        match answer {
+            Answer::AllowOnce => GateVerdict::allow(),
+            Answer::AllowAlways { remember: choice } => {
+                if let Err(err) = self
+                    .permissions
+                    .remember(request.spec, request.subject, &choice)
+                {
+                    tracing::warn!(
+                        target: "mux_permission",
+                        tool = request.spec.name.as_str(),
+                        error = %err,
+                        "could not remember an always-allow answer; allowing once"
+                    );
+                }
+                GateVerdict::allow()
+            }
+            Answer::Deny { reason } => GateVerdict::deny(reason),
         }
     }
 
@@ -186,7 +241,7 @@ impl PermissionGate {
 }
 
 impl ApprovalGate for PermissionGate {
-    fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
+    fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, GateVerdict> {
         Box::pin(self.decide(request))
     }
 
@@ -201,8 +256,8 @@ impl ApprovalGate for PermissionGate {
 /// ```
 /// use mux_permission::{Answer, asker_fn};
 ///
-/// let asker = asker_fn(|_call, _subject, decision| async move {
-///     if decision.reason.contains("git") { Answer::AllowOnce } else {
+/// let asker = asker_fn(|_call, _subject, verdict| async move {
+///     if verdict.reason.contains("git") { Answer::AllowOnce } else {
 ///         Answer::Deny { reason: "not now".into() }
 ///     }
 /// });
@@ -210,7 +265,7 @@ impl ApprovalGate for PermissionGate {
 /// ```
 pub fn asker_fn<F, Fut>(f: F) -> Arc<dyn Asker>
 where
-    F: Fn(ToolCall, Subject, Decision) -> Fut + Send + Sync + 'static,
+    F: Fn(ToolCall, Subject, PolicyVerdict) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Answer> + Send + 'static,
 {
     Arc::new(FnAsker { f })
@@ -222,14 +277,14 @@ struct FnAsker<F> {
 
 impl<F, Fut> Asker for FnAsker<F>
 where
-    F: Fn(ToolCall, Subject, Decision) -> Fut + Send + Sync + 'static,
+    F: Fn(ToolCall, Subject, PolicyVerdict) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Answer> + Send + 'static,
 {
     fn ask<'a>(&'a self, question: Question<'a>) -> BoxFuture<'a, Answer> {
         Box::pin((self.f)(
             question.call.clone(),
             question.subject.clone(),
-            question.decision.clone(),
+            question.verdict.clone(),
         ))
     }
 }

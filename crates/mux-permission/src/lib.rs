@@ -4,7 +4,6 @@
 mod address;
 pub mod builtin;
 pub mod command;
-mod decision;
 mod domain;
 mod family;
 mod gate;
@@ -19,12 +18,14 @@ mod ruleset;
 mod scope;
 mod scope_rules;
 pub mod settings;
+mod verdict;
 
-pub use decision::{Decision, Verdict};
 pub use domain::{DomainPattern, DomainPatternError, host_of};
 pub use family::Family;
 pub use gate::{Answer, Asker, PermissionGate, Question, RecordedAnswer, asker_fn};
 pub use mode::{Mode, UnknownMode};
+/// The policy's allow / ask / deny, defined in mux-tool so the executor's gate shares it.
+pub use mux_tool::Verdict;
 pub use path::{PathContext, PathPattern, PathPatternError, resolve};
 pub use permissions::{Permissions, PermissionsBuilder};
 pub use remember::{Remember, RememberError, suggest_prefixes};
@@ -33,3 +34,4 @@ pub use ruleset::{RuleKind, RuleSet};
 pub use scope::Scope;
 pub use scope_rules::ScopeRules;
 pub use settings::{LoadError, SaveError};
+pub use verdict::PolicyVerdict;

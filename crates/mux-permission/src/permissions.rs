@@ -7,7 +7,7 @@ use mux_tool::{PathFilter, Subject, ToolSpec};
 
 use crate::prepared::Prepared;
 use crate::{
-    Decision, Family, Mode, PathContext, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
+    Family, Mode, PathContext, PolicyVerdict, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
 };
 
 /// A policy over every scope's rules, checked for each call.
@@ -114,21 +114,21 @@ impl Permissions {
 
     /// Decides whether a call to `spec` touching `subject` may run. Emits a `tracing` event
     /// (target `mux_permission`) with the verdict, rule and scope.
-    pub fn check(&self, spec: &ToolSpec, subject: &Subject) -> Decision {
+    pub fn check(&self, spec: &ToolSpec, subject: &Subject) -> PolicyVerdict {
         let decision = self.decide(spec, subject);
         tracing::info!(
             target: "mux_permission",
             tool = spec.name.as_str(),
-            decision = decision.verdict.as_str(),
+            verdict = decision.verdict.as_str(),
             rule = decision.rule.as_deref().unwrap_or(""),
             scope = decision.scope.map(Scope::as_str).unwrap_or(""),
             reason = decision.reason.as_str(),
-            "permission decision"
+            "permission verdict"
         );
         decision
     }
 
-    fn decide(&self, spec: &ToolSpec, subject: &Subject) -> Decision {
+    fn decide(&self, spec: &ToolSpec, subject: &Subject) -> PolicyVerdict {
         let layers = self.read_layers();
         let (mode, mode_scope) = layers
             .iter()
@@ -152,7 +152,7 @@ impl Permissions {
                     ),
                     None => format!("denied by the rule `{rule}`"),
                 };
-                return Decision::new(Verdict::Deny, reason).by(rule.as_str(), scope);
+                return PolicyVerdict::new(Verdict::Deny, reason).by(rule.as_str(), scope);
             }
         }
         // 2. Internal addresses (loopback, link-local, cloud metadata): refused in every mode
@@ -182,7 +182,7 @@ impl Permissions {
             let why = prepared
                 .hazard()
                 .unwrap_or_else(|| "its specifier does not apply to what this call touches".into());
-            let decision = Decision::new(
+            let decision = PolicyVerdict::new(
                 Verdict::Ask,
                 format!("the deny rule `{rule}` cannot be ruled out: {why}"),
             )
@@ -194,7 +194,7 @@ impl Permissions {
         }
         // 4. Plan mode runs read-only tools only.
         if mode == Mode::Plan && !spec.annotations.read_only {
-            return Decision::new(
+            return PolicyVerdict::new(
                 Verdict::Deny,
                 format!("plan mode allows only read-only tools, and `{tool}` is not one"),
             )
@@ -213,12 +213,12 @@ impl Permissions {
             .into_iter()
             .find(|(_, rule)| prepared.caught_by(rule, &self.context))
             .map(|(scope, rule)| {
-                Decision::new(Verdict::Ask, format!("the rule `{rule}` asks"))
+                PolicyVerdict::new(Verdict::Ask, format!("the rule `{rule}` asks"))
                     .by(rule.as_str(), scope)
             })
             .or_else(|| {
                 prepared.hazard().map(|why| {
-                    Decision::new(Verdict::Ask, format!("no rule can allow this: {why}"))
+                    PolicyVerdict::new(Verdict::Ask, format!("no rule can allow this: {why}"))
                 })
             });
         let outcome = match asked {
@@ -231,7 +231,7 @@ impl Permissions {
                 });
                 match (allowed(&prepared, allow_rules, &self.context), &protected) {
                     (Some(decision), _) => decision,
-                    (None, Some(protected)) => Decision::new(
+                    (None, Some(protected)) => PolicyVerdict::new(
                         Verdict::Ask,
                         format!(
                             "`{}` is {}; in every mode, only an allow rule that names `{}` lets a call change it",
@@ -247,7 +247,7 @@ impl Permissions {
             }
         };
         match (outcome.verdict, mode) {
-            (Verdict::Ask, Mode::Bypass) if protected.is_none() => Decision::new(
+            (Verdict::Ask, Mode::Bypass) if protected.is_none() => PolicyVerdict::new(
                 Verdict::Allow,
                 format!("bypass mode allows what would ask ({})", outcome.reason),
             )
@@ -349,8 +349,8 @@ impl PathFilter for Withholder {
     }
 }
 
-fn refuse(decision: Decision, mode: Mode, mode_scope: Option<Scope>) -> Decision {
-    Decision::new(
+fn refuse(decision: PolicyVerdict, mode: Mode, mode_scope: Option<Scope>) -> PolicyVerdict {
+    PolicyVerdict::new(
         Verdict::Deny,
         format!("{mode} mode cannot ask: {}", decision.reason),
     )
@@ -358,7 +358,7 @@ fn refuse(decision: Decision, mode: Mode, mode_scope: Option<Scope>) -> Decision
     .with_rule(decision.rule)
 }
 
-impl Decision {
+impl PolicyVerdict {
     fn with_rule(mut self, rule: Option<String>) -> Self {
         self.rule = rule;
         self
@@ -370,7 +370,7 @@ fn allowed<'a>(
     prepared: &Prepared,
     rules: impl Iterator<Item = (Scope, &'a Rule)> + Clone,
     context: &PathContext,
-) -> Option<Decision> {
+) -> Option<PolicyVerdict> {
     let (scope, rule) = match prepared {
         Prepared::Command(analysis) => {
             let mut first = None;
@@ -387,7 +387,7 @@ fn allowed<'a>(
             .find(|(_, rule)| prepared.allowed_by(rule, context))?,
     };
     Some(
-        Decision::new(Verdict::Allow, format!("allowed by the rule `{rule}`"))
+        PolicyVerdict::new(Verdict::Allow, format!("allowed by the rule `{rule}`"))
             .by(rule.as_str(), scope),
     )
 }
@@ -399,43 +399,45 @@ fn unmatched(
     mode: Mode,
     mode_scope: Option<Scope>,
     context: &PathContext,
-) -> Decision {
+) -> PolicyVerdict {
     let tool = spec.name.as_str();
     let decision = match mode {
-        Mode::Bypass => Decision::new(Verdict::Allow, "bypass mode allows calls no rule denies"),
+        Mode::Bypass => {
+            PolicyVerdict::new(Verdict::Allow, "bypass mode allows calls no rule denies")
+        }
         Mode::Plan => match prepared {
-            Prepared::Nothing => Decision::new(
+            Prepared::Nothing => PolicyVerdict::new(
                 Verdict::Allow,
                 format!("plan mode allows the read-only tool `{tool}`"),
             ),
             Prepared::Path {
                 resolved: Ok(real), ..
-            } if real.starts_with(context.root_resolved()) => Decision::new(
+            } if real.starts_with(context.root_resolved()) => PolicyVerdict::new(
                 Verdict::Allow,
                 format!("plan mode allows `{tool}` to read inside the project root"),
             ),
-            Prepared::Path { .. } => Decision::new(
+            Prepared::Path { .. } => PolicyVerdict::new(
                 Verdict::Ask,
                 format!("plan mode asks before `{tool}` reads outside the project root"),
             ),
-            Prepared::Url(_) => Decision::new(
+            Prepared::Url(_) => PolicyVerdict::new(
                 Verdict::Ask,
                 format!("plan mode asks before `{tool}` fetches from a host no rule allows"),
             ),
-            Prepared::Command(_) => Decision::new(
+            Prepared::Command(_) => PolicyVerdict::new(
                 Verdict::Ask,
                 format!("plan mode asks before `{tool}` runs a command no rule allows"),
             ),
         },
-        Mode::DontAsk => Decision::new(
+        Mode::DontAsk => PolicyVerdict::new(
             Verdict::Deny,
             format!("no rule allows this call to `{tool}`, and dontAsk mode cannot ask"),
         ),
-        Mode::AcceptEdits if is_edit_inside_root(spec, prepared, context) => Decision::new(
+        Mode::AcceptEdits if is_edit_inside_root(spec, prepared, context) => PolicyVerdict::new(
             Verdict::Allow,
             format!("acceptEdits mode allows `{tool}` inside the project root"),
         ),
-        Mode::Default | Mode::AcceptEdits => Decision::new(
+        Mode::Default | Mode::AcceptEdits => PolicyVerdict::new(
             Verdict::Ask,
             format!("no rule allows this call to `{tool}`"),
         ),

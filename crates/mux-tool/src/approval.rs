@@ -1,5 +1,6 @@
 //! The approval gate: the seam where the permission layer and the human decide.
 
+use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -19,25 +20,82 @@ pub struct ApprovalRequest<'a> {
     pub pre_approved_by: Option<&'a str>,
 }
 
-/// A gate's verdict.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "decision", rename_all = "snake_case")]
-pub enum Approval {
+/// The policy's three outcomes for a call: run it, ask someone first, or refuse it.
+///
+/// The one word for what a policy or gate concludes; a person's reply is mux-permission's
+/// `Answer`. Serialises as `"allow"`, `"ask"` or `"deny"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
     /// Run the call.
     Allow,
-    /// Refuse the call; the reason reaches the model.
-    Deny {
-        /// Why.
-        reason: String,
-    },
+    /// Ask someone first.
+    Ask,
+    /// Refuse the call.
+    Deny,
 }
 
-impl Approval {
-    /// A denial with a reason.
+impl Verdict {
+    /// The lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Allow => "allow",
+            Verdict::Ask => "ask",
+            Verdict::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A gate's result: a [`Verdict`] and the reason for it.
+///
+/// Only [`Verdict::Allow`] runs the call. [`Verdict::Deny`] refuses it, and so does
+/// [`Verdict::Ask`]: a gate that returns ask found no one to answer. Either way the reason
+/// reaches the model. Serialises as `{"verdict":"allow|ask|deny","reason":…}`; the key
+/// `"decision"` of earlier releases is still read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateVerdict {
+    /// Allow, ask (no one answered) or deny.
+    #[serde(alias = "decision")]
+    pub verdict: Verdict,
+    /// Why; empty for a plain allow.
+    #[serde(default)]
+    pub reason: String,
+}
+
+impl GateVerdict {
+    /// Run the call.
+    pub fn allow() -> Self {
+        Self {
+            verdict: Verdict::Allow,
+            reason: String::new(),
+        }
+    }
+
+    /// Refuse the call, with a reason the model reads.
     pub fn deny(reason: impl Into<String>) -> Self {
-        Self::Deny {
+        Self {
+            verdict: Verdict::Deny,
             reason: reason.into(),
         }
+    }
+
+    /// The call still needs an answer no one gave: it does not run.
+    pub fn ask(reason: impl Into<String>) -> Self {
+        Self {
+            verdict: Verdict::Ask,
+            reason: reason.into(),
+        }
+    }
+
+    /// Whether the call runs.
+    pub fn is_allow(&self) -> bool {
+        self.verdict == Verdict::Allow
     }
 }
 
@@ -49,7 +107,7 @@ impl Approval {
 pub trait ApprovalGate: Send + Sync + 'static {
     /// Reviews one call. May wait (for a human, say); the executor stops waiting when the call
     /// is cancelled.
-    fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval>;
+    fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, GateVerdict>;
 
     /// The paths an approved call must leave out of its results (a search over a tree that
     /// holds denied files, say). Asked once per approved call. Default: none.
@@ -86,13 +144,13 @@ impl ApprovalPolicy {
 /// A gate from an async closure over an owned snapshot of the request.
 ///
 /// ```
-/// use mux_tool::{approval::gate_fn, Approval};
+/// use mux_tool::{approval::gate_fn, GateVerdict};
 ///
 /// let gate = gate_fn(|request| async move {
 ///     if request.spec.annotations.destructive {
-///         Approval::deny("destructive tools are off")
+///         GateVerdict::deny("destructive tools are off")
 ///     } else {
-///         Approval::Allow
+///         GateVerdict::allow()
 ///     }
 /// });
 /// # let _ = gate;
@@ -100,7 +158,7 @@ impl ApprovalPolicy {
 pub fn gate_fn<F, Fut>(f: F) -> FnGate<F>
 where
     F: Fn(OwnedApprovalRequest) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Approval> + Send + 'static,
+    Fut: std::future::Future<Output = GateVerdict> + Send + 'static,
 {
     FnGate { f }
 }
@@ -138,9 +196,9 @@ pub struct FnGate<F> {
 impl<F, Fut> ApprovalGate for FnGate<F>
 where
     F: Fn(OwnedApprovalRequest) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Approval> + Send + 'static,
+    Fut: std::future::Future<Output = GateVerdict> + Send + 'static,
 {
-    fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, Approval> {
+    fn review<'a>(&'a self, request: ApprovalRequest<'a>) -> BoxFuture<'a, GateVerdict> {
         Box::pin((self.f)(request.into()))
     }
 }

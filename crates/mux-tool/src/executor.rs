@@ -13,9 +13,10 @@ use tracing::Instrument;
 
 use crate::truncate::limit_output;
 use crate::{
-    Approval, ApprovalGate, ApprovalPolicy, ApprovalRequest, BoxFuture, CallOutcome, CallResult,
-    ExecError, HookFailure, PathFilter, PostHook, PostHookAction, PreHook, PreHookAction,
-    ProgressSender, RegistryView, Resources, ToolCall, ToolContext, ToolOutput, registry::Entry,
+    ApprovalGate, ApprovalPolicy, ApprovalRequest, BoxFuture, CallOutcome, CallResult, ExecError,
+    GateVerdict, HookFailure, PathFilter, PostHook, PostHookAction, PreHook, PreHookAction,
+    ProgressSender, RegistryView, Resources, ToolCall, ToolContext, ToolOutput, Verdict,
+    registry::Entry,
 };
 
 /// Default per-call timeout.
@@ -345,16 +346,18 @@ impl Executor {
             () = scope.cancel.cancelled() => return Err(ExecError::Cancelled { tool: tool() }),
         };
         match verdict {
-            Ok(Approval::Allow) => {
-                Ok(
-                    std::panic::catch_unwind(AssertUnwindSafe(|| gate.path_filter(request)))
-                        .map_err(|panic| ExecError::GateFailed {
-                            tool: tool(),
-                            message: format!("panicked: {}", panic_message(&*panic)),
-                        })?,
-                )
-            }
-            Ok(Approval::Deny { reason }) => Err(ExecError::Denied {
+            Ok(GateVerdict {
+                verdict: Verdict::Allow,
+                ..
+            }) => Ok(
+                std::panic::catch_unwind(AssertUnwindSafe(|| gate.path_filter(request))).map_err(
+                    |panic| ExecError::GateFailed {
+                        tool: tool(),
+                        message: format!("panicked: {}", panic_message(&*panic)),
+                    },
+                )?,
+            ),
+            Ok(GateVerdict { reason, .. }) => Err(ExecError::Denied {
                 tool: tool(),
                 reason,
             }),

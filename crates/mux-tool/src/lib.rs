@@ -23,7 +23,7 @@ mod typed;
 mod validation;
 mod withhold;
 
-pub use approval::{Approval, ApprovalGate, ApprovalPolicy, ApprovalRequest};
+pub use approval::{ApprovalGate, ApprovalPolicy, ApprovalRequest, GateVerdict, Verdict};
 pub use call::{CallOutcome, CallResult, ExecError, HookFailure, ToolCall};
 pub use context::{ProgressEvent, ProgressSender, ToolContext, ToolUpdate};
 pub use executor::{

@@ -490,7 +490,7 @@ impl Thread {
                     answers.push(match p.waits {
                         Waits::Approval => LoopInput::ToolApproval {
                             call_id: p.call_id,
-                            decision: Answer::Deny { reason },
+                            answer: Answer::Deny { reason },
                         },
                         Waits::Answer => LoopInput::UserResponse {
                             call_id: p.call_id,
@@ -582,7 +582,7 @@ fn answer(pending: &Pending, entry: &ResumeEntry) -> LoopInput {
             };
             LoopInput::ToolApproval {
                 call_id: pending.call_id.clone(),
-                decision,
+                answer: decision,
             }
         }
         Waits::Answer => LoopInput::UserResponse {

@@ -121,7 +121,7 @@ impl MuxLoop {
 
     /// One two-turn run on a fresh conversation: the tool call, then the answer.
     pub(crate) async fn run(&self) -> Result<(), String> {
-        let agent = self.prototype.new_conversation();
+        let agent = self.prototype.new_session();
         let summary = agent
             .run_to_completion("go")
             .await

@@ -154,7 +154,7 @@ fn per_turn(rt: &Runtime, label: &str, cwd: &std::path::Path) -> Result<Vec<Row>
         let prototype = prototype.clone();
         let task = rt.spawn(async move {
             // One conversation per sample, as the ACP session is.
-            let agent = prototype.new_conversation();
+            let agent = prototype.new_session();
             for _ in 0..runs {
                 let Ok(mut run) = agent.run("go") else { return };
                 while run.events.recv().await.is_some() {}

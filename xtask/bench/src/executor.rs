@@ -4,7 +4,7 @@
 use mux_tool::approval::gate_fn;
 use mux_tool::hooks::{post_hook_fn, pre_hook_fn};
 use mux_tool::{
-    Approval, CallScope, Executor, PostHookAction, PreHookAction, Registry, Tool, ToolCall,
+    CallScope, Executor, GateVerdict, PostHookAction, PreHookAction, Registry, Tool, ToolCall,
     ToolContext, ToolError, ToolOutput, Typed, TypedTool,
 };
 use std::future::Future;
@@ -47,7 +47,7 @@ fn executor() -> Result<Executor, String> {
     Ok(Executor::builder(registry)
         .pre_hook(pre_hook_fn("noop-pre", |_, _| PreHookAction::Continue))
         .post_hook(post_hook_fn("noop-post", |_, _| PostHookAction::Keep))
-        .gate(gate_fn(|_| async { Approval::Allow }))
+        .gate(gate_fn(|_| async { GateVerdict::allow() }))
         .build())
 }
 

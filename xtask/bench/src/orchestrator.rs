@@ -156,7 +156,7 @@ fn per_turn(rt: &Runtime) -> Result<Vec<Row>, String> {
         rt.block_on(async {
             for _ in 0..runs {
                 // A fresh conversation per run, so every run is the same two turns.
-                let agent = prototype.new_conversation();
+                let agent = prototype.new_session();
                 let summary = agent.run_to_completion("go").await;
                 assert!(summary.is_ok_and(|s| s.iterations == 2));
             }
@@ -164,7 +164,7 @@ fn per_turn(rt: &Runtime) -> Result<Vec<Row>, String> {
     });
     let receive_all = |prototype: Orchestrator, runs: u32| async move {
         for _ in 0..runs {
-            let agent = prototype.new_conversation();
+            let agent = prototype.new_session();
             let Ok(mut run) = agent.run("go") else { return };
             while run.events.recv().await.is_some() {}
             assert!(run.handle.wait().await.is_ok_and(|s| s.iterations == 2));
@@ -243,7 +243,7 @@ fn idle_sessions(rt: &Runtime) -> Result<Row, String> {
     // measurement, so the allocator cannot hand freed memory from one to the other.
     let before = rss_kib();
     let sessions: Vec<Orchestrator> = (0..SESSIONS)
-        .map(|_| prototype.new_conversation_from(messages.clone()))
+        .map(|_| prototype.new_session_from(messages.clone()))
         .collect();
     let sessions_kib = rss_kib().saturating_sub(before);
     let before = rss_kib();
@@ -378,7 +378,7 @@ fn cancellation(rt: &Runtime) -> Result<Vec<Row>, String> {
     let mut bare = Vec::with_capacity(TRIALS);
     rt.block_on(async {
         for _ in 0..TRIALS {
-            let agent = prototype.new_conversation();
+            let agent = prototype.new_session();
             let Ok(mut run) = agent.run("wait") else {
                 continue;
             };

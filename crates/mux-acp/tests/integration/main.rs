@@ -1,8 +1,8 @@
 //! The ACP face driven in-process by a JSON-RPC peer over line channels: every method, the
-//! updates a turn sends, approvals, modes, cancellation, replay and bad input.
+//! updates a prompt run sends, approvals, modes, cancellation, replay and bad input.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod harness;
 mod input;
 mod methods;
-mod turns;
+mod prompt_runs;

@@ -151,7 +151,7 @@ impl<I: ConsoleInput, W: Write> Console<I, W> {
         let input = match event {
             LoopEvent::ApprovalRequired { call_id, .. } => LoopInput::ToolApproval {
                 call_id: call_id.clone(),
-                decision: self.decision().await?,
+                answer: self.decision().await?,
             },
             LoopEvent::AwaitingInput { call_id, .. } => LoopInput::UserResponse {
                 call_id: call_id.clone(),

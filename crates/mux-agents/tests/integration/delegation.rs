@@ -106,7 +106,7 @@ async fn a_subagent_runs_its_task_with_approvals_answered_by_the_parents_face() 
                         id.as_str(),
                         LoopInput::ToolApproval {
                             call_id: call_id.clone(),
-                            decision: Answer::AllowOnce,
+                            answer: Answer::AllowOnce,
                         },
                     )
                     .await;

@@ -50,11 +50,14 @@ async fn answer_approvals(
     let mut seen = Vec::new();
     while let Some(event) = events.recv().await {
         if let LoopEvent::ApprovalRequired { call_id, .. } = &event
-            && let Some(decision) = answer()
+            && let Some(reply) = answer()
         {
             let call_id = call_id.clone();
             input
-                .send(LoopInput::ToolApproval { call_id, decision })
+                .send(LoopInput::ToolApproval {
+                    call_id,
+                    answer: reply,
+                })
                 .await;
         }
         seen.push(event);
@@ -210,7 +213,7 @@ async fn an_answer_for_an_unknown_call_is_rejected_visibly() {
     run.input
         .send(LoopInput::ToolApproval {
             call_id: "nope".into(),
-            decision: Answer::AllowOnce,
+            answer: Answer::AllowOnce,
         })
         .await;
     let (events, _) = drain(run).await;
@@ -368,4 +371,87 @@ async fn without_a_policy_allow_always_is_remembered_for_the_conversation() {
         .filter(|l| l.starts_with("approval_required") || l.starts_with("approved"))
         .collect();
     assert_eq!(asked, ["approval_required c1", "approved c1 always=true"]);
+}
+
+/// The session scope's allow rules, as written.
+fn session_allow_rules(agent: &Orchestrator) -> Vec<String> {
+    let Some(scope) = agent.permissions().and_then(|p| p.scope(Scope::Session)) else {
+        return Vec::new();
+    };
+    scope
+        .read()
+        .list(mux_permission::RuleKind::Allow)
+        .iter()
+        .map(|r| r.to_string())
+        .collect()
+}
+
+fn asked(events: &[LoopEvent]) -> usize {
+    labels(events)
+        .iter()
+        .filter(|l| l.starts_with("approval_required"))
+        .count()
+}
+
+#[tokio::test]
+async fn one_always_answer_adds_one_rule_and_later_runs_are_not_asked() {
+    let model = scripted()
+        .reply(tool_calls(&[(
+            "c1",
+            "Bash",
+            json!({"command": "git diff"}),
+        )]))
+        .reply(text("done"))
+        .reply(tool_calls(&[
+            ("c2", "Bash", json!({"command": "git diff"})),
+            ("c3", "Bash", json!({"command": "git diff"})),
+        ]))
+        .reply(text("done again"));
+    let (agent, shell) = shell_agent(model, OrchestratorConfig::new("m"));
+    let always = || {
+        Some(Answer::AllowAlways {
+            remember: Remember::exact(Scope::Session),
+        })
+    };
+    let (first, outcome) = answer_approvals(agent.run("go").unwrap(), always).await;
+    outcome.unwrap();
+    assert_eq!(asked(&first), 1);
+    assert_eq!(session_allow_rules(&agent), ["Bash(git diff)"]);
+    // A later run of the same session: the rule answers, no one is asked, nothing is added.
+    let refuse = || Some(Answer::deny("asked again"));
+    let (second, outcome) = answer_approvals(agent.run("again").unwrap(), refuse).await;
+    outcome.unwrap();
+    assert_eq!(asked(&second), 0, "{:#?}", labels(&second));
+    assert_eq!(shell.calls.load(Ordering::SeqCst), 3);
+    assert_eq!(session_allow_rules(&agent), ["Bash(git diff)"]);
+}
+
+#[tokio::test]
+async fn an_always_answer_to_a_forced_question_goes_to_the_same_rule_store() {
+    // The tool's predicate asks whatever the rules say; the answer still becomes one rule of
+    // the policy (the path PermissionGate::answered owns), not a second memory.
+    let model = scripted()
+        .reply(tool_calls(&[("c1", "Bash", json!({"command": "make"}))]))
+        .reply(text("done"));
+    let shell = Shell::default();
+    let registry = Registry::new();
+    registry.register_typed(shell.clone()).unwrap();
+    let permissions = Permissions::builder(PathContext::new("."))
+        .scope(Scope::Project, ScopeRules::new(RuleSet::new()))
+        .build();
+    let agent = Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("m"))
+        .tools(registry)
+        .permissions(permissions)
+        .needs_approval("Bash", |_| true)
+        .build();
+    let always = || {
+        Some(Answer::AllowAlways {
+            remember: Remember::exact(Scope::Session),
+        })
+    };
+    let (events, outcome) = answer_approvals(agent.run("go").unwrap(), always).await;
+    outcome.unwrap();
+    assert_eq!(asked(&events), 1);
+    assert_eq!(shell.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(session_allow_rules(&agent), ["Bash(make)"]);
 }

@@ -220,7 +220,7 @@ async fn a_cancel_input_is_not_held_up_by_inputs_waiting_for_a_face_that_stopped
     // does the input router that emits it.
     let stray = LoopInput::ToolApproval {
         call_id: "nobody".into(),
-        decision: Answer::AllowOnce,
+        answer: Answer::AllowOnce,
     };
     assert!(input.send(stray).await);
     while !matches!(

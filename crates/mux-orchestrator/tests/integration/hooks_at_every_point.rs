@@ -448,7 +448,7 @@ async fn a_hook_that_panics_at_any_point_is_reported_and_the_run_goes_on() {
             .tools(registry())
             .hook(PanicsAt(point))
             .build()
-            .new_conversation_from(vec![
+            .new_session_from(vec![
                 mux_llm::Message::user("earlier"),
                 mux_llm::Message::assistant("earlier answer"),
             ]);

@@ -412,7 +412,7 @@ async fn compaction_before_the_first_turn_does_not_go_back_to_idle() {
     });
     let agent = Orchestrator::builder(Arc::new(summarizing_model()), config)
         .build()
-        .new_conversation_from(vec![Message::user("earlier"), Message::assistant("ok")]);
+        .new_session_from(vec![Message::user("earlier"), Message::assistant("ok")]);
     let (events, outcome) = drain(agent.run("now").unwrap()).await;
     let answer = outcome.unwrap().text;
     assert!(

@@ -407,7 +407,7 @@ fn a_pending_approval_left_unanswered_is_asked_again_on_resume() {
                 run.input
                     .send(LoopInput::ToolApproval {
                         call_id: call_id.clone(),
-                        decision: Answer::deny("not today"),
+                        answer: Answer::deny("not today"),
                     })
                     .await;
             }

@@ -4,7 +4,7 @@
 //! given by their short or long name (`-f` for `--force`), and shell patterns in the words.
 
 use super::glob;
-use super::options::{self, Model, global_option};
+use super::model::{Model, global_option, reading};
 use super::wrappers::base_name;
 
 /// Whether `word` is an option of `command` (cargo's `+toolchain` counts).
@@ -31,14 +31,11 @@ pub(crate) fn options_could_match(rule: &[String], words: &[String], exact: bool
     if !positionals_match(command, &wanted, args, exact) {
         return false;
     }
-    let model = match wanted.first() {
-        Some(sub) => options::find_sub(command, sub),
-        None => options::find(command),
-    };
+    let model = reading(command, wanted.first().copied());
     rule[1..]
         .iter()
         .filter(|w| is_option(command, w))
-        .all(|option| option_given(option, args, model))
+        .all(|option| option_given(option, args, model.as_ref()))
 }
 
 /// Whether the rule's positional words are, in order, the first positional words of `args`
@@ -90,7 +87,7 @@ fn positionals_match(command: &str, wanted: &[&str], args: &[String], exact: boo
 /// Whether the rule's option word (`--force`, `--force=x`, `-f`, `-rf`) is given anywhere
 /// among `args` before `--`, under any spelling the parser accepts.
 fn option_given(option: &str, args: &[String], model: Option<&Model>) -> bool {
-    let abbreviates = model.is_none_or(|m| m.abbreviates);
+    let abbreviates = model.is_none_or(Model::abbreviates);
     let options: Vec<&str> = args
         .iter()
         .take_while(|a| a.as_str() != "--")
@@ -127,16 +124,14 @@ fn option_given(option: &str, args: &[String], model: Option<&Model>) -> bool {
     };
     let alias_long = |letter: char| {
         model.and_then(|m| {
-            m.options
-                .iter()
+            m.all_options()
                 .find(|o| o.short == Some(letter) && !o.long.is_empty())
                 .map(|o| o.long)
         })
     };
     let alias_short = |name: &str| {
         model.and_then(|m| {
-            m.options
-                .iter()
+            m.all_options()
                 .find(|o| o.long == name)
                 .and_then(|o| o.short)
         })

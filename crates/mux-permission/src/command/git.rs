@@ -1,16 +1,16 @@
 //! git: global options, then a subcommand vouched for (or not), then its options, all read
-//! through the tables of [`super::options`].
+//! through git's program model ([`super::model`]).
 
 use super::inspection::Inspection;
-use super::options::{GIT_RUNNERS, GIT_RUNNING_ACTIONS, GIT_SUBCOMMANDS, find, find_sub};
+use super::model::{GIT_RUNNERS, GIT_RUNNING_ACTIONS, GIT_SUBCOMMANDS, reading};
 use super::scan::scan;
 
 /// Inspects `git ARGS`.
 pub(crate) fn inspect(args: &[String], found: &mut Inspection) {
-    let Some(global) = find("git") else {
+    let Some(global) = reading("git", None) else {
         return;
     };
-    let globals = scan(global, args);
+    let globals = scan(&global, args);
     found.absorb(globals.hazards, &globals.runs);
     let Some(at) = globals.stopped_at else {
         return;
@@ -49,8 +49,8 @@ pub(crate) fn inspect(args: &[String], found: &mut Inspection) {
                 .map(|value| value.strip_prefix('!').unwrap_or(value).to_owned()),
         );
     }
-    if let Some(model) = find_sub("git", sub) {
-        let read = scan(model, rest);
+    if let Some(model) = reading("git", Some(sub)) {
+        let read = scan(&model, rest);
         found.absorb(read.hazards, &read.runs);
     }
 }

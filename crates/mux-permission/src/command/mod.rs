@@ -8,7 +8,6 @@ mod git;
 mod glob;
 mod inspection;
 mod model;
-mod options;
 mod pattern;
 mod runners;
 mod scan;

@@ -1,6 +1,8 @@
-//! Reading a command's arguments the way its option parser does, from an [`options::Model`].
+//! Reading a command's arguments the way its option parser does, for the deny scan, from the
+//! same [`Model`] the allow side explains with.
 
-use super::options::{Effect, Model, Opt};
+use super::model::Model;
+use super::model::opt::{Effect, Opt};
 
 /// What a command's arguments hold, read through its model.
 #[derive(Debug, Default)]
@@ -54,22 +56,6 @@ fn is_remote(name: &str) -> bool {
         .is_some_and(|(host, _)| !host.is_empty() && !host.contains('/'))
 }
 
-/// The options a long name (`exec` from `--exec`) can stand for: itself, or every option it
-/// abbreviates when the parser accepts abbreviations.
-fn long_candidates<'m>(model: &'m Model, name: &str) -> Vec<&'m Opt> {
-    if let Some(exact) = model.options.iter().find(|o| o.long == name) {
-        return vec![exact];
-    }
-    if !model.abbreviates || name.is_empty() {
-        return Vec::new();
-    }
-    model
-        .options
-        .iter()
-        .filter(|o| !o.long.is_empty() && o.long.starts_with(name))
-        .collect()
-}
-
 /// Reads `args` through `model`.
 pub(crate) fn scan<'a>(model: &Model, args: &'a [String]) -> Scan<'a> {
     let mut out = Scan::default();
@@ -86,7 +72,7 @@ pub(crate) fn scan<'a>(model: &Model, args: &'a [String]) -> Scan<'a> {
                 Some((name, value)) => (name, Some(value)),
                 None => (long, None),
             };
-            let candidates = long_candidates(model, name);
+            let candidates = model.long_candidates(name);
             match candidates.as_slice() {
                 [] => out.unknown(model, arg),
                 [opt] => {
@@ -121,7 +107,7 @@ pub(crate) fn scan<'a>(model: &Model, args: &'a [String]) -> Scan<'a> {
             continue;
         };
         for (at, letter) in cluster.char_indices() {
-            let Some(opt) = model.options.iter().find(|o| o.short == Some(letter)) else {
+            let Some(opt) = model.all_options().find(|o| o.short == Some(letter)) else {
                 out.unknown(model, &format!("-{letter}"));
                 continue;
             };
@@ -153,7 +139,7 @@ pub(crate) fn scan<'a>(model: &Model, args: &'a [String]) -> Scan<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::options::find;
+    use super::super::model::reading;
     use super::*;
 
     fn args(s: &str) -> Vec<String> {
@@ -161,10 +147,12 @@ mod tests {
     }
 
     fn hazards(model: &str, line: &str) -> usize {
-        let Some(model) = find(model) else {
+        let mut words = model.split(' ');
+        let name = words.next().unwrap_or_default();
+        let Some(model) = reading(name, words.next()) else {
             return usize::MAX;
         };
-        scan(model, &args(line)).hazards.len()
+        scan(&model, &args(line)).hazards.len()
     }
 
     #[test]
@@ -184,9 +172,11 @@ mod tests {
 
     #[test]
     fn values_are_not_options() {
-        let Some(model) = find("sort") else { return };
+        let Some(model) = reading("sort", None) else {
+            panic!("sort has a model")
+        };
         let line = args("-t -o -k1 f");
-        let scan = scan(model, &line);
+        let scan = scan(&model, &line);
         assert!(scan.hazards.is_empty(), "{:?}", scan.hazards);
         assert_eq!(scan.operands, ["f"]);
     }

@@ -1,13 +1,13 @@
 //! What one simple command reveals beyond itself: the commands it runs (runners, shells,
 //! `eval`, `find -exec`, code-running options), the builtins that evaluate their arguments,
 //! and what cannot be read at all. The knowledge lives in tables: [`super::runners`],
-//! [`super::builtins`], [`super::options`].
+//! [`super::builtins`], and the program models of [`super::model`].
 
 use super::builtins;
 use super::git;
 use super::inspection::Inspection;
-use super::model;
-use super::options::{self, Effect, FIND_PRIMARIES};
+use super::model::opt::Effect;
+use super::model::{self, FIND_ACTIONS};
 use super::runners::{self, Runs, ShellScript};
 use super::scan::scan;
 use super::scripts;
@@ -75,8 +75,8 @@ pub(crate) fn inspect(words: &[String], known: &[bool]) -> Inspection {
         "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk" => awk(args, &mut found),
         other => {
             found.runner_like = !model::has_model(other) && !NOT_RUNNING.contains(&other);
-            if let Some(model) = options::find(other) {
-                let read = scan(model, args);
+            if let Some(model) = model::reading(other, None) {
+                let read = scan(&model, args);
                 found.absorb(read.hazards, &read.runs);
                 if matches!(
                     other,
@@ -220,7 +220,7 @@ fn plus_commands(name: &str, args: &[String], found: &mut Inspection) {
 
 fn find(args: &[String], found: &mut Inspection) {
     for arg in args {
-        if let Some((primary, effect)) = FIND_PRIMARIES.iter().find(|(p, _)| p == arg) {
+        if let Some((primary, effect)) = FIND_ACTIONS.iter().find(|(p, _)| p == arg) {
             if *effect == Effect::Runs {
                 found
                     .hazards
@@ -309,15 +309,15 @@ fn awk_program_file(arg: &str) -> Option<&str> {
 }
 
 fn sed(args: &[String], found: &mut Inspection) {
-    let Some(model) = options::find("sed") else {
+    let Some(model) = model::reading("sed", None) else {
         return;
     };
-    let read = scan(model, args);
+    let read = scan(&model, args);
     for file in &read.script_files {
         program_file("sed", file, found);
     }
     let mut programs: Vec<&str> = read.scripts.clone();
-    if programs.is_empty() && model.script_operand {
+    if programs.is_empty() && model.program_operand() {
         programs.extend(read.operands.first().copied());
     }
     found.absorb(read.hazards, &read.runs);

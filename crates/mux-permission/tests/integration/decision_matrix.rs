@@ -649,6 +649,18 @@ fn decisions_name_the_rule_and_scope() {
         (None, Some(Scope::Session))
     );
     let json = serde_json::to_value(&denied).unwrap();
-    assert_eq!(json["decision"], "deny");
+    assert_eq!(json["verdict"], "deny");
     assert_eq!(json["scope"], "project");
+    assert!(
+        json.get("decision").is_none(),
+        "one key per concept: {json}"
+    );
+    // Stored verdicts written under the key of earlier releases still read.
+    let mut old = json.clone();
+    if let Some(map) = old.as_object_mut() {
+        let verdict = map.remove("verdict");
+        map.insert("decision".to_owned(), verdict.unwrap_or_default());
+    }
+    let read: mux_permission::PolicyVerdict = serde_json::from_value(old).unwrap();
+    assert_eq!(read, denied);
 }

@@ -206,3 +206,32 @@ async fn without_an_asker_ask_refuses() {
     assert!(is_error && text.contains("no one to ask"), "{text}");
     assert!(!dir.path().join("x").exists());
 }
+
+#[test]
+fn answers_serialise_under_one_tag_and_read_the_tag_of_earlier_releases() {
+    let always = Answer::AllowAlways {
+        remember: Remember::prefix(Scope::Project, "git diff"),
+    };
+    let json = serde_json::to_value(&always).unwrap();
+    assert_eq!(json["answer"], "allow_always");
+    assert!(json.get("decision").is_none(), "{json}");
+    assert_eq!(serde_json::from_value::<Answer>(json).unwrap(), always);
+    let old = |value| serde_json::from_value::<Answer>(value);
+    assert_eq!(
+        old(json!({"decision": "allow_once"})).unwrap(),
+        Answer::AllowOnce
+    );
+    assert_eq!(
+        old(json!({"decision": "deny", "reason": "no"})).unwrap(),
+        Answer::deny("no")
+    );
+    for bad in [
+        json!({"answer": "allow_once", "decision": "allow_once"}),
+        json!({"answer": "allow_always"}),
+        json!({"answer": "deny"}),
+        json!({"answer": "sometimes"}),
+        json!({}),
+    ] {
+        assert!(old(bad.clone()).is_err(), "{bad}");
+    }
+}

@@ -61,14 +61,14 @@ fn each_check_emits_an_event_with_rule_and_scope() {
     let events = events.lock().unwrap();
     let decisions: Vec<_> = events
         .iter()
-        .filter(|e| e.get("message").is_some_and(|m| m == "permission decision"))
+        .filter(|e| e.get("message").is_some_and(|m| m == "permission verdict"))
         .collect();
     assert_eq!(decisions.len(), 2, "{events:?}");
     assert_eq!(decisions[0]["target"], "mux_permission");
     assert_eq!(decisions[0]["tool"], "Bash");
-    assert_eq!(decisions[0]["decision"], "deny");
+    assert_eq!(decisions[0]["verdict"], "deny");
     assert_eq!(decisions[0]["rule"], "Bash(rm:*)");
     assert_eq!(decisions[0]["scope"], "agent");
-    assert_eq!(decisions[1]["decision"], "ask");
+    assert_eq!(decisions[1]["verdict"], "ask");
     assert_eq!(decisions[1]["rule"], "");
 }

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use mux_tool::approval::gate_fn;
 use mux_tool::hooks::{post_hook_fn, pre_hook_fn};
 use mux_tool::{
-    Approval, ApprovalPolicy, BoxFuture, CallScope, ExecError, Executor, HookError, PostHookAction,
-    PreHook, PreHookAction, Subject, ToolCall, ToolOutput, ToolSpec,
+    ApprovalPolicy, BoxFuture, CallScope, ExecError, Executor, GateVerdict, HookError,
+    PostHookAction, PreHook, PreHookAction, Subject, ToolCall, ToolOutput, ToolSpec,
 };
 use serde_json::json;
 
@@ -41,7 +41,7 @@ async fn hooks_run_in_order_around_the_gate() {
                 .lock()
                 .unwrap()
                 .push(format!("gate:{}", request.call.name));
-            async { Approval::Allow }
+            async { GateVerdict::allow() }
         }))
         .post_hook(post_hook_fn("after", move |call, result| {
             let text = result.as_ref().unwrap().to_text();
@@ -105,7 +105,7 @@ async fn a_rewrite_changes_what_later_hooks_the_gate_and_the_tool_see() {
         .pre_hook(logging_pre(&log, "observer", PreHookAction::Continue))
         .gate(gate_fn(move |request| {
             *gate_seen.lock().unwrap() = Some(request.subject.clone());
-            async { Approval::Allow }
+            async { GateVerdict::allow() }
         }))
         .build();
 
@@ -153,9 +153,9 @@ async fn denial_reason_reaches_the_output() {
         .gate(gate_fn(|request| async move {
             match request.subject {
                 Subject::Command(c) if c.contains("rm") => {
-                    Approval::deny(format!("`{c}` deletes files"))
+                    GateVerdict::deny(format!("`{c}` deletes files"))
                 }
-                _ => Approval::Allow,
+                _ => GateVerdict::allow(),
             }
         }))
         .build();
@@ -219,13 +219,40 @@ async fn a_pre_approving_hook_is_passed_to_the_gate_and_suffices_without_one() {
         .pre_hook(allow())
         .gate(gate_fn(|request| async move {
             assert_eq!(request.pre_approved_by.as_deref(), Some("trusted"));
-            Approval::deny("denied by rule")
+            GateVerdict::deny("denied by rule")
         }))
         .build();
     let denied = with_gate
         .execute(call("run", json!({"command": "ls"})), &CallScope::default())
         .await;
     assert!(matches!(denied.result, Err(ExecError::Denied { .. })));
+}
+
+#[tokio::test]
+async fn a_gate_left_asking_refuses_the_call_with_its_reason() {
+    let executor = Executor::builder(common::registry())
+        .gate(gate_fn(|_| async { GateVerdict::ask("no one to ask") }))
+        .build();
+    let outcome = executor
+        .execute(call("run", json!({"command": "ls"})), &CallScope::default())
+        .await;
+    assert!(
+        matches!(&outcome.result, Err(ExecError::Denied { reason, .. }) if reason == "no one to ask"),
+        "{:?}",
+        outcome.result
+    );
+}
+
+#[test]
+fn a_gate_verdict_reads_its_json_and_the_key_of_earlier_releases() {
+    let now = serde_json::to_value(GateVerdict::deny("no")).unwrap();
+    assert_eq!(now, json!({"verdict": "deny", "reason": "no"}));
+    let old: GateVerdict =
+        serde_json::from_value(json!({"decision": "deny", "reason": "no"})).unwrap();
+    assert_eq!(old, GateVerdict::deny("no"));
+    let allow: GateVerdict = serde_json::from_value(json!({"decision": "allow"})).unwrap();
+    assert!(allow.is_allow());
+    assert!(serde_json::from_value::<GateVerdict>(json!({"verdict": "maybe"})).is_err());
 }
 
 #[tokio::test]

@@ -1,8 +1,8 @@
 //! Models of the file-reading utilities people allow (GNU coreutils, diffutils, file, tree,
 //! which) and the printing builtins.
 
-use super::super::options::Effect::{Flag, OptionalValue, Runs, Value, Writes};
-use super::super::options::{Opt, SORT, l, o, s};
+use super::opt::Effect::{Flag, OptionalValue, Runs, ScriptFile, Value, Writes};
+use super::opt::{Opt, l, o, s};
 use super::{Kind, Model, NONE, Operands, PATHS, Style, TEXTS, model};
 
 const LS: &[Opt] = &[
@@ -402,9 +402,41 @@ const READLINK: &[Opt] = &[
     l("version", Flag),
 ];
 
-/// `sort`'s options come from the shared table (its `-o` and `--compress-program` are
-/// listed there as writing and running).
-const SORT_OPTIONS: &[Opt] = SORT;
+/// `sort` (GNU coreutils, getopt_long).
+const SORT: &[Opt] = &[
+    o("ignore-leading-blanks", 'b', Flag),
+    o("dictionary-order", 'd', Flag),
+    o("ignore-case", 'f', Flag),
+    o("general-numeric-sort", 'g', Flag),
+    o("ignore-nonprinting", 'i', Flag),
+    o("month-sort", 'M', Flag),
+    o("human-numeric-sort", 'h', Flag),
+    o("numeric-sort", 'n', Flag),
+    o("random-sort", 'R', Flag),
+    l("random-source", Value),
+    o("reverse", 'r', Flag),
+    l("sort", Value),
+    o("version-sort", 'V', Flag),
+    l("batch-size", Value),
+    s('c', Flag),
+    l("check", OptionalValue),
+    s('C', Flag),
+    l("compress-program", Runs),
+    l("debug", Flag),
+    l("files0-from", ScriptFile),
+    o("key", 'k', Value),
+    o("merge", 'm', Flag),
+    o("output", 'o', Writes),
+    o("stable", 's', Flag),
+    o("buffer-size", 'S', Value),
+    o("field-separator", 't', Value),
+    o("temporary-directory", 'T', Value),
+    l("parallel", Value),
+    o("unique", 'u', Flag),
+    o("zero-terminated", 'z', Flag),
+    l("help", Flag),
+    l("version", Flag),
+];
 
 /// The models of this family.
 pub(crate) const MODELS: &[Model] = &[
@@ -419,7 +451,10 @@ pub(crate) const MODELS: &[Model] = &[
         ..model("tail", Style::Gnu, TAIL, PATHS)
     },
     model("wc", Style::Gnu, WC, PATHS),
-    model("sort", Style::Gnu, SORT_OPTIONS, PATHS),
+    Model {
+        strict: true,
+        ..model("sort", Style::Gnu, SORT, PATHS)
+    },
     model(
         "uniq",
         Style::Gnu,

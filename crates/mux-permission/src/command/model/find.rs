@@ -3,7 +3,31 @@
 //! `-okdir`), delete (`-delete`) or write files (`-fprint`, `-fprint0`, `-fprintf`, `-fls`) are
 //! never explained.
 
+use super::opt::Effect;
 use super::parse::Arg;
+
+/// `find` primaries that run a command or write and delete files.
+pub(crate) const ACTIONS: &[(&str, Effect)] = &[
+    ("-exec", Effect::Runs),
+    ("-execdir", Effect::Runs),
+    ("-ok", Effect::Runs),
+    ("-okdir", Effect::Runs),
+    ("-delete", Effect::Writes),
+    ("-fprint", Effect::Writes),
+    ("-fprint0", Effect::Writes),
+    ("-fprintf", Effect::Writes),
+    ("-fls", Effect::Writes),
+];
+
+/// What a primary of [`ACTIONS`] does, in words.
+pub(crate) fn action(primary: &str) -> Option<String> {
+    let (name, effect) = ACTIONS.iter().find(|(p, _)| *p == primary)?;
+    Some(match effect {
+        Effect::Runs => format!("`find {name}` runs a command"),
+        _ if *name == "-delete" => "`find -delete` deletes files".to_owned(),
+        _ => format!("`find {name}` writes a file"),
+    })
+}
 
 /// Primaries and operators that take no argument.
 const NULLARY: &[&str] = &[
@@ -136,12 +160,9 @@ pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
             }
             continue;
         }
-        return Err(match t {
-            "-exec" | "-execdir" | "-ok" | "-okdir" => format!("`find {t}` runs a command"),
-            "-delete" => "`find -delete` deletes files".to_owned(),
-            "-fprint" | "-fprint0" | "-fprintf" | "-fls" => format!("`find {t}` writes a file"),
-            other => format!("`find {other}` is not a primary the model knows"),
-        });
+        return Err(
+            action(t).unwrap_or_else(|| format!("`find {t}` is not a primary the model knows"))
+        );
     }
     Ok(())
 }

@@ -4,10 +4,43 @@
 //! `--output`, `--ext-diff`, `--textconv`, `-c`, `--exec-path` and the like are never
 //! explained; neither is a subcommand without a model (an alias may run anything).
 
-use super::super::options::Effect::{Flag, OptionalValue, Runs, Value, Writes};
-use super::super::options::{GIT_GLOBAL, Opt, l, o, s};
+use super::opt::Effect::{Flag, OptionalValue, Runs, RunsOptional, Value, Writes};
+use super::opt::{Opt, l, o, s};
 use super::parse::{Arg, Parsed, check};
 use super::{Form, Kind, Lang, Model, Operands, PATHS, Style, TEXTS, model};
+
+/// git's global options (git.c `handle_options`: exact spellings, stop at the subcommand). A
+/// `Value` option takes the next word or an attached `=value`; `--list-cmds=` and
+/// `--exec-path[=DIR]` only an attached one. The one list: the allow side explains the flags
+/// and values here, and the deny scan reads the same list.
+pub(crate) const GLOBAL: &[Opt] = &[
+    s('C', Value),
+    o("config", 'c', Runs),
+    l("config-env", Runs),
+    l("exec-path", RunsOptional),
+    l("git-dir", Value),
+    l("work-tree", Value),
+    l("namespace", Value),
+    l("super-prefix", Value),
+    l("list-cmds", OptionalValue),
+    l("attr-source", Value),
+    o("paginate", 'p', Flag),
+    o("no-pager", 'P', Flag),
+    l("bare", Flag),
+    l("no-replace-objects", Flag),
+    l("literal-pathspecs", Flag),
+    l("glob-pathspecs", Flag),
+    l("noglob-pathspecs", Flag),
+    l("icase-pathspecs", Flag),
+    l("no-optional-locks", Flag),
+    l("no-lazy-fetch", Flag),
+    l("no-advice", Flag),
+    l("html-path", Flag),
+    l("man-path", Flag),
+    l("info-path", Flag),
+    o("help", 'h', Flag),
+    o("version", 'v', Flag),
+];
 
 /// Options of every command that shows diffs.
 const DIFF: &[Opt] = &[
@@ -492,7 +525,7 @@ const GREP: &[Opt] = &[
     o("files-with-matches", 'l', Flag),
     l("name-only", Flag),
     o("files-without-match", 'L', Flag),
-    o("open-files-in-pager", 'O', Runs),
+    o("open-files-in-pager", 'O', RunsOptional),
     o("null", 'z', Flag),
     o("only-matching", 'o', Flag),
     o("count", 'c', Flag),
@@ -718,7 +751,7 @@ const LS_REMOTE: &[Opt] = &[
     l("branches", Flag),
     o("tags", 't', Flag),
     l("refs", Flag),
-    l("upload-pack", Runs),
+    o("upload-pack", 'u', Runs),
     o("quiet", 'q', Flag),
     l("exit-code", Flag),
     l("get-url", Flag),
@@ -1081,14 +1114,205 @@ fn worktree_form(parsed: &Parsed<'_>) -> Result<(), String> {
     }
 }
 
-/// git.c's global options taking the next word as a value (`-C DIR`, `--git-dir DIR`).
-const GLOBAL_VALUES: &[&str] = &[
-    "-C",
-    "--git-dir",
-    "--work-tree",
-    "--namespace",
-    "--attr-source",
+/// Subcommands the deny scan reads but no model explains: what their options run or write.
+const FORMAT_PATCH: &[Opt] = &[l("output", Writes), o("output-directory", 'o', Writes)];
+
+/// `git submodule`: `--upload-pack`-like options reach its fetches and clones.
+const SUBMODULE: &[Opt] = &[
+    l("upload-pack", Runs),
+    o("config", 'c', Runs),
+    l("template", Runs),
+    o("origin", 'o', Value),
+    o("branch", 'b', Value),
+    l("depth", Value),
+    s('u', Runs),
 ];
+
+const PUSH: &[Opt] = &[
+    l("receive-pack", Runs),
+    l("exec", Runs),
+    o("force", 'f', Flag),
+    o("delete", 'd', Flag),
+    o("dry-run", 'n', Flag),
+    o("set-upstream", 'u', Flag),
+    o("verbose", 'v', Flag),
+    o("quiet", 'q', Flag),
+    l("force-with-lease", OptionalValue),
+    l("force-if-includes", Flag),
+    l("mirror", Flag),
+    l("all", Flag),
+    l("tags", Flag),
+    l("repo", Value),
+    o("push-option", 'o', Value),
+];
+
+const RESET: &[Opt] = &[
+    l("hard", Flag),
+    l("soft", Flag),
+    l("mixed", Flag),
+    l("merge", Flag),
+    l("keep", Flag),
+    o("quiet", 'q', Flag),
+    o("patch", 'p', Flag),
+];
+
+const ARCHIVE: &[Opt] = &[
+    o("output", 'o', Writes),
+    l("exec", Runs),
+    l("remote", Value),
+    l("format", Value),
+    l("prefix", Value),
+];
+
+const INIT: &[Opt] = &[l("template", Runs), l("separate-git-dir", Value)];
+
+/// Read by the deny scan only (see [`reading`]); `push` and `send-pack` stand for their
+/// forced forms with `+REF` (see [`PUSH_PLUS`]).
+const SCANNED: &[Sub] = &[
+    sub("diff-tree", LOGS, TEXTS),
+    sub("diff-index", LOGS, TEXTS),
+    sub("diff-files", LOGS, TEXTS),
+    sub("range-diff", LOGS, TEXTS),
+    sub("format-patch", &[FORMAT_PATCH, REVS, DIFF], TEXTS),
+    sub("submodule", &[SUBMODULE], TEXTS),
+    sub("push", &[PUSH], TEXTS),
+    sub("send-pack", &[PUSH], TEXTS),
+    sub("reset", &[RESET], PATHS),
+    sub("archive", &[ARCHIVE], TEXTS),
+    sub("init", &[INIT], TEXTS),
+];
+
+/// `git push origin +main` is a forced push: the operand prefix `+` stands for `--force`.
+const PUSH_PLUS: &str = "force";
+
+/// git subcommands vouched for (their options still go through their model, if any). Any
+/// other subcommand, an alias included, cannot be vouched for.
+pub(crate) const SUBCOMMANDS: &[&str] = &[
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archive",
+    "bisect",
+    "blame",
+    "branch",
+    "bundle",
+    "cat-file",
+    "check-attr",
+    "check-ignore",
+    "check-mailmap",
+    "check-ref-format",
+    "checkout",
+    "cherry",
+    "cherry-pick",
+    "clean",
+    "clone",
+    "commit",
+    "commit-graph",
+    "config",
+    "count-objects",
+    "describe",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-tree",
+    "difftool",
+    "fetch",
+    "for-each-ref",
+    "format-patch",
+    "fsck",
+    "gc",
+    "grep",
+    "help",
+    "init",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "merge",
+    "merge-base",
+    "mv",
+    "name-rev",
+    "notes",
+    "pull",
+    "push",
+    "range-diff",
+    "rebase",
+    "reflog",
+    "remote",
+    "restore",
+    "rev-list",
+    "rev-parse",
+    "revert",
+    "rm",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-ref",
+    "stash",
+    "status",
+    "submodule",
+    "switch",
+    "tag",
+    "version",
+    "whatchanged",
+    "worktree",
+    "reset",
+];
+
+/// git subcommands that always run code or configuration the checker cannot vouch for.
+pub(crate) const RUNNERS: &[&str] = &[
+    "filter-branch",
+    "filter-repo",
+    "send-email",
+    "instaweb",
+    "web--browse",
+    "daemon",
+    "hook",
+    "upload-pack",
+    "receive-pack",
+    "upload-archive",
+    "shell",
+    "credential",
+    "credential-cache",
+    "credential-store",
+    "p4",
+    "svn",
+    "cvsimport",
+    "cvsserver",
+    "cvsexportcommit",
+    "archimport",
+    "quiltimport",
+    "mergetool",
+    "remote-ext",
+    "remote-fd",
+    "http-backend",
+    "imap-send",
+];
+
+/// `git SUBCOMMAND WORD` pairs that run code (`git bisect run CMD`).
+pub(crate) const RUNNING_ACTIONS: &[(&str, &str)] = &[("bisect", "run"), ("submodule", "foreach")];
+
+/// git's global options as the deny scan reads them: exact spellings, unknown ones refused,
+/// parsing stops at the subcommand.
+pub(crate) const GLOBAL_MODEL: Model = Model {
+    strict: true,
+    stops_at_operand: true,
+    ..model("git", Style::Exact, GLOBAL, TEXTS)
+};
+
+/// The model of `git SUBCOMMAND` for the deny scan: the subcommand's model when it has one,
+/// else the options of a subcommand read only for what it runs or writes.
+pub(crate) fn reading(subcommand: &str) -> Option<Model> {
+    let found = SUBS.iter().chain(SCANNED).find(|s| s.name == subcommand)?;
+    let (first, more) = found.options.split_first().unwrap_or((&NO_OPTIONS, &[]));
+    Some(Model {
+        numeric: found.numeric,
+        more,
+        plus_operand: matches!(subcommand, "push" | "send-pack").then_some(PUSH_PLUS),
+        ..model(found.name, Style::Git, first, found.operands)
+    })
+}
 
 /// Explains `git ARGS`.
 pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
@@ -1104,25 +1328,23 @@ pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
             ));
         }
         i += 1;
-        if GLOBAL_VALUES.contains(&t) {
-            match args.get(i) {
-                Some(value) if value.glob.is_none() => i += 1,
-                _ => return Err(format!("`git {t}` lacks its value")),
-            }
-            continue;
-        }
         let (name, attached) = match t.split_once('=') {
             Some((n, _)) => (n, true),
             None => (t, false),
         };
-        let known = GIT_GLOBAL.iter().find(|o| {
+        let known = GLOBAL.iter().find(|o| {
             (!o.long.is_empty() && name.strip_prefix("--") == Some(o.long))
                 || o.short
                     .is_some_and(|c| !attached && name.len() == 2 && name.ends_with(c))
         });
-        match known {
-            Some(opt) if opt.effect == Flag && !attached => {}
-            Some(opt) if opt.effect == Value && (attached || !name.starts_with("--")) => {}
+        match known.map(|opt| opt.effect) {
+            Some(Flag) if !attached => {}
+            Some(Value) if attached => {}
+            Some(Value) => match args.get(i) {
+                Some(value) if value.glob.is_none() => i += 1,
+                _ => return Err(format!("`git {t}` lacks its value")),
+            },
+            Some(OptionalValue) if attached => {}
             _ => {
                 return Err(format!(
                     "`git {t}` is a global option the model does not explain"

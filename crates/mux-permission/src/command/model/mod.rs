@@ -1,19 +1,33 @@
-//! Program models for allow rules: a simple command is *explained* when every word after the
-//! program name is a known subcommand, a known option with its known arity (spelled, clustered
-//! and abbreviated the way that program's parser reads it), or an operand of a known kind. A
-//! word the model does not explain makes the command "not known safe": no prefix rule allows
-//! it. One small module per program family holds the data.
+//! Program models, the one source of option knowledge for both sides.
+//!
+//! For allow rules a simple command is *explained* when every word after the program name is
+//! a known subcommand, a known option with its known arity (spelled, clustered and
+//! abbreviated the way that program's parser reads it), or an operand of a known kind. A word
+//! the model does not explain makes the command "not known safe": no prefix rule allows it.
+//!
+//! The deny scan ([`super::scan`]) reads the same models for what a command runs or writes
+//! through its options ([`reading`]); a few programs (tar, man, pagers, editors, git's
+//! writing subcommands) have a model only for that and are never explained. One small module
+//! per program family holds the data.
 
 mod coreutils;
 mod find;
 mod git;
+mod globals;
+pub(crate) mod opt;
 mod parse;
+mod scanned;
 mod text;
 
-pub(crate) use git::config_reads;
+pub(crate) use find::ACTIONS as FIND_ACTIONS;
+pub(crate) use git::{
+    RUNNERS as GIT_RUNNERS, RUNNING_ACTIONS as GIT_RUNNING_ACTIONS, SUBCOMMANDS as GIT_SUBCOMMANDS,
+    config_reads,
+};
+pub(crate) use globals::global_option;
 pub(crate) use parse::{Arg, Parsed, check};
 
-use super::options::Opt;
+use opt::Opt;
 
 /// What kind of operand a position takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +96,7 @@ pub(crate) const NONE: Operands = Operands {
 pub(crate) type Form = fn(&Parsed<'_>) -> Result<(), String>;
 
 /// One program's (or one subcommand's) model.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Model {
     /// The program, or `git SUBCOMMAND`.
     pub(crate) name: &'static str,
@@ -102,6 +116,51 @@ pub(crate) struct Model {
     pub(crate) numeric: bool,
     /// Extra rules on the parsed form.
     pub(crate) form: Option<Form>,
+    /// For the deny scan: an option the model does not list makes the command at most ask.
+    pub(crate) strict: bool,
+    /// For the deny scan: option parsing stops at the first operand (git's global options
+    /// stop at the subcommand).
+    pub(crate) stops_at_operand: bool,
+    /// For the deny scan: the first argument is an option cluster even without a `-` (`tar
+    /// xvf`).
+    pub(crate) bundled_first: bool,
+    /// For the deny scan: an operand starting with `+` stands for this long option (`git push
+    /// origin +main` is a forced push).
+    pub(crate) plus_operand: Option<&'static str>,
+}
+
+impl Model {
+    /// Whether the parser accepts unique prefixes of long options.
+    pub(crate) fn abbreviates(&self) -> bool {
+        self.style != Style::Exact
+    }
+
+    /// Whether the first operand is a program in the command's language, unless an option gave
+    /// one (`sed PROGRAM FILE`).
+    pub(crate) fn program_operand(&self) -> bool {
+        matches!(self.operands.leading.first(), Some(Kind::Program(_)))
+    }
+
+    /// Every option of the model, its shared tables included.
+    pub(crate) fn all_options(&self) -> impl Iterator<Item = &'static Opt> + '_ {
+        self.options
+            .iter()
+            .chain(self.more.iter().flat_map(|group| group.iter()))
+    }
+
+    /// The options a long name (`exec` from `--exec`) can stand for: itself, else every option
+    /// it abbreviates when the parser accepts abbreviations.
+    pub(crate) fn long_candidates(&self, name: &str) -> Vec<&'static Opt> {
+        if let Some(exact) = self.all_options().find(|o| o.long == name) {
+            return vec![exact];
+        }
+        if !self.abbreviates() || name.is_empty() {
+            return Vec::new();
+        }
+        self.all_options()
+            .filter(|o| !o.long.is_empty() && o.long.starts_with(name))
+            .collect()
+    }
 }
 
 /// A model with the common defaults.
@@ -120,6 +179,10 @@ pub(crate) const fn model(
         program_options: &[],
         numeric: false,
         form: None,
+        strict: false,
+        stops_at_operand: false,
+        bundled_first: false,
+        plus_operand: None,
     }
 }
 
@@ -209,6 +272,20 @@ fn lookup(name: &str) -> Option<&'static Model> {
         .iter()
         .chain(text::MODELS)
         .find(|m| m.name == name)
+}
+
+/// The model the deny scan reads `name` (or `name subcommand`, for git) through: the model
+/// that explains it when there is one, else one that only says what its options run or
+/// write. `None` when the program has no option model.
+pub(crate) fn reading(name: &str, subcommand: Option<&str>) -> Option<Model> {
+    match (name, subcommand) {
+        ("git", None) => Some(git::GLOBAL_MODEL),
+        ("git", Some(sub)) => git::reading(sub),
+        (_, Some(_)) => None,
+        (other, None) => lookup(other)
+            .or_else(|| scanned::MODELS.iter().find(|m| m.name == other))
+            .copied(),
+    }
 }
 
 /// The programs with a model, for documentation and tests.

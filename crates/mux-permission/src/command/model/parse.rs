@@ -1,8 +1,8 @@
 //! Reading a command's arguments through its [`Model`], the way its option parser does, and
 //! refusing every word the model does not account for.
 
-use super::super::options::{Effect, Opt};
 use super::super::scripts;
+use super::opt::{Effect, Opt};
 use super::{Kind, Lang, Model, Style};
 
 /// One argument: its text after quote removal, and its shell pattern when it is an unquoted
@@ -74,28 +74,6 @@ pub(crate) fn safe_glob(pattern: &str) -> bool {
         .is_some_and(|c| c.is_alphanumeric() || matches!(c, '.' | '/' | '_'))
 }
 
-/// Every option of `model`.
-fn options(model: &Model) -> impl Iterator<Item = &'static Opt> + '_ {
-    model
-        .options
-        .iter()
-        .chain(model.more.iter().flat_map(|group| group.iter()))
-}
-
-/// The options a long name can stand for under `style`: itself, else every option it
-/// abbreviates.
-fn long_candidates(model: &Model, name: &str) -> Vec<&'static Opt> {
-    if let Some(exact) = options(model).find(|o| o.long == name) {
-        return vec![exact];
-    }
-    if model.style == Style::Exact || name.is_empty() {
-        return Vec::new();
-    }
-    options(model)
-        .filter(|o| !o.long.is_empty() && o.long.starts_with(name))
-        .collect()
-}
-
 /// Reads `args` through `model`; the first word the model cannot account for is the error.
 pub(crate) fn check<'a>(model: &Model, args: &[Arg<'a>]) -> Result<Parsed<'a>, String> {
     let name = model.name;
@@ -142,11 +120,11 @@ pub(crate) fn check<'a>(model: &Model, args: &[Arg<'a>]) -> Result<Parsed<'a>, S
                 Some((n, v)) => (n, Some(v)),
                 None => (long, None),
             };
-            let mut candidates = long_candidates(model, spelled);
+            let mut candidates = model.long_candidates(spelled);
             if candidates.is_empty() && model.style == Style::Git {
                 // `--no-OPTION` turns an option off: explained when OPTION is, and takes no value.
                 if let Some(positive) = spelled.strip_prefix("no-") {
-                    let negated = long_candidates(model, positive);
+                    let negated = model.long_candidates(positive);
                     if let [opt] = negated.as_slice()
                         && inert(opt.effect)
                         && attached.is_none()
@@ -199,7 +177,7 @@ pub(crate) fn check<'a>(model: &Model, args: &[Arg<'a>]) -> Result<Parsed<'a>, S
             continue;
         }
         for (at, letter) in cluster.char_indices() {
-            let Some(opt) = options(model).find(|o| o.short == Some(letter)) else {
+            let Some(opt) = model.all_options().find(|o| o.short == Some(letter)) else {
                 return Err(format!(
                     "`{name} -{letter}` is an option the model does not know"
                 ));

@@ -2,10 +2,8 @@
 //! and jq. Their programs are checked with the language's own grammar (see
 //! [`super::super::scripts`]).
 
-use super::super::options::Effect::{
-    Flag, OptionalValue, Runs, Script, ScriptFile, Value, WritesOptional,
-};
-use super::super::options::{Opt, SED, l, o, s};
+use super::opt::Effect::{Flag, OptionalValue, Runs, Script, ScriptFile, Value, WritesOptional};
+use super::opt::{Opt, l, o, s};
 use super::parse::{Arg, check};
 use super::{Kind, Lang, Model, Operands, Style, model};
 
@@ -267,6 +265,29 @@ const fn program_then_paths(lang: &'static [Kind; 1]) -> Operands {
     }
 }
 
+/// `sed` (GNU, getopt_long); `-i` writes, `-e`/`--expression` and the first operand are
+/// scripts, `-f` reads a script file.
+const SED: &[Opt] = &[
+    o("quiet", 'n', Flag),
+    l("silent", Flag),
+    l("debug", Flag),
+    o("expression", 'e', Script),
+    o("file", 'f', ScriptFile),
+    l("follow-symlinks", Flag),
+    o("in-place", 'i', WritesOptional),
+    o("line-length", 'l', Value),
+    l("posix", Flag),
+    o("regexp-extended", 'E', Flag),
+    s('r', Flag),
+    o("separate", 's', Flag),
+    l("sandbox", Flag),
+    o("unbuffered", 'u', Flag),
+    o("null-data", 'z', Flag),
+    l("zero-terminated", Flag),
+    l("help", Flag),
+    l("version", Flag),
+];
+
 const REGEX: &[Kind; 1] = &[Kind::Program(Lang::Regex)];
 const SED_PROGRAM: &[Kind; 1] = &[Kind::Program(Lang::Sed)];
 const AWK_PROGRAM: &[Kind; 1] = &[Kind::Program(Lang::Awk)];
@@ -301,7 +322,10 @@ pub(crate) const MODELS: &[Model] = &[
             &["regexp", "file", "files", "type-list"],
         )
     },
-    programmed("sed", Style::Gnu, SED, SED_PROGRAM, &["expression", "file"]),
+    Model {
+        strict: true,
+        ..programmed("sed", Style::Gnu, SED, SED_PROGRAM, &["expression", "file"])
+    },
     programmed(
         "awk",
         Style::Gnu,

@@ -1,48 +1,21 @@
-//! What a check decides, and why.
-
-use std::fmt;
+//! What a check concludes, and why.
 
 use serde::{Deserialize, Serialize};
 
-use crate::Scope;
-
-/// The three outcomes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Run the call.
-    Allow,
-    /// Ask someone first.
-    Ask,
-    /// Refuse the call.
-    Deny,
-}
-
-impl Verdict {
-    /// The lower-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Allow => "allow",
-            Verdict::Ask => "ask",
-            Verdict::Deny => "deny",
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::{Scope, Verdict};
 
 /// A check's result: the verdict, a reason a person (or model) can read, and the rule and
 /// scope that decided, when a rule did.
 ///
-/// Serialises as `{"decision":"allow|ask|deny","reason":…,"rule":…,"scope":…}`.
+/// The policy's [`Verdict`] with its grounds; "verdict" is the one word for what a policy
+/// concludes (a person's reply is an [`Answer`](crate::Answer)).
+///
+/// Serialises as `{"verdict":"allow|ask|deny","reason":…,"rule":…,"scope":…}`; the key
+/// `"decision"` of earlier releases is still read.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Decision {
+pub struct PolicyVerdict {
     /// Allow, ask or deny.
-    #[serde(rename = "decision")]
+    #[serde(alias = "decision")]
     pub verdict: Verdict,
     /// Why.
     pub reason: String,
@@ -52,7 +25,7 @@ pub struct Decision {
     pub scope: Option<Scope>,
 }
 
-impl Decision {
+impl PolicyVerdict {
     pub(crate) fn new(verdict: Verdict, reason: impl Into<String>) -> Self {
         Self {
             verdict,

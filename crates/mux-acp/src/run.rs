@@ -24,9 +24,10 @@ const ALLOW_ALWAYS: &str = "allow_always";
 const REJECT_ONCE: &str = "reject_once";
 const REJECT_ALWAYS: &str = "reject_always";
 
-/// What `ask_user` hears: ACP has no mid-turn question, so the model asks in its reply.
-const NO_QUESTIONS: &str = "The editor cannot answer questions during a turn. Finish your \
-                            turn with the question in your reply, and the user will answer.";
+/// What `ask_user` hears: ACP has no question in the middle of a prompt's run, so the model
+/// asks in its reply.
+const NO_QUESTIONS: &str = "The editor cannot answer questions while you work. End your \
+                            reply with the question, and the user will answer.";
 
 /// An `agent_message_chunk` notification.
 pub(crate) fn message(session: &str, text: String) -> SessionNotification {
@@ -36,8 +37,9 @@ pub(crate) fn message(session: &str, text: String) -> SessionNotification {
     )
 }
 
-/// Runs `prompt` as a turn of `session` and answers with its stop reason.
-pub(crate) async fn run_turn(
+/// Runs `prompt` in `session` to its end (ACP's "prompt turn"; in mux, a run) and answers
+/// with its stop reason.
+pub(crate) async fn run_prompt(
     session: Arc<Session>,
     prompt: Prompt,
     cx: ConnectionTo<Client>,
@@ -48,15 +50,15 @@ pub(crate) async fn run_turn(
         handle,
     } = session.orchestrator.run_with(prompt.text, prompt.images)?;
     let cancel = handle.cancellation().clone();
-    session.begin_turn(cancel.clone());
-    let view = TurnView {
+    session.begin_run(cancel.clone());
+    let view = RunView {
         session: Arc::clone(&session),
         cx,
     };
     while let Some(event) = events.recv().await {
         view.on_event(event, &input, &cancel).await;
     }
-    session.end_turn();
+    session.end_run();
     let outcome = handle.wait().await;
     match outcome {
         Ok(_) if cancel.is_cancelled() => Ok(StopReason::Cancelled),
@@ -81,13 +83,13 @@ fn stop_reason(summary: &mux_orchestrator::RunSummary) -> StopReason {
     }
 }
 
-/// The turn as the editor sees it.
-struct TurnView {
+/// The run as the editor sees it.
+struct RunView {
     session: Arc<Session>,
     cx: ConnectionTo<Client>,
 }
 
-impl TurnView {
+impl RunView {
     fn send(&self, update: SessionUpdate) {
         let notification = SessionNotification::new(self.session.id().to_owned(), update);
         if let Err(err) = self.cx.send_notification(notification) {
@@ -255,7 +257,7 @@ impl TurnView {
     }
 
     /// Asks the editor in a task of its own (the loop's events keep flowing), and answers the
-    /// loop. A cancelled turn stops waiting: dropping the request tells the client.
+    /// loop. A cancelled run stops waiting: dropping the request tells the client.
     fn ask(
         &self,
         call_id: String,
@@ -299,7 +301,10 @@ impl TurnView {
                 },
             };
             input
-                .send(LoopInput::ToolApproval { call_id, decision })
+                .send(LoopInput::ToolApproval {
+                    call_id,
+                    answer: decision,
+                })
                 .await;
         });
     }
