@@ -11,7 +11,8 @@ use crate::retry::RetryPolicy;
 use mux_tool::Secret;
 
 use super::stream::GeminiDecoder;
-use super::wire::{request_body, response_from_json};
+use super::stream::response_from_json;
+use super::wire::request_body;
 
 /// The public API root.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
