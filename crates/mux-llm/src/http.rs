@@ -86,7 +86,87 @@ impl HttpOptions {
             .unwrap_or_else(|| default_base.to_owned());
         Ok(Self::new(base, Some(key)))
     }
+
+    /// Options from the environment through `get` for OpenAI and the servers that speak its
+    /// API: the key from `key_var` and the base URL from `base_var` (`default_base` when
+    /// unset). The key may be absent when the base URL is set: a local server needs none.
+    #[cfg_attr(
+        not(any(feature = "openai", feature = "openai-responses")),
+        allow(dead_code)
+    )]
+    pub(crate) fn from_lookup_or_local(
+        provider: &str,
+        key_var: &str,
+        base_var: &str,
+        default_base: &str,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, LlmError> {
+        let key = get(key_var)
+            .filter(|key| !key.trim().is_empty())
+            .map(|key| Secret::new(key.trim()));
+        let base = get(base_var).filter(|url| !url.trim().is_empty());
+        if key.is_none() && base.is_none() {
+            return Err(LlmError::Config {
+                provider: provider.into(),
+                message: format!("{key_var} is not set (set {base_var} for a local server)"),
+            });
+        }
+        let base = base.unwrap_or_else(|| default_base.to_owned());
+        Ok(Self::new(base, key))
+    }
 }
+
+/// The span of one request to a provider, with the OpenTelemetry GenAI request attributes
+/// the clients share.
+pub(crate) fn request_span(request: &crate::request::Request, stream: bool) -> tracing::Span {
+    tracing::debug_span!(
+        "llm.request",
+        model = %request.model,
+        max_tokens = request.max_tokens,
+        stream,
+    )
+}
+
+/// `accept: application/json` and, with a key, `authorization: Bearer <key>` (OpenAI and the
+/// servers that speak its API).
+#[cfg_attr(
+    not(any(feature = "openai", feature = "openai-responses")),
+    allow(dead_code)
+)]
+pub(crate) fn bearer_headers(provider: &str, key: Option<&Secret>) -> Result<HeaderMap, LlmError> {
+    let bearer = key.map(|key| format!("Bearer {}", key.expose()));
+    let mut pairs = vec![("accept", "application/json")];
+    if let Some(bearer) = &bearer {
+        pairs.push(("authorization", bearer.as_str()));
+    }
+    headers(provider, &pairs)
+}
+
+/// The settings every client changes the same way, as builder methods: the base URL, the
+/// retry policy and the timeouts. Each rebuilds the client's transport through the client's
+/// own `rebuild(self, change)`.
+macro_rules! http_settings {
+    () => {
+        /// Sends requests to `base_url` instead (a proxy, a compatible server, or a local test
+        /// server).
+        pub fn base_url(self, base_url: impl Into<String>) -> Result<Self, LlmError> {
+            let base = base_url.into().trim_end_matches('/').to_owned();
+            self.rebuild(|options| options.base_url = base)
+        }
+
+        /// Sets the retry policy.
+        pub fn retry(self, retry: RetryPolicy) -> Result<Self, LlmError> {
+            self.rebuild(|options| options.retry = retry)
+        }
+
+        /// Sets the timeouts.
+        pub fn timeouts(self, timeouts: Timeouts) -> Result<Self, LlmError> {
+            self.rebuild(|options| options.timeouts = timeouts)
+        }
+    };
+}
+
+pub(crate) use http_settings;
 
 /// A sender bound to one provider.
 #[derive(Clone)]

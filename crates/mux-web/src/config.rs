@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub(crate) use crate::error::ConfigError;
 use crate::security::{Authenticator, BearerTokens, ProbeLimit, Refusal, RefusalHook};
 
 /// How the web face behaves. [`WebConfig::default`] is safe for a local server: requests
@@ -139,13 +140,4 @@ impl WebConfig {
         self.replay_retention = retention;
         self
     }
-}
-
-/// A configuration the router cannot use.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// An allowed host that is not `name` or `name:port`.
-    #[error("allowed host `{0}` is not `name` or `name:port`")]
-    InvalidAllowedHost(String),
 }

@@ -168,3 +168,12 @@ impl ErrorCode {
         }
     }
 }
+
+/// A configuration the router cannot use.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// An allowed host that is not `name` or `name:port`.
+    #[error("allowed host `{0}` is not `name` or `name:port`")]
+    InvalidAllowedHost(String),
+}

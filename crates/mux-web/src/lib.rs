@@ -15,8 +15,8 @@ mod thread;
 mod translate;
 pub mod types;
 
-pub use config::{ConfigError, WebConfig};
-pub use error::{ErrorCode, WebError};
+pub use config::WebConfig;
+pub use error::{ConfigError, ErrorCode, WebError};
 pub use registry::AgentFactory;
 pub use router::AguiRouter;
 pub use security::{

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use mux_orchestrator::OrchestratorBuilder;
-use mux_orchestrator::session::{SessionError, SessionMeta, SessionStore};
+use mux_orchestrator::session::{ID_RULE, SessionError, SessionMeta, SessionStore, valid_id};
 use mux_tool::Registry;
 
 use crate::buffer::RunBuffer;
@@ -56,15 +56,6 @@ pub(crate) struct RunRegistry {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Whether `id` is usable as a thread or run id (a mux session id).
-fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 128
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 impl RunRegistry {
@@ -148,7 +139,7 @@ impl RunRegistry {
     ) -> Result<(Vec<Message>, Vec<crate::types::Interrupt>), WebError> {
         if !valid_id(thread_id) {
             return Err(WebError::BadRequest(format!(
-                "threadId `{thread_id}` must be 1 to 128 of A-Z a-z 0-9 _ -"
+                "threadId `{thread_id}` must be {ID_RULE}"
             )));
         }
         self.check_owner(principal, thread_id, false).await?;
@@ -187,7 +178,7 @@ impl RunRegistry {
         for (what, id) in [("threadId", &input.thread_id), ("runId", &input.run_id)] {
             if !valid_id(id) {
                 return Err(WebError::BadRequest(format!(
-                    "{what} `{id}` must be 1 to 128 of A-Z a-z 0-9 _ -"
+                    "{what} `{id}` must be {ID_RULE}"
                 )));
             }
         }

@@ -10,7 +10,6 @@ mod llm_decode;
 mod mcp;
 mod orchestrator;
 mod permission;
-mod postgres_server;
 mod session_stores;
 mod web;
 

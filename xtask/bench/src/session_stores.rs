@@ -16,7 +16,7 @@ use mux_orchestrator::session::{
 use tokio::runtime::Runtime;
 
 use crate::harness::Row;
-use crate::postgres_server::Server;
+use mux_testkit::postgres::{Durability, Server};
 
 const APPENDS: usize = 2_000;
 const LOADED: usize = 1_000;
@@ -232,7 +232,7 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     })?;
     out.extend(rows("SQLite session store", &sqlite, &file));
 
-    let server = match Server::start() {
+    let server = match Server::start(Durability::Default) {
         Ok(server) => server,
         Err(why) => {
             eprintln!("session_stores: no PostgreSQL rows: {why}");
@@ -240,7 +240,7 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
         }
     };
     let store = rt
-        .block_on(PostgresSessionStore::connect(&server.url()))
+        .block_on(PostgresSessionStore::connect(&server.url("postgres")))
         .map_err(err)?;
     let postgres = rt.block_on(measure(&store))?;
     rt.block_on(store.close());
@@ -271,7 +271,7 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
 
     // Commits that do not wait for their WAL flush: the disk's fsync time out of the picture
     // (a server crash may lose the last commits; a killed client still loses only its own).
-    let url = format!("{}&options[synchronous_commit]=off", server.url());
+    let url = format!("{}&options[synchronous_commit]=off", server.url("postgres"));
     let store = rt
         .block_on(PostgresSessionStore::connect(&url))
         .map_err(err)?;

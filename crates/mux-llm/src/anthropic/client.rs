@@ -4,7 +4,7 @@ use tracing::Instrument;
 
 use crate::client::{BoxFuture, EventStream, LlmClient};
 use crate::error::LlmError;
-use crate::http::{HttpOptions, Timeouts, Transport, headers};
+use crate::http::{HttpOptions, Timeouts, Transport, headers, http_settings, request_span};
 use crate::request::Request;
 use crate::response::Response;
 use crate::retry::RetryPolicy;
@@ -78,21 +78,7 @@ impl AnthropicClient {
         })
     }
 
-    /// Sends requests to `base_url` instead (a proxy or a local test server).
-    pub fn base_url(self, base_url: impl Into<String>) -> Result<Self, LlmError> {
-        let base = base_url.into().trim_end_matches('/').to_owned();
-        self.rebuild(|options| options.base_url = base)
-    }
-
-    /// Sets the retry policy.
-    pub fn retry(self, retry: RetryPolicy) -> Result<Self, LlmError> {
-        self.rebuild(|options| options.retry = retry)
-    }
-
-    /// Sets the timeouts.
-    pub fn timeouts(self, timeouts: Timeouts) -> Result<Self, LlmError> {
-        self.rebuild(|options| options.timeouts = timeouts)
-    }
+    http_settings!();
 
     /// Adds an `anthropic-beta` feature flag.
     pub fn beta(mut self, flag: impl Into<String>) -> Self {
@@ -127,22 +113,13 @@ impl AnthropicClient {
     }
 }
 
-fn span(request: &Request, stream: bool) -> tracing::Span {
-    tracing::debug_span!(
-        "llm.request",
-        model = %request.model,
-        max_tokens = request.max_tokens,
-        stream,
-    )
-}
-
 impl LlmClient for AnthropicClient {
     fn provider(&self) -> &str {
         "anthropic"
     }
 
     fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
-        let span = span(&request, true);
+        let span = request_span(&request, true);
         Box::pin(
             async move {
                 let headers = self.headers()?;
@@ -167,7 +144,7 @@ impl LlmClient for AnthropicClient {
     }
 
     fn complete(&self, request: Request) -> BoxFuture<'_, Result<Response, LlmError>> {
-        let span = span(&request, false);
+        let span = request_span(&request, false);
         Box::pin(
             async move {
                 let headers = self.headers()?;

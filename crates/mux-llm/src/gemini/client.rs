@@ -4,14 +4,15 @@ use tracing::Instrument;
 
 use crate::client::{BoxFuture, EventStream, LlmClient};
 use crate::error::LlmError;
-use crate::http::{HttpOptions, Timeouts, Transport, headers};
+use crate::http::{HttpOptions, Timeouts, Transport, headers, http_settings, request_span};
 use crate::request::Request;
 use crate::response::Response;
 use crate::retry::RetryPolicy;
 use mux_tool::Secret;
 
 use super::stream::GeminiDecoder;
-use super::wire::{request_body, response_from_json};
+use super::stream::response_from_json;
+use super::wire::request_body;
 
 /// The public API root.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -69,21 +70,7 @@ impl GeminiClient {
         Self::with_options(options)
     }
 
-    /// Sends requests to `base_url` instead.
-    pub fn base_url(self, base_url: impl Into<String>) -> Result<Self, LlmError> {
-        let base = base_url.into().trim_end_matches('/').to_owned();
-        self.rebuild(|options| options.base_url = base)
-    }
-
-    /// Sets the retry policy.
-    pub fn retry(self, retry: RetryPolicy) -> Result<Self, LlmError> {
-        self.rebuild(|options| options.retry = retry)
-    }
-
-    /// Sets the timeouts.
-    pub fn timeouts(self, timeouts: Timeouts) -> Result<Self, LlmError> {
-        self.rebuild(|options| options.timeouts = timeouts)
-    }
+    http_settings!();
 
     fn headers(&self) -> Result<reqwest::header::HeaderMap, LlmError> {
         let key = self
@@ -116,22 +103,13 @@ fn model_path(model: &str) -> Result<&str, LlmError> {
     Ok(model)
 }
 
-fn span(request: &Request, stream: bool) -> tracing::Span {
-    tracing::debug_span!(
-        "llm.request",
-        model = %request.model,
-        max_tokens = request.max_tokens,
-        stream,
-    )
-}
-
 impl LlmClient for GeminiClient {
     fn provider(&self) -> &str {
         "gemini"
     }
 
     fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
-        let span = span(&request, true);
+        let span = request_span(&request, true);
         Box::pin(
             async move {
                 let path = format!(
@@ -154,7 +132,7 @@ impl LlmClient for GeminiClient {
     }
 
     fn complete(&self, request: Request) -> BoxFuture<'_, Result<Response, LlmError>> {
-        let span = span(&request, false);
+        let span = request_span(&request, false);
         Box::pin(
             async move {
                 let path = format!(

@@ -6,5 +6,5 @@ mod stream;
 mod wire;
 
 pub use client::{DEFAULT_BASE_URL, GeminiClient};
-pub use stream::GeminiDecoder;
-pub use wire::{request_body, response_from_json};
+pub use stream::{GeminiDecoder, response_from_json};
+pub use wire::request_body;

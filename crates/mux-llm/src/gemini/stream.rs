@@ -5,7 +5,7 @@ use serde_json::Value;
 use crate::decode::{EventMapper, Flow};
 use crate::error::LlmError;
 use crate::event::{BlockStart, StreamEvent};
-use crate::response::{StopReason, Usage};
+use crate::response::{Response, StopReason, Usage};
 use crate::sse::SseEventRef;
 
 use super::wire::{stop_reason, usage};
@@ -226,4 +226,18 @@ impl EventMapper for GeminiDecoder {
     fn on_end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         self.finish_into(out)
     }
+}
+
+/// Converts a `generateContent` reply to a [`Response`] (through the stream decoder, since a
+/// reply is one chunk of a stream).
+pub fn response_from_json(value: &Value) -> Result<Response, LlmError> {
+    let mut decoder = GeminiDecoder::new();
+    let mut events: Vec<StreamEvent> = Vec::new();
+    decoder.on_chunk(value, &mut events)?;
+    decoder.finish_into(&mut events)?;
+    let mut acc = crate::accumulate::Accumulator::new("gemini");
+    for event in &events {
+        acc.push(event)?;
+    }
+    acc.finish()
 }

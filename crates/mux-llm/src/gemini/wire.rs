@@ -4,11 +4,9 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::error::LlmError;
-use crate::event::StreamEvent;
 use crate::message::{ContentBlock, ImageSource, Role};
 use crate::request::{Request, ToolChoice};
-use crate::response::{Response, StopReason, Usage};
+use crate::response::{StopReason, Usage};
 
 fn text_of(blocks: &[ContentBlock]) -> String {
     blocks
@@ -180,18 +178,4 @@ pub(crate) fn usage(value: &Value) -> Option<Usage> {
         cache_write_tokens: 0,
         reasoning_tokens: thoughts,
     })
-}
-
-/// Converts a `generateContent` reply to a [`Response`] (through the stream decoder, since a
-/// reply is one chunk of a stream).
-pub fn response_from_json(value: &Value) -> Result<Response, LlmError> {
-    let mut decoder = super::stream::GeminiDecoder::new();
-    let mut events: Vec<StreamEvent> = Vec::new();
-    decoder.on_chunk(value, &mut events)?;
-    decoder.finish_into(&mut events)?;
-    let mut acc = crate::accumulate::Accumulator::new("gemini");
-    for event in &events {
-        acc.push(event)?;
-    }
-    acc.finish()
 }

@@ -4,7 +4,7 @@ use tracing::Instrument;
 
 use crate::client::{BoxFuture, EventStream, LlmClient};
 use crate::error::LlmError;
-use crate::http::{HttpOptions, Timeouts, Transport, headers};
+use crate::http::{HttpOptions, Timeouts, Transport, bearer_headers, http_settings, request_span};
 use crate::request::Request;
 use crate::response::Response;
 use crate::retry::RetryPolicy;
@@ -141,19 +141,14 @@ impl OpenAiClient {
 
     /// Like [`OpenAiClient::from_env`], reading variables through `get`.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let key = get("OPENAI_API_KEY")
-            .filter(|key| !key.trim().is_empty())
-            .map(|key| Secret::new(key.trim()));
-        let base = get("OPENAI_BASE_URL").filter(|url| !url.trim().is_empty());
-        if key.is_none() && base.is_none() {
-            return Err(LlmError::Config {
-                provider: "openai".into(),
-                message: "OPENAI_API_KEY is not set (set OPENAI_BASE_URL for a local server)"
-                    .into(),
-            });
-        }
-        let base = base.unwrap_or_else(|| Preset::OpenAi.base_url().to_owned());
-        Self::with_options(Preset::OpenAi, HttpOptions::new(base, key))
+        let options = HttpOptions::from_lookup_or_local(
+            Preset::OpenAi.name(),
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            Preset::OpenAi.base_url(),
+            get,
+        )?;
+        Self::with_options(Preset::OpenAi, options)
     }
 
     /// A client with a preset's quirks and explicit HTTP options.
@@ -185,21 +180,7 @@ impl OpenAiClient {
         })
     }
 
-    /// Sends requests to `base_url` instead.
-    pub fn base_url(self, base_url: impl Into<String>) -> Result<Self, LlmError> {
-        let base = base_url.into().trim_end_matches('/').to_owned();
-        self.rebuild(|options| options.base_url = base)
-    }
-
-    /// Sets the retry policy.
-    pub fn retry(self, retry: RetryPolicy) -> Result<Self, LlmError> {
-        self.rebuild(|options| options.retry = retry)
-    }
-
-    /// Sets the timeouts.
-    pub fn timeouts(self, timeouts: Timeouts) -> Result<Self, LlmError> {
-        self.rebuild(|options| options.timeouts = timeouts)
-    }
+    http_settings!();
 
     /// Overrides the wire differences (for a server no preset describes).
     pub fn wire_options(mut self, wire: WireOptions) -> Self {
@@ -208,26 +189,7 @@ impl OpenAiClient {
     }
 
     fn headers(&self) -> Result<reqwest::header::HeaderMap, LlmError> {
-        let bearer = self
-            .transport
-            .options
-            .api_key
-            .as_ref()
-            .map(|key| format!("Bearer {}", key.expose()));
-        let mut pairs = vec![("accept", "application/json")];
-        if let Some(bearer) = &bearer {
-            pairs.push(("authorization", bearer.as_str()));
-        }
-        headers(&self.provider, &pairs)
-    }
-
-    fn span(&self, request: &Request, stream: bool) -> tracing::Span {
-        tracing::debug_span!(
-            "llm.request",
-            model = %request.model,
-            max_tokens = request.max_tokens,
-            stream,
-        )
+        bearer_headers(&self.provider, self.transport.options.api_key.as_ref())
     }
 }
 
@@ -237,7 +199,7 @@ impl LlmClient for OpenAiClient {
     }
 
     fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
-        let span = self.span(&request, true);
+        let span = request_span(&request, true);
         Box::pin(
             async move {
                 let headers = self.headers()?;
@@ -258,7 +220,7 @@ impl LlmClient for OpenAiClient {
     }
 
     fn complete(&self, request: Request) -> BoxFuture<'_, Result<Response, LlmError>> {
-        let span = self.span(&request, false);
+        let span = request_span(&request, false);
         Box::pin(
             async move {
                 let headers = self.headers()?;

@@ -4,7 +4,7 @@ use tracing::Instrument;
 
 use crate::client::{BoxFuture, EventStream, LlmClient};
 use crate::error::LlmError;
-use crate::http::{HttpOptions, Timeouts, Transport, headers};
+use crate::http::{HttpOptions, Timeouts, Transport, bearer_headers, http_settings, request_span};
 use crate::request::Request;
 use crate::response::Response;
 use crate::retry::RetryPolicy;
@@ -51,19 +51,14 @@ impl ResponsesClient {
 
     /// Like [`ResponsesClient::from_env`], reading variables through `get`.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let key = get("OPENAI_API_KEY")
-            .filter(|key| !key.trim().is_empty())
-            .map(|key| Secret::new(key.trim()));
-        let base = get("OPENAI_BASE_URL").filter(|url| !url.trim().is_empty());
-        if key.is_none() && base.is_none() {
-            return Err(LlmError::Config {
-                provider: PROVIDER.into(),
-                message: "OPENAI_API_KEY is not set (set OPENAI_BASE_URL for a local server)"
-                    .into(),
-            });
-        }
-        let base = base.unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        Self::with_options(HttpOptions::new(base, key))
+        let options = HttpOptions::from_lookup_or_local(
+            PROVIDER,
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            DEFAULT_BASE_URL,
+            get,
+        )?;
+        Self::with_options(options)
     }
 
     /// A client with explicit HTTP options. OpenAI's own URL needs a key.
@@ -89,21 +84,7 @@ impl ResponsesClient {
         })
     }
 
-    /// Sends requests to `base_url` instead.
-    pub fn base_url(self, base_url: impl Into<String>) -> Result<Self, LlmError> {
-        let base = base_url.into().trim_end_matches('/').to_owned();
-        self.rebuild(|options| options.base_url = base)
-    }
-
-    /// Sets the retry policy.
-    pub fn retry(self, retry: RetryPolicy) -> Result<Self, LlmError> {
-        self.rebuild(|options| options.retry = retry)
-    }
-
-    /// Sets the timeouts.
-    pub fn timeouts(self, timeouts: Timeouts) -> Result<Self, LlmError> {
-        self.rebuild(|options| options.timeouts = timeouts)
-    }
+    http_settings!();
 
     /// Stateless reasoning: sends `store: false` and asks for reasoning items' encrypted
     /// content, which comes back in the thinking blocks' signatures and goes out again with
@@ -121,27 +102,8 @@ impl ResponsesClient {
     }
 
     fn headers(&self) -> Result<reqwest::header::HeaderMap, LlmError> {
-        let bearer = self
-            .transport
-            .options
-            .api_key
-            .as_ref()
-            .map(|key| format!("Bearer {}", key.expose()));
-        let mut pairs = vec![("accept", "application/json")];
-        if let Some(bearer) = &bearer {
-            pairs.push(("authorization", bearer.as_str()));
-        }
-        headers(PROVIDER, &pairs)
+        bearer_headers(PROVIDER, self.transport.options.api_key.as_ref())
     }
-}
-
-fn span(request: &Request, stream: bool) -> tracing::Span {
-    tracing::debug_span!(
-        "llm.request",
-        model = %request.model,
-        max_tokens = request.max_tokens,
-        stream,
-    )
 }
 
 impl LlmClient for ResponsesClient {
@@ -150,7 +112,7 @@ impl LlmClient for ResponsesClient {
     }
 
     fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
-        let span = span(&request, true);
+        let span = request_span(&request, true);
         Box::pin(
             async move {
                 let headers = self.headers()?;
@@ -170,7 +132,7 @@ impl LlmClient for ResponsesClient {
     }
 
     fn complete(&self, request: Request) -> BoxFuture<'_, Result<Response, LlmError>> {
-        let span = span(&request, false);
+        let span = request_span(&request, false);
         Box::pin(
             async move {
                 let headers = self.headers()?;

@@ -66,15 +66,9 @@ impl FileSessionStore {
 
     async fn write_meta(&self, meta: &SessionMeta) -> Result<(), SessionError> {
         let dir = self.session_dir(&meta.id)?;
-        let io = |operation| {
-            move |source| SessionError::Io {
-                id: meta.id.clone(),
-                operation,
-                source,
-            }
-        };
+        let io = |operation| SessionError::io(&meta.id, operation);
         let json = serde_json::to_vec_pretty(meta)
-            .map_err(|err| io("serializing metadata")(std::io::Error::other(err)))?;
+            .map_err(SessionError::serialize(&meta.id, "serializing metadata"))?;
         let temp = dir.join(format!(".{META}.tmp"));
         let mut file = tokio::fs::File::create(&temp)
             .await
@@ -101,7 +95,7 @@ impl SessionStore for FileSessionStore {
             tokio::fs::create_dir_all(&self.root)
                 .await
                 .map_err(|source| SessionError::Io {
-                    id: meta.id.clone(),
+                    id: None,
                     operation: "creating the store directory",
                     source,
                 })?;
@@ -111,20 +105,14 @@ impl SessionStore for FileSessionStore {
                     return Err(SessionError::AlreadyExists(meta.id.clone()));
                 }
                 Err(source) => {
-                    return Err(SessionError::Io {
-                        id: meta.id.clone(),
-                        operation: "creating the session directory",
-                        source,
-                    });
+                    return Err(
+                        SessionError::io(&meta.id, "creating the session directory")(source),
+                    );
                 }
             }
             tokio::fs::File::create(dir.join(HISTORY))
                 .await
-                .map_err(|source| SessionError::Io {
-                    id: meta.id.clone(),
-                    operation: "creating the history",
-                    source,
-                })?;
+                .map_err(SessionError::io(&meta.id, "creating the history"))?;
             self.write_meta(meta).await
         })
     }
@@ -146,17 +134,11 @@ impl SessionStore for FileSessionStore {
     ) -> BoxFuture<'a, Result<(), SessionError>> {
         Box::pin(async move {
             let dir = self.session_dir(id)?;
-            let io = |operation| {
-                move |source| SessionError::Io {
-                    id: id.to_owned(),
-                    operation,
-                    source,
-                }
-            };
+            let io = |operation| SessionError::io(id, operation);
             let mut buf = Vec::new();
             for record in records {
                 serde_json::to_writer(&mut buf, record)
-                    .map_err(|err| io("serializing a record")(std::io::Error::other(err)))?;
+                    .map_err(SessionError::serialize(id, "serializing a record"))?;
                 buf.push(b'\n');
             }
             let path = dir.join(HISTORY);
@@ -176,13 +158,7 @@ impl SessionStore for FileSessionStore {
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
         Box::pin(async move {
             let dir = self.session_dir(id)?;
-            let io = |operation| {
-                move |source| SessionError::Io {
-                    id: id.to_owned(),
-                    operation,
-                    source,
-                }
-            };
+            let io = |operation| SessionError::io(id, operation);
             let meta_bytes =
                 tokio::fs::read(dir.join(META))
                     .await
@@ -221,7 +197,7 @@ impl SessionStore for FileSessionStore {
                 Err(err) if err.kind() == ErrorKind::NotFound => return Ok(metas),
                 Err(source) => {
                     return Err(SessionError::Io {
-                        id: String::new(),
+                        id: None,
                         operation: "listing sessions",
                         source,
                     });
@@ -247,11 +223,7 @@ impl SessionStore for FileSessionStore {
                 .await
                 .map_err(|err| match err.kind() {
                     ErrorKind::NotFound => SessionError::NotFound(id.to_owned()),
-                    _ => SessionError::Io {
-                        id: id.to_owned(),
-                        operation: "deleting",
-                        source: err,
-                    },
+                    _ => SessionError::io(id, "deleting")(err),
                 })
         })
     }

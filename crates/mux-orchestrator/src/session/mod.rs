@@ -7,6 +7,8 @@ mod page;
 mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod sql;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql_store;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -168,7 +170,7 @@ pub enum SessionError {
     #[error("session `{0}` already exists")]
     AlreadyExists(String),
     /// The id is not usable as a session id.
-    #[error("`{0}` is not a valid session id (use 1 to 128 of A-Z a-z 0-9 _ -)")]
+    #[error("`{0}` is not a valid session id (use {ID_RULE})")]
     InvalidId(String),
     /// A record before the last one is unreadable: the log was damaged, not just torn.
     #[error("session `{id}` history line {line} is corrupt: {reason}")]
@@ -181,21 +183,32 @@ pub enum SessionError {
         reason: String,
     },
     /// Reading or writing failed.
-    #[error("session `{id}`: {operation} failed: {source}")]
+    #[error("{}: {operation} failed: {source}", subject(id))]
     Io {
-        /// The session.
-        id: String,
+        /// The session, or `None` for the whole store (creating its directory, listing).
+        id: Option<String>,
         /// What was being done.
         operation: &'static str,
         /// The I/O error.
         #[source]
         source: std::io::Error,
     },
-    /// A database refused or failed an operation.
-    #[error("session store: {operation}{} failed: {source}", of_session(id))]
-    Database {
-        /// The session (empty for store-wide operations such as opening or listing).
+    /// A session's metadata or a record could not be turned into JSON.
+    #[error("session `{id}`: {operation} failed: {source}")]
+    Serialize {
+        /// The session.
         id: String,
+        /// What was being serialized.
+        operation: &'static str,
+        /// The serializer's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A database refused or failed an operation.
+    #[error("{}: {operation} failed: {source}", subject(id))]
+    Database {
+        /// The session, or `None` for the whole store (opening, migrating, listing).
+        id: Option<String>,
         /// What was being done.
         operation: &'static str,
         /// The database driver's error.
@@ -214,12 +227,34 @@ pub enum SessionError {
     },
 }
 
-/// " of session `id`", or nothing for a store-wide operation (an empty id).
-fn of_session(id: &str) -> String {
-    if id.is_empty() {
-        String::new()
-    } else {
-        format!(" of session `{id}`")
+/// What an error is about: "session `id`", or "session store" for the whole store.
+fn subject(id: &Option<String>) -> String {
+    match id {
+        Some(id) => format!("session `{id}`"),
+        None => "session store".to_owned(),
+    }
+}
+
+impl SessionError {
+    /// An I/O error of session `id`.
+    pub(crate) fn io(id: &str, operation: &'static str) -> impl FnOnce(std::io::Error) -> Self {
+        move |source| Self::Io {
+            id: Some(id.to_owned()),
+            operation,
+            source,
+        }
+    }
+
+    /// A serialization error of session `id`.
+    pub(crate) fn serialize(
+        id: &str,
+        operation: &'static str,
+    ) -> impl FnOnce(serde_json::Error) -> Self {
+        move |source| Self::Serialize {
+            id: id.to_owned(),
+            operation,
+            source,
+        }
     }
 }
 
@@ -280,14 +315,31 @@ pub trait SessionStore: Send + Sync + 'static {
     }
 }
 
-/// Checks that `id` is safe to use as a directory name.
-pub(crate) fn check_id(id: &str) -> Result<(), SessionError> {
-    let ok = !id.is_empty()
+/// The rule a session id follows, for messages: what [`valid_id`] accepts.
+pub const ID_RULE: &str = "1 to 128 of A-Z a-z 0-9 _ -";
+
+/// Whether `id` is usable as a session id: 1 to 128 bytes of `A-Z a-z 0-9 _ -`, so it is safe
+/// as a directory name, a URL path segment and a database key. Every store checks ids with
+/// it, and the faces check the ids they are sent (AG-UI thread and run ids) before any lookup.
+///
+/// ```
+/// use mux_orchestrator::session::valid_id;
+///
+/// assert!(valid_id("0190a1b2c3d4-1f2e-0"));
+/// assert!(!valid_id("../etc"));
+/// assert!(!valid_id(""));
+/// ```
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty()
         && id.len() <= 128
         && id
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-    if ok {
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// [`valid_id`] as a result: [`SessionError::InvalidId`] when `id` is not usable.
+pub(crate) fn check_id(id: &str) -> Result<(), SessionError> {
+    if valid_id(id) {
         Ok(())
     } else {
         Err(SessionError::InvalidId(id.to_owned()))
@@ -367,7 +419,9 @@ mod tests {
 
     #[test]
     fn unsafe_ids_are_refused() {
-        for bad in ["", "../x", "a/b", "a b", ".", &"x".repeat(129)] {
+        assert!(valid_id(&"x".repeat(128)));
+        for bad in ["", "../x", "a/b", "a b", ".", "a\0", "é", &"x".repeat(129)] {
+            assert!(!valid_id(bad), "{bad}");
             assert!(
                 matches!(check_id(bad), Err(SessionError::InvalidId(_))),
                 "{bad}"
@@ -376,19 +430,50 @@ mod tests {
     }
 
     #[test]
-    fn a_database_error_names_the_session_when_there_is_one() {
-        let error = |id: &str| SessionError::Database {
-            id: id.into(),
+    fn an_error_names_the_session_when_there_is_one() {
+        let database = |id: Option<&str>| SessionError::Database {
+            id: id.map(str::to_owned),
             operation: "appending",
             source: "disk full".into(),
         };
         assert_eq!(
-            error("s1").to_string(),
-            "session store: appending of session `s1` failed: disk full"
+            database(Some("s1")).to_string(),
+            "session `s1`: appending failed: disk full"
         );
         assert_eq!(
-            error("").to_string(),
+            database(None).to_string(),
             "session store: appending failed: disk full"
+        );
+        let io = SessionError::io("s2", "writing metadata")(std::io::Error::other("no space"));
+        assert_eq!(
+            io.to_string(),
+            "session `s2`: writing metadata failed: no space"
+        );
+        let store_io = SessionError::Io {
+            id: None,
+            operation: "creating the store directory",
+            source: std::io::Error::other("read-only"),
+        };
+        assert_eq!(
+            store_io.to_string(),
+            "session store: creating the store directory failed: read-only"
+        );
+    }
+
+    #[test]
+    fn serialization_is_its_own_variant() {
+        // A map with a non-string key cannot be JSON.
+        let bad: std::collections::HashMap<(u8, u8), u8> = [((1, 2), 3)].into();
+        let err = serde_json::to_string(&bad)
+            .map_err(SessionError::serialize("s3", "serializing metadata"))
+            .unwrap_err();
+        assert!(
+            matches!(&err, SessionError::Serialize { id, .. } if id == "s3"),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string()
+                .starts_with("session `s3`: serializing metadata failed: ")
         );
     }
 

@@ -1,5 +1,6 @@
 //! What the SQLite and PostgreSQL stores share: the schema versions, encoding metadata and
-//! records as JSON text, and turning driver errors into [`SessionError`]s.
+//! records as JSON text, and turning driver errors into [`SessionError`]s. The store body
+//! itself is in `sql_store.rs`.
 
 use super::{HistoryRecord, SessionError, SessionMeta};
 
@@ -27,30 +28,41 @@ pub(crate) fn pending(
         .filter(move |(version, _)| *version > current))
 }
 
-/// Maps a driver error to a [`SessionError`] naming the session and the operation; a unique
-/// violation on a session row means the id is taken.
+/// Maps a driver error to a [`SessionError`] naming the session and the operation.
 pub(crate) fn db_error(
     id: &str,
     operation: &'static str,
 ) -> impl FnOnce(sqlx::Error) -> SessionError {
+    move |err| SessionError::Database {
+        id: Some(id.to_owned()),
+        operation,
+        source: Box::new(err),
+    }
+}
+
+/// Maps a driver error of an operation on the whole store (opening, migrating, listing).
+pub(crate) fn store_error(operation: &'static str) -> impl FnOnce(sqlx::Error) -> SessionError {
+    move |err| SessionError::Database {
+        id: None,
+        operation,
+        source: Box::new(err),
+    }
+}
+
+/// Maps a driver error of inserting session `id`'s row: a unique violation (the database's
+/// own error kind) means the id is taken, [`SessionError::AlreadyExists`].
+pub(crate) fn creating(id: &str) -> impl FnOnce(sqlx::Error) -> SessionError {
     move |err| {
         let taken = err
             .as_database_error()
             .is_some_and(|db| db.is_unique_violation());
-        if taken && operation == CREATING {
+        if taken {
             SessionError::AlreadyExists(id.to_owned())
         } else {
-            SessionError::Database {
-                id: id.to_owned(),
-                operation,
-                source: Box::new(err),
-            }
+            db_error(id, "creating the session")(err)
         }
     }
 }
-
-/// The operation name for creating a session (a unique violation there is `AlreadyExists`).
-pub(crate) const CREATING: &str = "creating the session";
 
 /// A `u64` as the database's signed 64-bit integer (saturating; times fit for 292 million years).
 pub(crate) fn to_i64(value: u64) -> i64 {
@@ -59,11 +71,7 @@ pub(crate) fn to_i64(value: u64) -> i64 {
 
 /// Metadata as the JSON text of the `meta` column.
 pub(crate) fn encode_meta(meta: &SessionMeta) -> Result<String, SessionError> {
-    serde_json::to_string(meta).map_err(|err| SessionError::Io {
-        id: meta.id.clone(),
-        operation: "serializing metadata",
-        source: std::io::Error::other(err),
-    })
+    serde_json::to_string(meta).map_err(SessionError::serialize(&meta.id, "serializing metadata"))
 }
 
 /// The `meta` column's JSON text as metadata.
@@ -83,11 +91,8 @@ pub(crate) fn encode_records(
     records
         .iter()
         .map(|record| {
-            serde_json::to_string(record).map_err(|err| SessionError::Io {
-                id: id.to_owned(),
-                operation: "serializing a record",
-                source: std::io::Error::other(err),
-            })
+            serde_json::to_string(record)
+                .map_err(SessionError::serialize(id, "serializing a record"))
         })
         .collect()
 }

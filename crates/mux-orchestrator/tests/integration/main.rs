@@ -13,6 +13,6 @@ mod loop_on_a_scripted_model;
 mod loop_on_recorded_provider_traffic;
 mod mcp_servers;
 mod runs;
-pub(crate) mod session_stores;
+mod session_stores;
 mod sessions_and_compaction;
 mod unanswered_calls;

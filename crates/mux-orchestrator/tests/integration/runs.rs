@@ -224,7 +224,7 @@ mod postgres {
     use mux_orchestrator::runs::PostgresRunStore;
 
     use super::*;
-    use crate::session_stores::postgres_server::TestDatabase;
+    use mux_testkit::postgres::TestDatabase;
 
     #[test]
     fn the_postgres_run_store_keeps_the_contract() {

@@ -22,7 +22,7 @@ use std::path::{Component, Path, PathBuf};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::sandbox::SandboxError;
+use super::sandbox_error::SandboxError;
 
 /// How many symlinks one path may go through, as Linux allows.
 const MAX_HOPS: usize = 40;

@@ -63,6 +63,7 @@ mod os_sandbox;
 mod public_dns;
 mod read_file;
 mod sandbox;
+mod sandbox_error;
 mod text;
 mod text_files;
 mod todo_write;
@@ -81,7 +82,8 @@ pub use grep::{Grep, GrepArgs};
 pub use list_dir::{ListDir, ListDirArgs};
 pub use os_sandbox::{OsSandboxError, PROTECTED_NAMES, SandboxPolicy};
 pub use read_file::{ReadFile, ReadFileArgs};
-pub use sandbox::{Sandbox, SandboxError, SandboxPath};
+pub use sandbox::{Sandbox, SandboxPath};
+pub use sandbox_error::SandboxError;
 pub use text_files::{DelegatedFiles, TextFiles};
 pub use todo_write::{TodoCounts, TodoItem, TodoList, TodoStatus, TodoWrite, TodoWriteArgs};
 #[cfg(feature = "web")]

@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 
 /// The local address a connection was accepted on; [`crate::serve`] puts it in every request's
 /// extensions, so the default allow-list knows the server's own address and port.

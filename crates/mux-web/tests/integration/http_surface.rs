@@ -5,27 +5,7 @@ use std::time::Duration;
 use mux_web::WebConfig;
 use serde_json::{Value, json};
 
-use crate::common;
-
-fn input(thread: &str, run: &str, text: &str) -> Value {
-    json!({"threadId": thread, "runId": run, "messages": [{"id": format!("{run}-u"), "role": "user", "content": text}]})
-}
-
-/// The data lines of an SSE body, parsed.
-async fn events(response: reqwest::Response) -> Vec<Value> {
-    let body = tokio::time::timeout(Duration::from_secs(20), response.text())
-        .await
-        .expect("the stream did not end")
-        .unwrap();
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| serde_json::from_str(d.trim()).unwrap())
-        .collect()
-}
-
-fn types(events: &[Value]) -> Vec<&str> {
-    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
-}
+use crate::common::{self, events, events_of, input, types};
 
 #[tokio::test]
 async fn malformed_json_is_a_400_that_says_what_is_wrong() {
@@ -149,18 +129,11 @@ async fn unknown_and_already_answered_interrupts_are_run_errors() {
     let mut unknown = input("t-int", "r0", "hello");
     unknown["resume"] =
         json!([{"interruptId": "nope", "status": "resolved", "payload": {"approved": true}}]);
-    let run = events(http.post(&url).json(&unknown).send().await.unwrap()).await;
+    let run = events_of(http.post(&url).json(&unknown)).await;
     assert_eq!(types(&run), ["RUN_STARTED", "RUN_ERROR"]);
     assert_eq!(run[1]["code"], "unknown_interrupt");
 
-    let paused = events(
-        http.post(&url)
-            .json(&input("t-int", "r1", "run echo"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let paused = events_of(http.post(&url).json(&input("t-int", "r1", "run echo"))).await;
     let end = paused.last().unwrap();
     assert_eq!(end["outcome"]["type"], "interrupt", "{paused:?}");
     let id = end["outcome"]["interrupts"][0]["id"]
@@ -182,11 +155,11 @@ async fn unknown_and_already_answered_interrupts_are_run_errors() {
     let mut answer = input("t-int", "r3", "run echo");
     answer["resume"] =
         json!([{"interruptId": id, "status": "resolved", "payload": {"approved": true}}]);
-    let resumed = events(http.post(&url).json(&answer).send().await.unwrap()).await;
+    let resumed = events_of(http.post(&url).json(&answer)).await;
     assert_eq!(resumed.last().unwrap()["outcome"]["type"], "success");
 
     answer["runId"] = json!("r4");
-    let again = events(http.post(&url).json(&answer).send().await.unwrap()).await;
+    let again = events_of(http.post(&url).json(&answer)).await;
     assert_eq!(types(&again), ["RUN_STARTED", "RUN_ERROR"]);
     assert_eq!(again[1]["code"], "interrupt_already_answered");
 }
@@ -197,14 +170,7 @@ async fn an_approval_nobody_answers_expires_as_a_denial_that_says_so() {
     let server = common::start(config).await;
     let http = reqwest::Client::new();
     let url = format!("{}/agui", server.url);
-    let paused = events(
-        http.post(&url)
-            .json(&input("t-exp", "r1", "run echo"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let paused = events_of(http.post(&url).json(&input("t-exp", "r1", "run echo"))).await;
     let id = paused.last().unwrap()["outcome"]["interrupts"][0]["id"]
         .as_str()
         .unwrap()
@@ -246,12 +212,9 @@ async fn a_reattach_to_an_unknown_run_is_a_404_and_a_missing_user_message_a_run_
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"], "run_not_found");
 
-    let run = events(
+    let run = events_of(
         http.post(format!("{}/agui", server.url))
-            .json(&json!({"threadId": "t", "runId": "r", "messages": []}))
-            .send()
-            .await
-            .unwrap(),
+            .json(&json!({"threadId": "t", "runId": "r", "messages": []})),
     )
     .await;
     assert_eq!(run[1]["code"], "no_user_message");
@@ -262,20 +225,13 @@ async fn an_ask_user_question_is_an_input_interrupt_answered_by_resume() {
     let server = common::start(WebConfig::default()).await;
     let http = reqwest::Client::new();
     let url = format!("{}/agui", server.url);
-    let paused = events(
-        http.post(&url)
-            .json(&input("t-ask", "r1", "ask me"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let paused = events_of(http.post(&url).json(&input("t-ask", "r1", "ask me"))).await;
     let interrupt = &paused.last().unwrap()["outcome"]["interrupts"][0];
     assert_eq!(interrupt["reason"], "input", "{paused:?}");
     assert_eq!(interrupt["message"], "Which color?");
     let mut answer = input("t-ask", "r2", "ask me");
     answer["resume"] = json!([{"interruptId": interrupt["id"], "status": "resolved", "payload": {"answer": "green"}}]);
-    let run = events(http.post(&url).json(&answer).send().await.unwrap()).await;
+    let run = events_of(http.post(&url).json(&answer)).await;
     let end = run.last().unwrap();
     assert_eq!(end["outcome"]["type"], "success", "{run:?}");
     assert_eq!(end["result"], "You said green");
@@ -284,13 +240,10 @@ async fn an_ask_user_question_is_an_input_interrupt_answered_by_resume() {
 #[tokio::test]
 async fn the_todo_list_is_shared_state_a_snapshot_then_a_delta() {
     let server = common::start(WebConfig::default()).await;
-    let run = events(
+    let run = events_of(
         reqwest::Client::new()
             .post(format!("{}/agui", server.url))
-            .json(&input("t-todo", "r1", "plan"))
-            .send()
-            .await
-            .unwrap(),
+            .json(&input("t-todo", "r1", "plan")),
     )
     .await;
     let state: Vec<&Value> = run
@@ -348,13 +301,7 @@ async fn a_dropped_connection_cancels_the_run_only_when_configured() {
         assert_eq!(response.status(), 200);
         drop(response);
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let replay = events(
-            http.get(format!("{}/agui/runs/r1/events", server.url))
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await;
+        let replay = events_of(http.get(format!("{}/agui/runs/r1/events", server.url))).await;
         let outcome = replay.last().unwrap()["outcome"]["type"].clone();
         let expected = if cancel { "cancelled" } else { "success" };
         assert_eq!(
@@ -370,14 +317,7 @@ async fn finished_runs_are_replayable_until_the_retention_passes() {
         common::start(WebConfig::default().replay_retention(Duration::from_millis(200))).await;
     let http = reqwest::Client::new();
     let url = format!("{}/agui", server.url);
-    let first = events(
-        http.post(&url)
-            .json(&input("t-ret", "r1", "hello"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let first = events_of(http.post(&url).json(&input("t-ret", "r1", "hello"))).await;
     let replay = |run: &'static str| {
         http.get(format!("{}/agui/runs/{run}/events", server.url))
             .send()
@@ -386,13 +326,6 @@ async fn finished_runs_are_replayable_until_the_retention_passes() {
     assert_eq!(again, first, "a replay repeats the run's events exactly");
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Any new run sweeps what is past its retention.
-    events(
-        http.post(&url)
-            .json(&input("t-ret", "r2", "hello"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    events_of(http.post(&url).json(&input("t-ret", "r2", "hello"))).await;
     assert_eq!(replay("r1").await.unwrap().status(), 404);
 }

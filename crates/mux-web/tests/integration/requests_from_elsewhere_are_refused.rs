@@ -9,23 +9,7 @@ use mux_web::{BearerTokens, Principal, WebConfig};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::common;
-
-fn input(thread: &str, run: &str, text: &str) -> Value {
-    json!({"threadId": thread, "runId": run, "messages": [{"id": format!("{run}-u"), "role": "user", "content": text}]})
-}
-
-/// The data lines of an SSE body, parsed.
-async fn events(response: reqwest::Response) -> Vec<Value> {
-    let body = tokio::time::timeout(Duration::from_secs(20), response.text())
-        .await
-        .expect("the stream did not end")
-        .unwrap();
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| serde_json::from_str(d.trim()).unwrap())
-        .collect()
-}
+use crate::common::{self, events, events_of, input};
 
 /// Sends `request` as raw bytes and returns the status code of the answer.
 async fn raw_status(url: &str, request: String) -> u16 {
@@ -226,13 +210,10 @@ async fn another_principal_gets_404_for_the_history_runs_reattach_cancel_and_res
     let server = two_principals().await;
     let http = reqwest::Client::new();
     let url = |path: &str| format!("{}{path}", server.url);
-    let paused = events(
+    let paused = events_of(
         http.post(url("/agui"))
             .bearer_auth("alice-token")
-            .json(&input("alice-thread", "alice-run", "run echo"))
-            .send()
-            .await
-            .unwrap(),
+            .json(&input("alice-thread", "alice-run", "run echo")),
     )
     .await;
     let interrupt = paused.last().unwrap()["outcome"]["interrupts"][0]["id"]
@@ -321,13 +302,10 @@ async fn another_principal_gets_404_for_the_history_runs_reattach_cancel_and_res
         .unwrap();
     assert_eq!(history["interrupts"][0]["id"], interrupt.as_str());
     resume["runId"] = json!("alice-run-2");
-    let resumed = events(
+    let resumed = events_of(
         http.post(url("/agui"))
             .bearer_auth("alice-token")
-            .json(&resume)
-            .send()
-            .await
-            .unwrap(),
+            .json(&resume),
     )
     .await;
     assert_eq!(
@@ -438,13 +416,11 @@ async fn interrupt_ids_have_an_unguessable_part_and_a_guessed_id_is_refused() {
     let http = reqwest::Client::new();
     let mut ids = Vec::new();
     for thread in ["t-guess-1", "t-guess-2"] {
-        let paused = events(
-            http.post(format!("{}/agui", server.url))
-                .json(&input(thread, &format!("{thread}-r1"), "run echo"))
-                .send()
-                .await
-                .unwrap(),
-        )
+        let paused = events_of(http.post(format!("{}/agui", server.url)).json(&input(
+            thread,
+            &format!("{thread}-r1"),
+            "run echo",
+        )))
         .await;
         let interrupt = &paused.last().unwrap()["outcome"]["interrupts"][0];
         let id = interrupt["id"].as_str().unwrap().to_owned();
@@ -462,14 +438,7 @@ async fn interrupt_ids_have_an_unguessable_part_and_a_guessed_id_is_refused() {
     let (thread, call, _, real) = ids[0].clone();
     let mut guess = input(thread, "r2", "run echo");
     guess["resume"] = json!([{"interruptId": format!("{thread}-{call}"), "status": "resolved", "payload": {"approved": true}}]);
-    let refused = events(
-        http.post(format!("{}/agui", server.url))
-            .json(&guess)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let refused = events_of(http.post(format!("{}/agui", server.url)).json(&guess)).await;
     assert_eq!(
         refused.last().unwrap()["code"],
         "unknown_interrupt",
@@ -479,14 +448,7 @@ async fn interrupt_ids_have_an_unguessable_part_and_a_guessed_id_is_refused() {
     let mut crossed = input(thread, "r3", "run echo");
     crossed["resume"] =
         json!([{"interruptId": ids[1].3, "status": "resolved", "payload": {"approved": true}}]);
-    let refused = events(
-        http.post(format!("{}/agui", server.url))
-            .json(&crossed)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let refused = events_of(http.post(format!("{}/agui", server.url)).json(&crossed)).await;
     assert_eq!(
         refused.last().unwrap()["code"],
         "unknown_interrupt",
@@ -496,14 +458,7 @@ async fn interrupt_ids_have_an_unguessable_part_and_a_guessed_id_is_refused() {
     let mut answer = input(thread, "r4", "run echo");
     answer["resume"] =
         json!([{"interruptId": real, "status": "resolved", "payload": {"approved": false}}]);
-    let done = events(
-        http.post(format!("{}/agui", server.url))
-            .json(&answer)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let done = events_of(http.post(format!("{}/agui", server.url)).json(&answer)).await;
     assert_eq!(
         done.last().unwrap()["outcome"]["type"],
         "success",

@@ -5,8 +5,6 @@
 mod contract;
 #[cfg(feature = "postgres")]
 mod outage;
-#[cfg(feature = "postgres")]
-pub(crate) mod postgres_server;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod processes;
 
@@ -132,8 +130,8 @@ mod sqlite {
 mod postgres {
     use mux_orchestrator::session::{PostgresSessionStore, SessionError, SessionStore};
 
-    use super::postgres_server::TestDatabase;
     use super::{contract, runtime};
+    use mux_testkit::postgres::TestDatabase;
 
     /// Damages a record in place, as a hand edit would.
     fn tamper(pool: sqlx::PgPool) -> impl Fn(String) -> futures::future::BoxFuture<'static, ()> {

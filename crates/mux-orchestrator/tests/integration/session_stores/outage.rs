@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::postgres_server::TestDatabase;
+use mux_testkit::postgres::TestDatabase;
 use super::runtime;
 use crate::common::tool_calls;
 

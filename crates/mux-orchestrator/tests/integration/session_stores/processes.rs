@@ -290,13 +290,13 @@ fn a_sqlite_appender_killed_mid_append_loses_at_most_that_append() {
 #[test]
 fn two_processes_append_to_one_postgres_session_in_one_order() {
     let dir = tempfile::tempdir().unwrap();
-    let db = runtime().block_on(super::postgres_server::TestDatabase::new());
+    let db = runtime().block_on(mux_testkit::postgres::TestDatabase::new());
     two_processes_append_in_one_order("postgres", &db.url, dir.path());
 }
 
 #[cfg(feature = "postgres")]
 #[test]
 fn a_postgres_appender_killed_mid_append_loses_at_most_that_append() {
-    let db = runtime().block_on(super::postgres_server::TestDatabase::new());
+    let db = runtime().block_on(mux_testkit::postgres::TestDatabase::new());
     a_killed_appender_loses_at_most_its_append("postgres", &db.url);
 }

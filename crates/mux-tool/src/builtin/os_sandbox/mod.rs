@@ -29,6 +29,8 @@ mod protected;
 #[cfg(target_os = "linux")]
 mod spawn;
 #[cfg(target_os = "linux")]
+mod step;
+#[cfg(target_os = "linux")]
 mod syscalls;
 #[cfg(target_os = "linux")]
 mod view;

@@ -4,7 +4,7 @@
 
 use libc::c_ulong;
 
-use super::child::{Failed, Step};
+use super::step::{Failed, Step};
 
 /// `_LINUX_CAPABILITY_VERSION_3`.
 const CAPABILITY_VERSION_3: u32 = 0x2008_0522;

@@ -10,7 +10,8 @@
 
 use tokio::process::{Child, Command};
 
-use super::child::{self, Setup};
+use super::child::Setup;
+use super::step;
 use super::view::View;
 use super::{Confinement, SandboxPolicy, Spawned, files, protected, syscalls};
 use crate::ToolError;
@@ -42,7 +43,7 @@ pub(crate) fn spawn(
         unprivileged: !confinement.mount_view && !rustix::process::geteuid().is_root(),
     };
     let child =
-        start(command, setup).map_err(|err| match child::explain(&err, confinement.policy) {
+        start(command, setup).map_err(|err| match step::explain(&err, confinement.policy) {
             Some(sandbox) => sandbox.into(),
             None => cannot_start(&program, err),
         })?;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use libc::{c_int, c_uint};
 
-use super::child::{Failed, Step};
+use super::step::{Failed, Step};
 use super::{Confinement, OsSandboxError};
 
 const AT_RECURSIVE: c_uint = 0x8000;

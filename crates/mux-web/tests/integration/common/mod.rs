@@ -27,6 +27,33 @@ impl Drop for Server {
     }
 }
 
+/// A `RunAgentInput` with one user message.
+pub(crate) fn input(thread: &str, run: &str, text: &str) -> Value {
+    json!({"threadId": thread, "runId": run, "messages": [{"id": format!("{run}-u"), "role": "user", "content": text}]})
+}
+
+/// The data lines of an SSE body, parsed; the stream must end within 20 s.
+pub(crate) async fn events(response: reqwest::Response) -> Vec<Value> {
+    let body = tokio::time::timeout(Duration::from_secs(20), response.text())
+        .await
+        .expect("the stream did not end")
+        .unwrap();
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect()
+}
+
+/// Sends `request` and reads the events of its SSE answer.
+pub(crate) async fn events_of(request: reqwest::RequestBuilder) -> Vec<Value> {
+    events(request.send().await.unwrap()).await
+}
+
+/// The `type` of each event.
+pub(crate) fn types(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
 pub(crate) async fn start(config: WebConfig) -> Server {
     start_on(config, Arc::new(MemorySessionStore::new())).await
 }

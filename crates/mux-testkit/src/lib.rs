@@ -1,0 +1,6 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+// A test kit: a server that cannot start is the test's failure, reported with its reason.
+#![allow(clippy::expect_used, clippy::panic)]
+
+pub mod postgres;

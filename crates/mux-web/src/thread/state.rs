@@ -1,0 +1,165 @@
+//! The thread, the loop it holds, and what that loop waits for.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use mux_orchestrator::InputSender;
+use mux_tool::ToolOutput;
+use serde_json::Value;
+use tokio::sync::{Notify, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::buffer::RunBuffer;
+use crate::translate::Translator;
+use crate::types::{Event, Interrupt};
+
+/// What a pending interrupt waits for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Waits {
+    /// A tool approval.
+    Approval,
+    /// An answer to a question (`ask_user`).
+    Answer,
+}
+
+/// An interrupt the loop waits for.
+#[derive(Debug)]
+pub(super) struct Pending {
+    /// The tool call it is about.
+    pub(super) call_id: String,
+    pub(super) waits: Waits,
+    pub(super) interrupt: Interrupt,
+    /// When it expires.
+    pub(super) deadline: Instant,
+    /// Whether a run ended on it already.
+    pub(super) announced: bool,
+}
+
+/// A frontend tool call waiting for its result.
+#[derive(Debug)]
+pub(super) struct Frontend {
+    pub(super) tx: oneshot::Sender<ToolOutput>,
+    /// Whether a run ended on it already.
+    pub(super) announced: bool,
+}
+
+/// A loop run in progress on this thread.
+pub(crate) struct LiveLoop {
+    pub(super) input: InputSender,
+    pub(super) cancel: CancellationToken,
+    pub(super) translator: Translator,
+    pub(super) interrupts: BTreeMap<String, Pending>,
+    pub(super) frontend: BTreeMap<String, Frontend>,
+    /// Events produced while no AG-UI run was attached.
+    pub(super) carry: Vec<Event>,
+    pub(super) model: String,
+}
+
+impl LiveLoop {
+    pub(crate) fn new(
+        input: InputSender,
+        cancel: CancellationToken,
+        translator: Translator,
+        model: String,
+    ) -> Self {
+        Self {
+            input,
+            cancel,
+            translator,
+            interrupts: BTreeMap::new(),
+            frontend: BTreeMap::new(),
+            carry: Vec::new(),
+            model,
+        }
+    }
+}
+
+#[derive(Default)]
+pub(super) struct State {
+    pub(super) current: Option<Arc<RunBuffer>>,
+    pub(super) live: Option<LiveLoop>,
+    /// Interrupts answered (a second answer is refused).
+    pub(super) answered: HashSet<String>,
+    /// Interrupts that expired (a late answer is ignored).
+    pub(super) expired: HashSet<String>,
+    /// The todo list as the last loop left it.
+    pub(super) todos: Option<Value>,
+    /// When a run last attached or the last loop ended.
+    pub(super) last_active: Option<Instant>,
+}
+
+/// A thread of the run registry.
+pub(crate) struct Thread {
+    pub(crate) id: String,
+    state: Mutex<State>,
+    pub(super) wake: Notify,
+    /// How long an interrupt waits for its answer.
+    pub(super) timeout: Duration,
+    /// How long after the last event a run ends on pending calls.
+    pub(super) grace: Duration,
+}
+
+impl Thread {
+    pub(crate) fn new(id: &str, timeout: Duration, grace: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            id: id.to_owned(),
+            state: Mutex::default(),
+            wake: Notify::new(),
+            timeout,
+            grace,
+        })
+    }
+
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Interrupts the paused loop waits for.
+    pub(crate) fn pending_interrupts(&self) -> Vec<String> {
+        let state = self.state();
+        state
+            .live
+            .as_ref()
+            .map(|live| live.interrupts.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The interrupts the loop waits for (including any raised while no run was attached).
+    pub(crate) fn open_interrupts(&self) -> Vec<Interrupt> {
+        let state = self.state();
+        state
+            .live
+            .as_ref()
+            .map(|live| {
+                live.interrupts
+                    .values()
+                    .map(|p| p.interrupt.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether a loop is live (running or paused).
+    pub(crate) fn is_live(&self) -> bool {
+        self.state().live.is_some()
+    }
+
+    /// The todo list the last loop left.
+    pub(crate) fn todos(&self) -> Option<Value> {
+        self.state().todos.clone()
+    }
+
+    /// Cancels the live loop, if any.
+    pub(crate) fn cancel(&self) -> bool {
+        let state = self.state();
+        match &state.live {
+            Some(live) => {
+                live.cancel.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
