@@ -67,6 +67,21 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../../../docs/orchestrator.md")]
 pub struct OrchestratorDocDoctests;
 
+/// This crate's README.md (the crates.io page), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct FacadeReadmeDoctests;
+
+/// docs/architecture.md (no code today; any block added is compiled).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/architecture.md")]
+pub struct ArchitectureDocDoctests;
+
+/// docs/xtask.md (no code today; any block added is compiled).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/xtask.md")]
+pub struct XtaskDocDoctests;
+
 /// docs/observability.md's code, compiled and run as doctests.
 #[cfg(all(doctest, feature = "full"))]
 #[doc = include_str!("../../../docs/observability.md")]
