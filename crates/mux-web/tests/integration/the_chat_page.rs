@@ -30,7 +30,11 @@ async fn start(with_page: bool) -> PageServer {
     let seen = Arc::clone(&refused);
     let config = WebConfig::default()
         .bearer_token("page-token")
-        .on_refusal(move |r| seen.lock().unwrap().push(format!("{} {}", r.status, r.path)));
+        .on_refusal(move |r| {
+            seen.lock()
+                .unwrap()
+                .push(format!("{} {}", r.status, r.path))
+        });
     let client = Arc::new(ScriptedClient::new().reply_text("hello"));
     let mut router = AguiRouter::new(move |tools| {
         Orchestrator::builder(client.clone(), OrchestratorConfig::new("scripted")).tools(tools)
@@ -106,7 +110,11 @@ async fn the_page_and_its_script_are_served_with_their_types_and_a_strict_csp() 
     let server = start(true).await;
     let host = own_host(&server.url);
     for (path, content_type, needle) in [
-        ("/", "text/html; charset=utf-8", "<script type=\"module\" src=\"/app.js\">"),
+        (
+            "/",
+            "text/html; charset=utf-8",
+            "<script type=\"module\" src=\"/app.js\">",
+        ),
         ("/app.js", "text/javascript; charset=utf-8", "/agui"),
         ("/app.css", "text/css; charset=utf-8", "#log"),
     ] {
