@@ -1,9 +1,10 @@
 //! `cargo xtask`: the project's checks, each a subcommand, and `ci`, which runs them all.
 //!
 //! ```text
-//! cargo xtask ci          fmt, clippy, test, doc, layering, features, deny; then "N passed, N failed"
+//! cargo xtask ci          fmt, clippy, peers, page, test, doc, layering, features, deny; then "N passed, N failed"
 //! cargo xtask lint        fmt --check and clippy -D warnings
 //! cargo xtask peers       the npm and PyPI peers the interop tests use (tests/peers, tests/acp-peers, tests/web-peers)
+//! cargo xtask page        mux-web's committed chat page bundle is esbuild's output of its source
 //! cargo xtask test        nextest (or cargo test) plus doctests
 //! cargo xtask conformance the official MCP conformance suite (client side) against mux-mcp
 //! cargo xtask doc         cargo doc with warnings denied
@@ -20,6 +21,7 @@ mod conformance;
 mod features;
 mod layering;
 mod metadata;
+mod page;
 mod peers;
 
 use std::process::ExitCode;
@@ -44,6 +46,10 @@ const CI_STEPS: &[Step] = &[
     Step {
         name: "peers",
         run: peers::run,
+    },
+    Step {
+        name: "page",
+        run: page::run,
     },
     Step {
         name: "test",
@@ -137,7 +143,7 @@ fn report(name: &str, result: Result<(), String>) -> ExitCode {
 }
 
 fn usage() -> &'static str {
-    "usage: cargo xtask <ci|lint|fmt|clippy|peers|test|conformance|doc|layering|features|deny|bench|oracle [--slice]|oracle-slice>"
+    "usage: cargo xtask <ci|lint|fmt|clippy|peers|page|test|conformance|doc|layering|features|deny|bench|oracle [--slice]|oracle-slice>"
 }
 
 fn fmt() -> Result<(), String> {
