@@ -57,7 +57,9 @@ fn build_args(dir: &Path, out: &Path) -> Result<Vec<String>, String> {
 fn rewrite(script: &str, out: &Path) -> Result<Vec<String>, String> {
     let mut words = script.split_whitespace();
     if words.next() != Some("esbuild") {
-        return Err(format!("the page's build script is not `esbuild …`: {script}"));
+        return Err(format!(
+            "the page's build script is not `esbuild …`: {script}"
+        ));
     }
     let mut args = Vec::new();
     let mut moved = false;
