@@ -131,8 +131,9 @@ fn millis(flag: &str, value: &str) -> Result<Duration, String> {
     number::<u64>(flag, value).map(Duration::from_millis)
 }
 
-/// The app: mux-web's chat page (`/`, `/app.js`, `/app.css`) and the AG-UI routes under `/agui`. The agent explores
-/// `root` with read-only tools that run freely and `bash`, which asks (an AG-UI interrupt).
+/// The app: mux-web's chat page (`/`, `/app.js`, `/app.css`) and the AG-UI routes under
+/// `/agui`. The agent explores `root` with read-only tools that run freely and `bash`, which
+/// asks (an AG-UI interrupt).
 pub fn app(
     root: &Path,
     client: Arc<dyn LlmClient>,
