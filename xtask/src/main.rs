@@ -7,7 +7,7 @@
 //! cargo xtask page        mux-web's committed chat page bundle is esbuild's output of its source
 //! cargo xtask test        nextest (or cargo test) plus doctests
 //! cargo xtask conformance the official MCP conformance suite (client side) against mux-mcp
-//! cargo xtask doc         cargo doc with warnings denied
+//! cargo xtask doc         every page with Rust code is included as doctests; cargo doc with warnings denied
 //! cargo xtask layering    every mux-* dependency points strictly downward
 //! cargo xtask features    each crate builds with no and all features; the facade with each alone
 //! cargo xtask deny        cargo deny check bans licenses sources (installs cargo-deny if missing)
@@ -18,6 +18,7 @@
 
 mod cargo;
 mod conformance;
+mod doc_pages;
 mod features;
 mod layering;
 mod metadata;
@@ -192,6 +193,7 @@ fn test() -> Result<(), String> {
 }
 
 fn doc() -> Result<(), String> {
+    doc_pages::check()?;
     Cmd::cargo(["doc", "--workspace", "--no-deps", "--all-features"])
         .env("RUSTDOCFLAGS", "-D warnings")
         .run()
