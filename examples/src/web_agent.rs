@@ -6,9 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::header;
-use axum::response::{Html, IntoResponse};
-use axum::routing::get;
 use mux::llm::LlmClient;
 use mux::orchestrator::context::ProjectInstructions;
 use mux::orchestrator::session::SessionStore;
@@ -134,13 +131,9 @@ fn millis(flag: &str, value: &str) -> Result<Duration, String> {
     number::<u64>(flag, value).map(Duration::from_millis)
 }
 
-/// The page (committed with its source in `examples/web_page`).
-const INDEX_HTML: &str = include_str!("../web_page/index.html");
-/// The page's script: `examples/web_page/src/app.js` bundled by esbuild.
-const APP_JS: &str = include_str!("../web_page/dist/app.js");
-
-/// The app: `/` (the page), `/app.js`, and the AG-UI routes under `/agui`. The agent explores
-/// `root` with read-only tools that run freely and `bash`, which asks (an AG-UI interrupt).
+/// The app: mux-web's chat page (`/`, `/app.js`, `/app.css`) and the AG-UI routes under
+/// `/agui`. The agent explores `root` with read-only tools that run freely and `bash`, which
+/// asks (an AG-UI interrupt).
 pub fn app(
     root: &Path,
     client: Arc<dyn LlmClient>,
@@ -175,15 +168,10 @@ pub fn app(
     })
     .session_store(store)
     .config(config)
+    .with_page()
     .try_build()
     .map_err(|e| e.to_string())?;
-    Ok(Router::new()
-        .route("/", get(|| async { Html(INDEX_HTML) }))
-        .route(
-            "/app.js",
-            get(|| async { ([(header::CONTENT_TYPE, "text/javascript")], APP_JS).into_response() }),
-        )
-        .merge(agui))
+    Ok(agui)
 }
 
 /// A tool name clashing with a frontend tool is reported, not fatal: the frontend tool wins.

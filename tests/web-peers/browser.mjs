@@ -1,6 +1,7 @@
-// The web_agent example's page in headless Chromium (Debian's `chromium`), driven by
-// playwright-core: send a prompt, approve the `git log` call, see the tool results and the
-// answer, reload and see the history. Usage: node browser.mjs <page-url> <screenshot-dir>
+// The web_agent example's page (mux-web's, feature `page`) in headless Chromium (Debian's
+// `chromium`), driven by playwright-core: the styles apply under the page's
+// Content-Security-Policy with no violation, send a prompt, approve the `git log` call, see the
+// tool results and the answer, reload and see the history. Usage: node browser.mjs <page-url> <screenshot-dir>
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -19,7 +20,14 @@ try {
   page = await browser.newPage({ viewport: { width: 900, height: 900 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(url);
+  // A Content-Security-Policy violation is logged as a console error ("Refused to ...").
+  page.on("console", (m) => {
+    if (m.type() === "error" && /Content Security Policy|Refused to/i.test(m.text())) errors.push(m.text());
+  });
+  const response = await page.goto(url);
+  check((response.headers()["content-security-policy"] ?? "").includes("script-src 'self'"), "the page has no CSP");
+  const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  check(background === "rgb(246, 246, 244)", `the stylesheet did not apply: body background ${background}`);
   await page.fill("#prompt", "What is this project?");
   await page.click("#send");
 

@@ -1,12 +1,13 @@
 //! `cargo xtask`: the project's checks, each a subcommand, and `ci`, which runs them all.
 //!
 //! ```text
-//! cargo xtask ci          fmt, clippy, test, doc, layering, features, deny; then "N passed, N failed"
+//! cargo xtask ci          fmt, clippy, peers, page, test, doc, layering, features, deny; then "N passed, N failed"
 //! cargo xtask lint        fmt --check and clippy -D warnings
 //! cargo xtask peers       the npm and PyPI peers the interop tests use (tests/peers, tests/acp-peers, tests/web-peers)
+//! cargo xtask page        mux-web's committed chat page bundle is esbuild's output of its source
 //! cargo xtask test        nextest (or cargo test) plus doctests
 //! cargo xtask conformance the official MCP conformance suite (client side) against mux-mcp
-//! cargo xtask doc         cargo doc with warnings denied
+//! cargo xtask doc         every page with Rust code is included as doctests; cargo doc with warnings denied
 //! cargo xtask layering    every mux-* dependency points strictly downward
 //! cargo xtask features    each crate builds with no and all features; the facade with each alone
 //! cargo xtask deny        cargo deny check bans licenses sources (installs cargo-deny if missing)
@@ -17,9 +18,11 @@
 
 mod cargo;
 mod conformance;
+mod doc_pages;
 mod features;
 mod layering;
 mod metadata;
+mod page;
 mod peers;
 
 use std::process::ExitCode;
@@ -44,6 +47,10 @@ const CI_STEPS: &[Step] = &[
     Step {
         name: "peers",
         run: peers::run,
+    },
+    Step {
+        name: "page",
+        run: page::run,
     },
     Step {
         name: "test",
@@ -137,7 +144,7 @@ fn report(name: &str, result: Result<(), String>) -> ExitCode {
 }
 
 fn usage() -> &'static str {
-    "usage: cargo xtask <ci|lint|fmt|clippy|peers|test|conformance|doc|layering|features|deny|bench|oracle [--slice]|oracle-slice>"
+    "usage: cargo xtask <ci|lint|fmt|clippy|peers|page|test|conformance|doc|layering|features|deny|bench|oracle [--slice]|oracle-slice>"
 }
 
 fn fmt() -> Result<(), String> {
@@ -186,6 +193,7 @@ fn test() -> Result<(), String> {
 }
 
 fn doc() -> Result<(), String> {
+    doc_pages::check()?;
     Cmd::cargo(["doc", "--workspace", "--no-deps", "--all-features"])
         .env("RUSTDOCFLAGS", "-D warnings")
         .run()

@@ -42,7 +42,12 @@ const NPM_FOLDERS: [&str; 3] = ["peers", "acp-peers", "web-peers"];
 
 /// `npm ci` in `tests/<folder>`, unless its install matches its lockfile.
 fn npm(folder: &str) -> Result<(), String> {
-    let dir = workspace_root().join("tests").join(folder);
+    npm_ci(&workspace_root().join("tests").join(folder))
+}
+
+/// `npm ci` in `dir`, unless its install matches its lockfile.
+pub(crate) fn npm_ci(dir: &Path) -> Result<(), String> {
+    let dir = dir.to_path_buf();
     let lock = dir.join("package-lock.json");
     let installed = dir.join("node_modules").join(".package-lock.json");
     if newer_or_same(&installed, &lock) {

@@ -1,6 +1,11 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
+/// The crate's README.md (its crates.io page), compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// The guide's code (docs/acp.md), compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/acp.md")]

@@ -44,6 +44,11 @@
 //! ```
 #![forbid(unsafe_code)]
 
+/// The crate's README.md (its crates.io page), compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub mod console;
 mod decomposition;
 mod definition;

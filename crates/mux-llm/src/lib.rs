@@ -2,7 +2,14 @@
 #![forbid(unsafe_code)]
 
 /// The code in docs/llm.md, compiled and run as doctests.
-#[cfg(all(doctest, feature = "openai-responses", feature = "testing"))]
+#[cfg(all(
+    doctest,
+    feature = "anthropic",
+    feature = "openai",
+    feature = "openai-responses",
+    feature = "gemini",
+    feature = "testing"
+))]
 #[doc = include_str!("../../../docs/llm.md")]
 pub struct LlmDocs;
 

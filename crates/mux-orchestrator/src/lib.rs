@@ -1,6 +1,11 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
+/// The code in docs/sessions.md, compiled and run as doctests.
+#[cfg(all(doctest, feature = "sqlite", feature = "postgres"))]
+#[doc = include_str!("../../../docs/sessions.md")]
+pub struct SessionsDocs;
+
 mod agent;
 mod approval;
 mod ask_user;

@@ -1,6 +1,16 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
+/// The crate's README.md (its crates.io page), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+/// The code in docs/permission.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/permission.md")]
+pub struct PermissionDocs;
+
 mod address;
 pub mod builtin;
 pub mod command;

@@ -7,6 +7,8 @@ mod error;
 mod frontend;
 mod history;
 mod ownership;
+#[cfg(feature = "page")]
+pub mod page;
 mod registry;
 mod router;
 mod security;

@@ -38,6 +38,8 @@ pub struct AguiRouter {
     factory: Arc<dyn AgentFactory>,
     store: Arc<dyn SessionStore>,
     config: WebConfig,
+    #[cfg(feature = "page")]
+    page: bool,
 }
 
 impl AguiRouter {
@@ -47,6 +49,8 @@ impl AguiRouter {
             factory: Arc::new(factory),
             store: Arc::new(MemorySessionStore::new()),
             config: WebConfig::default(),
+            #[cfg(feature = "page")]
+            page: false,
         }
     }
 
@@ -60,6 +64,19 @@ impl AguiRouter {
     /// Sets the configuration.
     pub fn config(mut self, config: WebConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Serves the chat page too (feature `page`): `GET /` (the HTML), `/app.js` and `/app.css`,
+    /// an @ag-ui/client page that streams runs from `/agui`, shows tool calls, asks Approve or
+    /// Deny for interrupts and reloads a thread's history. The page passes the same `Host` and
+    /// `Origin` checks as the AG-UI routes but needs no token (it holds none: open it as
+    /// `/?token=…` and it sends the token on every request); every answer carries
+    /// [`crate::page::CONTENT_SECURITY_POLICY`]. The page calls `/agui` at the root, so merge
+    /// this router at `/`, not under a prefix.
+    #[cfg(feature = "page")]
+    pub fn with_page(mut self) -> Self {
+        self.page = true;
         self
     }
 
@@ -81,6 +98,8 @@ impl AguiRouter {
 
     fn build_with(self, hosts: HostAllowList) -> Router {
         let config = self.config.clone();
+        #[cfg(feature = "page")]
+        let page = self.page;
         let registry = Arc::new(RunRegistry::new(self.factory, self.store, self.config));
         let guard = Arc::new(Guard {
             hosts,
@@ -98,7 +117,17 @@ impl AguiRouter {
             .route("/agui/runs/{run_id}/cancel", post(cancel))
             .route("/agui/threads/{thread_id}/messages", get(messages))
             .layer(DefaultBodyLimit::max(config.body_limit))
-            .layer(middleware::from_fn_with_state(guard, security::guard));
+            .layer(middleware::from_fn_with_state(
+                Arc::clone(&guard),
+                security::guard,
+            ));
+        #[cfg(feature = "page")]
+        if page {
+            router = router.merge(crate::page::routes().layer(middleware::from_fn_with_state(
+                Arc::clone(&guard),
+                security::guard_public,
+            )));
+        }
         if let Some(cors) = cors(&config.cors_origins) {
             router = router.layer(cors);
         }

@@ -16,6 +16,7 @@
 //! | `agents` | [`agents`] | runtime and handles, subagents, `task` tool, voting, decomposition, presets, console face |
 //! | `acp` | [`acp`] | the ACP face: a mux agent inside editors over the Agent Client Protocol (stdio) |
 //! | `web` | [`web`] | the web face: AG-UI 1.0 over HTTP/SSE as an axum `Router`, approvals as interrupts, reattach and stop |
+//! | `page` | [`web`]`::page` | the web face's chat page: `AguiRouter::with_page()` serves `/`, `/app.js`, `/app.css` |
 //! | `full` | all of the above | every layer |
 //!
 //! Library authors who only define tools can depend on `mux-tool` directly; applications
@@ -65,6 +66,21 @@ pub struct ReadmeDoctests;
 #[cfg(all(doctest, feature = "full"))]
 #[doc = include_str!("../../../docs/orchestrator.md")]
 pub struct OrchestratorDocDoctests;
+
+/// This crate's README.md (the crates.io page), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct FacadeReadmeDoctests;
+
+/// docs/architecture.md (no code today; any block added is compiled).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/architecture.md")]
+pub struct ArchitectureDocDoctests;
+
+/// docs/xtask.md (no code today; any block added is compiled).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/xtask.md")]
+pub struct XtaskDocDoctests;
 
 /// docs/observability.md's code, compiled and run as doctests.
 #[cfg(all(doctest, feature = "full"))]

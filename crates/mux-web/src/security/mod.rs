@@ -76,27 +76,46 @@ pub(crate) async fn guard(
             request.extensions_mut().insert(principal);
             next.run(request).await
         }
-        Err(error) => {
-            let refusal = Refusal {
-                status: error.status().as_u16(),
-                code: error.code(),
-                method: request.method().to_string(),
-                path: request.uri().path().chars().take(200).collect(),
-                message: error.to_string(),
-            };
-            tracing::warn!(
-                status = refusal.status,
-                code = refusal.code,
-                method = %refusal.method,
-                path = %refusal.path,
-                "mux-web refused a request: {}",
-                refusal.message
-            );
-            if let Some(hook) = &guard.on_refusal {
-                (hook.0)(&refusal);
-            }
-            error.into_response()
+        Err(error) => guard.refuse(&request, error),
+    }
+}
+
+/// The middleware of public routes (the chat page): the `Host` and `Origin` checks only, no
+/// authentication.
+#[cfg(feature = "page")]
+pub(crate) async fn guard_public(
+    State(guard): State<Arc<Guard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match guard.check_public(&request) {
+        Ok(()) => next.run(request).await,
+        Err(error) => guard.refuse(&request, error),
+    }
+}
+
+impl Guard {
+    /// Reports a refusal (log and hook) and answers it.
+    fn refuse(&self, request: &Request, error: WebError) -> Response {
+        let refusal = Refusal {
+            status: error.status().as_u16(),
+            code: error.code(),
+            method: request.method().to_string(),
+            path: request.uri().path().chars().take(200).collect(),
+            message: error.to_string(),
+        };
+        tracing::warn!(
+            status = refusal.status,
+            code = refusal.code,
+            method = %refusal.method,
+            path = %refusal.path,
+            "mux-web refused a request: {}",
+            refusal.message
+        );
+        if let Some(hook) = &self.on_refusal {
+            (hook.0)(&refusal);
         }
+        error.into_response()
     }
 }
 
@@ -106,11 +125,11 @@ fn shown(value: &[u8]) -> String {
 }
 
 impl Guard {
-    fn check(&self, request: &Request) -> Result<Principal, WebError> {
-        let headers = request.headers();
+    /// The `Host` and the `Origin` (when one is sent): the checks of every route.
+    fn check_public(&self, request: &Request) -> Result<(), WebError> {
         let local = request.extensions().get::<LocalAddr>().map(|l| l.0);
         self.check_host(request, local)?;
-        if let Some(origin) = single(headers, header::ORIGIN)? {
+        if let Some(origin) = single(request.headers(), header::ORIGIN)? {
             let allowed = origin
                 .to_str()
                 .is_ok_and(|o| self.origins.allows(o, &self.hosts, local));
@@ -118,6 +137,12 @@ impl Guard {
                 return Err(WebError::OriginNotAllowed(shown(origin.as_bytes())));
             }
         }
+        Ok(())
+    }
+
+    fn check(&self, request: &Request) -> Result<Principal, WebError> {
+        let headers = request.headers();
+        self.check_public(request)?;
         if request.method() == Method::OPTIONS {
             // A preflight the CORS layer did not answer; no route takes OPTIONS.
             return Ok(Principal::local());

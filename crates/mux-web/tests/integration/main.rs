@@ -7,4 +7,6 @@ mod ag_ui_validate;
 mod http_surface;
 mod real_agui_client;
 mod requests_from_elsewhere_are_refused;
+#[cfg(feature = "page")]
+mod the_chat_page;
 mod the_server_limits_connections;

@@ -1,4 +1,4 @@
-// The web_agent example's chat page: an @ag-ui/client HttpAgent on the server's /agui.
+// mux-web's chat page (feature `page`): an @ag-ui/client HttpAgent on the server's /agui.
 // Streams text, shows tool calls and their results, asks Approve/Deny for interrupts, and
 // keeps the thread (and so the history, loaded from the server) across reloads.
 // The server's token comes in the URL (`/?token=…`, as the server prints it); the page keeps it
