@@ -83,7 +83,9 @@ pub use os_sandbox::{OsSandboxError, PROTECTED_NAMES, SandboxPolicy};
 pub use read_file::{ReadFile, ReadFileArgs};
 pub use sandbox::{Sandbox, SandboxError, SandboxPath};
 pub use text_files::{DelegatedFiles, TextFiles};
-pub use todo_write::{TodoCounts, TodoItem, TodoList, TodoStatus, TodoWrite, TodoWriteArgs};
+pub use todo_write::{TodoCounts, TodoList, TodoWrite, TodoWriteArgs};
+// The todo item and its status live beside the presentation that shows them.
+pub use crate::{TodoItem, TodoStatus};
 #[cfg(feature = "web")]
 pub use web_fetch::{WebFetch, WebFetchArgs};
 pub use write_file::{WriteFile, WriteFileArgs};
