@@ -5,4 +5,5 @@
 mod harness;
 mod input;
 mod methods;
+mod tools_describe_themselves;
 mod turns;
