@@ -8,3 +8,4 @@ mod http_surface;
 mod real_agui_client;
 mod requests_from_elsewhere_are_refused;
 mod the_server_limits_connections;
+mod tools_describe_themselves;
