@@ -2,6 +2,11 @@
 // Unsafe code is denied; the one exception, the OS sandbox's `pre_exec`, allows it locally.
 #![deny(unsafe_code)]
 
+/// The guide's code (docs/tools.md), compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/tools.md")]
+pub struct GuideDoctests;
+
 pub mod address;
 pub mod approval;
 #[cfg(feature = "builtin")]
