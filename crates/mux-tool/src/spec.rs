@@ -352,6 +352,22 @@ mod tests {
     }
 
     #[test]
+    fn kinds_read_from_json_default_to_other() {
+        let old: ToolAnnotations = serde_json::from_value(json!({"readOnly": true})).unwrap();
+        assert_eq!(old.kind, ToolKind::Other, "annotations from before kinds");
+        let edit: ToolAnnotations = serde_json::from_value(json!({"kind": "edit"})).unwrap();
+        assert_eq!(edit.kind, ToolKind::Edit);
+        let unknown: ToolAnnotations = serde_json::from_value(json!({"kind": "teleport"})).unwrap();
+        assert_eq!(unknown.kind, ToolKind::Other);
+        // `other` is left out, so specs without a kind serialize as before.
+        let wire = serde_json::to_value(ToolAnnotations::destructive()).unwrap();
+        assert!(wire.get("kind").is_none(), "{wire}");
+        for kind in [ToolKind::Read, ToolKind::Move, ToolKind::Think] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
+        }
+    }
+
+    #[test]
     fn input_schema_must_describe_an_object() {
         assert!(ToolSpec::new("t", "", json!({"type": "object"})).is_ok());
         assert!(ToolSpec::new("t", "", json!({})).is_ok());
