@@ -7,13 +7,15 @@ use agent_client_protocol::v1::schema::{
     ContentBlock as AcpBlock, ContentChunk, SessionUpdate, ToolCall, ToolCallStatus,
 };
 use mux_llm::{ContentBlock, Message, Role};
+use mux_tool::Registry;
 
-use crate::tool_view;
+use crate::tool_view::{self, Described};
 
 /// Every message as updates, oldest first: user text, agent text and thoughts as chunks, each
 /// tool call as one `tool_call` with its final status and output. Tool results are not
-/// replayed on their own: they belong to their call.
-pub(crate) fn replay(messages: &[Message], root: &Path) -> Vec<SessionUpdate> {
+/// replayed on their own: they belong to their call. Kinds, titles and locations come from
+/// `tools`, as in a live turn.
+pub(crate) fn replay(messages: &[Message], root: &Path, tools: &Registry) -> Vec<SessionUpdate> {
     let results: HashMap<&str, (String, bool)> = messages
         .iter()
         .flat_map(|m| &m.content)
@@ -48,11 +50,13 @@ pub(crate) fn replay(messages: &[Message], root: &Path) -> Vec<SessionUpdate> {
                         Some((text, true)) => (ToolCallStatus::Failed, text),
                         None => (ToolCallStatus::Failed, &String::new()),
                     };
-                    let mut call = ToolCall::new(id.clone(), tool_view::title_of(name, input))
-                        .kind(tool_view::kind_of(name, false))
+                    let described = Described::of(tools, name, input);
+                    let title = tool_view::title_of(name, &described.subject);
+                    let mut call = ToolCall::new(id.clone(), title)
+                        .kind(described.kind)
                         .status(status)
                         .raw_input(input.clone())
-                        .locations(tool_view::locations_of(name, input, root));
+                        .locations(tool_view::subject_locations(&described.subject, root));
                     if !content.is_empty() {
                         call = call.content(vec![tool_view::text_content(content.clone())]);
                     }
@@ -96,7 +100,12 @@ mod tests {
             },
             Message::assistant("one file"),
         ];
-        let wire: Vec<_> = replay(&messages, Path::new("/r"))
+        let tools = Registry::new();
+        let sandbox = mux_tool::builtin::Sandbox::new(std::env::temp_dir()).unwrap();
+        tools
+            .register_typed(mux_tool::builtin::ListDir::new(sandbox))
+            .unwrap();
+        let wire: Vec<_> = replay(&messages, Path::new("/r"), &tools)
             .into_iter()
             .map(|u| serde_json::to_value(u).unwrap())
             .collect();

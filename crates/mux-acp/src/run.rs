@@ -14,9 +14,10 @@ use mux_orchestrator::{Answer, InputSender, LoopError, LoopEvent, LoopInput, Run
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::AcpError;
 use crate::prompt::Prompt;
 use crate::sessions::Session;
-use crate::{AcpError, tool_view};
+use crate::tool_view::{self, Described};
 
 /// The ids of the four permission options.
 const ALLOW_ONCE: &str = "allow_once";
@@ -104,12 +105,9 @@ impl RunView {
         )));
     }
 
-    fn read_only(&self, name: &str) -> bool {
-        self.session
-            .orchestrator
-            .tools()
-            .get(name)
-            .is_some_and(|tool| tool.spec().annotations.read_only)
+    /// What the tool `name` says about itself and about a call with `args`.
+    fn describe(&self, name: &str, args: &Value) -> Described {
+        Described::of(self.session.orchestrator.tools(), name, args)
     }
 
     async fn on_event(&self, event: LoopEvent, input: &InputSender, cancel: &CancellationToken) {
@@ -124,7 +122,7 @@ impl RunView {
                 call_id,
                 name,
                 input: args,
-            } => self.announce(call_id, name, args).await,
+            } => self.announce(call_id, &name, args),
             LoopEvent::ApprovalRequired {
                 call_id,
                 name,
@@ -137,23 +135,8 @@ impl RunView {
                 ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
             ),
             LoopEvent::ToolResult {
-                call_id,
-                name,
-                output,
-            } => {
-                let status = if output.is_error {
-                    ToolCallStatus::Failed
-                } else {
-                    ToolCallStatus::Completed
-                };
-                let mut fields = ToolCallUpdateFields::new().status(status);
-                // A successful edit keeps its diff; everything else shows what the model read.
-                let edit = matches!(name.as_str(), "edit_file" | "write_file");
-                if output.is_error || !edit {
-                    fields = fields.content(vec![tool_view::text_content(output.to_text())]);
-                }
-                self.update(&call_id, fields);
-            }
+                call_id, output, ..
+            } => self.finish(&call_id, &output),
             LoopEvent::AwaitingInput { call_id, .. } => {
                 let text = NO_QUESTIONS.to_owned();
                 input.send(LoopInput::UserResponse { call_id, text }).await;
@@ -193,6 +176,7 @@ impl RunView {
         };
         let id = format!("{parent}/{child}");
         let name = event.get("name").and_then(Value::as_str).unwrap_or("tool");
+        let tools = self.session.orchestrator.tools();
         let mut meta = serde_json::Map::new();
         meta.insert(
             "mux".to_owned(),
@@ -201,12 +185,13 @@ impl RunView {
         match event.get("type").and_then(Value::as_str) {
             Some("tool_call_arguments") => {
                 let args = event.get("input").cloned().unwrap_or(Value::Null);
-                let call =
-                    ToolCall::new(id, format!("{agent}: {}", tool_view::title_of(name, &args)))
-                        .kind(tool_view::kind_of(name, false))
-                        .status(ToolCallStatus::InProgress)
-                        .raw_input(args)
-                        .meta(meta);
+                let described = Described::of(tools, name, &args);
+                let title = tool_view::title_of(name, &described.subject);
+                let call = ToolCall::new(id, format!("{agent}: {title}"))
+                    .kind(described.kind)
+                    .status(ToolCallStatus::InProgress)
+                    .raw_input(args)
+                    .meta(meta);
                 self.send(SessionUpdate::ToolCall(call));
             }
             Some("tool_result") => {
@@ -232,27 +217,45 @@ impl RunView {
         }
     }
 
-    /// `tool_call` (pending) once the arguments are known, with kind, title, locations, raw
-    /// input and, for edits, the diff; `todo_write` also sends its `plan`.
-    async fn announce(&self, call_id: String, name: String, args: Value) {
-        let root = self.session.root();
-        let mut call = ToolCall::new(call_id.clone(), tool_view::title_of(&name, &args))
-            .kind(tool_view::kind_of(&name, self.read_only(&name)))
+    /// `tool_call` (pending) once the arguments are known: the kind from the tool's
+    /// annotations, the title and location from its subject, and the raw input.
+    fn announce(&self, call_id: String, name: &str, args: Value) {
+        let described = self.describe(name, &args);
+        let call = ToolCall::new(call_id, tool_view::title_of(name, &described.subject))
+            .kind(described.kind)
             .status(ToolCallStatus::Pending)
-            .raw_input(args.clone())
-            .locations(tool_view::locations_of(&name, &args, root));
-        let old_file = match (name.as_str(), args.get("path").and_then(Value::as_str)) {
-            ("write_file", Some(path)) => self.session.current_text(path).await,
-            _ => None,
-        };
-        if let Some(diff) = tool_view::diff_of(&name, &args, root, old_file) {
-            call = call.content(vec![diff]);
-        }
+            .locations(tool_view::subject_locations(
+                &described.subject,
+                self.session.root(),
+            ))
+            .raw_input(args);
         self.send(SessionUpdate::ToolCall(call));
-        if name == "todo_write"
-            && let Some(plan) = tool_view::plan_of(&args)
-        {
-            self.send(SessionUpdate::Plan(plan));
+    }
+
+    /// The call's end: its status, and what its output presents. A successful call with
+    /// diffs shows them in place of its text; presented locations replace the announced ones;
+    /// a presented todo list is also sent as the session's `plan`.
+    fn finish(&self, call_id: &str, output: &mux_tool::ToolOutput) {
+        let status = if output.is_error {
+            ToolCallStatus::Failed
+        } else {
+            ToolCallStatus::Completed
+        };
+        let shown = output.presentation().unwrap_or_default();
+        let root = self.session.root();
+        let mut fields = ToolCallUpdateFields::new().status(status);
+        let diffs = tool_view::diffs_of(&shown, root);
+        fields = if output.is_error || diffs.is_empty() {
+            fields.content(vec![tool_view::text_content(output.to_text())])
+        } else {
+            fields.content(diffs)
+        };
+        if !shown.locations().is_empty() {
+            fields = fields.locations(tool_view::locations_of(&shown, root));
+        }
+        self.update(call_id, fields);
+        if let (false, Some(todos)) = (output.is_error, shown.todos()) {
+            self.send(SessionUpdate::Plan(tool_view::plan_of(todos)));
         }
     }
 
@@ -267,9 +270,10 @@ impl RunView {
         input: &InputSender,
         cancel: &CancellationToken,
     ) {
+        let described = self.describe(name, &args);
         let fields = ToolCallUpdateFields::new()
-            .title(tool_view::title_of(name, &args))
-            .kind(tool_view::kind_of(name, self.read_only(name)))
+            .title(tool_view::title_of(name, &described.subject))
+            .kind(described.kind)
             .raw_input(args)
             .content(vec![tool_view::text_content(format!(
                 "Needs approval: {reason}"

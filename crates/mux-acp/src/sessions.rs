@@ -2,7 +2,7 @@
 //! permission scope, cancel handle and MCP servers.
 
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::schema::{ClientCapabilities, McpServer, SessionUpdate};
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::AcpError;
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
-use mux_tool::builtin::{DelegatedFiles, TextFiles};
+use mux_tool::builtin::DelegatedFiles;
 
 use crate::agent::{AcpAgent, Parts, SessionSetup};
 use crate::editor_files::EditorFiles;
@@ -54,8 +54,6 @@ pub(crate) struct Session {
     /// Where `allow_always` answers go.
     pub(crate) always: Remember,
     mcp_failures: Vec<(String, String)>,
-    /// The editor's files, when the client offers them.
-    editor: Option<EditorFiles>,
     run: Mutex<Option<CancellationToken>>,
 }
 
@@ -143,14 +141,13 @@ impl Sessions {
                 .await?;
         }
         let fs = lock(&self.client).fs.clone();
-        let editor = (fs.read_text_file || fs.write_text_file).then(|| EditorFiles {
-            cx: cx.clone(),
-            session: orchestrator.session().id,
-            read: fs.read_text_file,
-            write: fs.write_text_file,
-        });
-        if let Some(editor) = &editor {
-            resources.insert(DelegatedFiles::new(editor.clone()));
+        if fs.read_text_file || fs.write_text_file {
+            resources.insert(DelegatedFiles::new(EditorFiles {
+                cx: cx.clone(),
+                session: orchestrator.session().id,
+                read: fs.read_text_file,
+                write: fs.write_text_file,
+            }));
         }
         for (server, reason) in &mcp_failures {
             tracing::warn!(target: "mux_acp", server, reason, "MCP server unavailable");
@@ -163,7 +160,6 @@ impl Sessions {
             context_window: self.agent.context_window,
             always: self.agent.always.clone(),
             mcp_failures,
-            editor,
             run: Mutex::new(None),
         });
         let replaced = lock(&self.open).insert(session.id.clone(), Arc::clone(&session));
@@ -255,7 +251,11 @@ impl Session {
 
     /// The session's messages as `session/update`s.
     pub(crate) fn replay(&self) -> Vec<SessionUpdate> {
-        crate::replay::replay(&self.orchestrator.messages(), &self.cwd)
+        crate::replay::replay(
+            &self.orchestrator.messages(),
+            &self.cwd,
+            self.orchestrator.tools(),
+        )
     }
 
     pub(crate) fn begin_run(&self, cancel: CancellationToken) {
@@ -274,29 +274,6 @@ impl Session {
 
     pub(crate) fn root(&self) -> &Path {
         &self.cwd
-    }
-
-    /// The current text of `path` (as the model gave it), for a diff's `oldText`: from the
-    /// editor when it offers files, else from the disk; None when the file does not exist
-    /// yet or the path leaves the root (the tool itself will refuse it).
-    pub(crate) async fn current_text(&self, path: &str) -> Option<String> {
-        let given = Path::new(path);
-        let plain = given
-            .components()
-            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-        let full = if given.is_absolute() {
-            given.starts_with(&self.cwd).then(|| given.to_path_buf())?
-        } else if plain {
-            self.cwd.join(given)
-        } else {
-            return None;
-        };
-        if let Some(editor) = &self.editor
-            && let Ok(Some(text)) = editor.read_text(&full).await
-        {
-            return Some(text);
-        }
-        tokio::fs::read_to_string(full).await.ok()
     }
 }
 

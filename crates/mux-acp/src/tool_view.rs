@@ -1,47 +1,75 @@
-//! How a mux tool call looks in an editor: its ACP kind, title, locations and content.
+//! How a tool call looks in an editor: its ACP kind, title, locations and content.
 //!
-//! The table follows Zed's own adapters (codex-acp, claude-agent-acp): `bash` is `execute`,
-//! `read_file` is `read` with a location, the edit tools are `edit` with a `diff`, the searches
-//! are `search`, `web_fetch` is `fetch`, `todo_write` and `task` are `think`, and any other tool
-//! is `other` unless its annotations say it only reads.
+//! Everything comes from what the tool says about itself, never from its name: the kind from
+//! its annotations ([`mux_tool::ToolKind`], mapped one to one by [`kind_of`]), the title and
+//! the first location from its [`Subject`], and the diffs, final locations and todo plan from
+//! the [`Presentation`] in its output. An application's own edit tool shows as a diff the
+//! same way `edit_file` does.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
     ContentBlock, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, ToolCallContent,
     ToolCallLocation, ToolKind,
 };
+use mux_tool::{Presentation, Registry, Subject, TodoItem, TodoPriority, TodoStatus, Tool};
 use serde_json::Value;
 
-/// The ACP kind of the mux tool `name`; `read_only` is its annotation.
-pub(crate) fn kind_of(name: &str, read_only: bool) -> ToolKind {
-    match name {
-        "bash" => ToolKind::Execute,
-        "read_file" => ToolKind::Read,
-        "edit_file" | "write_file" => ToolKind::Edit,
-        "grep" | "glob" | "list_dir" => ToolKind::Search,
-        "web_fetch" => ToolKind::Fetch,
-        "todo_write" | "task" => ToolKind::Think,
-        _ if read_only => ToolKind::Read,
+/// What the editor is told about one tool: its kind and the subject of one call.
+pub(crate) struct Described {
+    pub(crate) kind: ToolKind,
+    pub(crate) subject: Subject,
+}
+
+impl Described {
+    /// The tool `name` of `tools` called with `input`; a tool the registry does not hold
+    /// (gone since, or a subagent's own) shows as `other` with no subject.
+    pub(crate) fn of(tools: &Registry, name: &str, input: &Value) -> Self {
+        match tools.get(name) {
+            Some(tool) => Self::tool(&tool, input),
+            None => Self {
+                kind: ToolKind::Other,
+                subject: Subject::None,
+            },
+        }
+    }
+
+    fn tool(tool: &Arc<dyn Tool>, input: &Value) -> Self {
+        Self {
+            kind: kind_of(tool.spec().annotations.kind),
+            subject: tool.subject(input),
+        }
+    }
+}
+
+/// The ACP kind of a mux tool kind: the same nine names, one to one.
+pub(crate) fn kind_of(kind: mux_tool::ToolKind) -> ToolKind {
+    use mux_tool::ToolKind as Mux;
+    match kind {
+        Mux::Read => ToolKind::Read,
+        Mux::Edit => ToolKind::Edit,
+        Mux::Delete => ToolKind::Delete,
+        Mux::Move => ToolKind::Move,
+        Mux::Search => ToolKind::Search,
+        Mux::Execute => ToolKind::Execute,
+        Mux::Fetch => ToolKind::Fetch,
+        Mux::Think => ToolKind::Think,
         _ => ToolKind::Other,
     }
 }
 
-/// A one-line title: the tool and its main argument.
-pub(crate) fn title_of(name: &str, input: &Value) -> String {
-    let arg = |key: &str| input.get(key).and_then(Value::as_str);
-    let main = match name {
-        "bash" => arg("command"),
-        "read_file" | "edit_file" | "write_file" | "list_dir" => arg("path"),
-        "grep" | "glob" => arg("pattern"),
-        "web_fetch" => arg("url"),
-        "task" => arg("description").or_else(|| arg("prompt")),
+/// A one-line title: the tool and what the call acts on (its subject).
+pub(crate) fn title_of(name: &str, subject: &Subject) -> String {
+    let main = match subject {
+        Subject::Command(command) => Some(command.clone()),
+        Subject::Path(path) => Some(path.display().to_string()),
+        Subject::Url(url) => Some(url.clone()),
         _ => None,
     };
-    match (name, main) {
-        ("todo_write", _) => "Update the plan".to_owned(),
-        (_, Some(main)) => format!("{name}: {}", one_line(main, 120)),
-        (_, None) => name.to_owned(),
+    match main {
+        Some(main) => format!("{name}: {}", one_line(&main, 120)),
+        None => name.to_owned(),
     }
 }
 
@@ -54,30 +82,29 @@ fn one_line(text: &str, max_chars: usize) -> String {
     out
 }
 
-/// The files the call touches, as absolute paths under `root`, with the line where one is
-/// known (`read_file`'s `offset`).
-pub(crate) fn locations_of(name: &str, input: &Value, root: &Path) -> Vec<ToolCallLocation> {
-    let Some(path) = path_arg(name, input) else {
-        return Vec::new();
-    };
-    let location = ToolCallLocation::new(absolute(root, path));
-    let line = (name == "read_file")
-        .then(|| input.get("offset").and_then(Value::as_u64))
-        .flatten()
-        .and_then(|line| u32::try_from(line).ok());
-    vec![location.line(line)]
-}
-
-fn path_arg<'a>(name: &str, input: &'a Value) -> Option<&'a str> {
-    match name {
-        "read_file" | "edit_file" | "write_file" | "list_dir" | "grep" | "glob" => {
-            input.get("path").and_then(Value::as_str)
-        }
-        _ => None,
+/// The file a call is about to touch, before it runs: its path subject, made absolute.
+pub(crate) fn subject_locations(subject: &Subject, root: &Path) -> Vec<ToolCallLocation> {
+    match subject {
+        Subject::Path(path) => vec![ToolCallLocation::new(absolute(
+            root,
+            &path.to_string_lossy(),
+        ))],
+        _ => Vec::new(),
     }
 }
 
-/// `path` as the model gave it, made absolute against `root` (for display only: the tools
+/// The files the call touched, as its output presents them, made absolute.
+pub(crate) fn locations_of(shown: &Presentation, root: &Path) -> Vec<ToolCallLocation> {
+    shown
+        .locations()
+        .iter()
+        .map(|location| {
+            ToolCallLocation::new(absolute(root, location.path())).line(location.line())
+        })
+        .collect()
+}
+
+/// `path` as a tool gave it, made absolute against `root` (for display only: the tools
 /// themselves confine every path to their sandbox).
 pub(crate) fn absolute(root: &Path, path: &str) -> PathBuf {
     let path = Path::new(path);
@@ -95,23 +122,24 @@ pub(crate) fn absolute(root: &Path, path: &str) -> PathBuf {
         })
 }
 
-/// The `diff` content of an edit: `edit_file` shows the replaced string and its replacement,
-/// `write_file` the whole file, with `oldText` null when the file does not exist yet.
-/// `old_file` is the file's current text, read by the caller (None when missing).
-pub(crate) fn diff_of(
-    name: &str,
-    input: &Value,
-    root: &Path,
-    old_file: Option<String>,
-) -> Option<ToolCallContent> {
-    let path = absolute(root, input.get("path").and_then(Value::as_str)?);
-    let text = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_owned);
-    let diff = match name {
-        "edit_file" => Diff::new(path, text("new_string")?).old_text(text("old_string")),
-        "write_file" => Diff::new(path, text("content")?).old_text(old_file),
-        _ => return None,
-    };
-    Some(ToolCallContent::from(diff))
+/// The `diff` contents of the call's presented diffs (`oldText` null for a new file), each
+/// followed by a note when it was cut to the size bound.
+pub(crate) fn diffs_of(shown: &Presentation, root: &Path) -> Vec<ToolCallContent> {
+    let mut out = Vec::new();
+    for diff in shown.diffs() {
+        let path = absolute(root, diff.path());
+        out.push(ToolCallContent::from(
+            Diff::new(path, diff.new_text()).old_text(diff.old_text().map(str::to_owned)),
+        ));
+        if diff.truncated() {
+            out.push(text_content(format!(
+                "(the diff of {} was cut at {} bytes a side)",
+                diff.path(),
+                mux_tool::MAX_DIFF_TEXT_BYTES
+            )));
+        }
+    }
+    out
 }
 
 /// Text content for a tool call.
@@ -119,70 +147,78 @@ pub(crate) fn text_content(text: impl Into<String>) -> ToolCallContent {
     ToolCallContent::from(ContentBlock::from(text.into()))
 }
 
-/// The `plan` update of a `todo_write` call: one entry per todo, in order.
-pub(crate) fn plan_of(input: &Value) -> Option<Plan> {
-    let todos = input.get("todos")?.as_array()?;
+/// The `plan` of a presented todo list: one entry per todo, in order.
+pub(crate) fn plan_of(todos: &[TodoItem]) -> Plan {
     let entries = todos
         .iter()
-        .filter_map(|todo| {
-            let content = todo.get("content")?.as_str()?;
-            let status = match todo.get("status").and_then(Value::as_str) {
-                Some("in_progress") => PlanEntryStatus::InProgress,
-                Some("completed") => PlanEntryStatus::Completed,
-                _ => PlanEntryStatus::Pending,
+        .map(|todo| {
+            let status = match todo.status {
+                TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                TodoStatus::Completed => PlanEntryStatus::Completed,
+                TodoStatus::Pending => PlanEntryStatus::Pending,
             };
-            Some(PlanEntry::new(content, PlanEntryPriority::Medium, status))
+            let priority = match todo.priority {
+                TodoPriority::High => PlanEntryPriority::High,
+                TodoPriority::Medium => PlanEntryPriority::Medium,
+                TodoPriority::Low => PlanEntryPriority::Low,
+            };
+            PlanEntry::new(todo.content.clone(), priority, status)
         })
         .collect();
-    Some(Plan::new(entries))
+    Plan::new(entries)
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use mux_tool::{Location, TodoItem};
     use serde_json::json;
 
     #[test]
-    fn kinds_follow_the_table() {
+    fn every_mux_kind_maps_to_the_acp_kind_of_the_same_name() {
+        use mux_tool::ToolKind as Mux;
         let cases = [
-            ("bash", false, ToolKind::Execute),
-            ("read_file", true, ToolKind::Read),
-            ("edit_file", false, ToolKind::Edit),
-            ("write_file", false, ToolKind::Edit),
-            ("grep", true, ToolKind::Search),
-            ("glob", true, ToolKind::Search),
-            ("list_dir", true, ToolKind::Search),
-            ("web_fetch", true, ToolKind::Fetch),
-            ("todo_write", false, ToolKind::Think),
-            ("task", false, ToolKind::Think),
-            ("mcp__x__lookup", true, ToolKind::Read),
-            ("mcp__x__launch", false, ToolKind::Other),
+            (Mux::Read, ToolKind::Read),
+            (Mux::Edit, ToolKind::Edit),
+            (Mux::Delete, ToolKind::Delete),
+            (Mux::Move, ToolKind::Move),
+            (Mux::Search, ToolKind::Search),
+            (Mux::Execute, ToolKind::Execute),
+            (Mux::Fetch, ToolKind::Fetch),
+            (Mux::Think, ToolKind::Think),
+            (Mux::Other, ToolKind::Other),
         ];
-        for (name, read_only, kind) in cases {
-            assert_eq!(kind_of(name, read_only), kind, "{name}");
+        for (mux, acp) in cases {
+            assert_eq!(kind_of(mux), acp, "{mux:?}");
+            // The wire names agree too.
+            assert_eq!(serde_json::to_value(acp).unwrap(), json!(mux.as_str()));
         }
     }
 
     #[test]
     fn a_new_file_has_a_null_old_text() {
-        let input = json!({"path": "new.txt", "content": "hi"});
-        let diff = diff_of("write_file", &input, Path::new("/r"), None).unwrap();
-        let wire = serde_json::to_value(diff).unwrap();
-        assert_eq!(wire["type"], "diff");
-        assert_eq!(wire["path"], "/r/new.txt");
-        assert_eq!(wire["oldText"], Value::Null);
-        assert_eq!(wire["newText"], "hi");
+        let shown = Presentation::new().with_diff(mux_tool::Diff::new("new.txt", None, "hi"));
+        let wire = serde_json::to_value(diffs_of(&shown, Path::new("/r"))).unwrap();
+        assert_eq!(
+            wire,
+            // ACP leaves `oldText` out for a new file.
+            json!([{"type": "diff", "path": "/r/new.txt", "newText": "hi"}])
+        );
     }
 
     #[test]
-    fn an_edit_shows_the_replaced_string() {
-        let input = json!({"path": "a.rs", "old_string": "x", "new_string": "y"});
-        let wire =
-            serde_json::to_value(diff_of("edit_file", &input, Path::new("/r"), None)).unwrap();
-        assert_eq!(
-            (wire["oldText"].as_str(), wire["newText"].as_str()),
-            (Some("x"), Some("y"))
+    fn a_cut_diff_says_so() {
+        let huge = "x\n".repeat(mux_tool::MAX_DIFF_TEXT_BYTES);
+        let shown = Presentation::new().with_diff(mux_tool::Diff::new("big", None, &huge));
+        let wire = serde_json::to_value(diffs_of(&shown, Path::new("/r"))).unwrap();
+        assert_eq!(wire[0]["type"], "diff");
+        assert!(
+            wire[1]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("was cut"),
+            "{wire}"
         );
     }
 
@@ -197,40 +233,42 @@ mod tests {
     }
 
     #[test]
-    fn read_file_locates_its_offset() {
-        let input = json!({"path": "src/lib.rs", "offset": 40});
-        let wire =
-            serde_json::to_value(locations_of("read_file", &input, Path::new("/r"))).unwrap();
+    fn presented_locations_keep_their_line() {
+        let shown = Presentation::new().with_location(Location::new("src/lib.rs").with_line(40));
+        let wire = serde_json::to_value(locations_of(&shown, Path::new("/r"))).unwrap();
         assert_eq!(wire, json!([{"path": "/r/src/lib.rs", "line": 40}]));
     }
 
     #[test]
-    fn todos_become_plan_entries() {
-        let input = json!({"todos": [
-            {"content": "a", "status": "completed"},
-            {"content": "b", "status": "in_progress"},
-            {"content": "c", "status": "pending"}
-        ]});
-        let wire = serde_json::to_value(plan_of(&input).unwrap()).unwrap();
-        let statuses: Vec<_> = wire["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["status"].clone())
-            .collect();
+    fn todos_become_plan_entries_with_their_priority() {
+        let todos = [
+            TodoItem::new("a").with_status(TodoStatus::Completed),
+            TodoItem::new("b")
+                .with_status(TodoStatus::InProgress)
+                .with_priority(TodoPriority::High),
+            TodoItem::new("c"),
+        ];
+        let wire = serde_json::to_value(plan_of(&todos)).unwrap();
         assert_eq!(
-            statuses,
-            [json!("completed"), json!("in_progress"), json!("pending")]
+            wire["entries"],
+            json!([
+                {"content": "a", "priority": "medium", "status": "completed"},
+                {"content": "b", "priority": "high", "status": "in_progress"},
+                {"content": "c", "priority": "medium", "status": "pending"}
+            ])
         );
     }
 
     #[test]
-    fn titles_name_the_main_argument() {
+    fn titles_name_the_subject() {
         assert_eq!(
-            title_of("bash", &json!({"command": "git log\nmore"})),
+            title_of("bash", &Subject::command("git log\nmore")),
             "bash: git log…"
         );
-        assert_eq!(title_of("todo_write", &json!({})), "Update the plan");
-        assert_eq!(title_of("mcp__s__t", &json!({})), "mcp__s__t");
+        assert_eq!(
+            title_of("save", &Subject::path("notes.txt")),
+            "save: notes.txt"
+        );
+        assert_eq!(title_of("mcp__s__t", &Subject::None), "mcp__s__t");
     }
 }

@@ -67,7 +67,7 @@ impl TypedTool for TaskTool {
 
     fn annotations(&self) -> ToolAnnotations {
         // Delegating touches nothing itself; the subagent's own tool calls are gated.
-        ToolAnnotations::read_only()
+        ToolAnnotations::read_only().with_kind(mux_tool::ToolKind::Think)
     }
 
     async fn call(&self, args: TaskArgs, ctx: ToolContext) -> Result<ToolOutput, ToolError> {

@@ -3,7 +3,8 @@
 use std::sync::Weak;
 
 use mux_tool::{
-    BoxFuture, SpecError, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec,
+    BoxFuture, SpecError, Tool, ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput,
+    ToolSpec,
 };
 use serde_json::{Value, json};
 
@@ -29,6 +30,10 @@ fn hint(annotations: Option<&Value>, key: &str) -> Option<bool> {
 
 /// MCP annotations as mux annotations, with MCP's defaults for absent hints (a tool is
 /// assumed destructive and open-world unless it says otherwise).
+///
+/// MCP has no presentation kind, so the kind is conservative: a tool that says it only reads
+/// (`readOnlyHint`) shows as [`ToolKind::Read`], any other as [`ToolKind::Other`].
+/// `openWorldHint` is not taken as a fetch: MCP assumes it for every tool that does not deny it.
 fn annotations(info: &ToolInfo) -> ToolAnnotations {
     let a = info.annotations.as_ref();
     let read_only = hint(a, "readOnlyHint").unwrap_or(false);
@@ -37,6 +42,11 @@ fn annotations(info: &ToolInfo) -> ToolAnnotations {
         destructive: !read_only && hint(a, "destructiveHint").unwrap_or(true),
         idempotent: hint(a, "idempotentHint").unwrap_or(false),
         open_world: hint(a, "openWorldHint").unwrap_or(true),
+        kind: if read_only {
+            ToolKind::Read
+        } else {
+            ToolKind::Other
+        },
     }
 }
 
@@ -130,5 +140,31 @@ mod tests {
             json!({"readOnlyHint": true, "openWorldHint": false}),
         )));
         assert!(read.read_only && !read.destructive && !read.open_world);
+    }
+
+    #[test]
+    fn only_a_read_only_hint_gives_a_kind() {
+        let kind = |annotations: Option<Value>| annotations_of(annotations).kind;
+        assert_eq!(kind(None), ToolKind::Other);
+        assert_eq!(kind(Some(json!({"readOnlyHint": true}))), ToolKind::Read);
+        assert_eq!(kind(Some(json!({"readOnlyHint": false}))), ToolKind::Other);
+        assert_eq!(kind(Some(json!({"readOnlyHint": "yes"}))), ToolKind::Other);
+        assert_eq!(kind(Some(json!({"openWorldHint": true}))), ToolKind::Other);
+        assert_eq!(
+            kind(Some(
+                json!({"destructiveHint": true, "readOnlyHint": false})
+            )),
+            ToolKind::Other
+        );
+    }
+
+    fn annotations_of(annotations: Option<Value>) -> ToolAnnotations {
+        super::annotations(&ToolInfo {
+            name: "t".into(),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations,
+        })
     }
 }

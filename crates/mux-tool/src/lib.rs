@@ -22,6 +22,7 @@ mod executor;
 mod filter;
 pub mod hooks;
 mod output;
+mod presentation;
 mod registry;
 mod resources;
 mod secret;
@@ -43,10 +44,14 @@ pub use executor::{
 pub use filter::{GlobPattern, ToolFilter};
 pub use hooks::{HookError, PostHook, PostHookAction, PreHook, PreHookAction};
 pub use output::{Content, ToolOutput};
+pub use presentation::{
+    DIFF_CONTEXT_LINES, Diff, Location, MAX_DIFF_TEXT_BYTES, MAX_DIFFS, MAX_LOCATIONS,
+    MAX_PATH_BYTES, MAX_TODO_BYTES, MAX_TODOS, Presentation, TodoItem, TodoPriority, TodoStatus,
+};
 pub use registry::{Registry, RegistryError, RegistryView};
 pub use resources::Resources;
 pub use secret::Secret;
-pub use spec::{MAX_NAME_LEN, SpecError, ToolAnnotations, ToolName, ToolSpec};
+pub use spec::{MAX_NAME_LEN, SpecError, ToolAnnotations, ToolKind, ToolName, ToolSpec};
 pub use subject::Subject;
 pub use tool::{BoxFuture, Tool, ToolError};
 pub use typed::{Typed, TypedTool, input_schema_for};

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Presentation;
+
 /// One block of tool output.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -160,6 +162,34 @@ impl ToolOutput {
     pub fn with_metadata(mut self, key: impl Into<String>, value: Value) -> Self {
         self.metadata.insert(key.into(), value);
         self
+    }
+
+    /// Sets what the call shows on a face (a diff, locations, the todo list), stored in the
+    /// metadata under [`Presentation::METADATA_KEY`].
+    pub fn with_presentation(mut self, presentation: Presentation) -> Self {
+        match serde_json::to_value(&presentation) {
+            Ok(value) => {
+                self.metadata
+                    .insert(Presentation::METADATA_KEY.to_owned(), value);
+            }
+            Err(err) => {
+                tracing::debug!(target: "mux_tool", error = %err, "a presentation did not serialize");
+            }
+        }
+        self
+    }
+
+    /// What the call shows on a face, read back from the metadata through the
+    /// [`Presentation`] bounds; `None` when there is none or it is not a presentation.
+    pub fn presentation(&self) -> Option<Presentation> {
+        let value = self.metadata.get(Presentation::METADATA_KEY)?;
+        match Presentation::deserialize(value) {
+            Ok(presentation) => Some(presentation),
+            Err(err) => {
+                tracing::debug!(target: "mux_tool", error = %err, "metadata holds no valid presentation");
+                None
+            }
+        }
     }
 
     /// All text blocks joined with newlines; JSON blocks are included as compact JSON.

@@ -68,10 +68,75 @@ impl std::ops::Deref for ToolName {
     }
 }
 
-/// Hints about a tool's behaviour, with the same meaning as MCP's tool annotations.
+/// How a tool's calls show on a face: the icon and wording an editor or a page picks.
+///
+/// The same list as ACP's tool kinds. A face maps it and nothing else: it never guesses a
+/// kind from a tool's name. It is presentation only; policy reads the other annotations.
+/// An unknown kind read from JSON is [`Other`](Self::Other).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolKind {
+    /// Reads files or data.
+    Read,
+    /// Changes files or content.
+    Edit,
+    /// Removes files or data.
+    Delete,
+    /// Moves or renames files.
+    Move,
+    /// Searches for information.
+    Search,
+    /// Runs a command or code.
+    Execute,
+    /// Retrieves something from outside (the web, a service).
+    Fetch,
+    /// Thinks or plans, with no effect outside the agent (a todo list, a delegated task).
+    Think,
+    /// Anything else; the default.
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+impl ToolKind {
+    /// The kind's name on the wire: `read`, `edit`, ..., `other`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Edit => "edit",
+            Self::Delete => "delete",
+            Self::Move => "move",
+            Self::Search => "search",
+            Self::Execute => "execute",
+            Self::Fetch => "fetch",
+            Self::Think => "think",
+            Self::Other => "other",
+        }
+    }
+
+    fn is_other(&self) -> bool {
+        *self == Self::Other
+    }
+}
+
+/// Hints about a tool's behaviour, with the same meaning as MCP's tool annotations, and how
+/// its calls show on a face ([`ToolKind`]).
 ///
 /// They are hints for policy (the permission layer's plan mode allows only `read_only` tools),
-/// not guarantees made by the tool.
+/// not guarantees made by the tool. `kind` is for faces only.
+///
+/// ```
+/// use mux_tool::{ToolAnnotations, ToolKind};
+///
+/// // The read-only preset shows as a read; say more with `with_kind`.
+/// assert_eq!(ToolAnnotations::read_only().kind, ToolKind::Read);
+/// let search = ToolAnnotations::read_only().with_kind(ToolKind::Search);
+/// assert_eq!(search.kind, ToolKind::Search);
+/// // Anything else starts as `other`.
+/// assert_eq!(ToolAnnotations::destructive().kind, ToolKind::Other);
+/// assert_eq!(ToolAnnotations::default().kind, ToolKind::Other);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ToolAnnotations {
@@ -83,16 +148,28 @@ pub struct ToolAnnotations {
     pub idempotent: bool,
     /// The tool talks to an open world of external entities (the web, other people).
     pub open_world: bool,
+    /// How its calls show on a face. Default: [`ToolKind::Other`]; the
+    /// [`read_only`](Self::read_only) preset sets [`ToolKind::Read`].
+    #[serde(skip_serializing_if = "ToolKind::is_other")]
+    pub kind: ToolKind,
 }
 
 impl ToolAnnotations {
-    /// Annotations of a tool that only reads: read-only and idempotent.
+    /// Annotations of a tool that only reads: read-only and idempotent, shown as
+    /// [`ToolKind::Read`] (a search, a fetch or a plan says so with [`with_kind`](Self::with_kind)).
     pub fn read_only() -> Self {
         Self {
             read_only: true,
             idempotent: true,
+            kind: ToolKind::Read,
             ..Self::default()
         }
+    }
+
+    /// Sets how the tool's calls show on a face.
+    pub fn with_kind(mut self, kind: ToolKind) -> Self {
+        self.kind = kind;
+        self
     }
 
     /// Annotations of a tool that may destroy data.
@@ -272,6 +349,22 @@ mod tests {
     fn deserializing_a_bad_name_fails() {
         let err = serde_json::from_value::<ToolName>(json!("no spaces")).unwrap_err();
         assert!(err.to_string().contains("no spaces"));
+    }
+
+    #[test]
+    fn kinds_read_from_json_default_to_other() {
+        let old: ToolAnnotations = serde_json::from_value(json!({"readOnly": true})).unwrap();
+        assert_eq!(old.kind, ToolKind::Other, "annotations from before kinds");
+        let edit: ToolAnnotations = serde_json::from_value(json!({"kind": "edit"})).unwrap();
+        assert_eq!(edit.kind, ToolKind::Edit);
+        let unknown: ToolAnnotations = serde_json::from_value(json!({"kind": "teleport"})).unwrap();
+        assert_eq!(unknown.kind, ToolKind::Other);
+        // `other` is left out, so specs without a kind serialize as before.
+        let wire = serde_json::to_value(ToolAnnotations::destructive()).unwrap();
+        assert!(wire.get("kind").is_none(), "{wire}");
+        for kind in [ToolKind::Read, ToolKind::Move, ToolKind::Think] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
+        }
     }
 
     #[test]

@@ -345,7 +345,11 @@ impl RunRegistry {
         let started = orchestrator
             .run(prompt)
             .map_err(|e| (ErrorCode::Loop("loop_start".into()), e.to_string()))?;
-        let translator = Translator::new(input.run_id.clone(), thread.todos());
+        let translator = Translator::new(
+            input.run_id.clone(),
+            thread.todos(),
+            orchestrator.tools().clone(),
+        );
         let live = LiveLoop::new(
             started.input,
             cancel,

@@ -4,9 +4,14 @@
 //! closed before anything that cannot sit inside them, and [`Translator::detach`] closes them
 //! all when a run pauses, so the `RUN_FINISHED` that ends the AG-UI run is well formed.
 //! [`Translator::attach`] reopens the step in the run that continues.
+//!
+//! Tools are shown from what they say about themselves, never from their names: the kind in
+//! their annotations (`mux.tool_kind`), the locations and diffs of their output's
+//! presentation (`mux.tool_presentation`), and its todo list (the `todos` state).
 
 use mux_llm::Usage;
 use mux_orchestrator::{LoopEvent, LoopState};
+use mux_tool::{Registry, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::types::{Event, TokenUsage};
@@ -49,12 +54,13 @@ pub(crate) struct Translator {
     assistant: Option<String>,
     started_calls: Vec<String>,
     todos: Option<Value>,
-    pending_todos: Vec<(String, Value)>,
+    tools: Registry,
 }
 
 impl Translator {
-    /// A translator whose message ids start with `prefix`.
-    pub(crate) fn new(prefix: impl Into<String>, todos: Option<Value>) -> Self {
+    /// A translator whose message ids start with `prefix`, continuing the todo state `todos`,
+    /// whose calls' kinds come from `tools`.
+    pub(crate) fn new(prefix: impl Into<String>, todos: Option<Value>, tools: Registry) -> Self {
         Self {
             prefix: prefix.into(),
             counter: 0,
@@ -66,7 +72,7 @@ impl Translator {
             assistant: None,
             started_calls: Vec::new(),
             todos,
-            pending_todos: Vec::new(),
+            tools,
         }
     }
 
@@ -213,18 +219,22 @@ impl Translator {
                     self.start_call(call_id.clone(), name.clone(), out);
                 }
                 self.started_calls.retain(|id| id != &call_id);
-                if name == mux_tool_todo_name()
-                    && let Some(todos) = input.get(TODOS)
-                {
-                    self.pending_todos.push((call_id.clone(), todos.clone()));
-                }
                 out.push(Event::ToolCallArgs {
                     tool_call_id: call_id.clone(),
                     delta: input.to_string(),
                 });
                 out.push(Event::ToolCallEnd {
-                    tool_call_id: call_id,
+                    tool_call_id: call_id.clone(),
                 });
+                let kind = self
+                    .tools
+                    .get(&name)
+                    .map(|tool| tool.spec().annotations.kind)
+                    .unwrap_or_default();
+                out.push(custom(
+                    "tool_kind",
+                    json!({"toolCallId": call_id, "kind": kind.as_str()}),
+                ));
             }
             LoopEvent::ApprovalRequired {
                 call_id,
@@ -244,9 +254,7 @@ impl Translator {
                 return Signal::Question { call_id, question };
             }
             LoopEvent::ToolResult {
-                call_id,
-                name,
-                output,
+                call_id, output, ..
             } => {
                 self.close_text(out);
                 self.close_reasoning(out);
@@ -257,15 +265,7 @@ impl Translator {
                     content: output.to_text(),
                     role: Some("tool".into()),
                 });
-                let todos = self
-                    .pending_todos
-                    .iter()
-                    .position(|(id, _)| *id == call_id)
-                    .map(|at| self.pending_todos.remove(at).1);
-                if let (Some(todos), false) = (todos, output.is_error) {
-                    debug_assert_eq!(name, mux_tool_todo_name());
-                    out.push(self.todo_state(todos));
-                }
+                self.present(&call_id, &output, out);
             }
             LoopEvent::TurnComplete {
                 iteration,
@@ -342,6 +342,32 @@ impl Translator {
         });
     }
 
+    /// What the call's output presents: its locations and diffs as `mux.tool_presentation`,
+    /// and, after a success, its todo list as the `todos` state.
+    fn present(&mut self, call_id: &str, output: &ToolOutput, out: &mut Vec<Event>) {
+        let Some(shown) = output.presentation() else {
+            return;
+        };
+        if !shown.locations().is_empty() || !shown.diffs().is_empty() {
+            out.push(custom(
+                "tool_presentation",
+                json!({
+                    "toolCallId": call_id,
+                    "locations": shown.locations(),
+                    "diffs": shown.diffs(),
+                }),
+            ));
+        }
+        if let (false, Some(todos)) = (output.is_error, shown.todos()) {
+            match serde_json::to_value(todos) {
+                Ok(todos) => out.push(self.todo_state(todos)),
+                Err(err) => {
+                    tracing::debug!(target: "mux_web", error = %err, "a todo list did not serialize");
+                }
+            }
+        }
+    }
+
     /// A snapshot the first time, then a replace of `/todos`.
     fn todo_state(&mut self, todos: Value) -> Event {
         let event = if self.todos.is_some() {
@@ -356,11 +382,6 @@ impl Translator {
         self.todos = Some(todos);
         event
     }
-}
-
-/// The name of mux-tool's todo list tool.
-fn mux_tool_todo_name() -> &'static str {
-    "todo_write"
 }
 
 /// A `CUSTOM` event named `mux.<kind>`.
@@ -396,7 +417,7 @@ mod tests {
 
     #[test]
     fn a_turn_with_text_and_a_tool_call_nests_validly() {
-        let mut t = Translator::new("x", None);
+        let mut t = Translator::new("x", None, Registry::new());
         let mut all = Vec::new();
         for event in [
             LoopEvent::StateChanged {
@@ -436,6 +457,7 @@ mod tests {
                 "TOOL_CALL_START",
                 "TOOL_CALL_ARGS",
                 "TOOL_CALL_END",
+                "CUSTOM",
                 "TOOL_CALL_RESULT",
                 "STEP_FINISHED",
                 "CUSTOM"
@@ -443,9 +465,98 @@ mod tests {
         );
     }
 
+    /// A tool whose spec says `kind`.
+    struct Described(mux_tool::ToolSpec);
+
+    impl mux_tool::Tool for Described {
+        fn spec(&self) -> &mux_tool::ToolSpec {
+            &self.0
+        }
+
+        fn call(
+            &self,
+            _input: Value,
+            _cx: mux_tool::ToolContext,
+        ) -> mux_tool::BoxFuture<'_, Result<ToolOutput, mux_tool::ToolError>> {
+            Box::pin(async { Ok(ToolOutput::text("ok")) })
+        }
+    }
+
+    fn tools(described: &[(&str, mux_tool::ToolKind)]) -> Registry {
+        let tools = Registry::new();
+        for (name, kind) in described {
+            let spec = mux_tool::ToolSpec::new(*name, "", json!({"type": "object"}))
+                .unwrap()
+                .with_annotations(mux_tool::ToolAnnotations::default().with_kind(*kind));
+            tools.register(Described(spec)).unwrap();
+        }
+        tools
+    }
+
+    fn custom_value<'a>(events: &'a [Event], wanted: &str) -> Option<&'a Value> {
+        events.iter().find_map(|event| match event {
+            Event::Custom { name, value } if name == wanted => Some(value),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn the_kind_comes_from_the_annotations_not_the_name() {
+        use mux_tool::ToolKind;
+        let mut t = Translator::new(
+            "x",
+            None,
+            tools(&[("save", ToolKind::Edit), ("bash", ToolKind::Other)]),
+        );
+        for (name, kind) in [("save", "edit"), ("bash", "other"), ("gone", "other")] {
+            let (events, _) = t.translate(LoopEvent::ToolCallArguments {
+                call_id: format!("c-{name}"),
+                name: name.into(),
+                input: json!({}),
+            });
+            let value = custom_value(&events, "mux.tool_kind").unwrap();
+            assert_eq!(
+                value,
+                &json!({"toolCallId": format!("c-{name}"), "kind": kind})
+            );
+        }
+    }
+
+    #[test]
+    fn a_presented_diff_is_a_tool_presentation_event_after_the_result() {
+        use mux_tool::{Diff, Location, Presentation};
+        let mut t = Translator::new("x", None, Registry::new());
+        let output = ToolOutput::text("saved").with_presentation(
+            Presentation::new()
+                .with_location(Location::new("a.txt").with_line(1))
+                .with_diff(Diff::new("a.txt", Some("a\n"), "b\n")),
+        );
+        let (events, _) = t.translate(LoopEvent::ToolResult {
+            call_id: "c".into(),
+            name: "anything".into(),
+            output,
+        });
+        assert_eq!(kinds(&events), ["TOOL_CALL_RESULT", "CUSTOM"]);
+        assert_eq!(
+            custom_value(&events, "mux.tool_presentation").unwrap(),
+            &json!({
+                "toolCallId": "c",
+                "locations": [{"path": "a.txt", "line": 1}],
+                "diffs": [{"path": "a.txt", "oldText": "a\n", "newText": "b\n", "line": 1}]
+            })
+        );
+        // Nothing presented: no event.
+        let (events, _) = t.translate(LoopEvent::ToolResult {
+            call_id: "d".into(),
+            name: "anything".into(),
+            output: ToolOutput::text("plain"),
+        });
+        assert_eq!(kinds(&events), ["TOOL_CALL_RESULT"]);
+    }
+
     #[test]
     fn thinking_is_a_reasoning_span_closed_before_the_text() {
-        let mut t = Translator::new("x", None);
+        let mut t = Translator::new("x", None, Registry::new());
         let mut all = Vec::new();
         for event in [
             LoopEvent::ThinkingDelta {
@@ -484,21 +595,23 @@ mod tests {
     }
 
     #[test]
-    fn todo_writes_become_a_snapshot_then_deltas() {
-        let mut t = Translator::new("x", None);
+    fn presented_todos_become_a_snapshot_then_deltas() {
+        use mux_tool::{Presentation, TodoItem};
+        let mut t = Translator::new("x", None, Registry::new());
         let mut all = Vec::new();
         for round in 0..2 {
-            let todos = json!([{"content": format!("step {round}"), "status": "pending"}]);
+            let todos = [TodoItem::new(format!("step {round}"))];
             for event in [
                 LoopEvent::ToolCallArguments {
                     call_id: format!("c{round}"),
-                    name: "todo_write".into(),
-                    input: json!({ "todos": todos }),
+                    name: "any_plan_tool".into(),
+                    input: json!({}),
                 },
                 LoopEvent::ToolResult {
                     call_id: format!("c{round}"),
-                    name: "todo_write".into(),
-                    output: ToolOutput::text("ok"),
+                    name: "any_plan_tool".into(),
+                    output: ToolOutput::text("ok")
+                        .with_presentation(Presentation::new().with_todos(todos)),
                 },
             ] {
                 all.extend(t.translate(event).0);
@@ -514,7 +627,7 @@ mod tests {
 
     #[test]
     fn cancel_and_errors_are_signals_after_closing_what_is_open() {
-        let mut t = Translator::new("x", None);
+        let mut t = Translator::new("x", None, Registry::new());
         t.translate(LoopEvent::TextDelta { text: "a".into() });
         let (events, signal) = t.translate(LoopEvent::Error {
             kind: "cancelled".into(),
@@ -531,7 +644,7 @@ mod tests {
 
     #[test]
     fn a_run_stopped_by_its_budget_says_which_limit_before_it_finishes() {
-        let mut t = Translator::new("x", None);
+        let mut t = Translator::new("x", None, Registry::new());
         t.translate(LoopEvent::TextDelta { text: "a".into() });
         let (events, signal) = t.translate(LoopEvent::Finished {
             text: "a".into(),
@@ -554,7 +667,7 @@ mod tests {
 
     #[test]
     fn a_subagents_event_is_a_custom_event_under_the_delegating_call() {
-        let mut t = Translator::new("x", None);
+        let mut t = Translator::new("x", None, Registry::new());
         let (events, _) = t.translate(LoopEvent::ToolOutputDelta {
             call_id: "task_1".into(),
             update: mux_tool::ToolUpdate::Subagent {

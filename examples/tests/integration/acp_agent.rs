@@ -132,18 +132,23 @@ fn acpx_approves_a_write_and_the_transcript_shows_its_diff() {
         .find(|u| u["sessionUpdate"] == "tool_call")
         .expect("a tool_call");
     assert_eq!(call["kind"], "edit");
-    assert_eq!(call["content"][0]["type"], "diff");
-    assert_eq!(call["content"][0]["newText"], "hi from acpx\n");
-    assert!(
-        call["content"][0].get("oldText").is_none_or(Value::is_null),
-        "a new file"
-    );
     let statuses: Vec<_> = updates
         .iter()
         .filter(|u| u["sessionUpdate"] == "tool_call_update")
         .filter_map(|u| u["status"].as_str())
         .collect();
     assert_eq!(statuses, ["in_progress", "completed"]);
+    // The diff is what write_file presents once it has written.
+    let done = updates
+        .iter()
+        .rfind(|u| u["sessionUpdate"] == "tool_call_update")
+        .unwrap();
+    assert_eq!(done["content"][0]["type"], "diff");
+    assert_eq!(done["content"][0]["newText"], "hi from acpx\n");
+    assert!(
+        done["content"][0].get("oldText").is_none_or(Value::is_null),
+        "a new file"
+    );
     assert_eq!(
         std::fs::read_to_string(project.path().join("hello.txt")).unwrap(),
         "hi from acpx\n"

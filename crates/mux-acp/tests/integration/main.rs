@@ -6,3 +6,4 @@ mod harness;
 mod input;
 mod methods;
 mod prompt_runs;
+mod tools_describe_themselves;

@@ -36,16 +36,16 @@ async fn an_approved_write_shows_a_diff_and_its_lifecycle() {
     assert_eq!(call[0]["sessionUpdate"], "tool_call");
     assert_eq!(call[0]["kind"], "edit");
     assert_eq!(call[0]["rawInput"]["path"], "hello.txt");
-    let diff = &call[0]["content"][0];
-    assert_eq!(diff["type"], "diff");
-    assert_eq!(diff["oldText"], serde_json::Value::Null, "a new file");
-    assert_eq!(diff["newText"], "hi\n");
-    assert_eq!(
-        call[0]["locations"][0]["path"],
-        dir.path().join("hello.txt").display().to_string()
-    );
+    let file = dir.path().join("hello.txt").display().to_string();
+    assert_eq!(call[0]["locations"][0]["path"], file);
     let statuses: Vec<_> = call[1..].iter().map(|u| u["status"].clone()).collect();
     assert_eq!(statuses, [json!("in_progress"), json!("completed")]);
+    // The diff is what the tool presents once it has written.
+    let diff = &call[2]["content"][0];
+    assert_eq!(diff["type"], "diff");
+    assert_eq!(diff["path"], file);
+    assert_eq!(diff["oldText"], serde_json::Value::Null, "a new file");
+    assert_eq!(diff["newText"], "hi\n");
 
     let asked = &peer.asked[0]["params"];
     assert_eq!(asked["toolCall"]["toolCallId"], "w1");
@@ -339,7 +339,7 @@ async fn file_tools_go_through_the_editor_when_it_offers_fs() {
         .filter_map(|n| n["method"].as_str())
         .filter(|m| m.starts_with("fs/"))
         .collect();
-    // read_file's read, the write's diff asking for the old text, the write.
+    // read_file's read, write_file asking for the old text (for its diff), the write.
     assert_eq!(
         asked_editor,
         [

@@ -12,7 +12,7 @@ use super::Sandbox;
 use super::environment::EnvPolicy;
 use super::os_sandbox::SandboxPolicy;
 use super::text::{decode_head, decode_tail};
-use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput, TypedTool};
 
 /// The timeout when the call gives no `timeout_ms`.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -189,7 +189,9 @@ impl TypedTool for Bash {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::destructive().with_open_world(true)
+        ToolAnnotations::destructive()
+            .with_open_world(true)
+            .with_kind(ToolKind::Execute)
     }
 
     fn subject(&self, args: &BashArgs) -> Subject {

@@ -8,7 +8,10 @@ use serde_json::json;
 
 use super::write_file::write_located;
 use super::{Sandbox, blocking, text_files};
-use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use crate::{
+    Diff, Location, Presentation, Subject, ToolAnnotations, ToolContext, ToolError, ToolKind,
+    ToolOutput, TypedTool,
+};
 
 /// The largest file `edit_file` loads, by default.
 const DEFAULT_MAX_EDIT_BYTES: u64 = 10 * 1024 * 1024;
@@ -66,7 +69,7 @@ impl TypedTool for EditFile {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::destructive()
+        ToolAnnotations::destructive().with_kind(ToolKind::Edit)
     }
 
     fn subject(&self, args: &EditFileArgs) -> Subject {
@@ -87,7 +90,7 @@ impl TypedTool for EditFile {
                 }
                 let (updated, found) = replace(&args, &content, &shown)?;
                 if delegate.files().write_text(path.real(), &updated).await? {
-                    return Ok(replaced(found, &shown));
+                    return Ok(replaced(found, &shown, &content, &updated));
                 }
             }
         }
@@ -138,15 +141,28 @@ fn replace(args: &EditFileArgs, content: &str, shown: &str) -> Result<(String, u
     ))
 }
 
-/// What the model reads after an edit.
-fn replaced(found: usize, shown: &str) -> ToolOutput {
+/// What the model reads after an edit, and the diff a face shows.
+fn replaced(found: usize, shown: &str, old: &str, new: &str) -> ToolOutput {
     let noun = if found == 1 {
         "occurrence"
     } else {
         "occurrences"
     };
+    let diff = Diff::new(shown, Some(old), new);
+    // The first changed line is the first line of the diff past its context.
+    let changed = old
+        .lines()
+        .zip(new.lines())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let line = u32::try_from(changed + 1).unwrap_or(u32::MAX);
     ToolOutput::text(format!("Replaced {found} {noun} in {shown}"))
         .with_metadata("replacements", json!(found))
+        .with_presentation(
+            Presentation::new()
+                .with_location(Location::new(shown).with_line(line))
+                .with_diff(diff),
+        )
 }
 
 impl EditFile {
@@ -173,6 +189,6 @@ impl EditFile {
         })?;
         let (updated, found) = replace(args, &content, &shown)?;
         write_located(&located, updated.as_bytes())?;
-        Ok(replaced(found, &shown))
+        Ok(replaced(found, &shown, &content, &updated))
     }
 }

@@ -8,7 +8,10 @@ use serde_json::json;
 
 use super::walk::walk;
 use super::{Sandbox, blocking};
-use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use crate::{
+    Location, Presentation, Subject, ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput,
+    TypedTool,
+};
 
 /// How many paths a call returns at most, by default.
 const DEFAULT_MAX_RESULTS: usize = 1000;
@@ -59,7 +62,7 @@ impl TypedTool for Glob {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
+        ToolAnnotations::read_only().with_kind(ToolKind::Search)
     }
 
     fn subject(&self, args: &GlobArgs) -> Subject {
@@ -148,7 +151,10 @@ impl TypedTool for Glob {
             Ok(ToolOutput::text(text)
                 .with_metadata("matches", json!(count))
                 .with_metadata("omitted", json!(more))
-                .with_metadata("withheld", json!(withheld.count())))
+                .with_metadata("withheld", json!(withheld.count()))
+                .with_presentation(
+                    Presentation::new().with_location(Location::new(resolved.display())),
+                ))
         })
         .await
     }

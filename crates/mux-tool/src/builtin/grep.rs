@@ -14,7 +14,10 @@ use serde_json::json;
 use super::text::decode_head;
 use super::walk::{Withheld, walk};
 use super::{Sandbox, blocking};
-use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use crate::{
+    Location, Presentation, Subject, ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput,
+    TypedTool,
+};
 
 /// How many matching lines a call returns at most, by default.
 const DEFAULT_MAX_MATCHES: usize = 500;
@@ -83,7 +86,7 @@ impl TypedTool for Grep {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
+        ToolAnnotations::read_only().with_kind(ToolKind::Search)
     }
 
     fn subject(&self, args: &GrepArgs) -> Subject {
@@ -209,7 +212,10 @@ impl Grep {
         Ok(ToolOutput::text(text)
             .with_metadata("matches", json!(count))
             .with_metadata("capped", json!(results.full))
-            .with_metadata("withheld", json!(withheld.count())))
+            .with_metadata("withheld", json!(withheld.count()))
+            .with_presentation(
+                Presentation::new().with_location(Location::new(resolved.display())),
+            ))
     }
 
     fn search_file(

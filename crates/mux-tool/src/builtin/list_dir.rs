@@ -7,7 +7,10 @@ use serde_json::json;
 
 use super::walk::walk;
 use super::{Sandbox, blocking};
-use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use crate::{
+    Location, Presentation, Subject, ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput,
+    TypedTool,
+};
 
 /// How many entries a call lists at most, by default.
 const DEFAULT_MAX_ENTRIES: usize = 1000;
@@ -60,7 +63,7 @@ impl TypedTool for ListDir {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
+        ToolAnnotations::read_only().with_kind(ToolKind::Search)
     }
 
     fn subject(&self, args: &ListDirArgs) -> Subject {
@@ -127,7 +130,8 @@ impl TypedTool for ListDir {
             Ok(ToolOutput::text(text)
                 .with_metadata("entries", json!(count))
                 .with_metadata("omitted", json!(more))
-                .with_metadata("withheld", json!(withheld.count())))
+                .with_metadata("withheld", json!(withheld.count()))
+                .with_presentation(Presentation::new().with_location(Location::new(shown))))
         })
         .await
     }

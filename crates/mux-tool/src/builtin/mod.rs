@@ -1,17 +1,20 @@
 //! The built-in tools, confined to a [`Sandbox`] root (feature `builtin`; `web_fetch` needs
 //! the feature `web`).
 //!
-//! | tool | arguments | annotations | subject |
-//! |---|---|---|---|
-//! | [`read_file`](ReadFile) | `path`, `offset`, `limit` | read-only | path |
-//! | [`write_file`](WriteFile) | `path`, `content` | destructive | path |
-//! | [`edit_file`](EditFile) | `path`, `old_string`, `new_string`, `replace_all` | destructive | path |
-//! | [`list_dir`](ListDir) | `path` | read-only | path |
-//! | [`glob`](Glob) | `pattern`, `path` | read-only | path |
-//! | [`grep`](Grep) | `pattern`, `path`, `glob`, `ignore_case` | read-only | path |
-//! | [`bash`](Bash) | `command`, `timeout_ms` | destructive | command |
-//! | [`todo_write`](TodoWrite) | `todos` | read-only (its own list only) | none |
-//! | `web_fetch` (feature `web`) | `url` | read-only, open world | URL |
+//! | tool | arguments | annotations | kind | subject |
+//! |---|---|---|---|---|
+//! | [`read_file`](ReadFile) | `path`, `offset`, `limit` | read-only | read | path |
+//! | [`write_file`](WriteFile) | `path`, `content` | destructive | edit | path |
+//! | [`edit_file`](EditFile) | `path`, `old_string`, `new_string`, `replace_all` | destructive | edit | path |
+//! | [`list_dir`](ListDir) | `path` | read-only | search | path |
+//! | [`glob`](Glob) | `pattern`, `path` | read-only | search | path |
+//! | [`grep`](Grep) | `pattern`, `path`, `glob`, `ignore_case` | read-only | search | path |
+//! | [`bash`](Bash) | `command`, `timeout_ms` | destructive | execute | command |
+//! | [`todo_write`](TodoWrite) | `todos` | read-only (its own list only) | think | none |
+//! | `web_fetch` (feature `web`) | `url` | read-only, open world | fetch | URL |
+//!
+//! Their outputs present what a face shows ([`Presentation`](crate::Presentation)): the file
+//! or directory they looked at, the diff of a write or an edit, the todo list.
 //!
 //! Every path is checked against the root on every call (see [`Sandbox`]): a `..` that climbs
 //! above the root, `~`, absolute paths outside the root and symlinks that lead out are refused
@@ -85,7 +88,9 @@ pub use read_file::{ReadFile, ReadFileArgs};
 pub use sandbox::{Sandbox, SandboxPath};
 pub use sandbox_error::SandboxError;
 pub use text_files::{DelegatedFiles, TextFiles};
-pub use todo_write::{TodoCounts, TodoItem, TodoList, TodoStatus, TodoWrite, TodoWriteArgs};
+pub use todo_write::{TodoCounts, TodoList, TodoWrite, TodoWriteArgs};
+// The todo item and its status live beside the presentation that shows them.
+pub use crate::{TodoItem, TodoStatus};
 #[cfg(feature = "web")]
 pub use web_fetch::{WebFetch, WebFetchArgs};
 pub use write_file::{WriteFile, WriteFileArgs};

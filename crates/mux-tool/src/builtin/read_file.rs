@@ -10,7 +10,9 @@ use tokio_util::sync::CancellationToken;
 use super::text::decode_head;
 use super::{Sandbox, blocking, text_files};
 use crate::truncate::floor_char_boundary;
-use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use crate::{
+    Location, Presentation, Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool,
+};
 
 /// How many lines are read when the call gives no `limit`.
 const DEFAULT_LINE_LIMIT: usize = 2000;
@@ -138,6 +140,11 @@ impl ReadFile {
     ) -> Result<ToolOutput, ToolError> {
         let offset = to_usize(args.offset.unwrap_or(1), "offset")?;
         let limit = to_usize(args.limit.unwrap_or(DEFAULT_LINE_LIMIT as u64), "limit")?;
+        let mut location = Location::new(shown);
+        if let Some(line) = args.offset.and_then(|line| u32::try_from(line).ok()) {
+            location = location.with_line(line);
+        }
+        let shown_here = Presentation::new().with_location(location);
         let head = reader.fill_buf()?;
         if head[..head.len().min(BINARY_SNIFF_BYTES)].contains(&0) {
             return Err(ToolError::failed(format!(
@@ -195,13 +202,17 @@ impl ReadFile {
 
         if shown_lines == 0 && stop.is_none() {
             if number == 0 {
-                return Ok(ToolOutput::text(format!("({shown} is empty)")));
+                return Ok(
+                    ToolOutput::text(format!("({shown} is empty)")).with_presentation(shown_here)
+                );
             }
             return Err(ToolError::InvalidArguments(format!(
                 "offset {offset} is past the end of {shown}, which has {number} lines"
             )));
         }
-        let mut output = ToolOutput::text(out).with_metadata("lines", json!(shown_lines));
+        let mut output = ToolOutput::text(out)
+            .with_metadata("lines", json!(shown_lines))
+            .with_presentation(shown_here);
         if let Some(reason) = stop {
             let next = offset + shown_lines;
             output = output

@@ -7,57 +7,17 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use crate::{
+    Presentation, TodoItem, TodoStatus, ToolAnnotations, ToolContext, ToolError, ToolKind,
+    ToolOutput, TypedTool,
+};
 
-/// Where a todo item stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TodoStatus {
-    /// Not started.
-    Pending,
-    /// Being worked on now.
-    InProgress,
-    /// Done.
-    Completed,
-}
-
-impl TodoStatus {
-    fn marker(self) -> &'static str {
-        match self {
-            Self::Pending => "[ ]",
-            Self::InProgress => "[>]",
-            Self::Completed => "[x]",
-        }
-    }
-}
-
-/// One item of the todo list.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TodoItem {
-    /// What is to be done, in the imperative ("Run the tests").
-    pub content: String,
-    /// Where it stands.
-    pub status: TodoStatus,
-    /// The same in the present continuous ("Running the tests"), shown while in progress.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub active_form: Option<String>,
-}
-
-impl TodoItem {
-    /// A pending item.
-    pub fn new(content: impl Into<String>) -> Self {
-        Self {
-            content: content.into(),
-            status: TodoStatus::Pending,
-            active_form: None,
-        }
-    }
-
-    /// The item with `status`.
-    pub fn with_status(mut self, status: TodoStatus) -> Self {
-        self.status = status;
-        self
+/// How a status is marked in the list the model reads.
+fn marker(status: TodoStatus) -> &'static str {
+    match status {
+        TodoStatus::Pending => "[ ]",
+        TodoStatus::InProgress => "[>]",
+        TodoStatus::Completed => "[x]",
     }
 }
 
@@ -167,7 +127,7 @@ impl fmt::Display for TodoList {
             .count();
         write!(f, "Todo list ({done}/{} completed):", items.len())?;
         for item in items.iter() {
-            write!(f, "\n{} {}", item.status.marker(), item.content)?;
+            write!(f, "\n{} {}", marker(item.status), item.content)?;
             if let (TodoStatus::InProgress, Some(active)) = (item.status, &item.active_form) {
                 write!(f, " ({active})")?;
             }
@@ -200,9 +160,9 @@ impl TypedTool for TodoWrite {
     }
 
     /// Read-only in the MCP sense: it changes only the agent's own todo list, not the
-    /// environment, so a plan-only mode can still use it.
+    /// environment, so a plan-only mode can still use it. Shown as thinking.
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
+        ToolAnnotations::read_only().with_kind(ToolKind::Think)
     }
 
     async fn call(&self, args: TodoWriteArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -217,8 +177,11 @@ impl TypedTool for TodoWrite {
             )));
         }
         let list = cx.resources().get_or_insert_with(TodoList::new);
+        let shown = Presentation::new().with_todos(args.todos.iter().cloned());
         list.replace(args.todos);
         let counts = list.counts();
-        Ok(ToolOutput::text(list.to_string()).with_metadata("counts", json!(counts)))
+        Ok(ToolOutput::text(list.to_string())
+            .with_metadata("counts", json!(counts))
+            .with_presentation(shown))
     }
 }

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::public_dns::PublicDns;
 use super::text::decode_head;
-use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput, TypedTool};
 
 /// How many bytes of the body are read at most, by default.
 const DEFAULT_MAX_BYTES: usize = 2 * 1024 * 1024;
@@ -93,7 +93,9 @@ impl TypedTool for WebFetch {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only().with_open_world(true)
+        ToolAnnotations::read_only()
+            .with_open_world(true)
+            .with_kind(ToolKind::Fetch)
     }
 
     fn subject(&self, args: &WebFetchArgs) -> Subject {

@@ -1,5 +1,7 @@
 //! `write_file`: creates or replaces a file atomically, creating parent directories.
 
+use std::io::Read;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -7,7 +9,13 @@ use serde_json::json;
 use super::atomic::write_atomically;
 use super::beneath::Located;
 use super::{Sandbox, blocking, text_files};
-use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use crate::{
+    Diff, Location, Presentation, Subject, ToolAnnotations, ToolContext, ToolError, ToolKind,
+    ToolOutput, TypedTool,
+};
+
+/// The largest old file read to show the diff of a write; a larger one shows no diff.
+const MAX_OLD_TEXT_BYTES: u64 = 10 * 1024 * 1024;
 
 /// The arguments of `write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -44,7 +52,9 @@ impl TypedTool for WriteFile {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::destructive().with_idempotent(true)
+        ToolAnnotations::destructive()
+            .with_idempotent(true)
+            .with_kind(ToolKind::Edit)
     }
 
     fn subject(&self, args: &WriteFileArgs) -> Subject {
@@ -61,12 +71,21 @@ impl TypedTool for WriteFile {
                     path.display()
                 )));
             }
+            // The text before the write, for the diff: the editor's buffer, else the disk.
+            let old = match delegate.files().read_text(path.real()).await? {
+                Some(text) => Old::Text(text),
+                None if !existed => Old::Missing,
+                None => {
+                    let (sandbox, given) = (self.sandbox.clone(), args.path.clone());
+                    blocking(move || Ok(Old::of(&sandbox.locate(&given)?))).await?
+                }
+            };
             if delegate
                 .files()
                 .write_text(path.real(), &args.content)
                 .await?
             {
-                return Ok(written(existed, &path.display(), args.content.len()));
+                return Ok(written(existed, &path.display(), &old, &args.content));
             }
         }
         let sandbox = self.sandbox.clone();
@@ -79,20 +98,61 @@ impl TypedTool for WriteFile {
                 )));
             }
             let existed = located.exists();
+            let old = Old::of(&located);
             located.create_parents()?;
             write_located(&located, args.content.as_bytes())?;
-            Ok(written(existed, &shown, args.content.len()))
+            Ok(written(existed, &shown, &old, &args.content))
         })
         .await
     }
 }
 
-/// What the model reads after a write.
-fn written(existed: bool, shown: &str, bytes: usize) -> ToolOutput {
+/// What the model reads after a write, and the diff a face shows.
+fn written(existed: bool, shown: &str, old: &Old, content: &str) -> ToolOutput {
     let verb = if existed { "Overwrote" } else { "Created" };
+    let bytes = content.len();
+    let mut presentation = Presentation::new().with_location(Location::new(shown));
+    match old {
+        Old::Missing => presentation = presentation.with_diff(Diff::new(shown, None, content)),
+        Old::Text(text) => {
+            presentation = presentation.with_diff(Diff::new(shown, Some(text), content));
+        }
+        Old::Unknown => {}
+    }
     ToolOutput::text(format!("{verb} {shown} ({bytes} bytes)"))
         .with_metadata("bytes", json!(bytes))
         .with_metadata("created", json!(!existed))
+        .with_presentation(presentation)
+}
+
+/// A file's text before a write.
+enum Old {
+    /// There was no file.
+    Missing,
+    /// Its text.
+    Text(String),
+    /// Something the diff cannot show: not a regular file, larger than
+    /// [`MAX_OLD_TEXT_BYTES`], not UTF-8, or unreadable.
+    Unknown,
+}
+
+impl Old {
+    /// The current text of the file `located` names.
+    fn of(located: &Located) -> Self {
+        if !located.exists() {
+            return Self::Missing;
+        }
+        let Ok(Some(file)) = located.open_file() else {
+            return Self::Unknown;
+        };
+        let mut bytes = Vec::new();
+        match file.take(MAX_OLD_TEXT_BYTES + 1).read_to_end(&mut bytes) {
+            Ok(_) if bytes.len() as u64 <= MAX_OLD_TEXT_BYTES => {
+                String::from_utf8(bytes).map_or(Self::Unknown, Self::Text)
+            }
+            _ => Self::Unknown,
+        }
+    }
 }
 
 /// Writes `bytes` to the file `located` names, atomically, beneath the handle of its

@@ -10,3 +10,4 @@ mod requests_from_elsewhere_are_refused;
 #[cfg(feature = "page")]
 mod the_chat_page;
 mod the_server_limits_connections;
+mod tools_describe_themselves;

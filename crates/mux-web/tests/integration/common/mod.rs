@@ -9,7 +9,11 @@ use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use mux_orchestrator::{Orchestrator, OrchestratorConfig};
 use mux_tool::builtin::{Bash, Sandbox};
-use mux_tool::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
+use mux_tool::schemars::JsonSchema;
+use mux_tool::{
+    BoxFuture, Diff, Location, Presentation, TodoItem, TodoPriority, TodoStatus, Tool,
+    ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput, ToolSpec, TypedTool,
+};
 use mux_web::{AguiRouter, WebConfig};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -84,6 +88,8 @@ fn router_on(config: WebConfig, store: Arc<dyn SessionStore>) -> (axum::Router, 
         tools.register_typed(Bash::new(sandbox.clone())).unwrap();
         tools.register(Tick::new()).unwrap();
         tools.register_typed(mux_tool::builtin::TodoWrite).unwrap();
+        tools.register_typed(SaveNote::default()).unwrap();
+        tools.register_typed(PlanSteps).unwrap();
         Orchestrator::builder(client.clone(), OrchestratorConfig::new("scripted")).tools(tools)
     })
     .session_store(store)
@@ -146,6 +152,17 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
                 json!({"todos": [{"content": "look", "status": "completed"}]}),
             ),
             _ => text("Planned."),
+        },
+        "save note" => match last {
+            None => call(
+                "save_note",
+                json!({"name": "todo.md", "text": "buy milk\nbuy bread\n"}),
+            ),
+            Some(result) => text(&format!("Result: {result}")),
+        },
+        "plan steps" => match last {
+            None => call("plan_steps", json!({"steps": ["Read", "Write"]})),
+            Some(_) => text("Planned."),
         },
         "slow" if results.len() < 5 => call("tick", json!({"n": results.len()})),
         "slow" => text("Ticked."),
@@ -213,4 +230,92 @@ pub(crate) fn web_peers() -> PathBuf {
         dir.display()
     );
     dir
+}
+
+/// An application's edit tool: notes in memory, nothing a face could know by name. Each
+/// server starts with the note `todo.md` = "buy milk\n".
+#[derive(Clone)]
+pub(crate) struct SaveNote {
+    notes: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+}
+
+impl Default for SaveNote {
+    fn default() -> Self {
+        let notes = [("todo.md".to_owned(), "buy milk\n".to_owned())];
+        Self {
+            notes: Arc::new(std::sync::Mutex::new(notes.into_iter().collect())),
+        }
+    }
+}
+
+#[derive(serde::Deserialize, JsonSchema)]
+#[schemars(crate = "mux_tool::schemars")]
+pub(crate) struct SaveNoteArgs {
+    /// The note's name.
+    name: String,
+    /// Its whole new text.
+    text: String,
+}
+
+impl TypedTool for SaveNote {
+    type Args = SaveNoteArgs;
+    const NAME: &'static str = "save_note";
+
+    fn description(&self) -> String {
+        "Saves a note".into()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::destructive().with_kind(ToolKind::Edit)
+    }
+
+    async fn call(&self, args: SaveNoteArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let path = format!("notes/{}", args.name);
+        let old = self
+            .notes
+            .lock()
+            .unwrap()
+            .insert(args.name.clone(), args.text.clone());
+        Ok(ToolOutput::text("saved").with_presentation(
+            Presentation::new()
+                .with_location(Location::new(&path).with_line(1))
+                .with_diff(Diff::new(&path, old.as_deref(), &args.text)),
+        ))
+    }
+}
+
+/// An application's plan tool, shown as the todo list.
+pub(crate) struct PlanSteps;
+
+#[derive(serde::Deserialize, JsonSchema)]
+#[schemars(crate = "mux_tool::schemars")]
+pub(crate) struct PlanStepsArgs {
+    /// The steps, in order; the first is under way.
+    steps: Vec<String>,
+}
+
+impl TypedTool for PlanSteps {
+    type Args = PlanStepsArgs;
+    const NAME: &'static str = "plan_steps";
+
+    fn description(&self) -> String {
+        "Plans the work".into()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only().with_kind(ToolKind::Think)
+    }
+
+    async fn call(&self, args: PlanStepsArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let todos = args.steps.iter().enumerate().map(|(i, step)| {
+            let item = TodoItem::new(step.as_str()).with_priority(TodoPriority::Low);
+            if i == 0 {
+                item.with_status(TodoStatus::InProgress)
+                    .with_priority(TodoPriority::High)
+            } else {
+                item
+            }
+        });
+        Ok(ToolOutput::text("planned").with_presentation(Presentation::new().with_todos(todos)))
+    }
 }

@@ -1,0 +1,184 @@
+//! An application's own tools show on the ACP face as the built-in ones do: the kind from
+//! their annotations, the diff and the plan from their output's presentation.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use mux_acp::{AcpAgent, SessionParts, SessionSetup};
+use mux_llm::testing::ScriptedClient;
+use mux_orchestrator::OrchestratorConfig;
+use mux_permission::{PathContext, Permissions};
+use mux_tool::schemars::{self, JsonSchema};
+use mux_tool::{
+    Diff, Location, Presentation, Registry, Subject, TodoItem, TodoPriority, TodoStatus,
+    ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput, TypedTool,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::harness::{Peer, for_call};
+
+/// Notes kept in memory: nothing a face could know by name.
+#[derive(Clone, Default)]
+struct SaveNote {
+    notes: Arc<Mutex<HashMap<String, String>>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SaveNoteArgs {
+    /// The note's name.
+    name: String,
+    /// Its whole new text.
+    text: String,
+}
+
+impl TypedTool for SaveNote {
+    type Args = SaveNoteArgs;
+    const NAME: &'static str = "save_note";
+
+    fn description(&self) -> String {
+        "Saves a note".into()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::destructive().with_kind(ToolKind::Edit)
+    }
+
+    fn subject(&self, args: &SaveNoteArgs) -> Subject {
+        Subject::path(format!("notes/{}", args.name))
+    }
+
+    async fn call(&self, args: SaveNoteArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let path = format!("notes/{}", args.name);
+        let old = self
+            .notes
+            .lock()
+            .unwrap()
+            .insert(args.name.clone(), args.text.clone());
+        Ok(ToolOutput::text("saved").with_presentation(
+            Presentation::new()
+                .with_location(Location::new(&path).with_line(1))
+                .with_diff(Diff::new(&path, old.as_deref(), &args.text)),
+        ))
+    }
+}
+
+/// A plan kept by the application, shown as the todo list.
+struct PlanSteps;
+
+#[derive(Deserialize, JsonSchema)]
+struct PlanStepsArgs {
+    /// The steps, in order; the first is under way.
+    steps: Vec<String>,
+}
+
+impl TypedTool for PlanSteps {
+    type Args = PlanStepsArgs;
+    const NAME: &'static str = "plan_steps";
+
+    fn description(&self) -> String {
+        "Plans the work".into()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only().with_kind(ToolKind::Think)
+    }
+
+    async fn call(&self, args: PlanStepsArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let todos = args.steps.iter().enumerate().map(|(i, step)| {
+            let item = TodoItem::new(step.as_str());
+            if i == 0 {
+                item.with_status(TodoStatus::InProgress)
+                    .with_priority(TodoPriority::High)
+            } else {
+                item.with_priority(TodoPriority::Low)
+            }
+        });
+        Ok(ToolOutput::text("planned").with_presentation(Presentation::new().with_todos(todos)))
+    }
+}
+
+fn agent(model: ScriptedClient) -> AcpAgent {
+    let model = Arc::new(model);
+    let notes = SaveNote::default();
+    notes
+        .notes
+        .lock()
+        .unwrap()
+        .insert("todo.md".into(), "buy milk\n".into());
+    AcpAgent::new(move |setup: &SessionSetup| {
+        let tools = Registry::new();
+        tools
+            .register_typed(notes.clone())
+            .map_err(|e| e.to_string())?;
+        tools.register_typed(PlanSteps).map_err(|e| e.to_string())?;
+        let permissions = Permissions::builder(PathContext::new(&setup.cwd)).build();
+        let config = OrchestratorConfig::new("scripted").max_iterations(4);
+        Ok(SessionParts::new(model.clone(), config, tools, permissions))
+    })
+}
+
+#[tokio::test]
+async fn an_application_edit_tool_shows_its_kind_and_its_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedClient::new()
+        .reply_tool_call(
+            "n1",
+            "save_note",
+            json!({"name": "todo.md", "text": "buy milk\nbuy bread\n"}),
+        )
+        .reply_text("Saved.");
+    let mut peer = Peer::start(agent(model));
+    peer.initialize().await;
+    let session = peer.new_session(dir.path()).await;
+    let (done, notes) = peer.prompt(&session, "add bread").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+
+    let call = for_call(&notes, "n1");
+    let note = dir.path().join("notes/todo.md").display().to_string();
+    assert_eq!(call[0]["sessionUpdate"], "tool_call");
+    assert_eq!(call[0]["kind"], "edit");
+    assert_eq!(call[0]["title"], "save_note: notes/todo.md");
+    assert_eq!(call[0]["locations"][0]["path"], note);
+    // The permission request says the same kind.
+    assert_eq!(peer.asked[0]["params"]["toolCall"]["kind"], "edit");
+
+    let last = call.last().unwrap();
+    assert_eq!(last["status"], "completed");
+    assert_eq!(
+        last["content"],
+        json!([{
+            "type": "diff",
+            "path": note,
+            "oldText": "buy milk\n",
+            "newText": "buy milk\nbuy bread\n"
+        }])
+    );
+    assert_eq!(last["locations"], json!([{"path": note, "line": 1}]));
+}
+
+#[tokio::test]
+async fn an_application_todo_tool_drives_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedClient::new()
+        .reply_tool_call("p1", "plan_steps", json!({"steps": ["Read", "Write"]}))
+        .reply_text("Planned.");
+    let mut peer = Peer::start(agent(model));
+    peer.initialize().await;
+    let session = peer.new_session(dir.path()).await;
+    let (_, notes) = peer.prompt(&session, "plan").await;
+    assert_eq!(for_call(&notes, "p1")[0]["kind"], "think");
+    let plans: Vec<&Value> = notes
+        .iter()
+        .map(|n| &n["params"]["update"])
+        .filter(|u| u["sessionUpdate"] == "plan")
+        .collect();
+    assert_eq!(plans.len(), 1, "{notes:?}");
+    assert_eq!(
+        plans[0]["entries"],
+        json!([
+            {"content": "Read", "priority": "high", "status": "in_progress"},
+            {"content": "Write", "priority": "low", "status": "pending"}
+        ])
+    );
+}
