@@ -128,8 +128,9 @@ impl RunView {
                 name,
                 input: args,
                 reason,
+                preview,
                 ..
-            } => self.ask(call_id, &name, args, reason, input, cancel),
+            } => self.ask(call_id, &name, args, reason, preview, input, cancel),
             LoopEvent::ToolExecuting { call_id, .. } => self.update(
                 &call_id,
                 ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
@@ -267,17 +268,25 @@ impl RunView {
         name: &str,
         args: Value,
         reason: String,
+        preview: Option<mux_tool::Presentation>,
         input: &InputSender,
         cancel: &CancellationToken,
     ) {
         let described = self.describe(name, &args);
-        let fields = ToolCallUpdateFields::new()
+        // What the call would do (the diff of an edit), so the user sees it before answering.
+        let mut content = vec![tool_view::text_content(format!("Needs approval: {reason}"))];
+        let mut fields = ToolCallUpdateFields::new()
             .title(tool_view::title_of(name, &described.subject))
             .kind(described.kind)
-            .raw_input(args)
-            .content(vec![tool_view::text_content(format!(
-                "Needs approval: {reason}"
-            ))]);
+            .raw_input(args);
+        if let Some(preview) = &preview {
+            content.extend(tool_view::diffs_of(preview, &self.session.cwd));
+            let locations = tool_view::locations_of(preview, &self.session.cwd);
+            if !locations.is_empty() {
+                fields = fields.locations(locations);
+            }
+        }
+        let fields = fields.content(content);
         let request = RequestPermissionRequest::new(
             self.session.id().to_owned(),
             ToolCallUpdate::new(call_id.clone(), fields),

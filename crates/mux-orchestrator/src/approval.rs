@@ -3,6 +3,8 @@
 
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -18,6 +20,9 @@ use crate::journal::Journal;
 use crate::run_state::{RunShared, Waiting};
 use crate::session::CallProgress;
 
+/// How long a tool may take to preview a call asked about.
+const PREVIEW_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Why a call is denied when no face can answer.
 pub(crate) const UNATTENDED_DENIAL: &str = "no one is available to approve this call";
 
@@ -28,6 +33,8 @@ pub(crate) struct LoopAsker {
     pub(crate) timeout: Option<Duration>,
     /// Where a pending approval is recorded, so another process can answer it.
     pub(crate) journal: Journal,
+    /// The run's tools, for the preview of a call asked about.
+    pub(crate) tools: mux_tool::Registry,
 }
 
 impl LoopAsker {
@@ -47,6 +54,7 @@ impl LoopAsker {
                 })
                 .await;
         }
+        let preview = self.preview(call).await;
         let answer = self.run.expect_approval(&call.id);
         self.run
             .emit(LoopEvent::ApprovalRequired {
@@ -55,6 +63,7 @@ impl LoopAsker {
                 input: call.input.clone(),
                 subject: subject.clone(),
                 reason: reason.to_owned(),
+                preview,
             })
             .await;
         if !self.run.attended {
@@ -105,6 +114,27 @@ impl LoopAsker {
             }
             Some(answer) => answer,
             None => Answer::deny("the approval channel closed"),
+        }
+    }
+
+    /// The tool's preview of `call`, for a face that can show it; nothing when no one is
+    /// listening, or when the tool takes longer than [`PREVIEW_TIMEOUT`] or panics.
+    async fn preview(&self, call: &ToolCall) -> Option<mux_tool::Presentation> {
+        if !self.run.attended || !self.run.emitter.is_listening() {
+            return None;
+        }
+        let tool = self.tools.get(&call.name)?;
+        let preview = AssertUnwindSafe(tool.preview(&call.input)).catch_unwind();
+        match tokio::time::timeout(PREVIEW_TIMEOUT, preview).await {
+            Ok(Ok(preview)) => preview,
+            Ok(Err(_)) => {
+                tracing::warn!(tool = call.name.as_str(), "the tool's preview panicked");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(tool = call.name.as_str(), "the tool's preview timed out");
+                None
+            }
         }
     }
 

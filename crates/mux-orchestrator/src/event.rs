@@ -62,6 +62,10 @@ pub enum LoopEvent {
         subject: Subject,
         /// Why the policy asks.
         reason: String,
+        /// What the call would do, from the tool ([`Tool::preview`](mux_tool::Tool::preview)):
+        /// the diff of an edit, say, for the person to see before answering.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preview: Option<mux_tool::Presentation>,
     },
     /// A call was approved.
     ToolApproved {

@@ -84,6 +84,7 @@ fn every_event() -> Vec<LoopEvent> {
             input: json!({"command": "ls"}),
             subject: Subject::command("ls"),
             reason: "no rule allows it".into(),
+            preview: None,
         },
         LoopEvent::ToolApproved {
             call_id: id(),

@@ -569,6 +569,7 @@ impl<'a> Turns<'a> {
             run: Arc::clone(self.run),
             timeout: config.approval_timeout,
             journal: journal.clone(),
+            tools: services.tools.clone(),
         });
         let forced_asks = Arc::new(Mutex::new(HashSet::new()));
         let permissions = services.permissions.as_ref().map(|policy| {

@@ -97,7 +97,10 @@ impl Server {
         }
         server.options = options;
         let args = server.start_args();
-        server.run("pg_ctl", &args.iter().map(String::as_str).collect::<Vec<_>>())?;
+        server.run(
+            "pg_ctl",
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        )?;
         Ok(server)
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::{Subject, ToolContext, ToolOutput, ToolSpec};
+use crate::{Presentation, Subject, ToolContext, ToolOutput, ToolSpec};
 
 /// A boxed, sendable future, the return type of object-safe async methods.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -46,6 +46,13 @@ pub trait Tool: Send + Sync + 'static {
         Subject::None
     }
 
+    /// What a call with `input` would do, shown to the person asked to approve it (the diff
+    /// of an edit, say) before it runs. Must not change anything. Default: nothing.
+    fn preview(&self, input: &Value) -> BoxFuture<'_, Option<Presentation>> {
+        let _ = input;
+        Box::pin(std::future::ready(None))
+    }
+
     /// Runs the tool. The executor has validated `input` against the input schema.
     ///
     /// The executor polls the future once in the caller's task before giving it a task of
@@ -60,6 +67,9 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
     }
     fn subject(&self, input: &Value) -> Subject {
         (**self).subject(input)
+    }
+    fn preview(&self, input: &Value) -> BoxFuture<'_, Option<Presentation>> {
+        (**self).preview(input)
     }
     fn call(&self, input: Value, cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         (**self).call(input, cx)

@@ -9,8 +9,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::{
-    BoxFuture, SpecError, Subject, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput,
-    ToolSpec,
+    BoxFuture, Presentation, SpecError, Subject, Tool, ToolAnnotations, ToolContext, ToolError,
+    ToolOutput, ToolSpec,
 };
 
 /// A tool with typed arguments. Wrap it in [`Typed`] (or use
@@ -71,6 +71,13 @@ pub trait TypedTool: Send + Sync + 'static {
         Subject::None
     }
 
+    /// What a call with `args` would do, shown to the person asked to approve it (the diff of
+    /// an edit, say). Must not change anything. Default: nothing.
+    fn preview(&self, args: Self::Args) -> impl Future<Output = Option<Presentation>> + Send {
+        let _ = args;
+        std::future::ready(None)
+    }
+
     /// Runs the tool with parsed arguments.
     fn call(
         &self,
@@ -125,6 +132,11 @@ impl<T: TypedTool> Tool for Typed<T> {
         self.parse(input)
             .map(|args| self.tool.subject(&args))
             .unwrap_or_default()
+    }
+
+    fn preview(&self, input: &Value) -> BoxFuture<'_, Option<Presentation>> {
+        let args = self.parse(input);
+        Box::pin(async move { self.tool.preview(args.ok()?).await })
     }
 
     fn call(&self, input: Value, cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {

@@ -241,8 +241,22 @@ impl Translator {
                 name,
                 input,
                 reason,
+                preview,
                 ..
             } => {
+                // What the call would do (the diff of an edit), shown before the interrupt.
+                if let Some(shown) =
+                    preview.filter(|p| !p.locations().is_empty() || !p.diffs().is_empty())
+                {
+                    out.push(custom(
+                        "tool_preview",
+                        json!({
+                            "toolCallId": call_id,
+                            "locations": shown.locations(),
+                            "diffs": shown.diffs(),
+                        }),
+                    ));
+                }
                 return Signal::Approval {
                     call_id,
                     name,

@@ -48,6 +48,7 @@ fn a_scripted_event_sequence_renders_as_expected() {
             input: json!({"command": "ls -la"}),
             subject: Subject::command("ls -la"),
             reason: "no rule allows it".into(),
+            preview: None,
         }),
         AgentEvent::Loop(LoopEvent::ToolApproved {
             call_id: "c1".into(),

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::beneath::Located;
 use super::write_file::write_located;
 use super::{Sandbox, blocking, text_files};
 use crate::{
@@ -74,6 +75,19 @@ impl TypedTool for EditFile {
 
     fn subject(&self, args: &EditFileArgs) -> Subject {
         Subject::path(&args.path)
+    }
+
+    /// The diff the edit would make, read from the disk; nothing when it would fail.
+    async fn preview(&self, args: EditFileArgs) -> Option<Presentation> {
+        let tool = self.clone();
+        blocking(move || {
+            let (_, shown, content) = tool.read(&args)?;
+            let (updated, found) = replace(&args, &content, &shown)?;
+            Ok(replaced(found, &shown, &content, &updated).presentation())
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     async fn call(&self, args: EditFileArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
@@ -167,6 +181,14 @@ fn replaced(found: usize, shown: &str, old: &str, new: &str) -> ToolOutput {
 
 impl EditFile {
     fn edit(&self, args: &EditFileArgs) -> Result<ToolOutput, ToolError> {
+        let (located, shown, content) = self.read(args)?;
+        let (updated, found) = replace(args, &content, &shown)?;
+        write_located(&located, updated.as_bytes())?;
+        Ok(replaced(found, &shown, &content, &updated))
+    }
+
+    /// The file an edit names, as shown to the model, and its text.
+    fn read(&self, args: &EditFileArgs) -> Result<(Located, String, String), ToolError> {
         check_args(args)?;
         let located = self.sandbox.locate_existing(&args.path)?;
         let shown = self.sandbox.sandbox_path(&located).display();
@@ -187,8 +209,6 @@ impl EditFile {
                 "{shown} is not UTF-8 text; edit_file edits text only"
             ))
         })?;
-        let (updated, found) = replace(args, &content, &shown)?;
-        write_located(&located, updated.as_bytes())?;
-        Ok(replaced(found, &shown, &content, &updated))
+        Ok((located, shown, content))
     }
 }

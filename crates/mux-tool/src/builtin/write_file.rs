@@ -61,6 +61,23 @@ impl TypedTool for WriteFile {
         Subject::path(&args.path)
     }
 
+    /// The diff the write would make against the file on disk.
+    async fn preview(&self, args: WriteFileArgs) -> Option<Presentation> {
+        let sandbox = self.sandbox.clone();
+        blocking(move || {
+            let located = sandbox.locate(&args.path)?;
+            if located.is_dir() {
+                return Ok(None);
+            }
+            let shown = sandbox.sandbox_path(&located).display();
+            let old = Old::of(&located);
+            Ok(written(located.exists(), &shown, &old, &args.content).presentation())
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
     async fn call(&self, args: WriteFileArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
         if let Some(delegate) = text_files::delegated(&cx) {
             let path = text_files::resolve(&self.sandbox, &args.path).await?;

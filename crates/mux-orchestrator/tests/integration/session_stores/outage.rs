@@ -15,9 +15,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use mux_testkit::postgres::TestDatabase;
 use super::runtime;
 use crate::common::tool_calls;
+use mux_testkit::postgres::TestDatabase;
 
 #[derive(Deserialize, JsonSchema)]
 struct NoArgs {}
