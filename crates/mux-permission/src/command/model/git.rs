@@ -1293,6 +1293,24 @@ pub(crate) const RUNNERS: &[&str] = &[
 /// `git SUBCOMMAND WORD` pairs that run code (`git bisect run CMD`).
 pub(crate) const RUNNING_ACTIONS: &[(&str, &str)] = &[("bisect", "run"), ("submodule", "foreach")];
 
+/// The global option `word` names (`--git-dir=DIR`, `-C`), and whether it has a value
+/// attached. A short option never has one (git.c reads `-C` and `-c` apart from their value).
+pub(crate) fn global(word: &str) -> Option<(&'static Opt, bool)> {
+    let (name, attached) = match word.split_once('=') {
+        Some((name, _)) => (name, true),
+        None => (word, false),
+    };
+    GLOBAL
+        .iter()
+        .find(|o| {
+            (!o.long.is_empty() && name.strip_prefix("--") == Some(o.long))
+                || o.short.is_some_and(|c| {
+                    !attached && name.len() == 2 && name.starts_with('-') && name.ends_with(c)
+                })
+        })
+        .map(|o| (o, attached))
+}
+
 /// git's global options as the deny scan reads them: exact spellings, unknown ones refused,
 /// parsing stops at the subcommand.
 pub(crate) const GLOBAL_MODEL: Model = Model {
@@ -1328,23 +1346,13 @@ pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
             ));
         }
         i += 1;
-        let (name, attached) = match t.split_once('=') {
-            Some((n, _)) => (n, true),
-            None => (t, false),
-        };
-        let known = GLOBAL.iter().find(|o| {
-            (!o.long.is_empty() && name.strip_prefix("--") == Some(o.long))
-                || o.short
-                    .is_some_and(|c| !attached && name.len() == 2 && name.ends_with(c))
-        });
-        match known.map(|opt| opt.effect) {
-            Some(Flag) if !attached => {}
-            Some(Value) if attached => {}
-            Some(Value) => match args.get(i) {
+        let known = global(t);
+        match known.map(|(opt, attached)| (opt.effect, attached)) {
+            Some((Flag, false) | (Value | OptionalValue, true)) => {}
+            Some((Value, false)) => match args.get(i) {
                 Some(value) if value.glob.is_none() => i += 1,
                 _ => return Err(format!("`git {t}` lacks its value")),
             },
-            Some(OptionalValue) if attached => {}
             _ => {
                 return Err(format!(
                     "`git {t}` is a global option the model does not explain"

@@ -1,7 +1,7 @@
 //! Global options that may stand between a command and its subcommand, for the prefix rules
 //! of the deny side (`git -C . push` is `git push`). git's come from its model.
 
-use super::git::GLOBAL as GIT_GLOBAL;
+use super::git;
 
 /// Global options that may stand between a command and its subcommand, for prefix rules
 /// (`git -C . push` is `git push`): the option and whether it takes a value. Options not
@@ -86,18 +86,10 @@ const GLOBAL_OPTIONS: &[(&str, &[(&str, bool)])] = &[
 
 /// Whether `word` is one of `command`'s global options, and whether it takes the next word as
 /// its value. `None` when the command has a table and the word is not in it, or when the
-/// command has no table. git's come from its model, [`GIT_GLOBAL`].
+/// command has no table. git's come from its model ([`git::global`]).
 pub(crate) fn global_option(command: &str, word: &str) -> Option<bool> {
     if command == "git" {
-        let (name, attached) = match word.split_once('=') {
-            Some((name, _)) => (name, true),
-            None => (word, false),
-        };
-        let opt = GIT_GLOBAL.iter().find(|o| {
-            (!o.long.is_empty() && name.strip_prefix("--") == Some(o.long))
-                || o.short
-                    .is_some_and(|c| name.len() == 2 && name.starts_with('-') && name.ends_with(c))
-        })?;
+        let (opt, attached) = git::global(word)?;
         return Some(opt.effect.needs_value() && !attached);
     }
     let (_, table) = GLOBAL_OPTIONS.iter().find(|(name, _)| *name == command)?;
