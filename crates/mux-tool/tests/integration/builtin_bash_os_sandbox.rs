@@ -5,11 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use mux_tool::builtin::{Bash, BashArgs, Sandbox, SandboxPolicy};
-use mux_tool::{ToolContext, ToolOutput, TypedTool};
-use serde_json::json;
+use mux_tool::builtin::SandboxPolicy;
 
-use crate::common::wait_gone;
+use crate::common::{bash, run, wait_gone};
 
 /// A temp dir holding the sandbox root and a sibling folder outside it.
 struct Layout {
@@ -32,15 +30,6 @@ fn layout() -> Layout {
         root,
         outside,
     }
-}
-
-fn bash(root: &Path, policy: SandboxPolicy) -> Bash {
-    Bash::new(Sandbox::new(root).unwrap()).sandbox_policy(policy)
-}
-
-async fn run(bash: &Bash, command: &str) -> ToolOutput {
-    let args: BashArgs = serde_json::from_value(json!({"command": command})).unwrap();
-    bash.call(args, ToolContext::new("c")).await.unwrap()
 }
 
 /// The read-only view answers `EROFS`, Landlock `EACCES`; either is a refusal.

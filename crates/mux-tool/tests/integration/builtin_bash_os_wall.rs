@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use mux_tool::builtin::{self, Bash, BashArgs, Sandbox, SandboxPolicy};
-use mux_tool::{
-    ApprovalPolicy, CallScope, Executor, Registry, ToolCall, ToolContext, ToolOutput, TypedTool,
-};
+use mux_tool::builtin::{self, BashArgs, Sandbox, SandboxPolicy};
+use mux_tool::{ApprovalPolicy, CallScope, Executor, Registry, ToolCall, ToolContext, TypedTool};
 use serde_json::json;
+
+use crate::common::{bash, run};
 
 /// Set in the environment of a helper run of this test binary.
 const HELPER: &str = "MUX_OS_WALL_HELPER";
@@ -38,15 +38,6 @@ fn layout() -> Layout {
         root,
         outside,
     }
-}
-
-fn bash(root: &Path, policy: SandboxPolicy) -> Bash {
-    Bash::new(Sandbox::new(root).unwrap()).sandbox_policy(policy)
-}
-
-async fn run(bash: &Bash, command: &str) -> ToolOutput {
-    let args: BashArgs = serde_json::from_value(json!({"command": command})).unwrap();
-    bash.call(args, ToolContext::new("c")).await.unwrap()
 }
 
 fn quoted(path: &Path) -> String {

@@ -172,3 +172,21 @@ pub async fn wait_gone(pid: u32) -> bool {
     }
     false
 }
+
+/// `bash` confined to `root` under `policy`.
+#[cfg(feature = "builtin")]
+pub fn bash(
+    root: &std::path::Path,
+    policy: mux_tool::builtin::SandboxPolicy,
+) -> mux_tool::builtin::Bash {
+    mux_tool::builtin::Bash::new(mux_tool::builtin::Sandbox::new(root).unwrap())
+        .sandbox_policy(policy)
+}
+
+/// Runs `command` through `bash` and returns its output (a refusal is an output, not an error).
+#[cfg(feature = "builtin")]
+pub async fn run(bash: &mux_tool::builtin::Bash, command: &str) -> ToolOutput {
+    let args: mux_tool::builtin::BashArgs =
+        serde_json::from_value(serde_json::json!({"command": command})).unwrap();
+    bash.call(args, ToolContext::new("c")).await.unwrap()
+}
