@@ -25,3 +25,14 @@ pub(crate) fn text_of(blocks: &[ContentBlock]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A tool result as the text both APIs send back: the content's text, with `Error: ` in front
+/// when the tool failed (neither API has an error flag on tool results).
+pub(crate) fn tool_result_text(blocks: &[ContentBlock], is_error: bool) -> String {
+    let text = text_of(blocks);
+    if is_error {
+        format!("Error: {text}")
+    } else {
+        text
+    }
+}

@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::LlmError;
 use crate::message::{ContentBlock, Message, Role};
-use crate::openai_content::{image_url, text_of};
+use crate::openai_content::{image_url, text_of, tool_result_text};
 use crate::request::{OutputSchema, Request, ToolChoice};
 use crate::response::{Response, StopReason, Usage};
 
@@ -43,12 +43,7 @@ fn push_message(message: &Message, out: &mut Vec<Value>) {
                         content,
                         is_error,
                     } => {
-                        let text = text_of(content);
-                        let text = if *is_error {
-                            format!("Error: {text}")
-                        } else {
-                            text
-                        };
+                        let text = tool_result_text(content, *is_error);
                         out.push(
                             json!({"role": "tool", "tool_call_id": tool_use_id, "content": text}),
                         );
