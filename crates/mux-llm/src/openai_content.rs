@@ -36,3 +36,24 @@ pub(crate) fn tool_result_text(blocks: &[ContentBlock], is_error: bool) -> Strin
         text
     }
 }
+
+/// An output schema's name as both APIs accept it: at most 64 of `A-Z a-z 0-9 _ -` (anything
+/// else becomes `_`), `output` when nothing is left.
+pub(crate) fn schema_name(name: &str) -> String {
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        "output".to_owned()
+    } else {
+        name
+    }
+}

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 use crate::error::LlmError;
 use crate::message::RESPONSES_REASONING as REASONING_MARK;
 use crate::message::{ContentBlock, Message, Role};
-use crate::openai_content::{image_url, tool_result_text};
+use crate::openai_content::{image_url, schema_name, tool_result_text};
 use crate::request::{OutputSchema, Request, ToolChoice};
 use crate::response::{Response, StopReason, Usage};
 
@@ -211,21 +211,7 @@ pub fn request_body(
 
 /// `text.format` for structured output: a json_schema format, strict when the schema allows.
 fn text_format(output: &OutputSchema) -> Value {
-    let mut name: String = output
-        .name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    if name.is_empty() {
-        name.push_str("output");
-    }
+    let name = schema_name(&output.name);
     json!({
         "type": "json_schema",
         "name": name,
