@@ -63,57 +63,50 @@ impl HttpOptions {
         }
     }
 
-    /// Options from the environment through `get`: the key from `key_var` (required, trimmed)
-    /// and the base URL from `base_var`, or `default_base` when that is unset or blank.
-    /// (OpenAI reads its own variables; with only that provider this goes unused.)
-    #[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
+    /// Options from the environment through `get`: the key from `key_var` (trimmed) and the
+    /// base URL from `base_var`, or `default_base` when that is unset or blank. Whether the key
+    /// may be missing is `key`'s to say.
     pub(crate) fn from_lookup(
         provider: &str,
-        key_var: &str,
+        (key_var, key): (&str, KeyRule),
         base_var: &str,
         default_base: &str,
         get: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, LlmError> {
-        let key = get(key_var)
+        let api_key = get(key_var)
             .filter(|key| !key.trim().is_empty())
-            .map(|key| Secret::new(key.trim()))
-            .ok_or_else(|| LlmError::Config {
+            .map(|key| Secret::new(key.trim()));
+        let base = get(base_var).filter(|url| !url.trim().is_empty());
+        let missing = match key {
+            KeyRule::Required if api_key.is_none() => Some(format!("{key_var} is not set")),
+            KeyRule::UnlessBaseUrl if api_key.is_none() && base.is_none() => Some(format!(
+                "{key_var} is not set (set {base_var} for a local server)"
+            )),
+            _ => None,
+        };
+        if let Some(message) = missing {
+            return Err(LlmError::Config {
                 provider: provider.into(),
-                message: format!("{key_var} is not set"),
-            })?;
-        let base = get(base_var)
-            .filter(|url| !url.trim().is_empty())
-            .unwrap_or_else(|| default_base.to_owned());
-        Ok(Self::new(base, Some(key)))
+                message,
+            });
+        }
+        let base = base.unwrap_or_else(|| default_base.to_owned());
+        Ok(Self::new(base, api_key))
     }
+}
 
-    /// Options from the environment through `get` for OpenAI and the servers that speak its
-    /// API: the key from `key_var` and the base URL from `base_var` (`default_base` when
-    /// unset). The key may be absent when the base URL is set: a local server needs none.
+/// Whether a provider read from the environment needs its API key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KeyRule {
+    /// Always (Anthropic, Gemini).
+    #[cfg_attr(not(any(feature = "anthropic", feature = "gemini")), allow(dead_code))]
+    Required,
+    /// Unless the base URL is set: a local server needs none (OpenAI and compatible servers).
     #[cfg_attr(
         not(any(feature = "openai", feature = "openai-responses")),
         allow(dead_code)
     )]
-    pub(crate) fn from_lookup_or_local(
-        provider: &str,
-        key_var: &str,
-        base_var: &str,
-        default_base: &str,
-        get: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, LlmError> {
-        let key = get(key_var)
-            .filter(|key| !key.trim().is_empty())
-            .map(|key| Secret::new(key.trim()));
-        let base = get(base_var).filter(|url| !url.trim().is_empty());
-        if key.is_none() && base.is_none() {
-            return Err(LlmError::Config {
-                provider: provider.into(),
-                message: format!("{key_var} is not set (set {base_var} for a local server)"),
-            });
-        }
-        let base = base.unwrap_or_else(|| default_base.to_owned());
-        Ok(Self::new(base, key))
-    }
+    UnlessBaseUrl,
 }
 
 /// The span of one request to a provider, with the OpenTelemetry GenAI request attributes
@@ -125,6 +118,14 @@ pub(crate) fn request_span(request: &crate::request::Request, stream: bool) -> t
         max_tokens = request.max_tokens,
         stream,
     )
+}
+
+/// `call` as a client method's boxed future, running in `span`.
+pub(crate) fn traced<'a, T>(
+    span: tracing::Span,
+    call: impl std::future::Future<Output = Result<T, LlmError>> + Send + 'a,
+) -> crate::client::BoxFuture<'a, Result<T, LlmError>> {
+    Box::pin(tracing::Instrument::instrument(call, span))
 }
 
 /// `accept: application/json` and, with a key, `authorization: Bearer <key>` (OpenAI and the

@@ -25,3 +25,35 @@ pub(crate) fn text_of(blocks: &[ContentBlock]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A tool result as the text both APIs send back: the content's text, with `Error: ` in front
+/// when the tool failed (neither API has an error flag on tool results).
+pub(crate) fn tool_result_text(blocks: &[ContentBlock], is_error: bool) -> String {
+    let text = text_of(blocks);
+    if is_error {
+        format!("Error: {text}")
+    } else {
+        text
+    }
+}
+
+/// An output schema's name as both APIs accept it: at most 64 of `A-Z a-z 0-9 _ -` (anything
+/// else becomes `_`), `output` when nothing is left.
+pub(crate) fn schema_name(name: &str) -> String {
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        "output".to_owned()
+    } else {
+        name
+    }
+}

@@ -3,4 +3,6 @@
 // A test kit: a server that cannot start is the test's failure, reported with its reason.
 #![allow(clippy::expect_used, clippy::panic)]
 
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod postgres;

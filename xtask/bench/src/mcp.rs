@@ -14,15 +14,14 @@ use mux_mcp::{
     ServerSpec,
 };
 use mux_tool::{Tool, ToolContext};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleServer};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
 use tokio::runtime::{Builder, Runtime};
+
+use mux_testkit::mcp::Echo;
 
 use crate::harness::Row;
 
@@ -34,44 +33,6 @@ const SAMPLES: usize = 5;
 const CONCURRENCY: usize = 32;
 const CONNECTS: u32 = 10;
 
-/// The echo server: one tool, `echo`, that returns its `text` argument.
-struct Echo;
-
-impl ServerHandler for Echo {
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
-        let Value::Object(schema) = schema else {
-            return Err(ErrorData::internal_error("schema is not an object", None));
-        };
-        Ok(ListToolsResult::with_all_items(vec![
-            rmcp::model::Tool::new("echo", "Echoes its text", Arc::new(schema)),
-        ]))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let text = request
-            .arguments
-            .as_ref()
-            .and_then(|args| args.get("text"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
-    }
-
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-}
-
 /// Runs the echo server on stdin/stdout until the client goes away.
 pub(crate) fn serve_echo() -> Result<(), String> {
     let runtime = Builder::new_current_thread()
@@ -79,7 +40,7 @@ pub(crate) fn serve_echo() -> Result<(), String> {
         .build()
         .map_err(|err| err.to_string())?;
     runtime.block_on(async {
-        let service = Echo
+        let service = Echo::new()
             .serve(rmcp::transport::stdio_pipes())
             .await
             .map_err(|err| format!("echo server handshake: {err}"))?;

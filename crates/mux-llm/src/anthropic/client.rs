@@ -1,10 +1,10 @@
 //! The Anthropic client.
 
-use tracing::Instrument;
-
 use crate::client::{BoxFuture, EventStream, LlmClient};
 use crate::error::LlmError;
-use crate::http::{HttpOptions, Timeouts, Transport, headers, http_settings, request_span};
+use crate::http::{
+    HttpOptions, KeyRule, Timeouts, Transport, headers, http_settings, request_span, traced,
+};
 use crate::request::Request;
 use crate::response::Response;
 use crate::retry::RetryPolicy;
@@ -52,7 +52,7 @@ impl AnthropicClient {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
         let options = HttpOptions::from_lookup(
             "anthropic",
-            "ANTHROPIC_API_KEY",
+            ("ANTHROPIC_API_KEY", KeyRule::Required),
             "ANTHROPIC_BASE_URL",
             DEFAULT_BASE_URL,
             get,
@@ -119,60 +119,52 @@ impl LlmClient for AnthropicClient {
     }
 
     fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
-        let span = request_span(&request, true);
-        Box::pin(
-            async move {
-                let headers = self.headers()?;
-                let body = request_body(&request, true);
-                let stream = self
-                    .transport
-                    .post_stream(
-                        "/v1/messages",
-                        headers,
-                        &body,
-                        AnthropicDecoder::new,
-                        request.on_retry.as_ref(),
-                    )
-                    .await?;
-                Ok(match request.output {
-                    Some(output) => super::output::stream_into_text(output, stream),
-                    None => stream,
-                })
-            }
-            .instrument(span),
-        )
+        traced(request_span(&request, true), async move {
+            let headers = self.headers()?;
+            let body = request_body(&request, true);
+            let stream = self
+                .transport
+                .post_stream(
+                    "/v1/messages",
+                    headers,
+                    &body,
+                    AnthropicDecoder::new,
+                    request.on_retry.as_ref(),
+                )
+                .await?;
+            Ok(match request.output {
+                Some(output) => super::output::stream_into_text(output, stream),
+                None => stream,
+            })
+        })
     }
 
     fn complete(&self, request: Request) -> BoxFuture<'_, Result<Response, LlmError>> {
-        let span = request_span(&request, false);
-        Box::pin(
-            async move {
-                let headers = self.headers()?;
-                let body = request_body(&request, false);
-                let value = self
-                    .transport
-                    .post_json("/v1/messages", headers, &body, request.on_retry.as_ref())
-                    .await?;
-                if value.get("type").and_then(|t| t.as_str()) == Some("error") {
-                    let (kind, message) = crate::http::error_body(&value.to_string());
-                    return Err(LlmError::in_stream(
-                        "anthropic",
-                        kind.as_deref().unwrap_or("api_error"),
-                        message.unwrap_or_default(),
-                    ));
-                }
-                let mut response = response_from_json(&value)?;
-                if let Some(output) = &request.output {
-                    response = super::output::into_text(output, response);
-                }
-                tracing::info!(
-                    gen_ai.usage.input_tokens = response.usage.input_tokens,
-                    gen_ai.usage.output_tokens = response.usage.output_tokens,
-                    "llm response"
-                );
-                Ok(response)
+        traced(request_span(&request, false), async move {
+            let headers = self.headers()?;
+            let body = request_body(&request, false);
+            let value = self
+                .transport
+                .post_json("/v1/messages", headers, &body, request.on_retry.as_ref())
+                .await?;
+            if value.get("type").and_then(|t| t.as_str()) == Some("error") {
+                let (kind, message) = crate::http::error_body(&value.to_string());
+                return Err(LlmError::in_stream(
+                    "anthropic",
+                    kind.as_deref().unwrap_or("api_error"),
+                    message.unwrap_or_default(),
+                ));
             }
-            .instrument(span),
-        )
+            let mut response = response_from_json(&value)?;
+            if let Some(output) = &request.output {
+                response = super::output::into_text(output, response);
+            }
+            tracing::info!(
+                gen_ai.usage.input_tokens = response.usage.input_tokens,
+                gen_ai.usage.output_tokens = response.usage.output_tokens,
+                "llm response"
+            );
+            Ok(response)
+        })
     }
 }

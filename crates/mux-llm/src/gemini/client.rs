@@ -1,10 +1,10 @@
 //! The Gemini client.
 
-use tracing::Instrument;
-
 use crate::client::{BoxFuture, EventStream, LlmClient};
 use crate::error::LlmError;
-use crate::http::{HttpOptions, Timeouts, Transport, headers, http_settings, request_span};
+use crate::http::{
+    HttpOptions, KeyRule, Timeouts, Transport, headers, http_settings, request_span, traced,
+};
 use crate::request::Request;
 use crate::response::Response;
 use crate::retry::RetryPolicy;
@@ -49,7 +49,7 @@ impl GeminiClient {
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
         let options = HttpOptions::from_lookup(
             "gemini",
-            "GEMINI_API_KEY",
+            ("GEMINI_API_KEY", KeyRule::Required),
             "GEMINI_BASE_URL",
             DEFAULT_BASE_URL,
             get,
@@ -109,44 +109,36 @@ impl LlmClient for GeminiClient {
     }
 
     fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
-        let span = request_span(&request, true);
-        Box::pin(
-            async move {
-                let path = format!(
-                    "/v1beta/models/{}:streamGenerateContent?alt=sse",
-                    model_path(&request.model)?
-                );
-                let body = request_body(&request);
-                self.transport
-                    .post_stream(
-                        &path,
-                        self.headers()?,
-                        &body,
-                        GeminiDecoder::new,
-                        request.on_retry.as_ref(),
-                    )
-                    .await
-            }
-            .instrument(span),
-        )
+        traced(request_span(&request, true), async move {
+            let path = format!(
+                "/v1beta/models/{}:streamGenerateContent?alt=sse",
+                model_path(&request.model)?
+            );
+            let body = request_body(&request);
+            self.transport
+                .post_stream(
+                    &path,
+                    self.headers()?,
+                    &body,
+                    GeminiDecoder::new,
+                    request.on_retry.as_ref(),
+                )
+                .await
+        })
     }
 
     fn complete(&self, request: Request) -> BoxFuture<'_, Result<Response, LlmError>> {
-        let span = request_span(&request, false);
-        Box::pin(
-            async move {
-                let path = format!(
-                    "/v1beta/models/{}:generateContent",
-                    model_path(&request.model)?
-                );
-                let body = request_body(&request);
-                let value = self
-                    .transport
-                    .post_json(&path, self.headers()?, &body, request.on_retry.as_ref())
-                    .await?;
-                response_from_json(&value)
-            }
-            .instrument(span),
-        )
+        traced(request_span(&request, false), async move {
+            let path = format!(
+                "/v1beta/models/{}:generateContent",
+                model_path(&request.model)?
+            );
+            let body = request_body(&request);
+            let value = self
+                .transport
+                .post_json(&path, self.headers()?, &body, request.on_retry.as_ref())
+                .await?;
+            response_from_json(&value)
+        })
     }
 }

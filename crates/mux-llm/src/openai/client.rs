@@ -1,10 +1,10 @@
 //! The Chat Completions client and its presets for compatible servers.
 
-use tracing::Instrument;
-
 use crate::client::{BoxFuture, EventStream, LlmClient};
 use crate::error::LlmError;
-use crate::http::{HttpOptions, Timeouts, Transport, bearer_headers, http_settings, request_span};
+use crate::http::{
+    HttpOptions, KeyRule, Timeouts, Transport, bearer_headers, http_settings, request_span, traced,
+};
 use crate::request::Request;
 use crate::response::Response;
 use crate::retry::RetryPolicy;
@@ -141,9 +141,9 @@ impl OpenAiClient {
 
     /// Like [`OpenAiClient::from_env`], reading variables through `get`.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let options = HttpOptions::from_lookup_or_local(
+        let options = HttpOptions::from_lookup(
             Preset::OpenAi.name(),
-            "OPENAI_API_KEY",
+            ("OPENAI_API_KEY", KeyRule::UnlessBaseUrl),
             "OPENAI_BASE_URL",
             Preset::OpenAi.base_url(),
             get,
@@ -199,44 +199,36 @@ impl LlmClient for OpenAiClient {
     }
 
     fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
-        let span = request_span(&request, true);
-        Box::pin(
-            async move {
-                let headers = self.headers()?;
-                let body = request_body(&request, self.wire, true);
-                let provider = self.provider.clone();
-                self.transport
-                    .post_stream(
-                        "/chat/completions",
-                        headers,
-                        &body,
-                        || OpenAiDecoder::new(provider.clone()),
-                        request.on_retry.as_ref(),
-                    )
-                    .await
-            }
-            .instrument(span),
-        )
+        traced(request_span(&request, true), async move {
+            let headers = self.headers()?;
+            let body = request_body(&request, self.wire, true);
+            let provider = self.provider.clone();
+            self.transport
+                .post_stream(
+                    "/chat/completions",
+                    headers,
+                    &body,
+                    || OpenAiDecoder::new(provider.clone()),
+                    request.on_retry.as_ref(),
+                )
+                .await
+        })
     }
 
     fn complete(&self, request: Request) -> BoxFuture<'_, Result<Response, LlmError>> {
-        let span = request_span(&request, false);
-        Box::pin(
-            async move {
-                let headers = self.headers()?;
-                let body = request_body(&request, self.wire, false);
-                let value = self
-                    .transport
-                    .post_json(
-                        "/chat/completions",
-                        headers,
-                        &body,
-                        request.on_retry.as_ref(),
-                    )
-                    .await?;
-                response_from_json(&self.provider, &value)
-            }
-            .instrument(span),
-        )
+        traced(request_span(&request, false), async move {
+            let headers = self.headers()?;
+            let body = request_body(&request, self.wire, false);
+            let value = self
+                .transport
+                .post_json(
+                    "/chat/completions",
+                    headers,
+                    &body,
+                    request.on_retry.as_ref(),
+                )
+                .await?;
+            response_from_json(&self.provider, &value)
+        })
     }
 }

@@ -4,7 +4,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::LlmError;
 use crate::message::{ContentBlock, Message, Role};
-use crate::openai_content::{image_url, text_of};
+use crate::openai_content::{image_url, schema_name, text_of, tool_result_text};
 use crate::request::{OutputSchema, Request, ToolChoice};
 use crate::response::{Response, StopReason, Usage};
 
@@ -43,12 +43,7 @@ fn push_message(message: &Message, out: &mut Vec<Value>) {
                         content,
                         is_error,
                     } => {
-                        let text = text_of(content);
-                        let text = if *is_error {
-                            format!("Error: {text}")
-                        } else {
-                            text
-                        };
+                        let text = tool_result_text(content, *is_error);
                         out.push(
                             json!({"role": "tool", "tool_call_id": tool_use_id, "content": text}),
                         );
@@ -175,21 +170,7 @@ pub fn request_body(request: &Request, options: WireOptions, stream: bool) -> Va
 /// `response_format: json_schema` for structured output. The name keeps only the characters
 /// the API accepts; strict mode is asked for only when the schema allows it.
 fn response_format(output: &OutputSchema) -> Value {
-    let mut name: String = output
-        .name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    if name.is_empty() {
-        name.push_str("output");
-    }
+    let name = schema_name(&output.name);
     json!({"type": "json_schema", "json_schema": {
         "name": name,
         "schema": output.schema,

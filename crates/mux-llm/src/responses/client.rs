@@ -1,10 +1,10 @@
 //! The Responses API client.
 
-use tracing::Instrument;
-
 use crate::client::{BoxFuture, EventStream, LlmClient};
 use crate::error::LlmError;
-use crate::http::{HttpOptions, Timeouts, Transport, bearer_headers, http_settings, request_span};
+use crate::http::{
+    HttpOptions, KeyRule, Timeouts, Transport, bearer_headers, http_settings, request_span, traced,
+};
 use crate::request::Request;
 use crate::response::Response;
 use crate::retry::RetryPolicy;
@@ -51,9 +51,9 @@ impl ResponsesClient {
 
     /// Like [`ResponsesClient::from_env`], reading variables through `get`.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let options = HttpOptions::from_lookup_or_local(
+        let options = HttpOptions::from_lookup(
             PROVIDER,
-            "OPENAI_API_KEY",
+            ("OPENAI_API_KEY", KeyRule::UnlessBaseUrl),
             "OPENAI_BASE_URL",
             DEFAULT_BASE_URL,
             get,
@@ -112,38 +112,30 @@ impl LlmClient for ResponsesClient {
     }
 
     fn stream(&self, request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
-        let span = request_span(&request, true);
-        Box::pin(
-            async move {
-                let headers = self.headers()?;
-                let body = request_body(&request, &self.options, true)?;
-                self.transport
-                    .post_stream(
-                        "/responses",
-                        headers,
-                        &body,
-                        || ResponsesDecoder::new(PROVIDER),
-                        request.on_retry.as_ref(),
-                    )
-                    .await
-            }
-            .instrument(span),
-        )
+        traced(request_span(&request, true), async move {
+            let headers = self.headers()?;
+            let body = request_body(&request, &self.options, true)?;
+            self.transport
+                .post_stream(
+                    "/responses",
+                    headers,
+                    &body,
+                    || ResponsesDecoder::new(PROVIDER),
+                    request.on_retry.as_ref(),
+                )
+                .await
+        })
     }
 
     fn complete(&self, request: Request) -> BoxFuture<'_, Result<Response, LlmError>> {
-        let span = request_span(&request, false);
-        Box::pin(
-            async move {
-                let headers = self.headers()?;
-                let body = request_body(&request, &self.options, false)?;
-                let value = self
-                    .transport
-                    .post_json("/responses", headers, &body, request.on_retry.as_ref())
-                    .await?;
-                response_from_json(PROVIDER, &value)
-            }
-            .instrument(span),
-        )
+        traced(request_span(&request, false), async move {
+            let headers = self.headers()?;
+            let body = request_body(&request, &self.options, false)?;
+            let value = self
+                .transport
+                .post_json("/responses", headers, &body, request.on_retry.as_ref())
+                .await?;
+            response_from_json(PROVIDER, &value)
+        })
     }
 }

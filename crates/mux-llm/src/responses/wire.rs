@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 use crate::error::LlmError;
 use crate::message::RESPONSES_REASONING as REASONING_MARK;
 use crate::message::{ContentBlock, Message, Role};
-use crate::openai_content::{image_url, text_of};
+use crate::openai_content::{image_url, schema_name, tool_result_text};
 use crate::request::{OutputSchema, Request, ToolChoice};
 use crate::response::{Response, StopReason, Usage};
 
@@ -69,12 +69,7 @@ fn push_items(message: &Message, out: &mut Vec<Value>) {
                         content,
                         is_error,
                     } => {
-                        let text = text_of(content);
-                        let output = if *is_error {
-                            format!("Error: {text}")
-                        } else {
-                            text
-                        };
+                        let output = tool_result_text(content, *is_error);
                         out.push(json!({
                             "type": "function_call_output",
                             "call_id": tool_use_id,
@@ -216,21 +211,7 @@ pub fn request_body(
 
 /// `text.format` for structured output: a json_schema format, strict when the schema allows.
 fn text_format(output: &OutputSchema) -> Value {
-    let mut name: String = output
-        .name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect();
-    if name.is_empty() {
-        name.push_str("output");
-    }
+    let name = schema_name(&output.name);
     json!({
         "type": "json_schema",
         "name": name,

@@ -13,63 +13,21 @@ use mux_mcp::{
     ConfigError, ConnectError, ConnectionOptions, Coordinator, CoordinatorConfig, ReconnectPolicy,
     ServerConnection, ServerSpec,
 };
+use mux_testkit::mcp::Echo;
 use mux_tool::{Tool, ToolContext};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
-use rmcp::ServerHandler;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-};
-use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 /// Every wait in these tests ends within this.
 const LIMIT: Duration = Duration::from_secs(20);
-
-struct Echo;
-
-impl ServerHandler for Echo {
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let Value::Object(schema) =
-            json!({"type": "object", "properties": {"text": {"type": "string"}}})
-        else {
-            return Err(ErrorData::internal_error("schema is not an object", None));
-        };
-        Ok(ListToolsResult::with_all_items(vec![
-            rmcp::model::Tool::new("echo", "Echoes its text", Arc::new(schema)),
-        ]))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let text = request
-            .arguments
-            .as_ref()
-            .and_then(|args| args.get("text"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        Ok(CallToolResult::success(vec![ContentBlock::text(format!("tls: {text}"))]).into())
-    }
-
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-}
 
 /// A test CA (its PEM in a temporary file) and a server certificate it signed for
 /// `127.0.0.1` and `localhost`.
@@ -132,7 +90,7 @@ async fn serve(tls: Arc<rustls::ServerConfig>) -> Server {
     let port = listener.local_addr().unwrap().port();
     let acceptor = TlsAcceptor::from(tls);
     let service = StreamableHttpService::new(
-        || Ok(Echo),
+        || Ok(Echo::prefixed("tls: ")),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );

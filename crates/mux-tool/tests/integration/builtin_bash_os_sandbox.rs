@@ -3,44 +3,18 @@
 //! reads why. Every destructive command points only at paths inside this test's temp dir.
 #![cfg(all(feature = "builtin", target_os = "linux"))]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use mux_tool::builtin::{Bash, BashArgs, Sandbox, SandboxPolicy};
-use mux_tool::{ToolContext, ToolOutput, TypedTool};
-use serde_json::json;
+use mux_tool::builtin::SandboxPolicy;
 
-use crate::common::wait_gone;
+use crate::common::{self, Layout, bash, run, wait_gone};
 
-/// A temp dir holding the sandbox root and a sibling folder outside it.
-struct Layout {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    outside: PathBuf,
-}
-
+/// The common layout, with `outside/keep.txt` and a symlink `root/link_out` to `outside`.
 fn layout() -> Layout {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().canonicalize().unwrap();
-    let root = base.join("root");
-    let outside = base.join("outside");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::create_dir_all(&outside).unwrap();
-    std::fs::write(outside.join("keep.txt"), "keep").unwrap();
-    std::os::unix::fs::symlink(&outside, root.join("link_out")).unwrap();
-    Layout {
-        _dir: dir,
-        root,
-        outside,
-    }
-}
-
-fn bash(root: &Path, policy: SandboxPolicy) -> Bash {
-    Bash::new(Sandbox::new(root).unwrap()).sandbox_policy(policy)
-}
-
-async fn run(bash: &Bash, command: &str) -> ToolOutput {
-    let args: BashArgs = serde_json::from_value(json!({"command": command})).unwrap();
-    bash.call(args, ToolContext::new("c")).await.unwrap()
+    let layout = common::layout();
+    std::fs::write(layout.outside.join("keep.txt"), "keep").unwrap();
+    std::os::unix::fs::symlink(&layout.outside, layout.root.join("link_out")).unwrap();
+    layout
 }
 
 /// The read-only view answers `EROFS`, Landlock `EACCES`; either is a refusal.

@@ -7,47 +7,18 @@
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use mux_tool::builtin::{self, Bash, BashArgs, Sandbox, SandboxPolicy};
-use mux_tool::{
-    ApprovalPolicy, CallScope, Executor, Registry, ToolCall, ToolContext, ToolOutput, TypedTool,
-};
+use mux_tool::builtin::{self, BashArgs, Sandbox, SandboxPolicy};
+use mux_tool::{ApprovalPolicy, CallScope, Executor, Registry, ToolCall, ToolContext, TypedTool};
 use serde_json::json;
+
+use crate::common::{bash, layout, run};
 
 /// Set in the environment of a helper run of this test binary.
 const HELPER: &str = "MUX_OS_WALL_HELPER";
-
-struct Layout {
-    _dir: tempfile::TempDir,
-    root: PathBuf,
-    outside: PathBuf,
-}
-
-fn layout() -> Layout {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().canonicalize().unwrap();
-    let root = base.join("root");
-    let outside = base.join("outside");
-    std::fs::create_dir_all(&root).unwrap();
-    std::fs::create_dir_all(&outside).unwrap();
-    Layout {
-        _dir: dir,
-        root,
-        outside,
-    }
-}
-
-fn bash(root: &Path, policy: SandboxPolicy) -> Bash {
-    Bash::new(Sandbox::new(root).unwrap()).sandbox_policy(policy)
-}
-
-async fn run(bash: &Bash, command: &str) -> ToolOutput {
-    let args: BashArgs = serde_json::from_value(json!({"command": command})).unwrap();
-    bash.call(args, ToolContext::new("c")).await.unwrap()
-}
 
 fn quoted(path: &Path) -> String {
     format!("'{}'", path.display())

@@ -172,3 +172,43 @@ pub async fn wait_gone(pid: u32) -> bool {
     }
     false
 }
+
+/// `bash` confined to `root` under `policy`.
+#[cfg(feature = "builtin")]
+pub fn bash(
+    root: &std::path::Path,
+    policy: mux_tool::builtin::SandboxPolicy,
+) -> mux_tool::builtin::Bash {
+    mux_tool::builtin::Bash::new(mux_tool::builtin::Sandbox::new(root).unwrap())
+        .sandbox_policy(policy)
+}
+
+/// Runs `command` through `bash` and returns its output (a refusal is an output, not an error).
+#[cfg(feature = "builtin")]
+pub async fn run(bash: &mux_tool::builtin::Bash, command: &str) -> ToolOutput {
+    let args: mux_tool::builtin::BashArgs =
+        serde_json::from_value(serde_json::json!({"command": command})).unwrap();
+    bash.call(args, ToolContext::new("c")).await.unwrap()
+}
+
+/// A temp dir holding a sandbox root and a sibling folder outside it (paths canonical).
+pub struct Layout {
+    pub _dir: tempfile::TempDir,
+    pub root: std::path::PathBuf,
+    pub outside: std::path::PathBuf,
+}
+
+/// A new [`Layout`], both folders empty.
+pub fn layout() -> Layout {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    let root = base.join("root");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    Layout {
+        _dir: dir,
+        root,
+        outside,
+    }
+}
