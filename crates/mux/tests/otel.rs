@@ -251,6 +251,9 @@ fn content_is_recorded_only_when_asked() {
 struct Phoenix {
     child: std::process::Child,
     port: u16,
+    /// Its OTLP/gRPC port.
+    #[cfg_attr(not(feature = "otel-grpc"), allow(dead_code))]
+    grpc: u16,
     _dir: tempfile::TempDir,
 }
 
@@ -286,6 +289,7 @@ impl Phoenix {
         let phoenix = Self {
             child,
             port,
+            grpc,
             _dir: dir,
         };
         let deadline = std::time::Instant::now() + Duration::from_secs(180);
@@ -358,10 +362,22 @@ fn dechunk(body: &str) -> String {
 #[test]
 fn phoenix_receives_the_tree_over_otlp_http() {
     let phoenix = Phoenix::start();
-    let provider = mux::otel::Otel::http(format!("http://127.0.0.1:{}/v1/traces", phoenix.port))
-        .service_name("mux-otel-test")
-        .provider()
-        .unwrap();
+    let otel = mux::otel::Otel::http(format!("http://127.0.0.1:{}/v1/traces", phoenix.port));
+    phoenix_receives_the_tree(&phoenix, otel);
+}
+
+#[cfg(feature = "otel-grpc")]
+#[test]
+fn phoenix_receives_the_tree_over_otlp_grpc() {
+    let phoenix = Phoenix::start();
+    let otel = mux::otel::Otel::grpc(format!("http://127.0.0.1:{}", phoenix.grpc));
+    phoenix_receives_the_tree(&phoenix, otel);
+}
+
+/// Runs the delegating agent exporting through `otel`, then reads the spans back from
+/// Phoenix's REST API: the whole tree, one `chat` per model call, integer usage.
+fn phoenix_receives_the_tree(phoenix: &Phoenix, otel: mux::otel::Otel) {
+    let provider = otel.service_name("mux-otel-test").provider().unwrap();
     let model_calls = run_a_delegating_agent(&provider, false);
     provider.force_flush().unwrap();
 
