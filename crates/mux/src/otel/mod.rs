@@ -83,6 +83,18 @@ impl Otel {
     /// Exports over OTLP/gRPC (feature `otel-grpc`) to `endpoint`, the receiver's gRPC
     /// address (`http://HOST:4317` for a collector or Phoenix). `https://` uses TLS (rustls,
     /// the system's roots). Headers go as gRPC metadata.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mux::otel::OtelError> {
+    /// let guard = mux::otel::Otel::grpc("http://127.0.0.1:4317")
+    ///     .service_name("my-agent")
+    ///     .header("authorization", "Bearer <receiver key>")
+    ///     .init()?;
+    /// // ... run agents ...
+    /// drop(guard); // flushes what is left
+    /// # Ok(())
+    /// # }
+    /// ```
     #[cfg(feature = "otel-grpc")]
     pub fn grpc(endpoint: impl Into<String>) -> Self {
         Self::new(Protocol::Grpc, endpoint.into())
