@@ -232,13 +232,15 @@ fn bench() -> Result<(), String> {
     ])
     .arg(report.to_string_lossy().as_ref())
     .run()?;
-    // rig's loop is measured by a package outside the workspace, so CI never builds rig; its
-    // rows join the same report.
+    // rig's loops are measured by a package outside the workspace, so CI never builds rig; its
+    // rows join the same report. rig-agent 0.46 declares rust-version 1.97.1 but builds on the
+    // workspace's toolchain, hence `--ignore-rust-version`.
     let rig_report = target.join("bench-rig-report.json");
     Cmd::cargo([
         "run",
         "--release",
         "--quiet",
+        "--ignore-rust-version",
         "--manifest-path",
         "xtask/bench-rig/Cargo.toml",
         "--target-dir",

@@ -1,13 +1,19 @@
 //! Decomposition: a planner hands over a [`Plan`] through `finish_plan`; workers run its
 //! steps in dependency order, the independent ones in parallel; the results are aggregated.
+//!
+//! [`Decomposition::run`] is traced as one `invoke_workflow {name}` span (GenAI conventions):
+//! the planner's `invoke_agent` run inside a `plan {planner}` span, then every worker's
+//! `invoke_agent` run, all under it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use mux_tool::{Registry, Typed};
 use tokio::task::JoinSet;
+use tracing::{Instrument, Span};
 
 use crate::plan::{FinishPlan, Plan, PlanError};
+use crate::workflow;
 use crate::{AgentDefinition, AgentError, AgentHandle, AgentRuntime};
 
 /// Why a decomposition failed.
@@ -23,6 +29,17 @@ pub enum DecompositionError {
     /// An agent failed.
     #[error(transparent)]
     Agent(#[from] AgentError),
+}
+
+impl DecompositionError {
+    /// A short name of the failure, for traces (`error.type`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            DecompositionError::NoPlan(_) => "no_plan",
+            DecompositionError::Plan(_) => "invalid_plan",
+            DecompositionError::Agent(_) => "agent",
+        }
+    }
 }
 
 /// How one step went.
@@ -98,6 +115,7 @@ pub struct Decomposition {
     worker: AgentDefinition,
     step_timeout: Duration,
     parent: Option<AgentHandle>,
+    name: String,
 }
 
 impl Decomposition {
@@ -108,7 +126,15 @@ impl Decomposition {
             worker,
             step_timeout: Duration::from_secs(600),
             parent: None,
+            name: "decomposition".to_owned(),
         }
+    }
+
+    /// Names the decomposition in traces (`invoke_workflow {name}`, `gen_ai.workflow.name`;
+    /// default `decomposition`). Keep it low-cardinality: a fixed name, never a task.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
     }
 
     /// The limit on each agent run (planner and every step).
@@ -130,15 +156,48 @@ impl Decomposition {
         runtime: &AgentRuntime,
         task: &str,
     ) -> Result<DecompositionOutcome, DecompositionError> {
-        let plan = self.plan(runtime, task).await?;
-        self.execute(runtime, plan).await
+        let span = workflow::workflow_span("decomposition", &self.name);
+        let result = async {
+            let plan = self.plan_under(runtime, task, &span).await?;
+            self.execute_under(runtime, plan, &span).await
+        }
+        .instrument(span.clone())
+        .await;
+        if let Err(err) = &result {
+            workflow::record_error(&span, err.kind());
+        }
+        result
     }
 
-    /// Asks the planner for a plan of `task`.
+    /// Asks the planner for a plan of `task`; traced as a `plan {planner}` span under the
+    /// current span.
     pub async fn plan(
         &self,
         runtime: &AgentRuntime,
         task: &str,
+    ) -> Result<Plan, DecompositionError> {
+        self.plan_under(runtime, task, &Span::current()).await
+    }
+
+    async fn plan_under(
+        &self,
+        runtime: &AgentRuntime,
+        task: &str,
+        parent: &Span,
+    ) -> Result<Plan, DecompositionError> {
+        let span = workflow::plan_span(parent, &self.planner.name);
+        let result = self.plan_in(runtime, task, &span).await;
+        if let Err(err) = &result {
+            workflow::record_error(&span, err.kind());
+        }
+        result
+    }
+
+    async fn plan_in(
+        &self,
+        runtime: &AgentRuntime,
+        task: &str,
+        span: &Span,
     ) -> Result<Plan, DecompositionError> {
         let finish = FinishPlan::new();
         let tools = Registry::new();
@@ -153,7 +212,7 @@ impl Decomposition {
              (ids, descriptions, and the ids each step depends on)."
         );
         let outcome = async {
-            let mut run = planner.prompt(prompt)?;
+            let mut run = planner.prompt_under(prompt, workflow::under(span))?;
             run.wait_timeout(self.step_timeout).await
         }
         .await;
@@ -166,11 +225,21 @@ impl Decomposition {
     }
 
     /// Runs `plan`'s steps on workers, wave by wave, each wave's steps in parallel. A step
-    /// whose dependency did not succeed is skipped.
+    /// whose dependency did not succeed is skipped. The workers' runs are traced under the
+    /// current span.
     pub async fn execute(
         &self,
         runtime: &AgentRuntime,
         plan: Plan,
+    ) -> Result<DecompositionOutcome, DecompositionError> {
+        self.execute_under(runtime, plan, &Span::current()).await
+    }
+
+    async fn execute_under(
+        &self,
+        runtime: &AgentRuntime,
+        plan: Plan,
+        span: &Span,
     ) -> Result<DecompositionOutcome, DecompositionError> {
         let waves = plan.waves()?;
         let mut outcomes: BTreeMap<String, StepOutcome> = BTreeMap::new();
@@ -206,9 +275,10 @@ impl Decomposition {
                 let timeout = self.step_timeout;
                 let parent = self.parent.clone();
                 let id = id.clone();
+                let span = span.clone();
                 running.spawn(async move {
                     let outcome =
-                        run_worker(&runtime, parent.as_ref(), worker, prompt, timeout).await;
+                        run_worker(&runtime, parent.as_ref(), worker, prompt, timeout, &span).await;
                     (id, outcome)
                 });
             }
@@ -240,13 +310,14 @@ async fn run_worker(
     worker: AgentDefinition,
     prompt: String,
     timeout: Duration,
+    span: &Span,
 ) -> StepOutcome {
     let agent = match runtime.spawn_under(parent, worker, Registry::new()).await {
         Ok(agent) => agent,
         Err(err) => return StepOutcome::Failed(err.to_string()),
     };
     let outcome = async {
-        let mut run = agent.prompt(prompt)?;
+        let mut run = agent.prompt_under(prompt, workflow::under(span))?;
         run.wait_timeout(timeout).await
     }
     .await;

@@ -60,6 +60,7 @@ pub mod presets;
 mod runtime;
 mod task;
 mod voting;
+mod workflow;
 
 pub use console::{
     Console, ConsoleExit, ConsoleInput, ConsoleRenderer, Keys, LineInput, ScriptedInput,

@@ -1,14 +1,19 @@
 //! Voting: N agents answer the same question in parallel; an aggregator picks the answer
 //! (majority over normalized answers, first-k agreement, or a judge agent). Stragglers are
 //! cancelled as soon as the outcome is decided.
+//!
+//! A vote is traced as one `invoke_workflow {name}` span (GenAI conventions) with every
+//! voter's and the judge's `invoke_agent` run under it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use tokio::task::JoinSet;
+use tracing::{Instrument, Span};
 
 use mux_tool::Registry;
 
+use crate::workflow;
 use crate::{AgentDefinition, AgentError, AgentHandle, AgentId, AgentRuntime};
 
 /// How the answers are aggregated.
@@ -53,6 +58,19 @@ pub enum VotingError {
     /// An agent failed.
     #[error(transparent)]
     Agent(#[from] AgentError),
+}
+
+impl VotingError {
+    /// A short name of the failure, for traces (`error.type`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            VotingError::NoVoters => "no_voters",
+            VotingError::InvalidK { .. } => "invalid_k",
+            VotingError::NoBallots(_) => "no_ballots",
+            VotingError::JudgeUnclear { .. } => "judge_unclear",
+            VotingError::Agent(_) => "agent",
+        }
+    }
 }
 
 /// One voter's answer.
@@ -120,6 +138,7 @@ pub struct Voting {
     aggregator: Aggregator,
     timeout: Duration,
     parent: Option<AgentHandle>,
+    name: String,
 }
 
 impl Voting {
@@ -131,7 +150,15 @@ impl Voting {
             aggregator: Aggregator::Majority,
             timeout: Duration::from_secs(600),
             parent: None,
+            name: "voting".to_owned(),
         }
+    }
+
+    /// Names the vote in traces (`invoke_workflow {name}`, `gen_ai.workflow.name`; default
+    /// `voting`). Keep it low-cardinality: a fixed name per kind of vote, never a question.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
     }
 
     /// A majority vote among `n` copies of `definition`.
@@ -165,6 +192,23 @@ impl Voting {
         runtime: &AgentRuntime,
         question: &str,
     ) -> Result<VoteOutcome, VotingError> {
+        let span = workflow::workflow_span("voting", &self.name);
+        let result = self
+            .run_in(runtime, question, &span)
+            .instrument(span.clone())
+            .await;
+        if let Err(err) = &result {
+            workflow::record_error(&span, err.kind());
+        }
+        result
+    }
+
+    async fn run_in(
+        &self,
+        runtime: &AgentRuntime,
+        question: &str,
+        span: &Span,
+    ) -> Result<VoteOutcome, VotingError> {
         if self.voters.is_empty() {
             return Err(VotingError::NoVoters);
         }
@@ -189,11 +233,11 @@ impl Voting {
                 }
             }
         }
-        let outcome = self.collect(&agents, question).await;
+        let outcome = self.collect(&agents, question, span).await;
         shutdown(&agents).await;
         let mut outcome = outcome?;
         if let Aggregator::Judge(judge) = &self.aggregator {
-            self.judge(runtime, (**judge).clone(), question, &mut outcome)
+            self.judge(runtime, (**judge).clone(), question, &mut outcome, span)
                 .await?;
         }
         Ok(outcome)
@@ -204,10 +248,11 @@ impl Voting {
         &self,
         agents: &[AgentHandle],
         question: &str,
+        span: &Span,
     ) -> Result<VoteOutcome, VotingError> {
         let mut pending = JoinSet::new();
         for (index, agent) in agents.iter().enumerate() {
-            let mut run = agent.prompt(question)?;
+            let mut run = agent.prompt_under(question, workflow::under(span))?;
             let timeout = self.timeout;
             pending.spawn(async move { (index, run.wait_timeout(timeout).await) });
         }
@@ -300,6 +345,7 @@ impl Voting {
         judge: AgentDefinition,
         question: &str,
         outcome: &mut VoteOutcome,
+        span: &Span,
     ) -> Result<(), VotingError> {
         let candidates: Vec<String> = outcome
             .tally
@@ -321,7 +367,7 @@ impl Voting {
             .spawn_under(self.parent.as_ref(), judge, Registry::new())
             .await?;
         let reply = async {
-            let mut run = agent.prompt(prompt)?;
+            let mut run = agent.prompt_under(prompt, workflow::under(span))?;
             run.wait_timeout(self.timeout).await
         }
         .await;

@@ -246,11 +246,194 @@ fn content_is_recorded_only_when_asked() {
     assert!(input.contains("delegate"), "{input}");
 }
 
+/// The spans `run` records, through the in-process exporter.
+fn traced(run: impl FnOnce()) -> Vec<SpanData> {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    {
+        let subscriber = tracing_subscriber::registry().with(mux::otel::layer(&provider));
+        let _default = tracing::subscriber::set_default(subscriber);
+        run();
+    }
+    provider.force_flush().unwrap();
+    exporter.get_finished_spans().unwrap()
+}
+
+/// A one-thread runtime: the agents' tasks see the thread's subscriber.
+fn one_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_vote_is_one_invoke_workflow_span_over_its_voters_and_judge() {
+    use mux::agents::{Aggregator, Voting};
+    let spans = traced(|| {
+        // Two voters disagree; the judge picks the first candidate.
+        let client = ScriptedClient::new()
+            .reply(Response::from_text("42"))
+            .reply(Response::from_text("41"))
+            .reply(Response::from_text("1"));
+        one_thread().block_on(async {
+            let agents = AgentRuntime::builder(Arc::new(client), "m").build();
+            let outcome = Voting::same(AgentDefinition::new("solver"), 2)
+                .aggregator(Aggregator::Judge(Box::new(AgentDefinition::new("judge"))))
+                .name("answer-check")
+                .run(&agents, "6 x 7?")
+                .await
+                .unwrap();
+            assert!(outcome.winner.is_some());
+            agents.shutdown_all();
+        });
+    });
+    assert_eq!(
+        tree(&spans),
+        [
+            "invoke_workflow answer-check",
+            "  invoke_agent solver",
+            "    turn",
+            "      chat m",
+            "  invoke_agent solver",
+            "    turn",
+            "      chat m",
+            "  invoke_agent judge",
+            "    turn",
+            "      chat m",
+        ]
+    );
+    let workflow = spans
+        .iter()
+        .find(|s| s.name == "invoke_workflow answer-check")
+        .unwrap();
+    assert_eq!(
+        attr(workflow, "gen_ai.operation.name"),
+        Some(&Value::from("invoke_workflow"))
+    );
+    assert_eq!(
+        attr(workflow, "gen_ai.workflow.name"),
+        Some(&Value::from("answer-check"))
+    );
+    assert_eq!(
+        attr(workflow, "mux.workflow.kind"),
+        Some(&Value::from("voting"))
+    );
+    assert_eq!(workflow.span_kind, opentelemetry::trace::SpanKind::Internal);
+    assert!(attr(workflow, "error.type").is_none());
+}
+
+#[test]
+fn a_failed_vote_records_its_error_type() {
+    use mux::agents::{Aggregator, Voting, VotingError};
+    let spans = traced(|| {
+        let client = ScriptedClient::new();
+        one_thread().block_on(async {
+            let agents = AgentRuntime::builder(Arc::new(client), "m").build();
+            let err = Voting::same(AgentDefinition::new("solver"), 1)
+                .aggregator(Aggregator::FirstK(2))
+                .run(&agents, "?")
+                .await
+                .unwrap_err();
+            assert!(matches!(err, VotingError::InvalidK { k: 2, voters: 1 }));
+        });
+    });
+    assert_eq!(tree(&spans), ["invoke_workflow voting"]);
+    assert_eq!(
+        attr(&spans[0], "error.type"),
+        Some(&Value::from("invalid_k"))
+    );
+}
+
+#[test]
+fn a_decomposition_is_one_invoke_workflow_span_with_a_plan_span_and_its_workers() {
+    use mux::agents::Decomposition;
+    use mux::llm::Request;
+    let spans = traced(|| {
+        let plan = json!({
+            "goal": "ship it",
+            "steps": [
+                {"id": "a", "description": "do a", "depends_on": []},
+                {"id": "b", "description": "do b", "depends_on": ["a"]},
+            ],
+        });
+        // The planner (the only agent with `finish_plan`) plans, then says so; workers answer.
+        let client = ScriptedClient::new().respond_with(move |request: &Request| {
+            let planner = request
+                .tools
+                .iter()
+                .any(|t| t.name.as_str() == "finish_plan");
+            Ok(match (planner, request.messages.len()) {
+                (true, 1) => Response::from_tool_use("p1", "finish_plan", plan.clone()),
+                (true, _) => Response::from_text("planned"),
+                (false, _) => Response::from_text("done"),
+            })
+        });
+        one_thread().block_on(async {
+            let agents = AgentRuntime::builder(Arc::new(client), "m").build();
+            let outcome = Decomposition::new(
+                AgentDefinition::new("planner"),
+                AgentDefinition::new("worker"),
+            )
+            .run(&agents, "ship it")
+            .await
+            .unwrap();
+            assert!(outcome.succeeded());
+            agents.shutdown_all();
+        });
+    });
+    assert_eq!(
+        tree(&spans),
+        [
+            "invoke_workflow decomposition",
+            "  plan planner",
+            "    invoke_agent planner",
+            "      turn",
+            "        chat m",
+            "        execute_tool finish_plan",
+            "      turn",
+            "        chat m",
+            "  invoke_agent worker",
+            "    turn",
+            "      chat m",
+            "  invoke_agent worker",
+            "    turn",
+            "      chat m",
+        ]
+    );
+    let plan = spans.iter().find(|s| s.name == "plan planner").unwrap();
+    assert_eq!(
+        attr(plan, "gen_ai.operation.name"),
+        Some(&Value::from("plan"))
+    );
+    assert_eq!(
+        attr(plan, "gen_ai.agent.name"),
+        Some(&Value::from("planner"))
+    );
+    let workflow = spans
+        .iter()
+        .find(|s| s.name == "invoke_workflow decomposition")
+        .unwrap();
+    assert_eq!(
+        attr(workflow, "gen_ai.workflow.name"),
+        Some(&Value::from("decomposition"))
+    );
+    assert_eq!(
+        attr(workflow, "mux.workflow.kind"),
+        Some(&Value::from("decomposition"))
+    );
+}
+
 /// A Phoenix server (`arize-phoenix` from PyPI, installed by `cargo xtask peers`) on loopback,
 /// in a temporary working directory, killed on drop.
 struct Phoenix {
     child: std::process::Child,
     port: u16,
+    /// Its OTLP/gRPC port.
+    #[cfg_attr(not(feature = "otel-grpc"), allow(dead_code))]
+    grpc: u16,
     _dir: tempfile::TempDir,
 }
 
@@ -286,6 +469,7 @@ impl Phoenix {
         let phoenix = Self {
             child,
             port,
+            grpc,
             _dir: dir,
         };
         let deadline = std::time::Instant::now() + Duration::from_secs(180);
@@ -358,10 +542,22 @@ fn dechunk(body: &str) -> String {
 #[test]
 fn phoenix_receives_the_tree_over_otlp_http() {
     let phoenix = Phoenix::start();
-    let provider = mux::otel::Otel::http(format!("http://127.0.0.1:{}/v1/traces", phoenix.port))
-        .service_name("mux-otel-test")
-        .provider()
-        .unwrap();
+    let otel = mux::otel::Otel::http(format!("http://127.0.0.1:{}/v1/traces", phoenix.port));
+    phoenix_receives_the_tree(&phoenix, otel);
+}
+
+#[cfg(feature = "otel-grpc")]
+#[test]
+fn phoenix_receives_the_tree_over_otlp_grpc() {
+    let phoenix = Phoenix::start();
+    let otel = mux::otel::Otel::grpc(format!("http://127.0.0.1:{}", phoenix.grpc));
+    phoenix_receives_the_tree(&phoenix, otel);
+}
+
+/// Runs the delegating agent exporting through `otel`, then reads the spans back from
+/// Phoenix's REST API: the whole tree, one `chat` per model call, integer usage.
+fn phoenix_receives_the_tree(phoenix: &Phoenix, otel: mux::otel::Otel) {
+    let provider = otel.service_name("mux-otel-test").provider().unwrap();
     let model_calls = run_a_delegating_agent(&provider, false);
     provider.force_flush().unwrap();
 

@@ -1,7 +1,8 @@
-//! mux's orchestrator loop against rig's agent loop (crate rig-core) on the same workload, in
-//! the same process and run: a two-call run where an instant model answers the prompt with a
-//! call of the no-op tool `noop {"n":1}` and the tool result with the text "ok". A turn is one
-//! model call, so a run is two turns.
+//! mux's orchestrator loop against rig's agent loops on the same workload, in the same process
+//! and run: the old loop (crate rig-core 0.40, its last release with the loop) and the new one
+//! (crate rig-agent 0.46, where the loop has lived since 0.41). The workload is a two-call run
+//! where an instant model answers the prompt with a call of the no-op tool `noop {"n":1}` and
+//! the tool result with the text "ok". A turn is one model call, so a run is two turns.
 //!
 //! Usage: `cargo run --release --manifest-path xtask/bench-rig/Cargo.toml -- [REPORT.json]`
 //! (default `target/bench-rig-report.json`). Prints a table and writes the rows as a JSON list
@@ -11,6 +12,7 @@
 
 mod measure;
 mod mux_loop;
+mod rig_agent_loop;
 mod rig_loop;
 
 use std::future::Future;
@@ -20,6 +22,7 @@ use std::time::Duration;
 
 use measure::{Row, Subject, medians_per_iter};
 use mux_loop::MuxLoop;
+use rig_agent_loop::RigAgentLoop;
 use rig_loop::RigLoop;
 use tokio::runtime::Runtime;
 
@@ -30,8 +33,10 @@ const RUNS: u32 = 2_000;
 /// Model calls per run.
 const TURNS_PER_RUN: f64 = 2.0;
 
-/// The rig-core version this package locks (see Cargo.lock).
+/// The old rig loop this package locks (see Cargo.lock).
 const RIG: &str = "rig-core 0.40";
+/// The new rig loop this package locks (see Cargo.lock).
+const RIG_AGENT: &str = "rig-agent 0.46";
 
 fn main() -> ExitCode {
     if let Ok(count) = std::env::var("BENCH_RIG_PROFILE_MUX_RUNS") {
@@ -78,7 +83,10 @@ fn profile_mux(count: &str) -> ExitCode {
             });
             let start = std::time::Instant::now();
             subject(n)?;
-            println!("{:.2} µs per turn", start.elapsed().as_secs_f64() * 1e6 / f64::from(n) / TURNS_PER_RUN);
+            println!(
+                "{:.2} µs per turn",
+                start.elapsed().as_secs_f64() * 1e6 / f64::from(n) / TURNS_PER_RUN
+            );
             Ok(())
         });
     match result {
@@ -141,9 +149,11 @@ fn measure_all() -> Result<Vec<Row>, String> {
         .map_err(|e| e.to_string())?;
     let mux = Arc::new(MuxLoop::new()?);
     let rig = Arc::new(RigLoop::new());
+    let rig_agent = Arc::new(RigAgentLoop::new());
     let mut rows = Vec::new();
     for driver in [Driver::BlockOn, Driver::Task] {
         let (m, r, s) = (Arc::clone(&mux), Arc::clone(&rig), Arc::clone(&rig));
+        let (a, t) = (Arc::clone(&rig_agent), Arc::clone(&rig_agent));
         let mut subjects = [
             runs(&rt, driver, move || {
                 let mux = Arc::clone(&m);
@@ -157,10 +167,25 @@ fn measure_all() -> Result<Vec<Row>, String> {
                 let rig = Arc::clone(&s);
                 async move { rig.run_streaming().await }
             }),
+            runs(&rt, driver, move || {
+                let rig = Arc::clone(&a);
+                async move { rig.run().await }
+            }),
+            runs(&rt, driver, move || {
+                let rig = Arc::clone(&t);
+                async move { rig.run_streaming().await }
+            }),
         ];
         let times = medians_per_iter(SAMPLES, RUNS, &mut subjects)?;
-        let [mux_run, rig_run, rig_stream_run] = times[..] else {
-            return Err(format!("expected 3 timings, got {}", times.len()));
+        let [
+            mux_run,
+            rig_run,
+            rig_stream_run,
+            agent_run,
+            agent_stream_run,
+        ] = times[..]
+        else {
+            return Err(format!("expected 5 timings, got {}", times.len()));
         };
         let mux_name = format!("mux orchestrator loop, {}", driver.label());
         rows.extend(compare(
@@ -174,6 +199,18 @@ fn measure_all() -> Result<Vec<Row>, String> {
             mux_run,
             &format!("{RIG} agent stream_prompt()"),
             rig_stream_run,
+        ));
+        rows.extend(compare(
+            &mux_name,
+            mux_run,
+            &format!("{RIG_AGENT} agent prompt() awaited"),
+            agent_run,
+        ));
+        rows.extend(compare(
+            &mux_name,
+            mux_run,
+            &format!("{RIG_AGENT} agent prompt().stream()"),
+            agent_stream_run,
         ));
     }
     Ok(rows)

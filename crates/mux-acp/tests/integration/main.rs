@@ -2,6 +2,7 @@
 //! updates a prompt run sends, approvals, modes, cancellation, replay and bad input.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod budgets;
 mod harness;
 mod input;
 mod methods;

@@ -3,6 +3,7 @@
 
 mod common;
 
+mod a_run_on_a_budget_ends_with_its_limit;
 mod ag_ui_validate;
 mod http_surface;
 mod real_agui_client;

@@ -1,5 +1,6 @@
 //! OpenTelemetry export (feature `otel`): mux's trace spans, in the GenAI semantic
-//! conventions, sent to an OTLP/HTTP receiver (a collector, Jaeger, Arize Phoenix, Langfuse…).
+//! conventions, sent to an OTLP receiver (a collector, Jaeger, Arize Phoenix, Langfuse…) over
+//! HTTP ([`Otel::http`]) or, with the feature `otel-grpc`, gRPC ([`Otel::grpc`]).
 //!
 //! ```no_run
 //! # fn main() -> Result<(), mux::otel::OtelError> {
@@ -19,6 +20,10 @@
 //! data are recorded only when
 //! [`OrchestratorConfig::capture_content`](crate::orchestrator::OrchestratorConfig::capture_content)
 //! is on.
+
+#[cfg(feature = "otel-grpc")]
+mod grpc;
+mod http_client;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -47,22 +52,58 @@ pub enum OtelError {
     SubscriberSet,
 }
 
-/// An OTLP/HTTP (protobuf) exporter's settings.
+/// An OTLP exporter's settings: the protocol, picked by the constructor, and the receiver.
 #[derive(Clone, Debug)]
 pub struct Otel {
+    protocol: Protocol,
     endpoint: String,
     service_name: String,
     headers: HashMap<String, String>,
     timeout: Duration,
 }
 
+/// The wire an [`Otel`] exports over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    /// OTLP/HTTP with protobuf bodies.
+    Http,
+    /// OTLP/gRPC.
+    #[cfg(feature = "otel-grpc")]
+    Grpc,
+}
+
 impl Otel {
-    /// Exports to `endpoint`, the receiver's full traces URL (`http://HOST:4318/v1/traces`
-    /// for a collector, `http://HOST:6006/v1/traces` for Phoenix). Plain HTTP; for TLS, enable
-    /// `opentelemetry-otlp`'s `reqwest-rustls` feature in your own manifest.
+    /// Exports over OTLP/HTTP (protobuf bodies) to `endpoint`, the receiver's full traces URL
+    /// (`http://HOST:4318/v1/traces` for a collector, `http://HOST:6006/v1/traces` for
+    /// Phoenix). `https://` uses TLS (rustls, the platform's roots).
     pub fn http(endpoint: impl Into<String>) -> Self {
+        Self::new(Protocol::Http, endpoint.into())
+    }
+
+    /// Exports over OTLP/gRPC (feature `otel-grpc`) to `endpoint`, the receiver's gRPC
+    /// address (`http://HOST:4317` for a collector or Phoenix). `https://` uses TLS (rustls,
+    /// the system's roots). Headers go as gRPC metadata.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), mux::otel::OtelError> {
+    /// let guard = mux::otel::Otel::grpc("http://127.0.0.1:4317")
+    ///     .service_name("my-agent")
+    ///     .header("authorization", "Bearer <receiver key>")
+    ///     .init()?;
+    /// // ... run agents ...
+    /// drop(guard); // flushes what is left
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "otel-grpc")]
+    pub fn grpc(endpoint: impl Into<String>) -> Self {
+        Self::new(Protocol::Grpc, endpoint.into())
+    }
+
+    fn new(protocol: Protocol, endpoint: String) -> Self {
         Self {
-            endpoint: endpoint.into(),
+            protocol,
+            endpoint,
             service_name: "mux".to_owned(),
             headers: HashMap::new(),
             timeout: Duration::from_secs(10),
@@ -93,31 +134,37 @@ impl Otel {
             endpoint: self.endpoint.clone(),
             reason,
         };
-        // A blocking client may be neither built nor dropped on an async runtime's thread.
-        let timeout = self.timeout;
-        let client = std::thread::spawn(move || http_client(timeout))
-            .join()
-            .map_err(|_| failed("building the HTTP client panicked".to_owned()))?
-            .map_err(failed)?;
-        let exporter = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_http_client(client)
-            .with_endpoint(self.endpoint.clone())
-            .with_timeout(self.timeout)
-            .with_headers(self.headers)
-            .build()
-            .map_err(|err| OtelError::Exporter {
-                endpoint: self.endpoint,
-                reason: err.to_string(),
-            })?;
-        Ok(SdkTracerProvider::builder()
-            .with_resource(
-                Resource::builder()
-                    .with_service_name(self.service_name)
-                    .build(),
-            )
-            .with_batch_exporter(exporter)
-            .build())
+        let builder = SdkTracerProvider::builder().with_resource(
+            Resource::builder()
+                .with_service_name(self.service_name.clone())
+                .build(),
+        );
+        let builder = match self.protocol {
+            Protocol::Http => {
+                // A blocking client may be neither built nor dropped on an async runtime's thread.
+                let timeout = self.timeout;
+                let client = std::thread::spawn(move || http_client::build(timeout))
+                    .join()
+                    .map_err(|_| failed("building the HTTP client panicked".to_owned()))?
+                    .map_err(failed)?;
+                let exporter = opentelemetry_otlp::SpanExporter::builder()
+                    .with_http()
+                    .with_http_client(client)
+                    .with_endpoint(self.endpoint.clone())
+                    .with_timeout(self.timeout)
+                    .with_headers(self.headers.clone())
+                    .build()
+                    .map_err(|err| failed(err.to_string()))?;
+                builder.with_batch_exporter(exporter)
+            }
+            #[cfg(feature = "otel-grpc")]
+            Protocol::Grpc => {
+                let exporter = grpc::GrpcExporter::new(&self.endpoint, &self.headers, self.timeout)
+                    .map_err(failed)?;
+                builder.with_batch_exporter(exporter)
+            }
+        };
+        Ok(builder.build())
     }
 
     /// Installs a global `tracing` subscriber that exports spans at INFO and above. Keep the
@@ -131,31 +178,6 @@ impl Otel {
             .map_err(|_| OtelError::SubscriberSet)?;
         Ok(OtelGuard(provider))
     }
-}
-
-/// The exporter's client: TLS through rustls with `ring`, trusting the platform's roots
-/// (without any, plain `http://` still works), TCP_NODELAY on every socket.
-fn http_client(timeout: Duration) -> Result<reqwest::blocking::Client, String> {
-    use std::sync::Arc;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .map_err(|err| format!("cannot set up TLS: {err}"))?;
-    let config = match rustls_platform_verifier::Verifier::new(provider) {
-        Ok(verifier) => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(verifier))
-            .with_no_client_auth(),
-        Err(_) => builder
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth(),
-    };
-    reqwest::blocking::Client::builder()
-        .tcp_nodelay(true)
-        .timeout(timeout)
-        .tls_backend_preconfigured(config)
-        .build()
-        .map_err(|err| format!("cannot build the HTTP client: {err}"))
 }
 
 /// The `tracing` layer that turns spans into OpenTelemetry spans of `provider`, for an
