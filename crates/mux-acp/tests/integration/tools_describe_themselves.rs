@@ -48,6 +48,13 @@ impl TypedTool for SaveNote {
         Subject::path(format!("notes/{}", args.name))
     }
 
+    /// The diff the save would make, shown before the person approves it.
+    async fn preview(&self, args: SaveNoteArgs) -> Option<Presentation> {
+        let path = format!("notes/{}", args.name);
+        let old = self.notes.lock().unwrap().get(&args.name).cloned();
+        Some(Presentation::new().with_diff(Diff::new(&path, old.as_deref(), &args.text)))
+    }
+
     async fn call(&self, args: SaveNoteArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
         let path = format!("notes/{}", args.name);
         let old = self
@@ -140,8 +147,19 @@ async fn an_application_edit_tool_shows_its_kind_and_its_diff() {
     assert_eq!(call[0]["kind"], "edit");
     assert_eq!(call[0]["title"], "save_note: notes/todo.md");
     assert_eq!(call[0]["locations"][0]["path"], note);
-    // The permission request says the same kind.
-    assert_eq!(peer.asked[0]["params"]["toolCall"]["kind"], "edit");
+    // The permission request says the same kind, and shows the diff before the answer.
+    let asked = &peer.asked[0]["params"]["toolCall"];
+    assert_eq!(asked["kind"], "edit");
+    let diff = json!({
+        "type": "diff",
+        "path": note,
+        "oldText": "buy milk\n",
+        "newText": "buy milk\nbuy bread\n"
+    });
+    assert!(
+        asked["content"].as_array().unwrap().contains(&diff),
+        "the request shows the diff: {asked}"
+    );
 
     let last = call.last().unwrap();
     assert_eq!(last["status"], "completed");

@@ -165,3 +165,47 @@ async fn the_model_cannot_give_a_todo_a_priority() {
         .output();
     assert!(output.is_error, "{}", output.to_text());
 }
+
+#[tokio::test]
+async fn edits_and_writes_preview_their_diff_without_touching_the_file() {
+    let ws = Workspace::new();
+    let path = ws.dir.path().join("notes.txt");
+    std::fs::write(&path, "alpha\nbeta\n").unwrap();
+    let preview = |tool: &str, args: Value| {
+        let tool = ws.registry.get(tool).unwrap();
+        async move { tool.preview(&args).await }
+    };
+
+    let edit = preview(
+        "edit_file",
+        json!({"path": "notes.txt", "old_string": "beta\n", "new_string": "gamma\n"}),
+    )
+    .await
+    .expect("an edit previews its diff");
+    assert_eq!(edit.diffs()[0].old_text(), Some("alpha\nbeta\n"));
+    assert_eq!(edit.diffs()[0].new_text(), "alpha\ngamma\n");
+    assert_eq!(edit.locations()[0].line(), Some(2));
+
+    let write = preview(
+        "write_file",
+        json!({"path": "new.txt", "content": "hello\n"}),
+    )
+    .await
+    .expect("a write previews the new file");
+    assert_eq!(write.diffs()[0].old_text(), None);
+    assert_eq!(write.diffs()[0].new_text(), "hello\n");
+
+    // An edit that would fail shows nothing, and no preview changed the disk.
+    let missing = json!({"path": "notes.txt", "old_string": "zeta", "new_string": "eta"});
+    assert!(preview("edit_file", missing).await.is_none());
+    let outside = json!({"path": "../escape.txt", "content": "x"});
+    assert!(preview("write_file", outside).await.is_none());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "alpha\nbeta\n");
+    assert!(!ws.dir.path().join("new.txt").exists());
+    // A read has no preview.
+    assert!(
+        preview("read_file", json!({"path": "notes.txt"}))
+            .await
+            .is_none()
+    );
+}

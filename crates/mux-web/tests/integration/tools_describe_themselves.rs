@@ -52,6 +52,12 @@ async fn an_application_edit_tool_shows_its_kind_then_its_diff() {
     let call_id = kinds[0]["toolCallId"].clone();
     let interrupt = &paused.last().unwrap()["outcome"]["interrupts"][0];
     assert_eq!(interrupt["toolCallId"], call_id, "{interrupt}");
+    // The diff the call would make is shown before the person answers.
+    let previews = custom(&paused, "mux.tool_preview");
+    assert_eq!(previews.len(), 1, "{paused:?}");
+    assert_eq!(previews[0]["toolCallId"], call_id);
+    assert_eq!(previews[0]["diffs"][0]["oldText"], "buy milk\n");
+    assert_eq!(previews[0]["diffs"][0]["newText"], "buy milk\nbuy bread\n");
 
     let mut approve = input("t-note", "r2", "save note");
     approve["resume"] = json!([{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": true}}]);

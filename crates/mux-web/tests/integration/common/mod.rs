@@ -269,6 +269,13 @@ impl TypedTool for SaveNote {
         ToolAnnotations::destructive().with_kind(ToolKind::Edit)
     }
 
+    /// The diff the save would make, shown before the person approves it.
+    async fn preview(&self, args: SaveNoteArgs) -> Option<Presentation> {
+        let path = format!("notes/{}", args.name);
+        let old = self.notes.lock().unwrap().get(&args.name).cloned();
+        Some(Presentation::new().with_diff(Diff::new(&path, old.as_deref(), &args.text)))
+    }
+
     async fn call(&self, args: SaveNoteArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
         let path = format!("notes/{}", args.name);
         let old = self
