@@ -82,6 +82,10 @@ pub enum LoopError {
         /// The last reply.
         reply: String,
     },
+    /// The agent could not open a conversation: its tools could not be built for the root
+    /// ([`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at)).
+    #[error(transparent)]
+    Agent(#[from] crate::AgentBuildError),
 }
 
 impl LoopError {
@@ -101,6 +105,7 @@ impl LoopError {
             Self::Crashed(_) => "crashed",
             Self::InvalidOutput { .. } => "invalid_output",
             Self::Unpriced { .. } => "unpriced",
+            Self::Agent(_) => "agent",
         }
     }
 }

@@ -91,6 +91,15 @@ impl Permissions {
         }
     }
 
+    /// [`new_session`](Self::new_session) for a session rooted at `root` (a face's working
+    /// directory): relative paths and the project root are anchored there; the home directory
+    /// and every scope but the session's are kept.
+    pub fn new_session_at(&self, root: impl Into<PathBuf>) -> Permissions {
+        let mut session = self.new_session();
+        session.context = PathContext::with_home(root, self.context.home().map(Path::to_path_buf));
+        session
+    }
+
     /// The root and home directory paths are anchored at.
     pub fn context(&self) -> &PathContext {
         &self.context
@@ -435,12 +444,31 @@ fn unmatched(
             Verdict::Allow,
             format!("acceptEdits mode allows `{tool}` inside the project root"),
         ),
+        Mode::Default | Mode::AcceptEdits if is_read_inside_root(spec, prepared, context) => {
+            Decision::new(
+                Verdict::Allow,
+                format!("the read-only tool `{tool}` runs inside the project root"),
+            )
+        }
         Mode::Default | Mode::AcceptEdits => Decision::new(
             Verdict::Ask,
             format!("no rule allows this call to `{tool}`"),
         ),
     };
     decision.in_scope(mode_scope)
+}
+
+/// A read-only tool touching nothing, or a path inside the root: what every face runs
+/// unasked (as plan mode does).
+fn is_read_inside_root(spec: &ToolSpec, prepared: &Prepared, context: &PathContext) -> bool {
+    spec.annotations.read_only
+        && match prepared {
+            Prepared::Nothing => true,
+            Prepared::Path {
+                resolved: Ok(real), ..
+            } => real.starts_with(context.root_resolved()),
+            _ => false,
+        }
 }
 
 fn is_edit_inside_root(spec: &ToolSpec, prepared: &Prepared, context: &PathContext) -> bool {
