@@ -436,6 +436,14 @@ fn unmatched(
                 format!("plan mode asks before `{tool}` runs a command no rule allows"),
             ),
         },
+        Mode::Default | Mode::AcceptEdits | Mode::DontAsk
+            if is_read_inside_root(spec, prepared, context) =>
+        {
+            Decision::new(
+                Verdict::Allow,
+                format!("the read-only tool `{tool}` runs inside the project root"),
+            )
+        }
         Mode::DontAsk => Decision::new(
             Verdict::Deny,
             format!("no rule allows this call to `{tool}`, and dontAsk mode cannot ask"),
@@ -444,12 +452,6 @@ fn unmatched(
             Verdict::Allow,
             format!("acceptEdits mode allows `{tool}` inside the project root"),
         ),
-        Mode::Default | Mode::AcceptEdits if is_read_inside_root(spec, prepared, context) => {
-            Decision::new(
-                Verdict::Allow,
-                format!("the read-only tool `{tool}` runs inside the project root"),
-            )
-        }
         Mode::Default | Mode::AcceptEdits => Decision::new(
             Verdict::Ask,
             format!("no rule allows this call to `{tool}`"),

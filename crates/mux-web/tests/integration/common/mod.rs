@@ -7,7 +7,7 @@ use std::time::Duration;
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
-use mux_orchestrator::{Orchestrator, OrchestratorConfig};
+use mux_orchestrator::Agent;
 use mux_tool::builtin::{Bash, Sandbox};
 use mux_tool::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
 use mux_web::{AguiRouter, WebConfig};
@@ -52,14 +52,16 @@ pub(crate) fn router(config: WebConfig) -> (axum::Router, tempfile::TempDir) {
 fn router_on(config: WebConfig, store: Arc<dyn SessionStore>) -> (axum::Router, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(dir.path()).unwrap();
-    let client = Arc::new(ScriptedClient::new().respond_with(respond));
-    let router = AguiRouter::new(move |tools: mux_tool::Registry| {
-        tools.register_typed(Bash::new(sandbox.clone())).unwrap();
-        tools.register(Tick::new()).unwrap();
-        tools.register_typed(mux_tool::builtin::TodoWrite).unwrap();
-        Orchestrator::builder(client.clone(), OrchestratorConfig::new("scripted")).tools(tools)
-    })
-    .session_store(store)
+    let client = ScriptedClient::new().respond_with(respond);
+    let agent = Agent::builder(client, "scripted")
+        .tool(Bash::new(sandbox))
+        .tool(mux_tool::builtin::TodoWrite)
+        .tools([Arc::new(Tick::new()) as Arc<dyn Tool>])
+        .root(dir.path())
+        .build()
+        .unwrap();
+    let router = AguiRouter::new(agent)
+        .session_store(store)
     .config(config)
     .build();
     (router, dir)
