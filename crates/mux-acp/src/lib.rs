@@ -22,6 +22,6 @@ mod time;
 mod tool_view;
 mod turn;
 
-pub use agent::{AcpAgent, SessionFactory, SessionParts, SessionSetup};
+pub use agent::{AcpAgent, SessionFactory, SessionSetup};
 pub use error::AcpError;
 pub use roots::CwdRefusal;

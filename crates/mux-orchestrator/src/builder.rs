@@ -108,6 +108,12 @@ impl OrchestratorBuilder {
         self.permissions.as_ref()
     }
 
+    /// The MCP coordinator set so far ([`mcp`](Self::mcp) or [`mcp_servers`](Self::mcp_servers)), if any.
+    #[cfg(feature = "mcp")]
+    pub fn current_mcp(&self) -> Option<&mux_mcp::Coordinator> {
+        self.mcp.as_ref().map(|(coordinator, _)| coordinator)
+    }
+
     /// The resources set so far.
     pub fn current_resources(&self) -> &Resources {
         &self.resources

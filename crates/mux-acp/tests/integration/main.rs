@@ -5,4 +5,5 @@
 mod harness;
 mod input;
 mod methods;
+mod read_only_tools_run_unasked;
 mod turns;

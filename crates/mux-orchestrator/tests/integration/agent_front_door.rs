@@ -237,8 +237,7 @@ async fn tools_at_are_built_for_each_root_and_a_failure_names_the_root() {
 }
 
 #[tokio::test]
-async fn each_conversation_gets_a_session_scope_of_its_own_anchored_at_its_root()
- {
+async fn each_conversation_gets_a_session_scope_of_its_own_anchored_at_its_root() {
     use mux_permission::{PathContext, Permissions, Scope};
     let dir = tempfile::tempdir().unwrap();
     let permissions = Permissions::builder(PathContext::new("/")).build();
