@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use mux_orchestrator::{Agent, OrchestratorBuilder};
 use mux_orchestrator::session::{SessionError, SessionMeta, SessionStore};
+use mux_orchestrator::{Agent, OrchestratorBuilder};
 use mux_tool::Registry;
 
 use crate::buffer::RunBuffer;

@@ -3,7 +3,7 @@
 #![cfg(all(feature = "otel", feature = "agents", feature = "testing"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
+use mux::orchestrator::Agent;
 use std::time::Duration;
 
 use mux::agents::{AgentDefinition, AgentRuntime, AgentSession};
@@ -88,11 +88,15 @@ fn run_a_delegating_agent(provider: &SdkTracerProvider, capture: bool) -> usize 
         .build()
         .unwrap();
     runtime.block_on(async {
-        let agents = AgentRuntime::builder(Arc::new(client.clone()), "m")
-            .tools(tools)
-            .definition(AgentDefinition::new("worker"))
-            .configure(move |c| c.capture_content(capture))
-            .build();
+        let agents = AgentRuntime::builder(
+            Agent::builder(client.clone(), "m")
+                .tools(tools.list())
+                .build()
+                .unwrap(),
+        )
+        .definition(AgentDefinition::new("worker"))
+        .configure(move |c| c.capture_content(capture))
+        .build();
         let lead = agents
             .spawn(AgentDefinition::new("lead"), AgentSession::New)
             .await

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
-use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use mux_orchestrator::Agent;
+use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use mux_tool::builtin::{Bash, Sandbox};
 use mux_tool::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
 use mux_web::{AguiRouter, WebConfig};
@@ -62,8 +62,8 @@ fn router_on(config: WebConfig, store: Arc<dyn SessionStore>) -> (axum::Router, 
         .unwrap();
     let router = AguiRouter::new(agent)
         .session_store(store)
-    .config(config)
-    .build();
+        .config(config)
+        .build();
     (router, dir)
 }
 
