@@ -170,7 +170,10 @@ fn one_agent_serves_the_same_edit_on_the_web_and_in_the_editor() {
     // The replaced text (today the edit's strings; a whole-file diff holds them too).
     let (old, new) = (diff["oldText"].as_str(), diff["newText"].as_str());
     assert!(old.is_some_and(|t| t.contains("world")), "{diff}");
-    assert!(new.is_some_and(|t| t.contains("mux") && !t.contains("world")), "{diff}");
+    assert!(
+        new.is_some_and(|t| t.contains("mux") && !t.contains("world")),
+        "{diff}"
+    );
     let id = call["toolCallId"].clone();
     assert!(
         updates
