@@ -4,6 +4,7 @@
 mod common;
 
 mod ag_ui_validate;
+mod an_agent_is_served_as_described;
 mod http_surface;
 mod real_agui_client;
 mod requests_from_elsewhere_are_refused;
