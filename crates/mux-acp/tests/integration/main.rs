@@ -2,6 +2,7 @@
 //! updates a turn sends, approvals, modes, cancellation, replay and bad input.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod an_agents_own_mcp_servers_stay;
 mod harness;
 mod input;
 mod methods;
