@@ -6,7 +6,7 @@
 //!
 //! An editor launches it (see docs/acp.md for Zed's `agent_servers` entry) and opens sessions
 //! in a project: the agent works in the session's directory with the built-in file, search,
-//! shell and todo tools. Reads are allowed; edits and commands ask the editor.
+//! shell and todo tools. Read-only tools run; edits and commands ask the editor.
 //!
 //! - With `ANTHROPIC_API_KEY`, `OPENAI_API_KEY` or `OPENAI_BASE_URL` it uses that provider
 //!   (`MUX_MODEL` picks the model), as the quickstart does.
@@ -25,15 +25,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mux::acp::{AcpAgent, SessionParts, SessionSetup};
-use mux::llm::LlmClient;
-use mux::orchestrator::OrchestratorConfig;
-use mux::orchestrator::context::ProjectInstructions;
+use mux::acp::AcpAgent;
 use mux::orchestrator::session::FileSessionStore;
-use mux::tool::Registry;
-use mux::tool::builtin::{
-    Bash, EditFile, Glob, Grep, ListDir, ReadFile, Sandbox, TodoWrite, WriteFile,
-};
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -49,11 +42,13 @@ async fn main() -> ExitCode {
 async fn run() -> Result<(), String> {
     let chosen = mux_examples::offline::choose_model()?;
     eprintln!("acp_agent: {}", chosen.description);
-    let (client, model) = (chosen.client, chosen.model);
-    let sessions = sessions_dir()?;
-    let mut agent = AcpAgent::new(move |setup: &SessionSetup| session(setup, &client, &model))
+    // The agent, described once (examples/src/coding_agent.rs); each editor session gets
+    // its tools at the session's directory.
+    let agent = mux_examples::coding_agent::agent(chosen.client, &chosen.model)
+        .map_err(|e| e.to_string())?;
+    let mut agent = AcpAgent::new(agent)
         .info("mux-acp-example", env!("CARGO_PKG_VERSION"))
-        .session_store(Arc::new(FileSessionStore::new(sessions)))
+        .session_store(Arc::new(FileSessionStore::new(sessions_dir()?)))
         .env_key_auth(
             "anthropic-api-key",
             "Anthropic API key",
@@ -92,42 +87,4 @@ fn sessions_dir() -> Result<PathBuf, String> {
     }
     let home = std::env::var_os("HOME").ok_or("set HOME or MUX_ACP_SESSIONS")?;
     Ok(PathBuf::from(home).join(".local/share/mux/acp-sessions"))
-}
-
-/// One session's agent, rooted at the session's directory.
-fn session(
-    setup: &SessionSetup,
-    client: &Arc<dyn LlmClient>,
-    model: &str,
-) -> Result<SessionParts, String> {
-    let root = &setup.cwd;
-    let sandbox = Sandbox::new(root).map_err(|e| e.to_string())?;
-    let tools = Registry::new();
-    let registered = [
-        tools.register_typed(ListDir::new(sandbox.clone())),
-        tools.register_typed(ReadFile::new(sandbox.clone())),
-        tools.register_typed(Glob::new(sandbox.clone())),
-        tools.register_typed(Grep::new(sandbox.clone())),
-        tools.register_typed(WriteFile::new(sandbox.clone())),
-        tools.register_typed(EditFile::new(sandbox.clone())),
-        tools.register_typed(TodoWrite),
-        tools.register_typed(Bash::new(sandbox)),
-    ];
-    for result in registered {
-        result.map_err(|e| e.to_string())?;
-    }
-    // Reads and the todo list are allowed by rule; edits and commands ask the editor.
-    let permissions = mux_examples::allowing(
-        root,
-        &["list_dir", "read_file", "glob", "grep", "todo_write"],
-    )?;
-    let config = OrchestratorConfig::new(model).system_prompt(
-        "You are a coding assistant working inside the user's editor. Look before you act; \
-         cite file names.",
-    );
-    let instructions = ProjectInstructions::new(root);
-    Ok(
-        SessionParts::new(Arc::clone(client), config, tools, permissions)
-            .configure(move |builder| builder.context(instructions)),
-    )
 }

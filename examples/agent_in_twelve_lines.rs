@@ -30,8 +30,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let (_, sum, _) = request.last_tool_results().pop().unwrap_or_default();
             Ok(Response::from_text(format!("2 + 3 = {sum}")))
         });
-    let agent = Agent::builder(model)
-        .model("any")
+    let agent = Agent::builder(model, "any")
         .tool(Add)
         .approval(ApprovalPolicy::Never)
         .build()?;

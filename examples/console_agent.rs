@@ -23,8 +23,9 @@ use mux::llm::anthropic::AnthropicClient;
 use mux::llm::openai::OpenAiClient;
 use mux::llm::testing::ScriptedClient;
 use mux::llm::{ContentBlock, LlmClient, Request, Response};
+use mux::orchestrator::Agent;
 use mux::permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
-use mux::tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use mux::tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -39,25 +40,21 @@ async fn run() -> Result<(), String> {
     let root = std::env::current_dir().map_err(|e| e.to_string())?;
     let notes = std::env::temp_dir().join("mux-console-agent-notes.txt");
 
-    let tools = Registry::new();
-    tools
-        .register_typed(ListDir { root: root.clone() })
-        .map_err(|e| e.to_string())?;
-    tools
-        .register_typed(WriteNote {
-            file: notes.clone(),
-        })
-        .map_err(|e| e.to_string())?;
     let rules = RuleSet::new()
         .with_allow("list_dir")
         .map_err(|e| e.to_string())?;
     let permissions = Permissions::builder(PathContext::new(&root))
         .scope(Scope::Project, ScopeRules::new(rules))
         .build();
-    let runtime = AgentRuntime::builder(client, model)
-        .tools(tools)
+    let described = Agent::builder_shared(client, model)
+        .tool(ListDir { root: root.clone() })
+        .tool(WriteNote {
+            file: notes.clone(),
+        })
         .permissions(permissions)
-        .build();
+        .build()
+        .map_err(|e| e.to_string())?;
+    let runtime = AgentRuntime::builder(described).build();
     let agent = runtime
         .spawn(
             AgentDefinition::new("assistant")

@@ -17,6 +17,7 @@ use mux::llm::anthropic::AnthropicClient;
 use mux::llm::openai::OpenAiClient;
 use mux::llm::testing::ScriptedClient;
 use mux::llm::{LlmClient, Request, Response};
+use mux::orchestrator::Agent;
 use mux::tool::ToolFilter;
 use serde_json::json;
 
@@ -31,7 +32,10 @@ async fn main() -> ExitCode {
 
 async fn run() -> Result<(), String> {
     let (client, model) = choose_model()?;
-    let runtime = AgentRuntime::builder(client, model).build();
+    let agent = Agent::builder_shared(client, model)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let runtime = AgentRuntime::builder(agent).build();
 
     println!("== Voting: five agents answer \"{QUESTION}\"");
     let voter = AgentDefinition::new("solver")

@@ -1,4 +1,4 @@
-//! The quickstart's agent as a web app: AG-UI over HTTP/SSE plus a chat page.
+//! The examples' coding agent as a web app: AG-UI over HTTP/SSE plus a chat page.
 //!
 //! ```text
 //! cargo run --example web_agent [-- --port 8787] [--token T | --no-token]
@@ -14,9 +14,7 @@
 //! 127.0.0.1 only, answers only to its own Host names and origin, and refuses non-JSON POSTs.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use mux::orchestrator::session::MemorySessionStore;
 use mux_examples::web_agent::Options;
 
 #[tokio::main]
@@ -34,15 +32,10 @@ async fn run() -> Result<(), String> {
     };
     let chosen = mux_examples::offline::choose_model()?;
     println!("{}", chosen.description);
-    let root =
-        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
-    let app = mux_examples::web_agent::app(
-        &root,
-        chosen.client,
-        &chosen.model,
-        Arc::new(MemorySessionStore::new()),
-        options.web_config(),
-    )?;
+    // The agent, described once (examples/src/coding_agent.rs), at the current directory.
+    let agent = mux_examples::coding_agent::agent(chosen.client, &chosen.model)
+        .map_err(|e| e.to_string())?;
+    let app = mux_examples::web_agent::app(agent, options.web_config())?;
     let listener = mux::web::bind(options.port)
         .await
         .map_err(|e| format!("cannot listen on 127.0.0.1:{}: {e}", options.port))?;

@@ -1,17 +1,10 @@
-//! The web_agent example's server: the quickstart's agent behind mux-web's AG-UI router,
-//! plus the chat page at `/`.
+//! The web_agent example's server: the examples' coding agent behind mux-web's AG-UI
+//! router, plus the chat page at `/`.
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use mux::llm::LlmClient;
-use mux::orchestrator::context::ProjectInstructions;
-use mux::orchestrator::session::SessionStore;
-use mux::orchestrator::{Orchestrator, OrchestratorConfig};
-use mux::tool::Registry;
-use mux::tool::builtin::{Bash, Glob, Grep, ListDir, ReadFile, Sandbox};
+use mux::orchestrator::Agent;
 use mux::web::{AguiRouter, ServeLimits, WebConfig};
 
 /// The example's usage line.
@@ -132,49 +125,12 @@ fn millis(flag: &str, value: &str) -> Result<Duration, String> {
 }
 
 /// The app: mux-web's chat page (`/`, `/app.js`, `/app.css`) and the AG-UI routes under
-/// `/agui`. The agent explores `root` with read-only tools that run freely and `bash`, which
-/// asks (an AG-UI interrupt).
-pub fn app(
-    root: &Path,
-    client: Arc<dyn LlmClient>,
-    model: &str,
-    store: Arc<dyn SessionStore>,
-    config: WebConfig,
-) -> Result<Router, String> {
-    let sandbox = Sandbox::new(root).map_err(|e| e.to_string())?;
-    let permissions = crate::allowing(root, &["list_dir", "read_file", "glob", "grep"])?;
-    let instructions = ProjectInstructions::new(root);
-    let config_for_loop = OrchestratorConfig::new(model).system_prompt(
-        "You are a concise assistant exploring a software project with read-only tools. \
-         Look before you answer; cite file names.",
-    );
-    let agui = AguiRouter::new(move |tools: Registry| {
-        // A fresh registry per loop run: it holds that run's frontend tools.
-        for result in [
-            tools.register_typed(ListDir::new(sandbox.clone())),
-            tools.register_typed(ReadFile::new(sandbox.clone())),
-            tools.register_typed(Glob::new(sandbox.clone())),
-            tools.register_typed(Grep::new(sandbox.clone())),
-            tools.register_typed(Bash::new(sandbox.clone())),
-        ] {
-            if let Err(err) = result {
-                report_skipped(&err.to_string());
-            }
-        }
-        Orchestrator::builder(Arc::clone(&client), config_for_loop.clone())
-            .tools(tools)
-            .permissions(permissions.clone())
-            .context(instructions.clone())
-    })
-    .session_store(store)
-    .config(config)
-    .with_page()
-    .try_build()
-    .map_err(|e| e.to_string())?;
-    Ok(agui)
-}
-
-/// A tool name clashing with a frontend tool is reported, not fatal: the frontend tool wins.
-fn report_skipped(message: &str) {
-    eprintln!("web_agent: {message}");
+/// `/agui`, serving `agent` (its read-only tools run; edits and commands ask, as AG-UI
+/// interrupts). The page's frontend tools replace the agent's tools of the same name.
+pub fn app(agent: Agent, config: WebConfig) -> Result<Router, String> {
+    AguiRouter::new(agent)
+        .config(config)
+        .with_page()
+        .try_build()
+        .map_err(|e| e.to_string())
 }

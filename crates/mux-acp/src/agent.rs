@@ -3,15 +3,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mux_llm::LlmClient;
 use mux_mcp::CoordinatorConfig;
 use mux_orchestrator::session::SessionStore;
-use mux_orchestrator::{OrchestratorBuilder, OrchestratorConfig};
-use mux_permission::{Permissions, Remember, Scope};
-use mux_tool::{Registry, Resources};
+use mux_orchestrator::{Agent, OrchestratorBuilder};
+use mux_permission::{Remember, Scope};
 
-/// What the editor asked for when it opened a session, handed to the application's
-/// [`SessionFactory`].
+/// What the editor asked for when it opened a session, handed to the [`SessionFactory`].
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct SessionSetup {
@@ -22,92 +19,42 @@ pub struct SessionSetup {
     pub cwd: PathBuf,
 }
 
-/// The parts of one session's agent: the model, the loop settings, the tools and the
-/// permission policy, all for [`SessionSetup::cwd`].
+/// Opens an editor session's conversation: an [`Agent`] does (the documented way), and so
+/// does any `Fn(&SessionSetup) -> Result<OrchestratorBuilder, String>`; called for every
+/// `session/new` and `session/load`.
 ///
 /// The face adds the rest: the editor's MCP servers, the session store, a fresh session
-/// scope on `permissions` (where modes and "always" answers go), and a passive observer on
-/// `client` that notes why the model stopped.
-pub struct SessionParts {
-    client: Arc<dyn LlmClient>,
-    config: OrchestratorConfig,
-    tools: Registry,
-    permissions: Permissions,
-    resources: Resources,
-    configure: Option<Configure>,
-}
-
-/// [`SessionParts`] taken apart by the face.
-pub(crate) struct Parts {
-    pub(crate) client: Arc<dyn LlmClient>,
-    pub(crate) config: OrchestratorConfig,
-    pub(crate) tools: Registry,
-    pub(crate) permissions: Permissions,
-    pub(crate) resources: Resources,
-    pub(crate) configure: Option<Configure>,
-}
-
-/// Extra configuration of a session's orchestrator builder.
-pub(crate) type Configure = Box<dyn FnOnce(OrchestratorBuilder) -> OrchestratorBuilder + Send>;
-
-impl SessionParts {
-    /// A session on `client` with `config`, offering `tools` under `permissions`.
-    pub fn new(
-        client: Arc<dyn LlmClient>,
-        config: OrchestratorConfig,
-        tools: Registry,
-        permissions: Permissions,
-    ) -> Self {
-        Self {
-            client,
-            config,
-            tools,
-            permissions,
-            resources: Resources::new(),
-            configure: None,
-        }
-    }
-
-    /// Resources every tool call of the session reaches. The face adds its own in a layer
-    /// over them (the editor's files, when the client offers them), so a map shared by many
-    /// sessions stays untouched. Set resources here rather than in [`SessionParts::configure`].
-    pub fn resources(mut self, resources: Resources) -> Self {
-        self.resources = resources;
-        self
-    }
-
-    /// Anything else on the orchestrator builder: context providers, hooks, resources.
-    pub fn configure(
-        mut self,
-        configure: impl FnOnce(OrchestratorBuilder) -> OrchestratorBuilder + Send + 'static,
-    ) -> Self {
-        self.configure = Some(Box::new(configure));
-        self
-    }
-
-    pub(crate) fn into_parts(self) -> Parts {
-        Parts {
-            client: self.client,
-            config: self.config,
-            tools: self.tools,
-            permissions: self.permissions,
-            resources: self.resources,
-            configure: self.configure,
-        }
-    }
-}
-
-/// Builds the parts of a session's agent; called for every `session/new` and `session/load`.
+/// scope on the permission policy (where modes and "always" answers go; a policy with no
+/// rules at the session's root when there is none), the editor's files as a resource, and a
+/// passive observer that notes why the model stopped.
 pub trait SessionFactory: Send + Sync + 'static {
-    /// The parts for a session in `setup.cwd`; an error fails the request with its message.
-    fn session(&self, setup: &SessionSetup) -> Result<SessionParts, String>;
+    /// The builder for a session rooted at `setup.cwd`; an error fails the request with its
+    /// message.
+    fn session(&self, setup: &SessionSetup) -> Result<OrchestratorBuilder, String>;
+
+    /// Where sessions are kept when the face is given no store: the agent's session store,
+    /// if it has one.
+    fn session_store(&self) -> Option<Arc<dyn SessionStore>> {
+        None
+    }
+}
+
+impl SessionFactory for Agent {
+    fn session(&self, setup: &SessionSetup) -> Result<OrchestratorBuilder, String> {
+        self.orchestrator_at(&setup.cwd)
+            .map_err(|err| err.to_string())
+    }
+
+    fn session_store(&self) -> Option<Arc<dyn SessionStore>> {
+        Agent::session_store(self).cloned()
+    }
 }
 
 impl<F> SessionFactory for F
 where
-    F: Fn(&SessionSetup) -> Result<SessionParts, String> + Send + Sync + 'static,
+    F: Fn(&SessionSetup) -> Result<OrchestratorBuilder, String> + Send + Sync + 'static,
 {
-    fn session(&self, setup: &SessionSetup) -> Result<SessionParts, String> {
+    fn session(&self, setup: &SessionSetup) -> Result<OrchestratorBuilder, String> {
         self(setup)
     }
 }
@@ -143,11 +90,13 @@ pub struct AcpAgent {
 }
 
 impl AcpAgent {
-    /// An agent whose sessions `factory` builds.
-    pub fn new(factory: impl SessionFactory) -> Self {
+    /// `agent` served to editors (an [`Agent`], or any [`SessionFactory`]): each editor
+    /// session is a conversation of it rooted at the session's directory, with the editor's
+    /// MCP servers. Sessions are kept in the agent's session store, if it has one.
+    pub fn new(agent: impl SessionFactory) -> Self {
         Self {
-            factory: Arc::new(factory),
-            store: None,
+            store: agent.session_store(),
+            factory: Arc::new(agent),
             name: "mux".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             env_keys: Vec::new(),
@@ -167,8 +116,8 @@ impl AcpAgent {
         self
     }
 
-    /// Keeps sessions in `store`: `session/list` lists them and `session/load` replays them
-    /// (and `initialize` advertises `loadSession`).
+    /// Keeps sessions in `store` rather than the agent's: `session/list` lists them and
+    /// `session/load` replays them (and `initialize` advertises `loadSession`).
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = Some(store);
         self

@@ -27,6 +27,6 @@ mod sessions;
 mod time;
 mod tool_view;
 
-pub use agent::{AcpAgent, SessionFactory, SessionParts, SessionSetup};
+pub use agent::{AcpAgent, SessionFactory, SessionSetup};
 pub use error::AcpError;
 pub use roots::CwdRefusal;

@@ -9,7 +9,7 @@ use agent_client_protocol::v1::schema::{ClientCapabilities, McpServer, SessionUp
 use mux_mcp::ServerSpec;
 use mux_orchestrator::session::{PageCursor, SessionError, SessionMeta};
 use mux_orchestrator::{LoopError, McpServers, Orchestrator};
-use mux_permission::{Mode, Permissions, Remember, Rule, RuleKind, Scope};
+use mux_permission::{Mode, PathContext, Permissions, Remember, Rule, RuleKind, Scope};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -18,7 +18,7 @@ use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use mux_tool::builtin::DelegatedFiles;
 
-use crate::agent::{AcpAgent, Parts, SessionSetup};
+use crate::agent::{AcpAgent, SessionSetup};
 use crate::editor_files::EditorFiles;
 
 /// Where the session's working directory is kept in the store's metadata.
@@ -91,31 +91,35 @@ impl Sessions {
             return Err(AcpError::NoSessionStore);
         }
         let setup = SessionSetup { cwd: cwd.clone() };
-        let parts = self
+        let mut builder = self
             .agent
             .factory
             .session(&setup)
             .map_err(AcpError::Setup)?;
-        let Parts {
-            client,
-            config,
-            tools,
-            permissions,
-            resources,
-            configure,
-        } = parts.into_parts();
-        let permissions = permissions.new_session();
+        // A session scope of its own, where modes and "always" answers go. Without a policy,
+        // one with no rules: read-only tools run inside the root, the rest asks the editor.
+        let permissions = match builder.current_permissions() {
+            Some(policy) => policy.new_session(),
+            None => Permissions::builder(PathContext::new(&cwd)).build(),
+        };
         // The face's own resources in a layer of this session's.
-        let resources = resources.child();
-        let mut builder = Orchestrator::builder(client, config)
-            .tools(tools)
+        let resources = builder.current_resources().child();
+        builder = builder
             .permissions(permissions.clone())
             .resources(resources.clone());
         if let Some(store) = store.clone() {
             builder = builder.session_store(store);
         }
         let (specs, mut mcp_failures) = server_specs(mcp_servers, &cwd);
-        if !specs.is_empty() {
+        if !specs.is_empty() && builder.current_mcp().is_some() {
+            // One MCP link per conversation: the agent's own servers stay.
+            mcp_failures.extend(specs.iter().map(|spec| {
+                (
+                    spec.name.clone(),
+                    "this agent has MCP servers of its own; the editor's are not added".to_owned(),
+                )
+            }));
+        } else if !specs.is_empty() {
             match McpServers::start(specs, self.agent.mcp.clone()).await {
                 Ok(servers) => {
                     mcp_failures.extend(servers.report().failed.iter().cloned());
@@ -123,9 +127,6 @@ impl Sessions {
                 }
                 Err(err) => mcp_failures.push(("mcpServers".to_owned(), err.to_string())),
             }
-        }
-        if let Some(configure) = configure {
-            builder = configure(builder);
         }
         let orchestrator = match load {
             Some(id) => builder.resume(id).await.map_err(|err| match err {

@@ -1,7 +1,8 @@
 //! Agents on the mux loop.
 //!
-//! An [`AgentRuntime`] spawns agents from [`AgentDefinition`]s over one model client, one tool
-//! set, one permission policy and one hook list. Each agent is an
+//! An [`AgentRuntime`] spawns agents from [`AgentDefinition`]s over one
+//! [`Agent`](mux_orchestrator::Agent): its model client, tools, permission policy, hooks and
+//! store. Each agent is an
 //! [`Orchestrator`](mux_orchestrator::Orchestrator) driven by its own task; an [`AgentHandle`]
 //! queues prompts ([`AgentRun`]: status, wait with timeout, cancel), answers approvals,
 //! subscribes to [`AgentEvent`]s, interrupts, shuts down and waits.
@@ -22,14 +23,14 @@
 //! [`AgentRuntimeBuilder::configure`].
 //!
 //! ```
-//! use std::sync::Arc;
 //! use std::time::Duration;
 //! use mux_agents::{AgentDefinition, AgentRuntime, AgentSession, RunStatus};
 //! use mux_llm::testing::ScriptedClient;
+//! use mux_orchestrator::Agent;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let client = ScriptedClient::new().reply_text("Paris");
-//! let runtime = AgentRuntime::builder(Arc::new(client), "model").build();
+//! let runtime = AgentRuntime::builder(Agent::builder(client, "model").build().unwrap()).build();
 //! let agent = runtime
 //!     .spawn(AgentDefinition::new("geo").system_prompt("Answer briefly."), AgentSession::New)
 //!     .await?;

@@ -6,10 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
-use mux_llm::LlmClient;
-use mux_orchestrator::session::SessionStore;
-use mux_orchestrator::{Hooks, LoopError, LoopInput, Orchestrator, OrchestratorConfig, Run};
-use mux_permission::Permissions;
+use mux_orchestrator::{Agent, Hooks, LoopError, LoopInput, OrchestratorConfig, Run};
 use mux_tool::{Registry, Typed};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
@@ -36,12 +33,8 @@ pub enum AgentSession {
 }
 
 pub(crate) struct RuntimeShared {
-    client: Arc<dyn LlmClient>,
-    model: String,
+    pub(crate) agent: Agent,
     tools: Registry,
-    permissions: Option<Permissions>,
-    store: Option<Arc<dyn SessionStore>>,
-    pub(crate) hooks: Hooks,
     max_depth: u32,
     definitions: RwLock<BTreeMap<String, AgentDefinition>>,
     agents: Mutex<HashMap<AgentId, AgentHandle>>,
@@ -50,21 +43,24 @@ pub(crate) struct RuntimeShared {
     configure: Option<Arc<dyn Fn(OrchestratorConfig) -> OrchestratorConfig + Send + Sync>>,
 }
 
-/// Runs agents over one model client, one tool set, one permission policy and one hook list.
+/// Runs agents described by one [`Agent`]: its client, tools, permission policy, hooks,
+/// session store and loop settings, with each [`AgentDefinition`] picking a model, a prompt
+/// and a subset of the tools.
 ///
 /// Cheap to clone. Every agent gets the global, user and project permission rules of the
-/// runtime's policy (shared handles: a rule added there applies to every agent at once) and a
+/// agent's policy (shared handles: a rule added there applies to every agent at once) and a
 /// session scope of its own.
 ///
 /// ```
-/// use std::sync::Arc;
 /// use mux_agents::{AgentDefinition, AgentRuntime, AgentSession};
 /// use mux_llm::testing::ScriptedClient;
+/// use mux_orchestrator::Agent;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let runtime = AgentRuntime::builder(Arc::new(ScriptedClient::new().reply_text("4")), "model").build();
-/// let agent = runtime.spawn(AgentDefinition::new("math"), AgentSession::New).await?;
-/// let mut run = agent.prompt("2 + 2?")?;
+/// let agent = Agent::builder(ScriptedClient::new().reply_text("4"), "model").build().unwrap();
+/// let runtime = AgentRuntime::builder(agent).build();
+/// let math = runtime.spawn(AgentDefinition::new("math"), AgentSession::New).await?;
+/// let mut run = math.prompt("2 + 2?")?;
 /// assert_eq!(run.wait().await?.text, "4");
 /// runtime.shutdown_all();
 /// runtime.wait_all(std::time::Duration::from_secs(5)).await?;
@@ -78,42 +74,13 @@ pub struct AgentRuntime {
 
 /// Builds an [`AgentRuntime`].
 pub struct AgentRuntimeBuilder {
-    client: Arc<dyn LlmClient>,
-    model: String,
-    tools: Registry,
-    permissions: Option<Permissions>,
-    store: Option<Arc<dyn SessionStore>>,
-    hooks: Hooks,
+    agent: Agent,
     max_depth: u32,
     definitions: BTreeMap<String, AgentDefinition>,
     configure: Option<Arc<dyn Fn(OrchestratorConfig) -> OrchestratorConfig + Send + Sync>>,
 }
 
 impl AgentRuntimeBuilder {
-    /// The tools agents choose from (each definition's filter picks its subset).
-    pub fn tools(mut self, tools: Registry) -> Self {
-        self.tools = tools;
-        self
-    }
-
-    /// The permission policy every agent shares.
-    pub fn permissions(mut self, permissions: Permissions) -> Self {
-        self.permissions = Some(permissions);
-        self
-    }
-
-    /// Persists every agent's session (and the subagent links) in `store`.
-    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
-        self.store = Some(store);
-        self
-    }
-
-    /// The hooks of every agent's loop; `subagent_start` and `subagent_stop` fire here too.
-    pub fn hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks;
-        self
-    }
-
     /// How deep subagents may nest (default 3).
     pub fn max_depth(mut self, depth: u32) -> Self {
         self.max_depth = depth;
@@ -140,12 +107,10 @@ impl AgentRuntimeBuilder {
     pub fn build(self) -> AgentRuntime {
         AgentRuntime {
             shared: Arc::new(RuntimeShared {
-                client: self.client,
-                model: self.model,
-                tools: self.tools,
-                permissions: self.permissions,
-                store: self.store,
-                hooks: self.hooks,
+                // The agent's own conversation's registry: its tools at its root, and the
+                // MCP tools as they come and go.
+                tools: self.agent.orchestrator().tools().clone(),
+                agent: self.agent,
                 max_depth: self.max_depth,
                 definitions: RwLock::new(self.definitions),
                 agents: Mutex::new(HashMap::new()),
@@ -158,15 +123,11 @@ impl AgentRuntimeBuilder {
 }
 
 impl AgentRuntime {
-    /// A builder over `client`, with `model` for definitions that name none.
-    pub fn builder(client: Arc<dyn LlmClient>, model: impl Into<String>) -> AgentRuntimeBuilder {
+    /// A builder over `agent`: its model is the default of definitions that name none, and
+    /// its instructions the prompt of definitions that have none.
+    pub fn builder(agent: Agent) -> AgentRuntimeBuilder {
         AgentRuntimeBuilder {
-            client,
-            model: model.into(),
-            tools: Registry::new(),
-            permissions: None,
-            store: None,
-            hooks: Hooks::new(),
+            agent,
             max_depth: 3,
             definitions: BTreeMap::new(),
             configure: None,
@@ -178,9 +139,14 @@ impl AgentRuntime {
         self.shared.max_depth
     }
 
-    /// The hooks every agent shares.
+    /// The hooks every agent shares (the agent's).
     pub fn hooks(&self) -> &Hooks {
-        &self.shared.hooks
+        self.shared.agent.hooks()
+    }
+
+    /// The agent the runtime's agents are described by.
+    pub fn agent(&self) -> &Agent {
+        &self.shared.agent
     }
 
     /// Registers (or replaces) a definition the `task` tool can delegate to.
@@ -336,12 +302,14 @@ impl AgentRuntime {
             }
         }
 
-        let mut config = OrchestratorConfig::new(
-            definition
+        let base = shared.agent.config();
+        let mut config = OrchestratorConfig {
+            model: definition
                 .model
                 .clone()
-                .unwrap_or_else(|| shared.model.clone()),
-        )
+                .unwrap_or_else(|| base.model.clone()),
+            ..base.clone()
+        }
         .max_iterations(definition.max_iterations)
         .name(definition.name.clone());
         if let Some(prompt) = &definition.system_prompt {
@@ -350,16 +318,11 @@ impl AgentRuntime {
         if let Some(configure) = &shared.configure {
             config = configure(config);
         }
-        let mut builder = Orchestrator::builder(Arc::clone(&shared.client), config)
-            .tools(tools)
-            .hooks(shared.hooks.clone())
+        let builder = shared
+            .agent
+            .orchestrator_with(tools)
+            .configure(|_| config)
             .cancellation(cancel.clone());
-        if let Some(permissions) = &shared.permissions {
-            builder = builder.permissions(permissions.new_session());
-        }
-        if let Some(store) = &shared.store {
-            builder = builder.session_store(Arc::clone(store));
-        }
         let orchestrator = match session {
             AgentSession::New => builder.build(),
             AgentSession::Resume(session_id) => builder.resume(&session_id).await?,
@@ -456,7 +419,7 @@ impl AgentRuntime {
 impl std::fmt::Debug for AgentRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AgentRuntime")
-            .field("model", &self.shared.model)
+            .field("model", &self.shared.agent.config().model)
             .field("agents", &self.count())
             .field("max_depth", &self.shared.max_depth)
             .finish_non_exhaustive()

@@ -195,7 +195,7 @@ async fn delegate(
 }
 
 async fn fire_start(parent: &AgentHandle, runtime: &RuntimeShared, event: &SubagentEvent) {
-    for hook in runtime.hooks.snapshot() {
+    for hook in runtime.agent.hooks().snapshot() {
         let outcome = guarded(|| hook.subagent_start(event)).await;
         if let Err(message) = outcome {
             report(parent, hook.name(), "subagent_start", message);
@@ -204,7 +204,7 @@ async fn fire_start(parent: &AgentHandle, runtime: &RuntimeShared, event: &Subag
 }
 
 async fn fire_stop(parent: &AgentHandle, runtime: &RuntimeShared, event: &SubagentEvent) {
-    for hook in runtime.hooks.snapshot() {
+    for hook in runtime.agent.hooks().snapshot() {
         let outcome = guarded(|| hook.subagent_stop(event)).await;
         if let Err(message) = outcome {
             report(parent, hook.name(), "subagent_stop", message);

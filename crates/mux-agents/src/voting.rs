@@ -120,13 +120,13 @@ pub fn normalize(answer: &str) -> String {
 /// A vote among agents.
 ///
 /// ```
-/// use std::sync::Arc;
 /// use mux_agents::{AgentDefinition, AgentRuntime, Voting};
 /// use mux_llm::testing::ScriptedClient;
+/// use mux_orchestrator::Agent;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let client = ScriptedClient::new().reply_text("42").reply_text("42.").reply_text("41");
-/// let runtime = AgentRuntime::builder(Arc::new(client), "model").build();
+/// let runtime = AgentRuntime::builder(Agent::builder(client, "model").build().unwrap()).build();
 /// let outcome = Voting::same(AgentDefinition::new("solver"), 3).run(&runtime, "6 x 7?").await?;
 /// assert_eq!(outcome.tally[0], ("42".to_string(), 2));
 /// assert!(outcome.winner.is_some());

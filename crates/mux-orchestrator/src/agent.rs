@@ -1,20 +1,29 @@
-//! The front door: an agent built in one expression and prompted in one call. It is the
-//! [`Orchestrator`] underneath, not a second loop.
+//! The front door: an agent described once (model, instructions, tools, permissions, hooks,
+//! MCP, limits, store) and prompted in one call, or handed to a face (web, editor, runtime),
+//! which opens its own sessions of it. It is the [`Orchestrator`] underneath, not a second loop.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mux_llm::LlmClient;
 use mux_permission::Permissions;
-use mux_tool::{ApprovalPolicy, Registry, RegistryError, Tool, TypedTool};
+use mux_tool::Registry;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
+use crate::agent_builder::Spec;
+use crate::hooks::Hooks;
 use crate::session::SessionStore;
 use crate::typed_output;
-use crate::{LoopError, Orchestrator, OrchestratorBuilder, OrchestratorConfig, RunSummary};
+use crate::{
+    AgentBuildError, AgentBuilder, LoopError, Orchestrator, OrchestratorBuilder,
+    OrchestratorConfig, RunSummary,
+};
 
-/// An agent: a model, instructions and tools, prompted with [`prompt`](Self::prompt).
+/// An agent: a model, instructions and tools, prompted with [`prompt`](Self::prompt), or
+/// served on a face (`AguiRouter::new(agent)`, `AcpAgent::new(agent)`,
+/// `AgentRuntime::builder(agent)`).
 ///
 /// ```
 /// use mux_llm::testing::ScriptedClient;
@@ -22,50 +31,53 @@ use crate::{LoopError, Orchestrator, OrchestratorBuilder, OrchestratorConfig, Ru
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
 /// let model = ScriptedClient::new().reply_text("Hello!");
-/// let agent = Agent::builder(model).model("any-model").instructions("Be brief.").build()?;
+/// let agent = Agent::builder(model, "any-model").instructions("Be brief.").build()?;
 /// assert_eq!(agent.prompt("Hi").await?, "Hello!");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
-/// Without a face, nobody can approve a call: tools that are not read-only are denied unless
-/// [`AgentBuilder::approval`] says otherwise or a permission policy allows them, and every such
+/// The value is a description plus one conversation of its own (the one `prompt`, `run` and
+/// `prompt_typed` continue). Cloning is cheap and shares both. A face opens a new
+/// conversation per thread or editor session with [`orchestrator_at`](Self::orchestrator_at).
+///
+/// Defaults, the same on every face: read-only tools run; any other call asks where a face
+/// can ask (the web page, the editor). Without a face nobody can approve a call, so it is
+/// denied unless [`AgentBuilder::approval`] or a permission rule allows it, and every such
 /// denial is listed in [`RunSummary::unapproved`] (see [`run`](Self::run)).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Agent {
-    orchestrator: Orchestrator,
+    spec: Arc<Spec>,
+    conversation: Orchestrator,
 }
 
-/// Builds an [`Agent`]: an [`OrchestratorBuilder`] with the few settings a first agent
-/// needs, and typed tools registered as they are added.
-pub struct AgentBuilder {
-    inner: OrchestratorBuilder,
-    tools: Registry,
-    problem: Option<RegistryError>,
-}
-
-impl std::fmt::Debug for AgentBuilder {
+impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentBuilder")
-            .field("config", self.inner.config())
+        f.debug_struct("Agent")
+            .field("model", &self.spec.config.model)
+            .field("root", &self.spec.root)
+            .field("session", &self.conversation.session().id)
             .finish_non_exhaustive()
     }
 }
 
 impl Agent {
-    /// A builder over `client`.
-    pub fn builder(client: impl LlmClient + 'static) -> AgentBuilder {
-        Self::builder_shared(Arc::new(client))
+    /// A builder over `client` with `model` for every turn.
+    pub fn builder(client: impl LlmClient + 'static, model: impl Into<String>) -> AgentBuilder {
+        Self::builder_shared(Arc::new(client), model)
     }
 
-    /// A builder over a shared client.
-    pub fn builder_shared(client: Arc<dyn LlmClient>) -> AgentBuilder {
-        AgentBuilder {
-            inner: Orchestrator::builder(client, OrchestratorConfig::new("")),
-            tools: Registry::new(),
-            problem: None,
-        }
+    /// A builder over a shared client with `model` for every turn.
+    pub fn builder_shared(client: Arc<dyn LlmClient>, model: impl Into<String>) -> AgentBuilder {
+        AgentBuilder::new(client, model.into())
+    }
+
+    /// The agent with its own conversation, built at its root.
+    pub(crate) fn from_spec(spec: Spec) -> Result<Agent, AgentBuildError> {
+        let spec = Arc::new(spec);
+        let conversation = spec.builder_at(&spec.root)?.build();
+        Ok(Agent { spec, conversation })
     }
 
     /// Runs `prompt` to the end and returns the final answer's text. The session goes
@@ -77,7 +89,7 @@ impl Agent {
     /// Runs `prompt` to the end and returns everything the run produced: the text, each tool
     /// call, usage, and the calls denied for want of an approver.
     pub async fn run(&self, prompt: impl Into<String>) -> Result<RunSummary, LoopError> {
-        self.orchestrator.run_to_completion(prompt).await
+        self.conversation.run_to_completion(prompt).await
     }
 
     /// Runs `prompt` and reads the answer as a `T`: the model is asked for JSON matching
@@ -100,7 +112,7 @@ impl Agent {
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
     /// let model = ScriptedClient::new().reply_text(r#"{"country": "Peru", "city": "Lima"}"#);
-    /// let agent = Agent::builder(model).model("any-model").build()?;
+    /// let agent = Agent::builder(model, "any-model").build()?;
     /// let capital: Capital = agent.prompt_typed("The capital of Peru?").await?;
     /// assert_eq!(capital.city, "Lima");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -112,7 +124,7 @@ impl Agent {
         prompt: impl Into<String>,
     ) -> Result<T, LoopError> {
         let schema = typed_output::schema_of::<T>();
-        let orchestrator = &self.orchestrator;
+        let orchestrator = &self.conversation;
         let reply = orchestrator
             .run_unattended(prompt.into(), Some(schema.clone()))
             .await?
@@ -133,125 +145,122 @@ impl Agent {
         })
     }
 
+    /// The same agent on stored session `id`: its conversation goes on from the session
+    /// store ([`AgentBuilder::session_store`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use mux_llm::testing::ScriptedClient;
+    /// use mux_orchestrator::Agent;
+    /// use mux_orchestrator::session::MemorySessionStore;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// let model = ScriptedClient::new().reply_text("Noted.").reply_text("You said 42.");
+    /// let agent = Agent::builder(model, "m").session_store(Arc::new(MemorySessionStore::new())).build()?;
+    /// agent.prompt("Remember 42.").await?;
+    /// let id = agent.orchestrator().session().id;
+    ///
+    /// let resumed = agent.session(&id).await?;
+    /// assert_eq!(resumed.prompt("What did I say?").await?, "You said 42.");
+    /// assert_eq!(resumed.orchestrator().messages().len(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn session(&self, id: &str) -> Result<Agent, LoopError> {
+        let builder = self.spec.builder_at(&self.spec.root)?;
+        Ok(Agent {
+            spec: Arc::clone(&self.spec),
+            conversation: builder.resume(id).await?,
+        })
+    }
+
+    /// The same agent on a new, empty conversation.
+    pub fn new_session(&self) -> Agent {
+        Agent {
+            spec: Arc::clone(&self.spec),
+            conversation: self.conversation.new_session(),
+        }
+    }
+
     /// The same agent on a copy of its session in the session store.
     pub async fn fork(&self) -> Result<Agent, LoopError> {
         Ok(Agent {
-            orchestrator: self.orchestrator.fork().await?,
+            spec: Arc::clone(&self.spec),
+            conversation: self.conversation.fork().await?,
         })
     }
 
-    /// The orchestrator underneath, for streamed runs ([`Orchestrator::run`]), events and
-    /// approvals through a face.
+    /// The orchestrator of this agent's own conversation, for streamed runs
+    /// ([`Orchestrator::run`]), events and approvals.
     pub fn orchestrator(&self) -> &Orchestrator {
-        &self.orchestrator
+        &self.conversation
+    }
+
+    /// A builder for a new conversation of this agent rooted at `root`, with every setting
+    /// of the agent: its tools (those added with [`AgentBuilder::tools_at`] built for
+    /// `root`), a fresh session scope of its permissions anchored at `root`, its hooks,
+    /// context, MCP servers, store and limits. A face adds its own context (frontend tools,
+    /// a cancellation token, a session to resume) and builds it.
+    pub fn orchestrator_at(&self, root: &Path) -> Result<OrchestratorBuilder, AgentBuildError> {
+        self.spec.builder_at(root)
+    }
+
+    /// [`orchestrator_at`](Self::orchestrator_at) the agent's root with `tools` instead of
+    /// the agent's: for a runtime that picks each agent's tools itself.
+    pub fn orchestrator_with(&self, tools: Registry) -> OrchestratorBuilder {
+        self.spec.builder_with(&self.spec.root, tools)
+    }
+
+    /// The tools this agent offers at `root`: the fixed ones and those built for `root`.
+    pub fn tools_at(&self, root: &Path) -> Result<Registry, AgentBuildError> {
+        self.spec.tools_at(root)
+    }
+
+    /// The root used without a face ([`AgentBuilder::root`]; default: the current directory
+    /// when the agent was built).
+    pub fn root(&self) -> &Path {
+        &self.spec.root
+    }
+
+    /// The loop settings every conversation starts from (model, instructions, limits, …).
+    pub fn config(&self) -> &OrchestratorConfig {
+        &self.spec.config
+    }
+
+    /// The model client.
+    pub fn client(&self) -> &Arc<dyn LlmClient> {
+        &self.spec.client
+    }
+
+    /// The permission policy, if one was set.
+    pub fn permissions(&self) -> Option<&Permissions> {
+        self.spec.permissions.as_ref()
+    }
+
+    /// The session store, if one was set.
+    pub fn session_store(&self) -> Option<&Arc<dyn SessionStore>> {
+        self.spec.store.as_ref()
+    }
+
+    /// The hooks every conversation shares; hooks added here apply from the next call on.
+    pub fn hooks(&self) -> &Hooks {
+        &self.spec.hooks
+    }
+
+    /// Stops this agent: cancels the runs of its own conversation and, with the `mcp`
+    /// feature, stops the MCP servers it owns ([`AgentBuilder::mcp_servers`]). Conversations a
+    /// face opened are the face's to stop.
+    pub async fn shutdown(&self) {
+        self.conversation.shutdown().await;
+        #[cfg(feature = "mcp")]
+        if let Some(servers) = &self.spec.mcp_owned {
+            servers.shutdown().await;
+        }
     }
 }
 
-impl AgentBuilder {
-    /// The model every turn uses.
-    pub fn model(self, model: impl Into<String>) -> Self {
-        let model = model.into();
-        self.configure(|config| OrchestratorConfig { model, ..config })
-    }
-
-    /// The instructions (system prompt).
-    pub fn instructions(self, instructions: impl Into<String>) -> Self {
-        let instructions = instructions.into();
-        self.configure(|config| config.system_prompt(instructions))
-    }
-
-    /// Offers a typed tool to the model. A tool that cannot be registered (a name taken
-    /// twice) is reported by [`build`](Self::build).
-    pub fn tool(mut self, tool: impl TypedTool) -> Self {
-        if let Err(err) = self.tools.register_typed(tool) {
-            self.problem.get_or_insert(err);
-        }
-        self
-    }
-
-    /// Offers tools already built (mux's built-in tools, MCP proxies, …).
-    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
-        for tool in tools {
-            if let Err(err) = self.tools.register_shared(tool) {
-                self.problem.get_or_insert(err);
-            }
-        }
-        self
-    }
-
-    /// Which calls need approval when no permission policy is set (default: every tool not
-    /// annotated read-only). `ApprovalPolicy::Never` runs every tool unasked.
-    pub fn approval(self, approval: ApprovalPolicy) -> Self {
-        self.configure(|config| config.approval(approval))
-    }
-
-    /// Decides per call whether `tool` needs approval, from its input (as the OpenAI Agents
-    /// SDK's `needs_approval`): `true` asks, and without a face is denied and listed in
-    /// [`RunSummary::unapproved`]; `false` runs it. See
-    /// [`OrchestratorBuilder::needs_approval`](crate::OrchestratorBuilder::needs_approval).
-    pub fn needs_approval(
-        mut self,
-        tool: impl Into<String>,
-        predicate: impl Fn(&serde_json::Value) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.inner = self.inner.needs_approval(tool, predicate);
-        self
-    }
-
-    /// A permission policy: its rules and mode decide every call.
-    pub fn permissions(mut self, permissions: Permissions) -> Self {
-        self.inner = self.inner.permissions(permissions);
-        self
-    }
-
-    /// Persists the session in `store`.
-    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
-        self.inner = self.inner.session_store(store);
-        self
-    }
-
-    /// Changes any other setting of the loop.
-    pub fn configure(
-        mut self,
-        change: impl FnOnce(OrchestratorConfig) -> OrchestratorConfig,
-    ) -> Self {
-        self.inner = self.inner.configure(change);
-        self
-    }
-
-    /// Anything else the orchestrator's builder offers (hooks, context providers, MCP
-    /// servers, a cancellation token, …).
-    pub fn orchestrator(
-        mut self,
-        change: impl FnOnce(OrchestratorBuilder) -> OrchestratorBuilder,
-    ) -> Self {
-        self.inner = change(self.inner);
-        self
-    }
-
-    /// The agent, or why it cannot be built: no model named, or a tool that could not be
-    /// registered.
-    pub fn build(self) -> Result<Agent, AgentBuildError> {
-        if let Some(err) = self.problem {
-            return Err(AgentBuildError::Tool(err));
-        }
-        if self.inner.config().model.trim().is_empty() {
-            return Err(AgentBuildError::NoModel);
-        }
-        Ok(Agent {
-            orchestrator: self.inner.tools(self.tools).build(),
-        })
-    }
-}
-
-/// Why an [`AgentBuilder`] could not build its agent.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentBuildError {
-    /// No model was named: call [`AgentBuilder::model`].
-    #[error("the agent has no model: call AgentBuilder::model(\"...\")")]
-    NoModel,
-    /// A tool could not be registered.
-    #[error("cannot offer a tool to the agent: {0}")]
-    Tool(#[from] RegistryError),
+/// The current directory, or `.` when it cannot be read.
+pub(crate) fn current_dir() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
 }

@@ -36,6 +36,15 @@ pub struct OrchestratorBuilder {
     mcp_filter: mux_mcp::McpFilter,
 }
 
+impl std::fmt::Debug for OrchestratorBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrchestratorBuilder")
+            .field("config", &self.config)
+            .field("tools", &self.tools.names())
+            .finish_non_exhaustive()
+    }
+}
+
 impl OrchestratorBuilder {
     pub(crate) fn new(client: Arc<dyn LlmClient>, config: OrchestratorConfig) -> Self {
         Self {
@@ -73,6 +82,41 @@ impl OrchestratorBuilder {
     pub fn context(mut self, provider: impl ContextProvider) -> Self {
         self.contexts.push(Arc::new(provider));
         self
+    }
+
+    /// Adds a shared context provider.
+    pub fn context_shared(mut self, provider: Arc<dyn ContextProvider>) -> Self {
+        self.contexts.push(provider);
+        self
+    }
+
+    /// Adds `tools` to the registry, each replacing a tool of the same name: how a face adds
+    /// its own tools (the web page's frontend tools) to an agent's.
+    pub fn add_tools(self, tools: &Registry) -> Self {
+        for tool in tools.list() {
+            if let Some(old) = self.tools.get(tool.spec().name.as_str()) {
+                tracing::warn!(tool = %old.spec().name, "a face's tool replaces the agent's tool of the same name");
+            }
+            // The name was valid in `tools`, so it is valid here.
+            let _ = self.tools.replace(tool);
+        }
+        self
+    }
+
+    /// The permission policy set so far, if any.
+    pub fn current_permissions(&self) -> Option<&Permissions> {
+        self.permissions.as_ref()
+    }
+
+    /// The MCP coordinator set so far ([`mcp`](Self::mcp) or [`mcp_servers`](Self::mcp_servers)), if any.
+    #[cfg(feature = "mcp")]
+    pub fn current_mcp(&self) -> Option<&mux_mcp::Coordinator> {
+        self.mcp.as_ref().map(|(coordinator, _)| coordinator)
+    }
+
+    /// The resources set so far.
+    pub fn current_resources(&self) -> &Resources {
+        &self.resources
     }
 
     /// Persists the session in `store`.

@@ -94,6 +94,10 @@ pub enum LoopError {
         /// The last reply.
         reply: String,
     },
+    /// The agent could not open a conversation: its tools could not be built for the root
+    /// ([`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at)).
+    #[error(transparent)]
+    Agent(#[from] crate::AgentBuildError),
 }
 
 impl LoopError {
@@ -115,6 +119,7 @@ impl LoopError {
             Self::Unpriced { .. } => "unpriced",
             Self::Unwritten { .. } => "unwritten",
             Self::NothingToResume => "nothing_to_resume",
+            Self::Agent(_) => "agent",
         }
     }
 }

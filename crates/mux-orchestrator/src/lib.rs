@@ -7,6 +7,7 @@
 pub struct SessionsDocs;
 
 mod agent;
+mod agent_builder;
 mod approval;
 mod ask_user;
 mod builder;
@@ -40,7 +41,8 @@ mod title;
 mod tool_hooks;
 mod typed_output;
 
-pub use agent::{Agent, AgentBuildError, AgentBuilder};
+pub use agent::Agent;
+pub use agent_builder::{AgentBuildError, AgentBuilder, ToolsetError};
 pub use ask_user::{ASK_USER, AskUser, AskUserArgs};
 pub use builder::OrchestratorBuilder;
 pub use compaction::CompactionConfig;

@@ -91,6 +91,15 @@ impl Permissions {
         }
     }
 
+    /// [`new_session`](Self::new_session) for a session rooted at `root` (a face's working
+    /// directory): relative paths and the project root are anchored there; the home directory
+    /// and every scope but the session's are kept.
+    pub fn new_session_at(&self, root: impl Into<PathBuf>) -> Permissions {
+        let mut session = self.new_session();
+        session.context = PathContext::with_home(root, self.context.home().map(Path::to_path_buf));
+        session
+    }
+
     /// The root and home directory paths are anchored at.
     pub fn context(&self) -> &PathContext {
         &self.context
@@ -429,6 +438,14 @@ fn unmatched(
                 format!("plan mode asks before `{tool}` runs a command no rule allows"),
             ),
         },
+        Mode::Default | Mode::AcceptEdits | Mode::DontAsk
+            if is_read_inside_root(spec, prepared, context) =>
+        {
+            PolicyVerdict::new(
+                Verdict::Allow,
+                format!("the read-only tool `{tool}` runs inside the project root"),
+            )
+        }
         Mode::DontAsk => PolicyVerdict::new(
             Verdict::Deny,
             format!("no rule allows this call to `{tool}`, and dontAsk mode cannot ask"),
@@ -443,6 +460,19 @@ fn unmatched(
         ),
     };
     decision.in_scope(mode_scope)
+}
+
+/// A read-only tool touching nothing, or a path inside the root: what every face runs
+/// unasked (as plan mode does).
+fn is_read_inside_root(spec: &ToolSpec, prepared: &Prepared, context: &PathContext) -> bool {
+    spec.annotations.read_only
+        && match prepared {
+            Prepared::Nothing => true,
+            Prepared::Path {
+                resolved: Ok(real), ..
+            } => real.starts_with(context.root_resolved()),
+            _ => false,
+        }
 }
 
 fn is_edit_inside_root(spec: &ToolSpec, prepared: &Prepared, context: &PathContext) -> bool {

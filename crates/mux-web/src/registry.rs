@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use mux_orchestrator::OrchestratorBuilder;
 use mux_orchestrator::session::{ID_RULE, SessionError, SessionMeta, SessionStore, valid_id};
+use mux_orchestrator::{Agent, OrchestratorBuilder};
 use mux_tool::Registry;
 
 use crate::buffer::RunBuffer;
@@ -20,22 +20,43 @@ use crate::thread::{LiveLoop, Resumed, Thread};
 use crate::translate::Translator;
 use crate::types::{Event, Message, PROTOCOL_VERSION, ResumeEntry, RunAgentInput};
 
-/// Builds the orchestrator for a thread. `tools` is a fresh registry that holds the run's
-/// frontend tools: add the application's tools to it and pass it to the builder. The web face
-/// sets the session store and a cancellation token, and resumes the thread's session.
+/// Opens a thread's conversation: an [`Agent`] does (the documented way), and so does any
+/// `Fn(Registry) -> OrchestratorBuilder`.
 ///
-/// Any `Fn(Registry) -> OrchestratorBuilder` is a factory.
+/// `frontend` holds the run's frontend tools (those the page offers in `RunAgentInput.tools`).
+/// An [`Agent`] adds them to its own, replacing a tool of the same name; a closure adds the
+/// application's tools to it and passes it to the builder. The web face then sets the session
+/// store and a cancellation token, and resumes the thread's session.
 pub trait AgentFactory: Send + Sync + 'static {
-    /// A builder for one loop run on a thread.
-    fn builder(&self, tools: Registry) -> OrchestratorBuilder;
+    /// A builder for one loop run on a thread, or why there is none.
+    fn builder(&self, frontend: Registry) -> Result<OrchestratorBuilder, String>;
+
+    /// Where threads are kept when the router is given no store: the agent's session store,
+    /// if it has one.
+    fn session_store(&self) -> Option<Arc<dyn SessionStore>> {
+        None
+    }
+}
+
+impl AgentFactory for Agent {
+    fn builder(&self, frontend: Registry) -> Result<OrchestratorBuilder, String> {
+        let builder = self
+            .orchestrator_at(self.root())
+            .map_err(|err| err.to_string())?;
+        Ok(builder.add_tools(&frontend))
+    }
+
+    fn session_store(&self) -> Option<Arc<dyn SessionStore>> {
+        Agent::session_store(self).cloned()
+    }
 }
 
 impl<F> AgentFactory for F
 where
     F: Fn(Registry) -> OrchestratorBuilder + Send + Sync + 'static,
 {
-    fn builder(&self, tools: Registry) -> OrchestratorBuilder {
-        self(tools)
+    fn builder(&self, frontend: Registry) -> Result<OrchestratorBuilder, String> {
+        Ok(self(frontend))
     }
 }
 
@@ -323,6 +344,7 @@ impl RunRegistry {
         let orchestrator = self
             .factory
             .builder(tools)
+            .map_err(|e| (ErrorCode::Loop("agent_setup".into()), e))?
             .session_store(Arc::clone(&self.store))
             .cancellation(cancel.clone())
             .resume(&input.thread_id)

@@ -43,19 +43,24 @@ pub struct AguiRouter {
 }
 
 impl AguiRouter {
-    /// A router whose threads run on orchestrators from `factory`, kept in memory.
-    pub fn new(factory: impl AgentFactory) -> Self {
+    /// A router whose threads are conversations of `agent` (an [`Agent`](mux_orchestrator::Agent),
+    /// or any [`AgentFactory`]): each thread adds the page's frontend tools and its session id.
+    /// Threads are kept in the agent's session store, or in memory when it has none.
+    pub fn new(agent: impl AgentFactory) -> Self {
+        let store = agent
+            .session_store()
+            .unwrap_or_else(|| Arc::new(MemorySessionStore::new()));
         Self {
-            factory: Arc::new(factory),
-            store: Arc::new(MemorySessionStore::new()),
+            factory: Arc::new(agent),
+            store,
             config: WebConfig::default(),
             #[cfg(feature = "page")]
             page: false,
         }
     }
 
-    /// Keeps threads in `store` (a file, SQLite or PostgreSQL session store), so history
-    /// survives restarts and a thread can move between processes.
+    /// Keeps threads in `store` (a file, SQLite or PostgreSQL session store) rather than the
+    /// agent's, so history survives restarts and a thread can move between processes.
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = store;
         self

@@ -62,6 +62,16 @@
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 
+/// docs/web.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/web.md")]
+pub struct WebDocDoctests;
+
+/// docs/agents.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/agents.md")]
+pub struct AgentsDocDoctests;
+
 /// docs/orchestrator.md's code, compiled and run as doctests.
 #[cfg(all(doctest, feature = "full"))]
 #[doc = include_str!("../../../docs/orchestrator.md")]

@@ -8,12 +8,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mux::acp::{AcpAgent, SessionParts, SessionSetup};
+use mux::acp::AcpAgent;
 use mux::agents::{AgentDefinition, AgentRuntime, AgentSession};
 use mux::llm::testing::ScriptedClient;
-use mux::orchestrator::OrchestratorConfig;
-use mux::permission::{PathContext, Permissions};
-use mux::tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use mux::orchestrator::Agent;
+
+use mux::tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -121,10 +121,11 @@ async fn a_subagents_tool_calls_nest_under_the_task_call() {
     let model = Arc::new(model);
     // The runtime that owns the worker definition; its idle `lead` agent is the parent the
     // session's `task` calls delegate for.
-    let tools = Registry::new();
-    tools.register_typed(Echo).unwrap();
-    let runtime = AgentRuntime::builder(model.clone(), "scripted")
-        .tools(tools)
+    let worker_tools = Agent::builder_shared(model.clone(), "scripted")
+        .tool(Echo)
+        .build()
+        .unwrap();
+    let runtime = AgentRuntime::builder(worker_tools)
         .definition(AgentDefinition::new("worker"))
         .build();
     let lead = runtime
@@ -133,18 +134,13 @@ async fn a_subagents_tool_calls_nest_under_the_task_call() {
         .unwrap();
     let task = lead.orchestrator().tools().get("task").unwrap();
 
-    let session_model = model.clone();
-    let agent = AcpAgent::new(move |setup: &SessionSetup| {
-        let tools = Registry::new();
-        tools.replace(task.clone()).map_err(|e| e.to_string())?;
-        let permissions = Permissions::builder(PathContext::new(&setup.cwd)).build();
-        Ok(SessionParts::new(
-            session_model.clone(),
-            OrchestratorConfig::new("scripted"),
-            tools,
-            permissions,
-        ))
-    });
+    // The editor's agent offers the runtime's `task` tool.
+    let agent = AcpAgent::new(
+        Agent::builder_shared(model.clone(), "scripted")
+            .tools([task])
+            .build()
+            .unwrap(),
+    );
     let dir = tempfile::tempdir().unwrap();
     let mut client = Client::serve(agent);
     let (init, _) = client

@@ -3,7 +3,7 @@
 #![cfg(all(feature = "otel", feature = "agents", feature = "testing"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
+use mux::orchestrator::Agent;
 use std::time::Duration;
 
 use mux::agents::{AgentDefinition, AgentRuntime, AgentSession};
@@ -88,11 +88,15 @@ fn run_a_delegating_agent(provider: &SdkTracerProvider, capture: bool) -> usize 
         .build()
         .unwrap();
     runtime.block_on(async {
-        let agents = AgentRuntime::builder(Arc::new(client.clone()), "m")
-            .tools(tools)
-            .definition(AgentDefinition::new("worker"))
-            .configure(move |c| c.capture_content(capture))
-            .build();
+        let agents = AgentRuntime::builder(
+            Agent::builder(client.clone(), "m")
+                .tools(tools.list())
+                .build()
+                .unwrap(),
+        )
+        .definition(AgentDefinition::new("worker"))
+        .configure(move |c| c.capture_content(capture))
+        .build();
         let lead = agents
             .spawn(AgentDefinition::new("lead"), AgentSession::New)
             .await
@@ -279,7 +283,8 @@ fn a_vote_is_one_invoke_workflow_span_over_its_voters_and_judge() {
             .reply(Response::from_text("41"))
             .reply(Response::from_text("1"));
         one_thread().block_on(async {
-            let agents = AgentRuntime::builder(Arc::new(client), "m").build();
+            let agents =
+                AgentRuntime::builder(Agent::builder(client, "m").build().unwrap()).build();
             let outcome = Voting::same(AgentDefinition::new("solver"), 2)
                 .aggregator(Aggregator::Judge(Box::new(AgentDefinition::new("judge"))))
                 .name("answer-check")
@@ -331,7 +336,8 @@ fn a_failed_vote_records_its_error_type() {
     let spans = traced(|| {
         let client = ScriptedClient::new();
         one_thread().block_on(async {
-            let agents = AgentRuntime::builder(Arc::new(client), "m").build();
+            let agents =
+                AgentRuntime::builder(Agent::builder(client, "m").build().unwrap()).build();
             let err = Voting::same(AgentDefinition::new("solver"), 1)
                 .aggregator(Aggregator::FirstK(2))
                 .run(&agents, "?")
@@ -372,7 +378,8 @@ fn a_decomposition_is_one_invoke_workflow_span_with_a_plan_span_and_its_workers(
             })
         });
         one_thread().block_on(async {
-            let agents = AgentRuntime::builder(Arc::new(client), "m").build();
+            let agents =
+                AgentRuntime::builder(Agent::builder(client, "m").build().unwrap()).build();
             let outcome = Decomposition::new(
                 AgentDefinition::new("planner"),
                 AgentDefinition::new("worker"),

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mux::orchestrator::session::MemorySessionStore;
 use mux::web::WebConfig;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -25,14 +24,16 @@ async fn the_page_streams_asks_for_approval_answers_and_keeps_its_history_after_
 
     // The repository itself is the directory the offline model explores.
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let app = mux_examples::web_agent::app(
-        &root,
+    let agent = mux_examples::coding_agent::builder(
         Arc::new(mux_examples::offline::offline_model()),
         "scripted",
-        Arc::new(MemorySessionStore::new()),
-        WebConfig::default().bearer_token("page-token-1234"),
     )
+    .root(root)
+    .build()
     .unwrap();
+    let app =
+        mux_examples::web_agent::app(agent, WebConfig::default().bearer_token("page-token-1234"))
+            .unwrap();
     let listener = mux::web::bind(0).await.unwrap();
     let url = format!(
         "http://{}/?token=page-token-1234",

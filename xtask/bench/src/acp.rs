@@ -8,11 +8,10 @@ use std::time::Duration;
 
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
-use mux_acp::{AcpAgent, SessionParts, SessionSetup};
+use mux_acp::{AcpAgent, SessionSetup};
 use mux_llm::LlmClient;
-use mux_orchestrator::{Orchestrator, OrchestratorConfig};
+use mux_orchestrator::{Agent, Orchestrator};
 use mux_permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
-use mux_tool::Registry;
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -80,24 +79,21 @@ impl Client {
 
 /// The face over the instant model and the `noop` tool, allowed by rule.
 fn face(model: Arc<dyn LlmClient>) -> AcpAgent {
-    AcpAgent::new(move |setup: &SessionSetup| {
-        let tools = Registry::new();
-        tools.register_typed(Noop).map_err(|e| e.to_string())?;
-        let rules = RuleSet::new()
-            .with_allow("noop")
-            .map_err(|e| e.to_string())?;
-        let permissions = Permissions::builder(PathContext::new(&setup.cwd))
-            .scope(Scope::Project, ScopeRules::new(rules))
-            .build();
-        let mut config = OrchestratorConfig::new("instant");
-        config.ask_user = false;
-        Ok(SessionParts::new(
-            Arc::clone(&model),
-            config,
-            tools,
-            permissions,
-        ))
-    })
+    // Rules that parse, and a tool whose name is free: neither can fail.
+    let rules = RuleSet::new().with_allow("noop").unwrap_or_default();
+    // Anchored at each session's directory by the face.
+    let permissions = Permissions::builder(PathContext::new("."))
+        .scope(Scope::Project, ScopeRules::new(rules))
+        .build();
+    let agent = Agent::builder_shared(model, "instant")
+        .tool(Noop)
+        .permissions(permissions)
+        .ask_user(false)
+        .build();
+    match agent {
+        Ok(agent) => AcpAgent::new(agent),
+        Err(err) => AcpAgent::new(move |_: &SessionSetup| Err(err.to_string())),
+    }
 }
 
 async fn open(client: &mut Client, cwd: &std::path::Path) -> Result<String, String> {

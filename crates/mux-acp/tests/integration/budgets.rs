@@ -2,14 +2,11 @@
 //! stop reason that fits it: `max_tokens` for a token limit, `max_turn_requests` for the
 //! others (model calls, tool calls).
 
-use std::sync::Arc;
-
-use mux_acp::{AcpAgent, SessionParts, SessionSetup};
+use mux_acp::AcpAgent;
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Request, Response, StopReason, Usage};
-use mux_orchestrator::{OrchestratorConfig, RunLimits};
-use mux_permission::{PathContext, Permissions};
-use mux_tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use mux_orchestrator::{Agent, RunLimits};
+use mux_tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use serde_json::json;
 
 use crate::harness::{Peer, for_call};
@@ -69,14 +66,13 @@ fn model() -> ScriptedClient {
 
 /// An agent whose sessions run [`model`] with `look` under `limits`.
 fn agent_with(limits: RunLimits) -> AcpAgent {
-    let model = Arc::new(model());
-    AcpAgent::new(move |setup: &SessionSetup| {
-        let tools = Registry::new();
-        tools.register_typed(Look).map_err(|e| e.to_string())?;
-        let permissions = Permissions::builder(PathContext::new(&setup.cwd)).build();
-        let config = OrchestratorConfig::new("scripted").limits(limits.clone());
-        Ok(SessionParts::new(model.clone(), config, tools, permissions))
-    })
+    AcpAgent::new(
+        Agent::builder(model(), "scripted")
+            .tool(Look)
+            .limits(limits)
+            .build()
+            .unwrap(),
+    )
 }
 
 /// Prompts once; returns the stop reason and how many `look` calls completed.

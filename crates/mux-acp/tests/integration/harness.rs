@@ -6,12 +6,11 @@ use std::time::Duration;
 
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
-use mux_acp::{AcpAgent, SessionParts, SessionSetup};
+use mux_acp::AcpAgent;
 use mux_llm::testing::ScriptedClient;
-use mux_orchestrator::OrchestratorConfig;
-use mux_permission::{PathContext, Permissions};
-use mux_tool::Registry;
+use mux_orchestrator::Agent;
 use mux_tool::builtin::{Bash, ReadFile, Sandbox, TodoWrite, WriteFile};
+use mux_tool::{Tool, Typed};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
@@ -185,24 +184,22 @@ pub(crate) fn for_call<'a>(notes: &'a [Value], call_id: &str) -> Vec<&'a Value> 
 }
 
 /// An agent whose sessions run `model` with read_file, write_file, bash and todo_write in
-/// the session's cwd, under a policy with no rules (so writes and commands ask).
+/// the session's cwd, with no permission policy (so the face's default: reads run, writes and
+/// commands ask).
 pub(crate) fn agent(model: ScriptedClient) -> AcpAgent {
-    let model = Arc::new(model);
-    AcpAgent::new(move |setup: &SessionSetup| {
-        let sandbox = Sandbox::new(&setup.cwd).map_err(|e| e.to_string())?;
-        let tools = Registry::new();
-        tools
-            .register_typed(ReadFile::new(sandbox.clone()))
-            .map_err(|e| e.to_string())?;
-        tools
-            .register_typed(WriteFile::new(sandbox.clone()))
-            .map_err(|e| e.to_string())?;
-        tools
-            .register_typed(Bash::new(sandbox))
-            .map_err(|e| e.to_string())?;
-        tools.register_typed(TodoWrite).map_err(|e| e.to_string())?;
-        let permissions = Permissions::builder(PathContext::new(&setup.cwd)).build();
-        let config = OrchestratorConfig::new("scripted").max_iterations(4);
-        Ok(SessionParts::new(model.clone(), config, tools, permissions))
-    })
+    let agent = Agent::builder(model, "scripted")
+        .tools_at(|root| {
+            let sandbox = Sandbox::new(root)?;
+            let tools: Vec<Arc<dyn Tool>> = vec![
+                Arc::new(Typed::new(ReadFile::new(sandbox.clone()))?),
+                Arc::new(Typed::new(WriteFile::new(sandbox.clone()))?),
+                Arc::new(Typed::new(Bash::new(sandbox))?),
+            ];
+            Ok(tools)
+        })
+        .tool(TodoWrite)
+        .configure(|config| config.max_iterations(4))
+        .build()
+        .expect("the agent builds in the current directory");
+    AcpAgent::new(agent)
 }

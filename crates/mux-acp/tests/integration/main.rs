@@ -2,9 +2,11 @@
 //! updates a prompt run sends, approvals, modes, cancellation, replay and bad input.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod an_agents_own_mcp_servers_stay;
 mod budgets;
 mod harness;
 mod input;
 mod methods;
 mod prompt_runs;
+mod read_only_tools_run_unasked;
 mod tools_describe_themselves;

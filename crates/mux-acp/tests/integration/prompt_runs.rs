@@ -362,39 +362,32 @@ async fn file_tools_go_through_the_editor_when_it_offers_fs() {
 
 #[tokio::test]
 async fn allow_always_can_record_in_the_project_scope() {
-    use mux_acp::{AcpAgent, SessionParts, SessionSetup};
+    use mux_acp::AcpAgent;
+    use mux_orchestrator::Agent;
     use mux_permission::{
         PathContext, Permissions, Remember, RuleKind, RuleSet, Scope, ScopeRules,
     };
-    use mux_tool::Registry;
+    use mux_tool::Typed;
     use mux_tool::builtin::{Sandbox, WriteFile};
     use std::sync::Arc;
 
     let dir = tempfile::tempdir().unwrap();
     let project = ScopeRules::new(RuleSet::new());
-    let model = Arc::new(
-        ScriptedClient::new()
-            .reply_tool_call("a1", "write_file", json!({"path": "a.txt", "content": "1"}))
-            .reply_text("done"),
-    );
-    let shared = project.clone();
-    let agent = AcpAgent::new(move |setup: &SessionSetup| {
-        let tools = Registry::new();
-        let sandbox = Sandbox::new(&setup.cwd).map_err(|e| e.to_string())?;
-        tools
-            .register_typed(WriteFile::new(sandbox))
-            .map_err(|e| e.to_string())?;
-        let permissions = Permissions::builder(PathContext::new(&setup.cwd))
-            .scope(Scope::Project, shared.clone())
-            .build();
-        Ok(SessionParts::new(
-            model.clone(),
-            mux_orchestrator::OrchestratorConfig::new("scripted"),
-            tools,
-            permissions,
-        ))
-    })
-    .always_allow_in(Remember::exact(Scope::Project));
+    let model = ScriptedClient::new()
+        .reply_tool_call("a1", "write_file", json!({"path": "a.txt", "content": "1"}))
+        .reply_text("done");
+    let permissions = Permissions::builder(PathContext::new(dir.path()))
+        .scope(Scope::Project, project.clone())
+        .build();
+    let agent = Agent::builder(model, "scripted")
+        .tools_at(|root| {
+            let tool = Typed::new(WriteFile::new(Sandbox::new(root)?))?;
+            Ok(vec![Arc::new(tool) as Arc<dyn mux_tool::Tool>])
+        })
+        .permissions(permissions)
+        .build()
+        .unwrap();
+    let agent = AcpAgent::new(agent).always_allow_in(Remember::exact(Scope::Project));
     let mut peer = Peer::start(agent);
     peer.answer = Some("allow_always");
     let session = session_in(&mut peer, dir.path()).await;

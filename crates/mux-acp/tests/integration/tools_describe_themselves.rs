@@ -4,14 +4,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use mux_acp::{AcpAgent, SessionParts, SessionSetup};
+use mux_acp::AcpAgent;
 use mux_llm::testing::ScriptedClient;
-use mux_orchestrator::OrchestratorConfig;
-use mux_permission::{PathContext, Permissions};
+use mux_orchestrator::Agent;
 use mux_tool::schemars::{self, JsonSchema};
 use mux_tool::{
-    Diff, Location, Presentation, Registry, Subject, TodoItem, TodoPriority, TodoStatus,
-    ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput, TypedTool,
+    Diff, Location, Presentation, Subject, TodoItem, TodoPriority, TodoStatus, ToolAnnotations,
+    ToolContext, ToolError, ToolKind, ToolOutput, TypedTool,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -106,23 +105,19 @@ impl TypedTool for PlanSteps {
 }
 
 fn agent(model: ScriptedClient) -> AcpAgent {
-    let model = Arc::new(model);
     let notes = SaveNote::default();
     notes
         .notes
         .lock()
         .unwrap()
         .insert("todo.md".into(), "buy milk\n".into());
-    AcpAgent::new(move |setup: &SessionSetup| {
-        let tools = Registry::new();
-        tools
-            .register_typed(notes.clone())
-            .map_err(|e| e.to_string())?;
-        tools.register_typed(PlanSteps).map_err(|e| e.to_string())?;
-        let permissions = Permissions::builder(PathContext::new(&setup.cwd)).build();
-        let config = OrchestratorConfig::new("scripted").max_iterations(4);
-        Ok(SessionParts::new(model.clone(), config, tools, permissions))
-    })
+    let agent = Agent::builder(model, "scripted")
+        .tool(notes)
+        .tool(PlanSteps)
+        .configure(|config| config.max_iterations(4))
+        .build()
+        .unwrap();
+    AcpAgent::new(agent)
 }
 
 #[tokio::test]

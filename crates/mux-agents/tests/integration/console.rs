@@ -3,7 +3,6 @@
 
 use crate::common;
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use common::{Shell, Stalls, tool_call};
@@ -13,6 +12,7 @@ use mux_agents::{
 };
 use mux_llm::Usage;
 use mux_llm::testing::ScriptedClient;
+use mux_orchestrator::Agent;
 use mux_orchestrator::LoopEvent;
 use mux_tool::{Registry, Subject, ToolOutput};
 use serde_json::json;
@@ -132,9 +132,13 @@ async fn the_console_asks_for_approval_and_leaves_on_exit_in_any_case() {
     let shell = Shell::default();
     let tools = Registry::new();
     tools.register_typed(shell.clone()).unwrap();
-    let runtime = AgentRuntime::builder(Arc::new(client), "m")
-        .tools(tools)
-        .build();
+    let runtime = AgentRuntime::builder(
+        Agent::builder(client, "m")
+            .tools(tools.list())
+            .build()
+            .unwrap(),
+    )
+    .build();
     let agent = runtime
         .spawn(AgentDefinition::new("console"), AgentSession::New)
         .await
@@ -163,7 +167,7 @@ async fn the_console_asks_for_approval_and_leaves_on_exit_in_any_case() {
 
 #[tokio::test]
 async fn ctrl_c_cancels_the_run_and_end_of_input_ends_gracefully() {
-    let runtime = AgentRuntime::builder(Arc::new(Stalls), "m").build();
+    let runtime = AgentRuntime::builder(Agent::builder(Stalls, "m").build().unwrap()).build();
     let agent = runtime
         .spawn(AgentDefinition::new("console"), AgentSession::New)
         .await

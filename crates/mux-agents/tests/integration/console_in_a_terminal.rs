@@ -4,7 +4,6 @@
 use crate::common;
 
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::Stalls;
@@ -13,6 +12,7 @@ use mux_agents::{
 };
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{BoxFuture, EventStream, LlmClient, LlmError, Request};
+use mux_orchestrator::Agent;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Stalls when asked "slow", says "hi there" otherwise.
@@ -46,7 +46,7 @@ impl LlmClient for Model {
 #[tokio::test]
 #[ignore = "run inside a pty by console_runs_in_a_real_terminal"]
 async fn console_child() {
-    let runtime = AgentRuntime::builder(Arc::new(Model), "m").build();
+    let runtime = AgentRuntime::builder(Agent::builder(Model, "m").build().unwrap()).build();
     let agent = runtime
         .spawn(AgentDefinition::new("tty"), AgentSession::New)
         .await

@@ -13,6 +13,7 @@ use mux_agents::{
 };
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{LlmError, Request, Response};
+use mux_orchestrator::Agent;
 use serde_json::{Value, json};
 
 fn step(id: &str, deps: &[&str]) -> PlanStep {
@@ -134,7 +135,7 @@ async fn a_planned_task_runs_in_dependency_order_and_aggregates_results() {
         ]
     });
     let client = model(the_plan, "", prompts.clone());
-    let runtime = AgentRuntime::builder(Arc::new(client), "m").build();
+    let runtime = AgentRuntime::builder(Agent::builder(client, "m").build().unwrap()).build();
     let root = std::path::Path::new("/project");
     let decomposition = Decomposition::new(presets::architect(root), presets::coder_in(root))
         .step_timeout(Duration::from_secs(10));
@@ -176,7 +177,7 @@ async fn a_planned_task_runs_in_dependency_order_and_aggregates_results() {
 async fn a_failed_step_skips_its_dependents_only() {
     let prompts = Arc::new(Mutex::new(Vec::new()));
     let client = model(Value::Null, "b", prompts.clone());
-    let runtime = AgentRuntime::builder(Arc::new(client), "m").build();
+    let runtime = AgentRuntime::builder(Agent::builder(client, "m").build().unwrap()).build();
     let decomposition = Decomposition::new(presets::planner(), AgentDefinition::new("worker"));
     let outcome = decomposition
         .execute(
@@ -221,7 +222,8 @@ async fn a_cyclic_plan_is_refused_to_the_planner_and_reported() {
         ]
     });
     let client = model(cyclic, "", Arc::new(Mutex::new(Vec::new())));
-    let runtime = AgentRuntime::builder(Arc::new(client.clone()), "m").build();
+    let runtime =
+        AgentRuntime::builder(Agent::builder(client.clone(), "m").build().unwrap()).build();
     let decomposition = Decomposition::new(presets::planner(), AgentDefinition::new("worker"));
     let err = decomposition.run(&runtime, "task").await.unwrap_err();
     assert!(

@@ -11,7 +11,7 @@ use common::{Shell, tool_call};
 use mux_agents::{AgentDefinition, AgentEvent, AgentRuntime, AgentSession};
 use mux_llm::testing::ScriptedClient;
 use mux_orchestrator::hooks::SubagentEvent;
-use mux_orchestrator::{Answer, Hook, HookError, Hooks, LoopEvent, LoopInput};
+use mux_orchestrator::{Agent, Answer, Hook, HookError, Hooks, LoopEvent, LoopInput};
 use mux_tool::{BoxFuture, Registry};
 use serde_json::json;
 
@@ -72,17 +72,21 @@ async fn a_subagent_runs_its_task_with_approvals_answered_by_the_parents_face() 
     let recorder = Recorder::default();
     let hooks = Hooks::new();
     hooks.add(recorder.clone());
-    let runtime = AgentRuntime::builder(Arc::new(client.clone()), "m")
-        .tools(tools)
-        .hooks(hooks)
-        .definition(
-            AgentDefinition::new("worker")
-                .description("Runs commands")
-                .system_prompt("You run commands.")
-                .tools(mux_tool::ToolFilter::names(["shell"]))
-                .can_delegate(false),
-        )
-        .build();
+    let runtime = AgentRuntime::builder(
+        Agent::builder(client.clone(), "m")
+            .tools(tools.list())
+            .hooks(hooks)
+            .build()
+            .unwrap(),
+    )
+    .definition(
+        AgentDefinition::new("worker")
+            .description("Runs commands")
+            .system_prompt("You run commands.")
+            .tools(mux_tool::ToolFilter::names(["shell"]))
+            .can_delegate(false),
+    )
+    .build();
     let lead = runtime
         .spawn(AgentDefinition::new("lead"), AgentSession::New)
         .await
@@ -215,7 +219,7 @@ async fn bad_delegations_come_back_as_tool_errors_naming_the_problem() {
             json!({"agent": "w", "prompt": "x", "resume": "agent-99"}),
         ))
         .reply_text("ok");
-    let runtime = AgentRuntime::builder(Arc::new(client), "m")
+    let runtime = AgentRuntime::builder(Agent::builder(client, "m").build().unwrap())
         .definition(AgentDefinition::new("w"))
         .build();
     let lead = runtime
@@ -259,7 +263,7 @@ async fn the_task_tool_stops_at_the_depth_limit() {
         .reply_text("bottom")
         .reply_text("middle")
         .reply_text("top");
-    let runtime = AgentRuntime::builder(Arc::new(client.clone()), "m")
+    let runtime = AgentRuntime::builder(Agent::builder(client.clone(), "m").build().unwrap())
         .max_depth(2)
         .definition(AgentDefinition::new("deep"))
         .build();
@@ -306,7 +310,7 @@ async fn cancelling_the_delegating_run_cancels_the_subagents_run() {
         "task",
         json!({"agent": "slowpoke", "prompt": "think"}),
     ));
-    let runtime = AgentRuntime::builder(Arc::new(SlowChild(client)), "m")
+    let runtime = AgentRuntime::builder(Agent::builder(SlowChild(client), "m").build().unwrap())
         .definition(AgentDefinition::new("slowpoke").model("slow"))
         .build();
     let lead = runtime
@@ -381,11 +385,15 @@ async fn a_panicking_subagent_hook_is_reported_and_the_delegation_goes_on() {
         .reply_text("The worker said hi.");
     let hooks = Hooks::new();
     hooks.add(Panicking);
-    let runtime = AgentRuntime::builder(Arc::new(client), "m")
-        .tools(Registry::new())
-        .hooks(hooks)
-        .definition(AgentDefinition::new("worker").can_delegate(false))
-        .build();
+    let runtime = AgentRuntime::builder(
+        Agent::builder(client, "m")
+            .tools(Registry::new().list())
+            .hooks(hooks)
+            .build()
+            .unwrap(),
+    )
+    .definition(AgentDefinition::new("worker").can_delegate(false))
+    .build();
     let lead = runtime
         .spawn(AgentDefinition::new("lead"), AgentSession::New)
         .await
@@ -424,7 +432,7 @@ async fn a_subagent_draws_from_its_parents_budget() {
         .reply(tool_call("c2", "nothing", json!({})))
         .reply_text("never asked")
         .reply_text("never asked");
-    let runtime = AgentRuntime::builder(Arc::new(client.clone()), "m")
+    let runtime = AgentRuntime::builder(Agent::builder(client.clone(), "m").build().unwrap())
         .definition(AgentDefinition::new("w"))
         .configure(|config| config.limits(mux_orchestrator::RunLimits::new().model_calls(3)))
         .build();
@@ -457,7 +465,7 @@ async fn a_subagents_tool_calls_reach_the_parents_run_as_updates_of_the_task_cal
         .reply(tool_call("c1", "nothing", json!({"a": 1})))
         .reply_text("worker done")
         .reply_text("lead done");
-    let runtime = AgentRuntime::builder(Arc::new(client), "m")
+    let runtime = AgentRuntime::builder(Agent::builder(client, "m").build().unwrap())
         .definition(AgentDefinition::new("w"))
         .build();
     let lead = runtime

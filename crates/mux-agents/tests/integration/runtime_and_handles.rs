@@ -12,6 +12,7 @@ use mux_agents::{
 };
 use mux_llm::Response;
 use mux_llm::testing::ScriptedClient;
+use mux_orchestrator::Agent;
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use serde_json::json;
 
@@ -32,7 +33,8 @@ fn echo_client() -> ScriptedClient {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_agents_spawn_and_run_concurrently() {
-    let runtime = AgentRuntime::builder(Arc::new(echo_client()), "m").build();
+    let runtime =
+        AgentRuntime::builder(Agent::builder(echo_client(), "m").build().unwrap()).build();
     let tasks: Vec<_> = (0..100)
         .map(|i| {
             let runtime = runtime.clone();
@@ -79,7 +81,7 @@ async fn a_hundred_agents_spawn_and_run_concurrently() {
 
 #[tokio::test]
 async fn a_run_handle_polls_times_out_and_really_cancels() {
-    let runtime = AgentRuntime::builder(Arc::new(Stalls), "m").build();
+    let runtime = AgentRuntime::builder(Agent::builder(Stalls, "m").build().unwrap()).build();
     let agent = runtime
         .spawn(AgentDefinition::new("slow"), AgentSession::New)
         .await
@@ -145,9 +147,13 @@ async fn a_run_handle_polls_times_out_and_really_cancels() {
 #[tokio::test]
 async fn the_parent_child_link_is_persisted_in_both_sessions() {
     let store = Arc::new(MemorySessionStore::new());
-    let runtime = AgentRuntime::builder(Arc::new(echo_client()), "m")
-        .session_store(store.clone())
-        .build();
+    let runtime = AgentRuntime::builder(
+        Agent::builder(echo_client(), "m")
+            .session_store(store.clone())
+            .build()
+            .unwrap(),
+    )
+    .build();
     let parent = runtime
         .spawn(AgentDefinition::new("lead"), AgentSession::New)
         .await
@@ -206,7 +212,7 @@ async fn the_parent_child_link_is_persisted_in_both_sessions() {
 
 #[tokio::test(start_paused = true)]
 async fn cancelling_a_parent_cancels_every_descendant_within_the_bound() {
-    let runtime = AgentRuntime::builder(Arc::new(Stalls), "m").build();
+    let runtime = AgentRuntime::builder(Agent::builder(Stalls, "m").build().unwrap()).build();
     let root = runtime
         .spawn(AgentDefinition::new("root"), AgentSession::New)
         .await
@@ -260,7 +266,7 @@ async fn cancelling_a_parent_cancels_every_descendant_within_the_bound() {
 
 #[tokio::test]
 async fn subagents_nest_no_deeper_than_the_limit() {
-    let runtime = AgentRuntime::builder(Arc::new(echo_client()), "m")
+    let runtime = AgentRuntime::builder(Agent::builder(echo_client(), "m").build().unwrap())
         .max_depth(2)
         .build();
     let mut agent = runtime
@@ -290,7 +296,7 @@ async fn subagents_nest_no_deeper_than_the_limit() {
     assert_eq!(err.to_string(), "subagent depth limit reached: 3 > 2");
     assert_eq!(runtime.count(), 3);
     assert_eq!(
-        AgentRuntime::builder(Arc::new(Stalls), "m")
+        AgentRuntime::builder(Agent::builder(Stalls, "m").build().unwrap())
             .build()
             .max_depth(),
         3
@@ -313,11 +319,15 @@ async fn every_agent_shares_the_global_permission_rules() {
     let shell = common::Shell::default();
     let tools = mux_tool::Registry::new();
     tools.register_typed(shell.clone()).unwrap();
-    let runtime = AgentRuntime::builder(Arc::new(client), "m")
-        .tools(tools)
-        .permissions(permissions)
-        .configure(|config| config.approval_timeout(Duration::from_secs(5)))
-        .build();
+    let runtime = AgentRuntime::builder(
+        Agent::builder(client, "m")
+            .tools(tools.list())
+            .permissions(permissions)
+            .build()
+            .unwrap(),
+    )
+    .configure(|config| config.approval_timeout(Duration::from_secs(5)))
+    .build();
     let first = runtime
         .spawn(AgentDefinition::new("a"), AgentSession::New)
         .await
@@ -347,7 +357,7 @@ async fn every_agent_shares_the_global_permission_rules() {
 
 #[tokio::test]
 async fn dropping_the_runtime_shuts_its_agents_down() {
-    let runtime = AgentRuntime::builder(Arc::new(Stalls), "m").build();
+    let runtime = AgentRuntime::builder(Agent::builder(Stalls, "m").build().unwrap()).build();
     let agent = runtime
         .spawn(AgentDefinition::new("orphan"), AgentSession::New)
         .await

@@ -2,17 +2,21 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
 use common::ByModel;
 use mux_agents::{AgentDefinition, AgentRuntime, Aggregator, Voting, VotingError, normalize};
+use mux_orchestrator::Agent;
 
 fn voter(model: &str) -> AgentDefinition {
     AgentDefinition::new(format!("voter-{model}")).model(model)
 }
 
 fn runtime(answers: fn(&str) -> String) -> AgentRuntime {
-    AgentRuntime::builder(Arc::new(ByModel { answers }), "default").build()
+    AgentRuntime::builder(
+        Agent::builder(ByModel { answers }, "default")
+            .build()
+            .unwrap(),
+    )
+    .build()
 }
 
 fn capitals(model: &str) -> String {

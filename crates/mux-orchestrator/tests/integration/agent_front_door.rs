@@ -1,4 +1,4 @@
-//! The front door: `Agent::builder(..).model(..).tool(..).build()`, then `prompt`.
+//! The front door: `Agent::builder(client, model).tool(..).build()`, then `prompt`.
 
 use crate::common;
 
@@ -17,8 +17,7 @@ async fn an_agent_runs_its_tool_and_answers_and_the_conversation_goes_on() {
         .reply(text("listed"))
         .reply(text("second answer"));
     let shell = Shell::default();
-    let agent = Agent::builder(model.clone())
-        .model("m")
+    let agent = Agent::builder(model.clone(), "m")
         .instructions("Be brief.")
         .tool(shell.clone())
         .approval(ApprovalPolicy::Never)
@@ -43,8 +42,7 @@ async fn without_approval_a_tool_that_is_not_read_only_is_denied_and_named() {
         .reply_tool_call("c1", "Bash", json!({"command": "ls"}))
         .reply(text("could not"));
     let shell = Shell::default();
-    let agent = Agent::builder(model)
-        .model("m")
+    let agent = Agent::builder(model, "m")
         .tool(shell.clone())
         .build()
         .unwrap();
@@ -55,11 +53,8 @@ async fn without_approval_a_tool_that_is_not_read_only_is_denied_and_named() {
 }
 
 #[tokio::test]
-async fn a_builder_without_a_model_or_with_a_tool_named_twice_says_why() {
-    let err = Agent::builder(scripted()).build().unwrap_err();
-    assert!(matches!(err, AgentBuildError::NoModel), "{err}");
-    let err = Agent::builder(scripted())
-        .model("m")
+async fn a_builder_with_a_tool_named_twice_says_why() {
+    let err = Agent::builder(scripted(), "m")
         .tool(Echo)
         .tool(Echo)
         .build()
@@ -67,13 +62,7 @@ async fn a_builder_without_a_model_or_with_a_tool_named_twice_says_why() {
     assert!(matches!(err, AgentBuildError::Tool(_)), "{err}");
     assert!(err.to_string().contains("echo"), "{err}");
     let tools: Vec<Arc<dyn mux_tool::Tool>> = Vec::new();
-    assert!(
-        Agent::builder(scripted())
-            .model("m")
-            .tools(tools)
-            .build()
-            .is_ok()
-    );
+    assert!(Agent::builder(scripted(), "m").tools(tools).build().is_ok());
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema, PartialEq)]
@@ -88,7 +77,7 @@ async fn a_typed_answer_that_does_not_fit_goes_back_once_with_the_problem() {
     let model = scripted()
         .reply(text(r#"{"total": -4}"#))
         .reply(text(r#"{"total": 4}"#));
-    let agent = Agent::builder(model.clone()).model("m").build().unwrap();
+    let agent = Agent::builder(model.clone(), "m").build().unwrap();
     let sum: Sum = agent.prompt_typed("2 + 2?").await.unwrap();
     assert_eq!(sum, Sum { total: 4 });
     let requests = model.requests();
@@ -106,7 +95,7 @@ async fn a_typed_answer_that_does_not_fit_goes_back_once_with_the_problem() {
 #[tokio::test]
 async fn a_second_miss_is_a_typed_error_with_the_reply() {
     let model = scripted().reply(text("four")).reply(text(r#"{"sum": 4}"#));
-    let agent = Agent::builder(model).model("m").build().unwrap();
+    let agent = Agent::builder(model, "m").build().unwrap();
     let err = agent.prompt_typed::<Sum>("2 + 2?").await.unwrap_err();
     let mux_orchestrator::LoopError::InvalidOutput {
         schema,
@@ -129,8 +118,7 @@ async fn needs_approval_decides_per_call_from_the_input() {
         .reply_tool_call("c2", "Bash", json!({"command": "rm -rf build"}))
         .reply(text("done"));
     let shell = Shell::default();
-    let agent = Agent::builder(model)
-        .model("m")
+    let agent = Agent::builder(model, "m")
         .tool(shell.clone())
         .needs_approval("Bash", |input| {
             input["command"]
@@ -143,4 +131,134 @@ async fn needs_approval_decides_per_call_from_the_input() {
     assert_eq!(shell.calls.load(Ordering::SeqCst), 1, "only `ls` ran");
     assert_eq!(summary.unapproved.len(), 1);
     assert_eq!(summary.unapproved[0].call_id, "c2");
+}
+
+#[tokio::test]
+async fn agent_session_resumes_a_stored_conversation() {
+    let model = scripted().reply(text("noted")).reply(text("you said 42"));
+    let store = Arc::new(mux_orchestrator::session::MemorySessionStore::new());
+    let agent = Agent::builder(model.clone(), "m")
+        .session_store(store)
+        .build()
+        .unwrap();
+    agent.prompt("remember 42").await.unwrap();
+    let id = agent.orchestrator().session().id;
+
+    let resumed = agent.session(&id).await.unwrap();
+    assert_eq!(resumed.orchestrator().session().id, id);
+    assert_eq!(
+        resumed.prompt("what did I say?").await.unwrap(),
+        "you said 42"
+    );
+    assert_eq!(
+        model.requests()[1].messages.len(),
+        3,
+        "the resumed conversation sees the stored one"
+    );
+    let unknown = agent.session("no-such-session").await.unwrap_err();
+    assert_eq!(unknown.kind(), "session", "{unknown}");
+    let fresh = agent.new_session();
+    assert_ne!(fresh.orchestrator().session().id, id);
+    assert!(fresh.orchestrator().messages().is_empty());
+}
+
+#[tokio::test]
+async fn agent_session_without_a_store_says_so() {
+    let agent = Agent::builder(scripted(), "m").build().unwrap();
+    let err = agent.session("s").await.unwrap_err();
+    assert_eq!(err.kind(), "no_session_store", "{err}");
+}
+
+/// A tool that says which root it was built for.
+struct RootTool {
+    spec: mux_tool::ToolSpec,
+}
+
+impl mux_tool::Tool for RootTool {
+    fn spec(&self) -> &mux_tool::ToolSpec {
+        &self.spec
+    }
+
+    fn call(
+        &self,
+        _input: serde_json::Value,
+        _cx: mux_tool::ToolContext,
+    ) -> mux_tool::BoxFuture<'_, Result<mux_tool::ToolOutput, mux_tool::ToolError>> {
+        let description = self.spec.description.clone();
+        Box::pin(async move { Ok(mux_tool::ToolOutput::text(description)) })
+    }
+}
+
+fn root_tools(
+    root: &std::path::Path,
+) -> Result<Vec<Arc<dyn mux_tool::Tool>>, mux_orchestrator::ToolsetError> {
+    if !root.is_dir() {
+        return Err(format!("{} is not a directory", root.display()).into());
+    }
+    let spec = mux_tool::ToolSpec::new(
+        "where",
+        root.display().to_string(),
+        json!({"type": "object", "properties": {}}),
+    )?;
+    Ok(vec![Arc::new(RootTool { spec })])
+}
+
+#[tokio::test]
+async fn tools_at_are_built_for_each_root_and_a_failure_names_the_root() {
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let agent = Agent::builder(scripted(), "m")
+        .tool(Echo)
+        .tools_at(root_tools)
+        .root(one.path())
+        .build()
+        .unwrap();
+    assert_eq!(agent.root(), one.path());
+    let description =
+        |tools: &mux_tool::Registry| tools.get("where").unwrap().spec().description.clone();
+    assert_eq!(
+        description(agent.orchestrator().tools()),
+        one.path().display().to_string()
+    );
+    let other = agent.orchestrator_at(two.path()).unwrap().build();
+    assert_eq!(description(other.tools()), two.path().display().to_string());
+    assert!(other.tools().contains("echo"), "fixed tools come along");
+    assert_ne!(other.session().id, agent.orchestrator().session().id);
+
+    let missing = one.path().join("missing");
+    let err = agent.orchestrator_at(&missing).unwrap_err();
+    assert!(matches!(err, AgentBuildError::Toolset { .. }), "{err}");
+    assert!(err.to_string().contains("missing"), "{err}");
+    let err = Agent::builder(scripted(), "m")
+        .tools_at(root_tools)
+        .root(&missing)
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("not a directory"), "{err}");
+}
+
+#[tokio::test]
+async fn each_conversation_gets_a_session_scope_of_its_own_anchored_at_its_root() {
+    use mux_permission::{PathContext, Permissions, Scope};
+    let dir = tempfile::tempdir().unwrap();
+    let permissions = Permissions::builder(PathContext::new("/")).build();
+    let agent = Agent::builder(scripted(), "m")
+        .permissions(permissions)
+        .build()
+        .unwrap();
+    let session = agent.orchestrator_at(dir.path()).unwrap().build();
+    let policy = session.permissions().unwrap();
+    assert_eq!(policy.context().root(), dir.path());
+    policy.scope(Scope::Session).unwrap().add(
+        mux_permission::RuleKind::Allow,
+        mux_permission::Rule::parse("echo").unwrap(),
+    );
+    let mine = agent.orchestrator().permissions().unwrap();
+    assert!(
+        mine.scope(Scope::Session)
+            .unwrap()
+            .read()
+            .list(mux_permission::RuleKind::Allow)
+            .is_empty(),
+        "a rule one conversation remembers stays in it"
+    );
 }

@@ -255,8 +255,7 @@ async fn anthropic_structured_output_through_the_output_tool() {
         .unwrap()
         .base_url(server.url())
         .unwrap();
-    let agent = mux_orchestrator::Agent::builder(client)
-        .model("claude-sonnet-4-20250514")
+    let agent = mux_orchestrator::Agent::builder(client, "claude-sonnet-4-20250514")
         .build()
         .unwrap();
     let place: Place = agent.prompt_typed("Where?").await.unwrap();
@@ -370,8 +369,7 @@ async fn responses_api_typed_answer() {
     ])
     .await
     .unwrap();
-    let agent = mux_orchestrator::Agent::builder(responses_client(&server))
-        .model("gpt-4o-mini")
+    let agent = mux_orchestrator::Agent::builder(responses_client(&server), "gpt-4o-mini")
         .build()
         .unwrap();
     let person: Person = agent.prompt_typed("Alice, 30, Paris").await.unwrap();

@@ -393,7 +393,10 @@ fn path_rows() -> Vec<Row> {
         ("Read sub/.env",                               D,      DENY),
         ("Read SECRETS/key",                            D,      DENY),
         ("Read .ENV",                                   D,      DENY),
-        ("Read docs/README.md",                         D,      ASK),
+        // Inside the root a read-only tool runs without a rule; outside it, an allow rule
+        // must match, case and all.
+        ("Read docs/README.md",                         D,      ALLOW),
+        ("Read ~/Notes/a.md",                           D,      ASK),
         ("Read Docs/README.md",                         D,      ALLOW),
         ("Read ~/notes/a.md",                           D,      ALLOW),
         ("Read ~/notes/deeper/a.md",                    D,      ASK),

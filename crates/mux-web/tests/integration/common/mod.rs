@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
+use mux_orchestrator::Agent;
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
-use mux_orchestrator::{Orchestrator, OrchestratorConfig};
 use mux_tool::builtin::{Bash, Sandbox};
 use mux_tool::schemars::JsonSchema;
 use mux_tool::{
@@ -83,18 +83,20 @@ pub(crate) fn router(config: WebConfig) -> (axum::Router, tempfile::TempDir) {
 fn router_on(config: WebConfig, store: Arc<dyn SessionStore>) -> (axum::Router, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let sandbox = Sandbox::new(dir.path()).unwrap();
-    let client = Arc::new(ScriptedClient::new().respond_with(respond));
-    let router = AguiRouter::new(move |tools: mux_tool::Registry| {
-        tools.register_typed(Bash::new(sandbox.clone())).unwrap();
-        tools.register(Tick::new()).unwrap();
-        tools.register_typed(mux_tool::builtin::TodoWrite).unwrap();
-        tools.register_typed(SaveNote::default()).unwrap();
-        tools.register_typed(PlanSteps).unwrap();
-        Orchestrator::builder(client.clone(), OrchestratorConfig::new("scripted")).tools(tools)
-    })
-    .session_store(store)
-    .config(config)
-    .build();
+    let client = ScriptedClient::new().respond_with(respond);
+    let agent = Agent::builder(client, "scripted")
+        .tool(Bash::new(sandbox))
+        .tool(mux_tool::builtin::TodoWrite)
+        .tool(SaveNote::default())
+        .tool(PlanSteps)
+        .tools([Arc::new(Tick::new()) as Arc<dyn Tool>])
+        .root(dir.path())
+        .build()
+        .unwrap();
+    let router = AguiRouter::new(agent)
+        .session_store(store)
+        .config(config)
+        .build();
     (router, dir)
 }
 

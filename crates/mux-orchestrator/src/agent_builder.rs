@@ -1,0 +1,408 @@
+//! [`AgentBuilder`]: how an application describes its agent once, and the description
+//! ([`Spec`]) every face opens its conversations from.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mux_llm::LlmClient;
+use mux_permission::Permissions;
+use mux_tool::{ApprovalPolicy, Registry, RegistryError, Resources, Tool, TypedTool};
+use serde_json::Value;
+
+use crate::approval::NeedsApproval;
+use crate::context::ContextProvider;
+use crate::hooks::{Hook, Hooks};
+use crate::session::SessionStore;
+use crate::{Agent, Orchestrator, OrchestratorBuilder, OrchestratorConfig, RunLimits};
+
+/// Why a tool set could not be built for a root (the error a [`AgentBuilder::tools_at`]
+/// function returns).
+pub type ToolsetError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Tools built for a root.
+type ToolsAt = Arc<dyn Fn(&Path) -> Result<Vec<Arc<dyn Tool>>, ToolsetError> + Send + Sync>;
+
+/// A context provider built for a root.
+type ContextAt = Arc<dyn Fn(&Path) -> Arc<dyn ContextProvider> + Send + Sync>;
+
+/// The description of an agent, shared by its conversations and every face's.
+pub(crate) struct Spec {
+    pub(crate) client: Arc<dyn LlmClient>,
+    pub(crate) config: OrchestratorConfig,
+    tools: Vec<Arc<dyn Tool>>,
+    tools_at: Vec<ToolsAt>,
+    contexts: Vec<Arc<dyn ContextProvider>>,
+    contexts_at: Vec<ContextAt>,
+    pub(crate) permissions: Option<Permissions>,
+    pub(crate) hooks: Hooks,
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
+    resources: Resources,
+    needs_approval: HashMap<String, NeedsApproval>,
+    pub(crate) root: PathBuf,
+    #[cfg(feature = "mcp")]
+    mcp: Option<mux_mcp::Coordinator>,
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp_owned: Option<Arc<crate::mcp::McpServers>>,
+    #[cfg(feature = "mcp")]
+    mcp_filter: mux_mcp::McpFilter,
+}
+
+impl Spec {
+    /// The fixed tools and those built for `root`. A name offered twice is an error.
+    pub(crate) fn tools_at(&self, root: &Path) -> Result<Registry, AgentBuildError> {
+        let registry = Registry::new();
+        for tool in &self.tools {
+            registry.register_shared(Arc::clone(tool))?;
+        }
+        for build in &self.tools_at {
+            let tools = build(root).map_err(|source| AgentBuildError::Toolset {
+                root: root.to_path_buf(),
+                source,
+            })?;
+            for tool in tools {
+                registry.register_shared(tool)?;
+            }
+        }
+        Ok(registry)
+    }
+
+    /// A conversation's builder at `root` with the agent's tools for it.
+    pub(crate) fn builder_at(&self, root: &Path) -> Result<OrchestratorBuilder, AgentBuildError> {
+        Ok(self.builder_with(root, self.tools_at(root)?))
+    }
+
+    /// A conversation's builder at `root` with `tools`.
+    pub(crate) fn builder_with(&self, root: &Path, tools: Registry) -> OrchestratorBuilder {
+        let mut builder = Orchestrator::builder(Arc::clone(&self.client), self.config.clone())
+            .tools(tools)
+            .hooks(self.hooks.clone())
+            // A layer per conversation: what a face adds stays in its conversation.
+            .resources(self.resources.child());
+        for (tool, predicate) in &self.needs_approval {
+            let predicate = Arc::clone(predicate);
+            builder = builder.needs_approval(tool.clone(), move |input| predicate(input));
+        }
+        for context in &self.contexts {
+            builder = builder.context_shared(Arc::clone(context));
+        }
+        for context in &self.contexts_at {
+            builder = builder.context_shared(context(root));
+        }
+        if let Some(permissions) = &self.permissions {
+            builder = builder.permissions(permissions.new_session_at(root));
+        }
+        if let Some(store) = &self.store {
+            builder = builder.session_store(Arc::clone(store));
+        }
+        #[cfg(feature = "mcp")]
+        if let Some(coordinator) = &self.mcp {
+            builder = builder
+                .mcp(coordinator.clone())
+                .mcp_filter(self.mcp_filter.clone());
+        }
+        builder
+    }
+}
+
+/// Describes an [`Agent`]: the model (given to [`Agent::builder`]), instructions, tools,
+/// permissions, hooks, MCP servers, limits and session store.
+///
+/// Tools come in two shapes: fixed ones ([`tool`](Self::tool), [`tools`](Self::tools)), the
+/// same in every conversation, and tools built for a root ([`tools_at`](Self::tools_at)),
+/// such as mux's built-in file tools confined to the editor session's directory. Without a
+/// face the root is [`root`](Self::root), by default the current directory.
+pub struct AgentBuilder {
+    client: Arc<dyn LlmClient>,
+    config: OrchestratorConfig,
+    tools: Vec<Arc<dyn Tool>>,
+    tools_at: Vec<ToolsAt>,
+    contexts: Vec<Arc<dyn ContextProvider>>,
+    contexts_at: Vec<ContextAt>,
+    permissions: Option<Permissions>,
+    hooks: Hooks,
+    store: Option<Arc<dyn SessionStore>>,
+    resources: Resources,
+    needs_approval: HashMap<String, NeedsApproval>,
+    root: Option<PathBuf>,
+    problem: Option<RegistryError>,
+    #[cfg(feature = "mcp")]
+    mcp: Option<mux_mcp::Coordinator>,
+    #[cfg(feature = "mcp")]
+    mcp_owned: Option<Arc<crate::mcp::McpServers>>,
+    #[cfg(feature = "mcp")]
+    mcp_filter: mux_mcp::McpFilter,
+}
+
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("config", &self.config)
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    pub(crate) fn new(client: Arc<dyn LlmClient>, model: String) -> Self {
+        Self {
+            client,
+            config: OrchestratorConfig::new(model),
+            tools: Vec::new(),
+            tools_at: Vec::new(),
+            contexts: Vec::new(),
+            contexts_at: Vec::new(),
+            permissions: None,
+            hooks: Hooks::new(),
+            store: None,
+            resources: Resources::new(),
+            needs_approval: HashMap::new(),
+            root: None,
+            problem: None,
+            #[cfg(feature = "mcp")]
+            mcp: None,
+            #[cfg(feature = "mcp")]
+            mcp_owned: None,
+            #[cfg(feature = "mcp")]
+            mcp_filter: mux_mcp::McpFilter::All,
+        }
+    }
+
+    /// The instructions (system prompt).
+    pub fn instructions(self, instructions: impl Into<String>) -> Self {
+        let instructions = instructions.into();
+        self.configure(|config| config.system_prompt(instructions))
+    }
+
+    /// Offers a typed tool to the model. A tool that cannot be registered (a name taken
+    /// twice) is reported by [`build`](Self::build).
+    pub fn tool(mut self, tool: impl TypedTool) -> Self {
+        match mux_tool::Typed::new(tool) {
+            Ok(tool) => self.tools.push(Arc::new(tool)),
+            Err(err) => {
+                self.problem.get_or_insert(RegistryError::Spec(err));
+            }
+        }
+        self
+    }
+
+    /// Offers tools already built (MCP proxies, a tool shared with another agent, …).
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Offers tools built for each conversation's root: the current directory (or
+    /// [`root`](Self::root)) without a face, the session's directory in an editor. `build`
+    /// is called for every conversation; an error fails that conversation (and
+    /// [`build`](Self::build), for the agent's own root).
+    ///
+    /// ```
+    /// use mux_llm::testing::ScriptedClient;
+    /// use mux_orchestrator::Agent;
+    /// use mux_tool::builtin::{self, Sandbox};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let agent = Agent::builder(ScriptedClient::new(), "m")
+    ///     .tools_at(|root| Ok(builtin::tools(&Sandbox::new(root)?)?))
+    ///     .root(dir.path())
+    ///     .build()?;
+    /// assert!(agent.orchestrator().tools().contains("edit_file"));
+    /// # Ok(()) }
+    /// ```
+    pub fn tools_at(
+        mut self,
+        build: impl Fn(&Path) -> Result<Vec<Arc<dyn Tool>>, ToolsetError> + Send + Sync + 'static,
+    ) -> Self {
+        self.tools_at.push(Arc::new(build));
+        self
+    }
+
+    /// Offers mux's built-in tools (files, search, shell, todo list; see
+    /// [`mux_tool::builtin`]) confined to each conversation's root.
+    #[cfg(feature = "builtin")]
+    pub fn builtin_tools(self) -> Self {
+        self.tools_at(|root| {
+            let sandbox = mux_tool::builtin::Sandbox::new(root)?;
+            Ok(mux_tool::builtin::tools(&sandbox)?)
+        })
+    }
+
+    /// Adds a context provider; its content joins the instructions every turn.
+    pub fn context(mut self, provider: impl ContextProvider) -> Self {
+        self.contexts.push(Arc::new(provider));
+        self
+    }
+
+    /// Adds a context provider built for each conversation's root.
+    pub fn context_at<C: ContextProvider>(
+        mut self,
+        build: impl Fn(&Path) -> C + Send + Sync + 'static,
+    ) -> Self {
+        self.contexts_at.push(Arc::new(move |root| {
+            Arc::new(build(root)) as Arc<dyn ContextProvider>
+        }));
+        self
+    }
+
+    /// Reads the project's instructions (`AGENTS.md`, `CLAUDE.md` or `.cursorrules`) from
+    /// each conversation's root every turn ([`ProjectInstructions`](crate::context::ProjectInstructions)).
+    pub fn project_instructions(self) -> Self {
+        self.context_at(|root: &Path| crate::context::ProjectInstructions::new(root))
+    }
+
+    /// Which calls need approval when no permission policy is set (default: every tool not
+    /// annotated read-only). `ApprovalPolicy::Never` runs every tool unasked.
+    pub fn approval(self, approval: ApprovalPolicy) -> Self {
+        self.configure(|config| config.approval(approval))
+    }
+
+    /// Decides per call whether `tool` needs approval, from its input (as the OpenAI Agents
+    /// SDK's `needs_approval`): `true` asks, and without a face is denied and listed in
+    /// [`RunSummary::unapproved`](crate::RunSummary::unapproved); `false` runs it. See
+    /// [`OrchestratorBuilder::needs_approval`].
+    pub fn needs_approval(
+        mut self,
+        tool: impl Into<String>,
+        predicate: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.needs_approval
+            .insert(tool.into(), Arc::new(predicate) as NeedsApproval);
+        self
+    }
+
+    /// A permission policy: its rules and mode decide every call. Each conversation gets a
+    /// session scope of its own, anchored at its root.
+    pub fn permissions(mut self, permissions: Permissions) -> Self {
+        self.permissions = Some(permissions);
+        self
+    }
+
+    /// Adds a hook to every conversation.
+    pub fn hook(self, hook: impl Hook) -> Self {
+        self.hooks.add(hook);
+        self
+    }
+
+    /// Uses a shared hook list (hooks added to it later apply too).
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// Budgets for every run (tokens, calls, cost, wall time).
+    pub fn limits(self, limits: RunLimits) -> Self {
+        self.configure(|config| config.limits(limits))
+    }
+
+    /// Whether the model gets the `ask_user` tool, to ask the person a question mid-run
+    /// (default: on). Without a face it is told the user is not available.
+    pub fn ask_user(self, offer: bool) -> Self {
+        self.configure(|config| OrchestratorConfig {
+            ask_user: offer,
+            ..config
+        })
+    }
+
+    /// Persists conversations in `store`: the web face's threads and the editor's sessions
+    /// too, and [`Agent::session`] resumes from it.
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Resources every tool call can reach (each conversation reads them through a layer of
+    /// its own).
+    pub fn resources(mut self, resources: Resources) -> Self {
+        self.resources = resources;
+        self
+    }
+
+    /// The root without a face: where [`tools_at`](Self::tools_at) tools and project
+    /// instructions look (default: the current directory at [`build`](Self::build)).
+    pub fn root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.root = Some(root.into());
+        self
+    }
+
+    /// Offers the tools of `coordinator`'s servers (as `mcp__<server>__<tool>` proxies) in
+    /// every conversation. You run the coordinator. Replaces an earlier `mcp` or `mcp_servers`.
+    #[cfg(feature = "mcp")]
+    pub fn mcp(mut self, coordinator: mux_mcp::Coordinator) -> Self {
+        self.mcp = Some(coordinator);
+        self.mcp_owned = None;
+        self
+    }
+
+    /// Offers the tools of `servers` in every conversation, and owns them: they stop on
+    /// [`Agent::shutdown`] or when the agent and every face holding it are gone. Replaces an
+    /// earlier `mcp` or `mcp_servers`.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_servers(mut self, servers: crate::mcp::McpServers) -> Self {
+        self.mcp = Some(servers.coordinator().clone());
+        self.mcp_owned = Some(Arc::new(servers));
+        self
+    }
+
+    /// Offers only the MCP tools `filter` accepts (all by default).
+    #[cfg(feature = "mcp")]
+    pub fn mcp_filter(mut self, filter: mux_mcp::McpFilter) -> Self {
+        self.mcp_filter = filter;
+        self
+    }
+
+    /// Changes any other loop setting (timeouts, compaction, titles, temperature, …).
+    pub fn configure(
+        mut self,
+        change: impl FnOnce(OrchestratorConfig) -> OrchestratorConfig,
+    ) -> Self {
+        self.config = change(self.config);
+        self
+    }
+
+    /// The agent, or why it cannot be built: a tool that could not be registered, or tools
+    /// that could not be built for the root.
+    pub fn build(self) -> Result<Agent, AgentBuildError> {
+        if let Some(err) = self.problem {
+            return Err(AgentBuildError::Tool(err));
+        }
+        Agent::from_spec(Spec {
+            client: self.client,
+            config: self.config,
+            tools: self.tools,
+            tools_at: self.tools_at,
+            contexts: self.contexts,
+            contexts_at: self.contexts_at,
+            permissions: self.permissions,
+            hooks: self.hooks,
+            store: self.store,
+            resources: self.resources,
+            needs_approval: self.needs_approval,
+            root: self.root.unwrap_or_else(crate::agent::current_dir),
+            #[cfg(feature = "mcp")]
+            mcp: self.mcp,
+            #[cfg(feature = "mcp")]
+            mcp_owned: self.mcp_owned,
+            #[cfg(feature = "mcp")]
+            mcp_filter: self.mcp_filter,
+        })
+    }
+}
+
+/// Why an agent, or one of its conversations, could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentBuildError {
+    /// A tool could not be registered (a name offered twice, an invalid spec).
+    #[error("cannot offer a tool to the agent: {0}")]
+    Tool(#[from] RegistryError),
+    /// A [`AgentBuilder::tools_at`] function failed for `root`.
+    #[error("cannot build the agent's tools for `{}`: {source}", root.display())]
+    Toolset {
+        /// The root the tools were built for.
+        root: PathBuf,
+        /// What the function said.
+        source: ToolsetError,
+    },
+}
