@@ -91,6 +91,30 @@ fn one_agent_serves_the_same_edit_on_the_web_and_in_the_editor() {
     let args: Value = serde_json::from_str(&args).unwrap();
     assert_eq!(args["old_string"], "world");
     assert_eq!(args["new_string"], "mux");
+    // The kind and the diff, from the tool's annotations and output alone.
+    let custom = |name: &str| {
+        events
+            .iter()
+            .find(|e| {
+                e["type"] == "CUSTOM" && e["name"] == name && e["value"]["toolCallId"] == call_id
+            })
+            .map(|e| e["value"].clone())
+            .unwrap_or_else(|| panic!("no {name} on the web face: {events:?}"))
+    };
+    assert_eq!(custom("mux.tool_kind")["kind"], "edit");
+    let web_diff = &custom("mux.tool_presentation")["diffs"][0];
+    assert!(
+        web_diff["oldText"]
+            .as_str()
+            .is_some_and(|t| t.contains("world")),
+        "{web_diff}"
+    );
+    assert!(
+        web_diff["newText"]
+            .as_str()
+            .is_some_and(|t| t.contains("mux")),
+        "{web_diff}"
+    );
     let result = events
         .iter()
         .find(|e| e["type"] == "TOOL_CALL_RESULT" && e["toolCallId"] == call_id)
@@ -155,10 +179,14 @@ fn one_agent_serves_the_same_edit_on_the_web_and_in_the_editor() {
         .find(|u| u["sessionUpdate"] == "tool_call")
         .unwrap_or_else(|| panic!("no tool call in the editor: {updates:?}"));
     assert_eq!(call["kind"], "edit", "{call}");
-    let diff = call["content"]
-        .as_array()
-        .and_then(|content| content.iter().find(|c| c["type"] == "diff"))
-        .unwrap_or_else(|| panic!("no diff: {call}"));
+    // The diff comes with the call's result (from the output's presentation).
+    let diff = updates
+        .iter()
+        .filter(|u| u["toolCallId"] == call["toolCallId"])
+        .filter_map(|u| u["content"].as_array())
+        .flatten()
+        .find(|c| c["type"] == "diff")
+        .unwrap_or_else(|| panic!("no diff for {call} in {updates:?}"));
     assert_eq!(
         diff["path"],
         std::fs::canonicalize(editor_root.path())
