@@ -33,7 +33,8 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 /// How to serve over HTTP. The defaults listen on `127.0.0.1` (a free port), at `/mcp`,
 /// accept the `Host` names `localhost`, `127.0.0.1` and `::1` only (DNS rebinding), refuse
-/// every request that carries an `Origin` (a browser page) unless listed, and need no token.
+/// requests whose `Origin` (a browser page) is not the server's own loopback origin or
+/// listed, and need no token.
 #[derive(Clone, Debug)]
 pub struct HttpOptions {
     /// Where to listen. A non-loopback address needs a bearer token.
@@ -44,8 +45,9 @@ pub struct HttpOptions {
     pub bearer_token: Option<Secret>,
     /// `Host` values accepted (names, or `name:port`). Others get 403.
     pub allowed_hosts: Vec<String>,
-    /// `Origin` values accepted (`http://localhost:3000`, `:*` for any port). Requests with
-    /// another `Origin` get 403; requests without one (not from a browser) pass.
+    /// `Origin` values accepted (`http://localhost:3000`, `:*` for any port); empty means the
+    /// server's own loopback origins. Requests with another `Origin` get 403; requests
+    /// without one (not from a browser) pass.
     pub allowed_origins: Vec<String>,
     /// Largest request body; a larger one gets 413 before it is read whole.
     pub max_body_bytes: usize,
@@ -151,11 +153,21 @@ pub(super) async fn serve(
         .with_allowed_hosts(options.allowed_hosts.clone())
         .with_max_request_body_bytes(options.max_body_bytes)
         .with_cancellation_token(stop.child_token());
-    config = if options.allowed_origins.is_empty() {
-        config.enforce_origin_validation()
+    // Without a list, a page served by this server's own loopback origin may call it; any
+    // other browser origin is refused (DNS rebinding, cross-site requests).
+    let origins = if options.allowed_origins.is_empty() {
+        let port = addr.port();
+        vec![
+            format!("http://localhost:{port}"),
+            format!("http://127.0.0.1:{port}"),
+            format!("http://[::1]:{port}"),
+        ]
     } else {
-        config.with_allowed_origins(options.allowed_origins.clone())
+        options.allowed_origins.clone()
     };
+    config = config
+        .with_allowed_origins(origins)
+        .enforce_origin_validation();
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(Arc::clone(&shared))),
         Arc::new(LocalSessionManager::default()),
