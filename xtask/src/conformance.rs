@@ -119,7 +119,7 @@ fn run_server_suite(
         let _ = server.kill();
         let _ = server.wait();
         ran?;
-        let outcomes = collect(&out)?;
+        let outcomes = server_outcomes(collect(&out)?);
         let requirements = Requirements::load_leg(dir, revision, "server")?;
         let listed = expected
             .get(&format!("server:{revision}"))
@@ -137,6 +137,17 @@ fn run_server_suite(
         problems.extend(report.problems);
     }
     Ok((passed, failed))
+}
+
+/// The runner names server result folders `server-<scenario>-<time>`; drop the `server-`.
+fn server_outcomes(outcomes: BTreeMap<String, Outcome>) -> BTreeMap<String, Outcome> {
+    outcomes
+        .into_iter()
+        .map(|(name, outcome)| match name.strip_prefix("server-") {
+            Some(scenario) => (scenario.to_string(), outcome),
+            None => (name, outcome),
+        })
+        .collect()
 }
 
 fn run_server_runner(
@@ -621,6 +632,21 @@ mod tests {
             "tools_call"
         );
         assert_eq!(scenario_name("tools_call"), "tools_call");
+    }
+
+    #[test]
+    fn server_result_folders_lose_their_prefix() {
+        let pass = Outcome {
+            passed: true,
+            checks_passed: 1,
+            checks_failed: 0,
+        };
+        let found = BTreeMap::from([
+            ("server-server-initialize".to_string(), pass),
+            ("server-tools-list".to_string(), pass),
+        ]);
+        let names: Vec<String> = server_outcomes(found).into_keys().collect();
+        assert_eq!(names, ["server-initialize", "tools-list"]);
     }
 
     #[test]

@@ -381,3 +381,132 @@ fn hostile_http_gets_4xx_and_the_server_stays_up() {
     // Still up: a proper initialize succeeds.
     assert_eq!(post(&addr, &addr, auth, init.as_bytes()), 200);
 }
+
+/// tests/inspector-peers, checked to be installed: the Node 22 binary and the Inspector CLI.
+fn inspector() -> (PathBuf, PathBuf) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/inspector-peers");
+    let node = dir.join("node_modules/node/bin/node");
+    let cli =
+        dir.join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+    assert!(
+        node.is_file() && cli.is_file(),
+        "{} is not installed: run `cargo xtask peers` (cargo xtask ci does it) to install the MCP Inspector",
+        dir.display()
+    );
+    (node, cli)
+}
+
+/// Runs `inspector --cli ARGS -- TARGET...` and returns its stdout as JSON.
+fn inspect(home: &std::path::Path, args: &[&str], target: &[&str]) -> serde_json::Value {
+    let (node, cli) = inspector();
+    let output = Command::new(node)
+        .arg(cli)
+        .arg("--cli")
+        .args(args)
+        .arg("--")
+        .args(target)
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    // The result comes first; after an `isError` result the CLI adds an error line.
+    let first = serde_json::Deserializer::from_str(&stdout)
+        .into_iter::<serde_json::Value>()
+        .next();
+    match first {
+        Some(Ok(value)) => value,
+        _ => panic!(
+            "the Inspector printed no JSON: {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    }
+}
+
+#[test]
+fn the_inspector_cli_lists_and_calls_a_tool_over_stdio() {
+    let fx = fixture();
+    let home = tempfile::tempdir().unwrap();
+    let exe = example("mcp_tools_server");
+    let target = [
+        exe.to_str().unwrap(),
+        "--root",
+        fx.root.to_str().unwrap(),
+        "--settings",
+        fx.settings.to_str().unwrap(),
+    ];
+    let listed = inspect(home.path(), &["--method", "tools/list"], &target);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    for name in ["bash", "read_file", "write_file", "grep"] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    let read = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "read_file")
+        .unwrap();
+    assert_eq!(read["annotations"]["readOnlyHint"], true, "{read}");
+
+    let called = inspect(
+        home.path(),
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "read_file",
+            "--tool-arg",
+            "path=hello.txt",
+        ],
+        &target,
+    );
+    assert_ne!(called["isError"], true, "{called}");
+    assert!(
+        called["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("hello from the root")),
+        "{called}"
+    );
+}
+
+#[test]
+fn the_inspector_cli_without_elicitation_gets_a_refusal_not_a_run() {
+    let fx = fixture();
+    let home = tempfile::tempdir().unwrap();
+    let exe = example("mcp_tools_server");
+    let target = [
+        exe.to_str().unwrap(),
+        "--root",
+        fx.root.to_str().unwrap(),
+        "--settings",
+        fx.settings.to_str().unwrap(),
+    ];
+    // `touch` is neither allowed nor denied: it asks, and this client cannot be asked.
+    let called = inspect(
+        home.path(),
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "bash",
+            "--tool-arg",
+            "command=touch asked.txt",
+        ],
+        &target,
+    );
+    assert_eq!(called["isError"], true, "{called}");
+    let text = called["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("neither elicitation nor input_required"),
+        "{called}"
+    );
+    assert!(
+        !fx.root.join("asked.txt").exists(),
+        "the command ran unasked"
+    );
+}

@@ -100,6 +100,31 @@ impl Route {
 /// Build one, hand a clone to [`McpServer::with_callers`](crate::McpServer::with_callers),
 /// and call [`Callers::ask_approval`] from the gate's asker with the call id the gate got
 /// (the server names each call; a tool reads the same id from `ToolContext::call_id`).
+///
+/// ```no_run
+/// use mux_mcp::{CallerAnswer, Callers, HttpOptions, McpServer};
+/// use mux_tool::{Executor, Registry, approval::gate_fn};
+///
+/// # async fn run(registry: Registry) -> Result<(), Box<dyn std::error::Error>> {
+/// let callers = Callers::new();
+/// let asking = callers.clone();
+/// let gate = gate_fn(move |request| {
+///     let callers = asking.clone();
+///     async move {
+///         let question = format!("Run {}?", request.call.name);
+///         match callers.ask_approval(&request.call.id, question).await {
+///             CallerAnswer::Allow => mux_tool::Approval::Allow,
+///             CallerAnswer::Deny { reason } => mux_tool::Approval::deny(reason),
+///             _ => mux_tool::Approval::deny("unknown answer"),
+///         }
+///     }
+/// });
+/// let executor = Executor::builder(registry).gate(gate).build();
+/// let server = McpServer::new(executor).with_callers(callers);
+/// let http = server.serve_http(HttpOptions::loopback(8848)).await?;
+/// http.wait().await;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Default)]
 pub struct Callers {
     routes: Arc<Mutex<HashMap<String, Arc<Route>>>>,

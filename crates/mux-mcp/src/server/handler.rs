@@ -282,13 +282,12 @@ impl Handler {
                     let _ = cx.peer.notify_progress(param).await;
                 }
             }
-            ToolUpdate::Output { text } => {
-                if level_rank(LoggingLevel::Info) >= self.level.load(Ordering::Relaxed) {
-                    let param =
-                        LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(text))
-                            .with_logger(tool);
-                    let _ = cx.peer.notify_logging_message(param).await;
-                }
+            ToolUpdate::Output { text }
+                if level_rank(LoggingLevel::Info) >= self.level.load(Ordering::Relaxed) =>
+            {
+                let param = LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(text))
+                    .with_logger(tool);
+                let _ = cx.peer.notify_logging_message(param).await;
             }
             _ => {}
         }
@@ -298,7 +297,7 @@ impl Handler {
         self.shared
             .catalog
             .as_ref()
-            .ok_or_else(|| ErrorData::method_not_found::<rmcp::model::ReadResourceRequestMethod>())
+            .ok_or_else(ErrorData::method_not_found::<rmcp::model::ReadResourceRequestMethod>)
     }
 }
 

@@ -150,9 +150,11 @@ impl McpServer {
         ))
     }
 
-    /// Serves one session over this process's stdin and stdout until the client closes it.
+    /// Serves one session over this process's stdin and stdout until the client closes it
+    /// (rmcp's `stdio_pipes`: non-blocking when they are pipes, as under an MCP client).
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
-        self.serve_io(tokio::io::stdin(), tokio::io::stdout()).await
+        let (read, write) = rmcp::transport::stdio_pipes();
+        self.serve_io(read, write).await
     }
 
     /// Serves one session over a byte stream pair until the client closes it.
