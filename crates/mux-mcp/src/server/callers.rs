@@ -220,7 +220,7 @@ impl Callers {
                         }
                     })?;
                     answer.await.map_err(|_| CallerError::NoAnswer {
-                        reason: "the client did not send the call again in time".into(),
+                        reason: "the call was not resumed (the client did not send it again in time, or the server holds too many paused calls)".into(),
                     })
                 }
             }

@@ -30,6 +30,8 @@ use super::convert;
 
 /// How long a call paused on an `input_required` result waits for the client to send it again.
 pub const PAUSE_LIMIT: Duration = Duration::from_secs(300);
+/// Calls parked on `input_required` at once, across clients; a question beyond it is refused.
+pub const MAX_PAUSED: usize = 1024;
 /// Progress and output updates buffered per call before the tool waits.
 const PROGRESS_BUFFER: usize = 64;
 
@@ -214,19 +216,32 @@ impl Handler {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let token = cx.meta.get_progress_token();
+        // 2026-07-28 requests carry their log level; without one, no log messages at all.
+        // Older sessions use the level `logging/setLevel` set (everything by default).
+        let log_floor = if uses_rounds(cx.protocol_version().as_ref()) {
+            cx.meta.log_level().map(level_rank)
+        } else {
+            Some(self.level.load(Ordering::Relaxed))
+        };
         loop {
             tokio::select! {
                 biased;
                 outcome = &mut running.outcome => {
                     while let Ok(event) = running.updates.try_recv() {
-                        self.forward(&cx, token.as_ref(), &running.tool, event.update).await;
+                        self.forward(&cx, token.as_ref(), log_floor, &running.tool, event.update).await;
                     }
                     return Ok(CallToolResponse::Complete(convert::result(outcome.into_output())));
                 }
                 Some(event) = running.updates.recv() => {
-                    self.forward(&cx, token.as_ref(), &running.tool, event.update).await;
+                    self.forward(&cx, token.as_ref(), log_floor, &running.tool, event.update).await;
                 }
                 Some(round) = running.asks.recv() => {
+                    if self.shared.paused().len() >= MAX_PAUSED {
+                        // Too many calls parked: refuse this question (the asker hears no
+                        // answer) rather than hold unbounded state for clients.
+                        drop(round);
+                        continue;
+                    }
                     let requests = round.requests.clone();
                     let token = self.pause(Paused { running, requests: round.requests, reply: round.reply });
                     return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
@@ -261,11 +276,13 @@ impl Handler {
     }
 
     /// One update as the client sees it: progress as `notifications/progress` (when the call
-    /// carried a progress token), output as `notifications/message` at `info`.
+    /// carried a progress token), output as `notifications/message` at `info` (when the
+    /// client's log level admits `info`).
     async fn forward(
         &self,
         cx: &RequestContext<RoleServer>,
         token: Option<&ProgressToken>,
+        log_floor: Option<u8>,
         tool: &str,
         update: ToolUpdate,
     ) {
@@ -283,7 +300,7 @@ impl Handler {
                 }
             }
             ToolUpdate::Output { text }
-                if level_rank(LoggingLevel::Info) >= self.level.load(Ordering::Relaxed) =>
+                if log_floor.is_some_and(|floor| level_rank(LoggingLevel::Info) >= floor) =>
             {
                 let param = LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(text))
                     .with_logger(tool);
