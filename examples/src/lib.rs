@@ -7,6 +7,7 @@ use std::process::ExitCode;
 pub mod coding_agent;
 pub mod llm_call;
 pub mod mcp_inspect;
+pub mod mcp_tools_server;
 pub mod offline;
 pub mod permission_check;
 pub mod tool_call;

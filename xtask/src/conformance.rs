@@ -65,6 +65,10 @@ pub(crate) fn run() -> Result<(), String> {
         failed += report.failed;
         problems.extend(report.problems);
     }
+    let (server_passed, server_failed) =
+        run_server_suite(&dir, &node, &results_root, &expected, &mut problems)?;
+    passed += server_passed;
+    failed += server_failed;
     eprintln!(
         "conformance: results in {}; took {:.1} s",
         results_root.display(),
@@ -76,6 +80,122 @@ pub(crate) fn run() -> Result<(), String> {
     } else {
         Err(problems.join("\n"))
     }
+}
+
+/// The example the runner's server suite calls.
+const SERVER: &str = "mcp_conformance_server";
+
+/// Runs the server suite for each revision against `mcp_conformance_server` on a free
+/// loopback port, scored like the client suite (expected failures under `server:<revision>`).
+fn run_server_suite(
+    dir: &Path,
+    node: &Path,
+    results_root: &Path,
+    expected: &Expected,
+    problems: &mut Vec<String>,
+) -> Result<(usize, usize), String> {
+    let binary = build_example(SERVER)?;
+    let (mut passed, mut failed) = (0, 0);
+    for revision in REVISIONS {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|err| format!("no free port for the conformance server: {err}"))?
+            .port();
+        let mut server = Command::new(&binary)
+            .args(["--port", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|err| format!("{SERVER} did not start: {err}"))?;
+        // The first stdout line is the URL, printed once it listens.
+        let mut line = String::new();
+        if let Some(stdout) = server.stdout.take() {
+            use std::io::BufRead as _;
+            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        }
+        let url = line.trim().to_string();
+        let out = results_root.join(format!("server-{revision}"));
+        let ran = run_server_runner(dir, node, &url, revision, &out);
+        let _ = server.kill();
+        let _ = server.wait();
+        ran?;
+        let outcomes = server_outcomes(collect(&out)?);
+        let requirements = Requirements::load_leg(dir, revision, "server")?;
+        let listed = expected
+            .get(&format!("server:{revision}"))
+            .cloned()
+            .unwrap_or_default();
+        let report = judge(
+            &format!("server {revision}"),
+            &requirements,
+            &outcomes,
+            &listed,
+        );
+        println!("{}", report.text);
+        passed += report.passed;
+        failed += report.failed;
+        problems.extend(report.problems);
+    }
+    Ok((passed, failed))
+}
+
+/// The runner names server result folders `server-<scenario>-<time>`; drop the `server-`.
+fn server_outcomes(outcomes: BTreeMap<String, Outcome>) -> BTreeMap<String, Outcome> {
+    outcomes
+        .into_iter()
+        .map(|(name, outcome)| match name.strip_prefix("server-") {
+            Some(scenario) => (scenario.to_string(), outcome),
+            None => (name, outcome),
+        })
+        .collect()
+}
+
+fn run_server_runner(
+    dir: &Path,
+    node: &Path,
+    url: &str,
+    revision: &str,
+    out: &Path,
+) -> Result<(), String> {
+    if !url.starts_with("http://127.0.0.1:") {
+        return Err(format!("{SERVER} printed no URL (got `{url}`)"));
+    }
+    if out.exists() {
+        std::fs::remove_dir_all(out)
+            .map_err(|err| format!("cannot clear {}: {err}", out.display()))?;
+    }
+    let runner = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let log = out.with_extension("log");
+    if let Some(parent) = log.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|err| format!("cannot create {}: {err}", parent.display()))?;
+    }
+    let log_file = std::fs::File::create(&log)
+        .map_err(|err| format!("cannot create {}: {err}", log.display()))?;
+    let log_err = log_file
+        .try_clone()
+        .map_err(|err| format!("cannot reuse {}: {err}", log.display()))?;
+    eprintln!(
+        "$ conformance server --url {url} --requirements {revision} (log: {})",
+        log.display()
+    );
+    let status = Command::new(node)
+        .arg(&runner)
+        .args(["server", "--url", url, "--requirements", revision, "-o"])
+        .arg(out)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(log_file)
+        .stderr(log_err)
+        .status()
+        .map_err(|err| format!("the conformance runner did not start: {err}"))?;
+    if !out.exists() {
+        return Err(format!(
+            "the conformance runner ({status}) saved no results; see {}",
+            log.display()
+        ));
+    }
+    Ok(())
 }
 
 /// `npm ci` unless the installed tree matches the lockfile.
@@ -127,17 +247,22 @@ fn check_node(node: &Path) -> Result<(), String> {
 /// Builds the client with the same flags as the test step (so their builds share artifacts)
 /// and returns the binary's path.
 fn build_client() -> Result<PathBuf, String> {
+    build_example(CLIENT)
+}
+
+/// Builds example `name` as the test step does and returns its executable.
+fn build_example(name: &str) -> Result<PathBuf, String> {
     let messages = Cmd::cargo([
         "build",
         "--workspace",
         "--all-features",
         "--example",
-        CLIENT,
+        name,
         "--message-format=json-render-diagnostics",
     ])
     .output()?;
-    executable(&messages, CLIENT).ok_or_else(|| {
-        format!("cargo built no executable for the example `{CLIENT}`; is it declared?")
+    executable(&messages, name).ok_or_else(|| {
+        format!("cargo built no executable for the example `{name}`; is it declared?")
     })
 }
 
@@ -288,6 +413,11 @@ struct Requirements {
 impl Requirements {
     /// Reads `requirements/<revision>.yaml` shipped with the runner.
     fn load(dir: &Path, revision: &str) -> Result<Self, String> {
+        Self::load_leg(dir, revision, "client")
+    }
+
+    /// As [`Requirements::load`], for the `leg` (`client` or `server`) section.
+    fn load_leg(dir: &Path, revision: &str, leg: &str) -> Result<Self, String> {
         let path = dir
             .join("node_modules")
             .join("@modelcontextprotocol")
@@ -296,22 +426,28 @@ impl Requirements {
             .join(format!("{revision}.yaml"));
         let text = std::fs::read_to_string(&path)
             .map_err(|err| format!("cannot read {}: {err}", path.display()))?;
-        let requirements = Self::parse(&text);
+        let requirements = Self::parse_leg(&text, leg);
         if requirements.scored.is_empty() {
-            return Err(format!("{} lists no client scenarios", path.display()));
+            return Err(format!("{} lists no {leg} scenarios", path.display()));
         }
         Ok(requirements)
     }
 
     /// The file's shape is fixed: top-level `client:` with `  - name` items, and
     /// `not_scored:` with `  - scenario: name` / `    leg: client` / `    reason: why` items.
+    #[cfg(test)]
     fn parse(text: &str) -> Self {
+        Self::parse_leg(text, "client")
+    }
+
+    /// The `leg` section's scored scenarios and the unscored ones of that leg.
+    fn parse_leg(text: &str, wanted: &str) -> Self {
         let mut requirements = Self::default();
         let mut section = "";
         let mut entry: Option<(String, String, String)> = None;
         let finish = |entry: &mut Option<(String, String, String)>, out: &mut Self| {
             if let Some((scenario, leg, reason)) = entry.take()
-                && leg == "client"
+                && leg == wanted
             {
                 out.unscored.insert(scenario, reason);
             }
@@ -327,7 +463,7 @@ impl Requirements {
                 continue;
             }
             match section {
-                "client" => {
+                _ if section == wanted => {
                     if let Some(name) = trimmed.strip_prefix("- ") {
                         requirements.scored.push(name.trim().to_string());
                     }
@@ -369,7 +505,8 @@ fn load_expected(path: &Path) -> Result<Expected, String> {
             // `$comment` and the like.
             continue;
         }
-        if !REVISIONS.contains(&revision.as_str()) {
+        let bare = revision.strip_prefix("server:").unwrap_or(&revision);
+        if !REVISIONS.contains(&bare) {
             return Err(format!(
                 "{}: unknown revision `{revision}` (known: {})",
                 path.display(),
@@ -468,7 +605,7 @@ fn judge(
         unscored.push(format!("  {verdict:<24} {scenario} (not scored: {reason})"));
     }
     report.text = format!(
-        "conformance {revision}: {} passed, {} failed of {} scored client scenarios\n{}\n{}",
+        "conformance {revision}: {} passed, {} failed of {} scored scenarios\n{}\n{}",
         report.passed,
         report.failed,
         requirements.scored.len(),
@@ -495,6 +632,21 @@ mod tests {
             "tools_call"
         );
         assert_eq!(scenario_name("tools_call"), "tools_call");
+    }
+
+    #[test]
+    fn server_result_folders_lose_their_prefix() {
+        let pass = Outcome {
+            passed: true,
+            checks_passed: 1,
+            checks_failed: 0,
+        };
+        let found = BTreeMap::from([
+            ("server-server-initialize".to_string(), pass),
+            ("server-tools-list".to_string(), pass),
+        ]);
+        let names: Vec<String> = server_outcomes(found).into_keys().collect();
+        assert_eq!(names, ["server-initialize", "tools-list"]);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //!
 //! - npm: `tests/peers/package.json` (MCP servers), `tests/acp-peers/package.json` (ACP
 //!   clients for mux-acp) and `tests/web-peers/package.json` (the AG-UI client, esbuild and
-//!   playwright-core for mux-web), each with its committed lockfile, with `npm ci`.
+//!   playwright-core for mux-web) and `tests/inspector-peers/package.json` (the MCP Inspector
+//!   CLI and the Node 22 it needs, for mux-mcp's server side), each with its committed
+//!   lockfile, with `npm ci`.
 //! - Python: `tests/peers/python/requirements.txt` (pinned) into the venv
 //!   `target/mcp-peers-venv`, and `tests/web-peers/python/requirements.txt` (ag-ui-validate,
 //!   pinned) into `target/web-peers-venv`, and `tests/otel-peers/requirements.txt` (Arize
@@ -38,7 +40,7 @@ pub(crate) fn run() -> Result<(), String> {
 }
 
 /// The npm peer folders under `tests/`.
-const NPM_FOLDERS: [&str; 3] = ["peers", "acp-peers", "web-peers"];
+const NPM_FOLDERS: [&str; 4] = ["peers", "acp-peers", "web-peers", "inspector-peers"];
 
 /// `npm ci` in `tests/<folder>`, unless its install matches its lockfile.
 fn npm(folder: &str) -> Result<(), String> {

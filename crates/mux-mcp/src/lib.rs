@@ -22,6 +22,10 @@ mod naming;
 mod oauth;
 mod policy;
 mod proxy;
+// Logging, sampling and roots are deprecated in 2026-07-28, but 2025-11-25 clients use them.
+#[cfg(feature = "server")]
+#[allow(deprecated)]
+mod server;
 mod standalone;
 mod state;
 mod sync;
@@ -50,6 +54,12 @@ pub use oauth::token_file::FileTokenStore;
 pub use oauth::token_store::{InMemoryTokenStore, StoredCredentials, TokenStore, TokenStoreError};
 pub use policy::ReconnectPolicy;
 pub use proxy::McpTool;
+#[cfg(feature = "server")]
+pub use server::{
+    APPROVAL_KEY, CALLER_TIMEOUT, CallerAnswer, CallerError, Callers, Catalog, CatalogError,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT, HttpOptions,
+    HttpServer, MAX_PAUSED, McpServer, Offers, PAUSE_LIMIT, ServeError,
+};
 pub use state::{AuthProgress, ConnectionState, ToolInfo, TransitionError};
 pub use sync::{RegistrySync, SyncReport};
 

@@ -10,6 +10,7 @@
 //! | `anthropic`, `openai`, `gemini` | [`llm`]`::anthropic`, ... | the providers (reqwest + rustls) |
 //! | `permission` | [`permission`] | modes, `Tool(specifier)` rules, scopes, shell-aware matching, the approval gate |
 //! | `mcp` | [`mcp`] | MCP servers as tools: configs, connections, coordinator, tool proxies (with `orchestrator`: the loop offers them) |
+//! | `mcp-server` | [`mcp`] | mux-mcp's server side: any tool set served over stdio and Streamable HTTP (`McpServer`, `Callers`) |
 //! | `testing` | [`llm`]`::testing` | a scripted model and a local replay server for tests |
 //! | `orchestrator` | [`orchestrator`] | the think-act loop: events, approvals, sessions, hooks, compaction |
 //! | `sqlite`, `postgres` | [`orchestrator`]`::session` | session stores on SQLite (a file, WAL) and PostgreSQL (shared by many processes), on sqlx |

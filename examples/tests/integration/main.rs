@@ -7,6 +7,7 @@ mod agent_in_twelve_lines;
 mod common;
 mod llm_call;
 mod mcp_inspect;
+mod mcp_tools_server;
 mod one_agent_on_two_faces;
 mod quickstart;
 mod web_agent_in_a_browser;

@@ -8,6 +8,7 @@ mod executor;
 mod harness;
 mod llm_decode;
 mod mcp;
+mod mcp_server;
 mod orchestrator;
 mod permission;
 mod session_stores;
@@ -26,6 +27,15 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
                 eprintln!("echo server: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if std::env::args().nth(1).as_deref() == Some(mcp_server::MUX_ECHO_SERVER_ARG) {
+        return match mcp_server::serve_mux_echo() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("mux echo server: {err}");
                 ExitCode::FAILURE
             }
         };
@@ -50,6 +60,7 @@ fn main() -> ExitCode {
         ("llm_decode", llm_decode::run),
         ("permission", permission::run),
         ("mcp", mcp::run),
+        ("mcp_server", mcp_server::run),
         ("orchestrator", orchestrator::run),
         ("session_stores", session_stores::run),
         ("web", web::run),

@@ -65,14 +65,14 @@ fn echo_command(pinned: bool) -> Result<(String, Vec<String>), String> {
     })
 }
 
-fn lifecycle() -> ClientLifecycleMode {
+pub(crate) fn lifecycle() -> ClientLifecycleMode {
     ClientLifecycleMode::Auto {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25],
         legacy_version: Some(ProtocolVersion::V_2025_11_25),
     }
 }
 
-fn args() -> Map<String, Value> {
+pub(crate) fn args() -> Map<String, Value> {
     let mut args = Map::new();
     args.insert("text".into(), json!("hello"));
     args
@@ -112,7 +112,7 @@ async fn mux_proxy(pinned: bool) -> Result<(Coordinator, Arc<dyn Tool>), String>
     Ok((coordinator, tool))
 }
 
-fn runtime() -> Result<Runtime, String> {
+pub(crate) fn runtime() -> Result<Runtime, String> {
     Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -122,7 +122,7 @@ fn runtime() -> Result<Runtime, String> {
 
 /// Medians per iteration of `subject` and `baseline`, measured in alternating samples (after a
 /// warm-up of each) so that load from other processes on this shared machine hits both alike.
-fn paired(
+pub(crate) fn paired(
     samples: usize,
     iters: u32,
     mut subject: impl FnMut(u32),
@@ -145,7 +145,7 @@ fn paired(
     (a[a.len() / 2], b[b.len() / 2])
 }
 
-fn micros(duration: Duration) -> f64 {
+pub(crate) fn micros(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e6
 }
 

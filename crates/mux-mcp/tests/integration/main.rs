@@ -13,4 +13,6 @@ mod oauth;
 mod paging_and_logging;
 mod python_peers;
 mod registry_sync;
+#[cfg(feature = "server")]
+mod server_side;
 mod standalone_stream;

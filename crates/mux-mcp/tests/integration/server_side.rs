@@ -1,0 +1,190 @@
+//! mux-mcp's server side in process, over Streamable HTTP, called by mux-mcp's own client:
+//! schemas and hints on the list, progress and partial output as notifications, JSON output
+//! as `structuredContent`, `isError`, an unknown tool, and (at 2025-11-25) log messages.
+
+use std::time::Duration;
+
+use mux_mcp::{
+    ConnectionOptions, Coordinator, CoordinatorConfig, HttpOptions, Lifecycle, McpEvent, McpServer,
+    Received, ReconnectPolicy, ServerSpec,
+};
+use mux_tool::{
+    Content, Executor, ProgressSender, Registry, ToolAnnotations, ToolContext, ToolError,
+    ToolOutput, ToolUpdate, TypedTool,
+};
+use serde_json::json;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct StepsArgs {
+    /// How many steps.
+    steps: u32,
+}
+
+/// Reports progress and a line of output per step, then returns JSON.
+struct Steps;
+
+impl TypedTool for Steps {
+    type Args = StepsArgs;
+    const NAME: &'static str = "steps";
+
+    fn description(&self) -> String {
+        "Counts steps".into()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+
+    async fn call(&self, args: StepsArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        for step in 1..=args.steps {
+            cx.progress(f64::from(step), Some(f64::from(args.steps)), None)
+                .await;
+            cx.output(format!("step {step} done")).await;
+        }
+        Ok(ToolOutput::json(json!({"steps": args.steps})))
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+/// Always fails, as a result.
+struct Fails;
+
+impl TypedTool for Fails {
+    type Args = NoArgs;
+    const NAME: &'static str = "fails";
+
+    fn description(&self) -> String {
+        "Fails".into()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+
+    async fn call(&self, _args: NoArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::error("it failed on purpose"))
+    }
+}
+
+async fn served() -> mux_mcp::HttpServer {
+    let registry = Registry::new();
+    registry.register_typed(Steps).unwrap();
+    registry.register_typed(Fails).unwrap();
+    McpServer::new(Executor::new(registry))
+        .with_name("in-process", "1.0.0")
+        .serve_http(HttpOptions::default())
+        .await
+        .unwrap()
+}
+
+fn client(lifecycle: Lifecycle) -> Coordinator {
+    Coordinator::new(CoordinatorConfig {
+        connection: ConnectionOptions {
+            connect_timeout: Duration::from_secs(20),
+            lifecycle,
+            ..ConnectionOptions::default()
+        },
+        reconnect: ReconnectPolicy::None,
+        health_interval: None,
+        ..CoordinatorConfig::default()
+    })
+}
+
+async fn round_trip(lifecycle: Lifecycle) -> Vec<String> {
+    let http = served().await;
+    let coordinator = client(lifecycle);
+    let mut events = coordinator.subscribe();
+    let report = coordinator
+        .start_all_and_wait(vec![ServerSpec::http("local", http.url())])
+        .await
+        .unwrap();
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    let tools = coordinator.tools();
+    let steps = tools
+        .iter()
+        .find(|t| t.spec().name.as_str() == "mcp__local__steps")
+        .unwrap()
+        .clone();
+    assert!(steps.spec().annotations.read_only);
+    assert_eq!(
+        steps.spec().input_schema["properties"]["steps"]["type"],
+        "integer"
+    );
+
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let cx = ToolContext::new("p").with_progress(ProgressSender::new(tx));
+    let out = steps.call(json!({"steps": 3}), cx).await.unwrap();
+    assert!(!out.is_error, "{out:?}");
+    assert!(
+        out.content
+            .iter()
+            .any(|c| matches!(c, Content::Json { value } if value == &json!({"steps": 3}))),
+        "structuredContent comes back as a JSON block: {out:?}"
+    );
+    let mut progress = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        if let ToolUpdate::Progress {
+            progress: p, total, ..
+        } = event.update
+        {
+            progress.push((p, total));
+        }
+    }
+    // The server sends them in order, one awaited send after another; rmcp's client handles
+    // each notification in its own task, so they may reach this channel in another order.
+    // All three arrive before the result.
+    progress.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(
+        progress,
+        vec![(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
+    );
+
+    let fails = tools
+        .iter()
+        .find(|t| t.spec().name.as_str() == "mcp__local__fails")
+        .unwrap()
+        .clone();
+    let out = fails.call(json!({}), ToolContext::new("f")).await.unwrap();
+    assert!(out.is_error);
+    assert!(out.to_text().contains("it failed on purpose"), "{out:?}");
+
+    // Arguments that do not fit the schema are an error result the model can read.
+    let out = steps
+        .call(json!({"steps": "many"}), ToolContext::new("b"))
+        .await
+        .unwrap();
+    assert!(out.is_error, "{out:?}");
+
+    let mut logs = Vec::new();
+    while let Ok(Some(received)) =
+        tokio::time::timeout(Duration::from_millis(300), events.recv()).await
+    {
+        if let Received::Event(McpEvent::Log { entry, .. }) = received {
+            logs.push(entry.message);
+        }
+    }
+    coordinator.stop_all().await;
+    http.shutdown().await;
+    logs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_output_structured_content_and_errors_at_2025_11_25() {
+    let logs = round_trip(Lifecycle::Initialize).await;
+    for step in 1..=3 {
+        assert!(
+            logs.iter()
+                .any(|l| l.contains(&format!("step {step} done"))),
+            "{logs:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_structured_content_and_errors_at_2026_07_28() {
+    let logs = round_trip(Lifecycle::Stateless).await;
+    // The client asked for no log level, so the server sends no log messages.
+    assert!(!logs.iter().any(|l| l.contains("step 1 done")), "{logs:?}");
+}

@@ -1,0 +1,141 @@
+//! MCP server overhead: the same echo tool served by mux's `McpServer` (a mux tool run by an
+//! `Executor`) and by a bare rmcp `ServerHandler`, each in its own process over stdio (this
+//! binary as `xtask-bench mcp-mux-echo-server` and `mcp-echo-server`), called by the same
+//! bare rmcp client, sequentially. Unpinned and with all processes on CPU 0.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use mux_mcp::McpServer;
+use mux_tool::{
+    Executor, Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool,
+};
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{ClientServiceExt, RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use tokio::runtime::Builder;
+
+use crate::harness::Row;
+use crate::mcp::{ECHO_SERVER_ARG, args, lifecycle, micros, paired, pin_self, runtime};
+
+/// The argument that turns this binary into mux's echo server.
+pub(crate) const MUX_ECHO_SERVER_ARG: &str = "mcp-mux-echo-server";
+
+const CALLS: u32 = 10_000;
+const SAMPLES: usize = 5;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct EchoArgs {
+    text: String,
+}
+
+/// The echo tool, as a mux typed tool.
+struct Echo;
+
+impl TypedTool for Echo {
+    type Args = EchoArgs;
+    const NAME: &'static str = "echo";
+
+    fn description(&self) -> String {
+        "Echoes its text".into()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+
+    async fn call(&self, args: EchoArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(args.text))
+    }
+}
+
+/// Runs mux's echo server on stdin/stdout until the client goes away.
+pub(crate) fn serve_mux_echo() -> Result<(), String> {
+    let runtime = Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|err| err.to_string())?;
+    runtime.block_on(async {
+        let registry = Registry::new();
+        registry
+            .register_typed(Echo)
+            .map_err(|err| err.to_string())?;
+        McpServer::new(Executor::new(registry))
+            .serve_stdio()
+            .await
+            .map_err(|err| err.to_string())
+    })
+}
+
+async fn client(arg: &str, pinned: bool) -> Result<RunningService<RoleClient, ()>, String> {
+    let exe = std::env::current_exe().map_err(|err| err.to_string())?;
+    let mut command = if pinned {
+        let mut command = tokio::process::Command::new("taskset");
+        command.args(["-c", "0"]).arg(exe);
+        command
+    } else {
+        tokio::process::Command::new(exe)
+    };
+    command.arg(arg);
+    let transport = TokioChildProcess::new(command).map_err(|err| err.to_string())?;
+    ().serve_with_lifecycle(transport, lifecycle())
+        .await
+        .map_err(|err| format!("handshake with `{arg}`: {err}"))
+}
+
+fn calls(pinned: bool, label: &str) -> Result<Row, String> {
+    let runtime = runtime()?;
+    let mux = runtime.block_on(client(MUX_ECHO_SERVER_ARG, pinned))?;
+    let bare = runtime.block_on(client(ECHO_SERVER_ARG, pinned))?;
+    let failures = Arc::new(AtomicU32::new(0));
+    let run = |peer: rmcp::Peer<RoleClient>| {
+        let failures = Arc::clone(&failures);
+        let runtime = &runtime;
+        move |iters: u32| {
+            let peer = peer.clone();
+            let failures = Arc::clone(&failures);
+            runtime.block_on(async move {
+                for _ in 0..iters {
+                    let params = CallToolRequestParams::new("echo").with_arguments(args());
+                    let result = peer.call_tool(params).await;
+                    let text = result.as_ref().ok().and_then(|r| r.content.first());
+                    if text.and_then(|b| b.as_text()).map(|t| t.text.as_str()) != Some("hello") {
+                        failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    };
+    let (through_mux, through_bare) = paired(
+        SAMPLES,
+        CALLS,
+        run(mux.peer().clone()),
+        run(bare.peer().clone()),
+    );
+    runtime.block_on(async {
+        let _ = mux.cancel().await;
+        let _ = bare.cancel().await;
+    });
+    let failed = failures.load(Ordering::Relaxed);
+    if failed > 0 {
+        return Err(format!("{failed} echo calls failed ({label})"));
+    }
+    Ok(Row {
+        name: format!("mcp tool call served by mux McpServer ({label})"),
+        value: micros(through_mux),
+        unit: "µs",
+        baseline: "bare rmcp server".into(),
+        baseline_value: micros(through_bare),
+    })
+}
+
+/// Runs the benchmark unpinned, then with every process on CPU 0.
+pub(crate) fn run() -> Result<Vec<Row>, String> {
+    let mut rows = vec![calls(false, "unpinned")?];
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    pin_self("0")?;
+    let pinned = calls(true, "taskset -c 0");
+    pin_self(&format!("0-{}", cpus.saturating_sub(1)))?;
+    rows.push(pinned?);
+    Ok(rows)
+}
