@@ -130,7 +130,17 @@ impl RunView {
                 reason,
                 preview,
                 ..
-            } => self.ask(call_id, &name, args, reason, preview, input, cancel),
+            } => self.ask(
+                Asked {
+                    call_id,
+                    name,
+                    args,
+                    reason,
+                    preview,
+                },
+                input,
+                cancel,
+            ),
             LoopEvent::ToolExecuting { call_id, .. } => self.update(
                 &call_id,
                 ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
@@ -262,16 +272,15 @@ impl RunView {
 
     /// Asks the editor in a task of its own (the loop's events keep flowing), and answers the
     /// loop. A cancelled run stops waiting: dropping the request tells the client.
-    fn ask(
-        &self,
-        call_id: String,
-        name: &str,
-        args: Value,
-        reason: String,
-        preview: Option<mux_tool::Presentation>,
-        input: &InputSender,
-        cancel: &CancellationToken,
-    ) {
+    fn ask(&self, asked: Asked, input: &InputSender, cancel: &CancellationToken) {
+        let Asked {
+            call_id,
+            name,
+            args,
+            reason,
+            preview,
+        } = asked;
+        let name = name.as_str();
         let described = self.describe(name, &args);
         // What the call would do (the diff of an edit), so the user sees it before answering.
         let mut content = vec![tool_view::text_content(format!("Needs approval: {reason}"))];
@@ -324,6 +333,16 @@ impl RunView {
 }
 
 /// The four options, in the order editors show them.
+/// A call the loop asks about, as the editor is asked.
+struct Asked {
+    call_id: String,
+    name: String,
+    args: Value,
+    reason: String,
+    /// What the call would do (the tool's preview).
+    preview: Option<mux_tool::Presentation>,
+}
+
 fn permission_options() -> Vec<PermissionOption> {
     [
         (ALLOW_ONCE, "Allow", PermissionOptionKind::AllowOnce),

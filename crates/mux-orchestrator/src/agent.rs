@@ -12,13 +12,12 @@ use mux_tool::Registry;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use crate::agent_builder::Spec;
+use crate::agent_spec::Spec;
 use crate::hooks::Hooks;
 use crate::session::SessionStore;
 use crate::typed_output;
 use crate::{
-    AgentBuildError, AgentBuilder, LoopError, Orchestrator, OrchestratorBuilder,
-    OrchestratorConfig, RunSummary,
+    AgentBuildError, LoopError, Orchestrator, OrchestratorBuilder, OrchestratorConfig, RunSummary,
 };
 
 /// An agent: a model, instructions and tools, prompted with [`prompt`](Self::prompt), or
@@ -44,7 +43,7 @@ use crate::{
 ///
 /// Defaults, the same on every face: read-only tools run; any other call asks where a face
 /// can ask (the web page, the editor). Without a face nobody can approve a call, so it is
-/// denied unless [`AgentBuilder::approval`] or a permission rule allows it, and every such
+/// denied unless [`AgentBuilder::approval`](crate::AgentBuilder::approval) or a permission rule allows it, and every such
 /// denial is listed in [`RunSummary::unapproved`] (see [`run`](Self::run)).
 #[derive(Clone)]
 pub struct Agent {
@@ -63,16 +62,6 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
-    /// A builder over `client` with `model` for every turn.
-    pub fn builder(client: impl LlmClient + 'static, model: impl Into<String>) -> AgentBuilder {
-        Self::builder_shared(Arc::new(client), model)
-    }
-
-    /// A builder over a shared client with `model` for every turn.
-    pub fn builder_shared(client: Arc<dyn LlmClient>, model: impl Into<String>) -> AgentBuilder {
-        AgentBuilder::new(client, model.into())
-    }
-
     /// The agent with its own conversation, built at its root.
     pub(crate) fn from_spec(spec: Spec) -> Result<Agent, AgentBuildError> {
         let spec = Arc::new(spec);
@@ -146,7 +135,7 @@ impl Agent {
     }
 
     /// The same agent on stored session `id`: its conversation goes on from the session
-    /// store ([`AgentBuilder::session_store`]).
+    /// store ([`AgentBuilder::session_store`](crate::AgentBuilder::session_store)).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -198,7 +187,7 @@ impl Agent {
     }
 
     /// A builder for a new conversation of this agent rooted at `root`, with every setting
-    /// of the agent: its tools (those added with [`AgentBuilder::tools_at`] built for
+    /// of the agent: its tools (those added with [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at) built for
     /// `root`), a fresh session scope of its permissions anchored at `root`, its hooks,
     /// context, MCP servers, store and limits. A face adds its own context (frontend tools,
     /// a cancellation token, a session to resume) and builds it.
@@ -217,7 +206,7 @@ impl Agent {
         self.spec.tools_at(root)
     }
 
-    /// The root used without a face ([`AgentBuilder::root`]; default: the current directory
+    /// The root used without a face ([`AgentBuilder::root`](crate::AgentBuilder::root); default: the current directory
     /// when the agent was built).
     pub fn root(&self) -> &Path {
         &self.spec.root
@@ -249,7 +238,7 @@ impl Agent {
     }
 
     /// Stops this agent: cancels the runs of its own conversation and, with the `mcp`
-    /// feature, stops the MCP servers it owns ([`AgentBuilder::mcp_servers`]). Conversations a
+    /// feature, stops the MCP servers it owns ([`AgentBuilder::mcp_servers`](crate::AgentBuilder::mcp_servers)). Conversations a
     /// face opened are the face's to stop.
     pub async fn shutdown(&self) {
         self.conversation.shutdown().await;

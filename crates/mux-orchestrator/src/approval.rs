@@ -17,6 +17,7 @@ use mux_tool::{
 use crate::event::LoopEvent;
 use crate::handles::UnapprovedCall;
 use crate::journal::Journal;
+use crate::needs_approval::NeedsApprovalMap;
 use crate::run_state::{RunShared, Waiting};
 use crate::session::CallProgress;
 
@@ -173,12 +174,6 @@ pub(crate) struct LoopGate {
     /// Where an approved call is recorded as started, before it runs.
     pub(crate) journal: Journal,
 }
-
-/// A predicate over a call's input that says whether the call needs approval.
-pub(crate) type NeedsApproval = Arc<dyn Fn(&serde_json::Value) -> bool + Send + Sync>;
-
-/// Tool name → its [`NeedsApproval`] predicate.
-pub(crate) type NeedsApprovalMap = Arc<std::collections::HashMap<String, NeedsApproval>>;
 
 impl LoopGate {
     async fn decide(&self, request: ApprovalRequest<'_>) -> GateVerdict {

@@ -9,12 +9,12 @@ use mux_tool::{Registry, Resources};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::NeedsApproval;
 use crate::ask_user::AskUser;
 use crate::context::ContextProvider;
 use crate::core::Services;
 use crate::emitter::Broadcast;
 use crate::hooks::{Hook, Hooks};
+use crate::needs_approval::NeedsApproval;
 use crate::session::{SessionMeta, SessionStore};
 use crate::{LoopError, Orchestrator, OrchestratorConfig};
 

@@ -10,10 +10,10 @@ use mux_permission::Permissions;
 use mux_tool::{Registry, Resources};
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::NeedsApprovalMap;
 use crate::context::ContextProvider;
 use crate::emitter::Broadcast;
 use crate::hooks::Hooks;
+use crate::needs_approval::NeedsApprovalMap;
 use crate::session::{CallProgress, HistoryRecord, SessionError, SessionMeta, SessionStore};
 use crate::{LoopError, OrchestratorConfig};
 

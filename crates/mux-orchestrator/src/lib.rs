@@ -8,6 +8,7 @@ pub struct SessionsDocs;
 
 mod agent;
 mod agent_builder;
+mod agent_spec;
 mod approval;
 mod ask_user;
 mod builder;
@@ -29,6 +30,7 @@ mod journal;
 mod limits;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod needs_approval;
 mod orchestrator;
 mod parent;
 mod run;
@@ -42,7 +44,8 @@ mod tool_hooks;
 mod typed_output;
 
 pub use agent::Agent;
-pub use agent_builder::{AgentBuildError, AgentBuilder, ToolsetError};
+pub use agent_builder::AgentBuilder;
+pub use agent_spec::{AgentBuildError, ToolsetError};
 pub use ask_user::{ASK_USER, AskUser, AskUserArgs};
 pub use builder::OrchestratorBuilder;
 pub use compaction::CompactionConfig;

@@ -1,0 +1,123 @@
+//! The description of an agent ([`Spec`]) that every face opens its conversations from, and
+//! why one could not be built.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mux_llm::LlmClient;
+use mux_permission::Permissions;
+use mux_tool::{Registry, RegistryError, Resources, Tool};
+
+use crate::context::ContextProvider;
+use crate::hooks::Hooks;
+use crate::needs_approval::NeedsApproval;
+use crate::session::SessionStore;
+use crate::{Orchestrator, OrchestratorBuilder, OrchestratorConfig};
+
+/// Why a tool set could not be built for a root (the error a [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at)
+/// function returns).
+pub type ToolsetError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Tools built for a root.
+pub(crate) type ToolsAt =
+    Arc<dyn Fn(&Path) -> Result<Vec<Arc<dyn Tool>>, ToolsetError> + Send + Sync>;
+
+/// A context provider built for a root.
+pub(crate) type ContextAt = Arc<dyn Fn(&Path) -> Arc<dyn ContextProvider> + Send + Sync>;
+
+/// The description of an agent, shared by its conversations and every face's.
+pub(crate) struct Spec {
+    pub(crate) client: Arc<dyn LlmClient>,
+    pub(crate) config: OrchestratorConfig,
+    pub(crate) tools: Vec<Arc<dyn Tool>>,
+    pub(crate) tools_at: Vec<ToolsAt>,
+    pub(crate) contexts: Vec<Arc<dyn ContextProvider>>,
+    pub(crate) contexts_at: Vec<ContextAt>,
+    pub(crate) permissions: Option<Permissions>,
+    pub(crate) hooks: Hooks,
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
+    pub(crate) resources: Resources,
+    pub(crate) needs_approval: HashMap<String, NeedsApproval>,
+    pub(crate) root: PathBuf,
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp: Option<mux_mcp::Coordinator>,
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp_owned: Option<Arc<crate::mcp::McpServers>>,
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp_filter: mux_mcp::McpFilter,
+}
+
+impl Spec {
+    /// The fixed tools and those built for `root`. A name offered twice is an error.
+    pub(crate) fn tools_at(&self, root: &Path) -> Result<Registry, AgentBuildError> {
+        let registry = Registry::new();
+        for tool in &self.tools {
+            registry.register_shared(Arc::clone(tool))?;
+        }
+        for build in &self.tools_at {
+            let tools = build(root).map_err(|source| AgentBuildError::Toolset {
+                root: root.to_path_buf(),
+                source,
+            })?;
+            for tool in tools {
+                registry.register_shared(tool)?;
+            }
+        }
+        Ok(registry)
+    }
+
+    /// A conversation's builder at `root` with the agent's tools for it.
+    pub(crate) fn builder_at(&self, root: &Path) -> Result<OrchestratorBuilder, AgentBuildError> {
+        Ok(self.builder_with(root, self.tools_at(root)?))
+    }
+
+    /// A conversation's builder at `root` with `tools`.
+    pub(crate) fn builder_with(&self, root: &Path, tools: Registry) -> OrchestratorBuilder {
+        let mut builder = Orchestrator::builder(Arc::clone(&self.client), self.config.clone())
+            .tools(tools)
+            .hooks(self.hooks.clone())
+            // A layer per conversation: what a face adds stays in its conversation.
+            .resources(self.resources.child());
+        for (tool, predicate) in &self.needs_approval {
+            let predicate = Arc::clone(predicate);
+            builder = builder.needs_approval(tool.clone(), move |input| predicate(input));
+        }
+        for context in &self.contexts {
+            builder = builder.context_shared(Arc::clone(context));
+        }
+        for context in &self.contexts_at {
+            builder = builder.context_shared(context(root));
+        }
+        if let Some(permissions) = &self.permissions {
+            builder = builder.permissions(permissions.new_session_at(root));
+        }
+        if let Some(store) = &self.store {
+            builder = builder.session_store(Arc::clone(store));
+        }
+        #[cfg(feature = "mcp")]
+        if let Some(coordinator) = &self.mcp {
+            builder = builder
+                .mcp(coordinator.clone())
+                .mcp_filter(self.mcp_filter.clone());
+        }
+        builder
+    }
+}
+
+/// Why an agent, or one of its conversations, could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentBuildError {
+    /// A tool could not be registered (a name offered twice, an invalid spec).
+    #[error("cannot offer a tool to the agent: {0}")]
+    Tool(#[from] RegistryError),
+    /// A [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at) function failed for `root`.
+    #[error("cannot build the agent's tools for `{}`: {source}", root.display())]
+    Toolset {
+        /// The root the tools were built for.
+        root: PathBuf,
+        /// What the function said.
+        source: ToolsetError,
+    },
+}
