@@ -113,9 +113,9 @@ impl Route {
 ///     async move {
 ///         let question = format!("Run {}?", request.call.name);
 ///         match callers.ask_approval(&request.call.id, question).await {
-///             CallerAnswer::Allow => mux_tool::Approval::Allow,
-///             CallerAnswer::Deny { reason } => mux_tool::Approval::deny(reason),
-///             _ => mux_tool::Approval::deny("unknown answer"),
+///             CallerAnswer::Allow => mux_tool::GateVerdict::allow(),
+///             CallerAnswer::Deny { reason } => mux_tool::GateVerdict::deny(reason),
+///             _ => mux_tool::GateVerdict::deny("unknown answer"),
 ///         }
 ///     }
 /// });
