@@ -184,7 +184,7 @@ impl AgentBuilder {
     /// Decides per call whether `tool` needs approval, from its input (as the OpenAI Agents
     /// SDK's `needs_approval`): `true` asks, and without a face is denied and listed in
     /// [`RunSummary::unapproved`](crate::RunSummary::unapproved); `false` runs it. See
-    /// [`OrchestratorBuilder::needs_approval`].
+    /// [`OrchestratorBuilder::needs_approval`](crate::OrchestratorBuilder::needs_approval).
     pub fn needs_approval(
         mut self,
         tool: impl Into<String>,
