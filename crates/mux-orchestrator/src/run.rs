@@ -372,26 +372,12 @@ impl<'a> Turns<'a> {
         } else {
             self.execute_within_budget(executor, rerun).await
         };
-        for (call, output) in known {
-            self.run
-                .emit(LoopEvent::ToolResult {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    output: output.clone(),
-                })
-                .await;
-            results.push((call, output));
-        }
-        for call in unknown {
+        let unknown = unknown.into_iter().map(|call| {
             let output = dangling::outcome_unknown(&call);
-            self.run
-                .emit(LoopEvent::ToolResult {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    output: output.clone(),
-                })
-                .await;
-            results.push((call, output));
+            (call, output)
+        });
+        for (call, output) in known.into_iter().chain(unknown) {
+            self.settle(&mut results, call, output).await;
         }
         // One message, in the order the model made the calls.
         results.sort_by_key(|(call, _)| order.iter().position(|id| *id == call.id));
@@ -810,20 +796,31 @@ impl<'a> Turns<'a> {
         if let Some(reason) = &limit {
             for call in refused {
                 let output = ToolOutput::error(format!("not run: {reason}"));
-                self.run
-                    .emit(LoopEvent::ToolResult {
-                        call_id: call.id.clone(),
-                        name: call.name.clone(),
-                        output: output.clone(),
-                    })
-                    .await;
-                results.push((call, output));
+                self.settle(&mut results, call, output).await;
             }
         } else if let Err(reached) = self.budget.before_model_call() {
             // The calls ran and spent what was left (wall time): stop before the next call.
             limit = Some(reached);
         }
         (results, limit)
+    }
+
+    /// Gives a call that does not go through the executor its result: the face sees it, and
+    /// it joins the turn's results.
+    async fn settle(
+        &self,
+        results: &mut Vec<(ToolCall, ToolOutput)>,
+        call: ToolCall,
+        output: ToolOutput,
+    ) {
+        self.run
+            .emit(LoopEvent::ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                output: output.clone(),
+            })
+            .await;
+        results.push((call, output));
     }
 
     /// Runs a turn's calls in groups the parallelism allows, forwarding progress, and returns

@@ -19,7 +19,9 @@ use sqlx::postgres::{PgListener, PgPool, PgPoolOptions, PgRow};
 use sqlx::{Postgres, Row, Transaction};
 use tokio::sync::Notify;
 
-use super::{RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
+use super::{
+    RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent, failed, not_held, unclaimable,
+};
 
 /// The notification channel.
 const CHANNEL: &str = "mux_runs";
@@ -99,13 +101,6 @@ impl Drop for PostgresRunStore {
     }
 }
 
-fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError {
-    move |err| RunStoreError::Store {
-        operation,
-        reason: err.to_string(),
-    }
-}
-
 fn millis(lease: Duration) -> i64 {
     i64::try_from(lease.as_millis()).unwrap_or(i64::MAX)
 }
@@ -177,17 +172,6 @@ impl PostgresRunStore {
             .await
             .map_err(failed("notifying"))?;
         Ok(())
-    }
-
-    /// Why `run_id` was not updated for `owner`: missing, or not held.
-    async fn not_held(&self, run_id: &str, owner: &str) -> RunStoreError {
-        match self.get(run_id).await {
-            Ok(_) => RunStoreError::LeaseLost {
-                run_id: run_id.to_owned(),
-                owner: owner.to_owned(),
-            },
-            Err(err) => err,
-        }
     }
 }
 
@@ -274,7 +258,7 @@ impl RunStore for PostgresRunStore {
             .map_err(failed("renewing a lease"))?;
             match row {
                 Some(row) => record(&row),
-                None => Err(self.not_held(run_id, owner).await),
+                None => Err(not_held(self, run_id, owner).await),
             }
         })
     }
@@ -306,7 +290,7 @@ impl RunStore for PostgresRunStore {
             .await
             .map_err(failed("setting a status"))?;
             if done.rows_affected() == 0 {
-                return Err(self.not_held(run_id, owner).await);
+                return Err(not_held(self, run_id, owner).await);
             }
             Self::notify(&mut tx, run_id).await?;
             tx.commit().await.map_err(failed("setting a status"))
@@ -335,13 +319,7 @@ impl RunStore for PostgresRunStore {
             .map_err(failed("claiming a run"))?;
             match row {
                 Some(row) => record(&row),
-                None => {
-                    let run = self.get(run_id).await?;
-                    Err(RunStoreError::Held {
-                        run_id: run_id.to_owned(),
-                        status: run.status,
-                    })
-                }
+                None => Err(unclaimable(self, run_id).await),
             }
         })
     }
@@ -445,7 +423,7 @@ impl RunStore for PostgresRunStore {
             .await
             .map_err(failed("appending events"))?;
             let Some(first) = first else {
-                return Err(self.not_held(run_id, owner).await);
+                return Err(not_held(self, run_id, owner).await);
             };
             if !events.is_empty() {
                 let values: Vec<Value> = events.to_vec();

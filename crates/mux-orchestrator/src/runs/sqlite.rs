@@ -19,7 +19,9 @@ use sqlx::sqlite::{
 };
 use tokio::sync::Notify;
 
-use super::{RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
+use super::{
+    RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent, failed, not_held, unclaimable,
+};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS mux_runs (
@@ -52,13 +54,6 @@ const POLL: Duration = Duration::from_millis(100);
 pub struct SqliteRunStore {
     pool: SqlitePool,
     wake: Arc<Notify>,
-}
-
-fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError {
-    move |err| RunStoreError::Store {
-        operation,
-        reason: err.to_string(),
-    }
 }
 
 fn now_ms() -> i64 {
@@ -145,16 +140,6 @@ impl SqliteRunStore {
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
-
-    async fn not_held(&self, run_id: &str, owner: &str) -> RunStoreError {
-        match self.get(run_id).await {
-            Ok(_) => RunStoreError::LeaseLost {
-                run_id: run_id.to_owned(),
-                owner: owner.to_owned(),
-            },
-            Err(err) => err,
-        }
-    }
 }
 
 impl RunStore for SqliteRunStore {
@@ -215,7 +200,7 @@ impl RunStore for SqliteRunStore {
             .map_err(failed("renewing a lease"))?;
             match row {
                 Some(row) => record(&row),
-                None => Err(self.not_held(run_id, owner).await),
+                None => Err(not_held(self, run_id, owner).await),
             }
         })
     }
@@ -243,7 +228,7 @@ impl RunStore for SqliteRunStore {
             .await
             .map_err(failed("setting a status"))?;
             if done.rows_affected() == 0 {
-                return Err(self.not_held(run_id, owner).await);
+                return Err(not_held(self, run_id, owner).await);
             }
             self.wake.notify_waiters();
             Ok(())
@@ -274,13 +259,7 @@ impl RunStore for SqliteRunStore {
             .map_err(failed("claiming a run"))?;
             match row {
                 Some(row) => record(&row),
-                None => {
-                    let run = self.get(run_id).await?;
-                    Err(RunStoreError::Held {
-                        run_id: run_id.to_owned(),
-                        status: run.status,
-                    })
-                }
+                None => Err(unclaimable(self, run_id).await),
             }
         })
     }
@@ -388,7 +367,7 @@ impl RunStore for SqliteRunStore {
             .map_err(failed("appending events"))?;
             let Some(first) = first else {
                 drop(tx);
-                return Err(self.not_held(run_id, owner).await);
+                return Err(not_held(self, run_id, owner).await);
             };
             for (i, event) in (1..).zip(events) {
                 sqlx::query("INSERT INTO mux_run_events (run_id, seq, event) VALUES ($1, $2, $3)")
