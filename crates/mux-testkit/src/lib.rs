@@ -3,6 +3,7 @@
 // A test kit: a server that cannot start is the test's failure, reported with its reason.
 #![allow(clippy::expect_used, clippy::panic)]
 
+pub mod balancer;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod postgres;
