@@ -12,6 +12,7 @@ mod mcp_server;
 mod orchestrator;
 mod permission;
 mod session_stores;
+mod durable;
 mod web;
 
 use std::process::ExitCode;
@@ -64,6 +65,7 @@ fn main() -> ExitCode {
         ("orchestrator", orchestrator::run),
         ("session_stores", session_stores::run),
         ("web", web::run),
+        ("durable", durable::run),
         ("acp", acp::run),
     ];
     // `BENCH_ONLY=mcp,orchestrator` runs only the named benchmarks.

@@ -45,6 +45,7 @@ pub(crate) fn serve(kind: &str) -> Result<(), String> {
             "mux-lean" => server::mux(true),
             "bare" => server::bare(),
             "bare-hold" => server::bare_hold(),
+            "mux-pg" => server::durable().await?,
             other => return Err(format!("unknown web server `{other}`")),
         };
         let listener = mux_web::bind(0).await.map_err(|e| e.to_string())?;
@@ -71,9 +72,39 @@ mod server {
     };
     use serde_json::{Value, json};
 
-    /// mux-web on a model that calls `noop` (or `hold`, for the prompt "hold"), then says "ok".
-    /// `lean` turns `ask_user` off and makes the event channel small.
+    /// mux-web on a model that calls `noop` (or `hold`, for the prompt "hold"; `act`, which
+    /// the face asks about, for "pause"), then says "ok". `lean` turns `ask_user` off and
+    /// makes the event channel small.
     pub(super) fn mux(lean: bool) -> Router {
+        agui(lean).build()
+    }
+
+    /// The same on PostgreSQL (sessions and runs) at `MUX_BENCH_DATABASE_URL`, with the lease
+    /// `MUX_BENCH_LEASE_MS`.
+    pub(super) async fn durable() -> Result<Router, String> {
+        let url = std::env::var(super::DATABASE_URL_VAR).map_err(|e| e.to_string())?;
+        let lease = std::env::var(super::LEASE_VAR)
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(std::time::Duration::from_secs(10), std::time::Duration::from_millis);
+        let sessions = mux_orchestrator::PostgresSessionStore::connect(&url)
+            .await
+            .map_err(|e| e.to_string())?;
+        let runs = mux_orchestrator::runs::PostgresRunStore::connect(&url)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(agui(false)
+            .session_store(Arc::new(sessions))
+            .run_store(Arc::new(runs))
+            .config(
+                mux_web::WebConfig::default()
+                    .replay_retention(std::time::Duration::from_secs(1))
+                    .lease(lease),
+            )
+            .build())
+    }
+
+    fn agui(lean: bool) -> mux_web::AguiRouter {
         let client = Arc::new(Instant);
         let mut config = OrchestratorConfig::new("bench");
         if lean {
@@ -81,7 +112,11 @@ mod server {
             config.event_capacity = 16;
         }
         mux_web::AguiRouter::new(move |tools: mux_tool::Registry| {
-            for tool in [Named::new("noop", false), Named::new("hold", true)]
+            for tool in [
+                Named::new("noop", false),
+                Named::new("hold", true),
+                Named::new("act", false).map(Named::asked),
+            ]
                 .into_iter()
                 .flatten()
             {
@@ -90,7 +125,6 @@ mod server {
             Orchestrator::builder(client.clone(), config.clone()).tools(tools)
         })
         .config(mux_web::WebConfig::default().replay_retention(std::time::Duration::from_secs(1)))
-        .build()
     }
 
     /// A model whose replies are ready at once and that records nothing (pydantic-ai's
@@ -117,11 +151,15 @@ mod server {
                 .iter()
                 .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
         });
-        let hold = request.messages.first().is_some_and(|m| m.text() == "hold");
+        let prompt = request.messages.first().map(|m| m.text());
         let (content, stop_reason) = if answered {
             (vec![ContentBlock::text("ok")], StopReason::EndTurn)
         } else {
-            let tool = if hold { "hold" } else { "noop" };
+            let tool = match prompt.as_deref() {
+                Some("hold") => "hold",
+                Some("pause") => "act",
+                _ => "noop",
+            };
             (
                 vec![ContentBlock::tool_use("call_1", tool, json!({"n": 1}))],
                 StopReason::ToolUse,
@@ -143,6 +181,12 @@ mod server {
                 spec: spec.with_annotations(ToolAnnotations::read_only()),
                 hold,
             })
+        }
+
+        /// The same tool without the read-only annotation: the face asks before it runs.
+        fn asked(mut self) -> Self {
+            self.spec = self.spec.with_annotations(ToolAnnotations::default());
+            self
         }
     }
 
@@ -199,8 +243,13 @@ mod server {
     }
 }
 
+/// The database of `web-server mux-pg`.
+const DATABASE_URL_VAR: &str = "MUX_BENCH_DATABASE_URL";
+/// The lease of `web-server mux-pg`, in ms.
+const LEASE_VAR: &str = "MUX_BENCH_LEASE_MS";
+
 /// A server process, killed on drop.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     port: u16,
 }
@@ -213,10 +262,25 @@ impl Drop for Server {
 }
 
 impl Server {
-    fn own(kind: &str, pinned: bool) -> Result<Self, String> {
+    pub(crate) fn own(kind: &str, pinned: bool) -> Result<Self, String> {
+        Self::spawn(kind, pinned, &[])
+    }
+
+    /// `web-server mux-pg` on `database_url` with `lease`.
+    pub(crate) fn durable(database_url: &str, lease: Duration) -> Result<Self, String> {
+        let lease = lease.as_millis().to_string();
+        Self::spawn(
+            "mux-pg",
+            false,
+            &[(DATABASE_URL_VAR, database_url), (LEASE_VAR, &lease)],
+        )
+    }
+
+    fn spawn(kind: &str, pinned: bool, env: &[(&str, &str)]) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let mut child = command(&exe, pinned)
             .args([WEB_SERVER_ARG, kind])
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stdin(Stdio::null())
             .spawn()
@@ -234,7 +298,13 @@ impl Server {
         Ok(Self { child, port })
     }
 
-    fn pydantic(python: &Path, script: &Path, pinned: bool) -> Result<Self, String> {
+    /// Kills the server at once (SIGKILL), as a crash would.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub(crate) fn pydantic(python: &Path, script: &Path, pinned: bool) -> Result<Self, String> {
         let port = StdListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?
@@ -256,11 +326,11 @@ impl Server {
         Ok(server)
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/agui", self.port)
     }
 
-    fn rss_mb(&self) -> Result<f64, String> {
+    pub(crate) fn rss_mb(&self) -> Result<f64, String> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .map_err(|e| e.to_string())?;
         status
@@ -284,9 +354,9 @@ fn command(program: &Path, pinned: bool) -> Command {
 }
 
 /// Runs/s and p99 (ms) of `runs` runs at `concurrency`, after a warm-up.
-struct Load {
-    runs_per_s: f64,
-    p99_ms: f64,
+pub(crate) struct Load {
+    pub(crate) runs_per_s: f64,
+    pub(crate) p99_ms: f64,
 }
 
 fn body(n: usize, prompt: &str) -> String {
@@ -347,7 +417,7 @@ async fn load(url: &str, runs: usize, concurrency: usize, offset: usize) -> Resu
     })
 }
 
-fn measure(rt: &tokio::runtime::Runtime, url: &str, runs: usize, c: usize) -> Result<Load, String> {
+pub(crate) fn measure(rt: &tokio::runtime::Runtime, url: &str, runs: usize, c: usize) -> Result<Load, String> {
     rt.block_on(async {
         load(url, runs / 10, c, 10_000_000).await?;
         load(url, runs, c, c * 1_000_000).await
@@ -393,8 +463,13 @@ fn pinned(rt: &tokio::runtime::Runtime, python: &Path, script: &Path) -> Result<
     ])
 }
 
+/// pydantic-ai's AG-UI server script.
+pub(crate) fn pydantic_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/pydantic_agui_server.py")
+}
+
 /// The pydantic-ai venv, made on first use from the pinned requirements.
-fn pydantic_python() -> Result<PathBuf, String> {
+pub(crate) fn pydantic_python() -> Result<PathBuf, String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let venv = root.join("target/bench-web-venv");
     let requirements = root.join("xtask/bench/python/requirements.txt");
@@ -467,7 +542,7 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     } else {
         None
     };
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/pydantic_agui_server.py");
+    let script = pydantic_script();
     for (c, runs) in [(1, RUNS_C1), (32, RUNS_C32)] {
         let Some(python) = &python else { break };
         let mux = {
@@ -549,4 +624,128 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
         baseline_value: bare,
     });
     Ok(rows)
+}
+
+/// Starts `count` runs (thread numbers from `offset`) whose model calls `act`, 32 at a time,
+/// and reads each to its end: an interrupt, the stream closed, the run paused.
+pub(crate) async fn pause_runs(url: &str, count: usize, offset: usize) -> Result<(), String> {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(32)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let numbers: Vec<usize> = (0..count).collect();
+    for chunk in numbers.chunks(32) {
+        let runs = chunk.iter().map(|&n| {
+            let client = client.clone();
+            async move {
+                let text = client
+                    .post(url)
+                    .header("content-type", "application/json")
+                    .body(body(offset + n, "pause"))
+                    .send()
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .text()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if text.contains(r#""type":"interrupt""#) {
+                    Ok(())
+                } else {
+                    Err(format!("run {n} did not pause on an interrupt: {text}"))
+                }
+            }
+        });
+        for result in futures::future::join_all(runs).await {
+            result?;
+        }
+    }
+    Ok(())
+}
+
+/// Starts a run whose tool waits until cancelled, reads until its tool call started, and
+/// returns the run's id (the stream is dropped; the run goes on).
+pub(crate) async fn start_holding_run(url: &str) -> Result<String, String> {
+    let n = 90_000_000;
+    let mut response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body(n, "hold"))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut seen = String::new();
+    while !seen.contains("TOOL_CALL_END") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk())
+            .await
+            .map_err(|_| format!("the holding run did not call its tool: {seen}"))?
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("the holding run ended: {seen}"))?;
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    Ok(format!("run-{n}-{}", std::process::id()))
+}
+
+/// The events of `run` replayed by `server` (from the store) until it is quiet for 500 ms;
+/// the last SSE id seen.
+pub(crate) async fn last_event_id(server: &Server, run: &str) -> Result<u64, String> {
+    let events = format!("http://127.0.0.1:{}/agui/runs/{run}/events", server.port);
+    let mut response = reqwest::Client::new()
+        .get(&events)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    if !response.status().is_success() {
+        return Err(format!("replaying {run}: {}", response.status()));
+    }
+    let mut text = String::new();
+    while let Ok(chunk) = tokio::time::timeout(Duration::from_millis(500), response.chunk()).await
+    {
+        match chunk.map_err(|e| e.to_string())? {
+            Some(chunk) => text.push_str(&String::from_utf8_lossy(&chunk)),
+            None => break,
+        }
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("id:"))
+        .filter_map(|id| id.trim().parse().ok())
+        .max()
+        .ok_or_else(|| format!("no event of {run} was replayed: {text}"))
+}
+
+/// Follows `run` on `server` after `after` and returns when the first later event arrives.
+pub(crate) async fn wait_for_event_after(
+    server: &Server,
+    run: &str,
+    after: u64,
+    timeout: Duration,
+) -> Result<Instant, String> {
+    let events = format!("http://127.0.0.1:{}/agui/runs/{run}/events", server.port);
+    let deadline = Instant::now() + timeout;
+    let client = reqwest::Client::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!("no event of {run} after {after} within {timeout:?}"));
+        }
+        let mut response = client
+            .get(&events)
+            .header("last-event-id", after.to_string())
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if !response.status().is_success() {
+            return Err(format!("following {run}: {}", response.status()));
+        }
+        // The stream ends when the replaying process sees the run's lease lost and no owner;
+        // then ask again.
+        while let Ok(Ok(Some(chunk))) = tokio::time::timeout(left, response.chunk()).await {
+            if String::from_utf8_lossy(&chunk)
+                .lines()
+                .any(|l| l.starts_with("id:"))
+            {
+                return Ok(Instant::now());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -1,0 +1,150 @@
+//! Durable runs (docs/web.md, "Runs in the store"): the web face with its sessions and runs on
+//! PostgreSQL against the same server with both in memory, and against pydantic-ai, in one
+//! run; the memory of paused runs with no open stream; and how long another process takes to
+//! continue a run whose owner was killed.
+//!
+//! - **Throughput:** the web benchmark's workload (one AG-UI run per request on a new thread;
+//!   the model calls `noop`, then answers "ok") on `web-server mux` (memory) and
+//!   `web-server mux-pg` (`PostgresSessionStore` + `PostgresRunStore` on a throw-away
+//!   PostgreSQL with its default, fsync-on-commit settings), then pydantic-ai's adapter.
+//!   Targets: PostgreSQL ≥ 0.5× memory, and ≥ 5× pydantic-ai.
+//! - **Paused runs:** 10,000 runs whose model calls `act` (not read-only, so the face asks),
+//!   each ending with an interrupt and its stream closed; RSS against the same server before.
+//!   Target: < 50 MB above the idle server.
+//! - **Takeover:** two `mux-pg` servers with a 1 s lease; a run whose tool waits is started on
+//!   one, which is then killed (SIGKILL); the time until the other process's replay of the run
+//!   shows an event the dead owner never wrote. Target: at most the lease plus 1 s.
+//!
+//! `BENCH_DURABLE=memory` runs only the paused-runs part; `BENCH_DURABLE=takeover` only the
+//! takeover.
+
+use std::time::{Duration, Instant};
+
+use mux_testkit::postgres::{Durability, Server as Postgres};
+
+use crate::harness::Row;
+use crate::web::{self, Server};
+
+const RUNS_C1: usize = 500;
+const RUNS_C32: usize = 2_000;
+const PAUSED_RUNS: usize = 10_000;
+/// The lease of the takeover servers.
+pub(crate) const TAKEOVER_LEASE: Duration = Duration::from_secs(1);
+
+pub(crate) fn run() -> Result<Vec<Row>, String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let postgres = Postgres::start(Durability::Default)?;
+    let url = postgres.url("postgres");
+    let only = std::env::var("BENCH_DURABLE").ok();
+    let part = |name: &str| only.as_deref().is_none_or(|o| o == name);
+    let mut rows = Vec::new();
+    if part("throughput") {
+        rows.extend(throughput(&rt, &url)?);
+    }
+    if part("memory") {
+        rows.push(paused_memory(&rt, &url)?);
+    }
+    if part("takeover") {
+        rows.push(takeover(&rt, &url)?);
+    }
+    Ok(rows)
+}
+
+fn throughput(rt: &tokio::runtime::Runtime, url: &str) -> Result<Vec<Row>, String> {
+    let python = web::pydantic_python()?;
+    let script = web::pydantic_script();
+    let mut rows = Vec::new();
+    for (c, runs) in [(1, RUNS_C1), (32, RUNS_C32)] {
+        let memory = {
+            let server = Server::own("mux", false)?;
+            web::measure(rt, &server.url(), runs, c)?
+        };
+        let durable = {
+            let server = Server::durable(url, TAKEOVER_LEASE * 10)?;
+            web::measure(rt, &server.url(), runs, c)?
+        };
+        let pydantic = {
+            let server = Server::pydantic(&python, &script, false)?;
+            web::measure(rt, &server.url(), runs / 4, c)?
+        };
+        println!(
+            "durable c={c}: on PostgreSQL {:.0} runs/s p99 {:.2} ms; in memory {:.0} runs/s p99 {:.2} ms; pydantic-ai {:.0} runs/s",
+            durable.runs_per_s,
+            durable.p99_ms,
+            memory.runs_per_s,
+            memory.p99_ms,
+            pydantic.runs_per_s
+        );
+        rows.push(Row {
+            name: format!("durable: AG-UI run on PostgreSQL, concurrency {c} (runs/s)"),
+            value: durable.runs_per_s,
+            unit: "1/s",
+            baseline: "the same server in memory".into(),
+            baseline_value: memory.runs_per_s,
+        });
+        rows.push(Row {
+            name: format!("durable: AG-UI run on PostgreSQL, concurrency {c} (runs/s)"),
+            value: durable.runs_per_s,
+            unit: "1/s",
+            baseline: "pydantic-ai AGUIAdapter".into(),
+            baseline_value: pydantic.runs_per_s,
+        });
+    }
+    Ok(rows)
+}
+
+/// RSS of a server on PostgreSQL before and after `PAUSED_RUNS` runs paused on an approval,
+/// every stream closed.
+fn paused_memory(rt: &tokio::runtime::Runtime, url: &str) -> Result<Row, String> {
+    let server = Server::durable(url, TAKEOVER_LEASE * 10)?;
+    // Warm up: allocator arenas, the pools, the first compiled schemas.
+    rt.block_on(web::pause_runs(&server.url(), 200, 60_000_000))?;
+    std::thread::sleep(Duration::from_millis(300));
+    let before = server.rss_mb()?;
+    rt.block_on(web::pause_runs(&server.url(), PAUSED_RUNS, 70_000_000))?;
+    std::thread::sleep(Duration::from_millis(500));
+    let after = server.rss_mb()?;
+    println!(
+        "durable: RSS {after:.0} MB with {PAUSED_RUNS} paused runs and no open stream ({before:.0} MB before; +{:.0} MB)",
+        after - before
+    );
+    Ok(Row {
+        name: format!("durable: RSS with {PAUSED_RUNS} paused runs, no open stream (MB)"),
+        value: after,
+        unit: "MB",
+        baseline: "the same server before them".into(),
+        baseline_value: before,
+    })
+}
+
+/// Seconds from killing a run's owner until another process has continued it.
+fn takeover(rt: &tokio::runtime::Runtime, url: &str) -> Result<Row, String> {
+    let mut owner = Server::durable(url, TAKEOVER_LEASE)?;
+    let other = Server::durable(url, TAKEOVER_LEASE)?;
+    let run = rt.block_on(web::start_holding_run(&owner.url()))?;
+    let seen = rt.block_on(web::last_event_id(&other, &run))?;
+    owner.kill();
+    let killed = Instant::now();
+    let continued = rt.block_on(web::wait_for_event_after(
+        &other,
+        &run,
+        seen,
+        Duration::from_secs(30),
+    ))?;
+    let elapsed = continued.duration_since(killed).as_secs_f64();
+    println!(
+        "durable: takeover {elapsed:.2} s after the owner was killed (lease {:.1} s)",
+        TAKEOVER_LEASE.as_secs_f64()
+    );
+    Ok(Row {
+        name: "durable: takeover after the owner's SIGKILL (s)".into(),
+        value: elapsed,
+        unit: "s",
+        baseline: "the lease plus 1 s".into(),
+        baseline_value: TAKEOVER_LEASE.as_secs_f64() + 1.0,
+    })
+}
