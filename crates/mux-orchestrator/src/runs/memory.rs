@@ -184,6 +184,57 @@ impl RunStore for MemoryRunStore {
         })
     }
 
+    fn hand_over<'a>(
+        &'a self,
+        from: &'a str,
+        to: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            if state.runs.contains_key(to) {
+                return Err(RunStoreError::Exists(to.to_owned()));
+            }
+            let entry = state
+                .runs
+                .get_mut(from)
+                .ok_or_else(|| RunStoreError::NotFound(from.to_owned()))?;
+            let now = Instant::now();
+            let status = entry.record.status;
+            if status != RunStatus::Paused && !entry.expired(now) && !entry.held_by(owner, now) {
+                return Err(RunStoreError::Held {
+                    run_id: from.to_owned(),
+                    status,
+                });
+            }
+            entry.record.status = RunStatus::Finished;
+            entry.record.owner = None;
+            entry.lease_until = None;
+            let session_id = entry.record.session_id.clone();
+            let record = RunRecord {
+                run_id: to.to_owned(),
+                session_id: session_id.clone(),
+                status: RunStatus::Running,
+                owner: Some(owner.to_owned()),
+                cancel_requested: false,
+                last_seq: 0,
+            };
+            state.runs.insert(
+                to.to_owned(),
+                Entry {
+                    record: record.clone(),
+                    lease_until: Some(now + lease),
+                    events: Vec::new(),
+                },
+            );
+            state.active.insert(session_id, to.to_owned());
+            drop(state);
+            self.wake.notify_waiters();
+            Ok(record)
+        })
+    }
+
     fn claim_expired<'a>(
         &'a self,
         owner: &'a str,
