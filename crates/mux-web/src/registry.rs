@@ -87,6 +87,8 @@ pub(crate) struct RunRegistry {
     runs: Mutex<HashMap<RunKey, (Arc<RunBuffer>, Instant)>>,
     owners: Owners,
     pub(crate) probes: Arc<Probes>,
+    /// When ended runs were last deleted from the run store.
+    pruned: Mutex<Option<Instant>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -125,6 +127,7 @@ impl RunRegistry {
             threads: Mutex::default(),
             runs: Mutex::default(),
             probes,
+            pruned: Mutex::default(),
         }
     }
 
@@ -307,6 +310,23 @@ impl RunRegistry {
         self.owners.forget_unless(|id| threads.contains_key(id));
     }
 
+    /// Deletes runs that ended longer than the replay retention ago from the run store (at
+    /// most four times per retention, and every ten seconds at most).
+    async fn prune(&self) {
+        let retention = self.config.replay_retention;
+        let every = (retention / 4).min(Duration::from_secs(10));
+        {
+            let mut pruned = lock(&self.pruned);
+            if pruned.is_some_and(|at| at.elapsed() < every) {
+                return;
+            }
+            *pruned = Some(Instant::now());
+        }
+        if let Err(err) = self.durable.store.forget_ended(retention).await {
+            tracing::warn!("forgetting ended runs: {err}");
+        }
+    }
+
     /// A thread's stored messages and its unanswered interrupts, for a page that reloads.
     pub(crate) async fn history(
         &self,
@@ -413,6 +433,7 @@ impl RunRegistry {
             }
         }
         self.sweep();
+        self.prune().await;
         self.check_owner(principal, &input.thread_id, true).await?;
         let thread = self.thread(&input.thread_id);
         let key = (principal.clone(), input.run_id.clone());

@@ -30,6 +30,8 @@ struct Entry {
     record: RunRecord,
     lease_until: Option<Instant>,
     events: Vec<Value>,
+    /// When its status last changed.
+    updated: Instant,
 }
 
 impl Entry {
@@ -114,6 +116,7 @@ impl RunStore for MemoryRunStore {
                     record: record.clone(),
                     lease_until: Some(Instant::now() + lease),
                     events: Vec::new(),
+                    updated: Instant::now(),
                 },
             );
             state
@@ -147,6 +150,7 @@ impl RunStore for MemoryRunStore {
             let mut state = self.lock();
             let entry = Self::held(&mut state, run_id, owner)?;
             entry.record.status = status;
+            entry.updated = Instant::now();
             if status != RunStatus::Running {
                 entry.record.owner = None;
                 entry.lease_until = None;
@@ -211,6 +215,7 @@ impl RunStore for MemoryRunStore {
             entry.record.status = RunStatus::Finished;
             entry.record.owner = None;
             entry.lease_until = None;
+            entry.updated = now;
             let session_id = entry.record.session_id.clone();
             let record = RunRecord {
                 run_id: to.to_owned(),
@@ -226,6 +231,7 @@ impl RunStore for MemoryRunStore {
                     record: record.clone(),
                     lease_until: Some(now + lease),
                     events: Vec::new(),
+                    updated: now,
                 },
             );
             state.active.insert(session_id, to.to_owned());
@@ -332,6 +338,20 @@ impl RunStore for MemoryRunStore {
                     event: event.clone(),
                 })
                 .collect())
+        })
+    }
+
+    fn forget_ended<'a>(
+        &'a self,
+        older_than: Duration,
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            let before = state.runs.len();
+            state.runs.retain(|_, entry| {
+                entry.record.status.is_active() || entry.updated.elapsed() < older_than
+            });
+            Ok((before - state.runs.len()) as u64)
         })
     }
 

@@ -253,6 +253,13 @@ pub trait RunStore: Send + Sync + 'static {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>>;
 
+    /// Deletes the runs that ended (finished, failed or cancelled) more than `older_than`
+    /// ago, with their events; returns how many.
+    fn forget_ended<'a>(
+        &'a self,
+        older_than: Duration,
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>>;
+
     /// Resolves when `run_id` may have changed, or after `wait`.
     fn changed<'a>(&'a self, run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()>;
 }

@@ -526,6 +526,23 @@ impl RunStore for PostgresRunStore {
         })
     }
 
+    fn forget_ended<'a>(
+        &'a self,
+        older_than: Duration,
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+        Box::pin(async move {
+            let done = sqlx::query(
+                "DELETE FROM mux_runs WHERE status IN ('finished', 'failed', 'cancelled') \
+                 AND updated_at < now() - $1 * interval '1 millisecond'",
+            )
+            .bind(millis(older_than))
+            .execute(&self.pool)
+            .await
+            .map_err(failed("forgetting ended runs"))?;
+            Ok(done.rows_affected())
+        })
+    }
+
     fn changed<'a>(&'a self, run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let notify = self.waiters.of(run_id);

@@ -473,6 +473,25 @@ impl RunStore for SqliteRunStore {
         })
     }
 
+    fn forget_ended<'a>(
+        &'a self,
+        older_than: Duration,
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+        Box::pin(async move {
+            let cutoff =
+                now_ms().saturating_sub(i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
+            let done = sqlx::query(
+                "DELETE FROM mux_runs WHERE status IN ('finished', 'failed', 'cancelled') \
+                 AND updated_at_ms < $1",
+            )
+            .bind(cutoff)
+            .execute(&self.pool)
+            .await
+            .map_err(failed("forgetting ended runs"))?;
+            Ok(done.rows_affected())
+        })
+    }
+
     fn changed<'a>(&'a self, _run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             // This process's changes wake at once; another process's are seen at the next poll.

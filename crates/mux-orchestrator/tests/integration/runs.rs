@@ -231,6 +231,18 @@ async fn contract(store: &dyn RunStore, tag: &str) {
         .set_status(&run(7), "c", RunStatus::Finished)
         .await
         .unwrap();
+
+    // Ended runs are forgotten once old enough, with their events; active ones never.
+    store.begin(&session, &run(9), "a", HELD).await.unwrap();
+    assert_eq!(store.forget_ended(HELD).await.unwrap(), 0);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(store.forget_ended(Duration::from_millis(10)).await.unwrap() >= 6);
+    assert!(matches!(
+        store.get(&run(2)).await,
+        Err(RunStoreError::NotFound(_))
+    ));
+    assert!(store.events_after(&run(2), 0, 10).await.is_err());
+    assert_eq!(store.get(&run(9)).await.unwrap().status, RunStatus::Running);
 }
 
 #[test]
