@@ -65,6 +65,14 @@ impl RunHandle {
         &self.cancel
     }
 
+    /// Stops the run's task where it waits, writing nothing more: for a face that drops a
+    /// paused run whose state is stored (its session and journal), to rebuild it on resume
+    /// with [`Orchestrator::resume_run`](crate::Orchestrator::resume_run). Unlike
+    /// [`cancel`](Self::cancel), the session records no cancellation.
+    pub fn abort(&self) {
+        self.join.abort();
+    }
+
     /// Whether the run has ended.
     pub fn is_finished(&self) -> bool {
         self.join.is_finished()

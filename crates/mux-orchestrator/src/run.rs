@@ -220,10 +220,15 @@ impl<'a> Turns<'a> {
                 content.push(ContentBlock::text(text));
                 content.extend(prompt.attachments);
             }
+            // The session ends with the user's turn (a prompt, or results) that no model call
+            // answered: its process stopped during that call, which is issued again.
+            None if content.is_empty() && self.ends_with_user_turn() => {}
             None if content.is_empty() => return Err(LoopError::NothingToResume.into()),
             None => {}
         }
-        self.append(Message::new(Role::User, content)).await?;
+        if !content.is_empty() {
+            self.append(Message::new(Role::User, content)).await?;
+        }
 
         loop {
             self.check_stop()?;
@@ -436,6 +441,15 @@ impl<'a> Turns<'a> {
             unapproved: self.run.take_unapproved(),
             limit: None,
         }
+    }
+
+    /// Whether the session's last message is the user's (no model call answered it).
+    fn ends_with_user_turn(&self) -> bool {
+        self.orch
+            .lock()
+            .messages
+            .last()
+            .is_some_and(|m| m.role == Role::User)
     }
 
     fn check_stop(&self) -> Result<(), LoopError> {

@@ -1,36 +1,93 @@
 //! One AG-UI run's events, numbered and kept, so a client can reattach and replay.
 //!
-//! Event `n` (0-based) goes out with SSE id `n`; a reattach with `Last-Event-ID: n` starts at
-//! `n + 1`. Followers wait on a watch channel, never on a lock.
+//! Events carry the run store's numbers: the first event of a new run is 1, and a run taken
+//! over from another process goes on after the last number it stored (its `base`). A stored
+//! run's events are readable once the run store has them ([`RunBuffer::confirm`]), so a
+//! client never sees an event another process could not replay; a local one's (an error
+//! answered before any run began) at once. Followers wait on a watch channel, never on a lock.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::watch;
 
-use crate::types::Event;
+use crate::types::{Event, Outcome};
+
+/// How a run's events ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// `RUN_FINISHED` with an answer, or with nothing pending.
+    Finished,
+    /// `RUN_FINISHED` on interrupts or frontend calls that wait: the run is paused.
+    Paused,
+    /// `RUN_FINISHED` cancelled.
+    Cancelled,
+    /// `RUN_ERROR`.
+    Failed,
+}
+
+impl Ending {
+    /// How `event` ends a run, if it does.
+    pub(crate) fn of(event: &Event) -> Option<Self> {
+        match event {
+            Event::RunError { .. } => Some(Self::Failed),
+            Event::RunFinished { outcome, .. } => Some(match outcome {
+                Outcome::Cancelled => Self::Cancelled,
+                Outcome::Interrupt { .. } => Self::Paused,
+                Outcome::Success {
+                    pending_tool_call_ids,
+                } if !pending_tool_call_ids.is_empty() => Self::Paused,
+                Outcome::Success { .. } => Self::Finished,
+            }),
+            _ => None,
+        }
+    }
+}
 
 /// A run's event log.
 #[derive(Debug)]
 pub(crate) struct RunBuffer {
     pub(crate) thread_id: String,
     pub(crate) run_id: String,
+    /// The number of the event before the first.
+    base: u64,
+    /// Whether a writer confirms events (else they are readable as pushed).
+    stored: bool,
     log: Mutex<Log>,
-    len: watch::Sender<usize>,
+    /// The number of readable events.
+    readable: watch::Sender<usize>,
+    /// The number of pushed events.
+    pushed: watch::Sender<usize>,
 }
 
 #[derive(Debug, Default)]
 struct Log {
     events: Vec<Arc<str>>,
     done: bool,
+    ending: Option<Ending>,
+    /// How many events the run store has.
+    confirmed: usize,
 }
 
 impl RunBuffer {
-    pub(crate) fn new(thread_id: &str, run_id: &str) -> Arc<Self> {
+    /// A run whose events a writer confirms into the run store, numbered after `base`.
+    pub(crate) fn stored(thread_id: &str, run_id: &str, base: u64) -> Arc<Self> {
+        Self::with(thread_id, run_id, base, true)
+    }
+
+    /// A run kept only here (refused before it began in the run store).
+    pub(crate) fn local(thread_id: &str, run_id: &str) -> Arc<Self> {
+        Self::with(thread_id, run_id, 0, false)
+    }
+
+    fn with(thread_id: &str, run_id: &str, base: u64, stored: bool) -> Arc<Self> {
         Arc::new(Self {
             thread_id: thread_id.to_owned(),
             run_id: run_id.to_owned(),
+            base,
+            stored,
             log: Mutex::default(),
-            len: watch::Sender::new(0),
+            readable: watch::Sender::new(0),
+            pushed: watch::Sender::new(0),
         })
     }
 
@@ -41,27 +98,32 @@ impl RunBuffer {
     /// Appends `events`; a terminal event closes the log. Returns false when it was closed
     /// already (the events are dropped: the run has ended).
     pub(crate) fn push(&self, events: impl IntoIterator<Item = Event>) -> bool {
-        let len = {
+        let (len, readable) = {
             let mut log = self.log();
             if log.done {
                 return false;
             }
             for event in events {
-                let terminal = event.is_terminal();
+                let ending = Ending::of(&event);
                 match serde_json::to_string(&event) {
                     Ok(json) => log.events.push(json.into()),
                     Err(err) => {
                         tracing::error!(kind = event.kind(), %err, "unserializable AG-UI event")
                     }
                 }
-                if terminal {
+                if ending.is_some() {
                     log.done = true;
+                    log.ending = ending;
                     break;
                 }
             }
-            log.events.len()
+            if !self.stored {
+                log.confirmed = log.events.len();
+            }
+            (log.events.len(), log.confirmed)
         };
-        self.len.send_replace(len);
+        self.pushed.send_replace(len);
+        self.readable.send_replace(readable);
         true
     }
 
@@ -70,22 +132,66 @@ impl RunBuffer {
         self.log().done
     }
 
-    /// Events from `from` on, and whether the log is closed after them.
-    pub(crate) fn read(&self, from: usize) -> (Vec<(usize, Arc<str>)>, bool) {
+    /// How the run ended, once it has and the run store has every event.
+    pub(crate) fn ending(&self) -> Option<Ending> {
         let log = self.log();
-        let events = log
-            .events
-            .iter()
-            .enumerate()
-            .skip(from)
-            .map(|(i, e)| (i, Arc::clone(e)))
-            .collect();
-        (events, log.done)
+        (log.confirmed == log.events.len())
+            .then_some(log.ending)
+            .flatten()
     }
 
-    /// A receiver that changes whenever events are appended.
+    /// Readable events numbered after `after`, and whether none will follow them.
+    pub(crate) fn read(&self, after: u64) -> (Vec<(u64, Arc<str>)>, bool) {
+        let log = self.log();
+        let skip = usize::try_from(after.saturating_sub(self.base)).unwrap_or(usize::MAX);
+        let events = log.events[..log.confirmed]
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .map(|(i, e)| (self.base + i as u64 + 1, Arc::clone(e)))
+            .collect();
+        (events, log.done && log.confirmed == log.events.len())
+    }
+
+    /// Up to `max` events the run store does not have yet.
+    pub(crate) fn unconfirmed(&self, max: usize) -> Vec<Arc<str>> {
+        let log = self.log();
+        log.events[log.confirmed..]
+            .iter()
+            .take(max)
+            .cloned()
+            .collect()
+    }
+
+    /// The number of the last event the run store has.
+    pub(crate) fn stored_through(&self) -> u64 {
+        self.base + self.log().confirmed as u64
+    }
+
+    /// How many events the run store does not have yet.
+    pub(crate) fn backlog(&self) -> usize {
+        let log = self.log();
+        log.events.len() - log.confirmed
+    }
+
+    /// The run store took the next `count` events: they become readable.
+    pub(crate) fn confirm(&self, count: usize) {
+        let readable = {
+            let mut log = self.log();
+            log.confirmed = (log.confirmed + count).min(log.events.len());
+            log.confirmed
+        };
+        self.readable.send_replace(readable);
+    }
+
+    /// A receiver that changes whenever events become readable.
     pub(crate) fn watch(&self) -> watch::Receiver<usize> {
-        self.len.subscribe()
+        self.readable.subscribe()
+    }
+
+    /// A receiver that changes whenever events are pushed (for the writer).
+    pub(crate) fn watch_pushed(&self) -> watch::Receiver<usize> {
+        self.pushed.subscribe()
     }
 }
 
@@ -95,7 +201,7 @@ mod tests {
 
     #[test]
     fn a_terminal_event_closes_the_log() {
-        let buffer = RunBuffer::new("t", "r");
+        let buffer = RunBuffer::local("t", "r");
         assert!(buffer.push([Event::StepStarted {
             step_name: "a".into()
         }]));
@@ -114,6 +220,30 @@ mod tests {
         let (events, done) = buffer.read(1);
         assert!(done);
         assert_eq!(events.len(), 1);
-        assert_eq!(events[0].0, 1);
+        assert_eq!(events[0].0, 2);
+        assert_eq!(buffer.ending(), Some(Ending::Failed));
+    }
+
+    #[test]
+    fn a_stored_run_shows_only_what_the_store_took_numbered_after_its_base() {
+        let buffer = RunBuffer::stored("t", "r", 7);
+        buffer.push([
+            Event::StepStarted {
+                step_name: "a".into(),
+            },
+            Event::StepStarted {
+                step_name: "b".into(),
+            },
+        ]);
+        assert!(buffer.read(0).0.is_empty());
+        assert_eq!(buffer.unconfirmed(10).len(), 2);
+        buffer.confirm(1);
+        let (events, done) = buffer.read(0);
+        assert_eq!(events.iter().map(|e| e.0).collect::<Vec<_>>(), [8]);
+        assert!(!done);
+        assert_eq!(buffer.backlog(), 1);
+        buffer.confirm(1);
+        assert_eq!(buffer.read(8).0[0].0, 9);
+        assert!(buffer.read(9).0.is_empty());
     }
 }

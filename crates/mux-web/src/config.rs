@@ -40,6 +40,38 @@ pub struct WebConfig {
     pub cancel_on_disconnect: bool,
     /// How long a finished run's events stay available for replay.
     pub replay_retention: Duration,
+    /// How long a process holds a run without renewing it. The owner renews every third of
+    /// it; when an owner dies, another process takes its runs over once the lease ran out.
+    pub lease: Duration,
+    /// What a prompt does when its thread has a run in progress.
+    pub double_texting: DoubleTexting,
+}
+
+/// What a prompt does when its thread has a run in progress (LangGraph's "double-texting"
+/// strategies). A thread paused on an interrupt refuses a new prompt under every strategy
+/// but [`Interrupt`](Self::Interrupt) (409 `interrupt_pending`): answer it first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DoubleTexting {
+    /// Refuse it: 409 `thread_busy` (the default).
+    #[default]
+    Reject,
+    /// Run it after the current run ends (waiting at most the interrupt timeout).
+    Enqueue,
+    /// Cancel the current run (what it wrote so far stays in the thread) and run this one.
+    Interrupt,
+}
+
+impl DoubleTexting {
+    /// The strategy named `name`: `reject`, `enqueue` or `interrupt`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "reject" => Some(Self::Reject),
+            "enqueue" => Some(Self::Enqueue),
+            "interrupt" => Some(Self::Interrupt),
+            _ => None,
+        }
+    }
 }
 
 impl Default for WebConfig {
@@ -55,6 +87,8 @@ impl Default for WebConfig {
             pause_grace: Duration::from_millis(50),
             cancel_on_disconnect: false,
             replay_retention: Duration::from_secs(300),
+            lease: Duration::from_secs(10),
+            double_texting: DoubleTexting::Reject,
         }
     }
 }
@@ -74,6 +108,8 @@ impl fmt::Debug for WebConfig {
             .field("pause_grace", &self.pause_grace)
             .field("cancel_on_disconnect", &self.cancel_on_disconnect)
             .field("replay_retention", &self.replay_retention)
+            .field("lease", &self.lease)
+            .field("double_texting", &self.double_texting)
             .finish_non_exhaustive()
     }
 }
@@ -132,6 +168,19 @@ impl WebConfig {
     /// Cancels a run when its `POST /agui` connection drops.
     pub fn cancel_on_disconnect(mut self, cancel: bool) -> Self {
         self.cancel_on_disconnect = cancel;
+        self
+    }
+
+    /// Sets the run lease (at least 30 ms): how long after its owner's last heartbeat a run
+    /// is taken over by another process.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(30));
+        self
+    }
+
+    /// Sets what a prompt does on a thread with a run in progress.
+    pub fn double_texting(mut self, strategy: DoubleTexting) -> Self {
+        self.double_texting = strategy;
         self
     }
 

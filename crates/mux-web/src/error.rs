@@ -39,6 +39,10 @@ pub enum WebError {
     /// The session store failed (500).
     #[error("the session store failed: {0}")]
     Session(String),
+    /// The run store failed or is unreachable (503): no run can start or resume until it
+    /// answers again.
+    #[error("the run store failed: {0}")]
+    RunStore(String),
     /// No run has this id, or it is no longer kept (404).
     #[error("no run `{0}` (unknown, or finished longer ago than the replay retention)")]
     RunNotFound(String),
@@ -79,6 +83,7 @@ impl WebError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyMisses { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Session(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::RunStore(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -91,6 +96,7 @@ impl WebError {
             Self::InterruptPending { .. } => "interrupt_pending",
             Self::RunExists(_) => "run_exists",
             Self::RunNotFound(_) => "run_not_found",
+            Self::RunStore(_) => "run_store_unavailable",
             Self::ThreadNotFound(_) => "thread_not_found",
             Self::HostNotAllowed(_) => "host_not_allowed",
             Self::OriginNotAllowed(_) => "origin_not_allowed",
@@ -151,6 +157,8 @@ pub enum ErrorCode {
     InvalidTool,
     /// The session store failed.
     Session,
+    /// The run store failed, or another process took the run over.
+    RunStore,
     /// The loop could not start or failed: its `LoopEvent::Error` kind.
     Loop(String),
 }
@@ -164,6 +172,7 @@ impl ErrorCode {
             Self::NoUserMessage => "no_user_message",
             Self::InvalidTool => "invalid_tool",
             Self::Session => "session",
+            Self::RunStore => "run_store",
             Self::Loop(kind) => kind,
         }
     }

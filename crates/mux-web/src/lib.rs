@@ -3,6 +3,7 @@
 
 mod buffer;
 mod config;
+mod durable;
 mod error;
 mod frontend;
 mod history;
@@ -17,7 +18,7 @@ mod thread;
 mod translate;
 pub mod types;
 
-pub use config::WebConfig;
+pub use config::{DoubleTexting, WebConfig};
 pub use error::{ConfigError, ErrorCode, WebError};
 pub use registry::AgentFactory;
 pub use router::AguiRouter;

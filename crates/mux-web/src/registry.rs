@@ -3,14 +3,18 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use mux_orchestrator::runs::{RunRecord, RunStatus, RunStore, RunStoreError};
+use mux_orchestrator::{Answer, LoopError, LoopInput};
 
 use mux_orchestrator::session::{ID_RULE, SessionError, SessionMeta, SessionStore, valid_id};
 use mux_orchestrator::{Agent, OrchestratorBuilder};
 use mux_tool::Registry;
 
-use crate::buffer::RunBuffer;
-use crate::config::WebConfig;
+use crate::buffer::{Ending, RunBuffer};
+use crate::config::{DoubleTexting, WebConfig};
+use crate::durable::{self, Durable, parse_store_id, store_id};
 use crate::error::{ErrorCode, WebError};
 use crate::frontend::FrontendTool;
 use crate::history;
@@ -64,36 +68,169 @@ where
 /// another's runs.
 type RunKey = (Principal, String);
 
+/// How a loop starts on a thread's session.
+enum Start {
+    /// With the user's prompt.
+    Prompt(String),
+    /// Continuing the session's open turn (a paused run resumed, or a run taken over),
+    /// with answers to pending approvals by call id.
+    Resume(Vec<(String, Answer)>),
+}
+
 /// Threads and runs.
 pub(crate) struct RunRegistry {
     factory: Arc<dyn AgentFactory>,
     store: Arc<dyn SessionStore>,
     pub(crate) config: WebConfig,
+    pub(crate) durable: Durable,
     threads: Mutex<HashMap<String, Arc<Thread>>>,
     runs: Mutex<HashMap<RunKey, (Arc<RunBuffer>, Instant)>>,
     owners: Owners,
     pub(crate) probes: Arc<Probes>,
+    /// When ended runs were last deleted from the run store.
+    pruned: Mutex<Option<Instant>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+fn run_store_error(err: RunStoreError) -> WebError {
+    WebError::RunStore(err.to_string())
+}
+
+impl Drop for RunRegistry {
+    fn drop(&mut self) {
+        // The router is gone: its writers stop renewing, its loops stop where they are (as
+        // in a process that ended), and other processes take the runs over.
+        self.durable.alive.cancel();
+        for thread in lock(&self.threads).values() {
+            thread.abort();
+        }
+    }
+}
+
 impl RunRegistry {
     pub(crate) fn new(
         factory: Arc<dyn AgentFactory>,
         store: Arc<dyn SessionStore>,
+        runs: Arc<dyn RunStore>,
         config: WebConfig,
     ) -> Self {
         let probes = Arc::new(Probes::new(config.probe_limit));
         Self {
             owners: Owners::new(Arc::clone(&store)),
+            durable: Durable::new(runs, config.lease),
             factory,
             store,
             config,
             threads: Mutex::default(),
             runs: Mutex::default(),
             probes,
+            pruned: Mutex::default(),
+        }
+    }
+
+    /// Starts the task that takes over runs whose owner's lease ran out; it ends with the
+    /// registry.
+    pub(crate) fn watch_leases(self: &Arc<Self>) {
+        let registry = Arc::downgrade(self);
+        let alive = self.durable.alive.clone();
+        let every = (self.config.lease / 3).min(Duration::from_secs(1));
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(every) => {}
+                    () = alive.cancelled() => return,
+                }
+                let Some(registry) = registry.upgrade() else {
+                    return;
+                };
+                registry.take_over_expired().await;
+            }
+        });
+    }
+
+    /// Claims and continues every run whose owner's lease ran out.
+    async fn take_over_expired(&self) {
+        let durable = &self.durable;
+        loop {
+            match durable.store.claim_expired(&durable.owner, durable.lease).await {
+                Ok(Some(record)) => self.take_over(record).await,
+                Ok(None) => return,
+                Err(err) => {
+                    tracing::debug!("looking for runs to take over: {err}");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Continues `record`, a run this process claimed after its owner's lease ran out: its
+    /// events go on after the last stored one; its loop resumes at the session's last step.
+    async fn take_over(&self, record: RunRecord) {
+        let durable = &self.durable;
+        if durable.holds(&record.run_id) {
+            // Our own run, back after the store was unreachable: its writer goes on.
+            return;
+        }
+        let Some((principal, run_id)) = parse_store_id(&record.run_id) else {
+            let _ = durable
+                .store
+                .set_status(&record.run_id, &durable.owner, RunStatus::Failed)
+                .await;
+            return;
+        };
+        tracing::info!(run = %run_id, thread = %record.session_id, "taking over a run whose owner stopped");
+        let last = durable
+            .store
+            .events_after(&record.run_id, record.last_seq.saturating_sub(1), 1)
+            .await
+            .unwrap_or_default();
+        if let Some(ending) = last.first().and_then(durable::ending_of) {
+            // Its events are complete; only the status was not set.
+            let approvals_only = last.first().is_some_and(|event| {
+                let on = durable::paused_on(event);
+                !on.is_empty() && on.iter().all(|i| i.reason == "tool_call")
+            });
+            let status = match ending {
+                Ending::Finished => RunStatus::Finished,
+                Ending::Cancelled => RunStatus::Cancelled,
+                Ending::Failed => RunStatus::Failed,
+                Ending::Paused if approvals_only => RunStatus::Paused,
+                // What it waited for was in the dead process; the next run resolves it.
+                Ending::Paused => RunStatus::Finished,
+            };
+            let _ = durable
+                .store
+                .set_status(&record.run_id, &durable.owner, status)
+                .await;
+            return;
+        }
+        let thread_id = record.session_id.clone();
+        let thread = self.thread(&thread_id);
+        let run = RunBuffer::stored(&thread_id, &run_id, record.last_seq);
+        lock(&self.runs).insert(
+            (principal.clone(), run_id.clone()),
+            (Arc::clone(&run), Instant::now()),
+        );
+        thread.attach(&run);
+        durable.keep(record.run_id.clone(), Arc::clone(&run), Arc::clone(&thread));
+        run.push([crate::translate::custom(
+            "run_taken_over",
+            serde_json::json!({"runId": run_id}),
+        )]);
+        let prefix = format!("{run_id}-{}", record.last_seq);
+        if let Err((code, message)) = self
+            .build_loop(&thread, &prefix, Vec::new(), Start::Resume(Vec::new()))
+            .await
+        {
+            if code == ErrorCode::Loop(LoopError::NothingToResume.kind().into()) {
+                run.push([finished(&thread_id, &run_id)]);
+            } else {
+                fail(&run, code, message);
+            }
+            thread.detach(&run);
         }
     }
 
@@ -103,12 +240,33 @@ impl RunRegistry {
         principal: &Principal,
         run_id: &str,
     ) -> Result<Arc<RunBuffer>, WebError> {
-        let key = (principal.clone(), run_id.to_owned());
-        let run = lock(&self.runs).get(&key).map(|(run, _)| Arc::clone(run));
-        run.ok_or_else(|| {
+        self.local_run(principal, run_id).ok_or_else(|| {
             self.probes.miss(principal);
             WebError::RunNotFound(run_id.to_owned())
         })
+    }
+
+    fn local_run(&self, principal: &Principal, run_id: &str) -> Option<Arc<RunBuffer>> {
+        let key = (principal.clone(), run_id.to_owned());
+        lock(&self.runs).get(&key).map(|(run, _)| Arc::clone(run))
+    }
+
+    /// `principal`'s run `run_id` as the run store has it (any process's); a miss counts
+    /// against its probe limit.
+    pub(crate) async fn stored_run(
+        &self,
+        principal: &Principal,
+        run_id: &str,
+    ) -> Result<String, WebError> {
+        let id = store_id(principal, run_id);
+        match self.durable.store.get(&id).await {
+            Ok(_) => Ok(id),
+            Err(RunStoreError::NotFound(_)) => {
+                self.probes.miss(principal);
+                Err(WebError::RunNotFound(run_id.to_owned()))
+            }
+            Err(err) => Err(run_store_error(err)),
+        }
     }
 
     /// Refuses a thread that exists and belongs to another principal, as if it did not exist
@@ -152,6 +310,23 @@ impl RunRegistry {
         self.owners.forget_unless(|id| threads.contains_key(id));
     }
 
+    /// Deletes runs that ended longer than the replay retention ago from the run store (at
+    /// most four times per retention, and every ten seconds at most).
+    async fn prune(&self) {
+        let retention = self.config.replay_retention;
+        let every = (retention / 4).min(Duration::from_secs(10));
+        {
+            let mut pruned = lock(&self.pruned);
+            if pruned.is_some_and(|at| at.elapsed() < every) {
+                return;
+            }
+            *pruned = Some(Instant::now());
+        }
+        if let Err(err) = self.durable.store.forget_ended(retention).await {
+            tracing::warn!("forgetting ended runs: {err}");
+        }
+    }
+
     /// A thread's stored messages and its unanswered interrupts, for a page that reloads.
     pub(crate) async fn history(
         &self,
@@ -170,23 +345,77 @@ impl RunRegistry {
             Err(e) => return Err(WebError::Session(e.to_string())),
         };
         let thread = lock(&self.threads).get(thread_id).cloned();
-        let interrupts = thread.map(|t| t.open_interrupts()).unwrap_or_default();
+        let mut interrupts = thread.map(|t| t.open_interrupts()).unwrap_or_default();
+        if interrupts.is_empty()
+            && let Some(paused) = self.paused_run(thread_id).await?
+        {
+            interrupts = self
+                .durable
+                .interrupts(&paused.run_id)
+                .await
+                .map_err(run_store_error)?;
+        }
         Ok((messages, interrupts))
     }
 
-    /// Stops the loop behind `run_id`: the model stream, the tools and their processes.
-    pub(crate) fn cancel(&self, principal: &Principal, run_id: &str) -> Result<bool, WebError> {
-        let run = self.run(principal, run_id)?;
-        let thread = lock(&self.threads).get(&run.thread_id).cloned();
-        let Some(thread) = thread else {
-            return Ok(false);
-        };
-        // A paused run's loop belongs to it until another run attaches.
-        match thread.busy_with() {
-            Some(current) if current != run.run_id => Ok(false),
-            Some(_) => Ok(thread.cancel()),
-            None if run.is_done() && thread.is_live() => Ok(thread.cancel()),
-            None => Ok(false),
+    /// The thread's run paused in the run store (evicted here, or paused by another process).
+    async fn paused_run(&self, thread_id: &str) -> Result<Option<RunRecord>, WebError> {
+        let active = self
+            .durable
+            .store
+            .active_run(thread_id)
+            .await
+            .map_err(run_store_error)?;
+        Ok(active.filter(|run| run.status == RunStatus::Paused))
+    }
+
+    /// Stops the loop behind `run_id`, on whichever process runs it: the model stream, the
+    /// tools and their processes. A paused run is cancelled in the run store.
+    pub(crate) async fn cancel(
+        &self,
+        principal: &Principal,
+        run_id: &str,
+    ) -> Result<bool, WebError> {
+        if let Some(run) = self.local_run(principal, run_id) {
+            let thread = lock(&self.threads).get(&run.thread_id).cloned();
+            if let Some(thread) = thread {
+                match thread.busy_with() {
+                    Some(current) if current == run.run_id => return Ok(thread.cancel()),
+                    None if run.is_done() && thread.is_live() => return Ok(thread.cancel()),
+                    _ => {}
+                }
+            }
+        }
+        let id = self.stored_run(principal, run_id).await?;
+        self.cancel_stored(&id).await
+    }
+
+    /// Cancels a stored run: a running one through its owner (who sees the request at its
+    /// next look), a paused one here.
+    async fn cancel_stored(&self, id: &str) -> Result<bool, WebError> {
+        let store = &self.durable.store;
+        let record = store.get(id).await.map_err(run_store_error)?;
+        match record.status {
+            RunStatus::Running => {
+                store.request_cancel(id).await.map_err(run_store_error)?;
+                Ok(true)
+            }
+            RunStatus::Paused => {
+                let owner = &self.durable.owner;
+                match store.claim(id, owner, self.durable.lease).await {
+                    Ok(_) => {
+                        store
+                            .set_status(id, owner, RunStatus::Cancelled)
+                            .await
+                            .map_err(run_store_error)?;
+                        Ok(true)
+                    }
+                    // Resumed or cancelled meanwhile.
+                    Err(RunStoreError::Held { .. }) => Ok(false),
+                    Err(err) => Err(run_store_error(err)),
+                }
+            }
+            _ => Ok(false),
         }
     }
 
@@ -204,30 +433,13 @@ impl RunRegistry {
             }
         }
         self.sweep();
+        self.prune().await;
         self.check_owner(principal, &input.thread_id, true).await?;
         let thread = self.thread(&input.thread_id);
-        let run = RunBuffer::new(&input.thread_id, &input.run_id);
         let key = (principal.clone(), input.run_id.clone());
-        {
-            let mut runs = lock(&self.runs);
-            if runs.contains_key(&key) {
-                return Err(WebError::RunExists(input.run_id));
-            }
-            if let Some(run_id) = thread.busy_with() {
-                return Err(WebError::ThreadBusy {
-                    thread_id: input.thread_id,
-                    run_id,
-                });
-            }
-            thread.attach(&run);
-            runs.insert(key.clone(), (Arc::clone(&run), Instant::now()));
+        if lock(&self.runs).contains_key(&key) {
+            return Err(WebError::RunExists(input.run_id));
         }
-        run.push([Event::RunStarted {
-            thread_id: input.thread_id.clone(),
-            run_id: input.run_id.clone(),
-            protocol_version: Some(PROTOCOL_VERSION.into()),
-        }]);
-
         let tool_results: Vec<(String, String)> = input
             .messages
             .iter()
@@ -241,33 +453,322 @@ impl RunRegistry {
             })
             .collect();
         let resume = input.resume.clone().unwrap_or_default();
-        match thread.resume(&run, &resume, tool_results).await {
-            Ok(Resumed::Continued) => return Ok(run),
-            Err((code, message)) => {
+        let id = store_id(principal, &input.run_id);
+
+        if thread.is_live() && (!resume.is_empty() || thread.delivers(&tool_results)) {
+            return self
+                .resume_live(principal, &thread, &input, &resume, tool_results, id)
+                .await;
+        }
+        if !resume.is_empty()
+            && let Some(paused) = self.paused_run(&input.thread_id).await?
+        {
+            return self
+                .resume_stored(principal, &thread, &input, &resume, paused, id)
+                .await;
+        }
+        if !resume.is_empty() {
+            // Nothing is paused: the ids are expired, answered or unknown.
+            let run = RunBuffer::local(&input.thread_id, &input.run_id);
+            run.push([started(&input)]);
+            lock(&self.runs).insert(key, (Arc::clone(&run), Instant::now()));
+            match thread.check(&resume) {
+                Err((code, message)) => {
+                    if code == ErrorCode::UnknownInterrupt {
+                        self.probes.miss(principal);
+                    }
+                    fail(&run, code, message);
+                }
+                // Every entry named an expired interrupt, and the loop has gone on without
+                // an answer: show what happened instead of running again.
+                Ok(()) => self.expired(&run, &input, &resume).await,
+            }
+            return Ok(run);
+        }
+
+        self.begin(principal, &input.thread_id, &input.run_id, &id)
+            .await?;
+        let run = RunBuffer::stored(&input.thread_id, &input.run_id, 0);
+        self.hold(&key, &id, &thread, &run);
+        run.push([started(&input)]);
+        if let Err((code, message)) = self.new_loop(principal, &thread, &run, &input).await {
+            fail(&run, code, message);
+            thread.detach(&run);
+        }
+        Ok(run)
+    }
+
+    /// Registers a run this process now holds in the run store, attaches it to its thread
+    /// and starts its writer.
+    fn hold(&self, key: &RunKey, id: &str, thread: &Arc<Thread>, run: &Arc<RunBuffer>) {
+        lock(&self.runs).insert(key.clone(), (Arc::clone(run), Instant::now()));
+        thread.attach(run);
+        self.durable
+            .keep(id.to_owned(), Arc::clone(run), Arc::clone(thread));
+    }
+
+    /// Begins `run_id` on the thread in the run store, applying the double-texting strategy
+    /// when the thread has a run in progress.
+    async fn begin(
+        &self,
+        principal: &Principal,
+        thread_id: &str,
+        run_id: &str,
+        id: &str,
+    ) -> Result<(), WebError> {
+        let durable = &self.durable;
+        let waited = tokio::time::Instant::now();
+        let mut cancelled = false;
+        loop {
+            let busy = match durable
+                .store
+                .begin(thread_id, id, &durable.owner, durable.lease)
+                .await
+            {
+                Ok(_) => return Ok(()),
+                Err(RunStoreError::Exists(_)) => return Err(WebError::RunExists(run_id.into())),
+                Err(RunStoreError::Busy { run_id: active, .. }) => active,
+                Err(err) => return Err(run_store_error(err)),
+            };
+            let record = match durable.store.get(&busy).await {
+                Ok(record) => record,
+                // Ended between the two reads: try again.
+                Err(RunStoreError::NotFound(_)) => continue,
+                Err(err) => return Err(run_store_error(err)),
+            };
+            let strategy = self.config.double_texting;
+            // A loop held here waits for a question's answer or a frontend result.
+            let held = lock(&self.threads)
+                .get(thread_id)
+                .filter(|thread| thread.is_live() && thread.busy_with().is_none())
+                .map(|thread| thread.pending_interrupts());
+            if let Some(interrupt_ids) = held.filter(|_| strategy != DoubleTexting::Interrupt) {
+                return Err(WebError::InterruptPending {
+                    thread_id: thread_id.to_owned(),
+                    interrupt_ids,
+                });
+            }
+            let paused = record.status == RunStatus::Paused;
+            if paused && strategy != DoubleTexting::Interrupt {
+                let interrupt_ids = durable
+                    .interrupts(&busy)
+                    .await
+                    .map_err(run_store_error)?
+                    .into_iter()
+                    .map(|i| i.id)
+                    .collect();
+                return Err(WebError::InterruptPending {
+                    thread_id: thread_id.to_owned(),
+                    interrupt_ids,
+                });
+            }
+            let thread_busy = || {
+                let shown = parse_store_id(&busy)
+                    .filter(|(owner, _)| owner == principal)
+                    .map(|(_, run)| run)
+                    .unwrap_or_default();
+                WebError::ThreadBusy {
+                    thread_id: thread_id.to_owned(),
+                    run_id: shown,
+                }
+            };
+            let limit = match strategy {
+                DoubleTexting::Reject => return Err(thread_busy()),
+                DoubleTexting::Enqueue => self.config.interrupt_timeout,
+                DoubleTexting::Interrupt => {
+                    if !cancelled {
+                        cancelled = true;
+                        self.cancel_stored(&busy).await?;
+                    }
+                    // The owner sees the cancel within a heartbeat; a dead one's run is
+                    // taken over after its lease.
+                    durable.lease * 3
+                }
+            };
+            if waited.elapsed() >= limit {
+                return Err(thread_busy());
+            }
+            durable
+                .store
+                .changed(&busy, (durable.lease / 3).min(Duration::from_millis(500)))
+                .await;
+        }
+    }
+
+    /// Resumes the loop this process holds in memory (it waits for a question's answer or
+    /// a frontend tool's result, or has not been evicted yet).
+    async fn resume_live(
+        &self,
+        principal: &Principal,
+        thread: &Arc<Thread>,
+        input: &RunAgentInput,
+        resume: &[ResumeEntry],
+        tool_results: Vec<(String, String)>,
+        id: String,
+    ) -> Result<Arc<RunBuffer>, WebError> {
+        let key = (principal.clone(), input.run_id.clone());
+        if let Some(run_id) = thread.busy_with() {
+            return Err(WebError::ThreadBusy {
+                thread_id: input.thread_id.clone(),
+                run_id,
+            });
+        }
+        let local_error = |code: ErrorCode, message: String| {
+            let run = RunBuffer::local(&input.thread_id, &input.run_id);
+            run.push([started(input)]);
+            fail(&run, code, message);
+            lock(&self.runs).insert(key.clone(), (Arc::clone(&run), Instant::now()));
+            run
+        };
+        if let Err((code, message)) = thread.check(resume) {
+            if code == ErrorCode::UnknownInterrupt {
+                self.probes.miss(principal);
+            }
+            return Ok(local_error(code, message));
+        }
+        let durable = &self.durable;
+        let Some(active) = durable
+            .store
+            .active_run(&input.thread_id)
+            .await
+            .map_err(run_store_error)?
+        else {
+            return Ok(local_error(
+                ErrorCode::RunStore,
+                "the paused run is no longer in the run store".into(),
+            ));
+        };
+        match durable
+            .store
+            .hand_over(&active.run_id, &id, &durable.owner, durable.lease)
+            .await
+        {
+            Ok(_) => {}
+            Err(RunStoreError::Exists(_)) => return Err(WebError::RunExists(input.run_id.clone())),
+            Err(RunStoreError::Held { .. }) => {
+                return Err(WebError::ThreadBusy {
+                    thread_id: input.thread_id.clone(),
+                    run_id: String::new(),
+                });
+            }
+            Err(err) => return Err(run_store_error(err)),
+        }
+        let run = RunBuffer::stored(&input.thread_id, &input.run_id, 0);
+        lock(&self.runs).insert(key, (Arc::clone(&run), Instant::now()));
+        self.durable
+            .keep(id, Arc::clone(&run), Arc::clone(thread));
+        run.push([started(input)]);
+        match thread.resume(&run, resume, tool_results).await {
+            Ok(Resumed::Continued) => {}
+            Ok(Resumed::NotPaused) => {
+                // The loop ended between the check and the resume.
+                run.push([finished(&input.thread_id, &input.run_id)]);
+            }
+            Err((code, message)) => fail(&run, code, message),
+        }
+        Ok(run)
+    }
+
+    /// Resumes a run paused in the run store (evicted here, or paused by a process that may
+    /// have stopped since): claims it, rebuilds its loop from the session and answers its
+    /// approvals.
+    async fn resume_stored(
+        &self,
+        principal: &Principal,
+        thread: &Arc<Thread>,
+        input: &RunAgentInput,
+        resume: &[ResumeEntry],
+        paused: RunRecord,
+        id: String,
+    ) -> Result<Arc<RunBuffer>, WebError> {
+        let durable = &self.durable;
+        let key = (principal.clone(), input.run_id.clone());
+        let open = durable
+            .interrupts(&paused.run_id)
+            .await
+            .map_err(run_store_error)?;
+        let mut answers = Vec::new();
+        let mut expired = Vec::new();
+        for entry in resume {
+            let found = open
+                .iter()
+                .find(|i| i.id == entry.interrupt_id && i.reason == "tool_call");
+            let Some(interrupt) = found else {
+                let run = RunBuffer::local(&input.thread_id, &input.run_id);
+                run.push([started(input)]);
+                let (code, message) = match thread.check(std::slice::from_ref(entry)) {
+                    Err(refusal) => refusal,
+                    Ok(()) => (
+                        ErrorCode::UnknownInterrupt,
+                        format!(
+                            "thread `{}` has no interrupt `{}`",
+                            input.thread_id, entry.interrupt_id
+                        ),
+                    ),
+                };
                 if code == ErrorCode::UnknownInterrupt {
                     self.probes.miss(principal);
                 }
                 fail(&run, code, message);
+                lock(&self.runs).insert(key, (Arc::clone(&run), Instant::now()));
+                return Ok(run);
+            };
+            let call_id = interrupt.tool_call_id.clone().unwrap_or_default();
+            let answer = if interrupt.expires_at.as_deref().is_some_and(durable::is_past) {
+                expired.push(interrupt.id.clone());
+                Answer::Deny {
+                    reason: "the approval expired: nobody answered in time".into(),
+                }
+            } else {
+                match crate::thread::approval(&call_id, entry) {
+                    LoopInput::ToolApproval { answer, .. } => answer,
+                    _ => Answer::Deny {
+                        reason: "the user denied this call".into(),
+                    },
+                }
+            };
+            answers.push((call_id, answer));
+        }
+        match durable
+            .store
+            .hand_over(&paused.run_id, &id, &durable.owner, durable.lease)
+            .await
+        {
+            Ok(_) => {}
+            Err(RunStoreError::Exists(_)) => return Err(WebError::RunExists(input.run_id.clone())),
+            Err(RunStoreError::Held { .. } | RunStoreError::NotFound(_)) => {
+                // Another request resumed it first.
+                let run = RunBuffer::local(&input.thread_id, &input.run_id);
+                run.push([started(input)]);
+                fail(
+                    &run,
+                    ErrorCode::InterruptAlreadyAnswered,
+                    "the interrupt was answered already".into(),
+                );
+                lock(&self.runs).insert(key, (Arc::clone(&run), Instant::now()));
                 return Ok(run);
             }
-            Ok(Resumed::NotPaused) => {}
+            Err(err) => return Err(run_store_error(err)),
         }
-        if thread.is_live() {
-            thread.detach(&run);
-            lock(&self.runs).remove(&key);
-            return Err(WebError::InterruptPending {
-                thread_id: input.thread_id,
-                interrupt_ids: thread.pending_interrupts(),
-            });
+        thread.answered(resume.iter().map(|e| e.interrupt_id.clone()));
+        let run = RunBuffer::stored(&input.thread_id, &input.run_id, 0);
+        self.hold(&key, &id, thread, &run);
+        run.push([started(input)]);
+        if !expired.is_empty() {
+            run.push([crate::translate::custom(
+                "interrupt_expired",
+                serde_json::json!({"interruptIds": expired}),
+            )]);
         }
-        if !resume.is_empty() {
-            // Every entry named an expired interrupt (others are errors above), and the loop
-            // has gone on without an answer: show what happened instead of running again.
-            self.expired(&run, &input, &resume).await;
-            thread.detach(&run);
-            return Ok(run);
-        }
-        if let Err((code, message)) = self.new_loop(principal, &thread, &run, &input).await {
+        if let Err((code, message)) = self
+            .build_loop(
+                thread,
+                &input.run_id,
+                input.tools.clone(),
+                Start::Resume(answers),
+            )
+            .await
+        {
             fail(&run, code, message);
             thread.detach(&run);
         }
@@ -288,15 +789,7 @@ impl RunRegistry {
                 "interrupt_expired",
                 serde_json::json!({"interruptIds": ids}),
             ),
-            Event::RunFinished {
-                thread_id: input.thread_id.clone(),
-                run_id: input.run_id.clone(),
-                result: None,
-                outcome: crate::types::Outcome::Success {
-                    pending_tool_call_ids: Vec::new(),
-                },
-                usage: Vec::new(),
-            },
+            finished(&input.thread_id, &input.run_id),
         ]);
     }
 
@@ -319,15 +812,6 @@ impl RunRegistry {
         };
         let prompt = with_context(prompt, input);
 
-        let tools = Registry::new();
-        for tool in &input.tools {
-            let tool = FrontendTool::new(tool, thread, self.config.interrupt_timeout)
-                .map_err(|e| (ErrorCode::InvalidTool, e))?;
-            tools
-                .register(tool)
-                .map_err(|e| (ErrorCode::InvalidTool, e.to_string()))?;
-        }
-
         let session_error = |e: SessionError| (ErrorCode::Session, e.to_string());
         let history = match self.store.load(&input.thread_id).await {
             Ok(session) => session.messages,
@@ -340,17 +824,6 @@ impl RunRegistry {
             }
             Err(e) => return Err(session_error(e)),
         };
-        let cancel = tokio_util::sync::CancellationToken::new();
-        let orchestrator = self
-            .factory
-            .builder(tools)
-            .map_err(|e| (ErrorCode::Loop("agent_setup".into()), e))?
-            .session_store(Arc::clone(&self.store))
-            .cancellation(cancel.clone())
-            .resume(&input.thread_id)
-            .await
-            .map_err(|e| (ErrorCode::Session, e.to_string()))?;
-
         if !history.is_empty() {
             let mut messages = history::snapshot(&input.thread_id, &history);
             messages.push(Message::User {
@@ -364,22 +837,79 @@ impl RunRegistry {
                 snapshot: serde_json::json!({ crate::translate::TODOS: todos }),
             }]);
         }
-        let started = orchestrator
-            .run(prompt)
-            .map_err(|e| (ErrorCode::Loop("loop_start".into()), e.to_string()))?;
-        let translator = Translator::new(
-            input.run_id.clone(),
-            thread.todos(),
-            orchestrator.tools().clone(),
-        );
+        self.build_loop(
+            thread,
+            &input.run_id,
+            input.tools.clone(),
+            Start::Prompt(prompt),
+        )
+        .await
+    }
+
+    /// Builds the thread's loop from its stored session and starts it: with a prompt, or
+    /// continuing its open turn.
+    async fn build_loop(
+        &self,
+        thread: &Arc<Thread>,
+        prefix: &str,
+        frontend: Vec<crate::types::Tool>,
+        start: Start,
+    ) -> Result<(), (ErrorCode, String)> {
+        let tools = Registry::new();
+        for tool in &frontend {
+            let tool = FrontendTool::new(tool, thread, self.config.interrupt_timeout)
+                .map_err(|e| (ErrorCode::InvalidTool, e))?;
+            tools
+                .register(tool)
+                .map_err(|e| (ErrorCode::InvalidTool, e.to_string()))?;
+        }
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let orchestrator = self
+            .factory
+            .builder(tools)
+            .map_err(|e| (ErrorCode::Loop("agent_setup".into()), e))?
+            .session_store(Arc::clone(&self.store))
+            .cancellation(cancel.clone())
+            .resume(&thread.id)
+            .await
+            .map_err(|e| (ErrorCode::Session, e.to_string()))?;
+        let started = match start {
+            Start::Prompt(prompt) => orchestrator.run(prompt),
+            Start::Resume(answers) => orchestrator.resume_run(answers),
+        }
+        .map_err(|e| (ErrorCode::Loop(e.kind().into()), e.to_string()))?;
+        let translator = Translator::new(prefix, thread.todos(), orchestrator.tools().clone());
         let live = LiveLoop::new(
             started.input,
             cancel,
             translator,
             orchestrator.config().model.clone(),
+            started.handle,
         );
         thread.start_loop(live, started.events);
         Ok(())
+    }
+}
+
+/// The opening event of `input`'s run.
+fn started(input: &RunAgentInput) -> Event {
+    Event::RunStarted {
+        thread_id: input.thread_id.clone(),
+        run_id: input.run_id.clone(),
+        protocol_version: Some(PROTOCOL_VERSION.into()),
+    }
+}
+
+/// A success with nothing pending.
+fn finished(thread_id: &str, run_id: &str) -> Event {
+    Event::RunFinished {
+        thread_id: thread_id.to_owned(),
+        run_id: run_id.to_owned(),
+        result: None,
+        outcome: crate::types::Outcome::Success {
+            pending_tool_call_ids: Vec::new(),
+        },
+        usage: Vec::new(),
     }
 }
 

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use futures::{Stream, StreamExt as _};
+use mux_orchestrator::runs::{MemoryRunStore, RunStore, RunStatus};
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -37,6 +38,7 @@ use crate::types::RunAgentInput;
 pub struct AguiRouter {
     factory: Arc<dyn AgentFactory>,
     store: Arc<dyn SessionStore>,
+    runs: Arc<dyn RunStore>,
     config: WebConfig,
     #[cfg(feature = "page")]
     page: bool,
@@ -53,6 +55,7 @@ impl AguiRouter {
         Self {
             factory: Arc::new(agent),
             store,
+            runs: Arc::new(MemoryRunStore::new()),
             config: WebConfig::default(),
             #[cfg(feature = "page")]
             page: false,
@@ -63,6 +66,16 @@ impl AguiRouter {
     /// agent's, so history survives restarts and a thread can move between processes.
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = store;
+        self
+    }
+
+    /// Keeps runs in `runs` (SQLite or PostgreSQL, beside the session store) rather than in
+    /// this process's memory, so that every process on the store serves every thread: a
+    /// run's events replay on any of them, a busy thread is busy on all, cancel and resume
+    /// reach the run wherever it is, and a run whose process died is taken over after its
+    /// [lease](WebConfig::lease). See the run model in `docs/web.md`.
+    pub fn run_store(mut self, runs: Arc<dyn RunStore>) -> Self {
+        self.runs = runs;
         self
     }
 
@@ -105,7 +118,19 @@ impl AguiRouter {
         let config = self.config.clone();
         #[cfg(feature = "page")]
         let page = self.page;
-        let registry = Arc::new(RunRegistry::new(self.factory, self.store, self.config));
+        let registry = Arc::new(RunRegistry::new(
+            self.factory,
+            self.store,
+            self.runs,
+            self.config,
+        ));
+        if tokio::runtime::Handle::try_current().is_ok() {
+            registry.watch_leases();
+        } else {
+            tracing::warn!(
+                "the AG-UI router was built outside a tokio runtime: it takes no runs over"
+            );
+        }
         let guard = Arc::new(Guard {
             hosts,
             origins: OriginAllowList::new(&config.cors_origins),
@@ -194,17 +219,22 @@ async fn reattach(
     Path(run_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, WebError> {
-    let run = registry.run(&principal, &run_id)?;
-    let from = match headers.get("last-event-id").map(|v| v.to_str()) {
+    let after = match headers.get("last-event-id").map(|v| v.to_str()) {
         None => 0,
-        Some(Ok(text)) => text.trim().parse::<usize>().map(|n| n + 1).map_err(|_| {
+        Some(Ok(text)) => text.trim().parse::<u64>().map_err(|_| {
             WebError::BadRequest(format!("Last-Event-ID `{text}` is not an event number"))
         })?,
         Some(Err(_)) => {
             return Err(WebError::BadRequest("Last-Event-ID is not text".into()));
         }
     };
-    Ok(sse(follow(run, from, None)))
+    if let Ok(run) = registry.run(&principal, &run_id) {
+        return Ok(sse(follow(run, after, None)));
+    }
+    // Another process's run (or one this process no longer keeps): from the run store.
+    let id = registry.stored_run(&principal, &run_id).await?;
+    let store = Arc::clone(&registry.durable.store);
+    Ok(sse(follow_stored(store, id, after)))
 }
 
 async fn cancel(
@@ -212,7 +242,7 @@ async fn cancel(
     Extension(principal): Extension<Principal>,
     Path(run_id): Path<String>,
 ) -> Result<Response, WebError> {
-    let cancelled = registry.cancel(&principal, &run_id)?;
+    let cancelled = registry.cancel(&principal, &run_id).await?;
     Ok(Json(json!({"runId": run_id, "cancelled": cancelled})).into_response())
 }
 
@@ -249,20 +279,25 @@ struct DisconnectGuard {
 impl Drop for DisconnectGuard {
     fn drop(&mut self) {
         if !self.run.is_done() {
-            let _ = self.registry.cancel(&self.principal, &self.run.run_id);
+            let registry = Arc::clone(&self.registry);
+            let principal = self.principal.clone();
+            let run_id = self.run.run_id.clone();
+            tokio::spawn(async move {
+                let _ = registry.cancel(&principal, &run_id).await;
+            });
         }
     }
 }
 
-/// The run's events from `from` on, then live ones, until the run ends.
+/// The run's events numbered after `after`, then live ones, until the run ends.
 fn follow(
     run: Arc<RunBuffer>,
-    from: usize,
+    after: u64,
     guard: Option<DisconnectGuard>,
 ) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static {
     let changes = run.watch();
     futures::stream::unfold(
-        (run, from, changes, false, guard),
+        (run, after, changes, false, guard),
         |(run, next, mut changes, ended, guard)| async move {
             if ended {
                 return None;
@@ -271,7 +306,7 @@ fn follow(
                 changes.borrow_and_update();
                 let (events, done) = run.read(next);
                 if !events.is_empty() {
-                    let next = events.last().map_or(next, |(i, _)| i + 1);
+                    let next = events.last().map_or(next, |(i, _)| *i);
                     let ended = done && run.read(next).0.is_empty();
                     let batch: Vec<Result<SseEvent, Infallible>> = events
                         .into_iter()
@@ -292,4 +327,76 @@ fn follow(
         },
     )
     .flat_map(|batch| batch)
+}
+
+/// How many stored events one read takes.
+const PAGE: usize = 256;
+/// The longest a reader waits for a wake-up before it reads the store again.
+const POLL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A run's events from the run store, numbered after `after`, then new ones as they are
+/// stored (a wake-up makes the reader look; a lost one only delays it), until the run's
+/// events end.
+fn follow_stored(
+    store: Arc<dyn RunStore>,
+    id: String,
+    after: u64,
+) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static {
+    futures::stream::unfold(
+        (store, id, after, false),
+        |(store, id, next, ended)| async move {
+            if ended {
+                return None;
+            }
+            loop {
+                match store.events_after(&id, next, PAGE).await {
+                    Ok(events) if !events.is_empty() => {
+                        let last = events.last().map_or(next, |e| e.seq);
+                        let ended = events
+                            .iter()
+                            .any(|e| crate::durable::ending_of(e).is_some());
+                        let batch: Vec<Result<SseEvent, Infallible>> = events
+                            .iter()
+                            .map(|e| {
+                                Ok(SseEvent::default()
+                                    .id(e.seq.to_string())
+                                    .data(e.event.to_string()))
+                            })
+                            .collect();
+                        return Some((futures::stream::iter(batch), (store, id, last, ended)));
+                    }
+                    Ok(_) => {
+                        if stored_run_over(&*store, &id, next).await {
+                            return None;
+                        }
+                    }
+                    Err(err) => {
+                        tracing::debug!(run = %id, "reading stored events: {err}");
+                    }
+                }
+                store.changed(&id, POLL).await;
+            }
+        },
+    )
+    .flat_map(|batch| batch)
+}
+
+/// Whether no event will follow `after` in run `id`: it is not running, or its last event
+/// (already read) ended it.
+async fn stored_run_over(store: &dyn RunStore, id: &str, after: u64) -> bool {
+    let Ok(record) = store.get(id).await else {
+        return false;
+    };
+    if record.status != RunStatus::Running {
+        return record.last_seq <= after;
+    }
+    if record.last_seq == 0 || record.last_seq > after {
+        return false;
+    }
+    match store.events_after(id, record.last_seq - 1, 1).await {
+        Ok(last) => last
+            .first()
+            .is_some_and(|e| crate::durable::ending_of(e).is_some()),
+        Err(_) => false,
+    }
 }

@@ -30,6 +30,8 @@ struct Entry {
     record: RunRecord,
     lease_until: Option<Instant>,
     events: Vec<Value>,
+    /// When its status last changed.
+    updated: Instant,
 }
 
 impl Entry {
@@ -114,6 +116,7 @@ impl RunStore for MemoryRunStore {
                     record: record.clone(),
                     lease_until: Some(Instant::now() + lease),
                     events: Vec::new(),
+                    updated: Instant::now(),
                 },
             );
             state
@@ -147,6 +150,7 @@ impl RunStore for MemoryRunStore {
             let mut state = self.lock();
             let entry = Self::held(&mut state, run_id, owner)?;
             entry.record.status = status;
+            entry.updated = Instant::now();
             if status != RunStatus::Running {
                 entry.record.owner = None;
                 entry.lease_until = None;
@@ -181,6 +185,59 @@ impl RunStore for MemoryRunStore {
                 });
             }
             Ok(Self::take(entry, owner, lease))
+        })
+    }
+
+    fn hand_over<'a>(
+        &'a self,
+        from: &'a str,
+        to: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            if state.runs.contains_key(to) {
+                return Err(RunStoreError::Exists(to.to_owned()));
+            }
+            let entry = state
+                .runs
+                .get_mut(from)
+                .ok_or_else(|| RunStoreError::NotFound(from.to_owned()))?;
+            let now = Instant::now();
+            let status = entry.record.status;
+            if status != RunStatus::Paused && !entry.expired(now) && !entry.held_by(owner, now) {
+                return Err(RunStoreError::Held {
+                    run_id: from.to_owned(),
+                    status,
+                });
+            }
+            entry.record.status = RunStatus::Finished;
+            entry.record.owner = None;
+            entry.lease_until = None;
+            entry.updated = now;
+            let session_id = entry.record.session_id.clone();
+            let record = RunRecord {
+                run_id: to.to_owned(),
+                session_id: session_id.clone(),
+                status: RunStatus::Running,
+                owner: Some(owner.to_owned()),
+                cancel_requested: false,
+                last_seq: 0,
+            };
+            state.runs.insert(
+                to.to_owned(),
+                Entry {
+                    record: record.clone(),
+                    lease_until: Some(now + lease),
+                    events: Vec::new(),
+                    updated: now,
+                },
+            );
+            state.active.insert(session_id, to.to_owned());
+            drop(state);
+            self.wake.notify_waiters();
+            Ok(record)
         })
     }
 
@@ -281,6 +338,20 @@ impl RunStore for MemoryRunStore {
                     event: event.clone(),
                 })
                 .collect())
+        })
+    }
+
+    fn forget_ended<'a>(
+        &'a self,
+        older_than: Duration,
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+        Box::pin(async move {
+            let mut state = self.lock();
+            let before = state.runs.len();
+            state.runs.retain(|_, entry| {
+                entry.record.status.is_active() || entry.updated.elapsed() < older_than
+            });
+            Ok((before - state.runs.len()) as u64)
         })
     }
 

@@ -203,6 +203,19 @@ pub trait RunStore: Send + Sync + 'static {
         lease: Duration,
     ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>>;
 
+    /// Ends `from` and begins `to` on its session for `owner`, in one step, so no other run
+    /// can take the session between them: a paused run resumed by a new run (a face's resume
+    /// request), or a run `owner` holds (or whose lease ran out) continued by a new one. `from`
+    /// ends as finished. `Held` when `from` is held by another owner's lease or over;
+    /// `Exists` when `to` exists.
+    fn hand_over<'a>(
+        &'a self,
+        from: &'a str,
+        to: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>>;
+
     /// Takes over one running run whose lease ran out (the longest expired first), or
     /// `None`. Each such run goes to exactly one caller.
     fn claim_expired<'a>(
@@ -239,6 +252,13 @@ pub trait RunStore: Send + Sync + 'static {
         after: u64,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>>;
+
+    /// Deletes the runs that ended (finished, failed or cancelled) more than `older_than`
+    /// ago, with their events; returns how many.
+    fn forget_ended<'a>(
+        &'a self,
+        older_than: Duration,
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>>;
 
     /// Resolves when `run_id` may have changed, or after `wait`.
     fn changed<'a>(&'a self, run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()>;

@@ -324,6 +324,54 @@ impl RunStore for PostgresRunStore {
         })
     }
 
+    fn hand_over<'a>(
+        &'a self,
+        from: &'a str,
+        to: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            let mut tx = self.pool.begin().await.map_err(failed("handing a run over"))?;
+            let session: Option<String> = sqlx::query_scalar(
+                "UPDATE mux_runs SET status = 'finished', owner = NULL, lease_until = NULL, \
+                 updated_at = now() \
+                 WHERE run_id = $1 AND (status = 'paused' OR (status = 'running' AND \
+                     (owner = $2 OR lease_until IS NULL OR lease_until <= now()))) \
+                 RETURNING session_id",
+            )
+            .bind(from)
+            .bind(owner)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed("handing a run over"))?;
+            let Some(session) = session else {
+                return Err(unclaimable(self, from).await);
+            };
+            let inserted = sqlx::query(&format!(
+                "INSERT INTO mux_runs (run_id, session_id, status, owner, lease_until) \
+                 VALUES ($1, $2, 'running', $3, now() + $4 * interval '1 millisecond') \
+                 RETURNING {COLUMNS}"
+            ))
+            .bind(to)
+            .bind(&session)
+            .bind(owner)
+            .bind(millis(lease))
+            .fetch_one(&mut *tx)
+            .await;
+            let row = match inserted {
+                Ok(row) => row,
+                Err(sqlx::Error::Database(err)) if err.is_unique_violation() => {
+                    return Err(RunStoreError::Exists(to.to_owned()));
+                }
+                Err(err) => return Err(failed("handing a run over")(err)),
+            };
+            Self::notify(&mut tx, from).await?;
+            tx.commit().await.map_err(failed("handing a run over"))?;
+            record(&row)
+        })
+    }
+
     fn claim_expired<'a>(
         &'a self,
         owner: &'a str,
@@ -475,6 +523,23 @@ impl RunStore for PostgresRunStore {
                     })
                 })
                 .collect()
+        })
+    }
+
+    fn forget_ended<'a>(
+        &'a self,
+        older_than: Duration,
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+        Box::pin(async move {
+            let done = sqlx::query(
+                "DELETE FROM mux_runs WHERE status IN ('finished', 'failed', 'cancelled') \
+                 AND updated_at < now() - $1 * interval '1 millisecond'",
+            )
+            .bind(millis(older_than))
+            .execute(&self.pool)
+            .await
+            .map_err(failed("forgetting ended runs"))?;
+            Ok(done.rows_affected())
         })
     }
 

@@ -264,6 +264,57 @@ impl RunStore for SqliteRunStore {
         })
     }
 
+    fn hand_over<'a>(
+        &'a self,
+        from: &'a str,
+        to: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            let now = now_ms();
+            let mut tx = self.pool.begin().await.map_err(failed("handing a run over"))?;
+            let session: Option<String> = sqlx::query_scalar(
+                "UPDATE mux_runs SET status = 'finished', owner = NULL, lease_until_ms = NULL, \
+                 updated_at_ms = $3 \
+                 WHERE run_id = $1 AND (status = 'paused' OR (status = 'running' AND \
+                     (owner = $2 OR lease_until_ms IS NULL OR lease_until_ms <= $3))) \
+                 RETURNING session_id",
+            )
+            .bind(from)
+            .bind(owner)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(failed("handing a run over"))?;
+            let Some(session) = session else {
+                drop(tx);
+                return Err(unclaimable(self, from).await);
+            };
+            let inserted = sqlx::query(&format!(
+                "INSERT INTO mux_runs (run_id, session_id, status, owner, lease_until_ms, updated_at_ms) \
+                 VALUES ($1, $2, 'running', $3, $4, $5) RETURNING {COLUMNS}"
+            ))
+            .bind(to)
+            .bind(&session)
+            .bind(owner)
+            .bind(until(lease))
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await;
+            let row = match inserted {
+                Ok(row) => row,
+                Err(sqlx::Error::Database(err)) if err.is_unique_violation() => {
+                    return Err(RunStoreError::Exists(to.to_owned()));
+                }
+                Err(err) => return Err(failed("handing a run over")(err)),
+            };
+            tx.commit().await.map_err(failed("handing a run over"))?;
+            self.wake.notify_waiters();
+            record(&row)
+        })
+    }
+
     fn claim_expired<'a>(
         &'a self,
         owner: &'a str,
@@ -419,6 +470,25 @@ impl RunStore for SqliteRunStore {
                     })
                 })
                 .collect()
+        })
+    }
+
+    fn forget_ended<'a>(
+        &'a self,
+        older_than: Duration,
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+        Box::pin(async move {
+            let cutoff =
+                now_ms().saturating_sub(i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
+            let done = sqlx::query(
+                "DELETE FROM mux_runs WHERE status IN ('finished', 'failed', 'cancelled') \
+                 AND updated_at_ms < $1",
+            )
+            .bind(cutoff)
+            .execute(&self.pool)
+            .await
+            .map_err(failed("forgetting ended runs"))?;
+            Ok(done.rows_affected())
         })
     }
 

@@ -188,6 +188,61 @@ async fn contract(store: &dyn RunStore, tag: &str) {
         .set_status(&run(3), "a", RunStatus::Failed)
         .await
         .unwrap();
+
+    // A hand-over ends one run and begins the next on its session in one step.
+    store.begin(&session, &run(4), "a", HELD).await.unwrap();
+    store
+        .set_status(&run(4), "a", RunStatus::Paused)
+        .await
+        .unwrap();
+    let next = store.hand_over(&run(4), &run(5), "b", HELD).await.unwrap();
+    assert_eq!(next.session_id, session);
+    assert_eq!(next.status, RunStatus::Running);
+    assert_eq!(next.owner.as_deref(), Some("b"));
+    assert_eq!(
+        store.get(&run(4)).await.unwrap().status,
+        RunStatus::Finished
+    );
+    let active = store.active_run(&session).await.unwrap().unwrap();
+    assert_eq!(active.run_id, run(5));
+    // Only the holder (or a claimant after the lease) hands a running run over.
+    assert!(matches!(
+        store.hand_over(&run(5), &run(6), "c", HELD).await,
+        Err(RunStoreError::Held { .. })
+    ));
+    assert!(matches!(
+        store.hand_over(&run(5), &run(1), "b", HELD).await,
+        Err(RunStoreError::Exists(_))
+    ));
+    assert_eq!(
+        store.get(&run(5)).await.unwrap().status,
+        RunStatus::Running,
+        "a refused hand-over changes nothing"
+    );
+    store.hand_over(&run(5), &run(6), "b", HELD).await.unwrap();
+    store.renew(&run(6), "b", SHORT).await.unwrap();
+    expire().await;
+    store.hand_over(&run(6), &run(7), "c", HELD).await.unwrap();
+    assert!(matches!(
+        store.hand_over(&run(6), &run(8), "c", HELD).await,
+        Err(RunStoreError::Held { .. })
+    ));
+    store
+        .set_status(&run(7), "c", RunStatus::Finished)
+        .await
+        .unwrap();
+
+    // Ended runs are forgotten once old enough, with their events; active ones never.
+    store.begin(&session, &run(9), "a", HELD).await.unwrap();
+    assert_eq!(store.forget_ended(HELD).await.unwrap(), 0);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(store.forget_ended(Duration::from_millis(10)).await.unwrap() >= 6);
+    assert!(matches!(
+        store.get(&run(2)).await,
+        Err(RunStoreError::NotFound(_))
+    ));
+    assert!(store.events_after(&run(2), 0, 10).await.is_err());
+    assert_eq!(store.get(&run(9)).await.unwrap().status, RunStatus::Running);
 }
 
 #[test]

@@ -30,7 +30,7 @@ impl Thread {
                 message: Some(message),
                 tool_call_id: Some(call_id.clone()),
                 response_schema: Some(schema),
-                expires_at: None,
+                expires_at: crate::durable::deadline_after(self.timeout),
             };
             live.interrupts.insert(
                 id,
@@ -43,6 +43,29 @@ impl Thread {
                 },
             );
         }
+    }
+
+    /// Checks `resume` against what this thread can take an answer for (see
+    /// [`check_resume`]), changing nothing.
+    pub(crate) fn check(&self, resume: &[ResumeEntry]) -> Result<(), (ErrorCode, String)> {
+        let state = self.state();
+        let open = state.live.as_ref().map(|live| &live.interrupts);
+        check_resume(&self.id, resume, open, &state.answered, &state.expired)
+    }
+
+    /// Whether `tool_results` answer a frontend call the live loop waits for.
+    pub(crate) fn delivers(&self, tool_results: &[(String, String)]) -> bool {
+        let state = self.state();
+        state.live.as_ref().is_some_and(|live| {
+            tool_results
+                .iter()
+                .any(|(id, _)| live.frontend.contains_key(id))
+        })
+    }
+
+    /// Records interrupts answered through the run store (a second answer is refused here).
+    pub(crate) fn answered(&self, ids: impl IntoIterator<Item = String>) {
+        self.state().answered.extend(ids);
     }
 
     /// Registers a frontend call waiting for its result.
@@ -67,12 +90,18 @@ impl Thread {
     }
 
     /// Ends the attached run: interrupts if approvals or answers are pending, else success
-    /// with the frontend calls that wait for results.
-    pub(super) fn pause(&self) {
+    /// with the frontend calls that wait for results. A loop that waits only for approvals
+    /// is then evicted (its task stopped, its state in the session and the run store) and
+    /// true returned.
+    pub(super) fn pause(&self) -> bool {
         let mut state = self.state();
-        let State { current, live, .. } = &mut *state;
-        let (Some(run), Some(live)) = (current.take(), live.as_mut()) else {
-            return;
+        let State {
+            current,
+            live: slot,
+            ..
+        } = &mut *state;
+        let (Some(run), Some(live)) = (current.take(), slot.as_mut()) else {
+            return false;
         };
         let mut events = live.translator.detach();
         let interrupts: Vec<Interrupt> = live
@@ -105,7 +134,12 @@ impl Thread {
             outcome,
             usage: Vec::new(),
         });
+        let evict = live.is_evictable();
+        if evict && let Some(live) = slot.take() {
+            live.handle.abort();
+        }
         run.push(events);
+        evict
     }
 
     /// Denies (or answers) the interrupts whose time is up; the reason says they expired.
@@ -184,7 +218,22 @@ pub(super) fn check_resume(
 pub(super) fn answer(pending: &Pending, entry: &ResumeEntry) -> LoopInput {
     let payload = entry.payload.clone().unwrap_or(Value::Null);
     match pending.waits {
-        Waits::Approval => {
+        Waits::Approval => approval(&pending.call_id, entry),
+        Waits::Answer => LoopInput::UserResponse {
+            call_id: pending.call_id.clone(),
+            text: match (&entry.status, payload["answer"].as_str()) {
+                (ResumeStatus::Resolved, Some(text)) => text.to_owned(),
+                _ => "(the user declined to answer)".to_owned(),
+            },
+        },
+    }
+}
+
+/// The loop input that answers the approval of `call_id` with `entry` (see [`answer`]).
+pub(crate) fn approval(call_id: &str, entry: &ResumeEntry) -> LoopInput {
+    let payload = entry.payload.clone().unwrap_or(Value::Null);
+    {
+        {
             let approved = entry.status == ResumeStatus::Resolved
                 && payload["approved"].as_bool() == Some(true);
             let edited = payload.get("editedArgs").is_some_and(|v| !v.is_null());
@@ -207,17 +256,10 @@ pub(super) fn answer(pending: &Pending, entry: &ResumeEntry) -> LoopInput {
                 Answer::Deny { reason }
             };
             LoopInput::ToolApproval {
-                call_id: pending.call_id.clone(),
+                call_id: call_id.to_owned(),
                 answer: decision,
             }
         }
-        Waits::Answer => LoopInput::UserResponse {
-            call_id: pending.call_id.clone(),
-            text: match (&entry.status, payload["answer"].as_str()) {
-                (ResumeStatus::Resolved, Some(text)) => text.to_owned(),
-                _ => "(the user declined to answer)".to_owned(),
-            },
-        },
     }
 }
 

@@ -17,4 +17,5 @@ mod pump;
 mod state;
 
 pub(crate) use attach::Resumed;
+pub(crate) use interrupts::approval;
 pub(crate) use state::{LiveLoop, Thread};

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use mux_orchestrator::EventReceiver;
+use mux_orchestrator::{EventReceiver, LoopEvent};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -35,7 +35,10 @@ impl Thread {
                 event = events.recv() => event,
                 () = self.wake.notified() => continue,
                 () = sleep_until(pause_at), if pause_at.is_some() => {
-                    self.pause();
+                    if self.pause() {
+                        // Evicted: the store holds the pause; a resume rebuilds the loop.
+                        return;
+                    }
                     continue;
                 }
                 () = sleep_until(expire_at), if expire_at.is_some() => {
@@ -53,7 +56,18 @@ impl Thread {
             let (out, signal) = {
                 let mut state = self.state();
                 match state.live.as_mut() {
-                    Some(live) => live.translator.translate(event),
+                    Some(live) => {
+                        match &event {
+                            LoopEvent::ToolCallArguments { call_id, .. } => {
+                                live.open_calls.insert(call_id.clone());
+                            }
+                            LoopEvent::ToolResult { call_id, .. } => {
+                                live.open_calls.remove(call_id);
+                            }
+                            _ => {}
+                        }
+                        live.translator.translate(event)
+                    }
                     None => return,
                 }
             };

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use mux_orchestrator::InputSender;
+use mux_orchestrator::{InputSender, RunHandle};
 use mux_tool::ToolOutput;
 use serde_json::Value;
 use tokio::sync::{Notify, oneshot};
@@ -55,6 +55,10 @@ pub(crate) struct LiveLoop {
     /// Events produced while no AG-UI run was attached.
     pub(super) carry: Vec<Event>,
     pub(super) model: String,
+    /// Stops the loop's task without a word (eviction, a process going away).
+    pub(super) handle: RunHandle,
+    /// Calls whose arguments arrived and whose result has not.
+    pub(super) open_calls: HashSet<String>,
 }
 
 impl LiveLoop {
@@ -63,6 +67,7 @@ impl LiveLoop {
         cancel: CancellationToken,
         translator: Translator,
         model: String,
+        handle: RunHandle,
     ) -> Self {
         Self {
             input,
@@ -72,7 +77,21 @@ impl LiveLoop {
             frontend: BTreeMap::new(),
             carry: Vec::new(),
             model,
+            handle,
+            open_calls: HashSet::new(),
         }
+    }
+
+    /// Whether everything the loop waits for is stored: it waits only for approvals, and
+    /// no other call is open. Such a loop can be dropped and rebuilt from the session.
+    pub(super) fn is_evictable(&self) -> bool {
+        self.frontend.is_empty()
+            && !self.interrupts.is_empty()
+            && self.interrupts.values().all(|p| p.waits == Waits::Approval)
+            && self
+                .open_calls
+                .iter()
+                .all(|id| self.interrupts.values().any(|p| &p.call_id == id))
     }
 }
 
@@ -149,6 +168,14 @@ impl Thread {
     /// The todo list the last loop left.
     pub(crate) fn todos(&self) -> Option<Value> {
         self.state().todos.clone()
+    }
+
+    /// Stops the live loop's task without a word (nothing more reaches the session), as if
+    /// the process had ended.
+    pub(crate) fn abort(&self) {
+        if let Some(live) = self.state().live.take() {
+            live.handle.abort();
+        }
     }
 
     /// Cancels the live loop, if any.

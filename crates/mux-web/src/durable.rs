@@ -1,0 +1,348 @@
+//! The run store behind the web face, so any process serves any thread.
+//!
+//! - Each process is one owner (a random id). A run it starts or resumes is begun (or handed
+//!   over) in the store under a lease; a writer task per run appends its events in batches,
+//!   renews the lease every third of it, and cancels the loop when another process asked.
+//! - A client reads only events the store has, so every process replays the same numbers.
+//! - A paused run whose loop waits only for approvals is evicted: the store and the session
+//!   hold it, and a resume on any process rebuilds it.
+//! - Each process claims runs whose owner's lease ran out and continues them from the session.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use mux_orchestrator::runs::{RunStatus, RunStore, RunStoreError, StoredEvent};
+use serde_json::Value;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::buffer::{Ending, RunBuffer};
+use crate::security::Principal;
+use crate::thread::Thread;
+use crate::types::{Interrupt, Outcome};
+
+/// The most events one append writes.
+const BATCH: usize = 256;
+/// How long the writer gathers events before an append.
+const FLUSH: Duration = Duration::from_millis(3);
+/// How many events a run keeps while the store is unreachable before it fails.
+pub(crate) const BACKLOG_LIMIT: usize = 10_000;
+/// The shortest time between two looks at a run's cancel flag.
+const CANCEL_CHECK: Duration = Duration::from_millis(100);
+
+/// This process as an owner of runs in the run store.
+#[derive(Clone)]
+pub(crate) struct Durable {
+    pub(crate) store: Arc<dyn RunStore>,
+    pub(crate) owner: Arc<str>,
+    pub(crate) lease: Duration,
+    /// Cancelled when the router goes away: its writers stop where they are.
+    pub(crate) alive: CancellationToken,
+    /// The runs a writer of this process holds.
+    held: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Durable {
+    pub(crate) fn new(store: Arc<dyn RunStore>, lease: Duration) -> Self {
+        Self {
+            store,
+            owner: format!("web-{}", crate::security::unguessable()).into(),
+            lease,
+            alive: CancellationToken::new(),
+            held: Arc::default(),
+        }
+    }
+
+    fn heartbeat(&self) -> Duration {
+        self.lease / 3
+    }
+
+    /// Whether a writer of this process holds `store_id`.
+    pub(crate) fn holds(&self, store_id: &str) -> bool {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(store_id)
+    }
+
+    /// Starts the writer of a run this process holds in the store.
+    pub(crate) fn keep(&self, store_id: String, run: Arc<RunBuffer>, thread: Arc<Thread>) {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(store_id.clone());
+        let durable = self.clone();
+        tokio::spawn(async move {
+            durable.write(&store_id, &run, &thread).await;
+            durable
+                .held
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&store_id);
+        });
+    }
+
+    /// The writer: appends events, renews the lease, acts on a cancel, and sets the status
+    /// the run ended with.
+    async fn write(&self, id: &str, run: &RunBuffer, thread: &Thread) {
+        let mut pushed = run.watch_pushed();
+        let mut renewed = Instant::now();
+        let mut checked = Instant::now();
+        let mut backoff = Duration::from_millis(20);
+        let mut cancel_seen = false;
+        loop {
+            if self.alive.is_cancelled() {
+                return;
+            }
+            pushed.borrow_and_update();
+            let batch = run.unconfirmed(BATCH);
+            if !batch.is_empty() {
+                let values: Vec<Value> = batch
+                    .iter()
+                    .map(|e| serde_json::from_str(e).unwrap_or(Value::Null))
+                    .collect();
+                match self.store.append_events(id, &self.owner, &values).await {
+                    Ok(_) => {
+                        run.confirm(batch.len());
+                        backoff = Duration::from_millis(20);
+                        continue;
+                    }
+                    Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
+                        if self.reclaim(id, run).await {
+                            continue;
+                        }
+                        return self.lost(id, run, thread);
+                    }
+                    Err(err) => {
+                        if !self.outage(id, run, thread, &err, &mut backoff).await {
+                            return;
+                        }
+                        continue;
+                    }
+                }
+            }
+            if let Some(ending) = run.ending() {
+                let status = match ending {
+                    Ending::Finished => Some(RunStatus::Finished),
+                    Ending::Cancelled => Some(RunStatus::Cancelled),
+                    Ending::Failed => Some(RunStatus::Failed),
+                    // Evicted: the store holds the pause.
+                    Ending::Paused if !thread.is_live() && !cancel_seen => {
+                        Some(RunStatus::Paused)
+                    }
+                    Ending::Paused if !thread.is_live() => Some(RunStatus::Cancelled),
+                    // The loop waits here for a question or a frontend result: hold the run.
+                    Ending::Paused => None,
+                };
+                if let Some(status) = status {
+                    return self.end(id, status).await;
+                }
+            }
+            let heartbeat = renewed + self.heartbeat();
+            tokio::select! {
+                changed = pushed.changed() => {
+                    if changed.is_ok() {
+                        tokio::time::sleep(FLUSH).await;
+                    }
+                    continue;
+                }
+                () = tokio::time::sleep_until(heartbeat) => {}
+                () = self.store.changed(id, self.heartbeat()) => {
+                    if checked.elapsed() < CANCEL_CHECK {
+                        continue;
+                    }
+                }
+                () = self.alive.cancelled() => return,
+            }
+            checked = Instant::now();
+            match self.store.renew(id, &self.owner, self.lease).await {
+                Ok(record) => {
+                    renewed = Instant::now();
+                    if record.cancel_requested && !cancel_seen {
+                        cancel_seen = true;
+                        thread.cancel();
+                    }
+                }
+                Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
+                    if !self.reclaim(id, run).await {
+                        return self.lost(id, run, thread);
+                    }
+                }
+                Err(err) => tracing::warn!(run = id, "renewing a run's lease failed: {err}"),
+            }
+        }
+    }
+
+    /// The store was unreachable: keeps the events (up to [`BACKLOG_LIMIT`]) and waits.
+    /// False when the run gave up: its loop is stopped, the rest is for a takeover.
+    async fn outage(
+        &self,
+        id: &str,
+        run: &RunBuffer,
+        thread: &Thread,
+        err: &RunStoreError,
+        backoff: &mut Duration,
+    ) -> bool {
+        tracing::warn!(run = id, backlog = run.backlog(), "writing a run's events failed: {err}");
+        if run.backlog() > BACKLOG_LIMIT {
+            tracing::error!(
+                run = id,
+                "the run store stayed unreachable for {BACKLOG_LIMIT} events; stopping the run \
+                 (another process continues it from the session once the store is back)"
+            );
+            thread.abort();
+            return false;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(*backoff) => {}
+            () = self.alive.cancelled() => return false,
+        }
+        *backoff = (*backoff * 2).min(Duration::from_secs(1));
+        true
+    }
+
+    /// After the lease ran out with no one else taking the run (the store was unreachable
+    /// for longer than the lease), takes it back: true when nothing was written meanwhile.
+    async fn reclaim(&self, id: &str, run: &RunBuffer) -> bool {
+        if run.is_done() && run.backlog() == 0 {
+            return false;
+        }
+        match self.store.claim(id, &self.owner, self.lease).await {
+            Ok(record) if record.last_seq == run.stored_through() => true,
+            Ok(_) => {
+                // Another owner wrote after us; it holds the truth.
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Another process took the run (or it was handed over here): stop what is still ours.
+    fn lost(&self, id: &str, run: &RunBuffer, thread: &Thread) {
+        if run.is_done() {
+            // Handed over to the next run of this thread, which holds the loop now.
+            return;
+        }
+        tracing::warn!(run = id, "another process took this run over; stopping its loop here");
+        thread.abort();
+    }
+
+    /// Sets the status a run ended with, retrying while the store is unreachable.
+    async fn end(&self, id: &str, status: RunStatus) {
+        let mut backoff = Duration::from_millis(20);
+        loop {
+            match self.store.set_status(id, &self.owner, status).await {
+                Ok(()) => return,
+                Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => return,
+                Err(err) => {
+                    tracing::warn!(run = id, "setting a run's status failed: {err}");
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff) => {}
+                        () = self.alive.cancelled() => return,
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    /// The interrupts a stored run ended on (a paused run's last event).
+    pub(crate) async fn interrupts(&self, store_id: &str) -> Result<Vec<Interrupt>, RunStoreError> {
+        let record = self.store.get(store_id).await?;
+        let last = self
+            .store
+            .events_after(store_id, record.last_seq.saturating_sub(1), 1)
+            .await?;
+        Ok(last.first().map(paused_on).unwrap_or_default())
+    }
+}
+
+/// The interrupts `event` ends its run on (none unless it is a `RUN_FINISHED` interrupt).
+pub(crate) fn paused_on(event: &StoredEvent) -> Vec<Interrupt> {
+    match serde_json::from_value::<crate::types::Event>(event.event.clone()) {
+        Ok(crate::types::Event::RunFinished {
+            outcome: Outcome::Interrupt { interrupts },
+            ..
+        }) => interrupts,
+        _ => Vec::new(),
+    }
+}
+
+/// How the stored event `event` ends its run, if it does.
+pub(crate) fn ending_of(event: &StoredEvent) -> Option<Ending> {
+    serde_json::from_value::<crate::types::Event>(event.event.clone())
+        .ok()
+        .as_ref()
+        .and_then(Ending::of)
+}
+
+/// The run store's id of `principal`'s run `run_id`: run ids are per principal, so the
+/// principal is part of it (hex, so no name can forge another's).
+pub(crate) fn store_id(principal: &Principal, run_id: &str) -> String {
+    let hex: String = principal
+        .name()
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{hex}.{run_id}")
+}
+
+/// The principal and run id of a run store id.
+pub(crate) fn parse_store_id(id: &str) -> Option<(Principal, String)> {
+    let (hex, run_id) = id.split_once('.')?;
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    let name = String::from_utf8(bytes?).ok()?;
+    Some((Principal::new(name), run_id.to_owned()))
+}
+
+/// The RFC 3339 time `after` from now, for an interrupt's `expiresAt`.
+pub(crate) fn deadline_after(after: Duration) -> Option<String> {
+    let at = OffsetDateTime::now_utc() + after;
+    at.format(&Rfc3339).ok()
+}
+
+/// Whether the RFC 3339 time `at` has passed (an unreadable one has not).
+pub(crate) fn is_past(at: &str) -> bool {
+    OffsetDateTime::parse(at, &Rfc3339).is_ok_and(|at| at <= OffsetDateTime::now_utc())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_ids_keep_principals_apart_and_parse_back() {
+        for name in ["local", "alice", "a.b", "", "名前", "x.y.z"] {
+            let id = store_id(&Principal::new(name), "run.1");
+            let (principal, run) = parse_store_id(&id).unwrap();
+            assert_eq!(principal.name(), name);
+            assert_eq!(run, "run.1");
+        }
+        assert_ne!(
+            store_id(&Principal::new("a"), "b.c"),
+            store_id(&Principal::new("a.b"), "c")
+        );
+        for bad in ["", "nodot", "6.x", "zz.x", "ff.x"] {
+            assert!(parse_store_id(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn deadlines_read_back() {
+        let soon = deadline_after(Duration::from_secs(60)).unwrap();
+        assert!(!is_past(&soon));
+        let gone = deadline_after(Duration::ZERO).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(is_past(&gone));
+        assert!(!is_past("not a time"));
+    }
+}
