@@ -202,7 +202,10 @@ fn answer(thread: &str, run: &str, interrupt: &str, approved: bool) -> Value {
 type Sse = (Option<u64>, Value);
 
 /// Reads SSE events from `response` until `stop` says so or the stream ends (20 s at most).
-async fn read_until(mut response: reqwest::Response, stop: impl Fn(&[Sse]) -> bool) -> Vec<Sse> {
+async fn read_until(
+    mut response: reqwest::Response,
+    mut stop: impl FnMut(&[Sse]) -> bool,
+) -> Vec<Sse> {
     let mut out = Vec::new();
     let mut pending = String::new();
     let mut id = None;
@@ -563,5 +566,49 @@ async fn a_paused_run_holds_no_loop_in_memory_and_is_rebuilt_on_resume() {
         );
     }
     assert_eq!(cluster.charges.load(Ordering::SeqCst), 3, "approved: 0, 2, 4");
+    a.kill();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_outlives_a_postgres_outage_and_loses_nothing() {
+    let db = TestDatabase::new().await;
+    let cluster = Cluster::postgres(&db).await;
+    let http = reqwest::Client::new();
+    let a = cluster.process(WebConfig::default()).await;
+    let response = post(&http, &a, &input("t-outage", "r1", "slow")).await;
+    let mut outage = None;
+    let events = read_until(response, |e| {
+        if outage.is_none() && e.iter().any(|(_, e)| e["type"] == "TOOL_CALL_RESULT") {
+            // PostgreSQL stops (immediate) mid-run, and starts again after longer than a lease.
+            outage = Some(db.outage(Duration::from_millis(1500)));
+        }
+        false
+    })
+    .await;
+    outage.expect("the run had a tool result").join().unwrap();
+    assert_eq!(ids(&events), (1..=events.len() as u64).collect::<Vec<_>>());
+    let end = &events.last().unwrap().1;
+    assert_eq!(end["type"], "RUN_FINISHED", "{events:?}");
+    assert_eq!(end["outcome"]["type"], "success", "{end}");
+    // Everything the client saw is in the store: the replay is the same, and the history
+    // has every tool result and the answer.
+    let replay = read_all(reattach(&http, &a, "r1", None).await).await;
+    assert_eq!(replay, events);
+    let history: Value = http
+        .get(format!("{}/agui/threads/t-outage/messages", a.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let text = history.to_string();
+    for n in 0..4 {
+        assert!(text.contains(&format!("tick {n}")), "{text}");
+    }
+    assert_eq!(
+        history["messages"].as_array().unwrap().last().unwrap()["content"],
+        "Done."
+    );
     a.kill();
 }
