@@ -3,6 +3,8 @@
 //! ```text
 //! cargo run --example web_agent [-- --port 8787] [--token T | --no-token]
 //!     [--cors-origin ORIGIN]... [--allowed-host HOST]...
+//!     [--database-url sqlite://PATH | postgres://USER@HOST/DB[?host=SOCKET_DIR]]
+//!     [--model-delay-ms N] [--lease-ms N] [--double-texting reject|enqueue|interrupt]
 //! ```
 //!
 //! It prints the URL to open, with a fresh random token (as Jupyter does):
@@ -10,8 +12,13 @@
 //! chosen as the quickstart chooses it: a provider from `ANTHROPIC_API_KEY` / `OPENAI_API_KEY`
 //! / `OPENAI_BASE_URL`, else an offline scripted model that lists the directory, reads the
 //! README and asks to run `git log` (an approval the page shows with Approve and Deny
-//! buttons). Threads live in memory; the page keeps its thread across reloads. Binds
-//! 127.0.0.1 only, answers only to its own Host names and origin, and refuses non-JSON POSTs.
+//! buttons). Threads and runs live in the database of `--database-url` (default: SQLite in
+//! `.mux/web_agent.db` under the current directory), so a restart keeps every thread and every
+//! pending approval, and several processes on one PostgreSQL serve every thread (see
+//! docs/web.md). `--model-delay-ms` makes the offline model stream word by word, `--lease-ms`
+//! sets the run lease, `--double-texting` what a prompt on a busy thread does. The page keeps
+//! its thread across reloads. Binds 127.0.0.1 only, answers only to its own Host names and
+//! origin, and refuses non-JSON POSTs.
 
 use std::process::ExitCode;
 
@@ -30,12 +37,18 @@ async fn run() -> Result<(), String> {
             return Ok(());
         }
     };
-    let chosen = mux_examples::offline::choose_model()?;
+    let mut chosen = mux_examples::offline::choose_model()?;
     println!("{}", chosen.description);
+    if let Some(delay) = options.model_delay
+        && chosen.model == "scripted"
+    {
+        chosen.client = std::sync::Arc::new(mux_examples::offline::offline_model().stream_words(delay));
+    }
     // The agent, described once (examples/src/coding_agent.rs), at the current directory.
     let agent = mux_examples::coding_agent::agent(chosen.client, &chosen.model)
         .map_err(|e| e.to_string())?;
-    let app = mux_examples::web_agent::app(agent, options.web_config())?;
+    let (sessions, runs) = options.stores().await?;
+    let app = mux_examples::web_agent::app_on(agent, options.web_config(), sessions, runs)?;
     let listener = mux::web::bind(options.port)
         .await
         .map_err(|e| format!("cannot listen on 127.0.0.1:{}: {e}", options.port))?;

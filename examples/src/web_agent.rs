@@ -1,16 +1,26 @@
 //! The web_agent example's server: the examples' coding agent behind mux-web's AG-UI
 //! router, plus the chat page at `/`.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use mux::orchestrator::Agent;
-use mux::web::{AguiRouter, ServeLimits, WebConfig};
+use mux::orchestrator::runs::{PostgresRunStore, RunStore, SqliteRunStore};
+use mux::orchestrator::session::{PostgresSessionStore, SessionStore, SqliteSessionStore};
+use mux::web::{AguiRouter, DoubleTexting, ServeLimits, WebConfig};
 
 /// The example's usage line.
 pub const USAGE: &str = "usage: cargo run --example web_agent [-- --port N] [--token T | --no-token] \
 [--cors-origin ORIGIN]... [--allowed-host HOST[:PORT]]... \
-[--header-timeout-ms N] [--idle-timeout-ms N] [--body-timeout-ms N] [--max-connections N]";
+[--header-timeout-ms N] [--idle-timeout-ms N] [--body-timeout-ms N] [--max-connections N] \
+[--database-url sqlite://PATH | postgres://...] [--model-delay-ms N] [--lease-ms N] \
+[--double-texting reject|enqueue|interrupt]";
+
+/// Where threads and runs live without `--database-url`: a SQLite file under the current
+/// directory.
+pub const DEFAULT_DATABASE: &str = ".mux/web_agent.db";
 
 /// What `--no-token` means, printed where the token URL would be.
 pub const NO_TOKEN_WARNING: &str = "WARNING: --no-token: there is no token. Any program or user \
@@ -31,6 +41,15 @@ pub struct Options {
     pub allowed_hosts: Vec<String>,
     /// The server's connection limits.
     pub limits: ServeLimits,
+    /// Where threads and runs live: `sqlite://PATH` or `postgres://…` (`None`: SQLite at
+    /// [`DEFAULT_DATABASE`]).
+    pub database_url: Option<String>,
+    /// With the offline model: how long it waits before each streamed event (word by word).
+    pub model_delay: Option<Duration>,
+    /// The run lease (`None`: the web face's default).
+    pub lease: Option<Duration>,
+    /// What a prompt on a busy thread does.
+    pub double_texting: DoubleTexting,
 }
 
 impl Options {
@@ -44,6 +63,10 @@ impl Options {
             cors_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             limits: ServeLimits::default(),
+            database_url: None,
+            model_delay: None,
+            lease: None,
+            double_texting: DoubleTexting::Reject,
         };
         let (mut token_given, mut no_token) = (false, false);
         while let Some(arg) = args.next() {
@@ -76,6 +99,25 @@ impl Options {
                 }
                 "--max-connections" => {
                     options.limits = options.limits.max_connections(number(&arg, &value(&arg)?)?)
+                }
+                "--database-url" => {
+                    let url = value(&arg)?;
+                    database(&url)?;
+                    options.database_url = Some(url);
+                }
+                "--model-delay-ms" => options.model_delay = Some(millis(&arg, &value(&arg)?)?),
+                "--lease-ms" => {
+                    let lease = millis(&arg, &value(&arg)?)?;
+                    if lease < Duration::from_millis(30) {
+                        return Err("--lease-ms must be at least 30".into());
+                    }
+                    options.lease = Some(lease);
+                }
+                "--double-texting" => {
+                    let name = value(&arg)?;
+                    options.double_texting = DoubleTexting::parse(&name).ok_or(format!(
+                        "--double-texting `{name}` is not reject, enqueue or interrupt"
+                    ))?;
                 }
                 "-h" | "--help" => return Ok(None),
                 other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
@@ -110,8 +152,74 @@ impl Options {
         for host in &self.allowed_hosts {
             config = config.allowed_host(host.clone());
         }
-        config
+        if let Some(lease) = self.lease {
+            config = config.lease(lease);
+        }
+        config.double_texting(self.double_texting)
     }
+
+    /// Opens the session store and the run store on the database (creating the default
+    /// SQLite file's directory).
+    pub async fn stores(&self) -> Result<(Arc<dyn SessionStore>, Arc<dyn RunStore>), String> {
+        let database = match &self.database_url {
+            Some(url) => database(url)?,
+            None => {
+                let path = PathBuf::from(DEFAULT_DATABASE);
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                }
+                Database::Sqlite(path)
+            }
+        };
+        match database {
+            Database::Sqlite(path) => {
+                let sessions = SqliteSessionStore::open(&path)
+                    .await
+                    .map_err(|e| format!("opening {}: {e}", path.display()))?;
+                let runs = SqliteRunStore::open(&path)
+                    .await
+                    .map_err(|e| format!("opening {}: {e}", path.display()))?;
+                Ok((Arc::new(sessions), Arc::new(runs)))
+            }
+            Database::Postgres(url) => {
+                let sessions = PostgresSessionStore::connect(&url)
+                    .await
+                    .map_err(|e| format!("connecting to PostgreSQL: {e}"))?;
+                let runs = PostgresRunStore::connect(&url)
+                    .await
+                    .map_err(|e| format!("connecting to PostgreSQL: {e}"))?;
+                Ok((Arc::new(sessions), Arc::new(runs)))
+            }
+        }
+    }
+}
+
+/// A database named by `--database-url`.
+enum Database {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+/// Reads a `--database-url`: `sqlite://PATH` (or `sqlite:PATH`), or `postgres://…` /
+/// `postgresql://…` (its query may name the socket directory: `?host=/run/postgresql`).
+fn database(url: &str) -> Result<Database, String> {
+    if let Some(path) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    {
+        let path = path.split('?').next().unwrap_or_default();
+        if path.is_empty() {
+            return Err(format!("--database-url `{url}` names no file"));
+        }
+        return Ok(Database::Sqlite(PathBuf::from(path)));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(Database::Postgres(url.to_owned()));
+    }
+    Err(format!(
+        "--database-url `{url}` is neither sqlite://PATH nor postgres://…"
+    ))
 }
 
 fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
@@ -133,4 +241,63 @@ pub fn app(agent: Agent, config: WebConfig) -> Result<Router, String> {
         .with_page()
         .try_build()
         .map_err(|e| e.to_string())
+}
+
+/// [`app`] with threads in `sessions` and runs in `runs`, so that every process on the same
+/// database serves every thread.
+pub fn app_on(
+    agent: Agent,
+    config: WebConfig,
+    sessions: Arc<dyn SessionStore>,
+    runs: Arc<dyn RunStore>,
+) -> Result<Router, String> {
+    AguiRouter::new(agent)
+        .session_store(sessions)
+        .run_store(runs)
+        .config(config)
+        .with_page()
+        .try_build()
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Option<Options>, String> {
+        Options::parse(args.iter().map(|a| a.to_string()))
+    }
+
+    #[test]
+    fn the_durable_run_flags_parse_and_bad_values_are_named() {
+        let options = parse(&[
+            "--no-token",
+            "--database-url",
+            "postgres://u@localhost/db?host=/tmp/sock",
+            "--model-delay-ms",
+            "5",
+            "--lease-ms",
+            "900",
+            "--double-texting",
+            "enqueue",
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(options.model_delay, Some(Duration::from_millis(5)));
+        assert_eq!(options.lease, Some(Duration::from_millis(900)));
+        assert_eq!(options.double_texting, DoubleTexting::Enqueue);
+        assert_eq!(options.web_config().lease, Duration::from_millis(900));
+        assert!(matches!(database("sqlite://a/b.db"), Ok(Database::Sqlite(p)) if p == PathBuf::from("a/b.db")));
+        for (args, named) in [
+            (vec!["--database-url", "mysql://x"], "mysql://x"),
+            (vec!["--database-url", "sqlite://"], "names no file"),
+            (vec!["--lease-ms", "5"], "at least 30"),
+            (vec!["--double-texting", "later"], "later"),
+            (vec!["--model-delay-ms", "-1"], "-1"),
+        ] {
+            let err = parse(&args).unwrap_err();
+            assert!(err.contains(named), "{args:?}: {err}");
+        }
+    }
 }

@@ -173,7 +173,10 @@ impl Thread {
     /// Stops the live loop's task without a word (nothing more reaches the session), as if
     /// the process had ended.
     pub(crate) fn abort(&self) {
-        if let Some(live) = self.state().live.take() {
+        let mut state = self.state();
+        // The attached run hears nothing more from here (its events stop where they are).
+        state.current = None;
+        if let Some(live) = state.live.take() {
             live.handle.abort();
         }
     }

@@ -6,6 +6,7 @@ mod common;
 mod a_run_on_a_budget_ends_with_its_limit;
 mod ag_ui_validate;
 mod an_agent_is_served_as_described;
+mod durable_runs;
 mod http_surface;
 mod real_agui_client;
 mod requests_from_elsewhere_are_refused;
