@@ -130,9 +130,7 @@ impl Durable {
                     Ending::Cancelled => Some(RunStatus::Cancelled),
                     Ending::Failed => Some(RunStatus::Failed),
                     // Evicted: the store holds the pause.
-                    Ending::Paused if !thread.is_live() && !cancel_seen => {
-                        Some(RunStatus::Paused)
-                    }
+                    Ending::Paused if !thread.is_live() && !cancel_seen => Some(RunStatus::Paused),
                     Ending::Paused if !thread.is_live() => Some(RunStatus::Cancelled),
                     // The loop waits here for a question or a frontend result: hold the run.
                     Ending::Paused => None,
@@ -186,7 +184,11 @@ impl Durable {
         err: &RunStoreError,
         backoff: &mut Duration,
     ) -> bool {
-        tracing::warn!(run = id, backlog = run.backlog(), "writing a run's events failed: {err}");
+        tracing::warn!(
+            run = id,
+            backlog = run.backlog(),
+            "writing a run's events failed: {err}"
+        );
         if run.backlog() > BACKLOG_LIMIT {
             tracing::error!(
                 run = id,
@@ -226,7 +228,10 @@ impl Durable {
             // Handed over to the next run of this thread, which holds the loop now.
             return;
         }
-        tracing::warn!(run = id, "another process took this run over; stopping its loop here");
+        tracing::warn!(
+            run = id,
+            "another process took this run over; stopping its loop here"
+        );
         thread.abort();
     }
 

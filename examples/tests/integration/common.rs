@@ -100,7 +100,7 @@ pub(crate) struct Example {
     pub(crate) child: std::process::Child,
     pub(crate) url: String,
     stderr: Arc<Mutex<String>>,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Drop for Example {
@@ -117,14 +117,21 @@ impl Example {
     }
 
     /// Starts `program` (the example, or a shell that execs it) with `args`.
-    pub(crate) fn start_with(mut command: Command, args: &[&str]) -> Self {
+    pub(crate) fn start_with(command: Command, args: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("README.md"), "# a project\n").unwrap();
+        let mut example = Self::start_in(command, dir.path(), args);
+        example._dir = Some(dir);
+        example
+    }
+
+    /// Starts `program` with `args` in `dir`, a directory the caller made (and keeps).
+    pub(crate) fn start_in(mut command: Command, dir: &std::path::Path, args: &[&str]) -> Self {
         without_provider_keys(&mut command);
         let mut child = command
             .args(["--port", "0"])
             .args(args)
-            .current_dir(dir.path())
+            .current_dir(dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -163,7 +170,7 @@ impl Example {
             child,
             url,
             stderr,
-            _dir: dir,
+            _dir: None,
         }
     }
 

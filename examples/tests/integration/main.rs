@@ -10,6 +10,7 @@ mod mcp_inspect;
 mod mcp_tools_server;
 mod one_agent_on_two_faces;
 mod quickstart;
+mod web_agent_durable;
 mod web_agent_in_a_browser;
 mod web_agent_refuses_cross_site_requests;
 mod web_agent_under_slowloris;

@@ -4,6 +4,7 @@
 
 mod acp;
 mod builtin;
+mod durable;
 mod executor;
 mod harness;
 mod llm_decode;
@@ -12,7 +13,6 @@ mod mcp_server;
 mod orchestrator;
 mod permission;
 mod session_stores;
-mod durable;
 mod web;
 
 use std::process::ExitCode;

@@ -86,8 +86,11 @@ mod server {
         let lease = std::env::var(super::LEASE_VAR)
             .ok()
             .and_then(|ms| ms.parse().ok())
-            .map_or(std::time::Duration::from_secs(10), std::time::Duration::from_millis);
-        let sessions = mux_orchestrator::PostgresSessionStore::connect(&url)
+            .map_or(
+                std::time::Duration::from_secs(10),
+                std::time::Duration::from_millis,
+            );
+        let sessions = mux_orchestrator::session::PostgresSessionStore::connect(&url)
             .await
             .map_err(|e| e.to_string())?;
         let runs = mux_orchestrator::runs::PostgresRunStore::connect(&url)
@@ -117,8 +120,8 @@ mod server {
                 Named::new("hold", true),
                 Named::new("act", false).map(Named::asked),
             ]
-                .into_iter()
-                .flatten()
+            .into_iter()
+            .flatten()
             {
                 let _ = tools.register(tool);
             }
@@ -417,7 +420,12 @@ async fn load(url: &str, runs: usize, concurrency: usize, offset: usize) -> Resu
     })
 }
 
-pub(crate) fn measure(rt: &tokio::runtime::Runtime, url: &str, runs: usize, c: usize) -> Result<Load, String> {
+pub(crate) fn measure(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    runs: usize,
+    c: usize,
+) -> Result<Load, String> {
     rt.block_on(async {
         load(url, runs / 10, c, 10_000_000).await?;
         load(url, runs, c, c * 1_000_000).await
@@ -698,8 +706,7 @@ pub(crate) async fn last_event_id(server: &Server, run: &str) -> Result<u64, Str
         return Err(format!("replaying {run}: {}", response.status()));
     }
     let mut text = String::new();
-    while let Ok(chunk) = tokio::time::timeout(Duration::from_millis(500), response.chunk()).await
-    {
+    while let Ok(chunk) = tokio::time::timeout(Duration::from_millis(500), response.chunk()).await {
         match chunk.map_err(|e| e.to_string())? {
             Some(chunk) => text.push_str(&String::from_utf8_lossy(&chunk)),
             None => break,
@@ -725,7 +732,9 @@ pub(crate) async fn wait_for_event_after(
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!("no event of {run} after {after} within {timeout:?}"));
+            return Err(format!(
+                "no event of {run} after {after} within {timeout:?}"
+            ));
         }
         let mut response = client
             .get(&events)
