@@ -42,7 +42,8 @@ async fn run() -> Result<(), String> {
     if let Some(delay) = options.model_delay
         && chosen.model == "scripted"
     {
-        chosen.client = std::sync::Arc::new(mux_examples::offline::offline_model().stream_words(delay));
+        chosen.client =
+            std::sync::Arc::new(mux_examples::offline::offline_model().stream_words(delay));
     }
     // The agent, described once (examples/src/coding_agent.rs), at the current directory.
     let agent = mux_examples::coding_agent::agent(chosen.client, &chosen.model)

@@ -187,7 +187,11 @@ impl Durable {
         err: &RunStoreError,
         backoff: &mut Duration,
     ) -> bool {
-        tracing::warn!(run = id, backlog = run.backlog(), "writing a run's events failed: {err}");
+        tracing::warn!(
+            run = id,
+            backlog = run.backlog(),
+            "writing a run's events failed: {err}"
+        );
         if run.backlog() > BACKLOG_LIMIT {
             tracing::error!(
                 run = id,
@@ -227,7 +231,10 @@ impl Durable {
             // Handed over to the next run of this thread, which holds the loop now.
             return;
         }
-        tracing::warn!(run = id, "another process took this run over; stopping its loop here");
+        tracing::warn!(
+            run = id,
+            "another process took this run over; stopping its loop here"
+        );
         thread.abort();
     }
 

@@ -155,7 +155,11 @@ impl RunRegistry {
     async fn take_over_expired(&self) {
         let durable = &self.durable;
         loop {
-            match durable.store.claim_expired(&durable.owner, durable.lease).await {
+            match durable
+                .store
+                .claim_expired(&durable.owner, durable.lease)
+                .await
+            {
                 Ok(Some(record)) => self.take_over(record).await,
                 Ok(None) => return,
                 Err(err) => {
@@ -655,8 +659,7 @@ impl RunRegistry {
         }
         let run = RunBuffer::stored(&input.thread_id, &input.run_id, 0);
         lock(&self.runs).insert(key, (Arc::clone(&run), Instant::now()));
-        self.durable
-            .keep(id, Arc::clone(&run), Arc::clone(thread));
+        self.durable.keep(id, Arc::clone(&run), Arc::clone(thread));
         run.push([started(input)]);
         match thread.resume(&run, resume, tool_results).await {
             Ok(Resumed::Continued) => {}
@@ -714,7 +717,11 @@ impl RunRegistry {
                 return Ok(run);
             };
             let call_id = interrupt.tool_call_id.clone().unwrap_or_default();
-            let answer = if interrupt.expires_at.as_deref().is_some_and(durable::is_past) {
+            let answer = if interrupt
+                .expires_at
+                .as_deref()
+                .is_some_and(durable::is_past)
+            {
                 expired.push(interrupt.id.clone());
                 Answer::Deny {
                     reason: "the approval expired: nobody answered in time".into(),

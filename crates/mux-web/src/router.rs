@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use futures::{Stream, StreamExt as _};
-use mux_orchestrator::runs::{MemoryRunStore, RunStore, RunStatus};
+use mux_orchestrator::runs::{MemoryRunStore, RunStatus, RunStore};
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};

@@ -73,7 +73,11 @@ async fn pause_kill_answer(a: &mut Example, b: &Example) {
         post(
             &http,
             a,
-            prompt("t-kill", "r1", "call bash {\"command\": \"echo durable-ok\"}"),
+            prompt(
+                "t-kill",
+                "r1",
+                "call bash {\"command\": \"echo durable-ok\"}",
+            ),
         )
         .await,
     )
@@ -119,7 +123,11 @@ async fn pause_kill_answer(a: &mut Example, b: &Example) {
         .iter()
         .map(|m| m["role"].as_str().unwrap())
         .collect();
-    assert_eq!(roles, ["user", "assistant", "tool", "assistant"], "{history}");
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant"],
+        "{history}"
+    );
     assert_eq!(history["interrupts"], json!([]));
 }
 

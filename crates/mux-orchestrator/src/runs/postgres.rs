@@ -332,7 +332,11 @@ impl RunStore for PostgresRunStore {
         lease: Duration,
     ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
         Box::pin(async move {
-            let mut tx = self.pool.begin().await.map_err(failed("handing a run over"))?;
+            let mut tx = self
+                .pool
+                .begin()
+                .await
+                .map_err(failed("handing a run over"))?;
             let session: Option<String> = sqlx::query_scalar(
                 "UPDATE mux_runs SET status = 'finished', owner = NULL, lease_until = NULL, \
                  updated_at = now() \

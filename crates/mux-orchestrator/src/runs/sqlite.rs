@@ -273,7 +273,11 @@ impl RunStore for SqliteRunStore {
     ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
         Box::pin(async move {
             let now = now_ms();
-            let mut tx = self.pool.begin().await.map_err(failed("handing a run over"))?;
+            let mut tx = self
+                .pool
+                .begin()
+                .await
+                .map_err(failed("handing a run over"))?;
             let session: Option<String> = sqlx::query_scalar(
                 "UPDATE mux_runs SET status = 'finished', owner = NULL, lease_until_ms = NULL, \
                  updated_at_ms = $3 \

@@ -33,7 +33,11 @@ impl Tool for Charge {
         &self.spec
     }
 
-    fn call(&self, _input: Value, _cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+    fn call(
+        &self,
+        _input: Value,
+        _cx: ToolContext,
+    ) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let n = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
             Ok(ToolOutput::text(format!("charged (run {n})")))
@@ -308,7 +312,8 @@ async fn pause_on_a_answer_on_b(cluster: &Cluster) {
         .unwrap();
     assert_eq!(history["interrupts"][0]["id"], json!(interrupts[0]));
 
-    let resumed = read_all(post(&http, &b, &answer("t-pay", "r2", &interrupts[0], true)).await).await;
+    let resumed =
+        read_all(post(&http, &b, &answer("t-pay", "r2", &interrupts[0], true)).await).await;
     let kinds = kinds(&resumed);
     assert_eq!(kinds.first(), Some(&"RUN_STARTED"), "{kinds:?}");
     assert_eq!(kinds.last(), Some(&"RUN_FINISHED"), "{resumed:?}");
@@ -349,8 +354,13 @@ async fn a_pause_survives_every_process_stopping_and_a_fresh_one_answers_it() {
     let interrupt = interrupt_ids(&paused).remove(0);
     a.kill();
     let fresh = cluster.process(WebConfig::default()).await;
-    let resumed = read_all(post(&http, &fresh, &answer("t-fresh", "r2", &interrupt, true)).await).await;
-    assert_eq!(resumed.last().unwrap().1["type"], "RUN_FINISHED", "{resumed:?}");
+    let resumed =
+        read_all(post(&http, &fresh, &answer("t-fresh", "r2", &interrupt, true)).await).await;
+    assert_eq!(
+        resumed.last().unwrap().1["type"],
+        "RUN_FINISHED",
+        "{resumed:?}"
+    );
     assert_eq!(cluster.charges.load(Ordering::SeqCst), 1);
     let history: Value = http
         .get(format!("{}/agui/threads/t-fresh/messages", fresh.url))
@@ -366,7 +376,11 @@ async fn a_pause_survives_every_process_stopping_and_a_fresh_one_answers_it() {
         .iter()
         .map(|m| m["role"].as_str().unwrap())
         .collect();
-    assert_eq!(roles, ["user", "assistant", "tool", "assistant"], "{history}");
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant"],
+        "{history}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -379,7 +393,10 @@ async fn another_process_replays_a_streaming_run_from_last_event_id_and_cancels_
 
     // Reattach on B while A streams: B's replay continues exactly after the last id seen.
     let first = read_until(post(&http, &a, &input("t-re", "r1", "slow")).await, |e| {
-        e.iter().filter(|(_, e)| e["type"] == "TOOL_CALL_RESULT").count() == 1
+        e.iter()
+            .filter(|(_, e)| e["type"] == "TOOL_CALL_RESULT")
+            .count()
+            == 1
     })
     .await;
     let seen = first.last().unwrap().0.unwrap();
@@ -432,7 +449,9 @@ async fn a_thread_busy_on_one_process_is_busy_on_another_and_each_strategy_holds
         .await;
 
     // Reject (the default): 409 thread_busy on B for A's run.
-    let first = tokio::spawn(read_all(post(&http, &a, &input("t-dt", "r1", "slow")).await));
+    let first = tokio::spawn(read_all(
+        post(&http, &a, &input("t-dt", "r1", "slow")).await,
+    ));
     tokio::time::sleep(Duration::from_millis(200)).await;
     let refused = post(&http, &reject, &input("t-dt", "r2", "hello")).await;
     assert_eq!(refused.status(), 409);
@@ -444,7 +463,11 @@ async fn a_thread_busy_on_one_process_is_busy_on_another_and_each_strategy_holds
     let queued = read_all(post(&http, &enqueue, &input("t-dt", "r3", "hello")).await).await;
     let first = first.await.unwrap();
     assert_eq!(first.last().unwrap().1["outcome"]["type"], "success");
-    assert_eq!(queued.last().unwrap().1["outcome"]["type"], "success", "{queued:?}");
+    assert_eq!(
+        queued.last().unwrap().1["outcome"]["type"],
+        "success",
+        "{queued:?}"
+    );
     let history: Value = http
         .get(format!("{}/agui/threads/t-dt/messages", a.url))
         .send()
@@ -459,10 +482,16 @@ async fn a_thread_busy_on_one_process_is_busy_on_another_and_each_strategy_holds
     assert_eq!(users.len(), 2, "{history}");
 
     // Interrupt: A's run is cancelled (what it did stays), the new one runs.
-    let current = tokio::spawn(read_all(post(&http, &a, &input("t-dt", "r4", "slow")).await));
+    let current = tokio::spawn(read_all(
+        post(&http, &a, &input("t-dt", "r4", "slow")).await,
+    ));
     tokio::time::sleep(Duration::from_millis(400)).await;
     let taking = read_all(post(&http, &interrupt, &input("t-dt", "r5", "hello")).await).await;
-    assert_eq!(taking.last().unwrap().1["outcome"]["type"], "success", "{taking:?}");
+    assert_eq!(
+        taking.last().unwrap().1["outcome"]["type"],
+        "success",
+        "{taking:?}"
+    );
     let current = current.await.unwrap();
     assert_eq!(current.last().unwrap().1["outcome"]["type"], "cancelled");
     let history: Value = http
@@ -474,7 +503,10 @@ async fn a_thread_busy_on_one_process_is_busy_on_another_and_each_strategy_holds
         .await
         .unwrap();
     let text = history.to_string();
-    assert!(text.contains("tick 0"), "the interrupted run's output stays: {text}");
+    assert!(
+        text.contains("tick 0"),
+        "the interrupted run's output stays: {text}"
+    );
     for process in [a, reject, enqueue, interrupt] {
         process.kill();
     }
@@ -489,7 +521,12 @@ async fn a_run_whose_process_died_is_taken_over_with_contiguous_ids_and_no_tool_
     let b = cluster.process(WebConfig::default()).await;
     let seen = read_until(
         post(&http, &a, &input("t-take", "r1", "charge then tick")).await,
-        |e| e.iter().filter(|(_, e)| e["type"] == "TOOL_CALL_RESULT").count() == 2,
+        |e| {
+            e.iter()
+                .filter(|(_, e)| e["type"] == "TOOL_CALL_RESULT")
+                .count()
+                == 2
+        },
     )
     .await;
     let last = seen.last().unwrap().0.unwrap();
@@ -527,14 +564,24 @@ async fn a_paused_run_holds_no_loop_in_memory_and_is_rebuilt_on_resume() {
         .build()
         .unwrap();
     let a = cluster.process(WebConfig::default()).await;
-    let tasks = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
+    let tasks = || {
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+    };
     read_all(post(&http, &a, &input("t-mem0", "r0", "hello")).await).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let idle = tasks();
     // A running loop is tasks in memory (the loop, its pump, its writer)…
-    let running = tokio::spawn(read_all(post(&http, &a, &input("t-mem0", "r1", "slow")).await));
+    let running = tokio::spawn(read_all(
+        post(&http, &a, &input("t-mem0", "r1", "slow")).await,
+    ));
     tokio::time::sleep(Duration::from_millis(150)).await;
-    assert!(tasks() >= idle + 3, "a running loop: {} tasks, idle {idle}", tasks());
+    assert!(
+        tasks() >= idle + 3,
+        "a running loop: {} tasks, idle {idle}",
+        tasks()
+    );
     running.await.unwrap();
     // …a paused one is not: its loop was dropped, the store holds it.
     const PAUSED: usize = 6;
@@ -565,7 +612,11 @@ async fn a_paused_run_holds_no_loop_in_memory_and_is_rebuilt_on_resume() {
             "{resumed:?}"
         );
     }
-    assert_eq!(cluster.charges.load(Ordering::SeqCst), 3, "approved: 0, 2, 4");
+    assert_eq!(
+        cluster.charges.load(Ordering::SeqCst),
+        3,
+        "approved: 0, 2, 4"
+    );
     a.kill();
 }
 

@@ -196,7 +196,9 @@ async fn an_approval_nobody_answers_expires_as_a_denial_that_says_so() {
     assert_eq!(run.last().unwrap()["outcome"]["type"], "success");
     let interrupt = &paused.last().unwrap()["outcome"]["interrupts"][0];
     assert!(
-        interrupt["expiresAt"].as_str().is_some_and(|at| at.ends_with('Z')),
+        interrupt["expiresAt"]
+            .as_str()
+            .is_some_and(|at| at.ends_with('Z')),
         "{interrupt}"
     );
 }
