@@ -289,7 +289,7 @@ mod tests {
         assert_eq!(options.double_texting, DoubleTexting::Enqueue);
         assert_eq!(options.web_config().lease, Duration::from_millis(900));
         assert!(
-            matches!(database("sqlite://a/b.db"), Ok(Database::Sqlite(p)) if p == PathBuf::from("a/b.db"))
+            matches!(database("sqlite://a/b.db"), Ok(Database::Sqlite(p)) if p == std::path::Path::new("a/b.db"))
         );
         for (args, named) in [
             (vec!["--database-url", "mysql://x"], "mysql://x"),

@@ -140,6 +140,11 @@ impl RunBuffer {
             .flatten()
     }
 
+    /// How the run ended, once its last event is pushed (the store may not have it yet).
+    pub(crate) fn pushed_ending(&self) -> Option<Ending> {
+        self.log().ending
+    }
+
     /// Readable events numbered after `after`, and whether none will follow them.
     pub(crate) fn read(&self, after: u64) -> (Vec<(u64, Arc<str>)>, bool) {
         let log = self.log();

@@ -106,8 +106,20 @@ impl Durable {
                     .collect();
                 match self.store.append_events(id, &self.owner, &values).await {
                     Ok(_) => {
-                        run.confirm(batch.len());
                         backoff = Duration::from_millis(20);
+                        // The end is stored before a client sees it: whoever saw it finds
+                        // the run's status agreeing, on every process.
+                        let last = batch.len() == run.backlog();
+                        if let Some(status) = run
+                            .pushed_ending()
+                            .filter(|_| last)
+                            .and_then(|ending| final_status(ending, thread, cancel_seen))
+                        {
+                            self.end(id, status).await;
+                            run.confirm(batch.len());
+                            return;
+                        }
+                        run.confirm(batch.len());
                         continue;
                     }
                     Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
@@ -124,20 +136,11 @@ impl Durable {
                     }
                 }
             }
-            if let Some(ending) = run.ending() {
-                let status = match ending {
-                    Ending::Finished => Some(RunStatus::Finished),
-                    Ending::Cancelled => Some(RunStatus::Cancelled),
-                    Ending::Failed => Some(RunStatus::Failed),
-                    // Evicted: the store holds the pause.
-                    Ending::Paused if !thread.is_live() && !cancel_seen => Some(RunStatus::Paused),
-                    Ending::Paused if !thread.is_live() => Some(RunStatus::Cancelled),
-                    // The loop waits here for a question or a frontend result: hold the run.
-                    Ending::Paused => None,
-                };
-                if let Some(status) = status {
-                    return self.end(id, status).await;
-                }
+            if let Some(status) = run
+                .ending()
+                .and_then(|ending| final_status(ending, thread, cancel_seen))
+            {
+                return self.end(id, status).await;
             }
             let heartbeat = renewed + self.heartbeat();
             tokio::select! {
@@ -262,6 +265,22 @@ impl Durable {
             .events_after(store_id, record.last_seq.saturating_sub(1), 1)
             .await?;
         Ok(last.first().map(paused_on).unwrap_or_default())
+    }
+}
+
+/// The status a run whose events ended with `ending` takes, or `None` while its loop waits
+/// here (for a question's answer or a frontend result: the run stays held).
+fn final_status(ending: Ending, thread: &Thread, cancel_seen: bool) -> Option<RunStatus> {
+    match ending {
+        Ending::Finished => Some(RunStatus::Finished),
+        Ending::Cancelled => Some(RunStatus::Cancelled),
+        Ending::Failed => Some(RunStatus::Failed),
+        // Evicted: the store holds the pause.
+        Ending::Paused if thread.was_evicted() && !cancel_seen => Some(RunStatus::Paused),
+        // The loop it held went on and ended (or was cancelled) with no run attached.
+        Ending::Paused if !thread.is_live() && cancel_seen => Some(RunStatus::Cancelled),
+        Ending::Paused if !thread.is_live() => Some(RunStatus::Finished),
+        Ending::Paused => None,
     }
 }
 

@@ -138,6 +138,7 @@ impl Thread {
         if evict && let Some(live) = slot.take() {
             live.handle.abort();
         }
+        state.evicted = evict;
         run.push(events);
         evict
     }

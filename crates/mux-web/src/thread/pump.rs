@@ -22,7 +22,11 @@ enum Ending {
 impl Thread {
     /// Installs a new loop and starts its pump.
     pub(crate) fn start_loop(self: &Arc<Self>, live: LiveLoop, events: EventReceiver) {
-        self.state().live = Some(live);
+        {
+            let mut state = self.state();
+            state.live = Some(live);
+            state.evicted = false;
+        }
         let thread = Arc::clone(self);
         tokio::spawn(async move { thread.pump(events).await });
     }

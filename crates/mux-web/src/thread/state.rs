@@ -107,6 +107,8 @@ pub(super) struct State {
     pub(super) todos: Option<Value>,
     /// When a run last attached or the last loop ended.
     pub(super) last_active: Option<Instant>,
+    /// Whether the last loop was evicted on its pause (the store holds it).
+    pub(super) evicted: bool,
 }
 
 /// A thread of the run registry.
@@ -158,6 +160,12 @@ impl Thread {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// Whether the last loop was evicted on its pause: its state is in the session and the
+    /// run store only.
+    pub(crate) fn was_evicted(&self) -> bool {
+        self.state().evicted
     }
 
     /// Whether a loop is live (running or paused).
