@@ -238,19 +238,8 @@ impl RunRegistry {
         }
     }
 
-    /// A kept run of `principal`'s; a miss counts against its probe limit.
-    pub(crate) fn run(
-        &self,
-        principal: &Principal,
-        run_id: &str,
-    ) -> Result<Arc<RunBuffer>, WebError> {
-        self.local_run(principal, run_id).ok_or_else(|| {
-            self.probes.miss(principal);
-            WebError::RunNotFound(run_id.to_owned())
-        })
-    }
-
-    fn local_run(&self, principal: &Principal, run_id: &str) -> Option<Arc<RunBuffer>> {
+    /// A kept run of `principal`'s, if this process keeps it.
+    pub(crate) fn local_run(&self, principal: &Principal, run_id: &str) -> Option<Arc<RunBuffer>> {
         let key = (principal.clone(), run_id.to_owned());
         lock(&self.runs).get(&key).map(|(run, _)| Arc::clone(run))
     }
