@@ -531,12 +531,29 @@ async fn a_run_whose_process_died_is_taken_over_with_contiguous_ids_and_no_tool_
     .await;
     let last = seen.last().unwrap().0.unwrap();
     a.kill();
+    let killed = std::time::Instant::now();
+    let mut taken_after = None;
     let rest = tokio::time::timeout(
         Duration::from_secs(20),
-        read_all(reattach(&http, &b, "r1", Some(last)).await),
+        read_until(reattach(&http, &b, "r1", Some(last)).await, |events| {
+            let taken = events
+                .last()
+                .is_some_and(|(_, e)| e["name"] == "mux.run_taken_over");
+            if taken && taken_after.is_none() {
+                taken_after = Some(killed.elapsed());
+            }
+            events
+                .last()
+                .is_some_and(|(_, e)| e["type"] == "RUN_FINISHED")
+        }),
     )
     .await
     .expect("B did not take the run over");
+    // A figure for the docs (not asserted): the lease is 600 ms.
+    eprintln!(
+        "takeover: B continued the run {:?} after A died",
+        taken_after.unwrap()
+    );
     let all: Vec<u64> = ids(&seen).into_iter().chain(ids(&rest)).collect();
     assert_eq!(all, (1..=all.len() as u64).collect::<Vec<_>>(), "{rest:?}");
     assert!(
