@@ -143,20 +143,40 @@ impl Durable {
                 return self.end(id, status).await;
             }
             let heartbeat = renewed + self.heartbeat();
-            tokio::select! {
+            let due = tokio::select! {
                 changed = pushed.changed() => {
                     if changed.is_ok() {
                         tokio::time::sleep(FLUSH).await;
                     }
                     continue;
                 }
-                () = tokio::time::sleep_until(heartbeat) => {}
-                () = self.store.changed(id, self.heartbeat()) => {
-                    if checked.elapsed() < CANCEL_CHECK {
-                        continue;
-                    }
-                }
+                () = tokio::time::sleep_until(heartbeat) => true,
+                () = self.store.changed(id, self.heartbeat()) => false,
                 () = self.alive.cancelled() => return,
+            };
+            if !due {
+                // A wake-up (perhaps a cancel): look, but not more often than CANCEL_CHECK.
+                if let Some(wait) = CANCEL_CHECK.checked_sub(checked.elapsed()) {
+                    tokio::time::sleep(wait).await;
+                }
+                checked = Instant::now();
+                match self.store.get(id).await {
+                    Ok(record)
+                        if record.status == RunStatus::Running
+                            && record.owner.as_deref() == Some(&*self.owner) =>
+                    {
+                        if record.cancel_requested && !cancel_seen {
+                            cancel_seen = true;
+                            thread.cancel();
+                        }
+                    }
+                    // Taken over or handed over: the heartbeat below tells which.
+                    Ok(_) => {}
+                    Err(err) => tracing::debug!(run = id, "reading a run: {err}"),
+                }
+                if Instant::now() < heartbeat {
+                    continue;
+                }
             }
             checked = Instant::now();
             match self.store.renew(id, &self.owner, self.lease).await {
