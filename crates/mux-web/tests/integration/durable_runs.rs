@@ -172,6 +172,26 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
         ("charge then tick", 0) => call("charge", json!({})),
         ("charge then tick", n) if n < 5 => call("tick", json!({"n": n})),
         ("slow", n) if n < 4 => call("tick", json!({"n": n})),
+        // A frontend tool: the page picks.
+        ("pick", 0) => call("pick_color", json!({})),
+        ("pick", _) => {
+            let picked = request
+                .messages
+                .iter()
+                .flat_map(|m| m.content.iter())
+                .filter_map(|b| match b {
+                    ContentBlock::ToolResult { content, .. } => Some(
+                        content
+                            .iter()
+                            .filter_map(ContentBlock::as_text)
+                            .collect::<String>(),
+                    ),
+                    _ => None,
+                })
+                .last()
+                .unwrap_or_default();
+            text(&format!("You picked {picked}."))
+        }
         _ => text("Done."),
     })
 }
@@ -679,4 +699,33 @@ async fn a_run_outlives_a_postgres_outage_and_loses_nothing() {
         "Done."
     );
     a.kill();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frontend_tool_call_paused_on_one_process_gets_its_result_on_another() {
+    let db = TestDatabase::new().await;
+    let cluster = Cluster::postgres(&db).await;
+    let http = reqwest::Client::new();
+    let a = cluster.process(WebConfig::default()).await;
+    let b = cluster.process(WebConfig::default()).await;
+    let tools = json!([{"name": "pick_color", "description": "Asks the person for a color",
+                        "parameters": {"type": "object", "properties": {}}}]);
+    let mut first = input("t-pick", "r1", "pick");
+    first["tools"] = tools.clone();
+    let paused = read_all(post(&http, &a, &first).await).await;
+    let end = &paused.last().unwrap().1;
+    let call = end["outcome"]["pendingToolCallIds"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("no pending frontend call: {end}"))
+        .to_owned();
+    // A is gone; B gets the page's result and the loop goes on from the session.
+    a.kill();
+    let next = json!({"threadId": "t-pick", "runId": "r2", "tools": tools, "messages": [
+        {"id": "r1-u", "role": "user", "content": "pick"},
+        {"id": "r2-t", "role": "tool", "toolCallId": call, "content": "blue"}]});
+    let resumed = read_all(post(&http, &b, &next).await).await;
+    let end = &resumed.last().unwrap().1;
+    assert_eq!(end["type"], "RUN_FINISHED", "{resumed:?}");
+    assert_eq!(end["result"], "You picked blue.", "{resumed:?}");
+    b.kill();
 }
