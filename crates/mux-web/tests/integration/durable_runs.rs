@@ -178,6 +178,7 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
             let picked = request
                 .messages
                 .iter()
+                .rev()
                 .flat_map(|m| m.content.iter())
                 .filter_map(|b| match b {
                     ContentBlock::ToolResult { content, .. } => Some(
@@ -188,7 +189,7 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
                     ),
                     _ => None,
                 })
-                .last()
+                .next()
                 .unwrap_or_default();
             text(&format!("You picked {picked}."))
         }
