@@ -186,7 +186,7 @@ const scenarios = {
       seen.push({ id, event });
     });
     const ids = seen.map((s) => s.id);
-    check(ids.every((id, i) => id === i), "event ids are not 0..n without gaps or duplicates", ids);
+    check(ids.every((id, i) => id === i + 1), "event ids are not 1..n without gaps or duplicates", ids);
     const events = seen.map((s) => s.event);
     for (const event of events) check(EventSchema.safeParse(event).success, "an event does not match the schema", event);
     check(events.at(-1).type === "RUN_FINISHED" && events.at(-1).outcome.type === "success", "the run did not finish", events.at(-1));

@@ -143,20 +143,40 @@ impl Durable {
                 return self.end(id, status).await;
             }
             let heartbeat = renewed + self.heartbeat();
-            tokio::select! {
+            let due = tokio::select! {
                 changed = pushed.changed() => {
                     if changed.is_ok() {
                         tokio::time::sleep(FLUSH).await;
                     }
                     continue;
                 }
-                () = tokio::time::sleep_until(heartbeat) => {}
-                () = self.store.changed(id, self.heartbeat()) => {
-                    if checked.elapsed() < CANCEL_CHECK {
-                        continue;
-                    }
-                }
+                () = tokio::time::sleep_until(heartbeat) => true,
+                () = self.store.changed(id, self.heartbeat()) => false,
                 () = self.alive.cancelled() => return,
+            };
+            if !due {
+                // A wake-up (perhaps a cancel): look, but not more often than CANCEL_CHECK.
+                if let Some(wait) = CANCEL_CHECK.checked_sub(checked.elapsed()) {
+                    tokio::time::sleep(wait).await;
+                }
+                checked = Instant::now();
+                match self.store.get(id).await {
+                    Ok(record)
+                        if record.status == RunStatus::Running
+                            && record.owner.as_deref() == Some(&*self.owner) =>
+                    {
+                        if record.cancel_requested && !cancel_seen {
+                            cancel_seen = true;
+                            thread.cancel();
+                        }
+                    }
+                    // Taken over or handed over: the heartbeat below tells which.
+                    Ok(_) => {}
+                    Err(err) => tracing::debug!(run = id, "reading a run: {err}"),
+                }
+                if Instant::now() < heartbeat {
+                    continue;
+                }
             }
             checked = Instant::now();
             match self.store.renew(id, &self.owner, self.lease).await {
@@ -257,14 +277,14 @@ impl Durable {
         }
     }
 
-    /// The interrupts a stored run ended on (a paused run's last event).
-    pub(crate) async fn interrupts(&self, store_id: &str) -> Result<Vec<Interrupt>, RunStoreError> {
+    /// What a stored run ended waiting for (a paused run's last event).
+    pub(crate) async fn waits(&self, store_id: &str) -> Result<Waiting, RunStoreError> {
         let record = self.store.get(store_id).await?;
         let last = self
             .store
             .events_after(store_id, record.last_seq.saturating_sub(1), 1)
             .await?;
-        Ok(last.first().map(paused_on).unwrap_or_default())
+        Ok(last.first().map(waiting_on).unwrap_or_default())
     }
 }
 
@@ -284,14 +304,32 @@ fn final_status(ending: Ending, thread: &Thread, cancel_seen: bool) -> Option<Ru
     }
 }
 
-/// The interrupts `event` ends its run on (none unless it is a `RUN_FINISHED` interrupt).
-pub(crate) fn paused_on(event: &StoredEvent) -> Vec<Interrupt> {
+/// What a paused run waits for.
+#[derive(Debug, Default)]
+pub(crate) struct Waiting {
+    /// Its interrupts (approvals and questions).
+    pub(crate) interrupts: Vec<Interrupt>,
+    /// The frontend calls it waits for (listed only when it waits for nothing else).
+    pub(crate) frontend: Vec<String>,
+}
+
+/// What `event` ends its run waiting for (nothing unless it is a `RUN_FINISHED` that pauses).
+pub(crate) fn waiting_on(event: &StoredEvent) -> Waiting {
     match serde_json::from_value::<crate::types::Event>(event.event.clone()) {
-        Ok(crate::types::Event::RunFinished {
-            outcome: Outcome::Interrupt { interrupts },
-            ..
-        }) => interrupts,
-        _ => Vec::new(),
+        Ok(crate::types::Event::RunFinished { outcome, .. }) => match outcome {
+            Outcome::Interrupt { interrupts } => Waiting {
+                interrupts,
+                frontend: Vec::new(),
+            },
+            Outcome::Success {
+                pending_tool_call_ids,
+            } => Waiting {
+                interrupts: Vec::new(),
+                frontend: pending_tool_call_ids,
+            },
+            Outcome::Cancelled => Waiting::default(),
+        },
+        _ => Waiting::default(),
     }
 }
 

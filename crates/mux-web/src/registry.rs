@@ -20,7 +20,7 @@ use crate::frontend::FrontendTool;
 use crate::history;
 use crate::ownership::Owners;
 use crate::security::{Principal, Probes};
-use crate::thread::{LiveLoop, Resumed, Thread};
+use crate::thread::{LiveLoop, Prefill, Resumed, Thread};
 use crate::translate::Translator;
 use crate::types::{Event, Message, PROTOCOL_VERSION, ResumeEntry, RunAgentInput};
 
@@ -193,17 +193,12 @@ impl RunRegistry {
             .unwrap_or_default();
         if let Some(ending) = last.first().and_then(durable::ending_of) {
             // Its events are complete; only the status was not set.
-            let approvals_only = last.first().is_some_and(|event| {
-                let on = durable::paused_on(event);
-                !on.is_empty() && on.iter().all(|i| i.reason == "tool_call")
-            });
             let status = match ending {
                 Ending::Finished => RunStatus::Finished,
                 Ending::Cancelled => RunStatus::Cancelled,
                 Ending::Failed => RunStatus::Failed,
-                Ending::Paused if approvals_only => RunStatus::Paused,
-                // What it waited for was in the dead process; the next run resolves it.
-                Ending::Paused => RunStatus::Finished,
+                // The session holds what it waits for; a resume rebuilds it.
+                Ending::Paused => RunStatus::Paused,
             };
             let _ = durable
                 .store
@@ -219,6 +214,7 @@ impl RunRegistry {
             (Arc::clone(&run), Instant::now()),
         );
         thread.attach(&run);
+        thread.prefill(HashMap::new());
         durable.keep(record.run_id.clone(), Arc::clone(&run), Arc::clone(&thread));
         run.push([crate::translate::custom(
             "run_taken_over",
@@ -238,19 +234,8 @@ impl RunRegistry {
         }
     }
 
-    /// A kept run of `principal`'s; a miss counts against its probe limit.
-    pub(crate) fn run(
-        &self,
-        principal: &Principal,
-        run_id: &str,
-    ) -> Result<Arc<RunBuffer>, WebError> {
-        self.local_run(principal, run_id).ok_or_else(|| {
-            self.probes.miss(principal);
-            WebError::RunNotFound(run_id.to_owned())
-        })
-    }
-
-    fn local_run(&self, principal: &Principal, run_id: &str) -> Option<Arc<RunBuffer>> {
+    /// A kept run of `principal`'s, if this process keeps it.
+    pub(crate) fn local_run(&self, principal: &Principal, run_id: &str) -> Option<Arc<RunBuffer>> {
         let key = (principal.clone(), run_id.to_owned());
         lock(&self.runs).get(&key).map(|(run, _)| Arc::clone(run))
     }
@@ -355,9 +340,10 @@ impl RunRegistry {
         {
             interrupts = self
                 .durable
-                .interrupts(&paused.run_id)
+                .waits(&paused.run_id)
                 .await
-                .map_err(run_store_error)?;
+                .map_err(run_store_error)?
+                .interrupts;
         }
         Ok((messages, interrupts))
     }
@@ -464,12 +450,31 @@ impl RunRegistry {
                 .resume_live(principal, &thread, &input, &resume, tool_results, id)
                 .await;
         }
-        if !resume.is_empty()
+        if (!resume.is_empty() || !tool_results.is_empty())
             && let Some(paused) = self.paused_run(&input.thread_id).await?
         {
-            return self
-                .resume_stored(principal, &thread, &input, &resume, paused, id)
-                .await;
+            let waiting = self
+                .durable
+                .waits(&paused.run_id)
+                .await
+                .map_err(run_store_error)?;
+            let delivers = tool_results
+                .iter()
+                .any(|(call, _)| waiting.frontend.contains(call));
+            if !resume.is_empty() || delivers {
+                let stored = (paused, waiting);
+                return self
+                    .resume_stored(
+                        principal,
+                        &thread,
+                        &input,
+                        &resume,
+                        tool_results,
+                        stored,
+                        id,
+                    )
+                    .await;
+            }
         }
         if !resume.is_empty() {
             // Nothing is paused: the ids are expired, answered or unknown.
@@ -555,9 +560,10 @@ impl RunRegistry {
             let paused = record.status == RunStatus::Paused;
             if paused && strategy != DoubleTexting::Interrupt {
                 let interrupt_ids = durable
-                    .interrupts(&busy)
+                    .waits(&busy)
                     .await
                     .map_err(run_store_error)?
+                    .interrupts
                     .into_iter()
                     .map(|i| i.id)
                     .collect();
@@ -675,27 +681,29 @@ impl RunRegistry {
     /// Resumes a run paused in the run store (evicted here, or paused by a process that may
     /// have stopped since): claims it, rebuilds its loop from the session and answers its
     /// approvals.
+    #[allow(clippy::too_many_arguments)]
     async fn resume_stored(
         &self,
         principal: &Principal,
         thread: &Arc<Thread>,
         input: &RunAgentInput,
         resume: &[ResumeEntry],
-        paused: RunRecord,
+        tool_results: Vec<(String, String)>,
+        (paused, waiting): (RunRecord, durable::Waiting),
         id: String,
     ) -> Result<Arc<RunBuffer>, WebError> {
         let durable = &self.durable;
         let key = (principal.clone(), input.run_id.clone());
-        let open = durable
-            .interrupts(&paused.run_id)
-            .await
-            .map_err(run_store_error)?;
+        let open = waiting.interrupts;
         let mut answers = Vec::new();
         let mut expired = Vec::new();
+        // Frontend results and question answers wait for the rebuilt loop's calls.
+        let mut prefills: HashMap<String, Prefill> = tool_results
+            .into_iter()
+            .map(|(call, content)| (call, Prefill::Result(content)))
+            .collect();
         for entry in resume {
-            let found = open
-                .iter()
-                .find(|i| i.id == entry.interrupt_id && i.reason == "tool_call");
+            let found = open.iter().find(|i| i.id == entry.interrupt_id);
             let Some(interrupt) = found else {
                 let run = RunBuffer::local(&input.thread_id, &input.run_id);
                 run.push([started(input)]);
@@ -717,12 +725,24 @@ impl RunRegistry {
                 return Ok(run);
             };
             let call_id = interrupt.tool_call_id.clone().unwrap_or_default();
-            let answer = if interrupt
+            let late = interrupt
                 .expires_at
                 .as_deref()
-                .is_some_and(durable::is_past)
-            {
+                .is_some_and(durable::is_past);
+            if late {
                 expired.push(interrupt.id.clone());
+            }
+            if interrupt.reason != "tool_call" {
+                let text = if late {
+                    "(no answer: the question expired)".to_owned()
+                } else {
+                    let payload = entry.payload.clone().unwrap_or(serde_json::Value::Null);
+                    crate::thread::reply(&entry.status, &payload)
+                };
+                prefills.insert(call_id, Prefill::Answer(text));
+                continue;
+            }
+            let answer = if late {
                 Answer::Deny {
                     reason: "the approval expired: nobody answered in time".into(),
                 }
@@ -758,6 +778,7 @@ impl RunRegistry {
             Err(err) => return Err(run_store_error(err)),
         }
         thread.answered(resume.iter().map(|e| e.interrupt_id.clone()));
+        thread.prefill(prefills);
         let run = RunBuffer::stored(&input.thread_id, &input.run_id, 0);
         self.hold(&key, &id, thread, &run);
         run.push([started(input)]);

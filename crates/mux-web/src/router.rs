@@ -228,7 +228,7 @@ async fn reattach(
             return Err(WebError::BadRequest("Last-Event-ID is not text".into()));
         }
     };
-    if let Ok(run) = registry.run(&principal, &run_id) {
+    if let Some(run) = registry.local_run(&principal, &run_id) {
         return Ok(sse(follow(run, after, None)));
     }
     // Another process's run (or one this process no longer keeps): from the run store.

@@ -70,6 +70,11 @@ impl Thread {
 
     /// Registers a frontend call waiting for its result.
     pub(crate) fn await_frontend(&self, call_id: &str, tx: oneshot::Sender<ToolOutput>) {
+        if let Some(super::state::Prefill::Result(content)) = self.take_prefill(call_id) {
+            // Delivered while the loop was evicted.
+            let _ = tx.send(ToolOutput::text(content));
+            return;
+        }
         if let Some(live) = self.state().live.as_mut() {
             live.frontend.insert(
                 call_id.to_owned(),
@@ -222,11 +227,17 @@ pub(super) fn answer(pending: &Pending, entry: &ResumeEntry) -> LoopInput {
         Waits::Approval => approval(&pending.call_id, entry),
         Waits::Answer => LoopInput::UserResponse {
             call_id: pending.call_id.clone(),
-            text: match (&entry.status, payload["answer"].as_str()) {
-                (ResumeStatus::Resolved, Some(text)) => text.to_owned(),
-                _ => "(the user declined to answer)".to_owned(),
-            },
+            text: reply(&entry.status, &payload),
         },
+    }
+}
+
+/// The text that answers a question with a resume entry of `status` and `payload`: only a
+/// resolved entry with a string `answer` answers; anything else declines.
+pub(crate) fn reply(status: &ResumeStatus, payload: &Value) -> String {
+    match (status, payload["answer"].as_str()) {
+        (ResumeStatus::Resolved, Some(text)) => text.to_owned(),
+        _ => "(the user declined to answer)".to_owned(),
     }
 }
 

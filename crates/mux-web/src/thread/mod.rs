@@ -17,5 +17,5 @@ mod pump;
 mod state;
 
 pub(crate) use attach::Resumed;
-pub(crate) use interrupts::approval;
-pub(crate) use state::{LiveLoop, Thread};
+pub(crate) use interrupts::{approval, reply};
+pub(crate) use state::{LiveLoop, Prefill, Thread};

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use mux_orchestrator::{EventReceiver, LoopEvent};
+use mux_orchestrator::{EventReceiver, LoopEvent, LoopInput};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::state::{LiveLoop, Thread, Waits};
+use super::state::{LiveLoop, Prefill, Thread, Waits};
 use crate::translate::{Signal, token_usage};
 use crate::types::{Event, Outcome, approval_response_schema};
 
@@ -93,6 +93,14 @@ impl Thread {
                     );
                 }
                 Signal::Question { call_id, question } => {
+                    if let Some(Prefill::Answer(text)) = self.take_prefill(&call_id) {
+                        // Answered while the loop was evicted: the rebuilt loop asked again.
+                        let input = self.state().live.as_ref().map(|l| l.input.clone());
+                        if let Some(input) = input {
+                            input.send(LoopInput::UserResponse { call_id, text }).await;
+                        }
+                        continue;
+                    }
                     let schema = json!({"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]});
                     self.interrupt(call_id, Waits::Answer, question, schema);
                 }

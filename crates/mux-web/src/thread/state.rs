@@ -1,6 +1,6 @@
 //! The thread, the loop it holds, and what that loop waits for.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -35,6 +35,16 @@ pub(super) struct Pending {
     pub(super) deadline: Instant,
     /// Whether a run ended on it already.
     pub(super) announced: bool,
+}
+
+/// An answer that came while the loop was evicted, for the rebuilt loop's call of the same
+/// id: a question's answer, or a frontend tool's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Prefill {
+    /// The answer to an `ask_user` question.
+    Answer(String),
+    /// A frontend tool's result.
+    Result(String),
 }
 
 /// A frontend tool call waiting for its result.
@@ -82,16 +92,20 @@ impl LiveLoop {
         }
     }
 
-    /// Whether everything the loop waits for is stored: it waits only for approvals, and
-    /// no other call is open. Such a loop can be dropped and rebuilt from the session.
+    /// Whether everything the loop waits for is stored: it waits for approvals or frontend
+    /// results, and no other call is open. Such a loop can be dropped and rebuilt from the
+    /// session: a rebuilt loop asks its approvals and calls its frontend tools again under the
+    /// same call ids (frontend tools are read-only), and results given meanwhile are
+    /// [`Prefill`]ed.
     pub(super) fn is_evictable(&self) -> bool {
-        self.frontend.is_empty()
-            && !self.interrupts.is_empty()
+        (!self.frontend.is_empty() || !self.interrupts.is_empty())
+            // A question is not asked again from a rebuilt loop (the loop's state machine
+            // refuses `ask_user` while it resolves an earlier turn's calls): keep it here.
             && self.interrupts.values().all(|p| p.waits == Waits::Approval)
-            && self
-                .open_calls
-                .iter()
-                .all(|id| self.interrupts.values().any(|p| &p.call_id == id))
+            && self.open_calls.iter().all(|id| {
+                self.frontend.contains_key(id)
+                    || self.interrupts.values().any(|p| &p.call_id == id)
+            })
     }
 }
 
@@ -109,6 +123,8 @@ pub(super) struct State {
     pub(super) last_active: Option<Instant>,
     /// Whether the last loop was evicted on its pause (the store holds it).
     pub(super) evicted: bool,
+    /// Answers for the rebuilt loop, by call id.
+    pub(super) prefills: HashMap<String, Prefill>,
 }
 
 /// A thread of the run registry.
@@ -166,6 +182,16 @@ impl Thread {
     /// run store only.
     pub(crate) fn was_evicted(&self) -> bool {
         self.state().evicted
+    }
+
+    /// Answers the rebuilt loop's calls get at once, by call id (replacing any left).
+    pub(crate) fn prefill(&self, prefills: HashMap<String, Prefill>) {
+        self.state().prefills = prefills;
+    }
+
+    /// Takes the prefilled answer of `call_id`, if any.
+    pub(super) fn take_prefill(&self, call_id: &str) -> Option<Prefill> {
+        self.state().prefills.remove(call_id)
     }
 
     /// Whether a loop is live (running or paused).

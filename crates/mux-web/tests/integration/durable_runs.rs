@@ -172,6 +172,27 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
         ("charge then tick", 0) => call("charge", json!({})),
         ("charge then tick", n) if n < 5 => call("tick", json!({"n": n})),
         ("slow", n) if n < 4 => call("tick", json!({"n": n})),
+        // A frontend tool: the page picks.
+        ("pick", 0) => call("pick_color", json!({})),
+        ("pick", _) => {
+            let picked = request
+                .messages
+                .iter()
+                .rev()
+                .flat_map(|m| m.content.iter())
+                .filter_map(|b| match b {
+                    ContentBlock::ToolResult { content, .. } => Some(
+                        content
+                            .iter()
+                            .filter_map(ContentBlock::as_text)
+                            .collect::<String>(),
+                    ),
+                    _ => None,
+                })
+                .next()
+                .unwrap_or_default();
+            text(&format!("You picked {picked}."))
+        }
         _ => text("Done."),
     })
 }
@@ -531,12 +552,29 @@ async fn a_run_whose_process_died_is_taken_over_with_contiguous_ids_and_no_tool_
     .await;
     let last = seen.last().unwrap().0.unwrap();
     a.kill();
+    let killed = std::time::Instant::now();
+    let mut taken_after = None;
     let rest = tokio::time::timeout(
         Duration::from_secs(20),
-        read_all(reattach(&http, &b, "r1", Some(last)).await),
+        read_until(reattach(&http, &b, "r1", Some(last)).await, |events| {
+            let taken = events
+                .last()
+                .is_some_and(|(_, e)| e["name"] == "mux.run_taken_over");
+            if taken && taken_after.is_none() {
+                taken_after = Some(killed.elapsed());
+            }
+            events
+                .last()
+                .is_some_and(|(_, e)| e["type"] == "RUN_FINISHED")
+        }),
     )
     .await
     .expect("B did not take the run over");
+    // A figure for the docs (not asserted): the lease is 600 ms.
+    eprintln!(
+        "takeover: B continued the run {:?} after A died",
+        taken_after.unwrap()
+    );
     let all: Vec<u64> = ids(&seen).into_iter().chain(ids(&rest)).collect();
     assert_eq!(all, (1..=all.len() as u64).collect::<Vec<_>>(), "{rest:?}");
     assert!(
@@ -662,4 +700,33 @@ async fn a_run_outlives_a_postgres_outage_and_loses_nothing() {
         "Done."
     );
     a.kill();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frontend_tool_call_paused_on_one_process_gets_its_result_on_another() {
+    let db = TestDatabase::new().await;
+    let cluster = Cluster::postgres(&db).await;
+    let http = reqwest::Client::new();
+    let a = cluster.process(WebConfig::default()).await;
+    let b = cluster.process(WebConfig::default()).await;
+    let tools = json!([{"name": "pick_color", "description": "Asks the person for a color",
+                        "parameters": {"type": "object", "properties": {}}}]);
+    let mut first = input("t-pick", "r1", "pick");
+    first["tools"] = tools.clone();
+    let paused = read_all(post(&http, &a, &first).await).await;
+    let end = &paused.last().unwrap().1;
+    let call = end["outcome"]["pendingToolCallIds"][0]
+        .as_str()
+        .unwrap_or_else(|| panic!("no pending frontend call: {end}"))
+        .to_owned();
+    // A is gone; B gets the page's result and the loop goes on from the session.
+    a.kill();
+    let next = json!({"threadId": "t-pick", "runId": "r2", "tools": tools, "messages": [
+        {"id": "r1-u", "role": "user", "content": "pick"},
+        {"id": "r2-t", "role": "tool", "toolCallId": call, "content": "blue"}]});
+    let resumed = read_all(post(&http, &b, &next).await).await;
+    let end = &resumed.last().unwrap().1;
+    assert_eq!(end["type"], "RUN_FINISHED", "{resumed:?}");
+    assert_eq!(end["result"], "You picked blue.", "{resumed:?}");
+    b.kill();
 }
