@@ -227,7 +227,6 @@ fn assert_contiguous(events: &[(u64, Value)], first: u64) {
     let ids: Vec<u64> = events.iter().map(|(id, _)| *id).collect();
     let expected: Vec<u64> = (first..first + ids.len() as u64).collect();
     assert_eq!(ids, expected, "ids are not contiguous: {:?}", types(events));
-
 }
 
 /// Every tool call in the stored history has its result, and the last message is the
@@ -360,9 +359,11 @@ fn a_thread_busy_on_b_is_busy_everywhere_and_each_strategy_holds() {
     assert_eq!(user_prompts(&c.url, "t4"), [slow, slow, "look around"]);
 
     // enqueue: the new run waits for the current one, then runs.
-    let mut current = run(&b.url, &prompt("t5", "r1", slow));
-    current.event().unwrap();
-    let queued = run(&e.url, &prompt("t5", "r2", "look around")).events();
+    let mut current = run(&b.url, &prompt("t5", "t5-r1", slow));
+    assert_eq!(current.status, 200);
+    let opened = current.event();
+    assert!(opened.is_some(), "{}", current.json());
+    let queued = run(&e.url, &prompt("t5", "t5-r2", "look around")).events();
     let before = current.events_rest();
     assert_eq!(outcome(&before), "success", "{:?}", types(&before));
     assert_eq!(outcome(&queued), "interrupt", "{:?}", types(&queued));
