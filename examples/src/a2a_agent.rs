@@ -75,7 +75,12 @@ mod tests {
             .unwrap();
         assert_eq!((options.port, options.token.as_deref()), (0, Some("t")));
         assert!(parse(&["--help"]).unwrap().is_none());
-        for bad in [&["--port"][..], &["--port", "x"], &["--token", " "], &["--what"]] {
+        for bad in [
+            &["--port"][..],
+            &["--port", "x"],
+            &["--token", " "],
+            &["--what"],
+        ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
     }

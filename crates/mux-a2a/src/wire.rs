@@ -329,8 +329,9 @@ pub struct ListTasksRequest {
     /// Only tasks of this context.
     #[serde(default, alias = "context_id")]
     pub context_id: String,
-    /// Only tasks in this state.
-    #[serde(default)]
+    /// Only tasks in this state. As the reference server reads it, an enum value it does
+    /// not know (`@a2a-js/sdk` sends `UNRECOGNIZED` for an unset filter) is no filter.
+    #[serde(default, deserialize_with = "lenient_state")]
     pub status: Option<TaskState>,
     /// Tasks per page (1 to 100; 50 when unset).
     #[serde(default, alias = "page_size")]
@@ -347,6 +348,39 @@ pub struct ListTasksRequest {
     /// Whether to include the artifacts.
     #[serde(default, alias = "include_artifacts")]
     pub include_artifacts: bool,
+}
+
+/// A task state by name or number; an unknown name or number is unspecified.
+fn lenient_state<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<TaskState>, D::Error> {
+    const BY_NUMBER: [TaskState; 9] = [
+        TaskState::Unspecified,
+        TaskState::Submitted,
+        TaskState::Working,
+        TaskState::Completed,
+        TaskState::Failed,
+        TaskState::Canceled,
+        TaskState::InputRequired,
+        TaskState::Rejected,
+        TaskState::AuthRequired,
+    ];
+    Ok(match Option::<Value>::deserialize(deserializer)? {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => {
+            Some(serde_json::from_value(Value::String(name)).unwrap_or(TaskState::Unspecified))
+        }
+        Some(Value::Number(n)) => Some(
+            n.as_u64()
+                .and_then(|n| BY_NUMBER.get(usize::try_from(n).ok()?).copied())
+                .unwrap_or(TaskState::Unspecified),
+        ),
+        Some(other) => {
+            return Err(serde::de::Error::custom(format!(
+                "status must be a task state name, not {other}"
+            )));
+        }
+    })
 }
 
 /// `ListTasks` answer.
