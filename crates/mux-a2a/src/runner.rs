@@ -69,10 +69,10 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run) {
                 }
             }
             // Answered here, or by the loop itself (an approval timeout): the task goes on.
-            LoopEvent::ToolApproved { call_id, .. } | LoopEvent::ToolDenied { call_id, .. } => {
-                if task.remove_ask(&call_id) {
-                    resume(&task);
-                }
+            LoopEvent::ToolApproved { call_id, .. } | LoopEvent::ToolDenied { call_id, .. }
+                if task.remove_ask(&call_id) =>
+            {
+                resume(&task);
             }
             LoopEvent::Finished { text, .. } => {
                 let reply = agent_message(&task, vec![Part::text(text.clone())]);

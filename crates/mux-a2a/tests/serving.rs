@@ -399,15 +399,22 @@ async fn silent_and_slow_connections_are_closed() {
     config.header_timeout = Duration::from_millis(200);
     let server = serve(ScriptedClient::new(), dir.path(), config).await;
     // One connection says nothing; another sends half a request line and stops.
-    let mut silent = tokio::net::TcpStream::connect(server.local_addr()).await.unwrap();
-    let mut slow = tokio::net::TcpStream::connect(server.local_addr()).await.unwrap();
-    slow.write_all(b"POST /a2a HTTP/1.1\r\nHost: local").await.unwrap();
+    let mut silent = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .unwrap();
+    let mut slow = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .unwrap();
+    slow.write_all(b"POST /a2a HTTP/1.1\r\nHost: local")
+        .await
+        .unwrap();
     for stream in [&mut silent, &mut slow] {
         let mut buffer = Vec::new();
         // Ends (EOF, or a reset) only when the server closes the connection.
-        let _closed = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut buffer))
-            .await
-            .expect("the server kept the connection open");
+        let _closed =
+            tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut buffer))
+                .await
+                .expect("the server kept the connection open");
     }
     // The server still answers.
     let listed = rpc(&server, "ListTasks", json!({})).await;
