@@ -450,4 +450,23 @@ mod tests {
             ("m", "t")
         );
     }
+
+    #[test]
+    fn a_list_filter_reads_names_numbers_and_unknowns() {
+        let status = |v: Value| {
+            serde_json::from_value::<ListTasksRequest>(json!({"status": v})).map(|r| r.status)
+        };
+        assert_eq!(
+            status(json!("TASK_STATE_WORKING")).unwrap(),
+            Some(TaskState::Working)
+        );
+        assert_eq!(status(json!(3)).unwrap(), Some(TaskState::Completed));
+        assert_eq!(
+            status(json!("UNRECOGNIZED")).unwrap(),
+            Some(TaskState::Unspecified)
+        );
+        assert_eq!(status(json!(99)).unwrap(), Some(TaskState::Unspecified));
+        assert_eq!(status(Value::Null).unwrap(), None);
+        assert!(status(json!({"a": 1})).is_err());
+    }
 }
