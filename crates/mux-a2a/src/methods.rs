@@ -130,7 +130,11 @@ impl Methods {
             self.max_log,
         ));
         context.claim(&task)?;
-        self.tasks.insert(Arc::clone(&task));
+        if let Err(full) = self.tasks.insert(Arc::clone(&task)) {
+            // Releases the context.
+            task.set_status(TaskState::Rejected, None);
+            return Err(full);
+        }
         match context.orchestrator.run(text) {
             Ok(run) => {
                 task.set_input(run.input.clone());

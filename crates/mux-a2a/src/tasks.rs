@@ -32,10 +32,12 @@ impl Tasks {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Keeps `task`, forgetting the oldest ended tasks beyond the cap.
-    pub(crate) fn insert(&self, task: Arc<TaskEntry>) {
+    /// Keeps `task`, forgetting the oldest ended tasks beyond the cap; refuses it when every
+    /// kept task is still in progress.
+    pub(crate) fn insert(&self, task: Arc<TaskEntry>) -> Result<(), RpcError> {
         let mut map = self.lock();
-        map.insert(task.id.clone(), task);
+        let id = task.id.clone();
+        map.insert(id.clone(), task);
         if map.len() > self.max {
             let mut ended: Vec<(i64, String)> = map
                 .values()
@@ -48,6 +50,14 @@ impl Tasks {
                 map.remove(&id);
             }
         }
+        if map.len() > self.max {
+            map.remove(&id);
+            return Err(RpcError::unsupported(format!(
+                "{} tasks are in progress, the most this server keeps; answer, cancel or wait for some",
+                self.max
+            )));
+        }
+        Ok(())
     }
 
     /// The task `id`, or task-not-found.
@@ -134,4 +144,92 @@ pub(crate) fn history_length(value: Option<i64>) -> Result<Option<usize>, RpcErr
 /// At most 100 characters of a client's string, for messages.
 pub(crate) fn shown(text: &str) -> String {
     text.chars().take(100).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::wire::{Message, Part, Role};
+
+    fn task(id: &str) -> Arc<TaskEntry> {
+        let first = Message {
+            message_id: "m".into(),
+            context_id: "c".into(),
+            task_id: id.into(),
+            role: Role::User,
+            parts: vec![Part::text("hi")],
+            metadata: None,
+            extensions: Vec::new(),
+            reference_task_ids: Vec::new(),
+        };
+        Arc::new(TaskEntry::new(id.into(), "c".into(), first, 10))
+    }
+
+    #[test]
+    fn ended_tasks_make_room_and_running_ones_do_not() {
+        let tasks = Tasks::new(2);
+        let (a, b) = (task("a"), task("b"));
+        tasks.insert(Arc::clone(&a)).unwrap();
+        tasks.insert(Arc::clone(&b)).unwrap();
+        assert_eq!(tasks.insert(task("c")).unwrap_err().code, -32004);
+        assert_eq!(tasks.get("c").unwrap_err().code, -32001);
+        a.set_status(TaskState::Completed, None);
+        tasks.insert(task("c")).unwrap();
+        assert!(tasks.get("a").is_err(), "the ended task was forgotten");
+        assert!(tasks.get("b").is_ok() && tasks.get("c").is_ok());
+    }
+
+    #[test]
+    fn lists_page_and_filter() {
+        let tasks = Tasks::new(100);
+        for n in 0..5 {
+            tasks.insert(task(&format!("t{n}"))).unwrap();
+        }
+        tasks
+            .get("t3")
+            .unwrap()
+            .set_status(TaskState::Completed, None);
+        let request =
+            |json: serde_json::Value| -> ListTasksRequest { serde_json::from_value(json).unwrap() };
+        let page = tasks
+            .list(&request(serde_json::json!({"pageSize": 2})))
+            .unwrap();
+        assert_eq!((page.tasks.len(), page.total_size), (2, 5));
+        let next = tasks
+            .list(&request(
+                serde_json::json!({"pageSize": 2, "pageToken": page.next_page_token}),
+            ))
+            .unwrap();
+        assert!(
+            next.tasks
+                .iter()
+                .all(|t| page.tasks.iter().all(|p| p.id != t.id))
+        );
+        let done = tasks
+            .list(&request(
+                serde_json::json!({"status": "TASK_STATE_COMPLETED"}),
+            ))
+            .unwrap();
+        assert_eq!(done.tasks.len(), 1);
+        assert_eq!(done.tasks[0].id, "t3");
+        assert!(done.tasks[0].artifacts.is_empty());
+        for bad in [
+            serde_json::json!({"pageSize": 101}),
+            serde_json::json!({"pageSize": -1}),
+            serde_json::json!({"pageToken": "x"}),
+            serde_json::json!({"historyLength": -1}),
+            serde_json::json!({"statusTimestampAfter": "yesterday"}),
+        ] {
+            assert_eq!(
+                tasks.list(&request(bad.clone())).unwrap_err().code,
+                -32602,
+                "{bad}"
+            );
+        }
+        let other = tasks
+            .list(&request(serde_json::json!({"contextId": "elsewhere"})))
+            .unwrap();
+        assert_eq!(other.total_size, 0);
+    }
 }
