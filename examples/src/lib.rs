@@ -4,6 +4,7 @@
 use std::fmt::Display;
 use std::process::ExitCode;
 
+pub mod a2a_agent;
 pub mod coding_agent;
 pub mod llm_call;
 pub mod mcp_inspect;

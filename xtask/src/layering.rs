@@ -13,8 +13,8 @@ pub(crate) const LAYERS: &[&[&str]] = &[
     &["mux-permission"],
     &["mux-mcp"],
     &["mux-orchestrator"],
-    // The faces beside the agents: neither depends on the other.
-    &["mux-agents", "mux-acp", "mux-web"],
+    // The faces beside the agents: none depends on another.
+    &["mux-agents", "mux-acp", "mux-web", "mux-a2a"],
     &["mux"],
 ];
 

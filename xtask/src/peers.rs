@@ -10,7 +10,9 @@
 //!   `target/mcp-peers-venv`, and `tests/web-peers/python/requirements.txt` (ag-ui-validate,
 //!   pinned) into `target/web-peers-venv`, and `tests/otel-peers/requirements.txt` (Arize
 //!   Phoenix, the OTLP receiver of the facade's `otel` test, pinned) into
-//!   `target/otel-peers-venv`.
+//!   `target/otel-peers-venv`, and `tests/a2a-peers/python/requirements.txt` (the A2A Python
+//!   SDK, pinned: mux-a2a's client peer and the A2A benchmark's baseline server) into
+//!   `target/a2a-peers-venv`; npm `tests/a2a-peers/package.json` (`@a2a-js/sdk`).
 //!
 //! Both steps are idempotent: an install that matches its inputs is kept.
 
@@ -29,6 +31,10 @@ const WEB_VENV: &str = "target/web-peers-venv";
 /// root.
 const OTEL_VENV: &str = "target/otel-peers-venv";
 
+/// The Python venv of the A2A SDK (mux-a2a's peer and benchmark baseline), relative to the
+/// workspace root.
+const A2A_VENV: &str = "target/a2a-peers-venv";
+
 /// Installs every set of peers.
 pub(crate) fn run() -> Result<(), String> {
     for folder in NPM_FOLDERS {
@@ -36,11 +42,18 @@ pub(crate) fn run() -> Result<(), String> {
     }
     python("tests/peers/python/requirements.txt", VENV)?;
     python("tests/web-peers/python/requirements.txt", WEB_VENV)?;
-    python("tests/otel-peers/requirements.txt", OTEL_VENV)
+    python("tests/otel-peers/requirements.txt", OTEL_VENV)?;
+    python("tests/a2a-peers/python/requirements.txt", A2A_VENV)
 }
 
 /// The npm peer folders under `tests/`.
-const NPM_FOLDERS: [&str; 4] = ["peers", "acp-peers", "web-peers", "inspector-peers"];
+const NPM_FOLDERS: [&str; 5] = [
+    "peers",
+    "acp-peers",
+    "web-peers",
+    "inspector-peers",
+    "a2a-peers",
+];
 
 /// `npm ci` in `tests/<folder>`, unless its install matches its lockfile.
 fn npm(folder: &str) -> Result<(), String> {

@@ -17,6 +17,7 @@
 //! | `agents` | [`agents`] | runtime and handles, subagents, `task` tool, voting, decomposition, presets, console face |
 //! | `acp` | [`acp`] | the ACP face: a mux agent inside editors over the Agent Client Protocol (stdio) |
 //! | `web` | [`web`] | the web face: AG-UI 1.0 over HTTP/SSE as an axum `Router`, approvals as interrupts, reattach and stop |
+//! | `a2a` | [`a2a`] | the A2A face: one agent over A2A 1.0 (JSON-RPC over HTTP + SSE), approvals as `input-required` |
 //! | `page` | [`web`]`::page` | the web face's chat page: `AguiRouter::with_page()` serves `/`, `/app.js`, `/app.css` |
 //! | `full` | all of the above | every layer |
 //!
@@ -136,6 +137,10 @@ pub use mux_acp as acp;
 #[cfg(feature = "web")]
 #[doc(inline)]
 pub use mux_web as web;
+
+#[cfg(feature = "a2a")]
+#[doc(inline)]
+pub use mux_a2a as a2a;
 
 /// The names a first program needs, in one import: an agent, a tool of its own, approvals,
 /// events, sessions and a scripted model. Everything else is one path away (`mux::tool::…`,

@@ -1,6 +1,7 @@
 //! The integration tests, one module per area, linked into one test binary.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod a2a_agent;
 mod acp_agent;
 mod acp_agent_hostile_input;
 mod agent_in_twelve_lines;

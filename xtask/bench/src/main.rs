@@ -2,6 +2,7 @@
 //! same run, prints a table, and the whole set is written to the JSON report whose path is the
 //! first argument (default `target/bench-report.json`).
 
+mod a2a;
 mod acp;
 mod builtin;
 mod durable;
@@ -41,6 +42,15 @@ fn main() -> ExitCode {
             }
         };
     }
+    if std::env::args().nth(1).as_deref() == Some(a2a::A2A_SERVER_ARG) {
+        return match a2a::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("a2a server: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if std::env::args().nth(1).as_deref() == Some(web::WEB_SERVER_ARG) {
         let kind = std::env::args().nth(2).unwrap_or_default();
         return match web::serve(&kind) {
@@ -67,6 +77,7 @@ fn main() -> ExitCode {
         ("web", web::run),
         ("durable", durable::run),
         ("acp", acp::run),
+        ("a2a", a2a::run),
     ];
     // `BENCH_ONLY=mcp,orchestrator` runs only the named benchmarks.
     let only = std::env::var("BENCH_ONLY").ok();

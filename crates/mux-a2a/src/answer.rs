@@ -1,0 +1,156 @@
+//! The client's next message on an `input-required` task, read as the answer to what the
+//! task waits for:
+//!
+//! - an approval: text starting with `approve` (or `yes`, `allow`, `ok`) runs the call once;
+//!   text starting with `deny` (or `no`, `reject`) refuses it, the rest of the text being the
+//!   reason the model reads; or a data part `{"approved": true|false, "reason": "..."}`;
+//! - an `ask_user` question: the message's text is the answer.
+//!
+//! Anything else is refused with a message saying what to send; the task stays paused.
+
+use mux_orchestrator::LoopInput;
+use mux_permission::Answer;
+use serde_json::Value;
+
+use crate::rpc::RpcError;
+use crate::task::Ask;
+use crate::wire::Message;
+
+/// The loop input that answers `ask` with `message`.
+pub(crate) fn read(ask: &Ask, message: &Message, text: &str) -> Result<LoopInput, RpcError> {
+    match ask {
+        Ask::Question { call_id, .. } => Ok(LoopInput::UserResponse {
+            call_id: call_id.clone(),
+            text: text.to_owned(),
+        }),
+        Ask::Approval { call_id, tool, .. } => {
+            let answer = from_data(message)
+                .or_else(|| from_text(text))
+                .ok_or_else(|| {
+                    RpcError::invalid_params(format!(
+                        "the task waits for an approval of `{tool}`: send `approve`, or `deny` \
+                         and a reason (or a data part {{\"approved\": true|false, \"reason\": \"...\"}})"
+                    ))
+                })?;
+            Ok(LoopInput::ToolApproval {
+                call_id: call_id.clone(),
+                answer,
+            })
+        }
+    }
+}
+
+fn from_data(message: &Message) -> Option<Answer> {
+    message.parts.iter().find_map(|part| {
+        let data = part.data.as_ref()?.as_object()?;
+        let approved = data.get("approved")?.as_bool()?;
+        let reason = data.get("reason").and_then(Value::as_str);
+        Some(decide(approved, reason))
+    })
+}
+
+fn from_text(text: &str) -> Option<Answer> {
+    let text = text.trim();
+    let word_end = text
+        .find(|c: char| !c.is_alphanumeric())
+        .unwrap_or(text.len());
+    let (word, rest) = text.split_at(word_end);
+    let rest = rest.trim_start_matches(|c: char| c.is_whitespace() || ",.:;!-".contains(c));
+    let reason = (!rest.trim().is_empty()).then_some(rest.trim());
+    match word.to_ascii_lowercase().as_str() {
+        "approve" | "approved" | "yes" | "y" | "allow" | "ok" => Some(decide(true, None)),
+        "deny" | "denied" | "no" | "n" | "reject" => Some(decide(false, reason)),
+        _ => None,
+    }
+}
+
+fn decide(approved: bool, reason: Option<&str>) -> Answer {
+    if approved {
+        Answer::AllowOnce
+    } else {
+        Answer::deny(reason.unwrap_or("denied by the A2A client"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::wire::{Part, Role};
+    use serde_json::json;
+
+    fn approval() -> Ask {
+        Ask::Approval {
+            call_id: "c1".into(),
+            tool: "bash".into(),
+            input: json!({"command": "git log"}),
+            reason: "commands ask".into(),
+        }
+    }
+
+    fn message(parts: Vec<Part>) -> Message {
+        Message {
+            message_id: "m".into(),
+            context_id: String::new(),
+            task_id: "t".into(),
+            role: Role::User,
+            parts,
+            metadata: None,
+            extensions: Vec::new(),
+            reference_task_ids: Vec::new(),
+        }
+    }
+
+    fn answer_to(text: &str) -> Result<Answer, RpcError> {
+        match read(&approval(), &message(vec![Part::text(text)]), text)? {
+            LoopInput::ToolApproval { call_id, answer } => {
+                assert_eq!(call_id, "c1");
+                Ok(answer)
+            }
+            other => unreachable!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn words_and_data_answer_an_approval() {
+        for yes in ["approve", "Approve.", " yes", "ok!", "allow it"] {
+            assert_eq!(answer_to(yes).unwrap(), Answer::AllowOnce, "{yes}");
+        }
+        assert_eq!(
+            answer_to("deny: not on a Friday").unwrap(),
+            Answer::deny("not on a Friday")
+        );
+        assert_eq!(
+            answer_to("no").unwrap(),
+            Answer::deny("denied by the A2A client")
+        );
+        for unclear in ["", "maybe", "approvex", "yesterday", "¿sí?"] {
+            assert_eq!(answer_to(unclear).unwrap_err().code, -32602, "{unclear}");
+        }
+        let data = message(vec![Part::data(json!({"approved": false, "reason": "r"}))]);
+        let input = read(&approval(), &data, "").unwrap();
+        assert_eq!(
+            input,
+            LoopInput::ToolApproval {
+                call_id: "c1".into(),
+                answer: Answer::deny("r")
+            }
+        );
+    }
+
+    #[test]
+    fn any_text_answers_a_question() {
+        let ask = Ask::Question {
+            call_id: "q".into(),
+            question: "Which branch?".into(),
+        };
+        let input = read(&ask, &message(vec![Part::text("main")]), "main").unwrap();
+        assert_eq!(
+            input,
+            LoopInput::UserResponse {
+                call_id: "q".into(),
+                text: "main".into()
+            }
+        );
+    }
+}

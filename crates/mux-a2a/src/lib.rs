@@ -1,0 +1,28 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod answer;
+mod card;
+mod config;
+mod contexts;
+mod ids;
+mod methods;
+mod router;
+pub mod rpc;
+mod runner;
+mod security;
+mod serve;
+mod server;
+mod task;
+mod tasks;
+mod time;
+pub mod wire;
+
+pub use card::{CARD_PATH, PROTOCOL_VERSION, RPC_PATH};
+pub use config::A2aConfig;
+pub use server::{A2aError, A2aServer, Running};
+
+/// docs/a2a.md's code, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/a2a.md")]
+pub struct A2aDocDoctests;

@@ -1,0 +1,171 @@
+//! A task's run: the loop's events become the task's updates.
+//!
+//! - text streams into the artifact `answer` (a turn that goes on to tools replaces what it
+//!   said; the finished answer is sent whole as the last chunk);
+//! - a tool call that starts or ends is a `working` status with a line saying so;
+//! - an approval or an `ask_user` question pauses the task as `input-required`, with the
+//!   question in the status message (see [`crate::answer`]);
+//! - the end is `completed`, `canceled` (a cancelled run) or `failed`.
+
+use std::sync::Arc;
+
+use mux_orchestrator::{LoopEvent, Run};
+use serde_json::json;
+
+use crate::task::{Ask, TaskEntry};
+use crate::wire::{Artifact, Message, Part, TaskState};
+
+/// The id of the artifact that holds a task's answer.
+pub(crate) const ANSWER: &str = "answer";
+
+/// Follows `run` until it ends, updating `task`.
+pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run) {
+    // The input sender is already the task's (set before this task was spawned).
+    let Run {
+        mut events, handle, ..
+    } = run;
+    task.set_status(TaskState::Working, None);
+    let mut fresh_turn = true;
+    let mut ended = false;
+    while let Some(event) = events.recv().await {
+        match event {
+            LoopEvent::TextDelta { text } if !text.is_empty() => {
+                task.set_artifact(answer(vec![Part::text(text)]), !fresh_turn, false);
+                fresh_turn = false;
+            }
+            LoopEvent::TurnComplete { has_more: true, .. } => fresh_turn = true,
+            LoopEvent::ToolExecuting { name, .. } => {
+                working(&task, format!("Running `{name}`."));
+            }
+            LoopEvent::ToolResult { name, output, .. } => {
+                let how = if output.is_error {
+                    "failed"
+                } else {
+                    "finished"
+                };
+                working(&task, format!("`{name}` {how}."));
+            }
+            LoopEvent::ApprovalRequired {
+                call_id,
+                name,
+                input,
+                reason,
+                ..
+            } => {
+                let ask = Ask::Approval {
+                    call_id,
+                    tool: name,
+                    input,
+                    reason,
+                };
+                if task.push_ask(ask.clone()) {
+                    pause(&task, &ask);
+                }
+            }
+            LoopEvent::AwaitingInput { call_id, question } => {
+                let ask = Ask::Question { call_id, question };
+                if task.push_ask(ask.clone()) {
+                    pause(&task, &ask);
+                }
+            }
+            // Answered here, or by the loop itself (an approval timeout): the task goes on.
+            LoopEvent::ToolApproved { call_id, .. } | LoopEvent::ToolDenied { call_id, .. }
+                if task.remove_ask(&call_id) =>
+            {
+                resume(&task);
+            }
+            LoopEvent::Finished { text, .. } => {
+                let reply = agent_message(&task, vec![Part::text(text.clone())]);
+                task.record(reply);
+                task.set_artifact(answer(vec![Part::text(text)]), false, true);
+                task.set_status(TaskState::Completed, None);
+                ended = true;
+            }
+            LoopEvent::Error { kind, message } => {
+                if kind == "cancelled" {
+                    task.set_status(TaskState::Canceled, None);
+                } else {
+                    let text = format!("The run failed ({kind}): {message}");
+                    let reply = agent_message(&task, vec![Part::text(text)]);
+                    task.set_status(TaskState::Failed, Some(reply));
+                }
+                ended = true;
+            }
+            _ => {}
+        }
+    }
+    let outcome = handle.wait().await;
+    if !ended {
+        let text = match outcome {
+            Err(e) => format!("The run ended without an answer: {e}"),
+            Ok(_) => "The run ended without an answer.".to_owned(),
+        };
+        let reply = agent_message(&task, vec![Part::text(text)]);
+        task.set_status(TaskState::Failed, Some(reply));
+    }
+}
+
+/// Pauses the task on `ask`.
+pub(crate) fn pause(task: &TaskEntry, ask: &Ask) {
+    let message = agent_message(task, question_parts(ask));
+    task.set_status(TaskState::InputRequired, Some(message));
+}
+
+/// After an answer: pauses on the next ask, or goes back to work.
+pub(crate) fn resume(task: &TaskEntry) {
+    if task.state() != TaskState::InputRequired {
+        return;
+    }
+    match task.first_ask() {
+        Some(next) => pause(task, &next),
+        None => {
+            task.set_status(TaskState::Working, None);
+        }
+    }
+}
+
+fn working(task: &TaskEntry, line: String) {
+    if task.has_asks() {
+        return;
+    }
+    let message = agent_message(task, vec![Part::text(line)]);
+    task.set_status(TaskState::Working, Some(message));
+}
+
+fn answer(parts: Vec<Part>) -> Artifact {
+    Artifact {
+        artifact_id: ANSWER.to_owned(),
+        name: Some(ANSWER.to_owned()),
+        description: None,
+        parts,
+        metadata: None,
+    }
+}
+
+/// A message from the agent in `task`.
+pub(crate) fn agent_message(task: &TaskEntry, parts: Vec<Part>) -> Message {
+    Message::agent(crate::ids::new_id(), &task.context_id, &task.id, parts)
+}
+
+/// The status message of a pause: the question in words, and the same as data.
+fn question_parts(ask: &Ask) -> Vec<Part> {
+    match ask {
+        Ask::Approval {
+            call_id,
+            tool,
+            input,
+            reason,
+        } => vec![
+            Part::text(format!(
+                "Approve `{tool}` {input}? ({reason}) Reply `approve` or `deny` with a reason."
+            )),
+            Part::data(json!({"approval": {
+                "callId": call_id, "tool": tool, "input": input, "reason": reason,
+            }})),
+        ],
+        Ask::Question { call_id, question } => vec![
+            Part::text(question.clone()),
+            Part::data(json!({"question": {"callId": call_id, "question": question}})),
+        ],
+    }
+}

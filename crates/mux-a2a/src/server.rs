@@ -1,0 +1,177 @@
+//! [`A2aServer`]: one agent, its card, its tasks and contexts, as a router or a running
+//! server.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use mux_orchestrator::Agent;
+use mux_orchestrator::session::{MemorySessionStore, SessionStore};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::card::{Card, RPC_PATH};
+use crate::config::A2aConfig;
+use crate::contexts::Contexts;
+use crate::methods::Methods;
+use crate::router::{Shared, router};
+use crate::security::Guard;
+use crate::serve::{Limits, accept_loop, bound};
+use crate::tasks::Tasks;
+
+/// Why a server could not be built or started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum A2aError {
+    /// The configuration does not hold together.
+    #[error("invalid A2A server configuration: {0}")]
+    Config(String),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A non-loopback address without a bearer token: anyone on the network could run the
+    /// agent's tools.
+    #[error(
+        "refusing to listen on {addr} without a bearer token (A2aConfig::bearer_token); only loopback addresses may go without one"
+    )]
+    Unprotected {
+        /// The address.
+        addr: SocketAddr,
+    },
+}
+
+/// One agent served over A2A 1.0: `GET /.well-known/agent-card.json` and the JSON-RPC
+/// endpoint `POST /a2a`.
+///
+/// Each A2A context is a session of the agent (in the agent's session store, or one given
+/// with [`session_store`](Self::session_store), or in memory); each task is one prompt's run
+/// on it, from `submitted` through `working` and any `input-required` pause (an approval, a
+/// question) to `completed`, `failed` or `canceled`.
+pub struct A2aServer {
+    agent: Agent,
+    config: A2aConfig,
+    store: Option<Arc<dyn SessionStore>>,
+}
+
+impl std::fmt::Debug for A2aServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aServer")
+            .field("agent", &self.agent)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl A2aServer {
+    /// Serves `agent` with the default configuration.
+    pub fn new(agent: Agent) -> Self {
+        Self {
+            agent,
+            config: A2aConfig::default(),
+            store: None,
+        }
+    }
+
+    /// Sets the configuration.
+    pub fn config(mut self, config: A2aConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Keeps contexts in `store` rather than the agent's store.
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The axum router, to merge into an application (serve it with
+    /// `into_make_service`; the server's own loopback origin is then unknown, so browser
+    /// pages need [`A2aConfig::allowed_origins`]). The returned token stops every run of
+    /// the router's conversations.
+    pub fn router(self) -> Result<(Router, CancellationToken), A2aError> {
+        let stop = CancellationToken::new();
+        let guard = Guard::new(&self.config).map_err(A2aError::Config)?;
+        let store = self
+            .store
+            .or_else(|| self.agent.session_store().cloned())
+            .unwrap_or_else(|| Arc::new(MemorySessionStore::new()));
+        let card = Card::new(&self.agent, &self.config);
+        let config = self.config;
+        let shared = Shared {
+            methods: Methods {
+                tasks: Tasks::new(config.max_tasks),
+                contexts: Contexts::new(self.agent, store, config.max_contexts, stop.clone()),
+                max_log: config.max_task_log,
+            },
+            guard,
+            card,
+            public_url: config.public_url.clone(),
+            body_limit: config.body_limit,
+            body_timeout: config.body_timeout,
+        };
+        Ok((router(Arc::new(shared)), stop))
+    }
+
+    /// Listens on `addr` and serves until [`Running::shutdown`]. A non-loopback address
+    /// needs a bearer token.
+    pub async fn serve(self, addr: SocketAddr) -> Result<Running, A2aError> {
+        if !addr.ip().is_loopback() && self.config.bearer_token.is_none() {
+            return Err(A2aError::Unprotected { addr });
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| A2aError::Bind { addr, source })?;
+        let addr = bound(&listener, addr);
+        let limits = Limits {
+            header_timeout: self.config.header_timeout,
+            idle_timeout: self.config.idle_timeout,
+            max_connections: self.config.max_connections,
+        };
+        let (router, stop) = self.router()?;
+        let task = tokio::spawn(accept_loop(listener, router, limits, stop.clone()));
+        Ok(Running { addr, stop, task })
+    }
+}
+
+/// A running server. Dropping it does not stop it; call [`Running::shutdown`].
+#[derive(Debug)]
+pub struct Running {
+    addr: SocketAddr,
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl Running {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://<addr>/`: where clients find the card.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// `http://<addr>/a2a`: the JSON-RPC endpoint.
+    pub fn rpc_url(&self) -> String {
+        format!("http://{}{RPC_PATH}", self.addr)
+    }
+
+    /// Stops accepting, closes the connections, cancels every run and waits for the accept
+    /// loop to end.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        let _ = self.task.await;
+    }
+
+    /// Waits until the server stops.
+    pub async fn wait(self) {
+        let _ = self.task.await;
+    }
+}
