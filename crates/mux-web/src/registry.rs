@@ -477,10 +477,21 @@ impl RunRegistry {
             }
         }
         if !resume.is_empty() {
-            // Nothing is paused: the ids are expired, answered or unknown.
+            // Nothing is paused here or in the store: the ids are expired, answered, unknown,
+            // or held by another process's loop (a question waits there).
             let run = RunBuffer::local(&input.thread_id, &input.run_id);
             run.push([started(&input)]);
             lock(&self.runs).insert(key, (Arc::clone(&run), Instant::now()));
+            if self.held_elsewhere(&input.thread_id, &resume).await {
+                fail(
+                    &run,
+                    ErrorCode::InterruptHeldElsewhere,
+                    "the loop waiting for this answer is held by another process: send the \
+                     answer there (route the thread to it), or wait until it is taken over"
+                        .into(),
+                );
+                return Ok(run);
+            }
             match thread.check(&resume) {
                 Err((code, message)) => {
                     if code == ErrorCode::UnknownInterrupt {
@@ -505,6 +516,27 @@ impl RunRegistry {
             thread.detach(&run);
         }
         Ok(run)
+    }
+
+    /// Whether another process holds a loop (in memory, under its lease) that waits for an
+    /// interrupt of `resume`.
+    async fn held_elsewhere(&self, thread_id: &str, resume: &[ResumeEntry]) -> bool {
+        let durable = &self.durable;
+        let Ok(Some(active)) = durable.store.active_run(thread_id).await else {
+            return false;
+        };
+        if active.status != RunStatus::Running || active.owner.as_deref() == Some(&*durable.owner) {
+            return false;
+        }
+        let Ok(waiting) = durable.waits(&active.run_id).await else {
+            return false;
+        };
+        resume.iter().any(|entry| {
+            waiting
+                .interrupts
+                .iter()
+                .any(|i| i.id == entry.interrupt_id)
+        })
     }
 
     /// Registers a run this process now holds in the run store, attaches it to its thread
