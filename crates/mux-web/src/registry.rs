@@ -290,8 +290,10 @@ impl RunRegistry {
     /// (their answered and expired interrupt ids go with them; the history stays in the store).
     fn sweep(&self) {
         let retention = self.config.replay_retention;
-        lock(&self.runs)
-            .retain(|_, (run, started)| !run.is_done() || started.elapsed() < retention);
+        // An ended run the store has replays from there: its copy here goes at once.
+        lock(&self.runs).retain(|_, (run, started)| {
+            !run.is_done() || (!run.is_stored() && started.elapsed() < retention)
+        });
         // A thread another request holds (about to attach a run) is kept.
         let mut threads = lock(&self.threads);
         threads
