@@ -762,7 +762,7 @@ impl RunRegistry {
             let late = interrupt
                 .expires_at
                 .as_deref()
-                .is_some_and(durable::is_past);
+                .is_some_and(crate::expiry::is_past);
             if late {
                 expired.push(interrupt.id.clone());
             }
