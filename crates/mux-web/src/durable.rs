@@ -91,6 +91,7 @@ impl Durable {
         let mut checked = Instant::now();
         let mut backoff = Duration::from_millis(20);
         let mut cancel_seen = false;
+        let notifies = self.store.notifies();
         loop {
             if self.alive.is_cancelled() {
                 return;
@@ -149,7 +150,9 @@ impl Durable {
                     continue;
                 }
                 () = tokio::time::sleep_until(heartbeat) => true,
-                () = self.store.changed(id, self.heartbeat()) => false,
+                // A store that polls would wake every writer all the time: the heartbeat
+                // looks for cancels then (and a cancel made here is delivered directly).
+                () = self.store.changed(id, self.heartbeat()), if notifies => false,
                 () = self.alive.cancelled() => return,
             };
             if !due {

@@ -390,6 +390,13 @@ impl RunRegistry {
         match record.status {
             RunStatus::Running => {
                 store.request_cancel(id).await.map_err(run_store_error)?;
+                if self.durable.holds(id) {
+                    // Ours: cancel it now rather than at the writer's next look.
+                    let thread = lock(&self.threads).get(&record.session_id).cloned();
+                    if let Some(thread) = thread {
+                        thread.cancel();
+                    }
+                }
                 Ok(true)
             }
             RunStatus::Paused => {
