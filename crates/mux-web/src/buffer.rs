@@ -127,6 +127,11 @@ impl RunBuffer {
         true
     }
 
+    /// Whether the run store has (or will have) this run's events.
+    pub(crate) fn is_stored(&self) -> bool {
+        self.stored
+    }
+
     /// Whether the run has ended.
     pub(crate) fn is_done(&self) -> bool {
         self.log().done

@@ -14,8 +14,6 @@ use std::time::Duration;
 
 use mux_orchestrator::runs::{RunStatus, RunStore, RunStoreError, StoredEvent};
 use serde_json::Value;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -93,6 +91,7 @@ impl Durable {
         let mut checked = Instant::now();
         let mut backoff = Duration::from_millis(20);
         let mut cancel_seen = false;
+        let notifies = self.store.notifies();
         loop {
             if self.alive.is_cancelled() {
                 return;
@@ -151,7 +150,9 @@ impl Durable {
                     continue;
                 }
                 () = tokio::time::sleep_until(heartbeat) => true,
-                () = self.store.changed(id, self.heartbeat()) => false,
+                // A store that polls would wake every writer all the time: the heartbeat
+                // looks for cancels then (and a cancel made here is delivered directly).
+                () = self.store.changed(id, self.heartbeat()), if notifies => false,
                 () = self.alive.cancelled() => return,
             };
             if !due {
@@ -366,17 +367,6 @@ pub(crate) fn parse_store_id(id: &str) -> Option<(Principal, String)> {
     Some((Principal::new(name), run_id.to_owned()))
 }
 
-/// The RFC 3339 time `after` from now, for an interrupt's `expiresAt`.
-pub(crate) fn deadline_after(after: Duration) -> Option<String> {
-    let at = OffsetDateTime::now_utc() + after;
-    at.format(&Rfc3339).ok()
-}
-
-/// Whether the RFC 3339 time `at` has passed (an unreadable one has not).
-pub(crate) fn is_past(at: &str) -> bool {
-    OffsetDateTime::parse(at, &Rfc3339).is_ok_and(|at| at <= OffsetDateTime::now_utc())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,15 +386,5 @@ mod tests {
         for bad in ["", "nodot", "6.x", "zz.x", "ff.x"] {
             assert!(parse_store_id(bad).is_none(), "{bad}");
         }
-    }
-
-    #[test]
-    fn deadlines_read_back() {
-        let soon = deadline_after(Duration::from_secs(60)).unwrap();
-        assert!(!is_past(&soon));
-        let gone = deadline_after(Duration::ZERO).unwrap();
-        std::thread::sleep(Duration::from_millis(5));
-        assert!(is_past(&gone));
-        assert!(!is_past("not a time"));
     }
 }

@@ -151,6 +151,9 @@ pub enum ErrorCode {
     UnknownInterrupt,
     /// `resume` answers an interrupt that was answered already.
     InterruptAlreadyAnswered,
+    /// `resume` answers an interrupt whose loop another process holds in memory (an
+    /// `ask_user` question): send it to that process.
+    InterruptHeldElsewhere,
     /// The request has no user message to run.
     NoUserMessage,
     /// A frontend tool in `tools` is not usable (bad name or parameters schema).
@@ -169,6 +172,7 @@ impl ErrorCode {
         match self {
             Self::UnknownInterrupt => "unknown_interrupt",
             Self::InterruptAlreadyAnswered => "interrupt_already_answered",
+            Self::InterruptHeldElsewhere => "interrupt_held_elsewhere",
             Self::NoUserMessage => "no_user_message",
             Self::InvalidTool => "invalid_tool",
             Self::Session => "session",

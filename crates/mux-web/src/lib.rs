@@ -5,6 +5,7 @@ mod buffer;
 mod config;
 mod durable;
 mod error;
+mod expiry;
 mod frontend;
 mod history;
 mod ownership;

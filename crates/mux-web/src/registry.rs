@@ -290,8 +290,10 @@ impl RunRegistry {
     /// (their answered and expired interrupt ids go with them; the history stays in the store).
     fn sweep(&self) {
         let retention = self.config.replay_retention;
-        lock(&self.runs)
-            .retain(|_, (run, started)| !run.is_done() || started.elapsed() < retention);
+        // An ended run the store has replays from there: its copy here goes at once.
+        lock(&self.runs).retain(|_, (run, started)| {
+            !run.is_done() || (!run.is_stored() && started.elapsed() < retention)
+        });
         // A thread another request holds (about to attach a run) is kept.
         let mut threads = lock(&self.threads);
         threads
@@ -388,6 +390,13 @@ impl RunRegistry {
         match record.status {
             RunStatus::Running => {
                 store.request_cancel(id).await.map_err(run_store_error)?;
+                if self.durable.holds(id) {
+                    // Ours: cancel it now rather than at the writer's next look.
+                    let thread = lock(&self.threads).get(&record.session_id).cloned();
+                    if let Some(thread) = thread {
+                        thread.cancel();
+                    }
+                }
                 Ok(true)
             }
             RunStatus::Paused => {
@@ -477,10 +486,21 @@ impl RunRegistry {
             }
         }
         if !resume.is_empty() {
-            // Nothing is paused: the ids are expired, answered or unknown.
+            // Nothing is paused here or in the store: the ids are expired, answered, unknown,
+            // or held by another process's loop (a question waits there).
             let run = RunBuffer::local(&input.thread_id, &input.run_id);
             run.push([started(&input)]);
             lock(&self.runs).insert(key, (Arc::clone(&run), Instant::now()));
+            if self.held_elsewhere(&input.thread_id, &resume).await {
+                fail(
+                    &run,
+                    ErrorCode::InterruptHeldElsewhere,
+                    "the loop waiting for this answer is held by another process: send the \
+                     answer there (route the thread to it), or wait until it is taken over"
+                        .into(),
+                );
+                return Ok(run);
+            }
             match thread.check(&resume) {
                 Err((code, message)) => {
                     if code == ErrorCode::UnknownInterrupt {
@@ -505,6 +525,27 @@ impl RunRegistry {
             thread.detach(&run);
         }
         Ok(run)
+    }
+
+    /// Whether another process holds a loop (in memory, under its lease) that waits for an
+    /// interrupt of `resume`.
+    async fn held_elsewhere(&self, thread_id: &str, resume: &[ResumeEntry]) -> bool {
+        let durable = &self.durable;
+        let Ok(Some(active)) = durable.store.active_run(thread_id).await else {
+            return false;
+        };
+        if active.status != RunStatus::Running || active.owner.as_deref() == Some(&*durable.owner) {
+            return false;
+        }
+        let Ok(waiting) = durable.waits(&active.run_id).await else {
+            return false;
+        };
+        resume.iter().any(|entry| {
+            waiting
+                .interrupts
+                .iter()
+                .any(|i| i.id == entry.interrupt_id)
+        })
     }
 
     /// Registers a run this process now holds in the run store, attaches it to its thread
@@ -728,7 +769,7 @@ impl RunRegistry {
             let late = interrupt
                 .expires_at
                 .as_deref()
-                .is_some_and(durable::is_past);
+                .is_some_and(crate::expiry::is_past);
             if late {
                 expired.push(interrupt.id.clone());
             }

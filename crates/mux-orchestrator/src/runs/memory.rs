@@ -15,7 +15,8 @@ use super::{RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
 #[derive(Debug, Default)]
 pub struct MemoryRunStore {
     state: Mutex<State>,
-    wake: Notify,
+    /// Run id → its waiters (only runs someone waits on).
+    waiters: Mutex<HashMap<String, std::sync::Arc<Notify>>>,
 }
 
 #[derive(Debug, Default)]
@@ -55,6 +56,14 @@ impl MemoryRunStore {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wakes the waiters of `run_id`.
+    fn wake(&self, run_id: &str) {
+        let waiters = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(notify) = waiters.get(run_id) {
+            notify.notify_waiters();
+        }
     }
 
     fn held<'s>(
@@ -160,7 +169,7 @@ impl RunStore for MemoryRunStore {
                 state.active.remove(&session);
             }
             drop(state);
-            self.wake.notify_waiters();
+            self.wake(run_id);
             Ok(())
         })
     }
@@ -236,7 +245,7 @@ impl RunStore for MemoryRunStore {
             );
             state.active.insert(session_id, to.to_owned());
             drop(state);
-            self.wake.notify_waiters();
+            self.wake(from);
             Ok(record)
         })
     }
@@ -291,7 +300,7 @@ impl RunStore for MemoryRunStore {
                 .ok_or_else(|| RunStoreError::NotFound(run_id.to_owned()))?;
             entry.record.cancel_requested = true;
             drop(state);
-            self.wake.notify_waiters();
+            self.wake(run_id);
             Ok(())
         })
     }
@@ -309,7 +318,7 @@ impl RunStore for MemoryRunStore {
             entry.record.last_seq = entry.events.len() as u64;
             let last = entry.record.last_seq;
             drop(state);
-            self.wake.notify_waiters();
+            self.wake(run_id);
             Ok(last)
         })
     }
@@ -355,9 +364,22 @@ impl RunStore for MemoryRunStore {
         })
     }
 
-    fn changed<'a>(&'a self, _run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()> {
+    fn changed<'a>(&'a self, run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let _ = tokio::time::timeout(wait, self.wake.notified()).await;
+            let notify = {
+                let mut waiters = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+                std::sync::Arc::clone(waiters.entry(run_id.to_owned()).or_default())
+            };
+            let _ = tokio::time::timeout(wait, notify.notified()).await;
+            // The last waiter of a run takes its entry away (the map and this one hold it).
+            let mut waiters = self.waiters.lock().unwrap_or_else(PoisonError::into_inner);
+            if std::sync::Arc::strong_count(&notify) == 2 {
+                waiters.remove(run_id);
+            }
         })
+    }
+
+    fn notifies(&self) -> bool {
+        true
     }
 }

@@ -262,6 +262,13 @@ pub trait RunStore: Send + Sync + 'static {
 
     /// Resolves when `run_id` may have changed, or after `wait`.
     fn changed<'a>(&'a self, run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()>;
+
+    /// Whether [`changed`](Self::changed) resolves early only when the run may have changed
+    /// (a notification per run), so waiting on it costs nothing while nothing happens. A store
+    /// that polls says no: an owner then looks for cancel requests at its heartbeat only.
+    fn notifies(&self) -> bool {
+        false
+    }
 }
 
 /// Why `owner` could not act on `run_id`: the run is missing, or `owner` does not hold it.

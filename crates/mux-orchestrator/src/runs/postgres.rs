@@ -553,4 +553,8 @@ impl RunStore for PostgresRunStore {
             let _ = tokio::time::timeout(wait, notify.notified()).await;
         })
     }
+
+    fn notifies(&self) -> bool {
+        true
+    }
 }

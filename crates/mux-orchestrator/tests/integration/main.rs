@@ -3,6 +3,7 @@
 
 mod common;
 
+mod a_model_call_cut_short_is_issued_again;
 mod agent_front_door;
 mod approvals_and_ask_user;
 mod budgets;

@@ -30,7 +30,7 @@ impl Thread {
                 message: Some(message),
                 tool_call_id: Some(call_id.clone()),
                 response_schema: Some(schema),
-                expires_at: crate::durable::deadline_after(self.timeout),
+                expires_at: crate::expiry::deadline_after(self.timeout),
             };
             live.interrupts.insert(
                 id,

@@ -172,6 +172,9 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
         ("charge then tick", 0) => call("charge", json!({})),
         ("charge then tick", n) if n < 5 => call("tick", json!({"n": n})),
         ("slow", n) if n < 4 => call("tick", json!({"n": n})),
+        // A question (`ask_user`), then what was said.
+        ("ask", 0) => call("ask_user", json!({"question": "Which color?"})),
+        ("ask", _) => text("Noted."),
         // A frontend tool: the page picks.
         ("pick", 0) => call("pick_color", json!({})),
         ("pick", _) => {
@@ -728,5 +731,39 @@ async fn a_frontend_tool_call_paused_on_one_process_gets_its_result_on_another()
     let end = &resumed.last().unwrap().1;
     assert_eq!(end["type"], "RUN_FINISHED", "{resumed:?}");
     assert_eq!(end["result"], "You picked blue.", "{resumed:?}");
+    b.kill();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_held_on_one_process_is_refused_elsewhere_and_answered_there() {
+    let db = TestDatabase::new().await;
+    let cluster = Cluster::postgres(&db).await;
+    let http = reqwest::Client::new();
+    let a = cluster.process(WebConfig::default()).await;
+    let b = cluster.process(WebConfig::default()).await;
+    let paused = read_all(post(&http, &a, &input("t-ask", "r1", "ask")).await).await;
+    let interrupt = interrupt_ids(&paused).remove(0);
+    assert_eq!(
+        paused.last().unwrap().1["outcome"]["interrupts"][0]["reason"],
+        "input"
+    );
+    let reply = |run: &str| {
+        json!({"threadId": "t-ask", "runId": run, "messages": [],
+               "resume": [{"interruptId": interrupt, "status": "resolved", "payload": {"answer": "blue"}}]})
+    };
+    // B cannot answer a question whose loop A holds in memory, and says so.
+    let elsewhere = read_all(post(&http, &b, &reply("r2")).await).await;
+    let error = &elsewhere.last().unwrap().1;
+    assert_eq!(error["code"], "interrupt_held_elsewhere", "{elsewhere:?}");
+    // A can; the thread is busy on B meanwhile.
+    let refused = post(&http, &b, &input("t-ask", "r-x", "hello")).await;
+    assert_eq!(refused.status(), 409);
+    let answered = read_all(post(&http, &a, &reply("r3")).await).await;
+    let end = &answered.last().unwrap().1;
+    assert_eq!(end["result"], "Noted.", "{answered:?}");
+    // And B replays A's answer run from the store.
+    let replay = read_all(reattach(&http, &b, "r3", None).await).await;
+    assert_eq!(replay, answered);
+    a.kill();
     b.kill();
 }
