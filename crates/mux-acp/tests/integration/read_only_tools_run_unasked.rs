@@ -10,12 +10,15 @@ use mux_llm::testing::ScriptedClient;
 use mux_orchestrator::Agent;
 use mux_permission::{PathContext, Permissions};
 use mux_tool::builtin::{ReadFile, Sandbox, WriteFile};
-use mux_tool::{
-    Subject, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, Typed, TypedTool,
-};
+use mux_tool::{Tool, Typed};
 use serde_json::json;
 
 use crate::harness::{Peer, for_call};
+
+#[path = "../../../mux-tool/tests/support/tools.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod tools;
+use tools::Fetch;
 
 fn model() -> ScriptedClient {
     ScriptedClient::new()
@@ -81,39 +84,13 @@ async fn under_a_policy_with_no_rules_a_read_only_tool_runs_and_a_write_asks_the
     run(agent).await;
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct FetchArgs {
-    /// The URL.
-    url: String,
-}
-
-/// Pretends to fetch a URL, annotated as `web_fetch` is.
-struct Fetch;
-
-impl TypedTool for Fetch {
-    type Args = FetchArgs;
-    const NAME: &'static str = "web_fetch";
-    fn description(&self) -> String {
-        "Fetches a URL".into()
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only().with_open_world(true)
-    }
-    fn subject(&self, args: &FetchArgs) -> Subject {
-        Subject::url(&args.url)
-    }
-    async fn call(&self, args: FetchArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(format!("fetched {}", args.url)))
-    }
-}
-
 #[tokio::test]
 async fn without_a_policy_a_fetch_runs_without_asking_the_editor() {
     let model = ScriptedClient::new()
         .reply_tool_call("f1", "web_fetch", json!({"url": "https://example.com/"}))
         .reply_text("done");
     let agent = Agent::builder(model, "scripted")
-        .tool(Fetch)
+        .tool(Fetch::default())
         .build()
         .unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -2,43 +2,11 @@
 //! too), any other call asks a face that can ask, and without one is denied and listed in
 //! `RunSummary::unapproved`. The editor face's half is in mux-acp's tests.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::common::*;
 use mux_orchestrator::{Agent, Answer, LoopEvent, LoopInput, Run};
-use mux_tool::{Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use serde_json::json;
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct FetchArgs {
-    /// The URL.
-    url: String,
-}
-
-/// Pretends to fetch a URL, annotated as `web_fetch` is: read-only, open world.
-#[derive(Clone, Default)]
-struct Fetch {
-    calls: Arc<AtomicUsize>,
-}
-
-impl TypedTool for Fetch {
-    type Args = FetchArgs;
-    const NAME: &'static str = "web_fetch";
-    fn description(&self) -> String {
-        "Fetches a URL".into()
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only().with_open_world(true)
-    }
-    fn subject(&self, args: &FetchArgs) -> Subject {
-        Subject::url(&args.url)
-    }
-    async fn call(&self, args: FetchArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        Ok(ToolOutput::text(format!("fetched {}", args.url)))
-    }
-}
 
 /// A model that fetches, then runs a command, then answers.
 fn model() -> mux_llm::testing::ScriptedClient {

@@ -13,6 +13,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+#[path = "../../../../mux-tool/tests/support/tools.rs"]
+mod tools;
+pub use tools::*;
+
 /// A response that calls tools, given as (id, name, input).
 pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Response {
     let content = calls
@@ -32,29 +36,6 @@ fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
         input_tokens,
         output_tokens,
         ..Usage::default()
-    }
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct EchoArgs {
-    /// Text to echo.
-    pub text: String,
-}
-
-/// Echoes; read-only.
-pub struct Echo;
-
-impl TypedTool for Echo {
-    type Args = EchoArgs;
-    const NAME: &'static str = "echo";
-    fn description(&self) -> String {
-        "Echoes text".into()
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
-    }
-    async fn call(&self, args: EchoArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(args.text))
     }
 }
 
