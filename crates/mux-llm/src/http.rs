@@ -224,6 +224,16 @@ impl std::fmt::Debug for Transport {
 }
 
 impl Transport {
+    /// The API key, or an empty string when there is none (a local server).
+    #[cfg(any(feature = "anthropic", feature = "gemini"))]
+    pub(crate) fn api_key(&self) -> &str {
+        self.options
+            .api_key
+            .as_ref()
+            .map(Secret::expose)
+            .unwrap_or_default()
+    }
+
     pub(crate) fn new(provider: &str, options: HttpOptions) -> Result<Self, LlmError> {
         let client = reqwest::Client::builder()
             .connect_timeout(options.timeouts.connect)

@@ -285,10 +285,7 @@ impl Permissions {
                         ),
                     ),
                     (None, None) => {
-                        if self.unset {
-                            return unset_default(spec, &prepared, mode, mode_scope, &self.context);
-                        }
-                        return unmatched(spec, &prepared, mode, mode_scope, &self.context);
+                        return unmatched(spec, &prepared, mode, mode_scope, self);
                     }
                 }
             }
@@ -439,16 +436,31 @@ fn allowed<'a>(
     )
 }
 
-/// What the mode makes of a call no rule matched.
+/// What the mode makes of a call no rule matched. Under [`Permissions::unset`], read-only
+/// tools run in every mode but plan, whatever they touch.
 fn unmatched(
     spec: &ToolSpec,
     prepared: &Prepared,
     mode: Mode,
     mode_scope: Option<Scope>,
-    context: &PathContext,
+    policy: &Permissions,
 ) -> PolicyVerdict {
     let tool = spec.name.as_str();
+    let context = &policy.context;
+    let unset = policy.unset;
     let decision = match mode {
+        Mode::Default | Mode::AcceptEdits | Mode::DontAsk
+            if unset && spec.annotations.read_only =>
+        {
+            PolicyVerdict::new(
+                Verdict::Allow,
+                format!("the read-only tool `{tool}` runs (no permission policy is set)"),
+            )
+        }
+        Mode::Default if unset => PolicyVerdict::new(
+            Verdict::Ask,
+            "the tool is not read-only and no permission policy is set",
+        ),
         Mode::Bypass => {
             PolicyVerdict::new(Verdict::Allow, "bypass mode allows calls no rule denies")
         }
@@ -498,33 +510,6 @@ fn unmatched(
         ),
     };
     decision.in_scope(mode_scope)
-}
-
-/// What [`Permissions::unset`] decides where no rule matched: read-only tools run in every
-/// mode but plan; in the default mode every other call asks; other modes decide as always.
-fn unset_default(
-    spec: &ToolSpec,
-    prepared: &Prepared,
-    mode: Mode,
-    mode_scope: Option<Scope>,
-    context: &PathContext,
-) -> PolicyVerdict {
-    let tool = spec.name.as_str();
-    match mode {
-        Mode::Default | Mode::AcceptEdits | Mode::DontAsk if spec.annotations.read_only => {
-            PolicyVerdict::new(
-                Verdict::Allow,
-                format!("the read-only tool `{tool}` runs (no permission policy is set)"),
-            )
-            .in_scope(mode_scope)
-        }
-        Mode::Default => PolicyVerdict::new(
-            Verdict::Ask,
-            "the tool is not read-only and no permission policy is set",
-        )
-        .in_scope(mode_scope),
-        _ => unmatched(spec, prepared, mode, mode_scope, context),
-    }
 }
 
 /// A read-only tool touching nothing, or a path inside the root: what every face runs

@@ -81,13 +81,7 @@ impl AnthropicClient {
     }
 
     fn headers(&self) -> Result<reqwest::header::HeaderMap, LlmError> {
-        let key = self
-            .transport
-            .options
-            .api_key
-            .as_ref()
-            .map(Secret::expose)
-            .unwrap_or_default();
+        let key = self.transport.api_key();
         let betas = self.betas.join(",");
         let mut pairs = vec![
             ("x-api-key", key),

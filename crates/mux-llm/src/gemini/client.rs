@@ -61,13 +61,7 @@ impl GeminiClient {
     http_settings!();
 
     fn headers(&self) -> Result<reqwest::header::HeaderMap, LlmError> {
-        let key = self
-            .transport
-            .options
-            .api_key
-            .as_ref()
-            .map(Secret::expose)
-            .unwrap_or_default();
+        let key = self.transport.api_key();
         headers(
             "gemini",
             &[("x-goog-api-key", key), ("accept", "application/json")],
