@@ -7,9 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::*;
-use mux_orchestrator::{
-    Answer, LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run,
-};
+use mux_orchestrator::{Answer, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run};
 use mux_permission::{PathContext, Permissions, Remember, RuleSet, Scope, ScopeRules};
 use mux_tool::{ApprovalPolicy, Registry};
 use serde_json::json;
@@ -32,37 +30,6 @@ fn shell_agent(
         .permissions(permissions)
         .build();
     (agent, shell)
-}
-
-/// Drains a run, answering each approval request with `answer`.
-async fn answer_approvals(
-    run: Run,
-    answer: impl Fn() -> Option<Answer>,
-) -> (
-    Vec<LoopEvent>,
-    Result<mux_orchestrator::RunSummary, LoopError>,
-) {
-    let Run {
-        mut events,
-        input,
-        handle,
-    } = run;
-    let mut seen = Vec::new();
-    while let Some(event) = events.recv().await {
-        if let LoopEvent::ApprovalRequired { call_id, .. } = &event
-            && let Some(reply) = answer()
-        {
-            let call_id = call_id.clone();
-            input
-                .send(LoopInput::ToolApproval {
-                    call_id,
-                    answer: reply,
-                })
-                .await;
-        }
-        seen.push(event);
-    }
-    (seen, handle.wait().await)
 }
 
 #[tokio::test]

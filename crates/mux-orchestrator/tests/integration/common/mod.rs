@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Response, StopReason, Usage};
-use mux_orchestrator::{LoopError, LoopEvent, Orchestrator, OrchestratorConfig, Run, RunSummary};
+use mux_orchestrator::{
+    Answer, LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run, RunSummary,
+};
 use mux_tool::{Registry, Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -127,6 +129,14 @@ pub fn orchestrator(model: ScriptedClient) -> Orchestrator {
 
 /// Drains a run, answering nothing, and returns its events and outcome.
 pub async fn drain(run: Run) -> (Vec<LoopEvent>, Result<RunSummary, LoopError>) {
+    answer_approvals(run, || None).await
+}
+
+/// Drains a run, answering each approval request with `answer`.
+pub async fn answer_approvals(
+    run: Run,
+    answer: impl Fn() -> Option<Answer>,
+) -> (Vec<LoopEvent>, Result<RunSummary, LoopError>) {
     let Run {
         mut events,
         input,
@@ -134,9 +144,19 @@ pub async fn drain(run: Run) -> (Vec<LoopEvent>, Result<RunSummary, LoopError>) 
     } = run;
     let mut seen = Vec::new();
     while let Some(event) = events.recv().await {
+        if let LoopEvent::ApprovalRequired { call_id, .. } = &event
+            && let Some(reply) = answer()
+        {
+            let call_id = call_id.clone();
+            input
+                .send(LoopInput::ToolApproval {
+                    call_id,
+                    answer: reply,
+                })
+                .await;
+        }
         seen.push(event);
     }
-    drop(input);
     (seen, handle.wait().await)
 }
 
