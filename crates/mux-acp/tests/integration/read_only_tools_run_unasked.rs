@@ -15,10 +15,7 @@ use serde_json::json;
 
 use crate::harness::{Peer, for_call};
 
-#[path = "../../../mux-tool/tests/support/tools.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod tools;
-use tools::Fetch;
+use crate::tools::Fetch;
 
 fn model() -> ScriptedClient {
     ScriptedClient::new()
