@@ -16,11 +16,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
-use mux::orchestrator::context::ProjectInstructions;
-use mux::orchestrator::{Answer, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run};
-use mux::tool::Registry;
-use mux::tool::builtin::Bash;
-use mux::tool::builtin::{Glob, Grep, ListDir, ReadFile, Sandbox};
+use mux::orchestrator::{Agent, Answer, LoopEvent, LoopInput, Run};
 
 const DEFAULT_PROMPT: &str =
     "Look around this directory and tell me in a few sentences what this project is.";
@@ -40,40 +36,18 @@ async fn run() -> Result<(), String> {
     let prompt = prompt_from_args()?;
     let chosen = mux_examples::offline::choose_model()?;
     println!("{}", chosen.description);
-    let (client, model) = (chosen.client, chosen.model);
-    let root =
-        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
-    let sandbox = Sandbox::new(&root).map_err(|e| e.to_string())?;
 
-    let tools = Registry::new();
-    tools
-        .register_typed(ListDir::new(sandbox.clone()))
+    // An agent on the current directory (its root) with mux's built-in tools. As on every
+    // face, the read-only ones (list, read, search) run unasked; the rest (bash, edits) ask.
+    let agent = Agent::builder_shared(chosen.client, chosen.model)
+        .instructions(
+            "You are a concise assistant exploring a software project. \
+             Look before you answer; cite file names.",
+        )
+        .builtin_tools()
+        .project_instructions()
+        .build()
         .map_err(|e| e.to_string())?;
-    tools
-        .register_typed(ReadFile::new(sandbox.clone()))
-        .map_err(|e| e.to_string())?;
-    tools
-        .register_typed(Glob::new(sandbox.clone()))
-        .map_err(|e| e.to_string())?;
-    tools
-        .register_typed(Grep::new(sandbox.clone()))
-        .map_err(|e| e.to_string())?;
-    tools
-        .register_typed(Bash::new(sandbox))
-        .map_err(|e| e.to_string())?;
-
-    // The read-only tools are allowed by rule; `bash` is not, so it asks.
-    let permissions = mux_examples::allowing(&root, &["list_dir", "read_file", "glob", "grep"])?;
-
-    let config = OrchestratorConfig::new(model).system_prompt(
-        "You are a concise assistant exploring a software project with read-only tools. \
-         Look before you answer; cite file names.",
-    );
-    let agent = Orchestrator::builder(client, config)
-        .tools(tools)
-        .permissions(permissions)
-        .context(ProjectInstructions::new(&root))
-        .build();
 
     let interactive = std::io::stdin().is_terminal();
     if !interactive {
@@ -83,7 +57,7 @@ async fn run() -> Result<(), String> {
         );
     }
     println!("> {prompt}\n");
-    let run = agent.run(prompt).map_err(|e| e.to_string())?;
+    let run = agent.stream(prompt).map_err(|e| e.to_string())?;
     let summary = show(run, interactive).await?;
     println!(
         "\n\n[{} model calls, {} tool calls, {} input + {} output tokens]",

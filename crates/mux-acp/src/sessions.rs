@@ -9,7 +9,7 @@ use agent_client_protocol::v1::schema::{ClientCapabilities, McpServer, SessionUp
 use mux_mcp::ServerSpec;
 use mux_orchestrator::session::{PageCursor, SessionError, SessionMeta};
 use mux_orchestrator::{LoopError, McpServers, Orchestrator};
-use mux_permission::{Mode, PathContext, Permissions, Remember, Rule, RuleKind, Scope};
+use mux_permission::{Mode, Permissions, Remember, Rule, RuleKind, Scope};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -97,10 +97,11 @@ impl Sessions {
             .session(&setup)
             .map_err(AcpError::Setup)?;
         // A session scope of its own, where modes and "always" answers go. Without a policy,
-        // one with no rules: read-only tools run inside the root, the rest asks the editor.
+        // the default every face shares (`Permissions::unset`): read-only tools run, the rest
+        // asks the editor.
         let permissions = match builder.current_permissions() {
             Some(policy) => policy.new_session(),
-            None => Permissions::builder(PathContext::new(&cwd)).build(),
+            None => Permissions::unset(&cwd),
         };
         // The face's own resources in a layer of this session's.
         let resources = builder.current_resources().child();

@@ -194,28 +194,25 @@ impl AgentHandle {
     /// Sends an input to the run in progress: an approval, a user response, a message, or
     /// cancel. Returns false when no run is in progress.
     pub async fn send(&self, input: LoopInput) -> bool {
-        let current = self
-            .shared
-            .current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        match current {
+        match self.current() {
             Some((sender, _)) => sender.send(input).await,
             None => false,
         }
     }
 
-    /// Cancels the run in progress (the agent stays, ready for the next prompt). Returns false
-    /// when no run is in progress.
-    pub fn interrupt(&self) -> bool {
-        let current = self
-            .shared
+    /// The input and cancellation of the run in progress, if any.
+    fn current(&self) -> Option<(InputSender, CancellationToken)> {
+        self.shared
             .current
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        match current {
+            .clone()
+    }
+
+    /// Cancels the run in progress (the agent stays, ready for the next prompt). Returns false
+    /// when no run is in progress.
+    pub fn interrupt(&self) -> bool {
+        match self.current() {
             Some((_, cancel)) => {
                 cancel.cancel();
                 true

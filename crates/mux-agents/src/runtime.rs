@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use mux_orchestrator::{Agent, Hooks, LoopError, LoopInput, OrchestratorConfig, Run};
-use mux_tool::{Registry, Typed};
+use mux_tool::{BoxFuture, Registry, Typed};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::handle::{AgentShared, Job};
-use crate::task::{TASK, TaskTool};
+use crate::task::{Delegator, TASK, TaskTool};
 use crate::{AgentDefinition, AgentError, AgentEvent, AgentHandle, AgentId, AgentState, RunStatus};
 
 /// The session metadata key holding a subagent's parent link.
@@ -160,19 +160,12 @@ impl AgentRuntime {
 
     /// The registered definitions, by name.
     pub fn definitions(&self) -> Vec<AgentDefinition> {
-        self.shared.definitions().values().cloned().collect()
+        Delegator::definitions(&*self.shared)
     }
 
     /// The definition named `name`.
     pub fn definition(&self, name: &str) -> Result<AgentDefinition, AgentError> {
-        let definitions = self.shared.definitions();
-        definitions
-            .get(name)
-            .cloned()
-            .ok_or_else(|| AgentError::UnknownDefinition {
-                name: name.to_owned(),
-                known: definitions.keys().cloned().collect::<Vec<_>>().join(", "),
-            })
+        Delegator::definition(&*self.shared, name)
     }
 
     /// Starts a top-level agent.
@@ -296,7 +289,8 @@ impl AgentRuntime {
             let _ = tools.replace(tool);
         }
         if definition.can_delegate && depth < shared.max_depth {
-            let task = TaskTool::new(Arc::downgrade(shared), id.clone());
+            let delegator: Arc<dyn Delegator> = Arc::clone(shared) as Arc<dyn Delegator>;
+            let task = TaskTool::new(Arc::downgrade(&delegator), id.clone());
             if let Ok(task) = Typed::new(task) {
                 let _ = tools.replace(Arc::new(task));
             }
@@ -431,7 +425,9 @@ impl RuntimeShared {
         self.agents.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn definitions(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, AgentDefinition>> {
+    fn read_definitions(
+        &self,
+    ) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, AgentDefinition>> {
         self.definitions
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -445,6 +441,43 @@ impl RuntimeShared {
         AgentRuntime {
             shared: Arc::clone(self),
         }
+    }
+}
+
+impl Delegator for RuntimeShared {
+    fn definitions(&self) -> Vec<AgentDefinition> {
+        self.read_definitions().values().cloned().collect()
+    }
+
+    fn definition(&self, name: &str) -> Result<AgentDefinition, AgentError> {
+        let definitions = self.read_definitions();
+        definitions
+            .get(name)
+            .cloned()
+            .ok_or_else(|| AgentError::UnknownDefinition {
+                name: name.to_owned(),
+                known: definitions.keys().cloned().collect::<Vec<_>>().join(", "),
+            })
+    }
+
+    fn agent(&self, id: &str) -> Option<AgentHandle> {
+        self.get(id)
+    }
+
+    fn spawn_child<'a>(
+        self: Arc<Self>,
+        parent: &'a AgentHandle,
+        definition: AgentDefinition,
+    ) -> BoxFuture<'a, Result<AgentHandle, AgentError>> {
+        Box::pin(async move {
+            self.runtime()
+                .spawn_subagent(parent, definition, AgentSession::New)
+                .await
+        })
+    }
+
+    fn hooks(&self) -> &Hooks {
+        self.agent.hooks()
     }
 }
 

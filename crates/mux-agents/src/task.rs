@@ -10,8 +10,9 @@ use mux_tool::{BoxFuture, ToolAnnotations, ToolContext, ToolError, ToolOutput, T
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::runtime::RuntimeShared;
-use crate::{AgentError, AgentEvent, AgentHandle, AgentId, AgentSession};
+use mux_orchestrator::Hooks;
+
+use crate::{AgentDefinition, AgentError, AgentEvent, AgentHandle, AgentId};
 
 /// The `task` tool's name.
 pub const TASK: &str = "task";
@@ -28,15 +29,35 @@ pub struct TaskArgs {
     pub resume: Option<String>,
 }
 
+/// What the `task` tool needs of the runtime that made it: the definitions it may delegate
+/// to, the running agents, a way to start a subagent, and the shared hooks. The runtime
+/// implements it, so this module does not depend on the runtime's.
+pub(crate) trait Delegator: Send + Sync {
+    /// The definitions the tool may delegate to, by name.
+    fn definitions(&self) -> Vec<AgentDefinition>;
+    /// The definition named `name`.
+    fn definition(&self, name: &str) -> Result<AgentDefinition, AgentError>;
+    /// The running agent `id`.
+    fn agent(&self, id: &str) -> Option<AgentHandle>;
+    /// Starts a new subagent of `parent` from `definition`.
+    fn spawn_child<'a>(
+        self: Arc<Self>,
+        parent: &'a AgentHandle,
+        definition: AgentDefinition,
+    ) -> BoxFuture<'a, Result<AgentHandle, AgentError>>;
+    /// The hooks every agent shares.
+    fn hooks(&self) -> &Hooks;
+}
+
 /// Runs a subagent and returns its final text as the tool result. The subagent's events
 /// reach the delegating agent's subscribers tagged with its id, approvals included.
 pub(crate) struct TaskTool {
-    runtime: Weak<RuntimeShared>,
+    runtime: Weak<dyn Delegator>,
     parent: AgentId,
 }
 
 impl TaskTool {
-    pub(crate) fn new(runtime: Weak<RuntimeShared>, parent: AgentId) -> Self {
+    pub(crate) fn new(runtime: Weak<dyn Delegator>, parent: AgentId) -> Self {
         Self { runtime, parent }
     }
 }
@@ -51,7 +72,7 @@ impl TypedTool for TaskTool {
              Pass `resume` with a subagent id from an earlier result to continue it.",
         );
         if let Some(runtime) = self.runtime.upgrade() {
-            let definitions = runtime.runtime().definitions();
+            let definitions = runtime.definitions();
             if !definitions.is_empty() {
                 text.push_str(" Agents:");
                 for definition in definitions {
@@ -76,7 +97,7 @@ impl TypedTool for TaskTool {
             .upgrade()
             .ok_or_else(|| ToolError::failed("the agent runtime is gone"))?;
         let parent = runtime
-            .get(self.parent.as_str())
+            .agent(self.parent.as_str())
             .ok_or_else(|| ToolError::failed(format!("agent {} has exited", self.parent)))?;
         let child = subagent(&runtime, &parent, &args)
             .await
@@ -87,7 +108,7 @@ impl TypedTool for TaskTool {
             agent: child.name().to_owned(),
             result: None,
         };
-        fire_start(&parent, &runtime, &event).await;
+        fire_start(&parent, &*runtime, &event).await;
         let outcome = delegate(&parent, &child, args.prompt, &ctx).await;
         let result = match &outcome {
             Ok(summary) => Ok(summary.text.clone()),
@@ -102,7 +123,7 @@ impl TypedTool for TaskTool {
             result: result.as_ref().ok().cloned(),
             ..event
         };
-        fire_stop(&parent, &runtime, &event).await;
+        fire_stop(&parent, &*runtime, &event).await;
         match outcome {
             Ok(summary) => Ok(ToolOutput::text(summary.text)
                 .with_metadata("agent_id", serde_json::json!(child.id()))),
@@ -117,14 +138,13 @@ impl TypedTool for TaskTool {
 
 /// The subagent to delegate to: the one to resume, or a new one.
 async fn subagent(
-    runtime: &Arc<RuntimeShared>,
+    runtime: &Arc<dyn Delegator>,
     parent: &AgentHandle,
     args: &TaskArgs,
 ) -> Result<AgentHandle, AgentError> {
-    let rt = runtime.runtime();
     if let Some(id) = &args.resume {
-        let child = rt
-            .get(id)
+        let child = runtime
+            .agent(id)
             .ok_or_else(|| AgentError::UnknownAgent(id.clone()))?;
         if child.parent() != Some(parent.id()) {
             return Err(AgentError::NotAChild {
@@ -134,10 +154,8 @@ async fn subagent(
         }
         return Ok(child);
     }
-    let definition = rt.definition(&args.agent)?;
-    let child = rt
-        .spawn_subagent(parent, definition, AgentSession::New)
-        .await?;
+    let definition = runtime.definition(&args.agent)?;
+    let child = Arc::clone(runtime).spawn_child(parent, definition).await?;
     parent.emit(AgentEvent::SubagentSpawned {
         id: child.id().clone(),
         agent: child.name().to_owned(),
@@ -194,8 +212,8 @@ async fn delegate(
     outcome
 }
 
-async fn fire_start(parent: &AgentHandle, runtime: &RuntimeShared, event: &SubagentEvent) {
-    for hook in runtime.agent.hooks().snapshot() {
+async fn fire_start(parent: &AgentHandle, runtime: &dyn Delegator, event: &SubagentEvent) {
+    for hook in runtime.hooks().snapshot() {
         let outcome = guarded(|| hook.subagent_start(event)).await;
         if let Err(message) = outcome {
             report(parent, hook.name(), "subagent_start", message);
@@ -203,8 +221,8 @@ async fn fire_start(parent: &AgentHandle, runtime: &RuntimeShared, event: &Subag
     }
 }
 
-async fn fire_stop(parent: &AgentHandle, runtime: &RuntimeShared, event: &SubagentEvent) {
-    for hook in runtime.agent.hooks().snapshot() {
+async fn fire_stop(parent: &AgentHandle, runtime: &dyn Delegator, event: &SubagentEvent) {
+    for hook in runtime.hooks().snapshot() {
         let outcome = guarded(|| hook.subagent_stop(event)).await;
         if let Err(message) = outcome {
             report(parent, hook.name(), "subagent_stop", message);

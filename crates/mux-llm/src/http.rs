@@ -169,6 +169,43 @@ macro_rules! http_settings {
 
 pub(crate) use http_settings;
 
+/// The constructors every provider with one URL shares: `new(key)` for its public API,
+/// `from_env()` and `from_lookup(get)` from its key and base URL variables, each through the
+/// client's own `with_options`. Takes the provider name, the key variable and its rule, the
+/// base URL variable, the default URL, and the sentence `from_env` documents.
+#[cfg(any(
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "openai-responses"
+))]
+macro_rules! env_constructors {
+    ($provider:expr, $key:literal, $rule:expr, $base_url:literal, $default:expr, $env_doc:literal) => {
+        /// A client with this key for the provider's public API.
+        pub fn new(api_key: Secret) -> Result<Self, LlmError> {
+            Self::with_options(HttpOptions::new($default, Some(api_key)))
+        }
+
+        #[doc = $env_doc]
+        pub fn from_env() -> Result<Self, LlmError> {
+            Self::from_lookup(|name| std::env::var(name).ok())
+        }
+
+        /// Like `from_env`, reading variables through `get`.
+        pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
+            let options =
+                HttpOptions::from_lookup($provider, ($key, $rule), $base_url, $default, get)?;
+            Self::with_options(options)
+        }
+    };
+}
+
+#[cfg(any(
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "openai-responses"
+))]
+pub(crate) use env_constructors;
+
 /// A sender bound to one provider.
 #[derive(Clone)]
 pub(crate) struct Transport {
@@ -187,6 +224,16 @@ impl std::fmt::Debug for Transport {
 }
 
 impl Transport {
+    /// The API key, or an empty string when there is none (a local server).
+    #[cfg(any(feature = "anthropic", feature = "gemini"))]
+    pub(crate) fn api_key(&self) -> &str {
+        self.options
+            .api_key
+            .as_ref()
+            .map(Secret::expose)
+            .unwrap_or_default()
+    }
+
     pub(crate) fn new(provider: &str, options: HttpOptions) -> Result<Self, LlmError> {
         let client = reqwest::Client::builder()
             .connect_timeout(options.timeouts.connect)

@@ -16,6 +16,8 @@ pub struct LlmDocs;
 mod accumulate;
 #[cfg(feature = "anthropic")]
 pub mod anthropic;
+#[cfg(any(feature = "openai", feature = "openai-responses", feature = "gemini"))]
+mod blocks;
 mod client;
 pub mod decode;
 mod error;

@@ -168,10 +168,7 @@ impl Message {
 
     /// The concatenated text blocks.
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(ContentBlock::as_text)
-            .collect()
+        text_of(&self.content)
     }
 }
 
@@ -187,4 +184,9 @@ pub(crate) fn is_responses_reasoning(signature: &str) -> bool {
     signature.starts_with('{')
         && serde_json::from_str::<Value>(signature)
             .is_ok_and(|value| value["type"] == RESPONSES_REASONING)
+}
+
+/// The text blocks of `content`, concatenated.
+pub(crate) fn text_of(content: &[ContentBlock]) -> String {
+    content.iter().filter_map(ContentBlock::as_text).collect()
 }

@@ -182,10 +182,7 @@ impl Response {
 
     /// The concatenated text blocks.
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(ContentBlock::as_text)
-            .collect()
+        crate::message::text_of(&self.content)
     }
 
     /// The tool calls, in order, as `(id, name, input)`.

@@ -17,7 +17,8 @@ use crate::hooks::Hooks;
 use crate::session::SessionStore;
 use crate::typed_output;
 use crate::{
-    AgentBuildError, LoopError, Orchestrator, OrchestratorBuilder, OrchestratorConfig, RunSummary,
+    AgentBuildError, LoopError, Orchestrator, OrchestratorBuilder, OrchestratorConfig, Run,
+    RunSummary,
 };
 
 /// An agent: a model, instructions and tools, prompted with [`prompt`](Self::prompt), or
@@ -79,6 +80,34 @@ impl Agent {
     /// call, usage, and the calls denied for want of an approver.
     pub async fn run(&self, prompt: impl Into<String>) -> Result<RunSummary, LoopError> {
         self.conversation.run_to_completion(prompt).await
+    }
+
+    /// Starts `prompt` on the agent's own conversation and hands back the run as it goes:
+    /// its events, where to send answers (approvals, `ask_user` replies, cancel), and its
+    /// handle. The caller is then the face: a call that needs approval asks it with
+    /// [`LoopEvent::ApprovalRequired`](crate::LoopEvent::ApprovalRequired) instead of being
+    /// denied. Read the events (the channel is bounded; the loop waits while it is full).
+    ///
+    /// ```
+    /// use mux_llm::testing::ScriptedClient;
+    /// use mux_orchestrator::{Agent, LoopEvent, Run};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+    /// let agent = Agent::builder(ScriptedClient::new().reply_text("Hi there."), "m").build()?;
+    /// let Run { mut events, handle, .. } = agent.stream("Hello")?;
+    /// let mut shown = String::new();
+    /// while let Some(event) = events.recv().await {
+    ///     if let LoopEvent::TextDelta { text } = event {
+    ///         shown.push_str(&text);
+    ///     }
+    /// }
+    /// assert_eq!(shown, handle.wait().await?.text);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stream(&self, prompt: impl Into<String>) -> Result<Run, LoopError> {
+        self.conversation.run(prompt)
     }
 
     /// Runs `prompt` and reads the answer as a `T`: the model is asked for JSON matching
@@ -180,8 +209,8 @@ impl Agent {
         })
     }
 
-    /// The orchestrator of this agent's own conversation, for streamed runs
-    /// ([`Orchestrator::run`]), events and approvals.
+    /// The orchestrator of this agent's own conversation: its session, messages and
+    /// subscriptions (a streamed run is [`stream`](Self::stream)).
     pub fn orchestrator(&self) -> &Orchestrator {
         &self.conversation
     }

@@ -17,7 +17,8 @@ use crate::session::SessionStore;
 use crate::{Agent, OrchestratorConfig, RunLimits};
 
 impl Agent {
-    /// A builder over `client` with `model` for every turn.
+    /// A builder over `client` with `model` for every turn. `client.agent(model)`
+    /// ([`LlmClientExt`](crate::LlmClientExt)) is the same builder.
     pub fn builder(client: impl LlmClient + 'static, model: impl Into<String>) -> AgentBuilder {
         Self::builder_shared(Arc::new(client), model)
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mux_llm::LlmClient;
 use mux_permission::Permissions;
-use mux_tool::{Registry, RegistryError, Resources, Tool};
+use mux_tool::{ApprovalPolicy, Registry, RegistryError, Resources, Tool};
 
 use crate::context::ContextProvider;
 use crate::hooks::Hooks;
@@ -89,8 +89,13 @@ impl Spec {
         for context in &self.contexts_at {
             builder = builder.context_shared(context(root));
         }
-        if let Some(permissions) = &self.permissions {
-            builder = builder.permissions(permissions.new_session_at(root));
+        match &self.permissions {
+            Some(permissions) => builder = builder.permissions(permissions.new_session_at(root)),
+            // No policy: the shared default, anchored at this conversation's root.
+            None if self.config.approval == ApprovalPolicy::UnlessReadOnly => {
+                builder = builder.permissions(Permissions::unset(root));
+            }
+            None => {}
         }
         if let Some(store) = &self.store {
             builder = builder.session_store(Arc::clone(store));

@@ -155,18 +155,17 @@ impl Asker for LoopAsker {
     }
 }
 
-/// The orchestrator's gate: the permission policy (or, without one, "read-only runs, the rest
-/// asks"), plus calls a pre-tool-use hook forced to ask. It reports denials and starts as
-/// events.
+/// The orchestrator's gate: the permission policy ([`Permissions::unset`] when none was set),
+/// plus calls a pre-tool-use hook forced to ask. It reports denials and starts as events.
+/// Only `ApprovalPolicy::Always` and `Never` without a policy decide here alone.
+///
+/// [`Permissions::unset`]: mux_permission::Permissions::unset
 pub(crate) struct LoopGate {
     pub(crate) permissions: Option<PermissionGate>,
     pub(crate) asker: Arc<LoopAsker>,
     /// Calls a hook said to ask about, whatever the rules say (deny rules still hold).
     pub(crate) forced_asks: Arc<Mutex<HashSet<String>>>,
-    /// Without a policy: tools the face allowed "always" in this session (with a policy, the
-    /// policy's [`PermissionGate::answered`] remembers "always" as a rule).
-    pub(crate) always_allowed: Arc<Mutex<HashSet<String>>>,
-    /// Without a policy: which calls need approval.
+    /// Without a policy (`Always` or `Never`): which calls need approval.
     pub(crate) approval: ApprovalPolicy,
     /// Per-tool predicates over the input: `true` asks (deny rules still hold), `false`
     /// leaves the call to the policy, or without one runs it.
@@ -189,7 +188,7 @@ impl LoopGate {
                 .unwrap_or(true)
         });
         match predicate_asks {
-            Some(false) if self.permissions.is_none() && !forced => return GateVerdict::allow(),
+            Some(false) if !forced && self.policy_is_unset() => return GateVerdict::allow(),
             Some(true) if !forced => {
                 return self
                     .ask_unless_denied(&request, "the tool's needs_approval predicate asked")
@@ -205,8 +204,7 @@ impl LoopGate {
         match &self.permissions {
             Some(gate) => gate.review(request).await,
             None if !self.approval.requires_approval(request.spec)
-                || request.pre_approved_by.is_some()
-                || self.is_always_allowed(&request.spec.name) =>
+                || request.pre_approved_by.is_some() =>
             {
                 GateVerdict::allow()
             }
@@ -231,8 +229,9 @@ impl LoopGate {
         self.ask(request, self.permissions.as_ref(), reason).await
     }
 
-    /// Asks the face. With a policy, its gate takes the answer (and remembers "always" as a
-    /// rule); without one, "always" allows the tool for the rest of the session.
+    /// Asks the face. With a policy, its gate takes the answer and remembers "always" as a
+    /// rule (the one place "always" is remembered). Without one, which only
+    /// `ApprovalPolicy::Always` leaves asking, every call asks: "always" allows this one.
     async fn ask(
         &self,
         request: &ApprovalRequest<'_>,
@@ -247,30 +246,17 @@ impl LoopGate {
             return gate.answered(*request, answer);
         }
         match answer {
-            Answer::AllowOnce => GateVerdict::allow(),
-            Answer::AllowAlways { .. } => {
-                self.allow_always(&request.spec.name);
-                GateVerdict::allow()
-            }
+            Answer::AllowOnce | Answer::AllowAlways { .. } => GateVerdict::allow(),
             Answer::Deny { reason } => GateVerdict::deny(reason),
             other => GateVerdict::deny(format!("an answer this loop cannot apply: {other:?}")),
         }
     }
 
-    /// Without a policy there are no rules to add: "always" allows the tool for the rest of
-    /// the session (the answer's scope and prefix have nothing to apply to).
-    fn allow_always(&self, tool: &str) {
-        self.always_allowed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(tool.to_owned());
-    }
-
-    fn is_always_allowed(&self, tool: &str) -> bool {
-        self.always_allowed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(tool)
+    /// Whether no one set a policy: a `needs_approval` predicate's "no" then runs the call.
+    fn policy_is_unset(&self) -> bool {
+        self.permissions
+            .as_ref()
+            .is_none_or(|gate| gate.permissions().is_unset())
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use mux_llm::LlmClient;
 use mux_permission::Permissions;
-use mux_tool::{Registry, Resources};
+use mux_tool::{ApprovalPolicy, Registry, Resources};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -72,7 +72,10 @@ impl OrchestratorBuilder {
         self
     }
 
-    /// The permission policy. Without one, read-only tools run and every other call asks.
+    /// The permission policy. Without one (and with the default
+    /// [`ApprovalPolicy::UnlessReadOnly`](mux_tool::ApprovalPolicy::UnlessReadOnly)), the
+    /// conversation gets [`Permissions::unset`] at the current directory: read-only tools run,
+    /// every other call asks, and "always" answers become its session rules.
     pub fn permissions(mut self, permissions: Permissions) -> Self {
         self.permissions = Some(permissions);
         self
@@ -212,6 +215,10 @@ impl OrchestratorBuilder {
             }
         }
         let broadcast = Broadcast::new(self.config.broadcast_capacity);
+        let permissions = self.permissions.or_else(|| {
+            (self.config.approval == ApprovalPolicy::UnlessReadOnly)
+                .then(|| Permissions::unset(crate::agent::current_dir()))
+        });
         #[cfg(feature = "mcp")]
         let mcp = self.mcp.map(|(coordinator, owned)| {
             crate::mcp::McpLink::new(&coordinator, owned, self.mcp_filter, &self.tools)
@@ -220,7 +227,7 @@ impl OrchestratorBuilder {
             client: self.client,
             config: self.config,
             tools: self.tools,
-            permissions: self.permissions,
+            permissions,
             contexts: self.contexts,
             store: self.store,
             hooks: self.hooks,

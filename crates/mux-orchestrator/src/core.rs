@@ -1,7 +1,6 @@
 //! The services an orchestrator is built from and the session it carries: what the
 //! loop (`run`), titles and compaction work on. A leaf: it imports none of them.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -55,8 +54,6 @@ pub(crate) struct Conversation {
     pub(crate) calls: std::collections::BTreeMap<String, CallProgress>,
     /// Whether a title was asked for already.
     pub(crate) title_requested: bool,
-    /// Without a permission policy: tools allowed "always" in this session.
-    pub(crate) always_allowed: Arc<Mutex<HashSet<String>>>,
 }
 
 /// The services and one session: what a run works on. Cheap to clone.
@@ -103,7 +100,6 @@ impl Core {
                 backoff: None,
                 calls: Default::default(),
                 title_requested: false,
-                always_allowed: Arc::default(),
             })),
             writing: Arc::default(),
         }

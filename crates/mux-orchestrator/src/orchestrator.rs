@@ -111,7 +111,9 @@ impl Orchestrator {
         &self.core.services.hooks
     }
 
-    /// The permission policy, if one is set.
+    /// The permission policy: the one set, or [`Permissions::unset`] when none was and
+    /// approval is the default. `None` under `ApprovalPolicy::Always` or `Never` without a
+    /// policy.
     pub fn permissions(&self) -> Option<&Permissions> {
         self.core.services.permissions.as_ref()
     }

@@ -579,7 +579,6 @@ impl<'a> Turns<'a> {
             permissions,
             asker,
             forced_asks: Arc::clone(&forced_asks),
-            always_allowed: Arc::clone(&self.orch.lock().always_allowed),
             approval: config.approval,
             needs_approval: Arc::clone(&services.needs_approval),
             journal: journal.clone(),

@@ -32,6 +32,8 @@ use crate::{
 pub struct Permissions {
     layers: Vec<(Scope, ScopeRules)>,
     context: PathContext,
+    /// [`unset`](Permissions::unset): read-only tools run whatever they touch.
+    unset: bool,
 }
 
 /// Builds [`Permissions`].
@@ -62,6 +64,7 @@ impl PermissionsBuilder {
         Permissions {
             layers: self.layers,
             context: self.context,
+            unset: false,
         }
     }
 }
@@ -73,6 +76,37 @@ impl Permissions {
             layers: Vec::new(),
             context,
         }
+    }
+
+    /// The policy of an agent that sets none, at `root`: no rules, and the one default every
+    /// face shares. A read-only tool runs unasked whatever it touches (a file outside the
+    /// root, a URL: `web_fetch` too); any other call asks, where a face can ask, and is
+    /// refused where none can. Internal addresses still ask, as under any policy. The session
+    /// scope holds what the person adds: a mode, an "always" answer's rule, a "reject always".
+    ///
+    /// ```
+    /// use mux_permission::{Permissions, Verdict, builtin};
+    /// use mux_tool::Subject;
+    ///
+    /// let unset = Permissions::unset("/work/project");
+    /// let fetch = builtin::spec("WebFetch").unwrap();
+    /// let bash = builtin::spec("Bash").unwrap();
+    /// let verdict = |spec, subject| unset.check(spec, &subject).verdict;
+    /// assert_eq!(verdict(&fetch, Subject::url("https://example.com/")), Verdict::Allow);
+    /// assert_eq!(verdict(&bash, Subject::command("ls")), Verdict::Ask);
+    /// assert!(unset.is_unset());
+    /// ```
+    pub fn unset(root: impl Into<PathBuf>) -> Permissions {
+        Permissions {
+            unset: true,
+            ..Permissions::builder(PathContext::new(root)).build()
+        }
+    }
+
+    /// Whether this is [`unset`](Self::unset)'s policy (or a session of it): no one set a
+    /// policy.
+    pub fn is_unset(&self) -> bool {
+        self.unset
     }
 
     /// The same policy for a new session: every other scope is shared, the session scope
@@ -88,6 +122,7 @@ impl Permissions {
         Permissions {
             layers,
             context: self.context.clone(),
+            unset: self.unset,
         }
     }
 
@@ -250,7 +285,7 @@ impl Permissions {
                         ),
                     ),
                     (None, None) => {
-                        return unmatched(spec, &prepared, mode, mode_scope, &self.context);
+                        return unmatched(spec, &prepared, mode, mode_scope, self);
                     }
                 }
             }
@@ -401,16 +436,31 @@ fn allowed<'a>(
     )
 }
 
-/// What the mode makes of a call no rule matched.
+/// What the mode makes of a call no rule matched. Under [`Permissions::unset`], read-only
+/// tools run in every mode but plan, whatever they touch.
 fn unmatched(
     spec: &ToolSpec,
     prepared: &Prepared,
     mode: Mode,
     mode_scope: Option<Scope>,
-    context: &PathContext,
+    policy: &Permissions,
 ) -> PolicyVerdict {
     let tool = spec.name.as_str();
+    let context = &policy.context;
+    let unset = policy.unset;
     let decision = match mode {
+        Mode::Default | Mode::AcceptEdits | Mode::DontAsk
+            if unset && spec.annotations.read_only =>
+        {
+            PolicyVerdict::new(
+                Verdict::Allow,
+                format!("the read-only tool `{tool}` runs (no permission policy is set)"),
+            )
+        }
+        Mode::Default if unset => PolicyVerdict::new(
+            Verdict::Ask,
+            "the tool is not read-only and no permission policy is set",
+        ),
         Mode::Bypass => {
             PolicyVerdict::new(Verdict::Allow, "bypass mode allows calls no rule denies")
         }

@@ -164,8 +164,8 @@ pub mod prelude {
     #[cfg(feature = "orchestrator")]
     #[doc(no_inline)]
     pub use mux_orchestrator::{
-        Agent, LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, RunSummary,
-        session::FileSessionStore,
+        Agent, LlmClientExt, LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig,
+        RunSummary, session::FileSessionStore,
     };
 
     #[cfg(all(feature = "orchestrator", feature = "mcp"))]

@@ -12,6 +12,9 @@
 
 mod measure;
 mod mux_loop;
+/// The rows, table and JSON report, shared with `xtask/bench`.
+#[path = "../../bench/src/report.rs"]
+mod report;
 mod rig_agent_loop;
 mod rig_loop;
 
@@ -20,8 +23,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use measure::{Row, Subject, medians_per_iter};
+use measure::{Subject, medians_per_iter};
 use mux_loop::MuxLoop;
+use report::Row;
 use rig_agent_loop::RigAgentLoop;
 use rig_loop::RigLoop;
 use tokio::runtime::Runtime;
@@ -52,8 +56,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("{}", measure::table(&rows));
-    match measure::write_report(&path, &rows) {
+    println!("{}", report::table(&rows));
+    match report::write_report(&path, &rows) {
         Ok(()) => {
             println!("report written to {path}");
             ExitCode::SUCCESS

@@ -13,6 +13,7 @@ mod mcp;
 mod mcp_server;
 mod orchestrator;
 mod permission;
+mod report;
 mod session_stores;
 mod web;
 

@@ -9,4 +9,8 @@ mod input;
 mod methods;
 mod prompt_runs;
 mod read_only_tools_run_unasked;
+/// Test tools mux-tool's, the orchestrator's and this crate's tests share.
+#[path = "../../../mux-tool/tests/support/tools.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod tools;
 mod tools_describe_themselves;

@@ -1,6 +1,7 @@
 //! The same defaults as every face: a read-only tool runs without asking the editor, whether
 //! the agent has no permission policy (the face's default) or one with no rules; a call that
-//! is not read-only still asks.
+//! is not read-only still asks. A fetch (read-only, open world, a URL as its subject, as
+//! `web_fetch`) runs unasked here as on the web face and without a face.
 
 use std::sync::Arc;
 
@@ -13,6 +14,8 @@ use mux_tool::{Tool, Typed};
 use serde_json::json;
 
 use crate::harness::{Peer, for_call};
+
+use crate::tools::Fetch;
 
 fn model() -> ScriptedClient {
     ScriptedClient::new()
@@ -76,4 +79,28 @@ async fn under_a_policy_with_no_rules_a_read_only_tool_runs_and_a_write_asks_the
         .build()
         .unwrap();
     run(agent).await;
+}
+
+#[tokio::test]
+async fn without_a_policy_a_fetch_runs_without_asking_the_editor() {
+    let model = ScriptedClient::new()
+        .reply_tool_call("f1", "web_fetch", json!({"url": "https://example.com/"}))
+        .reply_text("done");
+    let agent = Agent::builder(model, "scripted")
+        .tool(Fetch::default())
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut peer = Peer::start(AcpAgent::new(agent));
+    peer.initialize().await;
+    let session = peer.new_session(dir.path()).await;
+    let (done, notes) = peer.prompt(&session, "fetch").await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert!(
+        peer.asked.is_empty(),
+        "the editor was asked: {:?}",
+        peer.asked
+    );
+    let fetch = for_call(&notes, "f1");
+    assert_eq!(fetch.last().unwrap()["status"], "completed", "{fetch:?}");
 }

@@ -1,108 +1,14 @@
 //! An application's own tools show on the ACP face as the built-in ones do: the kind from
 //! their annotations, the diff and the plan from their output's presentation.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use mux_acp::AcpAgent;
 use mux_llm::testing::ScriptedClient;
 use mux_orchestrator::Agent;
-use mux_tool::schemars::{self, JsonSchema};
-use mux_tool::{
-    Diff, Location, Presentation, Subject, TodoItem, TodoPriority, TodoStatus, ToolAnnotations,
-    ToolContext, ToolError, ToolKind, ToolOutput, TypedTool,
-};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::harness::{Peer, for_call};
 
-/// Notes kept in memory: nothing a face could know by name.
-#[derive(Clone, Default)]
-struct SaveNote {
-    notes: Arc<Mutex<HashMap<String, String>>>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-struct SaveNoteArgs {
-    /// The note's name.
-    name: String,
-    /// Its whole new text.
-    text: String,
-}
-
-impl TypedTool for SaveNote {
-    type Args = SaveNoteArgs;
-    const NAME: &'static str = "save_note";
-
-    fn description(&self) -> String {
-        "Saves a note".into()
-    }
-
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::destructive().with_kind(ToolKind::Edit)
-    }
-
-    fn subject(&self, args: &SaveNoteArgs) -> Subject {
-        Subject::path(format!("notes/{}", args.name))
-    }
-
-    /// The diff the save would make, shown before the person approves it.
-    async fn preview(&self, args: SaveNoteArgs) -> Option<Presentation> {
-        let path = format!("notes/{}", args.name);
-        let old = self.notes.lock().unwrap().get(&args.name).cloned();
-        Some(Presentation::new().with_diff(Diff::new(&path, old.as_deref(), &args.text)))
-    }
-
-    async fn call(&self, args: SaveNoteArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let path = format!("notes/{}", args.name);
-        let old = self
-            .notes
-            .lock()
-            .unwrap()
-            .insert(args.name.clone(), args.text.clone());
-        Ok(ToolOutput::text("saved").with_presentation(
-            Presentation::new()
-                .with_location(Location::new(&path).with_line(1))
-                .with_diff(Diff::new(&path, old.as_deref(), &args.text)),
-        ))
-    }
-}
-
-/// A plan kept by the application, shown as the todo list.
-struct PlanSteps;
-
-#[derive(Deserialize, JsonSchema)]
-struct PlanStepsArgs {
-    /// The steps, in order; the first is under way.
-    steps: Vec<String>,
-}
-
-impl TypedTool for PlanSteps {
-    type Args = PlanStepsArgs;
-    const NAME: &'static str = "plan_steps";
-
-    fn description(&self) -> String {
-        "Plans the work".into()
-    }
-
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only().with_kind(ToolKind::Think)
-    }
-
-    async fn call(&self, args: PlanStepsArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let todos = args.steps.iter().enumerate().map(|(i, step)| {
-            let item = TodoItem::new(step.as_str());
-            if i == 0 {
-                item.with_status(TodoStatus::InProgress)
-                    .with_priority(TodoPriority::High)
-            } else {
-                item.with_priority(TodoPriority::Low)
-            }
-        });
-        Ok(ToolOutput::text("planned").with_presentation(Presentation::new().with_todos(todos)))
-    }
-}
+use crate::tools::{PlanSteps, SaveNote};
 
 fn agent(model: ScriptedClient) -> AcpAgent {
     let notes = SaveNote::default();

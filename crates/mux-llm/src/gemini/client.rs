@@ -3,7 +3,8 @@
 use crate::client::{BoxFuture, EventStream, LlmClient};
 use crate::error::LlmError;
 use crate::http::{
-    HttpOptions, KeyRule, Timeouts, Transport, headers, http_settings, request_span, traced,
+    HttpOptions, KeyRule, Timeouts, Transport, env_constructors, headers, http_settings,
+    request_span, traced,
 };
 use crate::request::Request;
 use crate::response::Response;
@@ -35,27 +36,14 @@ pub struct GeminiClient {
 }
 
 impl GeminiClient {
-    /// A client with this key for the public API.
-    pub fn new(api_key: Secret) -> Result<Self, LlmError> {
-        Self::with_options(HttpOptions::new(DEFAULT_BASE_URL, Some(api_key)))
-    }
-
-    /// A client from `GEMINI_API_KEY` (and `GEMINI_BASE_URL` when set).
-    pub fn from_env() -> Result<Self, LlmError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    /// Like [`GeminiClient::from_env`], reading variables through `get`.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let options = HttpOptions::from_lookup(
-            "gemini",
-            ("GEMINI_API_KEY", KeyRule::Required),
-            "GEMINI_BASE_URL",
-            DEFAULT_BASE_URL,
-            get,
-        )?;
-        Self::with_options(options)
-    }
+    env_constructors!(
+        "gemini",
+        "GEMINI_API_KEY",
+        KeyRule::Required,
+        "GEMINI_BASE_URL",
+        DEFAULT_BASE_URL,
+        "A client from `GEMINI_API_KEY` and, when set, `GEMINI_BASE_URL`."
+    );
 
     /// A client with explicit HTTP options.
     pub fn with_options(options: HttpOptions) -> Result<Self, LlmError> {
@@ -73,13 +61,7 @@ impl GeminiClient {
     http_settings!();
 
     fn headers(&self) -> Result<reqwest::header::HeaderMap, LlmError> {
-        let key = self
-            .transport
-            .options
-            .api_key
-            .as_ref()
-            .map(Secret::expose)
-            .unwrap_or_default();
+        let key = self.transport.api_key();
         headers(
             "gemini",
             &[("x-goog-api-key", key), ("accept", "application/json")],

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::blocks::{Blocks, end_message};
 use crate::decode::{EventMapper, Flow};
 use crate::error::LlmError;
 use crate::event::{BlockStart, StreamEvent};
@@ -16,10 +17,9 @@ use super::wire::{stop_reason, usage};
 #[derive(Debug, Default)]
 pub struct GeminiDecoder {
     started: bool,
-    next_index: usize,
+    blocks: Blocks,
     text: Option<usize>,
     thought: Option<usize>,
-    open: Vec<usize>,
     calls: usize,
     finish: Option<String>,
     usage: Option<Usage>,
@@ -31,21 +31,12 @@ impl GeminiDecoder {
         Self::default()
     }
 
-    fn open_block(&mut self, block: BlockStart, out: &mut Vec<StreamEvent>) -> usize {
-        let index = self.next_index;
-        self.next_index += 1;
-        self.open.push(index);
-        out.push(StreamEvent::BlockStart { index, block });
-        index
-    }
-
     fn close_text(&mut self, out: &mut Vec<StreamEvent>) {
         for slot in [self.text.take(), self.thought.take()]
             .into_iter()
             .flatten()
         {
-            self.open.retain(|i| *i != slot);
-            out.push(StreamEvent::BlockStop { index: slot });
+            self.blocks.close(slot, out);
         }
     }
 
@@ -106,13 +97,12 @@ impl GeminiDecoder {
             if let Some(call) = part.get("functionCall") {
                 self.close_text(out);
                 if let Some(signature) = signature {
-                    let index = self.open_block(BlockStart::Thinking, out);
+                    let index = self.blocks.open(BlockStart::Thinking, out);
                     out.push(StreamEvent::SignatureDelta {
                         index,
                         signature: signature.to_owned(),
                     });
-                    self.open.retain(|i| *i != index);
-                    out.push(StreamEvent::BlockStop { index });
+                    self.blocks.close(index, out);
                 }
                 self.calls += 1;
                 let name = call
@@ -128,13 +118,12 @@ impl GeminiDecoder {
                     .get("args")
                     .cloned()
                     .unwrap_or_else(|| serde_json::json!({}));
-                let index = self.open_block(BlockStart::ToolUse { id, name }, out);
+                let index = self.blocks.open(BlockStart::ToolUse { id, name }, out);
                 out.push(StreamEvent::ToolInputDelta {
                     index,
                     partial_json: args.to_string(),
                 });
-                self.open.retain(|i| *i != index);
-                out.push(StreamEvent::BlockStop { index });
+                self.blocks.close(index, out);
                 continue;
             }
             let Some(text) = part.get("text").and_then(Value::as_str) else {
@@ -148,7 +137,7 @@ impl GeminiDecoder {
                 let index = match self.thought {
                     Some(index) => index,
                     None => {
-                        let index = self.open_block(BlockStart::Thinking, out);
+                        let index = self.blocks.open(BlockStart::Thinking, out);
                         self.thought = Some(index);
                         index
                     }
@@ -167,7 +156,7 @@ impl GeminiDecoder {
                 let index = match self.text {
                     Some(index) => index,
                     None => {
-                        let index = self.open_block(BlockStart::Text, out);
+                        let index = self.blocks.open(BlockStart::Text, out);
                         self.text = Some(index);
                         index
                     }
@@ -192,16 +181,9 @@ impl GeminiDecoder {
                 "the stream ended before a finishReason",
             ));
         };
-        for index in self.open.drain(..) {
-            out.push(StreamEvent::BlockStop { index });
-        }
+        self.blocks.close_all(out);
         let reason: StopReason = stop_reason(&finish, self.calls > 0);
-        out.push(StreamEvent::MessageDelta {
-            stop_reason: Some(reason),
-            stop_sequence: None,
-            usage: self.usage.take(),
-        });
-        out.push(StreamEvent::MessageStop);
+        end_message(out, reason, self.usage.take());
         Ok(())
     }
 }

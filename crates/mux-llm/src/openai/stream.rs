@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::blocks::{Blocks, end_message};
 use crate::decode::{EventMapper, Flow};
 use crate::error::LlmError;
 use crate::event::{BlockStart, StreamEvent};
@@ -74,11 +75,10 @@ struct FunctionDelta {
 pub struct OpenAiDecoder {
     provider: String,
     started: bool,
-    next_index: usize,
+    blocks: Blocks,
     text: Option<usize>,
     reasoning: Option<usize>,
     tools: BTreeMap<usize, usize>,
-    open: Vec<usize>,
     refused: bool,
     finish: Option<StopReason>,
     usage: Option<Usage>,
@@ -90,30 +90,21 @@ impl OpenAiDecoder {
         Self {
             provider: provider.into(),
             started: false,
-            next_index: 0,
+            blocks: Blocks::default(),
             text: None,
             reasoning: None,
             tools: BTreeMap::new(),
-            open: Vec::new(),
             refused: false,
             finish: None,
             usage: None,
         }
     }
 
-    fn open_block(&mut self, block: BlockStart, out: &mut Vec<StreamEvent>) -> usize {
-        let index = self.next_index;
-        self.next_index += 1;
-        self.open.push(index);
-        out.push(StreamEvent::BlockStart { index, block });
-        index
-    }
-
     fn text_block(&mut self, out: &mut Vec<StreamEvent>) -> usize {
         match self.text {
             Some(index) => index,
             None => {
-                let index = self.open_block(BlockStart::Text, out);
+                let index = self.blocks.open(BlockStart::Text, out);
                 self.text = Some(index);
                 index
             }
@@ -121,9 +112,7 @@ impl OpenAiDecoder {
     }
 
     fn finish_message(&mut self, out: &mut Vec<StreamEvent>) {
-        for index in self.open.drain(..) {
-            out.push(StreamEvent::BlockStop { index });
-        }
+        self.blocks.close_all(out);
         let mut reason = self
             .finish
             .take()
@@ -131,12 +120,7 @@ impl OpenAiDecoder {
         if self.refused && reason == StopReason::EndTurn {
             reason = StopReason::Refusal;
         }
-        out.push(StreamEvent::MessageDelta {
-            stop_reason: Some(reason),
-            stop_sequence: None,
-            usage: self.usage.take(),
-        });
-        out.push(StreamEvent::MessageStop);
+        end_message(out, reason, self.usage.take());
     }
 }
 
@@ -194,7 +178,7 @@ impl EventMapper for OpenAiDecoder {
                 let index = match self.reasoning {
                     Some(index) => index,
                     None => {
-                        let index = self.open_block(BlockStart::Thinking, out);
+                        let index = self.blocks.open(BlockStart::Thinking, out);
                         self.reasoning = Some(index);
                         index
                     }
@@ -224,7 +208,7 @@ impl EventMapper for OpenAiDecoder {
                             .as_ref()
                             .and_then(|f| f.name.clone())
                             .unwrap_or_default();
-                        let index = self.open_block(BlockStart::ToolUse { id, name }, out);
+                        let index = self.blocks.open(BlockStart::ToolUse { id, name }, out);
                         self.tools.insert(position, index);
                         index
                     }

@@ -3,7 +3,8 @@
 use crate::client::{BoxFuture, EventStream, LlmClient};
 use crate::error::LlmError;
 use crate::http::{
-    HttpOptions, KeyRule, Timeouts, Transport, bearer_headers, http_settings, request_span, traced,
+    HttpOptions, KeyRule, Timeouts, Transport, bearer_headers, env_constructors, http_settings,
+    request_span, traced,
 };
 use crate::request::Request;
 use crate::response::Response;
@@ -38,28 +39,15 @@ pub struct ResponsesClient {
 }
 
 impl ResponsesClient {
-    /// A client of OpenAI's API with this key.
-    pub fn new(api_key: Secret) -> Result<Self, LlmError> {
-        Self::with_options(HttpOptions::new(DEFAULT_BASE_URL, Some(api_key)))
-    }
-
-    /// A client from `OPENAI_API_KEY` and, when set, `OPENAI_BASE_URL`. The key may be absent
-    /// when the base URL points to a local server.
-    pub fn from_env() -> Result<Self, LlmError> {
-        Self::from_lookup(|name| std::env::var(name).ok())
-    }
-
-    /// Like [`ResponsesClient::from_env`], reading variables through `get`.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let options = HttpOptions::from_lookup(
-            PROVIDER,
-            ("OPENAI_API_KEY", KeyRule::UnlessBaseUrl),
-            "OPENAI_BASE_URL",
-            DEFAULT_BASE_URL,
-            get,
-        )?;
-        Self::with_options(options)
-    }
+    env_constructors!(
+        PROVIDER,
+        "OPENAI_API_KEY",
+        KeyRule::UnlessBaseUrl,
+        "OPENAI_BASE_URL",
+        DEFAULT_BASE_URL,
+        "A client from `OPENAI_API_KEY` and, when set, `OPENAI_BASE_URL`. The key may be absent \
+         when the base URL points to a local server."
+    );
 
     /// A client with explicit HTTP options. OpenAI's own URL needs a key.
     pub fn with_options(options: HttpOptions) -> Result<Self, LlmError> {

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
+use crate::blocks::end_message;
 use crate::decode::{EventMapper, Flow};
 use crate::error::LlmError;
 use crate::event::{BlockStart, StreamEvent};
@@ -283,12 +284,7 @@ impl ResponsesDecoder {
             }
         }
         self.finished = true;
-        out.push(StreamEvent::MessageDelta {
-            stop_reason: Some(reason),
-            stop_sequence: None,
-            usage,
-        });
-        out.push(StreamEvent::MessageStop);
+        end_message(out, reason, usage);
     }
 }
 

@@ -71,8 +71,7 @@ impl<C: LlmClient> CompleteStreaming for C {
         &self,
         request: Request,
     ) -> Result<mux_llm::Response, mux_llm::LlmError> {
-        let stream = self.stream(request).await?;
-        mux_llm::accumulate(self.provider(), stream).await
+        crate::common::streamed(self, request).await
     }
 }
 

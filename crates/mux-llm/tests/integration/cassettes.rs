@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use crate::common::fixture;
+use crate::common::{fixture, streamed};
 use mux_llm::anthropic::AnthropicClient;
 use mux_llm::gemini::GeminiClient;
 use mux_llm::http::HttpOptions;
@@ -28,14 +28,6 @@ fn anthropic(url: &str) -> AnthropicClient {
     let mut options = HttpOptions::new(url, Some(Secret::new(ANTHROPIC_KEY)));
     options.retry.max_retries = 0;
     AnthropicClient::with_options(options).unwrap()
-}
-
-async fn streamed(
-    client: &impl LlmClient,
-    request: Request,
-) -> Result<Response, mux_llm::LlmError> {
-    let stream = client.stream(request).await?;
-    mux_llm::accumulate(client.provider(), stream).await
 }
 
 fn greeting() -> Request {

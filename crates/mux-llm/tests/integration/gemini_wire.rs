@@ -1,7 +1,7 @@
 //! The Gemini provider against a local server replaying recorded Gemini traffic.
 #![cfg(all(feature = "gemini", feature = "testing"))]
 
-use crate::common::{fast_retries, fixture};
+use crate::common::{fast_retries, fixture, streamed};
 use mux_llm::gemini::GeminiClient;
 use mux_llm::http::HttpOptions;
 use mux_llm::testing::{ReplayServer, Reply};
@@ -15,14 +15,6 @@ fn client(server: &ReplayServer, retries: u32) -> GeminiClient {
     let mut options = HttpOptions::new(server.url(), Some(Secret::new(KEY)));
     options.retry = fast_retries(retries);
     GeminiClient::with_options(options).unwrap()
-}
-
-async fn streamed(
-    client: &GeminiClient,
-    request: Request,
-) -> Result<mux_llm::Response, mux_llm::LlmError> {
-    let stream = client.stream(request).await?;
-    mux_llm::accumulate(client.provider(), stream).await
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 //! Ollama traffic.
 #![cfg(all(feature = "openai", feature = "testing"))]
 
-use crate::common::{fast_retries, fixture};
+use crate::common::{fast_retries, fixture, streamed};
 use mux_llm::http::HttpOptions;
 use mux_llm::openai::{OpenAiClient, Preset};
 use mux_llm::testing::{ReplayServer, Reply};
@@ -15,14 +15,6 @@ fn client(server: &ReplayServer, preset: Preset, key: Option<&str>, retries: u32
     let mut options = HttpOptions::new(server.url(), key.map(Secret::new));
     options.retry = fast_retries(retries);
     OpenAiClient::with_options(preset, options).unwrap()
-}
-
-async fn streamed(
-    client: &OpenAiClient,
-    request: Request,
-) -> Result<mux_llm::Response, mux_llm::LlmError> {
-    let stream = client.stream(request).await?;
-    mux_llm::accumulate(client.provider(), stream).await
 }
 
 #[tokio::test]

@@ -4,7 +4,7 @@
 //! decoder under every chunking.
 #![cfg(all(feature = "openai-responses", feature = "testing"))]
 
-use crate::common::{fast_retries, fixture};
+use crate::common::{fast_retries, fixture, streamed};
 use mux_llm::decode::decode_chunks;
 use mux_llm::http::HttpOptions;
 use mux_llm::responses::{ResponsesClient, ResponsesDecoder};
@@ -22,11 +22,6 @@ fn client(server: &ReplayServer, retries: u32) -> ResponsesClient {
     let mut options = HttpOptions::new(server.url(), Some(Secret::new(KEY)));
     options.retry = fast_retries(retries);
     ResponsesClient::with_options(options).unwrap()
-}
-
-async fn streamed(client: &ResponsesClient, request: Request) -> Result<Response, LlmError> {
-    let stream = client.stream(request).await?;
-    mux_llm::accumulate(client.provider(), stream).await
 }
 
 fn weather() -> ToolSpec {

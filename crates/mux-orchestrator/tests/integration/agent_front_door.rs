@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use common::*;
-use mux_orchestrator::{Agent, AgentBuildError};
+use mux_orchestrator::{Agent, AgentBuildError, LlmClientExt};
 use mux_tool::ApprovalPolicy;
 use serde_json::json;
 
@@ -50,6 +50,26 @@ async fn without_approval_a_tool_that_is_not_read_only_is_denied_and_named() {
     assert_eq!(shell.calls.load(Ordering::SeqCst), 0);
     assert_eq!(summary.unapproved.len(), 1);
     assert_eq!(summary.unapproved[0].tool, "Bash");
+}
+
+#[tokio::test]
+async fn client_agent_is_the_same_builder_for_a_client_and_a_shared_one() {
+    let model = scripted().reply(text("from the client"));
+    let agent = model
+        .clone()
+        .agent("m1")
+        .instructions("Short.")
+        .build()
+        .unwrap();
+    assert_eq!(agent.prompt("hi").await.unwrap(), "from the client");
+    assert_eq!(model.requests()[0].model, "m1");
+    assert_eq!(model.requests()[0].system.as_deref(), Some("Short."));
+
+    let shared_model = scripted().reply(text("from the shared one"));
+    let shared: Arc<dyn mux_llm::LlmClient> = Arc::new(shared_model.clone());
+    let agent = shared.agent("m2").build().unwrap();
+    assert_eq!(agent.prompt("hi").await.unwrap(), "from the shared one");
+    assert_eq!(shared_model.requests()[0].model, "m2");
 }
 
 #[tokio::test]

@@ -7,9 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::*;
-use mux_orchestrator::{
-    Answer, LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run,
-};
+use mux_orchestrator::{Answer, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run};
 use mux_permission::{PathContext, Permissions, Remember, RuleSet, Scope, ScopeRules};
 use mux_tool::{ApprovalPolicy, Registry};
 use serde_json::json;
@@ -32,37 +30,6 @@ fn shell_agent(
         .permissions(permissions)
         .build();
     (agent, shell)
-}
-
-/// Drains a run, answering each approval request with `answer`.
-async fn answer_approvals(
-    run: Run,
-    answer: impl Fn() -> Option<Answer>,
-) -> (
-    Vec<LoopEvent>,
-    Result<mux_orchestrator::RunSummary, LoopError>,
-) {
-    let Run {
-        mut events,
-        input,
-        handle,
-    } = run;
-    let mut seen = Vec::new();
-    while let Some(event) = events.recv().await {
-        if let LoopEvent::ApprovalRequired { call_id, .. } = &event
-            && let Some(reply) = answer()
-        {
-            let call_id = call_id.clone();
-            input
-                .send(LoopInput::ToolApproval {
-                    call_id,
-                    answer: reply,
-                })
-                .await;
-        }
-        seen.push(event);
-    }
-    (seen, handle.wait().await)
 }
 
 #[tokio::test]
@@ -341,17 +308,18 @@ async fn without_a_policy_the_approval_policy_decides_and_denials_are_not_silent
 }
 
 #[tokio::test]
-async fn without_a_policy_allow_always_is_remembered_for_the_conversation() {
+async fn without_a_policy_allow_always_is_remembered_as_a_session_rule() {
     let model = scripted()
         .reply(tool_calls(&[("c1", "Bash", json!({"command": "ls"}))]))
-        .reply(tool_calls(&[("c2", "Bash", json!({"command": "pwd"}))]))
+        .reply(tool_calls(&[("c2", "Bash", json!({"command": "ls"}))]))
         .reply(text("done"))
-        .reply(tool_calls(&[("c3", "Bash", json!({"command": "id"}))]))
+        .reply(tool_calls(&[("c3", "Bash", json!({"command": "ls"}))]))
         .reply(text("done again"));
     let shell = Shell::default();
     let registry = Registry::new();
     registry.register_typed(shell.clone()).unwrap();
-    // No `permissions(...)`: the loop's own gate decides.
+    // No `permissions(...)`: the default policy (`Permissions::unset`) takes the answer, and
+    // remembers it as a policy does: the narrowest rule, in the session scope.
     let agent = Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("m"))
         .tools(registry)
         .build();
@@ -371,6 +339,7 @@ async fn without_a_policy_allow_always_is_remembered_for_the_conversation() {
         .filter(|l| l.starts_with("approval_required") || l.starts_with("approved"))
         .collect();
     assert_eq!(asked, ["approval_required c1", "approved c1 always=true"]);
+    assert_eq!(session_allow_rules(&agent), ["Bash(ls)"]);
 }
 
 /// The session scope's allow rules, as written.

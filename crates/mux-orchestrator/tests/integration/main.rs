@@ -16,4 +16,5 @@ mod mcp_servers;
 mod runs;
 mod session_stores;
 mod sessions_and_compaction;
+mod the_same_defaults_on_every_face;
 mod unanswered_calls;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use mux_llm::RetryPolicy;
+use mux_llm::{LlmClient, LlmError, Request, Response, RetryPolicy};
 
 /// A recorded response under `tests/fixtures/`, such as `anthropic/basic.sse`.
 pub fn fixture(path: &str) -> Vec<u8> {
@@ -20,4 +20,11 @@ pub fn fast_retries(max_retries: u32) -> RetryPolicy {
         max_backoff: Duration::from_millis(5),
         ..RetryPolicy::default()
     }
+}
+
+/// Streams `request` through `stream()` and accumulates the events, so the streaming path is
+/// the one exercised.
+pub async fn streamed(client: &impl LlmClient, request: Request) -> Result<Response, LlmError> {
+    let stream = client.stream(request).await?;
+    mux_llm::accumulate(client.provider(), stream).await
 }

@@ -7,11 +7,17 @@ use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Response, StopReason, Usage};
-use mux_orchestrator::{LoopError, LoopEvent, Orchestrator, OrchestratorConfig, Run, RunSummary};
+use mux_orchestrator::{
+    Answer, LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run, RunSummary,
+};
 use mux_tool::{Registry, Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+#[path = "../../../../mux-tool/tests/support/tools.rs"]
+mod tools;
+pub use tools::*;
 
 /// A response that calls tools, given as (id, name, input).
 pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Response {
@@ -32,29 +38,6 @@ fn usage(input_tokens: u64, output_tokens: u64) -> Usage {
         input_tokens,
         output_tokens,
         ..Usage::default()
-    }
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct EchoArgs {
-    /// Text to echo.
-    pub text: String,
-}
-
-/// Echoes; read-only.
-pub struct Echo;
-
-impl TypedTool for Echo {
-    type Args = EchoArgs;
-    const NAME: &'static str = "echo";
-    fn description(&self) -> String {
-        "Echoes text".into()
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
-    }
-    async fn call(&self, args: EchoArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(args.text))
     }
 }
 
@@ -146,6 +129,14 @@ pub fn orchestrator(model: ScriptedClient) -> Orchestrator {
 
 /// Drains a run, answering nothing, and returns its events and outcome.
 pub async fn drain(run: Run) -> (Vec<LoopEvent>, Result<RunSummary, LoopError>) {
+    answer_approvals(run, || None).await
+}
+
+/// Drains a run, answering each approval request with `answer`.
+pub async fn answer_approvals(
+    run: Run,
+    answer: impl Fn() -> Option<Answer>,
+) -> (Vec<LoopEvent>, Result<RunSummary, LoopError>) {
     let Run {
         mut events,
         input,
@@ -153,9 +144,19 @@ pub async fn drain(run: Run) -> (Vec<LoopEvent>, Result<RunSummary, LoopError>) 
     } = run;
     let mut seen = Vec::new();
     while let Some(event) = events.recv().await {
+        if let LoopEvent::ApprovalRequired { call_id, .. } = &event
+            && let Some(reply) = answer()
+        {
+            let call_id = call_id.clone();
+            input
+                .send(LoopInput::ToolApproval {
+                    call_id,
+                    answer: reply,
+                })
+                .await;
+        }
         seen.push(event);
     }
-    drop(input);
     (seen, handle.wait().await)
 }
 

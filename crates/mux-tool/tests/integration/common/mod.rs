@@ -9,28 +9,9 @@ use mux_tool::{Registry, Subject, ToolAnnotations, ToolContext, ToolError, ToolO
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Deserialize, JsonSchema)]
-pub struct EchoArgs {
-    /// Text to echo.
-    pub text: String,
-}
-
-/// Echoes its text; read-only.
-pub struct Echo;
-
-impl TypedTool for Echo {
-    type Args = EchoArgs;
-    const NAME: &'static str = "echo";
-    fn description(&self) -> String {
-        "Echoes its text".into()
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
-    }
-    async fn call(&self, args: EchoArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(args.text))
-    }
-}
+#[path = "../../support/tools.rs"]
+mod tools;
+pub use tools::*;
 
 #[derive(Deserialize, JsonSchema)]
 pub struct SleepArgs {
