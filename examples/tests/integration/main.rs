@@ -13,6 +13,5 @@ mod one_agent_on_two_faces;
 mod quickstart;
 mod web_agent_durable;
 mod web_agent_in_a_browser;
-mod web_agent_processes_share_runs;
 mod web_agent_refuses_cross_site_requests;
 mod web_agent_under_slowloris;
