@@ -21,8 +21,8 @@ use mux_mcp::rmcp::model::{ElicitRequest, ElicitRequestParams, InputRequest, Inp
 use mux_mcp::{CallerAnswer, Callers, McpServer};
 use mux_permission::Answer;
 use mux_tool::{
-    Executor, Registry, RegistryError, ToolAnnotations, ToolContext, ToolError, ToolOutput,
-    TypedTool,
+    ApprovalPolicy, Executor, Registry, RegistryError, ToolAnnotations, ToolContext, ToolError,
+    ToolOutput, TypedTool,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -165,7 +165,12 @@ impl AgentTool {
         let timeout = self.timeout;
         let registry = Registry::new();
         registry.register_typed(self)?;
-        let executor = Executor::builder(registry).timeout(timeout).build();
+        // `ask` itself runs unasked: the client chose to call it, and every call the agent
+        // makes inside goes through the agent's own approvals (which ask this client).
+        let executor = Executor::builder(registry)
+            .approval_policy(ApprovalPolicy::Never)
+            .timeout(timeout)
+            .build();
         Ok(McpServer::new(executor).with_callers(callers))
     }
 
