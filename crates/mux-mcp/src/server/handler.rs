@@ -16,9 +16,10 @@ use rmcp::model::{
     ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
     ProgressNotificationParam, ProgressToken, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -97,14 +98,27 @@ pub(crate) struct Handler {
     shared: Arc<Shared>,
     /// The least severe log level the client wants (`logging/setLevel`), as `level_rank`.
     level: Arc<AtomicU8>,
+    /// Cancelled when the session's last handler drops: stops its list-changed watcher.
+    session: CancellationToken,
+    _session_end: Arc<DropGuard>,
 }
 
 impl Handler {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        let session = CancellationToken::new();
         Self {
             shared,
             level: Arc::new(AtomicU8::new(0)),
+            _session_end: Arc::new(session.clone().drop_guard()),
+            session,
         }
+    }
+
+    /// A receiver of the tool set's changes that has seen the current one.
+    fn tool_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        let mut changes = self.shared.executor.tools().registry().changes();
+        changes.mark_unchanged();
+        changes
     }
 
     /// Starts the call `name` and drives it to a result or a pause.
@@ -374,6 +388,7 @@ impl ServerHandler for Handler {
             .unwrap_or_default();
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
+            .enable_tool_list_changed()
             .enable_logging()
             .build();
         if offers.resources {
@@ -400,6 +415,59 @@ impl ServerHandler for Handler {
             info = info.with_instructions(instructions.clone());
         }
         info
+    }
+
+    /// A 2025-11-25 session: `notifications/tools/list_changed` whenever the registry's
+    /// tools change, until the session ends.
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        let mut changes = self.tool_changes();
+        let session = self.session.clone();
+        let peer = cx.peer;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = session.cancelled() => return,
+                    changed = changes.changed() => {
+                        if changed.is_err() || peer.is_transport_closed() {
+                            return;
+                        }
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// `subscriptions/listen` (2026-07-28): any filter; rmcp keeps what the capabilities
+    /// advertise.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    /// One listen stream: `notifications/tools/list_changed` (when its filter asked for it)
+    /// whenever the registry's tools change, until the client closes the stream. Resources
+    /// and prompts here do not change, so nothing else is ever sent.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.tool_changes();
+        let wants_tools = subscription.sink().accepted().tools_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if wants_tools && subscription.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
     }
 
     async fn list_tools(
