@@ -1,11 +1,13 @@
-//! `mcp_agent_server` as a real process over stdio, called through mux's own MCP client at
+//! `mcp_agent_server` as a real process over stdio (and once over Streamable HTTP), called through mux's own MCP client at
 //! 2025-11-25 (approvals by elicitation) and 2026-07-28 (approvals by `input_required`):
 //! another mux agent uses it as an MCP tool and the inner approval is answered by the outer
 //! client; progress arrives while it works; a session id continues the conversation; a
 //! cancelled call kills the inner `sleep`; a client that cannot be asked gets a refusal and
 //! nothing runs.
 
+use std::io::BufRead as _;
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -91,6 +93,14 @@ async fn connect(
     lifecycle: Lifecycle,
     approver: Arc<Approver>,
 ) -> Coordinator {
+    connect_to(spec(root), lifecycle, approver).await
+}
+
+async fn connect_to(
+    spec: ServerSpec,
+    lifecycle: Lifecycle,
+    approver: Arc<Approver>,
+) -> Coordinator {
     let coordinator = Coordinator::new(CoordinatorConfig {
         connection: ConnectionOptions {
             connect_timeout: Duration::from_secs(20),
@@ -103,10 +113,7 @@ async fn connect(
         ..CoordinatorConfig::default()
     })
     .with_client_handlers(approver);
-    let report = coordinator
-        .start_all_and_wait(vec![spec(root)])
-        .await
-        .unwrap();
+    let report = coordinator.start_all_and_wait(vec![spec]).await.unwrap();
     assert_eq!(report.failed, vec![], "connects");
     coordinator
 }
@@ -144,8 +151,17 @@ fn running(words: &[&str]) -> bool {
 
 async fn scenario(lifecycle: Lifecycle, sleep_arg: &str) {
     let (_dir, root) = root();
+    scenario_on(spec(&root), &root, lifecycle, sleep_arg).await;
+}
+
+async fn scenario_on(
+    spec: ServerSpec,
+    root: &std::path::Path,
+    lifecycle: Lifecycle,
+    sleep_arg: &str,
+) {
     let approver = Approver::new(true);
-    let coordinator = connect(&root, lifecycle, Arc::clone(&approver)).await;
+    let coordinator = connect_to(spec, lifecycle, Arc::clone(&approver)).await;
 
     // Another mux agent calls `ask`; the inner agent's `touch` needs approval, which reaches
     // this (the outer) client's elicitation handler.
@@ -156,7 +172,7 @@ async fn scenario(lifecycle: Lifecycle, sleep_arg: &str) {
     let outer = Agent::builder(outer_model, "scripted")
         .approval(ApprovalPolicy::Never)
         .mcp(coordinator.clone())
-        .root(&root)
+        .root(root)
         .build()
         .unwrap();
     let summary = outer.run("Make the file.").await.unwrap();
@@ -305,6 +321,34 @@ async fn agent_server_at_2025_11_25() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_server_at_2026_07_28() {
     scenario(Lifecycle::Stateless, "31.4202").await;
+}
+
+struct Killed(Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_server_over_http_with_a_token_at_2026_07_28() {
+    let (_dir, root) = root();
+    let mut child = Command::new(example("mcp_agent_server"))
+        .args(["--root", root.to_str().unwrap(), "--offline", "--http", "0"])
+        .env("MUX_MCP_TOKEN", "s3cret")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let _child = Killed(child);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
+    let spec = ServerSpec::http("agent", url.trim()).with_bearer_token("s3cret");
+    scenario_on(spec, &root, Lifecycle::Stateless, "31.4203").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
