@@ -13,12 +13,13 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use mux::mcp::rmcp::model::InputResponses;
 use mux::mcp::rmcp::model::{
     CompleteRequestParams, CompleteResult, CompletionInfo, GetPromptResult, InputRequest,
     InputRequests, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents,
     ResourceTemplate, Role,
 };
-use mux::mcp::{Callers, Catalog, CatalogError, HttpOptions, McpServer, Offers};
+use mux::mcp::{Callers, Catalog, CatalogError, HttpOptions, McpServer, Offers, PromptOutcome};
 use mux::tool::{
     BoxFuture, Content, Executor, Registry, Tool, ToolAnnotations, ToolContext, ToolError,
     ToolOutput, ToolSpec,
@@ -53,7 +54,7 @@ async fn run() -> Result<(), String> {
     let registry = Registry::new();
     for kind in KINDS {
         registry
-            .register(Fixture::new(*kind, callers.clone())?)
+            .register(Fixture::new(*kind, callers.clone(), registry.clone())?)
             .map_err(|err| err.to_string())?;
     }
     let executor = Executor::builder(registry)
@@ -95,6 +96,12 @@ enum Kind {
     IrMultiRound,
     IrTampered,
     IrCapabilities,
+    MissingCapability,
+    StreamingElicitation,
+    LoggingTool,
+    TriggerToolChange,
+    /// Added and removed by `test_trigger_tool_change`; not served at start.
+    Dynamic,
 }
 
 const KINDS: &[Kind] = &[
@@ -118,6 +125,10 @@ const KINDS: &[Kind] = &[
     Kind::IrMultiRound,
     Kind::IrTampered,
     Kind::IrCapabilities,
+    Kind::MissingCapability,
+    Kind::StreamingElicitation,
+    Kind::LoggingTool,
+    Kind::TriggerToolChange,
 ];
 
 impl Kind {
@@ -143,6 +154,11 @@ impl Kind {
             Self::IrMultiRound => "test_input_required_result_multi_round",
             Self::IrTampered => "test_input_required_result_tampered_state",
             Self::IrCapabilities => "test_input_required_result_capabilities",
+            Self::MissingCapability => "test_missing_capability",
+            Self::StreamingElicitation => "test_streaming_elicitation",
+            Self::LoggingTool => "test_logging_tool",
+            Self::TriggerToolChange => "test_trigger_tool_change",
+            Self::Dynamic => "test_dynamic_tool",
         }
     }
 
@@ -163,10 +179,12 @@ struct Fixture {
     kind: Kind,
     spec: ToolSpec,
     callers: Callers,
+    /// The served tools, which `test_trigger_tool_change` changes.
+    registry: Registry,
 }
 
 impl Fixture {
-    fn new(kind: Kind, callers: Callers) -> Result<Self, String> {
+    fn new(kind: Kind, callers: Callers, registry: Registry) -> Result<Self, String> {
         let spec = ToolSpec::new(
             kind.name(),
             format!("Conformance fixture {}", kind.name()),
@@ -178,6 +196,7 @@ impl Fixture {
             kind,
             spec,
             callers,
+            registry,
         })
     }
 
@@ -214,6 +233,49 @@ impl Fixture {
                     text: Some(json!({"test": "data", "value": 123}).to_string()),
                     blob: None,
                 }),
+            Kind::MissingCapability => {
+                let request = sampling("Say hello", 20);
+                // Without `sampling` declared, the server answers the call with -32021.
+                self.callers
+                    .require(cx.call_id(), &request)
+                    .map_err(|err| ToolError::failed(err.to_string()))?;
+                let answers = self.ask(&cx, one("hello", request)).await?;
+                ToolOutput::text(format!(
+                    "The model said: {}",
+                    answers["hello"]["content"]["text"]
+                ))
+            }
+            Kind::StreamingElicitation => {
+                cx.progress(0.0, Some(1.0), Some("asking".into())).await;
+                let answers = self
+                    .ask(&cx, one("user_name", name_request("What is your name?")))
+                    .await?;
+                cx.progress(1.0, Some(1.0), Some("answered".into())).await;
+                ToolOutput::text(format!(
+                    "Hello, {}!",
+                    answers["user_name"]["content"]["name"]
+                ))
+            }
+            Kind::LoggingTool => {
+                cx.output("test_logging_tool ran").await;
+                ToolOutput::text("logged")
+            }
+            Kind::TriggerToolChange => {
+                let name = Kind::Dynamic.name();
+                let now = if self.registry.remove(name).is_some() {
+                    "removed"
+                } else {
+                    let tool =
+                        Fixture::new(Kind::Dynamic, self.callers.clone(), self.registry.clone())
+                            .map_err(ToolError::failed)?;
+                    self.registry
+                        .register(tool)
+                        .map_err(|err| ToolError::failed(err.to_string()))?;
+                    "added"
+                };
+                ToolOutput::text(format!("{name} {now}"))
+            }
+            Kind::Dynamic => ToolOutput::text("a tool added at run time"),
             Kind::Logging => {
                 for line in [
                     "Tool execution started",
@@ -453,6 +515,9 @@ fn roots() -> InputRequest {
     parse(json!({"method": "roots/list", "params": {}}))
 }
 
+/// The prompt that asks for input first (`input_required` on `prompts/get`).
+const INPUT_PROMPT: &str = "test_input_required_result_prompt";
+
 /// The resources, templates and prompts the suite reads.
 struct Fixtures;
 
@@ -546,7 +611,42 @@ impl Catalog for Fixtures {
                 Some("A prompt that includes an image"),
                 None,
             ),
+            Prompt::new(
+                INPUT_PROMPT,
+                Some("A prompt that asks the client for context first"),
+                None,
+            ),
         ]
+    }
+
+    fn prompt_with_inputs(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        inputs: &InputResponses,
+    ) -> Result<PromptOutcome, CatalogError> {
+        if name != INPUT_PROMPT {
+            return self.prompt(name, arguments).map(PromptOutcome::Ready);
+        }
+        let answer = inputs.get("user_context");
+        let context = answer
+            .filter(|answer| answer["action"] == "accept")
+            .and_then(|answer| answer["content"]["context"].as_str());
+        Ok(match context {
+            Some(context) => {
+                PromptOutcome::Ready(GetPromptResult::new(vec![PromptMessage::new_text(
+                    Role::User,
+                    format!("Use this context: {context}"),
+                )]))
+            }
+            None => PromptOutcome::NeedsInput(one(
+                "user_context",
+                elicit(
+                    "What context should the prompt use?",
+                    json!({"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]}),
+                ),
+            )),
+        })
     }
 
     fn prompt(

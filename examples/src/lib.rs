@@ -7,6 +7,7 @@ use std::process::ExitCode;
 pub mod a2a_agent;
 pub mod coding_agent;
 pub mod llm_call;
+pub mod mcp_agent_server;
 pub mod mcp_inspect;
 pub mod mcp_tools_server;
 pub mod offline;

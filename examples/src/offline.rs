@@ -4,6 +4,7 @@
 //! Offline, each turn of the conversation goes:
 //! - a prompt `call TOOL {json}` calls that tool with those arguments, then says what it
 //!   returned (handy for driving a face by hand: `call write_file {"path": "a.txt", "content": "hi"}`);
+//! - the prompt `recall` repeats the conversation's earlier prompts (what a session keeps);
 //! - any other prompt lists the directory, reads the README if there is one, asks to run
 //!   `git log` (a call that needs approval), then describes what it saw.
 
@@ -98,6 +99,9 @@ fn next_reply(messages: &[Message]) -> Response {
         .filter(|b| matches!(b, ContentBlock::ToolUse { .. }))
         .count();
     let id = format!("call_{}", earlier + 1);
+    if prompt.trim() == "recall" {
+        return text_reply(recall(messages.get(..start).unwrap_or_default()));
+    }
     if let Some((tool, input)) = requested_call(&prompt) {
         return match results.first() {
             None => tool_call(&id, &tool, input),
@@ -131,6 +135,27 @@ fn requested_call(prompt: &str) -> Option<(String, Value)> {
     let (tool, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, "{}"));
     let input = serde_json::from_str(args.trim()).ok()?;
     Some((tool.to_owned(), input))
+}
+
+/// The earlier prompts of the conversation, quoted in order.
+fn recall(earlier: &[Message]) -> String {
+    let prompts: Vec<String> = earlier
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| {
+            m.content
+                .iter()
+                .filter_map(ContentBlock::as_text)
+                .collect::<String>()
+        })
+        .filter(|text| !text.is_empty())
+        .map(|text| format!("\"{text}\""))
+        .collect();
+    if prompts.is_empty() {
+        "(offline) You have not said anything before.".to_owned()
+    } else {
+        format!("(offline) You said before: {}", prompts.join(", "))
+    }
 }
 
 fn readme_in(listing: &str) -> Option<String> {
@@ -202,6 +227,18 @@ mod tests {
         assert_eq!(
             next_reply(&messages).text(),
             "(offline) write_file returned: wrote a"
+        );
+    }
+
+    #[test]
+    fn recall_repeats_the_earlier_prompts() {
+        let mut messages = vec![Message::user("recall")];
+        assert!(next_reply(&messages).text().contains("not said anything"));
+        messages.push(Response::from_text("x").to_message());
+        messages.push(Message::user("recall"));
+        assert_eq!(
+            next_reply(&messages).text(),
+            "(offline) You said before: \"recall\""
         );
     }
 

@@ -9,6 +9,8 @@ pub struct SessionsDocs;
 mod agent;
 mod agent_builder;
 mod agent_spec;
+#[cfg(feature = "mcp-server")]
+mod agent_tool;
 mod approval;
 mod ask_user;
 mod builder;
@@ -47,6 +49,8 @@ mod typed_output;
 pub use agent::Agent;
 pub use agent_builder::AgentBuilder;
 pub use agent_spec::{AgentBuildError, ToolsetError};
+#[cfg(feature = "mcp-server")]
+pub use agent_tool::{ASK_TOOL, AgentTool, AskArgs, DEFAULT_ASK_TIMEOUT, DEFAULT_MAX_SESSIONS};
 pub use ask_user::{ASK_USER, AskUser, AskUserArgs};
 pub use builder::OrchestratorBuilder;
 pub use client_ext::LlmClientExt;

@@ -55,15 +55,36 @@ pub enum RegistryError {
 /// assert_eq!(registry.view(ToolFilter::glob("read_*")?).names(), ["read_file"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Registry {
     tools: Arc<RwLock<BTreeMap<String, Arc<Entry>>>>,
+    /// Bumped on every change of the tool set, for [`Registry::changes`].
+    generation: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self {
+            tools: Arc::default(),
+            generation: Arc::new(tokio::sync::watch::Sender::new(0)),
+        }
+    }
 }
 
 impl Registry {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A receiver that sees a new value each time a tool is registered, replaced or removed
+    /// (an MCP server sends `notifications/tools/list_changed` on it).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    fn changed(&self) {
+        self.generation.send_modify(|generation| *generation += 1);
     }
 
     /// Registers `tool`; a second tool with the same name is an error.
@@ -85,6 +106,8 @@ impl Registry {
             return Err(RegistryError::Duplicate { name });
         }
         tools.insert(name, Arc::new(entry));
+        drop(tools);
+        self.changed();
         Ok(())
     }
 
@@ -97,6 +120,7 @@ impl Registry {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(name, Arc::new(entry));
+        self.changed();
         Ok(previous.map(|entry| Arc::clone(&entry.tool)))
     }
 
@@ -107,6 +131,9 @@ impl Registry {
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(name);
+        if removed.is_some() {
+            self.changed();
+        }
         removed.map(|entry| Arc::clone(&entry.tool))
     }
 
@@ -266,5 +293,54 @@ impl RegistryView {
 impl From<Registry> for RegistryView {
     fn from(registry: Registry) -> Self {
         registry.view(ToolFilter::All)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::{BoxFuture, ToolContext, ToolError, ToolOutput};
+
+    struct Named(ToolSpec);
+    impl Tool for Named {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+        fn call(
+            &self,
+            _: serde_json::Value,
+            _: ToolContext,
+        ) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+            Box::pin(async { Ok(ToolOutput::default()) })
+        }
+    }
+
+    fn tool(name: &str) -> Named {
+        Named(ToolSpec::new(name, "", serde_json::json!({"type": "object"})).unwrap())
+    }
+
+    #[test]
+    fn every_change_of_the_tool_set_is_seen_and_nothing_else() {
+        let registry = Registry::new();
+        let mut changes = registry.changes();
+        assert!(!changes.has_changed().unwrap());
+        registry.register(tool("a")).unwrap();
+        assert!(changes.has_changed().unwrap());
+        changes.mark_unchanged();
+        assert!(registry.register(tool("a")).is_err());
+        assert!(registry.remove("missing").is_none());
+        let _ = registry.get("a");
+        assert!(!changes.has_changed().unwrap(), "no change, no signal");
+        registry.replace(Arc::new(tool("a"))).unwrap();
+        assert!(changes.has_changed().unwrap());
+        changes.mark_unchanged();
+        registry.remove("a");
+        assert!(changes.has_changed().unwrap());
+        // Clones share the signal.
+        changes.mark_unchanged();
+        registry.clone().register(tool("b")).unwrap();
+        assert!(changes.has_changed().unwrap());
     }
 }

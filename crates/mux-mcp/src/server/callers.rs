@@ -7,7 +7,7 @@
 //! way the code asking waits on one future; the handler does the protocol.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
@@ -127,8 +127,20 @@ impl Route {
 /// ```
 #[derive(Clone, Default)]
 pub struct Callers {
-    routes: Arc<Mutex<HashMap<String, Arc<Route>>>>,
+    routes: Arc<Mutex<HashMap<String, Entry>>>,
 }
+
+/// One call in progress: how to reach its client, and the capability it was found to lack
+/// (see [`Callers::require`]).
+#[derive(Clone)]
+struct Entry {
+    route: Arc<Route>,
+    missing: Missing,
+}
+
+/// The capability a call needs and its client did not declare, set by [`Callers::require`]:
+/// the server then answers the call with `-32021` instead of its result.
+pub(crate) type Missing = Arc<OnceLock<&'static str>>;
 
 impl std::fmt::Debug for Callers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -156,15 +168,19 @@ impl Callers {
         Self::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Route>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
         self.routes
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Records how to reach the caller of `call_id` until the guard drops.
-    pub(crate) fn enter(&self, call_id: &str, route: Route) -> RouteGuard {
-        self.lock().insert(call_id.to_string(), Arc::new(route));
+    pub(crate) fn enter(&self, call_id: &str, route: Route, missing: Missing) -> RouteGuard {
+        let entry = Entry {
+            route: Arc::new(route),
+            missing,
+        };
+        self.lock().insert(call_id.to_string(), entry);
         RouteGuard {
             callers: self.clone(),
             call_id: call_id.to_string(),
@@ -177,13 +193,30 @@ impl Callers {
         check(route.capabilities(), request)
     }
 
-    fn route(&self, call_id: &str) -> Result<Arc<Route>, CallerError> {
+    /// Like [`supports`](Self::supports), for a call that cannot go on without `request`:
+    /// when the client did not declare the capability, the server answers the whole call
+    /// with the protocol's `-32021` (MissingRequiredClientCapability, naming it) rather than
+    /// with the tool's result.
+    pub fn require(&self, call_id: &str, request: &InputRequest) -> Result<(), CallerError> {
+        let entry = self.entry(call_id)?;
+        check(entry.route.capabilities(), request).inspect_err(|err| {
+            if let CallerError::Unsupported { capability } = err {
+                let _ = entry.missing.set(capability);
+            }
+        })
+    }
+
+    fn entry(&self, call_id: &str) -> Result<Entry, CallerError> {
         self.lock()
             .get(call_id)
             .cloned()
             .ok_or_else(|| CallerError::UnknownCall {
                 call_id: call_id.to_string(),
             })
+    }
+
+    fn route(&self, call_id: &str) -> Result<Arc<Route>, CallerError> {
+        self.entry(call_id).map(|entry| entry.route)
     }
 
     /// Sends `requests` (keyed by names of the caller's choosing) to the client of `call_id`
@@ -321,7 +354,10 @@ fn approval_answer(answer: &Value) -> CallerAnswer {
 }
 
 /// Whether `capabilities` cover `request`.
-fn check(capabilities: &ClientCapabilities, request: &InputRequest) -> Result<(), CallerError> {
+pub(crate) fn check(
+    capabilities: &ClientCapabilities,
+    request: &InputRequest,
+) -> Result<(), CallerError> {
     let (declared, capability) = match request {
         InputRequest::Elicitation(_) => (capabilities.elicitation.is_some(), "elicitation"),
         InputRequest::CreateMessage(_) => (capabilities.sampling.is_some(), "sampling"),
@@ -336,7 +372,10 @@ fn check(capabilities: &ClientCapabilities, request: &InputRequest) -> Result<()
 }
 
 /// One request over a session, its result as JSON.
-async fn ask_peer(peer: &Peer<RoleServer>, request: InputRequest) -> Result<Value, String> {
+pub(crate) async fn ask_peer(
+    peer: &Peer<RoleServer>,
+    request: InputRequest,
+) -> Result<Value, String> {
     let value = match request {
         InputRequest::Elicitation(request) => {
             let result = peer
@@ -410,6 +449,42 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_required_capability_the_client_lacks_is_recorded_for_the_server() {
+        let callers = Callers::new();
+        let (asks, _rx) = mpsc::channel(1);
+        let missing = Missing::default();
+        let _guard = callers.enter(
+            "c1",
+            Route::Rounds {
+                asks,
+                capabilities: ClientCapabilities::default(),
+            },
+            Arc::clone(&missing),
+        );
+        let request = approval_request("run?").unwrap();
+        assert_eq!(
+            callers.require("c1", &request),
+            Err(CallerError::Unsupported {
+                capability: "elicitation"
+            })
+        );
+        assert_eq!(missing.get(), Some(&"elicitation"));
+        // `supports` only asks; it records nothing.
+        let other = Missing::default();
+        let (asks, _rx2) = mpsc::channel(1);
+        let _guard2 = callers.enter(
+            "c2",
+            Route::Rounds {
+                asks,
+                capabilities: ClientCapabilities::default(),
+            },
+            Arc::clone(&other),
+        );
+        assert!(callers.supports("c2", &request).is_err());
+        assert_eq!(other.get(), None);
+    }
+
+    #[tokio::test]
     async fn a_client_without_elicitation_is_refused_with_the_reason() {
         let callers = Callers::new();
         let (asks, _rx) = mpsc::channel(1);
@@ -419,6 +494,7 @@ mod tests {
                 asks,
                 capabilities: ClientCapabilities::default(),
             },
+            Missing::default(),
         );
         match callers.ask_approval("c1", "run?").await {
             CallerAnswer::Deny { reason } => {

@@ -1,8 +1,8 @@
 //! Resources, prompts and completions a server offers besides its tools.
 
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, GetPromptResult, Prompt, Resource, ResourceContents,
-    ResourceTemplate,
+    CompleteRequestParams, CompleteResult, GetPromptResult, InputRequests, InputResponses, Prompt,
+    Resource, ResourceContents, ResourceTemplate,
 };
 use serde_json::{Map, Value};
 
@@ -68,11 +68,38 @@ pub trait Catalog: Send + Sync + 'static {
         })
     }
 
+    /// The prompt `name` with `arguments`, given the client's answers (`inputs`, by key) to
+    /// questions this prompt asked before; empty on the first request. Return
+    /// [`PromptOutcome::NeedsInput`] to ask first: a 2026-07-28 client gets the questions as
+    /// an `input_required` result and sends `prompts/get` again with its answers; a session
+    /// client is asked over its session and the catalog is called again. A client that did
+    /// not declare a question's capability gets `-32021`. Answers are the client's word:
+    /// check them like any input. Default: [`prompt`](Self::prompt), asking nothing.
+    fn prompt_with_inputs(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        inputs: &InputResponses,
+    ) -> Result<PromptOutcome, CatalogError> {
+        let _ = inputs;
+        self.prompt(name, arguments).map(PromptOutcome::Ready)
+    }
+
     /// Completions for a prompt or template argument.
     fn complete(&self, request: &CompleteRequestParams) -> CompleteResult {
         let _ = request;
         CompleteResult::default()
     }
+}
+
+/// What [`Catalog::prompt_with_inputs`] returns: the prompt, or questions to ask first.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum PromptOutcome {
+    /// The prompt.
+    Ready(GetPromptResult),
+    /// Ask the client these (keyed by names of the catalog's choosing), then call again.
+    NeedsInput(InputRequests),
 }
 
 /// The capabilities a [`Catalog`] declares.

@@ -16,16 +16,17 @@ use rmcp::model::{
     ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
     ProgressNotificationParam, ProgressToken, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::callers::{Callers, Round, Route};
-use super::catalog::{Catalog, CatalogError};
+use super::callers::{self, CALLER_TIMEOUT, CallerError, Callers, Missing, Round, Route};
+use super::catalog::{Catalog, CatalogError, PromptOutcome};
 use super::convert;
 
 /// How long a call paused on an `input_required` result waits for the client to send it again.
@@ -34,6 +35,8 @@ pub const PAUSE_LIMIT: Duration = Duration::from_secs(300);
 pub const MAX_PAUSED: usize = 1024;
 /// Progress and output updates buffered per call before the tool waits.
 const PROGRESS_BUFFER: usize = 64;
+/// Rounds of questions one `prompts/get` may ask a session client before it is refused.
+const PROMPT_ROUNDS: usize = 8;
 
 /// What every session of one server shares.
 pub(crate) struct Shared {
@@ -78,6 +81,8 @@ struct Running {
     outcome: Pin<Box<dyn Future<Output = CallOutcome> + Send>>,
     asks: mpsc::Receiver<Round>,
     updates: mpsc::Receiver<mux_tool::ProgressEvent>,
+    /// Set when the tool found the client lacks a capability it requires.
+    missing: Missing,
     cancel: CancellationToken,
     // Cancels the call when the call is dropped unfinished (client gone, pause expired).
     _stop: DropGuard,
@@ -97,14 +102,27 @@ pub(crate) struct Handler {
     shared: Arc<Shared>,
     /// The least severe log level the client wants (`logging/setLevel`), as `level_rank`.
     level: Arc<AtomicU8>,
+    /// Cancelled when the session's last handler drops: stops its list-changed watcher.
+    session: CancellationToken,
+    _session_end: Arc<DropGuard>,
 }
 
 impl Handler {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        let session = CancellationToken::new();
         Self {
             shared,
             level: Arc::new(AtomicU8::new(0)),
+            _session_end: Arc::new(session.clone().drop_guard()),
+            session,
         }
+    }
+
+    /// A receiver of the tool set's changes that has seen the current one.
+    fn tool_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        let mut changes = self.shared.executor.tools().registry().changes();
+        changes.mark_unchanged();
+        changes
     }
 
     /// Starts the call `name` and drives it to a result or a pause.
@@ -136,7 +154,11 @@ impl Handler {
                 capabilities,
             }
         };
-        let guard = self.shared.callers.enter(&call_id, route);
+        let missing = Missing::default();
+        let guard = self
+            .shared
+            .callers
+            .enter(&call_id, route, Arc::clone(&missing));
         let (updates_tx, updates) = mpsc::channel(PROGRESS_BUFFER);
         let cancel = CancellationToken::new();
         let scope = CallScope {
@@ -155,6 +177,7 @@ impl Handler {
             outcome,
             asks,
             updates,
+            missing,
             _stop: cancel.clone().drop_guard(),
             cancel,
         };
@@ -229,6 +252,9 @@ impl Handler {
                 outcome = &mut running.outcome => {
                     while let Ok(event) = running.updates.try_recv() {
                         self.forward(&cx, token.as_ref(), log_floor, &running.tool, event.update).await;
+                    }
+                    if let Some(capability) = running.missing.get() {
+                        return Err(missing_capability(capability));
                     }
                     return Ok(CallToolResponse::Complete(convert::result(outcome.into_output())));
                 }
@@ -352,6 +378,40 @@ fn level_rank(level: LoggingLevel) -> u8 {
     }
 }
 
+/// `-32021` naming the capability (`{"elicitation": {}}`, say).
+fn missing_capability(capability: &str) -> ErrorData {
+    let required = serde_json::from_value(json!({ capability: {} })).unwrap_or_default();
+    ErrorData::missing_required_client_capability(required)
+}
+
+/// Asks a session client `requests` over its session, each within [`CALLER_TIMEOUT`].
+async fn ask_session(
+    cx: &RequestContext<RoleServer>,
+    requests: InputRequests,
+) -> Result<InputResponses, ErrorData> {
+    let mut answers = InputResponses::new();
+    for (key, request) in requests {
+        let asked = tokio::time::timeout(CALLER_TIMEOUT, callers::ask_peer(&cx.peer, request));
+        let answer = match asked.await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(reason)) => {
+                return Err(ErrorData::internal_error(
+                    format!("the client did not answer `{key}`: {reason}"),
+                    None,
+                ));
+            }
+            Err(_) => {
+                return Err(ErrorData::internal_error(
+                    format!("the client did not answer `{key}` in time"),
+                    None,
+                ));
+            }
+        };
+        answers.insert(key, answer);
+    }
+    Ok(answers)
+}
+
 fn catalog_error(err: CatalogError) -> ErrorData {
     match &err {
         CatalogError::ResourceNotFound { uri } => {
@@ -374,6 +434,7 @@ impl ServerHandler for Handler {
             .unwrap_or_default();
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
+            .enable_tool_list_changed()
             .enable_logging()
             .build();
         if offers.resources {
@@ -400,6 +461,59 @@ impl ServerHandler for Handler {
             info = info.with_instructions(instructions.clone());
         }
         info
+    }
+
+    /// A 2025-11-25 session: `notifications/tools/list_changed` whenever the registry's
+    /// tools change, until the session ends.
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        let mut changes = self.tool_changes();
+        let session = self.session.clone();
+        let peer = cx.peer;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = session.cancelled() => return,
+                    changed = changes.changed() => {
+                        if changed.is_err() || peer.is_transport_closed() {
+                            return;
+                        }
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// `subscriptions/listen` (2026-07-28): any filter; rmcp keeps what the capabilities
+    /// advertise.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    /// One listen stream: `notifications/tools/list_changed` (when its filter asked for it)
+    /// whenever the registry's tools change, until the client closes the stream. Resources
+    /// and prompts here do not change, so nothing else is ever sent.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.tool_changes();
+        let wants_tools = subscription.sink().accepted().tools_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if wants_tools && subscription.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
     }
 
     async fn list_tools(
@@ -515,17 +629,49 @@ impl ServerHandler for Handler {
         Ok(ListPromptsResult::with_all_items(prompts))
     }
 
+    /// The catalog's prompt; its questions go to the client as `input_required` rounds
+    /// (2026-07-28) or as requests over the session (older), then it is asked again.
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let catalog = Arc::clone(self.catalog()?);
         let arguments: Map<String, Value> = request.arguments.unwrap_or_default();
-        let prompt = self
-            .catalog()?
-            .prompt(&request.name, &arguments)
-            .map_err(catalog_error)?;
-        Ok(GetPromptResponse::Complete(prompt))
+        let mut inputs = request.input_responses.unwrap_or_default();
+        let capabilities = cx.client_capabilities().unwrap_or_default();
+        for _ in 0..PROMPT_ROUNDS {
+            let requests = match catalog
+                .prompt_with_inputs(&request.name, &arguments, &inputs)
+                .map_err(catalog_error)?
+            {
+                PromptOutcome::Ready(prompt) => return Ok(GetPromptResponse::Complete(prompt)),
+                PromptOutcome::NeedsInput(requests) => requests,
+            };
+            for question in requests.values() {
+                if let Err(CallerError::Unsupported { capability }) =
+                    callers::check(&capabilities, question)
+                {
+                    return Err(missing_capability(capability));
+                }
+            }
+            if uses_rounds(cx.protocol_version().as_ref()) {
+                // Stateless: the answers come back in the next request, and the catalog
+                // reads them from there; no state to keep or to trust.
+                return Ok(GetPromptResponse::InputRequired(InputRequiredResult::new(
+                    Some(requests),
+                    None,
+                )));
+            }
+            inputs.extend(ask_session(&cx, requests).await?);
+        }
+        Err(ErrorData::internal_error(
+            format!(
+                "prompt `{}` asked for input more than {PROMPT_ROUNDS} times",
+                request.name
+            ),
+            None,
+        ))
     }
 
     async fn complete(

@@ -27,7 +27,7 @@ use rmcp::ServiceExt;
 use rmcp::model::Implementation;
 
 pub use callers::{APPROVAL_KEY, CALLER_TIMEOUT, CallerAnswer, CallerError, Callers};
-pub use catalog::{Catalog, CatalogError, Offers};
+pub use catalog::{Catalog, CatalogError, Offers, PromptOutcome};
 pub use handler::{MAX_PAUSED, PAUSE_LIMIT};
 pub use http::{
     DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT, HttpOptions,

@@ -188,3 +188,83 @@ async fn progress_structured_content_and_errors_at_2026_07_28() {
     // The client asked for no log level, so the server sends no log messages.
     assert!(!logs.iter().any(|l| l.contains("step 1 done")), "{logs:?}");
 }
+
+/// Waits for a `ToolsChanged` event of `local` whose list satisfies `wanted`.
+async fn tools_changed(
+    events: &mut mux_mcp::Events,
+    wanted: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let received = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .expect("no tools/list_changed within 10 s")
+            .expect("the event stream ended");
+        if let Received::Event(McpEvent::ToolsChanged { server, tools }) = received {
+            let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+            if server == "local" && wanted(&names) {
+                return names;
+            }
+        }
+    }
+}
+
+/// Tools registered or removed while the server runs reach a connected client through
+/// `notifications/tools/list_changed` (over the session at 2025-11-25, on the
+/// `subscriptions/listen` stream at 2026-07-28), and the client's tool list follows.
+async fn list_changes(lifecycle: Lifecycle) {
+    let registry = Registry::new();
+    registry.register_typed(Steps).unwrap();
+    let http = McpServer::new(Executor::new(registry.clone()))
+        .serve_http(HttpOptions::default())
+        .await
+        .unwrap();
+    let coordinator = client(lifecycle);
+    let mut events = coordinator.subscribe();
+    let report = coordinator
+        .start_all_and_wait(vec![ServerSpec::http("local", http.url())])
+        .await
+        .unwrap();
+    assert!(report.failed.is_empty(), "{:?}", report.failed);
+    let has = |name: &str| {
+        coordinator
+            .tools()
+            .iter()
+            .any(|t| t.spec().name.as_str() == format!("mcp__local__{name}"))
+    };
+    assert!(has("steps") && !has("fails"));
+    // The client opens its listen stream after connecting; give it a moment, then change
+    // the tools until the client has seen a change (a change before the stream is open is
+    // not delivered, by design: the client lists again whenever it reconnects).
+    let mut added = false;
+    for _ in 0..50 {
+        registry.register_typed(Fails).unwrap();
+        if tokio::time::timeout(Duration::from_millis(200), async {
+            tools_changed(&mut events, |names| names.iter().any(|n| n == "fails")).await
+        })
+        .await
+        .is_ok()
+        {
+            added = true;
+            break;
+        }
+        registry.remove("fails");
+    }
+    assert!(added, "the client never heard of the added tool");
+    assert!(has("fails"));
+    registry.remove("steps");
+    tools_changed(&mut events, |names| !names.iter().any(|n| n == "steps")).await;
+    assert!(!has("steps") && has("fails"));
+    coordinator.stop_all().await;
+    http.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_list_changes_reach_the_client_at_2025_11_25() {
+    list_changes(Lifecycle::Initialize).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_list_changes_reach_the_client_at_2026_07_28() {
+    list_changes(Lifecycle::Stateless).await;
+}
