@@ -1,0 +1,70 @@
+//! The door of mux's HTTP servers, written once for mux-web, mux-a2a and mux-mcp's server:
+//! the `Host` allow-list (DNS rebinding), the `Origin` check (cross-site pages), bearer tokens
+//! compared in constant time, the JSON `Content-Type` of a `POST`, and an accept loop with a
+//! connection cap, a header-read timeout and an idle timeout.
+//!
+//! Each check returns a [`Refused`] reason; the servers map it to their own status and body.
+//!
+//! ```
+//! use http::{HeaderMap, HeaderValue, Uri};
+//! use mux_http::{HostAllowList, OriginAllowList};
+//!
+//! let hosts = HostAllowList::new(&["agents.lan:9000".to_owned()])?;
+//! let origins = OriginAllowList::new(&[]);
+//! let mut headers = HeaderMap::new();
+//! headers.insert("host", HeaderValue::from_static("evil.example"));
+//! let local = Some(([127, 0, 0, 1], 8080).into());
+//! assert!(hosts.check(&headers, &Uri::from_static("/"), local).is_err());
+//! headers.insert("host", HeaderValue::from_static("localhost:8080"));
+//! hosts.check(&headers, &Uri::from_static("/"), local)?;
+//! assert!(origins.allows("http://localhost:8080", &hosts, local));
+//! assert!(!origins.allows("http://evil.example", &hosts, local));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod bearer;
+mod headers;
+mod host;
+mod origin;
+pub mod serve;
+
+pub use bearer::{BearerToken, bearer};
+pub use headers::{is_json, require_json, shown, single};
+pub use host::{HostAllowList, HostPort, InvalidHost};
+pub use origin::OriginAllowList;
+
+/// Why a request was refused before any route ran.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refused {
+    /// The request has no `Host` header (400).
+    #[error("the request has no Host header")]
+    NoHost,
+    /// A header that must appear once appears more often (400).
+    #[error("the request has more than one {0} header")]
+    DuplicateHeader(http::HeaderName),
+    /// The `Host` (or an absolute-form target's authority) is not allowed (403); the value,
+    /// at most 120 characters.
+    #[error("Host `{0}` is not allowed")]
+    HostNotAllowed(String),
+    /// The `Origin` is not allowed (403); the value, at most 120 characters.
+    #[error("Origin `{0}` is not allowed")]
+    OriginNotAllowed(String),
+    /// A `POST` whose `Content-Type` is not `application/json` (415); what was given, or
+    /// `none`.
+    #[error("Content-Type must be application/json, not {0}")]
+    NotJson(String),
+}
+
+impl Refused {
+    /// The HTTP status this refusal is answered with.
+    pub fn status(&self) -> http::StatusCode {
+        match self {
+            Self::NoHost | Self::DuplicateHeader(_) => http::StatusCode::BAD_REQUEST,
+            Self::HostNotAllowed(_) | Self::OriginNotAllowed(_) => http::StatusCode::FORBIDDEN,
+            Self::NotJson(_) => http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        }
+    }
+}
