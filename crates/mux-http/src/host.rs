@@ -187,6 +187,13 @@ mod tests {
                 port: Some(9)
             })
         );
+        assert_eq!(
+            HostPort::parse("example.com"),
+            Some(HostPort {
+                name: "example.com".into(),
+                port: None
+            })
+        );
         for bad in [
             "",
             "user@localhost:1",
@@ -196,10 +203,6 @@ mod tests {
             "local host",
             "a\tb",
             ":80",
-            "::1",
-            "[::1",
-            "[::g]",
-            "[]",
         ] {
             assert_eq!(HostPort::parse(bad), None, "{bad:?}");
         }
@@ -209,14 +212,45 @@ mod tests {
     fn the_default_list_is_the_local_address_and_loopback_names_on_its_port() {
         let list = HostAllowList::default();
         let local: SocketAddr = ([127, 0, 0, 1], 8787).into();
-        for ok in ["127.0.0.1:8787", "localhost:8787", "[::1]:8787"] {
+        for ok in [
+            "127.0.0.1:8787",
+            "localhost:8787",
+            "LOCALHOST:8787",
+            "[::1]:8787",
+        ] {
             assert!(list.allows(&hp(ok), 80, Some(local)), "{ok}");
         }
-        for refused in ["evil.example:8787", "127.0.0.1:8788", "localhost"] {
+        for refused in [
+            "evil.example:8787",
+            "127.0.0.1:8788",
+            "localhost",
+            "127.0.0.2:8787",
+            "localhost.evil.example:8787",
+        ] {
             assert!(!list.allows(&hp(refused), 80, Some(local)), "{refused}");
         }
+        let lan: SocketAddr = ([192, 168, 1, 5], 80).into();
+        assert!(list.allows(&hp("192.168.1.5"), 80, Some(lan)));
+        let mapped: SocketAddr =
+            (std::net::Ipv4Addr::new(192, 168, 1, 5).to_ipv6_mapped(), 80).into();
+        assert!(list.allows(&hp("192.168.1.5"), 80, Some(mapped)));
+        let v6: SocketAddr = (std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1), 80).into();
+        assert!(list.allows(&hp("[fd00::1]"), 80, Some(v6)));
+        assert!(!list.allows(&hp("attacker.example"), 80, Some(lan)));
         assert!(list.allows(&hp("localhost:1234"), 80, None));
         assert!(!list.allows(&hp("attacker.example:1234"), 80, None));
+    }
+
+    #[test]
+    fn configured_hosts_match_any_port_unless_they_name_one() {
+        let list = HostAllowList::new(&["Agent.Example.com".into(), "proxy.internal:8443".into()])
+            .unwrap_or_default();
+        let local: SocketAddr = ([127, 0, 0, 1], 8787).into();
+        assert!(list.allows(&hp("agent.example.com"), 80, Some(local)));
+        assert!(list.allows(&hp("agent.example.com:444"), 80, Some(local)));
+        assert!(list.allows(&hp("proxy.internal:8443"), 80, Some(local)));
+        assert!(!list.allows(&hp("proxy.internal"), 80, Some(local)));
+        assert!(HostAllowList::new(&["a@b".into()]).is_err());
     }
 
     #[test]
@@ -227,6 +261,9 @@ mod tests {
         assert!(list.allows(&hp("[::1]:5"), 80, Some(elsewhere)));
         assert!(list.allows(&hp("agents.lan:9000"), 80, Some(elsewhere)));
         assert!(!list.allows(&hp("agents.lan"), 80, Some(elsewhere)));
+        for bad in ["::1", "[::1", "[::g]", "[]"] {
+            assert_eq!(HostPort::parse(bad), None, "{bad:?}");
+        }
         for bad in ["a@b", "", "x:y", "http://x"] {
             assert_eq!(
                 HostAllowList::new(&[bad.into()]).map(|_| ()),

@@ -94,13 +94,12 @@ mod tests {
     fn own_and_configured_origins_pass_and_nothing_else() {
         let hosts = HostAllowList::default();
         let local: SocketAddr = ([127, 0, 0, 1], 8787).into();
-        let list = OriginAllowList::new(&["https://app.example/".into()]);
+        let list = OriginAllowList::new(&["https://app.example".into()]);
         for ok in [
             "http://127.0.0.1:8787",
             "http://localhost:8787",
             "https://app.example",
             "HTTPS://APP.EXAMPLE",
-            "https://app.example/",
         ] {
             assert!(list.allows(ok, &hosts, Some(local)), "{ok}");
         }
@@ -116,10 +115,26 @@ mod tests {
         ] {
             assert!(!list.allows(refused, &hosts, Some(local)), "{refused}");
         }
-        assert!(!list.listed("http://localhost:8787"));
         let any = OriginAllowList::new(&["*".into()]);
         assert!(any.allows("https://anything.example", &hosts, Some(local)));
         assert!(!any.allows("null", &hosts, Some(local)));
+    }
+
+    #[test]
+    fn a_trailing_slash_and_case_do_not_matter_and_listed_is_only_the_list() {
+        let hosts = HostAllowList::default();
+        let local: SocketAddr = ([127, 0, 0, 1], 8787).into();
+        let list = OriginAllowList::new(&["https://App.example/".into()]);
+        for ok in [
+            "https://app.example",
+            "https://app.example/",
+            " HTTPS://APP.EXAMPLE ",
+        ] {
+            assert!(list.allows(ok, &hosts, Some(local)), "{ok}");
+            assert!(list.listed(ok), "{ok}");
+        }
+        assert!(!list.listed("http://localhost:8787"));
+        assert!(list.allows("http://localhost:8787", &hosts, Some(local)));
     }
 
     #[test]
