@@ -57,21 +57,47 @@ impl Limits {
     }
 }
 
+/// What serves one request: any `Fn(Request<Incoming>, SocketAddr) -> impl Future<Output =
+/// Response<B>>` that can be cloned into each connection, `B` being any HTTP body.
+pub trait Handler: Clone + Send + Sync + 'static {
+    /// The response body.
+    type Body: http_body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + 'static;
+    /// The response, to come.
+    type Future: Future<Output = Response<Self::Body>> + Send + 'static;
+    /// Serves `request`, which came in on a connection accepted on `local`.
+    fn call(&self, request: Request<Incoming>, local: SocketAddr) -> Self::Future;
+}
+
+impl<H, Fut, B> Handler for H
+where
+    H: Fn(Request<Incoming>, SocketAddr) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Response<B>> + Send + 'static,
+    B: http_body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + 'static,
+{
+    type Body = B;
+    type Future = Fut;
+
+    fn call(&self, request: Request<Incoming>, local: SocketAddr) -> Fut {
+        self(request, local)
+    }
+}
+
 /// Accepts connections on `listener` until `stop` is cancelled, and serves each request
 /// with `handler` (given the request and the local address the connection was accepted
 /// on). Cancelling `stop` also closes every open connection. Accept errors are logged and
 /// retried after a pause.
-pub async fn accept_loop<H, Fut, B>(
+pub async fn accept_loop<H, Fut>(
     listener: TcpListener,
     limits: Limits,
     stop: CancellationToken,
     handler: H,
 ) where
-    H: Fn(Request<Incoming>, SocketAddr) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Response<B>> + Send + 'static,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    // The `Fn` bound lets a closure's argument types be inferred.
+    H: Fn(Request<Incoming>, SocketAddr) -> Fut + Handler,
 {
     let fallback = listener
         .local_addr()
@@ -108,25 +134,19 @@ pub async fn accept_loop<H, Fut, B>(
     }
 }
 
-async fn serve_connection<H, Fut, B>(
+async fn serve_connection(
     stream: TcpStream,
     local: SocketAddr,
-    handler: H,
+    handler: impl Handler,
     limits: Limits,
     stop: CancellationToken,
-) where
-    H: Fn(Request<Incoming>, SocketAddr) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Response<B>> + Send + 'static,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
+) {
     let activity = Arc::new(Activity::new());
     let io = Watched::new(stream, Arc::clone(&activity));
     let in_service = Arc::clone(&activity);
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let busy = Busy::start(Arc::clone(&in_service));
-        let response = handler(request, local);
+        let response = handler.call(request, local);
         async move {
             let response = response.await;
             drop(busy);
@@ -175,16 +195,27 @@ mod tests {
         (addr, stop)
     }
 
-    async fn get(stream: &mut TcpStream) -> String {
-        let request = b"GET /hello HTTP/1.1\r\nhost: localhost\r\n\r\n";
-        let _ = stream.write_all(request).await;
+    async fn connect(addr: SocketAddr) -> TcpStream {
+        TcpStream::connect(addr)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// What the peer sends next, waiting at most `wait` (empty when nothing came).
+    async fn answer(stream: &mut TcpStream, wait: Duration) -> String {
         let mut buf = vec![0u8; 1024];
-        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
+        let n = tokio::time::timeout(wait, stream.read(&mut buf))
             .await
             .ok()
             .and_then(Result::ok)
             .unwrap_or(0);
         String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+
+    async fn get(stream: &mut TcpStream) -> String {
+        let request = b"GET /hello HTTP/1.1\r\nhost: localhost\r\n\r\n";
+        let _ = stream.write_all(request).await;
+        answer(stream, Duration::from_secs(10)).await
     }
 
     /// Reads until the peer closes (`true`) or 10 s pass (`false`).
@@ -205,9 +236,7 @@ mod tests {
     #[tokio::test]
     async fn requests_reach_the_handler_with_the_local_address() {
         let (addr, stop) = server(Limits::new(Duration::from_secs(5), 4)).await;
-        let mut stream = TcpStream::connect(addr)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut stream = connect(addr).await;
         let answer = get(&mut stream).await;
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         assert!(
@@ -223,16 +252,12 @@ mod tests {
         let limits =
             Limits::new(Duration::from_millis(200), 4).idle_timeout(Duration::from_millis(300));
         let (addr, _stop) = server(limits).await;
-        let mut silent = TcpStream::connect(addr)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut silent = connect(addr).await;
         assert!(
             closed(&mut silent).await,
             "a connection sending no headers is closed"
         );
-        let mut idle = TcpStream::connect(addr)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut idle = connect(addr).await;
         assert!(get(&mut idle).await.starts_with("HTTP/1.1 200"));
         assert!(
             closed(&mut idle).await,
@@ -243,28 +268,19 @@ mod tests {
     #[tokio::test]
     async fn connections_past_the_cap_wait_for_a_free_slot() {
         let (addr, _stop) = server(Limits::new(Duration::from_secs(30), 1)).await;
-        let mut first = TcpStream::connect(addr)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut first = connect(addr).await;
         assert!(get(&mut first).await.starts_with("HTTP/1.1 200"));
-        let mut second = TcpStream::connect(addr)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let request = b"GET /second HTTP/1.1\r\nhost: localhost\r\n\r\n";
-        let _ = second.write_all(request).await;
-        let mut buf = [0u8; 256];
-        let early = tokio::time::timeout(Duration::from_millis(300), second.read(&mut buf)).await;
-        assert!(
-            early.is_err(),
+        let mut second = connect(addr).await;
+        let _ = second
+            .write_all(b"GET /second HTTP/1.1\r\nhost: localhost\r\n\r\n")
+            .await;
+        assert_eq!(
+            answer(&mut second, Duration::from_millis(300)).await,
+            "",
             "the second connection is not served while the first holds the slot"
         );
         drop(first);
-        let n = tokio::time::timeout(Duration::from_secs(10), second.read(&mut buf))
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or(0);
-        let answer = String::from_utf8_lossy(&buf[..n]);
+        let answer = answer(&mut second, Duration::from_secs(10)).await;
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     }
 }
