@@ -1,7 +1,8 @@
 //! The door of mux's HTTP servers, written once for mux-web, mux-a2a and mux-mcp's server:
 //! the `Host` allow-list (DNS rebinding), the `Origin` check (cross-site pages), bearer tokens
 //! compared in constant time, the JSON `Content-Type` of a `POST`, and an accept loop with a
-//! connection cap, a header-read timeout and an idle timeout.
+//! connection cap, a header-read timeout and an idle timeout; and the ids and tokens nobody
+//! can guess.
 //!
 //! Each check returns a [`Refused`] reason; the servers map it to their own status and body.
 //!
@@ -28,12 +29,14 @@ mod bearer;
 mod headers;
 mod host;
 mod origin;
+mod random;
 pub mod serve;
 
 pub use bearer::{BearerToken, bearer};
 pub use headers::{is_json, require_json, shown, single};
 pub use host::{HostAllowList, HostPort, InvalidHost};
 pub use origin::OriginAllowList;
+pub use random::{random_token, unguessable};
 
 /// Why a request was refused before any route ran.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -8,7 +8,6 @@
 mod auth;
 mod host;
 mod probes;
-mod random;
 
 use std::fmt;
 use std::sync::Arc;
@@ -20,13 +19,13 @@ use axum::response::{IntoResponse, Response};
 
 pub use auth::{Authenticator, BearerTokens, OnePrincipal, Principal};
 pub use host::LocalAddr;
+pub use mux_http::random_token;
 pub use probes::ProbeLimit;
-pub use random::random_token;
 
 pub(crate) use host::HostAllowList;
 pub(crate) use mux_http::OriginAllowList;
+pub(crate) use mux_http::unguessable;
 pub(crate) use probes::Probes;
-pub(crate) use random::unguessable;
 
 use crate::error::WebError;
 
