@@ -1,28 +1,4 @@
-//! The door of mux's HTTP servers, written once for mux-web, mux-a2a and mux-mcp's server:
-//! the `Host` allow-list (DNS rebinding), the `Origin` check (cross-site pages), bearer tokens
-//! compared in constant time, the JSON `Content-Type` of a `POST`, and an accept loop with a
-//! connection cap, a header-read timeout and an idle timeout; and the ids and tokens nobody
-//! can guess.
-//!
-//! Each check returns a [`Refused`] reason; the servers map it to their own status and body.
-//!
-//! ```
-//! use http::{HeaderMap, HeaderValue, Uri};
-//! use mux_http::{HostAllowList, OriginAllowList};
-//!
-//! let hosts = HostAllowList::new(&["agents.lan:9000".to_owned()])?;
-//! let origins = OriginAllowList::new(&[]);
-//! let mut headers = HeaderMap::new();
-//! headers.insert("host", HeaderValue::from_static("evil.example"));
-//! let local = Some(([127, 0, 0, 1], 8080).into());
-//! assert!(hosts.check(&headers, &Uri::from_static("/"), local).is_err());
-//! headers.insert("host", HeaderValue::from_static("localhost:8080"));
-//! hosts.check(&headers, &Uri::from_static("/"), local)?;
-//! assert!(origins.allows("http://localhost:8080", &hosts, local));
-//! assert!(!origins.allows("http://evil.example", &hosts, local));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 mod bearer;
