@@ -8,7 +8,8 @@ use crate::metadata::{self, Package, is_library_crate};
 pub(crate) const LAYERS: &[&[&str]] = &[
     // Test helpers: no mux dependency, so any crate may dev-depend on them.
     &["mux-testkit"],
-    &["mux-tool"],
+    // The base: mux-tool, and mux-http, the door every HTTP server of mux shares.
+    &["mux-tool", "mux-http"],
     &["mux-llm"],
     &["mux-permission"],
     &["mux-mcp"],

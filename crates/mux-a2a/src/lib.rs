@@ -5,7 +5,6 @@ mod answer;
 mod card;
 mod config;
 mod contexts;
-mod ids;
 mod methods;
 mod router;
 pub mod rpc;

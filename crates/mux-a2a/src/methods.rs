@@ -7,7 +7,6 @@ use mux_orchestrator::LoopInput;
 
 use crate::answer;
 use crate::contexts::Contexts;
-use crate::ids::new_id;
 use crate::rpc::{Request, RpcError};
 use crate::runner;
 use crate::task::TaskEntry;
@@ -16,6 +15,7 @@ use crate::wire::{
     GetTaskRequest, ListTasksRequest, Message, Role, SendMessageRequest, StreamResponse,
     TaskIdRequest, TaskState,
 };
+use mux_http::unguessable as new_id;
 
 /// How long `CancelTask` waits for the run to stop before answering with the task as it is.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);

@@ -144,7 +144,7 @@ fn answer(parts: Vec<Part>) -> Artifact {
 
 /// A message from the agent in `task`.
 pub(crate) fn agent_message(task: &TaskEntry, parts: Vec<Part>) -> Message {
-    Message::agent(crate::ids::new_id(), &task.context_id, &task.id, parts)
+    Message::agent(mux_http::unguessable(), &task.context_id, &task.id, parts)
 }
 
 /// The status message of a pause: the question in words, and the same as data.

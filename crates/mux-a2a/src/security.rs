@@ -3,13 +3,18 @@
 //! public), and for `POST` a JSON `Content-Type` (no form or `text/plain` bodies a page could
 //! send without a preflight).
 //!
-//! The same rules as mux-web's and mux-mcp's servers, written again here (a few dozen lines)
-//! because neither sits below this crate.
+//! The checks themselves are mux-http's, shared with mux-web and mux-mcp's server; this
+//! module picks the A2A face's rules (loopback names on any port pass the `Host` check, a
+//! page of the server's own loopback origin may call it) and its error codes.
 
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
-use sha2::{Digest, Sha256};
+use std::net::{Ipv4Addr, SocketAddr};
+
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use mux_http::{BearerToken, HostAllowList, OriginAllowList, Refused, single};
 
 use crate::config::A2aConfig;
+#[cfg(test)]
+use axum::http::HeaderValue;
 
 /// A refused request: the status and what was wrong.
 #[derive(Debug)]
@@ -19,39 +24,40 @@ pub(crate) struct Refusal {
     pub(crate) message: String,
 }
 
-fn refuse(status: StatusCode, reason: &'static str, message: String) -> Refusal {
-    Refusal {
-        status,
-        reason,
-        message,
+impl From<Refused> for Refusal {
+    fn from(refused: Refused) -> Self {
+        let reason = match &refused {
+            Refused::NoHost => "BAD_HOST",
+            Refused::DuplicateHeader(_) => "DUPLICATE_HEADER",
+            Refused::HostNotAllowed(_) => "HOST_NOT_ALLOWED",
+            Refused::OriginNotAllowed(_) => "ORIGIN_NOT_ALLOWED",
+            Refused::NotJson(_) => "UNSUPPORTED_MEDIA_TYPE",
+            _ => "BAD_REQUEST",
+        };
+        let message = match &refused {
+            Refused::NoHost => "no Host header".to_owned(),
+            other => other.to_string(),
+        };
+        Self {
+            status: refused.status(),
+            reason,
+            message,
+        }
     }
 }
 
 /// The checks, built once from the configuration.
 #[derive(Debug)]
 pub(crate) struct Guard {
-    hosts: Vec<(String, Option<u16>)>,
-    origins: Vec<String>,
-    token: Option<[u8; 32]>,
+    hosts: HostAllowList,
+    origins: OriginAllowList,
+    token: Option<BearerToken>,
 }
-
-/// Names that reach this machine only.
-const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 impl Guard {
     pub(crate) fn new(config: &A2aConfig) -> Result<Self, String> {
-        let mut hosts: Vec<(String, Option<u16>)> =
-            LOOPBACK.iter().map(|h| ((*h).to_owned(), None)).collect();
-        for host in &config.allowed_hosts {
-            let parsed = host_port(host)
-                .ok_or_else(|| format!("allowed host `{host}` is not `name` or `name:port`"))?;
-            hosts.push(parsed);
-        }
-        let origins = config
-            .allowed_origins
-            .iter()
-            .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
-            .collect();
+        let hosts = HostAllowList::new(&config.allowed_hosts).map_err(|e| e.to_string())?;
+        let origins = OriginAllowList::new(&config.allowed_origins);
         let token = config
             .bearer_token
             .as_ref()
@@ -59,7 +65,7 @@ impl Guard {
                 if t.trim().is_empty() {
                     Err("the bearer token is empty".to_owned())
                 } else {
-                    Ok(Sha256::digest(t.as_bytes()).into())
+                    Ok(BearerToken::new(t))
                 }
             })
             .transpose()?;
@@ -78,151 +84,43 @@ impl Guard {
         uri: &Uri,
         local_port: Option<u16>,
     ) -> Result<(), Refusal> {
-        let host = single(headers, header::HOST)?
-            .ok_or_else(|| refuse(StatusCode::BAD_REQUEST, "BAD_HOST", "no Host header".into()))?;
-        let mut names = vec![host.as_bytes()];
-        if let Some(authority) = uri.authority() {
-            names.push(authority.as_str().as_bytes());
-        }
-        for name in names {
-            let allowed = std::str::from_utf8(name)
-                .ok()
-                .and_then(host_port)
-                .is_some_and(|(host, port)| {
-                    self.hosts
-                        .iter()
-                        .any(|(h, p)| *h == host && (p.is_none() || *p == port))
-                });
+        // Loopback names on any port, and the configured hosts.
+        self.hosts.check(headers, uri, None)?;
+        if let Some(origin) = single(headers, &header::ORIGIN)? {
+            let text = origin.to_str().unwrap_or_default();
+            let allowed = match local_port {
+                // Only the server's own loopback origin, not every allowed host's.
+                Some(port) => self.origins.allows(
+                    text,
+                    &HostAllowList::default(),
+                    Some(SocketAddr::from((Ipv4Addr::LOCALHOST, port))),
+                ),
+                None => self.origins.listed(text),
+            };
             if !allowed {
-                return Err(refuse(
-                    StatusCode::FORBIDDEN,
-                    "HOST_NOT_ALLOWED",
-                    format!("Host `{}` is not allowed", shown(name)),
-                ));
-            }
-        }
-        if let Some(origin) = single(headers, header::ORIGIN)? {
-            let text = origin.to_str().unwrap_or_default().trim_end_matches('/');
-            if !self.origin_allowed(&text.to_ascii_lowercase(), local_port) {
-                return Err(refuse(
-                    StatusCode::FORBIDDEN,
-                    "ORIGIN_NOT_ALLOWED",
-                    format!("Origin `{}` is not allowed", shown(origin.as_bytes())),
-                ));
+                return Err(Refused::OriginNotAllowed(mux_http::shown(origin.as_bytes())).into());
             }
         }
         Ok(())
-    }
-
-    fn origin_allowed(&self, origin: &str, local_port: Option<u16>) -> bool {
-        if self.origins.iter().any(|o| o == origin) {
-            return true;
-        }
-        let Some(port) = local_port else {
-            return false;
-        };
-        LOOPBACK
-            .iter()
-            .any(|host| origin == format!("http://{host}:{port}"))
     }
 
     /// The bearer token (when one is configured) and, for `POST`, a JSON body.
     pub(crate) fn check_call(&self, method: &Method, headers: &HeaderMap) -> Result<(), Refusal> {
         if let Some(expected) = &self.token {
-            let given = single(headers, header::AUTHORIZATION)?
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| {
-                    let (scheme, token) = v.split_once(' ')?;
-                    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+            let given = single(headers, &header::AUTHORIZATION)?;
+            if !given.is_some_and(|v| expected.authorizes(v.as_bytes())) {
+                return Err(Refusal {
+                    status: StatusCode::UNAUTHORIZED,
+                    reason: "UNAUTHENTICATED",
+                    message: "a bearer token is required (Authorization: Bearer <token>)".into(),
                 });
-            let ok = given.is_some_and(|token| {
-                let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-                digest
-                    .iter()
-                    .zip(expected)
-                    .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                    == 0
-            });
-            if !ok {
-                return Err(refuse(
-                    StatusCode::UNAUTHORIZED,
-                    "UNAUTHENTICATED",
-                    "a bearer token is required (Authorization: Bearer <token>)".into(),
-                ));
             }
         }
         if method == Method::POST {
-            let content_type = single(headers, header::CONTENT_TYPE)?;
-            if !content_type.is_some_and(|v| is_json(v.as_bytes())) {
-                let given = content_type.map_or_else(|| "none".to_owned(), |v| shown(v.as_bytes()));
-                return Err(refuse(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "UNSUPPORTED_MEDIA_TYPE",
-                    format!("Content-Type must be application/json, not {given}"),
-                ));
-            }
+            mux_http::require_json(headers)?;
         }
         Ok(())
     }
-}
-
-/// `name`, `name:port`, `[v6]` or `[v6]:port`, lowercased; `None` when it is none of these.
-fn host_port(text: &str) -> Option<(String, Option<u16>)> {
-    let text = text.trim();
-    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
-        let (inside, after) = rest.split_once(']')?;
-        let port = match after {
-            "" => None,
-            p => Some(p.strip_prefix(':')?),
-        };
-        (format!("[{inside}]"), port)
-    } else if text == "::1" {
-        ("[::1]".to_owned(), None)
-    } else {
-        match text.split_once(':') {
-            Some((host, port)) => (host.to_owned(), Some(port)),
-            None => (text.to_owned(), None),
-        }
-    };
-    let valid = !host.is_empty()
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._[]:".contains(&b));
-    if !valid {
-        return None;
-    }
-    let port = match port {
-        None => None,
-        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => Some(p.parse().ok()?),
-        Some(_) => return None,
-    };
-    Some((host.to_ascii_lowercase(), port))
-}
-
-/// The header's only value; two values are refused.
-fn single(headers: &HeaderMap, name: header::HeaderName) -> Result<Option<&HeaderValue>, Refusal> {
-    let mut values = headers.get_all(&name).iter();
-    let first = values.next();
-    if values.next().is_some() {
-        return Err(refuse(
-            StatusCode::BAD_REQUEST,
-            "DUPLICATE_HEADER",
-            format!("the request has more than one {name} header"),
-        ));
-    }
-    Ok(first)
-}
-
-/// Whether a `Content-Type` is `application/json`, parameters allowed.
-fn is_json(value: &[u8]) -> bool {
-    let essence = value.split(|&b| b == b';').next().unwrap_or_default();
-    essence
-        .trim_ascii()
-        .eq_ignore_ascii_case(b"application/json")
-}
-
-fn shown(value: &[u8]) -> String {
-    String::from_utf8_lossy(value).chars().take(120).collect()
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::contexts::Contexts;
 use crate::methods::Methods;
 use crate::router::{Shared, router};
 use crate::security::Guard;
-use crate::serve::{Limits, accept_loop, bound};
+use crate::serve::{accept_loop, bound};
 use crate::tasks::Tasks;
 
 /// Why a server could not be built or started.
@@ -128,11 +128,9 @@ impl A2aServer {
             .await
             .map_err(|source| A2aError::Bind { addr, source })?;
         let addr = bound(&listener, addr);
-        let limits = Limits {
-            header_timeout: self.config.header_timeout,
-            idle_timeout: self.config.idle_timeout,
-            max_connections: self.config.max_connections,
-        };
+        let limits =
+            mux_http::serve::Limits::new(self.config.header_timeout, self.config.max_connections)
+                .idle_timeout(self.config.idle_timeout);
         let (router, stop) = self.router()?;
         let task = tokio::spawn(accept_loop(listener, router, limits, stop.clone()));
         Ok(Running { addr, stop, task })

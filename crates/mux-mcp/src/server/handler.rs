@@ -352,16 +352,7 @@ fn uses_rounds(version: Option<&ProtocolVersion>) -> bool {
 /// 128 random bits, hex: the handle of a paused call. Unguessable, so one client cannot
 /// answer another's call.
 fn request_state() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        // No randomness: fall back to a value that still differs per call, never a constant.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default();
-        bytes = nanos.to_le_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    mux_http::unguessable()
 }
 
 /// Severity order of MCP log levels, least severe first.

@@ -1,5 +1,7 @@
 //! Streamable HTTP serving: rmcp's session service behind mux's own door (bearer token, body
-//! limit and timeouts, loopback by default), on hyper.
+//! limit and timeouts, loopback by default), on mux-http's accept loop. The `Host` and
+//! `Origin` checks are rmcp's (they take `:*` port patterns); the bearer token and the
+//! accept loop are mux-http's, shared with mux-web and mux-a2a.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -11,12 +13,11 @@ use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use mux_http::BearerToken;
+use mux_http::serve::{Limits, accept_loop};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -126,7 +127,7 @@ type Body = BoxBody<Bytes, Infallible>;
 struct Door {
     service: StreamableHttpService<Handler, LocalSessionManager>,
     path: String,
-    token_hash: Option<[u8; 32]>,
+    token: Option<BearerToken>,
     max_body_bytes: usize,
     request_timeout: Duration,
 }
@@ -176,20 +177,22 @@ pub(super) async fn serve(
     let door = Arc::new(Door {
         service,
         path: options.path.clone(),
-        token_hash: options
+        token: options
             .bearer_token
             .as_ref()
-            .map(|token| Sha256::digest(token.expose().as_bytes()).into()),
+            .map(|token| BearerToken::new(token.expose())),
         max_body_bytes: options.max_body_bytes,
         request_timeout: options.request_timeout,
     });
-    let limit = Arc::new(Semaphore::new(options.max_connections.max(1)));
+    let limits = Limits::new(options.request_timeout, options.max_connections);
     let task = tokio::spawn(accept_loop(
         listener,
-        door,
-        limit,
-        options.request_timeout,
+        limits,
         stop.clone(),
+        move |request, _local| {
+            let door = Arc::clone(&door);
+            async move { door.handle(request).await }
+        },
     ));
     Ok(HttpServer {
         addr,
@@ -197,54 +200,6 @@ pub(super) async fn serve(
         stop,
         task,
     })
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    door: Arc<Door>,
-    limit: Arc<Semaphore>,
-    header_timeout: Duration,
-    stop: CancellationToken,
-) {
-    loop {
-        let permit = tokio::select! {
-            () = stop.cancelled() => return,
-            permit = Arc::clone(&limit).acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => return,
-            },
-        };
-        let accepted = tokio::select! {
-            () = stop.cancelled() => return,
-            accepted = listener.accept() => accepted,
-        };
-        let (stream, _) = match accepted {
-            Ok(accepted) => accepted,
-            Err(err) => {
-                tracing::warn!(target: "mux_mcp", error = %err, "MCP server: accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let door = Arc::clone(&door);
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            let _permit = permit;
-            let service = hyper::service::service_fn(move |request| {
-                let door = Arc::clone(&door);
-                async move { Ok::<_, Infallible>(door.handle(request).await) }
-            });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(header_timeout)
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::select! {
-                () = stop.cancelled() => {}
-                _ = connection => {}
-            }
-        });
-    }
 }
 
 impl Door {
@@ -255,8 +210,11 @@ impl Door {
                 "not found: the MCP endpoint is elsewhere",
             );
         }
-        if let Some(expected) = &self.token_hash
-            && !authorized(request.headers().get(header::AUTHORIZATION), expected)
+        if let Some(expected) = &self.token
+            && !request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .is_some_and(|v| expected.authorizes(v.as_bytes()))
         {
             let mut response = plain(
                 StatusCode::UNAUTHORIZED,
@@ -293,21 +251,6 @@ impl Door {
             .handle(Request::from_parts(parts, Full::new(bytes)))
             .await
     }
-}
-
-/// Whether the `Authorization` header carries the token, compared by hash in constant time.
-fn authorized(value: Option<&HeaderValue>, expected: &[u8; 32]) -> bool {
-    let Some(token) = value
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-    else {
-        return false;
-    };
-    let got: [u8; 32] = Sha256::digest(token.trim().as_bytes()).into();
-    got.iter()
-        .zip(expected)
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-        == 0
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, header};
-use subtle::ConstantTimeEq as _;
+use mux_http::{BearerToken, bearer};
 
 /// Who makes a request. A thread belongs to the principal that created it; another principal
 /// sees neither the thread nor its runs.
@@ -60,10 +60,11 @@ impl Authenticator for OnePrincipal {
 }
 
 /// `Authorization: Bearer <token>` (the scheme in any case), each token naming a principal.
-/// Tokens are compared in constant time, and every token is compared.
+/// Tokens are compared in constant time (by SHA-256 digest, mux-http's [`BearerToken`]), and
+/// every token is compared.
 #[derive(Clone, Default)]
 pub struct BearerTokens {
-    tokens: Vec<(Vec<u8>, Principal)>,
+    tokens: Vec<(BearerToken, Principal)>,
 }
 
 impl fmt::Debug for BearerTokens {
@@ -94,7 +95,7 @@ impl BearerTokens {
     pub fn token(mut self, token: impl Into<String>, principal: Principal) -> Self {
         let token = token.into();
         if !token.is_empty() {
-            self.tokens.push((token.into_bytes(), principal));
+            self.tokens.push((BearerToken::new(&token), principal));
         }
         self
     }
@@ -110,23 +111,12 @@ impl Authenticator for BearerTokens {
         let given = bearer(value.as_bytes())?;
         let mut found = None;
         for (token, principal) in &self.tokens {
-            if bool::from(given.ct_eq(token)) && found.is_none() {
+            if token.matches(given) && found.is_none() {
                 found = Some(principal.clone());
             }
         }
         found
     }
-}
-
-/// The token of a `Bearer` credential: the scheme compared case-insensitively (RFC 9110
-/// §11.1), then one or more spaces, then a non-empty token without spaces.
-fn bearer(value: &[u8]) -> Option<&[u8]> {
-    let (scheme, rest) = value.split_at_checked(6)?;
-    if !scheme.eq_ignore_ascii_case(b"bearer") {
-        return None;
-    }
-    let token = rest.strip_prefix(b" ")?.trim_ascii();
-    (!token.is_empty() && !token.contains(&b' ')).then_some(token)
 }
 
 #[cfg(test)]

@@ -1,30 +1,31 @@
 //! The checks every AG-UI request passes before a route runs, in this order: `Host` (DNS
 //! rebinding), `Origin` (cross-site requests), authentication (who asks), the probe limit,
 //! and for `POST` a JSON `Content-Type` (no CORS-simple `text/plain` or form bodies).
+//!
+//! The `Host`, `Origin` and `Content-Type` checks are mux-http's, shared with mux-a2a and
+//! mux-mcp's server; this module adds authentication, the probe limit and the refusal hook.
 
 mod auth;
 mod host;
-mod origin;
 mod probes;
-mod random;
 
 use std::fmt;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, header};
+use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 pub use auth::{Authenticator, BearerTokens, OnePrincipal, Principal};
 pub use host::LocalAddr;
+pub use mux_http::random_token;
 pub use probes::ProbeLimit;
-pub use random::random_token;
 
 pub(crate) use host::HostAllowList;
-pub(crate) use origin::OriginAllowList;
+pub(crate) use mux_http::OriginAllowList;
+pub(crate) use mux_http::unguessable;
 pub(crate) use probes::Probes;
-pub(crate) use random::unguessable;
 
 use crate::error::WebError;
 
@@ -119,24 +120,24 @@ impl Guard {
     }
 }
 
-/// At most 120 characters of a header value, for error messages.
-fn shown(value: &[u8]) -> String {
-    String::from_utf8_lossy(value).chars().take(120).collect()
+impl From<mux_http::Refused> for WebError {
+    fn from(refused: mux_http::Refused) -> Self {
+        use mux_http::Refused;
+        match refused {
+            Refused::HostNotAllowed(host) => Self::HostNotAllowed(host),
+            Refused::OriginNotAllowed(origin) => Self::OriginNotAllowed(origin),
+            Refused::NotJson(given) => Self::UnsupportedMediaType(given),
+            other => Self::BadRequest(other.to_string()),
+        }
+    }
 }
 
 impl Guard {
     /// The `Host` and the `Origin` (when one is sent): the checks of every route.
     fn check_public(&self, request: &Request) -> Result<(), WebError> {
         let local = request.extensions().get::<LocalAddr>().map(|l| l.0);
-        self.check_host(request, local)?;
-        if let Some(origin) = single(request.headers(), header::ORIGIN)? {
-            let allowed = origin
-                .to_str()
-                .is_ok_and(|o| self.origins.allows(o, &self.hosts, local));
-            if !allowed {
-                return Err(WebError::OriginNotAllowed(shown(origin.as_bytes())));
-            }
-        }
+        self.hosts.check(request.headers(), request.uri(), local)?;
+        self.origins.check(request.headers(), &self.hosts, local)?;
         Ok(())
     }
 
@@ -157,91 +158,8 @@ impl Guard {
             });
         }
         if request.method() == Method::POST {
-            let content_type = single(headers, header::CONTENT_TYPE)?;
-            if !content_type.is_some_and(|v| is_json(v.as_bytes())) {
-                let given = content_type.map_or_else(|| "none".to_owned(), |v| shown(v.as_bytes()));
-                return Err(WebError::UnsupportedMediaType(given));
-            }
+            mux_http::require_json(headers)?;
         }
         Ok(principal)
-    }
-
-    fn check_host(
-        &self,
-        request: &Request,
-        local: Option<std::net::SocketAddr>,
-    ) -> Result<(), WebError> {
-        let Some(value) = single(request.headers(), header::HOST)? else {
-            return Err(WebError::BadRequest(
-                "the request has no Host header".into(),
-            ));
-        };
-        let mut names = vec![value.as_bytes()];
-        // An absolute-form target (`POST http://name/agui`) names a host too; both must pass.
-        if let Some(authority) = request.uri().authority() {
-            names.push(authority.as_str().as_bytes());
-        }
-        for name in names {
-            let host = std::str::from_utf8(name)
-                .ok()
-                .and_then(host::HostPort::parse);
-            if !host.is_some_and(|h| self.hosts.allows(&h, 80, local)) {
-                return Err(WebError::HostNotAllowed(shown(name)));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The header's only value; two values of one header are refused.
-fn single(
-    headers: &HeaderMap,
-    name: header::HeaderName,
-) -> Result<Option<&header::HeaderValue>, WebError> {
-    let mut values = headers.get_all(&name).iter();
-    let first = values.next();
-    if values.next().is_some() {
-        return Err(WebError::BadRequest(format!(
-            "the request has more than one {name} header"
-        )));
-    }
-    Ok(first)
-}
-
-/// Whether a `Content-Type` value is `application/json`, parameters allowed
-/// (`application/json; charset=utf-8`), in any case.
-fn is_json(value: &[u8]) -> bool {
-    let essence = value.split(|&b| b == b';').next().unwrap_or_default();
-    essence
-        .trim_ascii()
-        .eq_ignore_ascii_case(b"application/json")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_json;
-
-    #[test]
-    fn only_application_json_is_json() {
-        for ok in [
-            "application/json",
-            "Application/JSON",
-            "application/json; charset=utf-8",
-            " application/json ;charset=UTF-8",
-        ] {
-            assert!(is_json(ok.as_bytes()), "{ok}");
-        }
-        for refused in [
-            "text/plain",
-            "application/jsonx",
-            "application/json+x",
-            "application/x-www-form-urlencoded",
-            "multipart/form-data; boundary=x",
-            "",
-            "application/ json",
-            "text/plain; application/json",
-        ] {
-            assert!(!is_json(refused.as_bytes()), "{refused}");
-        }
     }
 }

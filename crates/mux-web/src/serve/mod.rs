@@ -12,7 +12,7 @@ mod limits;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +35,7 @@ use conn::{Conn, RequestBody, ResponseBody, Tracker};
 /// Binds `127.0.0.1:port` (0 picks a free port). Bind another address yourself only on
 /// purpose, and then set a bearer token.
 pub async fn bind(port: u16) -> io::Result<TcpListener> {
-    TcpListener::bind(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)).await
+    mux_http::serve::bind_loopback(port).await
 }
 
 /// Serves `router` on `listener` with the default [`ServeLimits`] until the future is

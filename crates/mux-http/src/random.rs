@@ -1,9 +1,9 @@
 //! Random ids and tokens.
 
 /// 128 random bits as 32 hex digits, from the operating system's generator (falling back to
-/// std's randomly keyed SipHash should that fail): the part of an interrupt id nobody can
-/// guess.
-pub(crate) fn unguessable() -> String {
+/// std's randomly keyed SipHash should that fail): an id nobody can guess (an interrupt, a
+/// task, a paused call).
+pub fn unguessable() -> String {
     let mut bytes = [0u8; 16];
     if let Err(err) = getrandom::fill(&mut bytes) {
         tracing::warn!(%err, "the OS random generator failed; using std's random hash keys");
