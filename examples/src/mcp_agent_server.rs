@@ -1,6 +1,6 @@
 //! The `mcp_agent_server` example's logic: the examples' coding agent, confined to a root and
 //! gated by Claude-style settings, served as one MCP tool `ask` over stdio or Streamable HTTP
-//! ([`AgentTool`](mux::orchestrator::AgentTool)).
+//! ([`AgentTool`]).
 
 use std::path::PathBuf;
 
