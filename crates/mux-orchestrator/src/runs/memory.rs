@@ -30,7 +30,8 @@ struct State {
 struct Entry {
     record: RunRecord,
     lease_until: Option<Instant>,
-    events: Vec<Value>,
+    /// Each event serialized: a `Value` costs several times its text while a run is kept.
+    events: Vec<Box<str>>,
     /// When its status last changed.
     updated: Instant,
 }
@@ -314,7 +315,9 @@ impl RunStore for MemoryRunStore {
         Box::pin(async move {
             let mut state = self.lock();
             let entry = Self::held(&mut state, run_id, owner)?;
-            entry.events.extend_from_slice(events);
+            entry
+                .events
+                .extend(events.iter().map(|e| e.to_string().into_boxed_str()));
             entry.record.last_seq = entry.events.len() as u64;
             let last = entry.record.last_seq;
             drop(state);
@@ -344,7 +347,8 @@ impl RunStore for MemoryRunStore {
                 .take(limit)
                 .map(|(i, event)| StoredEvent {
                     seq: i as u64 + 1,
-                    event: event.clone(),
+                    // Written by `append_events` from a `Value`, so it parses.
+                    event: serde_json::from_str(event).unwrap_or(Value::Null),
                 })
                 .collect())
         })
