@@ -24,8 +24,6 @@ use crate::types::{Interrupt, Outcome};
 
 /// The most events one append writes.
 const BATCH: usize = 256;
-/// How long the writer gathers events before an append.
-const FLUSH: Duration = Duration::from_millis(3);
 /// How many events a run keeps while the store is unreachable before it fails.
 pub(crate) const BACKLOG_LIMIT: usize = 10_000;
 /// The shortest time between two looks at a run's cancel flag.
@@ -143,12 +141,9 @@ impl Durable {
             }
             let heartbeat = renewed + self.heartbeat();
             let due = tokio::select! {
-                changed = pushed.changed() => {
-                    if changed.is_ok() {
-                        tokio::time::sleep(FLUSH).await;
-                    }
-                    continue;
-                }
+                // Write at once: what is pushed while a write is in flight goes in the next
+                // batch, so batches grow with the store's latency and nothing waits on a timer.
+                _ = pushed.changed() => continue,
                 () = tokio::time::sleep_until(heartbeat) => true,
                 // A store that polls would wake every writer all the time: the heartbeat
                 // looks for cancels then (and a cancel made here is delivered directly).
