@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { HttpAgent, verifyEvents } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
 import { from, lastValueFrom, toArray } from "rxjs";
+import { readSse } from "./sse.mjs";
 
 const [scenario, base] = process.argv.slice(2);
 if (!scenario || !base) {
@@ -73,32 +74,6 @@ async function approvalRun(prompt, payload) {
     second.subscriber,
   );
   return { a, threadId, interrupt, first: first.events, second: second.events };
-}
-
-async function readSse(response, onEvent) {
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    buffer += decoder.decode(value, { stream: true });
-    let at;
-    while ((at = buffer.indexOf("\n\n")) >= 0) {
-      const frame = buffer.slice(0, at);
-      buffer = buffer.slice(at + 2);
-      let id;
-      let data = "";
-      for (const line of frame.split("\n")) {
-        if (line.startsWith("id:")) id = Number(line.slice(3).trim());
-        else if (line.startsWith("data:")) data += line.slice(5).trimStart();
-      }
-      if (data && (await onEvent(id, JSON.parse(data))) === false) {
-        await reader.cancel();
-        return;
-      }
-    }
-  }
 }
 
 const scenarios = {
