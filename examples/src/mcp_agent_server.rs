@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use mux::mcp::McpServer;
 use mux::orchestrator::AgentTool;
-use mux::permission::{PathContext, Permissions, Scope, ScopeRules};
 
 use crate::offline::ChosenModel;
 
@@ -84,19 +83,10 @@ pub fn server(args: &Args, model: ChosenModel) -> Result<McpServer, String> {
         .root
         .canonicalize()
         .map_err(|err| format!("--root {}: {err}", args.root.display()))?;
-    let context = PathContext::new(&root);
-    let mut permissions = Permissions::builder(context.clone());
-    for file in &args.settings {
-        if !file.is_file() {
-            return Err(format!("--settings {}: no such file", file.display()));
-        }
-        let rules = ScopeRules::load(file, &context)
-            .map_err(|err| format!("--settings {}: {err}", file.display()))?;
-        permissions = permissions.scope(Scope::Project, rules);
-    }
+    let permissions = crate::mcp_tools_server::settings_permissions(&root, &args.settings)?;
     let agent = crate::coding_agent::builder(model.client, &model.model)
         .root(&root)
-        .permissions(permissions.build())
+        .permissions(permissions)
         .build()
         .map_err(|err| err.to_string())?;
     let server = AgentTool::new(agent)

@@ -58,6 +58,25 @@ impl Args {
     }
 }
 
+/// The permissions at `root` from Claude-style settings `files` (`--settings`, in order, each
+/// a project scope); a missing or unreadable file is an error naming it.
+pub fn settings_permissions(
+    root: &std::path::Path,
+    files: &[PathBuf],
+) -> Result<Permissions, String> {
+    let context = PathContext::new(root);
+    let mut permissions = Permissions::builder(context.clone());
+    for file in files {
+        if !file.is_file() {
+            return Err(format!("--settings {}: no such file", file.display()));
+        }
+        let rules = ScopeRules::load(file, &context)
+            .map_err(|err| format!("--settings {}: {err}", file.display()))?;
+        permissions = permissions.scope(Scope::Project, rules);
+    }
+    Ok(permissions.build())
+}
+
 /// The server for `args`: the built-in tools in a sandbox at the root, and a permission gate
 /// over the settings whose questions go to the calling client.
 pub fn server(args: &Args) -> Result<McpServer, String> {
@@ -68,16 +87,7 @@ pub fn server(args: &Args) -> Result<McpServer, String> {
     let sandbox = Sandbox::new(&root).map_err(|err| format!("--root {}: {err}", root.display()))?;
     let registry = Registry::new();
     builtin::register(&registry, &sandbox).map_err(|err| err.to_string())?;
-    let context = PathContext::new(&root);
-    let mut permissions = Permissions::builder(context.clone());
-    for file in &args.settings {
-        if !file.is_file() {
-            return Err(format!("--settings {}: no such file", file.display()));
-        }
-        let rules = ScopeRules::load(file, &context)
-            .map_err(|err| format!("--settings {}: {err}", file.display()))?;
-        permissions = permissions.scope(Scope::Project, rules);
-    }
+    let permissions = settings_permissions(&root, &args.settings)?;
     let callers = Callers::new();
     let asking = callers.clone();
     let asker = asker_fn(move |call, _subject, decision| {
@@ -100,7 +110,7 @@ pub fn server(args: &Args) -> Result<McpServer, String> {
             }
         }
     });
-    let gate = PermissionGate::new(permissions.build(), asker);
+    let gate = PermissionGate::new(permissions, asker);
     let executor = Executor::builder(registry).gate(gate).build();
     Ok(McpServer::new(executor)
         .with_name("mux-tools", env!("CARGO_PKG_VERSION"))
