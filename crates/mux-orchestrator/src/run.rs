@@ -375,6 +375,8 @@ impl<'a> Turns<'a> {
         let (mut results, limit) = if rerun.is_empty() {
             (Vec::new(), None)
         } else {
+            // They may ask again (an approval, a question): the faces see tools at work.
+            self.run.set_state(LoopState::ExecutingTools).await;
             self.execute_within_budget(executor, rerun).await
         };
         let unknown = unknown.into_iter().map(|call| {

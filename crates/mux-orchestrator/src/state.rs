@@ -47,6 +47,8 @@ impl LoopState {
         matches!(
             (self, to),
             (Idle, Streaming | Compacting)
+                // A run that first resolves the calls an earlier run left open.
+                | (Idle, ExecutingTools)
                 | (Compacting, Streaming | Idle)
                 // A run stopped by its budget before a model call.
                 | (Idle | Compacting, Complete)
@@ -152,10 +154,10 @@ mod tests {
     fn invalid_moves_are_refused_and_leave_the_state_alone() {
         let mut machine = StateMachine::new();
         assert_eq!(
-            machine.move_to(ExecutingTools),
+            machine.move_to(AwaitingApproval),
             Err(InvalidTransition {
                 from: Idle,
-                to: ExecutingTools
+                to: AwaitingApproval
             })
         );
         assert_eq!(machine.state(), Idle);

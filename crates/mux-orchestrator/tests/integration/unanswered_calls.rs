@@ -400,7 +400,9 @@ fn a_pending_approval_left_unanswered_is_asked_again_on_resume() {
             .unwrap();
         let mut run = orchestrator.resume_run([]).unwrap();
         let mut asked = false;
+        let mut events = Vec::new();
         while let Some(event) = run.events.recv().await {
+            events.push(event.clone());
             if let LoopEvent::ApprovalRequired { call_id, .. } = &event {
                 assert_eq!(call_id, "call-deploy", "the same call, asked again");
                 asked = true;
@@ -413,9 +415,94 @@ fn a_pending_approval_left_unanswered_is_asked_again_on_resume() {
             }
         }
         assert!(asked);
+        no_invalid_state(&events);
         assert_eq!(run.handle.wait().await.unwrap().text, "Not deployed.");
         assert_eq!(count(&dir.path().join("deploy")), 0, "denied: never ran");
         let sent = format!("{:?}", last_sent(&model));
         assert!(sent.contains("not today"), "{sent}");
+    });
+}
+
+/// Every event a resumed run emits is valid: no `invalid_state` error from asking again
+/// before the first model call.
+fn no_invalid_state(events: &[LoopEvent]) {
+    let errors: Vec<&LoopEvent> = events
+        .iter()
+        .filter(|e| matches!(e, LoopEvent::Error { .. }))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+#[test]
+fn a_question_outlives_its_process_and_is_asked_again_under_the_same_call_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        // A process whose run waits on `ask_user` when it ends: its runtime is dropped with
+        // the run's task at that await, so nothing more is written.
+        let first = tokio::runtime::Runtime::new().unwrap();
+        let id = first.block_on(async {
+            let model = ScriptedClient::new().reply(tool_calls(&[(
+                "call-ask",
+                "ask_user",
+                json!({"question": "Which color?"}),
+            )]));
+            let orchestrator = asking_builder(dir.path(), model, false).build();
+            let mut run = orchestrator.run("pick a color").unwrap();
+            loop {
+                match run.events.recv().await {
+                    Some(LoopEvent::AwaitingInput { call_id, .. }) => {
+                        assert_eq!(call_id, "call-ask");
+                        break;
+                    }
+                    Some(_) => {}
+                    None => panic!("the run ended without asking"),
+                }
+            }
+            let id = orchestrator.session().id;
+            std::mem::forget(run);
+            std::mem::forget(orchestrator);
+            id
+        });
+        first.shutdown_background();
+        id
+    };
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let model = ScriptedClient::new().reply_text("You picked blue.");
+        let orchestrator = asking_builder(dir.path(), model.clone(), false)
+            .resume(&id)
+            .await
+            .unwrap();
+        let mut run = orchestrator.resume_run([]).unwrap();
+        let mut events = Vec::new();
+        while let Some(event) = run.events.recv().await {
+            if let LoopEvent::AwaitingInput { call_id, question } = &event {
+                assert_eq!(call_id, "call-ask", "the same call, asked again");
+                assert_eq!(question, "Which color?");
+                run.input
+                    .send(LoopInput::UserResponse {
+                        call_id: call_id.clone(),
+                        text: "blue".into(),
+                    })
+                    .await;
+            }
+            events.push(event);
+        }
+        assert_eq!(run.handle.wait().await.unwrap().text, "You picked blue.");
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, LoopEvent::AwaitingInput { .. })),
+            "{events:?}"
+        );
+        no_invalid_state(&events);
+        let sent = format!("{:?}", last_sent(&model));
+        assert!(sent.contains("blue"), "{sent}");
+        let stored = FileSessionStore::new(dir.path().join("sessions"))
+            .load(&id)
+            .await
+            .unwrap();
+        every_call_answered(&stored.messages);
     });
 }
