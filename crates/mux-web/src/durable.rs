@@ -4,8 +4,8 @@
 //!   over) in the store under a lease; a writer task per run appends its events in batches,
 //!   renews the lease every third of it, and cancels the loop when another process asked.
 //! - A client reads only events the store has, so every process replays the same numbers.
-//! - A paused run whose loop waits only for approvals is evicted: the store and the session
-//!   hold it, and a resume on any process rebuilds it.
+//! - A paused run whose loop waits only for approvals, questions or frontend results is
+//!   evicted: the store and the session hold it, and a resume on any process rebuilds it.
 //! - Each process claims runs whose owner's lease ran out and continues them from the session.
 
 use std::collections::HashSet;

@@ -487,7 +487,7 @@ impl RunRegistry {
         }
         if !resume.is_empty() {
             // Nothing is paused here or in the store: the ids are expired, answered, unknown,
-            // or held by another process's loop (a question waits there).
+            // or held by another process's loop (one with a call still running).
             let run = RunBuffer::local(&input.thread_id, &input.run_id);
             run.push([started(&input)]);
             lock(&self.runs).insert(key, (Arc::clone(&run), Instant::now()));

@@ -92,19 +92,15 @@ impl LiveLoop {
         }
     }
 
-    /// Whether everything the loop waits for is stored: it waits for approvals or frontend
-    /// results, and no other call is open. Such a loop can be dropped and rebuilt from the
-    /// session: a rebuilt loop asks its approvals and calls its frontend tools again under the
-    /// same call ids (frontend tools are read-only), and results given meanwhile are
-    /// [`Prefill`]ed.
+    /// Whether everything the loop waits for is stored: it waits for approvals, answers to
+    /// questions or frontend results, and no other call is open. Such a loop can be dropped
+    /// and rebuilt from the session: a rebuilt loop asks its approvals and questions and calls
+    /// its frontend tools again under the same call ids (`ask_user` and frontend tools are
+    /// read-only), and answers and results given meanwhile are [`Prefill`]ed.
     pub(super) fn is_evictable(&self) -> bool {
         (!self.frontend.is_empty() || !self.interrupts.is_empty())
-            // A question is not asked again from a rebuilt loop (the loop's state machine
-            // refuses `ask_user` while it resolves an earlier turn's calls): keep it here.
-            && self.interrupts.values().all(|p| p.waits == Waits::Approval)
             && self.open_calls.iter().all(|id| {
-                self.frontend.contains_key(id)
-                    || self.interrupts.values().any(|p| &p.call_id == id)
+                self.frontend.contains_key(id) || self.interrupts.values().any(|p| &p.call_id == id)
             })
     }
 }
