@@ -88,3 +88,14 @@ pub struct PendingApproval {
     /// Why the policy asks.
     pub reason: String,
 }
+
+/// An `ask_user` question that waits for the person's answer in a stored session: its run
+/// paused on it, here or in a process that has stopped since. See
+/// [`Orchestrator::pending_questions`](crate::Orchestrator::pending_questions).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PendingQuestion {
+    /// The call id: the resumed run asks again under this id.
+    pub call_id: String,
+    /// The question.
+    pub question: String,
+}

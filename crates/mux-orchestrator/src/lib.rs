@@ -63,7 +63,7 @@ pub use error::LoopError;
 pub use event::{LoopEvent, LoopInput};
 pub use handles::{InputSender, Run, RunHandle, RunSummary, ToolCallRecord, UnapprovedCall};
 pub use hooks::{Hook, HookError, Hooks};
-pub use journal::PendingApproval;
+pub use journal::{PendingApproval, PendingQuestion};
 pub use limits::{Budget, LimitReached, ModelPrice, PriceTable, RunLimits, Spent};
 #[cfg(feature = "mcp")]
 pub use mcp::{McpServers, McpStartError};

@@ -17,7 +17,7 @@ use crate::core::{Core, Services};
 use crate::emitter::{Emitter, Subscription};
 use crate::event::{LoopEvent, LoopInput};
 use crate::hooks::Hooks;
-use crate::journal::PendingApproval;
+use crate::journal::{PendingApproval, PendingQuestion};
 use crate::parent::ParentRun;
 use crate::run::UserPrompt;
 use crate::run_state::RunShared;
@@ -211,6 +211,31 @@ impl Orchestrator {
                     input: call.input,
                 }),
                 _ => None,
+            })
+            .collect()
+    }
+
+    /// The `ask_user` questions of this session's open turn that wait for the person's
+    /// answer: a run paused on them, possibly in another process that has stopped since.
+    /// [`resume_run`](Self::resume_run) asks each again under the same call id
+    /// ([`LoopEvent::AwaitingInput`]); answer it with [`LoopInput::UserResponse`].
+    pub fn pending_questions(&self) -> Vec<PendingQuestion> {
+        let conversation = self.core.lock();
+        crate::dangling::unanswered(&conversation.messages)
+            .into_iter()
+            .filter(|call| {
+                call.name == crate::ask_user::ASK_USER
+                    && !matches!(
+                        conversation.calls.get(&call.id),
+                        Some(CallProgress::Finished { .. })
+                    )
+            })
+            .map(|call| PendingQuestion {
+                question: call.input["question"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                call_id: call.id,
             })
             .collect()
     }

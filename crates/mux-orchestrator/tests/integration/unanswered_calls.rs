@@ -474,6 +474,13 @@ fn a_question_outlives_its_process_and_is_asked_again_under_the_same_call_id() {
             .resume(&id)
             .await
             .unwrap();
+        let pending = orchestrator.pending_questions();
+        assert_eq!(pending.len(), 1, "{pending:?}");
+        assert_eq!(
+            (pending[0].call_id.as_str(), pending[0].question.as_str()),
+            ("call-ask", "Which color?")
+        );
+        assert!(orchestrator.pending_approvals().is_empty());
         let mut run = orchestrator.resume_run([]).unwrap();
         let mut events = Vec::new();
         while let Some(event) = run.events.recv().await {
@@ -504,5 +511,6 @@ fn a_question_outlives_its_process_and_is_asked_again_under_the_same_call_id() {
             .await
             .unwrap();
         every_call_answered(&stored.messages);
+        assert!(orchestrator.pending_questions().is_empty());
     });
 }
