@@ -12,7 +12,6 @@
 //! completed task with "ok". Target: mux ≥ 5× the SDK.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::harness::Row;
 use crate::load::{self, Load};
@@ -90,26 +89,20 @@ fn body(n: usize) -> String {
 
 /// One `SendMessage` a round trip, each checked for a completed task with "ok".
 async fn load(url: &str, runs: usize, concurrency: usize) -> Result<Load, String> {
-    let url: Arc<str> = url.into();
-    load::load(runs, concurrency, move |client, n| {
-        let url = Arc::clone(&url);
-        async move {
-            let text = client
-                .post(&*url)
-                .header("content-type", "application/json")
-                .header("a2a-version", "1.0")
-                .body(body(n))
-                .send()
-                .await
-                .map_err(|e| e.to_string())?
-                .text()
-                .await
-                .map_err(|e| e.to_string())?;
-            if !(text.contains("TASK_STATE_COMPLETED") && text.contains("\"ok\"")) {
-                return Err(format!("round trip {n} did not complete with ok: {text}"));
-            }
-            Ok(())
+    load::posts(url, runs, concurrency, |post, n| async move {
+        let text = post
+            .header("a2a-version", "1.0")
+            .body(body(n))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .text()
+            .await
+            .map_err(|e| e.to_string())?;
+        if !(text.contains("TASK_STATE_COMPLETED") && text.contains("\"ok\"")) {
+            return Err(format!("round trip {n} did not complete with ok: {text}"));
         }
+        Ok(())
     })
     .await
 }

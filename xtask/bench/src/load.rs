@@ -21,16 +21,18 @@ pub(crate) struct Load {
     pub(crate) p99_ms: f64,
 }
 
-/// Makes `runs` round trips, `concurrency` at a time: each worker takes the next number `n`
-/// and awaits `round_trip(client, n)`, which sends the request and checks its answer. The
-/// client keeps its connections alive (one a worker) and sends with `TCP_NODELAY`.
-pub(crate) async fn load<F, R>(
+/// Makes `runs` JSON POSTs to `url`, `concurrency` at a time: each worker takes the next
+/// number `n` and awaits `round_trip(post, n)`, which completes the POST (its content type is
+/// set), sends it and checks the answer. The client keeps its connections alive (one a
+/// worker) and sends with `TCP_NODELAY`.
+pub(crate) async fn posts<F, R>(
+    url: &str,
     runs: usize,
     concurrency: usize,
     round_trip: F,
 ) -> Result<Load, String>
 where
-    F: Fn(reqwest::Client, usize) -> R + Clone + Send + 'static,
+    F: Fn(reqwest::RequestBuilder, usize) -> R + Clone + Send + 'static,
     R: Future<Output = Result<(), String>> + Send,
 {
     let client = reqwest::Client::builder()
@@ -42,7 +44,8 @@ where
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..concurrency {
-        let (client, next, round_trip) = (client.clone(), Arc::clone(&next), round_trip.clone());
+        let (client, next, url) = (client.clone(), Arc::clone(&next), url.to_owned());
+        let round_trip = round_trip.clone();
         workers.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             loop {
@@ -51,7 +54,8 @@ where
                     return Ok::<_, String>(latencies);
                 }
                 let t = Instant::now();
-                round_trip(client.clone(), n).await?;
+                let post = client.post(&url).header("content-type", "application/json");
+                round_trip(post, n).await?;
                 latencies.push(t.elapsed());
             }
         }));

@@ -15,7 +15,6 @@
 //! 16. `BENCH_WEB=idle` runs only this part.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::harness::Row;
@@ -303,24 +302,18 @@ fn body(n: usize, prompt: &str) -> String {
 /// One AG-UI run a round trip (thread numbers from `offset`), each checked for `RUN_FINISHED`
 /// and "ok".
 async fn load(url: &str, runs: usize, concurrency: usize, offset: usize) -> Result<Load, String> {
-    let url: Arc<str> = url.into();
-    load::load(runs, concurrency, move |client, n| {
-        let url = Arc::clone(&url);
-        async move {
-            let response = client
-                .post(&*url)
-                .header("content-type", "application/json")
-                .header("accept", "text/event-stream")
-                .body(body(offset + n, "go"))
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
-            let text = response.text().await.map_err(|e| e.to_string())?;
-            if !(text.contains("RUN_FINISHED") && text.contains("ok")) {
-                return Err(format!("run {n} did not finish with ok: {text}"));
-            }
-            Ok(())
+    load::posts(url, runs, concurrency, move |post, n| async move {
+        let response = post
+            .header("accept", "text/event-stream")
+            .body(body(offset + n, "go"))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let text = response.text().await.map_err(|e| e.to_string())?;
+        if !(text.contains("RUN_FINISHED") && text.contains("ok")) {
+            return Err(format!("run {n} did not finish with ok: {text}"));
         }
+        Ok(())
     })
     .await
 }
