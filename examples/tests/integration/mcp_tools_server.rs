@@ -102,18 +102,21 @@ async fn scenario(spec: ServerSpec, lifecycle: Lifecycle, fx: &Fixture, sleep_ar
     coordinator.stop_all().await;
 }
 
-fn stdio_spec(fx: &Fixture) -> ServerSpec {
+/// The command line that serves the fixture's root and settings over stdio.
+fn stdio_command(fx: &Fixture) -> [String; 5] {
     let exe = example("mcp_tools_server");
-    ServerSpec::stdio(
-        "tools",
-        exe.to_str().unwrap(),
-        [
-            "--root",
-            fx.root.to_str().unwrap(),
-            "--settings",
-            fx.settings.to_str().unwrap(),
-        ],
-    )
+    [
+        exe.to_str().unwrap().to_owned(),
+        "--root".into(),
+        fx.root.to_str().unwrap().to_owned(),
+        "--settings".into(),
+        fx.settings.to_str().unwrap().to_owned(),
+    ]
+}
+
+fn stdio_spec(fx: &Fixture) -> ServerSpec {
+    let [exe, args @ ..] = stdio_command(fx);
+    ServerSpec::stdio("tools", exe, args)
 }
 
 /// Starts the HTTP server and returns it with its URL (its first stdout line).
@@ -323,14 +326,8 @@ fn inspect(home: &std::path::Path, args: &[&str], target: &[&str]) -> serde_json
 fn the_inspector_cli_lists_and_calls_a_tool_over_stdio() {
     let fx = fixture();
     let home = tempfile::tempdir().unwrap();
-    let exe = example("mcp_tools_server");
-    let target = [
-        exe.to_str().unwrap(),
-        "--root",
-        fx.root.to_str().unwrap(),
-        "--settings",
-        fx.settings.to_str().unwrap(),
-    ];
+    let target = stdio_command(&fx);
+    let target: Vec<&str> = target.iter().map(String::as_str).collect();
     let listed = inspect(home.path(), &["--method", "tools/list"], &target);
     let names: Vec<&str> = listed["tools"]
         .as_array()
@@ -374,14 +371,8 @@ fn the_inspector_cli_lists_and_calls_a_tool_over_stdio() {
 fn the_inspector_cli_without_elicitation_gets_a_refusal_not_a_run() {
     let fx = fixture();
     let home = tempfile::tempdir().unwrap();
-    let exe = example("mcp_tools_server");
-    let target = [
-        exe.to_str().unwrap(),
-        "--root",
-        fx.root.to_str().unwrap(),
-        "--settings",
-        fx.settings.to_str().unwrap(),
-    ];
+    let target = stdio_command(&fx);
+    let target: Vec<&str> = target.iter().map(String::as_str).collect();
     // `touch` is neither allowed nor denied: it asks, and this client cannot be asked.
     let called = inspect(
         home.path(),
