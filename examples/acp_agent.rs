@@ -30,13 +30,7 @@ use mux::orchestrator::session::FileSessionStore;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match run().await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("acp_agent: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    mux_examples::exit_code_as("acp_agent", run().await)
 }
 
 async fn run() -> Result<(), String> {

@@ -16,18 +16,12 @@
 
 use std::process::ExitCode;
 
-use mux::mcp::HttpOptions;
 use mux_examples::mcp_agent_server::{Args, server};
+use mux_examples::mcp_serving::serve;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match run().await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("mcp_agent_server: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    mux_examples::exit_code_as("mcp_agent_server", run().await)
 }
 
 async fn run() -> Result<(), String> {
@@ -35,20 +29,5 @@ async fn run() -> Result<(), String> {
     let model = mux_examples::mcp_agent_server::model(&args)?;
     eprintln!("mcp_agent_server: {}", model.description);
     let server = server(&args, model)?;
-    let Some(port) = args.http else {
-        return server.serve_stdio().await.map_err(|err| err.to_string());
-    };
-    let mut options = HttpOptions::loopback(port);
-    if let Ok(token) = std::env::var("MUX_MCP_TOKEN") {
-        options = options.with_bearer_token(token);
-    }
-    let http = server
-        .serve_http(options)
-        .await
-        .map_err(|err| err.to_string())?;
-    // The first line on stdout is the URL, so a script (or a test) can wait for it.
-    println!("{}", http.url());
-    let _ = tokio::signal::ctrl_c().await;
-    http.shutdown().await;
-    Ok(())
+    serve(server, args.http).await
 }

@@ -33,13 +33,7 @@ const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA="
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match run().await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("mcp_conformance_server: {message}");
-            ExitCode::FAILURE
-        }
-    }
+    mux_examples::exit_code_as("mcp_conformance_server", run().await)
 }
 
 async fn run() -> Result<(), String> {
@@ -64,14 +58,7 @@ async fn run() -> Result<(), String> {
         .with_name("mux-conformance-server", env!("CARGO_PKG_VERSION"))
         .with_callers(callers)
         .with_catalog(Arc::new(Fixtures));
-    let http = server
-        .serve_http(HttpOptions::loopback(port))
-        .await
-        .map_err(|err| err.to_string())?;
-    println!("{}", http.url());
-    let _ = tokio::signal::ctrl_c().await;
-    http.shutdown().await;
-    Ok(())
+    mux_examples::mcp_serving::serve_http(server, HttpOptions::loopback(port)).await
 }
 
 #[derive(Clone, Copy, Debug)]

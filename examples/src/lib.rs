@@ -9,6 +9,7 @@ pub mod coding_agent;
 pub mod llm_call;
 pub mod mcp_agent_server;
 pub mod mcp_inspect;
+pub mod mcp_serving;
 pub mod mcp_tools_server;
 pub mod offline;
 pub mod permission_check;
@@ -25,10 +26,15 @@ pub fn step(what: impl Display, detail: impl Display) {
 
 /// An example's exit: success, or `error: MESSAGE` on stderr and a failure code.
 pub fn exit_code(result: Result<(), String>) -> ExitCode {
+    exit_code_as("error", result)
+}
+
+/// An example's exit: success, or `PROGRAM: MESSAGE` on stderr and a failure code.
+pub fn exit_code_as(program: &str, result: Result<(), String>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("error: {message}");
+            eprintln!("{program}: {message}");
             ExitCode::FAILURE
         }
     }

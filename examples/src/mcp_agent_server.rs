@@ -29,35 +29,15 @@ pub const USAGE: &str =
 impl Args {
     /// Parses the arguments after the program name.
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
-        let mut root = None;
-        let mut settings = Vec::new();
-        let mut http = None;
         let mut offline = false;
-        let mut args = args.into_iter();
-        while let Some(arg) = args.next() {
-            let mut value = |flag: &str| {
-                args.next()
-                    .ok_or_else(|| format!("{flag} needs a value; {USAGE}"))
-            };
-            match arg.as_str() {
-                "--root" => root = Some(PathBuf::from(value("--root")?)),
-                "--settings" => settings.push(PathBuf::from(value("--settings")?)),
-                "--offline" => offline = true,
-                "--http" => {
-                    let port = value("--http")?;
-                    http = Some(
-                        port.parse::<u16>()
-                            .map_err(|_| format!("--http takes a port number, not `{port}`"))?,
-                    );
-                }
-                other => return Err(format!("unknown argument `{other}`; {USAGE}")),
-            }
-        }
-        let root = root.ok_or_else(|| format!("--root is required; {USAGE}"))?;
+        let common = crate::mcp_tools_server::Args::parse_with(args, USAGE, |flag| {
+            offline |= flag == "--offline";
+            flag == "--offline"
+        })?;
         Ok(Self {
-            root,
-            settings,
-            http,
+            root: common.root,
+            settings: common.settings,
+            http: common.http,
             offline,
         })
     }

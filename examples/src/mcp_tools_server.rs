@@ -27,6 +27,17 @@ pub const USAGE: &str = "usage: mcp_tools_server --root DIR [--settings FILE]...
 impl Args {
     /// Parses the arguments after the program name.
     pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Self, String> {
+        Self::parse_with(args, USAGE, |_| false)
+    }
+
+    /// Parses `--root`, `--settings` and `--http`, and hands every other argument to `flag`,
+    /// which says whether it took it (a server with flags of its own); `usage` goes into the
+    /// errors.
+    pub fn parse_with(
+        args: impl IntoIterator<Item = String>,
+        usage: &str,
+        mut flag: impl FnMut(&str) -> bool,
+    ) -> Result<Self, String> {
         let mut root = None;
         let mut settings = Vec::new();
         let mut http = None;
@@ -34,7 +45,7 @@ impl Args {
         while let Some(arg) = args.next() {
             let mut value = |flag: &str| {
                 args.next()
-                    .ok_or_else(|| format!("{flag} needs a value; {USAGE}"))
+                    .ok_or_else(|| format!("{flag} needs a value; {usage}"))
             };
             match arg.as_str() {
                 "--root" => root = Some(PathBuf::from(value("--root")?)),
@@ -46,10 +57,11 @@ impl Args {
                             .map_err(|_| format!("--http takes a port number, not `{port}`"))?,
                     );
                 }
-                other => return Err(format!("unknown argument `{other}`; {USAGE}")),
+                other if flag(other) => {}
+                other => return Err(format!("unknown argument `{other}`; {usage}")),
             }
         }
-        let root = root.ok_or_else(|| format!("--root is required; {USAGE}"))?;
+        let root = root.ok_or_else(|| format!("--root is required; {usage}"))?;
         Ok(Self {
             root,
             settings,

@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { HttpAgent, verifyEvents } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
 import { from, lastValueFrom, toArray } from "rxjs";
+import { checker, recorder as recordEvents } from "./check.mjs";
 import { readSse } from "./sse.mjs";
 
 const [base, token] = process.argv.slice(2);
@@ -15,27 +16,8 @@ if (!base || !token) {
 }
 const headers = { authorization: `Bearer ${token}` };
 
-function check(condition, message, detail) {
-  if (!condition) {
-    console.error(`FAILED: ${message}`);
-    if (detail !== undefined) console.error(JSON.stringify(detail, null, 2));
-    process.exit(1);
-  }
-}
-
-function recorder() {
-  const events = [];
-  return {
-    events,
-    subscriber: {
-      onEvent({ event }) {
-        const parsed = EventSchema.safeParse(event);
-        check(parsed.success, `event ${event.type} does not match @ag-ui/core's schema`, { event });
-        events.push(event);
-      },
-    },
-  };
-}
+const check = checker();
+const recorder = () => recordEvents(check);
 
 const finished = (events) => events.filter((e) => e.type === "RUN_FINISHED").at(-1);
 

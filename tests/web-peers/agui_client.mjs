@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import { HttpAgent, verifyEvents } from "@ag-ui/client";
 import { EventSchema } from "@ag-ui/core/schemas";
 import { from, lastValueFrom, toArray } from "rxjs";
+import { checker, recorder as recordEvents } from "./check.mjs";
 import { readSse } from "./sse.mjs";
 
 const [scenario, base] = process.argv.slice(2);
@@ -14,31 +15,8 @@ if (!scenario || !base) {
   process.exit(2);
 }
 
-function check(condition, message, detail) {
-  if (!condition) {
-    console.error(`FAILED (${scenario}): ${message}`);
-    if (detail !== undefined) console.error(JSON.stringify(detail, null, 2));
-    process.exit(1);
-  }
-}
-
-/** A subscriber that validates every event against @ag-ui/core's schema and records it. */
-function recorder() {
-  const events = [];
-  return {
-    events,
-    subscriber: {
-      onEvent({ event }) {
-        const parsed = EventSchema.safeParse(event);
-        check(parsed.success, `event ${event.type} does not match @ag-ui/core's schema`, {
-          event,
-          issues: parsed.error?.issues,
-        });
-        events.push(event);
-      },
-    },
-  };
-}
+const check = checker(scenario);
+const recorder = () => recordEvents(check);
 
 function agent(threadId) {
   return new HttpAgent({ url: `${base}/agui`, threadId });

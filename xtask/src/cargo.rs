@@ -4,6 +4,8 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::crate_env::is_set_for_a_crate;
+
 /// The workspace root (the parent of this crate).
 pub(crate) fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -114,27 +116,9 @@ impl Cmd {
     }
 }
 
-/// Whether cargo sets `key` for the crate it runs (`cargo run` sets them for xtask). A child
-/// cargo must not inherit them: build scripts track some (ring's tracks `CARGO_MANIFEST_DIR`),
-/// so xtask's builds would not reuse what a plain `cargo` command built, nor it theirs.
-fn is_set_for_a_crate(key: &str) -> bool {
-    [
-        "CARGO_MANIFEST_",
-        "CARGO_PKG_",
-        "CARGO_BIN_",
-        "CARGO_CRATE_NAME",
-    ]
-    .iter()
-    .any(|prefix| key.starts_with(prefix))
-        || matches!(
-            key,
-            "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR" | "CARGO_RUSTC_CURRENT_DIR"
-        )
-}
-
 #[cfg(test)]
 mod tests {
-    use super::is_set_for_a_crate;
+    use crate::crate_env::is_set_for_a_crate;
 
     #[test]
     fn only_the_variables_cargo_sets_for_a_crate_are_dropped() {

@@ -13,6 +13,7 @@
 //! revision shipped) are reported but never fail the step.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -160,42 +161,9 @@ fn run_server_runner(
     if !url.starts_with("http://127.0.0.1:") {
         return Err(format!("{SERVER} printed no URL (got `{url}`)"));
     }
-    if out.exists() {
-        std::fs::remove_dir_all(out)
-            .map_err(|err| format!("cannot clear {}: {err}", out.display()))?;
-    }
-    let runner = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    let log = out.with_extension("log");
-    if let Some(parent) = log.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|err| format!("cannot create {}: {err}", parent.display()))?;
-    }
-    let log_file = std::fs::File::create(&log)
-        .map_err(|err| format!("cannot create {}: {err}", log.display()))?;
-    let log_err = log_file
-        .try_clone()
-        .map_err(|err| format!("cannot reuse {}: {err}", log.display()))?;
-    eprintln!(
-        "$ conformance server --url {url} --requirements {revision} (log: {})",
-        log.display()
-    );
-    let status = Command::new(node)
-        .arg(&runner)
-        .args(["server", "--url", url, "--requirements", revision, "-o"])
-        .arg(out)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(log_file)
-        .stderr(log_err)
-        .status()
-        .map_err(|err| format!("the conformance runner did not start: {err}"))?;
-    if !out.exists() {
-        return Err(format!(
-            "the conformance runner ({status}) saved no results; see {}",
-            log.display()
-        ));
-    }
-    Ok(())
+    let args = ["server", "--url", url, "--requirements", revision];
+    let shown = format!("conformance server --url {url} --requirements {revision}");
+    run_conformance(dir, node, &args.map(OsStr::new), &shown, out)
 }
 
 /// `npm ci` unless the installed tree matches the lockfile.
@@ -295,16 +263,35 @@ fn run_runner(
     revision: &str,
     out: &Path,
 ) -> Result<(), String> {
+    let args = [
+        OsStr::new("client"),
+        OsStr::new("--command"),
+        client.as_os_str(),
+        OsStr::new("--requirements"),
+        OsStr::new(revision),
+        OsStr::new("--timeout"),
+        OsStr::new(SCENARIO_TIMEOUT_MS),
+    ];
+    let shown = format!("conformance client --requirements {revision}");
+    run_conformance(dir, node, &args, &shown, out)
+}
+
+/// Runs the conformance runner with `args` and `-o out` in `dir`, after clearing `out`,
+/// with its output in `out.log`; `shown` is the command as printed. The runner exits non-zero
+/// when any scenario fails; the verdict is ours, from the checks it saved, so only a run that
+/// saved nothing is an error.
+fn run_conformance(
+    dir: &Path,
+    node: &Path,
+    args: &[&OsStr],
+    shown: &str,
+    out: &Path,
+) -> Result<(), String> {
     if out.exists() {
         std::fs::remove_dir_all(out)
             .map_err(|err| format!("cannot clear {}: {err}", out.display()))?;
     }
-    let runner = dir
-        .join("node_modules")
-        .join("@modelcontextprotocol")
-        .join("conformance")
-        .join("dist")
-        .join("index.js");
+    let runner = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
     let log = out.with_extension("log");
     if let Some(parent) = log.parent() {
         std::fs::create_dir_all(parent)
@@ -315,18 +302,11 @@ fn run_runner(
     let log_err = log_file
         .try_clone()
         .map_err(|err| format!("cannot reuse {}: {err}", log.display()))?;
-    eprintln!(
-        "$ conformance client --requirements {revision} (log: {})",
-        log.display()
-    );
-    // The runner exits non-zero when any scenario fails; the verdict is ours, from the
-    // checks it saved, so only a run that saved nothing is an error.
+    eprintln!("$ {shown} (log: {})", log.display());
     let status = Command::new(node)
         .arg(&runner)
-        .args(["client", "--command"])
-        .arg(client)
-        .args(["--requirements", revision])
-        .args(["--timeout", SCENARIO_TIMEOUT_MS, "-o"])
+        .args(args)
+        .arg("-o")
         .arg(out)
         .current_dir(dir)
         .stdin(Stdio::null())

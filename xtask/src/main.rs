@@ -18,6 +18,7 @@
 
 mod cargo;
 mod conformance;
+mod crate_env;
 mod doc_pages;
 mod features;
 mod layering;

@@ -7,3 +7,4 @@ pub mod balancer;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod postgres;
+pub mod process;

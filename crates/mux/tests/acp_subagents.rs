@@ -13,7 +13,6 @@ use mux::agents::{AgentDefinition, AgentRuntime, AgentSession};
 use mux::llm::testing::ScriptedClient;
 use mux::orchestrator::Agent;
 
-use mux::tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -83,27 +82,11 @@ fn for_call<'a>(notes: &'a [Value], call_id: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct EchoArgs {
-    /// Text to echo.
-    text: String,
-}
-
-struct Echo;
-
-impl TypedTool for Echo {
-    type Args = EchoArgs;
-    const NAME: &'static str = "echo";
-    fn description(&self) -> String {
-        "Echoes".into()
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
-    }
-    async fn call(&self, args: EchoArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(args.text))
-    }
-}
+/// Test tools the integration tests of several crates share (`Echo` here).
+#[path = "../../mux-tool/tests/support/tools.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod tools;
+use tools::Echo;
 
 #[tokio::test]
 async fn a_subagents_tool_calls_nest_under_the_task_call() {

@@ -9,35 +9,17 @@ use std::time::Duration;
 use mux::agents::{AgentDefinition, AgentRuntime, AgentSession};
 use mux::llm::testing::ScriptedClient;
 use mux::llm::{ContentBlock, Response, StopReason, Usage};
-use mux::tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use mux::tool::Registry;
 use opentelemetry::Value;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::json;
 use tracing_subscriber::layer::SubscriberExt;
 
-#[derive(Deserialize, JsonSchema)]
-struct EchoArgs {
-    /// Text to echo.
-    text: String,
-}
-
-struct Echo;
-
-impl TypedTool for Echo {
-    type Args = EchoArgs;
-    const NAME: &'static str = "echo";
-    fn description(&self) -> String {
-        "Echoes".into()
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
-    }
-    async fn call(&self, args: EchoArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(args.text))
-    }
-}
+/// Test tools the integration tests of several crates share (`Echo` here).
+#[path = "../../mux-tool/tests/support/tools.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod tools;
+use tools::Echo;
 
 fn call(id: &str, name: &str, input: serde_json::Value) -> Response {
     Response::new(

@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+/// The variables cargo sets for this crate, shared with xtask.
+#[path = "../../../xtask/src/crate_env.rs"]
+mod crate_env;
+
 /// Builds the example (a no-op when it is fresh) and returns its path, beside this test's
 /// own binary in the target directory. The flags match `cargo xtask test`'s, and the variables
 /// cargo set for this test are not passed on (ring's build script tracks
@@ -16,19 +20,7 @@ use serde_json::{Value, json};
 pub(crate) fn example(name: &str) -> PathBuf {
     let mut cargo = Command::new(env!("CARGO"));
     for (key, _) in std::env::vars() {
-        let for_this_crate = [
-            "CARGO_MANIFEST_",
-            "CARGO_PKG_",
-            "CARGO_BIN_",
-            "CARGO_CRATE_NAME",
-        ]
-        .iter()
-        .any(|prefix| key.starts_with(prefix))
-            || matches!(
-                key.as_str(),
-                "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR" | "CARGO_RUSTC_CURRENT_DIR"
-            );
-        if for_this_crate {
+        if crate_env::is_set_for_a_crate(&key) {
             cargo.env_remove(key);
         }
     }
@@ -198,4 +190,21 @@ pub(crate) fn raw_status(url: &str, request: &str) -> u16 {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("not a status line: {line:?}"))
+}
+
+/// tests/web-peers with playwright-core installed, and the Chromium to drive (`CHROMIUM`, or
+/// Debian's at /usr/bin/chromium); asserts that both are there.
+pub(crate) fn browser() -> (PathBuf, String) {
+    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/web-peers");
+    assert!(
+        peers.join("node_modules/playwright-core").is_dir(),
+        "playwright-core is not installed in {}: run `cargo xtask peers`",
+        peers.display()
+    );
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        std::path::Path::new(&chromium).exists(),
+        "no Chromium at {chromium}: install Debian's `chromium` (apt-get install chromium; .ci/run does) or set CHROMIUM"
+    );
+    (peers, chromium)
 }

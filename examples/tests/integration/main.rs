@@ -8,6 +8,7 @@ mod agent_in_twelve_lines;
 mod common;
 mod llm_call;
 mod mcp_agent_server;
+mod mcp_client;
 mod mcp_inspect;
 mod mcp_tools_server;
 mod one_agent_on_two_faces;

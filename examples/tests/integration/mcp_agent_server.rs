@@ -5,68 +5,21 @@
 //! cancelled call kills the inner `sleep`; a client that cannot be asked gets a refusal and
 //! nothing runs.
 
-use std::io::BufRead as _;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
 
 use mux::llm::testing::ScriptedClient;
-use mux::mcp::rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
-use mux::mcp::{
-    ClientFeatures, ClientHandlers, ConnectionOptions, Coordinator, CoordinatorConfig,
-    HandlerError, Lifecycle, ReconnectPolicy, ServerSpec,
-};
+use mux::mcp::{Coordinator, Lifecycle, ServerSpec};
 use mux::orchestrator::Agent;
 use mux::tool::{
-    ApprovalPolicy, BoxFuture, Content, ProgressSender, Tool, ToolContext, ToolOutput, ToolUpdate,
+    ApprovalPolicy, Content, ProgressSender, Tool, ToolContext, ToolOutput, ToolUpdate,
 };
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::common::example;
-
-/// Answers every elicitation with `approve: true` (when it declares elicitation) and records
-/// the messages.
-struct Approver {
-    elicits: bool,
-    asked: Mutex<Vec<String>>,
-}
-
-impl Approver {
-    fn new(elicits: bool) -> Arc<Self> {
-        Arc::new(Self {
-            elicits,
-            asked: Mutex::default(),
-        })
-    }
-
-    fn asked(&self) -> Vec<String> {
-        self.asked.lock().unwrap().clone()
-    }
-}
-
-impl ClientHandlers for Approver {
-    fn features(&self) -> ClientFeatures {
-        ClientFeatures {
-            elicitation_form: self.elicits,
-            ..ClientFeatures::default()
-        }
-    }
-
-    fn elicit(
-        &self,
-        _server: &str,
-        params: ElicitRequestParams,
-    ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = &params {
-            self.asked.lock().unwrap().push(message.clone());
-        }
-        Box::pin(async {
-            Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true})))
-        })
-    }
-}
+use crate::mcp_client::{Approver, a_cancelled_call_kills_its_sleep, connect, serve_http};
 
 /// A root for the inner agent, in a temporary directory.
 fn root() -> (tempfile::TempDir, PathBuf) {
@@ -86,36 +39,6 @@ fn spec(root: &std::path::Path) -> ServerSpec {
         exe.to_str().unwrap(),
         ["--root", root.to_str().unwrap(), "--offline"],
     )
-}
-
-async fn connect(
-    root: &std::path::Path,
-    lifecycle: Lifecycle,
-    approver: Arc<Approver>,
-) -> Coordinator {
-    connect_to(spec(root), lifecycle, approver).await
-}
-
-async fn connect_to(
-    spec: ServerSpec,
-    lifecycle: Lifecycle,
-    approver: Arc<Approver>,
-) -> Coordinator {
-    let coordinator = Coordinator::new(CoordinatorConfig {
-        connection: ConnectionOptions {
-            connect_timeout: Duration::from_secs(20),
-            shutdown_grace: Duration::from_secs(1),
-            lifecycle,
-            ..ConnectionOptions::default()
-        },
-        reconnect: ReconnectPolicy::None,
-        health_interval: None,
-        ..CoordinatorConfig::default()
-    })
-    .with_client_handlers(approver);
-    let report = coordinator.start_all_and_wait(vec![spec]).await.unwrap();
-    assert_eq!(report.failed, vec![], "connects");
-    coordinator
 }
 
 fn ask_tool(coordinator: &Coordinator) -> Arc<dyn Tool> {
@@ -138,17 +61,6 @@ fn answer(out: &ToolOutput) -> Value {
         .unwrap_or_else(|| panic!("no structured answer: {out:?}"))
 }
 
-/// Whether a process whose command line is exactly `words` is alive.
-fn running(words: &[&str]) -> bool {
-    let wanted: Vec<u8> = words
-        .iter()
-        .flat_map(|w| [w.as_bytes(), b"\0"].concat())
-        .collect();
-    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
-        std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| cmdline == wanted)
-    })
-}
-
 async fn scenario(lifecycle: Lifecycle, sleep_arg: &str) {
     let (_dir, root) = root();
     scenario_on(spec(&root), &root, lifecycle, sleep_arg).await;
@@ -161,7 +73,7 @@ async fn scenario_on(
     sleep_arg: &str,
 ) {
     let approver = Approver::new(true);
-    let coordinator = connect_to(spec, lifecycle, Arc::clone(&approver)).await;
+    let coordinator = connect(spec, lifecycle, Arc::clone(&approver)).await;
 
     // Another mux agent calls `ask`; the inner agent's `touch` needs approval, which reaches
     // this (the outer) client's elicitation handler.
@@ -256,33 +168,14 @@ async fn scenario_on(
     );
 
     // Cancel mid-call: the inner agent's `sleep` dies.
-    let cancel = CancellationToken::new();
-    let cx = ToolContext::new("c").with_cancellation(cancel.clone());
     let prompt = format!(r#"call bash {{"command": "sleep {sleep_arg}"}}"#);
-    let call = tokio::spawn({
-        let ask = Arc::clone(&ask);
-        async move { ask.call(json!({ "prompt": prompt }), cx).await }
-    });
-    let started = Instant::now();
-    while !running(&["sleep", sleep_arg]) {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "sleep never started"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    cancel.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(10), call)
-        .await
-        .unwrap();
-    let cancelled = Instant::now();
-    while running(&["sleep", sleep_arg]) {
-        assert!(
-            cancelled.elapsed() < Duration::from_secs(10),
-            "the sleep survived the cancellation"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    a_cancelled_call_kills_its_sleep(
+        ask,
+        json!({ "prompt": prompt }),
+        sleep_arg,
+        Duration::from_secs(30),
+    )
+    .await;
     coordinator.stop_all().await;
 }
 
@@ -291,7 +184,7 @@ async fn scenario_on(
 async fn refusal(lifecycle: Lifecycle) {
     let (_dir, root) = root();
     let approver = Approver::new(false);
-    let coordinator = connect(&root, lifecycle, Arc::clone(&approver)).await;
+    let coordinator = connect(spec(&root), lifecycle, Arc::clone(&approver)).await;
     let ask = ask_tool(&coordinator);
     let out = ask
         .call(
@@ -323,31 +216,15 @@ async fn agent_server_at_2026_07_28() {
     scenario(Lifecycle::Stateless, "31.4202").await;
 }
 
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_server_over_http_with_a_token_at_2026_07_28() {
     let (_dir, root) = root();
-    let mut child = Command::new(example("mcp_agent_server"))
+    let mut command = Command::new(example("mcp_agent_server"));
+    command
         .args(["--root", root.to_str().unwrap(), "--offline", "--http", "0"])
-        .env("MUX_MCP_TOKEN", "s3cret")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut url = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut url)
-        .unwrap();
-    let _child = Killed(child);
-    assert!(url.starts_with("http://127.0.0.1:"), "{url:?}");
-    let spec = ServerSpec::http("agent", url.trim()).with_bearer_token("s3cret");
+        .env("MUX_MCP_TOKEN", "s3cret");
+    let (_child, url) = serve_http(command);
+    let spec = ServerSpec::http("agent", url).with_bearer_token("s3cret");
     scenario_on(spec, &root, Lifecycle::Stateless, "31.4203").await;
 }
 

@@ -4,51 +4,19 @@
 //! refused by the sandbox, a denied command refused, a command that asks answered through the
 //! client's elicitation handler, and a cancelled `sleep` that dies. Plus hostile HTTP.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
 
-use mux::mcp::rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
-use mux::mcp::{
-    ClientFeatures, ClientHandlers, ConnectionOptions, Coordinator, CoordinatorConfig,
-    HandlerError, Lifecycle, ReconnectPolicy, ServerSpec,
-};
-use mux::tool::{BoxFuture, Tool, ToolContext};
+use mux::mcp::{Lifecycle, ServerSpec};
+use mux::tool::{Tool, ToolContext};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use crate::common::example;
-
-/// Answers every elicitation with `approve: true` and records the messages.
-#[derive(Default)]
-struct Approver {
-    asked: Mutex<Vec<String>>,
-}
-
-impl ClientHandlers for Approver {
-    fn features(&self) -> ClientFeatures {
-        ClientFeatures {
-            elicitation_form: true,
-            ..ClientFeatures::default()
-        }
-    }
-
-    fn elicit(
-        &self,
-        _server: &str,
-        params: ElicitRequestParams,
-    ) -> BoxFuture<'_, Result<ElicitResult, HandlerError>> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = &params {
-            self.asked.lock().unwrap().push(message.clone());
-        }
-        Box::pin(async {
-            Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true})))
-        })
-    }
-}
+use crate::mcp_client::{Approver, Killed, a_cancelled_call_kills_its_sleep, connect, serve_http};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -78,21 +46,6 @@ fn fixture() -> Fixture {
     }
 }
 
-fn coordinator(lifecycle: Lifecycle, approver: Arc<Approver>) -> Coordinator {
-    Coordinator::new(CoordinatorConfig {
-        connection: ConnectionOptions {
-            connect_timeout: Duration::from_secs(20),
-            shutdown_grace: Duration::from_secs(1),
-            lifecycle,
-            ..ConnectionOptions::default()
-        },
-        reconnect: ReconnectPolicy::None,
-        health_interval: None,
-        ..CoordinatorConfig::default()
-    })
-    .with_client_handlers(approver)
-}
-
 fn find(tools: &[Arc<dyn Tool>], name: &str) -> Arc<dyn Tool> {
     tools
         .iter()
@@ -101,22 +54,9 @@ fn find(tools: &[Arc<dyn Tool>], name: &str) -> Arc<dyn Tool> {
         .unwrap_or_else(|| panic!("no {name}"))
 }
 
-/// Whether a process whose command line is exactly `words` is alive.
-fn running(words: &[&str]) -> bool {
-    let wanted: Vec<u8> = words
-        .iter()
-        .flat_map(|w| [w.as_bytes(), b"\0"].concat())
-        .collect();
-    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
-        std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| cmdline == wanted)
-    })
-}
-
 async fn scenario(spec: ServerSpec, lifecycle: Lifecycle, fx: &Fixture, sleep_arg: &str) {
-    let approver = Arc::new(Approver::default());
-    let coordinator = coordinator(lifecycle, Arc::clone(&approver));
-    let report = coordinator.start_all_and_wait(vec![spec]).await.unwrap();
-    assert_eq!(report.failed, vec![], "connects");
+    let approver = Approver::new(true);
+    let coordinator = connect(spec, lifecycle, Arc::clone(&approver)).await;
     let tools = coordinator.tools();
     let call = |name: &str, input: serde_json::Value| {
         let tool = find(&tools, &format!("mcp__tools__{name}"));
@@ -144,91 +84,53 @@ async fn scenario(spec: ServerSpec, lifecycle: Lifecycle, fx: &Fixture, sleep_ar
     assert!(out.is_error, "{out:?}");
     assert!(out.to_text().contains("rm"), "{out:?}");
     assert!(fx.root.join("victim.txt").exists());
-    assert!(
-        approver.asked.lock().unwrap().is_empty(),
-        "deny does not ask"
-    );
+    assert!(approver.asked().is_empty(), "deny does not ask");
 
     // A command no rule covers asks the client; the approver says yes, and it runs.
     let made = format!("made-{}.txt", sleep_arg.replace('.', "-"));
     let out = call("bash", json!({"command": format!("touch {made}")})).await;
     assert!(!out.is_error, "{out:?}");
     assert!(fx.root.join(&made).exists(), "the approved command ran");
-    let asked = approver.asked.lock().unwrap().clone();
+    let asked = approver.asked();
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert!(asked[0].contains("touch"), "{asked:?}");
 
     // Cancel mid-call: the inner `sleep` dies.
     let bash = find(&tools, "mcp__tools__bash");
-    let cancel = CancellationToken::new();
-    let cx = ToolContext::new("c").with_cancellation(cancel.clone());
-    let command = format!("sleep {sleep_arg}");
-    let call = tokio::spawn(async move { bash.call(json!({"command": command}), cx).await });
-    let started = Instant::now();
-    while !running(&["sleep", sleep_arg]) {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "sleep never started"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    cancel.cancel();
-    let _ = tokio::time::timeout(Duration::from_secs(10), call)
-        .await
-        .unwrap();
-    let cancelled = Instant::now();
-    while running(&["sleep", sleep_arg]) {
-        assert!(
-            cancelled.elapsed() < Duration::from_secs(10),
-            "the sleep survived the cancellation"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let command = json!({"command": format!("sleep {sleep_arg}")});
+    a_cancelled_call_kills_its_sleep(bash, command, sleep_arg, Duration::from_secs(20)).await;
     coordinator.stop_all().await;
 }
 
-fn stdio_spec(fx: &Fixture) -> ServerSpec {
+/// The command line that serves the fixture's root and settings over stdio.
+fn stdio_command(fx: &Fixture) -> [String; 5] {
     let exe = example("mcp_tools_server");
-    ServerSpec::stdio(
-        "tools",
-        exe.to_str().unwrap(),
-        [
-            "--root",
-            fx.root.to_str().unwrap(),
-            "--settings",
-            fx.settings.to_str().unwrap(),
-        ],
-    )
+    [
+        exe.to_str().unwrap().to_owned(),
+        "--root".into(),
+        fx.root.to_str().unwrap().to_owned(),
+        "--settings".into(),
+        fx.settings.to_str().unwrap().to_owned(),
+    ]
+}
+
+fn stdio_spec(fx: &Fixture) -> ServerSpec {
+    let [exe, args @ ..] = stdio_command(fx);
+    ServerSpec::stdio("tools", exe, args)
 }
 
 /// Starts the HTTP server and returns it with its URL (its first stdout line).
-fn http_server(fx: &Fixture, token: Option<&str>) -> (Child, String) {
+fn http_server(fx: &Fixture, token: Option<&str>) -> (Killed, String) {
     let mut command = Command::new(example("mcp_tools_server"));
     command
         .args(["--root", fx.root.to_str().unwrap()])
         .args(["--settings", fx.settings.to_str().unwrap()])
         .args(["--http", "0"])
-        .env_remove("MUX_MCP_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped());
+        .env_remove("MUX_MCP_TOKEN");
     if let Some(token) = token {
         command.env("MUX_MCP_TOKEN", token);
     }
-    let mut child = command.spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("http://127.0.0.1:"), "{line:?}");
-    (child, line.trim().to_string())
-}
-
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    serve_http(command)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -246,8 +148,7 @@ async fn mux_client_over_stdio_at_2026_07_28() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mux_client_over_http_at_2025_11_25() {
     let fx = fixture();
-    let (child, url) = http_server(&fx, Some("s3cret"));
-    let _child = Killed(child);
+    let (_child, url) = http_server(&fx, Some("s3cret"));
     let spec = ServerSpec::http("tools", url).with_bearer_token("s3cret");
     scenario(spec, Lifecycle::Initialize, &fx, "31.4103").await;
 }
@@ -255,8 +156,7 @@ async fn mux_client_over_http_at_2025_11_25() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mux_client_over_http_at_2026_07_28() {
     let fx = fixture();
-    let (child, url) = http_server(&fx, None);
-    let _child = Killed(child);
+    let (_child, url) = http_server(&fx, None);
     scenario(
         ServerSpec::http("tools", url),
         Lifecycle::Stateless,
@@ -303,8 +203,7 @@ fn post(addr: &str, host: &str, extra: &str, body: &[u8]) -> u16 {
 #[test]
 fn hostile_http_gets_4xx_and_the_server_stays_up() {
     let fx = fixture();
-    let (child, url) = http_server(&fx, Some("s3cret"));
-    let _child = Killed(child);
+    let (_child, url) = http_server(&fx, Some("s3cret"));
     let addr = url
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
@@ -427,14 +326,8 @@ fn inspect(home: &std::path::Path, args: &[&str], target: &[&str]) -> serde_json
 fn the_inspector_cli_lists_and_calls_a_tool_over_stdio() {
     let fx = fixture();
     let home = tempfile::tempdir().unwrap();
-    let exe = example("mcp_tools_server");
-    let target = [
-        exe.to_str().unwrap(),
-        "--root",
-        fx.root.to_str().unwrap(),
-        "--settings",
-        fx.settings.to_str().unwrap(),
-    ];
+    let target = stdio_command(&fx);
+    let target: Vec<&str> = target.iter().map(String::as_str).collect();
     let listed = inspect(home.path(), &["--method", "tools/list"], &target);
     let names: Vec<&str> = listed["tools"]
         .as_array()
@@ -478,14 +371,8 @@ fn the_inspector_cli_lists_and_calls_a_tool_over_stdio() {
 fn the_inspector_cli_without_elicitation_gets_a_refusal_not_a_run() {
     let fx = fixture();
     let home = tempfile::tempdir().unwrap();
-    let exe = example("mcp_tools_server");
-    let target = [
-        exe.to_str().unwrap(),
-        "--root",
-        fx.root.to_str().unwrap(),
-        "--settings",
-        fx.settings.to_str().unwrap(),
-    ];
+    let target = stdio_command(&fx);
+    let target: Vec<&str> = target.iter().map(String::as_str).collect();
     // `touch` is neither allowed nor denied: it asks, and this client cannot be asked.
     let called = inspect(
         home.path(),

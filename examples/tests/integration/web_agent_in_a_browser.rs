@@ -8,19 +8,11 @@ use std::time::Duration;
 
 use mux::web::WebConfig;
 
+use crate::common;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_streams_asks_for_approval_answers_and_keeps_its_history_after_a_reload() {
-    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/web-peers");
-    assert!(
-        peers.join("node_modules/playwright-core").is_dir(),
-        "playwright-core is not installed in {}: run `cargo xtask peers`",
-        peers.display()
-    );
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    assert!(
-        std::path::Path::new(&chromium).exists(),
-        "no Chromium at {chromium}: install Debian's `chromium` (apt-get install chromium; .ci/run does) or set CHROMIUM"
-    );
+    let (peers, chromium) = common::browser();
 
     // The repository itself is the directory the offline model explores.
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");

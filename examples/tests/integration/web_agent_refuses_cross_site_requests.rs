@@ -3,7 +3,6 @@
 //! `text/plain` fetch and two form POSTs to /agui. No run starts, and the server logs each
 //! refusal. Then a DNS-rebinding-style request (a foreign `Host`) is refused too.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
@@ -22,17 +21,7 @@ fn history_status(url: &str, thread: &str) -> u16 {
 
 #[test]
 fn a_page_on_another_origin_cannot_start_a_run_and_a_foreign_host_is_refused() {
-    let peers = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/web-peers");
-    assert!(
-        peers.join("node_modules/playwright-core").is_dir(),
-        "playwright-core is not installed in {}: run `cargo xtask peers`",
-        peers.display()
-    );
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    assert!(
-        std::path::Path::new(&chromium).exists(),
-        "no Chromium at {chromium}: install Debian's `chromium` (.ci/run does) or set CHROMIUM"
-    );
+    let (peers, chromium) = common::browser();
     let server = common::Example::start(&["--no-token"]);
     assert!(
         server

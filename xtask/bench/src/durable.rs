@@ -32,11 +32,7 @@ const PAUSED_RUNS: usize = 10_000;
 pub(crate) const TAKEOVER_LEASE: Duration = Duration::from_secs(1);
 
 pub(crate) fn run() -> Result<Vec<Row>, String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let rt = crate::load::runtime()?;
     let postgres = Postgres::start(Durability::Default)?;
     let url = postgres.url("postgres");
     let only = std::env::var("BENCH_DURABLE").ok();

@@ -14,15 +14,12 @@
 //! default configuration; the lean variant turns `ask_user` off and sets `event_capacity` to
 //! 16. `BENCH_WEB=idle` runs only this part.
 
-use std::io::{BufRead, BufReader};
-use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::harness::Row;
+pub(crate) use crate::load::Load;
+use crate::{load, process};
 
 /// The argument that turns this binary into a web server:
 /// `web-server mux|mux-lean|bare|bare-hold`.
@@ -34,11 +31,7 @@ const IDLE_RUNS: usize = 10_000;
 
 /// Serves `kind` on 127.0.0.1 and prints `PORT <n>`; runs until killed.
 pub(crate) fn serve(kind: &str) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let runtime = load::runtime()?;
     runtime.block_on(async {
         let router = match kind {
             "mux" => server::mux(false),
@@ -252,17 +245,7 @@ const DATABASE_URL_VAR: &str = "MUX_BENCH_DATABASE_URL";
 const LEASE_VAR: &str = "MUX_BENCH_LEASE_MS";
 
 /// A server process, killed on drop.
-pub(crate) struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+pub(crate) struct Server(process::Server);
 
 impl Server {
     pub(crate) fn own(kind: &str, pinned: bool) -> Result<Self, String> {
@@ -280,61 +263,25 @@ impl Server {
     }
 
     fn spawn(kind: &str, pinned: bool, env: &[(&str, &str)]) -> Result<Self, String> {
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let mut child = command(&exe, pinned)
-            .args([WEB_SERVER_ARG, kind])
-            .envs(env.iter().copied())
-            .stdout(Stdio::piped())
-            .stdin(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("starting the {kind} server: {e}"))?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .map_err(|e| e.to_string())?;
-        let port = line
-            .trim()
-            .strip_prefix("PORT ")
-            .and_then(|p| p.parse().ok())
-            .ok_or_else(|| format!("the {kind} server said {line:?}"))?;
-        Ok(Self { child, port })
+        let what = format!("the {kind} server");
+        process::Server::own(&[WEB_SERVER_ARG, kind], env, pinned, &what).map(Self)
     }
 
     /// Kills the server at once (SIGKILL), as a crash would.
     pub(crate) fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.kill();
     }
 
     pub(crate) fn pydantic(python: &Path, script: &Path, pinned: bool) -> Result<Self, String> {
-        let port = StdListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| e.to_string())?
-            .port();
-        let child = command(python, pinned)
-            .arg(script)
-            .arg(port.to_string())
-            .stdin(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("starting pydantic-ai: {e}"))?;
-        let server = Self { child, port };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > deadline {
-                return Err("pydantic-ai's server did not listen within 30 s".into());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Ok(server)
+        process::Server::python(python, script, pinned, "pydantic-ai's server").map(Self)
     }
 
     pub(crate) fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/agui", self.port)
+        format!("http://127.0.0.1:{}/agui", self.0.port())
     }
 
     pub(crate) fn rss_mb(&self) -> Result<f64, String> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.0.pid()))
             .map_err(|e| e.to_string())?;
         status
             .lines()
@@ -345,23 +292,6 @@ impl Server {
     }
 }
 
-/// `program`, or `taskset -c 0 program` when pinned.
-fn command(program: &Path, pinned: bool) -> Command {
-    if pinned {
-        let mut command = Command::new("taskset");
-        command.args(["-c", "0"]).arg(program);
-        command
-    } else {
-        Command::new(program)
-    }
-}
-
-/// Runs/s and p99 (ms) of `runs` runs at `concurrency`, after a warm-up.
-pub(crate) struct Load {
-    pub(crate) runs_per_s: f64,
-    pub(crate) p99_ms: f64,
-}
-
 fn body(n: usize, prompt: &str) -> String {
     format!(
         r#"{{"threadId":"bench-{n}-{nonce}","runId":"run-{n}-{nonce}","messages":[{{"id":"u{n}","role":"user","content":"{prompt}"}}],"tools":[],"context":[],"state":{{}},"forwardedProps":{{}}}}"#,
@@ -369,55 +299,23 @@ fn body(n: usize, prompt: &str) -> String {
     )
 }
 
+/// One AG-UI run a round trip (thread numbers from `offset`), each checked for `RUN_FINISHED`
+/// and "ok".
 async fn load(url: &str, runs: usize, concurrency: usize, offset: usize) -> Result<Load, String> {
-    let client = reqwest::Client::builder()
-        .tcp_nodelay(true)
-        .pool_max_idle_per_host(concurrency)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut workers = Vec::new();
-    for _ in 0..concurrency {
-        let (client, next, url) = (client.clone(), Arc::clone(&next), url.to_owned());
-        workers.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            loop {
-                let n = next.fetch_add(1, Ordering::Relaxed);
-                if n >= runs {
-                    return Ok::<_, String>(latencies);
-                }
-                let t = Instant::now();
-                let response = client
-                    .post(&url)
-                    .header("content-type", "application/json")
-                    .header("accept", "text/event-stream")
-                    .body(body(offset + n, "go"))
-                    .send()
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let text = response.text().await.map_err(|e| e.to_string())?;
-                if !(text.contains("RUN_FINISHED") && text.contains("ok")) {
-                    return Err(format!("run {n} did not finish with ok: {text}"));
-                }
-                latencies.push(t.elapsed());
-            }
-        }));
-    }
-    let mut latencies = Vec::new();
-    for worker in workers {
-        latencies.extend(worker.await.map_err(|e| e.to_string())??);
-    }
-    let elapsed = started.elapsed();
-    latencies.sort();
-    let p99 = latencies
-        .get((latencies.len() * 99 / 100).min(latencies.len().saturating_sub(1)))
-        .copied()
-        .unwrap_or_default();
-    Ok(Load {
-        runs_per_s: runs as f64 / elapsed.as_secs_f64(),
-        p99_ms: p99.as_secs_f64() * 1000.0,
+    load::posts(url, runs, concurrency, move |post, n| async move {
+        let response = post
+            .header("accept", "text/event-stream")
+            .body(body(offset + n, "go"))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let text = response.text().await.map_err(|e| e.to_string())?;
+        if !(text.contains("RUN_FINISHED") && text.contains("ok")) {
+            return Err(format!("run {n} did not finish with ok: {text}"));
+        }
+        Ok(())
     })
+    .await
 }
 
 pub(crate) fn measure(
@@ -478,30 +376,11 @@ pub(crate) fn pydantic_script() -> PathBuf {
 
 /// The pydantic-ai venv, made on first use from the pinned requirements.
 pub(crate) fn pydantic_python() -> Result<PathBuf, String> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let venv = root.join("target/bench-web-venv");
-    let requirements = root.join("xtask/bench/python/requirements.txt");
-    let marker = venv.join("mux-requirements.txt");
-    let wanted = std::fs::read_to_string(&requirements).map_err(|e| e.to_string())?;
-    if std::fs::read_to_string(&marker).ok().as_deref() != Some(wanted.as_str()) {
-        let ok = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .map_err(|e| e.to_string())?
-            .success()
-            && Command::new(venv.join("bin/pip"))
-                .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-                .arg(&requirements)
-                .status()
-                .map_err(|e| e.to_string())?
-                .success();
-        if !ok {
-            return Err("installing pydantic-ai into target/bench-web-venv failed".into());
-        }
-        std::fs::write(&marker, wanted).map_err(|e| e.to_string())?;
-    }
-    Ok(venv.join("bin/python"))
+    process::venv_python(
+        "target/bench-web-venv",
+        "xtask/bench/python/requirements.txt",
+        "pydantic-ai",
+    )
 }
 
 /// Opens `IDLE_RUNS` runs that wait in a tool, reads their first event, and returns the
@@ -537,11 +416,7 @@ fn idle_rss(rt: &tokio::runtime::Runtime, server: &Server) -> Result<f64, String
 }
 
 pub(crate) fn run() -> Result<Vec<Row>, String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let rt = load::runtime()?;
     let mut rows = Vec::new();
     // `BENCH_WEB=idle` measures only the memory of idle runs.
     let throughput = std::env::var("BENCH_WEB").map_or(true, |only| only != "idle");
@@ -696,7 +571,10 @@ pub(crate) async fn start_holding_run(url: &str) -> Result<String, String> {
 /// The events of `run` replayed by `server` (from the store) until it is quiet for 500 ms;
 /// the last SSE id seen.
 pub(crate) async fn last_event_id(server: &Server, run: &str) -> Result<u64, String> {
-    let events = format!("http://127.0.0.1:{}/agui/runs/{run}/events", server.port);
+    let events = format!(
+        "http://127.0.0.1:{}/agui/runs/{run}/events",
+        server.0.port()
+    );
     let mut response = reqwest::Client::new()
         .get(&events)
         .send()
@@ -726,7 +604,10 @@ pub(crate) async fn wait_for_event_after(
     after: u64,
     timeout: Duration,
 ) -> Result<Instant, String> {
-    let events = format!("http://127.0.0.1:{}/agui/runs/{run}/events", server.port);
+    let events = format!(
+        "http://127.0.0.1:{}/agui/runs/{run}/events",
+        server.0.port()
+    );
     let deadline = Instant::now() + timeout;
     let client = reqwest::Client::new();
     loop {

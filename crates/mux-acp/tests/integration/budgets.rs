@@ -4,12 +4,11 @@
 
 use mux_acp::AcpAgent;
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Request, Response, StopReason, Usage};
 use mux_orchestrator::{Agent, RunLimits};
 use mux_tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
-use serde_json::json;
 
 use crate::harness::{Peer, for_call};
+use crate::models::calling_until;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct LookArgs {
@@ -37,31 +36,7 @@ impl TypedTool for Look {
 /// A model that calls `look` until it has 5 results, then answers; every reply is 10 input
 /// and 5 output tokens.
 fn model() -> ScriptedClient {
-    ScriptedClient::new().respond_with(|request: &Request| {
-        let results = request
-            .messages
-            .iter()
-            .flat_map(|m| m.content.iter())
-            .filter(|b| matches!(b, ContentBlock::ToolResult { .. }))
-            .count();
-        let response = if results < 5 {
-            Response::new(
-                vec![ContentBlock::tool_use(
-                    format!("l{results}"),
-                    "look",
-                    json!({"n": results}),
-                )],
-                StopReason::ToolUse,
-            )
-        } else {
-            Response::from_text("Looked.")
-        };
-        Ok(response.with_usage(Usage {
-            input_tokens: 10,
-            output_tokens: 5,
-            ..Usage::default()
-        }))
-    })
+    calling_until("look", "l", 5, "Looked.")
 }
 
 /// An agent whose sessions run [`model`] with `look` under `limits`.

@@ -7,6 +7,10 @@ mod budgets;
 mod harness;
 mod input;
 mod methods;
+/// Test models the orchestrator's, the agents' and the faces' tests share.
+#[path = "../../../mux-llm/tests/support/models.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod models;
 mod prompt_runs;
 mod read_only_tools_run_unasked;
 /// Test tools mux-tool's, the orchestrator's and this crate's tests share.

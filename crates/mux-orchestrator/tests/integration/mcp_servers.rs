@@ -20,6 +20,7 @@ use mux_orchestrator::{
     LoopError, LoopEvent, LoopInput, McpServers, Orchestrator, OrchestratorConfig, Run,
 };
 use mux_permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules};
+use mux_testkit::process::alive;
 use mux_tool::{Registry, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -68,17 +69,6 @@ fn allow(rules: RuleSet) -> Permissions {
 
 fn tool_names(request: &Request) -> Vec<String> {
     request.tools.iter().map(|t| t.name.to_string()).collect()
-}
-
-/// Whether process `pid` exists (and is not a zombie).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
 }
 
 async fn gone_within(pid: u32, limit: Duration) -> bool {

@@ -1,6 +1,6 @@
 //! Test tools that the integration tests of several crates share (mux-tool's, the
-//! orchestrator's, the editor face's; the web face's can too), included by path so that no crate below them needs a
-//! dev-dependency on a crate above.
+//! orchestrator's, the editor face's, the web face's), included by path so that no crate below
+//! them needs a dev-dependency on a crate above.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -72,6 +72,16 @@ impl TypedTool for Fetch {
 #[derive(Clone, Default)]
 pub struct SaveNote {
     pub notes: Arc<Mutex<HashMap<String, String>>>,
+}
+
+impl SaveNote {
+    /// A tool whose store starts with the note `name` = `text`.
+    pub fn with_note(name: &str, text: &str) -> Self {
+        let notes = [(name.to_owned(), text.to_owned())];
+        Self {
+            notes: Arc::new(Mutex::new(notes.into_iter().collect())),
+        }
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]

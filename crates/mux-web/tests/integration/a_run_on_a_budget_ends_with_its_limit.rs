@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Request, Response, StopReason, Usage};
 use mux_orchestrator::{ModelPrice, Orchestrator, OrchestratorConfig, PriceTable, RunLimits};
 use mux_tool::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
 use mux_web::{AguiRouter, WebConfig};
 use serde_json::{Value, json};
+
+use crate::common::{calling_until, events_within};
 
 /// A read-only tool that takes 100 ms.
 struct Tick(ToolSpec);
@@ -28,34 +28,6 @@ impl Tool for Tick {
     }
 }
 
-/// The model: calls `tick` until it has 5 results, then answers; every reply costs 10 input
-/// and 5 output tokens.
-fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
-    let results = request
-        .messages
-        .iter()
-        .flat_map(|m| m.content.iter())
-        .filter(|b| matches!(b, ContentBlock::ToolResult { .. }))
-        .count();
-    let response = if results < 5 {
-        Response::new(
-            vec![ContentBlock::tool_use(
-                format!("call_{results}"),
-                "tick",
-                json!({"n": results}),
-            )],
-            StopReason::ToolUse,
-        )
-    } else {
-        Response::from_text("Ticked.")
-    };
-    Ok(response.with_usage(Usage {
-        input_tokens: 10,
-        output_tokens: 5,
-        ..Usage::default()
-    }))
-}
-
 /// A server whose runs have `limits`; aborted on drop.
 struct Server {
     url: String,
@@ -69,7 +41,9 @@ impl Drop for Server {
 }
 
 async fn serve(limits: RunLimits) -> Server {
-    let client = Arc::new(ScriptedClient::new().respond_with(respond));
+    // The model calls `tick` until it has 5 results, then answers; every reply costs 10 input
+    // and 5 output tokens.
+    let client = Arc::new(calling_until("tick", "call_", 5, "Ticked."));
     let router = AguiRouter::new(move |tools: mux_tool::Registry| {
         let spec = ToolSpec::new("tick", "Waits a moment", json!({"type": "object"}))
             .unwrap()
@@ -103,14 +77,7 @@ async fn run(server: &Server, thread: &str) -> Vec<Value> {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let body = tokio::time::timeout(Duration::from_secs(30), response.text())
-        .await
-        .expect("the stream did not end")
-        .unwrap();
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| serde_json::from_str(d.trim()).unwrap())
-        .collect()
+    events_within(response, Duration::from_secs(30)).await
 }
 
 /// How a run's tool calls went: how many `tick`s ran, and how many the budget refused (they

@@ -2,27 +2,10 @@
 //! SSE: the kind as `mux.tool_kind`, the diff as `mux.tool_presentation`, the todo list as the
 //! `todos` state.
 
-use std::time::Duration;
-
 use mux_web::WebConfig;
 use serde_json::{Value, json};
 
-use crate::common;
-
-fn input(thread: &str, run: &str, text: &str) -> Value {
-    json!({"threadId": thread, "runId": run, "messages": [{"id": format!("{run}-u"), "role": "user", "content": text}]})
-}
-
-async fn events(response: reqwest::Response) -> Vec<Value> {
-    let body = tokio::time::timeout(Duration::from_secs(20), response.text())
-        .await
-        .expect("the stream did not end")
-        .unwrap();
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| serde_json::from_str(d.trim()).unwrap())
-        .collect()
-}
+use crate::common::{self, events, input};
 
 fn custom<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
     events

@@ -4,10 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use futures::StreamExt;
-use mux_llm::{
-    BlockStart, BoxFuture, EventStream, LlmClient, LlmError, Request, Response, StreamEvent, Usage,
-};
+use mux_llm::{BoxFuture, EventStream, LlmClient, LlmError, Request, Response};
 use mux_tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -18,35 +15,10 @@ pub fn tool_call(id: &str, name: &str, input: Value) -> Response {
     Response::from_tool_use(id, name, input)
 }
 
-/// A model that streams a little text, then never finishes.
-pub struct Stalls;
-
-impl LlmClient for Stalls {
-    fn provider(&self) -> &str {
-        "stalls"
-    }
-    fn stream(&self, _request: Request) -> BoxFuture<'_, Result<EventStream, LlmError>> {
-        Box::pin(async {
-            let start = futures::stream::iter(vec![
-                Ok(StreamEvent::MessageStart {
-                    id: None,
-                    model: None,
-                    usage: Usage::default(),
-                }),
-                Ok(StreamEvent::BlockStart {
-                    index: 0,
-                    block: BlockStart::Text,
-                }),
-                Ok(StreamEvent::TextDelta {
-                    index: 0,
-                    text: "working".into(),
-                }),
-            ]);
-            let stream: EventStream = Box::pin(start.chain(futures::stream::pending()));
-            Ok(stream)
-        })
-    }
-}
+/// The shared test models ([`Stalls`] among them).
+#[path = "../../../../mux-llm/tests/support/models.rs"]
+mod models;
+pub use models::*;
 
 #[derive(Deserialize, JsonSchema)]
 pub struct ShellArgs {

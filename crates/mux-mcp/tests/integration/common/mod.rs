@@ -137,16 +137,7 @@ pub(crate) fn signal(pid: u32, signal: &str) {
     assert!(status.success(), "kill {signal} {pid}: {status}");
 }
 
-/// Whether process `pid` exists (and is not a zombie).
-pub(crate) fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
-}
+pub(crate) use mux_testkit::process::alive;
 
 /// Waits until `pid` is gone, up to `limit`.
 pub(crate) async fn gone_within(pid: u32, limit: Duration) -> bool {

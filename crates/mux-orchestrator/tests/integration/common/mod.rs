@@ -19,6 +19,10 @@ use serde_json::{Value, json};
 mod tools;
 pub use tools::*;
 
+#[path = "../../../../mux-llm/tests/support/models.rs"]
+mod models;
+pub use models::*;
+
 /// A response that calls tools, given as (id, name, input).
 pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Response {
     let content = calls

@@ -9,14 +9,22 @@ use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
 use mux_orchestrator::Agent;
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use mux_tool::builtin::{Bash, Sandbox};
-use mux_tool::schemars::JsonSchema;
-use mux_tool::{
-    BoxFuture, Diff, Location, Presentation, TodoItem, TodoPriority, TodoStatus, Tool,
-    ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput, ToolSpec, TypedTool,
-};
+use mux_tool::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
 use mux_web::{AguiRouter, WebConfig};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
+
+/// Test tools mux-tool's, the orchestrator's, the editor face's and this crate's tests share.
+#[path = "../../../../mux-tool/tests/support/tools.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod tools;
+pub(crate) use tools::{PlanSteps, SaveNote};
+
+/// Test models the orchestrator's, the agents' and the faces' tests share.
+#[path = "../../../../mux-llm/tests/support/models.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod models;
+pub(crate) use models::calling_until;
 
 /// A running server; aborted on drop.
 pub(crate) struct Server {
@@ -38,7 +46,12 @@ pub(crate) fn input(thread: &str, run: &str, text: &str) -> Value {
 
 /// The data lines of an SSE body, parsed; the stream must end within 20 s.
 pub(crate) async fn events(response: reqwest::Response) -> Vec<Value> {
-    let body = tokio::time::timeout(Duration::from_secs(20), response.text())
+    events_within(response, Duration::from_secs(20)).await
+}
+
+/// The data lines of an SSE body, parsed; the stream must end within `timeout`.
+pub(crate) async fn events_within(response: reqwest::Response, timeout: Duration) -> Vec<Value> {
+    let body = tokio::time::timeout(timeout, response.text())
         .await
         .expect("the stream did not end")
         .unwrap();
@@ -87,7 +100,8 @@ fn router_on(config: WebConfig, store: Arc<dyn SessionStore>) -> (axum::Router, 
     let agent = Agent::builder(client, "scripted")
         .tool(Bash::new(sandbox))
         .tool(mux_tool::builtin::TodoWrite)
-        .tool(SaveNote::default())
+        // An application's edit tool; each server starts with the note `todo.md`.
+        .tool(SaveNote::with_note("todo.md", "buy milk\n"))
         .tool(PlanSteps)
         .tools([Arc::new(Tick::new()) as Arc<dyn Tool>])
         .root(dir.path())
@@ -232,99 +246,4 @@ pub(crate) fn web_peers() -> PathBuf {
         dir.display()
     );
     dir
-}
-
-/// An application's edit tool: notes in memory, nothing a face could know by name. Each
-/// server starts with the note `todo.md` = "buy milk\n".
-#[derive(Clone)]
-pub(crate) struct SaveNote {
-    notes: Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
-}
-
-impl Default for SaveNote {
-    fn default() -> Self {
-        let notes = [("todo.md".to_owned(), "buy milk\n".to_owned())];
-        Self {
-            notes: Arc::new(std::sync::Mutex::new(notes.into_iter().collect())),
-        }
-    }
-}
-
-#[derive(serde::Deserialize, JsonSchema)]
-#[schemars(crate = "mux_tool::schemars")]
-pub(crate) struct SaveNoteArgs {
-    /// The note's name.
-    name: String,
-    /// Its whole new text.
-    text: String,
-}
-
-impl TypedTool for SaveNote {
-    type Args = SaveNoteArgs;
-    const NAME: &'static str = "save_note";
-
-    fn description(&self) -> String {
-        "Saves a note".into()
-    }
-
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::destructive().with_kind(ToolKind::Edit)
-    }
-
-    /// The diff the save would make, shown before the person approves it.
-    async fn preview(&self, args: SaveNoteArgs) -> Option<Presentation> {
-        let path = format!("notes/{}", args.name);
-        let old = self.notes.lock().unwrap().get(&args.name).cloned();
-        Some(Presentation::new().with_diff(Diff::new(&path, old.as_deref(), &args.text)))
-    }
-
-    async fn call(&self, args: SaveNoteArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let path = format!("notes/{}", args.name);
-        let old = self
-            .notes
-            .lock()
-            .unwrap()
-            .insert(args.name.clone(), args.text.clone());
-        Ok(ToolOutput::text("saved").with_presentation(
-            Presentation::new()
-                .with_location(Location::new(&path).with_line(1))
-                .with_diff(Diff::new(&path, old.as_deref(), &args.text)),
-        ))
-    }
-}
-
-/// An application's plan tool, shown as the todo list.
-pub(crate) struct PlanSteps;
-
-#[derive(serde::Deserialize, JsonSchema)]
-#[schemars(crate = "mux_tool::schemars")]
-pub(crate) struct PlanStepsArgs {
-    /// The steps, in order; the first is under way.
-    steps: Vec<String>,
-}
-
-impl TypedTool for PlanSteps {
-    type Args = PlanStepsArgs;
-    const NAME: &'static str = "plan_steps";
-
-    fn description(&self) -> String {
-        "Plans the work".into()
-    }
-
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only().with_kind(ToolKind::Think)
-    }
-
-    async fn call(&self, args: PlanStepsArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
-        let todos = args.steps.iter().enumerate().map(|(i, step)| {
-            let item = TodoItem::new(step.as_str()).with_priority(TodoPriority::Low);
-            if i == 0 {
-                item.with_status(TodoStatus::InProgress)
-                    .with_priority(TodoPriority::High)
-            } else {
-                item
-            }
-        });
-        Ok(ToolOutput::text("planned").with_presentation(Presentation::new().with_todos(todos)))
-    }
 }
