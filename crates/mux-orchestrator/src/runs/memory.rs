@@ -354,6 +354,35 @@ impl RunStore for MemoryRunStore {
         })
     }
 
+    fn list_runs<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(RunRecord, Option<StoredEvent>)>, RunStoreError>> {
+        Box::pin(async move {
+            let state = self.lock();
+            let mut ids: Vec<&String> = state
+                .runs
+                .keys()
+                .filter(|id| id.starts_with(prefix) && id.as_str() > after)
+                .collect();
+            ids.sort_unstable();
+            Ok(ids
+                .into_iter()
+                .take(limit)
+                .filter_map(|id| state.runs.get(id))
+                .map(|entry| {
+                    let last = entry.events.last().map(|event| StoredEvent {
+                        seq: entry.events.len() as u64,
+                        event: serde_json::from_str(event).unwrap_or(Value::Null),
+                    });
+                    (entry.record.clone(), last)
+                })
+                .collect())
+        })
+    }
+
     fn forget_ended<'a>(
         &'a self,
         older_than: Duration,

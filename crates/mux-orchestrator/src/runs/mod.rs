@@ -253,6 +253,16 @@ pub trait RunStore: Send + Sync + 'static {
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>>;
 
+    /// Up to `limit` runs whose ids start with `prefix` and sort after `after` (byte order;
+    /// `""` for the first page), in id order, each with its last event: a face lists its
+    /// runs by the prefix of the ids it gives them.
+    fn list_runs<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(RunRecord, Option<StoredEvent>)>, RunStoreError>>;
+
     /// Deletes the runs that ended (finished, failed or cancelled) more than `older_than`
     /// ago, with their events; returns how many.
     fn forget_ended<'a>(
