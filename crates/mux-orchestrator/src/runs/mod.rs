@@ -32,6 +32,7 @@ mod memory;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod writer;
 
 use std::time::Duration;
 
@@ -45,6 +46,7 @@ pub use memory::MemoryRunStore;
 pub use postgres::PostgresRunStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteRunStore;
+pub use writer::{BACKLOG_LIMIT, RunWriter};
 
 /// Where a run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
