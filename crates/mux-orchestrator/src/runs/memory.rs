@@ -8,7 +8,7 @@ use mux_tool::BoxFuture;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
+use super::{ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
 
 /// Runs in memory: the contract for one process (tests, a single node). Nothing survives
 /// the process.
@@ -359,7 +359,7 @@ impl RunStore for MemoryRunStore {
         prefix: &'a str,
         after: &'a str,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<(RunRecord, Option<StoredEvent>)>, RunStoreError>> {
+    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
         Box::pin(async move {
             let state = self.lock();
             let mut ids: Vec<&String> = state

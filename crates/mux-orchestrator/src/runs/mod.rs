@@ -121,6 +121,9 @@ pub struct StoredEvent {
     pub event: Value,
 }
 
+/// A run as [`RunStore::list_runs`] lists it: the run and its last event, if any.
+pub type ListedRun = (RunRecord, Option<StoredEvent>);
+
 /// Why a run store refused.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -263,7 +266,7 @@ pub trait RunStore: Send + Sync + 'static {
         prefix: &'a str,
         after: &'a str,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<(RunRecord, Option<StoredEvent>)>, RunStoreError>>;
+    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>>;
 
     /// Deletes the runs that ended (finished, failed or cancelled) more than `older_than`
     /// ago, with their events; returns how many.

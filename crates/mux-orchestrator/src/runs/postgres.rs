@@ -20,7 +20,8 @@ use sqlx::{Postgres, Row, Transaction};
 use tokio::sync::Notify;
 
 use super::{
-    RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent, failed, not_held, unclaimable,
+    ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent, failed, not_held,
+    unclaimable,
 };
 
 /// The notification channel.
@@ -535,7 +536,7 @@ impl RunStore for PostgresRunStore {
         prefix: &'a str,
         after: &'a str,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<(RunRecord, Option<StoredEvent>)>, RunStoreError>> {
+    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
         Box::pin(async move {
             // Byte order whatever the database's collation.
             let rows = sqlx::query(

@@ -20,7 +20,8 @@ use sqlx::sqlite::{
 use tokio::sync::Notify;
 
 use super::{
-    RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent, failed, not_held, unclaimable,
+    ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent, failed, not_held,
+    unclaimable,
 };
 
 const SCHEMA: &str = "
@@ -482,7 +483,7 @@ impl RunStore for SqliteRunStore {
         prefix: &'a str,
         after: &'a str,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<(RunRecord, Option<StoredEvent>)>, RunStoreError>> {
+    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
         Box::pin(async move {
             let rows = sqlx::query(
                 "SELECT r.run_id, r.session_id, r.status, r.owner, r.cancel_requested, \

@@ -304,9 +304,12 @@ mod tests {
             writer.push(json!({ "n": n }));
         }
         store.request_cancel("r").await.unwrap();
-        tokio::time::timeout(Duration::from_secs(10), writer.cancel_requested().cancelled())
-            .await
-            .unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            writer.cancel_requested().cancelled(),
+        )
+        .await
+        .unwrap();
         // Held past several leases by the heartbeat.
         tokio::time::sleep(lease * 3).await;
         writer.push(json!({ "n": 600 }));
@@ -317,7 +320,10 @@ mod tests {
             .unwrap();
         assert!(!writer.lost().is_cancelled());
         let record = store.get("r").await.unwrap();
-        assert_eq!((record.status, record.last_seq), (RunStatus::Cancelled, 601));
+        assert_eq!(
+            (record.status, record.last_seq),
+            (RunStatus::Cancelled, 601)
+        );
         let events = store.events_after("r", 599, 10).await.unwrap();
         assert_eq!(events[1].event, json!({ "n": 600 }));
     }
