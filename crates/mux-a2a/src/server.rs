@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use mux_orchestrator::Agent;
+use mux_orchestrator::runs::{MemoryRunStore, RunStore};
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -18,6 +19,7 @@ use crate::methods::Methods;
 use crate::router::{Shared, router};
 use crate::security::Guard;
 use crate::serve::{accept_loop, bound};
+use crate::stored::Durable;
 use crate::tasks::Tasks;
 
 /// Why a server could not be built or started.
@@ -53,10 +55,17 @@ pub enum A2aError {
 /// with [`session_store`](Self::session_store), or in memory); each task is one prompt's run
 /// on it, from `submitted` through `working` and any `input-required` pause (an approval, a
 /// question) to `completed`, `failed` or `canceled`.
+///
+/// Tasks live in a run store ([`run_store`](Self::run_store); in memory by default): every
+/// process serving the same agent on the same session and run stores (SQLite on one machine,
+/// PostgreSQL across machines) gets, lists, follows, cancels and answers every task, and a
+/// restarted process finds them all. See docs/a2a.md for what a restart or a crash does to
+/// a task.
 pub struct A2aServer {
     agent: Agent,
     config: A2aConfig,
     store: Option<Arc<dyn SessionStore>>,
+    runs: Option<Arc<dyn RunStore>>,
 }
 
 impl std::fmt::Debug for A2aServer {
@@ -75,6 +84,7 @@ impl A2aServer {
             agent,
             config: A2aConfig::default(),
             store: None,
+            runs: None,
         }
     }
 
@@ -90,6 +100,13 @@ impl A2aServer {
         self
     }
 
+    /// Keeps tasks in `store` rather than in memory: give every process that serves the
+    /// agent the same run store and the same session store.
+    pub fn run_store(mut self, store: Arc<dyn RunStore>) -> Self {
+        self.runs = Some(store);
+        self
+    }
+
     /// The axum router, to merge into an application (serve it with
     /// `into_make_service`; the server's own loopback origin is then unknown, so browser
     /// pages need [`A2aConfig::allowed_origins`]). The returned token stops every run of
@@ -101,13 +118,16 @@ impl A2aServer {
             .store
             .or_else(|| self.agent.session_store().cloned())
             .unwrap_or_else(|| Arc::new(MemorySessionStore::new()));
+        let runs = self.runs.unwrap_or_else(|| Arc::new(MemoryRunStore::new()));
         let card = Card::new(&self.agent, &self.config);
         let config = self.config;
         let shared = Shared {
             methods: Methods {
-                tasks: Tasks::new(config.max_tasks),
-                contexts: Contexts::new(self.agent, store, config.max_contexts, stop.clone()),
+                tasks: Arc::new(Tasks::new(config.max_tasks)),
+                contexts: Contexts::new(self.agent, store, stop.clone()),
+                durable: Durable::new(runs, config.lease, stop.clone()),
                 max_log: config.max_task_log,
+                retention: config.task_retention,
             },
             guard,
             card,
@@ -115,7 +135,9 @@ impl A2aServer {
             body_limit: config.body_limit,
             body_timeout: config.body_timeout,
         };
-        Ok((router(Arc::new(shared)), stop))
+        let shared = Arc::new(shared);
+        watch_leases(&shared, config.lease, stop.clone());
+        Ok((router(shared), stop))
     }
 
     /// Listens on `addr` and serves until [`Running::shutdown`]. A non-loopback address
@@ -172,4 +194,27 @@ impl Running {
     pub async fn wait(self) {
         let _ = self.task.await;
     }
+}
+
+/// Looks every lease (at most every second) for tasks whose process stopped, and takes them
+/// over; ends when the server stops or goes away.
+fn watch_leases(shared: &Arc<Shared>, lease: std::time::Duration, stop: CancellationToken) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!("no tokio runtime: tasks of stopped processes are not taken over");
+        return;
+    };
+    let shared = Arc::downgrade(shared);
+    let every = lease.min(std::time::Duration::from_secs(1));
+    runtime.spawn(async move {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                () = stop.cancelled() => return,
+            }
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            shared.methods.take_over_expired().await;
+        }
+    });
 }
