@@ -45,7 +45,13 @@ impl Source {
     /// The next updates (see [`Next`]).
     pub(crate) async fn next(&mut self) -> Next {
         match self {
-            Self::Local { task, cursor } => task.next(cursor).await,
+            Self::Local { task, cursor } => {
+                let next = task.next(cursor).await;
+                if matches!(next, Next::End) {
+                    stored_by_now(task).await;
+                }
+                next
+            }
             Self::Stored(feed) => feed.next().await,
         }
     }
@@ -134,6 +140,7 @@ impl Methods {
         }
         if !configuration.return_immediately {
             task.settled().await;
+            stored_by_now(&task).await;
         }
         let snapshot = task.snapshot(history, true);
         Ok(Reply::Result(json_text(&StreamResponse::Task(snapshot))))
@@ -596,6 +603,16 @@ impl Methods {
                 }
             }
         }
+    }
+}
+
+/// Waits (a while) until the store has a task that paused or ended here, so that what the
+/// client is told is what every process finds.
+pub(crate) async fn stored_by_now(task: &TaskEntry) {
+    if task.input().is_none()
+        && let Some(writer) = task.writer()
+    {
+        let _ = tokio::time::timeout(HANDOVER_WAIT, writer.done()).await;
     }
 }
 

@@ -95,7 +95,17 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
                     input,
                     reason,
                 };
-                if task.push_ask(ask.clone()) {
+                let first = task.push_ask(ask.clone());
+                if first && waits_for_approvals_only(&task, &open) {
+                    // Stopped before the client learns of the pause, so its answer finds
+                    // the pause in the store.
+                    handle.abort();
+                    task.release_input();
+                    pause(&task, &ask);
+                    writer.finish(RunStatus::Paused);
+                    return;
+                }
+                if first {
                     pause(&task, &ask);
                 }
             }
@@ -130,7 +140,10 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
             }
             _ => {}
         }
-        if !ended && waits_for_approvals_only(&task, &open) {
+        if !ended
+            && task.state() == TaskState::InputRequired
+            && waits_for_approvals_only(&task, &open)
+        {
             // The session holds the pause; whoever answers rebuilds the loop.
             handle.abort();
             task.release_input();
@@ -158,7 +171,6 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
 fn waits_for_approvals_only(task: &TaskEntry, open: &HashSet<String>) -> bool {
     let asks = task.asks();
     !asks.is_empty()
-        && task.state() == TaskState::InputRequired
         && asks.iter().all(|ask| matches!(ask, Ask::Approval { .. }))
         && open.iter().all(|id| {
             asks.iter()
