@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use mux_orchestrator::session::{ID_RULE, SessionError, SessionMeta, SessionStore, valid_id};
 use mux_orchestrator::{Agent, Orchestrator};
-use tokio_util::sync::CancellationToken;
 
 use crate::rpc::RpcError;
 use crate::tasks::shown;
@@ -16,13 +15,11 @@ use crate::tasks::shown;
 pub(crate) struct Contexts {
     agent: Agent,
     store: Arc<dyn SessionStore>,
-    /// The parent of every conversation's token: cancelled when the server stops.
-    stop: CancellationToken,
 }
 
 impl Contexts {
-    pub(crate) fn new(agent: Agent, store: Arc<dyn SessionStore>, stop: CancellationToken) -> Self {
-        Self { agent, store, stop }
+    pub(crate) fn new(agent: Agent, store: Arc<dyn SessionStore>) -> Self {
+        Self { agent, store }
     }
 
     /// Checks a client's `contextId`.
@@ -43,10 +40,9 @@ impl Contexts {
         let builder = self
             .agent
             .orchestrator_at(self.agent.root())
-            .map(|b| {
-                b.session_store(Arc::clone(&self.store))
-                    .cancellation(self.stop.child_token())
-            })
+            // A server that stops aborts its loops where they are (through their writers),
+            // as a process that ends would, rather than cancelling them.
+            .map(|b| b.session_store(Arc::clone(&self.store)))
             .map_err(|e| RpcError::internal(format!("the agent could not be set up: {e}")))?;
         let Some(id) = id else {
             return Ok(builder.build());

@@ -1,7 +1,7 @@
 //! The A2A 1.0 methods, on the tasks of the run store and the contexts of the session store:
 //! a task this process runs is read from memory, any other from the run store.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use mux_orchestrator::runs::{RunRecord, RunStatus, RunStoreError, RunWriter};
@@ -24,6 +24,8 @@ use mux_http::unguessable as new_id;
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
 /// How long an answer waits for this process to finish giving up a paused run.
 const HANDOVER_WAIT: Duration = Duration::from_secs(10);
+/// How often ended tasks past the retention are forgotten.
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
 /// What a method answers.
 pub(crate) enum Reply {
@@ -66,6 +68,8 @@ pub(crate) struct Methods {
     pub(crate) max_log: usize,
     /// How long ended tasks stay in the run store.
     pub(crate) retention: Duration,
+    /// When ended tasks were last forgotten.
+    pub(crate) pruned: std::sync::Mutex<Option<tokio::time::Instant>>,
 }
 
 /// The methods of A2A 0.3, named in the error a 0.3 client gets.
@@ -501,8 +505,21 @@ impl Methods {
         })
     }
 
-    /// Takes over every task whose owner's lease ran out, and forgets tasks that ended more
-    /// than the retention ago.
+    /// Forgets tasks that ended more than the retention ago (at most once a minute).
+    pub(crate) async fn prune(&self) {
+        {
+            let mut pruned = self.pruned.lock().unwrap_or_else(PoisonError::into_inner);
+            if pruned.is_some_and(|at| at.elapsed() < PRUNE_EVERY) {
+                return;
+            }
+            *pruned = Some(tokio::time::Instant::now());
+        }
+        if let Err(err) = self.durable.store.forget_ended(self.retention).await {
+            tracing::debug!("forgetting ended tasks: {err}");
+        }
+    }
+
+    /// Takes over every task whose owner's lease ran out.
     pub(crate) async fn take_over_expired(&self) {
         let store = &self.durable.store;
         let mut after = String::new();
@@ -532,9 +549,6 @@ impl Methods {
                 Some((last, _)) if page.len() == 500 => after = last.run_id.clone(),
                 _ => break,
             }
-        }
-        if let Err(err) = store.forget_ended(self.retention).await {
-            tracing::debug!("forgetting ended tasks: {err}");
         }
     }
 

@@ -110,7 +110,7 @@ impl A2aServer {
     /// The axum router, to merge into an application (serve it with
     /// `into_make_service`; the server's own loopback origin is then unknown, so browser
     /// pages need [`A2aConfig::allowed_origins`]). The returned token stops every run of
-    /// the router's conversations.
+    /// the router where it is, as a process that ends would.
     pub fn router(self) -> Result<(Router, CancellationToken), A2aError> {
         let stop = CancellationToken::new();
         let guard = Guard::new(&self.config).map_err(A2aError::Config)?;
@@ -118,16 +118,19 @@ impl A2aServer {
             .store
             .or_else(|| self.agent.session_store().cloned())
             .unwrap_or_else(|| Arc::new(MemorySessionStore::new()));
+        // Only a store another process may share has tasks to take over.
+        let shared_store = self.runs.is_some();
         let runs = self.runs.unwrap_or_else(|| Arc::new(MemoryRunStore::new()));
         let card = Card::new(&self.agent, &self.config);
         let config = self.config;
         let shared = Shared {
             methods: Methods {
                 tasks: Arc::new(Tasks::new(config.max_tasks)),
-                contexts: Contexts::new(self.agent, store, stop.clone()),
+                contexts: Contexts::new(self.agent, store),
                 durable: Durable::new(runs, config.lease, stop.clone()),
                 max_log: config.max_task_log,
                 retention: config.task_retention,
+                pruned: std::sync::Mutex::default(),
             },
             guard,
             card,
@@ -136,7 +139,7 @@ impl A2aServer {
             body_timeout: config.body_timeout,
         };
         let shared = Arc::new(shared);
-        watch_leases(&shared, config.lease, stop.clone());
+        watch_leases(&shared, config.lease, shared_store, stop.clone());
         Ok((router(shared), stop))
     }
 
@@ -183,7 +186,8 @@ impl Running {
         format!("http://{}{RPC_PATH}", self.addr)
     }
 
-    /// Stops accepting, closes the connections, cancels every run and waits for the accept
+    /// Stops accepting, closes the connections, stops every run where it is (a process
+    /// sharing the run store takes the tasks over after their lease) and waits for the accept
     /// loop to end.
     pub async fn shutdown(self) {
         self.stop.cancel();
@@ -197,8 +201,14 @@ impl Running {
 }
 
 /// Looks every lease (at most every second) for tasks whose process stopped, and takes them
-/// over; ends when the server stops or goes away.
-fn watch_leases(shared: &Arc<Shared>, lease: std::time::Duration, stop: CancellationToken) {
+/// over (when the run store may be shared), and forgets old ended tasks; ends when the server
+/// stops or goes away.
+fn watch_leases(
+    shared: &Arc<Shared>,
+    lease: std::time::Duration,
+    take_over: bool,
+    stop: CancellationToken,
+) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         tracing::warn!("no tokio runtime: tasks of stopped processes are not taken over");
         return;
@@ -214,7 +224,10 @@ fn watch_leases(shared: &Arc<Shared>, lease: std::time::Duration, stop: Cancella
             let Some(shared) = shared.upgrade() else {
                 return;
             };
-            shared.methods.take_over_expired().await;
+            if take_over {
+                shared.methods.take_over_expired().await;
+            }
+            shared.methods.prune().await;
         }
     });
 }

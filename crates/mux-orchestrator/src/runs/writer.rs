@@ -125,8 +125,8 @@ impl RunWriter {
         self.shared.cancel.clone()
     }
 
-    /// Fires when the run is no longer this owner's: another process took it over, or the
-    /// store stayed unreachable for [`BACKLOG_LIMIT`] events.
+    /// Fires when the run is no longer this owner's: another process took it over, the
+    /// store stayed unreachable for [`BACKLOG_LIMIT`] events, or `alive` was cancelled.
     pub fn lost(&self) -> CancellationToken {
         self.shared.lost.clone()
     }
@@ -153,6 +153,10 @@ impl Shared {
 
     async fn write(self: Arc<Self>) {
         self.run().await;
+        if self.alive.is_cancelled() {
+            // The face stopped: the run is left for another owner.
+            self.lost.cancel();
+        }
         self.done.cancel();
     }
 
