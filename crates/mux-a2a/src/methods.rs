@@ -343,21 +343,22 @@ impl Methods {
             }
             Err(err) => return Err(stored::store_error(err, &task_id)),
         }
-        let task = Arc::new(task);
         let writer = durable.writer(&run_id);
+        let orchestrator = match self.contexts.open(Some(&record.session_id)).await {
+            Ok(orchestrator) => orchestrator,
+            Err(err) => {
+                // Nothing was written: the task still waits for this answer.
+                give_back(&writer).await;
+                return Err(err);
+            }
+        };
+        let task = Arc::new(task);
         task.set_writer(writer.clone(), false);
         message.context_id = task.context_id.clone();
         task.record(message);
         // The rebuilt loop asks again what is still open.
         task.clear_asks();
         runner::resume(&task);
-        let orchestrator = match self.contexts.open(Some(&record.session_id)).await {
-            Ok(orchestrator) => orchestrator,
-            Err(err) => {
-                give_back(&writer).await;
-                return Err(err);
-            }
-        };
         let run = orchestrator.resume_run([(call_id, answer)]);
         self.follow(&task, run, writer, "resume")?;
         Ok(task)

@@ -542,4 +542,56 @@ mod tests {
         assert_eq!(snapshot.artifacts[0].parts.len(), 4);
         assert_eq!(cursor, 4);
     }
+
+    #[tokio::test]
+    async fn the_stored_records_rebuild_the_task_as_it_was() {
+        use mux_orchestrator::runs::{MemoryRunStore, RunStatus, RunStore};
+        use std::time::Duration;
+        use tokio_util::sync::CancellationToken;
+
+        let store: Arc<dyn RunStore> = Arc::new(MemoryRunStore::new());
+        let lease = Duration::from_secs(60);
+        store.begin("c", "a2a.t", "me", lease).await.unwrap();
+        let writer = RunWriter::start(
+            Arc::clone(&store),
+            "a2a.t",
+            "me",
+            lease,
+            CancellationToken::new(),
+        );
+        let task = TaskEntry::new("t".into(), "c".into(), first(), 100);
+        task.set_writer(writer.clone(), true);
+        task.set_status(TaskState::Working, None);
+        task.set_artifact(chunk("Hel"), false, false);
+        task.set_artifact(chunk("lo"), true, false);
+        let ask = Ask::Approval {
+            call_id: "c1".into(),
+            tool: "bash".into(),
+            input: serde_json::json!({"command": "ls"}),
+            reason: "asks".into(),
+        };
+        assert!(task.push_ask(ask.clone()));
+        task.set_status(TaskState::InputRequired, None);
+        writer.finish(RunStatus::Paused);
+        writer.done().await;
+
+        let events = store.events_after("a2a.t", 0, 100).await.unwrap();
+        let records: Vec<Record> = events.iter().filter_map(Record::of).collect();
+        assert_eq!(records.len(), events.len(), "every event is a record");
+        let rebuilt = TaskEntry::restore("t".into(), "c".into(), records, 100);
+        assert_eq!(rebuilt.snapshot(None, true), task.snapshot(None, true));
+        assert_eq!(rebuilt.updated_ms(), task.updated_ms());
+        assert_eq!(rebuilt.asks(), vec![ask]);
+        let last = Record::of(events.last().unwrap()).unwrap();
+        assert_eq!(
+            (last.state, last.at),
+            (TaskState::InputRequired, task.updated_ms())
+        );
+        // Something else in a run's events is not a record.
+        let foreign = StoredEvent {
+            seq: 1,
+            event: serde_json::json!({"type": "RUN_STARTED"}),
+        };
+        assert!(Record::of(&foreign).is_none());
+    }
 }
