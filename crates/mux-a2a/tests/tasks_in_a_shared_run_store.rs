@@ -1,7 +1,8 @@
 //! Two servers on one run store and one session store (as two processes on one database
 //! would be), over real HTTP: a task paused on one is got, listed and answered on the other,
-//! a paused task is cancelled from the other, and ListTasks filters and pages over both
-//! servers' tasks.
+//! a paused task is cancelled from the other, ListTasks filters and pages over both servers'
+//! tasks, and a task whose server stopped mid-command is taken over by the other without
+//! running the command again.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -28,6 +29,15 @@ impl Stores {
     }
 
     async fn serve(&self, model: ScriptedClient, root: &std::path::Path) -> Running {
+        self.serve_with(model, root, A2aConfig::default()).await
+    }
+
+    async fn serve_with(
+        &self,
+        model: ScriptedClient,
+        root: &std::path::Path,
+        config: A2aConfig,
+    ) -> Running {
         let agent = Agent::builder(model, "m")
             .builtin_tools()
             .root(root)
@@ -35,7 +45,7 @@ impl Stores {
             .build()
             .unwrap();
         A2aServer::new(agent)
-            .config(A2aConfig::default())
+            .config(config)
             .session_store(Arc::clone(&self.sessions))
             .run_store(Arc::clone(&self.runs))
             .serve(([127, 0, 0, 1], 0).into())
@@ -197,5 +207,67 @@ async fn a_task_paused_on_one_server_is_got_listed_answered_and_cancelled_on_the
     let missing = rpc(&b, "GetTask", json!({"id": "x".repeat(10_000)})).await;
     assert_eq!(missing["error"]["code"], -32001, "{missing}");
     a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_task_whose_server_stopped_mid_command_is_taken_over_without_a_second_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = Stores::new();
+    let config = || A2aConfig::default().lease(std::time::Duration::from_millis(300));
+    let a = stores
+        .serve_with(
+            ScriptedClient::new().reply_tool_call(
+                "c1",
+                "bash",
+                json!({"command": "echo ran >> ran.txt && sleep 20"}),
+            ),
+            dir.path(),
+            config(),
+        )
+        .await;
+    let b = stores
+        .serve_with(
+            ScriptedClient::new().reply_text("Recovered."),
+            dir.path(),
+            config(),
+        )
+        .await;
+    let sent = rpc(&a, "SendMessage", user("run", None)).await;
+    let id = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let mut approve = user("approve", Some(&id));
+    approve["configuration"] = json!({"returnImmediately": true});
+    let running = rpc(&a, "SendMessage", approve).await;
+    assert_eq!(
+        state(&running["result"]["task"]),
+        "TASK_STATE_WORKING",
+        "{running}"
+    );
+    let ran = dir.path().join("ran.txt");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ran.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never ran"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // A stops where it is, as a process that ends; B takes the task over after the lease.
+    a.shutdown().await;
+    let done = loop {
+        let got = rpc(&b, "GetTask", json!({"id": id})).await;
+        let now = state(&got["result"]).to_owned();
+        if now == "TASK_STATE_COMPLETED" || now == "TASK_STATE_FAILED" {
+            break got["result"].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "still {now}: {got}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(
+        done["artifacts"][0]["parts"][0]["text"], "Recovered.",
+        "{done}"
+    );
+    assert_eq!(std::fs::read_to_string(&ran).unwrap(), "ran\n", "ran twice");
     b.shutdown().await;
 }
