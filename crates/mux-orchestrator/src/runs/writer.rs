@@ -32,7 +32,10 @@ const BATCH: usize = 256;
 /// How many events a run keeps while the store is unreachable before it gives up.
 pub const BACKLOG_LIMIT: usize = 10_000;
 
-/// The writer of one run its owner holds; see the [module docs](self).
+/// The writer of one run its owner holds: it appends what is [pushed](Self::push) in
+/// batches, renews the lease every third of it, reports a cancel asked through the store
+/// ([`cancel_requested`](Self::cancel_requested)) and the loss of the run ([`lost`](Self::lost)),
+/// and sets the status the run [ends](Self::finish) in after its last event.
 #[derive(Clone)]
 pub struct RunWriter {
     shared: Arc<Shared>,
