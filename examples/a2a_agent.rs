@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo run --example a2a_agent [-- --port 8788] [--token T] [--allowed-host HOST]...
+//!     [--database-url sqlite://PATH | postgres://USER@HOST/DB] [--lease-ms N]
 //! ```
 //!
 //! It prints `Serving on http://127.0.0.1:8788/`; the agent card is at
@@ -9,8 +10,10 @@
 //! the quickstart chooses it: a provider from `ANTHROPIC_API_KEY` / `OPENAI_API_KEY` /
 //! `OPENAI_BASE_URL`, else the offline scripted model, which lists the directory, reads the
 //! README and asks to run `git log`: the task goes `input-required` until the client answers
-//! `approve` or `deny`. Contexts live in memory. Binds 127.0.0.1 only and answers only to
-//! its own Host names.
+//! `approve` or `deny`. Contexts and tasks live in memory, or with `--database-url` in SQLite
+//! or PostgreSQL: every process on the same database then serves every task, a restarted one
+//! finds them all, and a paused task is answered on any of them. Binds 127.0.0.1 only and
+//! answers only to its own Host names.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -32,8 +35,11 @@ async fn run() -> Result<(), String> {
     println!("{}", chosen.description);
     let agent = mux_examples::coding_agent::agent(chosen.client, &chosen.model)
         .map_err(|e| e.to_string())?;
-    let server = A2aServer::new(agent)
-        .config(options.config())
+    let mut server = A2aServer::new(agent).config(options.config());
+    if let Some((sessions, runs)) = options.stores().await? {
+        server = server.session_store(sessions).run_store(runs);
+    }
+    let server = server
         .serve(SocketAddr::from(([127, 0, 0, 1], options.port)))
         .await
         .map_err(|e| e.to_string())?;

@@ -1,10 +1,17 @@
 //! The a2a_agent example's command line: the port, an optional bearer token, extra host
-//! names.
+//! names, and where contexts and tasks live.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use mux::a2a::A2aConfig;
+use mux::orchestrator::runs::{PostgresRunStore, RunStore, SqliteRunStore};
+use mux::orchestrator::session::{PostgresSessionStore, SessionStore, SqliteSessionStore};
 
 /// The example's usage line.
-pub const USAGE: &str = "usage: cargo run --example a2a_agent [-- --port N] [--token T] [--allowed-host HOST[:PORT]]...";
+pub const USAGE: &str = "usage: cargo run --example a2a_agent [-- --port N] [--token T] \
+[--allowed-host HOST[:PORT]]... [--database-url sqlite://PATH | postgres://...] [--lease-ms N]";
 
 /// The command line.
 #[derive(Clone, Debug, Default)]
@@ -15,6 +22,11 @@ pub struct Options {
     pub token: Option<String>,
     /// Host names to answer to besides loopback (a proxy's).
     pub allowed_hosts: Vec<String>,
+    /// Where contexts and tasks live: `sqlite://PATH` or `postgres://…` (`None`: in memory,
+    /// gone with the process).
+    pub database_url: Option<String>,
+    /// The task lease (`None`: the A2A face's default).
+    pub lease: Option<Duration>,
 }
 
 impl Options {
@@ -42,6 +54,21 @@ impl Options {
                     options.token = Some(token);
                 }
                 "--allowed-host" => options.allowed_hosts.push(value("--allowed-host")?),
+                "--database-url" => {
+                    let url = value("--database-url")?;
+                    database(&url)?;
+                    options.database_url = Some(url);
+                }
+                "--lease-ms" => {
+                    let text = value("--lease-ms")?;
+                    let ms: u64 = text
+                        .parse()
+                        .map_err(|_| format!("--lease-ms: `{text}` is not a number"))?;
+                    if ms < 30 {
+                        return Err("--lease-ms must be at least 30".into());
+                    }
+                    options.lease = Some(Duration::from_millis(ms));
+                }
                 "-h" | "--help" => return Ok(None),
                 other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
             }
@@ -58,8 +85,71 @@ impl Options {
         for host in &self.allowed_hosts {
             config = config.allowed_host(host.clone());
         }
+        if let Some(lease) = self.lease {
+            config = config.lease(lease);
+        }
         config
     }
+
+    /// The session store and the run store of `--database-url`, if given.
+    pub async fn stores(
+        &self,
+    ) -> Result<Option<(Arc<dyn SessionStore>, Arc<dyn RunStore>)>, String> {
+        let Some(url) = &self.database_url else {
+            return Ok(None);
+        };
+        match database(url)? {
+            Database::Sqlite(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                }
+                let sessions = SqliteSessionStore::open(&path)
+                    .await
+                    .map_err(|e| format!("opening {}: {e}", path.display()))?;
+                let runs = SqliteRunStore::open(&path)
+                    .await
+                    .map_err(|e| format!("opening {}: {e}", path.display()))?;
+                Ok(Some((Arc::new(sessions), Arc::new(runs))))
+            }
+            Database::Postgres(url) => {
+                let sessions = PostgresSessionStore::connect(&url)
+                    .await
+                    .map_err(|e| format!("connecting to PostgreSQL: {e}"))?;
+                let runs = PostgresRunStore::connect(&url)
+                    .await
+                    .map_err(|e| format!("connecting to PostgreSQL: {e}"))?;
+                Ok(Some((Arc::new(sessions), Arc::new(runs))))
+            }
+        }
+    }
+}
+
+/// A database named by `--database-url`.
+enum Database {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+/// Reads a `--database-url`: `sqlite://PATH` (or `sqlite:PATH`), or `postgres://…` /
+/// `postgresql://…`, as web_agent reads it.
+fn database(url: &str) -> Result<Database, String> {
+    if let Some(path) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    {
+        let path = path.split('?').next().unwrap_or_default();
+        if path.is_empty() {
+            return Err(format!("--database-url `{url}` names no file"));
+        }
+        return Ok(Database::Sqlite(PathBuf::from(path)));
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(Database::Postgres(url.to_owned()));
+    }
+    Err(format!(
+        "--database-url `{url}` is neither sqlite://PATH nor postgres://…"
+    ))
 }
 
 #[cfg(test)]
@@ -74,12 +164,21 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((options.port, options.token.as_deref()), (0, Some("t")));
+        assert!(options.database_url.is_none());
+        let stored = parse(&["--database-url", "sqlite://x.db", "--lease-ms", "500"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.database_url.as_deref(), Some("sqlite://x.db"));
+        assert_eq!(stored.lease, Some(Duration::from_millis(500)));
         assert!(parse(&["--help"]).unwrap().is_none());
         for bad in [
             &["--port"][..],
             &["--port", "x"],
             &["--token", " "],
             &["--what"],
+            &["--database-url", "mysql://x"],
+            &["--database-url", "sqlite://"],
+            &["--lease-ms", "5"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

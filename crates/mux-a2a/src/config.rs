@@ -42,11 +42,14 @@ pub struct A2aConfig {
     pub idle_timeout: Duration,
     /// Connections served at once; more wait in the kernel's backlog.
     pub max_connections: usize,
-    /// Tasks kept in memory; past it, the oldest ended ones are forgotten.
+    /// Tasks this process runs at once (a paused task does not count); past it, new tasks
+    /// and answers are refused.
     pub max_tasks: usize,
-    /// Contexts kept in memory; past it, idle ones are dropped (their sessions stay in the
-    /// store and are resumed when used again).
-    pub max_contexts: usize,
+    /// How long after its owner's last heartbeat a running task is taken over by another
+    /// process (the owner renews it every third of it).
+    pub lease: Duration,
+    /// How long ended tasks stay in the run store.
+    pub task_retention: Duration,
     /// Updates kept per task for its streams; a stream that falls further behind gets the
     /// whole task instead.
     pub max_task_log: usize,
@@ -68,7 +71,8 @@ impl Default for A2aConfig {
             idle_timeout: Duration::from_secs(60),
             max_connections: 256,
             max_tasks: 10_000,
-            max_contexts: 1_000,
+            lease: Duration::from_secs(10),
+            task_retention: Duration::from_secs(24 * 60 * 60),
             max_task_log: 10_000,
         }
     }
@@ -102,6 +106,12 @@ impl A2aConfig {
     /// Sets the card's name.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the task lease (at least 30 ms).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(30));
         self
     }
 

@@ -12,6 +12,7 @@ mod runner;
 mod security;
 mod serve;
 mod server;
+mod stored;
 mod task;
 mod tasks;
 mod time;

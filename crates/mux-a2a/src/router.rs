@@ -16,10 +16,10 @@ use axum::routing::{get, post};
 use futures::Stream;
 
 use crate::card::{CARD_PATH, Card, PROTOCOL_VERSION, RPC_PATH};
-use crate::methods::{Methods, Reply};
+use crate::methods::{Methods, Reply, Source};
 use crate::rpc::{Request, RequestId, RpcError, error_response, result_text};
 use crate::security::{Guard, Refusal};
-use crate::task::{Next, TaskEntry};
+use crate::task::Next;
 
 /// The port a connection came in on, set by [`crate::A2aServer::serve`] so the server's own
 /// loopback origin is known.
@@ -108,11 +108,7 @@ async fn call(State(shared): State<Arc<Shared>>, request: HttpRequest) -> Respon
         Ok(Reply::Result(result)) => {
             json_response(StatusCode::OK, result_text(&request.id, &result))
         }
-        Ok(Reply::Stream {
-            task,
-            cursor,
-            first,
-        }) => sse(stream(request.id, task, cursor, first)),
+        Ok(Reply::Stream { source, first }) => sse(stream(request.id, source, first)),
         Err(error) => rpc_error(&request.id, &error),
     }
 }
@@ -142,20 +138,17 @@ fn check_version(value: Option<&HeaderValue>) -> Result<(), RpcError> {
 
 fn stream(
     id: RequestId,
-    task: Arc<TaskEntry>,
-    cursor: u64,
+    source: Source,
     first: String,
 ) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
     struct Reading {
         id: RequestId,
-        task: Arc<TaskEntry>,
-        cursor: u64,
+        source: Source,
         queued: VecDeque<String>,
     }
     let reading = Reading {
         id,
-        task,
-        cursor,
+        source,
         queued: VecDeque::from([first]),
     };
     futures::stream::unfold(Some(reading), |state| async move {
@@ -165,7 +158,7 @@ fn stream(
                 let event = Event::default().data(result_text(&reading.id, &item));
                 return Some((Ok(event), Some(reading)));
             }
-            match reading.task.next(&mut reading.cursor).await {
+            match reading.source.next().await {
                 Next::Updates(updates) => {
                     reading.queued.extend(updates.iter().map(|u| u.to_string()));
                 }

@@ -6,9 +6,18 @@
 //! - an approval or an `ask_user` question pauses the task as `input-required`, with the
 //!   question in the status message (see [`crate::answer`]);
 //! - the end is `completed`, `canceled` (a cancelled run) or `failed`.
+//!
+//! Each change goes to the run store through the task's writer. A pause on approvals alone
+//! (every open call waits for one) stops the loop where it waits and gives the run up as
+//! `paused`: the session holds the pending calls, and the answer, on any process, rebuilds
+//! the loop ([`Orchestrator::resume_run`](mux_orchestrator::Orchestrator::resume_run)). A
+//! cancel asked on another process cancels the loop; a run another process took over stops
+//! here, writing nothing more.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
+use mux_orchestrator::runs::{RunStatus, RunWriter};
 use mux_orchestrator::{LoopEvent, Run};
 use serde_json::json;
 
@@ -18,16 +27,43 @@ use crate::wire::{Artifact, Message, Part, TaskState};
 /// The id of the artifact that holds a task's answer.
 pub(crate) const ANSWER: &str = "answer";
 
-/// Follows `run` until it ends, updating `task`.
-pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run) {
+/// Follows `run` until it ends or pauses on approvals, updating `task` and storing its
+/// changes through `writer`.
+pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
     // The input sender is already the task's (set before this task was spawned).
     let Run {
         mut events, handle, ..
     } = run;
     task.set_status(TaskState::Working, None);
+    let cancel_asked = writer.cancel_requested();
+    let lost = writer.lost();
     let mut fresh_turn = true;
     let mut ended = false;
-    while let Some(event) = events.recv().await {
+    // Calls whose arguments are complete and that have no result yet.
+    let mut open: HashSet<String> = HashSet::new();
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            () = cancel_asked.cancelled(), if !handle.cancellation().is_cancelled() => {
+                handle.cancel();
+                continue;
+            }
+            () = lost.cancelled() => {
+                // Another process continues it; stop here where we are.
+                handle.abort();
+                return;
+            }
+        };
+        let Some(event) = event else { break };
+        match &event {
+            LoopEvent::ToolCallArguments { call_id, .. } => {
+                open.insert(call_id.clone());
+            }
+            LoopEvent::ToolResult { call_id, .. } => {
+                open.remove(call_id);
+            }
+            _ => {}
+        }
         match event {
             LoopEvent::TextDelta { text } if !text.is_empty() => {
                 task.set_artifact(answer(vec![Part::text(text)]), !fresh_turn, false);
@@ -52,13 +88,24 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run) {
                 reason,
                 ..
             } => {
+                open.insert(call_id.clone());
                 let ask = Ask::Approval {
                     call_id,
                     tool: name,
                     input,
                     reason,
                 };
-                if task.push_ask(ask.clone()) {
+                let first = task.push_ask(ask.clone());
+                if first && waits_for_approvals_only(&task, &open) {
+                    // Stopped before the client learns of the pause, so its answer finds
+                    // the pause in the store.
+                    handle.abort();
+                    task.release_input();
+                    pause(&task, &ask);
+                    writer.finish(RunStatus::Paused);
+                    return;
+                }
+                if first {
                     pause(&task, &ask);
                 }
             }
@@ -93,6 +140,16 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run) {
             }
             _ => {}
         }
+        if !ended
+            && task.state() == TaskState::InputRequired
+            && waits_for_approvals_only(&task, &open)
+        {
+            // The session holds the pause; whoever answers rebuilds the loop.
+            handle.abort();
+            task.release_input();
+            writer.finish(RunStatus::Paused);
+            return;
+        }
     }
     let outcome = handle.wait().await;
     if !ended {
@@ -103,6 +160,22 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run) {
         let reply = agent_message(&task, vec![Part::text(text)]);
         task.set_status(TaskState::Failed, Some(reply));
     }
+    writer.finish(match task.state() {
+        TaskState::Completed => RunStatus::Finished,
+        TaskState::Canceled => RunStatus::Cancelled,
+        _ => RunStatus::Failed,
+    });
+}
+
+/// Whether the task waits for approvals and nothing else: every open call waits for one.
+fn waits_for_approvals_only(task: &TaskEntry, open: &HashSet<String>) -> bool {
+    let asks = task.asks();
+    !asks.is_empty()
+        && asks.iter().all(|ask| matches!(ask, Ask::Approval { .. }))
+        && open.iter().all(|id| {
+            asks.iter()
+                .any(|ask| matches!(ask, Ask::Approval { call_id, .. } if call_id == id))
+        })
 }
 
 /// Pauses the task on `ask`.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use mux_orchestrator::Agent;
+use mux_orchestrator::runs::{MemoryRunStore, RunStore};
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -18,6 +19,7 @@ use crate::methods::Methods;
 use crate::router::{Shared, router};
 use crate::security::Guard;
 use crate::serve::{accept_loop, bound};
+use crate::stored::Durable;
 use crate::tasks::Tasks;
 
 /// Why a server could not be built or started.
@@ -53,10 +55,17 @@ pub enum A2aError {
 /// with [`session_store`](Self::session_store), or in memory); each task is one prompt's run
 /// on it, from `submitted` through `working` and any `input-required` pause (an approval, a
 /// question) to `completed`, `failed` or `canceled`.
+///
+/// Tasks live in a run store ([`run_store`](Self::run_store); in memory by default): every
+/// process serving the same agent on the same session and run stores (SQLite on one machine,
+/// PostgreSQL across machines) gets, lists, follows, cancels and answers every task, and a
+/// restarted process finds them all. See docs/a2a.md for what a restart or a crash does to
+/// a task.
 pub struct A2aServer {
     agent: Agent,
     config: A2aConfig,
     store: Option<Arc<dyn SessionStore>>,
+    runs: Option<Arc<dyn RunStore>>,
 }
 
 impl std::fmt::Debug for A2aServer {
@@ -75,6 +84,7 @@ impl A2aServer {
             agent,
             config: A2aConfig::default(),
             store: None,
+            runs: None,
         }
     }
 
@@ -90,10 +100,17 @@ impl A2aServer {
         self
     }
 
+    /// Keeps tasks in `store` rather than in memory: give every process that serves the
+    /// agent the same run store and the same session store.
+    pub fn run_store(mut self, store: Arc<dyn RunStore>) -> Self {
+        self.runs = Some(store);
+        self
+    }
+
     /// The axum router, to merge into an application (serve it with
     /// `into_make_service`; the server's own loopback origin is then unknown, so browser
     /// pages need [`A2aConfig::allowed_origins`]). The returned token stops every run of
-    /// the router's conversations.
+    /// the router where it is, as a process that ends would.
     pub fn router(self) -> Result<(Router, CancellationToken), A2aError> {
         let stop = CancellationToken::new();
         let guard = Guard::new(&self.config).map_err(A2aError::Config)?;
@@ -101,13 +118,19 @@ impl A2aServer {
             .store
             .or_else(|| self.agent.session_store().cloned())
             .unwrap_or_else(|| Arc::new(MemorySessionStore::new()));
+        // Only a store another process may share has tasks to take over.
+        let shared_store = self.runs.is_some();
+        let runs = self.runs.unwrap_or_else(|| Arc::new(MemoryRunStore::new()));
         let card = Card::new(&self.agent, &self.config);
         let config = self.config;
         let shared = Shared {
             methods: Methods {
-                tasks: Tasks::new(config.max_tasks),
-                contexts: Contexts::new(self.agent, store, config.max_contexts, stop.clone()),
+                tasks: Arc::new(Tasks::new(config.max_tasks)),
+                contexts: Contexts::new(self.agent, store),
+                durable: Durable::new(runs, config.lease, stop.clone()),
                 max_log: config.max_task_log,
+                retention: config.task_retention,
+                pruned: std::sync::Mutex::default(),
             },
             guard,
             card,
@@ -115,7 +138,9 @@ impl A2aServer {
             body_limit: config.body_limit,
             body_timeout: config.body_timeout,
         };
-        Ok((router(Arc::new(shared)), stop))
+        let shared = Arc::new(shared);
+        watch_leases(&shared, config.lease, shared_store, stop.clone());
+        Ok((router(shared), stop))
     }
 
     /// Listens on `addr` and serves until [`Running::shutdown`]. A non-loopback address
@@ -161,7 +186,8 @@ impl Running {
         format!("http://{}{RPC_PATH}", self.addr)
     }
 
-    /// Stops accepting, closes the connections, cancels every run and waits for the accept
+    /// Stops accepting, closes the connections, stops every run where it is (a process
+    /// sharing the run store takes the tasks over after their lease) and waits for the accept
     /// loop to end.
     pub async fn shutdown(self) {
         self.stop.cancel();
@@ -172,4 +198,36 @@ impl Running {
     pub async fn wait(self) {
         let _ = self.task.await;
     }
+}
+
+/// Looks every lease (at most every second) for tasks whose process stopped, and takes them
+/// over (when the run store may be shared), and forgets old ended tasks; ends when the server
+/// stops or goes away.
+fn watch_leases(
+    shared: &Arc<Shared>,
+    lease: std::time::Duration,
+    take_over: bool,
+    stop: CancellationToken,
+) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!("no tokio runtime: tasks of stopped processes are not taken over");
+        return;
+    };
+    let shared = Arc::downgrade(shared);
+    let every = lease.min(std::time::Duration::from_secs(1));
+    runtime.spawn(async move {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(every) => {}
+                () = stop.cancelled() => return,
+            }
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            if take_over {
+                shared.methods.take_over_expired().await;
+            }
+            shared.methods.prune().await;
+        }
+    });
 }

@@ -1,12 +1,14 @@
 //! One task: its state, history and artifacts, what it waits for, and the log of updates
-//! its streams read. Every change goes through [`TaskEntry::publish`], which applies the
-//! update and appends it to the log under one lock, so a snapshot and a log position always
-//! agree.
+//! its streams read. Every change is applied and appended to the log under one lock, so a
+//! snapshot and a log position always agree; a task this process runs also sends each change
+//! to its run's [`RunWriter`] as a [`Record`], from which any process rebuilds it.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mux_orchestrator::InputSender;
+use mux_orchestrator::runs::{RunWriter, StoredEvent};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -17,7 +19,8 @@ use crate::wire::{
 };
 
 /// What a paused task waits for; the client's next message answers the oldest.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub(crate) enum Ask {
     /// A tool call that needs approval.
     Approval {
@@ -28,6 +31,37 @@ pub(crate) enum Ask {
     },
     /// A question from the `ask_user` tool.
     Question { call_id: String, question: String },
+}
+
+/// One stored change of a task: the task's state and status time after it (so the last
+/// record of a run says where its task is), and the change.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Record {
+    pub(crate) state: TaskState,
+    pub(crate) at: i64,
+    #[serde(flatten)]
+    pub(crate) change: Change,
+}
+
+/// What changed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Change {
+    /// The whole task (its first record).
+    Task(Task),
+    /// An update its streams sent.
+    Update(StreamResponse),
+    /// A message added to its history.
+    Message(Message),
+    /// What it waits for now.
+    Asks(Vec<Ask>),
+}
+
+impl Record {
+    /// The record a stored event holds, if it is one.
+    pub(crate) fn of(event: &StoredEvent) -> Option<Self> {
+        serde_json::from_value(event.event.clone()).ok()
+    }
 }
 
 /// A logged update, serialized once for every stream that sends it.
@@ -43,6 +77,79 @@ struct Inner {
     base: u64,
     asks: VecDeque<Ask>,
     input: Option<InputSender>,
+    /// Where this process stores the task's changes, while it runs it.
+    writer: Option<RunWriter>,
+}
+
+impl Inner {
+    fn empty(first: Option<Message>) -> Self {
+        let now = time::now_ms();
+        Self {
+            status: TaskStatus {
+                state: TaskState::Submitted,
+                message: None,
+                timestamp: Some(time::format(now)),
+            },
+            updated_ms: now,
+            history: first.into_iter().collect(),
+            artifacts: Vec::new(),
+            log: VecDeque::new(),
+            base: 0,
+            asks: VecDeque::new(),
+            input: None,
+            writer: None,
+        }
+    }
+
+    /// Sends `change` to the writer, if the task has one.
+    fn store(&self, change: impl FnOnce() -> Change) {
+        if let Some(writer) = &self.writer {
+            let record = Record {
+                state: self.status.state,
+                at: self.updated_ms,
+                change: change(),
+            };
+            writer.push(serde_json::to_value(record).unwrap_or(Value::Null));
+        }
+    }
+
+    /// Applies a stored record.
+    fn apply(&mut self, record: Record) {
+        match record.change {
+            Change::Task(task) => {
+                self.status = task.status;
+                self.history = task.history;
+                self.artifacts = task.artifacts;
+            }
+            Change::Update(StreamResponse::StatusUpdate(update)) => self.status = update.status,
+            Change::Update(StreamResponse::ArtifactUpdate(update)) => {
+                apply_artifact(&mut self.artifacts, update.artifact, update.append);
+            }
+            Change::Update(_) => {}
+            Change::Message(message) => self.history.push(message),
+            Change::Asks(asks) => self.asks = asks.into(),
+        }
+        self.status.state = record.state;
+        self.updated_ms = record.at;
+        if record.state.is_terminal() {
+            self.asks.clear();
+        }
+    }
+
+    fn store_asks(&self) {
+        self.store(|| Change::Asks(self.asks.iter().cloned().collect()));
+    }
+}
+
+fn apply_artifact(artifacts: &mut Vec<Artifact>, artifact: Artifact, append: bool) {
+    match artifacts
+        .iter_mut()
+        .find(|a| a.artifact_id == artifact.artifact_id)
+    {
+        Some(existing) if append => existing.parts.extend(artifact.parts),
+        Some(existing) => *existing = artifact,
+        None => artifacts.push(artifact),
+    }
 }
 
 /// A task and its log.
@@ -77,27 +184,64 @@ pub(crate) enum Next {
 impl TaskEntry {
     /// A submitted task with the client's first message.
     pub(crate) fn new(id: String, context_id: String, first: Message, max_log: usize) -> Self {
-        let now = time::now_ms();
         Self {
             id,
             context_id,
-            inner: Mutex::new(Inner {
-                status: TaskStatus {
-                    state: TaskState::Submitted,
-                    message: None,
-                    timestamp: Some(time::format(now)),
-                },
-                updated_ms: now,
-                history: vec![first],
-                artifacts: Vec::new(),
-                log: VecDeque::new(),
-                base: 0,
-                asks: VecDeque::new(),
-                input: None,
-            }),
+            inner: Mutex::new(Inner::empty(Some(first))),
             version: watch::channel(0).0,
             max_log: max_log.max(1),
         }
+    }
+
+    /// The task its stored records make.
+    pub(crate) fn restore(
+        id: String,
+        context_id: String,
+        records: impl IntoIterator<Item = Record>,
+        max_log: usize,
+    ) -> Self {
+        let mut inner = Inner::empty(None);
+        for record in records {
+            inner.apply(record);
+        }
+        Self {
+            id,
+            context_id,
+            inner: Mutex::new(inner),
+            version: watch::channel(0).0,
+            max_log: max_log.max(1),
+        }
+    }
+
+    /// Stores the task's changes through `writer` from now on; with `whole`, the task as it
+    /// is first (a new task's first record).
+    pub(crate) fn set_writer(&self, writer: RunWriter, whole: bool) {
+        let mut inner = self.lock();
+        inner.writer = Some(writer);
+        if whole {
+            inner.store(|| {
+                Change::Task(snapshot_of(&self.id, &self.context_id, &inner, None, true))
+            });
+        }
+    }
+
+    /// The writer of the task, while this process runs it.
+    pub(crate) fn writer(&self) -> Option<RunWriter> {
+        self.lock().writer.clone()
+    }
+
+    /// Forgets what the task waited for (a rebuilt loop asks again).
+    pub(crate) fn clear_asks(&self) {
+        let mut inner = self.lock();
+        if !inner.asks.is_empty() {
+            inner.asks.clear();
+            inner.store_asks();
+        }
+    }
+
+    /// The open asks.
+    pub(crate) fn asks(&self) -> Vec<Ask> {
+        self.lock().asks.iter().cloned().collect()
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -133,6 +277,11 @@ impl TaskEntry {
         self.lock().input = Some(input);
     }
 
+    /// Forgets the loop's input sender (its loop was stopped where it waited).
+    pub(crate) fn release_input(&self) {
+        self.lock().input = None;
+    }
+
     /// The loop's input sender.
     pub(crate) fn input(&self) -> Option<InputSender> {
         self.lock().input.clone()
@@ -140,7 +289,9 @@ impl TaskEntry {
 
     /// Adds a message to the history (not an update of its own).
     pub(crate) fn record(&self, message: Message) {
-        self.lock().history.push(message);
+        let mut inner = self.lock();
+        inner.store(|| Change::Message(message.clone()));
+        inner.history.push(message);
     }
 
     /// The oldest open ask.
@@ -152,6 +303,7 @@ impl TaskEntry {
     pub(crate) fn push_ask(&self, ask: Ask) -> bool {
         let mut inner = self.lock();
         inner.asks.push_back(ask);
+        inner.store_asks();
         inner.asks.len() == 1
     }
 
@@ -162,7 +314,11 @@ impl TaskEntry {
         inner.asks.retain(|ask| match ask {
             Ask::Approval { call_id: id, .. } | Ask::Question { call_id: id, .. } => id != call_id,
         });
-        inner.asks.len() != before
+        let removed = inner.asks.len() != before;
+        if removed {
+            inner.store_asks();
+        }
+        removed
     }
 
     /// Whether any ask is open.
@@ -206,15 +362,7 @@ impl TaskEntry {
         if inner.status.state.is_terminal() {
             return;
         }
-        match inner
-            .artifacts
-            .iter_mut()
-            .find(|a| a.artifact_id == artifact.artifact_id)
-        {
-            Some(existing) if append => existing.parts.extend(artifact.parts.iter().cloned()),
-            Some(existing) => *existing = artifact.clone(),
-            None => inner.artifacts.push(artifact.clone()),
-        }
+        apply_artifact(&mut inner.artifacts, artifact.clone(), append);
         let update = StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
             task_id: self.id.clone(),
             context_id: self.context_id.clone(),
@@ -228,6 +376,7 @@ impl TaskEntry {
     }
 
     fn append(&self, inner: &mut Inner, update: &StreamResponse) {
+        inner.store(|| Change::Update(update.clone()));
         let text = serde_json::to_string(update).unwrap_or_else(|_| "{}".into());
         inner.log.push_back(text.into());
         while inner.log.len() > self.max_log {
@@ -392,5 +541,57 @@ mod tests {
         };
         assert_eq!(snapshot.artifacts[0].parts.len(), 4);
         assert_eq!(cursor, 4);
+    }
+
+    #[tokio::test]
+    async fn the_stored_records_rebuild_the_task_as_it_was() {
+        use mux_orchestrator::runs::{MemoryRunStore, RunStatus, RunStore};
+        use std::time::Duration;
+        use tokio_util::sync::CancellationToken;
+
+        let store: Arc<dyn RunStore> = Arc::new(MemoryRunStore::new());
+        let lease = Duration::from_secs(60);
+        store.begin("c", "a2a.t", "me", lease).await.unwrap();
+        let writer = RunWriter::start(
+            Arc::clone(&store),
+            "a2a.t",
+            "me",
+            lease,
+            CancellationToken::new(),
+        );
+        let task = TaskEntry::new("t".into(), "c".into(), first(), 100);
+        task.set_writer(writer.clone(), true);
+        task.set_status(TaskState::Working, None);
+        task.set_artifact(chunk("Hel"), false, false);
+        task.set_artifact(chunk("lo"), true, false);
+        let ask = Ask::Approval {
+            call_id: "c1".into(),
+            tool: "bash".into(),
+            input: serde_json::json!({"command": "ls"}),
+            reason: "asks".into(),
+        };
+        assert!(task.push_ask(ask.clone()));
+        task.set_status(TaskState::InputRequired, None);
+        writer.finish(RunStatus::Paused);
+        writer.done().await;
+
+        let events = store.events_after("a2a.t", 0, 100).await.unwrap();
+        let records: Vec<Record> = events.iter().filter_map(Record::of).collect();
+        assert_eq!(records.len(), events.len(), "every event is a record");
+        let rebuilt = TaskEntry::restore("t".into(), "c".into(), records, 100);
+        assert_eq!(rebuilt.snapshot(None, true), task.snapshot(None, true));
+        assert_eq!(rebuilt.updated_ms(), task.updated_ms());
+        assert_eq!(rebuilt.asks(), vec![ask]);
+        let last = Record::of(events.last().unwrap()).unwrap();
+        assert_eq!(
+            (last.state, last.at),
+            (TaskState::InputRequired, task.updated_ms())
+        );
+        // Something else in a run's events is not a record.
+        let foreign = StoredEvent {
+            seq: 1,
+            event: serde_json::json!({"type": "RUN_STARTED"}),
+        };
+        assert!(Record::of(&foreign).is_none());
     }
 }

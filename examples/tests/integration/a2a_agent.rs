@@ -16,13 +16,13 @@ use serde_json::{Value, json};
 
 use crate::common;
 
-fn peers() -> PathBuf {
+pub(crate) fn peers() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/a2a-peers")
 }
 
 /// Whether `needed` exists; when it does not, fails under CI and otherwise says why the test
 /// does nothing.
-fn installed(needed: &Path, what: &str) -> bool {
+pub(crate) fn installed(needed: &Path, what: &str) -> bool {
     if needed.exists() {
         return true;
     }
@@ -71,7 +71,7 @@ fn running(needle: &str) -> bool {
         })
 }
 
-fn gone_soon(needle: &str) -> bool {
+pub(crate) fn gone_soon(needle: &str) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     while running(needle) {
         if Instant::now() > deadline {

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod a2a_agent;
+mod a2a_agent_durable;
 mod acp_agent;
 mod acp_agent_hostile_input;
 mod agent_in_twelve_lines;

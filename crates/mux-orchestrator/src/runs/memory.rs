@@ -8,7 +8,7 @@ use mux_tool::BoxFuture;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
+use super::{ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
 
 /// Runs in memory: the contract for one process (tests, a single node). Nothing survives
 /// the process.
@@ -349,6 +349,35 @@ impl RunStore for MemoryRunStore {
                     seq: i as u64 + 1,
                     // Written by `append_events` from a `Value`, so it parses.
                     event: serde_json::from_str(event).unwrap_or(Value::Null),
+                })
+                .collect())
+        })
+    }
+
+    fn list_runs<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
+        Box::pin(async move {
+            let state = self.lock();
+            let mut ids: Vec<&String> = state
+                .runs
+                .keys()
+                .filter(|id| id.starts_with(prefix) && id.as_str() > after)
+                .collect();
+            ids.sort_unstable();
+            Ok(ids
+                .into_iter()
+                .take(limit)
+                .filter_map(|id| state.runs.get(id))
+                .map(|entry| {
+                    let last = entry.events.last().map(|event| StoredEvent {
+                        seq: entry.events.len() as u64,
+                        event: serde_json::from_str(event).unwrap_or(Value::Null),
+                    });
+                    (entry.record.clone(), last)
                 })
                 .collect())
         })

@@ -32,6 +32,7 @@ mod memory;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod writer;
 
 use std::time::Duration;
 
@@ -45,6 +46,7 @@ pub use memory::MemoryRunStore;
 pub use postgres::PostgresRunStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteRunStore;
+pub use writer::{BACKLOG_LIMIT, RunWriter};
 
 /// Where a run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -118,6 +120,9 @@ pub struct StoredEvent {
     /// The event, as the face serialized it.
     pub event: Value,
 }
+
+/// A run as [`RunStore::list_runs`] lists it: the run and its last event, if any.
+pub type ListedRun = (RunRecord, Option<StoredEvent>);
 
 /// Why a run store refused.
 #[derive(Debug, thiserror::Error)]
@@ -252,6 +257,16 @@ pub trait RunStore: Send + Sync + 'static {
         after: u64,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>>;
+
+    /// Up to `limit` runs whose ids start with `prefix` and sort after `after` (byte order;
+    /// `""` for the first page), in id order, each with its last event: a face lists its
+    /// runs by the prefix of the ids it gives them.
+    fn list_runs<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>>;
 
     /// Deletes the runs that ended (finished, failed or cancelled) more than `older_than`
     /// ago, with their events; returns how many.

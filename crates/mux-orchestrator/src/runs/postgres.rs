@@ -20,7 +20,8 @@ use sqlx::{Postgres, Row, Transaction};
 use tokio::sync::Notify;
 
 use super::{
-    RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent, failed, not_held, unclaimable,
+    ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent, failed, not_held,
+    unclaimable,
 };
 
 /// The notification channel.
@@ -525,6 +526,42 @@ impl RunStore for PostgresRunStore {
                         seq: u64::try_from(seq).unwrap_or_default(),
                         event: row.try_get("event").map_err(failed("reading events"))?,
                     })
+                })
+                .collect()
+        })
+    }
+
+    fn list_runs<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
+        Box::pin(async move {
+            // Byte order whatever the database's collation.
+            let rows = sqlx::query(
+                "SELECT r.run_id, r.session_id, r.status, r.owner, r.cancel_requested, \
+                 r.last_seq, e.event FROM mux_runs r LEFT JOIN mux_run_events e \
+                 ON e.run_id = r.run_id AND e.seq = r.last_seq \
+                 WHERE starts_with(r.run_id, $1) AND r.run_id COLLATE \"C\" > $2 \
+                 ORDER BY r.run_id COLLATE \"C\" LIMIT $3",
+            )
+            .bind(prefix)
+            .bind(after)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed("listing runs"))?;
+            rows.iter()
+                .map(|row| {
+                    let run = record(row)?;
+                    let event: Option<Value> =
+                        row.try_get("event").map_err(failed("listing runs"))?;
+                    let last = event.map(|event| StoredEvent {
+                        seq: run.last_seq,
+                        event,
+                    });
+                    Ok((run, last))
                 })
                 .collect()
         })

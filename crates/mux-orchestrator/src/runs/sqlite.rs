@@ -20,7 +20,8 @@ use sqlx::sqlite::{
 use tokio::sync::Notify;
 
 use super::{
-    RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent, failed, not_held, unclaimable,
+    ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent, failed, not_held,
+    unclaimable,
 };
 
 const SCHEMA: &str = "
@@ -472,6 +473,41 @@ impl RunStore for SqliteRunStore {
                         seq: u64::try_from(seq).unwrap_or_default(),
                         event,
                     })
+                })
+                .collect()
+        })
+    }
+
+    fn list_runs<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
+        Box::pin(async move {
+            let rows = sqlx::query(
+                "SELECT r.run_id, r.session_id, r.status, r.owner, r.cancel_requested, \
+                 r.last_seq, e.event FROM mux_runs r LEFT JOIN mux_run_events e \
+                 ON e.run_id = r.run_id AND e.seq = r.last_seq \
+                 WHERE substr(r.run_id, 1, length($1)) = $1 AND r.run_id > $2 \
+                 ORDER BY r.run_id LIMIT $3",
+            )
+            .bind(prefix)
+            .bind(after)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed("listing runs"))?;
+            rows.iter()
+                .map(|row| {
+                    let run = record(row)?;
+                    let text: Option<String> =
+                        row.try_get("event").map_err(failed("listing runs"))?;
+                    let last = text.map(|text| StoredEvent {
+                        seq: run.last_seq,
+                        event: serde_json::from_str(&text).unwrap_or(Value::Null),
+                    });
+                    Ok((run, last))
                 })
                 .collect()
         })

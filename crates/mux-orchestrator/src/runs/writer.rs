@@ -1,0 +1,363 @@
+//! [`RunWriter`]: the owner's side of a run it holds in a [`RunStore`], for a face that
+//! keeps its runs there.
+//!
+//! The face pushes events and, at the end, the status the run ends in; one task per run
+//! then, until the end is stored:
+//! - appends what was pushed in batches, at once (what is pushed while a write is in flight
+//!   goes in the next batch, so batches grow with the store's latency and nothing waits on a
+//!   timer);
+//! - renews the lease every third of it, and fires [`cancel_requested`](RunWriter::cancel_requested)
+//!   when another process asked to cancel the run (seen at the heartbeat, or at once on a
+//!   store that [notifies](RunStore::notifies));
+//! - keeps events while the store is unreachable, retrying with a backoff up to a second, and
+//!   gives up past [`BACKLOG_LIMIT`] of them;
+//! - fires [`lost`](RunWriter::lost) when the run is no longer this owner's (its lease ran
+//!   out and another process took it over, or the store gave up): the face must stop its
+//!   loop, since the new owner continues it;
+//! - sets the final status after the last event, so whoever read the end finds the status
+//!   agreeing.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{RunStatus, RunStore, RunStoreError};
+
+/// The most events one append writes.
+const BATCH: usize = 256;
+/// How many events a run keeps while the store is unreachable before it gives up.
+pub const BACKLOG_LIMIT: usize = 10_000;
+
+/// The writer of one run its owner holds: it appends what is [pushed](Self::push) in
+/// batches, renews the lease every third of it, reports a cancel asked through the store
+/// ([`cancel_requested`](Self::cancel_requested)) and the loss of the run ([`lost`](Self::lost)),
+/// and sets the status the run [ends](Self::finish) in after its last event.
+#[derive(Clone)]
+pub struct RunWriter {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    store: Arc<dyn RunStore>,
+    run_id: String,
+    owner: String,
+    lease: Duration,
+    queue: Mutex<Queue>,
+    pushed: Notify,
+    cancel: CancellationToken,
+    lost: CancellationToken,
+    done: CancellationToken,
+    /// Cancelled when the face goes away: the writer stops where it is, writing nothing
+    /// more, and the run is left to be taken over.
+    alive: CancellationToken,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    events: Vec<Value>,
+    end: Option<RunStatus>,
+}
+
+impl std::fmt::Debug for RunWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunWriter")
+            .field("run_id", &self.shared.run_id)
+            .field("owner", &self.shared.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunWriter {
+    /// Starts writing `run_id`, which `owner` holds (it began or claimed it) for `lease`.
+    /// The writer stops without writing more when `alive` is cancelled.
+    pub fn start(
+        store: Arc<dyn RunStore>,
+        run_id: impl Into<String>,
+        owner: impl Into<String>,
+        lease: Duration,
+        alive: CancellationToken,
+    ) -> Self {
+        let shared = Arc::new(Shared {
+            store,
+            run_id: run_id.into(),
+            owner: owner.into(),
+            lease: lease.max(Duration::from_millis(30)),
+            queue: Mutex::default(),
+            pushed: Notify::new(),
+            cancel: CancellationToken::new(),
+            lost: CancellationToken::new(),
+            done: CancellationToken::new(),
+            alive,
+        });
+        tokio::spawn(Arc::clone(&shared).write());
+        Self { shared }
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.shared.run_id
+    }
+
+    /// Queues `event` for the store. Ignored after [`finish`](Self::finish).
+    pub fn push(&self, event: Value) {
+        let mut queue = self.shared.lock();
+        if queue.end.is_none() {
+            queue.events.push(event);
+            drop(queue);
+            self.shared.pushed.notify_one();
+        }
+    }
+
+    /// Ends the run in `status` once every queued event is stored (`Paused` gives the run
+    /// up for any process to claim; an end frees its session). Only the first call counts.
+    pub fn finish(&self, status: RunStatus) {
+        let mut queue = self.shared.lock();
+        if queue.end.is_none() {
+            queue.end = Some(status);
+            drop(queue);
+            self.shared.pushed.notify_one();
+        }
+    }
+
+    /// Fires when someone asked to cancel the run (through the store).
+    pub fn cancel_requested(&self) -> CancellationToken {
+        self.shared.cancel.clone()
+    }
+
+    /// Fires when the run is no longer this owner's: another process took it over, the
+    /// store stayed unreachable for [`BACKLOG_LIMIT`] events, or `alive` was cancelled.
+    pub fn lost(&self) -> CancellationToken {
+        self.shared.lost.clone()
+    }
+
+    /// Waits until the writer is done: the end stored, or the run lost, or `alive` cancelled.
+    pub async fn done(&self) {
+        self.shared.done.cancelled().await;
+    }
+
+    /// Whether the writer is done.
+    pub fn is_done(&self) -> bool {
+        self.shared.done.is_cancelled()
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn heartbeat(&self) -> Duration {
+        self.lease / 3
+    }
+
+    async fn write(self: Arc<Self>) {
+        self.run().await;
+        if self.alive.is_cancelled() {
+            // The face stopped: the run is left for another owner.
+            self.lost.cancel();
+        }
+        self.done.cancel();
+    }
+
+    async fn run(&self) {
+        let mut renew_at = Instant::now() + self.heartbeat();
+        let mut backoff = Duration::from_millis(20);
+        let notifies = self.store.notifies();
+        loop {
+            if self.alive.is_cancelled() {
+                return;
+            }
+            let (batch, end) = {
+                let queue = self.lock();
+                let batch: Vec<Value> = queue.events.iter().take(BATCH).cloned().collect();
+                (batch, queue.end)
+            };
+            if !batch.is_empty() {
+                match self
+                    .store
+                    .append_events(&self.run_id, &self.owner, &batch)
+                    .await
+                {
+                    Ok(_) => {
+                        backoff = Duration::from_millis(20);
+                        self.lock().events.drain(..batch.len());
+                        continue;
+                    }
+                    Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
+                        return self.lose("another owner holds it now");
+                    }
+                    Err(err) => {
+                        if !self.outage(&err, &mut backoff).await {
+                            return;
+                        }
+                        continue;
+                    }
+                }
+            }
+            if let Some(status) = end {
+                return self.end(status).await;
+            }
+            let renew = tokio::select! {
+                () = self.pushed.notified() => continue,
+                () = tokio::time::sleep_until(renew_at) => true,
+                () = self.store.changed(&self.run_id, self.heartbeat()), if notifies => false,
+                () = self.alive.cancelled() => return,
+            };
+            if !renew {
+                // A wake-up (perhaps a cancel): look. A store that notifies wakes only on a
+                // change of this run.
+                match self.store.get(&self.run_id).await {
+                    Ok(record) if record.cancel_requested => self.cancel.cancel(),
+                    Ok(_) => {}
+                    Err(err) => tracing::debug!(run = %self.run_id, "reading a run: {err}"),
+                }
+                continue;
+            }
+            match self
+                .store
+                .renew(&self.run_id, &self.owner, self.lease)
+                .await
+            {
+                Ok(record) => {
+                    renew_at = Instant::now() + self.heartbeat();
+                    if record.cancel_requested {
+                        self.cancel.cancel();
+                    }
+                }
+                Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
+                    return self.lose("its lease ran out and another owner took it");
+                }
+                Err(err) => {
+                    tracing::warn!(run = %self.run_id, "renewing a run's lease failed: {err}");
+                    renew_at = Instant::now() + backoff;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    fn lose(&self, why: &str) {
+        tracing::warn!(run = %self.run_id, "the run is no longer ours: {why}");
+        self.lost.cancel();
+    }
+
+    /// The store was unreachable: keeps the events (up to [`BACKLOG_LIMIT`]) and waits.
+    /// False when the writer gave up.
+    async fn outage(&self, err: &RunStoreError, backoff: &mut Duration) -> bool {
+        let backlog = self.lock().events.len();
+        tracing::warn!(run = %self.run_id, backlog, "writing a run's events failed: {err}");
+        if backlog > BACKLOG_LIMIT {
+            self.lose("the run store stayed unreachable");
+            return false;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(*backoff) => {}
+            () = self.alive.cancelled() => return false,
+        }
+        *backoff = (*backoff * 2).min(Duration::from_secs(1));
+        true
+    }
+
+    /// Sets the status the run ended in, retrying while the store is unreachable.
+    async fn end(&self, status: RunStatus) {
+        let mut backoff = Duration::from_millis(20);
+        loop {
+            match self
+                .store
+                .set_status(&self.run_id, &self.owner, status)
+                .await
+            {
+                Ok(()) => return,
+                Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
+                    return self.lose("it was taken over before its end was stored");
+                }
+                Err(err) => {
+                    tracing::warn!(run = %self.run_id, "setting a run's status failed: {err}");
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff) => {}
+                        () = self.alive.cancelled() => return,
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::runs::MemoryRunStore;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn writes_events_then_the_end_and_sees_a_cancel() {
+        let store: Arc<dyn RunStore> = Arc::new(MemoryRunStore::new());
+        let lease = Duration::from_millis(90);
+        store.begin("s", "r", "me", lease).await.unwrap();
+        let writer = RunWriter::start(
+            Arc::clone(&store),
+            "r",
+            "me",
+            lease,
+            CancellationToken::new(),
+        );
+        for n in 0..600 {
+            writer.push(json!({ "n": n }));
+        }
+        store.request_cancel("r").await.unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            writer.cancel_requested().cancelled(),
+        )
+        .await
+        .unwrap();
+        // Held past several leases by the heartbeat.
+        tokio::time::sleep(lease * 3).await;
+        writer.push(json!({ "n": 600 }));
+        writer.finish(RunStatus::Cancelled);
+        writer.push(json!("ignored"));
+        tokio::time::timeout(Duration::from_secs(10), writer.done())
+            .await
+            .unwrap();
+        assert!(!writer.lost().is_cancelled());
+        let record = store.get("r").await.unwrap();
+        assert_eq!(
+            (record.status, record.last_seq),
+            (RunStatus::Cancelled, 601)
+        );
+        let events = store.events_after("r", 599, 10).await.unwrap();
+        assert_eq!(events[1].event, json!({ "n": 600 }));
+    }
+
+    #[tokio::test]
+    async fn a_run_taken_over_is_lost() {
+        let store: Arc<dyn RunStore> = Arc::new(MemoryRunStore::new());
+        let lease = Duration::from_millis(60);
+        store.begin("s", "r", "me", lease).await.unwrap();
+        let alive = CancellationToken::new();
+        let writer = RunWriter::start(Arc::clone(&store), "r", "me", lease, alive.clone());
+        // The owner stalls (its writer stops) past the lease; another process claims it.
+        alive.cancel();
+        writer.done().await;
+        tokio::time::sleep(lease * 2).await;
+        store.claim("r", "other", lease).await.unwrap();
+        let again = RunWriter::start(
+            Arc::clone(&store),
+            "r",
+            "me",
+            lease,
+            CancellationToken::new(),
+        );
+        again.push(json!(1));
+        tokio::time::timeout(Duration::from_secs(10), again.lost().cancelled())
+            .await
+            .unwrap();
+        assert_eq!(store.get("r").await.unwrap().last_seq, 0);
+    }
+}
