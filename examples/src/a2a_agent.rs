@@ -1,13 +1,11 @@
 //! The a2a_agent example's command line: the port, an optional bearer token, extra host
 //! names, and where contexts and tasks live.
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use mux::a2a::A2aConfig;
-use mux::orchestrator::runs::{PostgresRunStore, RunStore, SqliteRunStore};
-use mux::orchestrator::session::{PostgresSessionStore, SessionStore, SqliteSessionStore};
+
+use crate::database::{Database, Stores};
 
 /// The example's usage line.
 pub const USAGE: &str = "usage: cargo run --example a2a_agent [-- --port N] [--token T] \
@@ -56,7 +54,7 @@ impl Options {
                 "--allowed-host" => options.allowed_hosts.push(value("--allowed-host")?),
                 "--database-url" => {
                     let url = value("--database-url")?;
-                    database(&url)?;
+                    Database::parse(&url)?;
                     options.database_url = Some(url);
                 }
                 "--lease-ms" => {
@@ -92,64 +90,12 @@ impl Options {
     }
 
     /// The session store and the run store of `--database-url`, if given.
-    pub async fn stores(
-        &self,
-    ) -> Result<Option<(Arc<dyn SessionStore>, Arc<dyn RunStore>)>, String> {
-        let Some(url) = &self.database_url else {
-            return Ok(None);
-        };
-        match database(url)? {
-            Database::Sqlite(path) => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir)
-                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-                }
-                let sessions = SqliteSessionStore::open(&path)
-                    .await
-                    .map_err(|e| format!("opening {}: {e}", path.display()))?;
-                let runs = SqliteRunStore::open(&path)
-                    .await
-                    .map_err(|e| format!("opening {}: {e}", path.display()))?;
-                Ok(Some((Arc::new(sessions), Arc::new(runs))))
-            }
-            Database::Postgres(url) => {
-                let sessions = PostgresSessionStore::connect(&url)
-                    .await
-                    .map_err(|e| format!("connecting to PostgreSQL: {e}"))?;
-                let runs = PostgresRunStore::connect(&url)
-                    .await
-                    .map_err(|e| format!("connecting to PostgreSQL: {e}"))?;
-                Ok(Some((Arc::new(sessions), Arc::new(runs))))
-            }
+    pub async fn stores(&self) -> Result<Option<Stores>, String> {
+        match &self.database_url {
+            Some(url) => Database::parse(url)?.open().await.map(Some),
+            None => Ok(None),
         }
     }
-}
-
-/// A database named by `--database-url`.
-enum Database {
-    Sqlite(PathBuf),
-    Postgres(String),
-}
-
-/// Reads a `--database-url`: `sqlite://PATH` (or `sqlite:PATH`), or `postgres://…` /
-/// `postgresql://…`, as web_agent reads it.
-fn database(url: &str) -> Result<Database, String> {
-    if let Some(path) = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))
-    {
-        let path = path.split('?').next().unwrap_or_default();
-        if path.is_empty() {
-            return Err(format!("--database-url `{url}` names no file"));
-        }
-        return Ok(Database::Sqlite(PathBuf::from(path)));
-    }
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Ok(Database::Postgres(url.to_owned()));
-    }
-    Err(format!(
-        "--database-url `{url}` is neither sqlite://PATH nor postgres://…"
-    ))
 }
 
 #[cfg(test)]

@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use axum::Router;
 use mux::orchestrator::Agent;
-use mux::orchestrator::runs::{PostgresRunStore, RunStore, SqliteRunStore};
-use mux::orchestrator::session::{PostgresSessionStore, SessionStore, SqliteSessionStore};
+use mux::orchestrator::runs::RunStore;
+use mux::orchestrator::session::SessionStore;
 use mux::web::{AguiRouter, DoubleTexting, ServeLimits, WebConfig};
+
+use crate::database::{Database, Stores};
 
 /// The example's usage line.
 pub const USAGE: &str = "usage: cargo run --example web_agent [-- --port N] [--token T | --no-token] \
@@ -102,7 +104,7 @@ impl Options {
                 }
                 "--database-url" => {
                     let url = value(&arg)?;
-                    database(&url)?;
+                    Database::parse(&url)?;
                     options.database_url = Some(url);
                 }
                 "--model-delay-ms" => options.model_delay = Some(millis(&arg, &value(&arg)?)?),
@@ -160,66 +162,14 @@ impl Options {
 
     /// Opens the session store and the run store on the database (creating the default
     /// SQLite file's directory).
-    pub async fn stores(&self) -> Result<(Arc<dyn SessionStore>, Arc<dyn RunStore>), String> {
-        let database = match &self.database_url {
-            Some(url) => database(url)?,
-            None => {
-                let path = PathBuf::from(DEFAULT_DATABASE);
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)
-                        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-                }
-                Database::Sqlite(path)
-            }
-        };
-        match database {
-            Database::Sqlite(path) => {
-                let sessions = SqliteSessionStore::open(&path)
-                    .await
-                    .map_err(|e| format!("opening {}: {e}", path.display()))?;
-                let runs = SqliteRunStore::open(&path)
-                    .await
-                    .map_err(|e| format!("opening {}: {e}", path.display()))?;
-                Ok((Arc::new(sessions), Arc::new(runs)))
-            }
-            Database::Postgres(url) => {
-                let sessions = PostgresSessionStore::connect(&url)
-                    .await
-                    .map_err(|e| format!("connecting to PostgreSQL: {e}"))?;
-                let runs = PostgresRunStore::connect(&url)
-                    .await
-                    .map_err(|e| format!("connecting to PostgreSQL: {e}"))?;
-                Ok((Arc::new(sessions), Arc::new(runs)))
-            }
+    pub async fn stores(&self) -> Result<Stores, String> {
+        match &self.database_url {
+            Some(url) => Database::parse(url)?,
+            None => Database::Sqlite(PathBuf::from(DEFAULT_DATABASE)),
         }
+        .open()
+        .await
     }
-}
-
-/// A database named by `--database-url`.
-enum Database {
-    Sqlite(PathBuf),
-    Postgres(String),
-}
-
-/// Reads a `--database-url`: `sqlite://PATH` (or `sqlite:PATH`), or `postgres://…` /
-/// `postgresql://…` (its query may name the socket directory: `?host=/run/postgresql`).
-fn database(url: &str) -> Result<Database, String> {
-    if let Some(path) = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))
-    {
-        let path = path.split('?').next().unwrap_or_default();
-        if path.is_empty() {
-            return Err(format!("--database-url `{url}` names no file"));
-        }
-        return Ok(Database::Sqlite(PathBuf::from(path)));
-    }
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Ok(Database::Postgres(url.to_owned()));
-    }
-    Err(format!(
-        "--database-url `{url}` is neither sqlite://PATH nor postgres://…"
-    ))
 }
 
 fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
@@ -288,9 +238,6 @@ mod tests {
         assert_eq!(options.lease, Some(Duration::from_millis(900)));
         assert_eq!(options.double_texting, DoubleTexting::Enqueue);
         assert_eq!(options.web_config().lease, Duration::from_millis(900));
-        assert!(
-            matches!(database("sqlite://a/b.db"), Ok(Database::Sqlite(p)) if p == std::path::Path::new("a/b.db"))
-        );
         for (args, named) in [
             (vec!["--database-url", "mysql://x"], "mysql://x"),
             (vec!["--database-url", "sqlite://"], "names no file"),
