@@ -9,47 +9,18 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use mux_a2a::{A2aConfig, A2aServer, Running};
 use mux_llm::testing::ScriptedClient;
-use mux_orchestrator::Agent;
 use serde_json::{Value, json};
 
+mod support;
+
+use support::{agent, client, rpc, user};
+
 async fn serve(model: ScriptedClient, root: &std::path::Path, config: A2aConfig) -> Running {
-    let agent = Agent::builder(model, "m")
-        .builtin_tools()
-        .root(root)
-        .instructions("A test agent.")
-        .build()
-        .unwrap();
-    A2aServer::new(agent)
+    A2aServer::new(agent(model, root))
         .config(config)
         .serve(([127, 0, 0, 1], 0).into())
         .await
         .unwrap()
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().build().unwrap()
-}
-
-async fn rpc(server: &Running, method: &str, params: Value) -> Value {
-    client()
-        .post(server.rpc_url())
-        .header("A2A-Version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-fn user(text: &str, task: Option<&str>) -> Value {
-    let mut message =
-        json!({"messageId": format!("m-{text}"), "role": "ROLE_USER", "parts": [{"text": text}]});
-    if let Some(task) = task {
-        message["taskId"] = json!(task);
-    }
-    json!({"message": message})
 }
 
 /// The items of an SSE answer, read until it ends or `stop` says so.
@@ -384,9 +355,13 @@ async fn a_token_guards_the_methods_but_not_the_card() {
         .unwrap();
     assert_eq!(allowed["result"]["totalSize"], 0, "{allowed}");
     server.shutdown().await;
-    let open = A2aServer::new(Agent::builder(ScriptedClient::new(), "m").build().unwrap())
-        .serve(([0, 0, 0, 0], 0).into())
-        .await;
+    let open = A2aServer::new(
+        mux_orchestrator::Agent::builder(ScriptedClient::new(), "m")
+            .build()
+            .unwrap(),
+    )
+    .serve(([0, 0, 0, 0], 0).into())
+    .await;
     assert!(matches!(open, Err(mux_a2a::A2aError::Unprotected { .. })));
 }
 

@@ -10,10 +10,13 @@ use std::sync::Arc;
 
 use mux_a2a::{A2aConfig, A2aServer, Running};
 use mux_llm::testing::ScriptedClient;
-use mux_orchestrator::Agent;
 use mux_orchestrator::runs::{MemoryRunStore, RunStore};
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use serde_json::{Value, json};
+
+mod support;
+
+use support::{agent, rpc, user};
 
 struct Stores {
     sessions: Arc<dyn SessionStore>,
@@ -38,13 +41,7 @@ impl Stores {
         root: &std::path::Path,
         config: A2aConfig,
     ) -> Running {
-        let agent = Agent::builder(model, "m")
-            .builtin_tools()
-            .root(root)
-            .instructions("A test agent.")
-            .build()
-            .unwrap();
-        A2aServer::new(agent)
+        A2aServer::new(agent(model, root))
             .config(config)
             .session_store(Arc::clone(&self.sessions))
             .run_store(Arc::clone(&self.runs))
@@ -52,34 +49,6 @@ impl Stores {
             .await
             .unwrap()
     }
-}
-
-async fn rpc(server: &Running, method: &str, params: Value) -> Value {
-    reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .unwrap()
-        .post(server.rpc_url())
-        .header("A2A-Version", "1.0")
-        .json(&json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-fn user(text: &str, task: Option<&str>) -> Value {
-    let mut message = json!({
-        "messageId": format!("m-{text}-{}", task.unwrap_or("new")),
-        "role": "ROLE_USER",
-        "parts": [{"text": text}],
-    });
-    if let Some(task) = task {
-        message["taskId"] = json!(task);
-    }
-    json!({"message": message})
 }
 
 fn state(task: &Value) -> &str {
