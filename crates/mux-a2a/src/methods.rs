@@ -314,16 +314,17 @@ impl Methods {
     ) -> Result<Arc<TaskEntry>, RpcError> {
         let task_id = message.task_id.clone();
         let (record, task) = self.durable.load(&task_id, self.max_log).await?;
-        let (ask, input) = Self::read_answer(&task, &message, text)?;
-        let LoopInput::ToolApproval { call_id, answer } = input else {
-            return Err(RpcError::unsupported(format!(
-                "the loop that asked task `{task_id}`'s question ({}) is gone with its process; \
-                 cancel the task and ask again",
-                match ask {
-                    Ask::Question { question, .. } => shown(&question),
-                    Ask::Approval { tool, .. } => tool,
-                }
-            )));
+        let (_, input) = Self::read_answer(&task, &message, text)?;
+        // An approval answers the rebuilt loop's gate at once; a question's answer waits for
+        // the rebuilt loop to ask it again.
+        let (answers, question) = match input {
+            LoopInput::ToolApproval { call_id, answer } => (vec![(call_id, answer)], None),
+            LoopInput::UserResponse { call_id, text } => (Vec::new(), Some((call_id, text))),
+            _ => {
+                return Err(RpcError::internal(format!(
+                    "task `{task_id}`'s answer could not be read"
+                )));
+            }
         };
         self.tasks.has_room()?;
         let run_id = stored::run_id(&task_id);
@@ -359,7 +360,10 @@ impl Methods {
         // The rebuilt loop asks again what is still open.
         task.clear_asks();
         runner::resume(&task);
-        let run = orchestrator.resume_run([(call_id, answer)]);
+        if let Some((call_id, text)) = question {
+            task.prefill(call_id, text);
+        }
+        let run = orchestrator.resume_run(answers);
         self.follow(&task, run, writer, "resume")?;
         Ok(task)
     }

@@ -7,10 +7,12 @@
 //!   question in the status message (see [`crate::answer`]);
 //! - the end is `completed`, `canceled` (a cancelled run) or `failed`.
 //!
-//! Each change goes to the run store through the task's writer. A pause on approvals alone
-//! (every open call waits for one) stops the loop where it waits and gives the run up as
-//! `paused`: the session holds the pending calls, and the answer, on any process, rebuilds
-//! the loop ([`Orchestrator::resume_run`](mux_orchestrator::Orchestrator::resume_run)). A
+//! Each change goes to the run store through the task's writer. A pause on approvals and
+//! questions alone (every open call waits for one) stops the loop where it waits and gives
+//! the run up as `paused`: the session holds the pending calls, and the answer, on any
+//! process, rebuilds the loop
+//! ([`Orchestrator::resume_run`](mux_orchestrator::Orchestrator::resume_run)), which asks
+//! again under the same call ids; a question's answer waits for that ([`TaskEntry::prefill`]). A
 //! cancel asked on another process cancels the loop; a run another process took over stops
 //! here, writing nothing more.
 
@@ -18,7 +20,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use mux_orchestrator::runs::{RunStatus, RunWriter};
-use mux_orchestrator::{LoopEvent, Run};
+use mux_orchestrator::{LoopEvent, LoopInput, Run};
 use serde_json::json;
 
 use crate::task::{Ask, TaskEntry};
@@ -27,7 +29,7 @@ use crate::wire::{Artifact, Message, Part, TaskState};
 /// The id of the artifact that holds a task's answer.
 pub(crate) const ANSWER: &str = "answer";
 
-/// Follows `run` until it ends or pauses on approvals, updating `task` and storing its
+/// Follows `run` until it ends or pauses on approvals or questions, updating `task` and storing its
 /// changes through `writer`.
 pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
     // The input sender is already the task's (set before this task was spawned).
@@ -96,7 +98,7 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
                     reason,
                 };
                 let first = task.push_ask(ask.clone());
-                if first && waits_for_approvals_only(&task, &open) {
+                if first && waits_for_answers_only(&task, &open) {
                     // Stopped before the client learns of the pause, so its answer finds
                     // the pause in the store.
                     handle.abort();
@@ -110,8 +112,23 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
                 }
             }
             LoopEvent::AwaitingInput { call_id, question } => {
+                if let Some(text) = task.take_prefill(&call_id) {
+                    // Answered while the loop was stopped: the rebuilt loop asked again.
+                    if let Some(input) = task.input() {
+                        input.send(LoopInput::UserResponse { call_id, text }).await;
+                    }
+                    continue;
+                }
                 let ask = Ask::Question { call_id, question };
-                if task.push_ask(ask.clone()) {
+                let first = task.push_ask(ask.clone());
+                if first && waits_for_answers_only(&task, &open) {
+                    handle.abort();
+                    task.release_input();
+                    pause(&task, &ask);
+                    writer.finish(RunStatus::Paused);
+                    return;
+                }
+                if first {
                     pause(&task, &ask);
                 }
             }
@@ -142,7 +159,7 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
         }
         if !ended
             && task.state() == TaskState::InputRequired
-            && waits_for_approvals_only(&task, &open)
+            && waits_for_answers_only(&task, &open)
         {
             // The session holds the pause; whoever answers rebuilds the loop.
             handle.abort();
@@ -167,14 +184,15 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
     });
 }
 
-/// Whether the task waits for approvals and nothing else: every open call waits for one.
-fn waits_for_approvals_only(task: &TaskEntry, open: &HashSet<String>) -> bool {
+/// Whether the task waits for answers (approvals, questions) and nothing else: every open
+/// call waits for one.
+fn waits_for_answers_only(task: &TaskEntry, open: &HashSet<String>) -> bool {
     let asks = task.asks();
     !asks.is_empty()
-        && asks.iter().all(|ask| matches!(ask, Ask::Approval { .. }))
         && open.iter().all(|id| {
-            asks.iter()
-                .any(|ask| matches!(ask, Ask::Approval { call_id, .. } if call_id == id))
+            asks.iter().any(|ask| match ask {
+                Ask::Approval { call_id, .. } | Ask::Question { call_id, .. } => call_id == id,
+            })
         })
 }
 

@@ -77,6 +77,9 @@ struct Inner {
     base: u64,
     asks: VecDeque<Ask>,
     input: Option<InputSender>,
+    /// An answer to a question given while the loop was stopped, for the rebuilt loop's
+    /// call of that id.
+    prefill: Option<(String, String)>,
     /// Where this process stores the task's changes, while it runs it.
     writer: Option<RunWriter>,
 }
@@ -97,6 +100,7 @@ impl Inner {
             base: 0,
             asks: VecDeque::new(),
             input: None,
+            prefill: None,
             writer: None,
         }
     }
@@ -280,6 +284,24 @@ impl TaskEntry {
     /// Forgets the loop's input sender (its loop was stopped where it waited).
     pub(crate) fn release_input(&self) {
         self.lock().input = None;
+    }
+
+    /// Keeps `text`, the answer to the question `call_id`, for the rebuilt loop that will ask
+    /// it again.
+    pub(crate) fn prefill(&self, call_id: String, text: String) {
+        self.lock().prefill = Some((call_id, text));
+    }
+
+    /// The answer kept for the question `call_id`, if any.
+    pub(crate) fn take_prefill(&self, call_id: &str) -> Option<String> {
+        let mut inner = self.lock();
+        match inner.prefill.take() {
+            Some((id, text)) if id == call_id => Some(text),
+            other => {
+                inner.prefill = other;
+                None
+            }
+        }
     }
 
     /// The loop's input sender.

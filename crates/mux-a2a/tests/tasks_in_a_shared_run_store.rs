@@ -240,3 +240,43 @@ async fn a_task_whose_server_stopped_mid_command_is_taken_over_without_a_second_
     assert_eq!(std::fs::read_to_string(&ran).unwrap(), "ran\n", "ran twice");
     b.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_question_asked_on_one_server_is_answered_on_the_other_after_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores = Stores::new();
+    let a = stores
+        .serve(
+            ScriptedClient::new().reply_tool_call(
+                "q1",
+                "ask_user",
+                json!({"question": "Which color?"}),
+            ),
+            dir.path(),
+        )
+        .await;
+    let model_b = ScriptedClient::new().reply_text("You picked blue.");
+    let b = stores.serve(model_b.clone(), dir.path()).await;
+
+    let sent = rpc(&a, "SendMessage", user("pick a color", None)).await;
+    let task = &sent["result"]["task"];
+    assert_eq!(state(task), "TASK_STATE_INPUT_REQUIRED", "{sent}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    // The question is stored, not held: A can go.
+    a.shutdown().await;
+
+    let got = rpc(&b, "GetTask", json!({"id": id})).await;
+    assert_eq!(state(&got["result"]), "TASK_STATE_INPUT_REQUIRED", "{got}");
+    let answered = rpc(&b, "SendMessage", user("blue", Some(&id))).await;
+    let done = &answered["result"]["task"];
+    assert_eq!(state(done), "TASK_STATE_COMPLETED", "{answered}");
+    assert_eq!(done["artifacts"][0]["parts"][0]["text"], "You picked blue.");
+    // The rebuilt loop asked again under the same call id and got the answer given: the
+    // model read it as the question's result, and the client was not asked twice.
+    let sent_to_model = format!("{:?}", model_b.requests()[0].messages.last().unwrap());
+    assert!(sent_to_model.contains("q1"), "{sent_to_model}");
+    assert!(sent_to_model.contains("blue"), "{sent_to_model}");
+    let again = rpc(&b, "SendMessage", user("red", Some(&id))).await;
+    assert_eq!(again["error"]["code"], -32004, "{again}");
+    b.shutdown().await;
+}
