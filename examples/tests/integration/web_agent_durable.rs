@@ -58,7 +58,13 @@ impl Cluster {
 struct Reply {
     status: u16,
     reader: BufReader<TcpStream>,
+    /// Past it the body is taken as ended: a run that never ends keeps its stream alive
+    /// with keep-alive comments, which the socket's read timeout does not catch.
+    deadline: Instant,
 }
+
+/// How long one reply's body may last.
+const REPLY_DEADLINE: Duration = Duration::from_secs(90);
 
 fn send(
     base: &str,
@@ -99,7 +105,11 @@ fn send(
             break;
         }
     }
-    Reply { status, reader }
+    Reply {
+        status,
+        reader,
+        deadline: Instant::now() + REPLY_DEADLINE,
+    }
 }
 
 impl Reply {
@@ -109,7 +119,7 @@ impl Reply {
         let mut line = String::new();
         loop {
             line.clear();
-            if self.reader.read_line(&mut line).ok()? == 0 {
+            if self.reader.read_line(&mut line).ok()? == 0 || Instant::now() > self.deadline {
                 return None;
             }
             let line = line.trim_end_matches(['\r', '\n']);
@@ -456,6 +466,12 @@ fn a_run_outlives_a_postgres_crash() {
     let restart = cluster.postgres.outage(Duration::from_secs(2));
     seen.extend(std::iter::from_fn(|| stream.event()));
     restart.join().unwrap();
+    assert!(
+        seen.iter().any(|(_, e)| e["type"] == "RUN_FINISHED"),
+        "the run did not finish: {:?}\nthe server said:\n{}",
+        types(&seen),
+        b.logged("", 0)
+    );
     assert_eq!(outcome(&seen), "success", "{:?}", types(&seen));
     assert_contiguous(&seen, seen[0].0);
     let fresh = cluster.start(&[]);
