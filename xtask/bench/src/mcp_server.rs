@@ -3,20 +3,18 @@
 //! binary as `xtask-bench mcp-mux-echo-server` and `mcp-echo-server`), called by the same
 //! bare rmcp client, sequentially. Unpinned and with all processes on CPU 0.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use mux_mcp::McpServer;
 use mux_tool::{
     Executor, Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool,
 };
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::{ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use tokio::runtime::Builder;
 
 use crate::harness::Row;
-use crate::mcp::{ECHO_SERVER_ARG, args, lifecycle, micros, paired, pin_self, runtime};
+use crate::mcp::{ECHO_SERVER_ARG, echo_calls, lifecycle, micros, paired, pin_self, runtime};
 
 /// The argument that turns this binary into mux's echo server.
 pub(crate) const MUX_ECHO_SERVER_ARG: &str = "mcp-mux-echo-server";
@@ -94,30 +92,12 @@ fn calls(pinned: bool, label: &str) -> Result<Row, String> {
     let runtime = runtime()?;
     let mux = runtime.block_on(client(MUX_ECHO_SERVER_ARG, pinned, &[]))?;
     let bare = runtime.block_on(client(ECHO_SERVER_ARG, pinned, &[]))?;
-    let failures = Arc::new(AtomicU32::new(0));
-    let run = |peer: rmcp::Peer<RoleClient>| {
-        let failures = Arc::clone(&failures);
-        let runtime = &runtime;
-        move |iters: u32| {
-            let peer = peer.clone();
-            let failures = Arc::clone(&failures);
-            runtime.block_on(async move {
-                for _ in 0..iters {
-                    let params = CallToolRequestParams::new("echo").with_arguments(args());
-                    let result = peer.call_tool(params).await;
-                    let text = result.as_ref().ok().and_then(|r| r.content.first());
-                    if text.and_then(|b| b.as_text()).map(|t| t.text.as_str()) != Some("hello") {
-                        failures.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            });
-        }
-    };
+    let failures = AtomicU32::new(0);
     let (through_mux, through_bare) = paired(
         SAMPLES,
         CALLS,
-        run(mux.peer().clone()),
-        run(bare.peer().clone()),
+        |iters| runtime.block_on(echo_calls(mux.peer(), iters, &failures)),
+        |iters| runtime.block_on(echo_calls(bare.peer(), iters, &failures)),
     );
     runtime.block_on(async {
         let _ = mux.cancel().await;
@@ -164,13 +144,9 @@ fn profile(subject: &str) -> Result<Vec<Row>, String> {
     pin_self("0")?;
     let runtime = runtime()?;
     let service = runtime.block_on(client(arg, true, &wrap))?;
+    let failures = AtomicU32::new(0);
     let started = std::time::Instant::now();
-    runtime.block_on(async {
-        for _ in 0..calls {
-            let params = CallToolRequestParams::new("echo").with_arguments(args());
-            let _ = service.peer().call_tool(params).await;
-        }
-    });
+    runtime.block_on(echo_calls(service.peer(), calls, &failures));
     let elapsed = started.elapsed();
     runtime.block_on(async {
         let _ = service.cancel().await;
@@ -179,7 +155,10 @@ fn profile(subject: &str) -> Result<Vec<Row>, String> {
         "profiled {subject}: {:.1} µs per call",
         micros(elapsed) / f64::from(calls.max(1))
     );
-    Ok(Vec::new())
+    match failures.load(Ordering::Relaxed) {
+        0 => Ok(Vec::new()),
+        failed => Err(format!("{failed} echo calls failed (profile {subject})")),
+    }
 }
 
 /// Runs the benchmark unpinned, then with every process on CPU 0.

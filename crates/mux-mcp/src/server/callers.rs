@@ -6,7 +6,7 @@
 //! the client answers and sends the call again with the answers and the `requestState`. Either
 //! way the code asking waits on one future; the handler does the protocol.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -175,7 +175,8 @@ pub struct Callers {
 
 #[derive(Default)]
 struct Table {
-    calls: Mutex<HashMap<u64, Arc<Call>>>,
+    /// By call number: ordered, so no hashing per call (the numbers are the server's own).
+    calls: Mutex<BTreeMap<u64, Arc<Call>>>,
     /// The number of the last call named (`mcp-<n>`, from 1).
     named: AtomicU64,
 }
@@ -230,7 +231,7 @@ impl Callers {
         Self::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Call>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Call>>> {
         self.table
             .calls
             .lock()
