@@ -36,6 +36,8 @@ pub const PAUSE_LIMIT: Duration = Duration::from_secs(300);
 pub const MAX_PAUSED: usize = 1024;
 /// Progress and output updates buffered per call before the tool waits.
 const PROGRESS_BUFFER: usize = 64;
+/// Progress channels of finished calls kept for the next calls.
+const SPARE_CHANNELS: usize = 16;
 /// Rounds of questions one `prompts/get` may ask a session client before it is refused.
 const PROMPT_ROUNDS: usize = 8;
 
@@ -49,6 +51,10 @@ pub(crate) struct Shared {
     paused: Mutex<HashMap<String, Paused>>,
     /// The tool list as MCP tools, built once per change of the registry.
     tools: ToolList,
+    /// Progress channels of finished calls, for the next calls that forward updates (rmcp
+    /// clients send a progress token with every request): a new channel costs two
+    /// allocations, one of them over 3 KB.
+    spare: Mutex<Vec<Updates>>,
 }
 
 impl Shared {
@@ -68,6 +74,34 @@ impl Shared {
             instructions,
             paused: Mutex::new(HashMap::new()),
             tools,
+            spare: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn spare(&self) -> std::sync::MutexGuard<'_, Vec<Updates>> {
+        self.spare
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A progress channel: a spare one, or a new one.
+    fn updates(&self) -> Updates {
+        self.spare().pop().unwrap_or_else(|| {
+            let (tx, rx) = mpsc::channel(PROGRESS_BUFFER);
+            Updates { tx, rx }
+        })
+    }
+
+    /// Keeps the channel of a finished call for another, when nothing can reach it any
+    /// more: no other sender (a tool that kept a clone of its context could otherwise report
+    /// into a later call, maybe another client's), nothing unread.
+    fn recycle(&self, mut updates: Updates) {
+        let unreachable = updates.tx.strong_count() == 1 && updates.tx.weak_count() == 0;
+        if unreachable && updates.rx.try_recv().is_err() {
+            let mut spare = self.spare();
+            if spare.len() < SPARE_CHANNELS {
+                spare.push(updates);
+            }
         }
     }
 
@@ -124,7 +158,7 @@ struct Running {
     /// would be copied with every move of rmcp's request task.
     outcome: Pin<Box<dyn Future<Output = CallOutcome> + Send>>,
     /// Progress and output, when the call's first request wanted them forwarded.
-    updates: Option<mpsc::Receiver<mux_tool::ProgressEvent>>,
+    updates: Option<Updates>,
     /// The call's entry in [`Callers`]: its questions, the capability it found missing.
     entry: CallGuard,
     /// The call's cancellation: the token of the request that started it when the call
@@ -139,6 +173,12 @@ impl Running {
     fn tool_name(&self) -> &str {
         self.tool.spec().name.as_str()
     }
+}
+
+/// A call's progress channel; the sender is kept to tell when no one else holds one.
+struct Updates {
+    tx: mpsc::Sender<mux_tool::ProgressEvent>,
+    rx: mpsc::Receiver<mux_tool::ProgressEvent>,
 }
 
 /// A call waiting for its client to send it again with answers.
@@ -237,8 +277,8 @@ impl Handler {
         };
         let (call_id, entry) = self.shared.callers.enter(route, capabilities);
         let (progress, updates) = if reporting.wanted() {
-            let (tx, rx) = mpsc::channel(PROGRESS_BUFFER);
-            (ProgressSender::new(tx), Some(rx))
+            let updates = self.shared.updates();
+            (ProgressSender::new(updates.tx.clone()), Some(updates))
         } else {
             (ProgressSender::disconnected(), None)
         };
@@ -329,11 +369,12 @@ impl Handler {
             tokio::select! {
                 biased;
                 outcome = &mut running.outcome => {
-                    let tool = Arc::clone(&running.tool);
-                    if let Some(updates) = running.updates.as_mut() {
-                        while let Ok(event) = updates.try_recv() {
-                            self.forward(&cx, &reporting, tool.spec().name.as_str(), event.update).await;
+                    if let Some(mut updates) = running.updates.take() {
+                        while let Ok(event) = updates.rx.try_recv() {
+                            self.forward(&cx, &reporting, running.tool_name(), event.update).await;
                         }
+                        // The executor's future has returned and dropped its scope.
+                        self.shared.recycle(updates);
                     }
                     if let Some(capability) = running.entry.call().missing() {
                         return Err(missing_capability(capability));
@@ -452,11 +493,9 @@ impl Handler {
 }
 
 /// The next update of a call whose updates are forwarded; never, when they are not.
-async fn next_update(
-    updates: &mut Option<mpsc::Receiver<mux_tool::ProgressEvent>>,
-) -> Option<mux_tool::ProgressEvent> {
+async fn next_update(updates: &mut Option<Updates>) -> Option<mux_tool::ProgressEvent> {
     match updates {
-        Some(updates) => updates.recv().await,
+        Some(updates) => updates.rx.recv().await,
         None => std::future::pending().await,
     }
 }
@@ -852,6 +891,55 @@ mod tests {
                     .into(),
             )
         }
+    }
+
+    fn shared() -> Shared {
+        Shared::new(
+            Executor::new(mux_tool::Registry::new()),
+            Callers::new(),
+            None,
+            Implementation::new("mux", "0"),
+            None,
+        )
+    }
+
+    /// A finished call's progress channel serves the next call only when nothing else can
+    /// send into it and nothing is left unread in it.
+    #[tokio::test]
+    async fn only_an_unreachable_empty_progress_channel_is_reused() {
+        let shared = shared();
+        let updates = shared.updates();
+        let kept = updates.tx.clone();
+        shared.recycle(updates);
+        assert!(shared.spare().is_empty(), "a tool still holds a sender");
+
+        let updates = shared.updates();
+        let _weak = updates.tx.downgrade();
+        shared.recycle(updates);
+        assert!(shared.spare().is_empty(), "a weak sender could come back");
+
+        let updates = shared.updates();
+        updates
+            .tx
+            .send(mux_tool::ProgressEvent {
+                call_id: "mcp-1".into(),
+                tool: "t".into(),
+                update: ToolUpdate::Output { text: "x".into() },
+            })
+            .await
+            .unwrap();
+        shared.recycle(updates);
+        assert!(shared.spare().is_empty(), "an update was left unread");
+
+        let updates = shared.updates();
+        let first = updates.tx.clone();
+        drop(first);
+        shared.recycle(updates);
+        assert_eq!(shared.spare().len(), 1);
+        let again = shared.updates();
+        assert!(shared.spare().is_empty());
+        assert_eq!(again.tx.strong_count(), 1);
+        drop(kept);
     }
 
     /// rmcp runs every request in a task of its own and moves that future several times
