@@ -112,6 +112,27 @@ async fn mux_proxy(pinned: bool) -> Result<(Coordinator, Arc<dyn Tool>), String>
     Ok((coordinator, tool))
 }
 
+/// `iters` sequential echo calls over a bare rmcp client; each that does not answer `hello`
+/// counts in `failures`.
+pub(crate) async fn echo_calls(
+    peer: &rmcp::Peer<rmcp::RoleClient>,
+    iters: u32,
+    failures: &std::sync::atomic::AtomicU32,
+) {
+    for _ in 0..iters {
+        let params = CallToolRequestParams::new("echo").with_arguments(args());
+        let result = peer.call_tool(params).await;
+        let text = result.as_ref().ok().and_then(|r| r.content.first());
+        if text
+            .and_then(|block| block.as_text())
+            .map(|t| t.text.as_str())
+            != Some("hello")
+        {
+            failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 pub(crate) fn runtime() -> Result<Runtime, String> {
     Builder::new_multi_thread()
         .worker_threads(2)
@@ -175,24 +196,7 @@ fn calls(pinned: bool, label: &str) -> Result<Vec<Row>, String> {
                 }
             });
         },
-        |iters| {
-            let peer = peer.clone();
-            let failures = Arc::clone(&failures);
-            runtime.block_on(async move {
-                for _ in 0..iters {
-                    let params = CallToolRequestParams::new("echo").with_arguments(args());
-                    let result = peer.call_tool(params).await;
-                    let text = result.as_ref().ok().and_then(|r| r.content.first());
-                    if text
-                        .and_then(|block| block.as_text())
-                        .map(|t| t.text.as_str())
-                        != Some("hello")
-                    {
-                        failures.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    }
-                }
-            });
-        },
+        |iters| runtime.block_on(echo_calls(&peer, iters, &failures)),
     );
     let (concurrent_mux, concurrent_bare) = paired(
         SAMPLES,

@@ -6,7 +6,8 @@
 //! the client answers and sends the call again with the answers and the `requestState`. Either
 //! way the code asking waits on one future; the handler does the protocol.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use rmcp::model::{
 };
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, oneshot};
 
 /// How long a request to the caller may wait for its answer.
 pub const CALLER_TIMEOUT: Duration = Duration::from_secs(300);
@@ -75,27 +76,69 @@ pub(crate) struct Round {
 /// Where the questions of one call go.
 pub(crate) enum Route {
     /// A session peer (2025-11-25 and older).
-    Peer {
-        peer: Peer<RoleServer>,
-        capabilities: ClientCapabilities,
-    },
+    Peer(Peer<RoleServer>),
     /// `input_required` rounds, run by the handler that serves the call (2026-07-28).
-    Rounds {
-        asks: mpsc::Sender<Round>,
-        capabilities: ClientCapabilities,
-    },
+    Rounds,
 }
 
-impl Route {
-    fn capabilities(&self) -> &ClientCapabilities {
-        match self {
-            Self::Peer { capabilities, .. } | Self::Rounds { capabilities, .. } => capabilities,
+/// One call in progress: how to reach its client, what that client declared, the capability
+/// it was found to lack (see [`Callers::require`]) and, for rounds, the questions waiting for
+/// the handler. One allocation per call holds all of it.
+pub(crate) struct Call {
+    route: Route,
+    capabilities: ClientCapabilities,
+    missing: OnceLock<&'static str>,
+    /// Questions for the handler to put to a 2026-07-28 client; `None` once the call ended,
+    /// so that a late question fails at once instead of waiting for an answer.
+    rounds: Mutex<Option<VecDeque<Round>>>,
+    asked: Notify,
+}
+
+impl Call {
+    /// Whether the call's questions go to its client as `input_required` rounds (so the
+    /// call may be parked between requests).
+    pub(crate) fn asks_in_rounds(&self) -> bool {
+        matches!(self.route, Route::Rounds)
+    }
+
+    /// The capability a tool required and the client lacks (the call then answers `-32021`).
+    pub(crate) fn missing(&self) -> Option<&'static str> {
+        self.missing.get().copied()
+    }
+
+    fn rounds(&self) -> std::sync::MutexGuard<'_, Option<VecDeque<Round>>> {
+        self.rounds
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The next round of questions asked of a 2026-07-28 client (never, for a session peer).
+    pub(crate) async fn next_round(&self) -> Round {
+        loop {
+            let notified = self.asked.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(round) = self.rounds().as_mut().and_then(VecDeque::pop_front) {
+                return round;
+            }
+            notified.await;
         }
+    }
+
+    /// Queues `round` for the handler; `Err` gives it back when the call has ended.
+    fn ask(&self, round: Round) -> Result<(), Round> {
+        match self.rounds().as_mut() {
+            Some(queue) => queue.push_back(round),
+            None => return Err(round),
+        }
+        self.asked.notify_one();
+        Ok(())
     }
 }
 
 /// The calls in progress and how to reach their callers, shared by the server and by whoever
-/// asks (the approval gate's asker, a tool). Clones share the same table.
+/// asks (the approval gate's asker, a tool). Clones share the same table, and the same
+/// numbering: calls of two servers sharing one table never get the same id.
 ///
 /// Build one, hand a clone to [`McpServer::with_callers`](crate::McpServer::with_callers),
 /// and call [`Callers::ask_approval`] from the gate's asker with the call id the gate got
@@ -127,20 +170,29 @@ impl Route {
 /// ```
 #[derive(Clone, Default)]
 pub struct Callers {
-    routes: Arc<Mutex<HashMap<String, Entry>>>,
+    table: Arc<Table>,
 }
 
-/// One call in progress: how to reach its client, and the capability it was found to lack
-/// (see [`Callers::require`]).
-#[derive(Clone)]
-struct Entry {
-    route: Arc<Route>,
-    missing: Missing,
+#[derive(Default)]
+struct Table {
+    /// By call number: ordered, so no hashing per call (the numbers are the server's own).
+    calls: Mutex<BTreeMap<u64, Arc<Call>>>,
+    /// The number of the last call named (`mcp-<n>`, from 1).
+    named: AtomicU64,
 }
 
-/// The capability a call needs and its client did not declare, set by [`Callers::require`]:
-/// the server then answers the call with `-32021` instead of its result.
-pub(crate) type Missing = Arc<OnceLock<&'static str>>;
+/// The prefix of the ids the server gives its calls.
+const CALL_ID_PREFIX: &str = "mcp-";
+
+/// The number in a call id the server gave (`mcp-<n>`, `n` written without a sign or
+/// leading zeros); anything else names no call.
+fn call_number(call_id: &str) -> Option<u64> {
+    let digits = call_id.strip_prefix(CALL_ID_PREFIX)?;
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    if canonical { digits.parse().ok() } else { None }
+}
 
 impl std::fmt::Debug for Callers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -150,15 +202,26 @@ impl std::fmt::Debug for Callers {
     }
 }
 
-/// Removes a call's route when the call ends.
-pub(crate) struct RouteGuard {
+/// A call's entry in the table, removed when this drops (the call ended or was given up).
+pub(crate) struct CallGuard {
     callers: Callers,
-    call_id: String,
+    number: u64,
+    call: Arc<Call>,
 }
 
-impl Drop for RouteGuard {
+impl CallGuard {
+    /// The call.
+    pub(crate) fn call(&self) -> &Call {
+        &self.call
+    }
+}
+
+impl Drop for CallGuard {
     fn drop(&mut self) {
-        self.callers.lock().remove(&self.call_id);
+        self.callers.lock().remove(&self.number);
+        // Questions still queued get no answer: their askers hear so at once.
+        let queued = self.call.rounds().take();
+        drop(queued);
     }
 }
 
@@ -168,29 +231,42 @@ impl Callers {
         Self::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
-        self.routes
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Call>>> {
+        self.table
+            .calls
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Records how to reach the caller of `call_id` until the guard drops.
-    pub(crate) fn enter(&self, call_id: &str, route: Route, missing: Missing) -> RouteGuard {
-        let entry = Entry {
-            route: Arc::new(route),
-            missing,
-        };
-        self.lock().insert(call_id.to_string(), entry);
-        RouteGuard {
+    /// Names a new call (`mcp-<n>`) and records how to reach its caller until the guard
+    /// drops.
+    pub(crate) fn enter(
+        &self,
+        route: Route,
+        capabilities: ClientCapabilities,
+    ) -> (String, CallGuard) {
+        let number = self.table.named.fetch_add(1, Ordering::Relaxed) + 1;
+        let rounds = matches!(route, Route::Rounds).then(VecDeque::new);
+        let call = Arc::new(Call {
+            route,
+            capabilities,
+            missing: OnceLock::new(),
+            rounds: Mutex::new(rounds),
+            asked: Notify::new(),
+        });
+        self.lock().insert(number, Arc::clone(&call));
+        let guard = CallGuard {
             callers: self.clone(),
-            call_id: call_id.to_string(),
-        }
+            number,
+            call,
+        };
+        (format!("{CALL_ID_PREFIX}{number}"), guard)
     }
 
     /// Whether the caller of `call_id` can answer `request` (it declared the capability).
     pub fn supports(&self, call_id: &str, request: &InputRequest) -> Result<(), CallerError> {
-        let route = self.route(call_id)?;
-        check(route.capabilities(), request)
+        let call = self.call(call_id)?;
+        check(&call.capabilities, request)
     }
 
     /// Like [`supports`](Self::supports), for a call that cannot go on without `request`:
@@ -198,25 +274,20 @@ impl Callers {
     /// with the protocol's `-32021` (MissingRequiredClientCapability, naming it) rather than
     /// with the tool's result.
     pub fn require(&self, call_id: &str, request: &InputRequest) -> Result<(), CallerError> {
-        let entry = self.entry(call_id)?;
-        check(entry.route.capabilities(), request).inspect_err(|err| {
+        let call = self.call(call_id)?;
+        check(&call.capabilities, request).inspect_err(|err| {
             if let CallerError::Unsupported { capability } = err {
-                let _ = entry.missing.set(capability);
+                let _ = call.missing.set(capability);
             }
         })
     }
 
-    fn entry(&self, call_id: &str) -> Result<Entry, CallerError> {
-        self.lock()
-            .get(call_id)
-            .cloned()
+    fn call(&self, call_id: &str) -> Result<Arc<Call>, CallerError> {
+        call_number(call_id)
+            .and_then(|number| self.lock().get(&number).cloned())
             .ok_or_else(|| CallerError::UnknownCall {
                 call_id: call_id.to_string(),
             })
-    }
-
-    fn route(&self, call_id: &str) -> Result<Arc<Route>, CallerError> {
-        self.entry(call_id).map(|entry| entry.route)
     }
 
     /// Sends `requests` (keyed by names of the caller's choosing) to the client of `call_id`
@@ -227,13 +298,13 @@ impl Callers {
         call_id: &str,
         requests: InputRequests,
     ) -> Result<InputResponses, CallerError> {
-        let route = self.route(call_id)?;
+        let call = self.call(call_id)?;
         for request in requests.values() {
-            check(route.capabilities(), request)?;
+            check(&call.capabilities, request)?;
         }
         let answered = async {
-            match route.as_ref() {
-                Route::Peer { peer, .. } => {
+            match &call.route {
+                Route::Peer(peer) => {
                     let mut responses = InputResponses::new();
                     for (key, request) in requests {
                         let value = ask_peer(peer, request).await.map_err(|reason| {
@@ -245,13 +316,12 @@ impl Callers {
                     }
                     Ok(responses)
                 }
-                Route::Rounds { asks, .. } => {
+                Route::Rounds => {
                     let (reply, answer) = oneshot::channel();
-                    asks.send(Round { requests, reply }).await.map_err(|_| {
-                        CallerError::NoAnswer {
+                    call.ask(Round { requests, reply })
+                        .map_err(|_| CallerError::NoAnswer {
                             reason: "the call ended".into(),
-                        }
-                    })?;
+                        })?;
                     answer.await.map_err(|_| CallerError::NoAnswer {
                         reason: "the call was not resumed (the client did not send it again in time, or the server holds too many paused calls)".into(),
                     })
@@ -451,52 +521,26 @@ mod tests {
     #[tokio::test]
     async fn a_required_capability_the_client_lacks_is_recorded_for_the_server() {
         let callers = Callers::new();
-        let (asks, _rx) = mpsc::channel(1);
-        let missing = Missing::default();
-        let _guard = callers.enter(
-            "c1",
-            Route::Rounds {
-                asks,
-                capabilities: ClientCapabilities::default(),
-            },
-            Arc::clone(&missing),
-        );
+        let (c1, guard) = callers.enter(Route::Rounds, ClientCapabilities::default());
         let request = approval_request("run?").unwrap();
         assert_eq!(
-            callers.require("c1", &request),
+            callers.require(&c1, &request),
             Err(CallerError::Unsupported {
                 capability: "elicitation"
             })
         );
-        assert_eq!(missing.get(), Some(&"elicitation"));
+        assert_eq!(guard.call().missing(), Some("elicitation"));
         // `supports` only asks; it records nothing.
-        let other = Missing::default();
-        let (asks, _rx2) = mpsc::channel(1);
-        let _guard2 = callers.enter(
-            "c2",
-            Route::Rounds {
-                asks,
-                capabilities: ClientCapabilities::default(),
-            },
-            Arc::clone(&other),
-        );
-        assert!(callers.supports("c2", &request).is_err());
-        assert_eq!(other.get(), None);
+        let (c2, other) = callers.enter(Route::Rounds, ClientCapabilities::default());
+        assert!(callers.supports(&c2, &request).is_err());
+        assert_eq!(other.call().missing(), None);
     }
 
     #[tokio::test]
     async fn a_client_without_elicitation_is_refused_with_the_reason() {
         let callers = Callers::new();
-        let (asks, _rx) = mpsc::channel(1);
-        let _guard = callers.enter(
-            "c1",
-            Route::Rounds {
-                asks,
-                capabilities: ClientCapabilities::default(),
-            },
-            Missing::default(),
-        );
-        match callers.ask_approval("c1", "run?").await {
+        let (call_id, _guard) = callers.enter(Route::Rounds, ClientCapabilities::default());
+        match callers.ask_approval(&call_id, "run?").await {
             CallerAnswer::Deny { reason } => {
                 assert!(
                     reason.contains("neither elicitation nor input_required"),
@@ -504,6 +548,58 @@ mod tests {
                 )
             }
             CallerAnswer::Allow => panic!("allowed unasked"),
+        }
+    }
+
+    #[test]
+    fn calls_are_numbered_per_table_and_only_their_exact_ids_name_them() {
+        let callers = Callers::new();
+        let shared = callers.clone();
+        let (first, _a) = callers.enter(Route::Rounds, ClientCapabilities::default());
+        let (second, _b) = shared.enter(Route::Rounds, ClientCapabilities::default());
+        assert_eq!((first.as_str(), second.as_str()), ("mcp-1", "mcp-2"));
+        let request = approval_request("run?").unwrap();
+        for other in [
+            "mcp-01", "mcp-+1", "mcp- 1", "mcp-", "mcp-3", "1", "MCP-1", "mcp-1 ",
+        ] {
+            assert_eq!(
+                callers.supports(other, &request),
+                Err(CallerError::UnknownCall {
+                    call_id: other.to_string()
+                }),
+                "{other}"
+            );
+        }
+        assert!(matches!(
+            callers.supports("mcp-1", &request),
+            Err(CallerError::Unsupported { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_question_for_a_call_that_ended_fails_at_once() {
+        let elicit = || {
+            let mut caps = ClientCapabilities::default();
+            caps.elicitation = Some(Default::default());
+            caps
+        };
+        let callers = Callers::new();
+        let (call_id, guard) = callers.enter(Route::Rounds, elicit());
+        let asking = callers.clone();
+        let id = call_id.clone();
+        let asked = tokio::spawn(async move { asking.ask_approval(&id, "run?").await });
+        // The handler sees the round; then the call ends without answering it.
+        let round = guard.call().next_round().await;
+        assert!(round.requests.contains_key(APPROVAL_KEY));
+        drop(round);
+        match asked.await.unwrap() {
+            CallerAnswer::Deny { reason } => assert!(reason.contains("not resumed"), "{reason}"),
+            CallerAnswer::Allow => panic!("allowed unanswered"),
+        }
+        drop(guard);
+        match callers.ask_approval(&call_id, "run?").await {
+            CallerAnswer::Deny { reason } => assert!(reason.contains(&call_id), "{reason}"),
+            CallerAnswer::Allow => panic!("allowed after the end"),
         }
     }
 }

@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use futures::future::Either;
 use mux_tool::{CallOutcome, CallScope, Executor, ProgressSender, ToolCall, ToolUpdate};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ErrorData,
@@ -25,7 +26,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::callers::{self, CALLER_TIMEOUT, CallerError, Callers, Missing, Round, Route};
+use super::callers::{self, CALLER_TIMEOUT, CallGuard, CallerError, Callers, Route};
 use super::catalog::{Catalog, CatalogError, PromptOutcome};
 use super::convert;
 
@@ -35,6 +36,8 @@ pub const PAUSE_LIMIT: Duration = Duration::from_secs(300);
 pub const MAX_PAUSED: usize = 1024;
 /// Progress and output updates buffered per call before the tool waits.
 const PROGRESS_BUFFER: usize = 64;
+/// Progress channels of finished calls kept for the next calls.
+const SPARE_CHANNELS: usize = 16;
 /// Rounds of questions one `prompts/get` may ask a session client before it is refused.
 const PROMPT_ROUNDS: usize = 8;
 
@@ -46,7 +49,12 @@ pub(crate) struct Shared {
     pub(crate) info: Implementation,
     pub(crate) instructions: Option<String>,
     paused: Mutex<HashMap<String, Paused>>,
-    next_call: AtomicU64,
+    /// The tool list as MCP tools, built once per change of the registry.
+    tools: ToolList,
+    /// Progress channels of finished calls, for the next calls that forward updates (rmcp
+    /// clients send a progress token with every request): a new channel costs two
+    /// allocations, one of them over 3 KB.
+    spare: Mutex<Vec<Updates>>,
 }
 
 impl Shared {
@@ -57,6 +65,7 @@ impl Shared {
         info: Implementation,
         instructions: Option<String>,
     ) -> Self {
+        let tools = ToolList::new(executor.tools().registry().changes());
         Self {
             executor,
             callers,
@@ -64,7 +73,35 @@ impl Shared {
             info,
             instructions,
             paused: Mutex::new(HashMap::new()),
-            next_call: AtomicU64::new(1),
+            tools,
+            spare: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn spare(&self) -> std::sync::MutexGuard<'_, Vec<Updates>> {
+        self.spare
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A progress channel: a spare one, or a new one.
+    fn updates(&self) -> Updates {
+        self.spare().pop().unwrap_or_else(|| {
+            let (tx, rx) = mpsc::channel(PROGRESS_BUFFER);
+            Updates { tx, rx }
+        })
+    }
+
+    /// Keeps the channel of a finished call for another, when nothing can reach it any
+    /// more: no other sender (a tool that kept a clone of its context could otherwise report
+    /// into a later call, maybe another client's), nothing unread.
+    fn recycle(&self, mut updates: Updates) {
+        let unreachable = updates.tx.strong_count() == 1 && updates.tx.weak_count() == 0;
+        if unreachable && updates.rx.try_recv().is_err() {
+            let mut spare = self.spare();
+            if spare.len() < SPARE_CHANNELS {
+                spare.push(updates);
+            }
         }
     }
 
@@ -75,17 +112,73 @@ impl Shared {
     }
 }
 
+/// The executor's tools as MCP tools (schemas shared, not copied), rebuilt only when the
+/// registry's generation moved since the last build.
+struct ToolList {
+    generation: tokio::sync::watch::Receiver<u64>,
+    built: Mutex<Option<(u64, Arc<[Tool]>)>>,
+}
+
+impl ToolList {
+    fn new(generation: tokio::sync::watch::Receiver<u64>) -> Self {
+        Self {
+            generation,
+            built: Mutex::new(None),
+        }
+    }
+
+    /// The current list, sorted by name.
+    fn get(&self, executor: &Executor) -> Arc<[Tool]> {
+        // Read the generation before listing: a change in between makes the next read
+        // rebuild rather than keep a list older than its label.
+        let generation = *self.generation.borrow();
+        let mut built = self
+            .built
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, tools)) = built.as_ref()
+            && *at == generation
+        {
+            return Arc::clone(tools);
+        }
+        let mut specs = executor.tools().shared_specs();
+        specs.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+        let tools: Arc<[Tool]> = specs.iter().map(|spec| convert::tool(spec)).collect();
+        *built = Some((generation, Arc::clone(&tools)));
+        tools
+    }
+}
+
 /// A call in progress: the executor's future and what it reports.
 struct Running {
-    tool: String,
+    /// The tool, for its name (the logger of its output, the check on resumption).
+    tool: Arc<dyn mux_tool::Tool>,
+    /// Boxed so that a call asking its 2026-07-28 client can be parked and resumed by a
+    /// later request; a box is also one copy of the executor's future, where inline it
+    /// would be copied with every move of rmcp's request task.
     outcome: Pin<Box<dyn Future<Output = CallOutcome> + Send>>,
-    asks: mpsc::Receiver<Round>,
-    updates: mpsc::Receiver<mux_tool::ProgressEvent>,
-    /// Set when the tool found the client lacks a capability it requires.
-    missing: Missing,
+    /// Progress and output, when the call's first request wanted them forwarded.
+    updates: Option<Updates>,
+    /// The call's entry in [`Callers`]: its questions, the capability it found missing.
+    entry: CallGuard,
+    /// The call's cancellation: the token of the request that started it when the call
+    /// cannot outlive that request (a session client's); its own when it can be parked
+    /// (rmcp cancels a request's token once it has answered it).
     cancel: CancellationToken,
     // Cancels the call when the call is dropped unfinished (client gone, pause expired).
     _stop: DropGuard,
+}
+
+impl Running {
+    fn tool_name(&self) -> &str {
+        self.tool.spec().name.as_str()
+    }
+}
+
+/// A call's progress channel; the sender is kept to tell when no one else holds one.
+struct Updates {
+    tx: mpsc::Sender<mux_tool::ProgressEvent>,
+    rx: mpsc::Receiver<mux_tool::ProgressEvent>,
 }
 
 /// A call waiting for its client to send it again with answers.
@@ -107,6 +200,23 @@ pub(crate) struct Handler {
     _session_end: Arc<DropGuard>,
 }
 
+/// How one request of a call reports: its progress token, and the least severe log level
+/// its client wants (`None`: no log messages).
+struct Reporting {
+    token: Option<ProgressToken>,
+    log_floor: Option<u8>,
+}
+
+impl Reporting {
+    /// Whether anything a tool reports would reach the client.
+    fn wanted(&self) -> bool {
+        self.token.is_some()
+            || self
+                .log_floor
+                .is_some_and(|floor| level_rank(LoggingLevel::Info) >= floor)
+    }
+}
+
 impl Handler {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
         let session = CancellationToken::new();
@@ -125,63 +235,75 @@ impl Handler {
         changes
     }
 
-    /// Starts the call `name` and drives it to a result or a pause.
-    async fn start(
+    /// Where a request's updates go: its progress token and, for output, the log level of
+    /// its client. 2026-07-28 requests carry their log level (without one, no log messages
+    /// at all); older sessions use the level `logging/setLevel` set (everything by default).
+    fn reporting(&self, cx: &RequestContext<RoleServer>, rounds: bool) -> Reporting {
+        let log_floor = if rounds {
+            cx.meta.log_level().map(level_rank)
+        } else {
+            Some(self.level.load(Ordering::Relaxed))
+        };
+        Reporting {
+            token: cx.meta.get_progress_token(),
+            log_floor,
+        }
+    }
+
+    /// Starts the call `name`, ready to be driven to a result or a pause.
+    ///
+    /// Per call this costs one entry in [`Callers`], the call id, the boxed executor future
+    /// and, only when the request wants progress or log messages, one channel for them.
+    /// Nothing is spawned. A session client's call is cancelled through its request's own
+    /// token; a call that may be parked has its own, which each of its requests cancels.
+    fn start(
         &self,
         params: CallToolRequestParams,
-        cx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let name = params.name.to_string();
-        if self.shared.executor.tools().get(&name).is_none() {
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<(Running, Reporting), ErrorData> {
+        let Some(tool) = self.shared.executor.tools().get(&params.name) else {
             return Err(ErrorData::invalid_params(
-                format!("unknown tool `{name}`"),
-                Some(json!({"tool": name})),
+                format!("unknown tool `{}`", params.name),
+                Some(json!({"tool": params.name})),
             ));
-        }
-        let input = Value::Object(params.arguments.unwrap_or_default());
-        let number = self.shared.next_call.fetch_add(1, Ordering::Relaxed);
-        let call_id = format!("mcp-{number}");
-        let capabilities = cx.client_capabilities().unwrap_or_default();
-        let (asks_tx, asks) = mpsc::channel(1);
-        let route = if uses_rounds(cx.protocol_version().as_ref()) {
-            Route::Rounds {
-                asks: asks_tx,
-                capabilities,
-            }
-        } else {
-            Route::Peer {
-                peer: cx.peer.clone(),
-                capabilities,
-            }
         };
-        let missing = Missing::default();
-        let guard = self
-            .shared
-            .callers
-            .enter(&call_id, route, Arc::clone(&missing));
-        let (updates_tx, updates) = mpsc::channel(PROGRESS_BUFFER);
-        let cancel = CancellationToken::new();
+        let rounds = uses_rounds(cx.protocol_version().as_ref());
+        let reporting = self.reporting(cx, rounds);
+        let capabilities = cx.client_capabilities().unwrap_or_default();
+        let route = if rounds {
+            Route::Rounds
+        } else {
+            Route::Peer(cx.peer.clone())
+        };
+        let (call_id, entry) = self.shared.callers.enter(route, capabilities);
+        let (progress, updates) = if reporting.wanted() {
+            let updates = self.shared.updates();
+            (ProgressSender::new(updates.tx.clone()), Some(updates))
+        } else {
+            (ProgressSender::disconnected(), None)
+        };
+        let cancel = if rounds {
+            CancellationToken::new()
+        } else {
+            cx.ct.clone()
+        };
         let scope = CallScope {
             cancel: cancel.clone(),
-            progress: ProgressSender::new(updates_tx),
+            progress,
         };
         let executor = self.shared.executor.clone();
-        let call = ToolCall::new(call_id, name.clone(), input);
-        let outcome = Box::pin(async move {
-            let outcome = executor.execute(call, &scope).await;
-            drop(guard);
-            outcome
-        });
+        let input = Value::Object(params.arguments.unwrap_or_default());
+        let call = ToolCall::new(call_id, params.name.into_owned(), input);
+        let outcome = Box::pin(async move { executor.execute(call, &scope).await });
         let running = Running {
-            tool: name,
+            tool,
             outcome,
-            asks,
             updates,
-            missing,
+            entry,
             _stop: cancel.clone().drop_guard(),
             cancel,
         };
-        self.drive(running, cx).await
+        Ok((running, reporting))
     }
 
     /// Sends a paused call its answers and drives it on.
@@ -197,11 +319,12 @@ impl Handler {
                 None,
             ));
         };
-        if paused.running.tool != params.name {
+        if paused.running.tool_name() != params.name {
             return Err(ErrorData::invalid_params(
                 format!(
                     "this requestState belongs to a call of `{}`, not `{}`",
-                    paused.running.tool, params.name
+                    paused.running.tool_name(),
+                    params.name
                 ),
                 None,
             ));
@@ -229,7 +352,8 @@ impl Handler {
         let Paused { running, reply, .. } = paused;
         // The asker waits on this; if it has gone (the call ended meanwhile), drive sees the end.
         let _ = reply.send(answered);
-        self.drive(running, cx).await
+        let reporting = self.reporting(&cx, true);
+        self.drive(running, cx, reporting).await
     }
 
     /// Polls the call while forwarding its updates, until it ends, asks, or is cancelled.
@@ -237,31 +361,30 @@ impl Handler {
         &self,
         mut running: Running,
         cx: RequestContext<RoleServer>,
+        reporting: Reporting,
     ) -> Result<CallToolResponse, ErrorData> {
-        let token = cx.meta.get_progress_token();
-        // 2026-07-28 requests carry their log level; without one, no log messages at all.
-        // Older sessions use the level `logging/setLevel` set (everything by default).
-        let log_floor = if uses_rounds(cx.protocol_version().as_ref()) {
-            cx.meta.log_level().map(level_rank)
-        } else {
-            Some(self.level.load(Ordering::Relaxed))
-        };
+        // A call that can be parked has its own token: pass this request's cancellation on.
+        let rounds = running.entry.call().asks_in_rounds();
         loop {
             tokio::select! {
                 biased;
                 outcome = &mut running.outcome => {
-                    while let Ok(event) = running.updates.try_recv() {
-                        self.forward(&cx, token.as_ref(), log_floor, &running.tool, event.update).await;
+                    if let Some(mut updates) = running.updates.take() {
+                        while let Ok(event) = updates.rx.try_recv() {
+                            self.forward(&cx, &reporting, running.tool_name(), event.update).await;
+                        }
+                        // The executor's future has returned and dropped its scope.
+                        self.shared.recycle(updates);
                     }
-                    if let Some(capability) = running.missing.get() {
+                    if let Some(capability) = running.entry.call().missing() {
                         return Err(missing_capability(capability));
                     }
                     return Ok(CallToolResponse::Complete(convert::result(outcome.into_output())));
                 }
-                Some(event) = running.updates.recv() => {
-                    self.forward(&cx, token.as_ref(), log_floor, &running.tool, event.update).await;
+                Some(event) = next_update(&mut running.updates) => {
+                    self.forward(&cx, &reporting, running.tool_name(), event.update).await;
                 }
-                Some(round) = running.asks.recv() => {
+                round = running.entry.call().next_round(), if rounds => {
                     if self.shared.paused().len() >= MAX_PAUSED {
                         // Too many calls parked: refuse this question (the asker hears no
                         // answer) rather than hold unbounded state for clients.
@@ -275,7 +398,7 @@ impl Handler {
                         Some(token),
                     )));
                 }
-                () = cx.ct.cancelled(), if !running.cancel.is_cancelled() => {
+                () = cx.ct.cancelled(), if rounds && !running.cancel.is_cancelled() => {
                     // notifications/cancelled: stop the tool, then let the executor finish
                     // within its cancel grace (it aborts the tool's task after that).
                     running.cancel.cancel();
@@ -303,36 +426,61 @@ impl Handler {
 
     /// One update as the client sees it: progress as `notifications/progress` (when the call
     /// carried a progress token), output as `notifications/message` at `info` (when the
-    /// client's log level admits `info`).
-    async fn forward(
-        &self,
-        cx: &RequestContext<RoleServer>,
-        token: Option<&ProgressToken>,
-        log_floor: Option<u8>,
-        tool: &str,
+    /// client's log level admits `info`). Boxed: the notification's future is large, and
+    /// inline it would grow every request's task, updates or not.
+    fn forward<'a>(
+        &'a self,
+        cx: &'a RequestContext<RoleServer>,
+        reporting: &'a Reporting,
+        tool: &'a str,
         update: ToolUpdate,
-    ) {
-        match update {
-            ToolUpdate::Progress {
-                progress,
-                total,
-                message,
-            } => {
-                if let Some(token) = token {
-                    let mut param = ProgressNotificationParam::new(token.clone(), progress);
-                    param.total = total;
-                    param.message = message;
-                    let _ = cx.peer.notify_progress(param).await;
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            match update {
+                ToolUpdate::Progress {
+                    progress,
+                    total,
+                    message,
+                } => {
+                    if let Some(token) = &reporting.token {
+                        let mut param = ProgressNotificationParam::new(token.clone(), progress);
+                        param.total = total;
+                        param.message = message;
+                        let _ = cx.peer.notify_progress(param).await;
+                    }
+                }
+                ToolUpdate::Output { text }
+                    if reporting
+                        .log_floor
+                        .is_some_and(|floor| level_rank(LoggingLevel::Info) >= floor) =>
+                {
+                    let param =
+                        LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(text))
+                            .with_logger(tool);
+                    let _ = cx.peer.notify_logging_message(param).await;
+                }
+                _ => {}
+            }
+        })
+    }
+
+    /// `notifications/tools/list_changed` on one listen stream (when its filter asked for
+    /// it) whenever the registry's tools change, until the client closes the stream.
+    async fn listen_for_changes(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.tool_changes();
+        let wants_tools = subscription.sink().accepted().tools_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if wants_tools && subscription.sink().notify_tool_list_changed().await.is_err() {
+                        return Ok(());
+                    }
                 }
             }
-            ToolUpdate::Output { text }
-                if log_floor.is_some_and(|floor| level_rank(LoggingLevel::Info) >= floor) =>
-            {
-                let param = LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(text))
-                    .with_logger(tool);
-                let _ = cx.peer.notify_logging_message(param).await;
-            }
-            _ => {}
         }
     }
 
@@ -341,6 +489,14 @@ impl Handler {
             .catalog
             .as_ref()
             .ok_or_else(ErrorData::method_not_found::<rmcp::model::ReadResourceRequestMethod>)
+    }
+}
+
+/// The next update of a call whose updates are forwarded; never, when they are not.
+async fn next_update(updates: &mut Option<Updates>) -> Option<mux_tool::ProgressEvent> {
+    match updates {
+        Some(updates) => updates.rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -490,21 +646,9 @@ impl ServerHandler for Handler {
     /// whenever the registry's tools change, until the client closes the stream. Resources
     /// and prompts here do not change, so nothing else is ever sent.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.tool_changes();
-        let wants_tools = subscription.sink().accepted().tools_list_changed == Some(true);
-        loop {
-            tokio::select! {
-                () = subscription.cancelled() => return Ok(()),
-                changed = changes.changed() => {
-                    if changed.is_err() {
-                        return Ok(());
-                    }
-                    if wants_tools && subscription.sink().notify_tool_list_changed().await.is_err() {
-                        return Ok(());
-                    }
-                }
-            }
-        }
+        // Boxed: one allocation per stream, where inline its future would grow the task of
+        // every request this handler serves.
+        Box::pin(self.listen_for_changes(subscription)).await
     }
 
     async fn list_tools(
@@ -512,28 +656,37 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let mut specs = self.shared.executor.tools().shared_specs();
-        specs.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
-        let tools: Vec<Tool> = specs.iter().map(|spec| convert::tool(spec)).collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let tools = self.shared.tools.get(&self.shared.executor);
+        Ok(ListToolsResult::with_all_items(tools.to_vec()))
     }
 
+    /// The tool `name` from the built list (rmcp asks on every HTTP `tools/call` at
+    /// 2026-07-28, to check `Mcp-Param-*` headers against its schema).
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.shared
-            .executor
-            .tools()
-            .get(name)
-            .map(|tool| convert::tool(tool.spec()))
+        let tools = self.shared.tools.get(&self.shared.executor);
+        tools
+            .binary_search_by(|tool| tool.name.as_ref().cmp(name))
+            .ok()
+            .and_then(|at| tools.get(at).cloned())
     }
 
-    async fn call_tool(
+    /// Not an `async fn`: the call starts here, and the future returned is the drive alone,
+    /// so that the request and its context are not kept twice in rmcp's task for the
+    /// request (which is moved several times per request).
+    fn call_tool(
         &self,
         mut params: CallToolRequestParams,
         cx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
         match params.request_state.take() {
-            Some(state) => self.resume(&state, params, cx).await,
-            None => self.start(params, cx).await,
+            // Rare and large: boxed, so that every request's task stays small.
+            Some(state) => Either::Left(Box::pin(
+                async move { self.resume(&state, params, cx).await },
+            )),
+            None => Either::Right(match self.start(params, &cx) {
+                Ok((running, reporting)) => Either::Left(self.drive(running, cx, reporting)),
+                Err(err) => Either::Right(std::future::ready(Err(err))),
+            }),
         }
     }
 
@@ -654,7 +807,9 @@ impl ServerHandler for Handler {
                     None,
                 )));
             }
-            inputs.extend(ask_session(&cx, requests).await?);
+            // Boxed: the session requests' futures are large, and inline they would grow
+            // the task of every request this handler serves.
+            inputs.extend(Box::pin(ask_session(&cx, requests)).await?);
         }
         Err(ErrorData::internal_error(
             format!(
@@ -676,5 +831,141 @@ impl ServerHandler for Handler {
             .as_ref()
             .map(|c| c.complete(&request))
             .unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequest, CallToolResult, ClientRequest};
+    use rmcp::service::Service;
+
+    /// A handler with rmcp's defaults and an instant tool, as a bare rmcp server has.
+    struct Bare;
+
+    impl ServerHandler for Bare {
+        async fn call_tool(
+            &self,
+            _params: CallToolRequestParams,
+            _cx: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, ErrorData> {
+            Ok(CallToolResult::success(vec![]).into())
+        }
+    }
+
+    /// Measures, from inside a live request (the only place a `RequestContext` comes from),
+    /// the future rmcp spawns for a request to mux's handler and to [`Bare`].
+    struct Measure;
+
+    impl ServerHandler for Measure {
+        async fn call_tool(
+            &self,
+            _params: CallToolRequestParams,
+            cx: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, ErrorData> {
+            let request = || {
+                ClientRequest::CallToolRequest(CallToolRequest::new(CallToolRequestParams::new(
+                    "echo",
+                )))
+            };
+            let handler = Handler::new(Arc::new(Shared::new(
+                Executor::new(mux_tool::Registry::new()),
+                Callers::new(),
+                None,
+                Implementation::new("mux", "0"),
+                None,
+            )));
+            let mux = std::mem::size_of_val(&Service::<RoleServer>::handle_request(
+                &handler,
+                request(),
+                cx.clone(),
+            ));
+            let bare =
+                std::mem::size_of_val(&Service::<RoleServer>::handle_request(&Bare, request(), cx));
+            let sizes = json!({"mux": mux, "bare": bare});
+            Ok(
+                CallToolResult::success(vec![rmcp::model::ContentBlock::text(sizes.to_string())])
+                    .into(),
+            )
+        }
+    }
+
+    fn shared() -> Shared {
+        Shared::new(
+            Executor::new(mux_tool::Registry::new()),
+            Callers::new(),
+            None,
+            Implementation::new("mux", "0"),
+            None,
+        )
+    }
+
+    /// A finished call's progress channel serves the next call only when nothing else can
+    /// send into it and nothing is left unread in it.
+    #[tokio::test]
+    async fn only_an_unreachable_empty_progress_channel_is_reused() {
+        let shared = shared();
+        let updates = shared.updates();
+        let kept = updates.tx.clone();
+        shared.recycle(updates);
+        assert!(shared.spare().is_empty(), "a tool still holds a sender");
+
+        let updates = shared.updates();
+        let _weak = updates.tx.downgrade();
+        shared.recycle(updates);
+        assert!(shared.spare().is_empty(), "a weak sender could come back");
+
+        let updates = shared.updates();
+        updates
+            .tx
+            .send(mux_tool::ProgressEvent {
+                call_id: "mcp-1".into(),
+                tool: "t".into(),
+                update: ToolUpdate::Output { text: "x".into() },
+            })
+            .await
+            .unwrap();
+        shared.recycle(updates);
+        assert!(shared.spare().is_empty(), "an update was left unread");
+
+        let updates = shared.updates();
+        let first = updates.tx.clone();
+        drop(first);
+        shared.recycle(updates);
+        assert_eq!(shared.spare().len(), 1);
+        let again = shared.updates();
+        assert!(shared.spare().is_empty());
+        assert_eq!(again.tx.strong_count(), 1);
+        drop(kept);
+    }
+
+    /// rmcp runs every request in a task of its own and moves that future several times
+    /// (into the task, its cell, its output): a future larger than a bare handler's costs
+    /// every request, tool call or not, a copy of the difference each time. The rare, large
+    /// paths (resumption, session questions, listen streams, notifications) are boxed.
+    #[tokio::test]
+    async fn a_request_task_is_no_larger_than_a_bare_handlers() {
+        let (server_end, client_end) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(async move {
+            let running = Measure.serve(tokio::io::split(server_end)).await.unwrap();
+            let _ = running.waiting().await;
+        });
+        let client = ().serve(tokio::io::split(client_end)).await.unwrap();
+        let result = client
+            .peer()
+            .call_tool(CallToolRequestParams::new("measure"))
+            .await
+            .unwrap();
+        let text = result.content[0].as_text().unwrap().text.clone();
+        let sizes: Value = serde_json::from_str(&text).unwrap();
+        assert!(
+            sizes["mux"].as_u64().unwrap() <= sizes["bare"].as_u64().unwrap(),
+            "{sizes}"
+        );
+        let _ = client.cancel().await;
+        server.abort();
     }
 }
