@@ -236,13 +236,16 @@ pub trait RunStore: Send + Sync + 'static {
     /// Asks the run's owner to cancel it (seen at its next renew) and wakes waiters.
     fn request_cancel<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<(), RunStoreError>>;
 
-    /// The owner appends events, numbered after the last; returns the last number. Refused
-    /// with `LeaseLost` when it no longer holds the run.
+    /// The owner appends events, numbered after the last, and with `end` moves the run to
+    /// that status in the same step (as [`set_status`](Self::set_status) would), so a run's
+    /// last events and its end are stored together; returns the last number. Refused with
+    /// `LeaseLost` when it no longer holds the run (then nothing is written).
     fn append_events<'a>(
         &'a self,
         run_id: &'a str,
         owner: &'a str,
         events: &'a [Value],
+        end: Option<RunStatus>,
     ) -> BoxFuture<'a, Result<u64, RunStoreError>>;
 
     /// Up to `limit` events numbered after `after`, in order.

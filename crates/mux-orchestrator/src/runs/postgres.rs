@@ -125,11 +125,11 @@ fn record(row: &PgRow) -> Result<RunRecord, RunStoreError> {
 }
 
 impl PostgresRunStore {
-    /// Connects to `url` (a pool of up to eight connections, 2 s to get one), creates the
+    /// Connects to `url` (a pool of up to sixteen connections, 2 s to get one), creates the
     /// tables if needed and starts listening for changes.
     pub async fn connect(url: &str) -> Result<Self, RunStoreError> {
         let pool = PgPoolOptions::new()
-            .max_connections(8)
+            .max_connections(16)
             .acquire_timeout(Duration::from_secs(2))
             .connect(url)
             .await
@@ -201,6 +201,11 @@ async fn listen(pool: PgPool, waiters: Arc<Waiters>) {
 /// `WHERE` for a run `owner` holds: running, its owner, the lease not run out.
 const HELD: &str = "run_id = $1 AND owner = $2 AND status = 'running' AND lease_until > now()";
 
+/// A condition that is always true and notifies the run `$1` once per row it is evaluated
+/// on, so a statement's changed row sends its notification with the same commit (`pg_notify`
+/// is volatile: it runs per row, and not at all when no row changed).
+const NOTIFIED: &str = "pg_notify('mux_runs', $1) IS NOT NULL";
+
 impl RunStore for PostgresRunStore {
     fn begin<'a>(
         &'a self,
@@ -270,30 +275,26 @@ impl RunStore for PostgresRunStore {
         status: RunStatus,
     ) -> BoxFuture<'a, Result<(), RunStoreError>> {
         Box::pin(async move {
-            let mut tx = self
-                .pool
-                .begin()
-                .await
-                .map_err(failed("setting a status"))?;
             let keep = status == RunStatus::Running;
             let done = sqlx::query(&format!(
-                "UPDATE mux_runs SET status = $3, \
-                 owner = CASE WHEN $4 THEN owner END, \
-                 lease_until = CASE WHEN $4 THEN lease_until END, \
-                 updated_at = now() WHERE {HELD}"
+                "WITH held AS ( \
+                     UPDATE mux_runs SET status = $3, \
+                         owner = CASE WHEN $4 THEN owner END, \
+                         lease_until = CASE WHEN $4 THEN lease_until END, \
+                         updated_at = now() WHERE {HELD} RETURNING run_id) \
+                 SELECT run_id FROM held WHERE {NOTIFIED}"
             ))
             .bind(run_id)
             .bind(owner)
             .bind(status.as_str())
             .bind(keep)
-            .execute(&mut *tx)
+            .fetch_optional(&self.pool)
             .await
             .map_err(failed("setting a status"))?;
-            if done.rows_affected() == 0 {
+            if done.is_none() {
                 return Err(not_held(self, run_id, owner).await);
             }
-            Self::notify(&mut tx, run_id).await?;
-            tx.commit().await.map_err(failed("setting a status"))
+            Ok(())
         })
     }
 
@@ -434,19 +435,20 @@ impl RunStore for PostgresRunStore {
 
     fn request_cancel<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<(), RunStoreError>> {
         Box::pin(async move {
-            let mut tx = self.pool.begin().await.map_err(failed("cancelling"))?;
-            let done = sqlx::query(
-                "UPDATE mux_runs SET cancel_requested = TRUE, updated_at = now() WHERE run_id = $1",
-            )
+            let done = sqlx::query(&format!(
+                "WITH asked AS ( \
+                     UPDATE mux_runs SET cancel_requested = TRUE, updated_at = now() \
+                     WHERE run_id = $1 RETURNING run_id) \
+                 SELECT run_id FROM asked WHERE {NOTIFIED}"
+            ))
             .bind(run_id)
-            .execute(&mut *tx)
+            .fetch_optional(&self.pool)
             .await
             .map_err(failed("cancelling"))?;
-            if done.rows_affected() == 0 {
+            if done.is_none() {
                 return Err(RunStoreError::NotFound(run_id.to_owned()));
             }
-            Self::notify(&mut tx, run_id).await?;
-            tx.commit().await.map_err(failed("cancelling"))
+            Ok(())
         })
     }
 
@@ -455,44 +457,38 @@ impl RunStore for PostgresRunStore {
         run_id: &'a str,
         owner: &'a str,
         events: &'a [Value],
+        end: Option<RunStatus>,
     ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
         Box::pin(async move {
             let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
-            let mut tx = self
-                .pool
-                .begin()
-                .await
-                .map_err(failed("appending events"))?;
-            // The row lock orders appenders; the lease check fences a lost owner out.
+            let status = end.unwrap_or(RunStatus::Running);
+            // One statement, so one round trip and one commit: the row lock orders
+            // appenders, the lease check fences a lost owner out, the events go in under the
+            // numbers reserved, and the notification leaves with the commit.
             let first: Option<i64> = sqlx::query_scalar(&format!(
-                "UPDATE mux_runs SET last_seq = last_seq + $3, updated_at = now() \
-                 WHERE {HELD} RETURNING last_seq - $3"
+                "WITH held AS ( \
+                     UPDATE mux_runs SET last_seq = last_seq + $3, updated_at = now(), \
+                         status = $5, owner = CASE WHEN $6 THEN owner END, \
+                         lease_until = CASE WHEN $6 THEN lease_until END \
+                     WHERE {HELD} RETURNING last_seq - $3 AS first), \
+                 inserted AS ( \
+                     INSERT INTO mux_run_events (run_id, seq, event) \
+                     SELECT $1, held.first + e.ord, e.event \
+                     FROM held, unnest($4::jsonb[]) WITH ORDINALITY AS e(event, ord)) \
+                 SELECT first FROM held WHERE {NOTIFIED}"
             ))
             .bind(run_id)
             .bind(owner)
             .bind(count)
-            .fetch_optional(&mut *tx)
+            .bind(events)
+            .bind(status.as_str())
+            .bind(status == RunStatus::Running)
+            .fetch_optional(&self.pool)
             .await
             .map_err(failed("appending events"))?;
             let Some(first) = first else {
                 return Err(not_held(self, run_id, owner).await);
             };
-            if !events.is_empty() {
-                let values: Vec<Value> = events.to_vec();
-                sqlx::query(
-                    "INSERT INTO mux_run_events (run_id, seq, event) \
-                     SELECT $1, $2 + e.ord, e.event \
-                     FROM unnest($3::jsonb[]) WITH ORDINALITY AS e(event, ord)",
-                )
-                .bind(run_id)
-                .bind(first)
-                .bind(&values)
-                .execute(&mut *tx)
-                .await
-                .map_err(failed("appending events"))?;
-                Self::notify(&mut tx, run_id).await?;
-            }
-            tx.commit().await.map_err(failed("appending events"))?;
             Ok(u64::try_from(first + count).unwrap_or_default())
         })
     }

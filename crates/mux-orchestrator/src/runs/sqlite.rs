@@ -400,9 +400,11 @@ impl RunStore for SqliteRunStore {
         run_id: &'a str,
         owner: &'a str,
         events: &'a [Value],
+        end: Option<RunStatus>,
     ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
         Box::pin(async move {
             let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
+            let status = end.unwrap_or(RunStatus::Running);
             let mut tx = self
                 .pool
                 .begin()
@@ -410,13 +412,17 @@ impl RunStore for SqliteRunStore {
                 .map_err(failed("appending events"))?;
             // A write first: the transaction takes the write lock at once.
             let first: Option<i64> = sqlx::query_scalar(&format!(
-                "UPDATE mux_runs SET last_seq = last_seq + $4, updated_at_ms = $3 \
+                "UPDATE mux_runs SET last_seq = last_seq + $4, updated_at_ms = $3, \
+                 status = $5, owner = CASE WHEN $6 THEN owner END, \
+                 lease_until_ms = CASE WHEN $6 THEN lease_until_ms END \
                  WHERE {HELD} RETURNING last_seq - $4"
             ))
             .bind(run_id)
             .bind(owner)
             .bind(now_ms())
             .bind(count)
+            .bind(status.as_str())
+            .bind(status == RunStatus::Running)
             .fetch_optional(&mut *tx)
             .await
             .map_err(failed("appending events"))?;
