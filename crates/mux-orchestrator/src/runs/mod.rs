@@ -30,6 +30,8 @@
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
@@ -271,38 +273,5 @@ pub trait RunStore: Send + Sync + 'static {
     /// that polls says no: an owner then looks for cancel requests at its heartbeat only.
     fn notifies(&self) -> bool {
         false
-    }
-}
-
-/// Why `owner` could not act on `run_id`: the run is missing, or `owner` does not hold it.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-async fn not_held(store: &dyn RunStore, run_id: &str, owner: &str) -> RunStoreError {
-    match store.get(run_id).await {
-        Ok(_) => RunStoreError::LeaseLost {
-            run_id: run_id.to_owned(),
-            owner: owner.to_owned(),
-        },
-        Err(err) => err,
-    }
-}
-
-/// Why `run_id` could not be claimed: it is missing, held by another owner, or over.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-async fn unclaimable(store: &dyn RunStore, run_id: &str) -> RunStoreError {
-    match store.get(run_id).await {
-        Ok(run) => RunStoreError::Held {
-            run_id: run_id.to_owned(),
-            status: run.status,
-        },
-        Err(err) => err,
-    }
-}
-
-/// A database error, named by what was being done.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError {
-    move |err| RunStoreError::Store {
-        operation,
-        reason: err.to_string(),
     }
 }
