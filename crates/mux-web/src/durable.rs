@@ -124,6 +124,9 @@ impl Durable {
                         continue;
                     }
                     Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
+                        if end.is_some() && self.ended(id, run, batch.len(), end).await {
+                            return;
+                        }
                         if self.reclaim(id, run).await {
                             continue;
                         }
@@ -230,6 +233,20 @@ impl Durable {
         }
         *backoff = (*backoff * 2).min(Duration::from_secs(1));
         true
+    }
+
+    /// Whether an earlier try of the last append (whose answer was lost with the store's
+    /// connection) did store the batch and the end: then its events become readable.
+    async fn ended(&self, id: &str, run: &RunBuffer, count: usize, end: Option<RunStatus>) -> bool {
+        let Ok(record) = self.store.get(id).await else {
+            return false;
+        };
+        let stored = record.last_seq == run.stored_through() + count as u64;
+        if stored && Some(record.status) == end {
+            run.confirm(count);
+            return true;
+        }
+        false
     }
 
     /// After the lease ran out with no one else taking the run (the store was unreachable
