@@ -172,13 +172,13 @@ impl Core {
                     Ok(()) | Err(SessionError::AlreadyExists(_)) => {}
                     Err(err) => return Err(err),
                 }
+                if batch.is_empty() {
+                    return Ok(());
+                }
+                store.append(&meta.id, &batch).await
             } else {
-                store.save_meta(&meta).await?;
+                store.save_and_append(&meta, &batch).await
             }
-            if batch.is_empty() {
-                return Ok(());
-            }
-            store.append(&meta.id, &batch).await
         }
         .await;
         let mut conversation = self.lock();

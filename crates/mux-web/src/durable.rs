@@ -89,6 +89,8 @@ impl Durable {
         let mut checked = Instant::now();
         let mut backoff = Duration::from_millis(20);
         let mut cancel_seen = false;
+        // When to look at the run for a cancel, after a wake-up.
+        let mut look: Option<Instant> = None;
         let notifies = self.store.notifies();
         loop {
             if self.alive.is_cancelled() {
@@ -101,25 +103,30 @@ impl Durable {
                     .iter()
                     .map(|e| serde_json::from_str(e).unwrap_or(Value::Null))
                     .collect();
-                match self.store.append_events(id, &self.owner, &values).await {
+                // The end is stored with the last events, before a client sees them:
+                // whoever saw it finds the run's status agreeing, on every process.
+                let last = batch.len() == run.backlog();
+                let end = run
+                    .pushed_ending()
+                    .filter(|_| last)
+                    .and_then(|ending| final_status(ending, thread, cancel_seen));
+                match self
+                    .store
+                    .append_events(id, &self.owner, &values, end)
+                    .await
+                {
                     Ok(_) => {
                         backoff = Duration::from_millis(20);
-                        // The end is stored before a client sees it: whoever saw it finds
-                        // the run's status agreeing, on every process.
-                        let last = batch.len() == run.backlog();
-                        if let Some(status) = run
-                            .pushed_ending()
-                            .filter(|_| last)
-                            .and_then(|ending| final_status(ending, thread, cancel_seen))
-                        {
-                            self.end(id, status).await;
-                            run.confirm(batch.len());
+                        run.confirm(batch.len());
+                        if end.is_some() {
                             return;
                         }
-                        run.confirm(batch.len());
                         continue;
                     }
                     Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
+                        if end.is_some() && self.ended(id, run, batch.len(), end).await {
+                            return;
+                        }
                         if self.reclaim(id, run).await {
                             continue;
                         }
@@ -147,14 +154,17 @@ impl Durable {
                 () = tokio::time::sleep_until(heartbeat) => true,
                 // A store that polls would wake every writer all the time: the heartbeat
                 // looks for cancels then (and a cancel made here is delivered directly).
-                () = self.store.changed(id, self.heartbeat()), if notifies => false,
+                // A wake-up (perhaps a cancel, often this writer's own append) schedules a
+                // look, at most every CANCEL_CHECK, and writing goes on meanwhile.
+                () = self.store.changed(id, self.heartbeat()), if notifies && look.is_none() => {
+                    look = Some(checked + CANCEL_CHECK);
+                    continue;
+                }
+                () = tokio::time::sleep_until(look.unwrap_or(heartbeat)), if look.is_some() => false,
                 () = self.alive.cancelled() => return,
             };
             if !due {
-                // A wake-up (perhaps a cancel): look, but not more often than CANCEL_CHECK.
-                if let Some(wait) = CANCEL_CHECK.checked_sub(checked.elapsed()) {
-                    tokio::time::sleep(wait).await;
-                }
+                look = None;
                 checked = Instant::now();
                 match self.store.get(id).await {
                     Ok(record)
@@ -223,6 +233,20 @@ impl Durable {
         }
         *backoff = (*backoff * 2).min(Duration::from_secs(1));
         true
+    }
+
+    /// Whether an earlier try of the last append (whose answer was lost with the store's
+    /// connection) did store the batch and the end: then its events become readable.
+    async fn ended(&self, id: &str, run: &RunBuffer, count: usize, end: Option<RunStatus>) -> bool {
+        let Ok(record) = self.store.get(id).await else {
+            return false;
+        };
+        let stored = record.last_seq == run.stored_through() + count as u64;
+        if stored && Some(record.status) == end {
+            run.confirm(count);
+            return true;
+        }
+        false
     }
 
     /// After the lease ran out with no one else taking the run (the store was unreachable

@@ -349,6 +349,12 @@ fn follow_stored(
                 return None;
             }
             loop {
+                // Waiting starts before the read: a change stored between the read and the
+                // wait still wakes it (polled once, the store's wait takes wake-ups).
+                let mut wake = store.changed(&id, POLL);
+                if futures::poll!(wake.as_mut()).is_ready() {
+                    continue;
+                }
                 match store.events_after(&id, next, PAGE).await {
                     Ok(events) if !events.is_empty() => {
                         let last = events.last().map_or(next, |e| e.seq);
@@ -363,6 +369,7 @@ fn follow_stored(
                                     .data(e.event.to_string()))
                             })
                             .collect();
+                        drop(wake);
                         return Some((futures::stream::iter(batch), (store, id, last, ended)));
                     }
                     Ok(_) => {
@@ -374,7 +381,7 @@ fn follow_stored(
                         tracing::debug!(run = %id, "reading stored events: {err}");
                     }
                 }
-                store.changed(&id, POLL).await;
+                wake.await;
             }
         },
     )

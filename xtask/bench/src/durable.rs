@@ -6,8 +6,9 @@
 //! - **Throughput:** the web benchmark's workload (one AG-UI run per request on a new thread;
 //!   the model calls `noop`, then answers "ok") on `web-server mux` (memory) and
 //!   `web-server mux-pg` (`PostgresSessionStore` + `PostgresRunStore` on a throw-away
-//!   PostgreSQL with its default, fsync-on-commit settings), then pydantic-ai's adapter.
-//!   Targets: PostgreSQL ≥ 0.5× memory, and ≥ 5× pydantic-ai.
+//!   PostgreSQL with its default, fsync-on-commit settings), the same on a throw-away
+//!   PostgreSQL with fsync off (`-F`: what mux costs apart from the disk's flushes), then
+//!   pydantic-ai's adapter. Targets: PostgreSQL ≥ 0.5× memory, and ≥ 5× pydantic-ai.
 //! - **Paused runs:** 10,000 runs whose model calls `act` (not read-only, so the face asks),
 //!   each ending with an interrupt and its stream closed; RSS against the same server before.
 //!   Target: < 50 MB above the idle server.
@@ -39,7 +40,9 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     let part = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let mut rows = Vec::new();
     if part("throughput") {
-        rows.extend(throughput(&rt, &url)?);
+        // The same on a server that does not wait for its disk: what mux itself costs.
+        let unsynced = Postgres::start(Durability::Throwaway)?;
+        rows.extend(throughput(&rt, &url, &unsynced.url("postgres"))?);
     }
     if part("memory") {
         rows.push(paused_memory(&rt, &url)?);
@@ -50,7 +53,11 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
-fn throughput(rt: &tokio::runtime::Runtime, url: &str) -> Result<Vec<Row>, String> {
+fn throughput(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    unsynced_url: &str,
+) -> Result<Vec<Row>, String> {
     let python = web::pydantic_python()?;
     let script = web::pydantic_script();
     let mut rows = Vec::new();
@@ -63,32 +70,40 @@ fn throughput(rt: &tokio::runtime::Runtime, url: &str) -> Result<Vec<Row>, Strin
             let server = Server::durable(url, TAKEOVER_LEASE * 10)?;
             web::measure(rt, &server.url(), runs, c)?
         };
+        let unsynced = {
+            let server = Server::durable(unsynced_url, TAKEOVER_LEASE * 10)?;
+            web::measure(rt, &server.url(), runs, c)?
+        };
         let pydantic = {
             let server = Server::pydantic(&python, &script, false)?;
             web::measure(rt, &server.url(), runs / 4, c)?
         };
         println!(
-            "durable c={c}: on PostgreSQL {:.0} runs/s p99 {:.2} ms; in memory {:.0} runs/s p99 {:.2} ms; pydantic-ai {:.0} runs/s",
+            "durable c={c}: on PostgreSQL {:.0} runs/s p99 {:.2} ms (fsync off: {:.0} runs/s p99 {:.2} ms); in memory {:.0} runs/s p99 {:.2} ms; pydantic-ai {:.0} runs/s",
             durable.runs_per_s,
             durable.p99_ms,
+            unsynced.runs_per_s,
+            unsynced.p99_ms,
             memory.runs_per_s,
             memory.p99_ms,
             pydantic.runs_per_s
         );
-        rows.push(Row {
-            name: format!("durable: AG-UI run on PostgreSQL, concurrency {c} (runs/s)"),
-            value: durable.runs_per_s,
-            unit: "1/s",
-            baseline: "the same server in memory".into(),
-            baseline_value: memory.runs_per_s,
-        });
-        rows.push(Row {
-            name: format!("durable: AG-UI run on PostgreSQL, concurrency {c} (runs/s)"),
-            value: durable.runs_per_s,
-            unit: "1/s",
-            baseline: "pydantic-ai AGUIAdapter".into(),
-            baseline_value: pydantic.runs_per_s,
-        });
+        for (what, load) in [("", &durable), (" with fsync off", &unsynced)] {
+            rows.push(Row {
+                name: format!("durable: AG-UI run on PostgreSQL{what}, concurrency {c} (runs/s)"),
+                value: load.runs_per_s,
+                unit: "1/s",
+                baseline: "the same server in memory".into(),
+                baseline_value: memory.runs_per_s,
+            });
+            rows.push(Row {
+                name: format!("durable: AG-UI run on PostgreSQL{what}, concurrency {c} (runs/s)"),
+                value: load.runs_per_s,
+                unit: "1/s",
+                baseline: "pydantic-ai AGUIAdapter".into(),
+                baseline_value: pydantic.runs_per_s,
+            });
+        }
     }
     Ok(rows)
 }

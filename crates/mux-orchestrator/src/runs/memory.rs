@@ -85,6 +85,23 @@ impl MemoryRunStore {
         Ok(entry)
     }
 
+    /// Moves a run (its holder checked) to `status` (see [`RunStore::set_status`]).
+    fn move_to(state: &mut State, run_id: &str, status: RunStatus) {
+        let Some(entry) = state.runs.get_mut(run_id) else {
+            return;
+        };
+        entry.record.status = status;
+        entry.updated = Instant::now();
+        if status != RunStatus::Running {
+            entry.record.owner = None;
+            entry.lease_until = None;
+        }
+        let session = entry.record.session_id.clone();
+        if !status.is_active() {
+            state.active.remove(&session);
+        }
+    }
+
     fn take(entry: &mut Entry, owner: &str, lease: Duration) -> RunRecord {
         entry.record.status = RunStatus::Running;
         entry.record.owner = Some(owner.to_owned());
@@ -158,17 +175,8 @@ impl RunStore for MemoryRunStore {
     ) -> BoxFuture<'a, Result<(), RunStoreError>> {
         Box::pin(async move {
             let mut state = self.lock();
-            let entry = Self::held(&mut state, run_id, owner)?;
-            entry.record.status = status;
-            entry.updated = Instant::now();
-            if status != RunStatus::Running {
-                entry.record.owner = None;
-                entry.lease_until = None;
-            }
-            let session = entry.record.session_id.clone();
-            if !status.is_active() {
-                state.active.remove(&session);
-            }
+            Self::held(&mut state, run_id, owner)?;
+            Self::move_to(&mut state, run_id, status);
             drop(state);
             self.wake(run_id);
             Ok(())
@@ -311,6 +319,7 @@ impl RunStore for MemoryRunStore {
         run_id: &'a str,
         owner: &'a str,
         events: &'a [Value],
+        end: Option<RunStatus>,
     ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
         Box::pin(async move {
             let mut state = self.lock();
@@ -320,6 +329,9 @@ impl RunStore for MemoryRunStore {
                 .extend(events.iter().map(|e| e.to_string().into_boxed_str()));
             entry.record.last_seq = entry.events.len() as u64;
             let last = entry.record.last_seq;
+            if let Some(status) = end {
+                Self::move_to(&mut state, run_id, status);
+            }
             drop(state);
             self.wake(run_id);
             Ok(last)

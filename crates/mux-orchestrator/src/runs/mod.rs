@@ -30,6 +30,8 @@
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod writer;
@@ -241,13 +243,16 @@ pub trait RunStore: Send + Sync + 'static {
     /// Asks the run's owner to cancel it (seen at its next renew) and wakes waiters.
     fn request_cancel<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<(), RunStoreError>>;
 
-    /// The owner appends events, numbered after the last; returns the last number. Refused
-    /// with `LeaseLost` when it no longer holds the run.
+    /// The owner appends events, numbered after the last, and with `end` moves the run to
+    /// that status in the same step (as [`set_status`](Self::set_status) would), so a run's
+    /// last events and its end are stored together; returns the last number. Refused with
+    /// `LeaseLost` when it no longer holds the run (then nothing is written).
     fn append_events<'a>(
         &'a self,
         run_id: &'a str,
         owner: &'a str,
         events: &'a [Value],
+        end: Option<RunStatus>,
     ) -> BoxFuture<'a, Result<u64, RunStoreError>>;
 
     /// Up to `limit` events numbered after `after`, in order.
@@ -283,38 +288,5 @@ pub trait RunStore: Send + Sync + 'static {
     /// that polls says no: an owner then looks for cancel requests at its heartbeat only.
     fn notifies(&self) -> bool {
         false
-    }
-}
-
-/// Why `owner` could not act on `run_id`: the run is missing, or `owner` does not hold it.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-async fn not_held(store: &dyn RunStore, run_id: &str, owner: &str) -> RunStoreError {
-    match store.get(run_id).await {
-        Ok(_) => RunStoreError::LeaseLost {
-            run_id: run_id.to_owned(),
-            owner: owner.to_owned(),
-        },
-        Err(err) => err,
-    }
-}
-
-/// Why `run_id` could not be claimed: it is missing, held by another owner, or over.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-async fn unclaimable(store: &dyn RunStore, run_id: &str) -> RunStoreError {
-    match store.get(run_id).await {
-        Ok(run) => RunStoreError::Held {
-            run_id: run_id.to_owned(),
-            status: run.status,
-        },
-        Err(err) => err,
-    }
-}
-
-/// A database error, named by what was being done.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError {
-    move |err| RunStoreError::Store {
-        operation,
-        reason: err.to_string(),
     }
 }

@@ -2,27 +2,23 @@
 //!
 //! The same tables as PostgreSQL's (a partial unique index keeps one active run per session;
 //! events numbered under the run's row), with times from this machine's clock, which every
-//! process on one file shares. SQLite has no notifications: [`changed`](RunStore::changed)
+//! process on one file shares. SQLite has no notifications: [`changed`](super::RunStore::changed)
 //! wakes at once for a change made through this store, and polls for other processes'.
+//! The operations are the shared SQL body's (`sql.rs`); this file holds the statements.
 
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use mux_tool::BoxFuture;
-use serde_json::Value;
-use sqlx::Row;
+use sqlx::Sqlite;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 use tokio::sync::Notify;
 
-use super::{
-    ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent, failed, not_held,
-    unclaimable,
-};
+use super::RunStoreError;
+use super::sql::{Dialect, SqlRuns, Statements, run_store_on_sql};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS mux_runs (
@@ -45,7 +41,141 @@ CREATE TABLE IF NOT EXISTS mux_run_events (
 ) WITHOUT ROWID;
 ";
 
-const COLUMNS: &str = "run_id, session_id, status, owner, cancel_requested, last_seq";
+/// The columns of a run record.
+macro_rules! columns {
+    () => {
+        "run_id, session_id, status, owner, cancel_requested, last_seq"
+    };
+}
+
+/// This machine's time in ms since the epoch, as SQLite reads the clock.
+macro_rules! now {
+    () => {
+        "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+    };
+}
+
+/// `WHERE` for a run `owner` ($2) holds: running, its owner, the lease not run out.
+macro_rules! held {
+    () => {
+        concat!(
+            "run_id = $1 AND owner = $2 AND status = 'running' AND lease_until_ms > ",
+            now!()
+        )
+    };
+}
+
+/// SQLite's statements.
+struct SqliteDialect;
+
+impl Dialect for SqliteDialect {
+    type Db = Sqlite;
+
+    const SQL: Statements = Statements {
+        begin: concat!(
+            "INSERT INTO mux_runs (run_id, session_id, status, owner, lease_until_ms, ",
+            "updated_at_ms) VALUES ($1, $2, 'running', $3, ",
+            now!(),
+            " + $4, ",
+            now!(),
+            ") RETURNING ",
+            columns!()
+        ),
+        renew: concat!(
+            "UPDATE mux_runs SET lease_until_ms = ",
+            now!(),
+            " + $3, updated_at_ms = ",
+            now!(),
+            " WHERE ",
+            held!(),
+            " RETURNING ",
+            columns!()
+        ),
+        set_status: concat!(
+            "UPDATE mux_runs SET status = $3, owner = CASE WHEN $4 THEN owner END, ",
+            "lease_until_ms = CASE WHEN $4 THEN lease_until_ms END, updated_at_ms = ",
+            now!(),
+            " WHERE ",
+            held!(),
+            " RETURNING run_id"
+        ),
+        claim: concat!(
+            "UPDATE mux_runs SET status = 'running', owner = $2, lease_until_ms = ",
+            now!(),
+            " + $3, updated_at_ms = ",
+            now!(),
+            " WHERE run_id = $1 AND (status = 'paused' OR (status = 'running' AND ",
+            "(lease_until_ms IS NULL OR lease_until_ms <= ",
+            now!(),
+            "))) RETURNING ",
+            columns!()
+        ),
+        hand_over: concat!(
+            "UPDATE mux_runs SET status = 'finished', owner = NULL, lease_until_ms = NULL, ",
+            "updated_at_ms = ",
+            now!(),
+            " WHERE run_id = $1 AND (status = 'paused' OR (status = 'running' AND ",
+            "(owner = $2 OR lease_until_ms IS NULL OR lease_until_ms <= ",
+            now!(),
+            "))) RETURNING session_id"
+        ),
+        notify: None,
+        // One statement: SQLite runs it under the database's write lock, so two claimants
+        // never take the same run.
+        claim_expired: concat!(
+            "UPDATE mux_runs SET owner = $1, lease_until_ms = ",
+            now!(),
+            " + $2, updated_at_ms = ",
+            now!(),
+            " WHERE run_id = (SELECT run_id FROM mux_runs WHERE status = 'running' AND ",
+            "(lease_until_ms IS NULL OR lease_until_ms <= ",
+            now!(),
+            ") ORDER BY lease_until_ms LIMIT 1) AND status = 'running' AND ",
+            "(lease_until_ms IS NULL OR lease_until_ms <= ",
+            now!(),
+            ") RETURNING ",
+            columns!()
+        ),
+        get: concat!("SELECT ", columns!(), " FROM mux_runs WHERE run_id = $1"),
+        active_run: concat!(
+            "SELECT ",
+            columns!(),
+            " FROM mux_runs WHERE session_id = $1 AND status IN ('running', 'paused')"
+        ),
+        request_cancel: concat!(
+            "UPDATE mux_runs SET cancel_requested = 1, updated_at_ms = ",
+            now!(),
+            " WHERE run_id = $1 RETURNING run_id"
+        ),
+        // A write first: the transaction takes the write lock at once.
+        append: concat!(
+            "UPDATE mux_runs SET last_seq = last_seq + $3, updated_at_ms = ",
+            now!(),
+            ", status = $4, owner = CASE WHEN $5 THEN owner END, ",
+            "lease_until_ms = CASE WHEN $5 THEN lease_until_ms END WHERE ",
+            held!(),
+            " RETURNING last_seq - $3"
+        ),
+        // Each element of the array, as JSON text (`->`), under the next numbers.
+        insert_events: Some(
+            "INSERT INTO mux_run_events (run_id, seq, event) \
+             SELECT $1, $2 + e.key + 1, $3 -> ('$[' || e.key || ']') FROM json_each($3) AS e",
+        ),
+        events_after: "SELECT seq, event FROM mux_run_events \
+                       WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+        list_runs: "SELECT r.run_id, r.session_id, r.status, r.owner, r.cancel_requested, \
+                    r.last_seq, e.event FROM mux_runs r LEFT JOIN mux_run_events e \
+                    ON e.run_id = r.run_id AND e.seq = r.last_seq \
+                    WHERE substr(r.run_id, 1, length($1)) = $1 AND r.run_id > $2 \
+                    ORDER BY r.run_id LIMIT $3",
+        forget_ended: concat!(
+            "DELETE FROM mux_runs WHERE status IN ('finished', 'failed', 'cancelled') ",
+            "AND updated_at_ms < ",
+            now!(),
+            " - $1 RETURNING run_id"
+        ),
+    };
+}
 
 /// How often a waiter looks for other processes' changes.
 const POLL: Duration = Duration::from_millis(100);
@@ -53,48 +183,33 @@ const POLL: Duration = Duration::from_millis(100);
 /// Runs in a SQLite file: the contract for the processes of one machine.
 #[derive(Clone, Debug)]
 pub struct SqliteRunStore {
-    pool: SqlitePool,
+    sql: SqlRuns<SqliteDialect>,
     wake: Arc<Notify>,
 }
 
-fn now_ms() -> i64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+/// A database error, named by what was being done.
+fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError {
+    move |err| RunStoreError::Store {
+        operation,
+        reason: err.to_string(),
+    }
 }
-
-fn until(lease: Duration) -> i64 {
-    now_ms().saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX))
-}
-
-fn record(row: &SqliteRow) -> Result<RunRecord, RunStoreError> {
-    let read = |err| failed("reading a run")(err);
-    let status: String = row.try_get("status").map_err(read)?;
-    let last_seq: i64 = row.try_get("last_seq").map_err(read)?;
-    let cancel: i64 = row.try_get("cancel_requested").map_err(read)?;
-    Ok(RunRecord {
-        run_id: row.try_get("run_id").map_err(read)?,
-        session_id: row.try_get("session_id").map_err(read)?,
-        status: RunStatus::parse(&status).ok_or_else(|| RunStoreError::Store {
-            operation: "reading a run",
-            reason: format!("unknown status `{status}`"),
-        })?,
-        owner: row.try_get("owner").map_err(read)?,
-        cancel_requested: cancel != 0,
-        last_seq: u64::try_from(last_seq).unwrap_or_default(),
-    })
-}
-
-/// `WHERE` for a run `owner` ($2) holds at time $3.
-const HELD: &str = "run_id = $1 AND owner = $2 AND status = 'running' AND lease_until_ms > $3";
 
 impl SqliteRunStore {
     /// Opens (creating it if missing) the database file at `path`: WAL, a 30 s busy timeout.
     /// It may be the session store's file.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, RunStoreError> {
-        let options = SqliteConnectOptions::new()
-            .filename(path)
+        Self::open_with(SqliteConnectOptions::new().filename(path)).await
+    }
+
+    /// Opens the database at a `sqlite://` URL, as [`open`](Self::open) does.
+    pub async fn connect(url: &str) -> Result<Self, RunStoreError> {
+        Self::open_with(SqliteConnectOptions::from_str(url).map_err(failed("reading the URL"))?)
+            .await
+    }
+
+    async fn open_with(options: SqliteConnectOptions) -> Result<Self, RunStoreError> {
+        let options = options
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
@@ -109,433 +224,33 @@ impl SqliteRunStore {
         Self::with_pool(pool).await
     }
 
-    /// Opens the database at a `sqlite://` URL.
-    pub async fn connect(url: &str) -> Result<Self, RunStoreError> {
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(failed("reading the URL"))?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(30));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await
-            .map_err(failed("opening the database"))?;
-        Self::with_pool(pool).await
-    }
-
     /// A store on an existing pool, after creating the tables if needed.
     pub async fn with_pool(pool: SqlitePool) -> Result<Self, RunStoreError> {
         sqlx::raw_sql(SCHEMA)
             .execute(&pool)
             .await
             .map_err(failed("creating the tables"))?;
+        let wake = Arc::new(Notify::new());
+        let local = Arc::clone(&wake);
         Ok(Self {
-            pool,
-            wake: Arc::new(Notify::new()),
+            sql: SqlRuns::new(pool, Arc::new(move |_: &str| local.notify_waiters())),
+            wake,
         })
     }
 
     /// The pool, for inspection and maintenance.
     pub fn pool(&self) -> &SqlitePool {
-        &self.pool
+        &self.sql.pool
+    }
+
+    /// A store that polls: an owner looks for cancel requests at its heartbeat only.
+    const NOTIFIES: bool = false;
+
+    /// Resolves when this store changed a run, after `wait`, or at the next poll (another
+    /// process's changes).
+    async fn wait_for_change(&self, _run_id: &str, wait: Duration) {
+        let _ = tokio::time::timeout(wait.min(POLL), self.wake.notified()).await;
     }
 }
 
-impl RunStore for SqliteRunStore {
-    fn begin<'a>(
-        &'a self,
-        session_id: &'a str,
-        run_id: &'a str,
-        owner: &'a str,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-        Box::pin(async move {
-            let inserted = sqlx::query(&format!(
-                "INSERT INTO mux_runs (run_id, session_id, status, owner, lease_until_ms, updated_at_ms) \
-                 VALUES ($1, $2, 'running', $3, $4, $5) RETURNING {COLUMNS}"
-            ))
-            .bind(run_id)
-            .bind(session_id)
-            .bind(owner)
-            .bind(until(lease))
-            .bind(now_ms())
-            .fetch_one(&self.pool)
-            .await;
-            match inserted {
-                Ok(row) => record(&row),
-                Err(sqlx::Error::Database(err)) if err.is_unique_violation() => {
-                    // Which constraint: the run id, or the session's active run.
-                    if self.get(run_id).await.is_ok() {
-                        return Err(RunStoreError::Exists(run_id.to_owned()));
-                    }
-                    let active = self.active_run(session_id).await?;
-                    Err(RunStoreError::Busy {
-                        session_id: session_id.to_owned(),
-                        run_id: active.map(|run| run.run_id).unwrap_or_default(),
-                    })
-                }
-                Err(err) => Err(failed("beginning a run")(err)),
-            }
-        })
-    }
-
-    fn renew<'a>(
-        &'a self,
-        run_id: &'a str,
-        owner: &'a str,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-        Box::pin(async move {
-            let row = sqlx::query(&format!(
-                "UPDATE mux_runs SET lease_until_ms = $4, updated_at_ms = $3 \
-                 WHERE {HELD} RETURNING {COLUMNS}"
-            ))
-            .bind(run_id)
-            .bind(owner)
-            .bind(now_ms())
-            .bind(until(lease))
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(failed("renewing a lease"))?;
-            match row {
-                Some(row) => record(&row),
-                None => Err(not_held(self, run_id, owner).await),
-            }
-        })
-    }
-
-    fn set_status<'a>(
-        &'a self,
-        run_id: &'a str,
-        owner: &'a str,
-        status: RunStatus,
-    ) -> BoxFuture<'a, Result<(), RunStoreError>> {
-        Box::pin(async move {
-            let keep = status == RunStatus::Running;
-            let done = sqlx::query(&format!(
-                "UPDATE mux_runs SET status = $4, \
-                 owner = CASE WHEN $5 THEN owner END, \
-                 lease_until_ms = CASE WHEN $5 THEN lease_until_ms END, \
-                 updated_at_ms = $3 WHERE {HELD}"
-            ))
-            .bind(run_id)
-            .bind(owner)
-            .bind(now_ms())
-            .bind(status.as_str())
-            .bind(keep)
-            .execute(&self.pool)
-            .await
-            .map_err(failed("setting a status"))?;
-            if done.rows_affected() == 0 {
-                return Err(not_held(self, run_id, owner).await);
-            }
-            self.wake.notify_waiters();
-            Ok(())
-        })
-    }
-
-    fn claim<'a>(
-        &'a self,
-        run_id: &'a str,
-        owner: &'a str,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-        Box::pin(async move {
-            let now = now_ms();
-            let row = sqlx::query(&format!(
-                "UPDATE mux_runs SET status = 'running', owner = $2, lease_until_ms = $4, \
-                 updated_at_ms = $3 \
-                 WHERE run_id = $1 AND (status = 'paused' \
-                     OR (status = 'running' AND (lease_until_ms IS NULL OR lease_until_ms <= $3))) \
-                 RETURNING {COLUMNS}"
-            ))
-            .bind(run_id)
-            .bind(owner)
-            .bind(now)
-            .bind(until(lease))
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(failed("claiming a run"))?;
-            match row {
-                Some(row) => record(&row),
-                None => Err(unclaimable(self, run_id).await),
-            }
-        })
-    }
-
-    fn hand_over<'a>(
-        &'a self,
-        from: &'a str,
-        to: &'a str,
-        owner: &'a str,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-        Box::pin(async move {
-            let now = now_ms();
-            let mut tx = self
-                .pool
-                .begin()
-                .await
-                .map_err(failed("handing a run over"))?;
-            let session: Option<String> = sqlx::query_scalar(
-                "UPDATE mux_runs SET status = 'finished', owner = NULL, lease_until_ms = NULL, \
-                 updated_at_ms = $3 \
-                 WHERE run_id = $1 AND (status = 'paused' OR (status = 'running' AND \
-                     (owner = $2 OR lease_until_ms IS NULL OR lease_until_ms <= $3))) \
-                 RETURNING session_id",
-            )
-            .bind(from)
-            .bind(owner)
-            .bind(now)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(failed("handing a run over"))?;
-            let Some(session) = session else {
-                drop(tx);
-                return Err(unclaimable(self, from).await);
-            };
-            let inserted = sqlx::query(&format!(
-                "INSERT INTO mux_runs (run_id, session_id, status, owner, lease_until_ms, updated_at_ms) \
-                 VALUES ($1, $2, 'running', $3, $4, $5) RETURNING {COLUMNS}"
-            ))
-            .bind(to)
-            .bind(&session)
-            .bind(owner)
-            .bind(until(lease))
-            .bind(now)
-            .fetch_one(&mut *tx)
-            .await;
-            let row = match inserted {
-                Ok(row) => row,
-                Err(sqlx::Error::Database(err)) if err.is_unique_violation() => {
-                    return Err(RunStoreError::Exists(to.to_owned()));
-                }
-                Err(err) => return Err(failed("handing a run over")(err)),
-            };
-            tx.commit().await.map_err(failed("handing a run over"))?;
-            self.wake.notify_waiters();
-            record(&row)
-        })
-    }
-
-    fn claim_expired<'a>(
-        &'a self,
-        owner: &'a str,
-        lease: Duration,
-    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
-        Box::pin(async move {
-            // One statement: SQLite runs it under the database's write lock, so two
-            // claimants never take the same run.
-            let row = sqlx::query(&format!(
-                "UPDATE mux_runs SET owner = $1, lease_until_ms = $3, updated_at_ms = $2 \
-                 WHERE run_id = ( \
-                     SELECT run_id FROM mux_runs \
-                     WHERE status = 'running' AND (lease_until_ms IS NULL OR lease_until_ms <= $2) \
-                     ORDER BY lease_until_ms LIMIT 1) \
-                 AND status = 'running' AND (lease_until_ms IS NULL OR lease_until_ms <= $2) \
-                 RETURNING {COLUMNS}"
-            ))
-            .bind(owner)
-            .bind(now_ms())
-            .bind(until(lease))
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(failed("claiming an expired run"))?;
-            row.as_ref().map(record).transpose()
-        })
-    }
-
-    fn get<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-        Box::pin(async move {
-            let row = sqlx::query(&format!("SELECT {COLUMNS} FROM mux_runs WHERE run_id = $1"))
-                .bind(run_id)
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(failed("reading a run"))?;
-            match row {
-                Some(row) => record(&row),
-                None => Err(RunStoreError::NotFound(run_id.to_owned())),
-            }
-        })
-    }
-
-    fn active_run<'a>(
-        &'a self,
-        session_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
-        Box::pin(async move {
-            let row = sqlx::query(&format!(
-                "SELECT {COLUMNS} FROM mux_runs \
-                 WHERE session_id = $1 AND status IN ('running', 'paused')"
-            ))
-            .bind(session_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(failed("reading a session's run"))?;
-            row.as_ref().map(record).transpose()
-        })
-    }
-
-    fn request_cancel<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<(), RunStoreError>> {
-        Box::pin(async move {
-            let done = sqlx::query(
-                "UPDATE mux_runs SET cancel_requested = 1, updated_at_ms = $2 WHERE run_id = $1",
-            )
-            .bind(run_id)
-            .bind(now_ms())
-            .execute(&self.pool)
-            .await
-            .map_err(failed("cancelling"))?;
-            if done.rows_affected() == 0 {
-                return Err(RunStoreError::NotFound(run_id.to_owned()));
-            }
-            self.wake.notify_waiters();
-            Ok(())
-        })
-    }
-
-    fn append_events<'a>(
-        &'a self,
-        run_id: &'a str,
-        owner: &'a str,
-        events: &'a [Value],
-    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
-        Box::pin(async move {
-            let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
-            let mut tx = self
-                .pool
-                .begin()
-                .await
-                .map_err(failed("appending events"))?;
-            // A write first: the transaction takes the write lock at once.
-            let first: Option<i64> = sqlx::query_scalar(&format!(
-                "UPDATE mux_runs SET last_seq = last_seq + $4, updated_at_ms = $3 \
-                 WHERE {HELD} RETURNING last_seq - $4"
-            ))
-            .bind(run_id)
-            .bind(owner)
-            .bind(now_ms())
-            .bind(count)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(failed("appending events"))?;
-            let Some(first) = first else {
-                drop(tx);
-                return Err(not_held(self, run_id, owner).await);
-            };
-            for (i, event) in (1..).zip(events) {
-                sqlx::query("INSERT INTO mux_run_events (run_id, seq, event) VALUES ($1, $2, $3)")
-                    .bind(run_id)
-                    .bind(first + i)
-                    .bind(event.to_string())
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(failed("appending events"))?;
-            }
-            tx.commit().await.map_err(failed("appending events"))?;
-            self.wake.notify_waiters();
-            Ok(u64::try_from(first + count).unwrap_or_default())
-        })
-    }
-
-    fn events_after<'a>(
-        &'a self,
-        run_id: &'a str,
-        after: u64,
-        limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>> {
-        Box::pin(async move {
-            let rows = sqlx::query(
-                "SELECT seq, event FROM mux_run_events \
-                 WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-            )
-            .bind(run_id)
-            .bind(i64::try_from(after).unwrap_or(i64::MAX))
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(failed("reading events"))?;
-            if rows.is_empty() {
-                self.get(run_id).await?;
-            }
-            rows.iter()
-                .map(|row| {
-                    let seq: i64 = row.try_get("seq").map_err(failed("reading events"))?;
-                    let text: String = row.try_get("event").map_err(failed("reading events"))?;
-                    let event =
-                        serde_json::from_str(&text).map_err(|err| RunStoreError::Store {
-                            operation: "reading events",
-                            reason: format!("event {seq} of run `{run_id}` is not JSON: {err}"),
-                        })?;
-                    Ok(StoredEvent {
-                        seq: u64::try_from(seq).unwrap_or_default(),
-                        event,
-                    })
-                })
-                .collect()
-        })
-    }
-
-    fn list_runs<'a>(
-        &'a self,
-        prefix: &'a str,
-        after: &'a str,
-        limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
-        Box::pin(async move {
-            let rows = sqlx::query(
-                "SELECT r.run_id, r.session_id, r.status, r.owner, r.cancel_requested, \
-                 r.last_seq, e.event FROM mux_runs r LEFT JOIN mux_run_events e \
-                 ON e.run_id = r.run_id AND e.seq = r.last_seq \
-                 WHERE substr(r.run_id, 1, length($1)) = $1 AND r.run_id > $2 \
-                 ORDER BY r.run_id LIMIT $3",
-            )
-            .bind(prefix)
-            .bind(after)
-            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(failed("listing runs"))?;
-            rows.iter()
-                .map(|row| {
-                    let run = record(row)?;
-                    let text: Option<String> =
-                        row.try_get("event").map_err(failed("listing runs"))?;
-                    let last = text.map(|text| StoredEvent {
-                        seq: run.last_seq,
-                        event: serde_json::from_str(&text).unwrap_or(Value::Null),
-                    });
-                    Ok((run, last))
-                })
-                .collect()
-        })
-    }
-
-    fn forget_ended<'a>(
-        &'a self,
-        older_than: Duration,
-    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
-        Box::pin(async move {
-            let cutoff =
-                now_ms().saturating_sub(i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX));
-            let done = sqlx::query(
-                "DELETE FROM mux_runs WHERE status IN ('finished', 'failed', 'cancelled') \
-                 AND updated_at_ms < $1",
-            )
-            .bind(cutoff)
-            .execute(&self.pool)
-            .await
-            .map_err(failed("forgetting ended runs"))?;
-            Ok(done.rows_affected())
-        })
-    }
-
-    fn changed<'a>(&'a self, _run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()> {
-        Box::pin(async move {
-            // This process's changes wake at once; another process's are seen at the next poll.
-            let _ = tokio::time::timeout(wait.min(POLL), self.wake.notified()).await;
-        })
-    }
-}
+run_store_on_sql!(SqliteRunStore);

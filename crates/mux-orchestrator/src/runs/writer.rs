@@ -167,6 +167,8 @@ impl Shared {
         let mut renew_at = Instant::now() + self.heartbeat();
         let mut backoff = Duration::from_millis(20);
         let notifies = self.store.notifies();
+        // The number of the last event this writer stored, once it stored one.
+        let mut stored_through: Option<u64> = None;
         loop {
             if self.alive.is_cancelled() {
                 return;
@@ -174,20 +176,32 @@ impl Shared {
             let (batch, end) = {
                 let queue = self.lock();
                 let batch: Vec<Value> = queue.events.iter().take(BATCH).cloned().collect();
-                (batch, queue.end)
+                // The end goes with the last events, in one step.
+                let last = batch.len() == queue.events.len();
+                (batch, queue.end.filter(|_| last))
             };
             if !batch.is_empty() {
                 match self
                     .store
-                    .append_events(&self.run_id, &self.owner, &batch)
+                    .append_events(&self.run_id, &self.owner, &batch, end)
                     .await
                 {
-                    Ok(_) => {
+                    Ok(seq) => {
                         backoff = Duration::from_millis(20);
+                        stored_through = Some(seq);
                         self.lock().events.drain(..batch.len());
+                        if end.is_some() {
+                            return;
+                        }
                         continue;
                     }
                     Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
+                        if let Some(status) = end
+                            && self.ended(status, stored_through, batch.len()).await
+                        {
+                            self.lock().events.clear();
+                            return;
+                        }
                         return self.lose("another owner holds it now");
                     }
                     Err(err) => {
@@ -238,6 +252,18 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// Whether a last append whose answer was lost (the connection dropped after the store
+    /// committed it) stored the `count` events after `stored_through` and the end `status`:
+    /// the store then refuses the retry, since the run is no longer held.
+    async fn ended(&self, status: RunStatus, stored_through: Option<u64>, count: usize) -> bool {
+        let Ok(record) = self.store.get(&self.run_id).await else {
+            return false;
+        };
+        let all_stored =
+            stored_through.is_none_or(|through| record.last_seq == through + count as u64);
+        record.status == status && record.owner.is_none() && all_stored
     }
 
     fn lose(&self, why: &str) {

@@ -273,6 +273,23 @@ pub trait SessionStore: Send + Sync + 'static {
         records: &'a [HistoryRecord],
     ) -> BoxFuture<'a, Result<(), SessionError>>;
 
+    /// Replaces a session's metadata and appends `records` to its log, in one step where the
+    /// store can (the SQL stores: one transaction, so one commit). The default saves the
+    /// metadata, then appends.
+    fn save_and_append<'a>(
+        &'a self,
+        meta: &'a SessionMeta,
+        records: &'a [HistoryRecord],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        Box::pin(async move {
+            self.save_meta(meta).await?;
+            if records.is_empty() {
+                return Ok(());
+            }
+            self.append(&meta.id, records).await
+        })
+    }
+
     /// Loads a session, replaying its log.
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>>;
 

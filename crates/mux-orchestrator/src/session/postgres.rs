@@ -36,6 +36,16 @@ impl Dialect for PostgresDialect {
                  INSERT INTO mux_session_records (session_id, seq, record) \
                  SELECT $1, reserved.first + r.ord - 1, r.record \
                  FROM reserved, unnest($2::text[]) WITH ORDINALITY AS r(record, ord)",
+        // `append`, with the metadata replaced by the same UPDATE.
+        save_and_append: Some(
+            "WITH reserved AS ( \
+                 UPDATE mux_sessions SET next_seq = next_seq + cardinality($2::text[]), \
+                     updated_at_ms = $3, parent = $4, meta = $5 \
+                 WHERE id = $1 RETURNING next_seq - cardinality($2::text[]) AS first) \
+             INSERT INTO mux_session_records (session_id, seq, record) \
+             SELECT $1, reserved.first + r.ord - 1, r.record \
+             FROM reserved, unnest($2::text[]) WITH ORDINALITY AS r(record, ord)",
+        ),
         select_meta: "SELECT meta FROM mux_sessions WHERE id = $1",
         select_records: "SELECT seq, record FROM mux_session_records WHERE session_id = $1 ORDER BY seq",
         list: "SELECT id, meta FROM mux_sessions ORDER BY updated_at_ms DESC, id",
@@ -90,10 +100,11 @@ pub struct PostgresSessionStore {
 }
 
 impl PostgresSessionStore {
-    /// Connects to the database at `url` (a pool of up to eight connections) and migrates it.
+    /// Connects to the database at `url` (a pool of up to sixteen connections: a commit holds one while it waits for its
+    /// WAL flush, and concurrent commits share a flush) and migrates it.
     pub async fn connect(url: &str) -> Result<Self, SessionError> {
         let pool = PgPoolOptions::new()
-            .max_connections(8)
+            .max_connections(16)
             // An unreachable server is reported within 2 s (the loop then holds its records,
             // see `LoopError::Unwritten`) instead of stalling a run for sqlx's 30 s.
             .acquire_timeout(std::time::Duration::from_secs(2))

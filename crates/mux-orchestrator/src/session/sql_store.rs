@@ -35,6 +35,10 @@ pub(crate) struct Statements {
     /// Appends a batch under the next sequence numbers, in one statement, inserting nothing
     /// when the session does not exist (binds id, then the batch).
     pub(crate) append: &'static str,
+    /// Replaces a session's metadata and appends a batch, in one statement (binds id, the
+    /// batch, updated_at_ms, parent, meta); `None`: `update_meta` and `append` in one
+    /// `begin_write` transaction.
+    pub(crate) save_and_append: Option<&'static str>,
     /// The metadata column (binds the id).
     pub(crate) select_meta: &'static str,
     /// `(seq, record)` rows in order (binds the id).
@@ -225,6 +229,60 @@ where
         })
     }
 
+    pub(crate) fn save_and_append<'a>(
+        &'a self,
+        meta: &'a SessionMeta,
+        records: &'a [HistoryRecord],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        Box::pin(async move {
+            let id = meta.id.as_str();
+            let texts = encode_records(id, records)?;
+            if texts.is_empty() {
+                return self.save_meta(meta).await;
+            }
+            let count = texts.len() as u64;
+            let json = encode_meta(meta)?;
+            let err = || db_error(id, "saving and appending");
+            let done = match D::SQL.save_and_append {
+                Some(statement) => sqlx::query(statement)
+                    .bind(id)
+                    .bind(D::batch(id, texts)?)
+                    .bind(to_i64(meta.updated_at_ms))
+                    .bind(meta.parent.as_deref())
+                    .bind(json)
+                    .execute(&self.pool)
+                    .await
+                    .map_err(err())?,
+                None => {
+                    let mut tx = begin(&self.pool, D::SQL.begin_write).await.map_err(err())?;
+                    let saved = sqlx::query(D::SQL.update_meta)
+                        .bind(to_i64(meta.updated_at_ms))
+                        .bind(meta.parent.as_deref())
+                        .bind(json)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(err())?;
+                    if D::rows_affected(&saved) == 0 {
+                        return Err(SessionError::NotFound(id.to_owned()));
+                    }
+                    let done = sqlx::query(D::SQL.append)
+                        .bind(id)
+                        .bind(D::batch(id, texts)?)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(err())?;
+                    tx.commit().await.map_err(err())?;
+                    done
+                }
+            };
+            if D::rows_affected(&done) != count {
+                return Err(SessionError::NotFound(id.to_owned()));
+            }
+            Ok(())
+        })
+    }
+
     pub(crate) fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
         Box::pin(async move {
             let err = |operation| db_error(id, operation);
@@ -397,6 +455,14 @@ macro_rules! session_store_on_sql {
                 records: &'a [$crate::session::HistoryRecord],
             ) -> ::mux_tool::BoxFuture<'a, Result<(), $crate::session::SessionError>> {
                 self.sql.append(id, records)
+            }
+
+            fn save_and_append<'a>(
+                &'a self,
+                meta: &'a $crate::session::SessionMeta,
+                records: &'a [$crate::session::HistoryRecord],
+            ) -> ::mux_tool::BoxFuture<'a, Result<(), $crate::session::SessionError>> {
+                self.sql.save_and_append(meta, records)
             }
 
             fn load<'a>(

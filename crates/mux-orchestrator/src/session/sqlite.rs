@@ -40,6 +40,7 @@ impl Dialect for SqliteDialect {
                                       WHERE session_id = ?1), 0) + batch.key, batch.value \
                  FROM json_each(?2) AS batch \
                  WHERE EXISTS (SELECT 1 FROM mux_sessions WHERE id = ?1)",
+        save_and_append: None,
         select_meta: "SELECT meta FROM mux_sessions WHERE id = ?",
         select_records: "SELECT seq, record FROM mux_session_records WHERE session_id = ? ORDER BY seq",
         list: "SELECT id, meta FROM mux_sessions ORDER BY updated_at_ms DESC, id",

@@ -20,7 +20,7 @@ async fn lists(store: &dyn RunStore) {
             .unwrap();
     }
     store
-        .append_events("a2a.b", "owner", &[json!({"n": 1}), json!({"n": 2})])
+        .append_events("a2a.b", "owner", &[json!({"n": 1}), json!({"n": 2})], None)
         .await
         .unwrap();
     store

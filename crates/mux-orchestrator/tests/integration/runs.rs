@@ -53,10 +53,16 @@ async fn contract(store: &dyn RunStore, tag: &str) {
         json!({"type": "RUN_STARTED"}),
         json!({"type": "TEXT", "delta": "hi"}),
     ];
-    assert_eq!(store.append_events(&run(1), "a", &events).await.unwrap(), 2);
     assert_eq!(
         store
-            .append_events(&run(1), "a", &[json!({"type": "MORE"})])
+            .append_events(&run(1), "a", &events, None)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store
+            .append_events(&run(1), "a", &[json!({"type": "MORE"})], None)
             .await
             .unwrap(),
         3
@@ -76,7 +82,7 @@ async fn contract(store: &dyn RunStore, tag: &str) {
 
     // Only the owner writes; a held lease cannot be claimed.
     let fenced = store
-        .append_events(&run(1), "b", &[json!({})])
+        .append_events(&run(1), "b", &[json!({})], None)
         .await
         .unwrap_err();
     assert!(
@@ -148,7 +154,7 @@ async fn contract(store: &dyn RunStore, tag: &str) {
         (RunStatus::Running, Some("c"))
     );
     assert!(matches!(
-        store.append_events(&run(2), "a", &[json!({})]).await,
+        store.append_events(&run(2), "a", &[json!({})], None).await,
         Err(RunStoreError::LeaseLost { .. })
     ));
 
@@ -162,7 +168,7 @@ async fn contract(store: &dyn RunStore, tag: &str) {
     for refused in [
         store.renew(&run(2), "c", HELD).await.map(|_| ()),
         store
-            .append_events(&run(2), "c", &[json!({})])
+            .append_events(&run(2), "c", &[json!({})], None)
             .await
             .map(|_| ()),
         store.set_status(&run(2), "c", RunStatus::Finished).await,
@@ -174,15 +180,45 @@ async fn contract(store: &dyn RunStore, tag: &str) {
     }
     assert_eq!(
         store
-            .append_events(&run(2), "d", &[json!({})])
+            .append_events(&run(2), "d", &[json!({})], None)
             .await
             .unwrap(),
         1
     );
-    store
-        .set_status(&run(2), "d", RunStatus::Finished)
-        .await
-        .unwrap();
+    // The last events and the end in one step: a fenced owner's attempt writes neither.
+    assert!(matches!(
+        store
+            .append_events(
+                &run(2),
+                "c",
+                &[json!({"late": true})],
+                Some(RunStatus::Failed)
+            )
+            .await,
+        Err(RunStoreError::LeaseLost { .. })
+    ));
+    assert_eq!(
+        store
+            .append_events(
+                &run(2),
+                "d",
+                &[json!({"last": true})],
+                Some(RunStatus::Finished)
+            )
+            .await
+            .unwrap(),
+        2
+    );
+    let ended = store.get(&run(2)).await.unwrap();
+    assert_eq!(
+        (ended.status, ended.owner, ended.last_seq),
+        (RunStatus::Finished, None, 2)
+    );
+    assert_eq!(
+        store.events_after(&run(2), 1, 10).await.unwrap()[0].event,
+        json!({"last": true})
+    );
+    assert!(store.active_run(&session).await.unwrap().is_none());
     store.begin(&session, &run(3), "a", HELD).await.unwrap();
     store
         .set_status(&run(3), "a", RunStatus::Failed)
@@ -261,7 +297,7 @@ fn the_sqlite_run_store_keeps_the_contract_and_a_reopened_file_keeps_the_runs() 
         contract(&store, "sqlite").await;
         store.begin("kept", "kept-run", "a", HELD).await.unwrap();
         store
-            .append_events("kept-run", "a", &[json!({"n": 1})])
+            .append_events("kept-run", "a", &[json!({"n": 1})], None)
             .await
             .unwrap();
         store.pool().close().await;
@@ -300,7 +336,7 @@ mod postgres {
                 async {
                     tokio::time::sleep(Duration::from_millis(300)).await;
                     store
-                        .append_events("r", "a", &[json!({"n": 1})])
+                        .append_events("r", "a", &[json!({"n": 1})], None)
                         .await
                         .unwrap();
                 },

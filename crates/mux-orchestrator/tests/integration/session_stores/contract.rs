@@ -107,6 +107,14 @@ async fn a_missing_session_is_a_typed_error(store: &dyn SessionStore) {
     let mut meta = SessionMeta::new();
     meta.id = missing.into();
     not_found(store.save_meta(&meta).await, "save_meta");
+    not_found(
+        store.save_and_append(&meta, &[message("x")]).await,
+        "save_and_append",
+    );
+    not_found(
+        store.save_and_append(&meta, &[]).await,
+        "empty save_and_append",
+    );
 }
 
 async fn metadata_title_and_usage(store: &dyn SessionStore) {
@@ -130,6 +138,25 @@ async fn metadata_title_and_usage(store: &dyn SessionStore) {
         Some(&meta),
         "save_meta: the list shows the new metadata"
     );
+
+    // The metadata and records in one step.
+    store.append(&meta.id, &[message("a")]).await.unwrap();
+    meta.title = Some("Parser refactored".into());
+    meta.updated_at_ms += 1;
+    store
+        .save_and_append(&meta, &[message("b"), message("c")])
+        .await
+        .unwrap();
+    let loaded = store.load(&meta.id).await.unwrap();
+    assert_eq!(loaded.meta, meta, "save_and_append: the metadata is saved");
+    assert_eq!(
+        texts(&loaded.messages),
+        ["a", "b", "c"],
+        "save_and_append: the records follow the earlier ones"
+    );
+    meta.updated_at_ms += 1;
+    store.save_and_append(&meta, &[]).await.unwrap();
+    assert_eq!(store.load(&meta.id).await.unwrap().meta, meta);
 }
 
 async fn fork_links_the_parent_and_copies(store: &dyn SessionStore) {

@@ -1,0 +1,652 @@
+//! The one body of the SQL run stores: every [`RunStore`](super::RunStore) operation but the
+//! wake-ups written once, generic over the sqlx database, with each dialect's SQL in a
+//! [`Statements`] table (`sqlite.rs` and `postgres.rs` hold the tables, the schema, the
+//! constructors and how waiters wake).
+//!
+//! Every dialect's statements take the same parameters, so the steps around them are shared:
+//! times are the database's (PostgreSQL's `now()`, SQLite's clock of the machine), leases are
+//! bound in milliseconds, and a batch of events is bound as one JSON array.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
+
+use super::{ListedRun, RunRecord, RunStatus, RunStoreError, StoredEvent};
+
+/// The SQL one dialect runs. `COLUMNS` rows are `run_id, session_id, status, owner,
+/// cancel_requested, last_seq`.
+pub(super) struct Statements {
+    /// Inserts a running run, returning its `COLUMNS` (binds run id, session id, owner,
+    /// lease ms).
+    pub(super) begin: &'static str,
+    /// Extends a held run's lease, returning its `COLUMNS` (binds run id, owner, lease ms).
+    pub(super) renew: &'static str,
+    /// Moves a held run to a status, returning a row when it did (binds run id, owner,
+    /// status, whether the owner keeps it).
+    pub(super) set_status: &'static str,
+    /// Takes a paused run or an expired one, returning its `COLUMNS` (binds run id, owner,
+    /// lease ms).
+    pub(super) claim: &'static str,
+    /// Ends a paused, held or expired run as finished, returning its session id (binds run
+    /// id, owner); `begin` then begins the next on that session.
+    pub(super) hand_over: &'static str,
+    /// Wakes the waiters of a run within a transaction (binds run id), if the dialect
+    /// notifies.
+    pub(super) notify: Option<&'static str>,
+    /// Takes the longest expired running run, returning its `COLUMNS` (binds owner, lease
+    /// ms).
+    pub(super) claim_expired: &'static str,
+    /// A run's `COLUMNS` (binds run id).
+    pub(super) get: &'static str,
+    /// A session's active run's `COLUMNS` (binds session id).
+    pub(super) active_run: &'static str,
+    /// Asks a run to cancel, returning a row when it exists (binds run id).
+    pub(super) request_cancel: &'static str,
+    /// Reserves the numbers of a batch on a held run and moves it to a status, returning the
+    /// number before the first (binds run id, owner, count, status, whether the owner keeps
+    /// it, and, without `insert_events`, the events as one JSON array, which it inserts).
+    pub(super) append: &'static str,
+    /// Inserts a batch after `append`, in its transaction (binds run id, the number before
+    /// the first, the events as one JSON array); `None` when `append` inserts them.
+    pub(super) insert_events: Option<&'static str>,
+    /// `(seq, event)` rows after a number, the event as JSON text (binds run id, after,
+    /// limit).
+    pub(super) events_after: &'static str,
+    /// Runs whose ids start with a prefix and sort after an id in byte order, in that order,
+    /// with `COLUMNS` and `event`, their last event as JSON text or NULL (binds prefix, after,
+    /// limit).
+    pub(super) list_runs: &'static str,
+    /// Deletes runs ended longer ago than a number of ms (binds the ms).
+    pub(super) forget_ended: &'static str,
+}
+
+/// A database the SQL run store runs on: its statements.
+pub(super) trait Dialect: Send + Sync + 'static {
+    /// The sqlx database.
+    type Db: Database;
+    /// The statements.
+    const SQL: Statements;
+}
+
+/// Runs in a SQL database of dialect `D`.
+pub(super) struct SqlRuns<D: Dialect> {
+    pub(super) pool: Pool<D::Db>,
+    /// Wakes this process's waiters of a run after a change.
+    wake: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl<D: Dialect> Clone for SqlRuns<D> {
+    fn clone(&self) -> Self {
+        Self {
+            pool: self.pool.clone(),
+            wake: Arc::clone(&self.wake),
+        }
+    }
+}
+
+impl<D: Dialect> std::fmt::Debug for SqlRuns<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlRuns").field("pool", &self.pool).finish()
+    }
+}
+
+fn millis(time: Duration) -> i64 {
+    i64::try_from(time.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A database error, named by what was being done.
+fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError {
+    move |err| RunStoreError::Store {
+        operation,
+        reason: err.to_string(),
+    }
+}
+
+/// A batch of events as one JSON array.
+fn batch(events: &[Value]) -> String {
+    let mut text = String::from("[");
+    for (i, event) in events.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&event.to_string());
+    }
+    text.push(']');
+    text
+}
+
+impl<D, DB> SqlRuns<D>
+where
+    D: Dialect<Db = DB>,
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'c> &'c Pool<DB>: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'r> Option<String>: Decode<'r, DB>,
+    String: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
+    i64: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
+    bool: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
+    for<'s> &'s str: ColumnIndex<DB::Row>,
+    usize: ColumnIndex<DB::Row>,
+{
+    /// The store on `pool`; `wake` wakes this process's waiters of a run.
+    pub(super) fn new(pool: Pool<DB>, wake: Arc<dyn Fn(&str) + Send + Sync>) -> Self {
+        Self { pool, wake }
+    }
+
+    fn record(row: &DB::Row) -> Result<RunRecord, RunStoreError> {
+        let read = || failed("reading a run");
+        let status: String = row.try_get("status").map_err(read())?;
+        let last_seq: i64 = row.try_get("last_seq").map_err(read())?;
+        Ok(RunRecord {
+            run_id: row.try_get("run_id").map_err(read())?,
+            session_id: row.try_get("session_id").map_err(read())?,
+            status: RunStatus::parse(&status).ok_or_else(|| RunStoreError::Store {
+                operation: "reading a run",
+                reason: format!("unknown status `{status}`"),
+            })?,
+            owner: row.try_get("owner").map_err(read())?,
+            cancel_requested: row.try_get("cancel_requested").map_err(read())?,
+            last_seq: u64::try_from(last_seq).unwrap_or_default(),
+        })
+    }
+
+    /// Why `owner` could not act on `run_id`: the run is missing, or `owner` does not hold it.
+    async fn not_held(&self, run_id: &str, owner: &str) -> RunStoreError {
+        match self.get(run_id).await {
+            Ok(_) => RunStoreError::LeaseLost {
+                run_id: run_id.to_owned(),
+                owner: owner.to_owned(),
+            },
+            Err(err) => err,
+        }
+    }
+
+    /// Why `run_id` could not be claimed: it is missing, held by another owner, or over.
+    async fn unclaimable(&self, run_id: &str) -> RunStoreError {
+        match self.get(run_id).await {
+            Ok(run) => RunStoreError::Held {
+                run_id: run_id.to_owned(),
+                status: run.status,
+            },
+            Err(err) => err,
+        }
+    }
+
+    /// A run that takes `COLUMNS` from `row`, or why `owner` does not hold it.
+    async fn held(
+        &self,
+        row: Option<DB::Row>,
+        run_id: &str,
+        owner: &str,
+    ) -> Result<RunRecord, RunStoreError> {
+        match row {
+            Some(row) => Self::record(&row),
+            None => Err(self.not_held(run_id, owner).await),
+        }
+    }
+
+    pub(super) async fn begin(
+        &self,
+        session_id: &str,
+        run_id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<RunRecord, RunStoreError> {
+        let inserted = sqlx::query(D::SQL.begin)
+            .bind(run_id)
+            .bind(session_id)
+            .bind(owner)
+            .bind(millis(lease))
+            .fetch_one(&self.pool)
+            .await;
+        match inserted {
+            Ok(row) => Self::record(&row),
+            Err(sqlx::Error::Database(err)) if err.is_unique_violation() => {
+                // Which constraint: the run id, or the session's active run.
+                if self.get(run_id).await.is_ok() {
+                    return Err(RunStoreError::Exists(run_id.to_owned()));
+                }
+                let active = self.active_run(session_id).await?;
+                Err(RunStoreError::Busy {
+                    session_id: session_id.to_owned(),
+                    run_id: active.map(|run| run.run_id).unwrap_or_default(),
+                })
+            }
+            Err(err) => Err(failed("beginning a run")(err)),
+        }
+    }
+
+    pub(super) async fn renew(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<RunRecord, RunStoreError> {
+        let row = sqlx::query(D::SQL.renew)
+            .bind(run_id)
+            .bind(owner)
+            .bind(millis(lease))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed("renewing a lease"))?;
+        self.held(row, run_id, owner).await
+    }
+
+    pub(super) async fn set_status(
+        &self,
+        run_id: &str,
+        owner: &str,
+        status: RunStatus,
+    ) -> Result<(), RunStoreError> {
+        let done = sqlx::query(D::SQL.set_status)
+            .bind(run_id)
+            .bind(owner)
+            .bind(status.as_str())
+            .bind(status == RunStatus::Running)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed("setting a status"))?;
+        if done.is_none() {
+            return Err(self.not_held(run_id, owner).await);
+        }
+        (self.wake)(run_id);
+        Ok(())
+    }
+
+    pub(super) async fn claim(
+        &self,
+        run_id: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<RunRecord, RunStoreError> {
+        let row = sqlx::query(D::SQL.claim)
+            .bind(run_id)
+            .bind(owner)
+            .bind(millis(lease))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed("claiming a run"))?;
+        match row {
+            Some(row) => Self::record(&row),
+            None => Err(self.unclaimable(run_id).await),
+        }
+    }
+
+    pub(super) async fn hand_over(
+        &self,
+        from: &str,
+        to: &str,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<RunRecord, RunStoreError> {
+        let failed = failed("handing a run over");
+        let mut tx = self.pool.begin().await.map_err(failed)?;
+        let session: Option<String> = sqlx::query_scalar(D::SQL.hand_over)
+            .bind(from)
+            .bind(owner)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(self::failed("handing a run over"))?;
+        let Some(session) = session else {
+            drop(tx);
+            return Err(self.unclaimable(from).await);
+        };
+        let inserted = sqlx::query(D::SQL.begin)
+            .bind(to)
+            .bind(session.as_str())
+            .bind(owner)
+            .bind(millis(lease))
+            .fetch_one(&mut *tx)
+            .await;
+        let row = match inserted {
+            Ok(row) => row,
+            Err(sqlx::Error::Database(err)) if err.is_unique_violation() => {
+                return Err(RunStoreError::Exists(to.to_owned()));
+            }
+            Err(err) => return Err(self::failed("handing a run over")(err)),
+        };
+        if let Some(notify) = D::SQL.notify {
+            sqlx::query(notify)
+                .bind(from)
+                .execute(&mut *tx)
+                .await
+                .map_err(self::failed("notifying"))?;
+        }
+        tx.commit()
+            .await
+            .map_err(self::failed("handing a run over"))?;
+        (self.wake)(from);
+        Self::record(&row)
+    }
+
+    pub(super) async fn claim_expired(
+        &self,
+        owner: &str,
+        lease: Duration,
+    ) -> Result<Option<RunRecord>, RunStoreError> {
+        let row = sqlx::query(D::SQL.claim_expired)
+            .bind(owner)
+            .bind(millis(lease))
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed("claiming an expired run"))?;
+        row.as_ref().map(Self::record).transpose()
+    }
+
+    pub(super) async fn get(&self, run_id: &str) -> Result<RunRecord, RunStoreError> {
+        let row = sqlx::query(D::SQL.get)
+            .bind(run_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed("reading a run"))?;
+        match row {
+            Some(row) => Self::record(&row),
+            None => Err(RunStoreError::NotFound(run_id.to_owned())),
+        }
+    }
+
+    pub(super) async fn active_run(
+        &self,
+        session_id: &str,
+    ) -> Result<Option<RunRecord>, RunStoreError> {
+        let row = sqlx::query(D::SQL.active_run)
+            .bind(session_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed("reading a session's run"))?;
+        row.as_ref().map(Self::record).transpose()
+    }
+
+    pub(super) async fn request_cancel(&self, run_id: &str) -> Result<(), RunStoreError> {
+        let done = sqlx::query(D::SQL.request_cancel)
+            .bind(run_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(failed("cancelling"))?;
+        if done.is_none() {
+            return Err(RunStoreError::NotFound(run_id.to_owned()));
+        }
+        (self.wake)(run_id);
+        Ok(())
+    }
+
+    pub(super) async fn append_events(
+        &self,
+        run_id: &str,
+        owner: &str,
+        events: &[Value],
+        end: Option<RunStatus>,
+    ) -> Result<u64, RunStoreError> {
+        let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
+        let status = end.unwrap_or(RunStatus::Running);
+        let failed = || failed("appending events");
+        let append = sqlx::query_scalar(D::SQL.append)
+            .bind(run_id)
+            .bind(owner)
+            .bind(count)
+            .bind(status.as_str())
+            .bind(status == RunStatus::Running);
+        // The row lock (or the database's write lock) orders appenders; the lease check
+        // fences a lost owner out; the end goes with the last events.
+        let first: Option<i64> = match D::SQL.insert_events {
+            None => append
+                .bind(batch(events))
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(failed())?,
+            Some(insert) => {
+                let mut tx = self.pool.begin().await.map_err(failed())?;
+                let first: Option<i64> = append.fetch_optional(&mut *tx).await.map_err(failed())?;
+                if let Some(first) = first.filter(|_| !events.is_empty()) {
+                    sqlx::query(insert)
+                        .bind(run_id)
+                        .bind(first)
+                        .bind(batch(events))
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(failed())?;
+                }
+                tx.commit().await.map_err(failed())?;
+                first
+            }
+        };
+        let Some(first) = first else {
+            return Err(self.not_held(run_id, owner).await);
+        };
+        (self.wake)(run_id);
+        Ok(u64::try_from(first + count).unwrap_or_default())
+    }
+
+    pub(super) async fn events_after(
+        &self,
+        run_id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, RunStoreError> {
+        let rows = sqlx::query(D::SQL.events_after)
+            .bind(run_id)
+            .bind(i64::try_from(after).unwrap_or(i64::MAX))
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed("reading events"))?;
+        if rows.is_empty() {
+            // A run with no events yet, or no run at all.
+            self.get(run_id).await?;
+        }
+        rows.iter()
+            .map(|row| {
+                let seq: i64 = row.try_get(0).map_err(failed("reading events"))?;
+                let text: String = row.try_get(1).map_err(failed("reading events"))?;
+                let event = serde_json::from_str(&text).map_err(|err| RunStoreError::Store {
+                    operation: "reading events",
+                    reason: format!("event {seq} of run `{run_id}` is not JSON: {err}"),
+                })?;
+                Ok(StoredEvent {
+                    seq: u64::try_from(seq).unwrap_or_default(),
+                    event,
+                })
+            })
+            .collect()
+    }
+
+    pub(super) async fn list_runs(
+        &self,
+        prefix: &str,
+        after: &str,
+        limit: usize,
+    ) -> Result<Vec<ListedRun>, RunStoreError> {
+        let rows = sqlx::query(D::SQL.list_runs)
+            .bind(prefix)
+            .bind(after)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed("listing runs"))?;
+        rows.iter()
+            .map(|row| {
+                let run = Self::record(row)?;
+                let text: Option<String> = row.try_get("event").map_err(failed("listing runs"))?;
+                let last = text.map(|text| StoredEvent {
+                    seq: run.last_seq,
+                    event: serde_json::from_str(&text).unwrap_or(Value::Null),
+                });
+                Ok((run, last))
+            })
+            .collect()
+    }
+
+    pub(super) async fn forget_ended(&self, older_than: Duration) -> Result<u64, RunStoreError> {
+        let gone: Vec<String> = sqlx::query_scalar(D::SQL.forget_ended)
+            .bind(millis(older_than))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed("forgetting ended runs"))?;
+        Ok(gone.len() as u64)
+    }
+}
+
+/// The delegation of [`RunStore`](super::RunStore) to a [`SqlRuns`] in field `sql`, for the
+/// public store types of each dialect; they implement `changed` and `notifies` as inherent
+/// `wait_for_change` and `NOTIFIES`.
+macro_rules! run_store_on_sql {
+    ($store:ty) => {
+        impl $crate::runs::RunStore for $store {
+            fn begin<'a>(
+                &'a self,
+                session_id: &'a str,
+                run_id: &'a str,
+                owner: &'a str,
+                lease: ::std::time::Duration,
+            ) -> ::mux_tool::BoxFuture<
+                'a,
+                Result<$crate::runs::RunRecord, $crate::runs::RunStoreError>,
+            > {
+                Box::pin(self.sql.begin(session_id, run_id, owner, lease))
+            }
+
+            fn renew<'a>(
+                &'a self,
+                run_id: &'a str,
+                owner: &'a str,
+                lease: ::std::time::Duration,
+            ) -> ::mux_tool::BoxFuture<
+                'a,
+                Result<$crate::runs::RunRecord, $crate::runs::RunStoreError>,
+            > {
+                Box::pin(self.sql.renew(run_id, owner, lease))
+            }
+
+            fn set_status<'a>(
+                &'a self,
+                run_id: &'a str,
+                owner: &'a str,
+                status: $crate::runs::RunStatus,
+            ) -> ::mux_tool::BoxFuture<'a, Result<(), $crate::runs::RunStoreError>> {
+                Box::pin(self.sql.set_status(run_id, owner, status))
+            }
+
+            fn claim<'a>(
+                &'a self,
+                run_id: &'a str,
+                owner: &'a str,
+                lease: ::std::time::Duration,
+            ) -> ::mux_tool::BoxFuture<
+                'a,
+                Result<$crate::runs::RunRecord, $crate::runs::RunStoreError>,
+            > {
+                Box::pin(self.sql.claim(run_id, owner, lease))
+            }
+
+            fn hand_over<'a>(
+                &'a self,
+                from: &'a str,
+                to: &'a str,
+                owner: &'a str,
+                lease: ::std::time::Duration,
+            ) -> ::mux_tool::BoxFuture<
+                'a,
+                Result<$crate::runs::RunRecord, $crate::runs::RunStoreError>,
+            > {
+                Box::pin(self.sql.hand_over(from, to, owner, lease))
+            }
+
+            fn claim_expired<'a>(
+                &'a self,
+                owner: &'a str,
+                lease: ::std::time::Duration,
+            ) -> ::mux_tool::BoxFuture<
+                'a,
+                Result<Option<$crate::runs::RunRecord>, $crate::runs::RunStoreError>,
+            > {
+                Box::pin(self.sql.claim_expired(owner, lease))
+            }
+
+            fn get<'a>(
+                &'a self,
+                run_id: &'a str,
+            ) -> ::mux_tool::BoxFuture<
+                'a,
+                Result<$crate::runs::RunRecord, $crate::runs::RunStoreError>,
+            > {
+                Box::pin(self.sql.get(run_id))
+            }
+
+            fn active_run<'a>(
+                &'a self,
+                session_id: &'a str,
+            ) -> ::mux_tool::BoxFuture<
+                'a,
+                Result<Option<$crate::runs::RunRecord>, $crate::runs::RunStoreError>,
+            > {
+                Box::pin(self.sql.active_run(session_id))
+            }
+
+            fn request_cancel<'a>(
+                &'a self,
+                run_id: &'a str,
+            ) -> ::mux_tool::BoxFuture<'a, Result<(), $crate::runs::RunStoreError>> {
+                Box::pin(self.sql.request_cancel(run_id))
+            }
+
+            fn append_events<'a>(
+                &'a self,
+                run_id: &'a str,
+                owner: &'a str,
+                events: &'a [::serde_json::Value],
+                end: Option<$crate::runs::RunStatus>,
+            ) -> ::mux_tool::BoxFuture<'a, Result<u64, $crate::runs::RunStoreError>> {
+                Box::pin(self.sql.append_events(run_id, owner, events, end))
+            }
+
+            fn events_after<'a>(
+                &'a self,
+                run_id: &'a str,
+                after: u64,
+                limit: usize,
+            ) -> ::mux_tool::BoxFuture<
+                'a,
+                Result<Vec<$crate::runs::StoredEvent>, $crate::runs::RunStoreError>,
+            > {
+                Box::pin(self.sql.events_after(run_id, after, limit))
+            }
+
+            fn list_runs<'a>(
+                &'a self,
+                prefix: &'a str,
+                after: &'a str,
+                limit: usize,
+            ) -> ::mux_tool::BoxFuture<
+                'a,
+                Result<Vec<$crate::runs::ListedRun>, $crate::runs::RunStoreError>,
+            > {
+                Box::pin(self.sql.list_runs(prefix, after, limit))
+            }
+
+            fn forget_ended<'a>(
+                &'a self,
+                older_than: ::std::time::Duration,
+            ) -> ::mux_tool::BoxFuture<'a, Result<u64, $crate::runs::RunStoreError>> {
+                Box::pin(self.sql.forget_ended(older_than))
+            }
+
+            fn changed<'a>(
+                &'a self,
+                run_id: &'a str,
+                wait: ::std::time::Duration,
+            ) -> ::mux_tool::BoxFuture<'a, ()> {
+                Box::pin(self.wait_for_change(run_id, wait))
+            }
+
+            fn notifies(&self) -> bool {
+                Self::NOTIFIES
+            }
+        }
+    };
+}
+
+pub(super) use run_store_on_sql;
