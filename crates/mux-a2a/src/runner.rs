@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use mux_orchestrator::runs::{RunStatus, RunWriter};
-use mux_orchestrator::{LoopEvent, LoopInput, Run};
+use mux_orchestrator::{LoopEvent, LoopInput, Run, RunHandle};
 use serde_json::json;
 
 use crate::task::{Ask, TaskEntry};
@@ -97,18 +97,8 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
                     input,
                     reason,
                 };
-                let first = task.push_ask(ask.clone());
-                if first && waits_for_answers_only(&task, &open) {
-                    // Stopped before the client learns of the pause, so its answer finds
-                    // the pause in the store.
-                    handle.abort();
-                    task.release_input();
-                    pause(&task, &ask);
-                    writer.finish(RunStatus::Paused);
+                if ask_for(&task, ask, &open, &handle, &writer) {
                     return;
-                }
-                if first {
-                    pause(&task, &ask);
                 }
             }
             LoopEvent::AwaitingInput { call_id, question } => {
@@ -120,16 +110,8 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
                     continue;
                 }
                 let ask = Ask::Question { call_id, question };
-                let first = task.push_ask(ask.clone());
-                if first && waits_for_answers_only(&task, &open) {
-                    handle.abort();
-                    task.release_input();
-                    pause(&task, &ask);
-                    writer.finish(RunStatus::Paused);
+                if ask_for(&task, ask, &open, &handle, &writer) {
                     return;
-                }
-                if first {
-                    pause(&task, &ask);
                 }
             }
             // Answered here, or by the loop itself (an approval timeout): the task goes on.
@@ -182,6 +164,31 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
         TaskState::Canceled => RunStatus::Cancelled,
         _ => RunStatus::Failed,
     });
+}
+
+/// Adds `ask` to what the task waits for, pausing it on the first. When the task then waits
+/// for answers alone, its loop is stopped there and the run given up as paused (true), before
+/// the client learns of the pause, so an answer finds the pause in the store.
+fn ask_for(
+    task: &TaskEntry,
+    ask: Ask,
+    open: &HashSet<String>,
+    handle: &RunHandle,
+    writer: &RunWriter,
+) -> bool {
+    if !task.push_ask(ask.clone()) {
+        return false;
+    }
+    let park = waits_for_answers_only(task, open);
+    if park {
+        handle.abort();
+        task.release_input();
+    }
+    pause(task, &ask);
+    if park {
+        writer.finish(RunStatus::Paused);
+    }
+    park
 }
 
 /// Whether the task waits for answers (approvals, questions) and nothing else: every open
