@@ -178,21 +178,8 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
         // A frontend tool: the page picks.
         ("pick", 0) => call("pick_color", json!({})),
         ("pick", _) => {
-            let picked = request
-                .messages
-                .iter()
-                .rev()
-                .flat_map(|m| m.content.iter())
-                .filter_map(|b| match b {
-                    ContentBlock::ToolResult { content, .. } => Some(
-                        content
-                            .iter()
-                            .filter_map(ContentBlock::as_text)
-                            .collect::<String>(),
-                    ),
-                    _ => None,
-                })
-                .next()
+            let picked = crate::common::tool_result_texts(&request.messages)
+                .pop()
                 .unwrap_or_default();
             text(&format!("You picked {picked}."))
         }

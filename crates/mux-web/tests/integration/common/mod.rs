@@ -126,19 +126,7 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
         .get(prompt_at)
         .map(|m| m.text())
         .unwrap_or_default();
-    let results: Vec<String> = request.messages[prompt_at..]
-        .iter()
-        .flat_map(|m| m.content.iter())
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult { content, .. } => Some(
-                content
-                    .iter()
-                    .filter_map(ContentBlock::as_text)
-                    .collect::<String>(),
-            ),
-            _ => None,
-        })
-        .collect();
+    let results = tool_result_texts(&request.messages[prompt_at..]);
     let last = results.last().cloned();
     Ok(match prompt.as_str() {
         p if p.starts_with("run echo") => match last {
@@ -246,4 +234,21 @@ pub(crate) fn web_peers() -> PathBuf {
         dir.display()
     );
     dir
+}
+
+/// The text of every tool result in `messages`, in order.
+pub(crate) fn tool_result_texts(messages: &[mux_llm::Message]) -> Vec<String> {
+    messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult { content, .. } => Some(
+                content
+                    .iter()
+                    .filter_map(ContentBlock::as_text)
+                    .collect::<String>(),
+            ),
+            _ => None,
+        })
+        .collect()
 }
