@@ -6,9 +6,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use mux_mcp::McpServer;
-use mux_tool::{
-    Executor, Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool,
-};
+use mux_tool::{Executor, Registry};
 use rmcp::service::{ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use tokio::runtime::Builder;
@@ -22,30 +20,11 @@ pub(crate) const MUX_ECHO_SERVER_ARG: &str = "mcp-mux-echo-server";
 const CALLS: u32 = 10_000;
 const SAMPLES: usize = 5;
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct EchoArgs {
-    text: String,
-}
-
-/// The echo tool, as a mux typed tool.
-struct Echo;
-
-impl TypedTool for Echo {
-    type Args = EchoArgs;
-    const NAME: &'static str = "echo";
-
-    fn description(&self) -> String {
-        "Echoes its text".into()
-    }
-
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
-    }
-
-    async fn call(&self, args: EchoArgs, _cx: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(args.text))
-    }
-}
+/// The echo tool, as a mux typed tool: the one the tests share.
+#[path = "../../../crates/mux-tool/tests/support/tools.rs"]
+#[allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+mod tools;
+use tools::Echo;
 
 /// Runs mux's echo server on stdin/stdout until the client goes away.
 pub(crate) fn serve_mux_echo() -> Result<(), String> {
