@@ -6,27 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mux_orchestrator::{ModelPrice, Orchestrator, OrchestratorConfig, PriceTable, RunLimits};
-use mux_tool::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
 use mux_web::{AguiRouter, WebConfig};
 use serde_json::{Value, json};
 
-use crate::common::{calling_until, events_within};
-
-/// A read-only tool that takes 100 ms.
-struct Tick(ToolSpec);
-
-impl Tool for Tick {
-    fn spec(&self) -> &ToolSpec {
-        &self.0
-    }
-
-    fn call(&self, input: Value, _cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            Ok(ToolOutput::text(format!("tick {}", input["n"])))
-        })
-    }
-}
+use crate::common::{Tick, calling_until, events_within};
 
 /// A server whose runs have `limits`; aborted on drop.
 struct Server {
@@ -45,10 +28,9 @@ async fn serve(limits: RunLimits) -> Server {
     // and 5 output tokens.
     let client = Arc::new(calling_until("tick", "call_", 5, "Ticked."));
     let router = AguiRouter::new(move |tools: mux_tool::Registry| {
-        let spec = ToolSpec::new("tick", "Waits a moment", json!({"type": "object"}))
-            .unwrap()
-            .with_annotations(ToolAnnotations::read_only());
-        tools.register(Tick(spec)).unwrap();
+        tools
+            .register(Tick::new(Duration::from_millis(100)))
+            .unwrap();
         Orchestrator::builder(
             client.clone(),
             OrchestratorConfig::new("scripted").limits(limits.clone()),

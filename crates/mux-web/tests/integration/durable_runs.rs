@@ -15,7 +15,7 @@ use mux_orchestrator::Agent;
 use mux_orchestrator::runs::{PostgresRunStore, RunStore, SqliteRunStore};
 use mux_orchestrator::session::{PostgresSessionStore, SessionStore, SqliteSessionStore};
 use mux_testkit::postgres::TestDatabase;
-use mux_tool::{BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
+use mux_tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use mux_web::{AguiRouter, DoubleTexting, WebConfig};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -41,24 +41,6 @@ impl Tool for Charge {
         Box::pin(async move {
             let n = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
             Ok(ToolOutput::text(format!("charged (run {n})")))
-        })
-    }
-}
-
-/// A read-only tool that takes a moment (it may run again after a takeover).
-struct Tick {
-    spec: ToolSpec,
-}
-
-impl Tool for Tick {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn call(&self, input: Value, _cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            Ok(ToolOutput::text(format!("tick {}", input["n"])))
         })
     }
 }
@@ -123,11 +105,8 @@ impl Cluster {
             spec: ToolSpec::new("charge", "Charges a card", json!({"type": "object"})).unwrap(),
             runs: Arc::clone(&self.charges),
         };
-        let tick = Tick {
-            spec: ToolSpec::new("tick", "Waits a moment", json!({"type": "object"}))
-                .unwrap()
-                .with_annotations(ToolAnnotations::read_only()),
-        };
+        // Read-only: it may run again after a takeover.
+        let tick = crate::common::Tick::new(Duration::from_millis(250));
         let client = ScriptedClient::new().respond_with(respond);
         let agent = Agent::builder(client, "scripted")
             .tools([

@@ -103,7 +103,7 @@ fn router_on(config: WebConfig, store: Arc<dyn SessionStore>) -> (axum::Router, 
         // An application's edit tool; each server starts with the note `todo.md`.
         .tool(SaveNote::with_note("todo.md", "buy milk\n"))
         .tool(PlanSteps)
-        .tools([Arc::new(Tick::new()) as Arc<dyn Tool>])
+        .tools([Arc::new(Tick::new(Duration::from_millis(150))) as Arc<dyn Tool>])
         .root(dir.path())
         .build()
         .unwrap();
@@ -198,17 +198,19 @@ fn response(content: Vec<ContentBlock>, stop_reason: StopReason) -> Response {
     })
 }
 
-/// A read-only tool that takes a moment, so a run lasts long enough to drop and reattach.
-struct Tick {
+/// `tick`: a read-only tool that takes `delay`, so a run lasts long enough to drop and
+/// reattach, to be taken over, or to spend its budget; it answers `tick {n}`.
+pub(crate) struct Tick {
     spec: ToolSpec,
+    delay: Duration,
 }
 
 impl Tick {
-    fn new() -> Self {
+    pub(crate) fn new(delay: Duration) -> Self {
         let spec = ToolSpec::new("tick", "Waits a moment", json!({"type": "object"}))
             .unwrap()
             .with_annotations(ToolAnnotations::read_only());
-        Self { spec }
+        Self { spec, delay }
     }
 }
 
@@ -219,7 +221,7 @@ impl Tool for Tick {
 
     fn call(&self, input: Value, _cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            tokio::time::sleep(Duration::from_millis(150)).await;
+            tokio::time::sleep(self.delay).await;
             Ok(ToolOutput::text(format!("tick {}", input["n"])))
         })
     }
