@@ -9,7 +9,7 @@ use mux_orchestrator::session::{ID_RULE, SessionError, SessionMeta, SessionStore
 use mux_orchestrator::{Agent, Orchestrator};
 
 use crate::rpc::RpcError;
-use crate::tasks::shown;
+use crate::rpc::shown;
 
 /// Opens the conversations of contexts.
 pub(crate) struct Contexts {

@@ -9,11 +9,12 @@ use mux_orchestrator::{LoopError, LoopInput, Run};
 
 use crate::answer;
 use crate::contexts::Contexts;
+use crate::rpc::shown;
 use crate::rpc::{Request, RpcError};
 use crate::runner;
 use crate::stored::{self, Durable, Feed};
 use crate::task::{Ask, Next, TaskEntry};
-use crate::tasks::{self, Tasks, history_length, shown};
+use crate::tasks::{self, Tasks, history_length};
 use crate::wire::{
     GetTaskRequest, ListTasksRequest, Message, Part, Role, SendMessageRequest, StreamResponse,
     TaskIdRequest, TaskState,

@@ -179,6 +179,11 @@ impl Request {
     }
 }
 
+/// At most 100 characters of a client's string, for messages.
+pub(crate) fn shown(text: &str) -> String {
+    text.chars().take(100).collect()
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

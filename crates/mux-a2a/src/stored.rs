@@ -19,8 +19,8 @@ use mux_orchestrator::runs::{RunRecord, RunStore, RunStoreError, RunWriter, Stor
 use tokio_util::sync::CancellationToken;
 
 use crate::rpc::RpcError;
+use crate::rpc::shown;
 use crate::task::{Change, Logged, Next, Record, TaskEntry};
-use crate::tasks::shown;
 use crate::wire::TaskState;
 
 /// The prefix of every task's run id.

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::rpc::RpcError;
+use crate::rpc::{RpcError, shown};
 use crate::stored::{self, Durable};
 use crate::task::{Record, TaskEntry};
 use crate::time;
@@ -179,9 +179,4 @@ pub(crate) fn history_length(value: Option<i64>) -> Result<Option<usize>, RpcErr
         ))),
         Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
     }
-}
-
-/// At most 100 characters of a client's string, for messages.
-pub(crate) fn shown(text: &str) -> String {
-    text.chars().take(100).collect()
 }
