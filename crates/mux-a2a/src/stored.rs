@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mux_orchestrator::runs::{RunRecord, RunStore, RunStoreError, RunWriter, StoredEvent};
+use mux_orchestrator::runs::{RunRecord, RunStore, RunStoreError, RunWriter, StoredEvent, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::rpc::RpcError;
@@ -156,6 +156,9 @@ impl Feed {
     /// everything before was read.
     pub(crate) async fn next(&mut self) -> Next {
         loop {
+            let Some(wake) = watch(&*self.store, &self.run_id, Duration::from_secs(1)).await else {
+                continue;
+            };
             let events = match self
                 .store
                 .events_after(&self.run_id, self.cursor, PAGE)
@@ -168,6 +171,7 @@ impl Feed {
                 }
             };
             if let Some(last) = events.last() {
+                drop(wake);
                 self.cursor = last.seq;
                 let updates = self.updates(&events);
                 if !updates.is_empty() {
@@ -178,9 +182,7 @@ impl Feed {
             if self.state.is_terminal() || self.state.is_interrupted() {
                 return Next::End;
             }
-            self.store
-                .changed(&self.run_id, Duration::from_secs(1))
-                .await;
+            wake.await;
         }
     }
 

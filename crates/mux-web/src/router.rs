@@ -349,12 +349,9 @@ fn follow_stored(
                 return None;
             }
             loop {
-                // Waiting starts before the read: a change stored between the read and the
-                // wait still wakes it (polled once, the store's wait takes wake-ups).
-                let mut wake = store.changed(&id, POLL);
-                if futures::poll!(wake.as_mut()).is_ready() {
+                let Some(wake) = mux_orchestrator::runs::watch(&*store, &id, POLL).await else {
                     continue;
-                }
+                };
                 match store.events_after(&id, next, PAGE).await {
                     Ok(events) if !events.is_empty() => {
                         let last = events.last().map_or(next, |e| e.seq);

@@ -290,3 +290,20 @@ pub trait RunStore: Send + Sync + 'static {
         false
     }
 }
+
+/// [`RunStore::changed`] of `run_id` for at most `wait`, started now, before the caller
+/// reads the run: a change stored between that read and the wait still wakes it. `None` when
+/// a change came already (read at once). A follower of a run reads in a loop of
+/// `watch`, read, then await the wait.
+pub async fn watch<'a>(
+    store: &'a dyn RunStore,
+    run_id: &'a str,
+    wait: Duration,
+) -> Option<BoxFuture<'a, ()>> {
+    let mut wake = store.changed(run_id, wait);
+    if futures::poll!(wake.as_mut()).is_ready() {
+        None
+    } else {
+        Some(wake)
+    }
+}
