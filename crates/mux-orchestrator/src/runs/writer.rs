@@ -29,6 +29,8 @@ use super::{RunStatus, RunStore, RunStoreError};
 
 /// The most events one append writes.
 const BATCH: usize = 256;
+/// The shortest time between two looks at the run after wake-ups (for a cancel).
+const CANCEL_CHECK: Duration = Duration::from_millis(100);
 /// How many events a run keeps while the store is unreachable before it gives up.
 pub const BACKLOG_LIMIT: usize = 10_000;
 
@@ -167,6 +169,9 @@ impl Shared {
         let mut renew_at = Instant::now() + self.heartbeat();
         let mut backoff = Duration::from_millis(20);
         let notifies = self.store.notifies();
+        // When the run was last looked at, and when to look next after a wake-up.
+        let mut looked = Instant::now();
+        let mut look: Option<Instant> = None;
         // The number of the last event this writer stored, once it stored one.
         let mut stored_through: Option<u64> = None;
         loop {
@@ -218,12 +223,18 @@ impl Shared {
             let renew = tokio::select! {
                 () = self.pushed.notified() => continue,
                 () = tokio::time::sleep_until(renew_at) => true,
-                () = self.store.changed(&self.run_id, self.heartbeat()), if notifies => false,
+                // A wake-up (perhaps a cancel, often this writer's own append) schedules a
+                // look, at most every CANCEL_CHECK, and writing goes on meanwhile.
+                () = self.store.changed(&self.run_id, self.heartbeat()), if notifies && look.is_none() => {
+                    look = Some(looked + CANCEL_CHECK);
+                    continue;
+                }
+                () = tokio::time::sleep_until(look.unwrap_or(renew_at)), if look.is_some() => false,
                 () = self.alive.cancelled() => return,
             };
             if !renew {
-                // A wake-up (perhaps a cancel): look. A store that notifies wakes only on a
-                // change of this run.
+                look = None;
+                looked = Instant::now();
                 match self.store.get(&self.run_id).await {
                     Ok(record) if record.cancel_requested => self.cancel.cancel(),
                     Ok(_) => {}
