@@ -310,6 +310,22 @@ impl RawAgent {
         self.reply_to_id(&json!(id))
     }
 
+    /// The next `session/update` notification whose update is of `kind`
+    /// (`available_commands_update`, …).
+    pub(crate) fn update(&mut self, kind: &str) -> Value {
+        loop {
+            let message = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .expect("a notification");
+            if message["method"] == "session/update"
+                && message["params"]["update"]["sessionUpdate"] == kind
+            {
+                return message;
+            }
+        }
+    }
+
     /// The next response whose id is `id` (`null` for errors about lines with no id).
     pub(crate) fn reply_to_id(&mut self, id: &Value) -> Value {
         loop {

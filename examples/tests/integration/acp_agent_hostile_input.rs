@@ -34,6 +34,9 @@ impl Opened {
             .as_str()
             .unwrap_or_else(|| panic!("{created}"))
             .to_owned();
+        // The agent announces its slash commands after the session opens: read that first,
+        // so a test's count of the bytes the agent writes holds only what the test caused.
+        agent.update("available_commands_update");
         Self {
             agent,
             session,
