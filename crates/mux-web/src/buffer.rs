@@ -66,6 +66,9 @@ struct Log {
     ending: Option<Ending>,
     /// How many events the run store has.
     confirmed: usize,
+    /// This process stopped writing the run (another one continues it, or will): what
+    /// follows the confirmed events is read from the run store.
+    moved: bool,
 }
 
 impl RunBuffer {
@@ -192,6 +195,24 @@ impl RunBuffer {
             log.confirmed
         };
         self.readable.send_replace(readable);
+    }
+
+    /// This process no longer writes the run: another one took it over (or will, once the
+    /// store is back). Followers go on reading from the run store after what they read here.
+    pub(crate) fn move_to_store(&self) {
+        let readable = {
+            let mut log = self.log();
+            log.moved = true;
+            log.confirmed
+        };
+        // Wakes the followers even when nothing became readable.
+        self.readable.send_modify(|n| *n = readable);
+    }
+
+    /// Whether [`move_to_store`](Self::move_to_store) was called: what is not readable here
+    /// by now is read from the run store.
+    pub(crate) fn is_moved(&self) -> bool {
+        self.log().moved
     }
 
     /// A receiver that changes whenever events become readable.

@@ -29,6 +29,16 @@ pub(crate) const BACKLOG_LIMIT: usize = 10_000;
 /// The shortest time between two looks at a run's cancel flag.
 const CANCEL_CHECK: Duration = Duration::from_millis(100);
 
+/// What [`Durable::reclaim`] found.
+enum Reclaim {
+    /// The run is this process's again; writing goes on.
+    Ours,
+    /// Another owner holds the run (or wrote after us), or it is over.
+    Lost,
+    /// The store did not answer.
+    Unreachable(RunStoreError),
+}
+
 /// This process as an owner of runs in the run store.
 #[derive(Clone)]
 pub(crate) struct Durable {
@@ -92,9 +102,34 @@ impl Durable {
         // When to look at the run for a cancel, after a wake-up.
         let mut look: Option<Instant> = None;
         let notifies = self.store.notifies();
+        // An append that failed without an answer: its size and the end it carried. The
+        // store may have taken it (the answer was lost with the connection): it is looked
+        // up before anything is written again, so no event is stored twice.
+        let mut uncertain: Option<(usize, Option<RunStatus>)> = None;
         loop {
             if self.alive.is_cancelled() {
                 return;
+            }
+            if let Some((count, end)) = uncertain {
+                match self.store.get(id).await {
+                    Ok(record) => {
+                        uncertain = None;
+                        let ours = record.owner.as_deref() == Some(&*self.owner)
+                            || (end.is_some() && Some(record.status) == end);
+                        if ours && record.last_seq == run.stored_through() + count as u64 {
+                            run.confirm(count);
+                            if end.is_some() {
+                                return;
+                            }
+                        }
+                    }
+                    Err(err) => {
+                        if !self.outage(id, run, thread, &err, &mut backoff).await {
+                            return;
+                        }
+                        continue;
+                    }
+                }
             }
             pushed.borrow_and_update();
             let batch = run.unconfirmed(BATCH);
@@ -124,15 +159,19 @@ impl Durable {
                         continue;
                     }
                     Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
-                        if end.is_some() && self.ended(id, run, batch.len(), end).await {
-                            return;
+                        match self.reclaim(id, run).await {
+                            Reclaim::Ours => continue,
+                            Reclaim::Lost => return self.lost(id, run, thread),
+                            Reclaim::Unreachable(err) => {
+                                if !self.outage(id, run, thread, &err, &mut backoff).await {
+                                    return;
+                                }
+                                continue;
+                            }
                         }
-                        if self.reclaim(id, run).await {
-                            continue;
-                        }
-                        return self.lost(id, run, thread);
                     }
                     Err(err) => {
+                        uncertain = Some((batch.len(), end));
                         if !self.outage(id, run, thread, &err, &mut backoff).await {
                             return;
                         }
@@ -194,8 +233,12 @@ impl Durable {
                     }
                 }
                 Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
-                    if !self.reclaim(id, run).await {
-                        return self.lost(id, run, thread);
+                    match self.reclaim(id, run).await {
+                        Reclaim::Ours => {}
+                        Reclaim::Lost => return self.lost(id, run, thread),
+                        Reclaim::Unreachable(err) => {
+                            tracing::warn!(run = id, "taking a run back failed: {err}");
+                        }
                     }
                 }
                 Err(err) => tracing::warn!(run = id, "renewing a run's lease failed: {err}"),
@@ -225,6 +268,7 @@ impl Durable {
                  (another process continues it from the session once the store is back)"
             );
             thread.abort();
+            run.move_to_store();
             return false;
         }
         tokio::select! {
@@ -235,34 +279,29 @@ impl Durable {
         true
     }
 
-    /// Whether an earlier try of the last append (whose answer was lost with the store's
-    /// connection) did store the batch and the end: then its events become readable.
-    async fn ended(&self, id: &str, run: &RunBuffer, count: usize, end: Option<RunStatus>) -> bool {
-        let Ok(record) = self.store.get(id).await else {
-            return false;
-        };
-        let stored = record.last_seq == run.stored_through() + count as u64;
-        if stored && Some(record.status) == end {
-            run.confirm(count);
-            return true;
-        }
-        false
-    }
-
-    /// After the lease ran out with no one else taking the run (the store was unreachable
-    /// for longer than the lease), takes it back: true when nothing was written meanwhile.
-    async fn reclaim(&self, id: &str, run: &RunBuffer) -> bool {
+    /// After the lease ran out (the store was unreachable for longer than the lease), takes
+    /// the run back: ours when no one else wrote meanwhile.
+    async fn reclaim(&self, id: &str, run: &RunBuffer) -> Reclaim {
         if run.is_done() && run.backlog() == 0 {
-            return false;
+            return Reclaim::Lost;
         }
-        match self.store.claim(id, &self.owner, self.lease).await {
-            Ok(record) if record.last_seq == run.stored_through() => true,
-            Ok(_) => {
-                // Another owner wrote after us; it holds the truth.
-                false
+        let record = match self.store.claim(id, &self.owner, self.lease).await {
+            Ok(record) => record,
+            // This process's own takeover scan may have claimed the run meanwhile (under the
+            // same owner): then it is ours again, and the scan leaves it to this writer.
+            Err(RunStoreError::Held { .. }) => match self.store.get(id).await {
+                Ok(record) => record,
+                Err(err) => return Reclaim::Unreachable(err),
+            },
+            Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
+                return Reclaim::Lost;
             }
-            Err(_) => false,
-        }
+            Err(err) => return Reclaim::Unreachable(err),
+        };
+        let ours = record.status == RunStatus::Running
+            && record.owner.as_deref() == Some(&*self.owner)
+            && record.last_seq == run.stored_through();
+        if ours { Reclaim::Ours } else { Reclaim::Lost }
     }
 
     /// Another process took the run (or it was handed over here): stop what is still ours.
@@ -276,6 +315,7 @@ impl Durable {
             "another process took this run over; stopping its loop here"
         );
         thread.abort();
+        run.move_to_store();
     }
 
     /// Sets the status a run ended with, retrying while the store is unreachable.

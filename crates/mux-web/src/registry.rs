@@ -234,6 +234,21 @@ impl RunRegistry {
         }
     }
 
+    /// Where `run`'s events are read once this process stops writing it: the run store and
+    /// its id there (none for a run kept only here).
+    pub(crate) fn stored_of(
+        &self,
+        principal: &Principal,
+        run: &RunBuffer,
+    ) -> Option<(Arc<dyn RunStore>, String)> {
+        run.is_stored().then(|| {
+            (
+                Arc::clone(&self.durable.store),
+                durable::store_id(principal, &run.run_id),
+            )
+        })
+    }
+
     /// A kept run of `principal`'s, if this process keeps it.
     pub(crate) fn local_run(&self, principal: &Principal, run_id: &str) -> Option<Arc<RunBuffer>> {
         let key = (principal.clone(), run_id.to_owned());

@@ -202,6 +202,7 @@ async fn start_run(
     let input: RunAgentInput =
         serde_json::from_slice(&body).map_err(|e| WebError::BadRequest(e.to_string()))?;
     let run = registry.start(&principal, input).await?;
+    let stored = registry.stored_of(&principal, &run);
     let guard = registry
         .config
         .cancel_on_disconnect
@@ -210,7 +211,7 @@ async fn start_run(
             principal,
             run: Arc::clone(&run),
         });
-    Ok(sse(follow(run, 0, guard)))
+    Ok(sse(follow(run, 0, guard, stored)))
 }
 
 async fn reattach(
@@ -229,7 +230,8 @@ async fn reattach(
         }
     };
     if let Some(run) = registry.local_run(&principal, &run_id) {
-        return Ok(sse(follow(run, after, None)));
+        let stored = registry.stored_of(&principal, &run);
+        return Ok(sse(follow(run, after, None, stored)));
     }
     // Another process's run (or one this process no longer keeps): from the run store.
     let id = registry.stored_run(&principal, &run_id).await?;
@@ -289,14 +291,20 @@ impl Drop for DisconnectGuard {
     }
 }
 
-/// The run's events numbered after `after`, then live ones, until the run ends.
+/// Where a store follower reads: the run store and the run's id there.
+type StoredRun = (Arc<dyn RunStore>, String);
+
+/// The run's events numbered after `after`, then live ones, until the run ends. When this
+/// process stops writing a stored run (another one took it over), what follows comes from
+/// the run store, `stored`, with the same numbers.
 fn follow(
     run: Arc<RunBuffer>,
     after: u64,
     guard: Option<DisconnectGuard>,
+    stored: Option<StoredRun>,
 ) -> impl Stream<Item = Result<SseEvent, Infallible>> + Send + 'static {
     let changes = run.watch();
-    futures::stream::unfold(
+    let local = futures::stream::unfold(
         (run, after, changes, false, guard),
         |(run, next, mut changes, ended, guard)| async move {
             if ended {
@@ -308,9 +316,9 @@ fn follow(
                 if !events.is_empty() {
                     let next = events.last().map_or(next, |(i, _)| *i);
                     let ended = done && run.read(next).0.is_empty();
-                    let batch: Vec<Result<SseEvent, Infallible>> = events
+                    let batch: Vec<Followed> = events
                         .into_iter()
-                        .map(|(i, data)| Ok(SseEvent::default().id(i.to_string()).data(&*data)))
+                        .map(|(i, data)| Followed::Event(i, data))
                         .collect();
                     return Some((
                         futures::stream::iter(batch),
@@ -320,13 +328,36 @@ fn follow(
                 if done {
                     return None;
                 }
+                if run.is_moved() {
+                    let rest = vec![Followed::Moved(next)];
+                    return Some((
+                        futures::stream::iter(rest),
+                        (run, next, changes, true, guard),
+                    ));
+                }
                 if changes.changed().await.is_err() {
                     return None;
                 }
             }
         },
     )
-    .flat_map(|batch| batch)
+    .flat_map(|batch| batch);
+    local.flat_map(move |followed| match followed {
+        Followed::Event(id, data) => {
+            let event = SseEvent::default().id(id.to_string()).data(&*data);
+            futures::stream::once(async move { Ok(event) }).left_stream()
+        }
+        Followed::Moved(next) => futures::stream::iter(stored.clone())
+            .flat_map(move |(store, id)| follow_stored(store, id, next))
+            .right_stream(),
+    })
+}
+
+/// What a local follower yields: an event, or the number it read through when the run moved
+/// to the run store.
+enum Followed {
+    Event(u64, Arc<str>),
+    Moved(u64),
 }
 
 /// How many stored events one read takes.

@@ -6,13 +6,16 @@
 //! memory: its loop is dropped and rebuilt on resume.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
 use mux_orchestrator::Agent;
-use mux_orchestrator::runs::{PostgresRunStore, RunStore, SqliteRunStore};
+use mux_orchestrator::runs::{
+    ListedRun, PostgresRunStore, RunRecord, RunStatus, RunStore, RunStoreError, SqliteRunStore,
+    StoredEvent,
+};
 use mux_orchestrator::session::{PostgresSessionStore, SessionStore, SqliteSessionStore};
 use mux_testkit::postgres::TestDatabase;
 use mux_tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
@@ -101,12 +104,24 @@ impl Cluster {
     }
 
     async fn process(&self, config: WebConfig) -> Process {
+        self.process_with(config, Duration::from_millis(250), None)
+            .await
+    }
+
+    /// A process whose `tick` waits `tick`, and whose run store is unreachable while `cut`
+    /// is set.
+    async fn process_with(
+        &self,
+        config: WebConfig,
+        tick: Duration,
+        cut: Option<Arc<AtomicBool>>,
+    ) -> Process {
         let charge = Charge {
             spec: ToolSpec::new("charge", "Charges a card", json!({"type": "object"})).unwrap(),
             runs: Arc::clone(&self.charges),
         };
         // Read-only: it may run again after a takeover.
-        let tick = crate::common::Tick::new(Duration::from_millis(250));
+        let tick = crate::common::Tick::new(tick);
         let client = ScriptedClient::new().respond_with(respond);
         let agent = Agent::builder(client, "scripted")
             .tools([
@@ -117,7 +132,10 @@ impl Cluster {
             .needs_approval("charge", |input| input["ask"] == json!(true))
             .build()
             .unwrap();
-        let (sessions, runs) = self.stores().await;
+        let (sessions, mut runs) = self.stores().await;
+        if let Some(off) = cut {
+            runs = Arc::new(Cut { inner: runs, off });
+        }
         let router = AguiRouter::new(agent)
             .session_store(sessions)
             .run_store(runs)
@@ -127,6 +145,171 @@ impl Cluster {
         let url = format!("http://{}", listener.local_addr().unwrap());
         let task = tokio::spawn(mux_web::serve(listener, router));
         Process { url, task }
+    }
+}
+
+/// A run store that is unreachable while `off` is set (a partition between one process and
+/// the database).
+struct Cut {
+    inner: Arc<dyn RunStore>,
+    off: Arc<AtomicBool>,
+}
+
+impl Cut {
+    fn check(&self) -> Result<(), RunStoreError> {
+        if self.off.load(Ordering::SeqCst) {
+            return Err(RunStoreError::Store {
+                operation: "reaching the database",
+                reason: "cut off".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl RunStore for Cut {
+    fn begin<'a>(
+        &'a self,
+        session_id: &'a str,
+        run_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> mux_tool::BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.begin(session_id, run_id, owner, lease).await
+        })
+    }
+    fn renew<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> mux_tool::BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.renew(run_id, owner, lease).await
+        })
+    }
+    fn set_status<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        status: RunStatus,
+    ) -> mux_tool::BoxFuture<'a, Result<(), RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.set_status(run_id, owner, status).await
+        })
+    }
+    fn claim<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> mux_tool::BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.claim(run_id, owner, lease).await
+        })
+    }
+    fn hand_over<'a>(
+        &'a self,
+        from: &'a str,
+        to: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> mux_tool::BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.hand_over(from, to, owner, lease).await
+        })
+    }
+    fn claim_expired<'a>(
+        &'a self,
+        owner: &'a str,
+        lease: Duration,
+    ) -> mux_tool::BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.claim_expired(owner, lease).await
+        })
+    }
+    fn get<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> mux_tool::BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.get(run_id).await
+        })
+    }
+    fn active_run<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> mux_tool::BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.active_run(session_id).await
+        })
+    }
+    fn request_cancel<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> mux_tool::BoxFuture<'a, Result<(), RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.request_cancel(run_id).await
+        })
+    }
+    fn append_events<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        events: &'a [Value],
+        end: Option<RunStatus>,
+    ) -> mux_tool::BoxFuture<'a, Result<u64, RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.append_events(run_id, owner, events, end).await
+        })
+    }
+    fn events_after<'a>(
+        &'a self,
+        run_id: &'a str,
+        after: u64,
+        limit: usize,
+    ) -> mux_tool::BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.events_after(run_id, after, limit).await
+        })
+    }
+    fn list_runs<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: &'a str,
+        limit: usize,
+    ) -> mux_tool::BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.list_runs(prefix, after, limit).await
+        })
+    }
+    fn forget_ended<'a>(
+        &'a self,
+        older_than: Duration,
+    ) -> mux_tool::BoxFuture<'a, Result<u64, RunStoreError>> {
+        Box::pin(async move {
+            self.check()?;
+            self.inner.forget_ended(older_than).await
+        })
+    }
+    fn changed<'a>(&'a self, run_id: &'a str, wait: Duration) -> mux_tool::BoxFuture<'a, ()> {
+        self.inner.changed(run_id, wait)
+    }
+    fn notifies(&self) -> bool {
+        self.inner.notifies()
     }
 }
 
@@ -735,5 +918,63 @@ async fn a_question_paused_on_a_killed_process_is_answered_on_another() {
     // And B replays its answer run from the store.
     let replay = read_all(reattach(&http, &b, "r2", None).await).await;
     assert_eq!(replay, answered);
+    b.kill();
+}
+
+/// A client streaming a run from A, whose process is cut off from the run store long enough
+/// for B to take the run over and finish it: when A finds the run taken, its client goes on
+/// from the store with B's events, the same numbers, to the end (it used to stall).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_of_a_run_taken_from_its_process_follows_it_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::sqlite(dir.path());
+    let http = reqwest::Client::new();
+    let off = Arc::new(AtomicBool::new(false));
+    // A's `tick` never returns; B's does at once.
+    let a = cluster
+        .process_with(
+            WebConfig::default(),
+            Duration::from_secs(3600),
+            Some(Arc::clone(&off)),
+        )
+        .await;
+    let b = cluster
+        .process_with(WebConfig::default(), Duration::from_millis(10), None)
+        .await;
+    let response = post(&http, &a, &input("t-cut", "r1", "slow")).await;
+    let mut b_side = None;
+    let seen = read_until(response, |e| {
+        if b_side.is_none() && e.iter().any(|(_, e)| e["type"] == "TOOL_CALL_END") {
+            // A is cut off mid-tool; B takes the run over once A's lease ran out, and
+            // finishes it; then A reaches the store again.
+            off.store(true, Ordering::SeqCst);
+            let (http, b_url, off) = (http.clone(), b.url.clone(), Arc::clone(&off));
+            b_side = Some(tokio::spawn(async move {
+                let replay = http
+                    .get(format!("{b_url}/agui/runs/r1/events"))
+                    .send()
+                    .await
+                    .unwrap();
+                let replay = read_all(replay).await;
+                off.store(false, Ordering::SeqCst);
+                replay
+            }));
+        }
+        false
+    })
+    .await;
+    let replay = b_side.expect("the tool was called").await.unwrap();
+    let end = &replay.last().unwrap().1;
+    assert_eq!(end["type"], "RUN_FINISHED", "{replay:?}");
+    assert!(
+        replay
+            .iter()
+            .any(|(_, e)| e["name"] == "mux.run_taken_over"),
+        "{replay:?}"
+    );
+    // A's client, its stream open all along, got the rest from the store: B's events, with
+    // B's numbers.
+    assert_eq!(seen, replay);
+    a.kill();
     b.kill();
 }
