@@ -525,35 +525,22 @@ impl Methods {
         }
     }
 
-    /// Takes over every task whose owner's lease ran out.
+    /// Takes over every task whose owner's lease ran out (only tasks: the store's other
+    /// runs belong to other faces).
     pub(crate) async fn take_over_expired(&self) {
-        let store = &self.durable.store;
-        let mut after = String::new();
+        let durable = &self.durable;
         loop {
-            let page = match store.list_runs(stored::PREFIX, &after, 500).await {
-                Ok(page) => page,
+            match durable
+                .store
+                .claim_expired(stored::PREFIX, &durable.owner, durable.lease)
+                .await
+            {
+                Ok(Some(record)) => self.take_over(record).await,
+                Ok(None) => return,
                 Err(err) => {
                     tracing::debug!("looking for tasks to take over: {err}");
                     return;
                 }
-            };
-            for (record, _) in &page {
-                let Some(task_id) = stored::task_id(&record.run_id) else {
-                    continue;
-                };
-                if record.status != RunStatus::Running || self.tasks.get(task_id).is_some() {
-                    continue;
-                }
-                if let Ok(claimed) = store
-                    .claim(&record.run_id, &self.durable.owner, self.durable.lease)
-                    .await
-                {
-                    self.take_over(claimed).await;
-                }
-            }
-            match page.last() {
-                Some((last, _)) if page.len() == 500 => after = last.run_id.clone(),
-                _ => break,
             }
         }
     }
@@ -564,6 +551,10 @@ impl Methods {
         let Some(task_id) = stored::task_id(&record.run_id) else {
             return;
         };
+        if self.tasks.get(task_id).is_some() {
+            // Our own task, back after the store was unreachable: its writer goes on.
+            return;
+        }
         tracing::info!(task = task_id, "taking over a task whose process stopped");
         let writer = self.durable.writer(&record.run_id);
         let task = match self.durable.load(task_id, self.max_log).await {

@@ -361,20 +361,24 @@ pub(crate) fn ending_of(event: &StoredEvent) -> Option<Ending> {
         .and_then(Ending::of)
 }
 
+/// The prefix of every web run's id in the run store: the web face takes over only these
+/// (other faces sharing the store keep theirs under their own prefixes).
+pub(crate) const PREFIX: &str = "web.";
+
 /// The run store's id of `principal`'s run `run_id`: run ids are per principal, so the
-/// principal is part of it (hex, so no name can forge another's).
+/// principal is part of it (hex, so no name can forge another's), after [`PREFIX`].
 pub(crate) fn store_id(principal: &Principal, run_id: &str) -> String {
     let hex: String = principal
         .name()
         .bytes()
         .map(|b| format!("{b:02x}"))
         .collect();
-    format!("{hex}.{run_id}")
+    format!("{PREFIX}{hex}.{run_id}")
 }
 
 /// The principal and run id of a run store id.
 pub(crate) fn parse_store_id(id: &str) -> Option<(Principal, String)> {
-    let (hex, run_id) = id.split_once('.')?;
+    let (hex, run_id) = id.strip_prefix(PREFIX)?.split_once('.')?;
     if hex.len() % 2 != 0 {
         return None;
     }
@@ -402,7 +406,16 @@ mod tests {
             store_id(&Principal::new("a"), "b.c"),
             store_id(&Principal::new("a.b"), "c")
         );
-        for bad in ["", "nodot", "6.x", "zz.x", "ff.x"] {
+        for bad in [
+            "",
+            "nodot",
+            "web.nodot",
+            "web.6.x",
+            "web.zz.x",
+            "web.ff.x",
+            "61.x",
+            "a2a.61.x",
+        ] {
             assert!(parse_store_id(bad).is_none(), "{bad}");
         }
     }

@@ -157,7 +157,7 @@ impl RunRegistry {
         loop {
             match durable
                 .store
-                .claim_expired(&durable.owner, durable.lease)
+                .claim_expired(durable::PREFIX, &durable.owner, durable.lease)
                 .await
             {
                 Ok(Some(record)) => self.take_over(record).await,
