@@ -164,12 +164,12 @@ impl Methods {
         message.task_id = new_id();
         let run_id = stored::run_id(&message.task_id);
         let durable = &self.durable;
-        match durable
+        let held = match durable
             .store
             .begin(&context_id, &run_id, &durable.owner, durable.lease)
             .await
         {
-            Ok(_) => {}
+            Ok(held) => held,
             Err(RunStoreError::Busy { run_id: busy, .. }) => {
                 return Err(RpcError::unsupported(format!(
                     "context `{context_id}` has task `{}` in progress; answer it \
@@ -178,14 +178,14 @@ impl Methods {
                 )));
             }
             Err(err) => return Err(stored::store_error(err, &message.task_id)),
-        }
+        };
         let task = Arc::new(TaskEntry::new(
             message.task_id.clone(),
             context_id,
             message.clone(),
             self.max_log,
         ));
-        let writer = durable.writer(&run_id);
+        let writer = durable.writer(&held);
         task.set_writer(writer.clone(), true);
         let run = orchestrator.run(text);
         self.follow(&task, run, writer, "start")?;
@@ -330,12 +330,12 @@ impl Methods {
         self.tasks.has_room()?;
         let run_id = stored::run_id(&task_id);
         let durable = &self.durable;
-        match durable
+        let held = match durable
             .store
             .claim(&run_id, &durable.owner, durable.lease)
             .await
         {
-            Ok(_) => {}
+            Ok(held) => held,
             Err(RunStoreError::Held { .. }) => {
                 return Err(RpcError::unsupported(format!(
                     "task `{task_id}` is not waiting here: another request answered it, or the \
@@ -344,8 +344,8 @@ impl Methods {
                 )));
             }
             Err(err) => return Err(stored::store_error(err, &task_id)),
-        }
-        let writer = durable.writer(&run_id);
+        };
+        let writer = durable.writer(&held);
         let orchestrator = match self.contexts.open(Some(&record.session_id)).await {
             Ok(orchestrator) => orchestrator,
             Err(err) => {
@@ -426,9 +426,9 @@ impl Methods {
                     .claim(&run_id, &durable.owner, durable.lease)
                     .await
                 {
-                    Ok(_) => {
+                    Ok(held) => {
                         let (_, task) = durable.load(id, self.max_log).await?;
-                        let writer = durable.writer(&run_id);
+                        let writer = durable.writer(&held);
                         task.set_writer(writer.clone(), false);
                         task.set_status(TaskState::Canceled, None);
                         writer.finish(RunStatus::Cancelled);
@@ -556,7 +556,7 @@ impl Methods {
             return;
         }
         tracing::info!(task = task_id, "taking over a task whose process stopped");
-        let writer = self.durable.writer(&record.run_id);
+        let writer = self.durable.writer(&record);
         let task = match self.durable.load(task_id, self.max_log).await {
             Ok((_, task)) => Arc::new(task),
             Err(err) => {

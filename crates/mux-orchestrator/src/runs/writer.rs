@@ -1,16 +1,21 @@
 //! [`RunWriter`]: the owner's side of a run it holds in a [`RunStore`], for a face that
 //! keeps its runs there.
 //!
-//! The face pushes events and, at the end, the status the run ends in; one task per run
-//! then, until the end is stored:
+//! Every face that keeps runs in a store writes them through it (the web face and the A2A
+//! face alike). The face pushes events and, at the end, the status the run ends in (with its
+//! last events, so they are stored in one step, or later, when the face decides it then); one
+//! task per run then, until the end is stored:
 //! - appends what was pushed in batches, at once (what is pushed while a write is in flight
 //!   goes in the next batch, so batches grow with the store's latency and nothing waits on a
-//!   timer);
+//!   timer), and tells the face the number of the last event stored ([`stored`](RunWriter::stored)),
+//!   so it can show clients only what every process can replay;
 //! - renews the lease every third of it, and fires [`cancel_requested`](RunWriter::cancel_requested)
 //!   when another process asked to cancel the run (seen at the heartbeat, or at once on a
 //!   store that [notifies](RunStore::notifies));
 //! - keeps events while the store is unreachable, retrying with a backoff up to a second, and
 //!   gives up past [`BACKLOG_LIMIT`] of them;
+//! - takes the run back when its lease ran out meanwhile (the store was unreachable for longer
+//!   than the lease) and no one else took it or wrote to it;
 //! - fires [`lost`](RunWriter::lost) when the run is no longer this owner's (its lease ran
 //!   out and another process took it over, or the store gave up): the face must stop its
 //!   loop, since the new owner continues it;
@@ -21,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -35,9 +40,10 @@ const CANCEL_CHECK: Duration = Duration::from_millis(100);
 pub const BACKLOG_LIMIT: usize = 10_000;
 
 /// The writer of one run its owner holds: it appends what is [pushed](Self::push) in
-/// batches, renews the lease every third of it, reports a cancel asked through the store
-/// ([`cancel_requested`](Self::cancel_requested)) and the loss of the run ([`lost`](Self::lost)),
-/// and sets the status the run [ends](Self::finish) in after its last event.
+/// batches, renews the lease every third of it, reports what is [stored](Self::stored), a
+/// cancel asked through the store ([`cancel_requested`](Self::cancel_requested)) and the loss
+/// of the run ([`lost`](Self::lost)), and sets the status the run [ends](Self::finish) in
+/// after its last event.
 #[derive(Clone)]
 pub struct RunWriter {
     shared: Arc<Shared>,
@@ -50,6 +56,8 @@ struct Shared {
     lease: Duration,
     queue: Mutex<Queue>,
     pushed: Notify,
+    /// The number of the run's last stored event.
+    stored: watch::Sender<u64>,
     cancel: CancellationToken,
     lost: CancellationToken,
     done: CancellationToken,
@@ -74,11 +82,13 @@ impl std::fmt::Debug for RunWriter {
 }
 
 impl RunWriter {
-    /// Starts writing `run_id`, which `owner` holds (it began or claimed it) for `lease`.
-    /// The writer stops without writing more when `alive` is cancelled.
+    /// Starts writing `run_id`, which `owner` holds (it began or claimed it) for `lease`,
+    /// with `last_seq` events stored then (the [`RunRecord::last_seq`](super::RunRecord) it
+    /// got; 0 for a new run). The writer stops without writing more when `alive` is cancelled.
     pub fn start(
         store: Arc<dyn RunStore>,
         run_id: impl Into<String>,
+        last_seq: u64,
         owner: impl Into<String>,
         lease: Duration,
         alive: CancellationToken,
@@ -90,6 +100,7 @@ impl RunWriter {
             lease: lease.max(Duration::from_millis(30)),
             queue: Mutex::default(),
             pushed: Notify::new(),
+            stored: watch::Sender::new(last_seq),
             cancel: CancellationToken::new(),
             lost: CancellationToken::new(),
             done: CancellationToken::new(),
@@ -117,12 +128,26 @@ impl RunWriter {
     /// Ends the run in `status` once every queued event is stored (`Paused` gives the run
     /// up for any process to claim; an end frees its session). Only the first call counts.
     pub fn finish(&self, status: RunStatus) {
+        self.finish_with(std::iter::empty(), status);
+    }
+
+    /// Queues the run's last `events` and ends it in `status` with them: the store takes the
+    /// last events and the end in one step, so whoever reads the end finds the status
+    /// agreeing. Ignored after [`finish`](Self::finish).
+    pub fn finish_with(&self, events: impl IntoIterator<Item = Value>, status: RunStatus) {
         let mut queue = self.shared.lock();
         if queue.end.is_none() {
+            queue.events.extend(events);
             queue.end = Some(status);
             drop(queue);
             self.shared.pushed.notify_one();
         }
+    }
+
+    /// The number of the run's last event the store has: it changes after each write (the
+    /// events pushed before are then readable on every process).
+    pub fn stored(&self) -> watch::Receiver<u64> {
+        self.shared.stored.subscribe()
     }
 
     /// Fires when someone asked to cancel the run (through the store).
@@ -172,8 +197,6 @@ impl Shared {
         // When the run was last looked at, and when to look next after a wake-up.
         let mut looked = Instant::now();
         let mut look: Option<Instant> = None;
-        // The number of the last event this writer stored, once it stored one.
-        let mut stored_through: Option<u64> = None;
         loop {
             if self.alive.is_cancelled() {
                 return;
@@ -193,8 +216,8 @@ impl Shared {
                 {
                     Ok(seq) => {
                         backoff = Duration::from_millis(20);
-                        stored_through = Some(seq);
                         self.lock().events.drain(..batch.len());
+                        self.stored.send_replace(seq);
                         if end.is_some() {
                             return;
                         }
@@ -202,10 +225,13 @@ impl Shared {
                     }
                     Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
                         if let Some(status) = end
-                            && self.ended(status, stored_through, batch.len()).await
+                            && self.ended(status, batch.len()).await
                         {
-                            self.lock().events.clear();
                             return;
+                        }
+                        if self.reclaim().await {
+                            renew_at = Instant::now() + self.heartbeat();
+                            continue;
                         }
                         return self.lose("another owner holds it now");
                     }
@@ -236,7 +262,14 @@ impl Shared {
                 look = None;
                 looked = Instant::now();
                 match self.store.get(&self.run_id).await {
-                    Ok(record) if record.cancel_requested => self.cancel.cancel(),
+                    // Only while it is ours: a run handed over or taken over is not.
+                    Ok(record)
+                        if record.cancel_requested
+                            && record.status == RunStatus::Running
+                            && record.owner.as_deref() == Some(&*self.owner) =>
+                    {
+                        self.cancel.cancel();
+                    }
                     Ok(_) => {}
                     Err(err) => tracing::debug!(run = %self.run_id, "reading a run: {err}"),
                 }
@@ -254,6 +287,10 @@ impl Shared {
                     }
                 }
                 Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
+                    if self.reclaim().await {
+                        renew_at = Instant::now() + self.heartbeat();
+                        continue;
+                    }
                     return self.lose("its lease ran out and another owner took it");
                 }
                 Err(err) => {
@@ -266,15 +303,47 @@ impl Shared {
     }
 
     /// Whether a last append whose answer was lost (the connection dropped after the store
-    /// committed it) stored the `count` events after `stored_through` and the end `status`:
-    /// the store then refuses the retry, since the run is no longer held.
-    async fn ended(&self, status: RunStatus, stored_through: Option<u64>, count: usize) -> bool {
+    /// committed it) stored the `count` events after those stored and the end `status`: the
+    /// store then refuses the retry, since the run is no longer held. Then they count as
+    /// stored.
+    async fn ended(&self, status: RunStatus, count: usize) -> bool {
         let Ok(record) = self.store.get(&self.run_id).await else {
             return false;
         };
-        let all_stored =
-            stored_through.is_none_or(|through| record.last_seq == through + count as u64);
-        record.status == status && record.owner.is_none() && all_stored
+        let through = *self.stored.borrow() + count as u64;
+        if record.status == status && record.owner.is_none() && record.last_seq == through {
+            self.lock().events.clear();
+            self.stored.send_replace(through);
+            return true;
+        }
+        false
+    }
+
+    /// After the lease ran out while the store was unreachable, takes the run back when no
+    /// one else took it or wrote to it meanwhile (it is still running, with the events this
+    /// writer stored and no more). True when it is ours again.
+    async fn reclaim(&self) -> bool {
+        if self.alive.is_cancelled() {
+            return false;
+        }
+        let through = *self.stored.borrow();
+        match self.store.get(&self.run_id).await {
+            Ok(record) if record.status == RunStatus::Running && record.last_seq == through => {}
+            _ => return false,
+        }
+        match self
+            .store
+            .claim(&self.run_id, &self.owner, self.lease)
+            .await
+        {
+            Ok(record) if record.last_seq == through => {
+                tracing::info!(run = %self.run_id, "took the run back after its lease ran out");
+                true
+            }
+            // Another owner wrote between the two reads; it holds the truth, and its run
+            // is taken over once this claim's lease runs out.
+            Ok(_) | Err(_) => false,
+        }
     }
 
     fn lose(&self, why: &str) {
@@ -340,10 +409,12 @@ mod tests {
         let writer = RunWriter::start(
             Arc::clone(&store),
             "r",
+            0,
             "me",
             lease,
             CancellationToken::new(),
         );
+        let stored = writer.stored();
         for n in 0..600 {
             writer.push(json!({ "n": n }));
         }
@@ -370,6 +441,7 @@ mod tests {
         );
         let events = store.events_after("r", 599, 10).await.unwrap();
         assert_eq!(events[1].event, json!({ "n": 600 }));
+        assert_eq!(*stored.borrow(), 601);
     }
 
     #[tokio::test]
@@ -378,15 +450,21 @@ mod tests {
         let lease = Duration::from_millis(60);
         store.begin("s", "r", "me", lease).await.unwrap();
         let alive = CancellationToken::new();
-        let writer = RunWriter::start(Arc::clone(&store), "r", "me", lease, alive.clone());
+        let writer = RunWriter::start(Arc::clone(&store), "r", 0, "me", lease, alive.clone());
         // The owner stalls (its writer stops) past the lease; another process claims it.
         alive.cancel();
         writer.done().await;
         tokio::time::sleep(lease * 2).await;
         store.claim("r", "other", lease).await.unwrap();
+        // The new owner writes: the run is not taken back, even once its lease runs out.
+        store
+            .append_events("r", "other", &[json!(0)], None)
+            .await
+            .unwrap();
         let again = RunWriter::start(
             Arc::clone(&store),
             "r",
+            0,
             "me",
             lease,
             CancellationToken::new(),
@@ -395,6 +473,10 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), again.lost().cancelled())
             .await
             .unwrap();
-        assert_eq!(store.get("r").await.unwrap().last_seq, 0);
+        let record = store.get("r").await.unwrap();
+        assert_eq!(
+            (record.last_seq, record.owner.as_deref()),
+            (1, Some("other"))
+        );
     }
 }
