@@ -193,6 +193,26 @@ pub(crate) fn waiting_on(event: &StoredEvent) -> Waiting {
     }
 }
 
+/// The custom event's name (after `mux.`) that stores a run's frontend tools.
+const FRONTEND_TOOLS: &str = "frontend_tools";
+
+/// The event that stores the page's frontend `tools` with its run (after `RUN_STARTED`).
+pub(crate) fn frontend_tools_event(tools: &[crate::types::Tool]) -> crate::types::Event {
+    crate::translate::custom(FRONTEND_TOOLS, serde_json::json!({ "tools": tools }))
+}
+
+/// The frontend tools `event` stores, if it is the event that does.
+pub(crate) fn frontend_tools_of(event: &StoredEvent) -> Option<Vec<crate::types::Tool>> {
+    match serde_json::from_value::<crate::types::Event>(event.event.clone()).ok()? {
+        crate::types::Event::Custom { name, value }
+            if name.strip_prefix("mux.") == Some(FRONTEND_TOOLS) =>
+        {
+            serde_json::from_value(value.get("tools")?.clone()).ok()
+        }
+        _ => None,
+    }
+}
+
 /// How the stored event `event` ends its run, if it does.
 pub(crate) fn ending_of(event: &StoredEvent) -> Option<Ending> {
     serde_json::from_value::<crate::types::Event>(event.event.clone())
