@@ -4,6 +4,7 @@
 //! Offline, each turn of the conversation goes:
 //! - a prompt `call TOOL {json}` calls that tool with those arguments, then says what it
 //!   returned (handy for driving a face by hand: `call write_file {"path": "a.txt", "content": "hi"}`);
+//!   `call A {json} then call B {json}` calls them one after the other, a turn each;
 //! - the prompt `recall` repeats the conversation's earlier prompts (what a session keeps);
 //! - any other prompt lists the directory, reads the README if there is one, asks to run
 //!   `git log` (a call that needs approval), then describes what it saw.
@@ -102,12 +103,16 @@ fn next_reply(messages: &[Message]) -> Response {
     if prompt.trim() == "recall" {
         return text_reply(recall(messages.get(..start).unwrap_or_default()));
     }
-    if let Some((tool, input)) = requested_call(&prompt) {
-        return match results.first() {
-            None => tool_call(&id, &tool, input),
-            Some(result) => {
-                let first = result.lines().next().unwrap_or_default();
-                text_reply(format!("(offline) {tool} returned: {first}"))
+    if let Some(requested) = requested_calls(&prompt) {
+        return match (requested.get(results.len()), results.last()) {
+            (Some((tool, input)), _) => tool_call(&id, tool, input.clone()),
+            (None, result) => {
+                let tool = requested.last().map(|(tool, _)| tool.as_str());
+                let first = result.and_then(|r| r.lines().next()).unwrap_or_default();
+                text_reply(format!(
+                    "(offline) {} returned: {first}",
+                    tool.unwrap_or_default()
+                ))
             }
         };
     }
@@ -127,6 +132,15 @@ fn next_reply(messages: &[Message]) -> Response {
             results.last(),
         )),
     }
+}
+
+/// `call A {json} then call B {json}…` as the calls, in order.
+fn requested_calls(prompt: &str) -> Option<Vec<(String, Value)>> {
+    let mut parts = prompt.trim().split(" then call ");
+    let first = requested_call(parts.next()?)?;
+    std::iter::once(Some(first))
+        .chain(parts.map(|part| requested_call(&format!("call {part}"))))
+        .collect()
 }
 
 /// `call TOOL {json}` as a tool name and arguments.
@@ -227,6 +241,32 @@ mod tests {
         assert_eq!(
             next_reply(&messages).text(),
             "(offline) write_file returned: wrote a"
+        );
+    }
+
+    #[test]
+    fn calls_joined_by_then_are_made_one_after_the_other() {
+        let mut messages = vec![Message::user(
+            "call read_file {\"path\": \"a\"} then call pick {}",
+        )];
+        for (n, tool) in ["read_file", "pick"].into_iter().enumerate() {
+            let reply = next_reply(&messages);
+            let (id, name, _) = reply.tool_calls().next().unwrap();
+            assert_eq!(name, tool);
+            messages.push(reply.to_message());
+            messages.push(Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: id.into(),
+                    content: vec![ContentBlock::text(format!("result {n}"))],
+                    is_error: false,
+                }],
+                cache: None,
+            });
+        }
+        assert_eq!(
+            next_reply(&messages).text(),
+            "(offline) pick returned: result 1"
         );
     }
 

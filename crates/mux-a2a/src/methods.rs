@@ -164,12 +164,12 @@ impl Methods {
         message.task_id = new_id();
         let run_id = stored::run_id(&message.task_id);
         let durable = &self.durable;
-        match durable
+        let held = match durable
             .store
             .begin(&context_id, &run_id, &durable.owner, durable.lease)
             .await
         {
-            Ok(_) => {}
+            Ok(held) => held,
             Err(RunStoreError::Busy { run_id: busy, .. }) => {
                 return Err(RpcError::unsupported(format!(
                     "context `{context_id}` has task `{}` in progress; answer it \
@@ -178,14 +178,14 @@ impl Methods {
                 )));
             }
             Err(err) => return Err(stored::store_error(err, &message.task_id)),
-        }
+        };
         let task = Arc::new(TaskEntry::new(
             message.task_id.clone(),
             context_id,
             message.clone(),
             self.max_log,
         ));
-        let writer = durable.writer(&run_id);
+        let writer = durable.writer(&held);
         task.set_writer(writer.clone(), true);
         let run = orchestrator.run(text);
         self.follow(&task, run, writer, "start")?;
@@ -330,12 +330,12 @@ impl Methods {
         self.tasks.has_room()?;
         let run_id = stored::run_id(&task_id);
         let durable = &self.durable;
-        match durable
+        let held = match durable
             .store
             .claim(&run_id, &durable.owner, durable.lease)
             .await
         {
-            Ok(_) => {}
+            Ok(held) => held,
             Err(RunStoreError::Held { .. }) => {
                 return Err(RpcError::unsupported(format!(
                     "task `{task_id}` is not waiting here: another request answered it, or the \
@@ -344,8 +344,8 @@ impl Methods {
                 )));
             }
             Err(err) => return Err(stored::store_error(err, &task_id)),
-        }
-        let writer = durable.writer(&run_id);
+        };
+        let writer = durable.writer(&held);
         let orchestrator = match self.contexts.open(Some(&record.session_id)).await {
             Ok(orchestrator) => orchestrator,
             Err(err) => {
@@ -426,9 +426,9 @@ impl Methods {
                     .claim(&run_id, &durable.owner, durable.lease)
                     .await
                 {
-                    Ok(_) => {
+                    Ok(held) => {
                         let (_, task) = durable.load(id, self.max_log).await?;
-                        let writer = durable.writer(&run_id);
+                        let writer = durable.writer(&held);
                         task.set_writer(writer.clone(), false);
                         task.set_status(TaskState::Canceled, None);
                         writer.finish(RunStatus::Cancelled);
@@ -525,35 +525,22 @@ impl Methods {
         }
     }
 
-    /// Takes over every task whose owner's lease ran out.
+    /// Takes over every task whose owner's lease ran out (only tasks: the store's other
+    /// runs belong to other faces).
     pub(crate) async fn take_over_expired(&self) {
-        let store = &self.durable.store;
-        let mut after = String::new();
+        let durable = &self.durable;
         loop {
-            let page = match store.list_runs(stored::PREFIX, &after, 500).await {
-                Ok(page) => page,
+            match durable
+                .store
+                .claim_expired(stored::PREFIX, &durable.owner, durable.lease)
+                .await
+            {
+                Ok(Some(record)) => self.take_over(record).await,
+                Ok(None) => return,
                 Err(err) => {
                     tracing::debug!("looking for tasks to take over: {err}");
                     return;
                 }
-            };
-            for (record, _) in &page {
-                let Some(task_id) = stored::task_id(&record.run_id) else {
-                    continue;
-                };
-                if record.status != RunStatus::Running || self.tasks.get(task_id).is_some() {
-                    continue;
-                }
-                if let Ok(claimed) = store
-                    .claim(&record.run_id, &self.durable.owner, self.durable.lease)
-                    .await
-                {
-                    self.take_over(claimed).await;
-                }
-            }
-            match page.last() {
-                Some((last, _)) if page.len() == 500 => after = last.run_id.clone(),
-                _ => break,
             }
         }
     }
@@ -564,8 +551,12 @@ impl Methods {
         let Some(task_id) = stored::task_id(&record.run_id) else {
             return;
         };
+        if self.tasks.get(task_id).is_some() {
+            // Our own task, back after the store was unreachable: its writer goes on.
+            return;
+        }
         tracing::info!(task = task_id, "taking over a task whose process stopped");
-        let writer = self.durable.writer(&record.run_id);
+        let writer = self.durable.writer(&record);
         let task = match self.durable.load(task_id, self.max_log).await {
             Ok((_, task)) => Arc::new(task),
             Err(err) => {

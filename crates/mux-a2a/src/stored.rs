@@ -60,11 +60,12 @@ impl Durable {
         }
     }
 
-    /// A writer for a run this process holds.
-    pub(crate) fn writer(&self, run_id: &str) -> RunWriter {
+    /// A writer for `run`, which this process holds (as it began or claimed it).
+    pub(crate) fn writer(&self, run: &RunRecord) -> RunWriter {
         RunWriter::start(
             Arc::clone(&self.store),
-            run_id,
+            run.run_id.clone(),
+            run.last_seq,
             self.owner.clone(),
             self.lease,
             self.alive.child_token(),

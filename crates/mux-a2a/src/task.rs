@@ -577,6 +577,7 @@ mod tests {
         let writer = RunWriter::start(
             Arc::clone(&store),
             "a2a.t",
+            0,
             "me",
             lease,
             CancellationToken::new(),

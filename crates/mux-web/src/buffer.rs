@@ -140,14 +140,6 @@ impl RunBuffer {
         self.log().done
     }
 
-    /// How the run ended, once it has and the run store has every event.
-    pub(crate) fn ending(&self) -> Option<Ending> {
-        let log = self.log();
-        (log.confirmed == log.events.len())
-            .then_some(log.ending)
-            .flatten()
-    }
-
     /// How the run ended, once its last event is pushed (the store may not have it yet).
     pub(crate) fn pushed_ending(&self) -> Option<Ending> {
         self.log().ending
@@ -166,25 +158,17 @@ impl RunBuffer {
         (events, log.done && log.confirmed == log.events.len())
     }
 
-    /// Up to `max` events the run store does not have yet.
-    pub(crate) fn unconfirmed(&self, max: usize) -> Vec<Arc<str>> {
+    /// The events pushed after the first `count`, and how the run ended once it has (then
+    /// none follow them): what the run's writer has not been handed yet.
+    pub(crate) fn pushed_after(&self, count: usize) -> (Vec<Arc<str>>, Option<Ending>) {
         let log = self.log();
-        log.events[log.confirmed..]
-            .iter()
-            .take(max)
-            .cloned()
-            .collect()
+        let events = log.events.get(count..).unwrap_or_default().to_vec();
+        (events, log.ending)
     }
 
     /// The number of the last event the run store has.
     pub(crate) fn stored_through(&self) -> u64 {
         self.base + self.log().confirmed as u64
-    }
-
-    /// How many events the run store does not have yet.
-    pub(crate) fn backlog(&self) -> usize {
-        let log = self.log();
-        log.events.len() - log.confirmed
     }
 
     /// The run store took the next `count` events: they become readable.
@@ -252,7 +236,7 @@ mod tests {
         assert!(done);
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].0, 2);
-        assert_eq!(buffer.ending(), Some(Ending::Failed));
+        assert_eq!(buffer.pushed_ending(), Some(Ending::Failed));
     }
 
     #[test]
@@ -267,12 +251,14 @@ mod tests {
             },
         ]);
         assert!(buffer.read(0).0.is_empty());
-        assert_eq!(buffer.unconfirmed(10).len(), 2);
+        assert_eq!(buffer.pushed_after(0).0.len(), 2);
+        assert_eq!(buffer.pushed_after(1).0.len(), 1);
+        assert_eq!(buffer.pushed_after(3), (Vec::new(), None));
         buffer.confirm(1);
         let (events, done) = buffer.read(0);
         assert_eq!(events.iter().map(|e| e.0).collect::<Vec<_>>(), [8]);
         assert!(!done);
-        assert_eq!(buffer.backlog(), 1);
+        assert_eq!(buffer.stored_through(), 8);
         buffer.confirm(1);
         assert_eq!(buffer.read(8).0[0].0, 9);
         assert!(buffer.read(9).0.is_empty());

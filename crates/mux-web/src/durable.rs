@@ -1,43 +1,28 @@
 //! The run store behind the web face, so any process serves any thread.
 //!
 //! - Each process is one owner (a random id). A run it starts or resumes is begun (or handed
-//!   over) in the store under a lease; a writer task per run appends its events in batches,
-//!   renews the lease every third of it, and cancels the loop when another process asked.
+//!   over) in the store under a lease; the run store's [`RunWriter`] (the one every face
+//!   uses) appends its events in batches, renews the lease every third of it, and reports a
+//!   cancel asked by another process and the loss of the run; [`Durable::keep`] connects it
+//!   to the run's buffer and loop.
 //! - A client reads only events the store has, so every process replays the same numbers.
 //! - A paused run whose loop waits only for approvals, questions or frontend results is
 //!   evicted: the store and the session hold it, and a resume on any process rebuilds it.
-//! - Each process claims runs whose owner's lease ran out and continues them from the session.
+//! - Each process claims runs of the web face ([`PREFIX`]) whose owner's lease ran out and
+//!   continues them from the session.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use mux_orchestrator::runs::{RunStatus, RunStore, RunStoreError, StoredEvent};
+use mux_orchestrator::runs::{RunStatus, RunStore, RunStoreError, RunWriter, StoredEvent};
 use serde_json::Value;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::buffer::{Ending, RunBuffer};
 use crate::security::Principal;
 use crate::thread::Thread;
 use crate::types::{Interrupt, Outcome};
-
-/// The most events one append writes.
-const BATCH: usize = 256;
-/// How many events a run keeps while the store is unreachable before it fails.
-pub(crate) const BACKLOG_LIMIT: usize = 10_000;
-/// The shortest time between two looks at a run's cancel flag.
-const CANCEL_CHECK: Duration = Duration::from_millis(100);
-
-/// What [`Durable::reclaim`] found.
-enum Reclaim {
-    /// The run is this process's again; writing goes on.
-    Ours,
-    /// Another owner holds the run (or wrote after us), or it is over.
-    Lost,
-    /// The store did not answer.
-    Unreachable(RunStoreError),
-}
 
 /// This process as an owner of runs in the run store.
 #[derive(Clone)]
@@ -62,278 +47,87 @@ impl Durable {
         }
     }
 
-    fn heartbeat(&self) -> Duration {
-        self.lease / 3
+    fn held(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether a writer of this process holds `store_id`.
     pub(crate) fn holds(&self, store_id: &str) -> bool {
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(store_id)
+        self.held().contains(store_id)
     }
 
-    /// Starts the writer of a run this process holds in the store.
+    /// Writes `run`, which this process holds in the store as `store_id` (it began, handed
+    /// over or claimed it, with the events before the buffer's first stored).
     pub(crate) fn keep(&self, store_id: String, run: Arc<RunBuffer>, thread: Arc<Thread>) {
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(store_id.clone());
+        self.held().insert(store_id.clone());
+        let writer = RunWriter::start(
+            Arc::clone(&self.store),
+            store_id.clone(),
+            run.stored_through(),
+            self.owner.to_string(),
+            self.lease,
+            self.alive.child_token(),
+        );
         let durable = self.clone();
         tokio::spawn(async move {
-            durable.write(&store_id, &run, &thread).await;
-            durable
-                .held
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&store_id);
+            durable.follow(&writer, &run, &thread).await;
+            durable.held().remove(&store_id);
         });
     }
 
-    /// The writer: appends events, renews the lease, acts on a cancel, and sets the status
-    /// the run ended with.
-    async fn write(&self, id: &str, run: &RunBuffer, thread: &Thread) {
+    /// Connects `writer` to its run until the writer is done: hands it what the loop pushes
+    /// (the last events with the status the run ends in, once that is known), makes what it
+    /// stored readable, cancels the loop when another process asked, and stops the loop
+    /// when the run is no longer ours.
+    async fn follow(&self, writer: &RunWriter, run: &RunBuffer, thread: &Thread) {
         let mut pushed = run.watch_pushed();
-        let mut renewed = Instant::now();
-        let mut checked = Instant::now();
-        let mut backoff = Duration::from_millis(20);
-        let mut cancel_seen = false;
-        // When to look at the run for a cancel, after a wake-up.
-        let mut look: Option<Instant> = None;
-        let notifies = self.store.notifies();
-        // An append that failed without an answer: its size and the end it carried. The
-        // store may have taken it (the answer was lost with the connection): it is looked
-        // up before anything is written again, so no event is stored twice.
-        let mut uncertain: Option<(usize, Option<RunStatus>)> = None;
+        let mut stored = writer.stored();
+        let cancel = writer.cancel_requested();
+        // How many of the run's events the writer has.
+        let mut handed = 0;
+        let mut finished = false;
         loop {
-            if self.alive.is_cancelled() {
-                return;
-            }
-            if let Some((count, end)) = uncertain {
-                match self.store.get(id).await {
-                    Ok(record) => {
-                        uncertain = None;
-                        let ours = record.owner.as_deref() == Some(&*self.owner)
-                            || (end.is_some() && Some(record.status) == end);
-                        if ours && record.last_seq == run.stored_through() + count as u64 {
-                            run.confirm(count);
-                            if end.is_some() {
-                                return;
-                            }
-                        }
-                    }
-                    Err(err) => {
-                        if !self.outage(id, run, thread, &err, &mut backoff).await {
-                            return;
-                        }
-                        continue;
-                    }
-                }
-            }
-            pushed.borrow_and_update();
-            let batch = run.unconfirmed(BATCH);
-            if !batch.is_empty() {
-                let values: Vec<Value> = batch
+            if !finished {
+                pushed.borrow_and_update();
+                let (events, ending) = run.pushed_after(handed);
+                handed += events.len();
+                let values = events
                     .iter()
-                    .map(|e| serde_json::from_str(e).unwrap_or(Value::Null))
-                    .collect();
-                // The end is stored with the last events, before a client sees them:
-                // whoever saw it finds the run's status agreeing, on every process.
-                let last = batch.len() == run.backlog();
-                let end = run
-                    .pushed_ending()
-                    .filter(|_| last)
-                    .and_then(|ending| final_status(ending, thread, cancel_seen));
-                match self
-                    .store
-                    .append_events(id, &self.owner, &values, end)
-                    .await
-                {
-                    Ok(_) => {
-                        backoff = Duration::from_millis(20);
-                        run.confirm(batch.len());
-                        if end.is_some() {
-                            return;
-                        }
-                        continue;
+                    .map(|e| serde_json::from_str(e).unwrap_or(Value::Null));
+                match ending.and_then(|e| final_status(e, thread, cancel.is_cancelled())) {
+                    // The end is stored with the last events, before a client sees them:
+                    // whoever saw it finds the run's status agreeing, on every process.
+                    Some(status) => {
+                        writer.finish_with(values, status);
+                        finished = true;
                     }
-                    Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
-                        match self.reclaim(id, run).await {
-                            Reclaim::Ours => continue,
-                            Reclaim::Lost => return self.lost(id, run, thread),
-                            Reclaim::Unreachable(err) => {
-                                if !self.outage(id, run, thread, &err, &mut backoff).await {
-                                    return;
-                                }
-                                continue;
-                            }
-                        }
-                    }
-                    Err(err) => {
-                        uncertain = Some((batch.len(), end));
-                        if !self.outage(id, run, thread, &err, &mut backoff).await {
-                            return;
-                        }
-                        continue;
-                    }
+                    None => values.for_each(|value| writer.push(value)),
                 }
             }
-            if let Some(status) = run
-                .ending()
-                .and_then(|ending| final_status(ending, thread, cancel_seen))
-            {
-                return self.end(id, status).await;
-            }
-            let heartbeat = renewed + self.heartbeat();
-            let due = tokio::select! {
-                // Write at once: what is pushed while a write is in flight goes in the next
-                // batch, so batches grow with the store's latency and nothing waits on a timer.
-                _ = pushed.changed() => continue,
-                () = tokio::time::sleep_until(heartbeat) => true,
-                // A store that polls would wake every writer all the time: the heartbeat
-                // looks for cancels then (and a cancel made here is delivered directly).
-                // A wake-up (perhaps a cancel, often this writer's own append) schedules a
-                // look, at most every CANCEL_CHECK, and writing goes on meanwhile.
-                () = self.store.changed(id, self.heartbeat()), if notifies && look.is_none() => {
-                    look = Some(checked + CANCEL_CHECK);
-                    continue;
+            // A run that ended waiting here (for a question's answer or a frontend result)
+            // stays held; its status is decided again at each heartbeat.
+            let waits_here = !finished && run.pushed_ending().is_some();
+            tokio::select! {
+                _ = pushed.changed(), if !finished => {}
+                _ = stored.changed() => confirm(run, *stored.borrow_and_update()),
+                () = cancel.cancelled(), if !cancel.is_cancelled() => {
+                    thread.cancel();
                 }
-                () = tokio::time::sleep_until(look.unwrap_or(heartbeat)), if look.is_some() => false,
-                () = self.alive.cancelled() => return,
-            };
-            if !due {
-                look = None;
-                checked = Instant::now();
-                match self.store.get(id).await {
-                    Ok(record)
-                        if record.status == RunStatus::Running
-                            && record.owner.as_deref() == Some(&*self.owner) =>
-                    {
-                        if record.cancel_requested && !cancel_seen {
-                            cancel_seen = true;
-                            thread.cancel();
-                        }
-                    }
-                    // Taken over or handed over: the heartbeat below tells which.
-                    Ok(_) => {}
-                    Err(err) => tracing::debug!(run = id, "reading a run: {err}"),
-                }
-                if Instant::now() < heartbeat {
-                    continue;
-                }
-            }
-            checked = Instant::now();
-            match self.store.renew(id, &self.owner, self.lease).await {
-                Ok(record) => {
-                    renewed = Instant::now();
-                    if record.cancel_requested && !cancel_seen {
-                        cancel_seen = true;
-                        thread.cancel();
-                    }
-                }
-                Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
-                    match self.reclaim(id, run).await {
-                        Reclaim::Ours => {}
-                        Reclaim::Lost => return self.lost(id, run, thread),
-                        Reclaim::Unreachable(err) => {
-                            tracing::warn!(run = id, "taking a run back failed: {err}");
-                        }
-                    }
-                }
-                Err(err) => tracing::warn!(run = id, "renewing a run's lease failed: {err}"),
+                () = tokio::time::sleep(self.lease / 3), if waits_here => {}
+                () = writer.done() => break,
             }
         }
-    }
-
-    /// The store was unreachable: keeps the events (up to [`BACKLOG_LIMIT`]) and waits.
-    /// False when the run gave up: its loop is stopped, the rest is for a takeover.
-    async fn outage(
-        &self,
-        id: &str,
-        run: &RunBuffer,
-        thread: &Thread,
-        err: &RunStoreError,
-        backoff: &mut Duration,
-    ) -> bool {
-        tracing::warn!(
-            run = id,
-            backlog = run.backlog(),
-            "writing a run's events failed: {err}"
-        );
-        if run.backlog() > BACKLOG_LIMIT {
-            tracing::error!(
-                run = id,
-                "the run store stayed unreachable for {BACKLOG_LIMIT} events; stopping the run \
-                 (another process continues it from the session once the store is back)"
+        confirm(run, *stored.borrow());
+        if writer.lost().is_cancelled() && !self.alive.is_cancelled() && !run.is_done() {
+            // Another process took the run over (or the store stayed unreachable): the loop
+            // here stops, and the run continues from the session there.
+            tracing::warn!(
+                run = writer.run_id(),
+                "this run is no longer ours; stopping its loop here"
             );
             thread.abort();
+            // Its clients go on from the store, where the new owner writes.
             run.move_to_store();
-            return false;
-        }
-        tokio::select! {
-            () = tokio::time::sleep(*backoff) => {}
-            () = self.alive.cancelled() => return false,
-        }
-        *backoff = (*backoff * 2).min(Duration::from_secs(1));
-        true
-    }
-
-    /// After the lease ran out (the store was unreachable for longer than the lease), takes
-    /// the run back: ours when no one else wrote meanwhile.
-    async fn reclaim(&self, id: &str, run: &RunBuffer) -> Reclaim {
-        if run.is_done() && run.backlog() == 0 {
-            return Reclaim::Lost;
-        }
-        let record = match self.store.claim(id, &self.owner, self.lease).await {
-            Ok(record) => record,
-            // This process's own takeover scan may have claimed the run meanwhile (under the
-            // same owner): then it is ours again, and the scan leaves it to this writer.
-            Err(RunStoreError::Held { .. }) => match self.store.get(id).await {
-                Ok(record) => record,
-                Err(err) => return Reclaim::Unreachable(err),
-            },
-            Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
-                return Reclaim::Lost;
-            }
-            Err(err) => return Reclaim::Unreachable(err),
-        };
-        let ours = record.status == RunStatus::Running
-            && record.owner.as_deref() == Some(&*self.owner)
-            && record.last_seq == run.stored_through();
-        if ours { Reclaim::Ours } else { Reclaim::Lost }
-    }
-
-    /// Another process took the run (or it was handed over here): stop what is still ours.
-    fn lost(&self, id: &str, run: &RunBuffer, thread: &Thread) {
-        if run.is_done() {
-            // Handed over to the next run of this thread, which holds the loop now.
-            return;
-        }
-        tracing::warn!(
-            run = id,
-            "another process took this run over; stopping its loop here"
-        );
-        thread.abort();
-        run.move_to_store();
-    }
-
-    /// Sets the status a run ended with, retrying while the store is unreachable.
-    async fn end(&self, id: &str, status: RunStatus) {
-        let mut backoff = Duration::from_millis(20);
-        loop {
-            match self.store.set_status(id, &self.owner, status).await {
-                Ok(()) => return,
-                Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => return,
-                Err(err) => {
-                    tracing::warn!(run = id, "setting a run's status failed: {err}");
-                    tokio::select! {
-                        () = tokio::time::sleep(backoff) => {}
-                        () = self.alive.cancelled() => return,
-                    }
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
-                }
-            }
         }
     }
 
@@ -345,6 +139,14 @@ impl Durable {
             .events_after(store_id, record.last_seq.saturating_sub(1), 1)
             .await?;
         Ok(last.first().map(waiting_on).unwrap_or_default())
+    }
+}
+
+/// The store has `run`'s events through number `stored`: they become readable.
+fn confirm(run: &RunBuffer, stored: u64) {
+    let count = stored.saturating_sub(run.stored_through());
+    if count > 0 {
+        run.confirm(usize::try_from(count).unwrap_or(usize::MAX));
     }
 }
 
@@ -393,6 +195,26 @@ pub(crate) fn waiting_on(event: &StoredEvent) -> Waiting {
     }
 }
 
+/// The custom event's name (after `mux.`) that stores a run's frontend tools.
+const FRONTEND_TOOLS: &str = "frontend_tools";
+
+/// The event that stores the page's frontend `tools` with its run (after `RUN_STARTED`).
+pub(crate) fn frontend_tools_event(tools: &[crate::types::Tool]) -> crate::types::Event {
+    crate::translate::custom(FRONTEND_TOOLS, serde_json::json!({ "tools": tools }))
+}
+
+/// The frontend tools `event` stores, if it is the event that does.
+pub(crate) fn frontend_tools_of(event: &StoredEvent) -> Option<Vec<crate::types::Tool>> {
+    match serde_json::from_value::<crate::types::Event>(event.event.clone()).ok()? {
+        crate::types::Event::Custom { name, value }
+            if name.strip_prefix("mux.") == Some(FRONTEND_TOOLS) =>
+        {
+            serde_json::from_value(value.get("tools")?.clone()).ok()
+        }
+        _ => None,
+    }
+}
+
 /// How the stored event `event` ends its run, if it does.
 pub(crate) fn ending_of(event: &StoredEvent) -> Option<Ending> {
     serde_json::from_value::<crate::types::Event>(event.event.clone())
@@ -401,20 +223,24 @@ pub(crate) fn ending_of(event: &StoredEvent) -> Option<Ending> {
         .and_then(Ending::of)
 }
 
+/// The prefix of every web run's id in the run store: the web face takes over only these
+/// (other faces sharing the store keep theirs under their own prefixes).
+pub(crate) const PREFIX: &str = "web.";
+
 /// The run store's id of `principal`'s run `run_id`: run ids are per principal, so the
-/// principal is part of it (hex, so no name can forge another's).
+/// principal is part of it (hex, so no name can forge another's), after [`PREFIX`].
 pub(crate) fn store_id(principal: &Principal, run_id: &str) -> String {
     let hex: String = principal
         .name()
         .bytes()
         .map(|b| format!("{b:02x}"))
         .collect();
-    format!("{hex}.{run_id}")
+    format!("{PREFIX}{hex}.{run_id}")
 }
 
 /// The principal and run id of a run store id.
 pub(crate) fn parse_store_id(id: &str) -> Option<(Principal, String)> {
-    let (hex, run_id) = id.split_once('.')?;
+    let (hex, run_id) = id.strip_prefix(PREFIX)?.split_once('.')?;
     if hex.len() % 2 != 0 {
         return None;
     }
@@ -442,7 +268,16 @@ mod tests {
             store_id(&Principal::new("a"), "b.c"),
             store_id(&Principal::new("a.b"), "c")
         );
-        for bad in ["", "nodot", "6.x", "zz.x", "ff.x"] {
+        for bad in [
+            "",
+            "nodot",
+            "web.nodot",
+            "web.6.x",
+            "web.zz.x",
+            "web.ff.x",
+            "61.x",
+            "a2a.61.x",
+        ] {
             assert!(parse_store_id(bad).is_none(), "{bad}");
         }
     }

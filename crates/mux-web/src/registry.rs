@@ -157,7 +157,7 @@ impl RunRegistry {
         loop {
             match durable
                 .store
-                .claim_expired(&durable.owner, durable.lease)
+                .claim_expired(durable::PREFIX, &durable.owner, durable.lease)
                 .await
             {
                 Ok(Some(record)) => self.take_over(record).await,
@@ -191,6 +191,15 @@ impl RunRegistry {
             .events_after(&record.run_id, record.last_seq.saturating_sub(1), 1)
             .await
             .unwrap_or_default();
+        // The page's frontend tools, stored after `RUN_STARTED`.
+        let frontend = durable
+            .store
+            .events_after(&record.run_id, 0, 2)
+            .await
+            .unwrap_or_default()
+            .iter()
+            .find_map(durable::frontend_tools_of)
+            .unwrap_or_default();
         if let Some(ending) = last.first().and_then(durable::ending_of) {
             // Its events are complete; only the status was not set.
             let status = match ending {
@@ -222,7 +231,7 @@ impl RunRegistry {
         )]);
         let prefix = format!("{run_id}-{}", record.last_seq);
         if let Err((code, message)) = self
-            .build_loop(&thread, &prefix, Vec::new(), Start::Resume(Vec::new()))
+            .build_loop(&thread, &prefix, frontend, Start::Resume(Vec::new()))
             .await
         {
             if code == ErrorCode::Loop(LoopError::NothingToResume.kind().into()) {
@@ -534,7 +543,7 @@ impl RunRegistry {
             .await?;
         let run = RunBuffer::stored(&input.thread_id, &input.run_id, 0);
         self.hold(&key, &id, &thread, &run);
-        run.push([started(&input)]);
+        run.push(opening(&input));
         if let Err((code, message)) = self.new_loop(principal, &thread, &run, &input).await {
             fail(&run, code, message);
             thread.detach(&run);
@@ -722,7 +731,7 @@ impl RunRegistry {
         let run = RunBuffer::stored(&input.thread_id, &input.run_id, 0);
         lock(&self.runs).insert(key, (Arc::clone(&run), Instant::now()));
         self.durable.keep(id, Arc::clone(&run), Arc::clone(thread));
-        run.push([started(input)]);
+        run.push(opening(input));
         match thread.resume(&run, resume, tool_results).await {
             Ok(Resumed::Continued) => {}
             Ok(Resumed::NotPaused) => {
@@ -837,7 +846,7 @@ impl RunRegistry {
         thread.prefill(prefills);
         let run = RunBuffer::stored(&input.thread_id, &input.run_id, 0);
         self.hold(&key, &id, thread, &run);
-        run.push([started(input)]);
+        run.push(opening(input));
         if !expired.is_empty() {
             run.push([crate::translate::custom(
                 "interrupt_expired",
@@ -976,6 +985,16 @@ impl RunRegistry {
 }
 
 /// The opening event of `input`'s run.
+/// A stored run's first events: `RUN_STARTED`, then the page's frontend tools (if it
+/// offers any), so a process that takes the run over offers them to the loop again.
+fn opening(input: &RunAgentInput) -> Vec<Event> {
+    let mut events = vec![started(input)];
+    if !input.tools.is_empty() {
+        events.push(durable::frontend_tools_event(&input.tools));
+    }
+    events
+}
+
 fn started(input: &RunAgentInput) -> Event {
     Event::RunStarted {
         thread_id: input.thread_id.clone(),

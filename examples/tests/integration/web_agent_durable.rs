@@ -433,6 +433,51 @@ fn a_run_whose_owner_is_killed_is_taken_over_and_no_tool_runs_twice() {
     assert!(history.to_string().contains("unknown"), "{history}");
 }
 
+/// A run whose owner is killed mid-run is taken over with the page's frontend tools: the
+/// model's call to one waits for the page (its result comes with the next run), rather than
+/// failing as an unknown tool on the process that took the run over.
+#[test]
+fn a_run_taken_over_offers_the_pages_frontend_tools_again() {
+    let cluster = Cluster::new();
+    let mut b = cluster.start(&["--model-delay-ms", "300"]);
+    let c = cluster.start(&[]);
+    let calls = r#"call read_file {"path": "README.md"} then call pick_color {}"#;
+    let mut body = prompt("t10", "r1", calls);
+    body["tools"] = json!([{"name": "pick_color", "description": "Asks the person for a color",
+                            "parameters": {"type": "object", "properties": {}}}]);
+    let mut stream = run(&b.url, &body);
+    // B is killed after the first call's turn, while its model streams the second call.
+    let mut seen = Vec::new();
+    while let Some(event) = stream.event() {
+        let done = event.1["type"] == "TOOL_CALL_RESULT";
+        seen.push(event);
+        if done {
+            break;
+        }
+    }
+    let last = seen.last().unwrap().0;
+    kill(&mut b);
+    let rest = follow(&c.url, "r1", last).events();
+    assert_contiguous(&rest, last + 1);
+    assert!(
+        types(&rest).contains(&"CUSTOM mux.run_taken_over".to_owned()),
+        "{:?}",
+        types(&rest)
+    );
+    let end = &rest.last().unwrap().1;
+    let pending = end["outcome"]["pendingToolCallIds"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(pending.len(), 1, "no frontend call waits: {rest:?}");
+    assert!(
+        rest.iter().any(|(_, e)| e["type"] == "TOOL_CALL_START"
+            && e["toolCallName"] == "pick_color"
+            && e["toolCallId"] == pending[0]),
+        "{rest:?}"
+    );
+}
+
 /// Scenario 6: every process stopped; a fresh one serves the history and answers the pending
 /// interrupt.
 #[test]

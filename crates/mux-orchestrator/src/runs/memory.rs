@@ -261,6 +261,7 @@ impl RunStore for MemoryRunStore {
 
     fn claim_expired<'a>(
         &'a self,
+        prefix: &'a str,
         owner: &'a str,
         lease: Duration,
     ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
@@ -269,8 +270,9 @@ impl RunStore for MemoryRunStore {
             let now = Instant::now();
             let oldest = state
                 .runs
-                .values_mut()
-                .filter(|entry| entry.expired(now))
+                .iter_mut()
+                .filter(|(id, entry)| id.starts_with(prefix) && entry.expired(now))
+                .map(|(_, entry)| entry)
                 .min_by_key(|entry| entry.lease_until);
             Ok(oldest.map(|entry| Self::take(entry, owner, lease)))
         })

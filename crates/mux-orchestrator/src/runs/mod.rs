@@ -14,10 +14,12 @@
 //!   appending events and changing the status check the lease in the same step, so a process
 //!   that lost its run (it stalled past the lease and another took over) is refused
 //!   ([`RunStoreError::LeaseLost`]) and cannot write after the new owner.
-//! - **Takeover.** [`claim_expired`](RunStore::claim_expired) hands one running run whose
-//!   lease ran out to a new owner; each such run goes to exactly one claimant, however many
-//!   processes ask at once. A paused run has no owner: [`claim`](RunStore::claim) takes it
-//!   when an answer arrives.
+//! - **Takeover, per face.** [`claim_expired`](RunStore::claim_expired) hands one running
+//!   run whose lease ran out, among the runs whose ids start with the caller's prefix, to a
+//!   new owner; each such run goes to exactly one claimant, however many processes ask at
+//!   once. A face gives its runs ids under its own prefix (the web face `web.`, the A2A face
+//!   `a2a.`), so faces sharing a store never take over each other's runs. A paused run has
+//!   no owner: [`claim`](RunStore::claim) takes it when an answer arrives.
 //! - **Wake-ups only wake.** [`changed`](RunStore::changed) resolves when the run may have
 //!   changed (new events, status, a cancel) or when its wait is over; readers then read the
 //!   store, since a wake-up can be lost.
@@ -223,10 +225,12 @@ pub trait RunStore: Send + Sync + 'static {
         lease: Duration,
     ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>>;
 
-    /// Takes over one running run whose lease ran out (the longest expired first), or
-    /// `None`. Each such run goes to exactly one caller.
+    /// Takes over one running run whose id starts with `prefix` and whose lease ran out (the
+    /// longest expired first), or `None`. Each such run goes to exactly one caller. A face
+    /// passes the prefix of the ids it gives its runs, so it takes over only its own kind.
     fn claim_expired<'a>(
         &'a self,
+        prefix: &'a str,
         owner: &'a str,
         lease: Duration,
     ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>>;

@@ -5,7 +5,9 @@
 //! - `mux_run_events` holds the events, numbered from the run's `last_seq` under its row lock.
 //! - Leases are the database's `now()` plus the lease, so processes need not agree on the time.
 //! - `claim_expired` takes a row with `FOR UPDATE SKIP LOCKED`: claimants racing for expired
-//!   runs each get a different one.
+//!   runs each get a different one. It looks among one face's runs, as a range of ids in
+//!   byte order (`COLLATE "C"`, served by an index on running runs' ids beside the one on
+//!   their leases).
 //! - Every change sends `NOTIFY mux_runs, '<run id>'` with its commit (folded into the
 //!   statement); one listener per store wakes the waiters of that run, and this process's
 //!   own changes wake its waiters at once. A lost notification only delays a reader until
@@ -43,6 +45,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS mux_runs_one_active_per_session
     ON mux_runs (session_id) WHERE status IN ('running', 'paused');
 CREATE INDEX IF NOT EXISTS mux_runs_leases
     ON mux_runs (lease_until) WHERE status = 'running';
+CREATE INDEX IF NOT EXISTS mux_runs_running_ids
+    ON mux_runs (run_id COLLATE \"C\") WHERE status = 'running';
 CREATE TABLE IF NOT EXISTS mux_run_events (
     run_id TEXT NOT NULL REFERENCES mux_runs (run_id) ON DELETE CASCADE,
     seq BIGINT NOT NULL,
@@ -126,6 +130,7 @@ impl Dialect for PostgresDialect {
             "lease_until = now() + $2 * interval '1 millisecond', updated_at = now() ",
             "WHERE run_id = (SELECT run_id FROM mux_runs ",
             "WHERE status = 'running' AND (lease_until IS NULL OR lease_until <= now()) ",
+            "AND run_id COLLATE \"C\" >= $3 AND ($4::text IS NULL OR run_id COLLATE \"C\" < $4) ",
             "ORDER BY lease_until NULLS FIRST LIMIT 1 FOR UPDATE SKIP LOCKED) ",
             "RETURNING ",
             columns!()

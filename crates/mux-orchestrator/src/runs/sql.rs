@@ -35,8 +35,10 @@ pub(super) struct Statements {
     /// Wakes the waiters of a run within a transaction (binds run id), if the dialect
     /// notifies.
     pub(super) notify: Option<&'static str>,
-    /// Takes the longest expired running run, returning its `COLUMNS` (binds owner, lease
-    /// ms).
+    /// Takes the longest expired running run whose id is in a range, returning its `COLUMNS`
+    /// (binds owner, lease ms, the range's start (a prefix) and its end or NULL: ids `>=`
+    /// the start and `<` the end in byte order, which is what start with the prefix, as a
+    /// range an index on the ids serves).
     pub(super) claim_expired: &'static str,
     /// A run's `COLUMNS` (binds run id).
     pub(super) get: &'static str,
@@ -96,6 +98,21 @@ fn millis(time: Duration) -> i64 {
     i64::try_from(time.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// The least string above every string that starts with `prefix`, in byte order (the same
+/// as code point order in UTF-8), or `None` when no string is (`""`, or only `char::MAX`s):
+/// the ids that start with `prefix` are those `>= prefix` and `<` it.
+fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
 /// A database error, named by what was being done.
 fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError {
     move |err| RunStoreError::Store {
@@ -126,6 +143,7 @@ where
     for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
     for<'r> Option<String>: Decode<'r, DB>,
+    Option<String>: for<'q> Encode<'q, DB> + Type<DB>,
     String: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     i64: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     bool: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
@@ -325,12 +343,15 @@ where
 
     pub(super) async fn claim_expired(
         &self,
+        prefix: &str,
         owner: &str,
         lease: Duration,
     ) -> Result<Option<RunRecord>, RunStoreError> {
         let row = sqlx::query(D::SQL.claim_expired)
             .bind(owner)
             .bind(millis(lease))
+            .bind(prefix)
+            .bind(prefix_end(prefix))
             .fetch_optional(&self.pool)
             .await
             .map_err(failed("claiming an expired run"))?;
@@ -557,13 +578,14 @@ macro_rules! run_store_on_sql {
 
             fn claim_expired<'a>(
                 &'a self,
+                prefix: &'a str,
                 owner: &'a str,
                 lease: ::std::time::Duration,
             ) -> ::mux_tool::BoxFuture<
                 'a,
                 Result<Option<$crate::runs::RunRecord>, $crate::runs::RunStoreError>,
             > {
-                Box::pin(self.sql.claim_expired(owner, lease))
+                Box::pin(self.sql.claim_expired(prefix, owner, lease))
             }
 
             fn get<'a>(
@@ -650,3 +672,34 @@ macro_rules! run_store_on_sql {
 }
 
 pub(super) use run_store_on_sql;
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn a_prefix_range_holds_exactly_the_ids_that_start_with_it() {
+        assert_eq!(prefix_end("web."), Some("web/".to_owned()));
+        assert_eq!(prefix_end("a\u{d7ff}"), Some("a\u{e000}".to_owned()));
+        assert_eq!(prefix_end("a\u{10ffff}"), Some("b".to_owned()));
+        assert_eq!(prefix_end(""), None);
+        assert_eq!(prefix_end("\u{10ffff}"), None);
+        let ids = [
+            "web",
+            "web.",
+            "web.x",
+            "web.\u{10ffff}",
+            "web/",
+            "weba",
+            "a2a.x",
+            "wec",
+        ];
+        for prefix in ["web.", "web", "a2a.", "w", "\u{10ffff}"] {
+            let end = prefix_end(prefix);
+            for id in ids {
+                let in_range = id >= prefix && end.as_deref().is_none_or(|end| id < end);
+                assert_eq!(in_range, id.starts_with(prefix), "{prefix:?} {id:?}");
+            }
+        }
+    }
+}

@@ -128,6 +128,7 @@ impl Dialect for SqliteDialect {
             " + $2, updated_at_ms = ",
             now!(),
             " WHERE run_id = (SELECT run_id FROM mux_runs WHERE status = 'running' AND ",
+            "run_id >= $3 AND ($4 IS NULL OR run_id < $4) AND ",
             "(lease_until_ms IS NULL OR lease_until_ms <= ",
             now!(),
             ") ORDER BY lease_until_ms LIMIT 1) AND status = 'running' AND ",

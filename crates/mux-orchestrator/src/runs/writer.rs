@@ -1,16 +1,21 @@
 //! [`RunWriter`]: the owner's side of a run it holds in a [`RunStore`], for a face that
 //! keeps its runs there.
 //!
-//! The face pushes events and, at the end, the status the run ends in; one task per run
-//! then, until the end is stored:
+//! Every face that keeps runs in a store writes them through it (the web face and the A2A
+//! face alike). The face pushes events and, at the end, the status the run ends in (with its
+//! last events, so they are stored in one step, or later, when the face decides it then); one
+//! task per run then, until the end is stored:
 //! - appends what was pushed in batches, at once (what is pushed while a write is in flight
 //!   goes in the next batch, so batches grow with the store's latency and nothing waits on a
-//!   timer);
+//!   timer), and tells the face the number of the last event stored ([`stored`](RunWriter::stored)),
+//!   so it can show clients only what every process can replay;
 //! - renews the lease every third of it, and fires [`cancel_requested`](RunWriter::cancel_requested)
 //!   when another process asked to cancel the run (seen at the heartbeat, or at once on a
 //!   store that [notifies](RunStore::notifies));
 //! - keeps events while the store is unreachable, retrying with a backoff up to a second, and
 //!   gives up past [`BACKLOG_LIMIT`] of them;
+//! - takes the run back when its lease ran out meanwhile (the store was unreachable for longer
+//!   than the lease) and no one else took it or wrote to it;
 //! - fires [`lost`](RunWriter::lost) when the run is no longer this owner's (its lease ran
 //!   out and another process took it over, or the store gave up): the face must stop its
 //!   loop, since the new owner continues it;
@@ -21,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -35,9 +40,10 @@ const CANCEL_CHECK: Duration = Duration::from_millis(100);
 pub const BACKLOG_LIMIT: usize = 10_000;
 
 /// The writer of one run its owner holds: it appends what is [pushed](Self::push) in
-/// batches, renews the lease every third of it, reports a cancel asked through the store
-/// ([`cancel_requested`](Self::cancel_requested)) and the loss of the run ([`lost`](Self::lost)),
-/// and sets the status the run [ends](Self::finish) in after its last event.
+/// batches, renews the lease every third of it, reports what is [stored](Self::stored), a
+/// cancel asked through the store ([`cancel_requested`](Self::cancel_requested)) and the loss
+/// of the run ([`lost`](Self::lost)), and sets the status the run [ends](Self::finish) in
+/// after its last event.
 #[derive(Clone)]
 pub struct RunWriter {
     shared: Arc<Shared>,
@@ -50,6 +56,8 @@ struct Shared {
     lease: Duration,
     queue: Mutex<Queue>,
     pushed: Notify,
+    /// The number of the run's last stored event.
+    stored: watch::Sender<u64>,
     cancel: CancellationToken,
     lost: CancellationToken,
     done: CancellationToken,
@@ -74,11 +82,13 @@ impl std::fmt::Debug for RunWriter {
 }
 
 impl RunWriter {
-    /// Starts writing `run_id`, which `owner` holds (it began or claimed it) for `lease`.
-    /// The writer stops without writing more when `alive` is cancelled.
+    /// Starts writing `run_id`, which `owner` holds (it began or claimed it) for `lease`,
+    /// with `last_seq` events stored then (the [`RunRecord::last_seq`](super::RunRecord) it
+    /// got; 0 for a new run). The writer stops without writing more when `alive` is cancelled.
     pub fn start(
         store: Arc<dyn RunStore>,
         run_id: impl Into<String>,
+        last_seq: u64,
         owner: impl Into<String>,
         lease: Duration,
         alive: CancellationToken,
@@ -90,6 +100,7 @@ impl RunWriter {
             lease: lease.max(Duration::from_millis(30)),
             queue: Mutex::default(),
             pushed: Notify::new(),
+            stored: watch::Sender::new(last_seq),
             cancel: CancellationToken::new(),
             lost: CancellationToken::new(),
             done: CancellationToken::new(),
@@ -117,12 +128,26 @@ impl RunWriter {
     /// Ends the run in `status` once every queued event is stored (`Paused` gives the run
     /// up for any process to claim; an end frees its session). Only the first call counts.
     pub fn finish(&self, status: RunStatus) {
+        self.finish_with(std::iter::empty(), status);
+    }
+
+    /// Queues the run's last `events` and ends it in `status` with them: the store takes the
+    /// last events and the end in one step, so whoever reads the end finds the status
+    /// agreeing. Ignored after [`finish`](Self::finish).
+    pub fn finish_with(&self, events: impl IntoIterator<Item = Value>, status: RunStatus) {
         let mut queue = self.shared.lock();
         if queue.end.is_none() {
+            queue.events.extend(events);
             queue.end = Some(status);
             drop(queue);
             self.shared.pushed.notify_one();
         }
+    }
+
+    /// The number of the run's last event the store has: it changes after each write (the
+    /// events pushed before are then readable on every process).
+    pub fn stored(&self) -> watch::Receiver<u64> {
+        self.shared.stored.subscribe()
     }
 
     /// Fires when someone asked to cancel the run (through the store).
@@ -172,11 +197,25 @@ impl Shared {
         // When the run was last looked at, and when to look next after a wake-up.
         let mut looked = Instant::now();
         let mut look: Option<Instant> = None;
-        // The number of the last event this writer stored, once it stored one.
-        let mut stored_through: Option<u64> = None;
+        // An append that failed without an answer: its size and the end it carried. The
+        // store may have taken it (the answer was lost with the connection): that is looked
+        // up before anything is written again, so no event is stored twice.
+        let mut uncertain: Option<(usize, Option<RunStatus>)> = None;
         loop {
             if self.alive.is_cancelled() {
                 return;
+            }
+            if let Some((count, end)) = uncertain {
+                match self.settle(count, end).await {
+                    Ok(true) if end.is_some() => return,
+                    Ok(_) => uncertain = None,
+                    Err(err) => {
+                        if !self.outage(&err, &mut backoff).await {
+                            return;
+                        }
+                        continue;
+                    }
+                }
             }
             let (batch, end) = {
                 let queue = self.lock();
@@ -193,23 +232,30 @@ impl Shared {
                 {
                     Ok(seq) => {
                         backoff = Duration::from_millis(20);
-                        stored_through = Some(seq);
                         self.lock().events.drain(..batch.len());
+                        self.stored.send_replace(seq);
                         if end.is_some() {
                             return;
                         }
                         continue;
                     }
                     Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
-                        if let Some(status) = end
-                            && self.ended(status, stored_through, batch.len()).await
-                        {
-                            self.lock().events.clear();
-                            return;
+                        match self.reclaim().await {
+                            Ok(true) => {
+                                renew_at = Instant::now() + self.heartbeat();
+                                continue;
+                            }
+                            Ok(false) => return self.lose("another owner holds it now"),
+                            Err(err) => {
+                                if !self.outage(&err, &mut backoff).await {
+                                    return;
+                                }
+                                continue;
+                            }
                         }
-                        return self.lose("another owner holds it now");
                     }
                     Err(err) => {
+                        uncertain = Some((batch.len(), end));
                         if !self.outage(&err, &mut backoff).await {
                             return;
                         }
@@ -236,7 +282,14 @@ impl Shared {
                 look = None;
                 looked = Instant::now();
                 match self.store.get(&self.run_id).await {
-                    Ok(record) if record.cancel_requested => self.cancel.cancel(),
+                    // Only while it is ours: a run handed over or taken over is not.
+                    Ok(record)
+                        if record.cancel_requested
+                            && record.status == RunStatus::Running
+                            && record.owner.as_deref() == Some(&*self.owner) =>
+                    {
+                        self.cancel.cancel();
+                    }
                     Ok(_) => {}
                     Err(err) => tracing::debug!(run = %self.run_id, "reading a run: {err}"),
                 }
@@ -254,7 +307,20 @@ impl Shared {
                     }
                 }
                 Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
-                    return self.lose("its lease ran out and another owner took it");
+                    match self.reclaim().await {
+                        Ok(true) => {
+                            renew_at = Instant::now() + self.heartbeat();
+                            continue;
+                        }
+                        Ok(false) => {
+                            return self.lose("its lease ran out and another owner took it");
+                        }
+                        Err(err) => {
+                            tracing::warn!(run = %self.run_id, "taking a run back failed: {err}");
+                            renew_at = Instant::now() + backoff;
+                            backoff = (backoff * 2).min(Duration::from_secs(1));
+                        }
+                    }
                 }
                 Err(err) => {
                     tracing::warn!(run = %self.run_id, "renewing a run's lease failed: {err}");
@@ -265,16 +331,63 @@ impl Shared {
         }
     }
 
-    /// Whether a last append whose answer was lost (the connection dropped after the store
-    /// committed it) stored the `count` events after `stored_through` and the end `status`:
-    /// the store then refuses the retry, since the run is no longer held.
-    async fn ended(&self, status: RunStatus, stored_through: Option<u64>, count: usize) -> bool {
-        let Ok(record) = self.store.get(&self.run_id).await else {
-            return false;
-        };
-        let all_stored =
-            stored_through.is_none_or(|through| record.last_seq == through + count as u64);
-        record.status == status && record.owner.is_none() && all_stored
+    /// Whether an append whose answer was lost (the connection dropped, perhaps after the
+    /// store committed it) stored its `count` events after those stored (and its `end`):
+    /// then they count as stored. Err when the store does not answer.
+    async fn settle(&self, count: usize, end: Option<RunStatus>) -> Result<bool, RunStoreError> {
+        let record = self.store.get(&self.run_id).await?;
+        let through = *self.stored.borrow() + count as u64;
+        // Ours: held by this owner, or ended by this append (which gave up the lease).
+        let ours = record.owner.as_deref() == Some(&*self.owner)
+            || (end.is_some() && Some(record.status) == end && record.owner.is_none());
+        if ours && record.last_seq == through {
+            self.lock().events.drain(..count);
+            self.stored.send_replace(through);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// After the lease ran out while the store was unreachable, takes the run back when no
+    /// one else took it or wrote to it meanwhile (it is still running, with the events this
+    /// writer stored and no more). True when it is ours again; Err when the store does not
+    /// answer (then it is tried again).
+    async fn reclaim(&self) -> Result<bool, RunStoreError> {
+        if self.alive.is_cancelled() {
+            return Ok(false);
+        }
+        let through = *self.stored.borrow();
+        let record = self.store.get(&self.run_id).await?;
+        if record.status != RunStatus::Running || record.last_seq != through {
+            return Ok(false);
+        }
+        match self
+            .store
+            .claim(&self.run_id, &self.owner, self.lease)
+            .await
+        {
+            Ok(record) if record.last_seq == through => {
+                tracing::info!(run = %self.run_id, "took the run back after its lease ran out");
+                Ok(true)
+            }
+            // Held: perhaps by this owner again (its process's takeover found the run
+            // expired and claimed it for the same owner), which a renewal tells.
+            Err(RunStoreError::Held { .. }) => {
+                match self
+                    .store
+                    .renew(&self.run_id, &self.owner, self.lease)
+                    .await
+                {
+                    Ok(record) => Ok(record.last_seq == through),
+                    Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => Ok(false),
+                    Err(err) => Err(err),
+                }
+            }
+            // Another owner wrote between the two reads; it holds the truth, and its run
+            // is taken over once this claim's lease runs out.
+            Ok(_) | Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => Ok(false),
+            Err(err) => Err(err),
+        }
     }
 
     fn lose(&self, why: &str) {
@@ -329,8 +442,204 @@ impl Shared {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::runs::MemoryRunStore;
+    use crate::runs::{ListedRun, MemoryRunStore, RunRecord, StoredEvent};
+    use mux_tool::BoxFuture;
     use serde_json::json;
+
+    /// A store whose first append commits but whose answer is lost (the connection drops
+    /// after the commit).
+    struct LostAnswer {
+        inner: MemoryRunStore,
+        lost: std::sync::atomic::AtomicBool,
+    }
+
+    impl RunStore for LostAnswer {
+        fn begin<'a>(
+            &'a self,
+            session_id: &'a str,
+            run_id: &'a str,
+            owner: &'a str,
+            lease: Duration,
+        ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+            self.inner.begin(session_id, run_id, owner, lease)
+        }
+        fn renew<'a>(
+            &'a self,
+            run_id: &'a str,
+            owner: &'a str,
+            lease: Duration,
+        ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+            self.inner.renew(run_id, owner, lease)
+        }
+        fn set_status<'a>(
+            &'a self,
+            run_id: &'a str,
+            owner: &'a str,
+            status: RunStatus,
+        ) -> BoxFuture<'a, Result<(), RunStoreError>> {
+            self.inner.set_status(run_id, owner, status)
+        }
+        fn claim<'a>(
+            &'a self,
+            run_id: &'a str,
+            owner: &'a str,
+            lease: Duration,
+        ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+            self.inner.claim(run_id, owner, lease)
+        }
+        fn hand_over<'a>(
+            &'a self,
+            from: &'a str,
+            to: &'a str,
+            owner: &'a str,
+            lease: Duration,
+        ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+            self.inner.hand_over(from, to, owner, lease)
+        }
+        fn claim_expired<'a>(
+            &'a self,
+            prefix: &'a str,
+            owner: &'a str,
+            lease: Duration,
+        ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+            self.inner.claim_expired(prefix, owner, lease)
+        }
+        fn get<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+            self.inner.get(run_id)
+        }
+        fn active_run<'a>(
+            &'a self,
+            session_id: &'a str,
+        ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+            self.inner.active_run(session_id)
+        }
+        fn request_cancel<'a>(
+            &'a self,
+            run_id: &'a str,
+        ) -> BoxFuture<'a, Result<(), RunStoreError>> {
+            self.inner.request_cancel(run_id)
+        }
+        fn append_events<'a>(
+            &'a self,
+            run_id: &'a str,
+            owner: &'a str,
+            events: &'a [Value],
+            end: Option<RunStatus>,
+        ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+            Box::pin(async move {
+                let stored = self.inner.append_events(run_id, owner, events, end).await?;
+                if self.lost.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    return Err(RunStoreError::Store {
+                        operation: "appending events",
+                        reason: "connection reset by peer".into(),
+                    });
+                }
+                Ok(stored)
+            })
+        }
+        fn events_after<'a>(
+            &'a self,
+            run_id: &'a str,
+            after: u64,
+            limit: usize,
+        ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>> {
+            self.inner.events_after(run_id, after, limit)
+        }
+        fn list_runs<'a>(
+            &'a self,
+            prefix: &'a str,
+            after: &'a str,
+            limit: usize,
+        ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
+            self.inner.list_runs(prefix, after, limit)
+        }
+        fn forget_ended<'a>(
+            &'a self,
+            older_than: Duration,
+        ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+            self.inner.forget_ended(older_than)
+        }
+        fn changed<'a>(&'a self, run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()> {
+            self.inner.changed(run_id, wait)
+        }
+    }
+
+    /// An append committed whose answer was lost is not written again: each event is stored
+    /// once (before, the retry stored the batch a second time).
+    #[tokio::test]
+    async fn an_append_whose_answer_was_lost_is_not_stored_twice() {
+        for end in [None, Some(RunStatus::Finished)] {
+            let store = Arc::new(LostAnswer {
+                inner: MemoryRunStore::new(),
+                lost: true.into(),
+            });
+            let lease = Duration::from_secs(30);
+            store.begin("s", "r", "me", lease).await.unwrap();
+            let dyn_store: Arc<dyn RunStore> = store.clone();
+            let writer = RunWriter::start(dyn_store, "r", 0, "me", lease, CancellationToken::new());
+            match end {
+                None => {
+                    writer.push(json!(0));
+                    writer.push(json!(1));
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    writer.finish_with([json!(2)], RunStatus::Finished);
+                }
+                Some(status) => writer.finish_with([json!(0), json!(1), json!(2)], status),
+            }
+            tokio::time::timeout(Duration::from_secs(10), writer.done())
+                .await
+                .unwrap();
+            assert!(!writer.lost().is_cancelled());
+            let events = store.events_after("r", 0, 10).await.unwrap();
+            let values: Vec<Value> = events.into_iter().map(|e| e.event).collect();
+            assert_eq!(
+                values,
+                [json!(0), json!(1), json!(2)],
+                "ending with {end:?}"
+            );
+            let record = store.get("r").await.unwrap();
+            assert_eq!((record.status, record.last_seq), (RunStatus::Finished, 3));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_run_whose_lease_ran_out_with_no_one_taking_it_is_taken_back_and_goes_on() {
+        let store: Arc<dyn RunStore> = Arc::new(MemoryRunStore::new());
+        let lease = Duration::from_secs(30);
+        store.begin("s", "r", "me", lease).await.unwrap();
+        store
+            .append_events("r", "me", &[json!(0), json!(1)], None)
+            .await
+            .unwrap();
+        // The owner's lease runs out (its store was unreachable for longer, say); no one
+        // takes the run over or writes to it meanwhile.
+        store
+            .renew("r", "me", Duration::from_millis(1))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let writer = RunWriter::start(
+            Arc::clone(&store),
+            "r",
+            2,
+            "me",
+            lease,
+            CancellationToken::new(),
+        );
+        let stored = writer.stored();
+        writer.push(json!(2));
+        writer.finish_with([json!(3)], RunStatus::Finished);
+        tokio::time::timeout(Duration::from_secs(10), writer.done())
+            .await
+            .unwrap();
+        assert!(!writer.lost().is_cancelled());
+        assert_eq!(*stored.borrow(), 4);
+        let record = store.get("r").await.unwrap();
+        assert_eq!((record.status, record.last_seq), (RunStatus::Finished, 4));
+        let events = store.events_after("r", 0, 10).await.unwrap();
+        let values: Vec<Value> = events.into_iter().map(|e| e.event).collect();
+        assert_eq!(values, [json!(0), json!(1), json!(2), json!(3)]);
+    }
 
     #[tokio::test]
     async fn writes_events_then_the_end_and_sees_a_cancel() {
@@ -340,10 +649,12 @@ mod tests {
         let writer = RunWriter::start(
             Arc::clone(&store),
             "r",
+            0,
             "me",
             lease,
             CancellationToken::new(),
         );
+        let stored = writer.stored();
         for n in 0..600 {
             writer.push(json!({ "n": n }));
         }
@@ -370,6 +681,7 @@ mod tests {
         );
         let events = store.events_after("r", 599, 10).await.unwrap();
         assert_eq!(events[1].event, json!({ "n": 600 }));
+        assert_eq!(*stored.borrow(), 601);
     }
 
     #[tokio::test]
@@ -378,15 +690,21 @@ mod tests {
         let lease = Duration::from_millis(60);
         store.begin("s", "r", "me", lease).await.unwrap();
         let alive = CancellationToken::new();
-        let writer = RunWriter::start(Arc::clone(&store), "r", "me", lease, alive.clone());
+        let writer = RunWriter::start(Arc::clone(&store), "r", 0, "me", lease, alive.clone());
         // The owner stalls (its writer stops) past the lease; another process claims it.
         alive.cancel();
         writer.done().await;
         tokio::time::sleep(lease * 2).await;
         store.claim("r", "other", lease).await.unwrap();
+        // The new owner writes: the run is not taken back, even once its lease runs out.
+        store
+            .append_events("r", "other", &[json!(0)], None)
+            .await
+            .unwrap();
         let again = RunWriter::start(
             Arc::clone(&store),
             "r",
+            0,
             "me",
             lease,
             CancellationToken::new(),
@@ -395,6 +713,10 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), again.lost().cancelled())
             .await
             .unwrap();
-        assert_eq!(store.get("r").await.unwrap().last_seq, 0);
+        let record = store.get("r").await.unwrap();
+        assert_eq!(
+            (record.last_seq, record.owner.as_deref()),
+            (1, Some("other"))
+        );
     }
 }

@@ -96,7 +96,7 @@ async fn contract(store: &dyn RunStore, tag: &str) {
             ..
         })
     ));
-    assert!(store.claim_expired("b", HELD).await.unwrap().is_none());
+    assert!(store.claim_expired(tag, "b", HELD).await.unwrap().is_none());
 
     // A cancel request reaches the owner at its next renew, and wakes waiters.
     let first_run = run(1);
@@ -161,10 +161,21 @@ async fn contract(store: &dyn RunStore, tag: &str) {
     // An owner that stalls past its lease loses the run to a takeover, and is fenced out.
     store.renew(&run(2), "c", SHORT).await.unwrap();
     expire().await;
-    let taken = store.claim_expired("d", HELD).await.unwrap().unwrap();
+    // A takeover looks only among the runs of the caller's prefix (its face's).
+    for elsewhere in [format!("{tag}."), format!("x{tag}"), "zzz".to_owned()] {
+        assert!(
+            store
+                .claim_expired(&elsewhere, "d", HELD)
+                .await
+                .unwrap()
+                .is_none(),
+            "{elsewhere}"
+        );
+    }
+    let taken = store.claim_expired(tag, "d", HELD).await.unwrap().unwrap();
     assert_eq!(taken.run_id, run(2));
     assert_eq!(taken.owner.as_deref(), Some("d"));
-    assert!(store.claim_expired("e", HELD).await.unwrap().is_none());
+    assert!(store.claim_expired(tag, "e", HELD).await.unwrap().is_none());
     for refused in [
         store.renew(&run(2), "c", HELD).await.map(|_| ()),
         store
@@ -422,7 +433,7 @@ fn child_process_role() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let mut got = Vec::new();
-        while let Some(run) = store.claim_expired(&owner, HELD).await.unwrap() {
+        while let Some(run) = store.claim_expired("r", &owner, HELD).await.unwrap() {
             assert_eq!(run.owner.as_deref(), Some(owner.as_str()));
             got.push(run.run_id);
         }
@@ -430,8 +441,9 @@ fn child_process_role() {
     });
 }
 
-/// Leaves `EXPIRED_RUNS` runs with expired leases in `store`, then has three OS processes
-/// take them over at once: each run goes to exactly one.
+/// Leaves `EXPIRED_RUNS` runs with expired leases in `store` (and ten of another prefix),
+/// then has three OS processes take them over at once: each run of theirs goes to exactly
+/// one, and none of the other prefix to any.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn race(rt: &tokio::runtime::Runtime, store: &dyn RunStore, url: &str) {
     use std::process::{Command, Stdio};
@@ -440,6 +452,13 @@ fn race(rt: &tokio::runtime::Runtime, store: &dyn RunStore, url: &str) {
         for n in 0..EXPIRED_RUNS {
             store
                 .begin(&format!("s{n}"), &format!("r{n}"), "dead", SHORT)
+                .await
+                .unwrap();
+        }
+        // Another face's runs, expired too: not theirs to take.
+        for n in 0..10 {
+            store
+                .begin(&format!("t{n}"), &format!("q{n}"), "dead", SHORT)
                 .await
                 .unwrap();
         }
@@ -479,4 +498,14 @@ fn race(rt: &tokio::runtime::Runtime, store: &dyn RunStore, url: &str) {
     unique.dedup();
     assert_eq!(unique.len(), all.len(), "a run was taken twice: {all:?}");
     assert_eq!(all.len(), EXPIRED_RUNS, "every expired run is taken once");
+    rt.block_on(async {
+        for n in 0..10 {
+            let other = store.get(&format!("q{n}")).await.unwrap();
+            assert_eq!(
+                other.owner.as_deref(),
+                Some("dead"),
+                "another face's run was taken"
+            );
+        }
+    });
 }

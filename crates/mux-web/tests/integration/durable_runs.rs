@@ -227,12 +227,13 @@ impl RunStore for Cut {
     }
     fn claim_expired<'a>(
         &'a self,
+        prefix: &'a str,
         owner: &'a str,
         lease: Duration,
     ) -> mux_tool::BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
         Box::pin(async move {
             self.check()?;
-            self.inner.claim_expired(owner, lease).await
+            self.inner.claim_expired(prefix, owner, lease).await
         })
     }
     fn get<'a>(
@@ -337,6 +338,10 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
         // A question (`ask_user`), then what was said.
         ("ask", 0) => call("ask_user", json!({"question": "Which color?"})),
         ("ask", _) => text("Noted."),
+        // Ticks twice, then a frontend tool; then says what it got.
+        ("tick then pick", n) if n < 2 => call("tick", json!({"n": n})),
+        ("tick then pick", 2) => call("pick_color", json!({})),
+        ("tick then pick", _) => text("Picked."),
         // A frontend tool: the page picks.
         ("pick", 0) => call("pick_color", json!({})),
         ("pick", _) => {
@@ -852,6 +857,56 @@ async fn a_run_outlives_a_postgres_outage_and_loses_nothing() {
         "Done."
     );
     a.kill();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_taken_over_offers_the_pages_frontend_tools_again() {
+    let db = TestDatabase::new().await;
+    let cluster = Cluster::postgres(&db).await;
+    let http = reqwest::Client::new();
+    let a = cluster.process(WebConfig::default()).await;
+    let b = cluster.process(WebConfig::default()).await;
+    let mut first = input("t-tools", "r1", "tick then pick");
+    first["tools"] = json!([{"name": "pick_color", "description": "Asks the person for a color",
+                             "parameters": {"type": "object", "properties": {}}}]);
+    let seen = read_until(post(&http, &a, &first).await, |e| {
+        e.iter().any(|(_, e)| e["type"] == "TOOL_CALL_RESULT")
+    })
+    .await;
+    let last = seen.last().unwrap().0.unwrap();
+    // A dies mid-run; B takes the run over: the page's tool is still there for the model.
+    a.kill();
+    let rest = tokio::time::timeout(
+        Duration::from_secs(20),
+        read_until(reattach(&http, &b, "r1", Some(last)).await, |events| {
+            events
+                .last()
+                .is_some_and(|(_, e)| e["type"] == "RUN_FINISHED" || e["type"] == "RUN_ERROR")
+        }),
+    )
+    .await
+    .expect("B did not take the run over");
+    assert!(
+        rest.iter().any(|(_, e)| e["name"] == "mux.run_taken_over"),
+        "{rest:?}"
+    );
+    let end = &rest.last().unwrap().1;
+    let pending = end["outcome"]["pendingToolCallIds"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        pending.len(),
+        1,
+        "the run did not wait for the page's tool: {rest:?}"
+    );
+    assert!(
+        rest.iter().any(|(_, e)| e["type"] == "TOOL_CALL_START"
+            && e["toolCallName"] == "pick_color"
+            && e["toolCallId"] == pending[0]),
+        "{rest:?}"
+    );
+    b.kill();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
