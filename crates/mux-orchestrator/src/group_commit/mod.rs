@@ -311,7 +311,10 @@ async fn commit_and_answer(pool: PgPool, batch: Vec<Job>) {
             }
         }
         Err(sqlx::Error::Database(err)) if writes.len() > 1 => {
-            tracing::debug!("a group commit of {} writes was refused ({err}); writing them one by one", writes.len());
+            tracing::debug!(
+                "a group commit of {} writes was refused ({err}); writing them one by one",
+                writes.len()
+            );
             for (write, reply) in writes.into_iter().zip(replies) {
                 let alone = std::slice::from_ref(&write);
                 let answer = commit(&pool, alone)
@@ -379,7 +382,12 @@ mod tests {
     }
 
     fn run(id: &str) -> Write {
-        Write::Run(RunAppend::new(id, "o", &[], crate::runs::RunStatus::Running))
+        Write::Run(RunAppend::new(
+            id,
+            "o",
+            &[],
+            crate::runs::RunStatus::Running,
+        ))
     }
 
     fn session(id: &str) -> Write {
@@ -424,5 +432,141 @@ mod tests {
         let batch = take_batch(&mut waiting, &HashSet::new());
         assert_eq!(batch.len(), 1);
         assert_eq!(waiting.len(), 1);
+    }
+
+    /// Runs `r0`..`r{n}` on sessions of their own, held by `a`, except `r1`, whose lease ran
+    /// out and which `b` took over.
+    async fn runs_with_one_lost(store: &crate::runs::PostgresRunStore, n: usize) -> Vec<String> {
+        use crate::runs::RunStore;
+        let ids: Vec<String> = (0..n).map(|i| format!("r{i}")).collect();
+        for (i, id) in ids.iter().enumerate() {
+            let lease = if i == 1 {
+                Duration::from_millis(50)
+            } else {
+                Duration::from_secs(60)
+            };
+            store.begin(&format!("s{i}"), id, "a", lease).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        store
+            .claim("r1", "b", Duration::from_secs(60))
+            .await
+            .unwrap();
+        ids
+    }
+
+    fn event(n: usize) -> Vec<serde_json::Value> {
+        vec![serde_json::json!({ "n": n })]
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_whose_lease_was_lost_is_refused_while_the_others_in_its_batch_commit() {
+        use crate::runs::RunStore;
+        use crate::session::{PostgresSessionStore, SessionMeta, SessionStore};
+        let db = mux_testkit::postgres::TestDatabase::new().await;
+        let store = crate::runs::PostgresRunStore::connect(&db.url)
+            .await
+            .unwrap();
+        let sessions = PostgresSessionStore::connect(&db.url).await.unwrap();
+        let ids = runs_with_one_lost(&store, 6).await;
+        let meta = SessionMeta::new();
+        sessions.create(&meta).await.unwrap();
+
+        // One batch: every run's append by `a`, a session's records, and a missing session's.
+        let mut writes: Vec<Write> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                Write::Run(RunAppend::new(
+                    id,
+                    "a",
+                    &event(i),
+                    crate::runs::RunStatus::Running,
+                ))
+            })
+            .collect();
+        let record = r#"{"record":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#;
+        writes.push(Write::Session(SessionWrite {
+            id: meta.id.clone(),
+            records: vec![record.to_owned(), record.to_owned()],
+            meta: None,
+        }));
+        writes.push(Write::Session(SessionWrite {
+            id: "no-such-session".to_owned(),
+            records: vec![record.to_owned()],
+            meta: None,
+        }));
+        let written = commit(store.pool(), &writes).await.unwrap();
+
+        for (i, id) in ids.iter().enumerate() {
+            if i == 1 {
+                assert_eq!(written[i], Written::Run(None), "{id}");
+                assert!(store.events_after(id, 0, 10).await.unwrap().is_empty());
+                assert_eq!(store.get(id).await.unwrap().owner.as_deref(), Some("b"));
+            } else {
+                assert_eq!(written[i], Written::Run(Some(0)), "{id}");
+                let stored = store.events_after(id, 0, 10).await.unwrap();
+                assert_eq!(stored.len(), 1, "{id}");
+                assert_eq!(stored[0].seq, 1);
+                assert_eq!(stored[0].event, event(i)[0]);
+            }
+        }
+        assert_eq!(written[ids.len()], Written::Session(true));
+        assert_eq!(written[ids.len() + 1], Written::Session(false));
+        assert_eq!(sessions.load(&meta.id).await.unwrap().messages.len(), 2);
+
+        // Through the store, the lost run's owner gets its typed error.
+        let lost = store
+            .append_events("r1", "a", &event(9), None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(lost, crate::runs::RunStoreError::LeaseLost { .. }),
+            "{lost:?}"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_the_database_refuses_fails_alone_and_the_others_of_its_batch_commit() {
+        use crate::runs::RunStore;
+        let db = mux_testkit::postgres::TestDatabase::new().await;
+        let store = crate::runs::PostgresRunStore::connect(&db.url)
+            .await
+            .unwrap();
+        let ids = runs_with_one_lost(&store, 5).await;
+        // r2's next number is taken already (a damaged table): its insert breaks the statement.
+        sqlx::query("INSERT INTO mux_run_events (run_id, seq, event) VALUES ('r2', 1, '{}')")
+            .execute(store.pool())
+            .await
+            .unwrap();
+        let mut answers = Vec::new();
+        let jobs: Vec<Job> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let (reply, answer) = oneshot::channel();
+                answers.push(answer);
+                let write = Write::Run(RunAppend::new(
+                    id,
+                    "a",
+                    &event(i),
+                    crate::runs::RunStatus::Running,
+                ));
+                Job { write, reply }
+            })
+            .collect();
+        commit_and_answer(store.pool().clone(), jobs).await;
+        for (i, answer) in answers.into_iter().enumerate() {
+            let answer = answer.await.unwrap();
+            match i {
+                1 => assert_eq!(answer.unwrap(), Written::Run(None)),
+                2 => assert!(answer.unwrap_err().reason.contains("duplicate key"), "r2"),
+                _ => {
+                    assert_eq!(answer.unwrap(), Written::Run(Some(0)), "r{i}");
+                    assert_eq!(store.events_after(&ids[i], 0, 10).await.unwrap().len(), 1);
+                }
+            }
+        }
+        assert_eq!(store.get("r2").await.unwrap().last_seq, 0);
     }
 }

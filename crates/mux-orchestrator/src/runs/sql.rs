@@ -76,7 +76,12 @@ pub(super) trait Dialect: Send + Sync + 'static {
 /// other way than a statement of its own, e.g. in a group commit; answers the number before
 /// its first event, or `None` when the owner does not hold the run.
 pub(super) type Appender = Arc<
-    dyn Fn(&str, &str, &[Value], RunStatus) -> BoxFuture<'static, Result<Option<i64>, RunStoreError>>
+    dyn Fn(
+            &str,
+            &str,
+            &[Value],
+            RunStatus,
+        ) -> BoxFuture<'static, Result<Option<i64>, RunStoreError>>
         + Send
         + Sync,
 >;

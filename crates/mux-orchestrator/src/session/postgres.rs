@@ -146,13 +146,14 @@ impl PostgresSessionStore {
                     records: texts,
                     meta,
                 };
-                group.write_session(write).await.map_err(|failure| {
-                    SessionError::Database {
+                group
+                    .write_session(write)
+                    .await
+                    .map_err(|failure| SessionError::Database {
                         id: Some(id),
                         operation: "appending",
                         source: Box::new(failure),
-                    }
-                })
+                    })
             })
         });
         Ok(Self {

@@ -90,7 +90,11 @@ pub(crate) trait Dialect: Send + Sync + 'static {
 /// store with them if any) some other way than a statement of its own, e.g. in a group
 /// commit; answers whether the session exists (nothing is written when not).
 pub(crate) type Appender = Arc<
-    dyn Fn(&str, Vec<String>, Option<&SessionMeta>) -> BoxFuture<'static, Result<bool, SessionError>>
+    dyn Fn(
+            &str,
+            Vec<String>,
+            Option<&SessionMeta>,
+        ) -> BoxFuture<'static, Result<bool, SessionError>>
         + Send
         + Sync,
 >;
