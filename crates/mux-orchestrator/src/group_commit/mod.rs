@@ -353,13 +353,13 @@ async fn commit(pool: &PgPool, writes: &[Write]) -> Result<Vec<Written>, sqlx::E
     let (held, found) = if run_writes.is_empty() || session_writes.is_empty() {
         // One statement: its own transaction, one round trip.
         let mut conn = pool.acquire().await?;
-        let held = runs::write(&mut *conn, &run_writes).await?;
-        let found = sessions::write(&mut *conn, &session_writes).await?;
+        let held = runs::write(&mut conn, &run_writes).await?;
+        let found = sessions::write(&mut conn, &session_writes).await?;
         (held, found)
     } else {
         let mut tx = pool.begin().await?;
-        let held = runs::write(&mut *tx, &run_writes).await?;
-        let found = sessions::write(&mut *tx, &session_writes).await?;
+        let held = runs::write(&mut tx, &run_writes).await?;
+        let found = sessions::write(&mut tx, &session_writes).await?;
         tx.commit().await?;
         (held, found)
     };
