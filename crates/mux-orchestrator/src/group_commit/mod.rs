@@ -119,15 +119,17 @@ struct Writer {
 /// The writers of this process, by database.
 static WRITERS: Mutex<Vec<(String, Weak<Writer>)>> = Mutex::new(Vec::new());
 
-/// The identity of the database `options` connect to.
+/// The identity of the database `options` connect to, and of the server options asked for
+/// (a store that relaxes `synchronous_commit` does not share a writer with one that does not).
 fn database_key(options: &PgConnectOptions) -> String {
     format!(
-        "{:?}|{}|{}|{}|{:?}",
+        "{:?}|{}|{}|{}|{:?}|{:?}",
         options.get_socket(),
         options.get_host(),
         options.get_port(),
         options.get_username(),
-        options.get_database()
+        options.get_database(),
+        options.get_options()
     )
 }
 
