@@ -27,6 +27,8 @@ mod event;
 #[cfg(test)]
 mod event_wire_tests;
 mod failure;
+#[cfg(feature = "postgres")]
+mod group_commit;
 mod handles;
 pub mod hooks;
 mod journal;

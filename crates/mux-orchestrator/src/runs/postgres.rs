@@ -12,6 +12,8 @@
 //!   statement); one listener per store wakes the waiters of that run, and this process's
 //!   own changes wake its waiters at once. A lost notification only delays a reader until
 //!   its wait ends.
+//! - Appends and status changes are written by this process's group commit on the database
+//!   (`group_commit`): concurrent runs' writes (and the session store's) share one commit.
 //! - The operations are the shared SQL body's (`sql.rs`); this file holds the statements.
 
 use std::collections::HashMap;
@@ -23,7 +25,8 @@ use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use tokio::sync::Notify;
 
 use super::RunStoreError;
-use super::sql::{Dialect, SqlRuns, Statements, run_store_on_sql};
+use super::sql::{Appender, Dialect, SqlRuns, Statements, run_store_on_sql};
+use crate::group_commit::{GroupCommit, RunAppend};
 
 /// The notification channel.
 const CHANNEL: &str = "mux_runs";
@@ -256,8 +259,24 @@ impl PostgresRunStore {
         let waiters = Arc::new(Waiters::default());
         let listener = tokio::spawn(listen(pool.clone(), Arc::clone(&waiters)));
         let local = Arc::clone(&waiters);
+        // Appends and status changes go through this process's group commit on the database.
+        let group = Arc::new(GroupCommit::for_pool(&pool));
+        let appender: Appender = Arc::new(move |run_id, owner, events, status| {
+            let group = Arc::clone(&group);
+            let append = RunAppend::new(run_id, owner, events, status);
+            Box::pin(async move {
+                group
+                    .append_run(append)
+                    .await
+                    .map_err(|failure| RunStoreError::Store {
+                        operation: "appending events",
+                        reason: failure.reason,
+                    })
+            })
+        });
         Ok(Self {
-            sql: SqlRuns::new(pool, Arc::new(move |run_id: &str| local.wake(run_id))),
+            sql: SqlRuns::new(pool, Arc::new(move |run_id: &str| local.wake(run_id)))
+                .with_appender(appender),
             waiters,
             listener: Arc::new(listener),
         })

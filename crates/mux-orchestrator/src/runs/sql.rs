@@ -13,6 +13,8 @@ use std::time::Duration;
 use serde_json::Value;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
 
+use mux_tool::BoxFuture;
+
 use super::{ListedRun, RunRecord, RunStatus, RunStoreError, StoredEvent};
 
 /// The SQL one dialect runs. `COLUMNS` rows are `run_id, session_id, status, owner,
@@ -72,11 +74,27 @@ pub(super) trait Dialect: Send + Sync + 'static {
     const SQL: Statements;
 }
 
+/// Writes an owner's append (run id, owner, events, the status it moves the run to) some
+/// other way than a statement of its own, e.g. in a group commit; answers the number before
+/// its first event, or `None` when the owner does not hold the run.
+pub(super) type Appender = Arc<
+    dyn Fn(
+            &str,
+            &str,
+            &[Value],
+            RunStatus,
+        ) -> BoxFuture<'static, Result<Option<i64>, RunStoreError>>
+        + Send
+        + Sync,
+>;
+
 /// Runs in a SQL database of dialect `D`.
 pub(super) struct SqlRuns<D: Dialect> {
     pub(super) pool: Pool<D::Db>,
     /// Wakes this process's waiters of a run after a change.
     wake: Arc<dyn Fn(&str) + Send + Sync>,
+    /// Writes appends and status changes instead of `append` and `set_status`.
+    appender: Option<Appender>,
 }
 
 impl<D: Dialect> Clone for SqlRuns<D> {
@@ -84,6 +102,7 @@ impl<D: Dialect> Clone for SqlRuns<D> {
         Self {
             pool: self.pool.clone(),
             wake: Arc::clone(&self.wake),
+            appender: self.appender.clone(),
         }
     }
 }
@@ -152,7 +171,18 @@ where
 {
     /// The store on `pool`; `wake` wakes this process's waiters of a run.
     pub(super) fn new(pool: Pool<DB>, wake: Arc<dyn Fn(&str) + Send + Sync>) -> Self {
-        Self { pool, wake }
+        Self {
+            pool,
+            wake,
+            appender: None,
+        }
+    }
+
+    /// The store writing appends and status changes through `appender`.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(super) fn with_appender(mut self, appender: Appender) -> Self {
+        self.appender = Some(appender);
+        self
     }
 
     fn record(row: &DB::Row) -> Result<RunRecord, RunStoreError> {
@@ -260,6 +290,14 @@ where
         owner: &str,
         status: RunStatus,
     ) -> Result<(), RunStoreError> {
+        if let Some(appender) = &self.appender {
+            // A status change is an append of no events.
+            if appender(run_id, owner, &[], status).await?.is_none() {
+                return Err(self.not_held(run_id, owner).await);
+            }
+            (self.wake)(run_id);
+            return Ok(());
+        }
         let done = sqlx::query(D::SQL.set_status)
             .bind(run_id)
             .bind(owner)
@@ -413,13 +451,14 @@ where
             .bind(status == RunStatus::Running);
         // The row lock (or the database's write lock) orders appenders; the lease check
         // fences a lost owner out; the end goes with the last events.
-        let first: Option<i64> = match D::SQL.insert_events {
-            None => append
+        let first: Option<i64> = match (&self.appender, D::SQL.insert_events) {
+            (Some(appender), _) => appender(run_id, owner, events, status).await?,
+            (None, None) => append
                 .bind(batch(events))
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(failed())?,
-            Some(insert) => {
+            (None, Some(insert)) => {
                 let mut tx = self.pool.begin().await.map_err(failed())?;
                 let first: Option<i64> = append.fetch_optional(&mut *tx).await.map_err(failed())?;
                 if let Some(first) = first.filter(|_| !events.is_empty()) {

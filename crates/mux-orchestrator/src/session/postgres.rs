@@ -2,9 +2,12 @@
 
 use sqlx::postgres::{PgPool, PgPoolOptions, PgQueryResult, Postgres};
 
+use std::sync::Arc;
+
 use super::SessionError;
-use super::sql::store_error;
-use super::sql_store::{Dialect, SqlStore, Statements, session_store_on_sql};
+use super::sql::{encode_meta, store_error, to_i64};
+use super::sql_store::{Appender, Dialect, SqlStore, Statements, session_store_on_sql};
+use crate::group_commit::{GroupCommit, SavedMeta, SessionWrite};
 
 /// PostgreSQL's statements and batches.
 struct PostgresDialect;
@@ -47,6 +50,13 @@ impl Dialect for PostgresDialect {
              FROM reserved, unnest($2::text[]) WITH ORDINALITY AS r(record, ord)",
         ),
         select_meta: "SELECT meta FROM mux_sessions WHERE id = $1",
+        // The metadata row first (its seq is NULL), then the records in order.
+        load: Some(
+            "SELECT meta, NULL::bigint AS seq, NULL::text AS record FROM mux_sessions WHERE id = $1 \
+             UNION ALL \
+             SELECT NULL, seq, record FROM mux_session_records WHERE session_id = $1 \
+             ORDER BY seq NULLS FIRST",
+        ),
         select_records: "SELECT seq, record FROM mux_session_records WHERE session_id = $1 ORDER BY seq",
         list: "SELECT id, meta FROM mux_sessions ORDER BY updated_at_ms DESC, id",
         list_first: "SELECT id, meta FROM mux_sessions ORDER BY updated_at_ms DESC, id LIMIT $1",
@@ -116,8 +126,38 @@ impl PostgresSessionStore {
 
     /// A store on an existing pool, after migrating its database.
     pub async fn with_pool(pool: PgPool) -> Result<Self, SessionError> {
+        // Appends go through this process's group commit on the database, with the run
+        // store's writes.
+        let group = Arc::new(GroupCommit::for_pool(&pool));
+        let appender: Appender = Arc::new(move |id, texts, meta| {
+            let group = Arc::clone(&group);
+            let id = id.to_owned();
+            let meta = meta.map(|meta| {
+                encode_meta(meta).map(|json| SavedMeta {
+                    updated_at_ms: to_i64(meta.updated_at_ms),
+                    parent: meta.parent.clone(),
+                    json,
+                })
+            });
+            Box::pin(async move {
+                let meta = meta.transpose()?;
+                let write = SessionWrite {
+                    id: id.clone(),
+                    records: texts,
+                    meta,
+                };
+                group
+                    .write_session(write)
+                    .await
+                    .map_err(|failure| SessionError::Database {
+                        id: Some(id),
+                        operation: "appending",
+                        source: Box::new(failure),
+                    })
+            })
+        });
         Ok(Self {
-            sql: SqlStore::migrated(pool).await?,
+            sql: SqlStore::migrated(pool).await?.with_appender(appender),
         })
     }
 

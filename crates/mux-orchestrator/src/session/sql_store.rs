@@ -2,6 +2,8 @@
 //! generic over the sqlx database, with the SQL text of each dialect in a [`Statements`]
 //! table (`sqlite.rs` and `postgres.rs` hold the tables and the constructors).
 
+use std::sync::Arc;
+
 use mux_tool::BoxFuture;
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
 
@@ -41,6 +43,10 @@ pub(crate) struct Statements {
     pub(crate) save_and_append: Option<&'static str>,
     /// The metadata column (binds the id).
     pub(crate) select_meta: &'static str,
+    /// A whole session in one statement, so in one snapshot without a transaction: a first
+    /// row `(meta, NULL, NULL)`, then `(NULL, seq, record)` rows in order (binds the id);
+    /// `None`: `select_meta` and `select_records` in one `begin_read` transaction.
+    pub(crate) load: Option<&'static str>,
     /// `(seq, record)` rows in order (binds the id).
     pub(crate) select_records: &'static str,
     /// Every `(id, meta)` in list order.
@@ -80,15 +86,31 @@ pub(crate) trait Dialect: Send + Sync + 'static {
     fn rows_affected(done: &<Self::Db as Database>::QueryResult) -> u64;
 }
 
+/// Writes a batch of records (the session id, the records' JSON texts, and the metadata to
+/// store with them if any) some other way than a statement of its own, e.g. in a group
+/// commit; answers whether the session exists (nothing is written when not).
+pub(crate) type Appender = Arc<
+    dyn Fn(
+            &str,
+            Vec<String>,
+            Option<&SessionMeta>,
+        ) -> BoxFuture<'static, Result<bool, SessionError>>
+        + Send
+        + Sync,
+>;
+
 /// Sessions in a SQL database of dialect `D`.
 pub(crate) struct SqlStore<D: Dialect> {
     pub(crate) pool: Pool<D::Db>,
+    /// Writes appends (with their metadata) instead of `append` and `save_and_append`.
+    appender: Option<Appender>,
 }
 
 impl<D: Dialect> Clone for SqlStore<D> {
     fn clone(&self) -> Self {
         Self {
             pool: self.pool.clone(),
+            appender: self.appender.clone(),
         }
     }
 }
@@ -148,7 +170,17 @@ where
                 .map_err(err("recording the schema version"))?;
         }
         tx.commit().await.map_err(err("migrating the schema"))?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            appender: None,
+        })
+    }
+
+    /// The store writing appends through `appender`.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn with_appender(mut self, appender: Appender) -> Self {
+        self.appender = Some(appender);
+        self
     }
 
     /// `Ok` if session `id` exists.
@@ -213,6 +245,12 @@ where
             if texts.is_empty() {
                 return self.exists(id).await;
             }
+            if let Some(appender) = &self.appender {
+                if !appender(id, texts, None).await? {
+                    return Err(SessionError::NotFound(id.to_owned()));
+                }
+                return Ok(());
+            }
             let count = texts.len() as u64;
             // One statement, so one round trip and its own transaction; each dialect's
             // statement says how it takes the next sequence numbers under a lock.
@@ -239,6 +277,12 @@ where
             let texts = encode_records(id, records)?;
             if texts.is_empty() {
                 return self.save_meta(meta).await;
+            }
+            if let Some(appender) = &self.appender {
+                if !appender(id, texts, Some(meta)).await? {
+                    return Err(SessionError::NotFound(id.to_owned()));
+                }
+                return Ok(());
             }
             let count = texts.len() as u64;
             let json = encode_meta(meta)?;
@@ -286,6 +330,29 @@ where
     pub(crate) fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
         Box::pin(async move {
             let err = |operation| db_error(id, operation);
+            if let Some(load) = D::SQL.load {
+                // One statement sees one snapshot: one round trip instead of four.
+                let rows = sqlx::query(load)
+                    .bind(id)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(err("loading"))?;
+                let Some((first, rest)) = rows.split_first() else {
+                    return Err(SessionError::NotFound(id.to_owned()));
+                };
+                let meta: Option<&str> = first.try_get(0).map_err(err("reading metadata"))?;
+                let Some(meta) = meta else {
+                    return Err(SessionError::NotFound(id.to_owned()));
+                };
+                let meta = decode_meta(id, meta)?;
+                let mut records = Vec::with_capacity(rest.len());
+                for row in rest {
+                    let seq: i64 = row.try_get(1).map_err(err("reading the history"))?;
+                    let text: &str = row.try_get(2).map_err(err("reading the history"))?;
+                    records.push(decode_record(id, seq, text)?);
+                }
+                return Ok(Session::replay(meta, records));
+            }
             // One snapshot: the metadata and the log as of the same moment.
             let mut tx = begin(&self.pool, D::SQL.begin_read)
                 .await

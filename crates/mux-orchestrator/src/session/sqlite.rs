@@ -42,6 +42,7 @@ impl Dialect for SqliteDialect {
                  WHERE EXISTS (SELECT 1 FROM mux_sessions WHERE id = ?1)",
         save_and_append: None,
         select_meta: "SELECT meta FROM mux_sessions WHERE id = ?",
+        load: None,
         select_records: "SELECT seq, record FROM mux_session_records WHERE session_id = ? ORDER BY seq",
         list: "SELECT id, meta FROM mux_sessions ORDER BY updated_at_ms DESC, id",
         list_first: "SELECT id, meta FROM mux_sessions ORDER BY updated_at_ms DESC, id LIMIT ?",

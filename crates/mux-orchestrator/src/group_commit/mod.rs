@@ -1,0 +1,574 @@
+//! Group commit for the PostgreSQL stores: the writes of concurrent runs (a run's events and
+//! status, a session's records and metadata) gathered while a commit is in flight and
+//! written together, in one transaction and one commit, with one multi-row statement per kind.
+//!
+//! - **One writer per database per process.** Every [`GroupCommit`] on the same database
+//!   (host or socket, port, user, database) shares it, so a run store and a session store on
+//!   that database commit together. It writes on a pool of its own of [`FLIGHTS`] connections.
+//! - **Batches.** A write waits in a queue; the writer takes everything queued (up to
+//!   [`MAX_BATCH`]) whenever one of its [`FLIGHTS`] commits is free. While commits are in
+//!   flight the next batch grows, so batches grow with the database's latency and nothing
+//!   waits on a timer.
+//! - **Order per key.** A batch holds at most one write per run and per session, and a run or
+//!   session with a write in flight waits for it: writes to one key commit in the order they
+//!   were queued.
+//! - **Each caller gets its own answer.** The statements check each row alone (a run's lease,
+//!   a session's existence): a refused write changes nothing and the others commit. When the
+//!   database refuses the whole batch (a statement error, not an unreachable server), each write
+//!   is retried alone, so one bad write fails only itself.
+//! - **Outages.** When the database cannot be reached (2 s to get a connection) every write of
+//!   the batch gets the error; its caller keeps its data and retries, as it would on a single
+//!   statement. Callers wait for their answer, so the queue holds at most one write per waiting
+//!   caller.
+
+mod runs;
+mod sessions;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
+
+pub(crate) use runs::RunAppend;
+pub(crate) use sessions::{SavedMeta, SessionWrite};
+
+/// How many commits a writer has in flight at once (and its pool's connections).
+pub(crate) const FLIGHTS: usize = 2;
+/// The most writes one commit takes.
+pub(crate) const MAX_BATCH: usize = 512;
+/// How many writes may wait to be taken before callers wait to queue theirs.
+const QUEUE: usize = 4_096;
+/// How long the writer waits for a connection before the batch fails.
+const ACQUIRE: Duration = Duration::from_secs(2);
+
+/// One write: a run's events and status, or a session's records and metadata.
+#[derive(Debug)]
+pub(crate) enum Write {
+    /// See [`RunAppend`].
+    Run(RunAppend),
+    /// See [`SessionWrite`].
+    Session(SessionWrite),
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Written {
+    /// A run's append: the number before its first event, or `None` when the owner does not
+    /// hold the run (nothing was written).
+    Run(Option<i64>),
+    /// A session's write: whether the session exists (nothing was written when not).
+    Session(bool),
+}
+
+/// Why a write failed: the database's error, as text (one error answers every write of a
+/// batch).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{reason}")]
+pub(crate) struct Failure {
+    /// The database's error.
+    pub(crate) reason: String,
+}
+
+impl Failure {
+    fn of(err: &sqlx::Error) -> Self {
+        Self {
+            reason: err.to_string(),
+        }
+    }
+}
+
+impl Write {
+    /// What orders this write: writes with the same key commit in the order they were queued.
+    fn key(&self) -> Key {
+        match self {
+            Self::Run(run) => Key::Run(run.run_id.clone()),
+            Self::Session(session) => Key::Session(session.id.clone()),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    Run(String),
+    Session(String),
+}
+
+/// A write and where its answer goes.
+struct Job {
+    write: Write,
+    reply: oneshot::Sender<Result<Written, Failure>>,
+}
+
+/// The handle a store holds on its database's writer.
+#[derive(Debug)]
+pub(crate) struct GroupCommit {
+    key: String,
+    options: PgConnectOptions,
+    writer: Mutex<Arc<Writer>>,
+}
+
+/// A running writer: its queue.
+#[derive(Debug)]
+struct Writer {
+    jobs: mpsc::Sender<Job>,
+}
+
+/// The writers of this process, by database.
+static WRITERS: Mutex<Vec<(String, Weak<Writer>)>> = Mutex::new(Vec::new());
+
+/// The identity of the database `options` connect to, and of the server options asked for
+/// (a store that relaxes `synchronous_commit` does not share a writer with one that does not).
+fn database_key(options: &PgConnectOptions) -> String {
+    format!(
+        "{:?}|{}|{}|{}|{:?}|{:?}",
+        options.get_socket(),
+        options.get_host(),
+        options.get_port(),
+        options.get_username(),
+        options.get_database(),
+        options.get_options()
+    )
+}
+
+/// This process's writer on the database `key`, started on `options` if none runs.
+fn shared_writer(key: &str, options: &PgConnectOptions) -> Arc<Writer> {
+    let mut writers = WRITERS.lock().unwrap_or_else(PoisonError::into_inner);
+    writers.retain(|(_, writer)| writer.upgrade().is_some_and(|w| !w.jobs.is_closed()));
+    if let Some(writer) = writers
+        .iter()
+        .find(|(k, _)| k == key)
+        .and_then(|(_, writer)| writer.upgrade())
+    {
+        return writer;
+    }
+    let writer = Arc::new(Writer::start(options));
+    writers.push((key.to_owned(), Arc::downgrade(&writer)));
+    writer
+}
+
+impl GroupCommit {
+    /// The writer of the database `pool` connects to (started here if none runs in this
+    /// process). Needs a tokio runtime.
+    pub(crate) fn for_pool(pool: &PgPool) -> Self {
+        let options = (*pool.connect_options()).clone();
+        let key = database_key(&options);
+        let writer = shared_writer(&key, &options);
+        Self {
+            key,
+            options,
+            writer: Mutex::new(writer),
+        }
+    }
+
+    /// The current writer; a new one when the last stopped (its runtime ended).
+    fn writer(&self) -> Arc<Writer> {
+        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if writer.jobs.is_closed() {
+            *writer = shared_writer(&self.key, &self.options);
+        }
+        Arc::clone(&writer)
+    }
+
+    /// Queues `write` and waits for its commit.
+    pub(crate) async fn write(&self, write: Write) -> Result<Written, Failure> {
+        let (reply, answer) = oneshot::channel();
+        let mut job = Job { write, reply };
+        // A writer whose runtime ended is replaced once.
+        for _ in 0..2 {
+            match self.writer().jobs.send(job).await {
+                Ok(()) => {
+                    return answer.await.unwrap_or_else(|_| Err(stopped()));
+                }
+                Err(mpsc::error::SendError(back)) => job = back,
+            }
+        }
+        Err(stopped())
+    }
+}
+
+impl GroupCommit {
+    /// Queues a run's append and waits for its commit: the number before its first event, or
+    /// `None` when the owner does not hold the run.
+    pub(crate) async fn append_run(&self, append: RunAppend) -> Result<Option<i64>, Failure> {
+        match self.write(Write::Run(append)).await? {
+            Written::Run(first) => Ok(first),
+            Written::Session(_) => Err(mismatch()),
+        }
+    }
+
+    /// Queues a session's write and waits for its commit: whether the session exists.
+    pub(crate) async fn write_session(&self, write: SessionWrite) -> Result<bool, Failure> {
+        match self.write(Write::Session(write)).await? {
+            Written::Session(found) => Ok(found),
+            Written::Run(_) => Err(mismatch()),
+        }
+    }
+}
+
+fn mismatch() -> Failure {
+    Failure {
+        reason: "the group commit answered a write of another kind".to_owned(),
+    }
+}
+
+fn stopped() -> Failure {
+    Failure {
+        reason: "the group-commit writer stopped (its runtime ended)".to_owned(),
+    }
+}
+
+impl Writer {
+    /// Starts a writer on a pool of its own.
+    fn start(options: &PgConnectOptions) -> Self {
+        let pool = PgPoolOptions::new()
+            .max_connections(FLIGHTS as u32)
+            .acquire_timeout(ACQUIRE)
+            .connect_lazy_with(options.clone());
+        let (jobs, queue) = mpsc::channel(QUEUE);
+        tokio::spawn(dispatch(queue, pool));
+        Self { jobs }
+    }
+}
+
+/// Takes queued writes into batches, up to [`FLIGHTS`] commits at once, until every sender
+/// is gone and the last batch is written.
+async fn dispatch(mut queue: mpsc::Receiver<Job>, pool: PgPool) {
+    let mut waiting: VecDeque<Job> = VecDeque::new();
+    let mut busy: HashSet<Key> = HashSet::new();
+    let mut in_flight: HashMap<tokio::task::Id, Vec<Key>> = HashMap::new();
+    let mut flights: JoinSet<()> = JoinSet::new();
+    let mut open = true;
+    loop {
+        while waiting.len() < QUEUE {
+            match queue.try_recv() {
+                Ok(job) => waiting.push_back(job),
+                Err(_) => break,
+            }
+        }
+        if flights.len() < FLIGHTS {
+            let batch = take_batch(&mut waiting, &busy);
+            if !batch.is_empty() {
+                let keys: Vec<Key> = batch.iter().map(|job| job.write.key()).collect();
+                busy.extend(keys.iter().cloned());
+                let handle = flights.spawn(commit_and_answer(pool.clone(), batch));
+                in_flight.insert(handle.id(), keys);
+                continue;
+            }
+        }
+        if !open && waiting.is_empty() && flights.is_empty() {
+            pool.close().await;
+            return;
+        }
+        tokio::select! {
+            job = queue.recv(), if open && waiting.len() < QUEUE => match job {
+                Some(job) => waiting.push_back(job),
+                None => open = false,
+            },
+            Some(done) = flights.join_next_with_id(), if !flights.is_empty() => {
+                let id = match done {
+                    Ok((id, ())) => id,
+                    Err(err) => err.id(),
+                };
+                for key in in_flight.remove(&id).unwrap_or_default() {
+                    busy.remove(&key);
+                }
+            }
+        }
+    }
+}
+
+/// The next batch: the queued writes, in order, at most one per key and none whose key is in
+/// flight; the others stay queued in their order.
+fn take_batch(waiting: &mut VecDeque<Job>, busy: &HashSet<Key>) -> Vec<Job> {
+    let mut batch = Vec::new();
+    let mut keys = HashSet::new();
+    let mut kept = VecDeque::new();
+    while let Some(job) = waiting.pop_front() {
+        let key = job.write.key();
+        if batch.len() < MAX_BATCH && !busy.contains(&key) && !keys.contains(&key) {
+            keys.insert(key);
+            batch.push(job);
+        } else {
+            // A later write to a key already taken waits behind it.
+            keys.insert(key);
+            kept.push_back(job);
+        }
+    }
+    *waiting = kept;
+    batch
+}
+
+/// Commits `batch` and answers each caller. When the database refuses the batch (an error of
+/// a statement, not of the connection), each write is retried alone.
+async fn commit_and_answer(pool: PgPool, batch: Vec<Job>) {
+    let (writes, replies): (Vec<Write>, Vec<_>) =
+        batch.into_iter().map(|job| (job.write, job.reply)).unzip();
+    match commit(&pool, &writes).await {
+        Ok(written) => {
+            for (reply, written) in replies.into_iter().zip(written) {
+                let _ = reply.send(Ok(written));
+            }
+        }
+        Err(sqlx::Error::Database(err)) if writes.len() > 1 => {
+            tracing::debug!(
+                "a group commit of {} writes was refused ({err}); writing them one by one",
+                writes.len()
+            );
+            for (write, reply) in writes.into_iter().zip(replies) {
+                let alone = std::slice::from_ref(&write);
+                let answer = commit(&pool, alone)
+                    .await
+                    .map_err(|err| Failure::of(&err))
+                    .and_then(|mut written| written.pop().ok_or_else(stopped));
+                let _ = reply.send(answer);
+            }
+        }
+        Err(err) => {
+            let failure = Failure::of(&err);
+            for reply in replies {
+                let _ = reply.send(Err(failure.clone()));
+            }
+        }
+    }
+}
+
+/// Writes `writes` in one commit: one statement per kind present (two in a transaction when
+/// both are); each write's answer, in order.
+async fn commit(pool: &PgPool, writes: &[Write]) -> Result<Vec<Written>, sqlx::Error> {
+    let run_writes: Vec<&RunAppend> = writes
+        .iter()
+        .filter_map(|write| match write {
+            Write::Run(run) => Some(run),
+            Write::Session(_) => None,
+        })
+        .collect();
+    let session_writes: Vec<&SessionWrite> = writes
+        .iter()
+        .filter_map(|write| match write {
+            Write::Session(session) => Some(session),
+            Write::Run(_) => None,
+        })
+        .collect();
+    let (held, found) = if run_writes.is_empty() || session_writes.is_empty() {
+        // One statement: its own transaction, one round trip.
+        let mut conn = pool.acquire().await?;
+        let held = runs::write(&mut conn, &run_writes).await?;
+        let found = sessions::write(&mut conn, &session_writes).await?;
+        (held, found)
+    } else {
+        let mut tx = pool.begin().await?;
+        let held = runs::write(&mut tx, &run_writes).await?;
+        let found = sessions::write(&mut tx, &session_writes).await?;
+        tx.commit().await?;
+        (held, found)
+    };
+    Ok(writes
+        .iter()
+        .map(|write| match write {
+            Write::Run(run) => Written::Run(held.get(run.run_id.as_str()).copied()),
+            Write::Session(session) => Written::Session(found.contains(session.id.as_str())),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(write: Write) -> Job {
+        let (reply, _) = oneshot::channel();
+        Job { write, reply }
+    }
+
+    fn run(id: &str) -> Write {
+        Write::Run(RunAppend::new(
+            id,
+            "o",
+            &[],
+            crate::runs::RunStatus::Running,
+        ))
+    }
+
+    fn session(id: &str) -> Write {
+        Write::Session(SessionWrite {
+            id: id.to_owned(),
+            records: Vec::new(),
+            meta: None,
+        })
+    }
+
+    fn keys(jobs: &[Job]) -> Vec<Key> {
+        jobs.iter().map(|job| job.write.key()).collect()
+    }
+
+    #[test]
+    fn a_batch_takes_one_write_per_key_in_order_and_skips_keys_in_flight() {
+        let mut waiting: VecDeque<Job> = [run("a"), session("a"), run("a"), run("b"), run("c")]
+            .into_iter()
+            .map(job)
+            .collect();
+        let busy: HashSet<Key> = [Key::Run("c".into())].into();
+        let batch = take_batch(&mut waiting, &busy);
+        assert_eq!(
+            keys(&batch),
+            [
+                Key::Run("a".into()),
+                Key::Session("a".into()),
+                Key::Run("b".into())
+            ]
+        );
+        let left: Vec<Key> = waiting.iter().map(|job| job.write.key()).collect();
+        assert_eq!(left, [Key::Run("a".into()), Key::Run("c".into())]);
+    }
+
+    #[test]
+    fn a_write_behind_a_waiting_one_of_its_key_waits_too() {
+        // b's first write is in flight; its second must not overtake anything of b.
+        let mut waiting: VecDeque<Job> = [run("b"), run("b")].into_iter().map(job).collect();
+        let busy: HashSet<Key> = [Key::Run("b".into())].into();
+        assert!(take_batch(&mut waiting, &busy).is_empty());
+        assert_eq!(waiting.len(), 2);
+        let batch = take_batch(&mut waiting, &HashSet::new());
+        assert_eq!(batch.len(), 1);
+        assert_eq!(waiting.len(), 1);
+    }
+
+    /// Runs `r0`..`r{n}` on sessions of their own, held by `a`, except `r1`, whose lease ran
+    /// out and which `b` took over.
+    async fn runs_with_one_lost(store: &crate::runs::PostgresRunStore, n: usize) -> Vec<String> {
+        use crate::runs::RunStore;
+        let ids: Vec<String> = (0..n).map(|i| format!("r{i}")).collect();
+        for (i, id) in ids.iter().enumerate() {
+            let lease = if i == 1 {
+                Duration::from_millis(50)
+            } else {
+                Duration::from_secs(60)
+            };
+            store.begin(&format!("s{i}"), id, "a", lease).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        store
+            .claim("r1", "b", Duration::from_secs(60))
+            .await
+            .unwrap();
+        ids
+    }
+
+    fn event(n: usize) -> Vec<serde_json::Value> {
+        vec![serde_json::json!({ "n": n })]
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_whose_lease_was_lost_is_refused_while_the_others_in_its_batch_commit() {
+        use crate::runs::RunStore;
+        use crate::session::{PostgresSessionStore, SessionMeta, SessionStore};
+        let db = mux_testkit::postgres::TestDatabase::new().await;
+        let store = crate::runs::PostgresRunStore::connect(&db.url)
+            .await
+            .unwrap();
+        let sessions = PostgresSessionStore::connect(&db.url).await.unwrap();
+        let ids = runs_with_one_lost(&store, 6).await;
+        let meta = SessionMeta::new();
+        sessions.create(&meta).await.unwrap();
+
+        // One batch: every run's append by `a`, a session's records, and a missing session's.
+        let mut writes: Vec<Write> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                Write::Run(RunAppend::new(
+                    id,
+                    "a",
+                    &event(i),
+                    crate::runs::RunStatus::Running,
+                ))
+            })
+            .collect();
+        let record = r#"{"record":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#;
+        writes.push(Write::Session(SessionWrite {
+            id: meta.id.clone(),
+            records: vec![record.to_owned(), record.to_owned()],
+            meta: None,
+        }));
+        writes.push(Write::Session(SessionWrite {
+            id: "no-such-session".to_owned(),
+            records: vec![record.to_owned()],
+            meta: None,
+        }));
+        let written = commit(store.pool(), &writes).await.unwrap();
+
+        for (i, id) in ids.iter().enumerate() {
+            if i == 1 {
+                assert_eq!(written[i], Written::Run(None), "{id}");
+                assert!(store.events_after(id, 0, 10).await.unwrap().is_empty());
+                assert_eq!(store.get(id).await.unwrap().owner.as_deref(), Some("b"));
+            } else {
+                assert_eq!(written[i], Written::Run(Some(0)), "{id}");
+                let stored = store.events_after(id, 0, 10).await.unwrap();
+                assert_eq!(stored.len(), 1, "{id}");
+                assert_eq!(stored[0].seq, 1);
+                assert_eq!(stored[0].event, event(i)[0]);
+            }
+        }
+        assert_eq!(written[ids.len()], Written::Session(true));
+        assert_eq!(written[ids.len() + 1], Written::Session(false));
+        assert_eq!(sessions.load(&meta.id).await.unwrap().messages.len(), 2);
+
+        // Through the store, the lost run's owner gets its typed error.
+        let lost = store
+            .append_events("r1", "a", &event(9), None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(lost, crate::runs::RunStoreError::LeaseLost { .. }),
+            "{lost:?}"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_the_database_refuses_fails_alone_and_the_others_of_its_batch_commit() {
+        use crate::runs::RunStore;
+        let db = mux_testkit::postgres::TestDatabase::new().await;
+        let store = crate::runs::PostgresRunStore::connect(&db.url)
+            .await
+            .unwrap();
+        let ids = runs_with_one_lost(&store, 5).await;
+        // r2's next number is taken already (a damaged table): its insert breaks the statement.
+        sqlx::query("INSERT INTO mux_run_events (run_id, seq, event) VALUES ('r2', 1, '{}')")
+            .execute(store.pool())
+            .await
+            .unwrap();
+        let mut answers = Vec::new();
+        let jobs: Vec<Job> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| {
+                let (reply, answer) = oneshot::channel();
+                answers.push(answer);
+                let write = Write::Run(RunAppend::new(
+                    id,
+                    "a",
+                    &event(i),
+                    crate::runs::RunStatus::Running,
+                ));
+                Job { write, reply }
+            })
+            .collect();
+        commit_and_answer(store.pool().clone(), jobs).await;
+        for (i, answer) in answers.into_iter().enumerate() {
+            let answer = answer.await.unwrap();
+            match i {
+                1 => assert_eq!(answer.unwrap(), Written::Run(None)),
+                2 => assert!(answer.unwrap_err().reason.contains("duplicate key"), "r2"),
+                _ => {
+                    assert_eq!(answer.unwrap(), Written::Run(Some(0)), "r{i}");
+                    assert_eq!(store.events_after(&ids[i], 0, 10).await.unwrap().len(), 1);
+                }
+            }
+        }
+        assert_eq!(store.get("r2").await.unwrap().last_seq, 0);
+    }
+}

@@ -1,0 +1,98 @@
+//! A batch of session writes (`SessionStore::append` and `save_and_append`) as one statement.
+
+use std::collections::HashSet;
+
+use sqlx::PgConnection;
+
+/// Records appended to session `id`, with its metadata replaced when `meta` is set.
+#[derive(Debug)]
+pub(crate) struct SessionWrite {
+    pub(crate) id: String,
+    /// The records' JSON texts, in order.
+    pub(crate) records: Vec<String>,
+    /// The metadata to store with them.
+    pub(crate) meta: Option<SavedMeta>,
+}
+
+/// A session's metadata as its row stores it.
+#[derive(Debug)]
+pub(crate) struct SavedMeta {
+    pub(crate) updated_at_ms: i64,
+    pub(crate) parent: Option<String>,
+    /// The whole metadata as JSON text.
+    pub(crate) json: String,
+}
+
+/// Every write of the batch in one statement: each session's row is locked and its numbers
+/// reserved (and its metadata replaced), then the records go in under those numbers. A
+/// session that does not exist changes nothing and is missing from the answer.
+const WRITE: &str = "\
+WITH batch AS (
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bool[], $4::bigint[], $5::text[], $6::text[])
+        AS b(id, count, save, updated_at_ms, parent, meta)),
+reserved AS (
+    UPDATE mux_sessions s SET next_seq = s.next_seq + b.count,
+        updated_at_ms = CASE WHEN b.save THEN b.updated_at_ms ELSE s.updated_at_ms END,
+        parent = CASE WHEN b.save THEN b.parent ELSE s.parent END,
+        meta = CASE WHEN b.save THEN b.meta ELSE s.meta END
+    FROM batch b WHERE s.id = b.id
+    RETURNING s.id, s.next_seq - b.count AS first),
+inserted AS (
+    INSERT INTO mux_session_records (session_id, seq, record)
+    SELECT reserved.id, reserved.first + r.ord, r.record
+    FROM reserved
+    JOIN unnest($7::text[], $8::bigint[], $9::text[]) AS r(id, ord, record) ON r.id = reserved.id)
+SELECT id FROM reserved";
+
+/// Writes `writes` (at most one per session) on `conn`: the sessions that exist.
+pub(super) async fn write(
+    conn: &mut PgConnection,
+    writes: &[&SessionWrite],
+) -> Result<HashSet<String>, sqlx::Error> {
+    if writes.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let mut record_ids = Vec::new();
+    let mut record_ords = Vec::new();
+    let mut records = Vec::new();
+    for write in writes {
+        for (ord, record) in write.records.iter().enumerate() {
+            record_ids.push(write.id.as_str());
+            record_ords.push(i64::try_from(ord).unwrap_or(i64::MAX));
+            records.push(record.as_str());
+        }
+    }
+    let found: Vec<String> = sqlx::query_scalar(WRITE)
+        .bind(writes.iter().map(|w| w.id.as_str()).collect::<Vec<_>>())
+        .bind(
+            writes
+                .iter()
+                .map(|w| i64::try_from(w.records.len()).unwrap_or(i64::MAX))
+                .collect::<Vec<_>>(),
+        )
+        .bind(writes.iter().map(|w| w.meta.is_some()).collect::<Vec<_>>())
+        .bind(
+            writes
+                .iter()
+                .map(|w| w.meta.as_ref().map_or(0, |m| m.updated_at_ms))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            writes
+                .iter()
+                .map(|w| w.meta.as_ref().and_then(|m| m.parent.as_deref()))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            writes
+                .iter()
+                .map(|w| w.meta.as_ref().map(|m| m.json.as_str()))
+                .collect::<Vec<_>>(),
+        )
+        .bind(record_ids)
+        .bind(record_ords)
+        .bind(records)
+        .fetch_all(&mut *conn)
+        .await?;
+    Ok(found.into_iter().collect())
+}
