@@ -13,10 +13,9 @@ use tracing::Instrument;
 
 use crate::truncate::limit_output;
 use crate::{
-    ApprovalGate, ApprovalPolicy, ApprovalRequest, BoxFuture, CallOutcome, CallResult, ExecError,
-    GateVerdict, HookFailure, PathFilter, PostHook, PostHookAction, PreHook, PreHookAction,
-    ProgressSender, RegistryView, Resources, ToolCall, ToolContext, ToolOutput, Verdict,
-    registry::Entry,
+    ApprovalGate, ApprovalPolicy, ApprovalRequest, CallOutcome, CallResult, ExecError, GateVerdict,
+    HookFailure, PathFilter, PostHook, PostHookAction, PreHook, PreHookAction, ProgressSender,
+    RegistryView, Resources, ToolCall, ToolContext, ToolOutput, Verdict, registry::Entry,
 };
 
 /// Default per-call timeout.
@@ -390,10 +389,19 @@ impl Executor {
             inner.resources.clone(),
             path_filter,
         );
-        let tool = Arc::clone(&entry.tool);
-        let input = call.input.clone();
-        let mut call_future: BoxFuture<'static, Result<ToolOutput, crate::ToolError>> =
-            Box::pin(async move { tool.call(input, cx).await });
+        // Making the future runs tool code too (a typed tool parses its arguments there).
+        let made = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            Arc::clone(&entry.tool).call_shared(&call.input, cx)
+        }));
+        let mut call_future = match made {
+            Ok(future) => future,
+            Err(panic) => {
+                return Err(ExecError::Panicked {
+                    message: panic_message(&*panic),
+                    tool: tool_name(),
+                });
+            }
+        };
         // Most tools finish in their first poll: polled here, they cost no task. A tool that
         // is still pending moves to its own task, where cancellation and the timeout watch it.
         match std::panic::catch_unwind(AssertUnwindSafe(|| call_future.as_mut().now_or_never())) {

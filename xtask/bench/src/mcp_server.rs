@@ -57,12 +57,13 @@ pub(crate) fn serve_mux_echo() -> Result<(), String> {
 
 /// A client of this binary run as the server `arg`: on CPU 0 when `pinned`, under the
 /// command `wrap` (a profiler) when it is not empty.
-async fn client(
-    arg: &str,
-    pinned: bool,
-    wrap: &[String],
-) -> Result<Server, String> {
-    let exe = std::env::current_exe().map_err(|err| err.to_string())?;
+async fn client(arg: &str, pinned: bool, wrap: &[String]) -> Result<Server, String> {
+    // `BENCH_MCP_SERVER_MUX_EXE`: mux's server from another build of this binary (an
+    // earlier commit's, say), measured against the same bare server in the same run.
+    let exe = match std::env::var_os("BENCH_MCP_SERVER_MUX_EXE") {
+        Some(exe) if arg == MUX_ECHO_SERVER_ARG => std::path::PathBuf::from(exe),
+        _ => std::env::current_exe().map_err(|err| err.to_string())?,
+    };
     let mut argv: Vec<std::ffi::OsString> = Vec::new();
     if pinned {
         argv.extend(["taskset".into(), "-c".into(), "0".into()]);
@@ -75,9 +76,10 @@ async fn client(
     let transport = TokioChildProcess::new(command).map_err(|err| err.to_string())?;
     // `taskset` and the profilers exec the server: the pid is the server's.
     let pid = transport.id();
-    let service = ().serve_with_lifecycle(transport, lifecycle())
-        .await
-        .map_err(|err| format!("handshake with `{arg}`: {err}"))?;
+    let service =
+        ().serve_with_lifecycle(transport, lifecycle())
+            .await
+            .map_err(|err| format!("handshake with `{arg}`: {err}"))?;
     Ok(Server { service, pid })
 }
 
@@ -94,19 +96,31 @@ impl Server {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid?)).ok()?;
         // After the command name (in parentheses, which may hold anything): state is the
         // first field, utime the 12th and stime the 13th.
-        let fields: Vec<&str> = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().collect();
-        let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        let fields: Vec<&str> = stat
+            .get(stat.rfind(')')? + 1..)?
+            .split_whitespace()
+            .collect();
+        let ticks: u64 =
+            fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
         // USER_HZ, 100 on every Linux architecture mux builds for.
         Some(Duration::from_millis(ticks * 10))
     }
 
     /// Runs `calls` echo calls; returns their wall time and the server's CPU time.
-    fn round(&self, runtime: &Runtime, calls: u32, failures: &AtomicU32) -> (Duration, Option<Duration>) {
+    fn round(
+        &self,
+        runtime: &Runtime,
+        calls: u32,
+        failures: &AtomicU32,
+    ) -> (Duration, Option<Duration>) {
         let cpu_before = self.cpu();
         let started = Instant::now();
         runtime.block_on(echo_calls(self.service.peer(), calls, failures));
         let wall = started.elapsed();
-        let cpu = self.cpu().zip(cpu_before).map(|(after, before)| after.saturating_sub(before));
+        let cpu = self
+            .cpu()
+            .zip(cpu_before)
+            .map(|(after, before)| after.saturating_sub(before));
         (wall, cpu)
     }
 
@@ -145,7 +159,11 @@ impl Side {
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     let last = sorted.len().saturating_sub(1);
     // A rank in 0..=last: rounding a product of small non-negative numbers.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
     let rank = ((last as f64) * q).round() as usize;
     sorted.get(rank.min(last)).copied().unwrap_or(f64::NAN)
 }
@@ -220,7 +238,9 @@ fn calls(pinned: bool, label: &str) -> Result<Vec<Row>, String> {
         ratio_row("1st quartile", p25),
         ratio_row("3rd quartile", p75),
     ];
-    if let (Some(mux_cpu), Some(bare_cpu)) = (through_mux.cpu_per_call(), through_bare.cpu_per_call()) {
+    if let (Some(mux_cpu), Some(bare_cpu)) =
+        (through_mux.cpu_per_call(), through_bare.cpu_per_call())
+    {
         rows.push(Row {
             name: format!("mcp server process CPU per call ({label})"),
             value: micros(mux_cpu),
@@ -266,7 +286,10 @@ fn profile(subject: &str) -> Result<Vec<Row>, String> {
     eprintln!(
         "profiled {subject}: {:.1} µs per call, server CPU {} per call",
         micros(elapsed) / f64::from(calls.max(1)),
-        cpu.map_or("unknown".to_owned(), |cpu| format!("{:.1} µs", micros(cpu) / f64::from(calls.max(1)))),
+        cpu.map_or("unknown".to_owned(), |cpu| format!(
+            "{:.1} µs",
+            micros(cpu) / f64::from(calls.max(1))
+        )),
     );
     match failures.load(Ordering::Relaxed) {
         0 => Ok(Vec::new()),
