@@ -24,11 +24,12 @@ use crate::mcp::{ECHO_SERVER_ARG, echo_calls, lifecycle, micros, pin_self, runti
 /// The argument that turns this binary into mux's echo server.
 pub(crate) const MUX_ECHO_SERVER_ARG: &str = "mcp-mux-echo-server";
 
-/// Calls of one round: at 50 to 150 µs a call, 12 to 40 ms, so that the two rounds of a
-/// pair run under much the same load from the machine's other work.
-const ROUND_CALLS: u32 = 250;
-/// Rounds per server (odd, so that the median is one round's ratio): 40,000 calls each.
-const ROUNDS: usize = 161;
+/// Calls of one round: at 50 to 150 µs a call, 50 to 150 ms. Shorter rounds (250 calls)
+/// spread the ratios more: one time slice of another process is then a larger share of the
+/// round it lands in.
+const ROUND_CALLS: u32 = 1_000;
+/// Rounds per server (odd, so that the median is one round's ratio): 41,000 calls each.
+const ROUNDS: usize = 41;
 /// Calls of the profile mode by default.
 const PROFILE_CALLS: u32 = 10_000;
 
@@ -175,8 +176,8 @@ fn calls(pinned: bool, label: &str) -> Result<Vec<Row>, String> {
     let bare = runtime.block_on(client(ECHO_SERVER_ARG, pinned, &[]))?;
     let failures = AtomicU32::new(0);
     // Warm-up: both servers' first calls (allocator, caches) stay out of the figures.
-    mux.round(&runtime, 4 * ROUND_CALLS, &failures);
-    bare.round(&runtime, 4 * ROUND_CALLS, &failures);
+    mux.round(&runtime, ROUND_CALLS, &failures);
+    bare.round(&runtime, ROUND_CALLS, &failures);
     let (mut through_mux, mut through_bare) = (Side::default(), Side::default());
     for round in 0..ROUNDS {
         // mux, bare; bare, mux; …: neither side always goes first.
