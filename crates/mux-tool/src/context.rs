@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use std::sync::Arc;
 
-use crate::{PathFilter, Resources};
+use crate::{PathFilter, Resources, ToolSpec};
 
 /// Something a running tool reports before it returns.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -87,7 +87,9 @@ impl ProgressSender {
 #[derive(Clone, Debug)]
 pub struct ToolContext {
     call_id: String,
-    tool: String,
+    /// The spec of the tool called (shared with the registry); none for a context made by
+    /// [`ToolContext::new`].
+    spec: Option<Arc<ToolSpec>>,
     cancel: CancellationToken,
     progress: ProgressSender,
     resources: Resources,
@@ -100,7 +102,7 @@ impl ToolContext {
     pub fn new(call_id: impl Into<String>) -> Self {
         Self {
             call_id: call_id.into(),
-            tool: String::new(),
+            spec: None,
             cancel: CancellationToken::new(),
             progress: ProgressSender::disconnected(),
             resources: Resources::new(),
@@ -142,9 +144,24 @@ impl ToolContext {
         self.path_filter.as_ref()
     }
 
-    pub(crate) fn with_tool(mut self, tool: impl Into<String>) -> Self {
-        self.tool = tool.into();
-        self
+    /// The executor's context for one call: everything given, nothing made only to be
+    /// replaced (a fresh token and resource map cost two allocations per call).
+    pub(crate) fn for_call(
+        call_id: String,
+        spec: Arc<ToolSpec>,
+        cancel: CancellationToken,
+        progress: ProgressSender,
+        resources: Resources,
+        path_filter: Option<Arc<dyn PathFilter>>,
+    ) -> Self {
+        Self {
+            call_id,
+            spec: Some(spec),
+            cancel,
+            progress,
+            resources,
+            path_filter,
+        }
     }
 
     /// The id of this call, unique within a conversation.
@@ -184,9 +201,17 @@ impl ToolContext {
 
     /// Sends any update.
     pub async fn update(&self, update: ToolUpdate) {
+        if self.progress.tx.is_none() {
+            // Nobody listens: not even the event's strings are built.
+            return;
+        }
         let event = ProgressEvent {
             call_id: self.call_id.clone(),
-            tool: self.tool.clone(),
+            tool: self
+                .spec
+                .as_ref()
+                .map(|spec| spec.name.to_string())
+                .unwrap_or_default(),
             update,
         };
         self.progress.send(event).await;

@@ -13,10 +13,9 @@ use tracing::Instrument;
 
 use crate::truncate::limit_output;
 use crate::{
-    ApprovalGate, ApprovalPolicy, ApprovalRequest, BoxFuture, CallOutcome, CallResult, ExecError,
-    GateVerdict, HookFailure, PathFilter, PostHook, PostHookAction, PreHook, PreHookAction,
-    ProgressSender, RegistryView, Resources, ToolCall, ToolContext, ToolOutput, Verdict,
-    registry::Entry,
+    ApprovalGate, ApprovalPolicy, ApprovalRequest, CallOutcome, CallResult, ExecError, GateVerdict,
+    HookFailure, PathFilter, PostHook, PostHookAction, PreHook, PreHookAction, ProgressSender,
+    RegistryView, Resources, ToolCall, ToolContext, ToolOutput, Verdict, registry::Entry,
 };
 
 /// Default per-call timeout.
@@ -376,26 +375,33 @@ impl Executor {
         path_filter: Option<Arc<dyn PathFilter>>,
     ) -> Result<ToolOutput, ExecError> {
         let inner = &self.inner;
-        let tool_name = entry.tool.spec().name.to_string();
+        // The name is copied only for an error: a call that succeeds never needs it.
+        let tool_name = || entry.spec.name.to_string();
         if scope.cancel.is_cancelled() {
-            return Err(ExecError::Cancelled { tool: tool_name });
+            return Err(ExecError::Cancelled { tool: tool_name() });
         }
-        let timeout = inner
-            .tool_timeouts
-            .get(&tool_name)
-            .copied()
-            .unwrap_or(inner.timeout);
         let cancel = scope.cancel.child_token();
-        let cx = ToolContext::new(call.id.clone())
-            .with_tool(tool_name.clone())
-            .with_cancellation(cancel.clone())
-            .with_progress(scope.progress.clone())
-            .with_resources(inner.resources.clone())
-            .with_path_filter(path_filter);
-        let tool = Arc::clone(&entry.tool);
-        let input = call.input.clone();
-        let mut call_future: BoxFuture<'static, Result<ToolOutput, crate::ToolError>> =
-            Box::pin(async move { tool.call(input, cx).await });
+        let cx = ToolContext::for_call(
+            call.id.clone(),
+            Arc::clone(&entry.spec),
+            cancel.clone(),
+            scope.progress.clone(),
+            inner.resources.clone(),
+            path_filter,
+        );
+        // Making the future runs tool code too (a typed tool parses its arguments there).
+        let made = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            Arc::clone(&entry.tool).call_shared(&call.input, cx)
+        }));
+        let mut call_future = match made {
+            Ok(future) => future,
+            Err(panic) => {
+                return Err(ExecError::Panicked {
+                    message: panic_message(&*panic),
+                    tool: tool_name(),
+                });
+            }
+        };
         // Most tools finish in their first poll: polled here, they cost no task. A tool that
         // is still pending moves to its own task, where cancellation and the timeout watch it.
         match std::panic::catch_unwind(AssertUnwindSafe(|| call_future.as_mut().now_or_never())) {
@@ -404,7 +410,7 @@ impl Executor {
             Err(panic) => {
                 return Err(ExecError::Panicked {
                     message: panic_message(&*panic),
-                    tool: tool_name,
+                    tool: tool_name(),
                 });
             }
         }
@@ -413,6 +419,12 @@ impl Executor {
             cancel: cancel.clone(),
         };
 
+        // Only a call that did not finish at once needs its timeout.
+        let timeout = inner
+            .tool_timeouts
+            .get(entry.spec.name.as_str())
+            .copied()
+            .unwrap_or(inner.timeout);
         let deadline = tokio::time::Instant::now() + timeout;
         // Let the tool run once before arming the timer: most tools finish in their first
         // poll, and arming a timer wakes a parked worker to re-read the timer wheel.
@@ -428,8 +440,8 @@ impl Executor {
             // Cancellation and the timeout are checked first, so that a tool which returns
             // because it saw its token cancelled is reported as cancelled.
             biased;
-            () = &mut cancelled => ExecError::Cancelled { tool: tool_name },
-            () = tokio::time::sleep_until(deadline) => ExecError::TimedOut { tool: tool_name, after: timeout },
+            () = &mut cancelled => ExecError::Cancelled { tool: tool_name() },
+            () = tokio::time::sleep_until(deadline) => ExecError::TimedOut { tool: tool_name(), after: timeout },
             result = &mut task.handle => return finished(result, tool_name),
         };
         // Tell the tool to stop, give it a moment to clean up (kill its children, say), then
@@ -440,19 +452,23 @@ impl Executor {
     }
 }
 
-/// What a tool task that ran to its end (or panicked) returns to the model.
+/// What a tool task that ran to its end (or panicked) returns to the model; `tool` names
+/// the tool in an error.
 fn finished(
     joined: Result<Result<ToolOutput, crate::ToolError>, tokio::task::JoinError>,
-    tool: String,
+    tool: impl FnOnce() -> String,
 ) -> Result<ToolOutput, ExecError> {
     match joined {
         Ok(Ok(output)) => Ok(output),
-        Ok(Err(source)) => Err(ExecError::Tool { tool, source }),
+        Ok(Err(source)) => Err(ExecError::Tool {
+            tool: tool(),
+            source,
+        }),
         Err(err) if err.is_panic() => Err(ExecError::Panicked {
             message: panic_message(&*err.into_panic()),
-            tool,
+            tool: tool(),
         }),
-        Err(_) => Err(ExecError::Cancelled { tool }),
+        Err(_) => Err(ExecError::Cancelled { tool: tool() }),
     }
 }
 

@@ -59,6 +59,21 @@ pub trait Tool: Send + Sync + 'static {
     /// its own, so blocking work (synchronous I/O, heavy CPU) must go through
     /// `tokio::task::spawn_blocking`, where the timeout and cancellation can reach it.
     fn call(&self, input: Value, cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>>;
+
+    /// Starts a call whose future holds the tool itself: what the executor runs (in place,
+    /// or in a task of its own if it does not finish at once). `input` stays the caller's.
+    ///
+    /// Default: [`call`](Tool::call) with a copy of `input`, in a future that owns `self`.
+    /// A tool that reads its arguments without keeping them can do better: typed tools
+    /// parse them here, so a call costs neither a copy of the arguments nor a second box.
+    fn call_shared(
+        self: Arc<Self>,
+        input: &Value,
+        cx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let input = input.clone();
+        Box::pin(async move { self.call(input, cx).await })
+    }
 }
 
 impl<T: Tool + ?Sized> Tool for Arc<T> {
@@ -73,6 +88,13 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
     }
     fn call(&self, input: Value, cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         (**self).call(input, cx)
+    }
+    fn call_shared(
+        self: Arc<Self>,
+        input: &Value,
+        cx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        T::call_shared(Arc::clone(&*self), input, cx)
     }
 }
 

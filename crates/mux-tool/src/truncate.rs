@@ -45,6 +45,14 @@ pub const TRUNCATED_METADATA_KEY: &str = "mux.truncated";
 /// assert!(out.to_text().contains("output truncated"));
 /// ```
 pub fn limit_output(output: &mut ToolOutput, limit: usize) -> usize {
+    // Most outputs fit: they are left as they are, with no new block list.
+    let mut total = 0usize;
+    if output.content.iter().all(|block| {
+        total = total.saturating_add(content_size(block));
+        total <= limit
+    }) {
+        return 0;
+    }
     let mut remaining = limit;
     let mut omitted = 0usize;
     let mut kept = Vec::with_capacity(output.content.len());
@@ -91,10 +99,28 @@ pub fn limit_output(output: &mut ToolOutput, limit: usize) -> usize {
     omitted
 }
 
+/// The length of `value` serialized, counted without building the text.
+fn json_len(value: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 fn content_size(block: &Content) -> usize {
     match block {
         Content::Text { text } => text.len(),
-        Content::Json { value } => value.to_string().len(),
+        Content::Json { value } => json_len(value),
         Content::Image { data, .. } | Content::Audio { data, .. } => data.len(),
         Content::Resource {
             uri,
@@ -155,6 +181,16 @@ mod tests {
         let mut out = ToolOutput::text("short");
         assert_eq!(limit_output(&mut out, 5), 0);
         assert_eq!(out, ToolOutput::text("short"));
+    }
+
+    #[test]
+    fn json_is_measured_as_its_serialized_text() {
+        let value = serde_json::json!({"k": "日本", "n": [1, 2.5, null], "q": "a\"b"});
+        assert_eq!(json_len(&value), value.to_string().len());
+        let mut out = ToolOutput::json(value.clone());
+        let limit = value.to_string().len();
+        assert_eq!(limit_output(&mut out, limit), 0);
+        assert_eq!(limit_output(&mut out, limit - 1), 1);
     }
 
     proptest! {

@@ -6,6 +6,8 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::{
@@ -144,6 +146,17 @@ impl<T: TypedTool> Tool for Typed<T> {
             let args = self.parse(&input)?;
             self.tool.call(args, cx).await
         })
+    }
+
+    /// Parses the arguments from the caller's `input` before the future is made: no copy of
+    /// them, and one box.
+    fn call_shared(
+        self: Arc<Self>,
+        input: &Value,
+        cx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let args = self.parse(input);
+        Box::pin(async move { self.tool.call(args?, cx).await })
     }
 }
 

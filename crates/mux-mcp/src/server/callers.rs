@@ -13,8 +13,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, ElicitRequestParams, InputRequest,
-    InputRequests, InputResponses,
+    InputRequests, InputResponses, RequestId, RequestMetaObject,
 };
+use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
@@ -81,12 +82,52 @@ pub(crate) enum Route {
     Rounds,
 }
 
+/// What a call's client declared it can answer, decoded on the first question: most calls
+/// ask none, and decoding a 2026-07-28 request's capabilities from its `_meta` (or copying a
+/// session's) on every call cost more than the rest of the call's bookkeeping.
+pub(crate) struct Declared {
+    /// Where to read them: the request's `_meta` and its session (the fallback of a legacy
+    /// session), exactly as [`RequestContext::client_capabilities`] reads them.
+    source: Option<(RequestMetaObject, Peer<RoleServer>)>,
+    decoded: OnceLock<ClientCapabilities>,
+}
+
+impl Declared {
+    /// Capabilities already known.
+    #[cfg(test)]
+    pub(crate) fn known(capabilities: ClientCapabilities) -> Self {
+        Self {
+            source: None,
+            decoded: OnceLock::from(capabilities),
+        }
+    }
+
+    /// The capabilities of the request whose `_meta` is `meta`, made over `peer`'s session.
+    pub(crate) fn of_request(meta: RequestMetaObject, peer: Peer<RoleServer>) -> Self {
+        Self {
+            source: Some((meta, peer)),
+            decoded: OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> &ClientCapabilities {
+        self.decoded.get_or_init(|| match &self.source {
+            Some((meta, peer)) => {
+                let mut cx = RequestContext::new(RequestId::Number(0), peer.clone());
+                cx.meta = meta.clone();
+                cx.client_capabilities().unwrap_or_default()
+            }
+            None => ClientCapabilities::default(),
+        })
+    }
+}
+
 /// One call in progress: how to reach its client, what that client declared, the capability
 /// it was found to lack (see [`Callers::require`]) and, for rounds, the questions waiting for
 /// the handler. One allocation per call holds all of it.
 pub(crate) struct Call {
     route: Route,
-    capabilities: ClientCapabilities,
+    capabilities: Declared,
     missing: OnceLock<&'static str>,
     /// Questions for the handler to put to a 2026-07-28 client; `None` once the call ended,
     /// so that a late question fails at once instead of waiting for an answer.
@@ -240,11 +281,7 @@ impl Callers {
 
     /// Names a new call (`mcp-<n>`) and records how to reach its caller until the guard
     /// drops.
-    pub(crate) fn enter(
-        &self,
-        route: Route,
-        capabilities: ClientCapabilities,
-    ) -> (String, CallGuard) {
+    pub(crate) fn enter(&self, route: Route, capabilities: Declared) -> (String, CallGuard) {
         let number = self.table.named.fetch_add(1, Ordering::Relaxed) + 1;
         let rounds = matches!(route, Route::Rounds).then(VecDeque::new);
         let call = Arc::new(Call {
@@ -266,7 +303,7 @@ impl Callers {
     /// Whether the caller of `call_id` can answer `request` (it declared the capability).
     pub fn supports(&self, call_id: &str, request: &InputRequest) -> Result<(), CallerError> {
         let call = self.call(call_id)?;
-        check(&call.capabilities, request)
+        check(call.capabilities.get(), request)
     }
 
     /// Like [`supports`](Self::supports), for a call that cannot go on without `request`:
@@ -275,7 +312,7 @@ impl Callers {
     /// with the tool's result.
     pub fn require(&self, call_id: &str, request: &InputRequest) -> Result<(), CallerError> {
         let call = self.call(call_id)?;
-        check(&call.capabilities, request).inspect_err(|err| {
+        check(call.capabilities.get(), request).inspect_err(|err| {
             if let CallerError::Unsupported { capability } = err {
                 let _ = call.missing.set(capability);
             }
@@ -300,7 +337,7 @@ impl Callers {
     ) -> Result<InputResponses, CallerError> {
         let call = self.call(call_id)?;
         for request in requests.values() {
-            check(&call.capabilities, request)?;
+            check(call.capabilities.get(), request)?;
         }
         let answered = async {
             match &call.route {
@@ -521,7 +558,10 @@ mod tests {
     #[tokio::test]
     async fn a_required_capability_the_client_lacks_is_recorded_for_the_server() {
         let callers = Callers::new();
-        let (c1, guard) = callers.enter(Route::Rounds, ClientCapabilities::default());
+        let (c1, guard) = callers.enter(
+            Route::Rounds,
+            Declared::known(ClientCapabilities::default()),
+        );
         let request = approval_request("run?").unwrap();
         assert_eq!(
             callers.require(&c1, &request),
@@ -531,7 +571,10 @@ mod tests {
         );
         assert_eq!(guard.call().missing(), Some("elicitation"));
         // `supports` only asks; it records nothing.
-        let (c2, other) = callers.enter(Route::Rounds, ClientCapabilities::default());
+        let (c2, other) = callers.enter(
+            Route::Rounds,
+            Declared::known(ClientCapabilities::default()),
+        );
         assert!(callers.supports(&c2, &request).is_err());
         assert_eq!(other.call().missing(), None);
     }
@@ -539,7 +582,10 @@ mod tests {
     #[tokio::test]
     async fn a_client_without_elicitation_is_refused_with_the_reason() {
         let callers = Callers::new();
-        let (call_id, _guard) = callers.enter(Route::Rounds, ClientCapabilities::default());
+        let (call_id, _guard) = callers.enter(
+            Route::Rounds,
+            Declared::known(ClientCapabilities::default()),
+        );
         match callers.ask_approval(&call_id, "run?").await {
             CallerAnswer::Deny { reason } => {
                 assert!(
@@ -555,8 +601,14 @@ mod tests {
     fn calls_are_numbered_per_table_and_only_their_exact_ids_name_them() {
         let callers = Callers::new();
         let shared = callers.clone();
-        let (first, _a) = callers.enter(Route::Rounds, ClientCapabilities::default());
-        let (second, _b) = shared.enter(Route::Rounds, ClientCapabilities::default());
+        let (first, _a) = callers.enter(
+            Route::Rounds,
+            Declared::known(ClientCapabilities::default()),
+        );
+        let (second, _b) = shared.enter(
+            Route::Rounds,
+            Declared::known(ClientCapabilities::default()),
+        );
         assert_eq!((first.as_str(), second.as_str()), ("mcp-1", "mcp-2"));
         let request = approval_request("run?").unwrap();
         for other in [
@@ -584,7 +636,7 @@ mod tests {
             caps
         };
         let callers = Callers::new();
-        let (call_id, guard) = callers.enter(Route::Rounds, elicit());
+        let (call_id, guard) = callers.enter(Route::Rounds, Declared::known(elicit()));
         let asking = callers.clone();
         let id = call_id.clone();
         let asked = tokio::spawn(async move { asking.ask_approval(&id, "run?").await });

@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::callers::{self, CALLER_TIMEOUT, CallGuard, CallerError, Callers, Route};
+use super::callers::{self, CALLER_TIMEOUT, CallGuard, CallerError, Callers, Declared, Route};
 use super::catalog::{Catalog, CatalogError, PromptOutcome};
 use super::convert;
 
@@ -259,7 +259,7 @@ impl Handler {
     fn start(
         &self,
         params: CallToolRequestParams,
-        cx: &RequestContext<RoleServer>,
+        cx: &mut RequestContext<RoleServer>,
     ) -> Result<(Running, Reporting), ErrorData> {
         let Some(tool) = self.shared.executor.tools().get(&params.name) else {
             return Err(ErrorData::invalid_params(
@@ -269,7 +269,8 @@ impl Handler {
         };
         let rounds = uses_rounds(cx.protocol_version().as_ref());
         let reporting = self.reporting(cx, rounds);
-        let capabilities = cx.client_capabilities().unwrap_or_default();
+        // Decoded only if the call asks its client something; nothing reads `_meta` later.
+        let capabilities = Declared::of_request(std::mem::take(&mut cx.meta), cx.peer.clone());
         let route = if rounds {
             Route::Rounds
         } else {
@@ -676,14 +677,14 @@ impl ServerHandler for Handler {
     fn call_tool(
         &self,
         mut params: CallToolRequestParams,
-        cx: RequestContext<RoleServer>,
+        mut cx: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send + '_ {
         match params.request_state.take() {
             // Rare and large: boxed, so that every request's task stays small.
             Some(state) => Either::Left(Box::pin(
                 async move { self.resume(&state, params, cx).await },
             )),
-            None => Either::Right(match self.start(params, &cx) {
+            None => Either::Right(match self.start(params, &mut cx) {
                 Ok((running, reporting)) => Either::Left(self.drive(running, cx, reporting)),
                 Err(err) => Either::Right(std::future::ready(Err(err))),
             }),

@@ -286,3 +286,83 @@ async fn dropping_an_execute_future_aborts_the_tool() {
         "the tool's task was aborted, not left running"
     );
 }
+
+/// A tool whose call panics where the executor starts it (`Tool::call_shared`), or in its
+/// first poll, depending on `when`.
+struct Explodes {
+    spec: mux_tool::ToolSpec,
+    when: &'static str,
+}
+
+impl Explodes {
+    fn new(name: &str, when: &'static str) -> Self {
+        let spec = mux_tool::ToolSpec::new(name, "Panics", json!({"type": "object"}))
+            .unwrap()
+            .with_annotations(ToolAnnotations::read_only());
+        Self { spec, when }
+    }
+}
+
+impl mux_tool::Tool for Explodes {
+    fn spec(&self) -> &mux_tool::ToolSpec {
+        &self.spec
+    }
+
+    fn call(
+        &self,
+        _input: serde_json::Value,
+        _cx: ToolContext,
+    ) -> mux_tool::BoxFuture<'_, Result<ToolOutput, ToolError>> {
+        Box::pin(async { panic!("exploded while running") })
+    }
+
+    fn call_shared(
+        self: Arc<Self>,
+        input: &serde_json::Value,
+        cx: ToolContext,
+    ) -> mux_tool::BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        assert!(self.when != "start", "exploded while starting");
+        let input = input.clone();
+        Box::pin(async move { self.call(input, cx).await })
+    }
+}
+
+#[tokio::test]
+async fn a_tool_that_panics_as_its_call_starts_or_runs_is_a_panicked_error() {
+    let registry = Registry::new();
+    registry
+        .register(Explodes::new("explodes_at_start", "start"))
+        .unwrap();
+    registry
+        .register(Explodes::new("explodes_running", "run"))
+        .unwrap();
+    registry.register_typed(common::Echo).unwrap();
+    let executor = Executor::new(registry);
+    for (tool, message) in [
+        ("explodes_at_start", "exploded while starting"),
+        ("explodes_running", "exploded while running"),
+    ] {
+        let outcome = executor
+            .execute(ToolCall::new("p", tool, json!({})), &CallScope::default())
+            .await;
+        match outcome.result {
+            Err(ExecError::Panicked {
+                tool: named,
+                message: said,
+            }) => {
+                assert_eq!((named.as_str(), said.as_str()), (tool, message));
+            }
+            other => panic!("{tool}: expected a panic error, got {other:?}"),
+        }
+    }
+    // The executor is unharmed, and a typed tool's call keeps its arguments whole.
+    let input = json!({"text": "still here"});
+    let outcome = executor
+        .execute(
+            ToolCall::new("e", "echo", input.clone()),
+            &CallScope::default(),
+        )
+        .await;
+    assert_eq!(outcome.output().to_text(), "still here");
+    assert_eq!(outcome.call.input, input);
+}
