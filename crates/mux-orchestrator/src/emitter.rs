@@ -308,7 +308,8 @@ mod tests {
         }
         sending.await.unwrap();
         assert_eq!(events.recv().await, None);
-        assert!(events.is_closed() && events.is_empty() && events.len() == 0);
+        assert!(events.is_closed() && events.is_empty());
+        assert_eq!(events.len(), 0);
         assert!(events.try_recv().is_err());
     }
 }
