@@ -870,12 +870,13 @@ impl<'a> Turns<'a> {
         };
         let forward = async {
             while let Some(event) = progress_rx.recv().await {
-                self.run
-                    .emit(LoopEvent::ToolOutputDelta {
-                        call_id: event.call_id,
-                        update: event.update,
-                    })
-                    .await;
+                // Boxed: this future sits beside the tools' for as long as they run (a run
+                // idles here), and most tools report no progress.
+                Box::pin(self.run.emit(LoopEvent::ToolOutputDelta {
+                    call_id: event.call_id,
+                    update: event.update,
+                }))
+                .await;
             }
         };
         // Both in this task: every progress event is out before the results, with no spawn.
