@@ -1,8 +1,8 @@
 //! The `ask_user` tool: the model asks the person a question and the run waits for the answer.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use mux_tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use mux_tool::{Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -25,6 +25,19 @@ pub struct AskUserArgs {
 /// Asks the user a question; answered through [`LoopInput::UserResponse`](crate::LoopInput).
 #[derive(Debug, Default)]
 pub struct AskUser;
+
+/// The `ask_user` tool, made once per process and shared: its spec and schema are the same
+/// for every orchestrator, and a server builds one orchestrator per thread (each made its
+/// own, about 5 KB, for as long as the thread's run lived).
+pub(crate) fn shared() -> Option<Arc<dyn Tool>> {
+    static TOOL: OnceLock<Option<Arc<dyn Tool>>> = OnceLock::new();
+    TOOL.get_or_init(|| {
+        mux_tool::Typed::new(AskUser)
+            .ok()
+            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
+    })
+    .clone()
+}
 
 /// The run an `ask_user` call belongs to, found in the call's resources.
 #[derive(Debug)]

@@ -9,7 +9,6 @@ use mux_tool::{ApprovalPolicy, Registry, Resources};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::ask_user::AskUser;
 use crate::context::ContextProvider;
 use crate::core::Services;
 use crate::emitter::Broadcast;
@@ -210,8 +209,8 @@ impl OrchestratorBuilder {
     fn services(self) -> Services {
         if self.config.ask_user {
             // `replace` keeps an application's own `ask_user` from failing the build.
-            if let Ok(tool) = mux_tool::Typed::new(AskUser) {
-                let _ = self.tools.replace(Arc::new(tool));
+            if let Some(tool) = crate::ask_user::shared() {
+                let _ = self.tools.replace(tool);
             }
         }
         let broadcast = Broadcast::new(self.config.broadcast_capacity);

@@ -29,7 +29,8 @@ pub struct Run {
 /// Sends [`LoopInput`]s into a run.
 #[derive(Clone, Debug)]
 pub struct InputSender {
-    pub(crate) tx: mpsc::Sender<LoopInput>,
+    /// Boxed: the channel allocates 32 slots when it is made, and an input is 56 bytes.
+    pub(crate) tx: mpsc::Sender<Box<LoopInput>>,
     pub(crate) cancel: CancellationToken,
 }
 
@@ -43,7 +44,7 @@ impl InputSender {
             self.cancel.cancel();
             return !self.tx.is_closed();
         }
-        self.tx.send(input).await.is_ok()
+        self.tx.send(Box::new(input)).await.is_ok()
     }
 }
 

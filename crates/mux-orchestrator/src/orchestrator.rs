@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::core::{Core, Services};
-use crate::emitter::{Emitter, Subscription};
+use crate::emitter::{Emitter, EventReceiver, Subscription};
 use crate::event::{LoopEvent, LoopInput};
 use crate::hooks::Hooks;
 use crate::journal::{PendingApproval, PendingQuestion};
@@ -280,7 +280,8 @@ impl Orchestrator {
     ) -> Result<Run, LoopError> {
         let running = RunningGuard::acquire(&self.running)?;
         let config = &self.core.services.config;
-        let (events_tx, events) = mpsc::channel(config.event_capacity.max(1));
+        let (events_tx, events) = EventReceiver::channel(config.event_capacity);
+        // Boxed inputs, so the channel's first block (32 slots, made with it) is small.
         let (input, inputs) = mpsc::channel(64);
         let cancel = self.core.services.cancel.child_token();
         // Fires when the run is cancelled or its loop has ended: from then on no event waits
@@ -432,7 +433,7 @@ impl Drop for RunningGuard {
 /// for is reported, never silently dropped. Once `winding_down` fires it takes no new inputs
 /// and answers the ones already sent; a message the loop can no longer read is rejected.
 async fn route_inputs(
-    mut inputs: mpsc::Receiver<LoopInput>,
+    mut inputs: mpsc::Receiver<Box<LoopInput>>,
     run: Arc<RunShared>,
     winding_down: CancellationToken,
 ) {
@@ -446,7 +447,7 @@ async fn route_inputs(
             }
         };
         let Some(input) = input else { return };
-        let rejected = match input {
+        let rejected = match *input {
             LoopInput::Cancel => {
                 run.cancel.cancel();
                 None

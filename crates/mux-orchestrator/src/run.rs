@@ -213,10 +213,13 @@ impl<'a> Turns<'a> {
         let executor = self.executor();
         // The results of calls an earlier run left open lead the prompt's message; without a
         // prompt (a paused run resumed), they are the message.
-        let mut content = self.resolve_unanswered(&executor).await?;
+        // Boxed, as are the turn's other large steps below: a task is as large as its
+        // largest state, and a run idles in one (a tool that waits), so the rare and the
+        // short ones live on the heap only while they run.
+        let mut content = Box::pin(self.resolve_unanswered(&executor)).await?;
         match prompt {
             Some(prompt) => {
-                let text = self.submit_prompt(prompt.text).await?;
+                let text = Box::pin(self.submit_prompt(prompt.text)).await?;
                 content.push(ContentBlock::text(text));
                 content.extend(prompt.attachments);
             }
@@ -232,7 +235,7 @@ impl<'a> Turns<'a> {
 
         loop {
             self.check_stop()?;
-            self.maybe_compact().await?;
+            Box::pin(self.maybe_compact()).await?;
             self.budget.before_model_call().map_err(Halt::Limit)?;
             self.iterations += 1;
             let limit = self.orch.services.config.max_iterations;
@@ -241,7 +244,7 @@ impl<'a> Turns<'a> {
             }
             self.refresh_tools().await;
             let turn = tracing::info_span!("turn", iteration = self.iterations);
-            let response = self.stream_turn().instrument(turn.clone()).await?;
+            let response = Box::pin(self.stream_turn().instrument(turn.clone())).await?;
             let calls: Vec<ToolCall> = response
                 .tool_calls()
                 .map(|(id, name, input)| ToolCall::new(id, name, input.clone()))
@@ -257,7 +260,7 @@ impl<'a> Turns<'a> {
             if calls.is_empty() {
                 let queued = self.run.take_queued_messages();
                 let follow_up = if queued.is_empty() {
-                    self.stop_hooks(&text).await?
+                    Box::pin(self.stop_hooks(&text)).await?
                 } else {
                     Some(queued.join("\n\n"))
                 };
@@ -867,12 +870,13 @@ impl<'a> Turns<'a> {
         };
         let forward = async {
             while let Some(event) = progress_rx.recv().await {
-                self.run
-                    .emit(LoopEvent::ToolOutputDelta {
-                        call_id: event.call_id,
-                        update: event.update,
-                    })
-                    .await;
+                // Boxed: this future sits beside the tools' for as long as they run (a run
+                // idles here), and most tools report no progress.
+                Box::pin(self.run.emit(LoopEvent::ToolOutputDelta {
+                    call_id: event.call_id,
+                    update: event.update,
+                }))
+                .await;
             }
         };
         // Both in this task: every progress event is out before the results, with no spawn.

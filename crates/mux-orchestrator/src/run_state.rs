@@ -106,10 +106,16 @@ impl RunShared {
         self
     }
 
-    pub(crate) async fn emit(&self, event: LoopEvent) {
+    /// Delivers `event` to the run's receiver and subscribers. Not an `async fn`: the event
+    /// is boxed before the returned future's first wait, so the loop's states that emit hold
+    /// a pointer, not the event (see [`Emitter::emit`]).
+    pub(crate) fn emit(&self, event: LoopEvent) -> impl Future<Output = ()> + Send + '_ {
         // Nobody listening (a face-less run): skip the delivery machinery altogether.
-        if self.emitter.is_listening() {
-            self.emitter.emit(event).await;
+        let event = self.emitter.is_listening().then(|| Box::new(event));
+        async move {
+            if let Some(event) = event {
+                self.emitter.emit_boxed(event).await;
+            }
         }
     }
 
