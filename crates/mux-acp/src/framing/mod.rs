@@ -36,8 +36,8 @@ pub(crate) const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
 /// Where both the SDK's messages and this module's errors go, a line at a time.
 struct Output<W> {
     writer: Mutex<W>,
-    /// Cancelled when a write finds the client gone (a broken pipe): input ends there, as at
-    /// the end of input.
+    /// Cancelled when a write finds the client gone (a broken pipe or reset, or a write that
+    /// took nothing): input ends there, as at the end of input.
     gone: CancellationToken,
 }
 
@@ -56,7 +56,7 @@ impl<W: AsyncWrite + Unpin> Output<W> {
         }
         .await;
         match written {
-            Err(err) if err.kind() == io::ErrorKind::BrokenPipe => {
+            Err(err) if client_gone(&err) => {
                 tracing::debug!(target: "mux_acp", "the client closed its input: ending");
                 self.gone.cancel();
                 Ok(())
@@ -64,6 +64,20 @@ impl<W: AsyncWrite + Unpin> Output<W> {
             other => other,
         }
     }
+}
+
+/// Whether a write's `err` says the client is gone. However the OS and the writer say it
+/// (a broken pipe, a reset, a closed socket, or a write that took nothing), the client stopped
+/// reading for good.
+fn client_gone(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::BrokenPipe
+            | io::ErrorKind::WriteZero
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::NotConnected
+    )
 }
 
 /// The outgoing lines.
