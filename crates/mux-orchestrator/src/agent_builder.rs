@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use mux_llm::LlmClient;
 use mux_permission::Permissions;
-use mux_tool::{ApprovalPolicy, RegistryError, Resources, Tool, TypedTool};
+use mux_tool::{ApprovalPolicy, Registry, RegistryError, Resources, Tool, TypedTool};
 use serde_json::Value;
 
 use crate::agent_spec::{AgentBuildError, ContextAt, Spec, ToolsAt, ToolsetError};
@@ -291,10 +291,14 @@ impl AgentBuilder {
         if let Some(err) = self.problem {
             return Err(AgentBuildError::Tool(err));
         }
+        let tools = Registry::new();
+        for tool in self.tools {
+            tools.register_shared(tool)?;
+        }
         Agent::from_spec(Spec {
             client: self.client,
             config: self.config,
-            tools: self.tools,
+            tools,
             tools_at: self.tools_at,
             contexts: self.contexts,
             contexts_at: self.contexts_at,

@@ -30,7 +30,8 @@ pub(crate) type ContextAt = Arc<dyn Fn(&Path) -> Arc<dyn ContextProvider> + Send
 pub(crate) struct Spec {
     pub(crate) client: Arc<dyn LlmClient>,
     pub(crate) config: OrchestratorConfig,
-    pub(crate) tools: Vec<Arc<dyn Tool>>,
+    /// The fixed tools, registered once: every conversation shares their entries.
+    pub(crate) tools: Registry,
     pub(crate) tools_at: Vec<ToolsAt>,
     pub(crate) contexts: Vec<Arc<dyn ContextProvider>>,
     pub(crate) contexts_at: Vec<ContextAt>,
@@ -52,9 +53,7 @@ impl Spec {
     /// The fixed tools and those built for `root`. A name offered twice is an error.
     pub(crate) fn tools_at(&self, root: &Path) -> Result<Registry, AgentBuildError> {
         let registry = Registry::new();
-        for tool in &self.tools {
-            registry.register_shared(Arc::clone(tool))?;
-        }
+        registry.register_from(&self.tools)?;
         for build in &self.tools_at {
             let tools = build(root).map_err(|source| AgentBuildError::Toolset {
                 root: root.to_path_buf(),

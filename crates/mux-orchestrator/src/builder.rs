@@ -95,12 +95,8 @@ impl OrchestratorBuilder {
     /// Adds `tools` to the registry, each replacing a tool of the same name: how a face adds
     /// its own tools (the web page's frontend tools) to an agent's.
     pub fn add_tools(self, tools: &Registry) -> Self {
-        for tool in tools.list() {
-            if let Some(old) = self.tools.get(tool.spec().name.as_str()) {
-                tracing::warn!(tool = %old.spec().name, "a face's tool replaces the agent's tool of the same name");
-            }
-            // The name was valid in `tools`, so it is valid here.
-            let _ = self.tools.replace(tool);
+        for name in self.tools.replace_from(tools) {
+            tracing::warn!(tool = %name, "a face's tool replaces the agent's tool of the same name");
         }
         self
     }

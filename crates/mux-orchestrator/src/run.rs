@@ -857,10 +857,11 @@ impl<'a> Turns<'a> {
             };
             return self.run_groups(executor, calls, &scope).await;
         }
-        let (progress_tx, mut progress_rx) = mpsc::channel::<mux_tool::ProgressEvent>(64);
+        // Boxed events: the channel's slots are made with it, for every tool step.
+        let (progress_tx, mut progress_rx) = mpsc::channel::<Box<mux_tool::ProgressEvent>>(64);
         let scope = CallScope {
             cancel: self.run.cancel.clone(),
-            progress: ProgressSender::new(progress_tx),
+            progress: ProgressSender::boxed(progress_tx),
         };
         let batches = async move {
             let results = self.run_groups(executor, calls, &scope).await;
@@ -870,6 +871,7 @@ impl<'a> Turns<'a> {
         };
         let forward = async {
             while let Some(event) = progress_rx.recv().await {
+                let event = *event;
                 // Boxed: this future sits beside the tools' for as long as they run (a run
                 // idles here), and most tools report no progress.
                 Box::pin(self.run.emit(LoopEvent::ToolOutputDelta {

@@ -54,13 +54,30 @@ pub struct ProgressEvent {
 /// (backpressure), so nothing is dropped; with no receiver, updates go nowhere.
 #[derive(Clone, Debug, Default)]
 pub struct ProgressSender {
-    tx: Option<mpsc::Sender<ProgressEvent>>,
+    tx: Option<Tx>,
+}
+
+/// The channel a [`ProgressSender`] forwards to.
+#[derive(Clone, Debug)]
+enum Tx {
+    Plain(mpsc::Sender<ProgressEvent>),
+    Boxed(mpsc::Sender<Box<ProgressEvent>>),
 }
 
 impl ProgressSender {
     /// A sender that forwards to `tx`.
     pub fn new(tx: mpsc::Sender<ProgressEvent>) -> Self {
-        Self { tx: Some(tx) }
+        Self {
+            tx: Some(Tx::Plain(tx)),
+        }
+    }
+
+    /// A sender that forwards boxed events to `tx`: a channel of boxes allocates a pointer
+    /// per slot, so one made for every tool step of an idle run costs little.
+    pub fn boxed(tx: mpsc::Sender<Box<ProgressEvent>>) -> Self {
+        Self {
+            tx: Some(Tx::Boxed(tx)),
+        }
     }
 
     /// A sender with no receiver.
@@ -70,13 +87,23 @@ impl ProgressSender {
 
     /// Whether anyone is listening.
     pub fn is_connected(&self) -> bool {
-        self.tx.as_ref().is_some_and(|tx| !tx.is_closed())
+        match &self.tx {
+            Some(Tx::Plain(tx)) => !tx.is_closed(),
+            Some(Tx::Boxed(tx)) => !tx.is_closed(),
+            None => false,
+        }
     }
 
     pub(crate) async fn send(&self, event: ProgressEvent) {
-        if let Some(tx) = &self.tx {
-            // A closed receiver means nobody listens any more; that is not the tool's failure.
-            let _ = tx.send(event).await;
+        // A closed receiver means nobody listens any more; that is not the tool's failure.
+        match &self.tx {
+            Some(Tx::Plain(tx)) => {
+                let _ = tx.send(event).await;
+            }
+            Some(Tx::Boxed(tx)) => {
+                let _ = tx.send(Box::new(event)).await;
+            }
+            None => {}
         }
     }
 }

@@ -124,6 +124,50 @@ impl Registry {
         Ok(previous.map(|entry| Arc::clone(&entry.tool)))
     }
 
+    /// Registers every tool of `other`, sharing its entries (the specs and argument
+    /// validators are not built again). A name registered here already is an error, and then
+    /// nothing is added.
+    pub fn register_from(&self, other: &Registry) -> Result<(), RegistryError> {
+        if Arc::ptr_eq(&self.tools, &other.tools) {
+            return match other.read().keys().next() {
+                Some(name) => Err(RegistryError::Duplicate { name: name.clone() }),
+                None => Ok(()),
+            };
+        }
+        let entries = other.read().clone();
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut tools = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(name) = entries.keys().find(|name| tools.contains_key(*name)) {
+            return Err(RegistryError::Duplicate { name: name.clone() });
+        }
+        tools.extend(entries);
+        drop(tools);
+        self.changed();
+        Ok(())
+    }
+
+    /// Registers every tool of `other`, sharing its entries, replacing tools of the same
+    /// name; returns the names replaced.
+    pub fn replace_from(&self, other: &Registry) -> Vec<String> {
+        if Arc::ptr_eq(&self.tools, &other.tools) {
+            return Vec::new();
+        }
+        let entries = other.read().clone();
+        if entries.is_empty() {
+            return Vec::new();
+        }
+        let mut tools = self.tools.write().unwrap_or_else(PoisonError::into_inner);
+        let replaced = entries
+            .into_iter()
+            .filter_map(|(name, entry)| tools.insert(name.clone(), entry).map(|_| name))
+            .collect();
+        drop(tools);
+        self.changed();
+        replaced
+    }
+
     /// Removes the tool called `name` and returns it.
     pub fn remove(&self, name: &str) -> Option<Arc<dyn Tool>> {
         let removed = self
@@ -319,6 +363,39 @@ mod tests {
 
     fn tool(name: &str) -> Named {
         Named(ToolSpec::new(name, "", serde_json::json!({"type": "object"})).unwrap())
+    }
+
+    #[test]
+    fn tools_taken_from_another_registry_share_its_entries() {
+        let agent = Registry::new();
+        agent.register(tool("a")).unwrap();
+        agent.register(tool("b")).unwrap();
+        let conversation = Registry::new();
+        conversation.register(tool("c")).unwrap();
+        conversation.register_from(&agent).unwrap();
+        assert_eq!(conversation.names(), ["a", "b", "c"]);
+        // The same spec, not a copy of it.
+        assert!(Arc::ptr_eq(
+            &agent.shared_specs()[0],
+            &conversation.shared_specs()[0]
+        ));
+        // A name taken already: an error, and nothing added.
+        let other = Registry::new();
+        other.register(tool("b")).unwrap();
+        other.register(tool("d")).unwrap();
+        assert_eq!(
+            conversation.register_from(&other),
+            Err(RegistryError::Duplicate { name: "b".into() })
+        );
+        assert!(!conversation.contains("d"));
+        assert!(conversation.register_from(&conversation).is_err());
+        // Replacing takes the other's tool and says which names it replaced.
+        assert_eq!(conversation.replace_from(&other), ["b"]);
+        assert!(conversation.contains("d"));
+        assert!(Arc::ptr_eq(
+            &conversation.get("b").unwrap(),
+            &other.get("b").unwrap()
+        ));
     }
 
     #[test]
