@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use mux_tool::{Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use mux_tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -26,17 +26,19 @@ pub struct AskUserArgs {
 #[derive(Debug, Default)]
 pub struct AskUser;
 
-/// The `ask_user` tool, made once per process and shared: its spec and schema are the same
-/// for every orchestrator, and a server builds one orchestrator per thread (each made its
-/// own, about 5 KB, for as long as the thread's run lived).
-pub(crate) fn shared() -> Option<Arc<dyn Tool>> {
-    static TOOL: OnceLock<Option<Arc<dyn Tool>>> = OnceLock::new();
-    TOOL.get_or_init(|| {
-        mux_tool::Typed::new(AskUser)
-            .ok()
-            .map(|tool| Arc::new(tool) as Arc<dyn Tool>)
+/// The `ask_user` tool in a registry made once per process: its spec, schema and argument
+/// validator are the same for every orchestrator, and a server builds one orchestrator per
+/// thread, which takes the entry from here (each built its own, about 5 KB, for as long as the
+/// thread's run lived).
+pub(crate) fn registry() -> &'static Registry {
+    static TOOLS: OnceLock<Registry> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let tools = Registry::new();
+        if let Ok(tool) = mux_tool::Typed::new(AskUser) {
+            let _ = tools.register(tool);
+        }
+        tools
     })
-    .clone()
 }
 
 /// The run an `ask_user` call belongs to, found in the call's resources.

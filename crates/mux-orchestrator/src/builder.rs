@@ -204,10 +204,8 @@ impl OrchestratorBuilder {
 
     fn services(self) -> Services {
         if self.config.ask_user {
-            // `replace` keeps an application's own `ask_user` from failing the build.
-            if let Some(tool) = crate::ask_user::shared() {
-                let _ = self.tools.replace(tool);
-            }
+            // Replacing keeps an application's own `ask_user` from failing the build.
+            self.tools.replace_from(crate::ask_user::registry());
         }
         let broadcast = Broadcast::new(self.config.broadcast_capacity);
         let permissions = self.permissions.or_else(|| {

@@ -107,18 +107,24 @@ mod server {
             config.ask_user = false;
             config.event_capacity = 16;
         }
+        // Made once, as an `Agent` makes its fixed tools: each conversation shares them.
+        let fixed = mux_tool::Registry::new();
+        for tool in [
+            Named::new("noop", false),
+            Named::new("hold", true),
+            Named::new("act", false).map(Named::asked),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let _ = fixed.register(tool);
+        }
         mux_web::AguiRouter::new(move |tools: mux_tool::Registry| {
-            for tool in [
-                Named::new("noop", false),
-                Named::new("hold", true),
-                Named::new("act", false).map(Named::asked),
-            ]
-            .into_iter()
-            .flatten()
-            {
-                let _ = tools.register(tool);
-            }
-            Orchestrator::builder(client.clone(), config.clone()).tools(tools)
+            // The page's tools replace the agent's of the same name, as on an `Agent`.
+            let all = mux_tool::Registry::new();
+            let _ = all.register_from(&fixed);
+            all.replace_from(&tools);
+            Orchestrator::builder(client.clone(), config.clone()).tools(all)
         })
         .config(mux_web::WebConfig::default().replay_retention(std::time::Duration::from_secs(1)))
     }
