@@ -29,6 +29,8 @@
 //! `postgres`) across machines, with the database's clock and `LISTEN/NOTIFY` to wake
 //! readers.
 
+#[cfg(any(test, feature = "testing"))]
+mod faulty;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -45,6 +47,8 @@ use serde_json::Value;
 
 use mux_tool::BoxFuture;
 
+#[cfg(any(test, feature = "testing"))]
+pub use faulty::FaultyRunStore;
 pub use memory::MemoryRunStore;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresRunStore;

@@ -442,137 +442,16 @@ impl Shared {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::runs::{ListedRun, MemoryRunStore, RunRecord, StoredEvent};
-    use mux_tool::BoxFuture;
+    use crate::runs::{FaultyRunStore, MemoryRunStore};
     use serde_json::json;
-
-    /// A store whose first append commits but whose answer is lost (the connection drops
-    /// after the commit).
-    struct LostAnswer {
-        inner: MemoryRunStore,
-        lost: std::sync::atomic::AtomicBool,
-    }
-
-    impl RunStore for LostAnswer {
-        fn begin<'a>(
-            &'a self,
-            session_id: &'a str,
-            run_id: &'a str,
-            owner: &'a str,
-            lease: Duration,
-        ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-            self.inner.begin(session_id, run_id, owner, lease)
-        }
-        fn renew<'a>(
-            &'a self,
-            run_id: &'a str,
-            owner: &'a str,
-            lease: Duration,
-        ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-            self.inner.renew(run_id, owner, lease)
-        }
-        fn set_status<'a>(
-            &'a self,
-            run_id: &'a str,
-            owner: &'a str,
-            status: RunStatus,
-        ) -> BoxFuture<'a, Result<(), RunStoreError>> {
-            self.inner.set_status(run_id, owner, status)
-        }
-        fn claim<'a>(
-            &'a self,
-            run_id: &'a str,
-            owner: &'a str,
-            lease: Duration,
-        ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-            self.inner.claim(run_id, owner, lease)
-        }
-        fn hand_over<'a>(
-            &'a self,
-            from: &'a str,
-            to: &'a str,
-            owner: &'a str,
-            lease: Duration,
-        ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-            self.inner.hand_over(from, to, owner, lease)
-        }
-        fn claim_expired<'a>(
-            &'a self,
-            prefix: &'a str,
-            owner: &'a str,
-            lease: Duration,
-        ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
-            self.inner.claim_expired(prefix, owner, lease)
-        }
-        fn get<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-            self.inner.get(run_id)
-        }
-        fn active_run<'a>(
-            &'a self,
-            session_id: &'a str,
-        ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
-            self.inner.active_run(session_id)
-        }
-        fn request_cancel<'a>(
-            &'a self,
-            run_id: &'a str,
-        ) -> BoxFuture<'a, Result<(), RunStoreError>> {
-            self.inner.request_cancel(run_id)
-        }
-        fn append_events<'a>(
-            &'a self,
-            run_id: &'a str,
-            owner: &'a str,
-            events: &'a [Value],
-            end: Option<RunStatus>,
-        ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
-            Box::pin(async move {
-                let stored = self.inner.append_events(run_id, owner, events, end).await?;
-                if self.lost.swap(false, std::sync::atomic::Ordering::SeqCst) {
-                    return Err(RunStoreError::Store {
-                        operation: "appending events",
-                        reason: "connection reset by peer".into(),
-                    });
-                }
-                Ok(stored)
-            })
-        }
-        fn events_after<'a>(
-            &'a self,
-            run_id: &'a str,
-            after: u64,
-            limit: usize,
-        ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>> {
-            self.inner.events_after(run_id, after, limit)
-        }
-        fn list_runs<'a>(
-            &'a self,
-            prefix: &'a str,
-            after: &'a str,
-            limit: usize,
-        ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
-            self.inner.list_runs(prefix, after, limit)
-        }
-        fn forget_ended<'a>(
-            &'a self,
-            older_than: Duration,
-        ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
-            self.inner.forget_ended(older_than)
-        }
-        fn changed<'a>(&'a self, run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()> {
-            self.inner.changed(run_id, wait)
-        }
-    }
 
     /// An append committed whose answer was lost is not written again: each event is stored
     /// once (before, the retry stored the batch a second time).
     #[tokio::test]
     async fn an_append_whose_answer_was_lost_is_not_stored_twice() {
         for end in [None, Some(RunStatus::Finished)] {
-            let store = Arc::new(LostAnswer {
-                inner: MemoryRunStore::new(),
-                lost: true.into(),
-            });
+            let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
+            store.lose_next_answer();
             let lease = Duration::from_secs(30);
             store.begin("s", "r", "me", lease).await.unwrap();
             let dyn_store: Arc<dyn RunStore> = store.clone();

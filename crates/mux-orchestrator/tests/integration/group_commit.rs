@@ -2,6 +2,7 @@
 //! runs and sessions written at once land whole and in order per run, and a crash of the
 //! database in the middle of it loses nothing that was acknowledged.
 
+use crate::common::runtime;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -14,14 +15,6 @@ use serde_json::{Value, json};
 use tokio::sync::Barrier;
 
 const HELD: Duration = Duration::from_secs(120);
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 fn said(text: String) -> HistoryRecord {
     HistoryRecord::Message {

@@ -2,6 +2,7 @@
 //! binaries), plus what only a shared database promises: OS processes racing to take over
 //! expired runs each get different ones, and a wake-up crosses processes.
 
+use crate::common::runtime;
 use std::time::{Duration, Instant};
 
 use mux_orchestrator::runs::{MemoryRunStore, RunStatus, RunStore, RunStoreError};
@@ -10,14 +11,6 @@ use serde_json::json;
 /// Long enough never to run out during a test step; short enough to run out on purpose.
 const HELD: Duration = Duration::from_secs(60);
 const SHORT: Duration = Duration::from_millis(150);
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// Lets `SHORT` leases run out.
 async fn expire() {

@@ -6,16 +6,13 @@
 //! memory: its loop is dropped and rebuilt on resume.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
 use mux_orchestrator::Agent;
-use mux_orchestrator::runs::{
-    ListedRun, PostgresRunStore, RunRecord, RunStatus, RunStore, RunStoreError, SqliteRunStore,
-    StoredEvent,
-};
+use mux_orchestrator::runs::{FaultyRunStore, PostgresRunStore, RunStore, SqliteRunStore};
 use mux_orchestrator::session::{PostgresSessionStore, SessionStore, SqliteSessionStore};
 use mux_testkit::postgres::TestDatabase;
 use mux_tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
@@ -104,18 +101,19 @@ impl Cluster {
     }
 
     async fn process(&self, config: WebConfig) -> Process {
-        self.process_with(config, Duration::from_millis(250), None)
+        self.process_with(config, Duration::from_millis(250), false)
             .await
+            .0
     }
 
-    /// A process whose `tick` waits `tick`, and whose run store is unreachable while `cut`
-    /// is set.
+    /// A process whose `tick` waits `tick`; with `faulty`, its run store can be cut off
+    /// through the store returned.
     async fn process_with(
         &self,
         config: WebConfig,
         tick: Duration,
-        cut: Option<Arc<AtomicBool>>,
-    ) -> Process {
+        faulty: bool,
+    ) -> (Process, Option<Arc<FaultyRunStore>>) {
         let charge = Charge {
             spec: ToolSpec::new("charge", "Charges a card", json!({"type": "object"})).unwrap(),
             runs: Arc::clone(&self.charges),
@@ -133,8 +131,9 @@ impl Cluster {
             .build()
             .unwrap();
         let (sessions, mut runs) = self.stores().await;
-        if let Some(off) = cut {
-            runs = Arc::new(Cut { inner: runs, off });
+        let faulty = faulty.then(|| Arc::new(FaultyRunStore::new(runs.clone())));
+        if let Some(faulty) = &faulty {
+            runs = faulty.clone();
         }
         let router = AguiRouter::new(agent)
             .session_store(sessions)
@@ -144,173 +143,7 @@ impl Cluster {
         let listener = mux_web::bind(0).await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let task = tokio::spawn(mux_web::serve(listener, router));
-        Process { url, task }
-    }
-}
-
-/// A run store that is unreachable while `off` is set (a partition between one process and
-/// the database).
-struct Cut {
-    inner: Arc<dyn RunStore>,
-    off: Arc<AtomicBool>,
-}
-
-impl Cut {
-    fn check(&self) -> Result<(), RunStoreError> {
-        if self.off.load(Ordering::SeqCst) {
-            return Err(RunStoreError::Store {
-                operation: "reaching the database",
-                reason: "cut off".into(),
-            });
-        }
-        Ok(())
-    }
-}
-
-impl RunStore for Cut {
-    fn begin<'a>(
-        &'a self,
-        session_id: &'a str,
-        run_id: &'a str,
-        owner: &'a str,
-        lease: Duration,
-    ) -> mux_tool::BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.begin(session_id, run_id, owner, lease).await
-        })
-    }
-    fn renew<'a>(
-        &'a self,
-        run_id: &'a str,
-        owner: &'a str,
-        lease: Duration,
-    ) -> mux_tool::BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.renew(run_id, owner, lease).await
-        })
-    }
-    fn set_status<'a>(
-        &'a self,
-        run_id: &'a str,
-        owner: &'a str,
-        status: RunStatus,
-    ) -> mux_tool::BoxFuture<'a, Result<(), RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.set_status(run_id, owner, status).await
-        })
-    }
-    fn claim<'a>(
-        &'a self,
-        run_id: &'a str,
-        owner: &'a str,
-        lease: Duration,
-    ) -> mux_tool::BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.claim(run_id, owner, lease).await
-        })
-    }
-    fn hand_over<'a>(
-        &'a self,
-        from: &'a str,
-        to: &'a str,
-        owner: &'a str,
-        lease: Duration,
-    ) -> mux_tool::BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.hand_over(from, to, owner, lease).await
-        })
-    }
-    fn claim_expired<'a>(
-        &'a self,
-        prefix: &'a str,
-        owner: &'a str,
-        lease: Duration,
-    ) -> mux_tool::BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.claim_expired(prefix, owner, lease).await
-        })
-    }
-    fn get<'a>(
-        &'a self,
-        run_id: &'a str,
-    ) -> mux_tool::BoxFuture<'a, Result<RunRecord, RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.get(run_id).await
-        })
-    }
-    fn active_run<'a>(
-        &'a self,
-        session_id: &'a str,
-    ) -> mux_tool::BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.active_run(session_id).await
-        })
-    }
-    fn request_cancel<'a>(
-        &'a self,
-        run_id: &'a str,
-    ) -> mux_tool::BoxFuture<'a, Result<(), RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.request_cancel(run_id).await
-        })
-    }
-    fn append_events<'a>(
-        &'a self,
-        run_id: &'a str,
-        owner: &'a str,
-        events: &'a [Value],
-        end: Option<RunStatus>,
-    ) -> mux_tool::BoxFuture<'a, Result<u64, RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.append_events(run_id, owner, events, end).await
-        })
-    }
-    fn events_after<'a>(
-        &'a self,
-        run_id: &'a str,
-        after: u64,
-        limit: usize,
-    ) -> mux_tool::BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.events_after(run_id, after, limit).await
-        })
-    }
-    fn list_runs<'a>(
-        &'a self,
-        prefix: &'a str,
-        after: &'a str,
-        limit: usize,
-    ) -> mux_tool::BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.list_runs(prefix, after, limit).await
-        })
-    }
-    fn forget_ended<'a>(
-        &'a self,
-        older_than: Duration,
-    ) -> mux_tool::BoxFuture<'a, Result<u64, RunStoreError>> {
-        Box::pin(async move {
-            self.check()?;
-            self.inner.forget_ended(older_than).await
-        })
-    }
-    fn changed<'a>(&'a self, run_id: &'a str, wait: Duration) -> mux_tool::BoxFuture<'a, ()> {
-        self.inner.changed(run_id, wait)
-    }
-    fn notifies(&self) -> bool {
-        self.inner.notifies()
+        (Process { url, task }, faulty)
     }
 }
 
@@ -984,17 +817,13 @@ async fn a_client_of_a_run_taken_from_its_process_follows_it_to_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let cluster = Cluster::sqlite(dir.path());
     let http = reqwest::Client::new();
-    let off = Arc::new(AtomicBool::new(false));
     // A's `tick` never returns; B's does at once.
-    let a = cluster
-        .process_with(
-            WebConfig::default(),
-            Duration::from_secs(3600),
-            Some(Arc::clone(&off)),
-        )
+    let (a, a_store) = cluster
+        .process_with(WebConfig::default(), Duration::from_secs(3600), true)
         .await;
-    let b = cluster
-        .process_with(WebConfig::default(), Duration::from_millis(10), None)
+    let a_store = a_store.unwrap();
+    let (b, _) = cluster
+        .process_with(WebConfig::default(), Duration::from_millis(10), false)
         .await;
     let response = post(&http, &a, &input("t-cut", "r1", "slow")).await;
     let mut b_side = None;
@@ -1002,8 +831,8 @@ async fn a_client_of_a_run_taken_from_its_process_follows_it_to_the_end() {
         if b_side.is_none() && e.iter().any(|(_, e)| e["type"] == "TOOL_CALL_END") {
             // A is cut off mid-tool; B takes the run over once A's lease ran out, and
             // finishes it; then A reaches the store again.
-            off.store(true, Ordering::SeqCst);
-            let (http, b_url, off) = (http.clone(), b.url.clone(), Arc::clone(&off));
+            a_store.cut_off(true);
+            let (http, b_url, a_store) = (http.clone(), b.url.clone(), Arc::clone(&a_store));
             b_side = Some(tokio::spawn(async move {
                 let replay = http
                     .get(format!("{b_url}/agui/runs/r1/events"))
@@ -1011,7 +840,7 @@ async fn a_client_of_a_run_taken_from_its_process_follows_it_to_the_end() {
                     .await
                     .unwrap();
                 let replay = read_all(replay).await;
-                off.store(false, Ordering::SeqCst);
+                a_store.cut_off(false);
                 replay
             }));
         }

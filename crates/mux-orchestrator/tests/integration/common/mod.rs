@@ -227,3 +227,12 @@ pub fn scripted() -> ScriptedClient {
 pub fn json_input(text: &str) -> Value {
     json!({"text": text})
 }
+
+/// A two-worker runtime for tests that start servers or processes of their own.
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}

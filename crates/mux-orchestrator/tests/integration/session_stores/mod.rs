@@ -8,15 +8,8 @@ mod outage;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod processes;
 
+use crate::common::runtime;
 use mux_orchestrator::session::{FileSessionStore, MemorySessionStore};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 #[test]
 fn the_memory_store_keeps_the_contract() {

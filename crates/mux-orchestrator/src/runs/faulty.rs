@@ -1,0 +1,241 @@
+//! [`FaultyRunStore`]: a run store that fails on purpose, for tests of what a face does when
+//! its store is unreachable or loses an answer (feature `testing`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use mux_tool::BoxFuture;
+use serde_json::Value;
+
+use super::{ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
+
+/// Wraps a run store: while [cut off](Self::cut_off) every call fails as an unreachable
+/// store would (a partition between one process and the database), and after
+/// [`lose_next_answer`](Self::lose_next_answer) the next append is stored but answered with
+/// an error (the connection dropped after the commit).
+pub struct FaultyRunStore {
+    inner: Arc<dyn RunStore>,
+    cut: AtomicBool,
+    lose_answer: AtomicBool,
+}
+
+impl std::fmt::Debug for FaultyRunStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FaultyRunStore")
+            .field("cut", &self.cut)
+            .field("lose_answer", &self.lose_answer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FaultyRunStore {
+    /// `inner`, working until told otherwise.
+    pub fn new(inner: Arc<dyn RunStore>) -> Self {
+        Self {
+            inner,
+            cut: AtomicBool::new(false),
+            lose_answer: AtomicBool::new(false),
+        }
+    }
+
+    /// Cuts the store off (`true`) or reconnects it (`false`).
+    pub fn cut_off(&self, cut: bool) {
+        self.cut.store(cut, Ordering::SeqCst);
+    }
+
+    /// The next append is stored, then answered with an error.
+    pub fn lose_next_answer(&self) {
+        self.lose_answer.store(true, Ordering::SeqCst);
+    }
+
+    fn reach(&self, operation: &'static str) -> Result<(), RunStoreError> {
+        if self.cut.load(Ordering::SeqCst) {
+            return Err(RunStoreError::Store {
+                operation,
+                reason: "cut off".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Forwards `$call` to the inner store once the store is reachable.
+macro_rules! reached {
+    ($self:ident, $operation:literal, $call:expr) => {
+        Box::pin(async move {
+            $self.reach($operation)?;
+            $call.await
+        })
+    };
+}
+
+impl RunStore for FaultyRunStore {
+    fn begin<'a>(
+        &'a self,
+        session_id: &'a str,
+        run_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        reached!(
+            self,
+            "beginning a run",
+            self.inner.begin(session_id, run_id, owner, lease)
+        )
+    }
+
+    fn renew<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        reached!(
+            self,
+            "renewing a lease",
+            self.inner.renew(run_id, owner, lease)
+        )
+    }
+
+    fn set_status<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        status: RunStatus,
+    ) -> BoxFuture<'a, Result<(), RunStoreError>> {
+        reached!(
+            self,
+            "setting a status",
+            self.inner.set_status(run_id, owner, status)
+        )
+    }
+
+    fn claim<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        reached!(
+            self,
+            "claiming a run",
+            self.inner.claim(run_id, owner, lease)
+        )
+    }
+
+    fn hand_over<'a>(
+        &'a self,
+        from: &'a str,
+        to: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        reached!(
+            self,
+            "handing a run over",
+            self.inner.hand_over(from, to, owner, lease)
+        )
+    }
+
+    fn claim_expired<'a>(
+        &'a self,
+        prefix: &'a str,
+        owner: &'a str,
+        lease: Duration,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+        reached!(
+            self,
+            "claiming an expired run",
+            self.inner.claim_expired(prefix, owner, lease)
+        )
+    }
+
+    fn get<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+        reached!(self, "reading a run", self.inner.get(run_id))
+    }
+
+    fn active_run<'a>(
+        &'a self,
+        session_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+        reached!(
+            self,
+            "reading the active run",
+            self.inner.active_run(session_id)
+        )
+    }
+
+    fn request_cancel<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<(), RunStoreError>> {
+        reached!(
+            self,
+            "asking for a cancel",
+            self.inner.request_cancel(run_id)
+        )
+    }
+
+    fn append_events<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        events: &'a [Value],
+        end: Option<RunStatus>,
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+        Box::pin(async move {
+            self.reach("appending events")?;
+            let stored = self.inner.append_events(run_id, owner, events, end).await?;
+            if self.lose_answer.swap(false, Ordering::SeqCst) {
+                return Err(RunStoreError::Store {
+                    operation: "appending events",
+                    reason: "connection reset by peer".into(),
+                });
+            }
+            Ok(stored)
+        })
+    }
+
+    fn events_after<'a>(
+        &'a self,
+        run_id: &'a str,
+        after: u64,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>> {
+        reached!(
+            self,
+            "reading events",
+            self.inner.events_after(run_id, after, limit)
+        )
+    }
+
+    fn list_runs<'a>(
+        &'a self,
+        prefix: &'a str,
+        after: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
+        reached!(
+            self,
+            "listing runs",
+            self.inner.list_runs(prefix, after, limit)
+        )
+    }
+
+    fn forget_ended<'a>(
+        &'a self,
+        older_than: Duration,
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+        reached!(
+            self,
+            "forgetting ended runs",
+            self.inner.forget_ended(older_than)
+        )
+    }
+
+    fn changed<'a>(&'a self, run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()> {
+        self.inner.changed(run_id, wait)
+    }
+
+    fn notifies(&self) -> bool {
+        self.inner.notifies()
+    }
+}
