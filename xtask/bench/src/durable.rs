@@ -20,6 +20,10 @@
 //!   one, which is then killed (SIGKILL); the time until the other process's replay of the run
 //!   shows an event the dead owner never wrote. Target: at most the lease plus 1 s.
 //!
+//! - **CPU a run** (`BENCH_DURABLE=cpu` only, not in the default set): at concurrency 32, the
+//!   CPU time per run of the server, of PostgreSQL's processes and of the load client, in memory
+//!   and on PostgreSQL with fsync off: where a durable run's cost goes on a CPU-bound machine.
+//!
 //! `BENCH_DURABLE=memory` runs only the paused-runs part; `BENCH_DURABLE=takeover` only the
 //! takeover.
 
@@ -53,6 +57,10 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     }
     if part("takeover") {
         rows.push(takeover(&rt, &url)?);
+    }
+    if only.as_deref() == Some("cpu") {
+        let unsynced = Postgres::start(Durability::Throwaway)?;
+        cpu_split(&rt, &unsynced)?;
     }
     Ok(rows)
 }
@@ -173,4 +181,53 @@ fn takeover(rt: &tokio::runtime::Runtime, url: &str) -> Result<Row, String> {
         baseline: "the lease plus 1 s".into(),
         baseline_value: TAKEOVER_LEASE.as_secs_f64() + 1.0,
     })
+}
+
+/// Prints the CPU milliseconds per run of the server, PostgreSQL and the load client, in memory
+/// and on `postgres` (concurrency 32).
+fn cpu_split(rt: &tokio::runtime::Runtime, postgres: &Postgres) -> Result<(), String> {
+    let ms = |pids: &[u32]| pids.iter().map(|&p| cpu_ms(&p.to_string())).sum::<f64>();
+    let own = || cpu_ms("self");
+    for durable in [false, true] {
+        let server = if durable {
+            Server::durable(&postgres.url("postgres"), TAKEOVER_LEASE * 10)?
+        } else {
+            Server::own("mux", false)?
+        };
+        rt.block_on(web::load(&server.url(), RUNS_C32 / 10, 32, 10_000_000))?;
+        let pg = postgres.pids();
+        let before = (ms(&[server.pid()]), ms(&pg), own());
+        let load = rt.block_on(web::load(&server.url(), RUNS_C32, 32, 32_000_000))?;
+        let after = (ms(&[server.pid()]), ms(&pg), own());
+        let per = |a: f64, b: f64| (a - b) / RUNS_C32 as f64;
+        println!(
+            "durable cpu c=32 {}: {:.0} runs/s; CPU ms a run: server {:.3}, PostgreSQL {:.3}, client {:.3}",
+            if durable {
+                "on PostgreSQL, fsync off"
+            } else {
+                "in memory"
+            },
+            load.runs_per_s,
+            per(after.0, before.0),
+            per(after.1, before.1),
+            per(after.2, before.2),
+        );
+    }
+    Ok(())
+}
+
+/// User plus system CPU milliseconds of process `pid` (`self` for this one), 0 when gone.
+fn cpu_ms(pid: &str) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|f| f.parse::<f64>().ok()))
+        .sum();
+    // The kernel's USER_HZ is 100 on Linux.
+    ticks * 10.0
 }

@@ -282,6 +282,11 @@ impl Server {
         process::Server::python(python, script, pinned, "pydantic-ai's server").map(Self)
     }
 
+    /// Its process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.0.pid()
+    }
+
     pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/agui", self.0.port())
     }
@@ -307,7 +312,12 @@ fn body(n: usize, prompt: &str) -> String {
 
 /// One AG-UI run a round trip (thread numbers from `offset`), each checked for `RUN_FINISHED`
 /// and "ok".
-async fn load(url: &str, runs: usize, concurrency: usize, offset: usize) -> Result<Load, String> {
+pub(crate) async fn load(
+    url: &str,
+    runs: usize,
+    concurrency: usize,
+    offset: usize,
+) -> Result<Load, String> {
     load::posts(url, runs, concurrency, move |post, n| async move {
         let response = post
             .header("accept", "text/event-stream")
