@@ -14,6 +14,7 @@ use mux_tool::{
     ApprovalGate, ApprovalPolicy, BoxFuture, GateVerdict, PathFilter, Subject, ToolCall,
 };
 
+use crate::dangling::may_rerun;
 use crate::event::LoopEvent;
 use crate::handles::UnapprovedCall;
 use crate::journal::Journal;
@@ -264,14 +265,15 @@ impl LoopGate {
     /// Records that an allowed call starts, before it runs. A call that must not run twice
     /// is not run when the store did not take the record: were this process to stop, no one
     /// could tell whether it ran.
+    /// A call that may run twice needs no record: the next run on the session runs it again
+    /// whether it started or not.
     async fn record_start(&self, request: &ApprovalRequest<'_>) -> GateVerdict {
+        if may_rerun(Some(request.spec.as_ref())) {
+            return GateVerdict::allow();
+        }
         let Err(err) = self.journal.record_start(&request.call.id).await else {
             return GateVerdict::allow();
         };
-        let annotations = &request.spec.annotations;
-        if annotations.read_only || annotations.idempotent {
-            return GateVerdict::allow();
-        }
         tracing::warn!(
             call_id = request.call.id.as_str(),
             "not running a call whose start the session store did not record: {err}"

@@ -14,7 +14,7 @@ use crate::core::Services;
 use crate::emitter::Broadcast;
 use crate::hooks::{Hook, Hooks};
 use crate::needs_approval::NeedsApproval;
-use crate::session::{SessionMeta, SessionStore};
+use crate::session::{Session, SessionMeta, SessionStore};
 use crate::{LoopError, Orchestrator, OrchestratorConfig};
 
 /// Builds an [`Orchestrator`].
@@ -247,9 +247,23 @@ impl OrchestratorBuilder {
             });
         };
         let session = store.load(id).await?;
+        Ok(self.resume_session(session))
+    }
+
+    /// Builds an orchestrator that continues `session`, already loaded from the session store
+    /// (what [`resume`](Self::resume) does after its load).
+    pub fn resume_session(self, session: Session) -> Orchestrator {
         let orchestrator =
             Orchestrator::from_parts(self.services(), session.meta, session.messages, true);
         orchestrator.core.lock().calls = session.calls;
-        Ok(orchestrator)
+        orchestrator
+    }
+
+    /// Builds an orchestrator with a new, empty session of metadata `meta` (an id the caller
+    /// chose, say). Its first write creates the session in the store, and fails with
+    /// [`SessionError::AlreadyExists`](crate::session::SessionError::AlreadyExists) when
+    /// another session of that id exists.
+    pub fn build_session(self, meta: SessionMeta) -> Orchestrator {
+        Orchestrator::from_parts(self.services(), meta, Vec::new(), false)
     }
 }

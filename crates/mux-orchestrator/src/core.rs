@@ -122,6 +122,16 @@ impl Core {
         self.write(records, OnFailure::Fail).await
     }
 
+    /// Holds `records` for the next write instead of writing them now: records whose loss
+    /// costs only a re-run. Like any record, they are dropped while the session has not been
+    /// created (its first write stores the whole conversation).
+    pub(crate) fn defer(&self, records: &[HistoryRecord]) {
+        let mut conversation = self.lock();
+        if conversation.persisted {
+            conversation.unwritten.extend_from_slice(records);
+        }
+    }
+
     /// Writes `records` after any held ones. A store that refuses does not lose them: they
     /// are held, in order, for the next write (at most [`MAX_UNWRITTEN`]).
     pub(crate) async fn write(
@@ -167,15 +177,21 @@ impl Core {
         };
         let written = async {
             if create {
-                match store.create(&meta).await {
-                    // An earlier try created it and failed after.
-                    Ok(()) | Err(SessionError::AlreadyExists(_)) => {}
-                    Err(err) => return Err(err),
+                match store.create_and_append(&meta, &batch).await {
+                    // An earlier try created it (its answer lost, or its append failed after):
+                    // the first record replaces the whole conversation, so writing it again is
+                    // safe. A session someone else made is not this one's to write.
+                    Err(SessionError::AlreadyExists(id)) => {
+                        if !same_session(&store.load(&meta.id).await?.meta, &meta) {
+                            return Err(SessionError::AlreadyExists(id));
+                        }
+                        if batch.is_empty() {
+                            return Ok(());
+                        }
+                        store.append(&meta.id, &batch).await
+                    }
+                    done => done,
                 }
-                if batch.is_empty() {
-                    return Ok(());
-                }
-                store.append(&meta.id, &batch).await
             } else {
                 store.save_and_append(&meta, &batch).await
             }
@@ -243,4 +259,13 @@ impl Core {
             }
         }
     }
+}
+
+/// Whether stored metadata is `meta` as this conversation made it (all but the update time,
+/// which every write moves).
+fn same_session(stored: &SessionMeta, meta: &SessionMeta) -> bool {
+    stored.id == meta.id
+        && stored.created_at_ms == meta.created_at_ms
+        && stored.parent == meta.parent
+        && stored.extra == meta.extra
 }

@@ -1,12 +1,18 @@
 //! The run's journal: how far each tool call of the current turn got, written to the session
 //! as it happens ([`HistoryRecord::Call`]), so another process can continue a run that paused
 //! for an approval or stopped mid-turn. The turn's results message supersedes it.
+//!
+//! A call to a tool that may run twice (read-only or idempotent) costs no write of its own:
+//! the next run on the session would run it again whether it started or not, so its start is
+//! not recorded, and its output goes with the session's next write (the turn's results, or a
+//! pause) rather than in one of its own.
 
 use mux_tool::hooks::{HookError, PostHook, PostHookAction};
 use mux_tool::{BoxFuture, CallResult, ToolCall};
 
 use crate::LoopError;
 use crate::core::{Core, OnFailure};
+use crate::dangling::may_rerun;
 use crate::session::{CallProgress, HistoryRecord};
 
 /// Writes call progress to the session store; does nothing without one.
@@ -62,13 +68,24 @@ impl PostHook for Journal {
         result: &'a CallResult,
     ) -> BoxFuture<'a, Result<PostHookAction, HookError>> {
         Box::pin(async move {
-            self.record(&call.id, || CallProgress::Finished {
+            let Some(core) = &self.0 else {
+                return Ok(PostHookAction::Keep);
+            };
+            let progress = || CallProgress::Finished {
                 output: match result {
                     Ok(output) => output.clone(),
                     Err(err) => err.to_output(),
                 },
-            })
-            .await;
+            };
+            let spec = core.services.tools.get(&call.name);
+            if may_rerun(spec.as_ref().map(|tool| tool.spec())) {
+                core.defer(&[HistoryRecord::Call {
+                    call_id: call.id.clone(),
+                    progress: progress(),
+                }]);
+            } else {
+                self.record(&call.id, progress).await;
+            }
             Ok(PostHookAction::Keep)
         })
     }

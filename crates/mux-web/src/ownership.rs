@@ -19,6 +19,11 @@ pub(crate) fn record(meta: &mut SessionMeta, principal: &Principal) {
         .insert(OWNER_KEY.to_owned(), principal.name().into());
 }
 
+/// Whether `principal` owns the session of `meta`.
+pub(crate) fn owns(meta: &SessionMeta, principal: &Principal) -> bool {
+    recorded(meta) == *principal
+}
+
 /// The owner named in `meta`; a session stored without one (before owners were recorded, or
 /// by another face) belongs to [`Principal::local`].
 fn recorded(meta: &SessionMeta) -> Principal {

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use mux_orchestrator::runs::{RunRecord, RunStatus, RunStore, RunStoreError};
 use mux_orchestrator::{Answer, LoopError, LoopInput};
 
-use mux_orchestrator::session::{ID_RULE, SessionError, SessionMeta, SessionStore, valid_id};
+use mux_orchestrator::session::{
+    ID_RULE, Session, SessionError, SessionMeta, SessionStore, valid_id,
+};
 use mux_orchestrator::{Agent, OrchestratorBuilder};
 use mux_tool::Registry;
 
@@ -70,11 +72,19 @@ type RunKey = (Principal, String);
 
 /// How a loop starts on a thread's session.
 enum Start {
-    /// With the user's prompt.
-    Prompt(String),
+    /// With the user's prompt, on the thread's session.
+    Prompt(String, ThreadSession),
     /// Continuing the session's open turn (a paused run resumed, or a run taken over),
     /// with answers to pending approvals by call id.
     Resume(Vec<(String, Answer)>),
+}
+
+/// A thread's session as a new run finds it.
+enum ThreadSession {
+    /// Stored, and loaded.
+    Loaded(Session),
+    /// Not stored yet: the loop's first write creates it with this metadata.
+    New(SessionMeta),
 }
 
 /// Threads and runs.
@@ -89,6 +99,8 @@ pub(crate) struct RunRegistry {
     pub(crate) probes: Arc<Probes>,
     /// When ended runs were last deleted from the run store.
     pruned: Mutex<Option<Instant>>,
+    /// When this process last swept its runs and threads.
+    swept: Mutex<Option<Instant>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -128,6 +140,7 @@ impl RunRegistry {
             runs: Mutex::default(),
             probes,
             pruned: Mutex::default(),
+            swept: Mutex::default(),
         }
     }
 
@@ -312,8 +325,13 @@ impl RunRegistry {
 
     /// Forgets finished runs older than the replay retention, and threads idle for as long
     /// (their answered and expired interrupt ids go with them; the history stays in the store).
+    /// A sweep reads every run and thread here, so it runs at most four times per retention and
+    /// at least every second, not on every request.
     fn sweep(&self) {
         let retention = self.config.replay_retention;
+        if !due(&self.swept, (retention / 4).min(Duration::from_secs(1))) {
+            return;
+        }
         // An ended run the store has replays from there: its copy here goes at once.
         lock(&self.runs).retain(|_, (run, started)| {
             !run.is_done() || (!run.is_stored() && started.elapsed() < retention)
@@ -329,13 +347,8 @@ impl RunRegistry {
     /// most four times per retention, and every ten seconds at most).
     async fn prune(&self) {
         let retention = self.config.replay_retention;
-        let every = (retention / 4).min(Duration::from_secs(10));
-        {
-            let mut pruned = lock(&self.pruned);
-            if pruned.is_some_and(|at| at.elapsed() < every) {
-                return;
-            }
-            *pruned = Some(Instant::now());
+        if !due(&self.pruned, (retention / 4).min(Duration::from_secs(10))) {
+            return;
         }
         if let Err(err) = self.durable.store.forget_ended(retention).await {
             tracing::warn!("forgetting ended runs: {err}");
@@ -905,20 +918,27 @@ impl RunRegistry {
         };
         let prompt = with_context(prompt, input);
 
-        let session_error = |e: SessionError| (ErrorCode::Session, e.to_string());
-        let history = match self.store.load(&input.thread_id).await {
-            Ok(session) => session.messages,
+        let session = match self.store.load(&input.thread_id).await {
+            // The owner check passed on a cached or an absent owner; the stored one decides.
+            Ok(session) if !crate::ownership::owns(&session.meta, principal) => {
+                return Err((
+                    ErrorCode::Session,
+                    format!("thread `{}` was not found", input.thread_id),
+                ));
+            }
+            Ok(session) => ThreadSession::Loaded(session),
             Err(SessionError::NotFound(_)) => {
                 let mut meta = SessionMeta::new();
                 meta.id = input.thread_id.clone();
                 crate::ownership::record(&mut meta, principal);
-                self.store.create(&meta).await.map_err(session_error)?;
-                Vec::new()
+                ThreadSession::New(meta)
             }
-            Err(e) => return Err(session_error(e)),
+            Err(e) => return Err((ErrorCode::Session, e.to_string())),
         };
-        if !history.is_empty() {
-            let mut messages = history::snapshot(&input.thread_id, &history);
+        if let ThreadSession::Loaded(session) = &session
+            && !session.messages.is_empty()
+        {
+            let mut messages = history::snapshot(&input.thread_id, &session.messages);
             messages.push(Message::User {
                 id: user_id,
                 content: crate::types::UserContent::Text(prompt.clone()),
@@ -934,7 +954,7 @@ impl RunRegistry {
             thread,
             &input.run_id,
             input.tools.clone(),
-            Start::Prompt(prompt),
+            Start::Prompt(prompt, session),
         )
         .await
     }
@@ -957,18 +977,30 @@ impl RunRegistry {
                 .map_err(|e| (ErrorCode::InvalidTool, e.to_string()))?;
         }
         let cancel = tokio_util::sync::CancellationToken::new();
-        let orchestrator = self
+        let builder = self
             .factory
             .builder(tools)
             .map_err(|e| (ErrorCode::Loop("agent_setup".into()), e))?
             .session_store(Arc::clone(&self.store))
-            .cancellation(cancel.clone())
-            .resume(&thread.id)
-            .await
-            .map_err(|e| (ErrorCode::Session, e.to_string()))?;
+            .cancellation(cancel.clone());
+        let (orchestrator, start) = match start {
+            Start::Prompt(prompt, ThreadSession::Loaded(session)) => {
+                (builder.resume_session(session), Ok(prompt))
+            }
+            Start::Prompt(prompt, ThreadSession::New(meta)) => {
+                (builder.build_session(meta), Ok(prompt))
+            }
+            Start::Resume(answers) => {
+                let orchestrator = builder
+                    .resume(&thread.id)
+                    .await
+                    .map_err(|e| (ErrorCode::Session, e.to_string()))?;
+                (orchestrator, Err(answers))
+            }
+        };
         let started = match start {
-            Start::Prompt(prompt) => orchestrator.run(prompt),
-            Start::Resume(answers) => orchestrator.resume_run(answers),
+            Ok(prompt) => orchestrator.run(prompt),
+            Err(answers) => orchestrator.resume_run(answers),
         }
         .map_err(|e| (ErrorCode::Loop(e.kind().into()), e.to_string()))?;
         let translator = Translator::new(prefix, thread.todos(), orchestrator.tools().clone());
@@ -982,6 +1014,16 @@ impl RunRegistry {
         thread.start_loop(live, started.events);
         Ok(())
     }
+}
+
+/// Whether `every` has passed since `last` (then `last` becomes now), or it is the first time.
+fn due(last: &Mutex<Option<Instant>>, every: Duration) -> bool {
+    let mut last = lock(last);
+    if last.is_some_and(|at| at.elapsed() < every) {
+        return false;
+    }
+    *last = Some(Instant::now());
+    true
 }
 
 /// The opening event of `input`'s run.

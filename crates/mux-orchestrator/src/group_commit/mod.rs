@@ -397,6 +397,7 @@ mod tests {
             id: id.to_owned(),
             records: Vec::new(),
             meta: None,
+            create: false,
         })
     }
 
@@ -492,11 +493,13 @@ mod tests {
             id: meta.id.clone(),
             records: vec![record.to_owned(), record.to_owned()],
             meta: None,
+            create: false,
         }));
         writes.push(Write::Session(SessionWrite {
             id: "no-such-session".to_owned(),
             records: vec![record.to_owned()],
             meta: None,
+            create: false,
         }));
         let written = commit(store.pool(), &writes).await.unwrap();
 

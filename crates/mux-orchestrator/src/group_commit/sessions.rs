@@ -4,14 +4,17 @@ use std::collections::HashSet;
 
 use sqlx::PgConnection;
 
-/// Records appended to session `id`, with its metadata replaced when `meta` is set.
+/// Records appended to session `id`, with its metadata replaced when `meta` is set; with
+/// `create`, the session is created with `meta` and the records start its log.
 #[derive(Debug)]
 pub(crate) struct SessionWrite {
     pub(crate) id: String,
     /// The records' JSON texts, in order.
     pub(crate) records: Vec<String>,
-    /// The metadata to store with them.
+    /// The metadata to store with them (always set with `create`).
     pub(crate) meta: Option<SavedMeta>,
+    /// Whether the write creates the session (and writes nothing when it exists).
+    pub(crate) create: bool,
 }
 
 /// A session's metadata as its row stores it.
@@ -23,28 +26,36 @@ pub(crate) struct SavedMeta {
     pub(crate) json: String,
 }
 
-/// Every write of the batch in one statement: each session's row is locked and its numbers
-/// reserved (and its metadata replaced), then the records go in under those numbers. A
-/// session that does not exist changes nothing and is missing from the answer.
+/// Every write of the batch in one statement: a session to create is inserted with its
+/// numbers taken, an existing one's row is locked and its numbers reserved (and its metadata
+/// replaced), then the records go in under those numbers. A session that does not exist (or,
+/// to create, exists) changes nothing and is missing from the answer.
 const WRITE: &str = "\
 WITH batch AS (
-    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bool[], $4::bigint[], $5::text[], $6::text[])
-        AS b(id, count, save, updated_at_ms, parent, meta)),
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::bool[], $4::bigint[], $5::text[], $6::text[],
+        $10::bool[])
+        AS b(id, count, save, updated_at_ms, parent, meta, fresh)),
+created AS (
+    INSERT INTO mux_sessions (id, updated_at_ms, parent, meta, next_seq)
+    SELECT id, updated_at_ms, parent, meta, count FROM batch WHERE fresh
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id, 0::bigint AS first),
 reserved AS (
     UPDATE mux_sessions s SET next_seq = s.next_seq + b.count,
         updated_at_ms = CASE WHEN b.save THEN b.updated_at_ms ELSE s.updated_at_ms END,
         parent = CASE WHEN b.save THEN b.parent ELSE s.parent END,
         meta = CASE WHEN b.save THEN b.meta ELSE s.meta END
-    FROM batch b WHERE s.id = b.id
+    FROM batch b WHERE s.id = b.id AND NOT b.fresh
     RETURNING s.id, s.next_seq - b.count AS first),
+written AS (SELECT id, first FROM created UNION ALL SELECT id, first FROM reserved),
 inserted AS (
     INSERT INTO mux_session_records (session_id, seq, record)
-    SELECT reserved.id, reserved.first + r.ord, r.record
-    FROM reserved
-    JOIN unnest($7::text[], $8::bigint[], $9::text[]) AS r(id, ord, record) ON r.id = reserved.id)
-SELECT id FROM reserved";
+    SELECT written.id, written.first + r.ord, r.record
+    FROM written
+    JOIN unnest($7::text[], $8::bigint[], $9::text[]) AS r(id, ord, record) ON r.id = written.id)
+SELECT id FROM written";
 
-/// Writes `writes` (at most one per session) on `conn`: the sessions that exist.
+/// Writes `writes` (at most one per session) on `conn`: the sessions written.
 pub(super) async fn write(
     conn: &mut PgConnection,
     writes: &[&SessionWrite],
@@ -92,6 +103,7 @@ pub(super) async fn write(
         .bind(record_ids)
         .bind(record_ords)
         .bind(records)
+        .bind(writes.iter().map(|w| w.create).collect::<Vec<_>>())
         .fetch_all(&mut *conn)
         .await?;
     Ok(found.into_iter().collect())

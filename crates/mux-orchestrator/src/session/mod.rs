@@ -290,6 +290,24 @@ pub trait SessionStore: Send + Sync + 'static {
         })
     }
 
+    /// Creates a session whose log starts with `records`, in one step where the store can (the
+    /// SQL stores: one transaction, so one commit). Fails with
+    /// [`AlreadyExists`](SessionError::AlreadyExists) when the session exists. The default
+    /// creates, then appends.
+    fn create_and_append<'a>(
+        &'a self,
+        meta: &'a SessionMeta,
+        records: &'a [HistoryRecord],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        Box::pin(async move {
+            self.create(meta).await?;
+            if records.is_empty() {
+                return Ok(());
+            }
+            self.append(&meta.id, records).await
+        })
+    }
+
     /// Loads a session, replaying its log.
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>>;
 

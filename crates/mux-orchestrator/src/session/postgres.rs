@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::SessionError;
 use super::sql::{encode_meta, store_error, to_i64};
-use super::sql_store::{Appender, Dialect, SqlStore, Statements, session_store_on_sql};
+use super::sql_store::{Appender, Dialect, MetaWrite, SqlStore, Statements, session_store_on_sql};
 use crate::group_commit::{GroupCommit, SavedMeta, SessionWrite};
 
 /// PostgreSQL's statements and batches.
@@ -129,9 +129,14 @@ impl PostgresSessionStore {
         // Appends go through this process's group commit on the database, with the run
         // store's writes.
         let group = Arc::new(GroupCommit::for_pool(&pool));
-        let appender: Appender = Arc::new(move |id, texts, meta| {
+        let appender: Appender = Arc::new(move |id, texts, write| {
             let group = Arc::clone(&group);
             let id = id.to_owned();
+            let (meta, create) = match write {
+                MetaWrite::Keep => (None, false),
+                MetaWrite::Save(meta) => (Some(meta), false),
+                MetaWrite::Create(meta) => (Some(meta), true),
+            };
             let meta = meta.map(|meta| {
                 encode_meta(meta).map(|json| SavedMeta {
                     updated_at_ms: to_i64(meta.updated_at_ms),
@@ -145,13 +150,18 @@ impl PostgresSessionStore {
                     id: id.clone(),
                     records: texts,
                     meta,
+                    create,
                 };
                 group
                     .write_session(write)
                     .await
                     .map_err(|failure| SessionError::Database {
                         id: Some(id),
-                        operation: "appending",
+                        operation: if create {
+                            "creating the session"
+                        } else {
+                            "appending"
+                        },
                         source: Box::new(failure),
                     })
             })

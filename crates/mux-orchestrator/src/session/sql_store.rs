@@ -86,15 +86,23 @@ pub(crate) trait Dialect: Send + Sync + 'static {
     fn rows_affected(done: &<Self::Db as Database>::QueryResult) -> u64;
 }
 
-/// Writes a batch of records (the session id, the records' JSON texts, and the metadata to
-/// store with them if any) some other way than a statement of its own, e.g. in a group
-/// commit; answers whether the session exists (nothing is written when not).
+/// What a batch written by an [`Appender`] does to its session's row.
+#[derive(Clone, Copy)]
+pub(crate) enum MetaWrite<'a> {
+    /// Keeps the metadata.
+    Keep,
+    /// Replaces the metadata.
+    Save(&'a SessionMeta),
+    /// Creates the session with this metadata.
+    Create(&'a SessionMeta),
+}
+
+/// Writes a batch of records (the session id, the records' JSON texts, and what to do with the
+/// session's row) some other way than a statement of its own, e.g. in a group commit; answers
+/// whether it wrote: false, with nothing written, when the session does not exist (or, for
+/// [`MetaWrite::Create`], exists already).
 pub(crate) type Appender = Arc<
-    dyn Fn(
-            &str,
-            Vec<String>,
-            Option<&SessionMeta>,
-        ) -> BoxFuture<'static, Result<bool, SessionError>>
+    dyn Fn(&str, Vec<String>, MetaWrite<'_>) -> BoxFuture<'static, Result<bool, SessionError>>
         + Send
         + Sync,
 >;
@@ -214,6 +222,45 @@ where
         })
     }
 
+    pub(crate) fn create_and_append<'a>(
+        &'a self,
+        meta: &'a SessionMeta,
+        records: &'a [HistoryRecord],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        Box::pin(async move {
+            let id = meta.id.as_str();
+            check_id(id)?;
+            let texts = encode_records(id, records)?;
+            if let Some(appender) = &self.appender {
+                if !appender(id, texts, MetaWrite::Create(meta)).await? {
+                    return Err(SessionError::AlreadyExists(id.to_owned()));
+                }
+                return Ok(());
+            }
+            let json = encode_meta(meta)?;
+            let err = || db_error(id, "creating the session");
+            let mut tx = begin(&self.pool, D::SQL.begin_write).await.map_err(err())?;
+            sqlx::query(D::SQL.insert_session)
+                .bind(id)
+                .bind(to_i64(meta.updated_at_ms))
+                .bind(meta.parent.as_deref())
+                .bind(json)
+                .execute(&mut *tx)
+                .await
+                .map_err(creating(id))?;
+            if !texts.is_empty() {
+                sqlx::query(D::SQL.append)
+                    .bind(id)
+                    .bind(D::batch(id, texts)?)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(err())?;
+            }
+            tx.commit().await.map_err(err())?;
+            Ok(())
+        })
+    }
+
     pub(crate) fn save_meta<'a>(
         &'a self,
         meta: &'a SessionMeta,
@@ -246,7 +293,7 @@ where
                 return self.exists(id).await;
             }
             if let Some(appender) = &self.appender {
-                if !appender(id, texts, None).await? {
+                if !appender(id, texts, MetaWrite::Keep).await? {
                     return Err(SessionError::NotFound(id.to_owned()));
                 }
                 return Ok(());
@@ -279,7 +326,7 @@ where
                 return self.save_meta(meta).await;
             }
             if let Some(appender) = &self.appender {
-                if !appender(id, texts, Some(meta)).await? {
+                if !appender(id, texts, MetaWrite::Save(meta)).await? {
                     return Err(SessionError::NotFound(id.to_owned()));
                 }
                 return Ok(());
@@ -530,6 +577,14 @@ macro_rules! session_store_on_sql {
                 records: &'a [$crate::session::HistoryRecord],
             ) -> ::mux_tool::BoxFuture<'a, Result<(), $crate::session::SessionError>> {
                 self.sql.save_and_append(meta, records)
+            }
+
+            fn create_and_append<'a>(
+                &'a self,
+                meta: &'a $crate::session::SessionMeta,
+                records: &'a [$crate::session::HistoryRecord],
+            ) -> ::mux_tool::BoxFuture<'a, Result<(), $crate::session::SessionError>> {
+                self.sql.create_and_append(meta, records)
             }
 
             fn load<'a>(

@@ -424,3 +424,45 @@ async fn compaction_before_the_first_turn_does_not_go_back_to_idle() {
         ["compacting", "compacted", "streaming", "complete"]
     );
 }
+
+#[tokio::test]
+async fn a_new_session_of_a_chosen_id_is_created_by_its_first_run_and_never_writes_into_anothers() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(FileSessionStore::new(dir.path()));
+    let mut meta = mux_orchestrator::session::SessionMeta::new();
+    meta.id = "chosen-thread".into();
+    meta.extra.insert("owner".into(), json!("alice"));
+    let first = Orchestrator::builder(
+        Arc::new(scripted().reply(text("hi alice"))),
+        OrchestratorConfig::new("m"),
+    )
+    .session_store(store.clone())
+    .build_session(meta.clone());
+    assert!(
+        store.load("chosen-thread").await.is_err(),
+        "nothing is stored before the first run"
+    );
+    first.run_to_completion("hello").await.unwrap();
+    let stored = store.load("chosen-thread").await.unwrap();
+    assert_eq!(texts(&stored.messages), ["hello", "hi alice"]);
+
+    // Another conversation that chose the same id is refused, and writes nothing there.
+    let mut other = mux_orchestrator::session::SessionMeta::new();
+    other.id = "chosen-thread".into();
+    other.extra.insert("owner".into(), json!("mallory"));
+    let intruder = Orchestrator::builder(
+        Arc::new(scripted().reply(text("never"))),
+        OrchestratorConfig::new("m"),
+    )
+    .session_store(store.clone())
+    .build_session(other);
+    let err = intruder.run_to_completion("let me in").await.unwrap_err();
+    assert!(err.to_string().contains("chosen-thread"), "{err}");
+    let stored = store.load("chosen-thread").await.unwrap();
+    assert_eq!(stored.meta.extra["owner"], json!("alice"));
+    assert_eq!(texts(&stored.messages), ["hello", "hi alice"]);
+}
+
+fn texts(messages: &[Message]) -> Vec<String> {
+    messages.iter().map(Message::text).collect()
+}

@@ -14,6 +14,7 @@ pub(super) type Tamper<'a> = &'a (dyn Fn(String) -> BoxFuture<'static, ()> + Sen
 /// damaged record, damages one for the corruption case.
 pub(super) async fn run(store: &dyn SessionStore, tamper: Option<Tamper<'_>>) {
     create_and_load(store).await;
+    create_and_append_is_one_step(store).await;
     append_in_order(store).await;
     a_missing_session_is_a_typed_error(store).await;
     metadata_title_and_usage(store).await;
@@ -61,6 +62,65 @@ async fn create_and_load(store: &dyn SessionStore) {
     assert!(
         matches!(store.create(&bad).await, Err(SessionError::InvalidId(_))),
         "create: an unsafe id is InvalidId"
+    );
+}
+
+async fn create_and_append_is_one_step(store: &dyn SessionStore) {
+    let meta = SessionMeta::new();
+    store
+        .create_and_append(&meta, &[message("a"), message("b")])
+        .await
+        .unwrap();
+    let loaded = store.load(&meta.id).await.unwrap();
+    assert_eq!(
+        loaded.meta, meta,
+        "create_and_append: the metadata is stored"
+    );
+    assert_eq!(
+        texts(&loaded.messages),
+        ["a", "b"],
+        "create_and_append: the records"
+    );
+    store.append(&meta.id, &[message("c")]).await.unwrap();
+    assert_eq!(
+        texts(&store.load(&meta.id).await.unwrap().messages),
+        ["a", "b", "c"],
+        "create_and_append: an append follows its records"
+    );
+
+    // A taken id: refused, and nothing of it written.
+    let mut other = SessionMeta::new();
+    other.id = meta.id.clone();
+    other.title = Some("someone else's".into());
+    assert!(
+        matches!(
+            store.create_and_append(&other, &[message("x")]).await,
+            Err(SessionError::AlreadyExists(id)) if id == meta.id
+        ),
+        "create_and_append: a taken id is AlreadyExists"
+    );
+    let loaded = store.load(&meta.id).await.unwrap();
+    assert_eq!(
+        loaded.meta, meta,
+        "create_and_append: the taken session's metadata stays"
+    );
+    assert_eq!(
+        texts(&loaded.messages),
+        ["a", "b", "c"],
+        "create_and_append: nothing appended"
+    );
+
+    let empty = SessionMeta::new();
+    store.create_and_append(&empty, &[]).await.unwrap();
+    assert!(store.load(&empty.id).await.unwrap().messages.is_empty());
+    let mut bad = SessionMeta::new();
+    bad.id = "../escape".into();
+    assert!(
+        matches!(
+            store.create_and_append(&bad, &[message("x")]).await,
+            Err(SessionError::InvalidId(_))
+        ),
+        "create_and_append: an unsafe id is InvalidId"
     );
 }
 
