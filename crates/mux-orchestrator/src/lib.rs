@@ -38,6 +38,8 @@ pub mod mcp;
 mod needs_approval;
 mod orchestrator;
 mod parent;
+#[cfg(feature = "postgres")]
+mod pg_pool;
 mod run;
 mod run_state;
 pub mod runs;

@@ -28,7 +28,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
@@ -223,10 +223,8 @@ fn stopped() -> Failure {
 impl Writer {
     /// Starts a writer on a pool of its own.
     fn start(options: &PgConnectOptions) -> Self {
-        let pool = PgPoolOptions::new()
-            .max_connections(FLIGHTS as u32)
-            .acquire_timeout(ACQUIRE)
-            .connect_lazy_with(options.clone());
+        let pool =
+            crate::pg_pool::options(FLIGHTS as u32, ACQUIRE).connect_lazy_with(options.clone());
         let (jobs, queue) = mpsc::channel(QUEUE);
         tokio::spawn(dispatch(queue, pool));
         Self { jobs }

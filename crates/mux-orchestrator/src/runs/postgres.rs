@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use sqlx::Postgres;
-use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgListener, PgPool};
 use tokio::sync::Notify;
 
 use super::RunStoreError;
@@ -234,9 +234,7 @@ impl PostgresRunStore {
     /// Connects to `url` (a pool of up to sixteen connections, 2 s to get one), creates the
     /// tables if needed and starts listening for changes.
     pub async fn connect(url: &str) -> Result<Self, RunStoreError> {
-        let pool = PgPoolOptions::new()
-            .max_connections(16)
-            .acquire_timeout(Duration::from_secs(2))
+        let pool = crate::pg_pool::options(16, Duration::from_secs(2))
             .connect(url)
             .await
             .map_err(failed("connecting"))?;

@@ -1,6 +1,6 @@
 //! Sessions in PostgreSQL, shared by many processes and machines, through sqlx.
 
-use sqlx::postgres::{PgPool, PgPoolOptions, PgQueryResult, Postgres};
+use sqlx::postgres::{PgPool, PgQueryResult, Postgres};
 
 use std::sync::Arc;
 
@@ -113,11 +113,9 @@ impl PostgresSessionStore {
     /// Connects to the database at `url` (a pool of up to sixteen connections: a commit holds one while it waits for its
     /// WAL flush, and concurrent commits share a flush) and migrates it.
     pub async fn connect(url: &str) -> Result<Self, SessionError> {
-        let pool = PgPoolOptions::new()
-            .max_connections(16)
-            // An unreachable server is reported within 2 s (the loop then holds its records,
-            // see `LoopError::Unwritten`) instead of stalling a run for sqlx's 30 s.
-            .acquire_timeout(std::time::Duration::from_secs(2))
+        // An unreachable server is reported within 2 s (the loop then holds its records, see
+        // `LoopError::Unwritten`) instead of stalling a run for sqlx's 30 s.
+        let pool = crate::pg_pool::options(16, std::time::Duration::from_secs(2))
             .connect(url)
             .await
             .map_err(store_error("connecting to the database"))?;

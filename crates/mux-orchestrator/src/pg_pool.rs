@@ -1,0 +1,28 @@
+//! The connection pools of the PostgreSQL stores.
+
+use std::time::Duration;
+
+use sqlx::Connection as _;
+use sqlx::postgres::PgPoolOptions;
+
+/// How long a pooled connection may sit idle and still be handed out untested. sqlx tests
+/// every connection it hands out by default, a round trip before each statement; a connection
+/// used moments ago is taken as is, and one idle longer is tested first, so a server that
+/// restarted (which takes longer than this) costs no statement a failure.
+const TRUSTED_IDLE: Duration = Duration::from_millis(250);
+
+/// Pool options with up to `max` connections and `acquire` to get one.
+pub(crate) fn options(max: u32, acquire: Duration) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(acquire)
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= TRUSTED_IDLE {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
+}
