@@ -9,7 +9,7 @@ use sqlx::postgres::PgPoolOptions;
 /// every connection it hands out by default, a round trip before each statement; a connection
 /// used moments ago is taken as is, and one idle longer is tested first, so a server that
 /// restarted (which takes longer than this) costs no statement a failure.
-const TRUSTED_IDLE: Duration = Duration::from_millis(250);
+pub(crate) const TRUSTED_IDLE: Duration = Duration::from_millis(250);
 
 /// Pool options with up to `max` connections and `acquire` to get one.
 pub(crate) fn options(max: u32, acquire: Duration) -> PgPoolOptions {

@@ -4,7 +4,8 @@
 //!
 //! - **One writer per database per process.** Every [`GroupCommit`] on the same database
 //!   (host or socket, port, user, database) shares it, so a run store and a session store on
-//!   that database commit together. It writes on a pool of its own of [`FLIGHTS`] connections.
+//!   that database commit together. It writes on [`FLIGHTS`] connections of its own, kept
+//!   open between commits.
 //! - **Batches.** A write waits in a queue; the writer takes everything queued (up to
 //!   [`MAX_BATCH`]) whenever one of its [`FLIGHTS`] commits is free. While commits are in
 //!   flight the next batch grows, so batches grow with the database's latency and nothing
@@ -21,6 +22,7 @@
 //!   statement. Callers wait for their answer, so the queue holds at most one write per waiting
 //!   caller.
 
+mod connections;
 mod runs;
 mod sessions;
 
@@ -28,14 +30,17 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPool};
+use sqlx::Connection as _;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool};
+
+use connections::Connections;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
 pub(crate) use runs::RunAppend;
 pub(crate) use sessions::{SavedMeta, SessionWrite};
 
-/// How many commits a writer has in flight at once (and its pool's connections).
+/// How many commits a writer has in flight at once (and its connections).
 pub(crate) const FLIGHTS: usize = 2;
 /// The most writes one commit takes.
 pub(crate) const MAX_BATCH: usize = 512;
@@ -221,19 +226,18 @@ fn stopped() -> Failure {
 }
 
 impl Writer {
-    /// Starts a writer on a pool of its own.
+    /// Starts a writer on connections of its own.
     fn start(options: &PgConnectOptions) -> Self {
-        let pool =
-            crate::pg_pool::options(FLIGHTS as u32, ACQUIRE).connect_lazy_with(options.clone());
+        let connections = Arc::new(Connections::new(options.clone(), ACQUIRE));
         let (jobs, queue) = mpsc::channel(QUEUE);
-        tokio::spawn(dispatch(queue, pool));
+        tokio::spawn(dispatch(queue, connections));
         Self { jobs }
     }
 }
 
 /// Takes queued writes into batches, up to [`FLIGHTS`] commits at once, until every sender
 /// is gone and the last batch is written.
-async fn dispatch(mut queue: mpsc::Receiver<Job>, pool: PgPool) {
+async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>) {
     let mut waiting: VecDeque<Job> = VecDeque::new();
     let mut busy: HashSet<Key> = HashSet::new();
     let mut in_flight: HashMap<tokio::task::Id, Vec<Key>> = HashMap::new();
@@ -251,13 +255,12 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, pool: PgPool) {
             if !batch.is_empty() {
                 let keys: Vec<Key> = batch.iter().map(|job| job.write.key()).collect();
                 busy.extend(keys.iter().cloned());
-                let handle = flights.spawn(commit_and_answer(pool.clone(), batch));
+                let handle = flights.spawn(commit_and_answer(Arc::clone(&connections), batch));
                 in_flight.insert(handle.id(), keys);
                 continue;
             }
         }
         if !open && waiting.is_empty() && flights.is_empty() {
-            pool.close().await;
             return;
         }
         tokio::select! {
@@ -300,12 +303,24 @@ fn take_batch(waiting: &mut VecDeque<Job>, busy: &HashSet<Key>) -> Vec<Job> {
 }
 
 /// Commits `batch` and answers each caller. When the database refuses the batch (an error of
-/// a statement, not of the connection), each write is retried alone.
-async fn commit_and_answer(pool: PgPool, batch: Vec<Job>) {
+/// a statement, not of the connection), each write is retried alone. A connection that failed
+/// otherwise is closed.
+async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) {
     let (writes, replies): (Vec<Write>, Vec<_>) =
         batch.into_iter().map(|job| (job.write, job.reply)).unzip();
-    match commit(&pool, &writes).await {
+    let mut conn = match connections.take().await {
+        Ok(conn) => conn,
+        Err(err) => {
+            let failure = Failure::of(&err);
+            for reply in replies {
+                let _ = reply.send(Err(failure.clone()));
+            }
+            return;
+        }
+    };
+    match commit(&mut conn, &writes).await {
         Ok(written) => {
+            connections.put(conn);
             for (reply, written) in replies.into_iter().zip(written) {
                 let _ = reply.send(Ok(written));
             }
@@ -315,16 +330,24 @@ async fn commit_and_answer(pool: PgPool, batch: Vec<Job>) {
                 "a group commit of {} writes was refused ({err}); writing them one by one",
                 writes.len()
             );
+            let mut healthy = true;
             for (write, reply) in writes.into_iter().zip(replies) {
                 let alone = std::slice::from_ref(&write);
-                let answer = commit(&pool, alone)
-                    .await
+                let answer = commit(&mut conn, alone).await;
+                healthy &= matches!(answer, Ok(_) | Err(sqlx::Error::Database(_)));
+                let answer = answer
                     .map_err(|err| Failure::of(&err))
                     .and_then(|mut written| written.pop().ok_or_else(stopped));
                 let _ = reply.send(answer);
             }
+            if healthy {
+                connections.put(conn);
+            }
         }
         Err(err) => {
+            if matches!(err, sqlx::Error::Database(_)) {
+                connections.put(conn);
+            }
             let failure = Failure::of(&err);
             for reply in replies {
                 let _ = reply.send(Err(failure.clone()));
@@ -335,7 +358,7 @@ async fn commit_and_answer(pool: PgPool, batch: Vec<Job>) {
 
 /// Writes `writes` in one commit: one statement per kind present (two in a transaction when
 /// both are); each write's answer, in order.
-async fn commit(pool: &PgPool, writes: &[Write]) -> Result<Vec<Written>, sqlx::Error> {
+async fn commit(conn: &mut PgConnection, writes: &[Write]) -> Result<Vec<Written>, sqlx::Error> {
     let run_writes: Vec<&RunAppend> = writes
         .iter()
         .filter_map(|write| match write {
@@ -352,12 +375,11 @@ async fn commit(pool: &PgPool, writes: &[Write]) -> Result<Vec<Written>, sqlx::E
         .collect();
     let (held, found) = if run_writes.is_empty() || session_writes.is_empty() {
         // One statement: its own transaction, one round trip.
-        let mut conn = pool.acquire().await?;
-        let held = runs::write(&mut conn, &run_writes).await?;
-        let found = sessions::write(&mut conn, &session_writes).await?;
+        let held = runs::write(conn, &run_writes).await?;
+        let found = sessions::write(conn, &session_writes).await?;
         (held, found)
     } else {
-        let mut tx = pool.begin().await?;
+        let mut tx = conn.begin().await?;
         let held = runs::write(&mut tx, &run_writes).await?;
         let found = sessions::write(&mut tx, &session_writes).await?;
         tx.commit().await?;
@@ -499,7 +521,8 @@ mod tests {
             meta: None,
             create: false,
         }));
-        let written = commit(store.pool(), &writes).await.unwrap();
+        let mut conn = store.pool().acquire().await.unwrap();
+        let written = commit(&mut conn, &writes).await.unwrap();
 
         for (i, id) in ids.iter().enumerate() {
             if i == 1 {
@@ -558,7 +581,8 @@ mod tests {
                 Job { write, reply }
             })
             .collect();
-        commit_and_answer(store.pool().clone(), jobs).await;
+        let options = (*store.pool().connect_options()).clone();
+        commit_and_answer(Arc::new(Connections::new(options, ACQUIRE)), jobs).await;
         for (i, answer) in answers.into_iter().enumerate() {
             let answer = answer.await.unwrap();
             match i {
