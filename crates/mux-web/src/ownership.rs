@@ -33,6 +33,14 @@ fn recorded(meta: &SessionMeta) -> Principal {
         .map_or_else(Principal::local, Principal::new)
 }
 
+/// A thread's owner as [`Owners::lookup`] finds it.
+pub(crate) enum Owner {
+    /// Cached, or recorded in the stored session.
+    Known(Principal),
+    /// The store has no such thread.
+    NotStored,
+}
+
 /// Thread owners: the store's record, cached; claims of new threads.
 pub(crate) struct Owners {
     store: Arc<dyn SessionStore>,
@@ -51,20 +59,21 @@ impl Owners {
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The thread's owner, or `None` when no such thread exists.
-    pub(crate) async fn owner(&self, thread_id: &str) -> Result<Option<Principal>, WebError> {
+    /// The thread's owner, from the cache or the store; [`Owner::NotStored`] when the store
+    /// has no such thread (asked now, not cached).
+    pub(crate) async fn lookup(&self, thread_id: &str) -> Result<Owner, WebError> {
         if let Some(owner) = self.cache().get(thread_id) {
-            return Ok(Some(owner.clone()));
+            return Ok(Owner::Known(owner.clone()));
         }
         match self.store.load(thread_id).await {
             Ok(session) => {
                 let owner = recorded(&session.meta);
                 let mut cache = self.cache();
-                Ok(Some(
+                Ok(Owner::Known(
                     cache.entry(thread_id.to_owned()).or_insert(owner).clone(),
                 ))
             }
-            Err(SessionError::NotFound(_)) => Ok(None),
+            Err(SessionError::NotFound(_)) => Ok(Owner::NotStored),
             Err(e) => Err(WebError::Session(e.to_string())),
         }
     }

@@ -20,7 +20,7 @@ use crate::durable::{self, Durable, parse_store_id, store_id};
 use crate::error::{ErrorCode, WebError};
 use crate::frontend::FrontendTool;
 use crate::history;
-use crate::ownership::Owners;
+use crate::ownership::{Owner, Owners};
 use crate::security::{Principal, Probes};
 use crate::thread::{LiveLoop, Prefill, Resumed, Thread};
 use crate::translate::Translator;
@@ -77,6 +77,14 @@ enum Start {
     /// Continuing the session's open turn (a paused run resumed, or a run taken over),
     /// with answers to pending approvals by call id.
     Resume(Vec<(String, Answer)>),
+}
+
+/// What the owner check found: `principal`'s thread, or a new one the store did not have when
+/// asked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Claimed {
+    Owned,
+    New,
 }
 
 /// A thread's session as a new run finds it.
@@ -297,22 +305,24 @@ impl RunRegistry {
 
     /// Refuses a thread that exists and belongs to another principal, as if it did not exist
     /// (a miss). With `claim`, a new thread becomes `principal`'s; without, an unknown thread
-    /// is a miss too.
+    /// is a miss too. Says whether the store had the thread when asked.
     async fn check_owner(
         &self,
         principal: &Principal,
         thread_id: &str,
         claim: bool,
-    ) -> Result<(), WebError> {
+    ) -> Result<Claimed, WebError> {
         let not_found = || {
             self.probes.miss(principal);
             WebError::ThreadNotFound(thread_id.to_owned())
         };
-        match self.owners.owner(thread_id).await? {
-            Some(owner) if owner == *principal => Ok(()),
-            Some(_) => Err(not_found()),
-            None if claim && self.owners.claim(thread_id, principal) => Ok(()),
-            None => Err(not_found()),
+        match self.owners.lookup(thread_id).await? {
+            Owner::Known(owner) if owner == *principal => Ok(Claimed::Owned),
+            Owner::Known(_) => Err(not_found()),
+            Owner::NotStored if claim && self.owners.claim(thread_id, principal) => {
+                Ok(Claimed::New)
+            }
+            Owner::NotStored => Err(not_found()),
         }
     }
 
@@ -470,7 +480,7 @@ impl RunRegistry {
         }
         self.sweep();
         self.prune().await;
-        self.check_owner(principal, &input.thread_id, true).await?;
+        let claimed = self.check_owner(principal, &input.thread_id, true).await?;
         let thread = self.thread(&input.thread_id);
         let key = (principal.clone(), input.run_id.clone());
         if lock(&self.runs).contains_key(&key) {
@@ -552,12 +562,16 @@ impl RunRegistry {
             return Ok(run);
         }
 
-        self.begin(principal, &input.thread_id, &input.run_id, &id)
+        let at_once = self
+            .begin(principal, &input.thread_id, &input.run_id, &id)
             .await?;
         let run = RunBuffer::stored(&input.thread_id, &input.run_id, 0);
         self.hold(&key, &id, &thread, &run);
         run.push(opening(&input));
-        if let Err((code, message)) = self.new_loop(principal, &thread, &run, &input).await {
+        // A thread the store did not have, with no run on it since: its session is new (were
+        // it made meanwhile, the loop's first write would fail rather than write into it).
+        let new = claimed == Claimed::New && at_once;
+        if let Err((code, message)) = self.new_loop(principal, &thread, &run, &input, new).await {
             fail(&run, code, message);
             thread.detach(&run);
         }
@@ -595,24 +609,26 @@ impl RunRegistry {
     }
 
     /// Begins `run_id` on the thread in the run store, applying the double-texting strategy
-    /// when the thread has a run in progress.
+    /// when the thread has a run in progress; says whether it began at once.
     async fn begin(
         &self,
         principal: &Principal,
         thread_id: &str,
         run_id: &str,
         id: &str,
-    ) -> Result<(), WebError> {
+    ) -> Result<bool, WebError> {
         let durable = &self.durable;
         let waited = tokio::time::Instant::now();
         let mut cancelled = false;
+        let mut tries = 0_u32;
         loop {
+            tries += 1;
             let busy = match durable
                 .store
                 .begin(thread_id, id, &durable.owner, durable.lease)
                 .await
             {
-                Ok(_) => return Ok(()),
+                Ok(_) => return Ok(tries == 1),
                 Err(RunStoreError::Exists(_)) => return Err(WebError::RunExists(run_id.into())),
                 Err(RunStoreError::Busy { run_id: active, .. }) => active,
                 Err(err) => return Err(run_store_error(err)),
@@ -906,6 +922,7 @@ impl RunRegistry {
         thread: &Arc<Thread>,
         run: &Arc<RunBuffer>,
         input: &RunAgentInput,
+        new: bool,
     ) -> Result<(), (ErrorCode, String)> {
         let Some((user_id, prompt)) = input.messages.iter().rev().find_map(|m| match m {
             Message::User { id, content } => Some((id.clone(), content.text())),
@@ -918,7 +935,12 @@ impl RunRegistry {
         };
         let prompt = with_context(prompt, input);
 
-        let session = match self.store.load(&input.thread_id).await {
+        let stored = if new {
+            Err(SessionError::NotFound(input.thread_id.clone()))
+        } else {
+            self.store.load(&input.thread_id).await
+        };
+        let session = match stored {
             // The owner check passed on a cached or an absent owner; the stored one decides.
             Ok(session) if !crate::ownership::owns(&session.meta, principal) => {
                 return Err((

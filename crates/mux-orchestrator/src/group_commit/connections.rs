@@ -32,7 +32,11 @@ impl Connections {
     /// fails no commit.
     pub(super) async fn take(&self) -> Result<PgConnection, sqlx::Error> {
         loop {
-            let idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+            let idle = self
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop();
             let Some((mut conn, since)) = idle else {
                 break;
             };
