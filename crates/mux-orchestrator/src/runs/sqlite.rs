@@ -21,6 +21,8 @@ use tokio::sync::Notify;
 use super::RunStoreError;
 use super::sql::{Dialect, SqlRuns, Statements, run_store_on_sql};
 
+/// The schema. The batches are an ordinary (rowid) table: a batch of events is kilobytes, too
+/// large a row for a `WITHOUT ROWID` table's b-tree.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS mux_runs (
     run_id TEXT PRIMARY KEY,
@@ -40,7 +42,7 @@ CREATE TABLE IF NOT EXISTS mux_run_event_batches (
     last_seq INTEGER NOT NULL,
     events TEXT NOT NULL,
     PRIMARY KEY (run_id, last_seq)
-) WITHOUT ROWID;
+);
 ";
 
 /// Whether the database has the table of an earlier build, with an event a row.
