@@ -561,10 +561,13 @@ mod tests {
             .unwrap();
         let ids = runs_with_one_lost(&store, 5).await;
         // r2's next number is taken already (a damaged table): its insert breaks the statement.
-        sqlx::query("INSERT INTO mux_run_events (run_id, seq, event) VALUES ('r2', 1, '{}')")
-            .execute(store.pool())
-            .await
-            .unwrap();
+        sqlx::query(
+            "INSERT INTO mux_run_event_batches (run_id, first_seq, last_seq, events) \
+             VALUES ('r2', 1, 1, '[{}]')",
+        )
+        .execute(store.pool())
+        .await
+        .unwrap();
         let mut answers = Vec::new();
         let jobs: Vec<Job> = ids
             .iter()

@@ -36,8 +36,10 @@ impl RunAppend {
 }
 
 /// Every append of the batch in one statement: each held run's row is locked, moved on and
-/// its numbers reserved; the events go in under those numbers; each changed run is notified
-/// with the commit. A run not held changes nothing and is missing from the answer.
+/// its numbers reserved; its events go in under those numbers as one row, their JSON array
+/// as text (the database parses nothing, and a row has no foreign key to check); each
+/// changed run is notified with the commit. A run not held changes nothing and is missing
+/// from the answer.
 const APPEND: &str = "\
 WITH batch AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bool[], $6::text[])
@@ -49,11 +51,10 @@ held AS (
     FROM batch b
     WHERE r.run_id = b.run_id AND r.owner = b.owner AND r.status = 'running'
         AND r.lease_until > now()
-    RETURNING r.run_id, r.last_seq - b.count AS first, b.events),
+    RETURNING r.run_id, r.last_seq - b.count AS first, r.last_seq AS last, b.count, b.events),
 inserted AS (
-    INSERT INTO mux_run_events (run_id, seq, event)
-    SELECT held.run_id, held.first + e.ord, e.event
-    FROM held, jsonb_array_elements(held.events::jsonb) WITH ORDINALITY AS e(event, ord))
+    INSERT INTO mux_run_event_batches (run_id, first_seq, last_seq, events)
+    SELECT run_id, first + 1, last, events FROM held WHERE count > 0)
 SELECT run_id, first FROM held WHERE pg_notify('mux_runs', run_id) IS NOT NULL";
 
 /// Writes `appends` (at most one per run) on `conn`: run id → the number before its first

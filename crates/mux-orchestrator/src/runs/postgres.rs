@@ -2,7 +2,10 @@
 //!
 //! - `mux_runs` holds each run; a partial unique index on the session of active runs makes
 //!   "one active run per session" hold on every process, atomically.
-//! - `mux_run_events` holds the events, numbered from the run's `last_seq` under its row lock.
+//! - `mux_run_event_batches` holds the events, a row per appended batch (its first and last
+//!   number and the events as the text of one JSON array, never parsed here), numbered from
+//!   the run's `last_seq` under its row lock. A row has no foreign key: `forget_ended` deletes
+//!   a run's rows in the statement that deletes the run.
 //! - Leases are the database's `now()` plus the lease, so processes need not agree on the time.
 //! - `claim_expired` takes a row with `FOR UPDATE SKIP LOCKED`: claimants racing for expired
 //!   runs each get a different one. It looks among one face's runs, as a range of ids in
@@ -31,7 +34,9 @@ use crate::group_commit::{GroupCommit, RunAppend};
 /// The notification channel.
 const CHANNEL: &str = "mux_runs";
 
-/// The schema, applied idempotently under an advisory lock.
+/// The schema, applied idempotently under an advisory lock. A database of an earlier build,
+/// with an event a row in `mux_run_events`, has each of them moved to a batch row of its own
+/// and that table dropped.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS mux_runs (
     run_id TEXT PRIMARY KEY,
@@ -50,12 +55,21 @@ CREATE INDEX IF NOT EXISTS mux_runs_leases
     ON mux_runs (lease_until) WHERE status = 'running';
 CREATE INDEX IF NOT EXISTS mux_runs_running_ids
     ON mux_runs (run_id COLLATE \"C\") WHERE status = 'running';
-CREATE TABLE IF NOT EXISTS mux_run_events (
-    run_id TEXT NOT NULL REFERENCES mux_runs (run_id) ON DELETE CASCADE,
-    seq BIGINT NOT NULL,
-    event JSONB NOT NULL,
-    PRIMARY KEY (run_id, seq)
+CREATE TABLE IF NOT EXISTS mux_run_event_batches (
+    run_id TEXT NOT NULL,
+    first_seq BIGINT NOT NULL,
+    last_seq BIGINT NOT NULL,
+    events TEXT NOT NULL,
+    PRIMARY KEY (run_id, last_seq)
 );
+DO $$ BEGIN
+    IF to_regclass('mux_run_events') IS NOT NULL THEN
+        INSERT INTO mux_run_event_batches (run_id, first_seq, last_seq, events)
+            SELECT run_id, seq, seq, '[' || event::text || ']' FROM mux_run_events
+            ON CONFLICT DO NOTHING;
+        DROP TABLE mux_run_events;
+    END IF;
+END $$;
 ";
 
 /// An advisory lock key for the schema ("mux runs").
@@ -157,23 +171,30 @@ impl Dialect for PostgresDialect {
             "status = $4, owner = CASE WHEN $5 THEN owner END, ",
             "lease_until = CASE WHEN $5 THEN lease_until END WHERE ",
             held!(),
-            " RETURNING last_seq - $3 AS first), ",
-            "inserted AS (INSERT INTO mux_run_events (run_id, seq, event) ",
-            "SELECT $1, held.first + e.ord, e.event ",
-            "FROM held, jsonb_array_elements($6::text::jsonb) WITH ORDINALITY AS e(event, ord)) ",
+            " RETURNING last_seq - $3 AS first, last_seq), ",
+            "inserted AS (INSERT INTO mux_run_event_batches (run_id, first_seq, last_seq, events) ",
+            "SELECT $1, held.first + 1, held.last_seq, $6 FROM held WHERE $3 > 0) ",
             "SELECT first FROM held WHERE ",
             notified!()
         ),
         insert_events: None,
-        events_after: "SELECT seq, event::text FROM mux_run_events \
-                       WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+        events_after: "SELECT first_seq, last_seq, events FROM mux_run_event_batches \
+                       WHERE run_id = $1 AND last_seq > $2 AND first_seq <= $3 \
+                       ORDER BY last_seq LIMIT $4",
         list_runs: "SELECT r.run_id, r.session_id, r.status, r.owner, r.cancel_requested, \
-                    r.last_seq, e.event::text AS event FROM mux_runs r LEFT JOIN mux_run_events e \
-                    ON e.run_id = r.run_id AND e.seq = r.last_seq \
+                    r.last_seq, b.first_seq AS events_from, b.events \
+                    FROM mux_runs r LEFT JOIN mux_run_event_batches b \
+                    ON b.run_id = r.run_id AND b.last_seq = r.last_seq \
                     WHERE starts_with(r.run_id, $1) AND r.run_id COLLATE \"C\" > $2 \
                     ORDER BY r.run_id COLLATE \"C\" LIMIT $3",
-        forget_ended: "DELETE FROM mux_runs WHERE status IN ('finished', 'failed', 'cancelled') \
-                       AND updated_at < now() - $1 * interval '1 millisecond' RETURNING run_id",
+        // The runs and their batches in one statement: no batch outlives its run.
+        forget_ended: "WITH gone AS (DELETE FROM mux_runs \
+                       WHERE status IN ('finished', 'failed', 'cancelled') \
+                       AND updated_at < now() - $1 * interval '1 millisecond' RETURNING run_id), \
+                       batches AS (DELETE FROM mux_run_event_batches b USING gone \
+                       WHERE b.run_id = gone.run_id) \
+                       SELECT run_id FROM gone",
+        forget_events: None,
     };
 }
 

@@ -6,6 +6,13 @@
 //! Every dialect's statements take the same parameters, so the steps around them are shared:
 //! times are the database's (PostgreSQL's `now()`, SQLite's clock of the machine), leases are
 //! bound in milliseconds, and a batch of events is bound as one JSON array.
+//!
+//! Events are stored a row per appended batch (`mux_run_event_batches`: the run, the numbers
+//! of the batch's first and last event, and the events as the text of one JSON array, which
+//! the database never parses). Rows are keyed by their last number, so a reader finds the
+//! batches after a number in the key's order and the run's last event at its `last_seq`; this
+//! file splits them into events, and a row that is not an array of exactly its count of
+//! events is a typed error.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,20 +57,27 @@ pub(super) struct Statements {
     pub(super) request_cancel: &'static str,
     /// Reserves the numbers of a batch on a held run and moves it to a status, returning the
     /// number before the first (binds run id, owner, count, status, whether the owner keeps
-    /// it, and, without `insert_events`, the events as one JSON array, which it inserts).
+    /// it, and, without `insert_events`, the events as one JSON array, which it inserts as
+    /// one batch row when the count is not 0).
     pub(super) append: &'static str,
-    /// Inserts a batch after `append`, in its transaction (binds run id, the number before
-    /// the first, the events as one JSON array); `None` when `append` inserts them.
+    /// Inserts a batch row after `append`, in its transaction (binds run id, the number
+    /// before the first, the count (not 0), the events as one JSON array); `None` when
+    /// `append` inserts it.
     pub(super) insert_events: Option<&'static str>,
-    /// `(seq, event)` rows after a number, the event as JSON text (binds run id, after,
-    /// limit).
+    /// `(first_seq, last_seq, events)`, in order, of the batch rows that hold numbers above
+    /// one and up to another (binds run id, the number after which, the last number wanted,
+    /// the most rows).
     pub(super) events_after: &'static str,
     /// Runs whose ids start with a prefix and sort after an id in byte order, in that order,
-    /// with `COLUMNS` and `event`, their last event as JSON text or NULL (binds prefix, after,
-    /// limit).
+    /// with `COLUMNS`, `events_from` and `events`, the first number and the events of the
+    /// batch row ending at `last_seq`, or NULLs (binds prefix, after, limit).
     pub(super) list_runs: &'static str,
-    /// Deletes runs ended longer ago than a number of ms (binds the ms).
+    /// Deletes runs ended longer ago than a number of ms, returning their ids (binds the ms),
+    /// and, without `forget_events`, their batch rows.
     pub(super) forget_ended: &'static str,
+    /// Deletes the batch rows of runs after `forget_ended`, in its transaction (binds the run
+    /// ids as one JSON array); `None` when `forget_ended` deletes them.
+    pub(super) forget_events: Option<&'static str>,
 }
 
 /// A database the SQL run store runs on: its statements.
@@ -140,6 +154,32 @@ fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError 
     }
 }
 
+/// The events of a stored batch row of `run_id` numbered `first..=last`, its `text`: a JSON
+/// array of exactly that many events, at least one, from number 1 on (so `limit` rows hold at
+/// least `limit` events), or why not, naming the run and the numbers.
+fn unpack(
+    operation: &'static str,
+    run_id: &str,
+    first: i64,
+    last: i64,
+    text: &str,
+) -> Result<Vec<Value>, RunStoreError> {
+    let damaged = |why: String| RunStoreError::Store {
+        operation,
+        reason: format!("the events {first} to {last} of run `{run_id}` {why}"),
+    };
+    let events: Vec<Value> = serde_json::from_str(text)
+        .map_err(|err| damaged(format!("are not a JSON array: {err}")))?;
+    let count = last
+        .checked_sub(first)
+        .and_then(|gap| gap.checked_add(1))
+        .filter(|count| first >= 1 && *count >= 1);
+    if count != i64::try_from(events.len()).ok() {
+        return Err(damaged(format!("are stored as {} events", events.len())));
+    }
+    Ok(events)
+}
+
 /// A batch of events as one JSON array.
 fn batch(events: &[Value]) -> String {
     let mut text = String::from("[");
@@ -162,6 +202,7 @@ where
     for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
     for<'r> Option<String>: Decode<'r, DB>,
+    for<'r> Option<i64>: Decode<'r, DB>,
     Option<String>: for<'q> Encode<'q, DB> + Type<DB>,
     String: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
     i64: for<'q> Encode<'q, DB> + for<'r> Decode<'r, DB> + Type<DB>,
@@ -465,6 +506,7 @@ where
                     sqlx::query(insert)
                         .bind(run_id)
                         .bind(first)
+                        .bind(count)
                         .bind(batch(events))
                         .execute(&mut *tx)
                         .await
@@ -487,9 +529,13 @@ where
         after: u64,
         limit: usize,
     ) -> Result<Vec<StoredEvent>, RunStoreError> {
+        let until = after.saturating_add(u64::try_from(limit).unwrap_or(u64::MAX));
+        let number = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        // Each row holds at least one wanted number, so `limit` rows are enough.
         let rows = sqlx::query(D::SQL.events_after)
             .bind(run_id)
-            .bind(i64::try_from(after).unwrap_or(i64::MAX))
+            .bind(number(after))
+            .bind(number(until))
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
             .fetch_all(&self.pool)
             .await
@@ -498,20 +544,23 @@ where
             // A run with no events yet, or no run at all.
             self.get(run_id).await?;
         }
-        rows.iter()
-            .map(|row| {
-                let seq: i64 = row.try_get(0).map_err(failed("reading events"))?;
-                let text: String = row.try_get(1).map_err(failed("reading events"))?;
-                let event = serde_json::from_str(&text).map_err(|err| RunStoreError::Store {
-                    operation: "reading events",
-                    reason: format!("event {seq} of run `{run_id}` is not JSON: {err}"),
-                })?;
-                Ok(StoredEvent {
-                    seq: u64::try_from(seq).unwrap_or_default(),
-                    event,
-                })
-            })
-            .collect()
+        let mut read = Vec::new();
+        for row in &rows {
+            let first: i64 = row.try_get(0).map_err(failed("reading events"))?;
+            let last: i64 = row.try_get(1).map_err(failed("reading events"))?;
+            let text: String = row.try_get(2).map_err(failed("reading events"))?;
+            let events = unpack("reading events", run_id, first, last, &text)?;
+            // `unpack` checked that `first` is at least 1.
+            let first = u64::try_from(first).unwrap_or_default();
+            read.extend(
+                (first..)
+                    .zip(events)
+                    .filter(|(seq, _)| *seq > after && *seq <= until)
+                    .map(|(seq, event)| StoredEvent { seq, event }),
+            );
+        }
+        read.truncate(limit);
+        Ok(read)
     }
 
     pub(super) async fn list_runs(
@@ -530,10 +579,17 @@ where
         rows.iter()
             .map(|row| {
                 let run = Self::record(row)?;
-                let text: Option<String> = row.try_get("event").map_err(failed("listing runs"))?;
-                let last = text.map(|text| StoredEvent {
+                let read = || failed("listing runs");
+                let first: Option<i64> = row.try_get("events_from").map_err(read())?;
+                let text: Option<String> = row.try_get("events").map_err(read())?;
+                let (Some(first), Some(text)) = (first, text) else {
+                    return Ok((run, None));
+                };
+                let last = i64::try_from(run.last_seq).unwrap_or(i64::MAX);
+                let events = unpack("listing runs", &run.run_id, first, last, &text)?;
+                let last = events.into_iter().last().map(|event| StoredEvent {
                     seq: run.last_seq,
-                    event: serde_json::from_str(&text).unwrap_or(Value::Null),
+                    event,
                 });
                 Ok((run, last))
             })
@@ -541,11 +597,29 @@ where
     }
 
     pub(super) async fn forget_ended(&self, older_than: Duration) -> Result<u64, RunStoreError> {
-        let gone: Vec<String> = sqlx::query_scalar(D::SQL.forget_ended)
-            .bind(millis(older_than))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(failed("forgetting ended runs"))?;
+        let failed = || failed("forgetting ended runs");
+        let forget = sqlx::query_scalar(D::SQL.forget_ended).bind(millis(older_than));
+        let gone: Vec<String> = match D::SQL.forget_events {
+            None => forget.fetch_all(&self.pool).await.map_err(failed())?,
+            // The runs and their events go together: no batch outlives its run.
+            Some(forget_events) => {
+                let mut tx = self.pool.begin().await.map_err(failed())?;
+                let gone: Vec<String> = forget.fetch_all(&mut *tx).await.map_err(failed())?;
+                if !gone.is_empty() {
+                    let ids = serde_json::to_string(&gone).map_err(|err| RunStoreError::Store {
+                        operation: "forgetting ended runs",
+                        reason: err.to_string(),
+                    })?;
+                    sqlx::query(forget_events)
+                        .bind(ids)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(failed())?;
+                }
+                tx.commit().await.map_err(failed())?;
+                gone
+            }
+        };
         Ok(gone.len() as u64)
     }
 }

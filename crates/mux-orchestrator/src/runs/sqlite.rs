@@ -1,7 +1,8 @@
 //! [`SqliteRunStore`]: the run contract on one machine, in one SQLite file (WAL).
 //!
 //! The same tables as PostgreSQL's (a partial unique index keeps one active run per session;
-//! events numbered under the run's row), with times from this machine's clock, which every
+//! events numbered under the run's row, a row per appended batch, whose rows `forget_ended`
+//! deletes with their run in one transaction), with times from this machine's clock, which every
 //! process on one file shares. SQLite has no notifications: [`changed`](super::RunStore::changed)
 //! wakes at once for a change made through this store, and polls for other processes'.
 //! The operations are the shared SQL body's (`sql.rs`); this file holds the statements.
@@ -20,6 +21,8 @@ use tokio::sync::Notify;
 use super::RunStoreError;
 use super::sql::{Dialect, SqlRuns, Statements, run_store_on_sql};
 
+/// The schema. The batches are an ordinary (rowid) table: a batch of events is kilobytes, too
+/// large a row for a `WITHOUT ROWID` table's b-tree.
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS mux_runs (
     run_id TEXT PRIMARY KEY,
@@ -33,12 +36,24 @@ CREATE TABLE IF NOT EXISTS mux_runs (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS mux_runs_one_active_per_session
     ON mux_runs (session_id) WHERE status IN ('running', 'paused');
-CREATE TABLE IF NOT EXISTS mux_run_events (
-    run_id TEXT NOT NULL REFERENCES mux_runs (run_id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL,
-    event TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS mux_run_event_batches (
+    run_id TEXT NOT NULL,
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    events TEXT NOT NULL,
+    PRIMARY KEY (run_id, last_seq)
+);
+";
+
+/// Whether the database has the table of an earlier build, with an event a row.
+const HAS_OLD_EVENTS: &str =
+    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'mux_run_events'";
+
+/// Moves each event of that table to a batch row of its own, and drops it.
+const MOVE_OLD_EVENTS: &str = "
+INSERT OR IGNORE INTO mux_run_event_batches (run_id, first_seq, last_seq, events)
+    SELECT run_id, seq, seq, '[' || event || ']' FROM mux_run_events;
+DROP TABLE mux_run_events;
 ";
 
 /// The columns of a run record.
@@ -157,16 +172,18 @@ impl Dialect for SqliteDialect {
             held!(),
             " RETURNING last_seq - $3"
         ),
-        // Each element of the array, as JSON text (`->`), under the next numbers.
+        // The batch as one row, its text as given.
         insert_events: Some(
-            "INSERT INTO mux_run_events (run_id, seq, event) \
-             SELECT $1, $2 + e.key + 1, $3 -> ('$[' || e.key || ']') FROM json_each($3) AS e",
+            "INSERT INTO mux_run_event_batches (run_id, first_seq, last_seq, events) \
+             VALUES ($1, $2 + 1, $2 + $3, $4)",
         ),
-        events_after: "SELECT seq, event FROM mux_run_events \
-                       WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+        events_after: "SELECT first_seq, last_seq, events FROM mux_run_event_batches \
+                       WHERE run_id = $1 AND last_seq > $2 AND first_seq <= $3 \
+                       ORDER BY last_seq LIMIT $4",
         list_runs: "SELECT r.run_id, r.session_id, r.status, r.owner, r.cancel_requested, \
-                    r.last_seq, e.event FROM mux_runs r LEFT JOIN mux_run_events e \
-                    ON e.run_id = r.run_id AND e.seq = r.last_seq \
+                    r.last_seq, b.first_seq AS events_from, b.events \
+                    FROM mux_runs r LEFT JOIN mux_run_event_batches b \
+                    ON b.run_id = r.run_id AND b.last_seq = r.last_seq \
                     WHERE substr(r.run_id, 1, length($1)) = $1 AND r.run_id > $2 \
                     ORDER BY r.run_id LIMIT $3",
         forget_ended: concat!(
@@ -174,6 +191,9 @@ impl Dialect for SqliteDialect {
             "AND updated_at_ms < ",
             now!(),
             " - $1 RETURNING run_id"
+        ),
+        forget_events: Some(
+            "DELETE FROM mux_run_event_batches WHERE run_id IN (SELECT value FROM json_each($1))",
         ),
     };
 }
@@ -225,12 +245,14 @@ impl SqliteRunStore {
         Self::with_pool(pool).await
     }
 
-    /// A store on an existing pool, after creating the tables if needed.
+    /// A store on an existing pool, after creating the tables if needed (and moving the
+    /// events of an earlier build's table, an event a row, to batch rows).
     pub async fn with_pool(pool: SqlitePool) -> Result<Self, RunStoreError> {
         sqlx::raw_sql(SCHEMA)
             .execute(&pool)
             .await
             .map_err(failed("creating the tables"))?;
+        move_old_events(&pool).await?;
         let wake = Arc::new(Notify::new());
         let local = Arc::clone(&wake);
         Ok(Self {
@@ -252,6 +274,32 @@ impl SqliteRunStore {
     async fn wait_for_change(&self, _run_id: &str, wait: Duration) {
         let _ = tokio::time::timeout(wait.min(POLL), self.wake.notified()).await;
     }
+}
+
+/// Moves the events of an earlier build's `mux_run_events`, if the database has it, to batch
+/// rows, and drops it: under the write lock, so of processes opening the file at once, one
+/// moves them and the others find the table gone.
+async fn move_old_events(pool: &SqlitePool) -> Result<(), RunStoreError> {
+    let failed = || failed("moving the events of an earlier schema");
+    let found: i64 = sqlx::query_scalar(HAS_OLD_EVENTS)
+        .fetch_one(pool)
+        .await
+        .map_err(failed())?;
+    if found == 0 {
+        return Ok(());
+    }
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(failed())?;
+    let found: i64 = sqlx::query_scalar(HAS_OLD_EVENTS)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(failed())?;
+    if found > 0 {
+        sqlx::raw_sql(MOVE_OLD_EVENTS)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed())?;
+    }
+    tx.commit().await.map_err(failed())
 }
 
 run_store_on_sql!(SqliteRunStore);

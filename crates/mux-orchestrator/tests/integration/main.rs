@@ -15,6 +15,7 @@ mod hooks_at_every_point;
 mod loop_on_a_scripted_model;
 mod loop_on_recorded_provider_traffic;
 mod mcp_servers;
+mod run_events_in_batches;
 mod run_listing;
 mod runs;
 mod session_stores;
