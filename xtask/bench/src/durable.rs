@@ -23,6 +23,8 @@
 //! - **CPU a run** (`BENCH_DURABLE=cpu` only, not in the default set): at concurrency 32, the
 //!   CPU time per run of the server, of PostgreSQL's processes and of the load client, in memory
 //!   and on PostgreSQL with fsync off: where a durable run's cost goes on a CPU-bound machine.
+//!   `BENCH_DURABLE_URL` points it at another server instead (one with `pg_stat_statements`
+//!   loaded, say; its CPU is then not counted).
 //!
 //! `BENCH_DURABLE=memory` runs only the paused-runs part; `BENCH_DURABLE=takeover` only the
 //! takeover.
@@ -190,7 +192,8 @@ fn cpu_split(rt: &tokio::runtime::Runtime, postgres: &Postgres) -> Result<(), St
     let own = || cpu_ms("self");
     for durable in [false, true] {
         let server = if durable {
-            Server::durable(&postgres.url("postgres"), TAKEOVER_LEASE * 10)?
+            let url = std::env::var("BENCH_DURABLE_URL").unwrap_or(postgres.url("postgres"));
+            Server::durable(&url, TAKEOVER_LEASE * 10)?
         } else {
             Server::own("mux", false)?
         };

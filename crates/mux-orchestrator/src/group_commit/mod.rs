@@ -37,7 +37,7 @@ use connections::Connections;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
-pub(crate) use runs::RunAppend;
+pub(crate) use runs::{RunAppend, RunBegin};
 pub(crate) use sessions::{SavedMeta, SessionWrite};
 
 /// How many commits a writer has in flight at once (and its connections).
@@ -49,9 +49,11 @@ const QUEUE: usize = 4_096;
 /// How long the writer waits for a connection before the batch fails.
 const ACQUIRE: Duration = Duration::from_secs(2);
 
-/// One write: a run's events and status, or a session's records and metadata.
+/// One write: a run begun, a run's events and status, or a session's records and metadata.
 #[derive(Debug)]
 pub(crate) enum Write {
+    /// See [`RunBegin`].
+    Begin(RunBegin),
     /// See [`RunAppend`].
     Run(RunAppend),
     /// See [`SessionWrite`].
@@ -61,6 +63,9 @@ pub(crate) enum Write {
 /// What a write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Written {
+    /// A run's begin: whether it was inserted (not when its id is taken or its session has a
+    /// run in progress).
+    Begin(bool),
     /// A run's append: the number before its first event, or `None` when the owner does not
     /// hold the run (nothing was written).
     Run(Option<i64>),
@@ -89,6 +94,8 @@ impl Write {
     /// What orders this write: writes with the same key commit in the order they were queued.
     fn key(&self) -> Key {
         match self {
+            // One begin per session a batch: a batch's begins do not meet each other.
+            Self::Begin(begin) => Key::Session(begin.session_id.clone()),
             Self::Run(run) => Key::Run(run.run_id.clone()),
             Self::Session(session) => Key::Session(session.id.clone()),
         }
@@ -195,12 +202,20 @@ impl GroupCommit {
 }
 
 impl GroupCommit {
+    /// Queues a run's begin and waits for its commit: whether it was inserted.
+    pub(crate) async fn begin_run(&self, begin: RunBegin) -> Result<bool, Failure> {
+        match self.write(Write::Begin(begin)).await? {
+            Written::Begin(inserted) => Ok(inserted),
+            _ => Err(mismatch()),
+        }
+    }
+
     /// Queues a run's append and waits for its commit: the number before its first event, or
     /// `None` when the owner does not hold the run.
     pub(crate) async fn append_run(&self, append: RunAppend) -> Result<Option<i64>, Failure> {
         match self.write(Write::Run(append)).await? {
             Written::Run(first) => Ok(first),
-            Written::Session(_) => Err(mismatch()),
+            _ => Err(mismatch()),
         }
     }
 
@@ -208,7 +223,7 @@ impl GroupCommit {
     pub(crate) async fn write_session(&self, write: SessionWrite) -> Result<bool, Failure> {
         match self.write(Write::Session(write)).await? {
             Written::Session(found) => Ok(found),
-            Written::Run(_) => Err(mismatch()),
+            _ => Err(mismatch()),
         }
     }
 }
@@ -356,38 +371,43 @@ async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) {
     }
 }
 
-/// Writes `writes` in one commit: one statement per kind present (two in a transaction when
-/// both are); each write's answer, in order.
+/// Writes `writes` in one commit: one statement per kind present (in a transaction when there
+/// are more than one); each write's answer, in order.
 async fn commit(conn: &mut PgConnection, writes: &[Write]) -> Result<Vec<Written>, sqlx::Error> {
-    let run_writes: Vec<&RunAppend> = writes
+    let mut begins = Vec::new();
+    let mut appends = Vec::new();
+    let mut sessions = Vec::new();
+    for write in writes {
+        match write {
+            Write::Begin(begin) => begins.push(begin),
+            Write::Run(run) => appends.push(run),
+            Write::Session(session) => sessions.push(session),
+        }
+    }
+    let kinds = [begins.len(), appends.len(), sessions.len()]
         .iter()
-        .filter_map(|write| match write {
-            Write::Run(run) => Some(run),
-            Write::Session(_) => None,
-        })
-        .collect();
-    let session_writes: Vec<&SessionWrite> = writes
-        .iter()
-        .filter_map(|write| match write {
-            Write::Session(session) => Some(session),
-            Write::Run(_) => None,
-        })
-        .collect();
-    let (held, found) = if run_writes.is_empty() || session_writes.is_empty() {
+        .filter(|&&n| n > 0)
+        .count();
+    let (begun, held, found) = if kinds <= 1 {
         // One statement: its own transaction, one round trip.
-        let held = runs::write(conn, &run_writes).await?;
-        let found = sessions::write(conn, &session_writes).await?;
-        (held, found)
+        let begun = runs::begin(conn, &begins).await?;
+        let held = runs::write(conn, &appends).await?;
+        let found = sessions::write(conn, &sessions).await?;
+        (begun, held, found)
     } else {
         let mut tx = conn.begin().await?;
-        let held = runs::write(&mut tx, &run_writes).await?;
-        let found = sessions::write(&mut tx, &session_writes).await?;
+        let begun = runs::begin(&mut tx, &begins).await?;
+        let held = runs::write(&mut tx, &appends).await?;
+        let found = sessions::write(&mut tx, &sessions).await?;
         tx.commit().await?;
-        (held, found)
+        (begun, held, found)
     };
     Ok(writes
         .iter()
         .map(|write| match write {
+            Write::Begin(begin) => {
+                Written::Begin(begun.contains(&(begin.run_id.clone(), begin.session_id.clone())))
+            }
             Write::Run(run) => Written::Run(held.get(run.run_id.as_str()).copied()),
             Write::Session(session) => Written::Session(found.contains(session.id.as_str())),
         })
@@ -598,5 +618,57 @@ mod tests {
             }
         }
         assert_eq!(store.get("r2").await.unwrap().last_seq, 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_of_begins_inserts_each_free_run_and_refuses_a_taken_id_or_a_busy_session() {
+        use crate::runs::{RunStatus, RunStore};
+        let db = mux_testkit::postgres::TestDatabase::new().await;
+        let store = crate::runs::PostgresRunStore::connect(&db.url)
+            .await
+            .unwrap();
+        store
+            .begin("s-busy", "r-busy", "a", Duration::from_secs(60))
+            .await
+            .unwrap();
+        let begin =
+            |run: &str, session: &str| Write::Begin(RunBegin::new(run, session, "a", 60_000));
+        let writes = [
+            begin("r1", "s1"),
+            begin("r2", "s2"),
+            // The same id as the first, on another session: taken within the batch.
+            begin("r1", "s3"),
+            // A session with a run in progress.
+            begin("r4", "s-busy"),
+            // An id taken before.
+            begin("r-busy", "s5"),
+        ];
+        let mut conn = store.pool().acquire().await.unwrap();
+        let written = commit(&mut conn, &writes).await.unwrap();
+        assert_eq!(
+            written,
+            [true, true, false, false, false]
+                .map(Written::Begin)
+                .to_vec()
+        );
+        let r1 = store.get("r1").await.unwrap();
+        assert_eq!(
+            (r1.session_id.as_str(), r1.status),
+            ("s1", RunStatus::Running)
+        );
+        assert_eq!(r1.owner.as_deref(), Some("a"));
+        assert!(store.active_run("s3").await.unwrap().is_none());
+        assert_eq!(store.get("r-busy").await.unwrap().session_id, "s-busy");
+
+        // Through the store, a refused begin says why.
+        let lease = Duration::from_secs(60);
+        assert!(matches!(
+            store.begin("s-busy", "r6", "a", lease).await,
+            Err(crate::runs::RunStoreError::Busy { run_id, .. }) if run_id == "r-busy"
+        ));
+        assert!(matches!(
+            store.begin("s7", "r1", "a", lease).await,
+            Err(crate::runs::RunStoreError::Exists(id)) if id == "r1"
+        ));
     }
 }

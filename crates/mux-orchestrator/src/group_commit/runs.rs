@@ -1,6 +1,7 @@
-//! A batch of run appends (`RunStore::append_events` and `set_status`) as one statement.
+//! A batch of run appends (`RunStore::append_events` and `set_status`) as one statement, and a
+//! batch of runs begun (`RunStore::begin`) as another.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 use sqlx::PgConnection;
@@ -77,4 +78,55 @@ pub(super) async fn write(
         .fetch_all(&mut *conn)
         .await?;
     Ok(rows.into_iter().collect())
+}
+
+/// Run `run_id` begun on `session_id` by `owner`, holding it for `lease_ms`.
+#[derive(Debug)]
+pub(crate) struct RunBegin {
+    pub(crate) run_id: String,
+    pub(crate) session_id: String,
+    owner: String,
+    lease_ms: i64,
+}
+
+impl RunBegin {
+    pub(crate) fn new(run_id: &str, session_id: &str, owner: &str, lease_ms: i64) -> Self {
+        Self {
+            run_id: run_id.to_owned(),
+            session_id: session_id.to_owned(),
+            owner: owner.to_owned(),
+            lease_ms,
+        }
+    }
+}
+
+/// Every begin of the batch in one statement. A run whose id is taken, or whose session has a
+/// run in progress, is not inserted and is missing from the answer (its caller finds out
+/// which).
+const BEGIN: &str = "\
+INSERT INTO mux_runs (run_id, session_id, status, owner, lease_until)
+SELECT run_id, session_id, 'running', owner, now() + lease_ms * interval '1 millisecond'
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+    AS b(run_id, session_id, owner, lease_ms)
+ON CONFLICT DO NOTHING
+RETURNING run_id, session_id";
+
+/// Writes `begins` (at most one per session) on `conn`: the runs inserted, as (run id, session
+/// id): a batch may hold two begins of one id, and only one of them is inserted.
+pub(super) async fn begin(
+    conn: &mut PgConnection,
+    begins: &[&RunBegin],
+) -> Result<HashSet<(String, String)>, sqlx::Error> {
+    if begins.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let text = |f: fn(&RunBegin) -> &str| begins.iter().map(|b| f(b)).collect::<Vec<&str>>();
+    let inserted: Vec<(String, String)> = sqlx::query_as(BEGIN)
+        .bind(text(|b| &b.run_id))
+        .bind(text(|b| &b.session_id))
+        .bind(text(|b| &b.owner))
+        .bind(begins.iter().map(|b| b.lease_ms).collect::<Vec<_>>())
+        .fetch_all(&mut *conn)
+        .await?;
+    Ok(inserted.into_iter().collect())
 }

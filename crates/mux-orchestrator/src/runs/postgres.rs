@@ -28,8 +28,8 @@ use sqlx::postgres::{PgListener, PgPool};
 use tokio::sync::Notify;
 
 use super::RunStoreError;
-use super::sql::{Appender, Dialect, SqlRuns, Statements, run_store_on_sql};
-use crate::group_commit::{GroupCommit, RunAppend};
+use super::sql::{Appender, Beginner, Dialect, SqlRuns, Statements, run_store_on_sql};
+use crate::group_commit::{GroupCommit, RunAppend, RunBegin};
 
 /// The notification channel.
 const CHANNEL: &str = "mux_runs";
@@ -280,6 +280,7 @@ impl PostgresRunStore {
         let local = Arc::clone(&waiters);
         // Appends and status changes go through this process's group commit on the database.
         let group = Arc::new(GroupCommit::for_pool(&pool));
+        let beginning = Arc::clone(&group);
         let appender: Appender = Arc::new(move |run_id, owner, events, status| {
             let group = Arc::clone(&group);
             let append = RunAppend::new(run_id, owner, events, status);
@@ -293,9 +294,27 @@ impl PostgresRunStore {
                     })
             })
         });
+        let beginner: Beginner = {
+            let group = Arc::clone(&beginning);
+            Arc::new(move |run_id, session_id, owner, lease| {
+                let group = Arc::clone(&group);
+                let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+                let begin = RunBegin::new(run_id, session_id, owner, lease_ms);
+                Box::pin(async move {
+                    group
+                        .begin_run(begin)
+                        .await
+                        .map_err(|failure| RunStoreError::Store {
+                            operation: "beginning a run",
+                            reason: failure.reason,
+                        })
+                })
+            })
+        };
         Ok(Self {
             sql: SqlRuns::new(pool, Arc::new(move |run_id: &str| local.wake(run_id)))
-                .with_appender(appender),
+                .with_appender(appender)
+                .with_beginner(beginner),
             waiters,
             listener: Arc::new(listener),
         })

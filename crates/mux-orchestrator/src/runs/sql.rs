@@ -102,6 +102,15 @@ pub(super) type Appender = Arc<
         + Sync,
 >;
 
+/// Inserts a run some other way than a statement of its own, e.g. in a group commit (run id,
+/// session id, owner, lease): answers whether it was inserted (not when its id is taken or
+/// its session has a run in progress).
+pub(super) type Beginner = Arc<
+    dyn Fn(&str, &str, &str, Duration) -> BoxFuture<'static, Result<bool, RunStoreError>>
+        + Send
+        + Sync,
+>;
+
 /// Runs in a SQL database of dialect `D`.
 pub(super) struct SqlRuns<D: Dialect> {
     pub(super) pool: Pool<D::Db>,
@@ -109,6 +118,8 @@ pub(super) struct SqlRuns<D: Dialect> {
     wake: Arc<dyn Fn(&str) + Send + Sync>,
     /// Writes appends and status changes instead of `append` and `set_status`.
     appender: Option<Appender>,
+    /// Inserts runs instead of `begin`.
+    beginner: Option<Beginner>,
 }
 
 impl<D: Dialect> Clone for SqlRuns<D> {
@@ -117,6 +128,7 @@ impl<D: Dialect> Clone for SqlRuns<D> {
             pool: self.pool.clone(),
             wake: Arc::clone(&self.wake),
             appender: self.appender.clone(),
+            beginner: self.beginner.clone(),
         }
     }
 }
@@ -216,6 +228,7 @@ where
             pool,
             wake,
             appender: None,
+            beginner: None,
         }
     }
 
@@ -223,6 +236,13 @@ where
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(super) fn with_appender(mut self, appender: Appender) -> Self {
         self.appender = Some(appender);
+        self
+    }
+
+    /// The store inserting runs through `beginner`.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(super) fn with_beginner(mut self, beginner: Beginner) -> Self {
+        self.beginner = Some(beginner);
         self
     }
 
@@ -285,6 +305,19 @@ where
         owner: &str,
         lease: Duration,
     ) -> Result<RunRecord, RunStoreError> {
+        if let Some(beginner) = &self.beginner {
+            if beginner(run_id, session_id, owner, lease).await? {
+                return Ok(RunRecord {
+                    run_id: run_id.to_owned(),
+                    session_id: session_id.to_owned(),
+                    status: RunStatus::Running,
+                    owner: Some(owner.to_owned()),
+                    cancel_requested: false,
+                    last_seq: 0,
+                });
+            }
+            return Err(self.taken(session_id, run_id).await);
+        }
         let inserted = sqlx::query(D::SQL.begin)
             .bind(run_id)
             .bind(session_id)
@@ -295,17 +328,24 @@ where
         match inserted {
             Ok(row) => Self::record(&row),
             Err(sqlx::Error::Database(err)) if err.is_unique_violation() => {
-                // Which constraint: the run id, or the session's active run.
-                if self.get(run_id).await.is_ok() {
-                    return Err(RunStoreError::Exists(run_id.to_owned()));
-                }
-                let active = self.active_run(session_id).await?;
-                Err(RunStoreError::Busy {
-                    session_id: session_id.to_owned(),
-                    run_id: active.map(|run| run.run_id).unwrap_or_default(),
-                })
+                Err(self.taken(session_id, run_id).await)
             }
             Err(err) => Err(failed("beginning a run")(err)),
+        }
+    }
+
+    /// Why `run_id` could not begin on `session_id`: the id is taken, or the session has a run
+    /// in progress.
+    async fn taken(&self, session_id: &str, run_id: &str) -> RunStoreError {
+        if self.get(run_id).await.is_ok() {
+            return RunStoreError::Exists(run_id.to_owned());
+        }
+        match self.active_run(session_id).await {
+            Ok(active) => RunStoreError::Busy {
+                session_id: session_id.to_owned(),
+                run_id: active.map(|run| run.run_id).unwrap_or_default(),
+            },
+            Err(err) => err,
         }
     }
 
