@@ -41,7 +41,7 @@ pub(crate) use runs::{RunAppend, RunBegin};
 pub(crate) use sessions::{SavedMeta, SessionWrite};
 
 /// How many commits a writer has in flight at once (and its connections).
-pub(crate) const FLIGHTS: usize = 2;
+pub(crate) const FLIGHTS: usize = 4;
 /// The most writes one commit takes.
 pub(crate) const MAX_BATCH: usize = 512;
 /// How many writes may wait to be taken before callers wait to queue theirs.
