@@ -93,6 +93,17 @@ fn next_reply(messages: &[Message]) -> Response {
             _ => None,
         })
         .collect();
+    // Whether the last call failed (a denial is an error result): read from the result's flag,
+    // not its text, which a `git log` of any wording may fill.
+    let last_failed = turn
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|block| match block {
+            ContentBlock::ToolResult { is_error, .. } => Some(*is_error),
+            _ => None,
+        })
+        .next_back()
+        .unwrap_or(false);
     // Ids unique in the whole conversation, so a face can tell every call apart.
     let earlier = messages
         .iter()
@@ -129,7 +140,7 @@ fn next_reply(messages: &[Message]) -> Response {
         _ => text_reply(answer(
             &listing,
             results.get(1).filter(|_| calls.contains(&"read_file")),
-            results.last(),
+            results.last().map(|log| (log, last_failed)),
         )),
     }
 }
@@ -188,7 +199,7 @@ fn text_reply(text: String) -> Response {
     Response::from_text(text)
 }
 
-fn answer(listing: &str, readme: Option<&String>, git_log: Option<&String>) -> String {
+fn answer(listing: &str, readme: Option<&String>, git_log: Option<(&String, bool)>) -> String {
     let entries = listing.lines().filter(|l| !l.trim().is_empty()).count();
     let mut text = format!("(offline) This directory has {entries} entries.");
     if let Some(readme) = readme {
@@ -201,10 +212,8 @@ fn answer(listing: &str, readme: Option<&String>, git_log: Option<&String>) -> S
         }
     }
     match git_log {
-        Some(log) if log.contains("denied") || log.contains("refused") => {
-            text.push_str(" I was not allowed to look at the git history.")
-        }
-        Some(log) => {
+        Some((_, true)) => text.push_str(" I was not allowed to look at the git history."),
+        Some((log, false)) => {
             let first = log.lines().next().unwrap_or_default();
             text.push_str(&format!(" The latest commit: \"{first}\"."));
         }
