@@ -935,27 +935,27 @@ impl RunRegistry {
         };
         let prompt = with_context(prompt, input);
 
-        let stored = if new {
-            Err(SessionError::NotFound(input.thread_id.clone()))
-        } else {
-            self.store.load(&input.thread_id).await
+        let fresh = || {
+            let mut meta = SessionMeta::new();
+            meta.id = input.thread_id.clone();
+            crate::ownership::record(&mut meta, principal);
+            ThreadSession::New(meta)
         };
-        let session = match stored {
-            // The owner check passed on a cached or an absent owner; the stored one decides.
-            Ok(session) if !crate::ownership::owns(&session.meta, principal) => {
-                return Err((
-                    ErrorCode::Session,
-                    format!("thread `{}` was not found", input.thread_id),
-                ));
+        let session = if new {
+            fresh()
+        } else {
+            match self.store.load(&input.thread_id).await {
+                // The owner check passed on a cached or an absent owner; the stored one decides.
+                Ok(session) if !crate::ownership::owns(&session.meta, principal) => {
+                    return Err((
+                        ErrorCode::Session,
+                        format!("thread `{}` was not found", input.thread_id),
+                    ));
+                }
+                Ok(session) => ThreadSession::Loaded(session),
+                Err(SessionError::NotFound(_)) => fresh(),
+                Err(e) => return Err((ErrorCode::Session, e.to_string())),
             }
-            Ok(session) => ThreadSession::Loaded(session),
-            Err(SessionError::NotFound(_)) => {
-                let mut meta = SessionMeta::new();
-                meta.id = input.thread_id.clone();
-                crate::ownership::record(&mut meta, principal);
-                ThreadSession::New(meta)
-            }
-            Err(e) => return Err((ErrorCode::Session, e.to_string())),
         };
         if let ThreadSession::Loaded(session) = &session
             && !session.messages.is_empty()
@@ -1005,26 +1005,25 @@ impl RunRegistry {
             .map_err(|e| (ErrorCode::Loop("agent_setup".into()), e))?
             .session_store(Arc::clone(&self.store))
             .cancellation(cancel.clone());
-        let (orchestrator, start) = match start {
-            Start::Prompt(prompt, ThreadSession::Loaded(session)) => {
-                (builder.resume_session(session), Ok(prompt))
-            }
-            Start::Prompt(prompt, ThreadSession::New(meta)) => {
-                (builder.build_session(meta), Ok(prompt))
+        let (orchestrator, started) = match start {
+            Start::Prompt(prompt, session) => {
+                let orchestrator = match session {
+                    ThreadSession::Loaded(session) => builder.resume_session(session),
+                    ThreadSession::New(meta) => builder.build_session(meta),
+                };
+                let started = orchestrator.run(prompt);
+                (orchestrator, started)
             }
             Start::Resume(answers) => {
                 let orchestrator = builder
                     .resume(&thread.id)
                     .await
                     .map_err(|e| (ErrorCode::Session, e.to_string()))?;
-                (orchestrator, Err(answers))
+                let started = orchestrator.resume_run(answers);
+                (orchestrator, started)
             }
         };
-        let started = match start {
-            Ok(prompt) => orchestrator.run(prompt),
-            Err(answers) => orchestrator.resume_run(answers),
-        }
-        .map_err(|e| (ErrorCode::Loop(e.kind().into()), e.to_string()))?;
+        let started = started.map_err(|e| (ErrorCode::Loop(e.kind().into()), e.to_string()))?;
         let translator = Translator::new(prefix, thread.todos(), orchestrator.tools().clone());
         let live = LiveLoop::new(
             started.input,

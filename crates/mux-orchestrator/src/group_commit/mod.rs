@@ -38,7 +38,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
 pub(crate) use runs::{RunAppend, RunBegin};
-pub(crate) use sessions::{SavedMeta, SessionWrite};
+pub(crate) use sessions::{SavedMeta, SessionRow, SessionWrite};
 
 /// How many commits a writer has in flight at once (and its connections).
 pub(crate) const FLIGHTS: usize = 4;
@@ -436,8 +436,7 @@ mod tests {
         Write::Session(SessionWrite {
             id: id.to_owned(),
             records: Vec::new(),
-            meta: None,
-            create: false,
+            row: SessionRow::Keep,
         })
     }
 
@@ -532,14 +531,12 @@ mod tests {
         writes.push(Write::Session(SessionWrite {
             id: meta.id.clone(),
             records: vec![record.to_owned(), record.to_owned()],
-            meta: None,
-            create: false,
+            row: SessionRow::Keep,
         }));
         writes.push(Write::Session(SessionWrite {
             id: "no-such-session".to_owned(),
             records: vec![record.to_owned()],
-            meta: None,
-            create: false,
+            row: SessionRow::Keep,
         }));
         let mut conn = store.pool().acquire().await.unwrap();
         let written = commit(&mut conn, &writes).await.unwrap();

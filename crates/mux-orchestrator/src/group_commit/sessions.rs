@@ -4,17 +4,35 @@ use std::collections::HashSet;
 
 use sqlx::PgConnection;
 
-/// Records appended to session `id`, with its metadata replaced when `meta` is set; with
-/// `create`, the session is created with `meta` and the records start its log.
+/// Records appended to session `id`, and what becomes of the session's row.
 #[derive(Debug)]
 pub(crate) struct SessionWrite {
     pub(crate) id: String,
     /// The records' JSON texts, in order.
     pub(crate) records: Vec<String>,
-    /// The metadata to store with them (always set with `create`).
-    pub(crate) meta: Option<SavedMeta>,
-    /// Whether the write creates the session (and writes nothing when it exists).
-    pub(crate) create: bool,
+    pub(crate) row: SessionRow,
+}
+
+/// What a [`SessionWrite`] does to its session's row.
+#[derive(Debug)]
+pub(crate) enum SessionRow {
+    /// Keeps the metadata.
+    Keep,
+    /// Replaces the metadata.
+    Save(SavedMeta),
+    /// Creates the session with this metadata, the records starting its log (nothing is
+    /// written when it exists).
+    Create(SavedMeta),
+}
+
+impl SessionRow {
+    /// The metadata stored with the records, if any.
+    fn meta(&self) -> Option<&SavedMeta> {
+        match self {
+            Self::Keep => None,
+            Self::Save(meta) | Self::Create(meta) => Some(meta),
+        }
+    }
 }
 
 /// A session's metadata as its row stores it.
@@ -81,29 +99,39 @@ pub(super) async fn write(
                 .map(|w| i64::try_from(w.records.len()).unwrap_or(i64::MAX))
                 .collect::<Vec<_>>(),
         )
-        .bind(writes.iter().map(|w| w.meta.is_some()).collect::<Vec<_>>())
         .bind(
             writes
                 .iter()
-                .map(|w| w.meta.as_ref().map_or(0, |m| m.updated_at_ms))
+                .map(|w| w.row.meta().is_some())
                 .collect::<Vec<_>>(),
         )
         .bind(
             writes
                 .iter()
-                .map(|w| w.meta.as_ref().and_then(|m| m.parent.as_deref()))
+                .map(|w| w.row.meta().map_or(0, |m| m.updated_at_ms))
                 .collect::<Vec<_>>(),
         )
         .bind(
             writes
                 .iter()
-                .map(|w| w.meta.as_ref().map(|m| m.json.as_str()))
+                .map(|w| w.row.meta().and_then(|m| m.parent.as_deref()))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            writes
+                .iter()
+                .map(|w| w.row.meta().map(|m| m.json.as_str()))
                 .collect::<Vec<_>>(),
         )
         .bind(record_ids)
         .bind(record_ords)
         .bind(records)
-        .bind(writes.iter().map(|w| w.create).collect::<Vec<_>>())
+        .bind(
+            writes
+                .iter()
+                .map(|w| matches!(w.row, SessionRow::Create(_)))
+                .collect::<Vec<_>>(),
+        )
         .fetch_all(&mut *conn)
         .await?;
     Ok(found.into_iter().collect())

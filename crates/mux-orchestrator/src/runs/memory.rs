@@ -129,14 +129,7 @@ impl RunStore for MemoryRunStore {
             if state.runs.contains_key(run_id) {
                 return Err(RunStoreError::Exists(run_id.to_owned()));
             }
-            let record = RunRecord {
-                run_id: run_id.to_owned(),
-                session_id: session_id.to_owned(),
-                status: RunStatus::Running,
-                owner: Some(owner.to_owned()),
-                cancel_requested: false,
-                last_seq: 0,
-            };
+            let record = RunRecord::begun(run_id, session_id, owner);
             state.runs.insert(
                 run_id.to_owned(),
                 Entry {

@@ -120,6 +120,20 @@ pub struct RunRecord {
     pub last_seq: u64,
 }
 
+impl RunRecord {
+    /// A run just begun: running, held by `owner`, with no event yet.
+    pub(crate) fn begun(run_id: &str, session_id: &str, owner: &str) -> Self {
+        Self {
+            run_id: run_id.to_owned(),
+            session_id: session_id.to_owned(),
+            status: RunStatus::Running,
+            owner: Some(owner.to_owned()),
+            cancel_requested: false,
+            last_seq: 0,
+        }
+    }
+}
+
 /// One stored event of a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredEvent {

@@ -28,8 +28,8 @@ use sqlx::postgres::{PgListener, PgPool};
 use tokio::sync::Notify;
 
 use super::RunStoreError;
-use super::sql::{Appender, Beginner, Dialect, SqlRuns, Statements, run_store_on_sql};
-use crate::group_commit::{GroupCommit, RunAppend, RunBegin};
+use super::sql::{Appender, Beginner, Dialect, SqlRuns, Statements, millis, run_store_on_sql};
+use crate::group_commit::{Failure, GroupCommit, RunAppend, RunBegin};
 
 /// The notification channel.
 const CHANNEL: &str = "mux_runs";
@@ -251,6 +251,14 @@ fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError 
     }
 }
 
+/// A group commit's failure as the run store's error, named by `operation`.
+fn group_failed(operation: &'static str) -> impl FnOnce(Failure) -> RunStoreError {
+    move |failure| RunStoreError::Store {
+        operation,
+        reason: failure.reason,
+    }
+}
+
 impl PostgresRunStore {
     /// Connects to `url` (a pool of up to sixteen connections, 2 s to get one), creates the
     /// tables if needed and starts listening for changes.
@@ -280,7 +288,19 @@ impl PostgresRunStore {
         let local = Arc::clone(&waiters);
         // Appends and status changes go through this process's group commit on the database.
         let group = Arc::new(GroupCommit::for_pool(&pool));
-        let beginning = Arc::clone(&group);
+        let beginner: Beginner = {
+            let group = Arc::clone(&group);
+            Arc::new(move |run_id, session_id, owner, lease| {
+                let group = Arc::clone(&group);
+                let begin = RunBegin::new(run_id, session_id, owner, millis(lease));
+                Box::pin(async move {
+                    group
+                        .begin_run(begin)
+                        .await
+                        .map_err(group_failed("beginning a run"))
+                })
+            })
+        };
         let appender: Appender = Arc::new(move |run_id, owner, events, status| {
             let group = Arc::clone(&group);
             let append = RunAppend::new(run_id, owner, events, status);
@@ -288,29 +308,9 @@ impl PostgresRunStore {
                 group
                     .append_run(append)
                     .await
-                    .map_err(|failure| RunStoreError::Store {
-                        operation: "appending events",
-                        reason: failure.reason,
-                    })
+                    .map_err(group_failed("appending events"))
             })
         });
-        let beginner: Beginner = {
-            let group = Arc::clone(&beginning);
-            Arc::new(move |run_id, session_id, owner, lease| {
-                let group = Arc::clone(&group);
-                let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
-                let begin = RunBegin::new(run_id, session_id, owner, lease_ms);
-                Box::pin(async move {
-                    group
-                        .begin_run(begin)
-                        .await
-                        .map_err(|failure| RunStoreError::Store {
-                            operation: "beginning a run",
-                            reason: failure.reason,
-                        })
-                })
-            })
-        };
         Ok(Self {
             sql: SqlRuns::new(pool, Arc::new(move |run_id: &str| local.wake(run_id)))
                 .with_appender(appender)

@@ -139,7 +139,8 @@ impl<D: Dialect> std::fmt::Debug for SqlRuns<D> {
     }
 }
 
-fn millis(time: Duration) -> i64 {
+/// `time` in whole milliseconds, as the statements bind a lease.
+pub(super) fn millis(time: Duration) -> i64 {
     i64::try_from(time.as_millis()).unwrap_or(i64::MAX)
 }
 
@@ -307,14 +308,7 @@ where
     ) -> Result<RunRecord, RunStoreError> {
         if let Some(beginner) = &self.beginner {
             if beginner(run_id, session_id, owner, lease).await? {
-                return Ok(RunRecord {
-                    run_id: run_id.to_owned(),
-                    session_id: session_id.to_owned(),
-                    status: RunStatus::Running,
-                    owner: Some(owner.to_owned()),
-                    cancel_requested: false,
-                    last_seq: 0,
-                });
+                return Ok(RunRecord::begun(run_id, session_id, owner));
             }
             return Err(self.taken(session_id, run_id).await);
         }

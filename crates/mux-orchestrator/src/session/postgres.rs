@@ -4,10 +4,10 @@ use sqlx::postgres::{PgPool, PgQueryResult, Postgres};
 
 use std::sync::Arc;
 
-use super::SessionError;
 use super::sql::{encode_meta, store_error, to_i64};
 use super::sql_store::{Appender, Dialect, MetaWrite, SqlStore, Statements, session_store_on_sql};
-use crate::group_commit::{GroupCommit, SavedMeta, SessionWrite};
+use super::{SessionError, SessionMeta};
+use crate::group_commit::{GroupCommit, SavedMeta, SessionRow, SessionWrite};
 
 /// PostgreSQL's statements and batches.
 struct PostgresDialect;
@@ -130,25 +130,24 @@ impl PostgresSessionStore {
         let appender: Appender = Arc::new(move |id, texts, write| {
             let group = Arc::clone(&group);
             let id = id.to_owned();
-            let (meta, create) = match write {
-                MetaWrite::Keep => (None, false),
-                MetaWrite::Save(meta) => (Some(meta), false),
-                MetaWrite::Create(meta) => (Some(meta), true),
-            };
-            let meta = meta.map(|meta| {
+            let create = matches!(write, MetaWrite::Create(_));
+            let saved = |meta: &SessionMeta| {
                 encode_meta(meta).map(|json| SavedMeta {
                     updated_at_ms: to_i64(meta.updated_at_ms),
                     parent: meta.parent.clone(),
                     json,
                 })
-            });
+            };
+            let row = match write {
+                MetaWrite::Keep => Ok(SessionRow::Keep),
+                MetaWrite::Save(meta) => saved(meta).map(SessionRow::Save),
+                MetaWrite::Create(meta) => saved(meta).map(SessionRow::Create),
+            };
             Box::pin(async move {
-                let meta = meta.transpose()?;
                 let write = SessionWrite {
                     id: id.clone(),
                     records: texts,
-                    meta,
-                    create,
+                    row: row?,
                 };
                 group
                     .write_session(write)

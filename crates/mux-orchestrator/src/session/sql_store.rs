@@ -203,18 +203,25 @@ where
             .ok_or_else(|| SessionError::NotFound(id.to_owned()))
     }
 
+    /// The statement that inserts the row of a new session of `meta` (its JSON text `json`).
+    fn insert_session(
+        meta: &SessionMeta,
+        json: String,
+    ) -> sqlx::query::Query<'_, DB, <DB as Database>::Arguments<'_>> {
+        sqlx::query(D::SQL.insert_session)
+            .bind(meta.id.as_str())
+            .bind(to_i64(meta.updated_at_ms))
+            .bind(meta.parent.as_deref())
+            .bind(json)
+    }
+
     pub(crate) fn create<'a>(
         &'a self,
         meta: &'a SessionMeta,
     ) -> BoxFuture<'a, Result<(), SessionError>> {
         Box::pin(async move {
             check_id(&meta.id)?;
-            let json = encode_meta(meta)?;
-            sqlx::query(D::SQL.insert_session)
-                .bind(meta.id.as_str())
-                .bind(to_i64(meta.updated_at_ms))
-                .bind(meta.parent.as_deref())
-                .bind(json)
+            Self::insert_session(meta, encode_meta(meta)?)
                 .execute(&self.pool)
                 .await
                 .map_err(creating(&meta.id))?;
@@ -240,11 +247,7 @@ where
             let json = encode_meta(meta)?;
             let err = || db_error(id, "creating the session");
             let mut tx = begin(&self.pool, D::SQL.begin_write).await.map_err(err())?;
-            sqlx::query(D::SQL.insert_session)
-                .bind(id)
-                .bind(to_i64(meta.updated_at_ms))
-                .bind(meta.parent.as_deref())
-                .bind(json)
+            Self::insert_session(meta, json)
                 .execute(&mut *tx)
                 .await
                 .map_err(creating(id))?;
