@@ -1,13 +1,14 @@
 //! Group commit for the PostgreSQL stores: the writes of concurrent runs (a run's events and
 //! status, a session's records and metadata) gathered while a commit is in flight and
-//! written together, in one transaction and one commit, with one multi-row statement per kind.
+//! written together, in one multi-row statement and one commit.
 //!
 //! - **One writer per database per process.** Every [`GroupCommit`] on the same database
 //!   (host or socket, port, user, database) shares it, so a run store and a session store on
 //!   that database commit together. It writes on [`FLIGHTS`] connections of its own, kept
 //!   open between commits.
 //! - **Batches.** A write waits in a queue; the writer takes everything queued (up to
-//!   [`MAX_BATCH`]) whenever one of its [`FLIGHTS`] commits is free. While commits are in
+//!   [`MAX_BATCH`]) whenever one of its [`FLIGHTS`] commits is free. A commit is one
+//!   statement, whatever kinds of write it holds: one round trip, its own transaction. While commits are in
 //!   flight the next batch grows, so batches grow with the database's latency and nothing
 //!   waits on a timer.
 //! - **Order per key.** A batch holds at most one write per run and per session, and a run or
@@ -30,7 +31,6 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use sqlx::Connection as _;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool};
 
 use connections::Connections;
@@ -371,8 +371,89 @@ async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) {
     }
 }
 
-/// Writes `writes` in one commit: one statement per kind present (in a transaction when there
-/// are more than one); each write's answer, in order.
+/// A query of a commit's statement, its parameters bound in turn.
+type Query<'q> = sqlx::query::QueryAs<
+    'q,
+    sqlx::Postgres,
+    (String, String, Option<String>, Option<i64>),
+    sqlx::postgres::PgArguments,
+>;
+
+/// One kind of write's share of a commit's statement: its common table expressions, with
+/// parameters numbered from `$1`, and the `SELECT` that answers its writes as rows of (kind,
+/// id, session, first number).
+pub(super) struct Part {
+    ctes: &'static str,
+    answer: &'static str,
+}
+
+impl Part {
+    /// The parts, in the order their parameters are bound.
+    const ALL: [&'static Part; 3] = [&runs::BEGIN, &runs::APPEND, &sessions::WRITE];
+
+    /// How many parameters the part takes: its highest `$n`.
+    fn params(&self) -> usize {
+        placeholders(self.ctes).max().unwrap_or(0)
+    }
+}
+
+/// The numbers of the `$n` placeholders in `sql`, in order.
+fn placeholders(sql: &str) -> impl Iterator<Item = usize> + '_ {
+    sql.split('$').skip(1).filter_map(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        rest[..digits].parse().ok()
+    })
+}
+
+/// `sql` with each `$n` placeholder moved on by `by`.
+fn shift(sql: &str, by: usize) -> String {
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut pieces = sql.split('$');
+    out.push_str(pieces.next().unwrap_or_default());
+    for rest in pieces {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        out.push('$');
+        match rest[..digits].parse::<usize>() {
+            Ok(n) => {
+                out.push_str(&(n + by).to_string());
+                out.push_str(&rest[digits..]);
+            }
+            Err(_) => out.push_str(rest),
+        }
+    }
+    out
+}
+
+/// The statement of a commit holding the kinds in `present` (by [`Part::ALL`]'s order): one
+/// statement whatever the mix, so a commit is one round trip and its own transaction.
+fn statement(present: [bool; 3]) -> &'static str {
+    static STATEMENTS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        (0..8)
+            .map(|mask: usize| {
+                let parts = Part::ALL
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| mask & (1 << i) != 0)
+                    .map(|(_, part)| *part);
+                let mut ctes = Vec::new();
+                let mut answers = Vec::new();
+                let mut offset = 0;
+                for part in parts {
+                    ctes.push(shift(part.ctes, offset));
+                    answers.push(part.answer);
+                    offset += part.params();
+                }
+                format!("WITH {}\n{}", ctes.join(",\n"), answers.join("\nUNION ALL "))
+            })
+            .collect()
+    });
+    let mask = (0..3)
+        .filter(|&i| present[i])
+        .fold(0, |mask, i| mask | (1 << i));
+    &STATEMENTS[mask]
+}
+
+/// Writes `writes` in one commit, as one statement; each write's answer, in order.
 async fn commit(conn: &mut PgConnection, writes: &[Write]) -> Result<Vec<Written>, sqlx::Error> {
     let mut begins = Vec::new();
     let mut appends = Vec::new();
@@ -384,24 +465,37 @@ async fn commit(conn: &mut PgConnection, writes: &[Write]) -> Result<Vec<Written
             Write::Session(session) => sessions.push(session),
         }
     }
-    let kinds = [begins.len(), appends.len(), sessions.len()]
-        .iter()
-        .filter(|&&n| n > 0)
-        .count();
-    let (begun, held, found) = if kinds <= 1 {
-        // One statement: its own transaction, one round trip.
-        let begun = runs::begin(conn, &begins).await?;
-        let held = runs::write(conn, &appends).await?;
-        let found = sessions::write(conn, &sessions).await?;
-        (begun, held, found)
-    } else {
-        let mut tx = conn.begin().await?;
-        let begun = runs::begin(&mut tx, &begins).await?;
-        let held = runs::write(&mut tx, &appends).await?;
-        let found = sessions::write(&mut tx, &sessions).await?;
-        tx.commit().await?;
-        (begun, held, found)
-    };
+    let present = [!begins.is_empty(), !appends.is_empty(), !sessions.is_empty()];
+    if present == [false; 3] {
+        return Ok(Vec::new());
+    }
+    let mut query = sqlx::query_as(statement(present));
+    if present[0] {
+        query = runs::bind_begins(query, &begins);
+    }
+    if present[1] {
+        query = runs::bind_appends(query, &appends);
+    }
+    if present[2] {
+        query = sessions::bind_writes(query, &sessions);
+    }
+    let mut begun = HashSet::new();
+    let mut held = HashMap::new();
+    let mut found = HashSet::new();
+    for (kind, id, session, first) in query.fetch_all(&mut *conn).await? {
+        match (kind.as_str(), session, first) {
+            ("begin", Some(session), _) => {
+                begun.insert((id, session));
+            }
+            ("run", _, Some(first)) => {
+                held.insert(id, first);
+            }
+            ("session", _, _) => {
+                found.insert(id);
+            }
+            _ => return Err(sqlx::Error::Protocol(format!("a commit answered an unknown row of kind `{kind}`"))),
+        }
+    }
     Ok(writes
         .iter()
         .map(|write| match write {
@@ -442,6 +536,27 @@ mod tests {
 
     fn keys(jobs: &[Job]) -> Vec<Key> {
         jobs.iter().map(|job| job.write.key()).collect()
+    }
+
+    #[test]
+    fn a_commits_statement_numbers_each_kinds_parameters_after_the_last() {
+        assert_eq!(shift("a $1, $10::b $2", 4), "a $5, $14::b $6");
+        assert_eq!(
+            Part::ALL.map(Part::params),
+            [4, 6, 10],
+            "begin, append, session"
+        );
+        for present in [[true, true, true], [true, false, true], [false, true, true]] {
+            let sql = statement(present);
+            let mut used: Vec<usize> = placeholders(sql).collect();
+            used.sort_unstable();
+            used.dedup();
+            let params: usize = (0..3)
+                .filter(|&i| present[i])
+                .map(|i| Part::ALL[i].params())
+                .sum();
+            assert_eq!(used, (1..=params).collect::<Vec<_>>(), "{sql}");
+        }
     }
 
     #[test]

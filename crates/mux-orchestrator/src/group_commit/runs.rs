@@ -1,10 +1,9 @@
-//! A batch of run appends (`RunStore::append_events` and `set_status`) as one statement, and a
-//! batch of runs begun (`RunStore::begin`) as another.
-
-use std::collections::{HashMap, HashSet};
+//! A commit's run appends (`RunStore::append_events` and `set_status`) and runs begun
+//! (`RunStore::begin`): their parts of the commit's statement.
 
 use serde_json::Value;
-use sqlx::PgConnection;
+
+use super::{Part, Query};
 
 use crate::runs::RunStatus;
 
@@ -36,48 +35,40 @@ impl RunAppend {
     }
 }
 
-/// Every append of the batch in one statement: each held run's row is locked, moved on and
-/// its numbers reserved; its events go in under those numbers as one row, their JSON array
-/// as text (the database parses nothing, and a row has no foreign key to check); each
-/// changed run is notified with the commit. A run not held changes nothing and is missing
-/// from the answer.
-const APPEND: &str = "\
-WITH batch AS (
+/// The appends of a commit: each held run's row is locked, moved on and its numbers
+/// reserved; its events go in under those numbers as one row, their JSON array as text (the
+/// database parses nothing, and a row has no foreign key to check); each changed run is
+/// notified with the commit. A run not held changes nothing and is missing from the answer,
+/// which gives each held run the number before its first event.
+pub(super) const APPEND: Part = Part {
+    ctes: "\
+append_batch AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bool[], $6::text[])
         AS b(run_id, owner, count, status, keep, events)),
 held AS (
     UPDATE mux_runs r SET last_seq = r.last_seq + b.count, updated_at = now(), status = b.status,
         owner = CASE WHEN b.keep THEN r.owner END,
         lease_until = CASE WHEN b.keep THEN r.lease_until END
-    FROM batch b
+    FROM append_batch b
     WHERE r.run_id = b.run_id AND r.owner = b.owner AND r.status = 'running'
         AND r.lease_until > now()
     RETURNING r.run_id, r.last_seq - b.count AS first, r.last_seq AS last, b.count, b.events),
-inserted AS (
+appended AS (
     INSERT INTO mux_run_event_batches (run_id, first_seq, last_seq, events)
-    SELECT run_id, first + 1, last, events FROM held WHERE count > 0)
-SELECT run_id, first FROM held WHERE pg_notify('mux_runs', run_id) IS NOT NULL";
+    SELECT run_id, first + 1, last, events FROM held WHERE count > 0)",
+    answer: "SELECT 'run', run_id, NULL, first FROM held WHERE pg_notify('mux_runs', run_id) IS NOT NULL",
+};
 
-/// Writes `appends` (at most one per run) on `conn`: run id → the number before its first
-/// event, for the runs that were held.
-pub(super) async fn write(
-    conn: &mut PgConnection,
-    appends: &[&RunAppend],
-) -> Result<HashMap<String, i64>, sqlx::Error> {
-    if appends.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let text = |f: fn(&RunAppend) -> &str| appends.iter().map(|a| f(a)).collect::<Vec<&str>>();
-    let rows: Vec<(String, i64)> = sqlx::query_as(APPEND)
+/// Binds `appends` (at most one per run) to [`APPEND`]'s parameters.
+pub(super) fn bind_appends<'q>(query: Query<'q>, appends: &[&'q RunAppend]) -> Query<'q> {
+    let text = |f: fn(&'q RunAppend) -> &'q str| appends.iter().map(|a| f(a)).collect::<Vec<&str>>();
+    query
         .bind(text(|a| &a.run_id))
         .bind(text(|a| &a.owner))
         .bind(appends.iter().map(|a| a.count).collect::<Vec<_>>())
         .bind(text(|a| a.status))
         .bind(appends.iter().map(|a| a.keep).collect::<Vec<_>>())
         .bind(text(|a| &a.events))
-        .fetch_all(&mut *conn)
-        .await?;
-    Ok(rows.into_iter().collect())
 }
 
 /// Run `run_id` begun on `session_id` by `owner`, holding it for `lease_ms`.
@@ -100,33 +91,29 @@ impl RunBegin {
     }
 }
 
-/// Every begin of the batch in one statement. A run whose id is taken, or whose session has a
-/// run in progress, is not inserted and is missing from the answer (its caller finds out
-/// which).
-const BEGIN: &str = "\
-INSERT INTO mux_runs (run_id, session_id, status, owner, lease_until)
-SELECT run_id, session_id, 'running', owner, now() + lease_ms * interval '1 millisecond'
-FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
-    AS b(run_id, session_id, owner, lease_ms)
-ON CONFLICT DO NOTHING
-RETURNING run_id, session_id";
+/// The begins of a commit. A run whose id is taken, or whose session has a run in progress,
+/// is not inserted and is missing from the answer (its caller finds out which); the answer
+/// names each inserted run with its session, since a batch may hold two begins of one id.
+pub(super) const BEGIN: Part = Part {
+    ctes: "\
+begin_batch AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+        AS b(run_id, session_id, owner, lease_ms)),
+begun AS (
+    INSERT INTO mux_runs (run_id, session_id, status, owner, lease_until)
+    SELECT run_id, session_id, 'running', owner, now() + lease_ms * interval '1 millisecond'
+    FROM begin_batch
+    ON CONFLICT DO NOTHING
+    RETURNING run_id, session_id)",
+    answer: "SELECT 'begin', run_id, session_id, NULL FROM begun",
+};
 
-/// Writes `begins` (at most one per session) on `conn`: the runs inserted, as (run id, session
-/// id): a batch may hold two begins of one id, and only one of them is inserted.
-pub(super) async fn begin(
-    conn: &mut PgConnection,
-    begins: &[&RunBegin],
-) -> Result<HashSet<(String, String)>, sqlx::Error> {
-    if begins.is_empty() {
-        return Ok(HashSet::new());
-    }
-    let text = |f: fn(&RunBegin) -> &str| begins.iter().map(|b| f(b)).collect::<Vec<&str>>();
-    let inserted: Vec<(String, String)> = sqlx::query_as(BEGIN)
+/// Binds `begins` (at most one per session) to [`BEGIN`]'s parameters.
+pub(super) fn bind_begins<'q>(query: Query<'q>, begins: &[&'q RunBegin]) -> Query<'q> {
+    let text = |f: fn(&'q RunBegin) -> &'q str| begins.iter().map(|b| f(b)).collect::<Vec<&str>>();
+    query
         .bind(text(|b| &b.run_id))
         .bind(text(|b| &b.session_id))
         .bind(text(|b| &b.owner))
         .bind(begins.iter().map(|b| b.lease_ms).collect::<Vec<_>>())
-        .fetch_all(&mut *conn)
-        .await?;
-    Ok(inserted.into_iter().collect())
 }

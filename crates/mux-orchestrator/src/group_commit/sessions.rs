@@ -1,8 +1,7 @@
-//! A batch of session writes (`SessionStore::append` and `save_and_append`) as one statement.
+//! A commit's session writes (`SessionStore::append`, `save_and_append` and
+//! `create_and_append`): their part of the commit's statement.
 
-use std::collections::HashSet;
-
-use sqlx::PgConnection;
+use super::{Part, Query};
 
 /// Records appended to session `id`, and what becomes of the session's row.
 #[derive(Debug)]
@@ -44,18 +43,19 @@ pub(crate) struct SavedMeta {
     pub(crate) json: String,
 }
 
-/// Every write of the batch in one statement: a session to create is inserted with its
-/// numbers taken, an existing one's row is locked and its numbers reserved (and its metadata
-/// replaced), then the records go in under those numbers. A session that does not exist (or,
-/// to create, exists) changes nothing and is missing from the answer.
-const WRITE: &str = "\
-WITH batch AS (
+/// The session writes of a commit: a session to create is inserted with its numbers taken,
+/// an existing one's row is locked and its numbers reserved (and its metadata replaced),
+/// then the records go in under those numbers. A session that does not exist (or, to
+/// create, exists) changes nothing and is missing from the answer.
+pub(super) const WRITE: Part = Part {
+    ctes: "\
+session_batch AS (
     SELECT * FROM unnest($1::text[], $2::bigint[], $3::bool[], $4::bigint[], $5::text[], $6::text[],
         $10::bool[])
         AS b(id, count, save, updated_at_ms, parent, meta, fresh)),
 created AS (
     INSERT INTO mux_sessions (id, updated_at_ms, parent, meta, next_seq)
-    SELECT id, updated_at_ms, parent, meta, count FROM batch WHERE fresh
+    SELECT id, updated_at_ms, parent, meta, count FROM session_batch WHERE fresh
     ON CONFLICT (id) DO NOTHING
     RETURNING id, 0::bigint AS first),
 reserved AS (
@@ -63,24 +63,19 @@ reserved AS (
         updated_at_ms = CASE WHEN b.save THEN b.updated_at_ms ELSE s.updated_at_ms END,
         parent = CASE WHEN b.save THEN b.parent ELSE s.parent END,
         meta = CASE WHEN b.save THEN b.meta ELSE s.meta END
-    FROM batch b WHERE s.id = b.id AND NOT b.fresh
+    FROM session_batch b WHERE s.id = b.id AND NOT b.fresh
     RETURNING s.id, s.next_seq - b.count AS first),
 written AS (SELECT id, first FROM created UNION ALL SELECT id, first FROM reserved),
-inserted AS (
+recorded AS (
     INSERT INTO mux_session_records (session_id, seq, record)
     SELECT written.id, written.first + r.ord, r.record
     FROM written
-    JOIN unnest($7::text[], $8::bigint[], $9::text[]) AS r(id, ord, record) ON r.id = written.id)
-SELECT id FROM written";
+    JOIN unnest($7::text[], $8::bigint[], $9::text[]) AS r(id, ord, record) ON r.id = written.id)",
+    answer: "SELECT 'session', id, NULL, NULL FROM written",
+};
 
-/// Writes `writes` (at most one per session) on `conn`: the sessions written.
-pub(super) async fn write(
-    conn: &mut PgConnection,
-    writes: &[&SessionWrite],
-) -> Result<HashSet<String>, sqlx::Error> {
-    if writes.is_empty() {
-        return Ok(HashSet::new());
-    }
+/// Binds `writes` (at most one per session) to [`WRITE`]'s parameters.
+pub(super) fn bind_writes<'q>(query: Query<'q>, writes: &[&'q SessionWrite]) -> Query<'q> {
     let mut record_ids = Vec::new();
     let mut record_ords = Vec::new();
     let mut records = Vec::new();
@@ -91,7 +86,13 @@ pub(super) async fn write(
             records.push(record.as_str());
         }
     }
-    let found: Vec<String> = sqlx::query_scalar(WRITE)
+    let meta = |f: fn(&'q SavedMeta) -> Option<&'q str>| {
+        writes
+            .iter()
+            .map(|w| w.row.meta().and_then(f))
+            .collect::<Vec<_>>()
+    };
+    query
         .bind(writes.iter().map(|w| w.id.as_str()).collect::<Vec<_>>())
         .bind(
             writes
@@ -111,18 +112,8 @@ pub(super) async fn write(
                 .map(|w| w.row.meta().map_or(0, |m| m.updated_at_ms))
                 .collect::<Vec<_>>(),
         )
-        .bind(
-            writes
-                .iter()
-                .map(|w| w.row.meta().and_then(|m| m.parent.as_deref()))
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            writes
-                .iter()
-                .map(|w| w.row.meta().map(|m| m.json.as_str()))
-                .collect::<Vec<_>>(),
-        )
+        .bind(meta(|m| m.parent.as_deref()))
+        .bind(meta(|m| Some(m.json.as_str())))
         .bind(record_ids)
         .bind(record_ords)
         .bind(records)
@@ -132,7 +123,4 @@ pub(super) async fn write(
                 .map(|w| matches!(w.row, SessionRow::Create(_)))
                 .collect::<Vec<_>>(),
         )
-        .fetch_all(&mut *conn)
-        .await?;
-    Ok(found.into_iter().collect())
 }
