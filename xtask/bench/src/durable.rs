@@ -27,7 +27,7 @@
 //!   loaded, say; its CPU is then not counted).
 //!
 //! `BENCH_DURABLE=memory` runs only the paused-runs part; `BENCH_DURABLE=takeover` only the
-//! takeover.
+//! takeover; `BENCH_DURABLE_CONCURRENCY=1` (or `32`) only that concurrency's throughput rows.
 
 use std::time::{Duration, Instant};
 
@@ -75,7 +75,13 @@ fn throughput(
     let python = web::pydantic_python()?;
     let script = web::pydantic_script();
     let mut rows = Vec::new();
+    let only_c: Option<usize> = std::env::var("BENCH_DURABLE_CONCURRENCY")
+        .ok()
+        .and_then(|c| c.parse().ok());
     for (c, runs) in [(1, RUNS_C1), (32, RUNS_C32)] {
+        if only_c.is_some_and(|only| only != c) {
+            continue;
+        }
         let memory = {
             let server = Server::own("mux", false)?;
             web::measure(rt, &server.url(), runs, c)?

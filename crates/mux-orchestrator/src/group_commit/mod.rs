@@ -7,10 +7,12 @@
 //!   that database commit together. It writes on [`FLIGHTS`] connections of its own, kept
 //!   open between commits.
 //! - **Batches.** A write waits in a queue; the writer takes everything queued (up to
-//!   [`MAX_BATCH`]) whenever one of its [`FLIGHTS`] commits is free. A commit is one
-//!   statement, whatever kinds of write it holds: one round trip, its own transaction. While commits are in
-//!   flight the next batch grows, so batches grow with the database's latency and nothing
-//!   waits on a timer.
+//!   [`MAX_BATCH`]) into one commit. Under a light load, up to [`FLIGHTS`] commits run at
+//!   once, so a write seldom waits for another's; once [`PARALLEL_BELOW`] writes are in
+//!   flight, the next batch waits for the first commit to end and grows meanwhile
+//!   ([`may_start`]). Batches grow with the load and the database's latency, and nothing
+//!   waits on a timer. A commit is one statement, whatever kinds of write it holds: one
+//!   round trip, its own transaction.
 //! - **Order per key.** A batch holds at most one write per run and per session, and a run or
 //!   session with a write in flight waits for it: writes to one key commit in the order they
 //!   were queued.
@@ -40,8 +42,10 @@ use tokio::task::JoinSet;
 pub(crate) use runs::{RunAppend, RunBegin};
 pub(crate) use sessions::{SavedMeta, SessionRow, SessionWrite};
 
-/// How many commits a writer has in flight at once (and its connections).
+/// The most commits a writer has in flight at once (and its connections).
 pub(crate) const FLIGHTS: usize = 4;
+/// Below this many writes in flight, a further commit starts at once (see [`may_start`]).
+const PARALLEL_BELOW: usize = 8;
 /// The most writes one commit takes.
 pub(crate) const MAX_BATCH: usize = 512;
 /// How many writes may wait to be taken before callers wait to queue theirs.
@@ -265,7 +269,7 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>)
                 Err(_) => break,
             }
         }
-        if flights.len() < FLIGHTS {
+        if may_start(flights.len(), in_flight.values().map(Vec::len).sum()) {
             let batch = take_batch(&mut waiting, &busy);
             if !batch.is_empty() {
                 let keys: Vec<Key> = batch.iter().map(|job| job.write.key()).collect();
@@ -294,6 +298,15 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>)
             }
         }
     }
+}
+
+/// Whether another commit may start, with `flights` in flight holding `writes` writes: the
+/// first always; a further one only while the load is light (fewer than [`PARALLEL_BELOW`]
+/// writes in flight). Under load, writes gather for the next commit instead: a commit's cost
+/// to both sides is mostly its own, not its rows', so a few large commits cost far less than
+/// many small ones.
+fn may_start(flights: usize, writes: usize) -> bool {
+    flights == 0 || (flights < FLIGHTS && writes < PARALLEL_BELOW)
 }
 
 /// The next batch: the queued writes, in order, at most one per key and none whose key is in
@@ -443,7 +456,11 @@ fn statement(present: [bool; 3]) -> &'static str {
                     answers.push(part.answer);
                     offset += part.params();
                 }
-                format!("WITH {}\n{}", ctes.join(",\n"), answers.join("\nUNION ALL "))
+                format!(
+                    "WITH {}\n{}",
+                    ctes.join(",\n"),
+                    answers.join("\nUNION ALL ")
+                )
             })
             .collect()
     });
@@ -465,7 +482,11 @@ async fn commit(conn: &mut PgConnection, writes: &[Write]) -> Result<Vec<Written
             Write::Session(session) => sessions.push(session),
         }
     }
-    let present = [!begins.is_empty(), !appends.is_empty(), !sessions.is_empty()];
+    let present = [
+        !begins.is_empty(),
+        !appends.is_empty(),
+        !sessions.is_empty(),
+    ];
     if present == [false; 3] {
         return Ok(Vec::new());
     }
@@ -493,7 +514,11 @@ async fn commit(conn: &mut PgConnection, writes: &[Write]) -> Result<Vec<Written
             ("session", _, _) => {
                 found.insert(id);
             }
-            _ => return Err(sqlx::Error::Protocol(format!("a commit answered an unknown row of kind `{kind}`"))),
+            _ => {
+                return Err(sqlx::Error::Protocol(format!(
+                    "a commit answered an unknown row of kind `{kind}`"
+                )));
+            }
         }
     }
     Ok(writes
@@ -557,6 +582,21 @@ mod tests {
                 .sum();
             assert_eq!(used, (1..=params).collect::<Vec<_>>(), "{sql}");
         }
+    }
+
+    #[test]
+    fn commits_run_side_by_side_only_under_a_light_load() {
+        assert!(may_start(0, 0));
+        assert!(
+            may_start(1, 1),
+            "a second commit while one write is in flight"
+        );
+        assert!(may_start(FLIGHTS - 1, PARALLEL_BELOW - 1));
+        assert!(!may_start(FLIGHTS, 0), "never more than FLIGHTS");
+        assert!(
+            !may_start(1, PARALLEL_BELOW),
+            "under load, writes gather for the next commit"
+        );
     }
 
     #[test]

@@ -61,7 +61,8 @@ appended AS (
 
 /// Binds `appends` (at most one per run) to [`APPEND`]'s parameters.
 pub(super) fn bind_appends<'q>(query: Query<'q>, appends: &[&'q RunAppend]) -> Query<'q> {
-    let text = |f: fn(&'q RunAppend) -> &'q str| appends.iter().map(|a| f(a)).collect::<Vec<&str>>();
+    let text =
+        |f: fn(&'q RunAppend) -> &'q str| appends.iter().map(|a| f(a)).collect::<Vec<&str>>();
     query
         .bind(text(|a| &a.run_id))
         .bind(text(|a| &a.owner))
