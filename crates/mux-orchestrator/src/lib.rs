@@ -39,6 +39,8 @@ mod needs_approval;
 mod orchestrator;
 mod parent;
 #[cfg(feature = "postgres")]
+mod pg_connections;
+#[cfg(feature = "postgres")]
 mod pg_pool;
 mod run;
 mod run_state;

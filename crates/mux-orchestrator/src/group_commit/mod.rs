@@ -25,7 +25,6 @@
 //!   statement. Callers wait for their answer, so the queue holds at most one write per waiting
 //!   caller.
 
-mod connections;
 mod runs;
 mod sessions;
 
@@ -35,7 +34,7 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool};
 
-use connections::Connections;
+use crate::pg_connections::Connections;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
@@ -247,7 +246,7 @@ fn stopped() -> Failure {
 impl Writer {
     /// Starts a writer on connections of its own.
     fn start(options: &PgConnectOptions) -> Self {
-        let connections = Arc::new(Connections::new(options.clone(), ACQUIRE));
+        let connections = Arc::new(Connections::new(options.clone(), FLIGHTS, ACQUIRE));
         let (jobs, queue) = mpsc::channel(QUEUE);
         tokio::spawn(dispatch(queue, connections));
         Self { jobs }
@@ -757,7 +756,7 @@ mod tests {
             })
             .collect();
         let options = (*store.pool().connect_options()).clone();
-        commit_and_answer(Arc::new(Connections::new(options, ACQUIRE)), jobs).await;
+        commit_and_answer(Arc::new(Connections::new(options, FLIGHTS, ACQUIRE)), jobs).await;
         for (i, answer) in answers.into_iter().enumerate() {
             let answer = answer.await.unwrap();
             match i {

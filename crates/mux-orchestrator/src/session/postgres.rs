@@ -5,9 +5,19 @@ use sqlx::postgres::{PgPool, PgQueryResult, Postgres};
 use std::sync::Arc;
 
 use super::sql::{encode_meta, store_error, to_i64};
-use super::sql_store::{Appender, Dialect, MetaWrite, SqlStore, Statements, session_store_on_sql};
+use super::sql_store::{
+    Appender, Dialect, MetaWrite, Reader, SqlStore, Statements, session_store_on_sql,
+};
 use super::{SessionError, SessionMeta};
 use crate::group_commit::{GroupCommit, SavedMeta, SessionRow, SessionWrite};
+use crate::pg_connections::Connections;
+
+/// The most connections the store opens for its pool, and again for its loads.
+const POOL_SIZE: u32 = 16;
+/// How long getting a connection may take: an unreachable server is reported within it (the
+/// loop then holds its records, see `LoopError::Unwritten`) instead of stalling a run for
+/// sqlx's 30 s.
+const ACQUIRE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// PostgreSQL's statements and batches.
 struct PostgresDialect;
@@ -107,22 +117,23 @@ impl Dialect for PostgresDialect {
 #[derive(Clone, Debug)]
 pub struct PostgresSessionStore {
     sql: SqlStore<PostgresDialect>,
+    /// The connections loads run on.
+    loads: Arc<Connections>,
 }
 
 impl PostgresSessionStore {
-    /// Connects to the database at `url` (a pool of up to sixteen connections: a commit holds one while it waits for its
-    /// WAL flush, and concurrent commits share a flush) and migrates it.
+    /// Connects to the database at `url` (a pool of up to sixteen connections, and as many
+    /// of the store's own for loads) and migrates it.
     pub async fn connect(url: &str) -> Result<Self, SessionError> {
-        // An unreachable server is reported within 2 s (the loop then holds its records, see
-        // `LoopError::Unwritten`) instead of stalling a run for sqlx's 30 s.
-        let pool = crate::pg_pool::options(16, std::time::Duration::from_secs(2))
+        let pool = crate::pg_pool::options(POOL_SIZE, ACQUIRE)
             .connect(url)
             .await
             .map_err(store_error("connecting to the database"))?;
         Self::with_pool(pool).await
     }
 
-    /// A store on an existing pool, after migrating its database.
+    /// A store on an existing pool, after migrating its database. Loads run on up to sixteen
+    /// connections of the store's own, opened with the pool's options.
     pub async fn with_pool(pool: PgPool) -> Result<Self, SessionError> {
         // Appends go through this process's group commit on the database, with the run
         // store's writes.
@@ -163,8 +174,32 @@ impl PostgresSessionStore {
                     })
             })
         });
+        // Loads run on connections of the store's own: a pool would send a query down each
+        // connection handed back, a second round trip per load.
+        let connections = Arc::new(Connections::new(
+            (*pool.connect_options()).clone(),
+            POOL_SIZE as usize,
+            ACQUIRE,
+        ));
+        let loads = Arc::clone(&connections);
+        let reader: Reader<PostgresDialect> = Arc::new(move |sql, id| {
+            let connections = Arc::clone(&connections);
+            Box::pin(async move {
+                let mut conn = connections.take().await?;
+                let rows = sqlx::query(sql).bind(id).fetch_all(&mut *conn).await;
+                // A statement the server refused leaves the connection whole.
+                if matches!(rows, Ok(_) | Err(sqlx::Error::Database(_))) {
+                    connections.put(conn);
+                }
+                rows
+            })
+        });
         Ok(Self {
-            sql: SqlStore::migrated(pool).await?.with_appender(appender),
+            sql: SqlStore::migrated(pool)
+                .await?
+                .with_appender(appender)
+                .with_reader(reader),
+            loads,
         })
     }
 
@@ -173,9 +208,11 @@ impl PostgresSessionStore {
         &self.sql.pool
     }
 
-    /// Closes the pool's connections, waiting for those in use.
+    /// Closes the pool's connections, waiting for those in use, and the idle ones loads run
+    /// on.
     pub async fn close(&self) {
         self.sql.pool.close().await;
+        self.loads.close_idle().await;
     }
 }
 

@@ -107,11 +107,25 @@ pub(crate) type Appender = Arc<
         + Sync,
 >;
 
+/// Runs a read of one statement (its text, and the session id as its one parameter) some
+/// other way than on the pool, e.g. on connections of the store's own: the rows.
+pub(crate) type Reader<D> = Arc<
+    dyn Fn(
+            &'static str,
+            String,
+        )
+            -> BoxFuture<'static, Result<Vec<<<D as Dialect>::Db as Database>::Row>, sqlx::Error>>
+        + Send
+        + Sync,
+>;
+
 /// Sessions in a SQL database of dialect `D`.
 pub(crate) struct SqlStore<D: Dialect> {
     pub(crate) pool: Pool<D::Db>,
     /// Writes appends (with their metadata) instead of `append` and `save_and_append`.
     appender: Option<Appender>,
+    /// Runs [`Statements::load`] instead of the pool.
+    reader: Option<Reader<D>>,
 }
 
 impl<D: Dialect> Clone for SqlStore<D> {
@@ -119,6 +133,7 @@ impl<D: Dialect> Clone for SqlStore<D> {
         Self {
             pool: self.pool.clone(),
             appender: self.appender.clone(),
+            reader: self.reader.clone(),
         }
     }
 }
@@ -181,7 +196,15 @@ where
         Ok(Self {
             pool,
             appender: None,
+            reader: None,
         })
+    }
+
+    /// The store running its one-statement loads through `reader`.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn with_reader(mut self, reader: Reader<D>) -> Self {
+        self.reader = Some(reader);
+        self
     }
 
     /// The store writing appends through `appender`.
@@ -382,11 +405,11 @@ where
             let err = |operation| db_error(id, operation);
             if let Some(load) = D::SQL.load {
                 // One statement sees one snapshot: one round trip instead of four.
-                let rows = sqlx::query(load)
-                    .bind(id)
-                    .fetch_all(&self.pool)
-                    .await
-                    .map_err(err("loading"))?;
+                let rows = match &self.reader {
+                    Some(read) => read(load, id.to_owned()).await,
+                    None => sqlx::query(load).bind(id).fetch_all(&self.pool).await,
+                }
+                .map_err(err("loading"))?;
                 let Some((first, rest)) = rows.split_first() else {
                     return Err(SessionError::NotFound(id.to_owned()));
                 };
