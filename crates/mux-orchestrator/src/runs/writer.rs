@@ -200,39 +200,54 @@ impl Shared {
         // An append that failed without an answer: its size and the end it carried. The
         // store may have taken it (the answer was lost with the connection): that is looked
         // up before anything is written again, so no event is stored twice.
-        let mut uncertain: Option<(usize, Option<RunStatus>)> = None;
+        let mut uncertain: Option<Option<RunStatus>> = None;
+        // The events taken from the queue and not yet stored, in order: written again as
+        // they are after a failure, never copied.
+        let mut pending: Vec<Value> = Vec::new();
         loop {
             if self.alive.is_cancelled() {
                 return;
             }
-            if let Some((count, end)) = uncertain {
-                match self.settle(count, end).await {
-                    Ok(true) if end.is_some() => return,
-                    Ok(_) => uncertain = None,
+            if let Some(end) = uncertain {
+                match self.settle(pending.len(), end).await {
+                    Ok(stored) => {
+                        uncertain = None;
+                        if stored {
+                            pending.clear();
+                            if end.is_some() {
+                                return;
+                            }
+                        }
+                    }
                     Err(err) => {
-                        if !self.outage(&err, &mut backoff).await {
+                        if !self.outage(&err, pending.len(), &mut backoff).await {
                             return;
                         }
                         continue;
                     }
                 }
             }
-            let (batch, end) = {
-                let queue = self.lock();
-                let batch: Vec<Value> = queue.events.iter().take(BATCH).cloned().collect();
+            let end = {
+                let mut queue = self.lock();
+                if pending.is_empty() {
+                    pending = if queue.events.len() <= BATCH {
+                        std::mem::take(&mut queue.events)
+                    } else {
+                        queue.events.drain(..BATCH).collect()
+                    };
+                }
                 // The end goes with the last events, in one step.
-                let last = batch.len() == queue.events.len();
-                (batch, queue.end.filter(|_| last))
+                queue.end.filter(|_| queue.events.is_empty())
             };
-            if !batch.is_empty() {
+            if !pending.is_empty() {
                 match self
                     .store
-                    .append_events(&self.run_id, &self.owner, &batch, end)
+                    .append_events(&self.run_id, &self.owner, &pending, end)
                     .await
                 {
                     Ok(seq) => {
                         backoff = Duration::from_millis(20);
-                        self.lock().events.drain(..batch.len());
+                        pending.clear();
                         self.stored.send_replace(seq);
                         if end.is_some() {
                             return;
@@ -247,7 +262,7 @@ impl Shared {
                             }
                             Ok(false) => return self.lose("another owner holds it now"),
                             Err(err) => {
-                                if !self.outage(&err, &mut backoff).await {
+                                if !self.outage(&err, pending.len(), &mut backoff).await {
                                     return;
                                 }
                                 continue;
@@ -255,8 +270,8 @@ impl Shared {
                         }
                     }
                     Err(err) => {
-                        uncertain = Some((batch.len(), end));
-                        if !self.outage(&err, &mut backoff).await {
+                        uncertain = Some(end);
+                        if !self.outage(&err, pending.len(), &mut backoff).await {
                             return;
                         }
                         continue;
@@ -341,7 +356,6 @@ impl Shared {
         let ours = record.owner.as_deref() == Some(&*self.owner)
             || (end.is_some() && Some(record.status) == end && record.owner.is_none());
         if ours && record.last_seq == through {
-            self.lock().events.drain(..count);
             self.stored.send_replace(through);
             return Ok(true);
         }
@@ -395,10 +409,10 @@ impl Shared {
         self.lost.cancel();
     }
 
-    /// The store was unreachable: keeps the events (up to [`BACKLOG_LIMIT`]) and waits.
-    /// False when the writer gave up.
-    async fn outage(&self, err: &RunStoreError, backoff: &mut Duration) -> bool {
-        let backlog = self.lock().events.len();
+    /// The store was unreachable: keeps the events (`taken` out of the queue, and the
+    /// queue's; up to [`BACKLOG_LIMIT`]) and waits. False when the writer gave up.
+    async fn outage(&self, err: &RunStoreError, taken: usize, backoff: &mut Duration) -> bool {
+        let backlog = taken + self.lock().events.len();
         tracing::warn!(run = %self.run_id, backlog, "writing a run's events failed: {err}");
         if backlog > BACKLOG_LIMIT {
             self.lose("the run store stayed unreachable");
