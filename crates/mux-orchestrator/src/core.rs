@@ -211,6 +211,12 @@ impl Core {
                 }
                 Ok(())
             }
+            // A session someone else made is never this one's to write: no retry can help,
+            // so the run fails now rather than holding its records.
+            Err(err @ SessionError::AlreadyExists(_)) => {
+                tracing::warn!(session = %meta.id, "the session belongs to someone else: {err}");
+                Err(err.into())
+            }
             Err(err) => {
                 let wait = conversation
                     .backoff

@@ -78,6 +78,22 @@ impl Owners {
         }
     }
 
+    /// The thread's owner as the store records it now, which replaces any cached owner (a
+    /// claim another principal made here may be stale: its run found the thread made
+    /// elsewhere meanwhile). [`Owner::NotStored`] leaves the cache as it is: a claim of a
+    /// thread being made here holds.
+    pub(crate) async fn reload(&self, thread_id: &str) -> Result<Owner, WebError> {
+        match self.store.load(thread_id).await {
+            Ok(session) => {
+                let owner = recorded(&session.meta);
+                self.cache().insert(thread_id.to_owned(), owner.clone());
+                Ok(Owner::Known(owner))
+            }
+            Err(SessionError::NotFound(_)) => Ok(Owner::NotStored),
+            Err(e) => Err(WebError::Session(e.to_string())),
+        }
+    }
+
     /// Makes a thread nobody owns `principal`'s; false when another claimed it first.
     pub(crate) fn claim(&self, thread_id: &str, principal: &Principal) -> bool {
         let mut cache = self.cache();

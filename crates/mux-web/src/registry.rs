@@ -316,7 +316,13 @@ impl RunRegistry {
             self.probes.miss(principal);
             WebError::ThreadNotFound(thread_id.to_owned())
         };
-        match self.owners.lookup(thread_id).await? {
+        let owner = match self.owners.lookup(thread_id).await? {
+            Owner::Known(owner) if owner == *principal => return Ok(Claimed::Owned),
+            // A refusal is the store's to make: a cached owner may be a stale claim.
+            Owner::Known(_) => self.owners.reload(thread_id).await?,
+            Owner::NotStored => Owner::NotStored,
+        };
+        match owner {
             Owner::Known(owner) if owner == *principal => Ok(Claimed::Owned),
             Owner::Known(_) => Err(not_found()),
             Owner::NotStored if claim && self.owners.claim(thread_id, principal) => {

@@ -6,18 +6,22 @@
 //! memory: its loop is dropped and rebuilt on resume.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
 use mux_orchestrator::Agent;
 use mux_orchestrator::runs::{FaultyRunStore, PostgresRunStore, RunStore, SqliteRunStore};
-use mux_orchestrator::session::{PostgresSessionStore, SessionStore, SqliteSessionStore};
+use mux_orchestrator::session::{
+    HistoryRecord, PostgresSessionStore, Session, SessionError, SessionMeta, SessionStore,
+    SqliteSessionStore,
+};
 use mux_testkit::postgres::TestDatabase;
 use mux_tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use mux_web::{AguiRouter, DoubleTexting, WebConfig};
+use mux_web::{AguiRouter, BearerTokens, DoubleTexting, Principal, WebConfig};
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 const LEASE: Duration = Duration::from_millis(600);
@@ -114,6 +118,18 @@ impl Cluster {
         tick: Duration,
         faulty: bool,
     ) -> (Process, Option<Arc<FaultyRunStore>>) {
+        self.process_on(config, tick, faulty, |sessions| sessions)
+            .await
+    }
+
+    /// [`process_with`](Self::process_with), its session store wrapped by `wrap`.
+    async fn process_on(
+        &self,
+        config: WebConfig,
+        tick: Duration,
+        faulty: bool,
+        wrap: impl FnOnce(Arc<dyn SessionStore>) -> Arc<dyn SessionStore>,
+    ) -> (Process, Option<Arc<FaultyRunStore>>) {
         let charge = Charge {
             spec: ToolSpec::new("charge", "Charges a card", json!({"type": "object"})).unwrap(),
             runs: Arc::clone(&self.charges),
@@ -131,6 +147,7 @@ impl Cluster {
             .build()
             .unwrap();
         let (sessions, mut runs) = self.stores().await;
+        let sessions = wrap(sessions);
         let faulty = faulty.then(|| Arc::new(FaultyRunStore::new(runs.clone())));
         if let Some(faulty) = &faulty {
             runs = faulty.clone();
@@ -859,6 +876,192 @@ async fn a_client_of_a_run_taken_from_its_process_follows_it_to_the_end() {
     // A's client, its stream open all along, got the rest from the store: B's events, with
     // B's numbers.
     assert_eq!(seen, replay);
+    a.kill();
+    b.kill();
+}
+
+/// A session store whose first load of one thread, once read, waits to be let go: a process
+/// that looked the thread up just before another process made it.
+struct StaleFirstLoad {
+    inner: Arc<dyn SessionStore>,
+    thread: String,
+    taken: AtomicBool,
+    read: Arc<Notify>,
+    go: Arc<Notify>,
+}
+
+impl SessionStore for StaleFirstLoad {
+    fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.inner.create(meta)
+    }
+
+    fn save_meta<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.inner.save_meta(meta)
+    }
+
+    fn append<'a>(
+        &'a self,
+        id: &'a str,
+        records: &'a [HistoryRecord],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.inner.append(id, records)
+    }
+
+    fn save_and_append<'a>(
+        &'a self,
+        meta: &'a SessionMeta,
+        records: &'a [HistoryRecord],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.inner.save_and_append(meta, records)
+    }
+
+    fn create_and_append<'a>(
+        &'a self,
+        meta: &'a SessionMeta,
+        records: &'a [HistoryRecord],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.inner.create_and_append(meta, records)
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
+        Box::pin(async move {
+            let loaded = self.inner.load(id).await;
+            if id == self.thread && !self.taken.swap(true, Ordering::SeqCst) {
+                self.read.notify_one();
+                self.go.notified().await;
+            }
+            loaded
+        })
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>> {
+        self.inner.list()
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.inner.delete(id)
+    }
+}
+
+fn principals() -> BearerTokens {
+    BearerTokens::new()
+        .token("tok-alice", Principal::new("alice"))
+        .token("tok-bob", Principal::new("bob"))
+}
+
+async fn post_as(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    body: &Value,
+) -> reqwest::Response {
+    http.post(format!("{url}/agui"))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Two principals race for one new thread id on two processes: B looks the thread up (it is
+/// absent), A makes it for alice and her run ends, then bob's run goes on on B. Bob's run
+/// fails without writing into alice's thread or reading it, and alice still gets her thread
+/// on B (the claim B cached for bob is not taken as her refusal).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_thread_raced_for_by_two_principals_on_two_processes_stays_its_makers() {
+    let db = TestDatabase::new().await;
+    let cluster = Cluster::postgres(&db).await;
+    let http = reqwest::Client::new();
+    let config = || WebConfig::default().authenticator(principals());
+    let a = cluster.process(config()).await;
+    let (read, go) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let gate = (Arc::clone(&read), Arc::clone(&go));
+    let (b, _) = cluster
+        .process_on(config(), Duration::from_millis(250), false, move |inner| {
+            Arc::new(StaleFirstLoad {
+                inner,
+                thread: "t-race".into(),
+                taken: AtomicBool::new(false),
+                read: gate.0,
+                go: gate.1,
+            })
+        })
+        .await;
+
+    let bob = {
+        let (http, b_url) = (http.clone(), b.url.clone());
+        tokio::spawn(async move {
+            let body = input("t-race", "r-bob", "bob's plan");
+            read_all(post_as(&http, &b_url, "tok-bob", &body).await).await
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(10), read.notified())
+        .await
+        .expect("B never looked the thread up");
+    let alice = read_all(
+        post_as(
+            &http,
+            &a.url,
+            "tok-alice",
+            &input("t-race", "r-alice", "hi"),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(kinds(&alice).last(), Some(&"RUN_FINISHED"), "{alice:?}");
+    go.notify_one();
+
+    let bob = tokio::time::timeout(Duration::from_secs(20), bob)
+        .await
+        .expect("bob's run never ended")
+        .unwrap();
+    let last = &bob.last().expect("bob's run showed nothing").1;
+    assert_eq!(last["type"], "RUN_ERROR", "{bob:?}");
+    assert!(
+        !kinds(&bob).contains(&"MESSAGES_SNAPSHOT"),
+        "bob was shown alice's thread: {bob:?}"
+    );
+    assert!(
+        last["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("t-race"),
+        "{last}"
+    );
+
+    let (sessions, _) = cluster.stores().await;
+    let texts: Vec<String> = sessions
+        .load("t-race")
+        .await
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(texts, ["hi", "Done."], "only alice's turn is in her thread");
+
+    // On B, where bob's claim was cached, alice's thread is hers; to bob it does not exist.
+    let again = read_all(
+        post_as(
+            &http,
+            &b.url,
+            "tok-alice",
+            &input("t-race", "r-alice-2", "again"),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(kinds(&again).last(), Some(&"RUN_FINISHED"), "{again:?}");
+    for process in [&a, &b] {
+        let refused = post_as(
+            &http,
+            &process.url,
+            "tok-bob",
+            &input("t-race", "r-bob-2", "x"),
+        )
+        .await;
+        assert_eq!(refused.status(), 404, "{}", process.url);
+    }
     a.kill();
     b.kill();
 }
