@@ -724,6 +724,71 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_mix_of_kinds_commits_as_one_statement_that_answers_each_write() {
+        use crate::runs::{RunStatus, RunStore};
+        use crate::session::{PostgresSessionStore, SessionMeta, SessionStore};
+        let db = mux_testkit::postgres::TestDatabase::new().await;
+        let store = crate::runs::PostgresRunStore::connect(&db.url)
+            .await
+            .unwrap();
+        let sessions = PostgresSessionStore::connect(&db.url).await.unwrap();
+        let record = r#"{"record":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#;
+        let mut conn = store.pool().acquire().await.unwrap();
+        // Bit 0: a begin; bit 1: an append; bit 2: a session write.
+        for mix in 1..8_usize {
+            let mut writes = Vec::new();
+            if mix & 1 != 0 {
+                writes.push(Write::Begin(RunBegin::new(
+                    &format!("b{mix}"),
+                    &format!("sb{mix}"),
+                    "a",
+                    60_000,
+                )));
+            }
+            if mix & 2 != 0 {
+                let run = format!("r{mix}");
+                store
+                    .begin(&format!("sr{mix}"), &run, "a", Duration::from_secs(60))
+                    .await
+                    .unwrap();
+                writes.push(Write::Run(RunAppend::new(
+                    &run,
+                    "a",
+                    &event(mix),
+                    RunStatus::Running,
+                )));
+            }
+            let meta = SessionMeta::new();
+            if mix & 4 != 0 {
+                sessions.create(&meta).await.unwrap();
+                writes.push(Write::Session(SessionWrite {
+                    id: meta.id.clone(),
+                    records: vec![record.to_owned()],
+                    row: SessionRow::Keep,
+                }));
+            }
+            let written = commit(&mut conn, &writes).await.unwrap();
+            assert_eq!(written.len(), writes.len(), "mix {mix}");
+            for answer in written {
+                assert!(
+                    matches!(
+                        answer,
+                        Written::Begin(true) | Written::Run(Some(0)) | Written::Session(true)
+                    ),
+                    "mix {mix}: {answer:?}"
+                );
+            }
+            if mix & 2 != 0 {
+                let stored = store.events_after(&format!("r{mix}"), 0, 10).await.unwrap();
+                assert_eq!(stored.len(), 1, "mix {mix}");
+            }
+            if mix & 4 != 0 {
+                assert_eq!(sessions.load(&meta.id).await.unwrap().messages.len(), 1);
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_write_the_database_refuses_fails_alone_and_the_others_of_its_batch_commit() {
         use crate::runs::RunStore;
         let db = mux_testkit::postgres::TestDatabase::new().await;

@@ -56,7 +56,8 @@ held AS (
 appended AS (
     INSERT INTO mux_run_event_batches (run_id, first_seq, last_seq, events)
     SELECT run_id, first + 1, last, events FROM held WHERE count > 0)",
-    answer: "SELECT 'run', run_id, NULL, first FROM held WHERE pg_notify('mux_runs', run_id) IS NOT NULL",
+    answer: "SELECT 'run', run_id, NULL::text, first FROM held \
+             WHERE pg_notify('mux_runs', run_id) IS NOT NULL",
 };
 
 /// Binds `appends` (at most one per run) to [`APPEND`]'s parameters.
@@ -106,7 +107,7 @@ begun AS (
     FROM begin_batch
     ON CONFLICT DO NOTHING
     RETURNING run_id, session_id)",
-    answer: "SELECT 'begin', run_id, session_id, NULL FROM begun",
+    answer: "SELECT 'begin', run_id, session_id, NULL::bigint FROM begun",
 };
 
 /// Binds `begins` (at most one per session) to [`BEGIN`]'s parameters.

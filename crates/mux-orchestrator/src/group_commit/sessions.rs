@@ -71,7 +71,7 @@ recorded AS (
     SELECT written.id, written.first + r.ord, r.record
     FROM written
     JOIN unnest($7::text[], $8::bigint[], $9::text[]) AS r(id, ord, record) ON r.id = written.id)",
-    answer: "SELECT 'session', id, NULL, NULL FROM written",
+    answer: "SELECT 'session', id, NULL::text, NULL::bigint FROM written",
 };
 
 /// Binds `writes` (at most one per session) to [`WRITE`]'s parameters.
