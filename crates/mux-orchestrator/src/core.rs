@@ -211,10 +211,11 @@ impl Core {
                 }
                 Ok(())
             }
-            // A session someone else made is never this one's to write: no retry can help,
-            // so the run fails now rather than holding its records.
-            Err(err @ SessionError::AlreadyExists(_)) => {
-                tracing::warn!(session = %meta.id, "the session belongs to someone else: {err}");
+            // No retry can help (a session someone else made, one deleted meanwhile, a
+            // record that does not serialize...): the run fails now rather than holding its
+            // records as for an unreachable store.
+            Err(err) if !err.is_transient() => {
+                tracing::warn!(session = %meta.id, "the session store refused a write for good: {err}");
                 Err(err.into())
             }
             Err(err) => {
@@ -250,6 +251,10 @@ impl Core {
             }
             let err = match self.write(&[], OnFailure::Fail).await {
                 Ok(()) => continue,
+                // No retry can help: see `write`.
+                Err(LoopError::Session(cause)) if !cause.is_transient() => {
+                    return Err(cause.into());
+                }
                 Err(err) => err,
             };
             let retry_at = self.lock().backoff.map_or_else(Instant::now, |(at, _)| at);

@@ -651,6 +651,10 @@ mod tests {
         ids
     }
 
+    /// A session record's JSON text.
+    const RECORD: &str =
+        r#"{"record":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#;
+
     fn event(n: usize) -> Vec<serde_json::Value> {
         vec![serde_json::json!({ "n": n })]
     }
@@ -681,15 +685,14 @@ mod tests {
                 ))
             })
             .collect();
-        let record = r#"{"record":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#;
         writes.push(Write::Session(SessionWrite {
             id: meta.id.clone(),
-            records: vec![record.to_owned(), record.to_owned()],
+            records: vec![RECORD.to_owned(), RECORD.to_owned()],
             row: SessionRow::Keep,
         }));
         writes.push(Write::Session(SessionWrite {
             id: "no-such-session".to_owned(),
-            records: vec![record.to_owned()],
+            records: vec![RECORD.to_owned()],
             row: SessionRow::Keep,
         }));
         let mut conn = store.pool().acquire().await.unwrap();
@@ -732,7 +735,6 @@ mod tests {
             .await
             .unwrap();
         let sessions = PostgresSessionStore::connect(&db.url).await.unwrap();
-        let record = r#"{"record":"message","message":{"role":"user","content":[{"type":"text","text":"hi"}]}}"#;
         let mut conn = store.pool().acquire().await.unwrap();
         // Bit 0: a begin; bit 1: an append; bit 2: a session write.
         for mix in 1..8_usize {
@@ -763,7 +765,7 @@ mod tests {
                 sessions.create(&meta).await.unwrap();
                 writes.push(Write::Session(SessionWrite {
                     id: meta.id.clone(),
-                    records: vec![record.to_owned()],
+                    records: vec![RECORD.to_owned()],
                     row: SessionRow::Keep,
                 }));
             }

@@ -236,6 +236,13 @@ fn subject(id: &Option<String>) -> String {
 }
 
 impl SessionError {
+    /// Whether trying again may succeed: the store could not be reached or failed to answer
+    /// (I/O, the database). The others (a session that exists or does not, an invalid id, a
+    /// record that does not serialize, a corrupt log, a newer schema) stay as they are.
+    pub(crate) fn is_transient(&self) -> bool {
+        matches!(self, Self::Io { .. } | Self::Database { .. })
+    }
+
     /// An I/O error of session `id`.
     pub(crate) fn io(id: &str, operation: &'static str) -> impl FnOnce(std::io::Error) -> Self {
         move |source| Self::Io {

@@ -472,6 +472,34 @@ async fn a_new_session_of_a_chosen_id_is_created_by_its_first_run_and_never_writ
     assert_eq!(texts(&stored.messages), ["hello", "hi alice"]);
 }
 
+/// A session deleted under a conversation fails its next run at once with `NotFound`: no
+/// retry can bring it back, so its records are not held as for an unreachable store.
+#[tokio::test]
+async fn a_run_on_a_session_deleted_meanwhile_fails_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(FileSessionStore::new(dir.path()));
+    let orchestrator = Orchestrator::builder(
+        Arc::new(scripted().reply(text("one")).reply(text("two"))),
+        OrchestratorConfig::new("m"),
+    )
+    .session_store(store.clone())
+    .build();
+    orchestrator.run_to_completion("first").await.unwrap();
+    let id = orchestrator.session().id;
+    store.delete(&id).await.unwrap();
+    let err = orchestrator.run_to_completion("second").await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            mux_orchestrator::LoopError::Session(
+                mux_orchestrator::session::SessionError::NotFound(gone)
+            ) if *gone == id
+        ),
+        "{err:?}"
+    );
+    assert!(store.load(&id).await.is_err(), "nothing wrote it back");
+}
+
 fn texts(messages: &[Message]) -> Vec<String> {
     messages.iter().map(Message::text).collect()
 }
