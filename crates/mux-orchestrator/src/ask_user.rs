@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::event::LoopEvent;
+use crate::journal::Journal;
 use crate::run_state::{RunShared, Waiting};
 
 /// The tool's name.
@@ -41,9 +42,8 @@ pub(crate) fn registry() -> &'static Registry {
     })
 }
 
-/// The run an `ask_user` call belongs to, found in the call's resources.
-#[derive(Debug)]
-pub(crate) struct AskUserLink(pub(crate) Arc<RunShared>);
+/// The run an `ask_user` call belongs to, found in the call's resources, with its journal.
+pub(crate) struct AskUserLink(pub(crate) Arc<RunShared>, pub(crate) Journal);
 
 impl TypedTool for AskUser {
     type Args = AskUserArgs;
@@ -69,6 +69,8 @@ impl TypedTool for AskUser {
         if !run.attended {
             return Ok(ToolOutput::text(USER_AWAY));
         }
+        // The call that asks is in the store before the question is out.
+        link.1.settle().await;
         let answer = run.expect_response(cx.call_id());
         run.emit(LoopEvent::AwaitingInput {
             call_id: cx.call_id().to_owned(),

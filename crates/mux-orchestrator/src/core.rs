@@ -54,6 +54,11 @@ pub(crate) struct Conversation {
     pub(crate) calls: std::collections::BTreeMap<String, CallProgress>,
     /// Whether a title was asked for already.
     pub(crate) title_requested: bool,
+    /// Whether a write behind the loop is under way (see [`Core::write_behind`]).
+    writing_behind: bool,
+    /// Whether the last write behind the loop was refused for good: the next record is
+    /// written in the loop's own time, so the run fails with the store's error.
+    refused: bool,
 }
 
 /// The services and one session: what a run works on. Cheap to clone.
@@ -100,6 +105,8 @@ impl Core {
                 backoff: None,
                 calls: Default::default(),
                 title_requested: false,
+                writing_behind: false,
+                refused: false,
             })),
             writing: Arc::default(),
         }
@@ -139,12 +146,62 @@ impl Core {
         records: &[HistoryRecord],
         on_failure: OnFailure,
     ) -> Result<(), LoopError> {
+        self.write_then(records, on_failure, false).await
+    }
+
+    /// Hands `record` to the store behind the loop, which goes on at once: the record goes
+    /// out now, after any held ones, unless a write is under way already, and then with the
+    /// next. The loop waits for its records only where it must: the session's first write,
+    /// before a tool that may not run twice, at a pause and at the run's end (every such
+    /// write takes the held records first, in order). Until the session exists, and after
+    /// the store refused a write for good, this is [`Core::write`].
+    pub(crate) async fn write_behind(
+        &self,
+        record: HistoryRecord,
+        behind: &Behind,
+    ) -> Result<(), LoopError> {
+        if self.services.store.is_none() {
+            return Ok(());
+        }
+        {
+            let mut conversation = self.lock();
+            if conversation.persisted && !conversation.refused {
+                conversation.unwritten.push(record);
+                let held = conversation.unwritten.len();
+                if held > MAX_UNWRITTEN {
+                    return Err(too_many_held(held));
+                }
+                if !std::mem::replace(&mut conversation.writing_behind, true) {
+                    drop(conversation);
+                    behind.start(self.clone());
+                }
+                return Ok(());
+            }
+        }
+        self.write(std::slice::from_ref(&record), OnFailure::Hold)
+            .await
+    }
+
+    /// Writes the held records, if any once it is this call's turn to write.
+    pub(crate) async fn write_held(&self, on_failure: OnFailure) -> Result<(), LoopError> {
+        self.write_then(&[], on_failure, true).await
+    }
+
+    async fn write_then(
+        &self,
+        records: &[HistoryRecord],
+        on_failure: OnFailure,
+        only_held: bool,
+    ) -> Result<(), LoopError> {
         let Some(store) = &self.services.store else {
             return Ok(());
         };
         let _writing = self.writing.lock().await;
         let (meta, batch, create) = {
             let mut conversation = self.lock();
+            if only_held && conversation.persisted && conversation.unwritten.is_empty() {
+                return Ok(());
+            }
             conversation.meta.touch();
             if conversation.persisted {
                 conversation.unwritten.extend_from_slice(records);
@@ -152,10 +209,7 @@ impl Core {
             let held = conversation.unwritten.len();
             if on_failure == OnFailure::Hold {
                 if held > MAX_UNWRITTEN {
-                    return Err(LoopError::Unwritten {
-                        records: held,
-                        reason: "too many records held while the store is unreachable".into(),
-                    });
+                    return Err(too_many_held(held));
                 }
                 if conversation
                     .backoff
@@ -201,6 +255,7 @@ impl Core {
         match written {
             Ok(()) => {
                 conversation.persisted = true;
+                conversation.refused = false;
                 if create {
                     conversation.unwritten.clear();
                 } else {
@@ -249,7 +304,7 @@ impl Core {
             if !pending {
                 return Ok(());
             }
-            let err = match self.write(&[], OnFailure::Fail).await {
+            let err = match self.write_held(OnFailure::Fail).await {
                 Ok(()) => continue,
                 // No retry can help: see `write`.
                 Err(LoopError::Session(cause)) if !cause.is_transient() => {
@@ -268,6 +323,68 @@ impl Core {
                 () = tokio::time::sleep_until(retry_at.into()) => {}
                 () = cancel.cancelled() => {}
             }
+        }
+    }
+}
+
+fn too_many_held(held: usize) -> LoopError {
+    LoopError::Unwritten {
+        records: held,
+        reason: "too many records held while the store is unreachable".into(),
+    }
+}
+
+/// A run's write behind its loop (see [`Core::write_behind`]). Dropped with the run: a loop
+/// stopped midway (its run taken over by another process) writes nothing more.
+#[derive(Default)]
+pub(crate) struct Behind(Mutex<Option<tokio::task::JoinHandle<()>>>);
+
+impl Behind {
+    /// Writes `core`'s held records until none are left, the store backs off or it refuses.
+    fn start(&self, core: Core) {
+        let task = tokio::spawn(async move {
+            let mut under_way = UnderWay(Some(core.clone()));
+            loop {
+                let written = core.write_held(OnFailure::Hold).await;
+                let mut conversation = core.lock();
+                if written.is_err() {
+                    // The next record is written in the loop's time, and fails it.
+                    conversation.refused = true;
+                }
+                if written.is_err()
+                    || conversation.unwritten.is_empty()
+                    || conversation.backoff.is_some()
+                {
+                    conversation.writing_behind = false;
+                    under_way.0 = None;
+                    return;
+                }
+            }
+        });
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
+    }
+}
+
+impl Drop for Behind {
+    fn drop(&mut self) {
+        if let Some(task) = self
+            .0
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            task.abort();
+        }
+    }
+}
+
+/// Marks the conversation's write behind as over if its task is dropped midway.
+struct UnderWay(Option<Core>);
+
+impl Drop for UnderWay {
+    fn drop(&mut self) {
+        if let Some(core) = self.0.take() {
+            core.lock().writing_behind = false;
         }
     }
 }

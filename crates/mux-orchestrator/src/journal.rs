@@ -39,6 +39,17 @@ impl Journal {
             .await
     }
 
+    /// Writes what the run holds (its messages written behind the loop), before a person is
+    /// asked: the question is then in the store for whoever answers it, in any process.
+    pub(crate) async fn settle(&self) {
+        let Some(core) = &self.0 else {
+            return;
+        };
+        if let Err(err) = core.write_held(OnFailure::Hold).await {
+            tracing::warn!("writing the run's records before a question failed: {err}");
+        }
+    }
+
     async fn write(
         &self,
         call_id: &str,

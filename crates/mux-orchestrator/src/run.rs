@@ -19,7 +19,7 @@ use crate::ask_user::AskUserLink;
 use crate::compaction::{compact, estimate_tokens, split_point};
 use crate::config::ToolParallelism;
 use crate::convert::tool_result_block;
-use crate::core::{Core, OnFailure};
+use crate::core::{Behind, Core, OnFailure};
 use crate::dangling::{self, Resolution};
 use crate::event::LoopEvent;
 use crate::failure::FailureTracker;
@@ -148,6 +148,8 @@ struct Turns<'a> {
     tool_calls: Vec<ToolCallRecord>,
     failures: FailureTracker,
     continued_by_stop_hook: bool,
+    /// The write that takes the run's messages to the store behind the loop.
+    behind: Behind,
 }
 
 impl<'a> Turns<'a> {
@@ -165,6 +167,7 @@ impl<'a> Turns<'a> {
             tool_calls: Vec::new(),
             failures: FailureTracker::new(orch.services.config.failure_threshold),
             continued_by_stop_hook: false,
+            behind: Behind::default(),
         }
     }
 
@@ -230,7 +233,7 @@ impl<'a> Turns<'a> {
             None => {}
         }
         if !content.is_empty() {
-            self.append(Message::new(Role::User, content)).await?;
+            self.append_said(Message::new(Role::User, content)).await?;
         }
 
         loop {
@@ -272,7 +275,7 @@ impl<'a> Turns<'a> {
                     .await;
                 match follow_up {
                     Some(text) => {
-                        self.append(Message::user(text)).await?;
+                        self.append_said(Message::user(text)).await?;
                         continue;
                     }
                     None => {
@@ -292,10 +295,15 @@ impl<'a> Turns<'a> {
                 .iter()
                 .map(|(call, output)| tool_result_block(&call.id, output))
                 .collect();
-            for text in self.run.take_queued_messages() {
-                blocks.push(ContentBlock::text(text));
+            let queued = self.run.take_queued_messages();
+            let said = !queued.is_empty();
+            blocks.extend(queued.into_iter().map(ContentBlock::text));
+            let message = Message::new(Role::User, blocks);
+            if said {
+                self.append_said(message).await?;
+            } else {
+                self.append(message).await?;
             }
-            self.append(Message::new(Role::User, blocks)).await?;
             for (call, output) in results {
                 let error = output.is_error.then(|| output.to_text());
                 if let Some(count) = self.failures.record(&call, error.as_deref()) {
@@ -542,8 +550,31 @@ impl<'a> Turns<'a> {
         Ok(None)
     }
 
-    /// Adds a message to the conversation and the session log.
+    /// Adds a message to the conversation and the session log, written behind the loop
+    /// ([`Core::write_behind`]): the model's replies and the tools' results, which a run
+    /// continued elsewhere can make again.
     async fn append(&self, message: Message) -> Result<(), LoopError> {
+        if let Some(record) = self.record(message) {
+            self.orch.write_behind(record, &self.behind).await?;
+        }
+        Ok(())
+    }
+
+    /// Adds a message that carries a person's words (a prompt, a queued message) and waits
+    /// for the store to take it: the model is not asked about words the store could lose.
+    async fn append_said(&self, message: Message) -> Result<(), LoopError> {
+        if let Some(record) = self.record(message) {
+            // An unreachable store does not stop the run: the record is held and written
+            // when the store is back (at the latest when the run ends).
+            self.orch
+                .write(std::slice::from_ref(&record), OnFailure::Hold)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Adds `message` to the conversation; its record when a store keeps the session.
+    fn record(&self, message: Message) -> Option<HistoryRecord> {
         // The record is a copy of the message: only made when a store will keep it.
         let record = self
             .orch
@@ -554,16 +585,7 @@ impl<'a> Turns<'a> {
                 message: message.clone(),
             });
         Arc::make_mut(&mut self.orch.lock().messages).push(message);
-        match record {
-            // An unreachable store does not stop the run: the record is held and written
-            // when the store is back (at the latest when the run ends).
-            Some(record) => {
-                self.orch
-                    .write(std::slice::from_ref(&record), OnFailure::Hold)
-                    .await
-            }
-            None => Ok(()),
-        }
+        record
     }
 
     fn executor(&self) -> Executor {
@@ -589,7 +611,7 @@ impl<'a> Turns<'a> {
             journal: journal.clone(),
         };
         let resources = services.resources.child();
-        resources.insert(AskUserLink(Arc::clone(self.run)));
+        resources.insert(AskUserLink(Arc::clone(self.run), journal.clone()));
         resources.insert(self.budget.clone());
         Executor::builder(services.tools.clone())
             .pre_hook(AskUserIsAllowed)

@@ -22,3 +22,4 @@ mod session_stores;
 mod sessions_and_compaction;
 mod the_same_defaults_on_every_face;
 mod unanswered_calls;
+mod writes_behind_the_loop;
