@@ -68,7 +68,7 @@ impl Gate {
         session
             .messages
             .iter()
-            .map(|m| (m.role.clone(), m.text()))
+            .map(|m| (m.role, m.text()))
             .collect()
     }
 }
