@@ -8,10 +8,12 @@
 //!   `web-server mux-pg` (`PostgresSessionStore` + `PostgresRunStore` on a throw-away
 //!   PostgreSQL with its default, fsync-on-commit settings), the same on a throw-away
 //!   PostgreSQL with fsync off (`-F`: what mux costs apart from the disk's flushes), the same
-//!   fsync-on server with the opt-in relaxed durability (`options=-c synchronous_commit=off` in
-//!   the URL: a commit does not wait for its WAL flush, so a PostgreSQL crash may lose the
-//!   last acknowledged writes; a separate row, not the headline), then pydantic-ai's adapter.
-//!   The stores' writes of concurrent runs share commits (the group commit, docs/sessions.md).
+//!   on a third, fsync-on PostgreSQL with the opt-in relaxed durability
+//!   (`options=-c synchronous_commit=off` in the URL: a commit does not wait for its WAL
+//!   flush, so a PostgreSQL crash may lose the last acknowledged writes; a separate row, not
+//!   the headline), then pydantic-ai's adapter. The four mux servers serve in turns, four
+//!   rounds each (`web::measure_in_turns`), so the machine's drift meets them alike. The
+//!   stores' writes of concurrent runs share commits (the group commit, docs/sessions.md).
 //!   Targets: PostgreSQL ≥ 0.5× memory, and ≥ 5× pydantic-ai.
 //! - **Paused runs:** 10,000 runs whose model calls `act` (not read-only, so the face asks),
 //!   each ending with an interrupt and its stream closed; RSS against the same server before.
@@ -52,7 +54,14 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     if part("throughput") {
         // The same on a server that does not wait for its disk: what mux itself costs.
         let unsynced = Postgres::start(Durability::Throwaway)?;
-        rows.extend(throughput(&rt, &url, &unsynced.url("postgres"))?);
+        // Each server on a PostgreSQL of its own: none hears another's notifications.
+        let relaxed = Postgres::start(Durability::Default)?;
+        rows.extend(throughput(
+            &rt,
+            &url,
+            &unsynced.url("postgres"),
+            &relaxed.url("postgres"),
+        )?);
     }
     if part("memory") {
         rows.push(paused_memory(&rt, &url)?);
@@ -71,6 +80,7 @@ fn throughput(
     rt: &tokio::runtime::Runtime,
     url: &str,
     unsynced_url: &str,
+    relaxed_url: &str,
 ) -> Result<Vec<Row>, String> {
     let python = web::pydantic_python()?;
     let script = web::pydantic_script();
@@ -82,23 +92,17 @@ fn throughput(
         if only_c.is_some_and(|only| only != c) {
             continue;
         }
-        let memory = {
-            let server = Server::own("mux", false)?;
-            web::measure(rt, &server.url(), runs, c)?
-        };
-        let durable = {
-            let server = Server::durable(url, TAKEOVER_LEASE * 10)?;
-            web::measure(rt, &server.url(), runs, c)?
-        };
-        let unsynced = {
-            let server = Server::durable(unsynced_url, TAKEOVER_LEASE * 10)?;
-            web::measure(rt, &server.url(), runs, c)?
-        };
-        let relaxed = {
-            let url = format!("{url}&options=-c%20synchronous_commit%3Doff");
-            let server = Server::durable(&url, TAKEOVER_LEASE * 10)?;
-            web::measure(rt, &server.url(), runs, c)?
-        };
+        // In turns, so that the machine's drift meets each alike.
+        let memory = Server::own("mux", false)?;
+        let durable = Server::durable(url, TAKEOVER_LEASE * 10)?;
+        let unsynced = Server::durable(unsynced_url, TAKEOVER_LEASE * 10)?;
+        let relaxed_url = format!("{relaxed_url}&options=-c%20synchronous_commit%3Doff");
+        let relaxed = Server::durable(&relaxed_url, TAKEOVER_LEASE * 10)?;
+        let urls = [&memory, &durable, &unsynced, &relaxed].map(Server::url);
+        let [memory, durable, unsynced, relaxed]: [web::Load; 4] =
+            web::measure_in_turns(rt, &urls, runs, c)?
+                .try_into()
+                .map_err(|_| "one load per server".to_owned())?;
         let pydantic = {
             let server = Server::pydantic(&python, &script, false)?;
             web::measure(rt, &server.url(), runs / 4, c)?

@@ -346,6 +346,43 @@ pub(crate) fn measure(
     })
 }
 
+/// The same load on each of `urls` in turns: after a warm-up of each, `ROUNDS` rounds in
+/// which each server serves `runs / ROUNDS` runs, one server after the other. This machine's
+/// speed drifts by up to a third within minutes; in turns, each server meets the same drift,
+/// so their ratios hold. Each server gets its own thread ids (servers may share a database).
+/// A server's p99 is that of its worst round.
+pub(crate) fn measure_in_turns(
+    rt: &tokio::runtime::Runtime,
+    urls: &[String],
+    runs: usize,
+    c: usize,
+) -> Result<Vec<Load>, String> {
+    const ROUNDS: usize = 4;
+    rt.block_on(async {
+        let offset = |server: usize, round: usize| (1 + server * (ROUNDS + 1) + round) * 1_000_000;
+        for (server, url) in urls.iter().enumerate() {
+            load(url, runs / 10, c, offset(server, ROUNDS)).await?;
+        }
+        let mut seconds = vec![0.0; urls.len()];
+        let mut p99 = vec![0.0_f64; urls.len()];
+        for round in 0..ROUNDS {
+            for (server, url) in urls.iter().enumerate() {
+                let load = load(url, runs / ROUNDS, c, offset(server, round)).await?;
+                seconds[server] += (runs / ROUNDS) as f64 / load.runs_per_s;
+                p99[server] = p99[server].max(load.p99_ms);
+            }
+        }
+        Ok(seconds
+            .iter()
+            .zip(p99)
+            .map(|(s, p99_ms)| Load {
+                runs_per_s: (runs / ROUNDS * ROUNDS) as f64 / s,
+                p99_ms,
+            })
+            .collect())
+    })
+}
+
 /// Concurrency 1 with the load client and each server pinned to CPU 0 (`taskset -c 0`), where
 /// cross-core wake-ups no longer dominate.
 fn pinned(rt: &tokio::runtime::Runtime, python: &Path, script: &Path) -> Result<Vec<Row>, String> {
