@@ -151,10 +151,10 @@ impl Core {
 
     /// Hands `record` to the store behind the loop, which goes on at once: the record goes
     /// out now, after any held ones, unless a write is under way already, and then with the
-    /// next. The loop waits for its records only where it must: the session's first write,
-    /// before a tool that may not run twice, at a pause and at the run's end (every such
-    /// write takes the held records first, in order). Until the session exists, and after
-    /// the store refused a write for good, this is [`Core::write`].
+    /// next. The loop waits for its records only where it must: a person's words, before a
+    /// tool that may not run twice, before a question, at a pause and at the run's end (each
+    /// such write takes the held records first, in order). Until the session exists, and
+    /// after the store refused a write for good, this is [`Core::write`].
     pub(crate) async fn write_behind(
         &self,
         record: HistoryRecord,
