@@ -24,6 +24,11 @@
 //!   the batch gets the error; its caller keeps its data and retries, as it would on a single
 //!   statement. Callers wait for their answer, so the queue holds at most one write per waiting
 //!   caller.
+//! - **Locks.** A commit waits at most [`LOCK_TIMEOUT`] for a lock held elsewhere (an
+//!   operator's open transaction, a schema change): PostgreSQL then gives the statement up,
+//!   rolled back for certain, and the batch's writes fail as in an outage, all at once (each
+//!   alone would wait again). Under load one commit is in flight, so without the bound one
+//!   held lock would hold up every write of the process. A URL's own `lock_timeout` wins.
 
 mod runs;
 mod sessions;
@@ -47,6 +52,8 @@ pub(crate) const FLIGHTS: usize = 4;
 const PARALLEL_BELOW: usize = 8;
 /// The most writes one commit takes.
 pub(crate) const MAX_BATCH: usize = 512;
+/// How long a commit waits for a lock before PostgreSQL gives it up (see the module's docs).
+pub(crate) const LOCK_TIMEOUT: &str = "5s";
 /// How many writes may wait to be taken before callers wait to queue theirs.
 const QUEUE: usize = 4_096;
 /// How long the writer waits for a connection before the batch fails.
@@ -246,7 +253,8 @@ fn stopped() -> Failure {
 impl Writer {
     /// Starts a writer on connections of its own.
     fn start(options: &PgConnectOptions) -> Self {
-        let connections = Arc::new(Connections::new(options.clone(), FLIGHTS, ACQUIRE));
+        let options = bounded(options.clone());
+        let connections = Arc::new(Connections::new(options, FLIGHTS, ACQUIRE));
         let (jobs, queue) = mpsc::channel(QUEUE);
         tokio::spawn(dispatch(queue, connections));
         Self { jobs }
@@ -297,6 +305,25 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>)
             }
         }
     }
+}
+
+/// `options` with [`LOCK_TIMEOUT`] unless they set a `lock_timeout` of their own.
+fn bounded(options: PgConnectOptions) -> PgConnectOptions {
+    if options
+        .get_options()
+        .is_some_and(|set| set.contains("lock_timeout"))
+    {
+        return options;
+    }
+    options.options([("lock_timeout", LOCK_TIMEOUT)])
+}
+
+/// Whether PostgreSQL gave a statement up rather than refusing its data: it waited too long for
+/// a lock or was cancelled, or it met a deadlock or a serialization conflict. Retrying its
+/// writes one by one would only wait again, once each.
+fn gave_up(err: &dyn sqlx::error::DatabaseError) -> bool {
+    err.code()
+        .is_some_and(|code| matches!(&*code, "55P03" | "57014" | "40P01" | "40001"))
 }
 
 /// Whether another commit may start, with `flights` in flight holding `writes` writes: the
@@ -352,7 +379,7 @@ async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) {
                 let _ = reply.send(Ok(written));
             }
         }
-        Err(sqlx::Error::Database(err)) if writes.len() > 1 => {
+        Err(sqlx::Error::Database(err)) if writes.len() > 1 && !gave_up(&*err) => {
             tracing::debug!(
                 "a group commit of {} writes was refused ({err}); writing them one by one",
                 writes.len()
@@ -581,6 +608,23 @@ mod tests {
                 .sum();
             assert_eq!(used, (1..=params).collect::<Vec<_>>(), "{sql}");
         }
+    }
+
+    #[test]
+    fn a_commits_lock_wait_is_bounded_unless_the_url_bounds_it() {
+        let plain: PgConnectOptions = "postgres://u@localhost/db".parse().unwrap();
+        assert_eq!(
+            bounded(plain).get_options(),
+            Some(format!("-c lock_timeout={LOCK_TIMEOUT}").as_str())
+        );
+        let own: PgConnectOptions =
+            "postgres://u@localhost/db?options=-c%20lock_timeout%3D200ms%20-c%20synchronous_commit%3Doff"
+                .parse()
+                .unwrap();
+        assert_eq!(
+            bounded(own).get_options(),
+            Some("-c lock_timeout=200ms -c synchronous_commit=off")
+        );
     }
 
     #[test]

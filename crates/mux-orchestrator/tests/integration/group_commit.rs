@@ -222,3 +222,61 @@ fn a_database_crash_mid_batch_loses_nothing_acknowledged() {
         assert!(matches!(lost, RunStoreError::LeaseLost { .. }), "{lost:?}");
     });
 }
+
+/// A commit kept waiting by a lock held elsewhere (an operator's open transaction) gives up
+/// after the group commit's lock timeout (5 s; the URL sets none), rolled back, instead of
+/// holding the process's writes; once the lock is gone the write goes through, stored once.
+#[test]
+fn a_commit_kept_waiting_by_a_lock_gives_up_and_stores_nothing() {
+    runtime().block_on(async {
+        let db = TestDatabase::new().await;
+        let sessions = PostgresSessionStore::connect(&db.url).await.unwrap();
+        let mut locked = SessionMeta::new();
+        locked.id = "locked".into();
+        sessions.create(&locked).await.unwrap();
+        let mut free = SessionMeta::new();
+        free.id = "free".into();
+        sessions.create(&free).await.unwrap();
+
+        let mut holder = <sqlx::PgConnection as sqlx::Connection>::connect(&db.url)
+            .await
+            .unwrap();
+        sqlx::query("BEGIN").execute(&mut holder).await.unwrap();
+        sqlx::query("SELECT id FROM mux_sessions WHERE id = 'locked' FOR UPDATE")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+
+        let waited = tokio::time::timeout(
+            Duration::from_secs(20),
+            sessions.save_and_append(&locked, &[said("kept waiting".into())]),
+        )
+        .await
+        .expect("the commit gave up instead of waiting for the lock");
+        let err = waited.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                mux_orchestrator::session::SessionError::Database { .. }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("lock"), "{err}");
+        // Another session's write goes through meanwhile.
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            sessions.save_and_append(&free, &[said("free".into())]),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+
+        sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+        sessions
+            .save_and_append(&locked, &[said("after".into())])
+            .await
+            .unwrap();
+        assert_eq!(stored_texts(&sessions, "locked").await, ["after"]);
+        assert_eq!(stored_texts(&sessions, "free").await, ["free"]);
+    });
+}
