@@ -65,17 +65,15 @@ impl Owners {
         if let Some(owner) = self.cache().get(thread_id) {
             return Ok(Owner::Known(owner.clone()));
         }
-        match self.store.load(thread_id).await {
-            Ok(session) => {
-                let owner = recorded(&session.meta);
-                let mut cache = self.cache();
-                Ok(Owner::Known(
-                    cache.entry(thread_id.to_owned()).or_insert(owner).clone(),
-                ))
-            }
-            Err(SessionError::NotFound(_)) => Ok(Owner::NotStored),
-            Err(e) => Err(WebError::Session(e.to_string())),
-        }
+        Ok(match self.stored(thread_id).await? {
+            Some(owner) => Owner::Known(
+                self.cache()
+                    .entry(thread_id.to_owned())
+                    .or_insert(owner)
+                    .clone(),
+            ),
+            None => Owner::NotStored,
+        })
     }
 
     /// The thread's owner as the store records it now, which replaces any cached owner (a
@@ -83,13 +81,20 @@ impl Owners {
     /// elsewhere meanwhile). [`Owner::NotStored`] leaves the cache as it is: a claim of a
     /// thread being made here holds.
     pub(crate) async fn reload(&self, thread_id: &str) -> Result<Owner, WebError> {
-        match self.store.load(thread_id).await {
-            Ok(session) => {
-                let owner = recorded(&session.meta);
+        Ok(match self.stored(thread_id).await? {
+            Some(owner) => {
                 self.cache().insert(thread_id.to_owned(), owner.clone());
-                Ok(Owner::Known(owner))
+                Owner::Known(owner)
             }
-            Err(SessionError::NotFound(_)) => Ok(Owner::NotStored),
+            None => Owner::NotStored,
+        })
+    }
+
+    /// The owner the store records for the thread; `None` when it has no such thread.
+    async fn stored(&self, thread_id: &str) -> Result<Option<Principal>, WebError> {
+        match self.store.load(thread_id).await {
+            Ok(session) => Ok(Some(recorded(&session.meta))),
+            Err(SessionError::NotFound(_)) => Ok(None),
             Err(e) => Err(WebError::Session(e.to_string())),
         }
     }
