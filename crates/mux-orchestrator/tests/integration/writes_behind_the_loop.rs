@@ -128,9 +128,14 @@ impl SessionStore for Gate {
     }
 }
 
-fn orchestrator(model: &ScriptedClient, store: &Arc<Gate>) -> Orchestrator {
+/// An orchestrator on `model` and `store` with `tool`, which runs without approval.
+fn orchestrator<T: mux_tool::TypedTool>(
+    model: &ScriptedClient,
+    store: &Arc<Gate>,
+    tool: T,
+) -> Orchestrator {
     let tools = mux_tool::Registry::new();
-    tools.register(mux_tool::Typed::new(Echo).unwrap()).unwrap();
+    tools.register(mux_tool::Typed::new(tool).unwrap()).unwrap();
     Orchestrator::builder(
         Arc::new(model.clone()),
         OrchestratorConfig::new("m").approval(ApprovalPolicy::Never),
@@ -148,7 +153,7 @@ async fn a_step_is_written_behind_the_loop_and_the_run_ends_once_the_store_has_i
         .reply(tool_calls(&[("c1", "echo", json!({"text": "seen"}))]))
         .reply(text("done"));
     let store = Gate::shut();
-    let orchestrator = orchestrator(&model, &store);
+    let orchestrator = orchestrator(&model, &store, Echo);
     let id = orchestrator.session().id;
     let run = orchestrator.run("look").unwrap();
     store.a_write_waits().await;
@@ -190,17 +195,7 @@ async fn a_tool_that_may_not_run_twice_waits_until_its_call_is_stored() {
     let store = Gate::shut();
     let shell = Shell::default();
     let calls = Arc::clone(&shell.calls);
-    let tools = mux_tool::Registry::new();
-    tools
-        .register(mux_tool::Typed::new(shell).unwrap())
-        .unwrap();
-    let orchestrator = Orchestrator::builder(
-        Arc::new(model.clone()),
-        OrchestratorConfig::new("m").approval(ApprovalPolicy::Never),
-    )
-    .tools(tools)
-    .session_store(Arc::clone(&store) as Arc<dyn SessionStore>)
-    .build();
+    let orchestrator = orchestrator(&model, &store, shell);
     let id = orchestrator.session().id;
     let run = orchestrator.run("go").unwrap();
     store.a_write_waits().await;
@@ -233,7 +228,7 @@ async fn a_question_is_out_only_once_its_call_is_stored() {
         )]))
         .reply(text("blue it is"));
     let store = Gate::shut();
-    let orchestrator = orchestrator(&model, &store);
+    let orchestrator = orchestrator(&model, &store, Echo);
     let id = orchestrator.session().id;
     let mut run = orchestrator.run("pick").unwrap();
     let opener = {
