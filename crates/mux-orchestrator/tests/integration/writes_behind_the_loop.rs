@@ -17,7 +17,7 @@ use mux_tool::BoxFuture;
 use serde_json::json;
 use tokio::sync::watch;
 
-use crate::common::{Echo, Shell, text, tool_calls};
+use crate::common::{Echo, Shell, Sleep, text, tool_calls};
 
 /// How long a test waits for what must happen.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -261,4 +261,62 @@ async fn a_question_is_out_only_once_its_call_is_stored() {
     assert!(asked);
     opener.await.unwrap();
     assert_eq!(run.handle.wait().await.unwrap().text, "blue it is");
+}
+
+/// A run stopped midway (its task aborted, as the web face does with a run another process
+/// took over) writes nothing more: its write waiting at the gate is dropped. What it held goes
+/// with the conversation's next write, and the next run writes behind its loop again.
+#[tokio::test]
+async fn a_run_stopped_midway_writes_nothing_more_and_the_next_writes_behind_again() {
+    let model = ScriptedClient::new()
+        // Run again (read-only) by the next run: short.
+        .reply(tool_calls(&[("c1", "sleep", json!({"ms": 500}))]))
+        .reply(tool_calls(&[("c2", "sleep", json!({"ms": 60_000}))]));
+    let store = Gate::shut();
+    let orchestrator = orchestrator(&model, &store, Sleep);
+    let id = orchestrator.session().id;
+    let first = orchestrator.run("go").unwrap();
+    // The reply calling `sleep` waits at the gate while the tool sleeps.
+    store.a_write_waits().await;
+    first.handle.abort();
+    tokio::time::timeout(PATIENCE, async {
+        while !first.handle.is_finished() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the aborted run ended");
+    store.open();
+    // Time for a write that was not dropped to land.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        store.stored(&id).await,
+        [(Role::User, "go".to_owned())],
+        "the stopped run wrote nothing more"
+    );
+
+    // The next run stores the held reply with its prompt (which leads with the open call's
+    // result, the read-only call run again), then its own reply while its tool sleeps:
+    // written behind the loop, not held for the run's end.
+    let second = orchestrator.run("again").unwrap();
+    tokio::time::timeout(PATIENCE, async {
+        while store.stored(&id).await.len() < 4 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the second run's reply was written while its tool slept");
+    assert!(!second.handle.is_finished(), "its tool still sleeps");
+    let stored = store.stored(&id).await;
+    let roles: Vec<Role> = stored.iter().map(|(role, _)| *role).collect();
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::User, Role::Assistant],
+        "{stored:?}"
+    );
+    assert_eq!(stored[2].1, "again");
+    second.handle.cancel();
+    let _ = tokio::time::timeout(PATIENCE, second.handle.wait())
+        .await
+        .expect("the cancelled run ended");
 }
