@@ -8,6 +8,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use mux_orchestrator::runs::EventJson;
 use tokio::sync::watch;
 
 use crate::types::{Event, Outcome};
@@ -61,7 +62,8 @@ pub(crate) struct RunBuffer {
 
 #[derive(Debug, Default)]
 struct Log {
-    events: Vec<Arc<str>>,
+    /// Each event serialized once: clients read the text, and the run's writer stores it.
+    events: Vec<EventJson>,
     done: bool,
     ending: Option<Ending>,
     /// How many events the run store has.
@@ -108,8 +110,8 @@ impl RunBuffer {
             }
             for event in events {
                 let ending = Ending::of(&event);
-                match serde_json::to_string(&event) {
-                    Ok(json) => log.events.push(json.into()),
+                match EventJson::of(&event) {
+                    Ok(json) => log.events.push(json),
                     Err(err) => {
                         tracing::error!(kind = event.kind(), %err, "unserializable AG-UI event")
                     }
@@ -153,14 +155,14 @@ impl RunBuffer {
             .iter()
             .enumerate()
             .skip(skip)
-            .map(|(i, e)| (self.base + i as u64 + 1, Arc::clone(e)))
+            .map(|(i, e)| (self.base + i as u64 + 1, e.shared()))
             .collect();
         (events, log.done && log.confirmed == log.events.len())
     }
 
     /// The events pushed after the first `count`, and how the run ended once it has (then
     /// none follow them): what the run's writer has not been handed yet.
-    pub(crate) fn pushed_after(&self, count: usize) -> (Vec<Arc<str>>, Option<Ending>) {
+    pub(crate) fn pushed_after(&self, count: usize) -> (Vec<EventJson>, Option<Ending>) {
         let log = self.log();
         let events = log.events.get(count..).unwrap_or_default().to_vec();
         (events, log.ending)

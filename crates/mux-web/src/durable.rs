@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use mux_orchestrator::runs::{RunStatus, RunStore, RunStoreError, RunWriter, StoredEvent};
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::buffer::{Ending, RunBuffer};
@@ -91,17 +90,14 @@ impl Durable {
                 pushed.borrow_and_update();
                 let (events, ending) = run.pushed_after(handed);
                 handed += events.len();
-                let values = events
-                    .iter()
-                    .map(|e| serde_json::from_str(e).unwrap_or(Value::Null));
                 match ending.and_then(|e| final_status(e, thread, cancel.is_cancelled())) {
                     // The end is stored with the last events, before a client sees them:
                     // whoever saw it finds the run's status agreeing, on every process.
                     Some(status) => {
-                        writer.finish_with(values, status);
+                        writer.finish_with(events, status);
                         finished = true;
                     }
-                    None => values.for_each(|value| writer.push(value)),
+                    None => events.into_iter().for_each(|event| writer.push(event)),
                 }
             }
             // A run that ended waiting here (for a question's answer or a frontend result)

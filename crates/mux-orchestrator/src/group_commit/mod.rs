@@ -703,6 +703,10 @@ mod tests {
         vec![serde_json::json!({ "n": n })]
     }
 
+    fn json(events: &[serde_json::Value]) -> Vec<crate::runs::EventJson> {
+        events.iter().map(Into::into).collect()
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_run_whose_lease_was_lost_is_refused_while_the_others_in_its_batch_commit() {
         use crate::runs::RunStore;
@@ -724,7 +728,7 @@ mod tests {
                 Write::Run(RunAppend::new(
                     id,
                     "a",
-                    &event(i),
+                    &json(&event(i)),
                     crate::runs::RunStatus::Running,
                 ))
             })
@@ -800,7 +804,7 @@ mod tests {
                 writes.push(Write::Run(RunAppend::new(
                     &run,
                     "a",
-                    &event(mix),
+                    &json(&event(mix)),
                     RunStatus::Running,
                 )));
             }
@@ -860,7 +864,7 @@ mod tests {
                 let write = Write::Run(RunAppend::new(
                     id,
                     "a",
-                    &event(i),
+                    &json(&event(i)),
                     crate::runs::RunStatus::Running,
                 ));
                 Job { write, reply }

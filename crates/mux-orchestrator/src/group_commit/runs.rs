@@ -1,11 +1,9 @@
 //! A commit's run appends (`RunStore::append_events` and `set_status`) and runs begun
 //! (`RunStore::begin`): their parts of the commit's statement.
 
-use serde_json::Value;
-
 use super::{Part, Query};
 
-use crate::runs::RunStatus;
+use crate::runs::{EventJson, RunStatus};
 
 /// The owner `owner` appends `events` to `run_id` and moves it to `status`, if it holds the
 /// run (running, its owner, the lease not run out). `set_status` is an append of no events.
@@ -23,14 +21,14 @@ pub(crate) struct RunAppend {
 
 impl RunAppend {
     /// The append of `events` to `run_id` by `owner`, ending at `status`.
-    pub(crate) fn new(run_id: &str, owner: &str, events: &[Value], status: RunStatus) -> Self {
+    pub(crate) fn new(run_id: &str, owner: &str, events: &[EventJson], status: RunStatus) -> Self {
         Self {
             run_id: run_id.to_owned(),
             owner: owner.to_owned(),
             count: i64::try_from(events.len()).unwrap_or(i64::MAX),
             status: status.as_str(),
             keep: status == RunStatus::Running,
-            events: serde_json::to_string(events).unwrap_or_else(|_| "[]".to_owned()),
+            events: EventJson::array(events),
         }
     }
 }

@@ -6,9 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mux_tool::BoxFuture;
-use serde_json::Value;
 
-use super::{ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
+use super::{EventJson, ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
 
 /// Wraps a run store: while [cut off](Self::cut_off) every call fails as an unreachable
 /// store would (a partition between one process and the database), and after
@@ -174,16 +173,16 @@ impl RunStore for FaultyRunStore {
         )
     }
 
-    fn append_events<'a>(
+    fn append_json<'a>(
         &'a self,
         run_id: &'a str,
         owner: &'a str,
-        events: &'a [Value],
+        events: &'a [EventJson],
         end: Option<RunStatus>,
     ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
         Box::pin(async move {
             self.reach("appending events")?;
-            let stored = self.inner.append_events(run_id, owner, events, end).await?;
+            let stored = self.inner.append_json(run_id, owner, events, end).await?;
             if self.lose_answer.swap(false, Ordering::SeqCst) {
                 return Err(RunStoreError::Store {
                     operation: "appending events",

@@ -8,7 +8,7 @@ use mux_tool::BoxFuture;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
+use super::{EventJson, ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
 
 /// Runs in memory: the contract for one process (tests, a single node). Nothing survives
 /// the process.
@@ -309,11 +309,11 @@ impl RunStore for MemoryRunStore {
         })
     }
 
-    fn append_events<'a>(
+    fn append_json<'a>(
         &'a self,
         run_id: &'a str,
         owner: &'a str,
-        events: &'a [Value],
+        events: &'a [EventJson],
         end: Option<RunStatus>,
     ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
         Box::pin(async move {
@@ -321,7 +321,7 @@ impl RunStore for MemoryRunStore {
             let entry = Self::held(&mut state, run_id, owner)?;
             entry
                 .events
-                .extend(events.iter().map(|e| e.to_string().into_boxed_str()));
+                .extend(events.iter().map(|e| Box::from(e.as_str())));
             entry.record.last_seq = entry.events.len() as u64;
             let last = entry.record.last_seq;
             if let Some(status) = end {
@@ -354,7 +354,7 @@ impl RunStore for MemoryRunStore {
                 .take(limit)
                 .map(|(i, event)| StoredEvent {
                     seq: i as u64 + 1,
-                    // Written by `append_events` from a `Value`, so it parses.
+                    // Written by `append_json` from an `EventJson`, so it parses.
                     event: serde_json::from_str(event).unwrap_or(Value::Null),
                 })
                 .collect())

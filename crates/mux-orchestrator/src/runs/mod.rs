@@ -31,6 +31,7 @@
 
 #[cfg(any(test, feature = "testing"))]
 mod faulty;
+mod json;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -49,6 +50,7 @@ use mux_tool::BoxFuture;
 
 #[cfg(any(test, feature = "testing"))]
 pub use faulty::FaultyRunStore;
+pub use json::EventJson;
 pub use memory::MemoryRunStore;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresRunStore;
@@ -268,14 +270,27 @@ pub trait RunStore: Send + Sync + 'static {
     /// The owner appends events, numbered after the last, and with `end` moves the run to
     /// that status in the same step (as [`set_status`](Self::set_status) would), so a run's
     /// last events and its end are stored together; returns the last number. Refused with
-    /// `LeaseLost` when it no longer holds the run (then nothing is written).
+    /// `LeaseLost` when it no longer holds the run (then nothing is written). The events
+    /// come serialized, as the store keeps them: it parses nothing.
+    fn append_json<'a>(
+        &'a self,
+        run_id: &'a str,
+        owner: &'a str,
+        events: &'a [EventJson],
+        end: Option<RunStatus>,
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>>;
+
+    /// [`append_json`](Self::append_json) of `events`, serialized here.
     fn append_events<'a>(
         &'a self,
         run_id: &'a str,
         owner: &'a str,
         events: &'a [Value],
         end: Option<RunStatus>,
-    ) -> BoxFuture<'a, Result<u64, RunStoreError>>;
+    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+        let events: Vec<EventJson> = events.iter().map(EventJson::from).collect();
+        Box::pin(async move { self.append_json(run_id, owner, &events, end).await })
+    }
 
     /// Up to `limit` events numbered after `after`, in order.
     fn events_after<'a>(

@@ -22,7 +22,7 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool,
 
 use mux_tool::BoxFuture;
 
-use super::{ListedRun, RunRecord, RunStatus, RunStoreError, StoredEvent};
+use super::{EventJson, ListedRun, RunRecord, RunStatus, RunStoreError, StoredEvent};
 
 /// The SQL one dialect runs. `COLUMNS` rows are `run_id, session_id, status, owner,
 /// cancel_requested, last_seq`.
@@ -95,7 +95,7 @@ pub(super) type Appender = Arc<
     dyn Fn(
             &str,
             &str,
-            &[Value],
+            &[EventJson],
             RunStatus,
         ) -> BoxFuture<'static, Result<Option<i64>, RunStoreError>>
         + Send
@@ -191,19 +191,6 @@ fn unpack(
         return Err(damaged(format!("are stored as {} events", events.len())));
     }
     Ok(events)
-}
-
-/// A batch of events as one JSON array.
-fn batch(events: &[Value]) -> String {
-    let mut text = String::from("[");
-    for (i, event) in events.iter().enumerate() {
-        if i > 0 {
-            text.push(',');
-        }
-        text.push_str(&event.to_string());
-    }
-    text.push(']');
-    text
 }
 
 impl<D, DB> SqlRuns<D>
@@ -508,11 +495,11 @@ where
         Ok(())
     }
 
-    pub(super) async fn append_events(
+    pub(super) async fn append_json(
         &self,
         run_id: &str,
         owner: &str,
-        events: &[Value],
+        events: &[EventJson],
         end: Option<RunStatus>,
     ) -> Result<u64, RunStoreError> {
         let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
@@ -529,7 +516,7 @@ where
         let first: Option<i64> = match (&self.appender, D::SQL.insert_events) {
             (Some(appender), _) => appender(run_id, owner, events, status).await?,
             (None, None) => append
-                .bind(batch(events))
+                .bind(EventJson::array(events))
                 .fetch_optional(&self.pool)
                 .await
                 .map_err(failed())?,
@@ -541,7 +528,7 @@ where
                         .bind(run_id)
                         .bind(first)
                         .bind(count)
-                        .bind(batch(events))
+                        .bind(EventJson::array(events))
                         .execute(&mut *tx)
                         .await
                         .map_err(failed())?;
@@ -762,14 +749,14 @@ macro_rules! run_store_on_sql {
                 Box::pin(self.sql.request_cancel(run_id))
             }
 
-            fn append_events<'a>(
+            fn append_json<'a>(
                 &'a self,
                 run_id: &'a str,
                 owner: &'a str,
-                events: &'a [::serde_json::Value],
+                events: &'a [$crate::runs::EventJson],
                 end: Option<$crate::runs::RunStatus>,
             ) -> ::mux_tool::BoxFuture<'a, Result<u64, $crate::runs::RunStoreError>> {
-                Box::pin(self.sql.append_events(run_id, owner, events, end))
+                Box::pin(self.sql.append_json(run_id, owner, events, end))
             }
 
             fn events_after<'a>(

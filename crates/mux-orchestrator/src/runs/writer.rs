@@ -25,12 +25,11 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{RunStatus, RunStore, RunStoreError};
+use super::{EventJson, RunStatus, RunStore, RunStoreError};
 
 /// The most events one append writes.
 const BATCH: usize = 256;
@@ -68,7 +67,7 @@ struct Shared {
 
 #[derive(Debug, Default)]
 struct Queue {
-    events: Vec<Value>,
+    events: Vec<EventJson>,
     end: Option<RunStatus>,
 }
 
@@ -115,11 +114,12 @@ impl RunWriter {
         &self.shared.run_id
     }
 
-    /// Queues `event` for the store. Ignored after [`finish`](Self::finish).
-    pub fn push(&self, event: Value) {
+    /// Queues `event` for the store (a `Value`, or an [`EventJson`] the face serialized
+    /// already). Ignored after [`finish`](Self::finish).
+    pub fn push(&self, event: impl Into<EventJson>) {
         let mut queue = self.shared.lock();
         if queue.end.is_none() {
-            queue.events.push(event);
+            queue.events.push(event.into());
             drop(queue);
             self.shared.pushed.notify_one();
         }
@@ -128,16 +128,20 @@ impl RunWriter {
     /// Ends the run in `status` once every queued event is stored (`Paused` gives the run
     /// up for any process to claim; an end frees its session). Only the first call counts.
     pub fn finish(&self, status: RunStatus) {
-        self.finish_with(std::iter::empty(), status);
+        self.finish_with(std::iter::empty::<EventJson>(), status);
     }
 
     /// Queues the run's last `events` and ends it in `status` with them: the store takes the
     /// last events and the end in one step, so whoever reads the end finds the status
     /// agreeing. Ignored after [`finish`](Self::finish).
-    pub fn finish_with(&self, events: impl IntoIterator<Item = Value>, status: RunStatus) {
+    pub fn finish_with(
+        &self,
+        events: impl IntoIterator<Item = impl Into<EventJson>>,
+        status: RunStatus,
+    ) {
         let mut queue = self.shared.lock();
         if queue.end.is_none() {
-            queue.events.extend(events);
+            queue.events.extend(events.into_iter().map(Into::into));
             queue.end = Some(status);
             drop(queue);
             self.shared.pushed.notify_one();
@@ -203,7 +207,7 @@ impl Shared {
         let mut uncertain: Option<Option<RunStatus>> = None;
         // The events taken from the queue and not yet stored, in order: written again as
         // they are after a failure, never copied.
-        let mut pending: Vec<Value> = Vec::new();
+        let mut pending: Vec<EventJson> = Vec::new();
         loop {
             if self.alive.is_cancelled() {
                 return;
@@ -242,7 +246,7 @@ impl Shared {
             if !pending.is_empty() {
                 match self
                     .store
-                    .append_events(&self.run_id, &self.owner, &pending, end)
+                    .append_json(&self.run_id, &self.owner, &pending, end)
                     .await
                 {
                     Ok(seq) => {
@@ -457,7 +461,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::runs::{FaultyRunStore, MemoryRunStore};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// An append committed whose answer was lost is not written again: each event is stored
     /// once (before, the retry stored the batch a second time).
