@@ -236,7 +236,7 @@ impl Core {
                     // the first record replaces the whole conversation, so writing it again is
                     // safe. A session someone else made is not this one's to write.
                     Err(SessionError::AlreadyExists(id)) => {
-                        if !same_session(&store.load(&meta.id).await?.meta, &meta) {
+                        if !same_session(&store.load_meta(&meta.id).await?, &meta) {
                             return Err(SessionError::AlreadyExists(id));
                         }
                         if batch.is_empty() {

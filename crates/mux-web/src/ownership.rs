@@ -92,8 +92,8 @@ impl Owners {
 
     /// The owner the store records for the thread; `None` when it has no such thread.
     async fn stored(&self, thread_id: &str) -> Result<Option<Principal>, WebError> {
-        match self.store.load(thread_id).await {
-            Ok(session) => Ok(Some(recorded(&session.meta))),
+        match self.store.load_meta(thread_id).await {
+            Ok(meta) => Ok(Some(recorded(&meta))),
             Err(SessionError::NotFound(_)) => Ok(None),
             Err(e) => Err(WebError::Session(e.to_string())),
         }

@@ -155,23 +155,15 @@ impl SessionStore for FileSessionStore {
         })
     }
 
+    fn load_meta<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionMeta, SessionError>> {
+        Box::pin(async move { read_meta(&self.session_dir(id)?, id).await })
+    }
+
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
         Box::pin(async move {
             let dir = self.session_dir(id)?;
             let io = |operation| SessionError::io(id, operation);
-            let meta_bytes =
-                tokio::fs::read(dir.join(META))
-                    .await
-                    .map_err(|err| match err.kind() {
-                        ErrorKind::NotFound => SessionError::NotFound(id.to_owned()),
-                        _ => io("reading metadata")(err),
-                    })?;
-            let meta: SessionMeta =
-                serde_json::from_slice(&meta_bytes).map_err(|err| SessionError::Corrupt {
-                    id: id.to_owned(),
-                    line: 0,
-                    reason: format!("metadata.json: {err}"),
-                })?;
+            let meta = read_meta(&dir, id).await?;
             let history_path = dir.join(HISTORY);
             let bytes = tokio::fs::read(&history_path)
                 .await
@@ -272,6 +264,21 @@ fn parse_history(id: &str, bytes: &[u8]) -> Result<(Vec<HistoryRecord>, usize), 
         }
     }
     Ok((records, good_len))
+}
+
+/// The metadata of session `id`, stored in `dir`.
+async fn read_meta(dir: &Path, id: &str) -> Result<SessionMeta, SessionError> {
+    let bytes = tokio::fs::read(dir.join(META))
+        .await
+        .map_err(|err| match err.kind() {
+            ErrorKind::NotFound => SessionError::NotFound(id.to_owned()),
+            _ => SessionError::io(id, "reading metadata")(err),
+        })?;
+    serde_json::from_slice(&bytes).map_err(|err| SessionError::Corrupt {
+        id: id.to_owned(),
+        line: 0,
+        reason: format!("metadata.json: {err}"),
+    })
 }
 
 #[cfg(test)]

@@ -75,6 +75,14 @@ impl SessionStore for MemorySessionStore {
         Box::pin(std::future::ready(result))
     }
 
+    fn load_meta<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionMeta, SessionError>> {
+        let result = self.with(|map| match map.get(id) {
+            Some((meta, _)) => Ok(meta.clone()),
+            None => Err(SessionError::NotFound(id.to_owned())),
+        });
+        Box::pin(std::future::ready(result))
+    }
+
     fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>> {
         let mut metas: Vec<SessionMeta> =
             self.with(|map| map.values().map(|(meta, _)| meta.clone()).collect());

@@ -318,6 +318,15 @@ pub trait SessionStore: Send + Sync + 'static {
     /// Loads a session, replaying its log.
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>>;
 
+    /// A session's metadata, without its log (`NotFound` as [`load`](Self::load)): what a
+    /// face reads to learn a thread's owner.
+    ///
+    /// The default loads the whole session; every store of this crate reads only the
+    /// metadata.
+    fn load_meta<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionMeta, SessionError>> {
+        Box::pin(async move { self.load(id).await.map(|session| session.meta) })
+    }
+
     /// Every session's metadata, most recently updated first (ties: by id).
     fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>>;
 

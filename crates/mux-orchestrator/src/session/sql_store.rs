@@ -455,6 +455,30 @@ where
         })
     }
 
+    pub(crate) fn load_meta<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<SessionMeta, SessionError>> {
+        Box::pin(async move {
+            let err = |operation| db_error(id, operation);
+            let rows = match &self.reader {
+                Some(read) => read(D::SQL.select_meta, id.to_owned()).await,
+                None => {
+                    sqlx::query(D::SQL.select_meta)
+                        .bind(id)
+                        .fetch_all(&self.pool)
+                        .await
+                }
+            }
+            .map_err(err("reading metadata"))?;
+            let Some(row) = rows.first() else {
+                return Err(SessionError::NotFound(id.to_owned()));
+            };
+            let meta: &str = row.try_get(0).map_err(err("reading metadata"))?;
+            decode_meta(id, meta)
+        })
+    }
+
     pub(crate) fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>> {
         Box::pin(async move {
             let rows: Vec<(String, String)> = sqlx::query_as(D::SQL.list)
@@ -621,6 +645,16 @@ macro_rules! session_store_on_sql {
                 Result<$crate::session::Session, $crate::session::SessionError>,
             > {
                 self.sql.load(id)
+            }
+
+            fn load_meta<'a>(
+                &'a self,
+                id: &'a str,
+            ) -> ::mux_tool::BoxFuture<
+                'a,
+                Result<$crate::session::SessionMeta, $crate::session::SessionError>,
+            > {
+                self.sql.load_meta(id)
             }
 
             fn list(

@@ -160,6 +160,7 @@ async fn a_missing_session_is_a_typed_error(store: &dyn SessionStore) {
         );
     };
     not_found(store.load(missing).await.map(|_| ()), "load");
+    not_found(store.load_meta(missing).await.map(|_| ()), "load_meta");
     not_found(store.append(missing, &[message("x")]).await, "append");
     not_found(store.append(missing, &[]).await, "empty append");
     not_found(store.delete(missing).await, "delete");
@@ -217,6 +218,11 @@ async fn metadata_title_and_usage(store: &dyn SessionStore) {
     meta.updated_at_ms += 1;
     store.save_and_append(&meta, &[]).await.unwrap();
     assert_eq!(store.load(&meta.id).await.unwrap().meta, meta);
+    assert_eq!(
+        store.load_meta(&meta.id).await.unwrap(),
+        meta,
+        "load_meta: the metadata a session with a log was saved with"
+    );
 }
 
 async fn fork_links_the_parent_and_copies(store: &dyn SessionStore) {
