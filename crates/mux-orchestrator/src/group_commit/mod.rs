@@ -24,11 +24,15 @@
 //!   the batch gets the error; its caller keeps its data and retries, as it would on a single
 //!   statement. Callers wait for their answer, so the queue holds at most one write per waiting
 //!   caller.
-//! - **Locks.** A commit waits at most [`LOCK_TIMEOUT`] for a lock held elsewhere (an
-//!   operator's open transaction, a schema change): PostgreSQL then gives the statement up,
-//!   rolled back for certain, and the batch's writes fail as in an outage, all at once (each
-//!   alone would wait again). Under load one commit is in flight, so without the bound one
-//!   held lock would hold up every write of the process. A URL's own `lock_timeout` wins.
+//! - **Locks and slow statements.** A commit waits at most [`LOCK_TIMEOUT`] for a lock held
+//!   elsewhere (an operator's open transaction, a schema change) and runs at most
+//!   [`STATEMENT_TIMEOUT`]: PostgreSQL then gives the statement up, rolled back for certain.
+//!   Under load one commit is in flight, so without the bounds one held lock would hold up
+//!   every write of the process. A URL's own `lock_timeout` or `statement_timeout` wins.
+//! - **One write given up fails alone.** The writes of a batch PostgreSQL gave up are queued
+//!   again, each to commit alone, so those that did not wait commit at once and only the one
+//!   that waited fails (after waiting again). Its key is then a suspect for [`SUSPECT_FOR`]:
+//!   its writes commit alone, so it cannot hold up the batches of others.
 
 mod runs;
 mod sessions;
@@ -54,6 +58,10 @@ const PARALLEL_BELOW: usize = 8;
 pub(crate) const MAX_BATCH: usize = 512;
 /// How long a commit waits for a lock before PostgreSQL gives it up (see the module's docs).
 pub(crate) const LOCK_TIMEOUT: &str = "5s";
+/// How long a commit's statement may run before PostgreSQL gives it up.
+pub(crate) const STATEMENT_TIMEOUT: &str = "30s";
+/// How long a key whose write PostgreSQL gave up, alone, has its writes committed alone.
+const SUSPECT_FOR: Duration = Duration::from_secs(60);
 /// How many writes may wait to be taken before callers wait to queue theirs.
 const QUEUE: usize = 4_096;
 /// How long the writer waits for a connection before the batch fails.
@@ -122,6 +130,16 @@ enum Key {
 struct Job {
     write: Write,
     reply: oneshot::Sender<Result<Written, Failure>>,
+    /// Whether it commits in a batch of its own (its batch was given up).
+    alone: bool,
+}
+
+/// What a commit hands back to the dispatcher: the writes of a batch PostgreSQL gave up, to
+/// commit again each alone, and the keys of a write that was given up alone.
+#[derive(Default)]
+struct Outcome {
+    again: Vec<Job>,
+    suspect: Option<Key>,
 }
 
 /// The handle a store holds on its database's writer.
@@ -197,7 +215,11 @@ impl GroupCommit {
     /// Queues `write` and waits for its commit.
     pub(crate) async fn write(&self, write: Write) -> Result<Written, Failure> {
         let (reply, answer) = oneshot::channel();
-        let mut job = Job { write, reply };
+        let mut job = Job {
+            write,
+            reply,
+            alone: false,
+        };
         // A writer whose runtime ended is replaced once.
         for _ in 0..2 {
             match self.writer().jobs.send(job).await {
@@ -267,7 +289,8 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>)
     let mut waiting: VecDeque<Job> = VecDeque::new();
     let mut busy: HashSet<Key> = HashSet::new();
     let mut in_flight: HashMap<tokio::task::Id, Vec<Key>> = HashMap::new();
-    let mut flights: JoinSet<()> = JoinSet::new();
+    let mut flights: JoinSet<Outcome> = JoinSet::new();
+    let mut suspects = Suspects::default();
     let mut open = true;
     loop {
         while waiting.len() < QUEUE {
@@ -277,7 +300,7 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>)
             }
         }
         if may_start(flights.len(), in_flight.values().map(Vec::len).sum()) {
-            let batch = take_batch(&mut waiting, &busy);
+            let batch = take_batch(&mut waiting, &busy, &suspects);
             if !batch.is_empty() {
                 let keys: Vec<Key> = batch.iter().map(|job| job.write.key()).collect();
                 busy.extend(keys.iter().cloned());
@@ -295,32 +318,62 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>)
                 None => open = false,
             },
             Some(done) = flights.join_next_with_id(), if !flights.is_empty() => {
-                let id = match done {
-                    Ok((id, ())) => id,
-                    Err(err) => err.id(),
+                let (id, outcome) = match done {
+                    Ok((id, outcome)) => (id, outcome),
+                    Err(err) => (err.id(), Outcome::default()),
                 };
                 for key in in_flight.remove(&id).unwrap_or_default() {
                     busy.remove(&key);
+                }
+                // Older than anything queued since: first, in their order.
+                for job in outcome.again.into_iter().rev() {
+                    waiting.push_front(job);
+                }
+                if let Some(key) = outcome.suspect {
+                    suspects.add(key);
                 }
             }
         }
     }
 }
 
-/// `options` with [`LOCK_TIMEOUT`] unless they set a `lock_timeout` of their own.
-fn bounded(options: PgConnectOptions) -> PgConnectOptions {
-    if options
-        .get_options()
-        .is_some_and(|set| set.contains("lock_timeout"))
-    {
-        return options;
+/// `options` with [`LOCK_TIMEOUT`] and [`STATEMENT_TIMEOUT`], each unless they set their own.
+fn bounded(mut options: PgConnectOptions) -> PgConnectOptions {
+    for (setting, value) in [
+        ("lock_timeout", LOCK_TIMEOUT),
+        ("statement_timeout", STATEMENT_TIMEOUT),
+    ] {
+        if !options
+            .get_options()
+            .is_some_and(|set| set.contains(setting))
+        {
+            options = options.options([(setting, value)]);
+        }
     }
-    options.options([("lock_timeout", LOCK_TIMEOUT)])
+    options
+}
+
+/// Keys whose write PostgreSQL gave up alone, until when their writes commit alone.
+#[derive(Default)]
+struct Suspects(HashMap<Key, std::time::Instant>);
+
+impl Suspects {
+    fn add(&mut self, key: Key) {
+        let now = std::time::Instant::now();
+        self.0.retain(|_, until| *until > now);
+        self.0.insert(key, now + SUSPECT_FOR);
+    }
+
+    fn contains(&self, key: &Key) -> bool {
+        self.0
+            .get(key)
+            .is_some_and(|until| *until > std::time::Instant::now())
+    }
 }
 
 /// Whether PostgreSQL gave a statement up rather than refusing its data: it waited too long for
-/// a lock or was cancelled, or it met a deadlock or a serialization conflict. Retrying its
-/// writes one by one would only wait again, once each.
+/// a lock, ran too long or was cancelled, or it met a deadlock or a serialization conflict.
+/// The statement is rolled back; which of its writes waited, the error does not say.
 fn gave_up(err: &dyn sqlx::error::DatabaseError) -> bool {
     err.code()
         .is_some_and(|code| matches!(&*code, "55P03" | "57014" | "40P01" | "40001"))
@@ -336,16 +389,21 @@ fn may_start(flights: usize, writes: usize) -> bool {
 }
 
 /// The next batch: the queued writes, in order, at most one per key and none whose key is in
-/// flight; the others stay queued in their order.
-fn take_batch(waiting: &mut VecDeque<Job>, busy: &HashSet<Key>) -> Vec<Job> {
+/// flight; the others stay queued in their order. A write to commit alone (its batch was
+/// given up, or its key is a suspect) is a batch of its own.
+fn take_batch(waiting: &mut VecDeque<Job>, busy: &HashSet<Key>, suspects: &Suspects) -> Vec<Job> {
     let mut batch = Vec::new();
     let mut keys = HashSet::new();
     let mut kept = VecDeque::new();
+    let mut closed = false;
     while let Some(job) = waiting.pop_front() {
         let key = job.write.key();
-        if batch.len() < MAX_BATCH && !busy.contains(&key) && !keys.contains(&key) {
+        let alone = job.alone || suspects.contains(&key);
+        let fits = !closed && batch.len() < MAX_BATCH && (!alone || batch.is_empty());
+        if fits && !busy.contains(&key) && !keys.contains(&key) {
             keys.insert(key);
             batch.push(job);
+            closed = alone;
         } else {
             // A later write to a key already taken waits behind it.
             keys.insert(key);
@@ -357,9 +415,11 @@ fn take_batch(waiting: &mut VecDeque<Job>, busy: &HashSet<Key>) -> Vec<Job> {
 }
 
 /// Commits `batch` and answers each caller. When the database refuses the batch (an error of
-/// a statement, not of the connection), each write is retried alone. A connection that failed
-/// otherwise is closed.
-async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) {
+/// a statement, not of the connection), each write is retried alone; when it gave the batch
+/// up (see [`gave_up`]), its writes go back to the dispatcher to commit each alone, and a
+/// write given up alone makes its key a suspect. A connection that failed otherwise is
+/// closed.
+async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) -> Outcome {
     let (writes, replies): (Vec<Write>, Vec<_>) =
         batch.into_iter().map(|job| (job.write, job.reply)).unzip();
     let mut conn = match connections.take().await {
@@ -369,7 +429,7 @@ async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) {
             for reply in replies {
                 let _ = reply.send(Err(failure.clone()));
             }
-            return;
+            return Outcome::default();
         }
     };
     match commit(&mut conn, &writes).await {
@@ -378,6 +438,36 @@ async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) {
             for (reply, written) in replies.into_iter().zip(written) {
                 let _ = reply.send(Ok(written));
             }
+        }
+        Err(err @ sqlx::Error::Database(_)) if matches!(&err, sqlx::Error::Database(db) if gave_up(&**db)) =>
+        {
+            connections.put(conn);
+            if writes.len() > 1 {
+                tracing::warn!(
+                    "a group commit of {} writes was given up ({err}); committing each alone",
+                    writes.len()
+                );
+                let again = writes.into_iter().zip(replies);
+                return Outcome {
+                    again: again
+                        .map(|(write, reply)| Job {
+                            write,
+                            reply,
+                            alone: true,
+                        })
+                        .collect(),
+                    suspect: None,
+                };
+            }
+            let failure = Failure::of(&err);
+            let suspect = writes.first().map(Write::key);
+            for reply in replies {
+                let _ = reply.send(Err(failure.clone()));
+            }
+            return Outcome {
+                again: Vec::new(),
+                suspect,
+            };
         }
         Err(sqlx::Error::Database(err)) if writes.len() > 1 && !gave_up(&*err) => {
             tracing::debug!(
@@ -408,6 +498,7 @@ async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) {
             }
         }
     }
+    Outcome::default()
 }
 
 /// A query of a commit's statement, its parameters bound in turn.
@@ -565,7 +656,11 @@ mod tests {
 
     fn job(write: Write) -> Job {
         let (reply, _) = oneshot::channel();
-        Job { write, reply }
+        Job {
+            write,
+            reply,
+            alone: false,
+        }
     }
 
     fn run(id: &str) -> Write {
@@ -611,11 +706,14 @@ mod tests {
     }
 
     #[test]
-    fn a_commits_lock_wait_is_bounded_unless_the_url_bounds_it() {
+    fn a_commits_lock_wait_and_time_are_bounded_unless_the_url_bounds_them() {
         let plain: PgConnectOptions = "postgres://u@localhost/db".parse().unwrap();
         assert_eq!(
             bounded(plain).get_options(),
-            Some(format!("-c lock_timeout={LOCK_TIMEOUT}").as_str())
+            Some(
+                format!("-c lock_timeout={LOCK_TIMEOUT} -c statement_timeout={STATEMENT_TIMEOUT}")
+                    .as_str()
+            )
         );
         let own: PgConnectOptions =
             "postgres://u@localhost/db?options=-c%20lock_timeout%3D200ms%20-c%20synchronous_commit%3Doff"
@@ -623,7 +721,20 @@ mod tests {
                 .unwrap();
         assert_eq!(
             bounded(own).get_options(),
-            Some("-c lock_timeout=200ms -c synchronous_commit=off")
+            Some(
+                format!(
+                    "-c lock_timeout=200ms -c synchronous_commit=off -c statement_timeout={STATEMENT_TIMEOUT}"
+                )
+                .as_str()
+            )
+        );
+        let both: PgConnectOptions =
+            "postgres://u@localhost/db?options=-c%20statement_timeout%3D1s%20-c%20lock_timeout%3D2s"
+                .parse()
+                .unwrap();
+        assert_eq!(
+            bounded(both).get_options(),
+            Some("-c statement_timeout=1s -c lock_timeout=2s")
         );
     }
 
@@ -649,7 +760,7 @@ mod tests {
             .map(job)
             .collect();
         let busy: HashSet<Key> = [Key::Run("c".into())].into();
-        let batch = take_batch(&mut waiting, &busy);
+        let batch = take_batch(&mut waiting, &busy, &Suspects::default());
         assert_eq!(
             keys(&batch),
             [
@@ -663,15 +774,123 @@ mod tests {
     }
 
     #[test]
+    fn a_write_to_commit_alone_is_a_batch_of_its_own() {
+        let mut again = job(run("a"));
+        again.alone = true;
+        let mut waiting: VecDeque<Job> = [job(run("x")), again, job(run("b")), job(run("s"))]
+            .into_iter()
+            .collect();
+        let mut suspects = Suspects::default();
+        suspects.add(Key::Run("s".into()));
+        let taken =
+            |waiting: &mut VecDeque<Job>| keys(&take_batch(waiting, &HashSet::new(), &suspects));
+        // The others go together; it waits for a batch of its own.
+        assert_eq!(
+            taken(&mut waiting),
+            [Key::Run("x".into()), Key::Run("b".into())]
+        );
+        assert_eq!(taken(&mut waiting), [Key::Run("a".into())]);
+        // A suspect's write goes alone too.
+        assert_eq!(taken(&mut waiting), [Key::Run("s".into())]);
+        assert!(waiting.is_empty());
+        let mut later: VecDeque<Job> = [run("s"), run("t"), run("u")]
+            .into_iter()
+            .map(job)
+            .collect();
+        assert_eq!(taken(&mut later), [Key::Run("s".into())]);
+        assert_eq!(
+            taken(&mut later),
+            [Key::Run("t".into()), Key::Run("u".into())]
+        );
+    }
+
+    #[test]
     fn a_write_behind_a_waiting_one_of_its_key_waits_too() {
         // b's first write is in flight; its second must not overtake anything of b.
         let mut waiting: VecDeque<Job> = [run("b"), run("b")].into_iter().map(job).collect();
         let busy: HashSet<Key> = [Key::Run("b".into())].into();
-        assert!(take_batch(&mut waiting, &busy).is_empty());
+        assert!(take_batch(&mut waiting, &busy, &Suspects::default()).is_empty());
         assert_eq!(waiting.len(), 2);
-        let batch = take_batch(&mut waiting, &HashSet::new());
+        let batch = take_batch(&mut waiting, &HashSet::new(), &Suspects::default());
         assert_eq!(batch.len(), 1);
         assert_eq!(waiting.len(), 1);
+    }
+
+    /// One write kept waiting by a lock fails alone: the batch PostgreSQL gave up is committed
+    /// again write by write, so the others of its batch are stored once each (before, they all
+    /// failed with it).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_kept_waiting_by_a_lock_fails_alone_and_the_others_of_its_batch_commit() {
+        use crate::session::{PostgresSessionStore, SessionMeta, SessionStore};
+        use sqlx::Connection;
+        let db = mux_testkit::postgres::TestDatabase::new().await;
+        let sessions = PostgresSessionStore::connect(&db.url).await.unwrap();
+        let ids: Vec<String> = (0..12).map(|i| format!("s{i}")).collect();
+        for id in &ids {
+            let mut meta = SessionMeta::new();
+            meta.id.clone_from(id);
+            sessions.create(&meta).await.unwrap();
+        }
+        let mut holder = PgConnection::connect(&db.url).await.unwrap();
+        sqlx::query("BEGIN").execute(&mut holder).await.unwrap();
+        sqlx::query("SELECT id FROM mux_sessions WHERE id = 's3' FOR UPDATE")
+            .execute(&mut holder)
+            .await
+            .unwrap();
+
+        let options: PgConnectOptions = db.url.parse().unwrap();
+        let options = bounded(options.options([("lock_timeout", "300ms")]));
+        let connections = Arc::new(Connections::new(options, FLIGHTS, ACQUIRE));
+        let (jobs, queue) = mpsc::channel(QUEUE);
+        let write = |id: &str| {
+            Write::Session(SessionWrite {
+                id: id.to_owned(),
+                records: vec![RECORD.to_owned()],
+                row: SessionRow::Keep,
+            })
+        };
+        let mut answers = Vec::new();
+        for id in &ids {
+            let (reply, answer) = oneshot::channel();
+            jobs.send(Job {
+                write: write(id),
+                reply,
+                alone: false,
+            })
+            .await
+            .unwrap();
+            answers.push(answer);
+        }
+        // Every write is queued before the dispatcher starts: its first batch holds them all.
+        let dispatcher = tokio::spawn(dispatch(queue, connections));
+        for (i, answer) in answers.into_iter().enumerate() {
+            let answer = tokio::time::timeout(Duration::from_secs(20), answer)
+                .await
+                .expect("every write is answered")
+                .unwrap();
+            if i == 3 {
+                let failure = answer.unwrap_err();
+                assert!(failure.reason.contains("lock timeout"), "{failure}");
+            } else {
+                assert_eq!(answer.unwrap(), Written::Session(true), "s{i}");
+            }
+        }
+        sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
+        let (reply, answer) = oneshot::channel();
+        jobs.send(Job {
+            write: write("s3"),
+            reply,
+            alone: false,
+        })
+        .await
+        .unwrap();
+        assert_eq!(answer.await.unwrap().unwrap(), Written::Session(true));
+        drop(jobs);
+        dispatcher.await.unwrap();
+        for id in &ids {
+            let stored = sessions.load(id).await.unwrap().messages.len();
+            assert_eq!(stored, 1, "{id} holds its one record, once");
+        }
     }
 
     /// Runs `r0`..`r{n}` on sessions of their own, held by `a`, except `r1`, whose lease ran
@@ -867,7 +1086,11 @@ mod tests {
                     &json(&event(i)),
                     crate::runs::RunStatus::Running,
                 ));
-                Job { write, reply }
+                Job {
+                    write,
+                    reply,
+                    alone: false,
+                }
             })
             .collect();
         let options = (*store.pool().connect_options()).clone();

@@ -280,3 +280,57 @@ fn a_commit_kept_waiting_by_a_lock_gives_up_and_stores_nothing() {
         assert_eq!(stored_texts(&sessions, "free").await, ["free"]);
     });
 }
+
+/// A commit whose statement runs past `statement_timeout` (here a trigger that sleeps, set to
+/// 300 ms by the URL, which wins over the writer's own bound) is given up and stores nothing;
+/// another session's write goes through, and the write stores once when it is retried.
+#[test]
+fn a_commit_that_runs_too_long_gives_up_and_stores_nothing() {
+    runtime().block_on(async {
+        let db = TestDatabase::new().await;
+        let joined = if db.url.contains('?') { '&' } else { '?' };
+        let url = format!("{}{joined}options=-c%20statement_timeout%3D300ms", db.url);
+        let sessions = PostgresSessionStore::connect(&url).await.unwrap();
+        let mut slow = SessionMeta::new();
+        slow.id = "slow".into();
+        sessions.create(&slow).await.unwrap();
+        let mut fast = SessionMeta::new();
+        fast.id = "fast".into();
+        sessions.create(&fast).await.unwrap();
+        for statement in [
+            "CREATE FUNCTION mux_test_sleep() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN PERFORM pg_sleep(3); RETURN NEW; END $$",
+            "CREATE TRIGGER mux_test_slow BEFORE INSERT ON mux_session_records FOR EACH ROW \
+             WHEN (NEW.session_id = 'slow') EXECUTE FUNCTION mux_test_sleep()",
+        ] {
+            sqlx::query(statement)
+                .execute(sessions.pool())
+                .await
+                .unwrap();
+        }
+
+        let err = tokio::time::timeout(
+            Duration::from_secs(20),
+            sessions.save_and_append(&slow, &[said("too slow".into())]),
+        )
+        .await
+        .expect("the commit gave up instead of running on")
+        .unwrap_err();
+        assert!(err.to_string().contains("statement timeout"), "{err}");
+        sessions
+            .save_and_append(&fast, &[said("fast".into())])
+            .await
+            .unwrap();
+
+        sqlx::query("DROP TRIGGER mux_test_slow ON mux_session_records")
+            .execute(sessions.pool())
+            .await
+            .unwrap();
+        sessions
+            .save_and_append(&slow, &[said("after".into())])
+            .await
+            .unwrap();
+        assert_eq!(stored_texts(&sessions, "slow").await, ["after"]);
+        assert_eq!(stored_texts(&sessions, "fast").await, ["fast"]);
+    });
+}
