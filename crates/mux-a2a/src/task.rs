@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mux_orchestrator::InputSender;
-use mux_orchestrator::runs::{RunWriter, StoredEvent};
+use mux_orchestrator::runs::{EventJson, RunWriter, StoredEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -113,7 +113,11 @@ impl Inner {
                 at: self.updated_ms,
                 change: change(),
             };
-            writer.push(serde_json::to_value(record).unwrap_or(Value::Null));
+            // Serialized once, as the store keeps it.
+            match EventJson::of(&record) {
+                Ok(json) => writer.push(json),
+                Err(err) => tracing::error!(%err, "a task record does not serialize"),
+            }
         }
     }
 

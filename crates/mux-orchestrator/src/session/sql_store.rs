@@ -88,6 +88,8 @@ pub(crate) trait Dialect: Send + Sync + 'static {
 
 /// What a batch written by an [`Appender`] does to its session's row.
 #[derive(Clone, Copy)]
+// Only the PostgreSQL store has an appender that reads the metadata.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub(crate) enum MetaWrite<'a> {
     /// Keeps the metadata.
     Keep,
