@@ -28,6 +28,7 @@ impl EventJson {
     }
 
     /// `events` as the text of one JSON array.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     pub(crate) fn array(events: &[Self]) -> String {
         let len = events.iter().map(|e| e.0.len() + 1).sum::<usize>() + 2;
         let mut text = String::with_capacity(len);
@@ -58,11 +59,15 @@ impl From<Value> for EventJson {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     fn an_array_of_events_is_their_texts_in_order_and_parses_back() {
-        let events = [json!({"a": 1}), json!("two"), json!([3])];
+        let events = [
+            serde_json::json!({"a": 1}),
+            serde_json::json!("two"),
+            serde_json::json!([3]),
+        ];
         let texts: Vec<EventJson> = events.iter().map(EventJson::from).collect();
         let array = EventJson::array(&texts);
         assert_eq!(array, r#"[{"a":1},"two",[3]]"#);
