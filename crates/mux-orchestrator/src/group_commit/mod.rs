@@ -337,8 +337,16 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>)
     }
 }
 
-/// `options` with [`LOCK_TIMEOUT`] and [`STATEMENT_TIMEOUT`], each unless they set their own.
+/// The `application_name` the writer's connections show in `pg_stat_activity`, unless the URL
+/// names its own: who holds a lock or waits for one is then plain to an operator.
+const APPLICATION_NAME: &str = "mux group commit";
+
+/// `options` with [`LOCK_TIMEOUT`] and [`STATEMENT_TIMEOUT`], each unless they set their own,
+/// and named [`APPLICATION_NAME`].
 fn bounded(mut options: PgConnectOptions) -> PgConnectOptions {
+    if options.get_application_name().is_none() {
+        options = options.application_name(APPLICATION_NAME);
+    }
     for (setting, value) in [
         ("lock_timeout", LOCK_TIMEOUT),
         ("statement_timeout", STATEMENT_TIMEOUT),
@@ -708,6 +716,10 @@ mod tests {
     #[test]
     fn a_commits_lock_wait_and_time_are_bounded_unless_the_url_bounds_them() {
         let plain: PgConnectOptions = "postgres://u@localhost/db".parse().unwrap();
+        let named = bounded(plain.clone());
+        assert_eq!(named.get_application_name(), Some(APPLICATION_NAME));
+        let own = plain.clone().application_name("billing");
+        assert_eq!(bounded(own).get_application_name(), Some("billing"));
         assert_eq!(
             bounded(plain).get_options(),
             Some(

@@ -247,13 +247,32 @@ fn a_commit_kept_waiting_by_a_lock_gives_up_and_stores_nothing() {
             .await
             .unwrap();
 
-        let waited = tokio::time::timeout(
-            Duration::from_secs(20),
-            sessions.save_and_append(&locked, &[said("kept waiting".into())]),
-        )
-        .await
-        .expect("the commit gave up instead of waiting for the lock");
-        let err = waited.unwrap_err();
+        let kept = [said("kept waiting".into())];
+        let write = sessions.save_and_append(&locked, &kept);
+        // While it waits, an operator sees who waits for the lock.
+        let seen = async {
+            loop {
+                let waiting: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE application_name = 'mux group commit' AND wait_event_type = 'Lock'",
+                )
+                .fetch_one(&mut holder)
+                .await
+                .unwrap();
+                if waiting == 1 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        let (waited, seen) = tokio::join!(
+            tokio::time::timeout(Duration::from_secs(20), write),
+            tokio::time::timeout(Duration::from_secs(4), seen),
+        );
+        seen.expect("the waiting commit shows as `mux group commit` in pg_stat_activity");
+        let err = waited
+            .expect("the commit gave up instead of waiting for the lock")
+            .unwrap_err();
         assert!(
             matches!(
                 err,
