@@ -54,6 +54,22 @@ async fn stored_numbers(runs: &PostgresRunStore, run: &str) -> Vec<u64> {
 }
 
 /// The texts of a session's messages.
+/// Sessions created under `ids`.
+async fn created<const N: usize>(
+    sessions: &PostgresSessionStore,
+    ids: [&str; N],
+) -> [SessionMeta; N] {
+    let metas = ids.map(|id| {
+        let mut meta = SessionMeta::new();
+        meta.id = id.into();
+        meta
+    });
+    for meta in &metas {
+        sessions.create(meta).await.unwrap();
+    }
+    metas
+}
+
 async fn stored_texts(sessions: &PostgresSessionStore, id: &str) -> Vec<String> {
     let session = sessions.load(id).await.unwrap();
     session.messages.iter().map(Message::text).collect()
@@ -231,12 +247,7 @@ fn a_commit_kept_waiting_by_a_lock_gives_up_and_stores_nothing() {
     runtime().block_on(async {
         let db = TestDatabase::new().await;
         let sessions = PostgresSessionStore::connect(&db.url).await.unwrap();
-        let mut locked = SessionMeta::new();
-        locked.id = "locked".into();
-        sessions.create(&locked).await.unwrap();
-        let mut free = SessionMeta::new();
-        free.id = "free".into();
-        sessions.create(&free).await.unwrap();
+        let [locked, free] = created(&sessions, ["locked", "free"]).await;
 
         let mut holder = <sqlx::PgConnection as sqlx::Connection>::connect(&db.url)
             .await
@@ -310,12 +321,7 @@ fn a_commit_that_runs_too_long_gives_up_and_stores_nothing() {
         let joined = if db.url.contains('?') { '&' } else { '?' };
         let url = format!("{}{joined}options=-c%20statement_timeout%3D300ms", db.url);
         let sessions = PostgresSessionStore::connect(&url).await.unwrap();
-        let mut slow = SessionMeta::new();
-        slow.id = "slow".into();
-        sessions.create(&slow).await.unwrap();
-        let mut fast = SessionMeta::new();
-        fast.id = "fast".into();
-        sessions.create(&fast).await.unwrap();
+        let [slow, fast] = created(&sessions, ["slow", "fast"]).await;
         for statement in [
             "CREATE FUNCTION mux_test_sleep() RETURNS trigger LANGUAGE plpgsql AS \
              $$ BEGIN PERFORM pg_sleep(3); RETURN NEW; END $$",
