@@ -62,6 +62,9 @@ pub(crate) const LOCK_TIMEOUT: &str = "5s";
 pub(crate) const STATEMENT_TIMEOUT: &str = "30s";
 /// How long a key whose write PostgreSQL gave up, alone, has its writes committed alone.
 const SUSPECT_FOR: Duration = Duration::from_secs(60);
+/// The `application_name` the writer's connections show in `pg_stat_activity`, unless the URL
+/// names its own: who holds a lock or waits for one is then plain to an operator.
+const APPLICATION_NAME: &str = "mux group commit";
 /// How many writes may wait to be taken before callers wait to queue theirs.
 const QUEUE: usize = 4_096;
 /// How long the writer waits for a connection before the batch fails.
@@ -135,7 +138,7 @@ struct Job {
 }
 
 /// What a commit hands back to the dispatcher: the writes of a batch PostgreSQL gave up, to
-/// commit again each alone, and the keys of a write that was given up alone.
+/// commit again each alone, or the key of a write that was given up alone.
 #[derive(Default)]
 struct Outcome {
     again: Vec<Job>,
@@ -336,10 +339,6 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>)
         }
     }
 }
-
-/// The `application_name` the writer's connections show in `pg_stat_activity`, unless the URL
-/// names its own: who holds a lock or waits for one is then plain to an operator.
-const APPLICATION_NAME: &str = "mux group commit";
 
 /// `options` with [`LOCK_TIMEOUT`] and [`STATEMENT_TIMEOUT`], each unless they set their own,
 /// and named [`APPLICATION_NAME`].
