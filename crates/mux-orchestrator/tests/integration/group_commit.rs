@@ -260,14 +260,15 @@ fn a_commit_kept_waiting_by_a_lock_gives_up_and_stores_nothing() {
 
         let kept = [said("kept waiting".into())];
         let write = sessions.save_and_append(&locked, &kept);
-        // While it waits, an operator sees who waits for the lock.
+        // While it waits, an operator sees who waits for the lock. (Asked outside the holder's
+        // transaction: one transaction sees one snapshot of `pg_stat_activity`.)
         let seen = async {
             loop {
                 let waiting: i64 = sqlx::query_scalar(
                     "SELECT count(*) FROM pg_stat_activity \
                      WHERE application_name = 'mux group commit' AND wait_event_type = 'Lock'",
                 )
-                .fetch_one(&mut holder)
+                .fetch_one(sessions.pool())
                 .await
                 .unwrap();
                 if waiting == 1 {
