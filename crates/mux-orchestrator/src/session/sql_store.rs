@@ -407,11 +407,7 @@ where
             let err = |operation| db_error(id, operation);
             if let Some(load) = D::SQL.load {
                 // One statement sees one snapshot: one round trip instead of four.
-                let rows = match &self.reader {
-                    Some(read) => read(load, id.to_owned()).await,
-                    None => sqlx::query(load).bind(id).fetch_all(&self.pool).await,
-                }
-                .map_err(err("loading"))?;
+                let rows = self.read(load, id).await.map_err(err("loading"))?;
                 let Some((first, rest)) = rows.split_first() else {
                     return Err(SessionError::NotFound(id.to_owned()));
                 };
@@ -457,22 +453,25 @@ where
         })
     }
 
+    /// The rows of `sql`, a read whose one parameter is the session id `id`: through the
+    /// [`Reader`] when the store has one, else on the pool.
+    async fn read(&self, sql: &'static str, id: &str) -> Result<Vec<DB::Row>, sqlx::Error> {
+        match &self.reader {
+            Some(read) => read(sql, id.to_owned()).await,
+            None => sqlx::query(sql).bind(id).fetch_all(&self.pool).await,
+        }
+    }
+
     pub(crate) fn load_meta<'a>(
         &'a self,
         id: &'a str,
     ) -> BoxFuture<'a, Result<SessionMeta, SessionError>> {
         Box::pin(async move {
             let err = |operation| db_error(id, operation);
-            let rows = match &self.reader {
-                Some(read) => read(D::SQL.select_meta, id.to_owned()).await,
-                None => {
-                    sqlx::query(D::SQL.select_meta)
-                        .bind(id)
-                        .fetch_all(&self.pool)
-                        .await
-                }
-            }
-            .map_err(err("reading metadata"))?;
+            let rows = self
+                .read(D::SQL.select_meta, id)
+                .await
+                .map_err(err("reading metadata"))?;
             let Some(row) = rows.first() else {
                 return Err(SessionError::NotFound(id.to_owned()));
             };
