@@ -439,44 +439,34 @@ async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) -> Ou
             return Outcome::default();
         }
     };
-    match commit(&mut conn, &writes).await {
+    let committed = commit(&mut conn, &writes).await;
+    let given_up = matches!(&committed, Err(sqlx::Error::Database(db)) if gave_up(&**db));
+    match committed {
         Ok(written) => {
             connections.put(conn);
             for (reply, written) in replies.into_iter().zip(written) {
                 let _ = reply.send(Ok(written));
             }
         }
-        Err(err @ sqlx::Error::Database(_)) if matches!(&err, sqlx::Error::Database(db) if gave_up(&**db)) =>
-        {
+        Err(err) if given_up && writes.len() > 1 => {
             connections.put(conn);
-            if writes.len() > 1 {
-                tracing::warn!(
-                    "a group commit of {} writes was given up ({err}); committing each alone",
-                    writes.len()
-                );
-                let again = writes.into_iter().zip(replies);
-                return Outcome {
-                    again: again
-                        .map(|(write, reply)| Job {
-                            write,
-                            reply,
-                            alone: true,
-                        })
-                        .collect(),
-                    suspect: None,
-                };
-            }
-            let failure = Failure::of(&err);
-            let suspect = writes.first().map(Write::key);
-            for reply in replies {
-                let _ = reply.send(Err(failure.clone()));
-            }
+            tracing::warn!(
+                "a group commit of {} writes was given up ({err}); committing each alone",
+                writes.len()
+            );
+            let again = writes.into_iter().zip(replies);
             return Outcome {
-                again: Vec::new(),
-                suspect,
+                again: again
+                    .map(|(write, reply)| Job {
+                        write,
+                        reply,
+                        alone: true,
+                    })
+                    .collect(),
+                suspect: None,
             };
         }
-        Err(sqlx::Error::Database(err)) if writes.len() > 1 && !gave_up(&*err) => {
+        Err(sqlx::Error::Database(err)) if writes.len() > 1 => {
             tracing::debug!(
                 "a group commit of {} writes was refused ({err}); writing them one by one",
                 writes.len()
@@ -503,6 +493,11 @@ async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) -> Ou
             for reply in replies {
                 let _ = reply.send(Err(failure.clone()));
             }
+            // A write given up alone: its key's next writes commit alone.
+            return Outcome {
+                again: Vec::new(),
+                suspect: writes.first().filter(|_| given_up).map(Write::key),
+            };
         }
     }
     Outcome::default()
@@ -873,7 +868,7 @@ mod tests {
             answers.push(answer);
         }
         // Every write is queued before the dispatcher starts: its first batch holds them all.
-        let dispatcher = tokio::spawn(dispatch(queue, connections));
+        let dispatcher = tokio::spawn(dispatch(queue, Arc::clone(&connections)));
         for (i, answer) in answers.into_iter().enumerate() {
             let answer = tokio::time::timeout(Duration::from_secs(20), answer)
                 .await
@@ -886,6 +881,29 @@ mod tests {
                 assert_eq!(answer.unwrap(), Written::Session(true), "s{i}");
             }
         }
+        // What a commit hands the dispatcher, while the lock holds: a batch given up goes
+        // back to commit each write alone; a write given up alone makes its key a suspect.
+        let given_up = |ids: &[&str]| {
+            ids.iter()
+                .map(|id| {
+                    let (reply, _) = oneshot::channel();
+                    Job {
+                        write: write(id),
+                        reply,
+                        alone: false,
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        let outcome = commit_and_answer(Arc::clone(&connections), given_up(&["s3", "s4"])).await;
+        assert_eq!(
+            keys(&outcome.again),
+            [Key::Session("s3".into()), Key::Session("s4".into())]
+        );
+        assert!(outcome.again.iter().all(|job| job.alone) && outcome.suspect.is_none());
+        let outcome = commit_and_answer(Arc::clone(&connections), given_up(&["s3"])).await;
+        assert!(outcome.again.is_empty());
+        assert_eq!(outcome.suspect, Some(Key::Session("s3".into())));
         sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
         let (reply, answer) = oneshot::channel();
         jobs.send(Job {
