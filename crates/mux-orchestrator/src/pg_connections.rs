@@ -3,6 +3,9 @@
 //! a round trip after every statement. A connection is put back only by whoever finished
 //! with it whole, so one whose query was cancelled midway (its future dropped) is closed,
 //! never reused: the reason sqlx tests on release does not arise.
+//!
+//! Each connection knows its server process ([`Backend`]): who to stop when it stops
+//! answering.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -16,8 +19,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 #[derive(Debug)]
 pub(crate) struct Connections {
     options: PgConnectOptions,
-    /// Idle connections, each with when it was put back.
-    idle: Mutex<Vec<(PgConnection, Instant)>>,
+    /// Idle connections, each with its server process and when it was put back.
+    idle: Mutex<Vec<(PgConnection, Backend, Instant)>>,
     /// One permit per connection that may be open and in use.
     permits: Arc<Semaphore>,
     /// How long getting a connection (a permit, then opening one) may take.
@@ -29,7 +32,45 @@ pub(crate) struct Connections {
 #[derive(Debug)]
 pub(crate) struct Held {
     conn: PgConnection,
+    backend: Backend,
     _permit: OwnedSemaphorePermit,
+}
+
+/// The server process behind a connection, as `pg_stat_activity` names it (a pid alone may be
+/// reused once the process is gone), and the connection's `statement_timeout`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Backend {
+    /// The process id.
+    pub(crate) pid: i32,
+    /// When it started, as PostgreSQL prints it.
+    pub(crate) started: String,
+    /// The connection's `statement_timeout`; zero when statements are not bounded.
+    pub(crate) statement_timeout: Duration,
+}
+
+impl Backend {
+    /// The server process behind `conn`.
+    async fn of(conn: &mut PgConnection) -> Result<Self, sqlx::Error> {
+        let (pid, started, timeout_ms): (i32, String, i64) = sqlx::query_as(
+            "SELECT pid, backend_start::text, \
+                 (extract(epoch FROM current_setting('statement_timeout')::interval) * 1000)::bigint \
+             FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+        )
+        .fetch_one(conn)
+        .await?;
+        Ok(Self {
+            pid,
+            started,
+            statement_timeout: Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0)),
+        })
+    }
+}
+
+impl Held {
+    /// The server process behind the connection.
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.backend
+    }
 }
 
 impl Deref for Held {
@@ -71,19 +112,22 @@ impl Connections {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .pop();
-                let Some((mut conn, since)) = idle else {
+                let Some((mut conn, backend, since)) = idle else {
                     break;
                 };
                 if since.elapsed() < crate::pg_pool::TRUSTED_IDLE || conn.ping().await.is_ok() {
                     return Ok(Held {
                         conn,
+                        backend,
                         _permit: permit,
                     });
                 }
             }
-            let conn = PgConnection::connect_with(&self.options).await?;
+            let mut conn = PgConnection::connect_with(&self.options).await?;
+            let backend = Backend::of(&mut conn).await?;
             Ok(Held {
                 conn,
+                backend,
                 _permit: permit,
             })
         })
@@ -93,18 +137,22 @@ impl Connections {
 
     /// Keeps `held`'s connection for a later use.
     pub(crate) fn put(&self, held: Held) {
-        let Held { conn, _permit } = held;
+        let Held {
+            conn,
+            backend,
+            _permit,
+        } = held;
         self.idle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((conn, Instant::now()));
+            .push((conn, backend, Instant::now()));
     }
 
     /// Closes the idle connections (those in use close when dropped, or are kept when put
     /// back).
     pub(crate) async fn close_idle(&self) {
         let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(PoisonError::into_inner));
-        for (conn, _) in idle {
+        for (conn, _, _) in idle {
             let _ = conn.close().await;
         }
     }
@@ -127,6 +175,7 @@ mod tests {
             .fetch_one(&mut *held)
             .await
             .unwrap();
+        assert_eq!(held.backend().pid, pid, "each connection knows its process");
         connections.put(held);
 
         // A query dropped midway: its connection goes with it.
@@ -156,6 +205,29 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(reused, again, "one put back whole is kept");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_connection_knows_its_statement_timeout_and_none_is_zero() {
+        let db = mux_testkit::postgres::TestDatabase::new().await;
+        let bounded = options(&db.url).options([("statement_timeout", "1500ms")]);
+        let held = Connections::new(bounded, 1, Duration::from_secs(5))
+            .take()
+            .await
+            .unwrap();
+        assert_eq!(held.backend().statement_timeout, Duration::from_millis(1500));
+        let minutes = options(&db.url).options([("statement_timeout", "2min")]);
+        let held = Connections::new(minutes, 1, Duration::from_secs(5))
+            .take()
+            .await
+            .unwrap();
+        assert_eq!(held.backend().statement_timeout, Duration::from_secs(120));
+        let held = Connections::new(options(&db.url), 1, Duration::from_secs(5))
+            .take()
+            .await
+            .unwrap();
+        assert_eq!(held.backend().statement_timeout, Duration::ZERO);
+        assert!(!held.backend().started.is_empty());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

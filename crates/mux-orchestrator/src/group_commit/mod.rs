@@ -36,6 +36,7 @@
 
 mod runs;
 mod sessions;
+mod settle;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -138,11 +139,13 @@ struct Job {
 }
 
 /// What a commit hands back to the dispatcher: the writes of a batch PostgreSQL gave up, to
-/// commit again each alone, or the key of a write that was given up alone.
+/// commit again each alone (or of a commit whose answer was lost, which did not land), the
+/// key of a write that was given up alone, and the writes whose outcome is not known yet.
 #[derive(Default)]
 struct Outcome {
     again: Vec<Job>,
     suspect: Option<Key>,
+    unsettled: Vec<settle::Unsettled>,
 }
 
 /// The handle a store holds on its database's writer.
@@ -294,6 +297,7 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>)
     let mut in_flight: HashMap<tokio::task::Id, Vec<Key>> = HashMap::new();
     let mut flights: JoinSet<Outcome> = JoinSet::new();
     let mut suspects = Suspects::default();
+    let mut unsettled: HashMap<Key, settle::Unsettled> = HashMap::new();
     let mut open = true;
     loop {
         while waiting.len() < QUEUE {
@@ -303,11 +307,16 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>)
             }
         }
         if may_start(flights.len(), in_flight.values().map(Vec::len).sum()) {
-            let batch = take_batch(&mut waiting, &busy, &suspects);
+            let batch = take_batch(&mut waiting, &busy, |key| {
+                suspects.contains(key) || unsettled.contains_key(key)
+            });
             if !batch.is_empty() {
                 let keys: Vec<Key> = batch.iter().map(|job| job.write.key()).collect();
                 busy.extend(keys.iter().cloned());
-                let handle = flights.spawn(commit_and_answer(Arc::clone(&connections), batch));
+                // A write to an unsettled key is a batch of its own.
+                let earlier = unsettled.remove(&keys[0]);
+                let handle =
+                    flights.spawn(commit_and_answer(Arc::clone(&connections), batch, earlier));
                 in_flight.insert(handle.id(), keys);
                 continue;
             }
@@ -334,6 +343,9 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>)
                 }
                 if let Some(key) = outcome.suspect {
                     suspects.add(key);
+                }
+                for write in outcome.unsettled {
+                    unsettled.insert(write.write.key(), write);
                 }
             }
         }
@@ -397,15 +409,19 @@ fn may_start(flights: usize, writes: usize) -> bool {
 
 /// The next batch: the queued writes, in order, at most one per key and none whose key is in
 /// flight; the others stay queued in their order. A write to commit alone (its batch was
-/// given up, or its key is a suspect) is a batch of its own.
-fn take_batch(waiting: &mut VecDeque<Job>, busy: &HashSet<Key>, suspects: &Suspects) -> Vec<Job> {
+/// given up, or its key is `alone`: a suspect, or unsettled) is a batch of its own.
+fn take_batch(
+    waiting: &mut VecDeque<Job>,
+    busy: &HashSet<Key>,
+    alone: impl Fn(&Key) -> bool,
+) -> Vec<Job> {
     let mut batch = Vec::new();
     let mut keys = HashSet::new();
     let mut kept = VecDeque::new();
     let mut closed = false;
     while let Some(job) = waiting.pop_front() {
         let key = job.write.key();
-        let alone = job.alone || suspects.contains(&key);
+        let alone = job.alone || alone(&key);
         let fits = !closed && batch.len() < MAX_BATCH && (!alone || batch.is_empty());
         if fits && !busy.contains(&key) && !keys.contains(&key) {
             keys.insert(key);
@@ -424,22 +440,40 @@ fn take_batch(waiting: &mut VecDeque<Job>, busy: &HashSet<Key>, suspects: &Suspe
 /// Commits `batch` and answers each caller. When the database refuses the batch (an error of
 /// a statement, not of the connection), each write is retried alone; when it gave the batch
 /// up (see [`gave_up`]), its writes go back to the dispatcher to commit each alone, and a
-/// write given up alone makes its key a suspect. A connection that failed otherwise is
-/// closed.
-async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) -> Outcome {
-    let (writes, replies): (Vec<Write>, Vec<_>) =
-        batch.into_iter().map(|job| (job.write, job.reply)).unzip();
+/// write given up alone makes its key a suspect. A commit whose answer is lost (not within
+/// [`settle::deadline`], or the connection failed) is settled (see [`settle`]); `earlier`, the
+/// unsettled write of a batch of one's key, is settled first.
+async fn commit_and_answer(
+    connections: Arc<Connections>,
+    batch: Vec<Job>,
+    earlier: Option<settle::Unsettled>,
+) -> Outcome {
+    let mut outcome = Outcome::default();
+    let mut batch = batch;
+    if let Some(earlier) = earlier {
+        let Some(job) = batch.pop() else {
+            outcome.unsettled.push(earlier);
+            return outcome;
+        };
+        match settle::settle_first(&connections, earlier, job, &mut outcome).await {
+            Some(job) => batch.push(job),
+            None => return outcome,
+        }
+    }
     let mut conn = match connections.take().await {
         Ok(conn) => conn,
         Err(err) => {
             let failure = Failure::of(&err);
-            for reply in replies {
-                let _ = reply.send(Err(failure.clone()));
+            for job in batch {
+                let _ = job.reply.send(Err(failure.clone()));
             }
-            return Outcome::default();
+            return outcome;
         }
     };
-    let committed = commit(&mut conn, &writes).await;
+    let backend = conn.backend().clone();
+    let (writes, replies): (Vec<Write>, Vec<_>) =
+        batch.into_iter().map(|job| (job.write, job.reply)).unzip();
+    let committed = answered(&backend, commit(&mut conn, &writes)).await;
     let given_up = matches!(&committed, Err(sqlx::Error::Database(db)) if gave_up(&**db));
     match committed {
         Ok(written) => {
@@ -448,59 +482,96 @@ async fn commit_and_answer(connections: Arc<Connections>, batch: Vec<Job>) -> Ou
                 let _ = reply.send(Ok(written));
             }
         }
+        Err(err) if settle::answer_lost(&err) => {
+            drop(conn);
+            let jobs = jobs(writes, replies, false);
+            return settle::answer_lost_commit(&connections, &backend, jobs, &err.to_string())
+                .await;
+        }
         Err(err) if given_up && writes.len() > 1 => {
             connections.put(conn);
             tracing::warn!(
                 "a group commit of {} writes was given up ({err}); committing each alone",
                 writes.len()
             );
-            let again = writes.into_iter().zip(replies);
-            return Outcome {
-                again: again
-                    .map(|(write, reply)| Job {
-                        write,
-                        reply,
-                        alone: true,
-                    })
-                    .collect(),
-                suspect: None,
-            };
+            outcome.again = jobs(writes, replies, true);
         }
         Err(sqlx::Error::Database(err)) if writes.len() > 1 => {
             tracing::debug!(
                 "a group commit of {} writes was refused ({err}); writing them one by one",
                 writes.len()
             );
-            let mut healthy = true;
-            for (write, reply) in writes.into_iter().zip(replies) {
-                let alone = std::slice::from_ref(&write);
-                let answer = commit(&mut conn, alone).await;
-                healthy &= matches!(answer, Ok(_) | Err(sqlx::Error::Database(_)));
-                let answer = answer
-                    .map_err(|err| Failure::of(&err))
-                    .and_then(|mut written| written.pop().ok_or_else(stopped));
-                let _ = reply.send(answer);
+            let mut left = writes.into_iter().zip(replies);
+            while let Some((write, reply)) = left.next() {
+                let answer = answered(&backend, commit(&mut conn, std::slice::from_ref(&write))).await;
+                match answer {
+                    Err(err) if settle::answer_lost(&err) => {
+                        drop(conn);
+                        let (writes, replies) = std::iter::once((write, reply)).chain(left).unzip();
+                        let jobs = jobs(writes, replies, false);
+                        return settle::answer_lost_commit(
+                            &connections,
+                            &backend,
+                            jobs,
+                            &err.to_string(),
+                        )
+                        .await;
+                    }
+                    answer => {
+                        let answer = answer
+                            .map_err(|err| Failure::of(&err))
+                            .and_then(|mut written| written.pop().ok_or_else(stopped));
+                        let _ = reply.send(answer);
+                    }
+                }
             }
-            if healthy {
-                connections.put(conn);
-            }
+            connections.put(conn);
         }
         Err(err) => {
-            if matches!(err, sqlx::Error::Database(_)) {
-                connections.put(conn);
-            }
+            connections.put(conn);
             let failure = Failure::of(&err);
             for reply in replies {
                 let _ = reply.send(Err(failure.clone()));
             }
             // A write given up alone: its key's next writes commit alone.
-            return Outcome {
-                again: Vec::new(),
-                suspect: writes.first().filter(|_| given_up).map(Write::key),
-            };
+            outcome.suspect = writes.first().filter(|_| given_up).map(Write::key);
         }
     }
-    Outcome::default()
+    outcome
+}
+
+/// `commit`'s result, or an I/O error when no answer came within [`settle::deadline`] of
+/// `backend`.
+async fn answered<T>(
+    backend: &crate::pg_connections::Backend,
+    commit: impl Future<Output = Result<T, sqlx::Error>>,
+) -> Result<T, sqlx::Error> {
+    let deadline = settle::deadline(backend);
+    tokio::time::timeout(deadline, commit)
+        .await
+        .unwrap_or_else(|_| {
+            Err(sqlx::Error::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("PostgreSQL did not answer the commit within {deadline:?}"),
+            )))
+        })
+}
+
+/// `writes` and their `replies` as jobs again.
+fn jobs(
+    writes: Vec<Write>,
+    replies: Vec<oneshot::Sender<Result<Written, Failure>>>,
+    alone: bool,
+) -> Vec<Job> {
+    writes
+        .into_iter()
+        .zip(replies)
+        .map(|(write, reply)| Job {
+            write,
+            reply,
+            alone,
+        })
+        .collect()
 }
 
 /// A query of a commit's statement, its parameters bound in turn.
@@ -675,11 +746,11 @@ mod tests {
     }
 
     fn session(id: &str) -> Write {
-        Write::Session(SessionWrite {
-            id: id.to_owned(),
-            records: Vec::new(),
-            row: SessionRow::Keep,
-        })
+        Write::Session(SessionWrite::new(
+            id.to_owned(),
+            Vec::new(),
+            SessionRow::Keep,
+        ))
     }
 
     fn keys(jobs: &[Job]) -> Vec<Key> {
@@ -691,7 +762,7 @@ mod tests {
         assert_eq!(shift("a $1, $10::b $2", 4), "a $5, $14::b $6");
         assert_eq!(
             Part::ALL.map(Part::params),
-            [4, 6, 10],
+            [4, 6, 11],
             "begin, append, session"
         );
         for present in [[true, true, true], [true, false, true], [false, true, true]] {
@@ -766,7 +837,7 @@ mod tests {
             .map(job)
             .collect();
         let busy: HashSet<Key> = [Key::Run("c".into())].into();
-        let batch = take_batch(&mut waiting, &busy, &Suspects::default());
+        let batch = take_batch(&mut waiting, &busy, |_| false);
         assert_eq!(
             keys(&batch),
             [
@@ -789,7 +860,7 @@ mod tests {
         let mut suspects = Suspects::default();
         suspects.add(Key::Run("s".into()));
         let taken =
-            |waiting: &mut VecDeque<Job>| keys(&take_batch(waiting, &HashSet::new(), &suspects));
+            |waiting: &mut VecDeque<Job>| keys(&take_batch(waiting, &HashSet::new(), |key| suspects.contains(key)));
         // The others go together; it waits for a batch of its own.
         assert_eq!(
             taken(&mut waiting),
@@ -815,9 +886,9 @@ mod tests {
         // b's first write is in flight; its second must not overtake anything of b.
         let mut waiting: VecDeque<Job> = [run("b"), run("b")].into_iter().map(job).collect();
         let busy: HashSet<Key> = [Key::Run("b".into())].into();
-        assert!(take_batch(&mut waiting, &busy, &Suspects::default()).is_empty());
+        assert!(take_batch(&mut waiting, &busy, |_| false).is_empty());
         assert_eq!(waiting.len(), 2);
-        let batch = take_batch(&mut waiting, &HashSet::new(), &Suspects::default());
+        let batch = take_batch(&mut waiting, &HashSet::new(), |_| false);
         assert_eq!(batch.len(), 1);
         assert_eq!(waiting.len(), 1);
     }
@@ -849,11 +920,11 @@ mod tests {
         let connections = Arc::new(Connections::new(options, FLIGHTS, ACQUIRE));
         let (jobs, queue) = mpsc::channel(QUEUE);
         let write = |id: &str| {
-            Write::Session(SessionWrite {
-                id: id.to_owned(),
-                records: vec![RECORD.to_owned()],
-                row: SessionRow::Keep,
-            })
+            Write::Session(SessionWrite::new(
+                id.to_owned(),
+                vec![RECORD.to_owned()],
+                SessionRow::Keep,
+            ))
         };
         let mut answers = Vec::new();
         for id in &ids {
@@ -895,13 +966,13 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        let outcome = commit_and_answer(Arc::clone(&connections), given_up(&["s3", "s4"])).await;
+        let outcome = commit_and_answer(Arc::clone(&connections), given_up(&["s3", "s4"]), None).await;
         assert_eq!(
             keys(&outcome.again),
             [Key::Session("s3".into()), Key::Session("s4".into())]
         );
         assert!(outcome.again.iter().all(|job| job.alone) && outcome.suspect.is_none());
-        let outcome = commit_and_answer(Arc::clone(&connections), given_up(&["s3"])).await;
+        let outcome = commit_and_answer(Arc::clone(&connections), given_up(&["s3"]), None).await;
         assert!(outcome.again.is_empty());
         assert_eq!(outcome.suspect, Some(Key::Session("s3".into())));
         sqlx::query("ROLLBACK").execute(&mut holder).await.unwrap();
@@ -981,16 +1052,16 @@ mod tests {
                 ))
             })
             .collect();
-        writes.push(Write::Session(SessionWrite {
-            id: meta.id.clone(),
-            records: vec![RECORD.to_owned(), RECORD.to_owned()],
-            row: SessionRow::Keep,
-        }));
-        writes.push(Write::Session(SessionWrite {
-            id: "no-such-session".to_owned(),
-            records: vec![RECORD.to_owned()],
-            row: SessionRow::Keep,
-        }));
+        writes.push(Write::Session(SessionWrite::new(
+            meta.id.clone(),
+            vec![RECORD.to_owned(), RECORD.to_owned()],
+            SessionRow::Keep,
+        )));
+        writes.push(Write::Session(SessionWrite::new(
+            "no-such-session".to_owned(),
+            vec![RECORD.to_owned()],
+            SessionRow::Keep,
+        )));
         let mut conn = store.pool().acquire().await.unwrap();
         let written = commit(&mut conn, &writes).await.unwrap();
 
@@ -1059,11 +1130,11 @@ mod tests {
             let meta = SessionMeta::new();
             if mix & 4 != 0 {
                 sessions.create(&meta).await.unwrap();
-                writes.push(Write::Session(SessionWrite {
-                    id: meta.id.clone(),
-                    records: vec![RECORD.to_owned()],
-                    row: SessionRow::Keep,
-                }));
+                writes.push(Write::Session(SessionWrite::new(
+                    meta.id.clone(),
+                    vec![RECORD.to_owned()],
+                    SessionRow::Keep,
+                )));
             }
             let written = commit(&mut conn, &writes).await.unwrap();
             assert_eq!(written.len(), writes.len(), "mix {mix}");
@@ -1123,7 +1194,7 @@ mod tests {
             })
             .collect();
         let options = (*store.pool().connect_options()).clone();
-        commit_and_answer(Arc::new(Connections::new(options, FLIGHTS, ACQUIRE)), jobs).await;
+        commit_and_answer(Arc::new(Connections::new(options, FLIGHTS, ACQUIRE)), jobs, None).await;
         for (i, answer) in answers.into_iter().enumerate() {
             let answer = answer.await.unwrap();
             match i {

@@ -10,6 +10,21 @@ pub(crate) struct SessionWrite {
     /// The records' JSON texts, in order.
     pub(crate) records: Vec<String>,
     pub(crate) row: SessionRow,
+    /// Names this write in the session's row (`last_write`), so that a commit whose answer
+    /// was lost can be read back.
+    pub(crate) token: String,
+}
+
+impl SessionWrite {
+    /// `records` appended to session `id`, doing `row` to its row, under a fresh token.
+    pub(crate) fn new(id: String, records: Vec<String>, row: SessionRow) -> Self {
+        Self {
+            id,
+            records,
+            row,
+            token: super::settle::token(),
+        }
+    }
 }
 
 /// What a [`SessionWrite`] does to its session's row.
@@ -45,24 +60,25 @@ pub(crate) struct SavedMeta {
 
 /// The session writes of a commit: a session to create is inserted with its numbers taken,
 /// an existing one's row is locked and its numbers reserved (and its metadata replaced),
-/// then the records go in under those numbers. A session that does not exist (or, to
-/// create, exists) changes nothing and is missing from the answer.
+/// then the records go in under those numbers; the row keeps the write's token. A session
+/// that does not exist (or, to create, exists) changes nothing and is missing from the answer.
 pub(super) const WRITE: Part = Part {
     ctes: "\
 session_batch AS (
     SELECT * FROM unnest($1::text[], $2::bigint[], $3::bool[], $4::bigint[], $5::text[], $6::text[],
-        $10::bool[])
-        AS b(id, count, save, updated_at_ms, parent, meta, fresh)),
+        $10::bool[], $11::text[])
+        AS b(id, count, save, updated_at_ms, parent, meta, fresh, token)),
 created AS (
-    INSERT INTO mux_sessions (id, updated_at_ms, parent, meta, next_seq)
-    SELECT id, updated_at_ms, parent, meta, count FROM session_batch WHERE fresh
+    INSERT INTO mux_sessions (id, updated_at_ms, parent, meta, next_seq, last_write)
+    SELECT id, updated_at_ms, parent, meta, count, token FROM session_batch WHERE fresh
     ON CONFLICT (id) DO NOTHING
     RETURNING id, 0::bigint AS first),
 reserved AS (
     UPDATE mux_sessions s SET next_seq = s.next_seq + b.count,
         updated_at_ms = CASE WHEN b.save THEN b.updated_at_ms ELSE s.updated_at_ms END,
         parent = CASE WHEN b.save THEN b.parent ELSE s.parent END,
-        meta = CASE WHEN b.save THEN b.meta ELSE s.meta END
+        meta = CASE WHEN b.save THEN b.meta ELSE s.meta END,
+        last_write = b.token
     FROM session_batch b WHERE s.id = b.id AND NOT b.fresh
     RETURNING s.id, s.next_seq - b.count AS first),
 written AS (SELECT id, first FROM created UNION ALL SELECT id, first FROM reserved),
@@ -123,4 +139,5 @@ pub(super) fn bind_writes<'q>(query: Query<'q>, writes: &[&'q SessionWrite]) -> 
                 .map(|w| matches!(w.row, SessionRow::Create(_)))
                 .collect::<Vec<_>>(),
         )
+        .bind(writes.iter().map(|w| w.token.as_str()).collect::<Vec<_>>())
 }

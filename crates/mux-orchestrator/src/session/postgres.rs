@@ -28,7 +28,10 @@ impl Dialect for PostgresDialect {
     type Batch = Vec<String>;
 
     const SQL: Statements = Statements {
-        migrations: &[(1, include_str!("migrations/postgres/0001_sessions.sql"))],
+        migrations: &[
+            (1, include_str!("migrations/postgres/0001_sessions.sql")),
+            (2, include_str!("migrations/postgres/0002_last_write.sql")),
+        ],
         begin_write: None,
         // Reads run in one snapshot, so a load sees the metadata and log of one moment.
         begin_read: Some("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
@@ -155,11 +158,7 @@ impl PostgresSessionStore {
                 MetaWrite::Create(meta) => saved(meta).map(SessionRow::Create),
             };
             Box::pin(async move {
-                let write = SessionWrite {
-                    id: id.clone(),
-                    records: texts,
-                    row: row?,
-                };
+                let write = SessionWrite::new(id.clone(), texts, row?);
                 group
                     .write_session(write)
                     .await
