@@ -215,7 +215,10 @@ mod tests {
             .take()
             .await
             .unwrap();
-        assert_eq!(held.backend().statement_timeout, Duration::from_millis(1500));
+        assert_eq!(
+            held.backend().statement_timeout,
+            Duration::from_millis(1500)
+        );
         let minutes = options(&db.url).options([("statement_timeout", "2min")]);
         let held = Connections::new(minutes, 1, Duration::from_secs(5))
             .take()

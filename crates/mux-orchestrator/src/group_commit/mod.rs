@@ -503,7 +503,8 @@ async fn commit_and_answer(
             );
             let mut left = writes.into_iter().zip(replies);
             while let Some((write, reply)) = left.next() {
-                let answer = answered(&backend, commit(&mut conn, std::slice::from_ref(&write))).await;
+                let answer =
+                    answered(&backend, commit(&mut conn, std::slice::from_ref(&write))).await;
                 match answer {
                     Err(err) if settle::answer_lost(&err) => {
                         drop(conn);
@@ -859,8 +860,11 @@ mod tests {
             .collect();
         let mut suspects = Suspects::default();
         suspects.add(Key::Run("s".into()));
-        let taken =
-            |waiting: &mut VecDeque<Job>| keys(&take_batch(waiting, &HashSet::new(), |key| suspects.contains(key)));
+        let taken = |waiting: &mut VecDeque<Job>| {
+            keys(&take_batch(waiting, &HashSet::new(), |key| {
+                suspects.contains(key)
+            }))
+        };
         // The others go together; it waits for a batch of its own.
         assert_eq!(
             taken(&mut waiting),
@@ -966,7 +970,8 @@ mod tests {
                 })
                 .collect::<Vec<_>>()
         };
-        let outcome = commit_and_answer(Arc::clone(&connections), given_up(&["s3", "s4"]), None).await;
+        let outcome =
+            commit_and_answer(Arc::clone(&connections), given_up(&["s3", "s4"]), None).await;
         assert_eq!(
             keys(&outcome.again),
             [Key::Session("s3".into()), Key::Session("s4".into())]
@@ -1194,7 +1199,12 @@ mod tests {
             })
             .collect();
         let options = (*store.pool().connect_options()).clone();
-        commit_and_answer(Arc::new(Connections::new(options, FLIGHTS, ACQUIRE)), jobs, None).await;
+        commit_and_answer(
+            Arc::new(Connections::new(options, FLIGHTS, ACQUIRE)),
+            jobs,
+            None,
+        )
+        .await;
         for (i, answer) in answers.into_iter().enumerate() {
             let answer = answer.await.unwrap();
             match i {

@@ -11,8 +11,8 @@
 //!   keeps (`last_write`), a run's begin by its row. One that landed gets its answer; one that
 //!   did not is queued again, so its caller sees neither an error nor a copy. A run's append
 //!   gets an error: its writer reads the run, now settled, and knows (`RunWriter`).
-//! - **Unsettled.** A server process that cannot be stopped within [`FENCE_FOR`] (stopped
-//!   itself, unreachable) leaves its writes unsettled: their callers get the error, and the
+//! - **Unsettled.** A server process that does not stop within [`FENCE_FOR`] (stopped
+//!   itself), or a database that cannot be reached, leaves its writes unsettled: their callers get the error, and the
 //!   next write to each key settles the earlier one first, or fails the same way. A session's
 //!   write found to have landed is then not written again: the next write, its caller's retry,
 //!   skips the records it begins with.
@@ -43,7 +43,11 @@ pub(crate) fn token() -> String {
         hasher.finish()
     });
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!("{:016x}-{:x}", *PREFIX, NEXT.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{:016x}-{:x}",
+        *PREFIX,
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// How long a commit on `backend` may go unanswered: twice its `statement_timeout`, or
@@ -87,21 +91,30 @@ enum Landed {
 }
 
 /// Stops `backend` and waits until `pg_stat_activity` no longer shows it: after that, no
-/// commit of its lands. Err (why) when that did not happen within `within`.
-async fn fence(connections: &Connections, backend: &Backend, within: Duration) -> Result<(), String> {
-    let mut last = String::from("no answer");
+/// commit of its lands. Err (why) when the database cannot be reached (at once: the caller's
+/// own patience with an outage decides, and the next write settles it), or the process did not
+/// stop within `within`.
+async fn fence(
+    connections: &Connections,
+    backend: &Backend,
+    within: Duration,
+) -> Result<(), String> {
     let gone = tokio::time::timeout(within, async {
         loop {
             match still_there(connections, backend).await {
-                Ok(false) => return,
-                Ok(true) => last = format!("server process {} has not stopped", backend.pid),
-                Err(err) => last = format!("reaching the database: {err}"),
+                Ok(false) => return Ok(()),
+                Ok(true) => tokio::time::sleep(LOOK_EVERY).await,
+                Err(err) => return Err(format!("reaching the database: {err}")),
             }
-            tokio::time::sleep(LOOK_EVERY).await;
         }
     })
     .await;
-    gone.map_err(|_| last)
+    gone.unwrap_or_else(|_| {
+        Err(format!(
+            "server process {} did not stop within {within:?}",
+            backend.pid
+        ))
+    })
 }
 
 /// Asks `backend` to stop, and whether it still runs.
@@ -150,9 +163,9 @@ async fn read(connections: &Connections, writes: &[&Write]) -> Result<Vec<Landed
         .iter()
         .map(|write| match write {
             Write::Session(session) => {
-                let landed = tokens
-                    .iter()
-                    .any(|(id, token)| *id == session.id && token.as_deref() == Some(&*session.token));
+                let landed = tokens.iter().any(|(id, token)| {
+                    *id == session.id && token.as_deref() == Some(&*session.token)
+                });
                 if landed {
                     Landed::Yes(Written::Session(true))
                 } else {
@@ -192,7 +205,9 @@ pub(super) async fn answer_lost_commit(
     );
     let writes: Vec<&Write> = jobs.iter().map(|job| &job.write).collect();
     let landed = match fence(connections, backend, FENCE_FOR).await {
-        Ok(()) => read(connections, &writes).await.map_err(|err| err.to_string()),
+        Ok(()) => read(connections, &writes)
+            .await
+            .map_err(|err| err.to_string()),
         Err(err) => Err(err),
     };
     let mut outcome = Outcome::default();
@@ -203,7 +218,10 @@ pub(super) async fn answer_lost_commit(
                     Landed::Yes(written) => {
                         let _ = job.reply.send(Ok(written));
                     }
-                    Landed::No => outcome.again.push(Job { alone: false, ..job }),
+                    Landed::No => outcome.again.push(Job {
+                        alone: false,
+                        ..job
+                    }),
                     Landed::ForTheWriter => {
                         let _ = job.reply.send(Err(Failure {
                             reason: format!(

@@ -4,23 +4,21 @@
 
 use super::{HistoryRecord, SessionError, SessionMeta};
 
-/// The newest schema version this build knows; the last migration's number.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
-
 /// The table that records which migrations ran (one row per version).
 pub(crate) const VERSION_TABLE: &str =
     "CREATE TABLE IF NOT EXISTS mux_schema_versions (version BIGINT PRIMARY KEY NOT NULL)";
 
 /// The migrations still to run on a database at `current` (0: empty), in order; an error when
-/// the database is newer than this build.
+/// the database is newer than this build (its last migration's number).
 pub(crate) fn pending(
     migrations: &'static [(i64, &'static str)],
     current: i64,
 ) -> Result<impl Iterator<Item = &'static (i64, &'static str)>, SessionError> {
-    if current > SCHEMA_VERSION {
+    let supported = migrations.last().map_or(0, |(version, _)| *version);
+    if current > supported {
         return Err(SessionError::SchemaTooNew {
             found: current,
-            supported: SCHEMA_VERSION,
+            supported,
         });
     }
     Ok(migrations
@@ -141,9 +139,11 @@ mod tests {
         assert_eq!(pending(MIGRATIONS, 0).map(Iterator::count).ok(), Some(1));
         assert_eq!(pending(MIGRATIONS, 1).map(Iterator::count).ok(), Some(0));
         assert!(matches!(
-            pending(MIGRATIONS, SCHEMA_VERSION + 1).map(|_| ()),
-            Err(SessionError::SchemaTooNew { found, supported })
-                if found == SCHEMA_VERSION + 1 && supported == SCHEMA_VERSION
+            pending(MIGRATIONS, 2).map(|_| ()),
+            Err(SessionError::SchemaTooNew {
+                found: 2,
+                supported: 1
+            })
         ));
     }
 
