@@ -14,6 +14,8 @@ mod group_commit;
 mod hooks_at_every_point;
 mod loop_on_a_scripted_model;
 mod loop_on_recorded_provider_traffic;
+#[cfg(feature = "postgres")]
+mod lost_answers;
 mod mcp_servers;
 mod run_events_in_batches;
 mod run_listing;
