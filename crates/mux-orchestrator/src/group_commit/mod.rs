@@ -33,6 +33,9 @@
 //!   again, each to commit alone, so those that did not wait commit at once and only the one
 //!   that waited fails (after waiting again). Its key is then a suspect for [`SUSPECT_FOR`]:
 //!   its writes commit alone, so it cannot hold up the batches of others.
+//! - **Unanswered commits.** A commit waits for its answer at most twice its statement
+//!   timeout; one whose answer was lost is settled by stopping its server process and reading
+//!   back what landed (see [`settle`]).
 
 mod runs;
 mod sessions;
