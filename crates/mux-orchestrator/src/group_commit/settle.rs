@@ -133,6 +133,19 @@ async fn still_there(connections: &Connections, backend: &Backend) -> Result<boo
     Ok(there)
 }
 
+/// Stops `backend` ([`fence`]) and reads what became of `writes`, its commit's; Err (why)
+/// when either could not be done.
+async fn fence_and_read(
+    connections: &Connections,
+    backend: &Backend,
+    writes: &[&Write],
+) -> Result<Vec<Landed>, String> {
+    fence(connections, backend, FENCE_FOR).await?;
+    read(connections, writes)
+        .await
+        .map_err(|err| err.to_string())
+}
+
 /// Reads what became of `writes`, whose commit's process has stopped.
 async fn read(connections: &Connections, writes: &[&Write]) -> Result<Vec<Landed>, sqlx::Error> {
     let mut sessions = Vec::new();
@@ -204,12 +217,7 @@ pub(super) async fn answer_lost_commit(
         backend.pid
     );
     let writes: Vec<&Write> = jobs.iter().map(|job| &job.write).collect();
-    let landed = match fence(connections, backend, FENCE_FOR).await {
-        Ok(()) => read(connections, &writes)
-            .await
-            .map_err(|err| err.to_string()),
-        Err(err) => Err(err),
-    };
+    let landed = fence_and_read(connections, backend, &writes).await;
     let mut outcome = Outcome::default();
     match landed {
         Ok(landed) => {
@@ -260,15 +268,9 @@ pub(super) async fn settle_first(
     mut job: Job,
     outcome: &mut Outcome,
 ) -> Option<Job> {
-    let landed = match fence(connections, &earlier.backend, FENCE_FOR).await {
-        Ok(()) => read(connections, &[&earlier.write])
-            .await
-            .map(|mut landed| landed.pop().unwrap_or(Landed::No))
-            .map_err(|err| err.to_string()),
-        Err(err) => Err(err),
-    };
+    let landed = fence_and_read(connections, &earlier.backend, &[&earlier.write]).await;
     let landed = match landed {
-        Ok(landed) => landed,
+        Ok(mut landed) => landed.pop().unwrap_or(Landed::No),
         Err(unknown) => {
             let _ = job.reply.send(Err(Failure {
                 reason: format!(
