@@ -268,6 +268,15 @@ pub(super) async fn settle_first(
     mut job: Job,
     outcome: &mut Outcome,
 ) -> Option<Job> {
+    if matches!(
+        (&earlier.write, &job.write),
+        (Write::Session(_), Write::Begin(_))
+    ) {
+        // A run begun on the session touches none of the earlier write's rows: the session's
+        // next write (its caller's retry) settles it.
+        outcome.unsettled.push(earlier);
+        return Some(job);
+    }
     let landed = fence_and_read(connections, &earlier.backend, &[&earlier.write]).await;
     let landed = match landed {
         Ok(mut landed) => landed.pop().unwrap_or(Landed::No),
@@ -304,5 +313,74 @@ pub(super) async fn settle_first(
             Some(job)
         }
         _ => Some(job),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group_commit::{RunBegin, SessionWrite};
+    use tokio::sync::oneshot;
+
+    fn job(write: Write) -> (Job, oneshot::Receiver<Result<Written, Failure>>) {
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            write,
+            reply,
+            alone: false,
+        };
+        (job, answer)
+    }
+
+    #[test]
+    fn tokens_differ() {
+        assert_ne!(token(), token());
+    }
+
+    #[test]
+    fn a_commit_waits_twice_its_statement_timeout_or_a_minute_without_one() {
+        let backend = |ms| Backend {
+            pid: 1,
+            started: "then".into(),
+            statement_timeout: Duration::from_millis(ms),
+        };
+        assert_eq!(deadline(&backend(1_500)), Duration::from_secs(3));
+        assert_eq!(deadline(&backend(0)), UNBOUNDED);
+    }
+
+    #[tokio::test]
+    async fn a_run_begun_on_a_session_does_not_settle_its_earlier_write_which_stays_for_the_retry()
+    {
+        // Never connected to: a begin needs nothing settled.
+        let connections = Connections::new(
+            "postgres://nobody@localhost/none?host=/nonexistent"
+                .parse()
+                .unwrap(),
+            1,
+            Duration::from_millis(10),
+        );
+        let earlier = Unsettled {
+            backend: Backend {
+                pid: 1,
+                started: "then".into(),
+                statement_timeout: Duration::ZERO,
+            },
+            write: Write::Session(SessionWrite::new(
+                "s".into(),
+                vec!["{}".into()],
+                SessionRow::Keep,
+            )),
+        };
+        let (begin, _answer) = job(Write::Begin(RunBegin::new("r", "s", "o", 1_000)));
+        let mut outcome = Outcome::default();
+        let job = settle_first(&connections, earlier, begin, &mut outcome).await;
+        assert!(matches!(job.map(|job| job.write), Some(Write::Begin(_))));
+        assert!(matches!(
+            outcome.unsettled.as_slice(),
+            [Unsettled {
+                write: Write::Session(_),
+                ..
+            }]
+        ));
     }
 }
