@@ -47,6 +47,8 @@ mod run_state;
 pub mod runs;
 pub mod session;
 mod state;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod store_bound;
 mod telemetry;
 mod title;
 mod tool_hooks;

@@ -51,11 +51,11 @@ pub(crate) struct Backend {
 impl Backend {
     /// The server process behind `conn`.
     async fn of(conn: &mut PgConnection) -> Result<Self, sqlx::Error> {
-        let (pid, started, timeout_ms): (i32, String, i64) = sqlx::query_as(
-            "SELECT pid, backend_start::text, \
-                 (extract(epoch FROM current_setting('statement_timeout')::interval) * 1000)::bigint \
+        let (pid, started, timeout_ms): (i32, String, i64) = sqlx::query_as(&format!(
+            "SELECT pid, backend_start::text, {} \
              FROM pg_stat_activity WHERE pid = pg_backend_pid()",
-        )
+            crate::pg_pool::STATEMENT_TIMEOUT_MS
+        ))
         .fetch_one(conn)
         .await?;
         Ok(Self {

@@ -11,6 +11,21 @@ use sqlx::postgres::PgPoolOptions;
 /// restarted (which takes longer than this) costs no statement a failure.
 pub(crate) const TRUSTED_IDLE: Duration = Duration::from_millis(250);
 
+/// A connection's `statement_timeout` in milliseconds (0: not bounded), as SQL.
+pub(crate) const STATEMENT_TIMEOUT_MS: &str =
+    "(extract(epoch FROM current_setting('statement_timeout')::interval) * 1000)::bigint";
+
+/// How long a statement on `pool` may go unanswered
+/// ([`answer_within`](crate::store_bound::answer_within) its connections' `statement_timeout`).
+pub(crate) async fn answer_within(pool: &sqlx::PgPool) -> Result<Duration, sqlx::Error> {
+    let ms: i64 = sqlx::query_scalar(&format!("SELECT {STATEMENT_TIMEOUT_MS}"))
+        .fetch_one(pool)
+        .await?;
+    Ok(crate::store_bound::answer_within(Duration::from_millis(
+        u64::try_from(ms).unwrap_or(0),
+    )))
+}
+
 /// Pool options with up to `max` connections and `acquire` to get one.
 pub(crate) fn options(max: u32, acquire: Duration) -> PgPoolOptions {
     PgPoolOptions::new()

@@ -26,8 +26,6 @@ use crate::pg_connections::{Backend, Connections};
 
 /// How long a commit's server process has to stop once its answer was given up.
 pub(super) const FENCE_FOR: Duration = Duration::from_secs(5);
-/// How long a commit waits for its answer when statements are not bounded.
-const UNBOUNDED: Duration = Duration::from_secs(60);
 /// How often `pg_stat_activity` is read while a server process stops.
 const LOOK_EVERY: Duration = Duration::from_millis(50);
 
@@ -50,14 +48,10 @@ pub(crate) fn token() -> String {
     )
 }
 
-/// How long a commit on `backend` may go unanswered: twice its `statement_timeout`, or
-/// [`UNBOUNDED`] when it has none.
+/// How long a commit on `backend` may go unanswered
+/// ([`answer_within`](crate::store_bound::answer_within) its `statement_timeout`).
 pub(super) fn deadline(backend: &Backend) -> Duration {
-    if backend.statement_timeout.is_zero() {
-        UNBOUNDED
-    } else {
-        backend.statement_timeout * 2
-    }
+    crate::store_bound::answer_within(backend.statement_timeout)
 }
 
 /// Whether `err`, met by a commit after its statement was sent, leaves its outcome unknown:
@@ -345,7 +339,7 @@ mod tests {
             statement_timeout: Duration::from_millis(ms),
         };
         assert_eq!(deadline(&backend(1_500)), Duration::from_secs(3));
-        assert_eq!(deadline(&backend(0)), UNBOUNDED);
+        assert_eq!(deadline(&backend(0)), crate::store_bound::UNBOUNDED);
     }
 
     #[tokio::test]

@@ -283,6 +283,9 @@ impl PostgresRunStore {
             .await
             .map_err(failed("creating the tables"))?;
         tx.commit().await.map_err(failed("creating the tables"))?;
+        let answer_within = crate::pg_pool::answer_within(&pool)
+            .await
+            .map_err(failed("reading statement_timeout"))?;
         let waiters = Arc::new(Waiters::default());
         let listener = tokio::spawn(listen(pool.clone(), Arc::clone(&waiters)));
         let local = Arc::clone(&waiters);
@@ -314,7 +317,8 @@ impl PostgresRunStore {
         Ok(Self {
             sql: SqlRuns::new(pool, Arc::new(move |run_id: &str| local.wake(run_id)))
                 .with_appender(appender)
-                .with_beginner(beginner),
+                .with_beginner(beginner)
+                .with_answer_within(answer_within),
             waiters,
             listener: Arc::new(listener),
         })

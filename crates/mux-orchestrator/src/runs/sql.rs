@@ -120,6 +120,8 @@ pub(super) struct SqlRuns<D: Dialect> {
     appender: Option<Appender>,
     /// Inserts runs instead of `begin`.
     beginner: Option<Beginner>,
+    /// How long a statement on the pool may go unanswered (`crate::store_bound`).
+    pub(super) answer_within: std::time::Duration,
 }
 
 impl<D: Dialect> Clone for SqlRuns<D> {
@@ -129,6 +131,7 @@ impl<D: Dialect> Clone for SqlRuns<D> {
             wake: Arc::clone(&self.wake),
             appender: self.appender.clone(),
             beginner: self.beginner.clone(),
+            answer_within: self.answer_within,
         }
     }
 }
@@ -217,7 +220,15 @@ where
             wake,
             appender: None,
             beginner: None,
+            answer_within: crate::store_bound::UNBOUNDED,
         }
+    }
+
+    /// The store bounding its statements on the pool by `within` (`crate::store_bound`).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(super) fn with_answer_within(mut self, within: std::time::Duration) -> Self {
+        self.answer_within = within;
+        self
     }
 
     /// The store writing appends and status changes through `appender`.
@@ -673,7 +684,10 @@ macro_rules! run_store_on_sql {
                 'a,
                 Result<$crate::runs::RunRecord, $crate::runs::RunStoreError>,
             > {
-                Box::pin(self.sql.renew(run_id, owner, lease))
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.renew(run_id, owner, lease),
+                ))
             }
 
             fn set_status<'a>(
@@ -694,7 +708,10 @@ macro_rules! run_store_on_sql {
                 'a,
                 Result<$crate::runs::RunRecord, $crate::runs::RunStoreError>,
             > {
-                Box::pin(self.sql.claim(run_id, owner, lease))
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.claim(run_id, owner, lease),
+                ))
             }
 
             fn hand_over<'a>(
@@ -707,7 +724,10 @@ macro_rules! run_store_on_sql {
                 'a,
                 Result<$crate::runs::RunRecord, $crate::runs::RunStoreError>,
             > {
-                Box::pin(self.sql.hand_over(from, to, owner, lease))
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.hand_over(from, to, owner, lease),
+                ))
             }
 
             fn claim_expired<'a>(
@@ -719,7 +739,10 @@ macro_rules! run_store_on_sql {
                 'a,
                 Result<Option<$crate::runs::RunRecord>, $crate::runs::RunStoreError>,
             > {
-                Box::pin(self.sql.claim_expired(prefix, owner, lease))
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.claim_expired(prefix, owner, lease),
+                ))
             }
 
             fn get<'a>(
@@ -729,7 +752,10 @@ macro_rules! run_store_on_sql {
                 'a,
                 Result<$crate::runs::RunRecord, $crate::runs::RunStoreError>,
             > {
-                Box::pin(self.sql.get(run_id))
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.get(run_id),
+                ))
             }
 
             fn active_run<'a>(
@@ -739,14 +765,20 @@ macro_rules! run_store_on_sql {
                 'a,
                 Result<Option<$crate::runs::RunRecord>, $crate::runs::RunStoreError>,
             > {
-                Box::pin(self.sql.active_run(session_id))
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.active_run(session_id),
+                ))
             }
 
             fn request_cancel<'a>(
                 &'a self,
                 run_id: &'a str,
             ) -> ::mux_tool::BoxFuture<'a, Result<(), $crate::runs::RunStoreError>> {
-                Box::pin(self.sql.request_cancel(run_id))
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.request_cancel(run_id),
+                ))
             }
 
             fn append_json<'a>(
@@ -768,7 +800,10 @@ macro_rules! run_store_on_sql {
                 'a,
                 Result<Vec<$crate::runs::StoredEvent>, $crate::runs::RunStoreError>,
             > {
-                Box::pin(self.sql.events_after(run_id, after, limit))
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.events_after(run_id, after, limit),
+                ))
             }
 
             fn list_runs<'a>(
@@ -780,14 +815,20 @@ macro_rules! run_store_on_sql {
                 'a,
                 Result<Vec<$crate::runs::ListedRun>, $crate::runs::RunStoreError>,
             > {
-                Box::pin(self.sql.list_runs(prefix, after, limit))
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.list_runs(prefix, after, limit),
+                ))
             }
 
             fn forget_ended<'a>(
                 &'a self,
                 older_than: ::std::time::Duration,
             ) -> ::mux_tool::BoxFuture<'a, Result<u64, $crate::runs::RunStoreError>> {
-                Box::pin(self.sql.forget_ended(older_than))
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.forget_ended(older_than),
+                ))
             }
 
             fn changed<'a>(

@@ -193,13 +193,14 @@ impl PostgresSessionStore {
                 rows
             })
         });
-        Ok(Self {
-            sql: SqlStore::migrated(pool)
-                .await?
-                .with_appender(appender)
-                .with_reader(reader),
-            loads,
-        })
+        let mut sql = SqlStore::migrated(pool)
+            .await?
+            .with_appender(appender)
+            .with_reader(reader);
+        sql.answer_within = crate::pg_pool::answer_within(&sql.pool)
+            .await
+            .map_err(store_error("reading statement_timeout"))?;
+        Ok(Self { sql, loads })
     }
 
     /// The connection pool, for maintenance and inspection.

@@ -128,6 +128,8 @@ pub(crate) struct SqlStore<D: Dialect> {
     appender: Option<Appender>,
     /// Runs [`Statements::load`] instead of the pool.
     reader: Option<Reader<D>>,
+    /// How long a statement may go unanswered (`crate::store_bound`).
+    pub(crate) answer_within: std::time::Duration,
 }
 
 impl<D: Dialect> Clone for SqlStore<D> {
@@ -136,6 +138,7 @@ impl<D: Dialect> Clone for SqlStore<D> {
             pool: self.pool.clone(),
             appender: self.appender.clone(),
             reader: self.reader.clone(),
+            answer_within: self.answer_within,
         }
     }
 }
@@ -199,6 +202,7 @@ where
             pool,
             appender: None,
             reader: None,
+            answer_within: crate::store_bound::UNBOUNDED,
         })
     }
 
@@ -604,14 +608,20 @@ macro_rules! session_store_on_sql {
                 &'a self,
                 meta: &'a $crate::session::SessionMeta,
             ) -> ::mux_tool::BoxFuture<'a, Result<(), $crate::session::SessionError>> {
-                self.sql.create(meta)
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.create(meta),
+                ))
             }
 
             fn save_meta<'a>(
                 &'a self,
                 meta: &'a $crate::session::SessionMeta,
             ) -> ::mux_tool::BoxFuture<'a, Result<(), $crate::session::SessionError>> {
-                self.sql.save_meta(meta)
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.save_meta(meta),
+                ))
             }
 
             fn append<'a>(
@@ -645,7 +655,10 @@ macro_rules! session_store_on_sql {
                 'a,
                 Result<$crate::session::Session, $crate::session::SessionError>,
             > {
-                self.sql.load(id)
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.load(id),
+                ))
             }
 
             fn load_meta<'a>(
@@ -655,7 +668,10 @@ macro_rules! session_store_on_sql {
                 'a,
                 Result<$crate::session::SessionMeta, $crate::session::SessionError>,
             > {
-                self.sql.load_meta(id)
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.load_meta(id),
+                ))
             }
 
             fn list(
@@ -664,7 +680,10 @@ macro_rules! session_store_on_sql {
                 '_,
                 Result<Vec<$crate::session::SessionMeta>, $crate::session::SessionError>,
             > {
-                self.sql.list()
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.list(),
+                ))
             }
 
             fn list_page<'a>(
@@ -675,14 +694,20 @@ macro_rules! session_store_on_sql {
                 'a,
                 Result<$crate::session::SessionPage, $crate::session::SessionError>,
             > {
-                self.sql.list_page(after, limit)
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.list_page(after, limit),
+                ))
             }
 
             fn delete<'a>(
                 &'a self,
                 id: &'a str,
             ) -> ::mux_tool::BoxFuture<'a, Result<(), $crate::session::SessionError>> {
-                self.sql.delete(id)
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.delete(id),
+                ))
             }
 
             /// Copies the session's rows into a new session in one transaction
@@ -694,7 +719,10 @@ macro_rules! session_store_on_sql {
                 'a,
                 Result<$crate::session::SessionMeta, $crate::session::SessionError>,
             > {
-                self.sql.fork(id)
+                Box::pin($crate::store_bound::bounded(
+                    self.sql.answer_within,
+                    self.sql.fork(id),
+                ))
             }
         }
     };
