@@ -98,8 +98,9 @@ impl Connections {
     }
 
     /// An open connection: the last one put back, or a new one. One idle longer than the
-    /// pools trust ([`crate::pg_pool::TRUSTED_IDLE`]) is tested first, so a restarted server
-    /// fails no statement. [`sqlx::Error::PoolTimedOut`] when none is got within the time.
+    /// pools trust ([`crate::pg_pool::TRUSTED_IDLE`]) is tested first (its test answered within
+    /// a quarter of the time to get one), so a restarted server or a silent connection fails
+    /// no statement. [`sqlx::Error::PoolTimedOut`] when none is got within the time.
     pub(crate) async fn take(&self) -> Result<Held, sqlx::Error> {
         tokio::time::timeout(self.acquire, async {
             let permit = Arc::clone(&self.permits)
@@ -115,7 +116,14 @@ impl Connections {
                 let Some((mut conn, backend, since)) = idle else {
                     break;
                 };
-                if since.elapsed() < crate::pg_pool::TRUSTED_IDLE || conn.ping().await.is_ok() {
+                // A ping left unanswered (a connection gone silent) drops the connection, and
+                // leaves time to open another.
+                if since.elapsed() < crate::pg_pool::TRUSTED_IDLE
+                    || matches!(
+                        tokio::time::timeout(self.acquire / 4, conn.ping()).await,
+                        Ok(Ok(()))
+                    )
+                {
                     return Ok(Held {
                         conn,
                         backend,

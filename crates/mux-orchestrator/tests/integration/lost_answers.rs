@@ -293,3 +293,44 @@ fn a_server_process_stopped_mid_commit_fails_the_write_and_the_retry_stores_it_o
         );
     });
 }
+
+#[test]
+fn a_read_on_a_connection_that_never_answers_fails_in_time_and_the_next_one_goes_through() {
+    use mux_orchestrator::runs::{PostgresRunStore, RunStore};
+    runtime().block_on(async {
+        let db = TestDatabase::new().await;
+        let proxy = proxy(&db);
+        let (sessions, _direct, meta) = stores(&db, &proxy).await;
+        let runs = PostgresRunStore::with_pool(sessions.pool().clone())
+            .await
+            .unwrap();
+        runs.begin(&meta.id, "run", "owner", Duration::from_secs(60))
+            .await
+            .unwrap();
+        runs.get("run").await.unwrap();
+        sessions.load_meta(&meta.id).await.unwrap();
+
+        proxy.silence_open(Silence::Both);
+        let err = tokio::time::timeout(HANG, runs.get("run"))
+            .await
+            .expect("a read on a silent connection hangs its caller")
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("did not answer within 2s"),
+            "{err}"
+        );
+
+        // New connections answer: the silent ones are not handed out again.
+        for _ in 0..3 {
+            let run = tokio::time::timeout(HANG, runs.get("run"))
+                .await
+                .expect("a later read hangs")
+                .unwrap();
+            assert_eq!(run.owner.as_deref(), Some("owner"));
+            tokio::time::timeout(HANG, sessions.load_meta(&meta.id))
+                .await
+                .expect("a later load hangs")
+                .unwrap();
+        }
+    });
+}
