@@ -61,7 +61,7 @@ impl Backend {
         Ok(Self {
             pid,
             started,
-            statement_timeout: Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0)),
+            statement_timeout: crate::pg_pool::statement_timeout(timeout_ms),
         })
     }
 }

@@ -15,15 +15,18 @@ pub(crate) const TRUSTED_IDLE: Duration = Duration::from_millis(250);
 pub(crate) const STATEMENT_TIMEOUT_MS: &str =
     "(extract(epoch FROM current_setting('statement_timeout')::interval) * 1000)::bigint";
 
+/// [`STATEMENT_TIMEOUT_MS`]'s value as a duration.
+pub(crate) fn statement_timeout(ms: i64) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
 /// How long a statement on `pool` may go unanswered
 /// ([`answer_within`](crate::store_bound::answer_within) its connections' `statement_timeout`).
 pub(crate) async fn answer_within(pool: &sqlx::PgPool) -> Result<Duration, sqlx::Error> {
     let ms: i64 = sqlx::query_scalar(&format!("SELECT {STATEMENT_TIMEOUT_MS}"))
         .fetch_one(pool)
         .await?;
-    Ok(crate::store_bound::answer_within(Duration::from_millis(
-        u64::try_from(ms).unwrap_or(0),
-    )))
+    Ok(crate::store_bound::answer_within(statement_timeout(ms)))
 }
 
 /// Pool options with up to `max` connections and `acquire` to get one.

@@ -444,15 +444,14 @@ fn take_batch(
 /// a statement, not of the connection), each write is retried alone; when it gave the batch
 /// up (see [`gave_up`]), its writes go back to the dispatcher to commit each alone, and a
 /// write given up alone makes its key a suspect. A commit whose answer is lost (not within
-/// [`settle::deadline`], or the connection failed) is settled (see [`settle`]); `earlier`, the
+/// [`answered`], or the connection failed) is settled (see [`settle`]); `earlier`, the
 /// unsettled write of a batch of one's key, is settled first.
 async fn commit_and_answer(
     connections: Arc<Connections>,
-    batch: Vec<Job>,
+    mut batch: Vec<Job>,
     earlier: Option<settle::Unsettled>,
 ) -> Outcome {
     let mut outcome = Outcome::default();
-    let mut batch = batch;
     if let Some(earlier) = earlier {
         let Some(job) = batch.pop() else {
             outcome.unsettled.push(earlier);
@@ -544,19 +543,20 @@ async fn commit_and_answer(
     outcome
 }
 
-/// `commit`'s result, or an I/O error when no answer came within [`settle::deadline`] of
-/// `backend`.
+/// `commit`'s result, or an I/O error ([`Unanswered`](crate::store_bound::Unanswered)) when
+/// no answer came within twice `backend`'s `statement_timeout`
+/// ([`answer_within`](crate::store_bound::answer_within)).
 async fn answered<T>(
     backend: &crate::pg_connections::Backend,
     commit: impl Future<Output = Result<T, sqlx::Error>>,
 ) -> Result<T, sqlx::Error> {
-    let deadline = settle::deadline(backend);
-    tokio::time::timeout(deadline, commit)
+    let within = crate::store_bound::answer_within(backend.statement_timeout);
+    tokio::time::timeout(within, commit)
         .await
         .unwrap_or_else(|_| {
             Err(sqlx::Error::Io(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
-                format!("PostgreSQL did not answer the commit within {deadline:?}"),
+                crate::store_bound::Unanswered(within),
             )))
         })
 }

@@ -2,8 +2,9 @@
 //! without a reset, a server process stopped), broke, or the server crashed. The commit may
 //! have landed or not, and may still land while its server process lives.
 //!
-//! - **Bounded wait.** A commit waits at most [`deadline`] for its answer: twice the
-//!   connection's `statement_timeout`, since PostgreSQL gives a statement up after one.
+//! - **Bounded wait.** A commit waits for its answer at most twice the connection's
+//!   `statement_timeout` (`crate::store_bound`), since PostgreSQL gives a statement up after
+//!   one.
 //! - **Fence.** The connection is dropped and its server process stopped
 //!   (`pg_terminate_backend`, from another connection); once `pg_stat_activity` no longer shows
 //!   it (matched by pid and start, as pids are reused), nothing of it can commit any more.
@@ -46,12 +47,6 @@ pub(crate) fn token() -> String {
         *PREFIX,
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
-}
-
-/// How long a commit on `backend` may go unanswered
-/// ([`answer_within`](crate::store_bound::answer_within) its `statement_timeout`).
-pub(super) fn deadline(backend: &Backend) -> Duration {
-    crate::store_bound::answer_within(backend.statement_timeout)
 }
 
 /// Whether `err`, met by a commit after its statement was sent, leaves its outcome unknown:
@@ -151,21 +146,25 @@ async fn read(connections: &Connections, writes: &[&Write]) -> Result<Vec<Landed
             Write::Run(_) => {}
         }
     }
-    let mut conn = connections.take().await?;
-    let tokens: Vec<(String, Option<String>)> =
-        sqlx::query_as("SELECT id, last_write FROM mux_sessions WHERE id = ANY($1)")
-            .bind(&sessions)
-            .fetch_all(&mut *conn)
-            .await?;
-    let begun: Vec<(String, String)> = if runs.is_empty() {
-        Vec::new()
-    } else {
-        sqlx::query_as("SELECT run_id, session_id FROM mux_runs WHERE run_id = ANY($1)")
-            .bind(&runs)
-            .fetch_all(&mut *conn)
-            .await?
-    };
-    connections.put(conn);
+    let mut tokens: Vec<(String, Option<String>)> = Vec::new();
+    let mut begun: Vec<(String, String)> = Vec::new();
+    if !sessions.is_empty() || !runs.is_empty() {
+        let mut conn = connections.take().await?;
+        if !sessions.is_empty() {
+            tokens = sqlx::query_as("SELECT id, last_write FROM mux_sessions WHERE id = ANY($1)")
+                .bind(&sessions)
+                .fetch_all(&mut *conn)
+                .await?;
+        }
+        if !runs.is_empty() {
+            begun =
+                sqlx::query_as("SELECT run_id, session_id FROM mux_runs WHERE run_id = ANY($1)")
+                    .bind(&runs)
+                    .fetch_all(&mut *conn)
+                    .await?;
+        }
+        connections.put(conn);
+    }
     Ok(writes
         .iter()
         .map(|write| match write {
@@ -329,17 +328,6 @@ mod tests {
     #[test]
     fn tokens_differ() {
         assert_ne!(token(), token());
-    }
-
-    #[test]
-    fn a_commit_waits_twice_its_statement_timeout_or_a_minute_without_one() {
-        let backend = |ms| Backend {
-            pid: 1,
-            started: "then".into(),
-            statement_timeout: Duration::from_millis(ms),
-        };
-        assert_eq!(deadline(&backend(1_500)), Duration::from_secs(3));
-        assert_eq!(deadline(&backend(0)), crate::store_bound::UNBOUNDED);
     }
 
     #[tokio::test]
