@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use tree_sitter::{Node, Parser};
 
 use super::allow::covers;
+use super::bash_reading::{Reading, Readings};
 use super::builtins;
 use super::glob;
 use super::pattern::CommandPattern;
@@ -32,6 +33,12 @@ const MAX_COMMANDS: usize = 4096;
 /// How many suffixes of a runner's (or an unmodelled program's) words are tried as the command
 /// it runs; a command with more words counts as unknown beyond them. Keeps the scan linear.
 const MAX_SUFFIXES: usize = 64;
+/// How many times bash is asked for readings of scripts found in its previous readings (an
+/// `sh -c` inside an `sh -c`, …) before the rest counts as unknown.
+const MAX_READING_ROUNDS: usize = MAX_DEPTH + 2;
+/// How many lines of a script bash does not read are tried, to find the lines that run before
+/// its error.
+const MAX_PREFIX_LINES: usize = 64;
 
 /// What a script runs, as far as a static reading can tell.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -58,6 +65,10 @@ pub struct Analysis {
     /// written as a pattern (literal characters escaped): deny and ask rules match whatever
     /// they could expand to.
     pub patterns: Vec<Vec<String>>,
+    /// Words found inside the arguments of programs that may run them and have no model to
+    /// say how (`rm` in `make --eval='x:;@rm -rf ~'`, `python -c`, `ssh HOST CMD`): a deny or
+    /// ask rule whose program could be one of them cannot be ruled out.
+    pub mentions: Vec<String>,
 }
 
 impl Analysis {
@@ -79,6 +90,7 @@ impl Analysis {
                 .patterns
                 .iter()
                 .any(|words| pattern.could_match_pattern(words))
+            || pattern.could_be_among(&self.mentions)
     }
 
     /// Whether an allow rule covers the top-level command `index`: the rule's words match, and
@@ -89,6 +101,30 @@ impl Analysis {
         };
         let globs = self.globs.get(index).map(Vec::as_slice).unwrap_or_default();
         covers(pattern, words, globs).is_ok()
+    }
+
+    /// Adds what deny and ask rules must see from `other`, another reading of the same
+    /// script: its commands anywhere, its patterns, and whether part of it is unknown.
+    fn merge_deny_scan(&mut self, other: &Analysis) {
+        for words in &other.everywhere {
+            if !self.everywhere.contains(words) {
+                self.everywhere.push(words.clone());
+            }
+        }
+        for words in &other.patterns {
+            if !self.patterns.contains(words) {
+                self.patterns.push(words.clone());
+            }
+        }
+        for word in &other.mentions {
+            if !self.mentions.contains(word) {
+                self.mentions.push(word.clone());
+            }
+        }
+        self.opaque |= other.opaque;
+        if self.unreadable.is_none() {
+            self.unreadable.clone_from(&other.unreadable);
+        }
     }
 
     fn unreadable(&mut self, why: impl Into<String>) {
@@ -130,26 +166,80 @@ pub fn parse_only(script: &str) -> bool {
     parse(script).is_some()
 }
 
-/// Reads `script`.
+/// Reads `script` as bash reads it.
+///
+/// bash itself reads the script first, without running it (see [`bash_reading`]), and the
+/// analysis works on that reading: comments and line continuations are gone, and a script
+/// bash does not read as one whole can run anything before its error, so nothing about it is
+/// ruled out. Scripts found inside (`sh -c`, `eval`, what a runner may run) are read by bash
+/// too. Deny rules also see tree-sitter's reading of the text as written.
+///
+/// [`bash_reading`]: super::bash_reading
 pub fn analyze(script: &str) -> Analysis {
-    let mut analysis = Analysis::default();
-    Walker {
-        out: &mut analysis,
-        depth: 0,
-        nesting: 0,
-        guessing: false,
-        fd_glued: false,
-        in_suffix: false,
+    if script.contains('\0') {
+        // No shell can be handed it: it never runs as written.
+        let mut analysis = walk(script, None).0;
+        analysis.hazard("the command holds a NUL byte, which no shell can be given");
+        return finish(analysis);
     }
-    .script(script, true);
+    let mut readings = Readings::default();
+    // The first walk, before bash read anything, is tree-sitter's reading of the text as
+    // written; it finds the scripts bash must read.
+    let (written, mut missing) = walk(script, Some(&readings));
+    for _ in 0..MAX_READING_ROUNDS {
+        readings.read(missing);
+        let (mut analysis, more) = walk(script, Some(&readings));
+        if more.is_empty() {
+            analysis.merge_deny_scan(&written);
+            return finish(analysis);
+        }
+        missing = more;
+    }
+    let mut analysis = walk(script, Some(&readings)).0;
+    analysis.merge_deny_scan(&written);
+    analysis.unreadable("scripts nested in scripts too deeply for bash to read them all");
+    finish(analysis)
+}
+
+/// tree-sitter's reading of `script` alone, as the analysis read before bash read first.
+/// Only for benchmarks and differential tests, never for a verdict: it can disagree with
+/// bash.
+pub fn tree_sitter_reading(script: &str) -> Analysis {
+    finish(walk(script, None).0)
+}
+
+fn finish(mut analysis: Analysis) -> Analysis {
     if analysis.commands.is_empty() && analysis.hazards.is_empty() {
         analysis.hazard("the command is empty");
     }
     analysis
 }
 
+/// One walk over `script`, with bash's readings where they are known (`None`: tree-sitter's
+/// reading of the text alone). Also returns the scripts the walk met that bash has not read.
+fn walk(script: &str, readings: Option<&Readings>) -> (Analysis, Vec<String>) {
+    let mut analysis = Analysis::default();
+    let mut walker = Walker {
+        out: &mut analysis,
+        readings,
+        missing: Vec::new(),
+        depth: 0,
+        nesting: 0,
+        guessing: false,
+        fd_glued: false,
+        in_suffix: false,
+    };
+    walker.script(script, true);
+    let missing = walker.missing;
+    (analysis, missing)
+}
+
 struct Walker<'a> {
     out: &'a mut Analysis,
+    /// bash's readings of the scripts met so far; `None` reads with tree-sitter alone.
+    readings: Option<&'a Readings>,
+    /// Scripts met that bash has not read yet.
+    missing: Vec<String>,
     /// Levels of `sh -c`, `eval` and wrappers.
     depth: usize,
     /// Levels of syntax within one script.
@@ -254,24 +344,90 @@ impl Walker<'_> {
             self.opaque();
             return;
         }
-        if has_deceptive_chars(script) {
+        let Some(readings) = self.readings else {
+            self.read(script, top, false);
+            return;
+        };
+        if self.guessing {
+            // Text that may run (an assignment's value, a here-document, a runner's
+            // argument): read as written for deny rules, and every word in it could be a
+            // program, whatever a comment or quote might hide from that reading.
+            self.mention(std::slice::from_ref(&script.to_owned()));
+            self.read(script, top, false);
+            return;
+        }
+        match readings.get(script) {
+            Some(Reading::Read(body)) => self.read(body, top, true),
+            Some(Reading::Refused(why)) => {
+                self.hazard(why.clone());
+                self.opaque();
+                // A guess may well not be shell at all; deny rules read it as written.
+                if self.guessing {
+                    self.read(script, top, false);
+                } else {
+                    self.ran_before_error(script, readings);
+                }
+            }
+            Some(Reading::Unavailable(why)) => {
+                self.unreadable(why.clone());
+                self.read(script, top, false);
+            }
+            None => {
+                self.missing.push(script.to_owned());
+                self.read(script, top, false);
+            }
+        }
+    }
+
+    /// A script bash does not read as one whole still runs, under `bash -c`, every line before
+    /// the one with its error (bash reads a line, runs it, reads the next): the longest run of
+    /// whole lines bash reads is walked, as what may run.
+    fn ran_before_error(&mut self, script: &str, readings: &Readings) {
+        let prefixes = line_prefixes(script);
+        if prefixes.len() >= MAX_PREFIX_LINES {
+            self.unreadable(format!(
+                "bash does not read the command, and it has too many lines (over {MAX_PREFIX_LINES}) to find which run before its error"
+            ));
+            return;
+        }
+        let mut longest = None;
+        for prefix in prefixes {
+            match readings.get(prefix) {
+                Some(Reading::Read(body)) => longest = Some(body),
+                Some(_) => {}
+                None => self.missing.push(prefix.to_owned()),
+            }
+        }
+        if let Some(body) = longest {
+            self.read(body, false, true);
+        }
+    }
+
+    /// Parses `text` and walks it; `from_bash` when it is bash's printed reading, which has no
+    /// comments and parses cleanly, so anything else there is a misreading.
+    fn read(&mut self, text: &str, top: bool, from_bash: bool) {
+        if has_deceptive_chars(text) {
             self.hazard("the command contains control, zero-width or bidirectional characters");
         }
-        let Some(tree) = parse(script) else {
+        let Some(tree) = parse(text) else {
             self.limit("the shell parser is unavailable");
             self.opaque();
             return;
         };
         let root = tree.root_node();
-        if root.has_error() {
+        if from_bash {
+            if let Some(why) = misread(root, text) {
+                self.unreadable(why);
+            }
+        } else if root.has_error() {
             self.hazard("the command does not parse");
             self.opaque();
-            if has_expansion_chars(script) && !self.guessing {
+            if has_expansion_chars(text) && !self.guessing {
                 self.out
                     .unreadable("a pattern or brace expansion in a command that does not parse");
             }
         }
-        self.statement(root, script, top);
+        self.statement(root, text, top);
     }
 
     fn statement(&mut self, node: Node<'_>, src: &str, top: bool) {
@@ -614,6 +770,9 @@ impl Walker<'_> {
             }
         }
         self.out.everywhere.push(words.clone());
+        if inspection.runner_like || inspection.runs_arguments {
+            self.mention(&words[1..]);
+        }
         if self.depth >= MAX_DEPTH {
             if !inspection.inner_scripts.is_empty() || inspection.runs_arguments {
                 self.limit("commands nested too deeply to check");
@@ -671,6 +830,26 @@ impl Walker<'_> {
             self.guess_runner(&words, known, patterns);
         }
         self.depth -= 1;
+    }
+
+    /// Records every word inside `args` (split at anything that cannot be part of a program's
+    /// name: blanks, quotes, `;`, `@`, `(`, `=`, …) as a possible program name.
+    fn mention(&mut self, args: &[String]) {
+        for arg in args {
+            for word in arg.split(|c: char| {
+                !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '+' | '/' | '~'))
+            }) {
+                let word = word.trim_start_matches('-');
+                if word.is_empty() || self.out.mentions.iter().any(|m| m == word) {
+                    continue;
+                }
+                if self.out.mentions.len() >= MAX_COMMANDS {
+                    self.unreadable("too many words inside arguments to check");
+                    return;
+                }
+                self.out.mentions.push(word.to_owned());
+            }
+        }
     }
 
     /// A program without a model might run any of its arguments (`setarch x86_64 CMD`,
@@ -887,6 +1066,68 @@ impl Walker<'_> {
                 self.evaluated(node, src);
                 self.nested(node, src);
                 Word::new(raw.to_owned(), false)
+            }
+        }
+    }
+}
+
+/// The texts of the first 1, 2, … lines of `script`, all but the whole (at most
+/// [`MAX_PREFIX_LINES`]).
+fn line_prefixes(script: &str) -> Vec<&str> {
+    script
+        .match_indices('\n')
+        .take(MAX_PREFIX_LINES)
+        .map(|(at, _)| &script[..at])
+        .filter(|prefix| !prefix.trim().is_empty())
+        .collect()
+}
+
+/// Where tree-sitter's reading of bash's printed reading `src` differs from bash's, the
+/// difference. bash prints no comments, no line continuations, valid syntax, and the words of
+/// a simple command separated by one space each; a comment, an error, or a word split
+/// elsewhere means tree-sitter read a word boundary bash does not have.
+fn misread(root: Node<'_>, src: &str) -> Option<String> {
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        if node.kind() == "comment" {
+            return Some(format!(
+                "the analysis reads `{}` as a comment, which bash does not",
+                &src[node.byte_range()]
+            ));
+        }
+        if node.is_error() || node.is_missing() {
+            return Some("the analysis cannot parse bash's own reading of the command".to_owned());
+        }
+        if node.kind() == "command" {
+            let mut children = node.walk();
+            let mut previous: Option<Node<'_>> = None;
+            for child in node.children(&mut children) {
+                if let Some(before) = previous {
+                    let gap = src.get(before.end_byte()..child.start_byte()).unwrap_or("?");
+                    let escaped = src[before.byte_range()]
+                        .chars()
+                        .rev()
+                        .take_while(|c| *c == '\\')
+                        .count()
+                        % 2
+                        == 1;
+                    if gap != " " || escaped {
+                        return Some(format!(
+                            "the analysis splits words where bash does not, in `{}`",
+                            &src[node.byte_range()]
+                        ));
+                    }
+                }
+                previous = Some(child);
+            }
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return None;
             }
         }
     }

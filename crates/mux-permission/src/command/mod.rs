@@ -2,6 +2,7 @@
 
 mod allow;
 mod analyze;
+mod bash_reading;
 mod builtins;
 mod deny_match;
 mod git;
@@ -16,7 +17,7 @@ mod words;
 mod wrappers;
 
 pub use allow::covers;
-pub use analyze::{Analysis, MAX_SCRIPT_BYTES, analyze, parse_only};
+pub use analyze::{Analysis, MAX_SCRIPT_BYTES, analyze, parse_only, tree_sitter_reading};
 pub use model::programs;
 pub(crate) use pattern::split_words;
 pub use pattern::{CommandPattern, CommandPatternError};

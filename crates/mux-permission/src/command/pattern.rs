@@ -93,6 +93,31 @@ impl CommandPattern {
             }
     }
 
+    /// Whether a command this pattern matches could be made of `words`, words found inside
+    /// arguments (`rm` in `make --eval='x:;@rm -rf ~'`): its program is one of them (as
+    /// written or by base name), and so is each of its other words that is no option (an
+    /// option may be spelled many ways; a subcommand such as `push` may not). A pattern whose
+    /// program is a lone `*` names no program in particular: `false`.
+    pub(crate) fn could_be_among(&self, words: &[String]) -> bool {
+        let (Self::Exact(rule) | Self::Prefix(rule) | Self::Wildcard(rule)) = self;
+        let Some((program, rest)) = rule.split_first() else {
+            return false;
+        };
+        if program == "*" {
+            return false;
+        }
+        let named = |pattern: &str| {
+            words.iter().any(|word| {
+                glob_word(pattern, word) || glob_word(pattern, super::wrappers::base_name(word))
+            })
+        };
+        named(program)
+            && rest
+                .iter()
+                .filter(|word| !word.starts_with('-') && *word != "*")
+                .all(|word| named(word))
+    }
+
     /// Whether a deny or ask rule could match a command whose words are shell patterns.
     pub(crate) fn could_match_pattern(&self, words: &[String]) -> bool {
         match self {

@@ -1,6 +1,7 @@
 //! The integration tests, one module per area, linked into one test binary.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod bash_reads_first;
 mod builtin_tools;
 mod decision_matrix;
 mod gate;

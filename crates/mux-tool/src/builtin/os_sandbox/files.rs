@@ -3,6 +3,7 @@
 //! forbids mounting).
 
 use std::os::fd::{OwnedFd, RawFd};
+use std::path::PathBuf;
 
 use landlock::{
     ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError, Scope,
@@ -28,6 +29,16 @@ const DEVICES: [&str; 5] = [
 /// The ruleset for `confinement`: read the whole file system, write only beneath the
 /// writable directories, signal and connect to abstract sockets only within the sandbox.
 pub(super) fn ruleset(confinement: &Confinement) -> Result<OwnedFd, OsSandboxError> {
+    build(confinement, confinement.writable())
+}
+
+/// The ruleset of a sealed program: read the whole file system, write nothing but the
+/// devices.
+pub(super) fn sealed_ruleset(confinement: &Confinement) -> Result<OwnedFd, OsSandboxError> {
+    build(confinement, Vec::new())
+}
+
+fn build(confinement: &Confinement, writable: Vec<PathBuf>) -> Result<OwnedFd, OsSandboxError> {
     let setup = |err: RulesetError| OsSandboxError::Setup {
         policy: confinement.policy,
         reason: format!("Landlock: {err}"),
@@ -43,10 +54,7 @@ pub(super) fn ruleset(confinement: &Confinement) -> Result<OwnedFd, OsSandboxErr
         .map_err(setup)?
         .add_rules(path_beneath_rules(DEVICES, AccessFs::from_all(ABI_ASKED)))
         .map_err(setup)?
-        .add_rules(path_beneath_rules(
-            confinement.writable(),
-            AccessFs::from_all(ABI_ASKED),
-        ))
+        .add_rules(path_beneath_rules(writable, AccessFs::from_all(ABI_ASKED)))
         .map_err(setup)?;
     enforced(created.into(), confinement.policy)
 }

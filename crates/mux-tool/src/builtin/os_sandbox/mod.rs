@@ -155,6 +155,27 @@ pub(crate) struct Spawned {
 #[cfg(target_os = "linux")]
 pub(crate) use spawn::spawn;
 
+/// Seals `command` under the tightest wall before it is spawned: a new session, no
+/// capability, the file system read-only (Landlock), no socket of any family (seccomp), no way
+/// to leave its process group. For a program that must only read its input and print, such as
+/// bash reading a command it must not run (mux-permission's reading of shell commands).
+///
+/// Fails with [`OsSandboxError::Unsupported`] where the kernel cannot enforce it.
+pub fn seal(command: &mut std::process::Command) -> Result<(), OsSandboxError> {
+    #[cfg(target_os = "linux")]
+    {
+        spawn::seal(command)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = command;
+        Err(OsSandboxError::Unsupported {
+            policy: SandboxPolicy::ReadOnly,
+            reason: "the OS sandbox needs Linux (Landlock and seccomp)".into(),
+        })
+    }
+}
+
 /// Starts `command`; anywhere but Linux, only the `FullAccess` policy can.
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn spawn(

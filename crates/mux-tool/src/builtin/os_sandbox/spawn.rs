@@ -13,7 +13,7 @@ use tokio::process::{Child, Command};
 use super::child::Setup;
 use super::step;
 use super::view::View;
-use super::{Confinement, SandboxPolicy, Spawned, files, protected, syscalls};
+use super::{Confinement, OsSandboxError, SandboxPolicy, Spawned, files, protected, syscalls};
 use crate::ToolError;
 
 /// Starts `command` (the program named `program`, for messages) confined as `confinement`
@@ -63,6 +63,37 @@ fn start(mut command: Command, mut setup: Setup) -> std::io::Result<Child> {
         command.pre_exec(move || setup.run());
     }
     command.spawn()
+}
+
+/// Seals `command` (a standard, synchronous one) under the tightest wall: a new session, no
+/// capability, the whole file system read-only (Landlock; only `/dev/null`-like devices are
+/// writable), no socket of any family, no `io_uring`, no way to leave the process group. For
+/// programs that only read their arguments and environment and print, such as bash reading a
+/// command it must not run.
+pub(crate) fn seal(command: &mut std::process::Command) -> Result<(), OsSandboxError> {
+    use std::os::unix::process::CommandExt;
+
+    let confinement = Confinement {
+        policy: SandboxPolicy::ReadOnly,
+        network: false,
+        root: "/".into(),
+        scratch: "/dev/null".into(),
+        mount_view: false,
+        git_writes: false,
+    };
+    let mut setup = Setup {
+        view: None,
+        ruleset: files::sealed_ruleset(&confinement)?,
+        filter: syscalls::sealed_filter(&confinement)?,
+        unprivileged: !rustix::process::geteuid().is_root(),
+    };
+    // SAFETY: as in `start`: the closure only makes system calls on what was prepared before
+    // the fork, and allocates nothing.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(move || setup.run());
+    }
+    Ok(())
 }
 
 fn cannot_start(program: &str, err: std::io::Error) -> ToolError {

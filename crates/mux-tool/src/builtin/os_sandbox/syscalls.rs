@@ -16,6 +16,10 @@ use super::{Confinement, OsSandboxError};
 /// network, sockets of any family but `AF_UNIX` and `io_uring` (which could open them unseen)
 /// refused too. Refused calls fail with `EPERM`, which the command reports.
 pub(super) fn filter(confinement: &Confinement) -> Result<BpfProgram, OsSandboxError> {
+    build(confinement, false)
+}
+
+fn build(confinement: &Confinement, no_sockets: bool) -> Result<BpfProgram, OsSandboxError> {
     let fail = |reason: String| OsSandboxError::Setup {
         policy: confinement.policy,
         reason: format!("seccomp: {reason}"),
@@ -42,7 +46,11 @@ pub(super) fn filter(confinement: &Confinement) -> Result<BpfProgram, OsSandboxE
         libc::SYS_ioctl,
         vec![request(libc::TIOCSTI)?, request(libc::TIOCLINUX)?],
     );
-    if !confinement.network {
+    if no_sockets {
+        rules.insert(libc::SYS_socket, Vec::new());
+        rules.insert(libc::SYS_socketpair, Vec::new());
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    } else if !confinement.network {
         let not_unix = SeccompCondition::new(
             0,
             SeccompCmpArgLen::Dword,
@@ -62,6 +70,19 @@ pub(super) fn filter(confinement: &Confinement) -> Result<BpfProgram, OsSandboxE
     )
     .map_err(|err| fail(err.to_string()))?;
     BpfProgram::try_from(filter).map_err(|err| fail(err.to_string()))
+}
+
+/// The filter of a sealed program: [`filter`] without network, and no socket of any family,
+/// `AF_UNIX` included (a reader has no one to talk to). Built once.
+pub(super) fn sealed_filter(confinement: &Confinement) -> Result<BpfProgram, OsSandboxError> {
+    static SEALED: std::sync::OnceLock<Result<BpfProgram, String>> = std::sync::OnceLock::new();
+    let built = SEALED.get_or_init(|| {
+        build(confinement, true).map_err(|err| err.to_string())
+    });
+    built.clone().map_err(|reason| OsSandboxError::Setup {
+        policy: confinement.policy,
+        reason,
+    })
 }
 
 /// Installs `program` on the calling thread. Runs between `fork` and `exec`, so it only makes
