@@ -1,12 +1,14 @@
 //! The integration tests, one module per area, linked into one test binary.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod awk_reads_as_awk_reads;
 mod builtin_tools;
 mod decision_matrix;
 mod gate;
 mod internal_addresses_are_denied_however_spelled;
 mod properties;
 mod protected_paths_and_plan_mode;
+mod real_programs;
 mod scopes;
 mod shell_adversarial;
 mod shell_mutations;

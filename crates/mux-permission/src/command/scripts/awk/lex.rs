@@ -34,8 +34,8 @@ pub(crate) struct Unread(pub(crate) String);
 /// Operators, longest first so the longest spelling wins.
 const PUNCT: &[&str] = &[
     "**=", "&&", "||", "|&", ">>", "++", "--", "+=", "-=", "*=", "/=", "%=", "^=", "==", "<=",
-    ">=", "!=", "!~", "**", "{", "}", "(", ")", "[", "]", ";", ",", "+", "-", "*", "/", "%",
-    "^", "!", ">", "<", "|", "?", ":", "~", "$", "=", "@",
+    ">=", "!=", "!~", "**", "{", "}", "(", ")", "[", "]", ";", ",", "+", "-", "*", "/", "%", "^",
+    "!", ">", "<", "|", "?", ":", "~", "$", "=", "@",
 ];
 
 /// Keywords after which an expression starts, so a `/` opens a regular expression.
@@ -49,12 +49,54 @@ const BEFORE_OPERAND: &[&str] = &[
 /// read as variables; mawk and gawk divide after `getline` but the grammar could go either
 /// way.
 const AMBIGUOUS: &[&str] = &[
-    "length", "getline", "substr", "index", "split", "sub", "gsub", "match", "sprintf", "sin",
-    "cos", "atan2", "exp", "log", "sqrt", "int", "rand", "srand", "tolower", "toupper",
-    "system", "close", "fflush", "func", "switch", "case", "default", "BEGINFILE", "ENDFILE",
-    "and", "or", "xor", "lshift", "rshift", "compl", "strftime", "systime", "mktime", "gensub",
-    "patsplit", "asort", "asorti", "isarray", "typeof", "strtonum", "bindtextdomain",
-    "dcgettext", "dcngettext",
+    "length",
+    "getline",
+    "substr",
+    "index",
+    "split",
+    "sub",
+    "gsub",
+    "match",
+    "sprintf",
+    "sin",
+    "cos",
+    "atan2",
+    "exp",
+    "log",
+    "sqrt",
+    "int",
+    "rand",
+    "srand",
+    "tolower",
+    "toupper",
+    "system",
+    "close",
+    "fflush",
+    "func",
+    "switch",
+    "case",
+    "default",
+    "BEGINFILE",
+    "ENDFILE",
+    "and",
+    "or",
+    "xor",
+    "lshift",
+    "rshift",
+    "compl",
+    "strftime",
+    "systime",
+    "mktime",
+    "gensub",
+    "patsplit",
+    "asort",
+    "asorti",
+    "isarray",
+    "typeof",
+    "strtonum",
+    "bindtextdomain",
+    "dcgettext",
+    "dcngettext",
 ];
 
 /// Keywords whose parenthesized header is followed by a statement, so a `/` after its `)`
@@ -346,7 +388,13 @@ mod tests {
 
     #[test]
     fn slash_after_an_operand_divides() {
-        for program in ["x /2/ 1", "(1) /2/ 1", "a[1] /2/ 1", "\"s\" /2/ 1", "$1 /2/ 1"] {
+        for program in [
+            "x /2/ 1",
+            "(1) /2/ 1",
+            "a[1] /2/ 1",
+            "\"s\" /2/ 1",
+            "$1 /2/ 1",
+        ] {
             assert!(
                 kinds(program).contains(&Tok::Punct("/")),
                 "{program}: {:?}",

@@ -23,7 +23,8 @@ pub(crate) fn awk(program: &str) -> Program {
     match lex::lex(program) {
         Ok(tokens) => check(&tokens, &mut out),
         Err(Unread(why)) => {
-            out.hazards.push(format!("the awk program cannot be read: {why}"));
+            out.hazards
+                .push(format!("the awk program cannot be read: {why}"));
             if could_run(program) {
                 out.unreadable = true;
             }
@@ -48,7 +49,8 @@ fn check(tokens: &[Tok], out: &mut Program) {
     for (i, tok) in tokens.iter().enumerate() {
         match tok {
             Tok::Name(name) if name == "system" => {
-                out.hazards.push("the awk program runs a command (`system`)".into());
+                out.hazards
+                    .push("the awk program runs a command (`system`)".into());
                 let command = match (tokens.get(i + 1), tokens.get(i + 2), tokens.get(i + 3)) {
                     (Some(Tok::Punct("(")), Some(s), Some(Tok::Punct(")"))) => plain(s),
                     _ => None,
@@ -64,8 +66,9 @@ fn check(tokens: &[Tok], out: &mut Program) {
                 }
             }
             Tok::Punct(pipe @ ("|" | "|&")) => {
-                out.hazards
-                    .push(format!("the awk program pipes to or from a command (`{pipe}`)"));
+                out.hazards.push(format!(
+                    "the awk program pipes to or from a command (`{pipe}`)"
+                ));
                 runs(piped(tokens, i), out);
             }
             Tok::Punct("@") => {
@@ -106,7 +109,10 @@ fn check(tokens: &[Tok], out: &mut Program) {
 /// The text of a plain string token: one whose meaning every awk agrees on (no `\`).
 fn plain(tok: &Tok) -> Option<String> {
     match tok {
-        Tok::Str { text, escaped: false } => Some(text.clone()),
+        Tok::Str {
+            text,
+            escaped: false,
+        } => Some(text.clone()),
         _ => None,
     }
 }
@@ -126,10 +132,7 @@ fn piped(tokens: &[Tok], at: usize) -> Option<String> {
         let before = at.checked_sub(1)?;
         let starts = match before.checked_sub(1) {
             None => true,
-            Some(b) => matches!(
-                tokens[b],
-                Tok::Newline | Tok::Punct("{" | "}" | ";" | "(")
-            ),
+            Some(b) => matches!(tokens[b], Tok::Newline | Tok::Punct("{" | "}" | ";" | "(")),
         };
         return if starts { plain(&tokens[before]) } else { None };
     }
@@ -137,7 +140,11 @@ fn piped(tokens: &[Tok], at: usize) -> Option<String> {
         tokens.get(at + 2),
         None | Some(Tok::Newline | Tok::Punct(";" | "}"))
     );
-    if ends { plain(tokens.get(at + 1)?) } else { None }
+    if ends {
+        plain(tokens.get(at + 1)?)
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
