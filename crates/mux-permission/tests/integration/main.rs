@@ -11,6 +11,7 @@ mod properties;
 mod protected_paths_and_plan_mode;
 mod real_programs;
 mod scopes;
+mod sed_reads_as_gnu_sed_reads;
 mod shell_adversarial;
 mod shell_mutations;
 mod tool_matrix;

@@ -64,7 +64,7 @@ pub(crate) fn require(program: &str) -> bool {
 }
 
 /// Runs `program args` in a new empty directory, feeding `stdin`, with only `PATH` and
-/// `env` in its environment; stops it after five seconds.
+/// `env` in its environment; stops it after two seconds (a generated program may loop).
 pub(crate) fn run(program: &str, args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let mut command = Command::new(program);
@@ -84,7 +84,7 @@ pub(crate) fn run(program: &str, args: &[&str], stdin: &str, env: &[(&str, &str)
         // A program that exits before reading closes the pipe; that is not a failure here.
         let _ = input.write_all(stdin.as_bytes());
     }
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(2);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
