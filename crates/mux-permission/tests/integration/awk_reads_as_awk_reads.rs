@@ -4,7 +4,8 @@
 //! command (which creates `CANARY`) nor write a file, and one that runs `touch` must be
 //! denied. The corpus holds the spellings where a regular expression and a division, a
 //! comment and code, part of a string and code are told apart; the search mutates allowed
-//! programs with those spellings (`MUX_SEARCH_ITERATIONS`, `MUX_SEARCH_SEED`).
+//! programs with those spellings (`MUX_SEARCH_ITERATIONS`, `MUX_SEARCH_SEED`). `MUX_AWK`
+//! names another awk to run (gawk, busybox awk); the default is the installed `awk`.
 
 use mux_permission::{Permissions, Verdict};
 
@@ -13,6 +14,11 @@ use super::real_programs::{
 };
 
 const INPUT: &str = "a/b c\n1 2 3\n";
+
+/// The awk to run: `MUX_AWK`, else `awk`.
+fn awk() -> String {
+    std::env::var("MUX_AWK").unwrap_or_else(|_| "awk".to_owned())
+}
 
 /// Programs the red team and the awk grammar suggest, harmless and not.
 const CORPUS: &[&str] = &[
@@ -85,7 +91,7 @@ const STAYS_ALLOWED: &[&str] = &[
 fn disagreement(permissions: &Permissions, program: &str) -> Option<String> {
     let command = format!("awk {}", quote(program));
     let verdict = verdict(permissions, &command);
-    let outcome = real_programs::run("awk", &[program], INPUT, &[]);
+    let outcome = real_programs::run(&awk(), &[program], INPUT, &[]);
     let unsafe_allow = verdict == Verdict::Allow && (outcome.ran_command || outcome.wrote);
     let unseen_command = outcome.ran_command && verdict != Verdict::Deny;
     (unsafe_allow || unseen_command).then(|| {
@@ -105,7 +111,7 @@ fn disagreement(permissions: &Permissions, program: &str) -> Option<String> {
 
 #[test]
 fn tricky_programs_are_allowed_only_when_awk_does_nothing_else() {
-    if !real_programs::require("awk") {
+    if !real_programs::require(&awk()) {
         return;
     }
     let permissions = permissions(&["Bash(awk:*)"]);
@@ -126,7 +132,7 @@ fn tricky_programs_are_allowed_only_when_awk_does_nothing_else() {
     // The corpus reaches real behaviour: awk runs the canary command for some of it.
     let ran = CORPUS
         .iter()
-        .filter(|p| real_programs::run("awk", &[p], INPUT, &[]).ran_command)
+        .filter(|p| real_programs::run(&awk(), &[p], INPUT, &[]).ran_command)
         .count();
     assert!(ran >= 10, "only {ran} corpus programs ran the canary");
 }
@@ -214,7 +220,7 @@ fn mutant(rng: &mut Rng) -> String {
 
 #[test]
 fn mutated_programs_are_allowed_only_when_awk_does_nothing_else() {
-    if !real_programs::require("awk") {
+    if !real_programs::require(&awk()) {
         return;
     }
     let permissions = permissions(&["Bash(awk:*)"]);

@@ -219,14 +219,9 @@ fn describe(prev: Option<&Tok>) -> String {
 }
 
 fn starts_with(chars: &[char], at: usize, text: &str) -> bool {
-    let mut i = at;
-    for c in text.chars() {
-        if chars.get(i) != Some(&c) {
-            return false;
-        }
-        i += 1;
-    }
-    true
+    (at..)
+        .zip(text.chars())
+        .all(|(i, c)| chars.get(i) == Some(&c))
 }
 
 fn next_is_digit(chars: &[char], i: usize) -> bool {

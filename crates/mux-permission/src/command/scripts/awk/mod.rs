@@ -86,10 +86,8 @@ fn check(tokens: &[Tok], out: &mut Program) {
                 }
             }
             Tok::Punct("(" | "[") => printing.push(false),
-            Tok::Punct(")" | "]") => {
-                if printing.len() > 1 {
-                    printing.pop();
-                }
+            Tok::Punct(")" | "]") if printing.len() > 1 => {
+                printing.pop();
             }
             Tok::Punct(end @ ("{" | "}" | ";")) => {
                 match *end {
