@@ -1,6 +1,9 @@
-//! GNU sed scripts, read with GNU sed's grammar: labels end at whitespace or `;` (so `:a e
-//! CMD` is the label `a`, then the command `e`), `v` takes an optional version and is followed
-//! by another command, and `e`, `s///e`, `w`, `W`, `r`, `R` and `s///w` run or touch files.
+//! GNU sed scripts, read the way GNU sed 4.9 compiles them (`sed/compile.c`): commands are
+//! separated by `;`, newlines and blanks; a regular expression runs to its unescaped
+//! delimiter outside bracket expressions (`/[/]/` is one address); the text of `a`, `i`, `c`
+//! and `e` runs to the first newline not escaped by `\`; labels end at blanks, `;`, `}` or
+//! `#`; file names run to the end of the line. `e`, `s///e`, `w`, `W`, `r`, `R` and `s///w`
+//! run commands or touch files. A script GNU sed would reject is refused too.
 
 use super::Program;
 
@@ -8,187 +11,372 @@ use super::Program;
 /// writing files are vouched for; anything else is a hazard.
 pub(crate) fn sed(script: &str) -> Program {
     let mut out = Program::default();
-    let chars: Vec<char> = script.chars().collect();
-    let mut i = 0;
-    let rest_of_line = |i: &mut usize| -> String {
-        let start = *i;
-        while *i < chars.len() && chars[*i] != '\n' {
-            *i += 1;
-        }
-        chars[start..*i]
-            .iter()
-            .collect::<String>()
-            .trim()
-            .to_owned()
+    let mut reader = Reader {
+        chars: script.chars().collect(),
+        at: 0,
     };
-    while i < chars.len() {
-        while i < chars.len() && (chars[i].is_whitespace() || chars[i] == ';') {
-            i += 1;
-        }
-        if i >= chars.len() {
-            break;
-        }
-        if !address(&chars, &mut i) {
-            out.hazards
-                .push("a sed address the checker cannot read".into());
-            return out;
-        }
-        while i < chars.len() && (chars[i] == ' ' || chars[i] == '!') {
-            i += 1;
-        }
-        let Some(&command) = chars.get(i) else {
-            break;
-        };
-        i += 1;
-        match command {
-            '{' | '}' | '=' | 'd' | 'D' | 'g' | 'G' | 'h' | 'H' | 'n' | 'N' | 'p' | 'P' | 'x'
-            | 'z' | 'F' => {}
-            'q' | 'Q' | 'l' | 'L' => {
-                while i < chars.len() && (chars[i] == ' ' || chars[i].is_ascii_digit()) {
-                    i += 1;
-                }
-            }
-            '#' => {
-                rest_of_line(&mut i);
-            }
-            ':' | 'b' | 't' | 'T' | 'v' => {
-                // GNU sed: blanks, then a label (or `v`'s version) that ends at whitespace,
-                // `;`, `}` or `#`; what follows is the next command.
-                while i < chars.len() && (chars[i] == ' ' || chars[i] == '\t') {
-                    i += 1;
-                }
-                while i < chars.len()
-                    && !chars[i].is_whitespace()
-                    && !matches!(chars[i], ';' | '}' | '#')
-                {
-                    i += 1;
-                }
-            }
-            'a' | 'i' | 'c' => {
-                rest_of_line(&mut i);
-            }
-            's' | 'y' => {
-                let Some(&delim) = chars.get(i) else {
-                    out.hazards.push("an unfinished sed `s` command".into());
-                    return out;
-                };
-                i += 1;
-                for _ in 0..2 {
-                    while i < chars.len() && chars[i] != delim {
-                        if chars[i] == '\\' {
-                            i += 1;
-                        }
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                if i > chars.len() {
-                    out.hazards.push("an unfinished sed `s` command".into());
-                    return out;
-                }
-                if command == 'y' {
-                    continue;
-                }
-                while i < chars.len() && !matches!(chars[i], ';' | '\n' | '}') {
-                    match chars[i] {
-                        'g' | 'p' | 'i' | 'I' | 'm' | 'M' | ' ' => {}
-                        d if d.is_ascii_digit() => {}
-                        'e' => {
-                            out.hazards
-                                .push("the sed flag `s///e` runs a command".into());
-                            out.unreadable = true;
-                        }
-                        'w' => {
-                            out.hazards
-                                .push("the sed flag `s///w` writes a file".into());
-                            rest_of_line(&mut i);
-                            break;
-                        }
-                        other => {
-                            out.hazards
-                                .push(format!("the sed flag `{other}` is not vouched for"));
-                        }
-                    }
-                    i += 1;
-                }
-            }
-            'e' => {
-                let command = rest_of_line(&mut i);
-                out.hazards
-                    .push("the sed command `e` runs a command".into());
-                if command.is_empty() {
-                    out.unreadable = true;
-                } else {
-                    out.runs.push(command);
-                }
-            }
-            'r' | 'R' | 'w' | 'W' => {
-                rest_of_line(&mut i);
-                out.hazards.push(format!(
-                    "the sed command `{command}` reads or writes a file"
-                ));
-            }
-            other => {
-                out.hazards
-                    .push(format!("the sed command `{other}` is not vouched for"));
-                return out;
-            }
-        }
+    if let Err(why) = reader.program(&mut out) {
+        out.hazards
+            .push(format!("a sed script the checker cannot read: {why}"));
     }
     out
 }
 
-/// Skips one sed address or range (`1`, `$`, `/re/I`, `\%re%`, `1,+3`, `0~2`). `false` when
-/// it cannot be read.
-fn address(chars: &[char], i: &mut usize) -> bool {
-    for part in 0..2 {
-        if part == 1 {
-            if chars.get(*i) != Some(&',') {
-                return true;
-            }
-            *i += 1;
+/// GNU sed's `inchar`/`savchar` over the script.
+struct Reader {
+    chars: Vec<char>,
+    at: usize,
+}
+
+/// `ISSPACE`: what GNU sed skips between commands.
+fn is_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c')
+}
+
+impl Reader {
+    fn next(&mut self) -> Option<char> {
+        let c = self.chars.get(self.at).copied();
+        if c.is_some() {
+            self.at += 1;
         }
-        match chars.get(*i) {
-            Some('$') => *i += 1,
-            Some(c) if c.is_ascii_digit() || *c == '+' || *c == '~' => {
-                *i += 1;
-                while chars
-                    .get(*i)
-                    .is_some_and(|c| c.is_ascii_digit() || *c == '~')
-                {
-                    *i += 1;
-                }
-            }
-            Some(&open @ ('/' | '\\')) => {
-                let delim = if open == '\\' {
-                    *i += 1;
-                    match chars.get(*i) {
-                        Some(&d) => d,
-                        None => return false,
-                    }
-                } else {
-                    '/'
-                };
-                *i += 1;
-                while *i < chars.len() && chars[*i] != delim {
-                    if chars[*i] == '\\' {
-                        *i += 1;
-                    }
-                    *i += 1;
-                }
-                if *i >= chars.len() {
-                    return false;
-                }
-                *i += 1;
-                while chars.get(*i).is_some_and(|c| matches!(c, 'I' | 'M')) {
-                    *i += 1;
-                }
-            }
-            _ if part == 1 => return false,
-            _ => return true,
+        c
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.at).copied()
+    }
+
+    /// `in_nonblank`: skips spaces and tabs, and reads the next character.
+    fn nonblank(&mut self) -> Option<char> {
+        while matches!(self.peek(), Some(' ' | '\t')) {
+            self.at += 1;
+        }
+        self.next()
+    }
+
+    /// Skips what `in_nonblank` skips, without reading further.
+    fn skip_blanks(&mut self) {
+        while matches!(self.peek(), Some(' ' | '\t')) {
+            self.at += 1;
         }
     }
-    true
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.at += 1;
+        }
+    }
+
+    /// The whole script.
+    fn program(&mut self, out: &mut Program) -> Result<(), String> {
+        loop {
+            while self.peek().is_some_and(|c| c == ';' || is_space(c)) {
+                self.at += 1;
+            }
+            if self.peek().is_none() {
+                return Ok(());
+            }
+            let addressed = self.address()?;
+            if addressed {
+                self.skip_blanks();
+                if self.peek() == Some(',') {
+                    self.at += 1;
+                    self.skip_blanks();
+                    if !self.address()? {
+                        return Err("a `,` without a second address".into());
+                    }
+                }
+                self.skip_blanks();
+            }
+            if self.peek() == Some('!') {
+                self.at += 1;
+                self.skip_blanks();
+            }
+            let command = self.next().ok_or("a missing command")?;
+            self.command(command, addressed, out)?;
+        }
+    }
+
+    /// One command after its address.
+    fn command(&mut self, command: char, addressed: bool, out: &mut Program) -> Result<(), String> {
+        match command {
+            '#' if addressed => return Err("a comment cannot take an address".into()),
+            '#' => self.rest_of_line(),
+            'v' => {
+                self.label();
+            }
+            '{' => {}
+            '}' | '=' | 'd' | 'D' | 'F' | 'g' | 'G' | 'h' | 'H' | 'n' | 'N' | 'p' | 'P' | 'z'
+            | 'x' => self.end_of_command()?,
+            ':' if addressed => return Err("a label cannot take an address".into()),
+            ':' => {
+                if self.label().is_empty() {
+                    return Err("`:` without a label".into());
+                }
+            }
+            'b' | 't' | 'T' => {
+                self.label();
+            }
+            'q' | 'Q' | 'l' | 'L' => {
+                self.skip_blanks();
+                self.digits();
+                self.end_of_command()?;
+            }
+            'a' | 'i' | 'c' => {
+                self.text()?;
+            }
+            'e' => {
+                self.skip_blanks();
+                if matches!(self.peek(), None | Some('\n')) {
+                    out.hazards
+                        .push("the sed command `e` runs a command".into());
+                    out.unreadable = true;
+                    return Ok(());
+                }
+                let text = self.text()?;
+                out.hazards
+                    .push("the sed command `e` runs a command".into());
+                if text.contains('\\') {
+                    // GNU sed turns escapes into characters before it runs the text.
+                    out.unreadable = true;
+                }
+                out.runs.push(text.replace("\\\n", "\n"));
+            }
+            'r' | 'R' | 'w' | 'W' => {
+                if self.filename().is_empty() {
+                    return Err(format!("`{command}` without a file name"));
+                }
+                out.hazards.push(format!(
+                    "the sed command `{command}` reads or writes a file"
+                ));
+            }
+            's' => self.substitute(out)?,
+            'y' => {
+                let delim = self.delimiter()?;
+                self.delimited(delim, false)?;
+                self.delimited(delim, false)?;
+                self.end_of_command()?;
+            }
+            other => return Err(format!("the sed command `{other}` is not known")),
+        }
+        Ok(())
+    }
+
+    /// `s`: regex, replacement and flags.
+    fn substitute(&mut self, out: &mut Program) -> Result<(), String> {
+        let delim = self.delimiter()?;
+        self.delimited(delim, true)?;
+        self.delimited(delim, false)?;
+        loop {
+            match self.nonblank() {
+                Some('i' | 'I' | 'm' | 'M' | 'p' | 'g') => {}
+                Some(d) if d.is_ascii_digit() => self.digits(),
+                Some('e') => {
+                    out.hazards
+                        .push("the sed flag `s///e` runs a command".into());
+                    out.unreadable = true;
+                }
+                Some('w') => {
+                    if self.filename().is_empty() {
+                        return Err("`s///w` without a file name".into());
+                    }
+                    out.hazards
+                        .push("the sed flag `s///w` writes a file".into());
+                    return Ok(());
+                }
+                Some('}' | '#') => {
+                    self.at -= 1;
+                    return Ok(());
+                }
+                None | Some('\n' | ';') => return Ok(()),
+                Some('\r') if self.peek() == Some('\n') => {
+                    self.at += 1;
+                    return Ok(());
+                }
+                Some(other) => return Err(format!("the sed flag `{other}` is not known")),
+            }
+        }
+    }
+
+    /// The delimiter of `s` or `y`: one ASCII character other than newline and `\`.
+    fn delimiter(&mut self) -> Result<char, String> {
+        match self.next() {
+            Some(d) if d.is_ascii() && d != '\n' => Ok(d),
+            _ => Err("a sed delimiter the checker cannot read".into()),
+        }
+    }
+
+    /// `match_slash`: up to and past the unescaped `delim`; a regular expression (`regex`)
+    /// skips bracket expressions whole. An unescaped newline ends it unfinished.
+    fn delimited(&mut self, delim: char, regex: bool) -> Result<(), String> {
+        let unfinished = || "an unfinished sed regular expression or replacement".to_owned();
+        loop {
+            let c = self.next().ok_or_else(unfinished)?;
+            if c == '\n' {
+                return Err(unfinished());
+            }
+            if c == delim {
+                return Ok(());
+            }
+            if c == '\\' {
+                self.next().ok_or_else(unfinished)?;
+            } else if c == '[' && regex && !self.bracket() {
+                return Err(unfinished());
+            }
+        }
+    }
+
+    /// `snarf_char_class`: a bracket expression after its `[`; `false` when a newline or the
+    /// end comes first.
+    fn bracket(&mut self) -> bool {
+        if self.peek() == Some('^') {
+            self.at += 1;
+        }
+        if self.peek() == Some(']') {
+            self.at += 1;
+        }
+        // 0 outside a class, 1 after `[`, 2 after the opening `.`/`:`/`=`, 3 after the closing.
+        let mut state = 0;
+        let mut delim = ' ';
+        loop {
+            let Some(c) = self.next() else {
+                return false;
+            };
+            match c {
+                '\n' => return false,
+                '.' | ':' | '=' if state == 1 => {
+                    delim = c;
+                    state = 2;
+                    continue;
+                }
+                '.' | ':' | '=' if state == 2 && c == delim => {
+                    state = 3;
+                    continue;
+                }
+                '[' => {
+                    if state == 0 {
+                        state = 1;
+                    }
+                    continue;
+                }
+                ']' if state == 0 || state == 1 => return true,
+                ']' if state == 3 => state = 0,
+                _ => {}
+            }
+            state &= !1;
+        }
+    }
+
+    /// One address (`compile_address`); `false` when there is none here.
+    fn address(&mut self) -> Result<bool, String> {
+        match self.peek() {
+            Some('/') => {
+                self.at += 1;
+                self.regex_address('/')?;
+            }
+            Some('\\') => {
+                self.at += 1;
+                let delim = self.delimiter()?;
+                self.regex_address(delim)?;
+            }
+            Some(d) if d.is_ascii_digit() => {
+                self.digits();
+                self.skip_blanks();
+                if self.peek() == Some('~') {
+                    self.at += 1;
+                    self.skip_blanks();
+                    self.digits();
+                }
+            }
+            Some('+' | '~') => {
+                self.at += 1;
+                self.skip_blanks();
+                self.digits();
+            }
+            Some('$') => self.at += 1,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn regex_address(&mut self, delim: char) -> Result<(), String> {
+        self.delimited(delim, true)?;
+        loop {
+            self.skip_blanks();
+            match self.peek() {
+                Some('I' | 'M') => self.at += 1,
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// `read_end_of_cmd`: blanks, then `;`, a newline, the end, or `}`/`#` (left unread).
+    fn end_of_command(&mut self) -> Result<(), String> {
+        match self.nonblank() {
+            None | Some(';' | '\n') => Ok(()),
+            Some('}' | '#') => {
+                self.at -= 1;
+                Ok(())
+            }
+            Some(other) => Err(format!("`{other}` after a sed command")),
+        }
+    }
+
+    /// `read_label`: blanks, then up to blanks, a newline, `;`, `}` or `#`.
+    fn label(&mut self) -> String {
+        self.skip_blanks();
+        let start = self.at;
+        while self
+            .peek()
+            .is_some_and(|c| !matches!(c, '\n' | ' ' | '\t' | ';' | '}' | '#'))
+        {
+            self.at += 1;
+        }
+        self.chars[start..self.at].iter().collect()
+    }
+
+    /// `read_filename`: blanks, then up to the end of the line.
+    fn filename(&mut self) -> String {
+        self.skip_blanks();
+        let start = self.at;
+        self.rest_of_line();
+        self.chars[start..self.at].iter().collect()
+    }
+
+    /// Up to (not past) the next newline.
+    fn rest_of_line(&mut self) {
+        while self.peek().is_some_and(|c| c != '\n') {
+            self.at += 1;
+        }
+    }
+
+    /// The text of `a`, `i`, `c` or `e` (`read_text`): after blanks, an optional `\` whose
+    /// next character is taken as it is, then up to the first newline not escaped by `\`.
+    fn text(&mut self) -> Result<String, String> {
+        self.skip_blanks();
+        let mut text = String::new();
+        match self.next() {
+            None => return Err("`a`, `i` or `c` without text".into()),
+            Some('\\') => match self.next() {
+                Some('\n') | None => {}
+                Some(c) => text.push(c),
+            },
+            Some(_) => self.at -= 1,
+        }
+        while let Some(c) = self.next() {
+            match c {
+                '\n' => break,
+                '\\' => {
+                    text.push('\\');
+                    if let Some(escaped) = self.next() {
+                        text.push(escaped);
+                    }
+                }
+                c => text.push(c),
+            }
+        }
+        Ok(text)
+    }
 }
 
 #[cfg(test)]
@@ -228,5 +416,58 @@ mod tests {
         assert_eq!(sed("b end; e id").runs, ["id"]);
         assert_eq!(sed(":a\te id").runs, ["id"]);
         assert!(sed(":a;N;ba").hazards.is_empty());
+    }
+    #[test]
+    fn text_regexes_and_comments_end_where_gnu_sed_ends_them() {
+        for script in [
+            "/[/]/p",
+            "s/[/]/x/g",
+            "s/a/b/ # e id",
+            "s/a/b/g p",
+            "1\tp",
+            "a foo\\\ne id",
+            "1a\\\ne id",
+            "/x/I,+3!s/a\\/b/c/gp",
+            "\\%a\\%b%p",
+            "s\\a\\b\\",
+        ] {
+            assert_eq!(sed(script), Program::default(), "{script:?}");
+        }
+        for script in [
+            "1i\\\ns|x\ne touch CANARY\ns|||",
+            "a foo\\\\\ne id",
+            "y/a/b/;e id",
+            "/[/]/e id",
+            "p # x\ne id",
+        ] {
+            assert!(
+                sed(script)
+                    .runs
+                    .iter()
+                    .any(|r| r.contains("id") || r.contains("CANARY")),
+                "{script:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn continued_command_text_is_unreadable() {
+        let read = sed("e echo \\\nrm -rf x");
+        assert!(read.unreadable);
+        assert_eq!(read.runs, ["echo \nrm -rf x"]);
+    }
+
+    #[test]
+    fn scripts_gnu_sed_rejects_are_refused() {
+        for script in [
+            "/a\nb/p",
+            "s/a\nb/c/",
+            "s/a/b/q",
+            "p x",
+            "1#c",
+            "s\u{e9}a\u{e9}b\u{e9}",
+        ] {
+            assert!(!sed(script).hazards.is_empty(), "{script:?}");
+        }
     }
 }
