@@ -5,6 +5,7 @@ mod builtin_tools;
 mod decision_matrix;
 mod gate;
 mod internal_addresses_are_denied_however_spelled;
+mod option_arity_attacks;
 mod properties;
 mod protected_paths_and_plan_mode;
 mod scopes;
