@@ -14,6 +14,8 @@ mod coreutils;
 mod find;
 mod git;
 mod globals;
+#[cfg(test)]
+mod installed;
 pub(crate) mod opt;
 mod parse;
 mod scanned;
@@ -64,6 +66,10 @@ pub(crate) enum Style {
     Exact,
     /// git's parse-options: unique prefixes, `--no-OPTION` negations, options anywhere.
     Git,
+    /// git's revision and diff parser (log, show, diff, blame, ...): parse-options keeping
+    /// unknown options for `setup_revisions`, which takes long options only as spelled, and
+    /// short clusters only of diff options. `--no-OPTION` negations.
+    GitExact,
 }
 
 /// The operands a program takes: these kinds first, then any number of `rest`.
@@ -132,7 +138,7 @@ pub(crate) struct Model {
 impl Model {
     /// Whether the parser accepts unique prefixes of long options.
     pub(crate) fn abbreviates(&self) -> bool {
-        self.style != Style::Exact
+        matches!(self.style, Style::Gnu | Style::Git)
     }
 
     /// Whether the first operand is a program in the command's language, unless an option gave
@@ -334,8 +340,15 @@ mod tests {
             "grep -rn --include=*.rs foo .",
             "grep -e foo -e bar f",
             "git log --oneline -5",
-            "git log --onel",
+            "git status --shor",
             "git diff --no-color HEAD",
+            "git diff -U5 --unified=2 HEAD",
+            "git log --format=%H --min-parents=2 -n5",
+            "git branch --merged",
+            "git branch --contains main",
+            "git blame --reverse HEAD~2..HEAD f",
+            "diff --context a b",
+            "diff -C 3 a b",
             "git -C . --no-pager status",
             "git config --name-only user.email",
             "sed -n -e 1p -e 2p f",
@@ -357,6 +370,12 @@ mod tests {
             "sort --compress=x f",
             "head -n",
             "git log --output=x",
+            "git log --onel",
+            "git log --format x",
+            "git log -pn 5",
+            "git log -pU5",
+            "git diff --unif=3",
+            "diff -C",
             "git log --outp=x",
             "git stash show -p --output=x",
             "git diff --ext-diff",
