@@ -73,7 +73,13 @@ const CASES: &[(&str, &[&str], Effect)] = &[
     // git blame: `--reverse` is a flag (the range is the revision operand).
     (
         "Bash(git blame:*)",
-        &["git", "blame", "--reverse", "--output=tracked.txt", "tracked.txt"],
+        &[
+            "git",
+            "blame",
+            "--reverse",
+            "--output=tracked.txt",
+            "tracked.txt",
+        ],
         Effect::Overwrites,
     ),
     // GNU diff: `--context[=NUM]` and `--unified[=NUM]` take an optional, attached value.
@@ -180,13 +186,16 @@ fn installed(program: &str) -> bool {
 fn an_option_never_swallows_a_word_the_program_reads_as_an_option() {
     // git and GNU diff are on every machine the project builds on; a missing one is a broken
     // machine, not a reason to pass.
-    assert!(installed("git") && installed("diff"), "git and diff must be installed");
+    assert!(
+        installed("git") && installed("diff"),
+        "git and diff must be installed"
+    );
     let mut unsafe_allows = Vec::new();
     for (rule, words, effect) in CASES {
         assert!(
-            words
-                .iter()
-                .all(|w| w.chars().all(|c| c.is_ascii_alphanumeric() || "-=._".contains(c))),
+            words.iter().all(|w| w
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-=._".contains(c))),
             "the words need no quoting, so the string analysed is the argv run"
         );
         let command = words.join(" ");

@@ -5,8 +5,8 @@
 //! explained; neither is a subcommand without a model (an alias may run anything).
 
 use super::opt::Effect::{
-    AttachedValue, Flag, OptionalValue, Runs, RunsConfigured, RunsOptional, Value,
-    ValueUnlessLast, Writes,
+    AttachedValue, Flag, OptionalValue, Runs, RunsConfigured, RunsOptional, Value, ValueUnlessLast,
+    Writes,
 };
 use super::opt::{Opt, l, o, s};
 use super::parse::{Arg, Parsed, check};

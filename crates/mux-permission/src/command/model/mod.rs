@@ -136,8 +136,15 @@ pub(crate) struct Model {
 }
 
 impl Model {
-    /// Whether the parser accepts unique prefixes of long options.
+    /// Whether the deny side reads unique prefixes of long options as the options: wherever
+    /// the program might (every style but [`Style::Exact`]), so a deny rule is not dodged.
     pub(crate) fn abbreviates(&self) -> bool {
+        self.style != Style::Exact
+    }
+
+    /// Whether the program's parser accepts unique prefixes of long options (not git's
+    /// revision parser): the allow side reads an abbreviation only then.
+    pub(crate) fn reads_abbreviations(&self) -> bool {
         matches!(self.style, Style::Gnu | Style::Git)
     }
 
@@ -154,13 +161,31 @@ impl Model {
             .chain(self.more.iter().flat_map(|group| group.iter()))
     }
 
-    /// The options a long name (`exec` from `--exec`) can stand for: itself, else every option
-    /// it abbreviates when the parser accepts abbreviations.
+    /// The options a long name (`exec` from `--exec`) can stand for, for the deny side:
+    /// itself, else every option it abbreviates when [`Self::abbreviates`].
+    ///
+    /// git's revision parser refuses abbreviations, so there an abbreviation is read for its
+    /// danger only, never for a value: it comes back twice, as an ambiguous one does, and the
+    /// scan takes no next word for it (git reads that word as an option of its own).
     pub(crate) fn long_candidates(&self, name: &str) -> Vec<&'static Opt> {
+        let found = self.candidates(name, self.abbreviates());
+        match found.as_slice() {
+            [only] if self.style == Style::GitExact && only.long != name => vec![*only, *only],
+            _ => found,
+        }
+    }
+
+    /// The options a long name stands for as the program reads it, for the allow side:
+    /// itself, else every option it abbreviates when [`Self::reads_abbreviations`].
+    pub(crate) fn read_candidates(&self, name: &str) -> Vec<&'static Opt> {
+        self.candidates(name, self.reads_abbreviations())
+    }
+
+    fn candidates(&self, name: &str, abbreviated: bool) -> Vec<&'static Opt> {
         if let Some(exact) = self.all_options().find(|o| o.long == name) {
             return vec![exact];
         }
-        if !self.abbreviates() || name.is_empty() {
+        if !abbreviated || name.is_empty() {
             return Vec::new();
         }
         self.all_options()

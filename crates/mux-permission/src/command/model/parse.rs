@@ -141,11 +141,11 @@ pub(crate) fn check<'a>(model: &Model, args: &[Arg<'a>]) -> Result<Parsed<'a>, S
                 Some((n, v)) => (n, Some(v)),
                 None => (long, None),
             };
-            let mut candidates = model.long_candidates(spelled);
+            let mut candidates = model.read_candidates(spelled);
             if candidates.is_empty() && matches!(model.style, Style::Git | Style::GitExact) {
                 // `--no-OPTION` turns an option off: explained when OPTION is, and takes no value.
                 if let Some(positive) = spelled.strip_prefix("no-") {
-                    let negated = model.long_candidates(positive);
+                    let negated = model.read_candidates(positive);
                     if let [opt] = negated.as_slice()
                         && inert(opt.effect)
                         && attached.is_none()
@@ -215,9 +215,7 @@ pub(crate) fn check<'a>(model: &Model, args: &[Arg<'a>]) -> Result<Parsed<'a>, S
                 ));
             }
             if opt.effect == Effect::AttachedValue && rest.is_empty() {
-                return Err(format!(
-                    "`{name} {spelling}` takes its value only attached"
-                ));
+                return Err(format!("`{name} {spelling}` takes its value only attached"));
             }
             if opt.effect.needs_value() {
                 let value = if rest.is_empty() {

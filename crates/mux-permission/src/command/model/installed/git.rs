@@ -119,7 +119,11 @@ impl Scratch {
         for d in [&template, &home] {
             std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
         }
-        git_ok(&template, &home, &["init", "-q", "--template=", "-b", "main"]);
+        git_ok(
+            &template,
+            &home,
+            &["init", "-q", "--template=", "-b", "main"],
+        );
         write(&template.join("f.txt"), "one\n");
         git_ok(&template, &home, &["add", "f.txt"]);
         git_ok(&template, &home, &["commit", "-qm", "one"]);
@@ -151,7 +155,9 @@ impl Scratch {
     }
 
     fn git(&mut self, args: Vec<String>, canary: bool) -> (Outcome, bool) {
-        let writes = args.first().is_none_or(|sub| WRITERS.contains(&sub.as_str()));
+        let writes = args
+            .first()
+            .is_none_or(|sub| WRITERS.contains(&sub.as_str()));
         let dir = if writes {
             self.fresh()
         } else {
@@ -172,9 +178,29 @@ impl Scratch {
 /// Subcommands a probe may change the repository with: each probe of theirs runs in a fresh
 /// copy. (Global options are probed before `version`, and bare: a fresh copy too.)
 const WRITERS: &[&str] = &[
-    "add", "commit", "checkout", "switch", "restore", "fetch", "pull", "clone", "rebase",
-    "reset", "init", "push", "send-pack", "submodule", "stash", "branch", "tag", "config",
-    "worktree", "remote", "archive", "difftool", "format-patch",
+    "add",
+    "commit",
+    "checkout",
+    "switch",
+    "restore",
+    "fetch",
+    "pull",
+    "clone",
+    "rebase",
+    "reset",
+    "init",
+    "push",
+    "send-pack",
+    "submodule",
+    "stash",
+    "branch",
+    "tag",
+    "config",
+    "worktree",
+    "remote",
+    "archive",
+    "difftool",
+    "format-patch",
 ];
 
 fn write(path: &Path, text: &str) {
@@ -200,8 +226,11 @@ fn copy_dir(from: &Path, to: &Path) {
 fn unknown(out: &Outcome, spelling: &str, rev_parse: bool) -> bool {
     let e = &out.stderr;
     let line = |prefix: &str| {
-        e.lines()
-            .any(|l| l.trim_start_matches("fatal: ").trim_start_matches("error: ") == prefix)
+        e.lines().any(|l| {
+            l.trim_start_matches("fatal: ")
+                .trim_start_matches("error: ")
+                == prefix
+        })
     };
     // `git rev-parse` prints back the options it does not know.
     let stdout_echo = rev_parse && out.stdout.lines().any(|l| l == spelling);
@@ -246,9 +275,14 @@ fn next_word_is_option(out: &Outcome, made: bool, rev_parse: bool) -> bool {
 fn attached_refused(out: &Outcome, spelled: &str, rev_parse: bool) -> bool {
     let e = &out.stderr;
     // A complaint about the value itself means the option took it.
-    let value_read = ["invalid argument to", "not an integer", " expects ", "invalid value"]
-        .iter()
-        .any(|m| e.contains(m));
+    let value_read = [
+        "invalid argument to",
+        "not an integer",
+        " expects ",
+        "invalid value",
+    ]
+    .iter()
+    .any(|m| e.contains(m));
     !value_read
         && (e.contains("takes no value")
         || e.contains("doesn't take a value")
@@ -306,11 +340,10 @@ fn truth_in(scratch: &mut Scratch, probe: &Probe, context: &[&str]) -> Arity {
     } else {
         format!("{spelling}%")
     };
-    let attached_ok =
-        |scratch: &mut Scratch| -> bool {
-            let (b, _) = scratch.git(words(std::slice::from_ref(&attached)), false);
-            !attached_refused(&b, &attached, rev_parse)
-        };
+    let attached_ok = |scratch: &mut Scratch| -> bool {
+        let (b, _) = scratch.git(words(std::slice::from_ref(&attached)), false);
+        !attached_refused(&b, &attached, rev_parse)
+    };
     if unknown(&a, &spelling, rev_parse) {
         // `git log --format`: the bare option is unknown, `--format=...` is not.
         return if spelling.starts_with("--") && attached_ok(scratch) {
@@ -461,13 +494,15 @@ struct Abbreviation {
     long: &'static str,
 }
 
-/// For a model that abbreviates: the shortest prefix of each long option the model reads as
-/// that option and no option git lists for the subcommand starts with.
+/// For a model that abbreviates: the shortest prefix of a long option the model reads as that
+/// option and no option git lists for the subcommand starts with. Whether parse-options takes
+/// abbreviations is one switch per parser (`PARSE_OPT_KEEP_UNKNOWN_OPT` turns it off), so three
+/// options a subcommand (its first, middle and last eligible) stand for the rest.
 fn abbreviations(listed: &[(String, Vec<String>)]) -> Vec<Abbreviation> {
     let mut out = Vec::new();
     for (program, contexts, model) in models() {
         let context = contexts[0].clone();
-        if !model.abbreviates() {
+        if !model.reads_abbreviations() {
             continue;
         }
         let real = listed
@@ -476,24 +511,31 @@ fn abbreviations(listed: &[(String, Vec<String>)]) -> Vec<Abbreviation> {
             .map(|(_, l)| l.as_slice())
             .unwrap_or_default();
         let mut seen = std::collections::HashSet::new();
+        let mut eligible = Vec::new();
         for opt in model.all_options() {
             let long = opt.long;
             if long.len() < 4 || long == "help" || !seen.insert(long) {
                 continue;
             }
             let prefix = (2..long.len()).map(|n| &long[..n]).find(|p| {
-                let mine = model.long_candidates(p);
+                let mine = model.read_candidates(p);
                 mine.len() == 1
                     && mine[0].long == long
                     && real.iter().all(|r| r == long || !r.starts_with(p))
             });
             if let Some(prefix) = prefix {
-                out.push(Abbreviation {
+                eligible.push(Abbreviation {
                     program: program.clone(),
                     context: context.clone(),
                     prefix: format!("--{prefix}"),
                     long,
                 });
+            }
+        }
+        let count = eligible.len();
+        for (i, abbreviation) in eligible.into_iter().enumerate() {
+            if i == 0 || i == count / 2 || i + 1 == count {
+                out.push(abbreviation);
             }
         }
     }
@@ -566,14 +608,14 @@ fn git_option_arities_match_the_installed_git() {
 
     // An option git has that the model reads as an abbreviation of another.
     for (program, _, model) in models() {
-        if !model.abbreviates() {
+        if !model.reads_abbreviations() {
             continue;
         }
         let Some((_, real)) = listed.iter().find(|(p, _)| *p == program) else {
             continue;
         };
         for name in real {
-            let mine = model.long_candidates(name);
+            let mine = model.read_candidates(name);
             if let Some(other) = mine.iter().find(|o| o.long != name.as_str()) {
                 disagreements.push(Disagreement {
                     program: program.clone(),
@@ -584,9 +626,5 @@ fn git_option_arities_match_the_installed_git() {
             }
         }
     }
-    verdict(
-        "git",
-        &disagreements,
-        probes.len() + abbreviations.len(),
-    );
+    verdict("git", &disagreements, probes.len() + abbreviations.len());
 }

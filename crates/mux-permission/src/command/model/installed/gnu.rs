@@ -14,8 +14,8 @@ use super::{Arity, Disagreement, arity, installed, parallel, run, verdict};
 
 /// The programs whose models are checked here; the core ones must be installed.
 const PROGRAMS: &[&str] = &[
-    "diff", "grep", "sed", "ls", "cat", "head", "tail", "wc", "sort", "uniq", "cut", "tr",
-    "file", "stat", "du", "df", "basename", "dirname", "realpath", "readlink",
+    "diff", "grep", "sed", "ls", "cat", "head", "tail", "wc", "sort", "uniq", "cut", "tr", "file",
+    "stat", "du", "df", "basename", "dirname", "realpath", "readlink",
 ];
 const CORE: &[&str] = &["diff", "grep", "sed", "find"];
 
@@ -30,7 +30,10 @@ const NOT_CHECKED: &[(&str, &str)] = &[
         "awk",
         "the model is gawk's; mawk's options are read by its own parser",
     ),
-    ("jq", "jq's own parser (exact spellings, checked by its suite)"),
+    (
+        "jq",
+        "jq's own parser (exact spellings, checked by its suite)",
+    ),
 ];
 
 /// What `--help` says of one option: its arity by long name and by short letter.
@@ -200,7 +203,15 @@ fn spellings(opt: &Opt) -> Vec<(String, bool)> {
 }
 
 fn check_program(program: &str, model: &Model, dir: &Path) -> (Vec<Disagreement>, usize) {
-    let help = parse_help(&run(program, &["--help".to_owned()], dir, &[("LC_ALL", "C".to_owned())]).stdout);
+    let help = parse_help(
+        &run(
+            program,
+            &["--help".to_owned()],
+            dir,
+            &[("LC_ALL", "C".to_owned())],
+        )
+        .stdout,
+    );
     let mut found = Vec::new();
     let mut checked = 0;
     for opt in model.all_options() {
@@ -209,7 +220,10 @@ fn check_program(program: &str, model: &Model, dir: &Path) -> (Vec<Disagreement>
             let said = if long {
                 help.long.get(&spelled[2..]).copied()
             } else {
-                spelled[1..].chars().next().and_then(|c| help.short.get(&c).copied())
+                spelled[1..]
+                    .chars()
+                    .next()
+                    .and_then(|c| help.short.get(&c).copied())
             };
             // getopt decides whether the next word is taken; `--help` whether a value
             // that is not taken is optional (`--opt[=ARG]`) or none.
@@ -237,7 +251,7 @@ fn check_program(program: &str, model: &Model, dir: &Path) -> (Vec<Disagreement>
     // A long option the program has that the model reads as an abbreviation of another.
     if model.style == Style::Gnu {
         for name in help.long.keys() {
-            let mine = model.long_candidates(name);
+            let mine = model.read_candidates(name);
             if let Some(other) = mine.iter().find(|o| o.long != name.as_str()) {
                 found.push(Disagreement {
                     program: program.to_owned(),
@@ -353,7 +367,11 @@ fn help_lines_are_read_as_getopt_reads_them() {
     ));
     assert_eq!(help.long["context"], Arity::Optional);
     assert_eq!(help.short[&'C'], Arity::Required);
-    assert_eq!(help.short[&'c'], Arity::Required, "stat's -c beside --format=FORMAT");
+    assert_eq!(
+        help.short[&'c'],
+        Arity::Required,
+        "stat's -c beside --format=FORMAT"
+    );
     assert_eq!(help.short[&'i'], Arity::Optional);
     assert_eq!(help.short[&'n'], Arity::Required);
     assert_eq!(help.long["magic-file"], Arity::Required);

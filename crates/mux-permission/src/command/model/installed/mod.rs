@@ -158,7 +158,8 @@ pub(super) fn parallel<T: Sync, S, R: Send>(
     f: impl Fn(&mut S, &T) -> R + Sync,
 ) -> Vec<R> {
     let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 6));
+    // Most of a probe is spent starting the program: more workers than cores.
+    let workers = std::thread::available_parallelism().map_or(6, |n| n.get().clamp(6, 8));
     let mut results: Vec<(usize, R)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
