@@ -223,7 +223,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Whether git said it does not know `spelling` (with or without an attached value).
-fn unknown(out: &Outcome, spelling: &str, rev_parse: bool) -> bool {
+fn unknown(out: &Outcome, spelling: &str) -> bool {
     let e = &out.stderr;
     let line = |prefix: &str| {
         e.lines().any(|l| {
@@ -232,8 +232,6 @@ fn unknown(out: &Outcome, spelling: &str, rev_parse: bool) -> bool {
                 == prefix
         })
     };
-    // `git rev-parse` prints back the options it does not know.
-    let stdout_echo = rev_parse && out.stdout.lines().any(|l| l == spelling);
     if let Some(long) = spelling.strip_prefix("--") {
         e.contains(&format!("unknown option `{long}'"))
             || e.contains(&format!("unknown option `{spelling}'"))
@@ -241,7 +239,6 @@ fn unknown(out: &Outcome, spelling: &str, rev_parse: bool) -> bool {
             || line(&format!("unknown option: {spelling}"))
             || line(&format!("invalid option: {spelling}"))
             || e.contains(&format!("ambiguous option: {long}"))
-            || stdout_echo
     } else {
         let letter = spelling.chars().nth(1).unwrap_or('-');
         let rest = &spelling[1..];
@@ -250,29 +247,19 @@ fn unknown(out: &Outcome, spelling: &str, rev_parse: bool) -> bool {
             || line(&format!("unrecognized argument: {spelling}"))
             || line(&format!("invalid option: {spelling}"))
             || line(&format!("unknown option: {spelling}"))
-            || stdout_echo
     }
 }
 
 /// Probe A: whether git read the word after the option as an option of its own.
-fn next_word_is_option(out: &Outcome, made: bool, rev_parse: bool) -> bool {
+fn next_word_is_option(out: &Outcome, made: bool) -> bool {
     made || out.stderr.contains("unknown option `output=")
         || out.stderr.contains("unrecognized argument: --output=")
         || out.stderr.contains("unknown option: --output=")
         || out.stderr.contains("invalid option: --output=")
-        || (rev_parse
-            && out
-                .stdout
-                .lines()
-                .any(|l| l.trim_matches('\'') == "--output=canary-out"))
-        // `git rev-parse --revs-only`: the word was read, as a non-revision, and dropped.
-        || (rev_parse && out.stdout.trim().is_empty() && out.stderr.trim().is_empty())
-        // `git rev-parse --short`: verify mode reads the word as the revision.
-        || out.stderr.contains("Needed a single revision")
 }
 
 /// Probe B: whether git refused a value attached to the option.
-fn attached_refused(out: &Outcome, spelled: &str, rev_parse: bool) -> bool {
+fn attached_refused(out: &Outcome, spelled: &str) -> bool {
     let e = &out.stderr;
     // A complaint about the value itself means the option took it.
     let value_read = [
@@ -292,11 +279,11 @@ fn attached_refused(out: &Outcome, spelled: &str, rev_parse: bool) -> bool {
         || e.contains("invalid option: -%")
         // parse-options keeping unknown options prints only its usage.
         || e.starts_with("usage:")
-        || unknown(out, spelled, rev_parse))
+        || unknown(out, spelled))
 }
 
 /// Probe C: whether git refused the option as the last word.
-fn bare_refused(out: &Outcome, spelling: &str, rev_parse: bool) -> bool {
+fn bare_refused(out: &Outcome, spelling: &str) -> bool {
     let e = &out.stderr;
     e.contains("requires a value")
         || e.contains("requires an argument")
@@ -305,8 +292,7 @@ fn bare_refused(out: &Outcome, spelling: &str, rev_parse: bool) -> bool {
         || e.contains(" expects ")
         || e.contains(" given for ")
         || e.starts_with("usage:")
-        || e.contains("no namespace given")
-        || unknown(out, spelling, rev_parse)
+        || unknown(out, spelling)
 }
 
 fn truth(scratch: &mut Scratch, probe: &Probe) -> Arity {
@@ -320,7 +306,6 @@ fn truth(scratch: &mut Scratch, probe: &Probe) -> Arity {
 }
 
 fn truth_in(scratch: &mut Scratch, probe: &Probe, context: &[&str]) -> Arity {
-    let rev_parse = context.first() == Some(&"rev-parse");
     let words = |tail: &[String]| -> Vec<String> {
         let mut args: Vec<String> = context.iter().map(|s| (*s).to_owned()).collect();
         args.extend_from_slice(tail);
@@ -342,9 +327,9 @@ fn truth_in(scratch: &mut Scratch, probe: &Probe, context: &[&str]) -> Arity {
     };
     let attached_ok = |scratch: &mut Scratch| -> bool {
         let (b, _) = scratch.git(words(std::slice::from_ref(&attached)), false);
-        !attached_refused(&b, &attached, rev_parse)
+        !attached_refused(&b, &attached)
     };
-    if unknown(&a, &spelling, rev_parse) {
+    if unknown(&a, &spelling) {
         // `git log --format`: the bare option is unknown, `--format=...` is not.
         return if spelling.starts_with("--") && attached_ok(scratch) {
             Arity::RequiredAttached
@@ -354,12 +339,12 @@ fn truth_in(scratch: &mut Scratch, probe: &Probe, context: &[&str]) -> Arity {
     }
     // `git --html-path` prints and exits before it reads another word.
     let exited = probe.global && a.stderr.trim().is_empty() && !a.stdout.contains("git version");
-    let consumed = !exited && !next_word_is_option(&a, made, rev_parse);
+    let consumed = !exited && !next_word_is_option(&a, made);
     let bare = |scratch: &mut Scratch, usage_refuses: bool| {
         let mut args: Vec<String> = context.iter().map(|s| (*s).to_owned()).collect();
         args.push(spelling.clone());
         let (c, _) = scratch.git(args, false);
-        !(bare_refused(&c, &spelling, rev_parse) || (usage_refuses && c.stderr.contains("usage:")))
+        !(bare_refused(&c, &spelling) || (usage_refuses && c.stderr.contains("usage:")))
     };
     if consumed {
         return if bare(scratch, true) {
@@ -597,7 +582,7 @@ fn git_option_arities_match_the_installed_git() {
             "--output=canary-out".to_owned(),
         ]);
         let (out, _) = scratch.git(args, true);
-        unknown(&out, &abbreviation.prefix, false).then(|| Disagreement {
+        unknown(&out, &abbreviation.prefix).then(|| Disagreement {
             program: abbreviation.program.clone(),
             option: abbreviation.prefix.clone(),
             model: format!("an abbreviation of --{}", abbreviation.long),

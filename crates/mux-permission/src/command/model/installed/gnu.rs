@@ -231,7 +231,7 @@ fn check_program(program: &str, model: &Model, dir: &Path) -> (Vec<Disagreement>
                 (Read::Unknown, _) => Arity::Unknown,
                 (Read::Value, _) => Arity::Required,
                 (Read::Exited, Some(said)) => said,
-                (Read::Option | Read::Exited, Some(Arity::Optional)) => Arity::Optional,
+                (Read::Option, Some(Arity::Optional)) => Arity::Optional,
                 (Read::Option | Read::Exited, _) => Arity::Flag,
             };
             if real != arity(opt.effect) {

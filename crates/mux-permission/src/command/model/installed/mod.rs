@@ -3,11 +3,12 @@
 //! the model swallows a word the program reads as an option of its own (`git log --format
 //! --output=F` wrote F while the model read `--output=F` as the format).
 //!
-//! The truth comes from the programs: git's parse-options help and completion lists and, for
-//! the options git parses by hand, how git treats a canary word after the option; GNU tools'
-//! `--help` and how getopt treats a canary after the option. Every disagreement fails the
-//! test, named by program, option, and both arities. Programs that are not installed are
-//! skipped with a note, except the core ones (git, diff, grep, sed, find).
+//! The truth comes from the programs: how git treats a canary word after the option (the same
+//! probe answers for parse-options and for the options git parses by hand), and git's
+//! completion lists for the names an abbreviation could collide with; GNU tools' `--help` and
+//! how getopt treats a canary after the option. Every disagreement fails the test, named by
+//! program, option, and both arities. Programs that are not installed are skipped with a
+//! note, except the core ones (git, diff, grep, sed, find), which must be there.
 
 mod git;
 mod gnu;
@@ -184,7 +185,7 @@ pub(super) fn parallel<T: Sync, S, R: Send>(
     results.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Whether `program` can be run (`--version` or `-h` prints something).
+/// Whether `program` can be started.
 pub(super) fn installed(program: &str) -> bool {
     Command::new(program)
         .arg("--version")
