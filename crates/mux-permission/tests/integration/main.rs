@@ -8,6 +8,7 @@ mod decision_matrix;
 mod gate;
 mod internal_addresses_are_denied_however_spelled;
 mod jq_reads_as_jq_reads;
+mod option_arity_attacks;
 mod properties;
 mod protected_paths_and_plan_mode;
 mod real_programs;

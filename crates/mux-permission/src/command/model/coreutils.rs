@@ -1,7 +1,9 @@
 //! Models of the file-reading utilities people allow (GNU coreutils, diffutils, file, tree,
 //! which) and the printing builtins.
 
-use super::opt::Effect::{Flag, OptionalValue, Runs, ScriptFile, Value, Writes};
+use super::opt::Effect::{
+    Flag, OptionalValue, Runs, RunsConfigured, ScriptFile, Value, Writes, WritesImplied,
+};
 use super::opt::{Opt, l, o, s};
 use super::{Kind, Model, NONE, Operands, PATHS, Style, TEXTS, model};
 
@@ -18,7 +20,8 @@ const LS: &[Opt] = &[
     o("directory", 'd', Flag),
     o("dired", 'D', Flag),
     s('f', Flag),
-    o("classify", 'F', OptionalValue),
+    l("classify", OptionalValue),
+    s('F', Flag),
     l("file-type", Flag),
     l("format", Value),
     l("full-time", Flag),
@@ -101,7 +104,8 @@ const TAIL: &[Opt] = &[
     l("silent", Flag),
     o("verbose", 'v', Flag),
     o("zero-terminated", 'z', Flag),
-    o("follow", 'f', OptionalValue),
+    l("follow", OptionalValue),
+    s('f', Flag),
     s('F', Flag),
     l("max-unchanged-stats", Value),
     l("pid", Value),
@@ -118,7 +122,6 @@ const WC: &[Opt] = &[
     l("files0-from", Value),
     o("max-line-length", 'L', Flag),
     o("words", 'w', Flag),
-    l("total", Value),
     l("help", Flag),
     l("version", Flag),
 ];
@@ -190,11 +193,11 @@ const FILE: &[Opt] = &[
     o("exclude", 'e', Value),
     l("exclude-quiet", Value),
     o("magic-file", 'm', Value),
-    o("compile", 'C', Writes),
-    o("preserve-date", 'p', Writes),
-    o("uncompress", 'z', Runs),
-    o("uncompress-noreport", 'Z', Runs),
-    o("no-sandbox", 'S', Runs),
+    o("compile", 'C', WritesImplied),
+    o("preserve-date", 'p', WritesImplied),
+    o("uncompress", 'z', RunsConfigured),
+    o("uncompress-noreport", 'Z', RunsConfigured),
+    o("no-sandbox", 'S', RunsConfigured),
     l("help", Flag),
     o("version", 'v', Flag),
 ];
@@ -266,9 +269,11 @@ const DIFF: &[Opt] = &[
     o("brief", 'q', Flag),
     o("report-identical-files", 's', Flag),
     s('c', Flag),
-    o("context", 'C', Value),
+    l("context", OptionalValue),
+    s('C', Value),
     s('u', Flag),
-    o("unified", 'U', Value),
+    l("unified", OptionalValue),
+    s('U', Value),
     o("ed", 'e', Flag),
     o("rcs", 'n', Flag),
     o("side-by-side", 'y', Flag),
@@ -282,7 +287,7 @@ const DIFF: &[Opt] = &[
     o("initial-tab", 'T', Flag),
     l("tabsize", Value),
     l("suppress-blank-empty", Flag),
-    o("paginate", 'l', Runs),
+    o("paginate", 'l', RunsConfigured),
     o("recursive", 'r', Flag),
     l("no-dereference", Flag),
     o("new-file", 'N', Flag),

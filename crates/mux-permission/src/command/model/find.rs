@@ -30,7 +30,7 @@ pub(crate) fn action(primary: &str) -> Option<String> {
 }
 
 /// Primaries and operators that take no argument.
-const NULLARY: &[&str] = &[
+pub(super) const NULLARY: &[&str] = &[
     "-empty",
     "-true",
     "-false",
@@ -71,7 +71,7 @@ const NULLARY: &[&str] = &[
 ];
 
 /// Primaries that take one argument (a pattern, a number, a file compared against, a format).
-const UNARY: &[&str] = &[
+pub(super) const UNARY: &[&str] = &[
     "-name",
     "-iname",
     "-path",

@@ -4,7 +4,10 @@
 //! `--output`, `--ext-diff`, `--textconv`, `-c`, `--exec-path` and the like are never
 //! explained; neither is a subcommand without a model (an alias may run anything).
 
-use super::opt::Effect::{Flag, OptionalValue, Runs, RunsOptional, Value, Writes};
+use super::opt::Effect::{
+    AttachedValue, Flag, OptionalValue, Runs, RunsConfigured, RunsOptional, Value, ValueUnlessLast,
+    Writes,
+};
 use super::opt::{Opt, l, o, s};
 use super::parse::{Arg, Parsed, check};
 use super::{Form, Kind, Lang, Model, Operands, PATHS, Style, TEXTS, model};
@@ -15,14 +18,13 @@ use super::{Form, Kind, Lang, Model, Operands, PATHS, Style, TEXTS, model};
 /// and values here, and the deny scan reads the same list.
 pub(crate) const GLOBAL: &[Opt] = &[
     s('C', Value),
-    o("config", 'c', Runs),
+    s('c', Runs),
     l("config-env", Runs),
     l("exec-path", RunsOptional),
     l("git-dir", Value),
     l("work-tree", Value),
     l("namespace", Value),
-    l("super-prefix", Value),
-    l("list-cmds", OptionalValue),
+    l("list-cmds", AttachedValue),
     l("attr-source", Value),
     o("paginate", 'p', Flag),
     o("no-pager", 'P', Flag),
@@ -47,7 +49,7 @@ const DIFF: &[Opt] = &[
     o("patch", 'p', Flag),
     s('u', Flag),
     o("no-patch", 's', Flag),
-    o("unified", 'U', Value),
+    o("unified", 'U', OptionalValue),
     l("output", Writes),
     l("output-indicator-new", Value),
     l("output-indicator-old", Value),
@@ -120,8 +122,8 @@ const DIFF: &[Opt] = &[
     o("function-context", 'W', Flag),
     l("exit-code", Flag),
     l("quiet", Flag),
-    l("ext-diff", Runs),
-    l("textconv", Runs),
+    l("ext-diff", RunsConfigured),
+    l("textconv", RunsConfigured),
     l("ignore-submodules", OptionalValue),
     l("src-prefix", Value),
     l("dst-prefix", Value),
@@ -174,8 +176,8 @@ const REVS: &[Opt] = &[
     l("remove-empty", Flag),
     l("merges", Flag),
     l("no-merges", Flag),
-    l("min-parents", Value),
-    l("max-parents", Value),
+    l("min-parents", AttachedValue),
+    l("max-parents", AttachedValue),
     l("first-parent", Flag),
     l("exclude-first-parent-only", Flag),
     l("not", Flag),
@@ -183,12 +185,11 @@ const REVS: &[Opt] = &[
     l("branches", OptionalValue),
     l("tags", OptionalValue),
     l("remotes", OptionalValue),
-    l("glob", Value),
-    l("exclude", Value),
-    l("exclude-hidden", Value),
+    l("glob", AttachedValue),
+    l("exclude", AttachedValue),
+    l("exclude-hidden", AttachedValue),
     l("reflog", Flag),
     l("alternate-refs", Flag),
-    l("single-worktree", Flag),
     l("ignore-missing", Flag),
     l("bisect", Flag),
     l("cherry-mark", Flag),
@@ -213,7 +214,7 @@ const REVS: &[Opt] = &[
     l("no-walk", OptionalValue),
     l("do-walk", Flag),
     l("pretty", OptionalValue),
-    l("format", Value),
+    l("format", AttachedValue),
     l("abbrev-commit", Flag),
     l("no-abbrev-commit", Flag),
     l("oneline", Flag),
@@ -238,7 +239,29 @@ const REVS: &[Opt] = &[
     l("no-diff-merges", Flag),
     l("combined-all-paths", Flag),
     l("remerge-diff", Flag),
-    o("decorate", 'd', OptionalValue),
+    l("full-diff", Flag),
+    l("log-size", Flag),
+    l("follow", Flag),
+    l("count", Flag),
+    l("objects", Flag),
+    l("objects-edge", Flag),
+    l("in-commit-order", Flag),
+    o("help", 'h', Flag),
+];
+
+/// Options only `git rev-list` takes (git log refuses them), and the pseudo-revisions it
+/// shares with log (shortlog refuses them).
+const REV_LIST_ONLY: &[Opt] = &[
+    l("timestamp", Flag),
+    l("header", Flag),
+    l("stdin", Flag),
+    l("single-worktree", Flag),
+];
+
+/// The options of `git log`, `git show` and `git reflog` beyond the revision walk (shortlog,
+/// rev-list and format-patch refuse them).
+const LOG_ONLY: &[Opt] = &[
+    l("decorate", OptionalValue),
     l("no-decorate", Flag),
     l("decorate-refs", Value),
     l("decorate-refs-exclude", Value),
@@ -248,18 +271,9 @@ const REVS: &[Opt] = &[
     l("use-mailmap", Flag),
     l("no-mailmap", Flag),
     l("no-use-mailmap", Flag),
-    l("full-diff", Flag),
-    l("log-size", Flag),
     s('L', Value),
-    l("follow", Flag),
-    l("count", Flag),
-    l("objects", Flag),
-    l("objects-edge", Flag),
-    l("timestamp", Flag),
-    l("header", Flag),
-    l("in-commit-order", Flag),
     l("stdin", Flag),
-    o("help", 'h', Flag),
+    l("single-worktree", Flag),
 ];
 
 /// `git status`.
@@ -278,7 +292,6 @@ const STATUS: &[Opt] = &[
     l("ahead-behind", Flag),
     l("renames", Flag),
     l("find-renames", OptionalValue),
-    o("quiet", 'q', Flag),
 ];
 
 const BRANCH: &[Opt] = &[
@@ -287,10 +300,10 @@ const BRANCH: &[Opt] = &[
     o("verbose", 'v', Flag),
     o("list", 'l', Flag),
     l("show-current", Flag),
-    l("contains", OptionalValue),
-    l("no-contains", OptionalValue),
-    l("merged", OptionalValue),
-    l("no-merged", OptionalValue),
+    l("contains", ValueUnlessLast),
+    l("no-contains", ValueUnlessLast),
+    l("merged", ValueUnlessLast),
+    l("no-merged", ValueUnlessLast),
     l("points-at", Value),
     l("sort", Value),
     l("format", Value),
@@ -305,11 +318,11 @@ const BRANCH: &[Opt] = &[
 const TAG: &[Opt] = &[
     o("list", 'l', Flag),
     s('n', OptionalValue),
-    l("contains", OptionalValue),
-    l("no-contains", OptionalValue),
-    l("merged", OptionalValue),
-    l("no-merged", OptionalValue),
-    l("points-at", Value),
+    l("contains", ValueUnlessLast),
+    l("no-contains", ValueUnlessLast),
+    l("merged", ValueUnlessLast),
+    l("no-merged", ValueUnlessLast),
+    l("points-at", ValueUnlessLast),
     l("sort", Value),
     l("format", Value),
     l("color", OptionalValue),
@@ -375,9 +388,9 @@ const REV_PARSE: &[Opt] = &[
     l("branches", OptionalValue),
     l("tags", OptionalValue),
     l("remotes", OptionalValue),
-    l("glob", Value),
-    l("exclude", Value),
-    l("disambiguate", Value),
+    l("glob", AttachedValue),
+    l("exclude", AttachedValue),
+    l("disambiguate", AttachedValue),
     l("sq", Flag),
     l("sq-quote", Flag),
     l("default", Value),
@@ -387,10 +400,10 @@ const REV_PARSE: &[Opt] = &[
     l("no-flags", Flag),
     l("git-path", Value),
     l("resolve-git-dir", Value),
-    l("since", Value),
-    l("after", Value),
-    l("until", Value),
-    l("before", Value),
+    l("since", AttachedValue),
+    l("after", AttachedValue),
+    l("until", AttachedValue),
+    l("before", AttachedValue),
     l("path-format", Value),
 ];
 
@@ -448,7 +461,7 @@ const BLAME: &[Opt] = &[
     s('l', Flag),
     s('t', Flag),
     s('S', Value),
-    l("reverse", Value),
+    l("reverse", Flag),
     l("first-parent", Flag),
     o("porcelain", 'p', Flag),
     l("line-porcelain", Flag),
@@ -506,7 +519,7 @@ const GREP: &[Opt] = &[
     l("exclude-standard", Flag),
     l("recurse-submodules", Flag),
     o("text", 'a', Flag),
-    l("textconv", Runs),
+    l("textconv", RunsConfigured),
     o("ignore-case", 'i', Flag),
     s('I', Flag),
     l("max-depth", Value),
@@ -714,6 +727,35 @@ const FETCH: &[Opt] = &[
     o("update-head-ok", 'u', Flag),
 ];
 
+/// The fetch options `git pull` passes on (it refuses the others).
+const PULL_FETCH: &[Opt] = &[
+    l("all", Flag),
+    o("append", 'a', Flag),
+    l("depth", Value),
+    l("deepen", Value),
+    l("shallow-since", Value),
+    l("shallow-exclude", Value),
+    l("unshallow", Flag),
+    l("update-shallow", Flag),
+    l("dry-run", Flag),
+    o("force", 'f', Flag),
+    o("keep", 'k', Flag),
+    o("prune", 'p', Flag),
+    o("tags", 't', Flag),
+    o("jobs", 'j', AttachedValue),
+    l("recurse-submodules", OptionalValue),
+    o("quiet", 'q', Flag),
+    o("verbose", 'v', Flag),
+    l("progress", Flag),
+    l("set-upstream", Flag),
+    l("upload-pack", Runs),
+    o("server-option", 'o', Value),
+    o("ipv4", '4', Flag),
+    o("ipv6", '6', Flag),
+    l("negotiation-tip", Value),
+    l("show-forced-updates", Flag),
+];
+
 const PULL: &[Opt] = &[
     l("rebase", OptionalValue),
     l("ff", Flag),
@@ -751,7 +793,7 @@ const LS_REMOTE: &[Opt] = &[
     l("branches", Flag),
     o("tags", 't', Flag),
     l("refs", Flag),
-    o("upload-pack", 'u', Runs),
+    l("upload-pack", Runs),
     o("quiet", 'q', Flag),
     l("exit-code", Flag),
     l("get-url", Flag),
@@ -810,10 +852,10 @@ const FOR_EACH_REF: &[Opt] = &[
     l("sort", Value),
     l("count", Value),
     l("points-at", Value),
-    l("merged", OptionalValue),
-    l("no-merged", OptionalValue),
-    l("contains", OptionalValue),
-    l("no-contains", OptionalValue),
+    l("merged", ValueUnlessLast),
+    l("no-merged", ValueUnlessLast),
+    l("contains", ValueUnlessLast),
+    l("no-contains", ValueUnlessLast),
     l("exclude", Value),
     l("ignore-case", Flag),
     l("omit-empty", Flag),
@@ -850,10 +892,10 @@ const CAT_FILE: &[Opt] = &[
     l("buffer", Flag),
     l("unordered", Flag),
     l("follow-symlinks", Flag),
-    o("null", 'z', Flag),
+    s('z', Flag),
     s('Z', Flag),
-    l("textconv", Runs),
-    l("filters", Runs),
+    l("textconv", RunsConfigured),
+    l("filters", RunsConfigured),
 ];
 
 const COUNT_OBJECTS: &[Opt] = &[o("verbose", 'v', Flag), o("human-readable", 'H', Flag)];
@@ -883,12 +925,17 @@ const NO_OPTIONS: &[Opt] = &[];
 const VERSION: &[Opt] = &[l("build-options", Flag)];
 
 /// A subcommand's model: its option groups and operands.
-struct Sub {
-    name: &'static str,
-    options: &'static [&'static [Opt]],
+pub(super) struct Sub {
+    /// The subcommand (`stash` actions under [`STASH`]).
+    pub(super) name: &'static str,
+    /// Its option tables.
+    pub(super) options: &'static [&'static [Opt]],
     operands: Operands,
     numeric: bool,
     form: Option<Form>,
+    /// How its parser reads long options: parse-options abbreviates them, except when it keeps
+    /// unknown options for the revision parser (log, diff, blame, ...), which takes none.
+    pub(super) style: Style,
 }
 
 const fn sub(name: &'static str, options: &'static [&'static [Opt]], operands: Operands) -> Sub {
@@ -898,38 +945,67 @@ const fn sub(name: &'static str, options: &'static [&'static [Opt]], operands: O
         operands,
         numeric: false,
         form: None,
+        style: Style::Git,
     }
 }
 
-const LOGS: &[&[Opt]] = &[REVS, DIFF];
+/// A subcommand read by git's revision and diff parser, which takes no abbreviations.
+const fn exact(sub: Sub) -> Sub {
+    Sub {
+        style: Style::GitExact,
+        ..sub
+    }
+}
 
-const SUBS: &[Sub] = &[
+impl Sub {
+    /// The model the allow side and the deny scan read this subcommand through.
+    pub(super) fn model(&self) -> Model {
+        let (first, more) = self.options.split_first().unwrap_or((&NO_OPTIONS, &[]));
+        Model {
+            numeric: self.numeric,
+            form: self.form,
+            more,
+            program_options: &["regexp"],
+            ..model(self.name, self.style, first, self.operands)
+        }
+    }
+}
+
+const LOGS: &[&[Opt]] = &[REVS, LOG_ONLY, DIFF];
+
+pub(super) const SUBS: &[Sub] = &[
     sub("status", &[STATUS], PATHS),
     Sub {
         numeric: true,
+        style: Style::GitExact,
         ..sub("log", LOGS, PATHS)
     },
     Sub {
         numeric: true,
+        style: Style::GitExact,
         ..sub("whatchanged", LOGS, PATHS)
     },
     Sub {
         numeric: true,
+        style: Style::GitExact,
         ..sub("show", LOGS, PATHS)
     },
-    sub("diff", &[DIFF, DIFF_ONLY], PATHS),
+    exact(sub("diff", &[DIFF, DIFF_ONLY], PATHS)),
     Sub {
         numeric: true,
+        style: Style::GitExact,
         ..sub("shortlog", &[SHORTLOG, REVS], PATHS)
     },
     Sub {
         numeric: true,
-        ..sub("rev-list", &[REVS], TEXTS)
+        style: Style::GitExact,
+        ..sub("rev-list", &[REVS, REV_LIST_ONLY], TEXTS)
     },
     Sub {
         numeric: true,
         form: Some(reflog_form),
-        ..sub("reflog", &[REVS], TEXTS)
+        style: Style::GitExact,
+        ..sub("reflog", &[REVS, LOG_ONLY], TEXTS)
     },
     Sub {
         form: Some(branch_form),
@@ -941,21 +1017,23 @@ const SUBS: &[Sub] = &[
     },
     Sub {
         form: Some(config_form),
+        style: Style::GitExact,
         ..sub("config", &[CONFIG], TEXTS)
     },
     Sub {
         form: Some(remote_form),
+        style: Style::GitExact,
         ..sub("remote", &[REMOTE], TEXTS)
     },
     Sub {
         form: Some(worktree_form),
         ..sub("worktree", &[WORKTREE], TEXTS)
     },
-    sub("rev-parse", &[REV_PARSE], TEXTS),
+    exact(sub("rev-parse", &[REV_PARSE], TEXTS)),
     sub("ls-files", &[LS_FILES], PATHS),
     sub("ls-tree", &[LS_TREE], TEXTS),
-    sub("blame", &[BLAME], TEXTS),
-    sub("annotate", &[BLAME], TEXTS),
+    exact(sub("blame", &[BLAME], TEXTS)),
+    exact(sub("annotate", &[BLAME], TEXTS)),
     sub("describe", &[DESCRIBE], TEXTS),
     sub("merge-base", &[MERGE_BASE], TEXTS),
     sub("for-each-ref", &[FOR_EACH_REF], TEXTS),
@@ -996,18 +1074,19 @@ const SUBS: &[Sub] = &[
     sub("switch", &[SWITCH], TEXTS),
     sub("restore", &[RESTORE], PATHS),
     sub("fetch", &[FETCH], TEXTS),
-    sub("pull", &[FETCH, PULL], TEXTS),
+    sub("pull", &[PULL_FETCH, PULL], TEXTS),
     sub("clone", &[CLONE], TEXTS),
     sub("ls-remote", &[LS_REMOTE], TEXTS),
     sub("rebase", &[REBASE], TEXTS),
-    sub("difftool", &[DIFFTOOL], TEXTS),
+    exact(sub("difftool", &[DIFFTOOL], TEXTS)),
 ];
 
 /// `git stash list` takes log options; `git stash show` diff options. Other stash commands
 /// change the repository and have no model.
-const STASH: &[Sub] = &[
+pub(super) const STASH: &[Sub] = &[
     Sub {
         numeric: true,
+        style: Style::GitExact,
         ..sub(
             "list",
             LOGS,
@@ -1017,7 +1096,7 @@ const STASH: &[Sub] = &[
             },
         )
     },
-    sub("show", &[DIFF, STASH_SHOW], TEXTS),
+    exact(sub("show", &[DIFF, STASH_SHOW], TEXTS)),
 ];
 
 /// `git config` only reads: one key and no value in the legacy form, or a reading action with
@@ -1115,7 +1194,12 @@ fn worktree_form(parsed: &Parsed<'_>) -> Result<(), String> {
 }
 
 /// Subcommands the deny scan reads but no model explains: what their options run or write.
-const FORMAT_PATCH: &[Opt] = &[l("output", Writes), o("output-directory", 'o', Writes)];
+const FORMAT_PATCH: &[Opt] = &[
+    l("output", Writes),
+    o("output-directory", 'o', Writes),
+    l("cc", Value),
+    o("numbered", 'n', Flag),
+];
 
 /// `git submodule`: `--upload-pack`-like options reach its fetches and clones.
 const SUBMODULE: &[Opt] = &[
@@ -1160,20 +1244,20 @@ const ARCHIVE: &[Opt] = &[
     o("output", 'o', Writes),
     l("exec", Runs),
     l("remote", Value),
-    l("format", Value),
-    l("prefix", Value),
+    l("format", AttachedValue),
+    l("prefix", AttachedValue),
 ];
 
 const INIT: &[Opt] = &[l("template", Runs), l("separate-git-dir", Value)];
 
 /// Read by the deny scan only (see [`reading`]); `push` and `send-pack` stand for their
 /// forced forms with `+REF` (see [`PUSH_PLUS`]).
-const SCANNED: &[Sub] = &[
-    sub("diff-tree", LOGS, TEXTS),
-    sub("diff-index", LOGS, TEXTS),
-    sub("diff-files", LOGS, TEXTS),
-    sub("range-diff", LOGS, TEXTS),
-    sub("format-patch", &[FORMAT_PATCH, REVS, DIFF], TEXTS),
+pub(super) const SCANNED: &[Sub] = &[
+    exact(sub("diff-tree", LOGS, TEXTS)),
+    exact(sub("diff-index", LOGS, TEXTS)),
+    exact(sub("diff-files", LOGS, TEXTS)),
+    exact(sub("range-diff", LOGS, TEXTS)),
+    exact(sub("format-patch", &[FORMAT_PATCH, REVS, DIFF], TEXTS)),
     sub("submodule", &[SUBMODULE], TEXTS),
     sub("push", &[PUSH], TEXTS),
     sub("send-pack", &[PUSH], TEXTS),
@@ -1323,12 +1407,11 @@ pub(crate) const GLOBAL_MODEL: Model = Model {
 /// else the options of a subcommand read only for what it runs or writes.
 pub(crate) fn reading(subcommand: &str) -> Option<Model> {
     let found = SUBS.iter().chain(SCANNED).find(|s| s.name == subcommand)?;
-    let (first, more) = found.options.split_first().unwrap_or((&NO_OPTIONS, &[]));
     Some(Model {
-        numeric: found.numeric,
-        more,
+        form: None,
+        program_options: &[],
         plus_operand: matches!(subcommand, "push" | "send-pack").then_some(PUSH_PLUS),
-        ..model(found.name, Style::Git, first, found.operands)
+        ..found.model()
     })
 }
 
@@ -1382,15 +1465,7 @@ pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
             subcommand.text
         ));
     };
-    let (first, more) = found.options.split_first().unwrap_or((&NO_OPTIONS, &[]));
-    let model = Model {
-        numeric: found.numeric,
-        form: found.form,
-        more,
-        program_options: &["regexp"],
-        ..model(found.name, Style::Git, first, found.operands)
-    };
-    check(&model, rest).map(|_| ())
+    check(&found.model(), rest).map(|_| ())
 }
 
 /// Whether `git config ARGS` only reads, as the model reads it (for the deny scan, which

@@ -14,6 +14,8 @@ mod coreutils;
 mod find;
 mod git;
 mod globals;
+#[cfg(test)]
+mod installed;
 pub(crate) mod opt;
 mod parse;
 mod scanned;
@@ -64,6 +66,10 @@ pub(crate) enum Style {
     Exact,
     /// git's parse-options: unique prefixes, `--no-OPTION` negations, options anywhere.
     Git,
+    /// git's revision and diff parser (log, show, diff, blame, ...): parse-options keeping
+    /// unknown options for `setup_revisions`, which takes long options only as spelled, and
+    /// short clusters only of diff options. `--no-OPTION` negations.
+    GitExact,
 }
 
 /// The operands a program takes: these kinds first, then any number of `rest`.
@@ -130,9 +136,16 @@ pub(crate) struct Model {
 }
 
 impl Model {
-    /// Whether the parser accepts unique prefixes of long options.
+    /// Whether the deny side reads unique prefixes of long options as the options: wherever
+    /// the program might (every style but [`Style::Exact`]), so a deny rule is not dodged.
     pub(crate) fn abbreviates(&self) -> bool {
         self.style != Style::Exact
+    }
+
+    /// Whether the program's parser accepts unique prefixes of long options (not git's
+    /// revision parser): the allow side reads an abbreviation only then.
+    pub(crate) fn reads_abbreviations(&self) -> bool {
+        matches!(self.style, Style::Gnu | Style::Git)
     }
 
     /// Whether the first operand is a program in the command's language, unless an option gave
@@ -148,13 +161,31 @@ impl Model {
             .chain(self.more.iter().flat_map(|group| group.iter()))
     }
 
-    /// The options a long name (`exec` from `--exec`) can stand for: itself, else every option
-    /// it abbreviates when the parser accepts abbreviations.
+    /// The options a long name (`exec` from `--exec`) can stand for, for the deny side:
+    /// itself, else every option it abbreviates when [`Self::abbreviates`].
+    ///
+    /// git's revision parser refuses abbreviations, so there an abbreviation is read for its
+    /// danger only, never for a value: it comes back twice, as an ambiguous one does, and the
+    /// scan takes no next word for it (git reads that word as an option of its own).
     pub(crate) fn long_candidates(&self, name: &str) -> Vec<&'static Opt> {
+        let found = self.candidates(name, self.abbreviates());
+        match found.as_slice() {
+            [only] if self.style == Style::GitExact && only.long != name => vec![*only, *only],
+            _ => found,
+        }
+    }
+
+    /// The options a long name stands for as the program reads it, for the allow side:
+    /// itself, else every option it abbreviates when [`Self::reads_abbreviations`].
+    pub(crate) fn read_candidates(&self, name: &str) -> Vec<&'static Opt> {
+        self.candidates(name, self.reads_abbreviations())
+    }
+
+    fn candidates(&self, name: &str, abbreviated: bool) -> Vec<&'static Opt> {
         if let Some(exact) = self.all_options().find(|o| o.long == name) {
             return vec![exact];
         }
-        if !self.abbreviates() || name.is_empty() {
+        if !abbreviated || name.is_empty() {
             return Vec::new();
         }
         self.all_options()
@@ -334,8 +365,15 @@ mod tests {
             "grep -rn --include=*.rs foo .",
             "grep -e foo -e bar f",
             "git log --oneline -5",
-            "git log --onel",
+            "git status --shor",
             "git diff --no-color HEAD",
+            "git diff -U5 --unified=2 HEAD",
+            "git log --format=%H --min-parents=2 -n5",
+            "git branch --merged",
+            "git branch --contains main",
+            "git blame --reverse HEAD~2..HEAD f",
+            "diff --context a b",
+            "diff -C 3 a b",
             "git -C . --no-pager status",
             "git config --name-only user.email",
             "sed -n -e 1p -e 2p f",
@@ -357,6 +395,12 @@ mod tests {
             "sort --compress=x f",
             "head -n",
             "git log --output=x",
+            "git log --onel",
+            "git log --format x",
+            "git log -pn 5",
+            "git log -pU5",
+            "git diff --unif=3",
+            "diff -C",
             "git log --outp=x",
             "git stash show -p --output=x",
             "git diff --ext-diff",

@@ -44,7 +44,12 @@ impl Parsed<'_> {
 fn inert(effect: Effect) -> bool {
     matches!(
         effect,
-        Effect::Flag | Effect::Value | Effect::OptionalValue | Effect::Script
+        Effect::Flag
+            | Effect::Value
+            | Effect::OptionalValue
+            | Effect::AttachedValue
+            | Effect::ValueUnlessLast
+            | Effect::Script
     )
 }
 
@@ -72,6 +77,22 @@ pub(crate) fn safe_glob(pattern: &str) -> bool {
         .chars()
         .next()
         .is_some_and(|c| c.is_alphanumeric() || matches!(c, '.' | '/' | '_'))
+}
+
+/// The value of an option that takes the next word, `args[at]`: a missing word is an error,
+/// except for [`Effect::ValueUnlessLast`], whose parser then uses its default; a glob is never
+/// a value (its expansion could be several words).
+fn next_value<'a>(
+    args: &[Arg<'a>],
+    at: usize,
+    effect: Effect,
+    lacks: impl FnOnce() -> String,
+) -> Result<Option<&'a str>, String> {
+    match args.get(at) {
+        Some(arg) if arg.glob.is_none() => Ok(Some(arg.text)),
+        None if effect == Effect::ValueUnlessLast => Ok(None),
+        _ => Err(lacks()),
+    }
 }
 
 /// Reads `args` through `model`; the first word the model cannot account for is the error.
@@ -120,11 +141,11 @@ pub(crate) fn check<'a>(model: &Model, args: &[Arg<'a>]) -> Result<Parsed<'a>, S
                 Some((n, v)) => (n, Some(v)),
                 None => (long, None),
             };
-            let mut candidates = model.long_candidates(spelled);
-            if candidates.is_empty() && model.style == Style::Git {
+            let mut candidates = model.read_candidates(spelled);
+            if candidates.is_empty() && matches!(model.style, Style::Git | Style::GitExact) {
                 // `--no-OPTION` turns an option off: explained when OPTION is, and takes no value.
                 if let Some(positive) = spelled.strip_prefix("no-") {
-                    let negated = model.long_candidates(positive);
+                    let negated = model.read_candidates(positive);
                     if let [opt] = negated.as_slice()
                         && inert(opt.effect)
                         && attached.is_none()
@@ -149,14 +170,15 @@ pub(crate) fn check<'a>(model: &Model, args: &[Arg<'a>]) -> Result<Parsed<'a>, S
                     Some(v) => Some(v),
                     None => {
                         i += 1;
-                        Some(
-                            args.get(i - 1)
-                                .filter(|a| a.glob.is_none())
-                                .ok_or_else(|| format!("`{name} {text}` lacks its value"))?
-                                .text,
-                        )
+                        next_value(args, i - 1, opt.effect, || {
+                            format!("`{name} {text}` lacks its value")
+                        })?
                     }
                 }
+            } else if opt.effect == Effect::AttachedValue && attached.is_none() {
+                return Err(format!(
+                    "`{name} {text}` takes its value only as `{text}=VALUE`"
+                ));
             } else if opt.effect.optional_value() {
                 attached
             } else if attached.is_some() {
@@ -184,20 +206,32 @@ pub(crate) fn check<'a>(model: &Model, args: &[Arg<'a>]) -> Result<Parsed<'a>, S
             };
             let rest = &cluster[at + letter.len_utf8()..];
             let spelling = format!("-{letter}");
+            let takes = opt.effect.needs_value() || opt.effect.optional_value();
+            if takes && at > 0 && model.style == Style::GitExact {
+                // git's revision parser reads a cluster only when parse-options' diff table
+                // knows every letter; `-pn` is one unknown word, and the next is not its value.
+                return Err(format!(
+                    "`{name} {text}`: git's revision parser may not read `-{letter}` inside a cluster"
+                ));
+            }
+            if opt.effect == Effect::AttachedValue && rest.is_empty() {
+                return Err(format!("`{name} {spelling}` takes its value only attached"));
+            }
             if opt.effect.needs_value() {
                 let value = if rest.is_empty() {
                     i += 1;
-                    args.get(i - 1)
-                        .filter(|a| a.glob.is_none())
-                        .ok_or_else(|| format!("`{name} {spelling}` lacks its value"))?
-                        .text
+                    next_value(args, i - 1, opt.effect, || {
+                        format!("`{name} {spelling}` lacks its value")
+                    })?
                 } else {
-                    rest
+                    Some(rest)
                 };
-                if opt.effect == Effect::Script {
+                if opt.effect == Effect::Script
+                    && let Some(value) = value
+                {
                     script_values.push(value);
                 }
-                take(opt, &spelling, Some(value), &mut out)?;
+                take(opt, &spelling, value, &mut out)?;
                 break;
             }
             if opt.effect.optional_value() {
