@@ -260,7 +260,8 @@ fn shell_rows() -> Vec<Row> {
         ("\u{FF52}\u{FF4D} -rf /",                      "dev",      D,      ASK),
         ("git\u{200B} status",                          "dev",      D,      ASK),
         ("git status \u{202E}",                         "dev",      D,      ASK),
-        ("rm\u{00A0}-rf /",                             "dev",      D,      ASK),
+        // The program `rm<NBSP>-rf` names `rm` inside a word that may run: deny holds.
+        ("rm\u{00A0}-rf /",                             "dev",      D,      DENY),
         ("ls\u{0000} -la",                              "dev",      D,      ASK),
         // -- subshells and compound statements --
         ("(rm -rf /)",                                  "dev",      D,      DENY),
