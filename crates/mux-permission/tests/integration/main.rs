@@ -3,6 +3,7 @@
 
 mod builtin_tools;
 mod decision_matrix;
+mod foreign_git_directories_ask;
 mod gate;
 mod internal_addresses_are_denied_however_spelled;
 mod properties;

@@ -83,6 +83,26 @@ fn protected_paths_and_plan_mode() {
             ".git/hooks/pre-commit",
             ALLOW,
         ),
+        // The red team's attack: an MCP server planted through `.mcp.json`.
+        (Mode::AcceptEdits, None, "write_file", ".mcp.json", ASK),
+        (Mode::Bypass, None, "write_file", ".mcp.json", ASK),
+        (Mode::Bypass, None, "edit_file", ".MCP.json", ASK),
+        (Mode::Bypass, Some("Edit(./**)"), "write_file", ".mcp.json", ASK),
+        (Mode::Default, Some("Edit(./.mcp.json)"), "write_file", ".mcp.json", ALLOW),
+        // Nested: another repository's config, an editor's tasks, anywhere in the tree.
+        (Mode::AcceptEdits, None, "write_file", "evil/.git/config", ASK),
+        (Mode::Bypass, None, "write_file", "sub/.git/config", ASK),
+        (Mode::Bypass, None, "write_file", "sub/.vscode/settings.json", ASK),
+        (Mode::AcceptEdits, None, "write_file", "a/b/.vscode/tasks.json", ASK),
+        (Mode::Bypass, None, "write_file", ".idea/workspace.xml", ASK),
+        (Mode::Bypass, None, "write_file", ".husky/pre-commit", ASK),
+        (Mode::AcceptEdits, None, "write_file", ".gitconfig", ASK),
+        (Mode::AcceptEdits, None, "write_file", ".gitmodules", ASK),
+        (Mode::Bypass, None, "write_file", "sub/.zshrc", ASK),
+        (Mode::Bypass, None, "write_file", ".claude.json", ASK),
+        // Names that only look alike stay ordinary files.
+        (Mode::AcceptEdits, None, "write_file", ".github/workflows/ci.yml", ALLOW),
+        (Mode::AcceptEdits, None, "write_file", ".gitignore", ALLOW),
         (Mode::AcceptEdits, None, "write_file", "src/new.rs", ALLOW),
         (Mode::Bypass, None, "write_file", "src/new.rs", ALLOW),
         // Reading the protected files is not an edit.

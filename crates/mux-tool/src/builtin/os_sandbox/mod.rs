@@ -35,7 +35,7 @@ mod syscalls;
 #[cfg(target_os = "linux")]
 mod view;
 
-pub use protected::PROTECTED_NAMES;
+pub use crate::protected::PROTECTED_NAMES;
 
 use std::fmt;
 use std::path::PathBuf;

@@ -1,10 +1,6 @@
-//! Protected paths: what inside the root governs the agent or runs code, kept read-only at the
-//! OS level under `WorkspaceWrite`, so a command the analysis misjudged cannot plant a git hook
-//! or a setting.
-//!
-//! mux-permission keeps its own list for the file tools (`protected.rs` there: `.git`, `.mux`,
-//! `.claude`, shell startup files, `.envrc`); this crate cannot depend on it, so the wall's
-//! list is [`PROTECTED_NAMES`], and the two are kept in step by hand.
+//! Protected paths under the wall: every name of the one list ([`crate::protected`], read by
+//! the permission layer too) is kept read-only at the top of the root under `WorkspaceWrite`,
+//! so a command the analysis misjudged cannot plant a git hook, an MCP server or a setting.
 //!
 //! A protected path that does not exist yet is held by an empty placeholder directory for the
 //! length of the call (mounted read-only inside the sandbox), so it cannot be created either.
@@ -21,11 +17,8 @@ use std::time::{Duration, Instant};
 #[cfg(target_os = "linux")]
 use super::{Confinement, OsSandboxError, SandboxPolicy};
 
-/// The names, at the top of the root, that a command under
-/// [`WorkspaceWrite`](super::SandboxPolicy::WorkspaceWrite) can neither create, change nor
-/// remove: git's repository (its hooks and config run code), mux's and Claude Code's settings,
-/// the MCP servers file and direnv's `.envrc`.
-pub const PROTECTED_NAMES: &[&str] = &[".git", ".mux", ".claude", ".mcp.json", ".envrc"];
+#[cfg(target_os = "linux")]
+use crate::protected::PROTECTED_NAMES;
 
 /// What stays read-only inside `.git` when git may write its repository: what git reads as
 /// code or configuration (config, hooks, attributes and excludes, submodules' and linked
