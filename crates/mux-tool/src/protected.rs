@@ -36,15 +36,30 @@ pub const PROTECTED: &[ProtectedName] = &[
     entry(".git", "git's repository, whose hooks and config run code"),
     entry(".mux", "mux's settings, which govern the agent"),
     entry(".claude", "Claude Code's settings, which govern the agent"),
-    entry(".vscode", "VS Code's workspace settings and tasks, which run code"),
-    entry(".idea", "a JetBrains project's settings and run configurations"),
+    entry(
+        ".vscode",
+        "VS Code's workspace settings and tasks, which run code",
+    ),
+    entry(
+        ".idea",
+        "a JetBrains project's settings and run configurations",
+    ),
     entry(".husky", "husky's git hooks, which run code"),
     entry(".mcp.json", "the MCP servers file, which starts programs"),
     entry(".claude.json", "Claude Code's user state and MCP servers"),
-    entry(".gitconfig", "git's user configuration, which names programs"),
-    entry(".gitmodules", "git's submodules file, which names repositories to fetch"),
+    entry(
+        ".gitconfig",
+        "git's user configuration, which names programs",
+    ),
+    entry(
+        ".gitmodules",
+        "git's submodules file, which names repositories to fetch",
+    ),
     entry(".ripgreprc", "ripgrep's configuration"),
-    entry(".envrc", "direnv's script, which runs when a shell enters the folder"),
+    entry(
+        ".envrc",
+        "direnv's script, which runs when a shell enters the folder",
+    ),
     entry(".bashrc", SHELL),
     entry(".bash_profile", SHELL),
     entry(".bash_login", SHELL),
@@ -151,7 +166,12 @@ mod tests {
                 "{path}"
             );
         }
-        for path in ["src/main.rs", ".github/workflows/ci.yml", "a/.gitignore", "x.git"] {
+        for path in [
+            "src/main.rs",
+            ".github/workflows/ci.yml",
+            "a/.gitignore",
+            "x.git",
+        ] {
             assert!(protected_name(Path::new(path)).is_none(), "{path}");
         }
     }

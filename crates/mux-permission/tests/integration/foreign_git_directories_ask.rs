@@ -3,15 +3,22 @@
 //! `evil/` with a `core.fsmonitor`, then `git --git-dir=evil status` ran it), and its config
 //! names programs git runs. The strings are only analysed, never run.
 
-use mux_permission::{Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin};
+use mux_permission::{
+    Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin,
+};
 use mux_tool::Subject;
 
 fn permissions(mode: Mode) -> Permissions {
-    let rules = ["Bash(git:*)", "Bash(git status:*)", "Bash(git log:*)", "Bash(cd:*)"]
-        .iter()
-        .fold(RuleSet::new().with_mode(mode), |rules, rule| {
-            rules.with_allow(rule).unwrap()
-        });
+    let rules = [
+        "Bash(git:*)",
+        "Bash(git status:*)",
+        "Bash(git log:*)",
+        "Bash(cd:*)",
+    ]
+    .iter()
+    .fold(RuleSet::new().with_mode(mode), |rules, rule| {
+        rules.with_allow(rule).unwrap()
+    });
     Permissions::builder(PathContext::new("/nonexistent/project"))
         .scope(Scope::Project, ScopeRules::new(rules))
         .build()

@@ -6,6 +6,8 @@
 //! 2. enters a user and a mount namespace of its own (module `view`) in which the whole file
 //!    system is mounted read-only, except the root and the per-call temp dir, with the
 //!    protected paths inside the root (module `protected`) read-only again;
+//!    (before that, the parent sets git's configuration so that a repository the agent could
+//!    have written runs nothing its config names: module `git`);
 //! 3. drops every capability and sets `no_new_privs`;
 //! 4. restricts itself with Landlock (module `files`) at the best ABI the kernel offers, with
 //!    signal and abstract-socket scoping where the kernel has them;
@@ -23,6 +25,8 @@
 mod child;
 #[cfg(target_os = "linux")]
 mod files;
+#[cfg(target_os = "linux")]
+mod git;
 #[cfg(target_os = "linux")]
 mod privileges;
 mod protected;

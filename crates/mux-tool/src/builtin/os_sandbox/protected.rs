@@ -150,10 +150,14 @@ fn reap() {
     }
 }
 
-/// The protected paths of a call confined as `confinement` says: none but under
-/// `WorkspaceWrite` (under `ReadOnly` the whole root is read-only already).
+/// The protected paths of a call confined as `confinement` says, with `more` (paths inside the
+/// root that must stay as they are for this call): none but under `WorkspaceWrite` (under
+/// `ReadOnly` the whole root is read-only already).
 #[cfg(target_os = "linux")]
-pub(super) fn protect(confinement: &Confinement) -> Result<Protection, OsSandboxError> {
+pub(super) fn protect(
+    confinement: &Confinement,
+    more: &[PathBuf],
+) -> Result<Protection, OsSandboxError> {
     let mut protection = Protection::default();
     if confinement.policy != SandboxPolicy::WorkspaceWrite || !confinement.mount_view {
         return Ok(protection);
@@ -169,6 +173,9 @@ pub(super) fn protect(confinement: &Confinement) -> Result<Protection, OsSandbox
         } else {
             add(&mut protection, path, confinement)?;
         }
+    }
+    for path in more {
+        add(&mut protection, path.clone(), confinement)?;
     }
     Ok(protection)
 }
@@ -207,8 +214,8 @@ mod tests {
     fn missing_names_are_held_by_placeholders_until_the_last_call_ends() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(".mcp.json"), "{}").unwrap();
-        let first = protect(&confinement(dir.path(), false)).unwrap();
-        let second = protect(&confinement(dir.path(), false)).unwrap();
+        let first = protect(&confinement(dir.path(), false), &[]).unwrap();
+        let second = protect(&confinement(dir.path(), false), &[]).unwrap();
         assert_eq!(first.paths.len(), PROTECTED_NAMES.len());
         assert!(dir.path().join(".claude").is_dir());
         assert!(dir.path().join(".mcp.json").is_file());
@@ -233,7 +240,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(".git/objects")).unwrap();
         std::fs::write(dir.path().join(".git/config"), "").unwrap();
-        let protection = protect(&confinement(dir.path(), true)).unwrap();
+        let protection = protect(&confinement(dir.path(), true), &[]).unwrap();
         assert!(protection.paths.contains(&dir.path().join(".git/hooks")));
         assert!(protection.paths.contains(&dir.path().join(".git/config")));
         assert!(!protection.paths.contains(&dir.path().join(".git")));
