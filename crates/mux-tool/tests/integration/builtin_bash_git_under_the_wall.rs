@@ -225,3 +225,89 @@ async fn the_users_submodules_still_work_under_the_wall() {
     assert!(out.is_error, "{}", out.to_text());
     assert!(root.join("lib/.git").is_file());
 }
+
+/// Drivers are named by attributes (`filter=x`, `diff=x`) and defined by the config under any
+/// name, so no fixed key switches them off: git must not open a repository it finds by itself
+/// unless it is the user's. Planted here through `.git/info/attributes`, which no setting
+/// turns off, and in a SHA-256 repository, where the empty tree of `attr.tree` does not resolve.
+#[tokio::test]
+async fn drivers_named_by_attributes_run_in_no_repository_git_finds_by_itself() {
+    let l = layout();
+    let root = &l.root;
+    git(root, &["init", "-q"]);
+    git(root, &["commit", "-q", "--allow-empty", "-m", "top"]);
+    for (name, format) in [("info", "sha1"), ("sha256", "sha256")] {
+        let repo = root.join(name);
+        std::fs::create_dir_all(repo.join("sub")).unwrap();
+        git(&repo, &["init", "-q", &format!("--object-format={format}")]);
+        std::fs::write(repo.join("f.txt"), "one\n").unwrap();
+        git(&repo, &["add", "f.txt"]);
+        git(&repo, &["commit", "-qm", "one"]);
+        let canary = |way: &str| {
+            root.join(format!("driver-{name}-{way}"))
+                .display()
+                .to_string()
+        };
+        append(
+            &repo.join(".git/config"),
+            &format!(
+                "[filter \"x\"]\n\tclean = \"touch {}; cat\"\n[diff \"x\"]\n\tcommand = \"touch {}; true\"\n",
+                canary("filter"),
+                canary("diff"),
+            ),
+        );
+        let attributes = if name == "info" {
+            std::fs::create_dir_all(repo.join(".git/info")).unwrap();
+            repo.join(".git/info/attributes")
+        } else {
+            repo.join(".gitattributes")
+        };
+        std::fs::write(attributes, "* filter=x diff=x\n").unwrap();
+        std::fs::write(repo.join("f.txt"), "two\n").unwrap();
+    }
+    let attacks = |name: &str| {
+        [
+            format!("cd {name} && git status"),
+            format!("cd {name} && git diff"),
+            format!("git -C {name} diff"),
+            format!("cd {name}/sub && git diff"),
+            format!("cd {name} && git add -A"),
+        ]
+    };
+    // The control: outside the wall, both drivers run in both repositories.
+    let unwalled = bash(root, SandboxPolicy::FullAccess);
+    for name in ["info", "sha256"] {
+        for attack in attacks(name) {
+            run(&unwalled, &attack).await;
+        }
+        assert_eq!(
+            canaries(root, &format!("driver-{name}")),
+            [
+                format!("driver-{name}-diff"),
+                format!("driver-{name}-filter")
+            ],
+        );
+        git(&root.join(name), &["reset", "-q"]);
+        canaries(root, &format!("driver-{name}"));
+    }
+    let walled = bash(root, SandboxPolicy::WorkspaceWrite);
+    for name in ["info", "sha256"] {
+        for attack in attacks(name) {
+            let out = run(&walled, &attack).await;
+            assert_eq!(
+                canaries(root, &format!("driver-{name}")),
+                Vec::<String>::new(),
+                "{attack}: {}",
+                out.to_text()
+            );
+            // Refused, or (for commands that may run outside a repository) not found.
+            assert!(
+                out.is_error
+                    && (out.to_text().contains("dubious ownership")
+                        || out.to_text().contains("Not a git repository")),
+                "{attack}: {}",
+                out.to_text()
+            );
+        }
+    }
+}
