@@ -128,19 +128,50 @@ async fn a_planted_repository_runs_nothing_under_the_wall() {
     std::fs::write(evil.join("f.txt"), "changed\n").unwrap();
     canaries(root, "evil");
 
-    // Under the wall, none does, with git's writes on or off.
-    for git_writes in [false, true] {
-        let walled = bash(root, SandboxPolicy::WorkspaceWrite).git_writes(git_writes);
+    // Under the wall, none does, with git's writes on or off, and with nested repositories
+    // refused or opened with neutral keys.
+    for (git_writes, nested_git) in [(false, false), (true, false), (false, true)] {
+        let walled = bash(root, SandboxPolicy::WorkspaceWrite)
+            .git_writes(git_writes)
+            .nested_git(nested_git);
         for attack in ATTACKS {
             let out = run(&walled, attack).await;
             assert_eq!(
                 canaries(root, "evil"),
                 Vec::<String>::new(),
-                "{attack} (git_writes {git_writes}): {}",
+                "{attack} (git_writes {git_writes}, nested_git {nested_git}): {}",
                 out.to_text()
             );
         }
     }
+    // Opened, a nested repository works.
+    let out = run(
+        &bash(root, SandboxPolicy::WorkspaceWrite).nested_git(true),
+        "cd evil && git log --format=%s | tail -1",
+    )
+    .await;
+    assert!(
+        !out.is_error && out.to_text().contains("one"),
+        "{}",
+        out.to_text()
+    );
+    // A repository the command makes in its temp dir works, with neutral keys.
+    let canary = root.join("scratch-fsmonitor");
+    let out = run(
+        &bash(root, SandboxPolicy::WorkspaceWrite),
+        &format!(
+            "cd \"$TMPDIR\" && git init -q x && cd x && git config core.fsmonitor 'touch {}; false' \
+             && echo a > a && git add a && git status --short",
+            canary.display()
+        ),
+    )
+    .await;
+    assert!(
+        !out.is_error && out.to_text().contains("A  a"),
+        "{}",
+        out.to_text()
+    );
+    assert!(!canary.exists());
     // git pages only on a terminal, and the wall gives none, not even through `script`;
     // module `git`'s own tests page on one outside the wall.
     let out = run(

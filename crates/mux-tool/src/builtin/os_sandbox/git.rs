@@ -8,13 +8,16 @@
 //! `GIT_CONFIG_KEY_n`, `GIT_CONFIG_VALUE_n`), above every file, and this module sets it:
 //!
 //! 1. **Repositories git finds** (`cd evil && git status`): every repository counts as
-//!    another user's (`GIT_TEST_ASSUME_DIFFERENT_OWNER`), so git refuses one that
+//!    another user's (`GIT_TEST_ASSUME_DIFFERENT_OWNER`, unless
+//!    [`Bash::nested_git`](crate::builtin::Bash::nested_git)), so git refuses one that
 //!    `safe.directory` does not list before it reads its config. Listed are the repository the
-//!    root is in and the submodules and linked worktrees of its `.git` (whose `.git` files are
-//!    then kept read-only too, so none can be swapped for a planted directory). Implicit bare
-//!    repositories are refused (`safe.bareRepository=explicit`). This closes what no single
-//!    key can: filter, diff and merge drivers are named by attributes, and a remote's
-//!    `uploadpack` by the remote's name.
+//!    root is in, the submodules and linked worktrees of its `.git` (whose `.git` files are
+//!    then kept read-only too, so none can be swapped for a planted directory), and the call's
+//!    temp dir (new and empty when the command starts), as well as what the user's own
+//!    `safe.directory` lists. Implicit bare repositories are refused
+//!    (`safe.bareRepository=explicit`). This closes what no single key can: filter, diff and
+//!    merge drivers are named by attributes (`.git/info/attributes` included, which nothing
+//!    turns off), and a remote's `uploadpack` by the remote's name.
 //! 2. **Git directories given explicitly** (`--git-dir`, `GIT_DIR`, which the permission layer
 //!    asks about): `includeIf.gitdir:` patterns that match every git directory in the
 //!    writable places but the root's `.git` (and, when git may write `.git`, its `modules` and
@@ -115,6 +118,7 @@ pub(crate) fn wall(confinement: &Confinement) -> io::Result<GitWall> {
     // Without a trailing `/`, which would turn a pattern into a prefix.
     let root: PathBuf = confinement.root.components().collect();
     let scratch: PathBuf = confinement.scratch.components().collect();
+    let scratch = scratch.canonicalize().unwrap_or(scratch);
     let confinement = &Confinement {
         root,
         scratch,
@@ -142,11 +146,18 @@ pub(crate) fn wall(confinement: &Confinement) -> io::Result<GitWall> {
         key.push(".path");
         set(key, neutral.clone().into_os_string());
     }
+    // The call's temp dir is new and empty: what is in it, this command made.
+    let mut scratch = confinement.scratch.clone().into_os_string();
+    set("safe.directory".into(), scratch.clone());
+    scratch.push("/*");
+    set("safe.directory".into(), scratch);
     let mut vars: Vec<(OsString, OsString)> = vec![
         ("GIT_CONFIG_COUNT".into(), config.len().to_string().into()),
-        ("GIT_TEST_ASSUME_DIFFERENT_OWNER".into(), "1".into()),
         ("GIT_PAGER".into(), "cat".into()),
     ];
+    if !confinement.nested_git {
+        vars.push(("GIT_TEST_ASSUME_DIFFERENT_OWNER".into(), "1".into()));
+    }
     for (n, (key, value)) in config.into_iter().enumerate() {
         vars.push((format!("GIT_CONFIG_KEY_{n}").into(), key));
         vars.push((format!("GIT_CONFIG_VALUE_{n}").into(), value));
@@ -178,11 +189,7 @@ fn untrusted_gitdirs(confinement: &Confinement) -> Vec<OsString> {
         dot_git.push("/.git");
         beneath(&dot_git, names_other_than(&["modules", "worktrees"]));
     }
-    let scratch = confinement
-        .scratch
-        .canonicalize()
-        .unwrap_or_else(|_| confinement.scratch.clone());
-    let scratch = escape(scratch.as_os_str());
+    let scratch = escape(confinement.scratch.as_os_str());
     patterns.push(scratch.clone());
     let mut under = scratch;
     under.push("/**");
@@ -425,6 +432,7 @@ mod tests {
             scratch: dir.path().join("scratch"),
             mount_view: true,
             git_writes: false,
+            nested_git: false,
         };
         let vars = wall(&confinement).unwrap().vars;
         for line in [

@@ -133,6 +133,9 @@ pub(crate) struct Confinement {
     /// Whether git may write its repository (`.git` stays writable except its config, hooks
     /// and info).
     pub(crate) git_writes: bool,
+    /// Whether git may open the repositories it finds inside the writable places other than
+    /// the root's own (with every program key neutral; module `git`).
+    pub(crate) nested_git: bool,
 }
 
 impl Confinement {

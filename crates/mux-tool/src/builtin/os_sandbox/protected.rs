@@ -207,6 +207,7 @@ mod tests {
             scratch: root.join("tmp"),
             mount_view: true,
             git_writes,
+            nested_git: false,
         }
     }
 
