@@ -5,7 +5,9 @@
 //!   any of its components ask in every mode, `acceptEdits` and `bypassPermissions` included,
 //!   unless an allow rule names it: `sub/.vscode/settings.json` as much as `.mcp.json`.
 //! - The OS wall around `bash` keeps each of them read-only at the top of the root (see
-//!   [`crate::builtin::SandboxPolicy`]), and a name that does not exist yet cannot be created.
+//!   [`crate::builtin::SandboxPolicy`]), and a name that does not exist yet cannot be created
+//!   (for a name read only from the home directory, [`ProtectedName::home`], when the root is
+//!   the home directory).
 //!
 //! The list is Claude Code's protected paths (directories `.git`, `.vscode`, `.idea`,
 //! `.husky`, `.claude`; files `.gitconfig`, `.gitmodules`, the shell startup files,
@@ -23,10 +25,26 @@ pub struct ProtectedName {
     pub name: &'static str,
     /// What it is, for the reason a person reads.
     pub what: &'static str,
+    /// Whether it is read only from the home directory (`.bashrc`, `.gitconfig`): the OS wall
+    /// then holds an absent one only when the root is the home directory (an existing one it
+    /// always keeps read-only). The permission layer asks for every name anywhere.
+    pub home: bool,
 }
 
 const fn entry(name: &'static str, what: &'static str) -> ProtectedName {
-    ProtectedName { name, what }
+    ProtectedName {
+        name,
+        what,
+        home: false,
+    }
+}
+
+const fn home(name: &'static str, what: &'static str) -> ProtectedName {
+    ProtectedName {
+        name,
+        what,
+        home: true,
+    }
 }
 
 const SHELL: &str = "a file that runs code when a shell starts";
@@ -46,8 +64,8 @@ pub const PROTECTED: &[ProtectedName] = &[
     ),
     entry(".husky", "husky's git hooks, which run code"),
     entry(".mcp.json", "the MCP servers file, which starts programs"),
-    entry(".claude.json", "Claude Code's user state and MCP servers"),
-    entry(
+    home(".claude.json", "Claude Code's user state and MCP servers"),
+    home(
         ".gitconfig",
         "git's user configuration, which names programs",
     ),
@@ -55,25 +73,25 @@ pub const PROTECTED: &[ProtectedName] = &[
         ".gitmodules",
         "git's submodules file, which names repositories to fetch",
     ),
-    entry(".ripgreprc", "ripgrep's configuration"),
+    home(".ripgreprc", "ripgrep's configuration"),
     entry(
         ".envrc",
         "direnv's script, which runs when a shell enters the folder",
     ),
-    entry(".bashrc", SHELL),
-    entry(".bash_profile", SHELL),
-    entry(".bash_login", SHELL),
-    entry(".bash_logout", SHELL),
-    entry(".profile", SHELL),
-    entry(".zshrc", SHELL),
-    entry(".zshenv", SHELL),
-    entry(".zprofile", SHELL),
-    entry(".zlogin", SHELL),
-    entry(".zlogout", SHELL),
-    entry(".kshrc", SHELL),
-    entry(".cshrc", SHELL),
-    entry(".tcshrc", SHELL),
-    entry("config.fish", SHELL),
+    home(".bashrc", SHELL),
+    home(".bash_profile", SHELL),
+    home(".bash_login", SHELL),
+    home(".bash_logout", SHELL),
+    home(".profile", SHELL),
+    home(".zshrc", SHELL),
+    home(".zshenv", SHELL),
+    home(".zprofile", SHELL),
+    home(".zlogin", SHELL),
+    home(".zlogout", SHELL),
+    home(".kshrc", SHELL),
+    home(".cshrc", SHELL),
+    home(".tcshrc", SHELL),
+    home("config.fish", SHELL),
 ];
 
 /// The names of [`PROTECTED`], in its order.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use super::{Confinement, OsSandboxError, SandboxPolicy};
 
 #[cfg(target_os = "linux")]
-use crate::protected::PROTECTED_NAMES;
+use crate::protected::PROTECTED;
 
 /// What stays read-only inside `.git` when git may write its repository: what git reads as
 /// code or configuration (config, hooks, attributes and excludes, submodules' and linked
@@ -162,9 +162,18 @@ pub(super) fn protect(
     if confinement.policy != SandboxPolicy::WorkspaceWrite || !confinement.mount_view {
         return Ok(protection);
     }
-    for name in PROTECTED_NAMES {
+    let at_home = std::env::var_os("HOME")
+        .and_then(|home| std::fs::canonicalize(home).ok())
+        .is_some_and(|home| home == confinement.root);
+    for entry in PROTECTED {
+        let name = entry.name;
         let path = confinement.root.join(name);
-        let git_dir = *name == ".git"
+        // A file read only from the home directory changes nothing elsewhere: held when it
+        // exists (it may be read one day), not made when it does not.
+        if entry.home && !at_home && std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        let git_dir = name == ".git"
             && std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_dir());
         if git_dir && confinement.git_writes {
             for inner in GIT_CODE {
@@ -217,7 +226,8 @@ mod tests {
         std::fs::write(dir.path().join(".mcp.json"), "{}").unwrap();
         let first = protect(&confinement(dir.path(), false), &[]).unwrap();
         let second = protect(&confinement(dir.path(), false), &[]).unwrap();
-        assert_eq!(first.paths.len(), PROTECTED_NAMES.len());
+        let everywhere = PROTECTED.iter().filter(|entry| !entry.home).count();
+        assert_eq!(first.paths.len(), everywhere);
         assert!(dir.path().join(".claude").is_dir());
         assert!(dir.path().join(".mcp.json").is_file());
         drop(first);
@@ -234,6 +244,17 @@ mod tests {
             dir.path().join(".mcp.json").is_file(),
             "an existing file stays"
         );
+    }
+
+    #[test]
+    fn a_home_file_is_held_where_it_exists_and_not_made_where_it_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".bashrc"), "").unwrap();
+        let protection = protect(&confinement(dir.path(), false), &[]).unwrap();
+        assert!(protection.paths.contains(&dir.path().join(".bashrc")));
+        assert!(protection.paths.contains(&dir.path().join(".vscode")));
+        assert!(!protection.paths.contains(&dir.path().join(".zshrc")));
+        assert!(!dir.path().join(".zshrc").exists());
     }
 
     #[test]
