@@ -97,6 +97,9 @@ const ATTACKS: &[&str] = &[
     "GIT_DIR=evil/.git GIT_WORK_TREE=evil git diff HEAD",
     "cd evil/sub && GIT_DIR=../.git git status",
     "git -C evil status",
+    // The red team's layout: a bare repository at the top of the root.
+    "rm -rf bare && cp -r evil/.git bare && git --git-dir=bare diff HEAD~1 HEAD",
+    "rm -rf bare && cp -r evil/.git bare && cd bare && git diff HEAD~1 HEAD",
 ];
 
 #[tokio::test]
