@@ -1,35 +1,17 @@
-//! Protected paths: the files that govern the agent, which no mode may let it change.
+//! Protected paths: the files that govern the agent or run code, which no mode may let it
+//! change.
 //!
 //! An edit of one of these asks in every mode, `acceptEdits` and `bypassPermissions`
 //! included, unless an allow rule that names it explicitly covers the call:
 //! - the settings files in force;
-//! - anything under a `.mux/`, `.claude/` or `.git/` folder (git's hooks and config run
-//!   code);
-//! - shell startup files (`.bashrc`, `.profile`, `.zshrc`, …) and `.envrc`, which run code the
-//!   next time a shell starts.
+//! - a path with a name of mux-tool's one list ([`mux_tool::protected`]: `.git`, `.vscode`,
+//!   `.idea`, `.husky`, `.claude`, `.mux`, `.mcp.json`, `.gitconfig`, `.envrc`, the shell
+//!   startup files, …) as any of its components, anywhere in the tree (`sub/.git/config` as
+//!   much as `.git/config`). The OS wall around `bash` reads the same list.
 
-use std::ffi::OsStr;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-/// Folders whose whole content governs the agent or runs code.
-const FOLDERS: [&str; 3] = [".git", ".mux", ".claude"];
-
-/// Files that run code when a shell (or direnv) starts.
-const STARTUP_FILES: [&str; 13] = [
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-    ".zlogout",
-    ".kshrc",
-    ".envrc",
-    "config.fish",
-];
+use mux_tool::protected::protected_name;
 
 /// Why a path is protected: the name an allow rule must mention to open it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,25 +40,14 @@ pub(crate) fn protected<'a>(
     path: &Path,
     settings_files: impl IntoIterator<Item = &'a Path>,
 ) -> Option<Protected> {
-    for component in path.components() {
-        if let Component::Normal(name) = component
-            && let Some(folder) = FOLDERS.iter().find(|f| eq_ignore_case(name, f))
-        {
-            return Some(Protected {
-                path: path.to_path_buf(),
-                name: (*folder).to_owned(),
-                what: "a folder that governs the agent or runs code",
-            });
-        }
-    }
-    let file_name = path.file_name()?;
-    if let Some(startup) = STARTUP_FILES.iter().find(|f| eq_ignore_case(file_name, f)) {
+    if let Some(found) = protected_name(path) {
         return Some(Protected {
             path: path.to_path_buf(),
-            name: (*startup).to_owned(),
-            what: "a file that runs code when a shell starts",
+            name: found.name.to_owned(),
+            what: found.what,
         });
     }
+    let file_name = path.file_name()?;
     settings_files
         .into_iter()
         .find(|file| same_file(file, path))
@@ -85,11 +56,6 @@ pub(crate) fn protected<'a>(
             name: file_name.to_string_lossy().into_owned(),
             what: "a permission settings file in force",
         })
-}
-
-fn eq_ignore_case(name: &OsStr, wanted: &str) -> bool {
-    name.to_str()
-        .is_some_and(|n| n.eq_ignore_ascii_case(wanted))
 }
 
 fn same_file(settings: &Path, path: &Path) -> bool {
@@ -107,6 +73,8 @@ mod tests {
         assert!(protected(Path::new("/p/.git/hooks/pre-commit"), none).is_some());
         assert!(protected(Path::new("/p/sub/.GIT/config"), none).is_some());
         assert!(protected(Path::new("/home/u/.bashrc"), none).is_some());
+        assert!(protected(Path::new("/p/.mcp.json"), none).is_some());
+        assert!(protected(Path::new("/p/a/b/.vscode/settings.json"), none).is_some());
         assert!(protected(Path::new("/p/src/main.rs"), none).is_none());
         let settings = Path::new("/p/conf/perms.json");
         let found = protected(settings, [settings]);

@@ -23,6 +23,7 @@ mod filter;
 pub mod hooks;
 mod output;
 mod presentation;
+pub mod protected;
 mod registry;
 mod resources;
 mod secret;

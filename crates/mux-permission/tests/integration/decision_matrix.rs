@@ -220,7 +220,9 @@ fn shell_rows() -> Vec<Row> {
         ("find . -fprint out",                          "dev",      D,      ASK),
         // -- option smuggling --
         ("git log --oneline",                           "wrappers", D,      ALLOW),
-        ("git -C repo status",                          "wrappers", D,      ALLOW),
+        // Another repository's config may have been planted: only the root's own is vouched for.
+        ("git -C repo status",                          "wrappers", D,      ASK),
+        ("git -C . status",                             "wrappers", D,      ALLOW),
         ("git -c core.pager='sh -c x' log",             "wrappers", D,      ASK),
         ("git -ccore.sshCommand=evil fetch",            "wrappers", D,      ASK),
         ("git --config-env=core.pager=X log",           "wrappers", D,      ASK),

@@ -5,6 +5,7 @@ mod awk_reads_as_awk_reads;
 mod bash_reads_first;
 mod builtin_tools;
 mod decision_matrix;
+mod foreign_git_directories_ask;
 mod gate;
 mod internal_addresses_are_denied_however_spelled;
 mod jq_reads_as_jq_reads;

@@ -49,7 +49,11 @@ pub struct BashArgs {
 /// read-only) and a temp dir of its own (`TMPDIR`), opens no Internet socket, has no
 /// terminal and no capability, cannot signal a process outside the sandbox, and none of its
 /// processes can leave the process group that is killed with it. Where the machine cannot
-/// enforce the policy, the call fails instead of running unconfined.
+/// enforce the policy, the call fails instead of running unconfined. git, under the wall,
+/// runs nothing the config of a repository the agent could have written names: it refuses a
+/// repository it finds inside the root other than the root's own (see [`Bash::nested_git`]),
+/// and one named explicitly (`--git-dir`, `GIT_DIR`) runs with its hooks, fsmonitor, pager,
+/// external diff, credential helper, editor and the like switched off.
 ///
 /// The command's environment is built from an allow-list ([`DEFAULT_KEPT_ENV`]); variables
 /// that look secret (`*_KEY`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, providers' variables) are
@@ -70,6 +74,7 @@ pub struct Bash {
     network: bool,
     mount_view: bool,
     git_writes: bool,
+    nested_git: bool,
 }
 
 impl Bash {
@@ -85,6 +90,7 @@ impl Bash {
             network: false,
             mount_view: true,
             git_writes: false,
+            nested_git: false,
         }
     }
 
@@ -120,6 +126,20 @@ impl Bash {
     /// (a `commondir` file, say) are then writable.
     pub fn git_writes(mut self, allowed: bool) -> Self {
         self.git_writes = allowed;
+        self
+    }
+
+    /// Lets git open, under the wall, a repository it finds by itself inside the root (`cd
+    /// vendor/lib && git log`) other than the root's own and its submodules and worktrees
+    /// (default: off, git refuses it as another user's, as it refuses one the
+    /// user's `safe.directory` does not list). Such a repository then runs with every program
+    /// key its config can set neutral (hooks, fsmonitor, pager, external diff, credential
+    /// helper, ssh command, editor), but the filter, diff and merge drivers its attributes name
+    /// can still run: turn this on only for roots whose nested repositories the agent cannot
+    /// have written. Repositories in the call's temp dir, which only the command itself can
+    /// have made, are always opened (with neutral keys).
+    pub fn nested_git(mut self, allowed: bool) -> Self {
+        self.nested_git = allowed;
         self
     }
 
@@ -346,6 +366,7 @@ mod run {
             scratch: scratch.path().to_path_buf(),
             mount_view: bash.mount_view,
             git_writes: bash.git_writes,
+            nested_git: bash.nested_git,
         };
         let program = bash.shell.to_string_lossy().into_owned();
         // The placeholders of absent protected paths live until the command has ended.

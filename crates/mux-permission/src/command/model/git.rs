@@ -1430,10 +1430,14 @@ pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
         }
         i += 1;
         let known = global(t);
-        match known.map(|(opt, attached)| (opt.effect, attached)) {
-            Some((Flag, false) | (Value | OptionalValue, true)) => {}
+        let value = match known.map(|(opt, attached)| (opt.effect, attached)) {
+            Some((Flag, false)) => None,
+            Some((Value | OptionalValue, true)) => t.split_once('=').map(|(_, value)| value),
             Some((Value, false)) => match args.get(i) {
-                Some(value) if value.glob.is_none() => i += 1,
+                Some(value) if value.glob.is_none() => {
+                    i += 1;
+                    Some(value.text)
+                }
                 _ => return Err(format!("`git {t}` lacks its value")),
             },
             _ => {
@@ -1441,6 +1445,9 @@ pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
                     "`git {t}` is a global option the model does not explain"
                 ));
             }
+        };
+        if let Some((opt, _)) = known {
+            own_repository(opt, value)?;
         }
     }
     let Some(subcommand) = args.get(i) else {
@@ -1466,6 +1473,41 @@ pub(crate) fn explain(args: &[Arg<'_>]) -> Result<(), String> {
         ));
     };
     check(&found.model(), rest).map(|_| ())
+}
+
+/// Whether the global option `opt` (with its `value`) keeps git on the root's own repository:
+/// `-C` and `--work-tree` may name only the working directory (`.`), `--git-dir` only its
+/// `.git`, and `--bare` (the working directory read as a repository) never passes. Any other
+/// git directory may be one the agent wrote, whose config names programs git runs
+/// (`core.fsmonitor`, hooks, a pager), so the model cannot vouch for it.
+fn own_repository(opt: &Opt, value: Option<&str>) -> Result<(), String> {
+    let wanted: &[&str] = match (opt.long, opt.short) {
+        ("git-dir", _) => &[".git"],
+        ("work-tree", _) | (_, Some('C')) => &[],
+        ("bare", _) => {
+            return Err(
+                "`git --bare` reads the working directory as a git directory the model cannot vouch for"
+                    .to_owned(),
+            );
+        }
+        _ => return Ok(()),
+    };
+    let value = value.unwrap_or_default();
+    let parts: Vec<&str> = value
+        .split('/')
+        .filter(|part| !part.is_empty() && *part != ".")
+        .collect();
+    if !value.starts_with('/') && parts == wanted {
+        return Ok(());
+    }
+    let name = if opt.long.is_empty() {
+        "-C".to_owned()
+    } else {
+        format!("--{}", opt.long)
+    };
+    Err(format!(
+        "`git {name} {value}` names a git directory other than the root's own `.git`, which the model cannot vouch for"
+    ))
 }
 
 /// Whether `git config ARGS` only reads, as the model reads it (for the deny scan, which

@@ -6,6 +6,8 @@
 //! 2. enters a user and a mount namespace of its own (module `view`) in which the whole file
 //!    system is mounted read-only, except the root and the per-call temp dir, with the
 //!    protected paths inside the root (module `protected`) read-only again;
+//!    (before that, the parent sets git's configuration so that a repository the agent could
+//!    have written runs nothing its config names: module `git`);
 //! 3. drops every capability and sets `no_new_privs`;
 //! 4. restricts itself with Landlock (module `files`) at the best ABI the kernel offers, with
 //!    signal and abstract-socket scoping where the kernel has them;
@@ -24,6 +26,8 @@ mod child;
 #[cfg(target_os = "linux")]
 mod files;
 #[cfg(target_os = "linux")]
+mod git;
+#[cfg(target_os = "linux")]
 mod privileges;
 mod protected;
 #[cfg(target_os = "linux")]
@@ -35,7 +39,7 @@ mod syscalls;
 #[cfg(target_os = "linux")]
 mod view;
 
-pub use protected::PROTECTED_NAMES;
+pub use crate::protected::PROTECTED_NAMES;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -129,6 +133,9 @@ pub(crate) struct Confinement {
     /// Whether git may write its repository (`.git` stays writable except its config, hooks
     /// and info).
     pub(crate) git_writes: bool,
+    /// Whether git may open the repositories it finds inside the writable places other than
+    /// the root's own (with every program key neutral; module `git`).
+    pub(crate) nested_git: bool,
 }
 
 impl Confinement {

@@ -1,10 +1,6 @@
-//! Protected paths: what inside the root governs the agent or runs code, kept read-only at the
-//! OS level under `WorkspaceWrite`, so a command the analysis misjudged cannot plant a git hook
-//! or a setting.
-//!
-//! mux-permission keeps its own list for the file tools (`protected.rs` there: `.git`, `.mux`,
-//! `.claude`, shell startup files, `.envrc`); this crate cannot depend on it, so the wall's
-//! list is [`PROTECTED_NAMES`], and the two are kept in step by hand.
+//! Protected paths under the wall: every name of the one list ([`crate::protected`], read by
+//! the permission layer too) is kept read-only at the top of the root under `WorkspaceWrite`,
+//! so a command the analysis misjudged cannot plant a git hook, an MCP server or a setting.
 //!
 //! A protected path that does not exist yet is held by an empty placeholder directory for the
 //! length of the call (mounted read-only inside the sandbox), so it cannot be created either.
@@ -21,11 +17,8 @@ use std::time::{Duration, Instant};
 #[cfg(target_os = "linux")]
 use super::{Confinement, OsSandboxError, SandboxPolicy};
 
-/// The names, at the top of the root, that a command under
-/// [`WorkspaceWrite`](super::SandboxPolicy::WorkspaceWrite) can neither create, change nor
-/// remove: git's repository (its hooks and config run code), mux's and Claude Code's settings,
-/// the MCP servers file and direnv's `.envrc`.
-pub const PROTECTED_NAMES: &[&str] = &[".git", ".mux", ".claude", ".mcp.json", ".envrc"];
+#[cfg(target_os = "linux")]
+use crate::protected::PROTECTED;
 
 /// What stays read-only inside `.git` when git may write its repository: what git reads as
 /// code or configuration (config, hooks, attributes and excludes, submodules' and linked
@@ -157,17 +150,30 @@ fn reap() {
     }
 }
 
-/// The protected paths of a call confined as `confinement` says: none but under
-/// `WorkspaceWrite` (under `ReadOnly` the whole root is read-only already).
+/// The protected paths of a call confined as `confinement` says, with `more` (paths inside the
+/// root that must stay as they are for this call): none but under `WorkspaceWrite` (under
+/// `ReadOnly` the whole root is read-only already).
 #[cfg(target_os = "linux")]
-pub(super) fn protect(confinement: &Confinement) -> Result<Protection, OsSandboxError> {
+pub(super) fn protect(
+    confinement: &Confinement,
+    more: &[PathBuf],
+) -> Result<Protection, OsSandboxError> {
     let mut protection = Protection::default();
     if confinement.policy != SandboxPolicy::WorkspaceWrite || !confinement.mount_view {
         return Ok(protection);
     }
-    for name in PROTECTED_NAMES {
+    let at_home = std::env::var_os("HOME")
+        .and_then(|home| std::fs::canonicalize(home).ok())
+        .is_some_and(|home| home == confinement.root);
+    for entry in PROTECTED {
+        let name = entry.name;
         let path = confinement.root.join(name);
-        let git_dir = *name == ".git"
+        // A file read only from the home directory changes nothing elsewhere: held when it
+        // exists (it may be read one day), not made when it does not.
+        if entry.home && !at_home && std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        let git_dir = name == ".git"
             && std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_dir());
         if git_dir && confinement.git_writes {
             for inner in GIT_CODE {
@@ -176,6 +182,9 @@ pub(super) fn protect(confinement: &Confinement) -> Result<Protection, OsSandbox
         } else {
             add(&mut protection, path, confinement)?;
         }
+    }
+    for path in more {
+        add(&mut protection, path.clone(), confinement)?;
     }
     Ok(protection)
 }
@@ -207,6 +216,7 @@ mod tests {
             scratch: root.join("tmp"),
             mount_view: true,
             git_writes,
+            nested_git: false,
         }
     }
 
@@ -214,9 +224,10 @@ mod tests {
     fn missing_names_are_held_by_placeholders_until_the_last_call_ends() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(".mcp.json"), "{}").unwrap();
-        let first = protect(&confinement(dir.path(), false)).unwrap();
-        let second = protect(&confinement(dir.path(), false)).unwrap();
-        assert_eq!(first.paths.len(), PROTECTED_NAMES.len());
+        let first = protect(&confinement(dir.path(), false), &[]).unwrap();
+        let second = protect(&confinement(dir.path(), false), &[]).unwrap();
+        let everywhere = PROTECTED.iter().filter(|entry| !entry.home).count();
+        assert_eq!(first.paths.len(), everywhere);
         assert!(dir.path().join(".claude").is_dir());
         assert!(dir.path().join(".mcp.json").is_file());
         drop(first);
@@ -236,11 +247,22 @@ mod tests {
     }
 
     #[test]
+    fn a_home_file_is_held_where_it_exists_and_not_made_where_it_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".bashrc"), "").unwrap();
+        let protection = protect(&confinement(dir.path(), false), &[]).unwrap();
+        assert!(protection.paths.contains(&dir.path().join(".bashrc")));
+        assert!(protection.paths.contains(&dir.path().join(".vscode")));
+        assert!(!protection.paths.contains(&dir.path().join(".zshrc")));
+        assert!(!dir.path().join(".zshrc").exists());
+    }
+
+    #[test]
     fn git_writes_protect_what_git_runs_and_leave_the_rest() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(".git/objects")).unwrap();
         std::fs::write(dir.path().join(".git/config"), "").unwrap();
-        let protection = protect(&confinement(dir.path(), true)).unwrap();
+        let protection = protect(&confinement(dir.path(), true), &[]).unwrap();
         assert!(protection.paths.contains(&dir.path().join(".git/hooks")));
         assert!(protection.paths.contains(&dir.path().join(".git/config")));
         assert!(!protection.paths.contains(&dir.path().join(".git")));

@@ -13,7 +13,7 @@ use tokio::process::{Child, Command};
 use super::child::Setup;
 use super::step;
 use super::view::View;
-use super::{Confinement, OsSandboxError, SandboxPolicy, Spawned, files, protected, syscalls};
+use super::{Confinement, OsSandboxError, SandboxPolicy, Spawned, files, git, protected, syscalls};
 use crate::ToolError;
 
 /// Starts `command` (the program named `program`, for messages) confined as `confinement`
@@ -30,7 +30,12 @@ pub(crate) fn spawn(
             _placeholders: protected::Placeholders::default(),
         });
     }
-    let protection = protected::protect(&confinement)?;
+    let git = git::wall(&confinement).map_err(|err| OsSandboxError::Setup {
+        policy: confinement.policy,
+        reason: format!("cannot prepare git's configuration: {err}"),
+    })?;
+    command.envs(git.vars);
+    let protection = protected::protect(&confinement, &git.gitfiles)?;
     let view = if confinement.mount_view {
         Some(View::new(&confinement, &protection.paths)?)
     } else {
@@ -80,6 +85,7 @@ pub(crate) fn seal(command: &mut std::process::Command) -> Result<(), OsSandboxE
         scratch: "/dev/null".into(),
         mount_view: false,
         git_writes: false,
+        nested_git: false,
     };
     let mut setup = Setup {
         view: None,
