@@ -1,5 +1,7 @@
 //! `Permissions::check` for a 5-command script against 200 rules, against the bare
-//! tree-sitter-bash parse of the same script.
+//! tree-sitter-bash parse of the same script; and the analysis of distinct commands (bash
+//! reads each first, in a sealed process), p50 and p99, against tree-sitter's reading alone
+//! (the analysis before bash read first), in the same run.
 
 use std::hint::black_box;
 
@@ -78,11 +80,78 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
             black_box(command::parse_only(black_box(SCRIPT)));
         }
     });
-    Ok(vec![Row {
+    let mut rows = vec![Row {
         name: "permission check, 5-command script, 200 rules".to_owned(),
         value: check.as_nanos() as f64,
         unit: "ns",
         baseline: "tree-sitter-bash parse, same script".to_owned(),
         baseline_value: parse.as_nanos() as f64,
-    }])
+    }];
+    rows.extend(distinct_commands());
+    Ok(rows)
+}
+
+/// How many distinct commands each reading analyses.
+const DISTINCT: usize = 2_000;
+
+/// Command `i` of a mix a coding agent runs: chains, pipes, quotes, an `sh -c` string (a
+/// second script bash reads), awk and git with options. Each is new, so no reading is cached.
+fn distinct(i: usize) -> String {
+    match i % 5 {
+        0 => format!("git status && git diff HEAD~{i} -- src | grep -n 'fn main{i}'"),
+        1 => format!("ls -la src/{i} | wc -l; echo \"done {i}\""),
+        2 => format!("sh -c 'cat notes{i}.txt | head -n {i}'"),
+        3 => format!("awk -F, '{{ print $1, ${} }}' data{i}.csv", i % 7 + 1),
+        _ => format!("git log --oneline -n {i} --format=%h%x20%s | sort | uniq -c"),
+    }
+}
+
+/// Latencies of `analyse` over [`DISTINCT`] commands starting at `offset`, sorted.
+fn latencies(offset: usize, analyse: impl Fn(&str)) -> Vec<std::time::Duration> {
+    let mut out: Vec<std::time::Duration> = (offset..offset + DISTINCT)
+        .map(|i| {
+            let command = distinct(i);
+            let started = std::time::Instant::now();
+            analyse(&command);
+            started.elapsed()
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn quantile(sorted: &[std::time::Duration], q: f64) -> f64 {
+    let at = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[at].as_nanos() as f64 / 1_000.0
+}
+
+fn distinct_commands() -> Vec<Row> {
+    // Warm both (the parser, bash's pages), then alternate halves so load hits both alike.
+    let _ = latencies(10 * DISTINCT, |c| {
+        black_box(command::analyze(c));
+    });
+    let mut with_bash = latencies(0, |c| {
+        black_box(command::analyze(c));
+    });
+    let mut alone = latencies(0, |c| {
+        black_box(command::tree_sitter_reading(c));
+    });
+    with_bash.extend(latencies(DISTINCT, |c| {
+        black_box(command::analyze(c));
+    }));
+    alone.extend(latencies(DISTINCT, |c| {
+        black_box(command::tree_sitter_reading(c));
+    }));
+    with_bash.sort();
+    alone.sort();
+    [("p50", 0.5), ("p99", 0.99)]
+        .into_iter()
+        .map(|(name, q)| Row {
+            name: format!("command analysis, bash reads first (sealed), distinct commands, {name}"),
+            value: quantile(&with_bash, q),
+            unit: "µs",
+            baseline: format!("tree-sitter's reading alone (the analysis before), {name}"),
+            baseline_value: quantile(&alone, q),
+        })
+        .collect()
 }
