@@ -12,6 +12,9 @@ use crate::mutate::{Op, Ops};
 pub(crate) enum Class {
     /// 1: a `#` after a line continuation or escaped blank hides a shell payload.
     ShellComment,
+    /// 1b: a line continuation or escaped blank alone (no `#`) hides a shell payload, e.g. a
+    /// continuation at the start of a line.
+    ShellContinuation,
     /// 2: awk's `/` read as division hides a `system()`, pipe, `getline` or `print > file`.
     AwkSlash,
     /// 3: an option's arity misread swallows `--output=F` (or another write).
@@ -22,8 +25,9 @@ pub(crate) enum Class {
 
 impl Class {
     /// Every class, in report order.
-    pub(crate) const ALL: [Class; 4] = [
+    pub(crate) const ALL: [Class; 5] = [
         Class::ShellComment,
+        Class::ShellContinuation,
         Class::AwkSlash,
         Class::OptionArity,
         Class::Other,
@@ -33,6 +37,7 @@ impl Class {
     pub(crate) fn label(self) -> &'static str {
         match self {
             Class::ShellComment => "class 1: comment after a continuation or escaped blank",
+            Class::ShellContinuation => "class 1b: continuation or escaped blank, no comment",
             Class::AwkSlash => "class 2: awk regex read as division",
             Class::OptionArity => "class 3: option arity",
             Class::Other => "other",
@@ -67,6 +72,9 @@ pub(crate) fn classify(program: &str, ops: Ops, findings: &[Finding]) -> Class {
     }
     if ops.any(&[Op::Arity, Op::OptionSpelling]) && wrote {
         return Class::OptionArity;
+    }
+    if ops.any(&[Op::Continuation, Op::EscapedSpace]) && shell_level_run(findings) {
+        return Class::ShellContinuation;
     }
     Class::Other
 }
@@ -172,6 +180,7 @@ pub(crate) fn render(found: &[Found]) -> (String, String) {
 fn class_number(class: Class) -> &'static str {
     match class {
         Class::ShellComment => "class 1",
+        Class::ShellContinuation => "class 1b",
         Class::AwkSlash => "class 2",
         Class::OptionArity => "class 3",
         Class::Other => "other",
@@ -216,6 +225,8 @@ mod tests {
         assert_eq!(classify("git", arity, &wrote), Class::OptionArity);
         assert_eq!(classify("git", Ops::default().with(Op::Quote), &wrote), Class::Other);
         assert_eq!(classify("echo", arity, &touch), Class::Other);
+        let continued = Ops::default().with(Op::Continuation).with(Op::Payload);
+        assert_eq!(classify("jq", continued, &touch), Class::ShellContinuation);
     }
 
     #[test]

@@ -55,8 +55,8 @@ use crate::search::Budget;
 const FULL_SEARCH: Budget = Budget {
     executions: 1_000_000,
     batch: 10_000,
-    runs: 30_000,
-    generated_seeds: 2_000,
+    runs: 10_000,
+    generated_seeds: 300,
 };
 
 /// The search's budget in `--slice`.
@@ -64,7 +64,7 @@ const SLICE_SEARCH: Budget = Budget {
     executions: 40_000,
     batch: 10_000,
     runs: 400,
-    generated_seeds: 300,
+    generated_seeds: 100,
 };
 
 /// The options of one oracle run.
@@ -439,8 +439,23 @@ mod tests {
             (slice.seed, slice.corpus, slice.execute),
             (5, 4_000, Some(300))
         );
-        let full = Options::parse(&args(&[])).unwrap();
-        assert_eq!((full.corpus, full.execute), (40_000, None));
+        assert_eq!(
+            slice.search.as_ref().map(|b| b.executions),
+            Some(SLICE_SEARCH.executions)
+        );
+        let plain = Options::parse(&args(&[])).unwrap();
+        assert_eq!((plain.corpus, plain.execute), (40_000, None));
+        assert!(plain.search.is_none() && plain.sample);
+        let full = Options::parse(&args(&["--full"])).unwrap();
+        assert!(full.sample);
+        assert!(full.search.as_ref().unwrap().executions >= 1_000_000);
+        let search = Options::parse(&args(&["--search", "--executions", "500", "--runs", "7"]))
+            .unwrap();
+        assert!(!search.sample);
+        let budget = search.search.unwrap();
+        assert_eq!((budget.executions, budget.runs), (500, 7));
+        assert!(Options::parse(&args(&["--runs", "7"])).unwrap_err().contains("--runs"));
+        assert!(Options::parse(&args(&["--full", "--slice"])).is_err());
         let err = Options::parse(&args(&["--jobs", "x"])).unwrap_err();
         assert!(err.contains("--jobs"), "{err}");
         assert!(

@@ -87,8 +87,19 @@ impl Op {
         1 << (self as u32)
     }
 
-    /// How often the search draws it, relative to the others.
-    fn weight(self) -> usize {
+    /// How often the search draws it for a seed of `program`, relative to the others: the
+    /// operators of the program's own language count three times.
+    fn weight(self, program: &str) -> usize {
+        let own = match self {
+            Op::AwkSlash | Op::AwkPayload => program == "awk",
+            Op::JqEnv => program == "jq",
+            Op::Arity | Op::OptionSpelling => !matches!(program, "echo" | "pwd" | "sh"),
+            _ => false,
+        };
+        self.base_weight() * if own { 3 } else { 1 }
+    }
+
+    fn base_weight(self) -> usize {
         match self {
             Op::Continuation | Op::Hash | Op::Payload | Op::Arity => 4,
             Op::EscapedSpace | Op::AwkSlash | Op::AwkPayload | Op::OptionSpelling => 3,
@@ -136,15 +147,15 @@ impl Ops {
 /// The operators that put a payload in the text (what would make an unsafe answer unsafe).
 pub(crate) const PAYLOAD_OPS: &[Op] = &[Op::Payload, Op::AwkPayload, Op::Arity, Op::JqEnv];
 
-/// Draws an operator by weight.
-pub(crate) fn draw(rng: &mut Rng) -> Op {
-    let total: usize = Op::ALL.iter().map(|op| op.weight()).sum();
+/// Draws an operator by weight, for a seed of `program`.
+pub(crate) fn draw(rng: &mut Rng, program: &str) -> Op {
+    let total: usize = Op::ALL.iter().map(|op| op.weight(program)).sum();
     let mut at = rng.below(total);
     for op in Op::ALL {
-        if at < op.weight() {
+        if at < op.weight(program) {
             return op;
         }
-        at -= op.weight();
+        at -= op.weight(program);
     }
     Op::Payload
 }
@@ -389,20 +400,46 @@ fn quoted_region(text: &str, program: &str) -> Option<(usize, usize)> {
     Some((open, close))
 }
 
-/// Statement boundaries inside a program region: its start, after `{`, `;`, `(` or a newline,
-/// and before `}`.
-fn statement_points(text: &str, (open, close): (usize, usize)) -> Vec<usize> {
-    let mut out = vec![open];
+/// Where awk text can go in a program region: statements (inside an action, after `{`, `;` or
+/// a newline, or before a `}`), patterns (at the top level: the region's start, after a `}` or
+/// a newline), expressions (after a `(`).
+#[derive(Debug, Default)]
+struct AwkPoints {
+    statements: Vec<usize>,
+    patterns: Vec<usize>,
+    expressions: Vec<usize>,
+}
+
+fn awk_points(text: &str, (open, close): (usize, usize)) -> AwkPoints {
+    let mut points = AwkPoints {
+        patterns: vec![open],
+        ..AwkPoints::default()
+    };
+    let mut depth = 0usize;
     for (i, c) in text[open..close].char_indices() {
         let at = open + i;
         match c {
-            '{' | ';' | '(' | '\n' => out.push(at + 1),
-            '}' => out.push(at),
+            '{' => {
+                depth += 1;
+                points.statements.push(at + 1);
+            }
+            '}' => {
+                points.statements.push(at);
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    points.patterns.push(at + 1);
+                }
+            }
+            ';' | '\n' if depth > 0 => points.statements.push(at + 1),
+            '\n' => points.patterns.push(at + 1),
+            '(' => points.expressions.push(at + 1),
             _ => {}
         }
     }
-    out.push(close);
-    out
+    if depth == 0 {
+        points.patterns.push(close);
+    }
+    points
 }
 
 fn awk_slash(rng: &mut Rng, text: &str, program: &str) -> Option<String> {
@@ -410,29 +447,43 @@ fn awk_slash(rng: &mut Rng, text: &str, program: &str) -> Option<String> {
         return None;
     }
     let region = quoted_region(text, "awk")?;
-    let existing: Vec<usize> = text[region.0..region.1]
-        .match_indices('/')
-        .map(|(i, _)| region.0 + i)
-        .collect();
-    if !existing.is_empty() && rng.chance(1, 4) {
-        let at = *rng.pick(&existing);
-        return insert(text, at + 1, *rng.pick(&["#", "(", "}", "#)"]));
+    let points = awk_points(text, region);
+    match rng.below(6) {
+        0..=2 => {
+            let snippet = *rng.pick(&[
+                "print /#/; ",
+                "print /#/\n",
+                "print /(/; ",
+                "print /}/; ",
+                "print /x/; ",
+                "\n/#/; ",
+                "/#/; ",
+                "x = /#/; ",
+                "print /[#]/; ",
+                "print 4 /2/ 1; ",
+                "n = 1 /#/ 2; ",
+                "if (/#/) ",
+            ]);
+            insert_statement(text, *rng.pick_opt(&points.statements)?, snippet)
+        }
+        3 => {
+            let snippet = *rng.pick(&["/#/ { print } ", "/#/\n", "\n/#/ { print }\n", "/(/ "]);
+            insert(text, *rng.pick_opt(&points.patterns)?, snippet)
+        }
+        4 => insert(
+            text,
+            *rng.pick_opt(&points.expressions)?,
+            *rng.pick(&["/#/ && ", "/#/ || ", "/(/ && "]),
+        ),
+        _ => {
+            // A division or regex already there, made to hide what follows.
+            let existing: Vec<usize> = text[region.0..region.1]
+                .match_indices('/')
+                .map(|(i, _)| region.0 + i + 1)
+                .collect();
+            insert(text, *rng.pick_opt(&existing)?, *rng.pick(&["#", "(", "}", "#)"]))
+        }
     }
-    let snippet = *rng.pick(&[
-        "print /#/; ",
-        "print /#/ ",
-        "print /(/; ",
-        "print /}/; ",
-        "print /x/ ",
-        "\n/#/ ",
-        "/#/ ",
-        "(/#/) ",
-        "n = 1 /#/ 2; ",
-        "print 4 /2/ 1; ",
-        "x = /#/; ",
-        "print /[#]/; ",
-    ]);
-    insert(text, *rng.pick(&statement_points(text, region)), snippet)
 }
 
 fn awk_payload(rng: &mut Rng, text: &str, program: &str) -> Option<String> {
@@ -440,17 +491,48 @@ fn awk_payload(rng: &mut Rng, text: &str, program: &str) -> Option<String> {
         return None;
     }
     let region = quoted_region(text, "awk")?;
+    let points = awk_points(text, region);
+    if rng.chance(1, 5) {
+        let snippet = *rng.pick(&[
+            "BEGIN { system(\"./canary\") } ",
+            "BEGIN { print > \"out.txt\" } ",
+            "\nBEGIN { system(\"./canary\") }\n",
+        ]);
+        return insert(text, *rng.pick_opt(&points.patterns)?, snippet);
+    }
     let snippet = *rng.pick(&[
-        " system(\"./canary\")",
-        "; system(\"./canary\")",
-        " system(\"touch CANARY-RAN\")",
-        "; print | \"./canary\"",
-        " print > \"out.txt\"",
-        "; print > \"README.md\"",
-        " \"./canary\" | getline x",
-        "\nsystem(\"./canary\")",
+        "system(\"./canary\"); ",
+        "system(\"touch CANARY-RAN\"); ",
+        "print | \"./canary\"; ",
+        "print > \"out.txt\"; ",
+        "print > \"README.md\"; ",
+        "\"./canary\" | getline x; ",
+        "\nsystem(\"./canary\")\n",
     ]);
-    insert(text, *rng.pick(&statement_points(text, region)), snippet)
+    // After a slash half the time: a regex read as division hides what follows it on its line.
+    let last_slash = text[region.0..region.1].rfind('/').map(|i| region.0 + i);
+    let later: Vec<usize> = points
+        .statements
+        .iter()
+        .copied()
+        .filter(|p| last_slash.is_some_and(|s| *p > s))
+        .collect();
+    let at = if !later.is_empty() && rng.chance(1, 2) {
+        *rng.pick(&later)
+    } else {
+        *rng.pick_opt(&points.statements)?
+    };
+    insert_statement(text, at, snippet)
+}
+
+/// Inserts an awk statement at `at`, after a `;` when the text before it does not end one.
+fn insert_statement(text: &str, at: usize, statement: &str) -> Option<String> {
+    let before = text.get(..at)?.trim_end_matches([' ', '\t']);
+    if before.ends_with(['{', ';', '\n']) {
+        insert(text, at, statement)
+    } else {
+        insert(text, at, &format!("; {statement}"))
+    }
 }
 
 fn jq_env(rng: &mut Rng, text: &str, program: &str) -> Option<String> {

@@ -7,7 +7,8 @@
 //! 2. read every candidate as the analysis does (in parallel); a candidate whose signature
 //!    (verdict, hazards, predicted commands' shape, see [`crate::signature`]) is new for its
 //!    seed program joins the corpus, allowed or not (an asked payload is one hiding step away
-//!    from an allowed one);
+//!    from an allowed one), and so does an allowed candidate with a new set of operators for its
+//!    program (a spelling the analysis still vouches for is where the next payload goes);
 //! 3. of the allowed candidates, run under strace those with a new (program, skeleton,
 //!    signature), the ones carrying a payload first, within the run budget of the batch;
 //! 4. a run whose outcome class is new joins the corpus; a run that did what the analysis did
@@ -46,6 +47,50 @@ pub(crate) struct Budget {
     pub(crate) runs: usize,
     /// Allowed commands of the sampling generator taken as seeds.
     pub(crate) generated_seeds: usize,
+}
+
+/// The corpus: entries, and their indices per seed program (a parent is drawn program first,
+/// so a program with few seeds is mutated as often as one with many).
+#[derive(Debug, Default)]
+struct Corpus {
+    entries: Vec<Entry>,
+    by_program: Vec<(&'static str, Vec<usize>)>,
+}
+
+impl Corpus {
+    fn push(&mut self, entry: Entry) {
+        let index = self.entries.len();
+        match self.by_program.iter_mut().find(|(p, _)| *p == entry.program) {
+            Some((_, list)) => list.push(index),
+            None => self.by_program.push((entry.program, vec![index])),
+        }
+        self.entries.push(entry);
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// A parent: a program uniformly, then a quarter of the time one of its seeds, a quarter
+    /// one of its newest 64 entries, else any of its entries.
+    fn parent(&self, rng: &mut Rng) -> &Entry {
+        let (_, list) = rng.pick(&self.by_program);
+        let seeds = list
+            .iter()
+            .take_while(|i| self.entries[**i].depth == 0)
+            .count();
+        let index = match rng.below(4) {
+            0 if seeds > 0 => list[rng.below(seeds)],
+            1 if list.len() > 64 => list[list.len() - 64 + rng.below(64)],
+            _ => *rng.pick(list),
+        };
+        &self.entries[index]
+    }
+
+    /// Any entry.
+    fn any(&self, rng: &mut Rng) -> &Entry {
+        rng.pick(&self.entries)
+    }
 }
 
 /// One corpus entry.
@@ -101,10 +146,16 @@ pub(crate) fn search(
         seeds: corpus.len(),
         ..Searched::default()
     };
-    let mut seen: HashSet<u64> = corpus.iter().map(|e| fnv(e.text.as_bytes())).collect();
+    let mut seen: HashSet<u64> = corpus
+        .entries
+        .iter()
+        .map(|e| fnv(e.text.as_bytes()))
+        .collect();
     let mut signatures: HashSet<(&'static str, u64)> = HashSet::new();
     let mut run_keys: HashSet<u64> = HashSet::new();
     let mut outcomes: HashSet<u64> = HashSet::new();
+    let mut run_shapes: HashSet<u64> = HashSet::new();
+    let mut allowed_shapes: HashSet<(&'static str, Ops)> = HashSet::new();
     let batches = budget.executions.div_ceil(budget.batch.max(1)).max(1);
     let mut last_report = Instant::now();
     let started = Instant::now();
@@ -118,8 +169,12 @@ pub(crate) fn search(
         let readings = read_all(permissions, &candidates, jobs)?;
         out.analysing += analysing.elapsed();
         out.executions += candidates.len();
-        let mut priority = Vec::new();
-        let mut plain = Vec::new();
+        // Three tiers of allowed candidates not run before: 0, a payload the analysis does not
+        // predict, the first of its shape (program, operators); 1, such a payload otherwise;
+        // 2, the rest.
+        let mut tiers: [Vec<Chosen<'_>>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+        let mut tier_keys: HashSet<u64> = HashSet::new();
+        let mut batch_shapes: HashSet<u64> = HashSet::new();
         for (entry, reading) in candidates.iter().zip(&readings) {
             out.verdicts[match reading.verdict {
                 Verdict::Allow => 0,
@@ -135,32 +190,78 @@ pub(crate) fn search(
             if reading.verdict != Verdict::Allow {
                 continue;
             }
-            let key = format!("{}|{}|{}", entry.program, skeleton(&entry.text), reading.signature);
+            // An allowed candidate with a new set of operators for its program is a base the
+            // analysis still vouches for: the next payload goes on it.
+            if allowed_shapes.insert((entry.program, entry.ops))
+                && entry.depth < MAX_DEPTH
+                && entry.text.len() <= MAX_TEXT
+            {
+                corpus.push(entry.clone());
+            }
+            let key = format!(
+                "{}|{}|{}",
+                entry.program,
+                skeleton(&entry.text),
+                reading.signature
+            );
             let key = fnv(key.as_bytes());
-            if run_keys.contains(&key) {
+            if run_keys.contains(&key) || !tier_keys.insert(key) {
                 continue;
             }
-            if entry.ops.any(PAYLOAD_OPS) {
-                priority.push((key, entry, reading));
+            let shape = fnv(format!("{}|{}", entry.program, entry.ops.0).as_bytes());
+            let tier = if entry.ops.any(PAYLOAD_OPS) && suspicious(&entry.text, reading) {
+                if !run_shapes.contains(&shape) && batch_shapes.insert(shape) {
+                    0
+                } else {
+                    1
+                }
             } else {
-                plain.push((key, entry, reading));
-            }
+                2
+            };
+            tiers[tier].push(Chosen {
+                key,
+                shape,
+                entry,
+                reading,
+            });
         }
-        // This batch's share of the runs left, the payload-carrying candidates first and a
-        // fifth kept for the others.
+        // This batch's share of the runs left: tier 0 first, then tier 1, a tenth kept for
+        // tier 2; within a tier, pairings first ([`pairing`]), then shallow lineages, and the
+        // seed programs take turns.
         let batches_left = batches.saturating_sub(out.executions / budget.batch.max(1)) + 1;
         let share = (budget.runs - out.runs).div_ceil(batches_left);
-        let for_plain = (share / 5).max(share.saturating_sub(priority.len()));
-        let mut chosen: Vec<_> = plain.into_iter().take(for_plain).collect();
-        chosen.extend(priority.into_iter().take(share - chosen.len().min(share)));
-        chosen.truncate(share);
-        for (key, ..) in &chosen {
-            run_keys.insert(*key);
+        let [mut first, mut second, mut third] = tiers;
+        let (first_len, second_len, third_len) = (first.len(), second.len(), third.len());
+        for tier in [&mut first, &mut second, &mut third] {
+            tier.sort_by_key(|c| (std::cmp::Reverse(pairing(c.entry)), c.entry.depth));
+        }
+        let third = round_robin(third);
+        let for_plain = (share / 10).max(share.saturating_sub(first.len() + second.len()));
+        let mut chosen: Vec<Chosen<'_>> = Vec::with_capacity(share);
+        for candidate in round_robin(first).into_iter().chain(round_robin(second)) {
+            if chosen.len() + for_plain.min(third.len()) >= share {
+                break;
+            }
+            chosen.push(candidate);
+        }
+        chosen.extend(third.into_iter().take(share.saturating_sub(chosen.len())));
+        for c in &chosen {
+            run_keys.insert(c.key);
+            run_shapes.insert(c.shape);
+            if std::env::var_os("ORACLE_DEBUG").is_some() {
+                eprintln!("RUN {} {:?} {}", c.entry.program, c.entry.text, c.entry.ops.label());
+            }
+        }
+        if std::env::var_os("ORACLE_DEBUG").is_some() {
+            eprintln!(
+                "TIERS share {share} plain {for_plain} tiers {} {} {}",
+                first_len, second_len, third_len
+            );
         }
         let running = Instant::now();
         let results = run_all(sandbox, git_exec_path, &chosen, jobs);
         out.running += running.elapsed();
-        for ((_, entry, _), result) in chosen.iter().zip(results) {
+        for (Chosen { entry, .. }, result) in chosen.iter().zip(results) {
             out.runs += 1;
             match result {
                 Ok((findings, class_key, timed_out)) => {
@@ -203,13 +304,50 @@ pub(crate) fn search(
     Ok(out)
 }
 
+/// Whether an allowed candidate's text names a payload the analysis does not predict: a canary
+/// or denied program that is not among the predicted programs, an output option (`--output`,
+/// `-o`), or an awk statement that runs or writes (`system(`, `getline`, `print >`, a pipe to a
+/// string). Any allow of such a text is where an unsafe answer hides, so they run first.
+fn suspicious(text: &str, reading: &Reading) -> bool {
+    let hidden_program = ["canary", "touch", "rm"]
+        .iter()
+        .any(|p| text.contains(p) && !reading.programs.contains(*p));
+    hidden_program
+        || text.contains("--output")
+        || text.split_whitespace().any(|w| w.starts_with("-o") && !w.starts_with("-on"))
+        || ["system(", "getline", "print >", "print |", "| \""]
+            .iter()
+            .any(|t| text.contains(t))
+}
+
+/// How many of the pairings where a hiding operator meets the payload it can hide a candidate
+/// holds: a shell spelling (continuation, escaped blank, TAB, `#`, comment, quote, newline) with
+/// a shell payload; awk's `/` with an awk payload; an option spelling with an arity probe. A
+/// candidate that pairs them is tried before one that only carries a payload.
+fn pairing(entry: &Entry) -> u8 {
+    let ops = entry.ops;
+    let shell = ops.has(Op::Payload)
+        && ops.any(&[
+            Op::Continuation,
+            Op::EscapedSpace,
+            Op::Tab,
+            Op::Hash,
+            Op::Comment,
+            Op::Quote,
+            Op::Newline,
+        ]);
+    let awk = ops.has(Op::AwkPayload) && ops.has(Op::AwkSlash);
+    let arity = ops.has(Op::Arity) && (ops.has(Op::OptionSpelling) || ops.0 == Op::Arity.bit());
+    u8::from(shell) + u8::from(awk) * 2 + u8::from(arity)
+}
+
 /// The hand-written seeds and the allowed commands of the sampling generator.
 fn initial_corpus(
     permissions: &Permissions,
     seed: u64,
     generated: usize,
-) -> Result<Vec<Entry>, String> {
-    let mut out: Vec<Entry> = Vec::new();
+) -> Result<Corpus, String> {
+    let mut out = Corpus::default();
     for (program, text) in seeds::HAND {
         out.push(Entry {
             text: (*text).to_owned(),
@@ -236,18 +374,14 @@ fn initial_corpus(
     Ok(out)
 }
 
-/// `size` new candidates: each a corpus entry (the newest 256 weighed up) with one to four
-/// operators applied.
-fn draw(rng: &mut Rng, corpus: &[Entry], seen: &mut HashSet<u64>, size: usize) -> Vec<Entry> {
+/// `size` new candidates: each a corpus entry ([`Corpus::parent`]) with one to four operators
+/// applied.
+fn draw(rng: &mut Rng, corpus: &Corpus, seen: &mut HashSet<u64>, size: usize) -> Vec<Entry> {
     let mut out = Vec::with_capacity(size);
     let mut attempts = 0usize;
     while out.len() < size && attempts < size * 50 {
         attempts += 1;
-        let parent = if corpus.len() > 256 && rng.chance(1, 3) {
-            &corpus[corpus.len() - 256 + rng.below(256)]
-        } else {
-            &corpus[rng.below(corpus.len())]
-        };
+        let parent = corpus.parent(rng);
         let mut text = parent.text.clone();
         let mut ops = parent.ops;
         let mut count = 1;
@@ -257,9 +391,9 @@ fn draw(rng: &mut Rng, corpus: &[Entry], seen: &mut HashSet<u64>, size: usize) -
         let mut applied = 0u8;
         for _ in 0..count {
             for _ in 0..8 {
-                let op = mutate::draw(rng);
+                let op = mutate::draw(rng, parent.program);
                 let other = if op == Op::Splice && text.len() < MAX_TEXT / 2 {
-                    corpus[rng.below(corpus.len())].text.as_str()
+                    corpus.any(rng).text.as_str()
                 } else {
                     ""
                 };
@@ -317,6 +451,42 @@ fn read_all(
     Ok(out)
 }
 
+/// An allowed candidate chosen to run: its run key (program, skeleton, signature), its shape
+/// (program, operators), the candidate and its reading.
+struct Chosen<'a> {
+    key: u64,
+    shape: u64,
+    entry: &'a Entry,
+    reading: &'a Reading,
+}
+
+/// The candidates reordered so the seed programs take turns (each program's in order).
+fn round_robin(list: Vec<Chosen<'_>>) -> Vec<Chosen<'_>> {
+    let mut queues: Vec<(&'static str, std::collections::VecDeque<Chosen<'_>>)> = Vec::new();
+    for c in list {
+        match queues.iter_mut().find(|(p, _)| *p == c.entry.program) {
+            Some((_, q)) => q.push_back(c),
+            None => {
+                let program = c.entry.program;
+                queues.push((program, std::collections::VecDeque::from([c])));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    loop {
+        let mut any = false;
+        for (_, q) in &mut queues {
+            if let Some(c) = q.pop_front() {
+                out.push(c);
+                any = true;
+            }
+        }
+        if !any {
+            return out;
+        }
+    }
+}
+
 /// What one run gave: its findings, its outcome class, whether the time limit ended it.
 type RunResult = Result<(Vec<compare::Finding>, u64, bool), String>;
 
@@ -324,7 +494,7 @@ type RunResult = Result<(Vec<compare::Finding>, u64, bool), String>;
 fn run_all(
     sandbox: &Sandbox,
     git_exec_path: &str,
-    chosen: &[(u64, &Entry, &Reading)],
+    chosen: &[Chosen<'_>],
     jobs: usize,
 ) -> Vec<RunResult> {
     let next = AtomicUsize::new(0);
@@ -335,7 +505,7 @@ fn run_all(
             scope.spawn(move || {
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((_, entry, reading)) = chosen.get(index) else {
+                    let Some(Chosen { entry, reading, .. }) = chosen.get(index) else {
                         break;
                     };
                     let result = sandbox.run(&entry.text, slot).map(|observed| {
@@ -396,15 +566,15 @@ mod tests {
 
     #[test]
     fn drawing_is_deterministic_and_never_repeats() {
-        let corpus: Vec<Entry> = seeds::HAND
-            .iter()
-            .map(|(program, text)| Entry {
+        let mut corpus = Corpus::default();
+        for (program, text) in seeds::HAND {
+            corpus.push(Entry {
                 text: (*text).to_owned(),
                 program,
                 ops: Ops::default(),
                 depth: 0,
-            })
-            .collect();
+            });
+        }
         let mut seen_a = HashSet::new();
         let mut seen_b = HashSet::new();
         let a = draw(&mut Rng::new(9), &corpus, &mut seen_a, 500);

@@ -29,11 +29,17 @@ pub(crate) struct Reading {
 pub(crate) fn reading(verdict: Verdict, text: &str) -> Reading {
     let analysis = analyze(text);
     let mut key = format!("{verdict:?}|");
-    for hazard in &analysis.hazards {
-        key.push_str(&normalize_hazard(hazard));
+    let hazards: BTreeSet<String> = analysis
+        .hazards
+        .iter()
+        .map(|h| normalize_hazard(h))
+        .collect();
+    for hazard in &hazards {
+        key.push_str(hazard);
         key.push('|');
     }
     let mut programs = BTreeSet::new();
+    let mut shape = BTreeSet::new();
     for words in &analysis.commands {
         let Some(first) = words.first() else { continue };
         let name = base_name(first);
@@ -47,17 +53,13 @@ pub(crate) fn reading(verdict: Verdict, text: &str) -> Reading {
         } else {
             ""
         };
-        let bucket = match words.len() {
-            0..=2 => "s",
-            3..=5 => "m",
-            _ => "l",
-        };
-        let _ = write!(key, "{name}:{sub}:{bucket};");
+        shape.insert(format!("{name}:{sub}"));
     }
     let _ = write!(
         key,
-        "|{}|{}|{}",
-        analysis.everywhere.len(),
+        "{}|{}|{}|{}",
+        shape.into_iter().collect::<Vec<_>>().join(";"),
+        analysis.commands.len().min(3),
         analysis.opaque,
         analysis.unreadable.is_some()
     );
@@ -68,17 +70,16 @@ pub(crate) fn reading(verdict: Verdict, text: &str) -> Reading {
     }
 }
 
-/// A hazard's text with long quoted parts (user words) cut, so the signature counts kinds of
+/// A hazard's text with its quoted parts (user words) cut, so the signature counts kinds of
 /// hazard rather than spellings.
 fn normalize_hazard(hazard: &str) -> String {
     let mut out = String::new();
     for (i, part) in hazard.split('`').enumerate() {
-        if i % 2 == 1 && part.chars().count() > 16 {
+        if i % 2 == 1 {
             out.push('…');
         } else {
             out.push_str(part);
         }
-        out.push('`');
     }
     out
 }
