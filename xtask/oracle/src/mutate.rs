@@ -748,7 +748,7 @@ mod tests {
     fn the_awk_operators_write_a_regex_after_print_and_a_payload() {
         let slash = all_of(Op::AwkSlash, "awk 'BEGIN { print 1 }'", "awk");
         assert!(
-            slash.contains(&"awk 'BEGIN { print /#/; print 1 }'".to_owned()),
+            slash.contains(&"awk 'BEGIN {print /#/;  print 1 }'".to_owned()),
             "{slash:?}"
         );
         let paid = all_of(Op::AwkPayload, "awk 'BEGIN { print /#/; print 1 }'", "awk");

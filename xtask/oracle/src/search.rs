@@ -231,7 +231,6 @@ pub(crate) fn search(
         let batches_left = batches.saturating_sub(out.executions / budget.batch.max(1)) + 1;
         let share = (budget.runs - out.runs).div_ceil(batches_left);
         let [mut first, mut second, mut third] = tiers;
-        let (first_len, second_len, third_len) = (first.len(), second.len(), third.len());
         for tier in [&mut first, &mut second, &mut third] {
             tier.sort_by_key(|c| (std::cmp::Reverse(pairing(c.entry)), c.entry.depth));
         }
@@ -248,15 +247,6 @@ pub(crate) fn search(
         for c in &chosen {
             run_keys.insert(c.key);
             run_shapes.insert(c.shape);
-            if std::env::var_os("ORACLE_DEBUG").is_some() {
-                eprintln!("RUN {} {:?} {}", c.entry.program, c.entry.text, c.entry.ops.label());
-            }
-        }
-        if std::env::var_os("ORACLE_DEBUG").is_some() {
-            eprintln!(
-                "TIERS share {share} plain {for_plain} tiers {} {} {}",
-                first_len, second_len, third_len
-            );
         }
         let running = Instant::now();
         let results = run_all(sandbox, git_exec_path, &chosen, jobs);

@@ -11,7 +11,7 @@ pub(crate) const HAND: &[(&str, &str)] = &[
     ("echo", "echo hello world"),
     ("echo", "echo -n x"),
     ("echo", "echo -e 'a b'"),
-    ("echo", "echo \"$HOME\""),
+    ("echo", "echo \"a b\" c"),
     ("ls", "ls -la src"),
     ("ls", "ls"),
     ("ls", "ls -1 --color=never ."),
