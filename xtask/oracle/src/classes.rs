@@ -170,7 +170,12 @@ pub(crate) fn render(found: &[Found]) -> (String, String) {
                 .min_by_key(|x| x.kind)
                 .map(ToString::to_string)
                 .unwrap_or_default();
-            let _ = writeln!(summary, "  {:?}  ({})\n      {first}", f.command, f.ops.label());
+            let _ = writeln!(
+                summary,
+                "  {:?}  ({})\n      {first}",
+                f.command,
+                f.ops.label()
+            );
         }
     }
     (summary, full)
@@ -212,7 +217,10 @@ mod tests {
             .with(Op::Continuation)
             .with(Op::Hash)
             .with(Op::Payload);
-        let touch = [finding(Kind::Denied, "/usr/bin/touch [\"touch\", \"CANARY-RAN\"]")];
+        let touch = [finding(
+            Kind::Denied,
+            "/usr/bin/touch [\"touch\", \"CANARY-RAN\"]",
+        )];
         assert_eq!(classify("echo", shell, &touch), Class::ShellComment);
         let awk = Ops::default().with(Op::AwkSlash).with(Op::AwkPayload);
         let system = [
@@ -223,7 +231,10 @@ mod tests {
         let arity = Ops::default().with(Op::Arity);
         let wrote = [finding(Kind::Write, "openat /tmp/w/out.txt = 3")];
         assert_eq!(classify("git", arity, &wrote), Class::OptionArity);
-        assert_eq!(classify("git", Ops::default().with(Op::Quote), &wrote), Class::Other);
+        assert_eq!(
+            classify("git", Ops::default().with(Op::Quote), &wrote),
+            Class::Other
+        );
         assert_eq!(classify("echo", arity, &touch), Class::Other);
         let continued = Ops::default().with(Op::Continuation).with(Op::Payload);
         assert_eq!(classify("jq", continued, &touch), Class::ShellContinuation);
@@ -238,9 +249,20 @@ mod tests {
             findings: vec![finding(Kind::Write, "openat /tmp/w/out.txt = 3")],
             class: Class::OptionArity,
         };
-        let (summary, full) = render(&[f("git diff -U --output=out.txt"), f("git log -U --output=x")]);
+        let (summary, full) = render(&[
+            f("git diff -U --output=out.txt"),
+            f("git log -U --output=x"),
+        ]);
         assert!(summary.contains("class 3: option arity"), "{summary}");
-        assert!(summary.lines().any(|l| l.starts_with("class 3") && l.ends_with(" 2       1")), "{summary}");
-        assert!(full.contains("[class 3] \"git diff -U --output=out.txt\""), "{full}");
+        assert!(
+            summary
+                .lines()
+                .any(|l| l.starts_with("class 3") && l.ends_with(" 2       1")),
+            "{summary}"
+        );
+        assert!(
+            full.contains("[class 3] \"git diff -U --output=out.txt\""),
+            "{full}"
+        );
     }
 }

@@ -133,9 +133,10 @@ impl Options {
                 "--slice" | "--full" | "--search" => {}
                 "--executions" | "--runs" | "--batch" => {
                     let n = number(arg, value(arg)?)? as usize;
-                    let budget = options.search.as_mut().ok_or_else(|| {
-                        format!("{arg} needs --full, --search or --slice")
-                    })?;
+                    let budget = options
+                        .search
+                        .as_mut()
+                        .ok_or_else(|| format!("{arg} needs --full, --search or --slice"))?;
                     match arg.as_str() {
                         "--executions" => budget.executions = n,
                         "--runs" => budget.runs = n,
@@ -449,12 +450,16 @@ mod tests {
         let full = Options::parse(&args(&["--full"])).unwrap();
         assert!(full.sample);
         assert!(full.search.as_ref().unwrap().executions >= 1_000_000);
-        let search = Options::parse(&args(&["--search", "--executions", "500", "--runs", "7"]))
-            .unwrap();
+        let search =
+            Options::parse(&args(&["--search", "--executions", "500", "--runs", "7"])).unwrap();
         assert!(!search.sample);
         let budget = search.search.unwrap();
         assert_eq!((budget.executions, budget.runs), (500, 7));
-        assert!(Options::parse(&args(&["--runs", "7"])).unwrap_err().contains("--runs"));
+        assert!(
+            Options::parse(&args(&["--runs", "7"]))
+                .unwrap_err()
+                .contains("--runs")
+        );
         assert!(Options::parse(&args(&["--full", "--slice"])).is_err());
         let err = Options::parse(&args(&["--jobs", "x"])).unwrap_err();
         assert!(err.contains("--jobs"), "{err}");

@@ -198,7 +198,8 @@ pub(crate) fn apply(
                     _ => *rng.pick_opt(&word_ends(text))?,
                 }
             };
-            insert(text, at, *rng.pick(&["#", "#", "#x", "# "]))
+            let mark = *rng.pick(&["#", "#", "#x", "# "]);
+            insert(text, at, mark)
         }
         Op::Tab => {
             if rng.chance(1, 2) {
@@ -470,18 +471,20 @@ fn awk_slash(rng: &mut Rng, text: &str, program: &str) -> Option<String> {
             let snippet = *rng.pick(&["/#/ { print } ", "/#/\n", "\n/#/ { print }\n", "/(/ "]);
             insert(text, *rng.pick_opt(&points.patterns)?, snippet)
         }
-        4 => insert(
-            text,
-            *rng.pick_opt(&points.expressions)?,
-            *rng.pick(&["/#/ && ", "/#/ || ", "/(/ && "]),
-        ),
+        4 => {
+            let at = *rng.pick_opt(&points.expressions)?;
+            let snippet = *rng.pick(&["/#/ && ", "/#/ || ", "/(/ && "]);
+            insert(text, at, snippet)
+        }
         _ => {
             // A division or regex already there, made to hide what follows.
             let existing: Vec<usize> = text[region.0..region.1]
                 .match_indices('/')
                 .map(|(i, _)| region.0 + i + 1)
                 .collect();
-            insert(text, *rng.pick_opt(&existing)?, *rng.pick(&["#", "(", "}", "#)"]))
+            let at = *rng.pick_opt(&existing)?;
+            let mark = *rng.pick(&["#", "(", "}", "#)"]);
+            insert(text, at, mark)
         }
     }
 }
@@ -550,11 +553,7 @@ fn jq_env(rng: &mut Rng, text: &str, program: &str) -> Option<String> {
         "input_filename",
         "$ ENV.HOME",
     ]);
-    let at = if rng.chance(1, 2) {
-        region.1
-    } else {
-        region.0
-    };
+    let at = if rng.chance(1, 2) { region.1 } else { region.0 };
     let joined = if rng.chance(1, 2) {
         format!(" | {snippet}")
     } else {
@@ -606,13 +605,36 @@ fn option_vocabulary(program: &str) -> &'static [&'static str] {
             "--from-file",
             "--to-file",
         ],
-        "grep" => &["-e", "-f", "-m", "-A", "-C", "--context", "--color", "--label"],
-        "sort" => &["-k", "-t", "-S", "-T", "--files0-from", "--compress-program"],
+        "grep" => &[
+            "-e",
+            "-f",
+            "-m",
+            "-A",
+            "-C",
+            "--context",
+            "--color",
+            "--label",
+        ],
+        "sort" => &[
+            "-k",
+            "-t",
+            "-S",
+            "-T",
+            "--files0-from",
+            "--compress-program",
+        ],
         "head" | "tail" => &["-n", "-c"],
         "find" => &["-name", "-newer", "-printf", "-maxdepth", "-path"],
         "sed" => &["-e", "-f", "-l", "-s", "-E", "--expression"],
         "awk" => &["-F", "-v", "-f", "-W", "--"],
-        "jq" => &["--arg x", "--argjson x", "--slurpfile x", "--rawfile x", "-f", "--indent"],
+        "jq" => &[
+            "--arg x",
+            "--argjson x",
+            "--slurpfile x",
+            "--rawfile x",
+            "-f",
+            "--indent",
+        ],
         "ls" => &["-w", "-I", "--hide", "--color", "-T"],
         "cut" => &["-d", "-f", "--output-delimiter"],
         "wc" => &["--files0-from"],
@@ -686,9 +708,12 @@ fn respell(rng: &mut Rng, text: &str) -> Option<String> {
         if short.len() > 1 && rng.chance(1, 2) {
             // -Uv -> -U v, or a cluster split into single letters.
             let (head, tail) = short.split_at(short.chars().next()?.len_utf8());
-            let replacement = if tail.chars().all(|c| c.is_ascii_alphabetic()) && rng.chance(1, 2)
-            {
-                short.chars().map(|c| format!("-{c}")).collect::<Vec<_>>().join(" ")
+            let replacement = if tail.chars().all(|c| c.is_ascii_alphabetic()) && rng.chance(1, 2) {
+                short
+                    .chars()
+                    .map(|c| format!("-{c}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             } else {
                 format!("-{head} {tail}")
             };
@@ -753,7 +778,8 @@ mod tests {
         );
         let paid = all_of(Op::AwkPayload, "awk 'BEGIN { print /#/; print 1 }'", "awk");
         assert!(
-            paid.iter().any(|t| t.contains("print /#/;") && t.contains("system(")),
+            paid.iter()
+                .any(|t| t.contains("print /#/;") && t.contains("system(")),
             "{paid:?}"
         );
         assert!(all_of(Op::AwkSlash, "echo ok", "echo").is_empty());
@@ -771,8 +797,15 @@ mod tests {
             "{arities:?}"
         );
         let spelled = all_of(Op::OptionSpelling, "git diff --unified=2 HEAD", "git");
-        assert!(spelled.contains(&"git diff --unified 2 HEAD".to_owned()), "{spelled:?}");
-        assert!(spelled.iter().any(|t| t.starts_with("git diff --uni") && t.contains("=2")));
+        assert!(
+            spelled.contains(&"git diff --unified 2 HEAD".to_owned()),
+            "{spelled:?}"
+        );
+        assert!(
+            spelled
+                .iter()
+                .any(|t| t.starts_with("git diff --uni") && t.contains("=2"))
+        );
         let attached = all_of(Op::OptionSpelling, "git log -U 3", "git");
         assert!(attached.contains(&"git log -U3".to_owned()), "{attached:?}");
     }

@@ -159,7 +159,10 @@ mod tests {
             Verdict::Ask
         );
         assert_eq!(verdict(&permissions, "rm -rf x").unwrap(), Verdict::Deny);
-        assert_eq!(verdict(&permissions, "echo a; touch x").unwrap(), Verdict::Deny);
+        assert_eq!(
+            verdict(&permissions, "echo a; touch x").unwrap(),
+            Verdict::Deny
+        );
     }
 
     #[test]

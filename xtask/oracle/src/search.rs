@@ -60,7 +60,11 @@ struct Corpus {
 impl Corpus {
     fn push(&mut self, entry: Entry) {
         let index = self.entries.len();
-        match self.by_program.iter_mut().find(|(p, _)| *p == entry.program) {
+        match self
+            .by_program
+            .iter_mut()
+            .find(|(p, _)| *p == entry.program)
+        {
             Some((_, list)) => list.push(index),
             None => self.by_program.push((entry.program, vec![index])),
         }
@@ -304,7 +308,9 @@ fn suspicious(text: &str, reading: &Reading) -> bool {
         .any(|p| text.contains(p) && !reading.programs.contains(*p));
     hidden_program
         || text.contains("--output")
-        || text.split_whitespace().any(|w| w.starts_with("-o") && !w.starts_with("-on"))
+        || text
+            .split_whitespace()
+            .any(|w| w.starts_with("-o") && !w.starts_with("-on"))
         || ["system(", "getline", "print >", "print |", "| \""]
             .iter()
             .any(|t| text.contains(t))
@@ -431,7 +437,10 @@ fn read_all(
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err("an analysis thread panicked".into())))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("an analysis thread panicked".into()))
+            })
             .collect()
     });
     let mut out = Vec::with_capacity(candidates.len());
