@@ -117,7 +117,7 @@ pub(crate) struct Searched {
     pub(crate) runs: usize,
     /// Runs the time limit ended.
     pub(crate) timed_out: usize,
-    /// Seeds, and the corpus' size at the end.
+    /// The seeds the corpus started with.
     pub(crate) seeds: usize,
     /// The corpus' size at the end.
     pub(crate) corpus: usize,
@@ -129,7 +129,7 @@ pub(crate) struct Searched {
     pub(crate) found: Vec<Found>,
     /// Runs that failed to start or be read.
     pub(crate) errors: Vec<String>,
-    /// Time spent analysing, and running.
+    /// Time spent analysing candidates.
     pub(crate) analysing: Duration,
     /// Time spent running under strace.
     pub(crate) running: Duration,
