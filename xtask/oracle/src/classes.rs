@@ -54,9 +54,14 @@ fn runs(finding: &Finding) -> bool {
     matches!(finding.kind, Kind::Canary | Kind::Denied | Kind::Exec)
 }
 
-/// The class of a disagreement: by the operators that built the command, and what ran.
-pub(crate) fn classify(program: &str, ops: Ops, findings: &[Finding]) -> Class {
+/// The class of a disagreement: by the operators that built the command (or, for a part a
+/// splice carried in from another entry, the marks those operators leave in the text), and
+/// what ran.
+pub(crate) fn classify(program: &str, ops: Ops, text: &str, findings: &[Finding]) -> Class {
     let wrote = findings.iter().any(|f| f.kind == Kind::Write);
+    let escaped = ops.any(&[Op::Continuation, Op::EscapedSpace])
+        || ["\\\n", "\\\t", "\\ "].iter().any(|e| text.contains(e));
+    let hashed = ops.any(&[Op::Hash, Op::Comment]) || hash_after_escape(text);
     if program == "awk"
         && ops.has(Op::AwkSlash)
         && (wrote || findings.iter().any(via_sh_c) || findings.iter().any(runs))
@@ -64,19 +69,27 @@ pub(crate) fn classify(program: &str, ops: Ops, findings: &[Finding]) -> Class {
     {
         return Class::AwkSlash;
     }
-    if ops.any(&[Op::Continuation, Op::EscapedSpace])
-        && ops.any(&[Op::Hash, Op::Comment])
-        && shell_level_run(findings)
-    {
+    if escaped && hashed && shell_level_run(findings) {
         return Class::ShellComment;
     }
     if ops.any(&[Op::Arity, Op::OptionSpelling]) && wrote {
         return Class::OptionArity;
     }
-    if ops.any(&[Op::Continuation, Op::EscapedSpace]) && shell_level_run(findings) {
+    if escaped && shell_level_run(findings) {
         return Class::ShellContinuation;
     }
     Class::Other
+}
+
+/// Whether a `#` follows a continuation or escaped blank (blanks between allowed).
+fn hash_after_escape(text: &str) -> bool {
+    ["\\\n", "\\\t", "\\ "].iter().any(|e| {
+        text.match_indices(e).any(|(i, m)| {
+            text[i + m.len()..]
+                .trim_start_matches([' ', '\t'])
+                .starts_with('#')
+        })
+    })
 }
 
 /// Whether a program ran straight from the shell (not through a `sh -c` of awk's).
@@ -221,23 +234,51 @@ mod tests {
             Kind::Denied,
             "/usr/bin/touch [\"touch\", \"CANARY-RAN\"]",
         )];
-        assert_eq!(classify("echo", shell, &touch), Class::ShellComment);
+        assert_eq!(
+            classify("echo", shell, "echo ok\\\n#; touch x", &touch),
+            Class::ShellComment
+        );
+        // A spelling a splice carried in is read from the text.
+        let spliced = Ops::default().with(Op::Splice);
+        assert_eq!(
+            classify("jq", spliced, "jq . x\nuniq y\\\t## | touch x", &touch),
+            Class::ShellComment
+        );
+        assert_eq!(
+            classify("jq", spliced, "jq . x | touch x", &touch),
+            Class::Other
+        );
         let awk = Ops::default().with(Op::AwkSlash).with(Op::AwkPayload);
         let system = [
             finding(Kind::Canary, "marker: ran: ./canary"),
             finding(Kind::Exec, "/bin/sh [\"sh\", \"-c\", \"./canary\"]"),
         ];
-        assert_eq!(classify("awk", awk, &system), Class::AwkSlash);
+        assert_eq!(
+            classify(
+                "awk",
+                awk,
+                "awk 'BEGIN { print /#/; system(\"./canary\") }'",
+                &system
+            ),
+            Class::AwkSlash
+        );
         let arity = Ops::default().with(Op::Arity);
         let wrote = [finding(Kind::Write, "openat /tmp/w/out.txt = 3")];
-        assert_eq!(classify("git", arity, &wrote), Class::OptionArity);
+        let diff = "git diff -U --output=out.txt";
+        assert_eq!(classify("git", arity, diff, &wrote), Class::OptionArity);
         assert_eq!(
-            classify("git", Ops::default().with(Op::Quote), &wrote),
+            classify("git", Ops::default().with(Op::Quote), diff, &wrote),
             Class::Other
         );
-        assert_eq!(classify("echo", arity, &touch), Class::Other);
+        assert_eq!(
+            classify("echo", arity, "echo a; touch x", &touch),
+            Class::Other
+        );
         let continued = Ops::default().with(Op::Continuation).with(Op::Payload);
-        assert_eq!(classify("jq", continued, &touch), Class::ShellContinuation);
+        assert_eq!(
+            classify("jq", continued, "jq . x\n\\\ntouch x", &touch),
+            Class::ShellContinuation
+        );
     }
 
     #[test]

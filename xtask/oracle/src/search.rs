@@ -267,7 +267,7 @@ pub(crate) fn search(
                         corpus.push((*entry).clone());
                     }
                     if !findings.is_empty() {
-                        let class = classify(entry.program, entry.ops, &findings);
+                        let class = classify(entry.program, entry.ops, &entry.text, &findings);
                         out.found.push(Found {
                             command: entry.text.clone(),
                             program: entry.program,
