@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use crate::fixture::{MARKER, WORK_DIR};
-use crate::policy::{allowed_change, base_name, helpers};
+use crate::policy::{DENIED_PROGRAMS, allowed_change, base_name, helpers};
 use crate::sandbox::Observed;
 use crate::trace::Event;
 
@@ -13,6 +13,8 @@ use crate::trace::Event;
 pub(crate) enum Kind {
     /// A canary ran: the payload of an attack executed.
     Canary,
+    /// A program a deny rule names ran, unpredicted.
+    Denied,
     /// A program ran that is not one of the analysed commands nor their helpers.
     Exec,
     /// A file was created, written, removed, renamed or changed.
@@ -23,12 +25,19 @@ pub(crate) enum Kind {
 
 impl Kind {
     /// Every kind, in report order.
-    pub(crate) const ALL: [Kind; 4] = [Kind::Canary, Kind::Exec, Kind::Write, Kind::Unobserved];
+    pub(crate) const ALL: [Kind; 5] = [
+        Kind::Canary,
+        Kind::Denied,
+        Kind::Exec,
+        Kind::Write,
+        Kind::Unobserved,
+    ];
 
     /// A short name.
     pub(crate) fn label(self) -> &'static str {
         match self {
             Kind::Canary => "canary ran",
+            Kind::Denied => "denied program ran",
             Kind::Exec => "unpredicted exec",
             Kind::Write => "unpredicted write",
             Kind::Unobserved => "unobserved",
@@ -81,6 +90,8 @@ pub(crate) fn findings(
                 }
                 let kind = if is_canary(path) {
                     Kind::Canary
+                } else if DENIED_PROGRAMS.contains(&name) {
+                    Kind::Denied
                 } else {
                     Kind::Exec
                 };
@@ -189,5 +200,19 @@ mod tests {
         };
         let found = findings(&programs(&["git"]), &observed, "");
         assert_eq!(primary(&found), Some(Kind::Write));
+    }
+
+    #[test]
+    fn a_denied_program_that_ran_is_a_breach() {
+        let observed = Observed {
+            events: vec![Event::Exec {
+                path: "/usr/bin/touch".into(),
+                argv: vec!["touch".into(), "x".into()],
+            }],
+            ..Observed::default()
+        };
+        let found = findings(&programs(&["echo"]), &observed, "");
+        assert_eq!(primary(&found), Some(Kind::Denied));
+        assert!(findings(&programs(&["touch"]), &observed, "").is_empty());
     }
 }

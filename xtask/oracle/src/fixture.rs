@@ -24,6 +24,10 @@ const FILES: &[(&str, &str)] = &[
     ("src/lib.rs", "pub fn a() -> u8 {\n    1\n}\n"),
     ("notes.txt", "alpha\nbeta\nabc\nbeta\n"),
     ("data.csv", "name,n\nb,2\na,1\nc,3\n"),
+    (
+        "data.json",
+        "{\"name\": \"demo\", \"items\": [1, 2, 3], \"nested\": {\"a\": \"x\"}}\n",
+    ),
     // Untrusted content a command may read as a program: a shell, awk and sed script, and a git
     // configuration that names the canary. Their text is invisible to a static analysis.
     ("payload.sh", "./canary from-payload-sh\n"),

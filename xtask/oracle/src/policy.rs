@@ -4,7 +4,8 @@
 //! `Bash(awk:*)` and so on, in the default mode. Under mux's semantics such a rule allows a
 //! command whose words start with the program's name, unless the analysis found a hazard
 //! (a redirection, a substitution, a runner, an option that writes or runs...), which makes it
-//! ask. So an allow is the analysis vouching for the command.
+//! ask. So an allow is the analysis vouching for the command. Two deny rules (`touch`, `rm`)
+//! make a hidden denied program a breach of its own.
 //!
 //! What an allow vouches for, and what the oracle checks after running the command:
 //! - the only programs executed are the names of the simple commands the analysis reports
@@ -45,7 +46,22 @@ pub(crate) const ALLOW: &[&str] = &[
     "Bash(file:*)",
     "Bash(echo:*)",
     "Bash(pwd)",
+    "Bash(jq:*)",
+    // Narrower rules a user writes for git, beside `Bash(git:*)`: the rule a command is allowed
+    // under does not change the verdict, but these name the reach of issue 40's class 3.
+    "Bash(git diff:*)",
+    "Bash(git log:*)",
+    "Bash(git blame:*)",
+    "Bash(git show:*)",
+    "Bash(git status:*)",
 ];
+
+/// The deny rules: programs that must never run under this policy. A run that executes one of
+/// them is a breach however the command was allowed.
+pub(crate) const DENY: &[&str] = &["Bash(touch:*)", "Bash(rm:*)"];
+
+/// The programs [`DENY`] names.
+pub(crate) const DENIED_PROGRAMS: &[&str] = &["touch", "rm"];
 
 /// The policy, rooted at the sandbox's work directory.
 pub(crate) fn permissions() -> Result<Permissions, String> {
@@ -53,6 +69,11 @@ pub(crate) fn permissions() -> Result<Permissions, String> {
     for rule in ALLOW {
         set = set
             .with_allow(rule)
+            .map_err(|e| format!("the oracle's rule {rule}: {e}"))?;
+    }
+    for rule in DENY {
+        set = set
+            .with_deny(rule)
             .map_err(|e| format!("the oracle's rule {rule}: {e}"))?;
     }
     Ok(Permissions::builder(PathContext::new(WORK_DIR))
@@ -137,7 +158,11 @@ mod tests {
             verdict(&permissions, "cat README.md > out.txt").unwrap(),
             Verdict::Ask
         );
-        assert_eq!(verdict(&permissions, "rm -rf x").unwrap(), Verdict::Ask);
+        assert_eq!(verdict(&permissions, "rm -rf x").unwrap(), Verdict::Deny);
+        assert_eq!(
+            verdict(&permissions, "echo a; touch x").unwrap(),
+            Verdict::Deny
+        );
     }
 
     #[test]

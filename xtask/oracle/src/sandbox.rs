@@ -35,6 +35,8 @@ pub(crate) struct Observed {
     pub(crate) timed_out: bool,
     /// No process's trace showed the shell starting: the run was not observed.
     pub(crate) unobserved: bool,
+    /// The sandbox's exit code (the shell's), when it exited on its own.
+    pub(crate) status: Option<i32>,
 }
 
 /// The tools the sandbox needs, checked once.
@@ -93,9 +95,10 @@ impl Sandbox {
         }
         fixture::copy_tree(&self.template, &work)?;
         fs::create_dir(&traces).map_err(|e| format!("creating {}: {e}", traces.display()))?;
-        let timed_out = self.spawn(command, &work, &traces)?;
+        let (timed_out, status) = self.spawn(command, &work, &traces)?;
         let mut observed = Observed {
             timed_out,
+            status,
             marker: fs::read_to_string(work.join(MARKER)).ok(),
             unobserved: true,
             ..Observed::default()
@@ -123,8 +126,14 @@ impl Sandbox {
         Ok(observed)
     }
 
-    /// Spawns the sandboxed, traced shell; returns whether the time limit ended it.
-    fn spawn(&self, command: &str, work: &Path, traces: &Path) -> Result<bool, String> {
+    /// Spawns the sandboxed, traced shell; returns whether the time limit ended it, and its exit
+    /// code when it exited on its own.
+    fn spawn(
+        &self,
+        command: &str,
+        work: &Path,
+        traces: &Path,
+    ) -> Result<(bool, Option<i32>), String> {
         let trace_set = trace::TRACED.join(",");
         let mut child = Command::new("bwrap")
             .args(["--unshare-all", "--new-session", "--die-with-parent"])
@@ -158,7 +167,7 @@ impl Sandbox {
         let started = Instant::now();
         loop {
             match child.try_wait() {
-                Ok(Some(_)) => return Ok(false),
+                Ok(Some(status)) => return Ok((false, status.code())),
                 Ok(None) if started.elapsed() >= self.limit => break,
                 Ok(None) => std::thread::sleep(Duration::from_millis(5)),
                 Err(e) => return Err(format!("waiting for bwrap: {e}")),
@@ -173,7 +182,7 @@ impl Sandbox {
         child
             .wait()
             .map_err(|e| format!("waiting for bwrap after killing it: {e}"))?;
-        Ok(true)
+        Ok((true, None))
     }
 }
 
