@@ -1104,7 +1104,9 @@ fn misread(root: Node<'_>, src: &str) -> Option<String> {
             let mut previous: Option<Node<'_>> = None;
             for child in node.children(&mut children) {
                 if let Some(before) = previous {
-                    let gap = src.get(before.end_byte()..child.start_byte()).unwrap_or("?");
+                    let gap = src
+                        .get(before.end_byte()..child.start_byte())
+                        .unwrap_or("?");
                     let escaped = src[before.byte_range()]
                         .chars()
                         .rev()

@@ -225,10 +225,8 @@ fn read_batch(batch: &[String]) -> Vec<Reading> {
         .map(|(index, _)| {
             let name = function_name(index);
             let text = printed.get(index).copied().unwrap_or_default();
-            body(text, &name, &nonce).map_or_else(
-                || Reading::Refused(refusal(&stderr, &name)),
-                Reading::Read,
-            )
+            body(text, &name, &nonce)
+                .map_or_else(|| Reading::Refused(refusal(&stderr, &name)), Reading::Read)
         })
         .collect()
 }
@@ -254,14 +252,26 @@ fn run(mut command: Command) -> Result<(String, String), String> {
             let mut bytes = Vec::new();
             if let Some(pipe) = pipe {
                 // bash prints at most a little more than it read; the limit guards the reader.
-                let _ = pipe.take(8 * MAX_BATCH_BYTES as u64).read_to_end(&mut bytes);
+                let _ = pipe
+                    .take(8 * MAX_BATCH_BYTES as u64)
+                    .read_to_end(&mut bytes);
             }
             let _ = tx.send(bytes);
         });
         rx
     };
-    let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
-    let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
     let deadline = Instant::now() + READ_TIMEOUT;
     let within = |rx: &std::sync::mpsc::Receiver<Vec<u8>>| {
         rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
@@ -337,7 +347,10 @@ mod tests {
             format!(":\n}}\n$(touch {0})\n{{ :", canary.display()),
         ] {
             let reading = read(&escape);
-            assert!(matches!(reading, Reading::Refused(_)), "{escape}: {reading:?}");
+            assert!(
+                matches!(reading, Reading::Refused(_)),
+                "{escape}: {reading:?}"
+            );
         }
         assert!(!canary.exists(), "an escape from the wrapper ran");
     }
@@ -355,7 +368,10 @@ mod tests {
             readings.get(&scripts[0]),
             Some(&Reading::Read("    ls -la | wc -l".to_owned()))
         );
-        assert!(matches!(readings.get(&scripts[1]), Some(Reading::Refused(_))));
+        assert!(matches!(
+            readings.get(&scripts[1]),
+            Some(Reading::Refused(_))
+        ));
         assert_eq!(
             readings.get(&scripts[2]),
             Some(&Reading::Read("    a && b;\n    c".to_owned()))

@@ -269,7 +269,33 @@ fn awk(args: &[String], found: &mut Inspection) {
             };
             program_file("awk", file, found);
         }
-        program(scripts::awk(arg), found);
+    }
+    // The program (the first operand, or `-e`/`--source` texts) is read in full; every other
+    // argument too, for what it could run, since a misread option could make it the program,
+    // but a file name that is no awk (`data.csv`) adds no hazard.
+    let programs: Vec<&str> = model::reading("awk", None)
+        .map(|model| {
+            let read = scan(&model, args);
+            let mut programs = read.scripts.clone();
+            if programs.is_empty() {
+                programs.extend(read.operands.first().copied());
+            }
+            programs
+        })
+        .unwrap_or_default();
+    for arg in args {
+        let read = scripts::awk(arg);
+        if programs.contains(&arg.as_str()) {
+            program(read, found);
+        } else {
+            program(
+                scripts::Program {
+                    hazards: Vec::new(),
+                    ..read
+                },
+                found,
+            );
+        }
     }
 }
 

@@ -14,7 +14,9 @@ use std::path::Path;
 use std::process::Command;
 
 use mux_permission::command::{analyze, tree_sitter_reading};
-use mux_permission::{Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin};
+use mux_permission::{
+    Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin,
+};
 use mux_tool::Subject;
 
 fn policy(mode: Mode, allow: &[&str], deny: &[&str]) -> Permissions {
@@ -56,8 +58,17 @@ fn ran_canary(command: &str, dir: &Path) -> bool {
 fn hiding_spellings() -> Vec<String> {
     let allowed = ["echo ok", "ls", "git status", "cat README"];
     let hiders = [
-        "\\\n#", "\\\t#", "\\ #", "\\\n #", "\\\n\\\n#", "x\\\n#", "\\\n#x", " \\\n#", "\\\t\\\t#",
-        "'x'\\\n#", "\"x\"\\\t#",
+        "\\\n#",
+        "\\\t#",
+        "\\ #",
+        "\\\n #",
+        "\\\n\\\n#",
+        "x\\\n#",
+        "\\\n#x",
+        " \\\n#",
+        "\\\t\\\t#",
+        "'x'\\\n#",
+        "\"x\"\\\t#",
     ];
     let payloads = [
         "; touch CANARY",
@@ -85,7 +96,14 @@ fn hiding_spellings() -> Vec<String> {
 fn a_command_bash_runs_behind_a_hash_is_never_allowed_and_always_denied() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("README"), "hi\n").unwrap();
-    let allow = ["Bash(echo:*)", "Bash(ls:*)", "Bash(git status:*)", "Bash(cat:*)", "Bash(sh -c:*)", "Bash(true:*)"];
+    let allow = [
+        "Bash(echo:*)",
+        "Bash(ls:*)",
+        "Bash(git status:*)",
+        "Bash(cat:*)",
+        "Bash(sh -c:*)",
+        "Bash(true:*)",
+    ];
     let default = policy(Mode::Default, &allow, &["Bash(touch:*)"]);
     let bypass = policy(Mode::Bypass, &[], &["Bash(touch:*)"]);
     let (mut ran, mut fooled_before, mut failures) = (0, 0, Vec::new());
@@ -95,7 +113,10 @@ fn a_command_bash_runs_behind_a_hash_is_never_allowed_and_always_denied() {
         }
         ran += 1;
         let before = tree_sitter_reading(&command);
-        if !before.everywhere.iter().any(|words| words.first().is_some_and(|w| w == "touch"))
+        if !before
+            .everywhere
+            .iter()
+            .any(|words| words.first().is_some_and(|w| w == "touch"))
             && before.unreadable.is_none()
         {
             fooled_before += 1;
@@ -115,7 +136,12 @@ fn a_command_bash_runs_behind_a_hash_is_never_allowed_and_always_denied() {
         fooled_before > 0,
         "tree-sitter's reading alone misses none: the suite shows nothing"
     );
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -141,7 +167,12 @@ fn what_bash_runs_before_a_syntax_error_is_read() {
 fn plain_commands_still_read_plainly() {
     let default = policy(
         Mode::Default,
-        &["Bash(echo:*)", "Bash(ls:*)", "Bash(git status:*)", "Bash(wc:*)"],
+        &[
+            "Bash(echo:*)",
+            "Bash(ls:*)",
+            "Bash(git status:*)",
+            "Bash(wc:*)",
+        ],
         &["Bash(touch:*)"],
     );
     for command in [
@@ -153,7 +184,11 @@ fn plain_commands_still_read_plainly() {
         "git status &",
     ] {
         let v = verdict(&default, command);
-        let expect = if command.ends_with('&') { Verdict::Ask } else { Verdict::Allow };
+        let expect = if command.ends_with('&') {
+            Verdict::Ask
+        } else {
+            Verdict::Allow
+        };
         assert_eq!(v, expect, "{command:?}: {:?}", analyze(command).hazards);
     }
 }
@@ -180,7 +215,43 @@ fn a_denied_program_named_inside_an_unmodelled_programs_argument_is_denied() {
         assert_eq!(verdict(&bypass, command), Verdict::Deny, "{command:?}");
     }
     // Controls: no denied program named.
-    for command in ["python3 -c 'print(1)'", "make --eval='x:;@echo hi' x", "ssh host uptime"] {
+    for command in [
+        "python3 -c 'print(1)'",
+        "make --eval='x:;@echo hi' x",
+        "ssh host uptime",
+    ] {
         assert_ne!(verdict(&bypass, command), Verdict::Deny, "{command:?}");
+    }
+}
+/// Precision: everyday awk, jq and sed calls stay allowed under their prefix rules (a file name
+/// such as `data.csv` is no awk program to read).
+#[test]
+fn everyday_awk_jq_and_sed_stay_allowed() {
+    let default = policy(
+        Mode::Default,
+        &["Bash(awk:*)", "Bash(jq:*)", "Bash(sed:*)"],
+        &[],
+    );
+    for c in [
+        "awk '{print $1}' f",
+        "awk -F, '{ print $1, $2 }' data.csv",
+        "awk 'NR==1' f",
+        "awk '/foo/ {print}' f",
+        "awk 'BEGIN{x=1} {s+=$2} END{print s/NR}' f",
+        "jq '.a | length' f.json",
+        "jq -r '.items[] | .name' x.json",
+        "sed -n '1,5p' f",
+        "sed 's/a/b/g' f",
+        "sed -n '1,5p' data.csv",
+        "jq . data.json",
+        "awk '{print}' a.b c-d.txt",
+        "awk -v x=1.5 '{print x}' f.txt",
+    ] {
+        assert_eq!(
+            verdict(&default, c),
+            Verdict::Allow,
+            "{c}: {:?}",
+            analyze(c).hazards
+        );
     }
 }

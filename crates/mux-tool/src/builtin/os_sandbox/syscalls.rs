@@ -76,9 +76,7 @@ fn build(confinement: &Confinement, no_sockets: bool) -> Result<BpfProgram, OsSa
 /// `AF_UNIX` included (a reader has no one to talk to). Built once.
 pub(super) fn sealed_filter(confinement: &Confinement) -> Result<BpfProgram, OsSandboxError> {
     static SEALED: std::sync::OnceLock<Result<BpfProgram, String>> = std::sync::OnceLock::new();
-    let built = SEALED.get_or_init(|| {
-        build(confinement, true).map_err(|err| err.to_string())
-    });
+    let built = SEALED.get_or_init(|| build(confinement, true).map_err(|err| err.to_string()));
     built.clone().map_err(|reason| OsSandboxError::Setup {
         policy: confinement.policy,
         reason,
