@@ -255,3 +255,25 @@ fn everyday_awk_jq_and_sed_stay_allowed() {
         );
     }
 }
+
+/// The oracle's class 1b: a continuation at a line start hid the whole line from tree-sitter.
+#[test]
+fn a_continuation_at_a_line_start_hides_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let default = policy(
+        Mode::Default,
+        &["Bash(git status:*)", "Bash(file:*)", "Bash(pwd:*)"],
+        &["Bash(touch:*)"],
+    );
+    let bypass = policy(Mode::Bypass, &[], &["Bash(touch:*)"]);
+    for command in [
+        "git status --short\n\\\ntouch CANARY",
+        "pwd\n\\\n\\\ntouch CANARY",
+        "pwd\\\n#\\ ;touch CANARY",
+        "p\"\"wd\\\t#\t\t | touch CANARY",
+    ] {
+        assert!(ran_canary(command, dir.path()), "{command:?} ran nothing");
+        assert_ne!(verdict(&default, command), Verdict::Allow, "{command:?}");
+        assert_eq!(verdict(&bypass, command), Verdict::Deny, "{command:?}");
+    }
+}
