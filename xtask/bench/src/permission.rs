@@ -95,13 +95,17 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
 const DISTINCT: usize = 2_000;
 
 /// Command `i` of a mix a coding agent runs: chains, pipes, quotes, an `sh -c` string (a
-/// second script bash reads), awk and git with options. Each is new, so no reading is cached.
+/// second script bash reads), awk and git with options; the first two kinds have no character
+/// that could hide another (no bash needed), the rest are read by bash. Each is new, so no
+/// reading is cached.
 fn distinct(i: usize) -> String {
-    match i % 5 {
-        0 => format!("git status && git diff HEAD~{i} -- src | grep -n 'fn main{i}'"),
-        1 => format!("ls -la src/{i} | wc -l; echo \"done {i}\""),
-        2 => format!("sh -c 'cat notes{i}.txt | head -n {i}'"),
-        3 => format!("awk -F, '{{ print $1, ${} }}' data{i}.csv", i % 7 + 1),
+    match i % 7 {
+        0 => format!("cargo test -p crate{i} --lib && cargo clippy -p crate{i}"),
+        1 => format!("git status && git diff --stat main..feature{i} | tail -n 5"),
+        2 => format!("git status && git diff HEAD~{i} -- src | grep -n 'fn main{i}'"),
+        3 => format!("ls -la src/{i} | wc -l; echo \"done {i}\""),
+        4 => format!("sh -c 'cat notes{i}.txt | head -n {i}'"),
+        5 => format!("awk -F, '{{ print $1, ${} }}' data{i}.csv", i % 7 + 1),
         _ => format!("git log --oneline -n {i} --format=%h%x20%s | sort | uniq -c"),
     }
 }

@@ -356,6 +356,11 @@ impl Walker<'_> {
             self.read(script, top, false);
             return;
         }
+        if inert_text(script) {
+            // No character that could hide another: tree-sitter's reading is bash's.
+            self.read(script, top, false);
+            return;
+        }
         match readings.get(script) {
             Some(Reading::Read(body)) => self.read(body, top, true),
             Some(Reading::Refused(why)) => {
@@ -1071,6 +1076,34 @@ impl Walker<'_> {
     }
 }
 
+/// Whether no part of `text` can be hidden from a reader, so bash need not read it first:
+/// outside quotes only ASCII letters and digits, spaces, newlines, `_ . / : = , + - @ %` and
+/// the operators `; & |`; single-quoted strings (anything but `'`, no escape exists there);
+/// double-quoted strings without `\`, `$` or `` ` `` (nothing is special in them then); and it
+/// parses cleanly. Comments need `#`, escapes `\`, expansions `$`, `` ` ``, `~`, globs and
+/// braces `* ? [ {`, redirections and here-documents `< >`, subshells `(`, ANSI-C and locale
+/// quoting `$`: none is there, so every reader ends every word and string at the same place.
+fn inert_text(text: &str) -> bool {
+    let mut quote: Option<u8> = None;
+    for byte in text.bytes() {
+        quote = match (quote, byte) {
+            (Some(b'\''), b'\'') | (Some(b'"'), b'"') => None,
+            (Some(b'\''), _) => quote,
+            (Some(_), b'\\' | b'$' | b'`') => return false,
+            (Some(_), _) => quote,
+            (None, b'\'' | b'"') => Some(byte),
+            (None, b) if b.is_ascii_alphanumeric() => None,
+            (
+                None,
+                b' ' | b'\n' | b'_' | b'.' | b'/' | b':' | b'=' | b',' | b'+' | b'-' | b'@' | b'%'
+                | b';' | b'&' | b'|',
+            ) => None,
+            (None, _) => return false,
+        };
+    }
+    quote.is_none() && parse(text).is_some_and(|tree| !tree.root_node().has_error())
+}
+
 /// The texts of the first 1, 2, … lines of `script`, all but the whole (at most
 /// [`MAX_PREFIX_LINES`]).
 fn line_prefixes(script: &str) -> Vec<&str> {
@@ -1285,6 +1318,33 @@ mod tests {
         assert!(analyze("ls 2>&1 >/dev/null").is_plain());
         assert!(!analyze("ls > out.txt").is_plain());
         assert!(!analyze("cat < secret").is_plain());
+    }
+
+    #[test]
+    fn only_text_nothing_can_hide_in_skips_bash() {
+        for inert in [
+            "git status && cargo test -p x --lib",
+            "echo 'a # b \\ $x' \"done 3\" | wc -l",
+            "awk -F, '{ print $1 }' data.csv",
+            "git log --format=%h%x20%s",
+        ] {
+            assert!(inert_text(inert), "{inert}");
+        }
+        for not in [
+            "echo ok\\\n#; touch x",
+            "echo ok # c",
+            "echo \"$HOME\"",
+            "echo \"a\\\"b\"",
+            "ls ~",
+            "echo 'open",
+            "ls > f",
+            "echo $'x'",
+            "echo ok\t#",
+            "(ls)",
+            "ls &&",
+        ] {
+            assert!(!inert_text(not), "{not}");
+        }
     }
 
     #[test]
