@@ -186,6 +186,10 @@ pub fn analyze(script: &str) -> Analysis {
     // The first walk, before bash read anything, is tree-sitter's reading of the text as
     // written; it finds the scripts bash must read.
     let (written, mut missing) = walk(script, Some(&readings));
+    if missing.is_empty() {
+        // Nothing for bash to read: nothing in it could be hidden from tree-sitter.
+        return finish(written);
+    }
     for _ in 0..MAX_READING_ROUNDS {
         readings.read(missing);
         let (mut analysis, more) = walk(script, Some(&readings));
@@ -356,9 +360,13 @@ impl Walker<'_> {
             self.read(script, top, false);
             return;
         }
-        if inert_text(script) {
+        if inert_chars(script)
+            && !has_deceptive_chars(script)
+            && let Some(tree) = parse(script)
+            && !tree.root_node().has_error()
+        {
             // No character that could hide another: tree-sitter's reading is bash's.
-            self.read(script, top, false);
+            self.statement(tree.root_node(), script, top);
             return;
         }
         match readings.get(script) {
@@ -1076,16 +1084,26 @@ impl Walker<'_> {
     }
 }
 
-/// Whether no part of `text` can be hidden from a reader, so bash need not read it first:
-/// outside quotes only ASCII letters and digits, spaces, newlines, `_ . / : = , + - @ %` and
-/// the operators `; & |`; single-quoted strings (anything but `'`, no escape exists there);
-/// double-quoted strings without `\`, `$` or `` ` `` (nothing is special in them then); and it
-/// parses cleanly. Comments need `#`, escapes `\`, expansions `$`, `` ` ``, `~`, globs and
-/// braces `* ? [ {`, redirections and here-documents `< >`, subshells `(`, ANSI-C and locale
-/// quoting `$`: none is there, so every reader ends every word and string at the same place.
+/// [`inert_chars`] and a clean parse.
+#[cfg(test)]
 fn inert_text(text: &str) -> bool {
+    inert_chars(text) && parse(text).is_some_and(|tree| !tree.root_node().has_error())
+}
+
+/// Whether no part of `text` can be hidden from a reader, so bash need not read it first: outside
+/// quotes only ASCII letters and digits, spaces, newlines, `_ . / : = , + - @ %`, a `~` after a
+/// letter or digit (`HEAD~3`), and the operators `; & |`; single-quoted strings (anything but `'`,
+/// no escape exists there); double-quoted strings without `\`, `$` or `` ` `` (nothing is special
+/// in them then); and tree-sitter must still parse it cleanly. Comments need `#`, escapes `\`,
+/// expansions `$`, `` ` ``, `~`, globs and braces `* ? [ {`, redirections and here-documents `<
+/// >`, subshells `(`, ANSI-C and locale quoting `$`: none is there, so every reader ends every
+/// word and string at the same place.
+fn inert_chars(text: &str) -> bool {
     let mut quote: Option<u8> = None;
+    let mut previous = b' ';
     for byte in text.bytes() {
+        let after_letter = previous.is_ascii_alphanumeric();
+        previous = byte;
         quote = match (quote, byte) {
             (Some(b'\''), b'\'') | (Some(b'"'), b'"') => None,
             (Some(b'\''), _) => quote,
@@ -1093,6 +1111,8 @@ fn inert_text(text: &str) -> bool {
             (Some(_), _) => quote,
             (None, b'\'' | b'"') => Some(byte),
             (None, b) if b.is_ascii_alphanumeric() => None,
+            // `HEAD~3`: a tilde after a letter or digit is no tilde expansion.
+            (None, b'~') if after_letter => None,
             (
                 None,
                 b' ' | b'\n' | b'_' | b'.' | b'/' | b':' | b'=' | b',' | b'+' | b'-' | b'@' | b'%'
@@ -1101,7 +1121,7 @@ fn inert_text(text: &str) -> bool {
             (None, _) => return false,
         };
     }
-    quote.is_none() && parse(text).is_some_and(|tree| !tree.root_node().has_error())
+    quote.is_none()
 }
 
 /// The texts of the first 1, 2, … lines of `script`, all but the whole (at most
@@ -1327,6 +1347,7 @@ mod tests {
             "echo 'a # b \\ $x' \"done 3\" | wc -l",
             "awk -F, '{ print $1 }' data.csv",
             "git log --format=%h%x20%s",
+            "git diff HEAD~3",
         ] {
             assert!(inert_text(inert), "{inert}");
         }
@@ -1336,6 +1357,8 @@ mod tests {
             "echo \"$HOME\"",
             "echo \"a\\\"b\"",
             "ls ~",
+            "ls --prefix=~/x",
+            "ls a:~/x",
             "echo 'open",
             "ls > f",
             "echo $'x'",
