@@ -1095,9 +1095,9 @@ fn inert_text(text: &str) -> bool {
 /// letter or digit (`HEAD~3`), and the operators `; & |`; single-quoted strings (anything but `'`,
 /// no escape exists there); double-quoted strings without `\`, `$` or `` ` `` (nothing is special
 /// in them then); and tree-sitter must still parse it cleanly. Comments need `#`, escapes `\`,
-/// expansions `$`, `` ` ``, `~`, globs and braces `* ? [ {`, redirections and here-documents `<
-/// >`, subshells `(`, ANSI-C and locale quoting `$`: none is there, so every reader ends every
-/// word and string at the same place.
+/// expansions `$`, `` ` ``, `~`, globs and braces `* ? [ {`, redirections and here-documents
+/// `< >`, subshells `(`, ANSI-C and locale quoting `$`: none is there, so every reader ends
+/// every word and string at the same place.
 fn inert_chars(text: &str) -> bool {
     let mut quote: Option<u8> = None;
     let mut previous = b' ';
