@@ -168,13 +168,12 @@ pub fn parse_only(script: &str) -> bool {
 
 /// Reads `script` as bash reads it.
 ///
-/// bash itself reads the script first, without running it (see [`bash_reading`]), and the
-/// analysis works on that reading: comments and line continuations are gone, and a script
-/// bash does not read as one whole can run anything before its error, so nothing about it is
-/// ruled out. Scripts found inside (`sh -c`, `eval`, what a runner may run) are read by bash
-/// too. Deny rules also see tree-sitter's reading of the text as written.
-///
-/// [`bash_reading`]: super::bash_reading
+/// Unless nothing in the text could hide another part of it, bash itself reads the script
+/// first, without running it (docs/permission.md, "The reading is the program's"), and the
+/// analysis works on that reading: comments and line continuations are gone. Of a script bash
+/// does not read as one whole, the lines before its error are read, since `bash -c` runs
+/// them. Scripts found inside (`sh -c`, `eval`, an alias) are read by bash too. Deny rules
+/// also see tree-sitter's reading of the text as written.
 pub fn analyze(script: &str) -> Analysis {
     if script.contains('\0') {
         // No shell can be handed it: it never runs as written.
