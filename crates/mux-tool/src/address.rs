@@ -32,6 +32,10 @@ pub enum Internal {
     Metadata,
     /// The unspecified address, which reaches the machine itself: 0.0.0.0/8, `::`.
     Unspecified,
+    /// A private network (only [`classify_egress`] reports it): 10.0.0.0/8, 172.16.0.0/12,
+    /// 192.168.0.0/16, the shared 100.64.0.0/10, unique local `fc00::/7` and site-local
+    /// `fec0::/10`.
+    Private,
 }
 
 impl Internal {
@@ -42,6 +46,7 @@ impl Internal {
             Self::LinkLocal => "link-local",
             Self::Metadata => "cloud metadata",
             Self::Unspecified => "unspecified",
+            Self::Private => "private",
         }
     }
 }
@@ -132,6 +137,30 @@ fn classify_v6(ip: Ipv6Addr) -> Option<Internal> {
     embedded_v4(ip).and_then(classify_v4)
 }
 
+/// What kind of internal address `ip` is for a sandboxed command's egress: what
+/// [`classify_ip`] reports, and private networks too (a command must not reach the machine's
+/// neighbours through the agent's proxy). IPv6 forms that carry an IPv4 address are judged
+/// by it, as in [`classify_ip`].
+pub fn classify_egress(ip: IpAddr) -> Option<Internal> {
+    classify_ip(ip).or_else(|| match ip {
+        IpAddr::V4(v4) => private_v4(v4),
+        IpAddr::V6(v6) => {
+            let first = v6.segments()[0];
+            if first & 0xfe00 == 0xfc00 || first & 0xffc0 == 0xfec0 {
+                Some(Internal::Private)
+            } else {
+                embedded_v4(v6).and_then(private_v4)
+            }
+        }
+    })
+}
+
+fn private_v4(ip: Ipv4Addr) -> Option<Internal> {
+    let [a, b, ..] = ip.octets();
+    let shared = a == 100 && b & 0xc0 == 64;
+    (ip.is_private() || shared).then_some(Internal::Private)
+}
+
 /// The IPv4 address an IPv6 address carries: mapped, compatible (deprecated, still routed by
 /// some stacks) or NAT64 (`64:ff9b::/96`, translated by a gateway).
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
@@ -180,6 +209,30 @@ mod tests {
         ];
         for (host, expected) in cases {
             assert_eq!(classify_host(host), expected, "{host}");
+        }
+    }
+
+    #[test]
+    fn egress_adds_private_networks() {
+        let cases = [
+            ("10.0.0.1", Some(Internal::Private)),
+            ("172.16.5.4", Some(Internal::Private)),
+            ("172.32.0.1", None),
+            ("192.168.1.1", Some(Internal::Private)),
+            ("100.64.0.1", Some(Internal::Private)),
+            ("100.128.0.1", None),
+            ("fd12::1", Some(Internal::Private)),
+            ("fec0::1", Some(Internal::Private)),
+            ("::ffff:10.1.2.3", Some(Internal::Private)),
+            ("64:ff9b::192.168.0.1", Some(Internal::Private)),
+            ("::ffff:127.0.0.1", Some(Internal::Loopback)),
+            ("169.254.169.254", Some(Internal::Metadata)),
+            ("8.8.8.8", None),
+            ("2606:4700::1111", None),
+        ];
+        for (ip, expected) in cases {
+            let ip: IpAddr = ip.parse().unwrap_or_else(|_| unreachable!());
+            assert_eq!(classify_egress(ip), expected, "{ip}");
         }
     }
 }

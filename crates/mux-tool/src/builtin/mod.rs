@@ -57,6 +57,7 @@ mod bash;
 mod beneath;
 mod checked_walk;
 mod edit_file;
+mod egress;
 mod environment;
 mod glob;
 mod grep;
@@ -79,6 +80,7 @@ use std::sync::Arc;
 
 pub use bash::{Bash, BashArgs};
 pub use edit_file::{EditFile, EditFileArgs};
+pub use egress::{DomainAnswer, DomainAsker, DomainRequest, DomainRuleError, NetworkPolicy};
 pub use environment::DEFAULT_KEPT_ENV;
 pub use glob::{Glob, GlobArgs};
 pub use grep::{Grep, GrepArgs};

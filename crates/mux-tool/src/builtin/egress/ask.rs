@@ -1,0 +1,50 @@
+//! The decision hook for a domain no rule covers: the lead wires it to the approval path, so
+//! the face asks "allow network access to `crates.io`?".
+
+use std::fmt;
+
+use crate::BoxFuture;
+
+/// A destination no rule covers, for a [`DomainAsker`] to decide.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DomainRequest {
+    /// The host as the command named it: a lower-case name, or an IP address (`[v6]`).
+    pub host: String,
+    /// The port.
+    pub port: u16,
+}
+
+impl fmt::Display for DomainRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+/// What a [`DomainAsker`] decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DomainAnswer {
+    /// Allowed for the rest of this command (every connection it makes to the host).
+    AllowOnce,
+    /// Allowed for the rest of this command; the asker's owner keeps it for later commands
+    /// (for instance by adding an allow rule).
+    AllowAlways,
+    /// Refused for the rest of this command.
+    Deny,
+}
+
+impl DomainAnswer {
+    /// Whether the answer lets the connection through.
+    pub fn allows(self) -> bool {
+        !matches!(self, Self::Deny)
+    }
+}
+
+/// Decides a domain no allow or deny rule covers. Asked at most once per host and port per
+/// command (concurrent connections wait for the one answer). Without an asker, such a domain
+/// is denied.
+pub trait DomainAsker: Send + Sync + fmt::Debug {
+    /// Decides `request`. The command's connection waits for the answer, within the call's
+    /// own timeout.
+    fn ask(&self, request: DomainRequest) -> BoxFuture<'_, DomainAnswer>;
+}
