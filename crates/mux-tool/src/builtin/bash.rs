@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::Sandbox;
+use super::NetworkPolicy;
 use super::environment::EnvPolicy;
 use super::os_sandbox::SandboxPolicy;
 use super::text::{decode_head, decode_tail};
@@ -71,7 +72,7 @@ pub struct Bash {
     max_output_bytes: usize,
     env: EnvPolicy,
     policy: SandboxPolicy,
-    network: bool,
+    network: Network,
     mount_view: bool,
     git_writes: bool,
     nested_git: bool,
@@ -87,7 +88,7 @@ impl Bash {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             env: EnvPolicy::default(),
             policy: SandboxPolicy::default(),
-            network: false,
+            network: Network::Off,
             mount_view: true,
             git_writes: false,
             nested_git: false,
@@ -101,10 +102,27 @@ impl Bash {
         self
     }
 
-    /// Lets sandboxed commands open Internet sockets (default: off). `FullAccess` always has
-    /// the network.
+    /// Lets sandboxed commands open Internet sockets to anywhere (default: off), or, with
+    /// `false`, takes the network away again (a [`Bash::network_policy`] too). `FullAccess`
+    /// always has the network. Of this and [`Bash::network_policy`], the last call wins.
     pub fn network(mut self, allowed: bool) -> Self {
-        self.network = allowed;
+        self.network = if allowed { Network::Open } else { Network::Off };
+        self
+    }
+
+    /// Gives sandboxed commands the network through the agent's own proxy, which lets a
+    /// connection out only to the destinations `policy` allows (see [`NetworkPolicy`]).
+    ///
+    /// Each command then runs in a network namespace of its own with loopback only, where
+    /// an HTTP and SOCKS5 proxy on `127.0.0.1:3128` is its one way out; `HTTP_PROXY`,
+    /// `HTTPS_PROXY`, `ALL_PROXY` (`socks5h://`) and their lower-case forms point there, and
+    /// `NO_PROXY` is empty. A program that ignores them has no route. The command cannot
+    /// create Unix sockets unless the policy allows them (`socketpair` still works). The
+    /// proxy runs in the agent's process for as long as the call does, so the call must run
+    /// on a tokio runtime. Needs the mount view ([`Bash::mount_view`]); ignored under
+    /// `FullAccess`. Of this and [`Bash::network`], the last call wins.
+    pub fn network_policy(mut self, policy: NetworkPolicy) -> Self {
+        self.network = Network::Proxy(policy);
         self
     }
 
@@ -228,6 +246,17 @@ impl TypedTool for Bash {
     }
 }
 
+/// A command's network.
+#[derive(Clone, Debug)]
+enum Network {
+    /// No Internet socket.
+    Off,
+    /// Every socket.
+    Open,
+    /// Through the agent's proxy, under a policy.
+    Proxy(NetworkPolicy),
+}
+
 /// Output kept within a cap: the first half and the last half, with a count of what fell out
 /// between them.
 #[derive(Debug)]
@@ -299,7 +328,7 @@ mod run {
     use tokio::sync::mpsc;
 
     use super::{Bash, DRAIN_TIMEOUT, HeadTail};
-    use crate::builtin::os_sandbox::{self, Confinement};
+    use crate::builtin::os_sandbox::{self, Confinement, SandboxPolicy};
     use crate::builtin::text::Utf8Stream;
     use crate::{ToolContext, ToolError, ToolOutput};
 
@@ -359,9 +388,17 @@ mod run {
         for name in ["TMPDIR", "TMP", "TEMP"] {
             cmd.env(name, scratch.path());
         }
+        let egress = match (&bash.network, bash.policy) {
+            (super::Network::Proxy(policy), SandboxPolicy::ReadOnly | SandboxPolicy::WorkspaceWrite) => {
+                cmd.envs(crate::builtin::egress::proxy_env());
+                Some(policy.clone())
+            }
+            _ => None,
+        };
         let confinement = Confinement {
             policy: bash.policy,
-            network: bash.network,
+            network: matches!(bash.network, super::Network::Open),
+            egress,
             root: root.to_path_buf(),
             scratch: scratch.path().to_path_buf(),
             mount_view: bash.mount_view,
@@ -373,6 +410,7 @@ mod run {
         let os_sandbox::Spawned {
             mut child,
             _placeholders,
+            _proxy,
         } = os_sandbox::spawn(cmd, program, confinement)?;
         let mut guard = GroupGuard {
             group: child

@@ -16,7 +16,13 @@
 //!    group that is killed when the command ends) and the terminal injection ioctls
 //!    `TIOCSTI` and `TIOCLINUX`.
 //!
-//! Network access can be turned back on with [`Bash::network`](super::Bash::network).
+//! With a [`NetworkPolicy`](super::NetworkPolicy) ([`Bash::network_policy`](super::Bash::network_policy)),
+//! step 2 also enters a network namespace with loopback only, in which the child listens on
+//! the proxy port and hands the listener to the agent (module `loopback`), and step 5 lets
+//! Internet sockets through (they reach nothing but loopback) while refusing `AF_UNIX` ones
+//! unless the policy allows Unix sockets. The agent serves its egress proxy on that listener
+//! for as long as the command runs. [`Bash::network`](super::Bash::network) opens every
+//! socket instead.
 //! Where the kernel cannot enforce a policy (no Landlock, no user namespaces, another OS, an
 //! architecture seccomp does not cover), a call under any policy but `FullAccess` fails with
 //! [`OsSandboxError::Unsupported`]; it never runs unconfined.
@@ -27,6 +33,8 @@ mod child;
 mod files;
 #[cfg(target_os = "linux")]
 mod git;
+#[cfg(target_os = "linux")]
+mod loopback;
 #[cfg(target_os = "linux")]
 mod privileges;
 mod protected;
@@ -122,6 +130,9 @@ pub(crate) struct Confinement {
     pub(crate) policy: SandboxPolicy,
     /// Whether Internet sockets stay open.
     pub(crate) network: bool,
+    /// The network through the agent's proxy, in a network namespace of the command's own
+    /// (needs the mount view); `network` is then false.
+    pub(crate) egress: Option<super::NetworkPolicy>,
     /// The root (the command's working directory); writable under `WorkspaceWrite`, except
     /// its protected paths.
     pub(crate) root: PathBuf,
@@ -157,6 +168,8 @@ pub(crate) struct Spawned {
     pub(crate) child: tokio::process::Child,
     /// Placeholders that keep absent protected paths from being created; removed on drop.
     pub(crate) _placeholders: protected::Placeholders,
+    /// The command's egress proxy, stopped on drop.
+    pub(crate) _proxy: Option<super::egress::Proxy>,
 }
 
 #[cfg(target_os = "linux")]
@@ -203,5 +216,6 @@ pub(crate) fn spawn(
     Ok(Spawned {
         child,
         _placeholders: protected::Placeholders::default(),
+        _proxy: None,
     })
 }

@@ -11,10 +11,12 @@
 use tokio::process::{Child, Command};
 
 use super::child::Setup;
+use super::loopback::Loopback;
 use super::step;
 use super::view::View;
 use super::{Confinement, OsSandboxError, SandboxPolicy, Spawned, files, git, protected, syscalls};
 use crate::ToolError;
+use crate::builtin::egress::Proxy;
 
 /// Starts `command` (the program named `program`, for messages) confined as `confinement`
 /// says.
@@ -28,6 +30,7 @@ pub(crate) fn spawn(
         return Ok(Spawned {
             child: command.spawn().map_err(|err| cannot_start(&program, err))?,
             _placeholders: protected::Placeholders::default(),
+            _proxy: None,
         });
     }
     let git = git::wall(&confinement).map_err(|err| OsSandboxError::Setup {
@@ -41,8 +44,25 @@ pub(crate) fn spawn(
     } else {
         None
     };
+    let (loopback, door) = match &confinement.egress {
+        None => (None, None),
+        Some(_) if view.is_none() => {
+            return Err(OsSandboxError::Setup {
+                policy: confinement.policy,
+                reason: "the network policy needs the mount view's namespaces \
+                         (Bash::mount_view(true))"
+                    .into(),
+            }
+            .into());
+        }
+        Some(_) => {
+            let (loopback, door) = Loopback::new(confinement.policy)?;
+            (Some(loopback), Some(door))
+        }
+    };
     let setup = Setup {
         view,
+        loopback,
         ruleset: files::ruleset(&confinement)?,
         filter: syscalls::filter(&confinement)?,
         unprivileged: !confinement.mount_view && !rustix::process::geteuid().is_root(),
@@ -52,9 +72,26 @@ pub(crate) fn spawn(
             Some(sandbox) => sandbox.into(),
             None => cannot_start(&program, err),
         })?;
+    let proxy = match (door, confinement.egress) {
+        (Some(door), Some(policy)) => {
+            let listener = door
+                .take(confinement.policy)
+                .and_then(|listener| {
+                    tokio::net::TcpListener::from_std(listener).map_err(|err| {
+                        OsSandboxError::Setup {
+                            policy: confinement.policy,
+                            reason: format!("cannot serve the network proxy: {err}"),
+                        }
+                    })
+                })?;
+            Some(Proxy::serve(listener, policy))
+        }
+        _ => None,
+    };
     Ok(Spawned {
         child,
         _placeholders: protection.placeholders,
+        _proxy: proxy,
     })
 }
 
@@ -81,6 +118,7 @@ pub(crate) fn seal(command: &mut std::process::Command) -> Result<(), OsSandboxE
     let confinement = Confinement {
         policy: SandboxPolicy::ReadOnly,
         network: false,
+        egress: None,
         root: "/".into(),
         scratch: "/dev/null".into(),
         mount_view: false,
@@ -89,6 +127,7 @@ pub(crate) fn seal(command: &mut std::process::Command) -> Result<(), OsSandboxE
     };
     let mut setup = Setup {
         view: None,
+        loopback: None,
         ruleset: files::sealed_ruleset(&confinement)?,
         filter: syscalls::sealed_filter(&confinement)?,
         unprivileged: !rustix::process::geteuid().is_root(),

@@ -17,10 +17,11 @@ pub(super) enum Step {
     Capabilities = 5,
     Landlock = 6,
     Seccomp = 7,
+    Network = 8,
 }
 
 impl Step {
-    const ALL: [Step; 7] = [
+    const ALL: [Step; 8] = [
         Step::Session,
         Step::Namespaces,
         Step::IdMaps,
@@ -28,6 +29,7 @@ impl Step {
         Step::Capabilities,
         Step::Landlock,
         Step::Seccomp,
+        Step::Network,
     ];
 }
 
@@ -41,6 +43,7 @@ impl fmt::Display for Step {
             Step::Capabilities => "dropping capabilities",
             Step::Landlock => "restricting with Landlock",
             Step::Seccomp => "installing the seccomp filter",
+            Step::Network => "opening the network namespace's loopback and proxy port",
         })
     }
 }

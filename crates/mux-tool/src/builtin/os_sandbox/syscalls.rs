@@ -14,7 +14,9 @@ use super::{Confinement, OsSandboxError};
 /// process group that is killed with the command), `ioctl` `TIOCSTI` and `TIOCLINUX` refused
 /// (no input pushed into a terminal, whatever descriptor it comes through), and without
 /// network, sockets of any family but `AF_UNIX` and `io_uring` (which could open them unseen)
-/// refused too. Refused calls fail with `EPERM`, which the command reports.
+/// refused too; under the egress proxy, `AF_INET` and `AF_INET6` are allowed (the network
+/// namespace has loopback only) and `AF_UNIX` is refused unless the policy allows Unix
+/// sockets. Refused calls fail with `EPERM`, which the command reports.
 pub(super) fn filter(confinement: &Confinement) -> Result<BpfProgram, OsSandboxError> {
     build(confinement, false)
 }
@@ -51,14 +53,22 @@ fn build(confinement: &Confinement, no_sockets: bool) -> Result<BpfProgram, OsSa
         rules.insert(libc::SYS_socketpair, Vec::new());
         rules.insert(libc::SYS_io_uring_setup, Vec::new());
     } else if !confinement.network {
-        let not_unix = SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Ne,
-            libc::AF_UNIX as u64,
-        )
-        .map_err(|err| fail(err.to_string()))?;
-        let rule = SeccompRule::new(vec![not_unix]).map_err(|err| fail(err.to_string()))?;
+        // The families a command may open: Unix sockets without network; under the egress
+        // proxy, Internet sockets (its namespace has loopback only) and Unix sockets only if
+        // the policy allows them (a host process's socket could relay past the proxy).
+        let families: &[i32] = match &confinement.egress {
+            None => &[libc::AF_UNIX],
+            Some(policy) if policy.unix_sockets.is_empty() => &[libc::AF_INET, libc::AF_INET6],
+            Some(_) => &[libc::AF_UNIX, libc::AF_INET, libc::AF_INET6],
+        };
+        let other = families
+            .iter()
+            .map(|&family| {
+                SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, family as u64)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|err| fail(err.to_string()))?;
+        let rule = SeccompRule::new(other).map_err(|err| fail(err.to_string()))?;
         rules.insert(libc::SYS_socket, vec![rule]);
         rules.insert(libc::SYS_io_uring_setup, Vec::new());
     }

@@ -52,6 +52,8 @@ pub(super) struct View {
     protected: Vec<CString>,
     /// The working directory, entered again once the root is a new mount.
     cwd: CString,
+    /// The namespaces entered: user and mount, and network under the egress proxy.
+    namespaces: c_int,
 }
 
 impl View {
@@ -85,6 +87,13 @@ impl View {
             writable,
             protected,
             cwd: c_path(&confinement.root)?,
+            namespaces: libc::CLONE_NEWUSER
+                | libc::CLONE_NEWNS
+                | if confinement.egress.is_some() {
+                    libc::CLONE_NEWNET
+                } else {
+                    0
+                },
         })
     }
 
@@ -93,10 +102,7 @@ impl View {
         // SAFETY: plain system calls on buffers prepared before the fork; nothing allocates.
         #[allow(unsafe_code)]
         unsafe {
-            check(
-                Step::Namespaces,
-                libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS),
-            )?;
+            check(Step::Namespaces, libc::unshare(self.namespaces))?;
             write_file(c"/proc/self/setgroups", b"deny")?;
             write_file(c"/proc/self/uid_map", &self.uid_map)?;
             write_file(c"/proc/self/gid_map", &self.gid_map)?;
