@@ -116,10 +116,48 @@ fn text(output: &ToolOutput) -> String {
     output.to_text()
 }
 
-fn write(root: &Path, name: &str, body: &str) -> PathBuf {
-    let path = root.join(name);
-    std::fs::write(&path, body).unwrap();
-    path
+const ATTACKS: &str = include_str!("../support/egress_attacks.py");
+
+/// Runs the attack script with `args` inside the wall; its one line.
+async fn inside(bash: &Bash, root: &Path, args: &[&str]) -> String {
+    let script = root.join("attacks.py");
+    std::fs::write(&script, ATTACKS).unwrap();
+    let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    let out = run(bash, &format!("python3 attacks.py {}", quoted.join(" "))).await;
+    text(&out).trim().to_owned()
+}
+
+/// The same attack outside the wall (the control); its one line.
+fn outside(root: &Path, args: &[&str]) -> String {
+    let script = root.join("attacks.py");
+    std::fs::write(&script, ATTACKS).unwrap();
+    let out = Command::new("python3").arg(&script).args(args).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A self-signed certificate for `allowed.test` and `other.test`, in `dir`: (cert, key).
+fn certificate(dir: &Path) -> (PathBuf, PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let status = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=allowed.test"])
+        .args(["-addext", "subjectAltName=DNS:allowed.test,DNS:other.test"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    (cert, key)
+}
+
+/// The machine's address on its default route, if it has one.
+fn host_address() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback()).then_some(ip)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -170,4 +208,150 @@ async fn without_an_asker_an_unknown_domain_is_denied_and_an_allow_once_answer_l
     let out = text(&run(&bash, &cmd).await);
     assert_eq!(out, "hello from unknown.test\nhello from unknown.test\n");
     assert_eq!(asker.asked().len(), 1, "asked once per command");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_urllib_and_curl_over_tls_and_socks5_go_through_the_proxy() {
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = certificate(certs.path());
+    let tls = Peers::start(|_| {}, Some((&cert, &key)));
+    let plain = Peers::plain();
+    let l = layout();
+    let mut policy = policy(&plain).resolve_for_tests("secure.test", tls.addr());
+    policy = policy.allow_domains(["secure.test", "allowed.test"]).unwrap();
+    let bash = walled(&l.root, policy.clone().resolve_for_tests("allowed.test", tls.addr()));
+    let (p, t) = (plain.port, tls.port);
+
+    let url = |host: &str, port: u16| format!("http://{host}:{port}/hello");
+    let plain_bash = walled(&l.root, policy);
+    assert_eq!(inside(&plain_bash, &l.root, &["fetch", &url("allowed.test", p)]).await, "hello from allowed.test");
+    let denied = inside(&plain_bash, &l.root, &["fetch", &url("denied.test", p)]).await;
+    assert!(denied.starts_with("http 403: network access to denied.test"), "{denied}");
+
+    // HTTPS through CONNECT: curl checks the certificate, the proxy the SNI.
+    let cert = cert.display();
+    let https = run(&bash, &format!("curl -sS --cacert {cert} https://allowed.test:{t}/hello")).await;
+    assert_eq!(text(&https).trim(), "hello from allowed.test", "{}", text(&https));
+    // SOCKS5 with names resolved by the proxy (ALL_PROXY's socks5h), TLS and plain HTTP.
+    let socks = format!("curl -sS --proxy $ALL_PROXY --cacert {cert} https://allowed.test:{t}/hello");
+    assert_eq!(text(&run(&bash, &socks).await).trim(), "hello from allowed.test");
+    let socks_plain = format!("curl -sS --proxy $ALL_PROXY http://allowed.test:{p}/hello");
+    assert_eq!(text(&run(&plain_bash, &socks_plain).await).trim(), "hello from allowed.test");
+    let socks_denied = run(&plain_bash, &format!("curl -sS --proxy $ALL_PROXY http://denied.test:{p}/hello")).await;
+    assert!(socks_denied.is_error, "{}", text(&socks_denied));
+    assert!(!plain.requests().contains("denied.test"), "{}", plain.requests());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_clones_over_smart_http_through_the_proxy() {
+    let peers = Peers::start(
+        |dir| {
+            let work = dir.join("work");
+            let git = |args: &[&str], cwd: &Path| {
+                let status = Command::new("git")
+                    .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+                    .args(args)
+                    .current_dir(cwd)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "git {args:?}");
+            };
+            std::fs::create_dir_all(dir.join("git")).unwrap();
+            git(&["init", "--bare", "repo.git"], &dir.join("git"));
+            std::fs::create_dir_all(&work).unwrap();
+            git(&["init"], &work);
+            std::fs::write(work.join("README"), "cloned through the proxy\n").unwrap();
+            git(&["add", "README"], &work);
+            git(&["commit", "-m", "one"], &work);
+            let bare = dir.join("git/repo.git");
+            git(&["push", bare.to_str().unwrap(), "HEAD:refs/heads/main"], &work);
+        },
+        None,
+    );
+    let l = layout();
+    let policy = policy(&peers).resolve_for_tests("git.test", peers.addr()).allow_domains(["git.test"]).unwrap();
+    let bash = walled(&l.root, policy);
+    let port = peers.port;
+    let out = run(&bash, &format!("git clone -q http://git.test:{port}/git/repo.git \"$TMPDIR/clone\" && cat \"$TMPDIR/clone/README\"")).await;
+    assert_eq!(text(&out).trim(), "cloned through the proxy", "{}", text(&out));
+    assert!(peers.requests().contains("/git/repo.git/git-upload-pack"), "smart HTTP: {}", peers.requests());
+    let denied = run(&bash, &format!("git clone -q http://denied.test:{port}/git/repo.git \"$TMPDIR/d\"")).await;
+    assert!(denied.is_error && text(&denied).contains("403"), "{}", text(&denied));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn npm_installs_from_a_local_registry_through_the_proxy() {
+    let peers = Peers::start(
+        |dir| {
+            let package = dir.join("src/package");
+            std::fs::create_dir_all(&package).unwrap();
+            std::fs::write(package.join("package.json"), r#"{"name":"tiny-pkg","version":"1.0.0","main":"index.js"}"#).unwrap();
+            std::fs::write(package.join("index.js"), "module.exports = 'tiny through the proxy';\n").unwrap();
+            std::fs::create_dir_all(dir.join("npm")).unwrap();
+            let status = Command::new("tar")
+                .arg("czf")
+                .arg(dir.join("npm/tiny-pkg-1.0.0.tgz"))
+                .arg("package")
+                .current_dir(dir.join("src"))
+                .status()
+                .unwrap();
+            assert!(status.success());
+        },
+        None,
+    );
+    let l = layout();
+    let policy = policy(&peers).resolve_for_tests("registry.test", peers.addr()).allow_domains(["registry.test"]).unwrap();
+    let bash = walled(&l.root, policy);
+    let port = peers.port;
+    let npm = |host: &str| {
+        format!(
+            "npm install --no-audit --no-fund --no-update-notifier --cache \"$TMPDIR/npm-cache\" \
+             --registry http://{host}:{port}/npm/ tiny-pkg 2>&1"
+        )
+    };
+    let out = run(&bash, &format!("{} && node -e \"console.log(require('tiny-pkg'))\"", npm("registry.test"))).await;
+    assert!(text(&out).contains("tiny through the proxy"), "{}", text(&out));
+    let denied = run(&bash, &npm("denied.test")).await;
+    assert!(denied.is_error && text(&denied).contains("403"), "{}", text(&denied));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pip_downloads_from_a_local_simple_index_through_the_proxy() {
+    let peers = Peers::start(
+        |dir| {
+            let wheels = dir.join("wheels");
+            std::fs::create_dir_all(&wheels).unwrap();
+            let build = "import sys, zipfile\n\
+                w = zipfile.ZipFile(sys.argv[1], 'w')\n\
+                w.writestr('tiny_wheel/__init__.py', 'VALUE = 1\\n')\n\
+                w.writestr('tiny_wheel-1.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: tiny-wheel\\nVersion: 1.0\\n')\n\
+                w.writestr('tiny_wheel-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n\
+                w.writestr('tiny_wheel-1.0.dist-info/RECORD', '')\n\
+                w.close()\n";
+            let status = Command::new("python3")
+                .args(["-c", build])
+                .arg(wheels.join("tiny_wheel-1.0-py3-none-any.whl"))
+                .status()
+                .unwrap();
+            assert!(status.success());
+        },
+        None,
+    );
+    let l = layout();
+    let policy = policy(&peers).resolve_for_tests("pypi.test", peers.addr()).allow_domains(["pypi.test"]).unwrap();
+    let bash = walled(&l.root, policy);
+    let port = peers.port;
+    let pip = |host: &str| {
+        format!(
+            "python3 -m pip download --no-cache-dir --disable-pip-version-check --no-deps \
+             --index-url http://{host}:{port}/simple/ --trusted-host {host} -d \"$TMPDIR/dl\" tiny-wheel 2>&1"
+        )
+    };
+    let out = run(&bash, &format!("{} && ls \"$TMPDIR/dl\"", pip("pypi.test"))).await;
+    assert!(text(&out).contains("tiny_wheel-1.0-py3-none-any.whl"), "{}", text(&out));
+    let denied = run(&bash, &pip("denied.test").replace("download", "download -v")).await;
+    let out = text(&denied);
+    assert!(denied.is_error && out.contains("403 Client Error: network access to denied.test"), "{out}");
 }
