@@ -351,7 +351,215 @@ async fn pip_downloads_from_a_local_simple_index_through_the_proxy() {
     };
     let out = run(&bash, &format!("{} && ls \"$TMPDIR/dl\"", pip("pypi.test"))).await;
     assert!(text(&out).contains("tiny_wheel-1.0-py3-none-any.whl"), "{}", text(&out));
-    let denied = run(&bash, &pip("denied.test").replace("download", "download -v")).await;
+    let denied = run(&bash, &pip("denied.test").replace("download", "download -vv")).await;
     let out = text(&denied);
     assert!(denied.is_error && out.contains("403 Client Error: network access to denied.test"), "{out}");
+}
+
+// ---- attacks, each with its control outside the wall ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_a_direct_socket_to_an_ip_has_no_route() {
+    let peers = Peers::plain();
+    let l = layout();
+    let bash = walled(&l.root, policy(&peers));
+    let port = peers.port.to_string();
+    let mut targets = vec!["127.0.0.1".to_owned()];
+    targets.extend(host_address().map(|ip| ip.to_string()));
+    for ip in &targets {
+        let control = outside(&l.root, &["direct", ip, &port]);
+        assert_eq!(control, "HTTP/1.1 200 OK", "control to {ip}");
+        let attack = inside(&bash, &l.root, &["direct", ip, &port]).await;
+        assert!(attack.starts_with("error"), "{ip}: {attack}");
+    }
+    // The proxy's own port is the one thing listening in the namespace.
+    let proxied = inside(&bash, &l.root, &["direct", "127.0.0.1", "3128"]).await;
+    assert!(proxied.contains("400"), "{proxied}");
+    let reached = peers.requests().matches("direct.test").count();
+    assert_eq!(reached, targets.len(), "only the controls: {}", peers.requests());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_dns_to_an_outside_resolver_has_no_route() {
+    // A resolver on this machine's outward address stands for the outside one.
+    let resolver = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    let port = resolver.local_addr().unwrap().port().to_string();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        while let Ok((n, from)) = resolver.recv_from(&mut buf) {
+            let _ = resolver.send_to(&buf[..n], from);
+        }
+    });
+    let peers = Peers::plain();
+    let l = layout();
+    let bash = walled(&l.root, policy(&peers));
+    let mut servers = vec![("127.0.0.1".to_owned(), port.clone())];
+    servers.extend(host_address().map(|ip| (ip.to_string(), port.clone())));
+    for (server, port) in &servers {
+        assert!(outside(&l.root, &["dns", server, port]).starts_with("answer"), "control {server}");
+        let attack = inside(&bash, &l.root, &["dns", server, port]).await;
+        assert!(attack.starts_with("error"), "{server}: {attack}");
+    }
+    for public in ["8.8.8.8", "2001:4860:4860::8888"] {
+        let attack = inside(&bash, &l.root, &["dns", public, "53"]).await;
+        assert!(attack.contains("unreachable"), "{public}: {attack}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_connect_to_a_denied_domain_and_a_sni_that_differs_from_the_connect_host() {
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = certificate(certs.path());
+    let tls = Peers::start(|_| {}, Some((&cert, &key)));
+    let l = layout();
+    let mut policy = policy(&tls);
+    for name in ["allowed.test", "denied.test", "other.test"] {
+        policy = policy.resolve_for_tests(name, tls.addr());
+    }
+    let bash = walled(&l.root, policy);
+    let port = tls.port.to_string();
+    let cafile = cert.to_str().unwrap();
+    let sni = |proxy: &'static str, host: &'static str, name: &'static str| {
+        let port = port.clone();
+        let cafile = cafile.to_owned();
+        move || vec!["sni".to_owned(), proxy.into(), "3128".into(), host.into(), port, name.into(), cafile]
+    };
+    let args = |f: Vec<String>| f;
+    let as_strs = |v: &Vec<String>| v.iter().map(String::as_str).map(str::to_owned).collect::<Vec<_>>();
+
+    // The way that works: CONNECT allowed.test, SNI allowed.test.
+    let ok = args(sni("127.0.0.1", "allowed.test", "allowed.test")());
+    let ok: Vec<&str> = ok.iter().map(String::as_str).collect();
+    assert_eq!(inside(&bash, &l.root, &ok).await, "hello from allowed.test");
+
+    // CONNECT to a denied domain.
+    let denied = as_strs(&sni("127.0.0.1", "denied.test", "denied.test")());
+    let denied: Vec<&str> = denied.iter().map(String::as_str).collect();
+    let out = inside(&bash, &l.root, &denied).await;
+    assert!(out.starts_with("HTTP/1.1 403 network access to denied.test"), "{out}");
+
+    // CONNECT allowed.test, then a ClientHello for other.test: the control shows the server
+    // answers other.test when the hello reaches it.
+    let control = as_strs(&sni("-", "-", "other.test")());
+    let control: Vec<&str> = control.iter().map(String::as_str).collect();
+    assert_eq!(outside(&l.root, &control), "hello from other.test");
+    let before = tls.requests();
+    let attack = as_strs(&sni("127.0.0.1", "allowed.test", "other.test")());
+    let attack: Vec<&str> = attack.iter().map(String::as_str).collect();
+    let out = inside(&bash, &l.root, &attack).await;
+    assert!(out.starts_with("error"), "{out}");
+    assert_eq!(tls.requests(), before, "the mismatched hello reached the server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_an_absolute_uri_whose_host_header_differs_and_a_request_smuggled_after_it() {
+    let peers = Peers::plain();
+    let l = layout();
+    let bash = walled(&l.root, policy(&peers));
+    let p = peers.port;
+    let port = p.to_string();
+    // Control: the server answers whatever Host it is sent.
+    let control = outside(
+        &l.root,
+        &["raw", "127.0.0.1", &port, "GET /hello HTTP/1.1\\r\\nHost: denied.test\\r\\nConnection: close\\r\\n\\r\\n"],
+    );
+    assert!(control.ends_with("hello from denied.test"), "{control}");
+
+    let seen = peers.requests().matches("denied.test").count();
+    let fronted = format!("GET http://allowed.test:{p}/hello HTTP/1.1\\r\\nHost: denied.test:{p}\\r\\n\\r\\n");
+    let out = inside(&bash, &l.root, &["raw", "127.0.0.1", "3128", &fronted]).await;
+    assert!(out.starts_with("HTTP/1.1 403"), "{out}");
+    assert!(out.contains("Host header `denied.test"), "{out}");
+    let two_hosts = format!("GET http://allowed.test:{p}/hello HTTP/1.1\\r\\nHost: allowed.test:{p}\\r\\nHost: denied.test\\r\\n\\r\\n");
+    let out = inside(&bash, &l.root, &["raw", "127.0.0.1", "3128", &two_hosts]).await;
+    assert!(out.contains("2 Host headers"), "{out}");
+    // A second request on the same connection, and one hidden in a body: neither reaches the
+    // server.
+    let smuggled = format!(
+        "GET http://allowed.test:{p}/hello HTTP/1.1\\r\\nHost: allowed.test:{p}\\r\\n\\r\\n\
+         GET /hello HTTP/1.1\\r\\nHost: denied.test\\r\\n\\r\\n"
+    );
+    let out = inside(&bash, &l.root, &["raw", "127.0.0.1", "3128", &smuggled]).await;
+    assert!(out.ends_with("hello from allowed.test"), "{out}");
+    let both = format!(
+        "POST http://allowed.test:{p}/hello HTTP/1.1\\r\\nHost: allowed.test:{p}\\r\\nContent-Length: 5\\r\\n\
+         Transfer-Encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\nGET /hello HTTP/1.1\\r\\nHost: denied.test\\r\\n\\r\\n"
+    );
+    let out = inside(&bash, &l.root, &["raw", "127.0.0.1", "3128", &both]).await;
+    assert!(out.contains("403") && out.contains("both Content-Length and Transfer-Encoding"), "{out}");
+    let reached = peers.requests().matches("denied.test").count();
+    assert_eq!(reached, seen, "only the control: {}", peers.requests());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_allowed_names_and_ipv6_literals_that_reach_internal_addresses() {
+    // No resolver override here: the system resolves these names.
+    let peers = Peers::plain();
+    let l = layout();
+    let p = peers.port;
+    let internal = [
+        ("127.1", "resolves to 127.0.0.1, a loopback address"),
+        ("169.254.43518", "resolves to 169.254.169.254, a cloud metadata address"),
+        ("localhost", "names a loopback host"),
+        ("[::1]", "::1 is a loopback address"),
+        ("[::ffff:127.0.0.1]", "::ffff:127.0.0.1 is a loopback address"),
+        ("[::ffff:169.254.169.254]", "is a cloud metadata address"),
+        ("[64:ff9b::7f00:1]", "is a loopback address"),
+        ("[::127.0.0.1]", "is a loopback address"),
+        ("[fe80::1]", "is a link-local address"),
+        ("[fd00::1]", "is a private address"),
+        ("[::]", "is an unspecified address"),
+        ("10.1.2.3", "is a private address"),
+        ("0.0.0.0", "is an unspecified address"),
+    ];
+    let rules: Vec<&str> = internal.iter().map(|(host, _)| *host).collect();
+    let bash = walled(&l.root, NetworkPolicy::new().allow_domains(&rules).unwrap());
+    // Controls: outside, these names and literals reach the local server or resolve to
+    // metadata.
+    assert_eq!(outside(&l.root, &["fetch", &format!("http://127.1:{p}/hello")]), "hello from 127.1");
+    assert_eq!(outside(&l.root, &["direct", "::ffff:127.0.0.1", &p.to_string()]), "HTTP/1.1 200 OK");
+    assert_eq!(outside(&l.root, &["resolve", "169.254.43518"]), "169.254.169.254");
+    let controls = peers.requests().len();
+    for (host, why) in internal {
+        // Spelled exactly so (curl would rewrite `127.1`), as an absolute URI and as CONNECT.
+        let absolute = format!("GET http://{host}:{p}/hello HTTP/1.1\\r\\nHost: {host}:{p}\\r\\n\\r\\n");
+        let out = inside(&bash, &l.root, &["raw", "127.0.0.1", "3128", &absolute]).await;
+        assert!(out.starts_with("HTTP/1.1 403") && out.contains(why), "{host}: {out}");
+        let connect = format!("CONNECT {host}:{p} HTTP/1.1\\r\\nHost: {host}:{p}\\r\\n\\r\\n");
+        let out = inside(&bash, &l.root, &["raw", "127.0.0.1", "3128", &connect]).await;
+        assert!(out.starts_with("HTTP/1.1 403") && out.contains(why), "{host} through CONNECT: {out}");
+    }
+    // curl, which writes `127.1` as 127.0.0.1.
+    let out = text(&run(&bash, &format!("curl -sS -i http://127.1:{p}/hello")).await);
+    assert!(out.contains("127.0.0.1 is a loopback address"), "{out}");
+    assert_eq!(peers.requests().len(), controls, "only the controls: {}", peers.requests());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_a_relay_through_a_unix_socket_to_a_host_process() {
+    let peers = Peers::plain();
+    let l = layout();
+    // The host process: relays what comes in on a Unix socket to the local server.
+    let path = l.outside.join("relay.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let port = peers.port;
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let Ok(tcp) = std::net::TcpStream::connect(("127.0.0.1", port)) else { continue };
+            let (mut a, mut b) = (stream.try_clone().unwrap(), tcp.try_clone().unwrap());
+            std::thread::spawn(move || std::io::copy(&mut a, &mut { tcp }));
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut b, &mut &stream);
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    let socket = path.to_str().unwrap();
+    assert_eq!(outside(&l.root, &["unix", socket]), "hello from relay.test", "control");
+    let bash = walled(&l.root, policy(&peers));
+    let out = inside(&bash, &l.root, &["unix", socket]).await;
+    assert!(out.starts_with("error PermissionError"), "{out}");
+    // The settings can open Unix sockets.
+    let open = walled(&l.root, policy(&peers).allow_unix_socket(&path));
+    assert_eq!(inside(&open, &l.root, &["unix", socket]).await, "hello from relay.test");
 }

@@ -69,13 +69,13 @@ def sni(proxy_host, proxy_port, connect_host, port, server_name, cafile):
     else:
         sock = socket.create_connection((proxy_host, int(proxy_port)), timeout=5)
         sock.sendall(f"CONNECT {connect_host}:{port} HTTP/1.1\r\nHost: {connect_host}:{port}\r\n\r\n".encode())
-        status = first_line(sock)
-        while True:  # the rest of the CONNECT response head
-            line = b""
-            while not line.endswith(b"\r\n"):
-                line += sock.recv(1)
-            if line == b"\r\n":
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = sock.recv(1)
+            if not chunk:
                 break
+            head += chunk
+        status = head.split(b"\r\n")[0].decode(errors="replace")
         if " 200 " not in status:
             return status
     context = ssl.create_default_context(cafile=cafile)

@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 use super::ask::DomainRequest;
 use super::policy::{NetworkPolicy, RuleVerdict};
 use super::refusal::Refusal;
-use super::resolve::resolve;
+use super::resolve::{refuse_internal, resolve};
 use super::rule::Host;
 
 /// How long a connection to a destination may take to open.
@@ -56,6 +56,8 @@ impl Gate {
 
     /// The addresses `host:port` may be reached at, once the rules (or the asker) allow it.
     pub(crate) async fn admit(&self, host: &Host, port: u16) -> Result<Vec<SocketAddr>, Refusal> {
+        // An internal address is refused whatever the rules say; say so first.
+        refuse_internal(&self.policy, host, port)?;
         match self.policy.verdict(host, port) {
             RuleVerdict::Denied(rule) => return Err(Refusal::rule(host, port, &rule)),
             RuleVerdict::Allowed => {}
@@ -68,10 +70,6 @@ impl Gate {
         let Some(asker) = &self.policy.asker else {
             return Err(Refusal::no_rule(host, port));
         };
-        // An internal address is refused whatever the answer; do not ask about it.
-        if let Host::Ip(_) = host {
-            resolve(&self.policy, host, port).await?;
-        }
         let key = (host.clone(), port);
         let _asking = self.asking.lock().await;
         let known = self.answers.lock().ok().and_then(|a| a.get(&key).copied());

@@ -50,10 +50,12 @@ impl Refusal {
     ) -> Self {
         let reason = match resolved {
             Some(()) => format!(
-                "denied by the sandbox: {host} resolves to {ip}, a {kind} address, which sandboxed commands may not reach"
+                "denied by the sandbox: {host} resolves to {ip}, {} {kind} address, which sandboxed commands may not reach",
+                article(kind)
             ),
             None => format!(
-                "denied by the sandbox: {ip} is a {kind} address, which sandboxed commands may not reach"
+                "denied by the sandbox: {ip} is {} {kind} address, which sandboxed commands may not reach",
+                article(kind)
             ),
         };
         Self::new(host, port, reason)
@@ -64,7 +66,10 @@ impl Refusal {
         Self::new(
             host,
             port,
-            format!("denied by the sandbox: {host} names a {kind} host, which sandboxed commands may not reach"),
+            format!(
+                "denied by the sandbox: {host} names {} {kind} host, which sandboxed commands may not reach",
+                article(kind)
+            ),
         )
     }
 
@@ -86,6 +91,15 @@ impl Refusal {
     /// Whether the destination was refused (not merely unreachable).
     pub(crate) fn is_denial(&self) -> bool {
         self.reason.starts_with("denied")
+    }
+}
+
+/// `a` or `an` before `kind`.
+fn article(kind: Internal) -> &'static str {
+    if kind.as_str().starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
     }
 }
 

@@ -13,26 +13,35 @@ use crate::address::{classify_egress, classify_host};
 /// How long a lookup may take.
 const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Refuses `host` when it is internal as written: an internal IP address, or a name such as
+/// `localhost` (unless a test mapped it).
+pub(crate) fn refuse_internal(policy: &NetworkPolicy, host: &Host, port: u16) -> Result<(), Refusal> {
+    match host {
+        Host::Ip(ip) => match classify_egress(*ip) {
+            Some(kind) => Err(Refusal::internal(host, port, None, *ip, kind)),
+            None => Ok(()),
+        },
+        Host::Name(name) if policy.test_hosts.contains_key(name) => Ok(()),
+        Host::Name(name) => match classify_host(name) {
+            Some(kind) => Err(Refusal::internal_name(host, port, kind)),
+            None => Ok(()),
+        },
+    }
+}
+
 /// The addresses `host:port` may be reached at, or why none.
 pub(crate) async fn resolve(
     policy: &NetworkPolicy,
     host: &Host,
     port: u16,
 ) -> Result<Vec<SocketAddr>, Refusal> {
+    refuse_internal(policy, host, port)?;
     let name = match host {
-        Host::Ip(ip) => {
-            return match classify_egress(*ip) {
-                Some(kind) => Err(Refusal::internal(host, port, None, *ip, kind)),
-                None => Ok(vec![SocketAddr::new(*ip, port)]),
-            };
-        }
+        Host::Ip(ip) => return Ok(vec![SocketAddr::new(*ip, port)]),
         Host::Name(name) => name,
     };
     if let Some(addrs) = policy.test_hosts.get(name) {
         return Ok(addrs.clone());
-    }
-    if let Some(kind) = classify_host(name) {
-        return Err(Refusal::internal_name(host, port, kind));
     }
     let lookup = format!("{name}:{port}");
     let found = tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host(lookup))
