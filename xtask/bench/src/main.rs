@@ -17,6 +17,7 @@ mod permission;
 mod process;
 mod report;
 mod session_stores;
+mod wall;
 mod web;
 
 use std::process::ExitCode;
@@ -81,6 +82,7 @@ fn main() -> ExitCode {
         ("durable", durable::run),
         ("acp", acp::run),
         ("a2a", a2a::run),
+        ("wall", wall::run),
     ];
     // `BENCH_ONLY=mcp,orchestrator` runs only the named benchmarks.
     let only = std::env::var("BENCH_ONLY").ok();

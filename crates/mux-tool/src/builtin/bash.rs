@@ -8,8 +8,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::Sandbox;
 use super::NetworkPolicy;
+use super::Sandbox;
 use super::environment::EnvPolicy;
 use super::os_sandbox::SandboxPolicy;
 use super::text::{decode_head, decode_tail};
@@ -389,7 +389,10 @@ mod run {
             cmd.env(name, scratch.path());
         }
         let egress = match (&bash.network, bash.policy) {
-            (super::Network::Proxy(policy), SandboxPolicy::ReadOnly | SandboxPolicy::WorkspaceWrite) => {
+            (
+                super::Network::Proxy(policy),
+                SandboxPolicy::ReadOnly | SandboxPolicy::WorkspaceWrite,
+            ) => {
                 cmd.envs(crate::builtin::egress::proxy_env());
                 Some(policy.clone())
             }

@@ -102,7 +102,13 @@ fn policy(peers: &Peers) -> NetworkPolicy {
         .unwrap()
         .deny_domains(["denied.test"])
         .unwrap();
-    for name in ["allowed.test", "denied.test", "unknown.test", "other.test", "a.wild.test"] {
+    for name in [
+        "allowed.test",
+        "denied.test",
+        "unknown.test",
+        "other.test",
+        "a.wild.test",
+    ] {
         policy = policy.resolve_for_tests(name, peers.addr());
     }
     policy
@@ -131,7 +137,11 @@ async fn inside(bash: &Bash, root: &Path, args: &[&str]) -> String {
 fn outside(root: &Path, args: &[&str]) -> String {
     let script = root.join("attacks.py");
     std::fs::write(&script, ATTACKS).unwrap();
-    let out = Command::new("python3").arg(&script).args(args).output().unwrap();
+    let out = Command::new("python3")
+        .arg(&script)
+        .args(args)
+        .output()
+        .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
@@ -139,7 +149,17 @@ fn outside(root: &Path, args: &[&str]) -> String {
 fn certificate(dir: &Path) -> (PathBuf, PathBuf) {
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let status = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=allowed.test"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=allowed.test",
+        ])
         .args(["-addext", "subjectAltName=DNS:allowed.test,DNS:other.test"])
         .arg("-keyout")
         .arg(&key)
@@ -172,25 +192,55 @@ async fn curl_reaches_an_allowed_domain_and_is_refused_the_others_with_the_reaso
     assert!(!allowed.is_error, "{}", text(&allowed));
     assert_eq!(text(&allowed).trim(), "hello from allowed.test");
     let wild = run(&bash, &format!("curl -sS http://a.wild.test:{port}/hello")).await;
-    assert_eq!(text(&wild).trim(), "hello from a.wild.test", "{}", text(&wild));
+    assert_eq!(
+        text(&wild).trim(),
+        "hello from a.wild.test",
+        "{}",
+        text(&wild)
+    );
 
-    let denied = run(&bash, &format!("curl -sS -i http://denied.test:{port}/hello")).await;
+    let denied = run(
+        &bash,
+        &format!("curl -sS -i http://denied.test:{port}/hello"),
+    )
+    .await;
     let out = text(&denied);
     assert!(out.contains("403"), "{out}");
     assert!(
-        out.contains(&format!("network access to denied.test:{port} denied by the network deny rule `denied.test`")),
+        out.contains(&format!(
+            "network access to denied.test:{port} denied by the network deny rule `denied.test`"
+        )),
         "{out}"
     );
-    let unknown = run(&bash, &format!("curl -sS -i http://unknown.test:{port}/hello")).await;
+    let unknown = run(
+        &bash,
+        &format!("curl -sS -i http://unknown.test:{port}/hello"),
+    )
+    .await;
     let out = text(&unknown);
     assert!(out.contains("denied by the user's answer"), "{out}");
     assert_eq!(asker.asked(), vec![format!("unknown.test:{port}")]);
     // Through CONNECT, curl prints the refusal's status line.
-    let tunnel = run(&bash, &format!("curl -sS -v -p http://denied.test:{port}/hello 2>&1")).await;
+    let tunnel = run(
+        &bash,
+        &format!("curl -sS -v -p http://denied.test:{port}/hello 2>&1"),
+    )
+    .await;
     let out = text(&tunnel);
-    assert!(tunnel.is_error && out.contains("denied by the network deny rule"), "{out}");
-    assert!(!peers.requests().contains("denied.test"), "{}", peers.requests());
-    assert!(!peers.requests().contains("unknown.test"), "{}", peers.requests());
+    assert!(
+        tunnel.is_error && out.contains("denied by the network deny rule"),
+        "{out}"
+    );
+    assert!(
+        !peers.requests().contains("denied.test"),
+        "{}",
+        peers.requests()
+    );
+    assert!(
+        !peers.requests().contains("unknown.test"),
+        "{}",
+        peers.requests()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -199,7 +249,13 @@ async fn without_an_asker_an_unknown_domain_is_denied_and_an_allow_once_answer_l
     let l = layout();
     let port = peers.port;
     let bash = walled(&l.root, policy(&peers));
-    let out = text(&run(&bash, &format!("curl -sS -i http://unknown.test:{port}/hello")).await);
+    let out = text(
+        &run(
+            &bash,
+            &format!("curl -sS -i http://unknown.test:{port}/hello"),
+        )
+        .await,
+    );
     assert!(out.contains("no allowed domain covers it"), "{out}");
 
     let asker = Asker::new(DomainAnswer::AllowOnce);
@@ -218,28 +274,63 @@ async fn python_urllib_and_curl_over_tls_and_socks5_go_through_the_proxy() {
     let plain = Peers::plain();
     let l = layout();
     let mut policy = policy(&plain).resolve_for_tests("secure.test", tls.addr());
-    policy = policy.allow_domains(["secure.test", "allowed.test"]).unwrap();
-    let bash = walled(&l.root, policy.clone().resolve_for_tests("allowed.test", tls.addr()));
+    policy = policy
+        .allow_domains(["secure.test", "allowed.test"])
+        .unwrap();
+    let bash = walled(
+        &l.root,
+        policy.clone().resolve_for_tests("allowed.test", tls.addr()),
+    );
     let (p, t) = (plain.port, tls.port);
 
     let url = |host: &str, port: u16| format!("http://{host}:{port}/hello");
     let plain_bash = walled(&l.root, policy);
-    assert_eq!(inside(&plain_bash, &l.root, &["fetch", &url("allowed.test", p)]).await, "hello from allowed.test");
+    assert_eq!(
+        inside(&plain_bash, &l.root, &["fetch", &url("allowed.test", p)]).await,
+        "hello from allowed.test"
+    );
     let denied = inside(&plain_bash, &l.root, &["fetch", &url("denied.test", p)]).await;
-    assert!(denied.starts_with("http 403: network access to denied.test"), "{denied}");
+    assert!(
+        denied.starts_with("http 403: network access to denied.test"),
+        "{denied}"
+    );
 
     // HTTPS through CONNECT: curl checks the certificate, the proxy the SNI.
     let cert = cert.display();
-    let https = run(&bash, &format!("curl -sS --cacert {cert} https://allowed.test:{t}/hello")).await;
-    assert_eq!(text(&https).trim(), "hello from allowed.test", "{}", text(&https));
+    let https = run(
+        &bash,
+        &format!("curl -sS --cacert {cert} https://allowed.test:{t}/hello"),
+    )
+    .await;
+    assert_eq!(
+        text(&https).trim(),
+        "hello from allowed.test",
+        "{}",
+        text(&https)
+    );
     // SOCKS5 with names resolved by the proxy (ALL_PROXY's socks5h), TLS and plain HTTP.
-    let socks = format!("curl -sS --proxy $ALL_PROXY --cacert {cert} https://allowed.test:{t}/hello");
-    assert_eq!(text(&run(&bash, &socks).await).trim(), "hello from allowed.test");
+    let socks =
+        format!("curl -sS --proxy $ALL_PROXY --cacert {cert} https://allowed.test:{t}/hello");
+    assert_eq!(
+        text(&run(&bash, &socks).await).trim(),
+        "hello from allowed.test"
+    );
     let socks_plain = format!("curl -sS --proxy $ALL_PROXY http://allowed.test:{p}/hello");
-    assert_eq!(text(&run(&plain_bash, &socks_plain).await).trim(), "hello from allowed.test");
-    let socks_denied = run(&plain_bash, &format!("curl -sS --proxy $ALL_PROXY http://denied.test:{p}/hello")).await;
+    assert_eq!(
+        text(&run(&plain_bash, &socks_plain).await).trim(),
+        "hello from allowed.test"
+    );
+    let socks_denied = run(
+        &plain_bash,
+        &format!("curl -sS --proxy $ALL_PROXY http://denied.test:{p}/hello"),
+    )
+    .await;
     assert!(socks_denied.is_error, "{}", text(&socks_denied));
-    assert!(!plain.requests().contains("denied.test"), "{}", plain.requests());
+    assert!(
+        !plain.requests().contains("denied.test"),
+        "{}",
+        plain.requests()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -249,7 +340,14 @@ async fn git_clones_over_smart_http_through_the_proxy() {
             let work = dir.join("work");
             let git = |args: &[&str], cwd: &Path| {
                 let status = Command::new("git")
-                    .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+                    .args([
+                        "-c",
+                        "user.name=t",
+                        "-c",
+                        "user.email=t@t",
+                        "-c",
+                        "init.defaultBranch=main",
+                    ])
                     .args(args)
                     .current_dir(cwd)
                     .stdout(Stdio::null())
@@ -266,19 +364,42 @@ async fn git_clones_over_smart_http_through_the_proxy() {
             git(&["add", "README"], &work);
             git(&["commit", "-m", "one"], &work);
             let bare = dir.join("git/repo.git");
-            git(&["push", bare.to_str().unwrap(), "HEAD:refs/heads/main"], &work);
+            git(
+                &["push", bare.to_str().unwrap(), "HEAD:refs/heads/main"],
+                &work,
+            );
         },
         None,
     );
     let l = layout();
-    let policy = policy(&peers).resolve_for_tests("git.test", peers.addr()).allow_domains(["git.test"]).unwrap();
+    let policy = policy(&peers)
+        .resolve_for_tests("git.test", peers.addr())
+        .allow_domains(["git.test"])
+        .unwrap();
     let bash = walled(&l.root, policy);
     let port = peers.port;
     let out = run(&bash, &format!("git clone -q http://git.test:{port}/git/repo.git \"$TMPDIR/clone\" && cat \"$TMPDIR/clone/README\"")).await;
-    assert_eq!(text(&out).trim(), "cloned through the proxy", "{}", text(&out));
-    assert!(peers.requests().contains("/git/repo.git/git-upload-pack"), "smart HTTP: {}", peers.requests());
-    let denied = run(&bash, &format!("git clone -q http://denied.test:{port}/git/repo.git \"$TMPDIR/d\"")).await;
-    assert!(denied.is_error && text(&denied).contains("403"), "{}", text(&denied));
+    assert_eq!(
+        text(&out).trim(),
+        "cloned through the proxy",
+        "{}",
+        text(&out)
+    );
+    assert!(
+        peers.requests().contains("/git/repo.git/git-upload-pack"),
+        "smart HTTP: {}",
+        peers.requests()
+    );
+    let denied = run(
+        &bash,
+        &format!("git clone -q http://denied.test:{port}/git/repo.git \"$TMPDIR/d\""),
+    )
+    .await;
+    assert!(
+        denied.is_error && text(&denied).contains("403"),
+        "{}",
+        text(&denied)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -287,8 +408,16 @@ async fn npm_installs_from_a_local_registry_through_the_proxy() {
         |dir| {
             let package = dir.join("src/package");
             std::fs::create_dir_all(&package).unwrap();
-            std::fs::write(package.join("package.json"), r#"{"name":"tiny-pkg","version":"1.0.0","main":"index.js"}"#).unwrap();
-            std::fs::write(package.join("index.js"), "module.exports = 'tiny through the proxy';\n").unwrap();
+            std::fs::write(
+                package.join("package.json"),
+                r#"{"name":"tiny-pkg","version":"1.0.0","main":"index.js"}"#,
+            )
+            .unwrap();
+            std::fs::write(
+                package.join("index.js"),
+                "module.exports = 'tiny through the proxy';\n",
+            )
+            .unwrap();
             std::fs::create_dir_all(dir.join("npm")).unwrap();
             let status = Command::new("tar")
                 .arg("czf")
@@ -302,7 +431,10 @@ async fn npm_installs_from_a_local_registry_through_the_proxy() {
         None,
     );
     let l = layout();
-    let policy = policy(&peers).resolve_for_tests("registry.test", peers.addr()).allow_domains(["registry.test"]).unwrap();
+    let policy = policy(&peers)
+        .resolve_for_tests("registry.test", peers.addr())
+        .allow_domains(["registry.test"])
+        .unwrap();
     let bash = walled(&l.root, policy);
     let port = peers.port;
     let npm = |host: &str| {
@@ -311,10 +443,25 @@ async fn npm_installs_from_a_local_registry_through_the_proxy() {
              --registry http://{host}:{port}/npm/ tiny-pkg 2>&1"
         )
     };
-    let out = run(&bash, &format!("{} && node -e \"console.log(require('tiny-pkg'))\"", npm("registry.test"))).await;
-    assert!(text(&out).contains("tiny through the proxy"), "{}", text(&out));
+    let out = run(
+        &bash,
+        &format!(
+            "{} && node -e \"console.log(require('tiny-pkg'))\"",
+            npm("registry.test")
+        ),
+    )
+    .await;
+    assert!(
+        text(&out).contains("tiny through the proxy"),
+        "{}",
+        text(&out)
+    );
     let denied = run(&bash, &npm("denied.test")).await;
-    assert!(denied.is_error && text(&denied).contains("403"), "{}", text(&denied));
+    assert!(
+        denied.is_error && text(&denied).contains("403"),
+        "{}",
+        text(&denied)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -340,7 +487,10 @@ async fn pip_downloads_from_a_local_simple_index_through_the_proxy() {
         None,
     );
     let l = layout();
-    let policy = policy(&peers).resolve_for_tests("pypi.test", peers.addr()).allow_domains(["pypi.test"]).unwrap();
+    let policy = policy(&peers)
+        .resolve_for_tests("pypi.test", peers.addr())
+        .allow_domains(["pypi.test"])
+        .unwrap();
     let bash = walled(&l.root, policy);
     let port = peers.port;
     let pip = |host: &str| {
@@ -350,10 +500,21 @@ async fn pip_downloads_from_a_local_simple_index_through_the_proxy() {
         )
     };
     let out = run(&bash, &format!("{} && ls \"$TMPDIR/dl\"", pip("pypi.test"))).await;
-    assert!(text(&out).contains("tiny_wheel-1.0-py3-none-any.whl"), "{}", text(&out));
-    let denied = run(&bash, &pip("denied.test").replace("download", "download -vv")).await;
+    assert!(
+        text(&out).contains("tiny_wheel-1.0-py3-none-any.whl"),
+        "{}",
+        text(&out)
+    );
+    let denied = run(
+        &bash,
+        &pip("denied.test").replace("download", "download -vv"),
+    )
+    .await;
     let out = text(&denied);
-    assert!(denied.is_error && out.contains("403 Client Error: network access to denied.test"), "{out}");
+    assert!(
+        denied.is_error && out.contains("403 Client Error: network access to denied.test"),
+        "{out}"
+    );
 }
 
 // ---- attacks, each with its control outside the wall ----
@@ -376,7 +537,12 @@ async fn attack_a_direct_socket_to_an_ip_has_no_route() {
     let proxied = inside(&bash, &l.root, &["direct", "127.0.0.1", "3128"]).await;
     assert!(proxied.contains("400"), "{proxied}");
     let reached = peers.requests().matches("direct.test").count();
-    assert_eq!(reached, targets.len(), "only the controls: {}", peers.requests());
+    assert_eq!(
+        reached,
+        targets.len(),
+        "only the controls: {}",
+        peers.requests()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -396,7 +562,10 @@ async fn attack_dns_to_an_outside_resolver_has_no_route() {
     let mut servers = vec![("127.0.0.1".to_owned(), port.clone())];
     servers.extend(host_address().map(|ip| (ip.to_string(), port.clone())));
     for (server, port) in &servers {
-        assert!(outside(&l.root, &["dns", server, port]).starts_with("answer"), "control {server}");
+        assert!(
+            outside(&l.root, &["dns", server, port]).starts_with("answer"),
+            "control {server}"
+        );
         let attack = inside(&bash, &l.root, &["dns", server, port]).await;
         assert!(attack.starts_with("error"), "{server}: {attack}");
     }
@@ -422,10 +591,25 @@ async fn attack_connect_to_a_denied_domain_and_a_sni_that_differs_from_the_conne
     let sni = |proxy: &'static str, host: &'static str, name: &'static str| {
         let port = port.clone();
         let cafile = cafile.to_owned();
-        move || vec!["sni".to_owned(), proxy.into(), "3128".into(), host.into(), port, name.into(), cafile]
+        move || {
+            vec![
+                "sni".to_owned(),
+                proxy.into(),
+                "3128".into(),
+                host.into(),
+                port,
+                name.into(),
+                cafile,
+            ]
+        }
     };
     let args = |f: Vec<String>| f;
-    let as_strs = |v: &Vec<String>| v.iter().map(String::as_str).map(str::to_owned).collect::<Vec<_>>();
+    let as_strs = |v: &Vec<String>| {
+        v.iter()
+            .map(String::as_str)
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
 
     // The way that works: CONNECT allowed.test, SNI allowed.test.
     let ok = args(sni("127.0.0.1", "allowed.test", "allowed.test")());
@@ -436,7 +620,10 @@ async fn attack_connect_to_a_denied_domain_and_a_sni_that_differs_from_the_conne
     let denied = as_strs(&sni("127.0.0.1", "denied.test", "denied.test")());
     let denied: Vec<&str> = denied.iter().map(String::as_str).collect();
     let out = inside(&bash, &l.root, &denied).await;
-    assert!(out.starts_with("HTTP/1.1 403 network access to denied.test"), "{out}");
+    assert!(
+        out.starts_with("HTTP/1.1 403 network access to denied.test"),
+        "{out}"
+    );
 
     // CONNECT allowed.test, then a ClientHello for other.test: the control shows the server
     // answers other.test when the hello reaches it.
@@ -448,7 +635,11 @@ async fn attack_connect_to_a_denied_domain_and_a_sni_that_differs_from_the_conne
     let attack: Vec<&str> = attack.iter().map(String::as_str).collect();
     let out = inside(&bash, &l.root, &attack).await;
     assert!(out.starts_with("error"), "{out}");
-    assert_eq!(tls.requests(), before, "the mismatched hello reached the server");
+    assert_eq!(
+        tls.requests(),
+        before,
+        "the mismatched hello reached the server"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -461,16 +652,25 @@ async fn attack_an_absolute_uri_whose_host_header_differs_and_a_request_smuggled
     // Control: the server answers whatever Host it is sent.
     let control = outside(
         &l.root,
-        &["raw", "127.0.0.1", &port, "GET /hello HTTP/1.1\\r\\nHost: denied.test\\r\\nConnection: close\\r\\n\\r\\n"],
+        &[
+            "raw",
+            "127.0.0.1",
+            &port,
+            "GET /hello HTTP/1.1\\r\\nHost: denied.test\\r\\nConnection: close\\r\\n\\r\\n",
+        ],
     );
     assert!(control.ends_with("hello from denied.test"), "{control}");
 
     let seen = peers.requests().matches("denied.test").count();
-    let fronted = format!("GET http://allowed.test:{p}/hello HTTP/1.1\\r\\nHost: denied.test:{p}\\r\\n\\r\\n");
+    let fronted = format!(
+        "GET http://allowed.test:{p}/hello HTTP/1.1\\r\\nHost: denied.test:{p}\\r\\n\\r\\n"
+    );
     let out = inside(&bash, &l.root, &["raw", "127.0.0.1", "3128", &fronted]).await;
     assert!(out.starts_with("HTTP/1.1 403"), "{out}");
     assert!(out.contains("Host header `denied.test"), "{out}");
-    let two_hosts = format!("GET http://allowed.test:{p}/hello HTTP/1.1\\r\\nHost: allowed.test:{p}\\r\\nHost: denied.test\\r\\n\\r\\n");
+    let two_hosts = format!(
+        "GET http://allowed.test:{p}/hello HTTP/1.1\\r\\nHost: allowed.test:{p}\\r\\nHost: denied.test\\r\\n\\r\\n"
+    );
     let out = inside(&bash, &l.root, &["raw", "127.0.0.1", "3128", &two_hosts]).await;
     assert!(out.contains("2 Host headers"), "{out}");
     // A second request on the same connection, and one hidden in a body: neither reaches the
@@ -486,7 +686,10 @@ async fn attack_an_absolute_uri_whose_host_header_differs_and_a_request_smuggled
          Transfer-Encoding: chunked\\r\\n\\r\\n0\\r\\n\\r\\nGET /hello HTTP/1.1\\r\\nHost: denied.test\\r\\n\\r\\n"
     );
     let out = inside(&bash, &l.root, &["raw", "127.0.0.1", "3128", &both]).await;
-    assert!(out.contains("403") && out.contains("both Content-Length and Transfer-Encoding"), "{out}");
+    assert!(
+        out.contains("403") && out.contains("both Content-Length and Transfer-Encoding"),
+        "{out}"
+    );
     let reached = peers.requests().matches("denied.test").count();
     assert_eq!(reached, seen, "only the control: {}", peers.requests());
 }
@@ -499,10 +702,16 @@ async fn attack_allowed_names_and_ipv6_literals_that_reach_internal_addresses() 
     let p = peers.port;
     let internal = [
         ("127.1", "resolves to 127.0.0.1, a loopback address"),
-        ("169.254.43518", "resolves to 169.254.169.254, a cloud metadata address"),
+        (
+            "169.254.43518",
+            "resolves to 169.254.169.254, a cloud metadata address",
+        ),
         ("localhost", "names a loopback host"),
         ("[::1]", "::1 is a loopback address"),
-        ("[::ffff:127.0.0.1]", "::ffff:127.0.0.1 is a loopback address"),
+        (
+            "[::ffff:127.0.0.1]",
+            "::ffff:127.0.0.1 is a loopback address",
+        ),
         ("[::ffff:169.254.169.254]", "is a cloud metadata address"),
         ("[64:ff9b::7f00:1]", "is a loopback address"),
         ("[::127.0.0.1]", "is a loopback address"),
@@ -516,23 +725,44 @@ async fn attack_allowed_names_and_ipv6_literals_that_reach_internal_addresses() 
     let bash = walled(&l.root, NetworkPolicy::new().allow_domains(&rules).unwrap());
     // Controls: outside, these names and literals reach the local server or resolve to
     // metadata.
-    assert_eq!(outside(&l.root, &["fetch", &format!("http://127.1:{p}/hello")]), "hello from 127.1");
-    assert_eq!(outside(&l.root, &["direct", "::ffff:127.0.0.1", &p.to_string()]), "HTTP/1.1 200 OK");
-    assert_eq!(outside(&l.root, &["resolve", "169.254.43518"]), "169.254.169.254");
+    assert_eq!(
+        outside(&l.root, &["fetch", &format!("http://127.1:{p}/hello")]),
+        "hello from 127.1"
+    );
+    assert_eq!(
+        outside(&l.root, &["direct", "::ffff:127.0.0.1", &p.to_string()]),
+        "HTTP/1.1 200 OK"
+    );
+    assert_eq!(
+        outside(&l.root, &["resolve", "169.254.43518"]),
+        "169.254.169.254"
+    );
     let controls = peers.requests().len();
     for (host, why) in internal {
         // Spelled exactly so (curl would rewrite `127.1`), as an absolute URI and as CONNECT.
-        let absolute = format!("GET http://{host}:{p}/hello HTTP/1.1\\r\\nHost: {host}:{p}\\r\\n\\r\\n");
+        let absolute =
+            format!("GET http://{host}:{p}/hello HTTP/1.1\\r\\nHost: {host}:{p}\\r\\n\\r\\n");
         let out = inside(&bash, &l.root, &["raw", "127.0.0.1", "3128", &absolute]).await;
-        assert!(out.starts_with("HTTP/1.1 403") && out.contains(why), "{host}: {out}");
+        assert!(
+            out.starts_with("HTTP/1.1 403") && out.contains(why),
+            "{host}: {out}"
+        );
         let connect = format!("CONNECT {host}:{p} HTTP/1.1\\r\\nHost: {host}:{p}\\r\\n\\r\\n");
         let out = inside(&bash, &l.root, &["raw", "127.0.0.1", "3128", &connect]).await;
-        assert!(out.starts_with("HTTP/1.1 403") && out.contains(why), "{host} through CONNECT: {out}");
+        assert!(
+            out.starts_with("HTTP/1.1 403") && out.contains(why),
+            "{host} through CONNECT: {out}"
+        );
     }
     // curl, which writes `127.1` as 127.0.0.1.
     let out = text(&run(&bash, &format!("curl -sS -i http://127.1:{p}/hello")).await);
     assert!(out.contains("127.0.0.1 is a loopback address"), "{out}");
-    assert_eq!(peers.requests().len(), controls, "only the controls: {}", peers.requests());
+    assert_eq!(
+        peers.requests().len(),
+        controls,
+        "only the controls: {}",
+        peers.requests()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -545,7 +775,9 @@ async fn attack_a_relay_through_a_unix_socket_to_a_host_process() {
     let port = peers.port;
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let Ok(tcp) = std::net::TcpStream::connect(("127.0.0.1", port)) else { continue };
+            let Ok(tcp) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+                continue;
+            };
             let (mut a, mut b) = (stream.try_clone().unwrap(), tcp.try_clone().unwrap());
             std::thread::spawn(move || std::io::copy(&mut a, &mut { tcp }));
             std::thread::spawn(move || {
@@ -555,11 +787,18 @@ async fn attack_a_relay_through_a_unix_socket_to_a_host_process() {
         }
     });
     let socket = path.to_str().unwrap();
-    assert_eq!(outside(&l.root, &["unix", socket]), "hello from relay.test", "control");
+    assert_eq!(
+        outside(&l.root, &["unix", socket]),
+        "hello from relay.test",
+        "control"
+    );
     let bash = walled(&l.root, policy(&peers));
     let out = inside(&bash, &l.root, &["unix", socket]).await;
     assert!(out.starts_with("error PermissionError"), "{out}");
     // The settings can open Unix sockets.
     let open = walled(&l.root, policy(&peers).allow_unix_socket(&path));
-    assert_eq!(inside(&open, &l.root, &["unix", socket]).await, "hello from relay.test");
+    assert_eq!(
+        inside(&open, &l.root, &["unix", socket]).await,
+        "hello from relay.test"
+    );
 }

@@ -111,7 +111,8 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let invalid = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
+    let invalid =
+        |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned());
     loop {
         let line = read_line(source).await?;
         sink.write_all(&line).await?;
@@ -153,7 +154,10 @@ async fn read_line<R: AsyncRead + Unpin>(source: &mut R) -> std::io::Result<Vec<
             return Ok(line);
         }
     }
-    Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "chunk line too long"))
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        "chunk line too long",
+    ))
 }
 
 #[cfg(test)]
@@ -164,15 +168,24 @@ mod tests {
         Head {
             method: "POST".into(),
             target: "/".into(),
-            headers: headers.iter().map(|(n, v)| ((*n).into(), v.as_bytes().to_vec())).collect(),
+            headers: headers
+                .iter()
+                .map(|(n, v)| ((*n).into(), v.as_bytes().to_vec()))
+                .collect(),
         }
     }
 
     #[test]
     fn framing() {
         assert_eq!(body(&head(&[])), Ok(Body::Empty));
-        assert_eq!(body(&head(&[("Content-Length", "12")])), Ok(Body::Length(12)));
-        assert_eq!(body(&head(&[("transfer-encoding", "Chunked")])), Ok(Body::Chunked));
+        assert_eq!(
+            body(&head(&[("Content-Length", "12")])),
+            Ok(Body::Length(12))
+        );
+        assert_eq!(
+            body(&head(&[("transfer-encoding", "Chunked")])),
+            Ok(Body::Chunked)
+        );
         for smuggle in [
             &[("Content-Length", "1"), ("Transfer-Encoding", "chunked")][..],
             &[("Content-Length", "1"), ("Content-Length", "2")][..],
@@ -189,15 +202,24 @@ mod tests {
         let input = b"4\r\nWiki\r\n0\r\nX-T: 1\r\n\r\nGET /second HTTP/1.1\r\n\r\n".to_vec();
         let mut source = &input[..];
         let mut out = Vec::new();
-        copy_chunked(&mut source, &mut out).await.unwrap_or_else(|e| unreachable!("{e}"));
+        copy_chunked(&mut source, &mut out)
+            .await
+            .unwrap_or_else(|e| unreachable!("{e}"));
         assert_eq!(out, b"4\r\nWiki\r\n0\r\nX-T: 1\r\n\r\n");
         assert_eq!(source, b"GET /second HTTP/1.1\r\n\r\n");
     }
 
     #[test]
     fn hop_headers_are_replaced() {
-        let h = head(&[("Host", "a.test"), ("Proxy-Connection", "keep-alive"), ("Connection", "keep-alive")]);
+        let h = head(&[
+            ("Host", "a.test"),
+            ("Proxy-Connection", "keep-alive"),
+            ("Connection", "keep-alive"),
+        ]);
         let out = String::from_utf8(origin_head(&h, "/x")).unwrap_or_default();
-        assert_eq!(out, "POST /x HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n");
+        assert_eq!(
+            out,
+            "POST /x HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n"
+        );
     }
 }

@@ -47,7 +47,12 @@ pub(crate) fn looks_like_http(buf: &[u8]) -> bool {
 
 /// Reads more of `stream` into `buf` until `done` says the bytes are complete; fails at
 /// `cap` bytes or after [`HEAD_TIMEOUT`].
-pub(crate) async fn fill<S, F>(stream: &mut S, buf: &mut Vec<u8>, cap: usize, mut done: F) -> Result<(), HeadError>
+pub(crate) async fn fill<S, F>(
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    cap: usize,
+    mut done: F,
+) -> Result<(), HeadError>
 where
     S: AsyncRead + Unpin,
     F: FnMut(&[u8]) -> bool,
@@ -56,7 +61,9 @@ where
         let mut chunk = [0u8; 4096];
         while !done(buf) {
             if buf.len() >= cap {
-                return Err(HeadError::Bad(format!("more than {cap} bytes before the request")));
+                return Err(HeadError::Bad(format!(
+                    "more than {cap} bytes before the request"
+                )));
             }
             match stream.read(&mut chunk).await {
                 Ok(0) | Err(_) => return Err(HeadError::Closed),

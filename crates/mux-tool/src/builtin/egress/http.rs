@@ -12,7 +12,11 @@ use super::rule::Host;
 use super::tunnel;
 
 /// Serves one HTTP proxy connection whose first bytes are in `buf`.
-pub(crate) async fn serve(gate: &Gate, mut client: TcpStream, mut buf: Vec<u8>) -> Result<(), String> {
+pub(crate) async fn serve(
+    gate: &Gate,
+    mut client: TcpStream,
+    mut buf: Vec<u8>,
+) -> Result<(), String> {
     let (request, rest) = match head::read(&mut client, &mut buf).await {
         Ok(read) => read,
         Err(HeadError::Closed) => return Ok(()),
@@ -23,7 +27,10 @@ pub(crate) async fn serve(gate: &Gate, mut client: TcpStream, mut buf: Vec<u8>) 
     };
     if request.method.eq_ignore_ascii_case("CONNECT") {
         let Some((host, port)) = Host::parse_authority(&request.target) else {
-            let why = format!("CONNECT needs host:port, not `{}`", request.target.escape_default());
+            let why = format!(
+                "CONNECT needs host:port, not `{}`",
+                request.target.escape_default()
+            );
             bad_request(&mut client, &why).await;
             return Err(why);
         };
@@ -43,7 +50,12 @@ pub(crate) async fn serve(gate: &Gate, mut client: TcpStream, mut buf: Vec<u8>) 
 }
 
 /// Forwards an absolute-URI request.
-async fn absolute(gate: &Gate, mut client: TcpStream, rest: Vec<u8>, request: &Head) -> Result<(), String> {
+async fn absolute(
+    gate: &Gate,
+    mut client: TcpStream,
+    rest: Vec<u8>,
+    request: &Head,
+) -> Result<(), String> {
     let Some((host, port, path)) = split_uri(&request.target) else {
         let why = format!(
             "this proxy takes CONNECT or an absolute http:// URI, not `{}` (for https, use CONNECT)",
@@ -52,8 +64,9 @@ async fn absolute(gate: &Gate, mut client: TcpStream, rest: Vec<u8>, request: &H
         bad_request(&mut client, &why).await;
         return Err(why);
     };
-    let checked = tunnel::host_matches(request, &host, port)
-        .and_then(|()| forward::body(request).map_err(|why| format!("the request's body cannot be framed: {why}")));
+    let checked = tunnel::host_matches(request, &host, port).and_then(|()| {
+        forward::body(request).map_err(|why| format!("the request's body cannot be framed: {why}"))
+    });
     let body = match checked {
         Ok(body) => body,
         Err(why) => {
@@ -80,9 +93,14 @@ fn split_uri(uri: &str) -> Option<(Host, u16, String)> {
     if authority.contains('@') {
         return None;
     }
-    let (host, port) = Host::parse_authority(authority).or_else(|| Host::parse(authority).map(|h| (h, 80)))?;
+    let (host, port) =
+        Host::parse_authority(authority).or_else(|| Host::parse(authority).map(|h| (h, 80)))?;
     let path = path.split('#').next().unwrap_or_default();
-    let path = if path.starts_with('/') { path.to_owned() } else { format!("/{path}") };
+    let path = if path.starts_with('/') {
+        path.to_owned()
+    } else {
+        format!("/{path}")
+    };
     Some((host, port, path))
 }
 
@@ -103,9 +121,18 @@ mod tests {
     #[test]
     fn uris() {
         let name = |h: &str| Host::parse(h).unwrap_or_else(|| unreachable!());
-        assert_eq!(split_uri("http://A.test/x?y#z"), Some((name("a.test"), 80, "/x?y".into())));
-        assert_eq!(split_uri("HTTP://a.test:8080"), Some((name("a.test"), 8080, "/".into())));
-        assert_eq!(split_uri("http://[::1]:81/"), Some((name("[::1]"), 81, "/".into())));
+        assert_eq!(
+            split_uri("http://A.test/x?y#z"),
+            Some((name("a.test"), 80, "/x?y".into()))
+        );
+        assert_eq!(
+            split_uri("HTTP://a.test:8080"),
+            Some((name("a.test"), 8080, "/".into()))
+        );
+        assert_eq!(
+            split_uri("http://[::1]:81/"),
+            Some((name("[::1]"), 81, "/".into()))
+        );
         assert_eq!(split_uri("https://a.test/"), None);
         assert_eq!(split_uri("http://user@a.test/"), None);
         assert_eq!(split_uri("/relative"), None);

@@ -128,11 +128,17 @@ mod tests {
             .and_then(|p| p.deny_domains(["secret.example.com"]))
             .unwrap_or_else(|err| unreachable!("{err}"));
         let host = |h: &str| Host::parse(h).unwrap_or_else(|| unreachable!());
-        assert_eq!(policy.verdict(&host("api.example.com"), 443), RuleVerdict::Allowed);
+        assert_eq!(
+            policy.verdict(&host("api.example.com"), 443),
+            RuleVerdict::Allowed
+        );
         assert_eq!(
             policy.verdict(&host("secret.example.com"), 443),
             RuleVerdict::Denied("secret.example.com".into())
         );
-        assert_eq!(policy.verdict(&host("other.org"), 443), RuleVerdict::Unknown);
+        assert_eq!(
+            policy.verdict(&host("other.org"), 443),
+            RuleVerdict::Unknown
+        );
     }
 }

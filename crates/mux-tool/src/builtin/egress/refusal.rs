@@ -23,7 +23,11 @@ impl Refusal {
 
     /// A deny rule covers it.
     pub(crate) fn rule(host: &Host, port: u16, rule: &str) -> Self {
-        Self::new(host, port, format!("denied by the network deny rule `{rule}`"))
+        Self::new(
+            host,
+            port,
+            format!("denied by the network deny rule `{rule}`"),
+        )
     }
 
     /// No rule covers it and there is no one to ask.

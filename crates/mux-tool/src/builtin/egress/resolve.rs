@@ -15,7 +15,11 @@ const RESOLVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Refuses `host` when it is internal as written: an internal IP address, or a name such as
 /// `localhost` (unless a test mapped it).
-pub(crate) fn refuse_internal(policy: &NetworkPolicy, host: &Host, port: u16) -> Result<(), Refusal> {
+pub(crate) fn refuse_internal(
+    policy: &NetworkPolicy,
+    host: &Host,
+    port: u16,
+) -> Result<(), Refusal> {
     match host {
         Host::Ip(ip) => match classify_egress(*ip) {
             Some(kind) => Err(Refusal::internal(host, port, None, *ip, kind)),
@@ -82,7 +86,11 @@ mod tests {
     #[test]
     fn internal_answers_are_dropped_and_named() {
         let host = Host::Name("mixed.test".into());
-        let kept = public_only(&host, 443, vec![addr("10.0.0.1:443"), addr("93.184.215.14:443")]);
+        let kept = public_only(
+            &host,
+            443,
+            vec![addr("10.0.0.1:443"), addr("93.184.215.14:443")],
+        );
         assert_eq!(kept.ok(), Some(vec![addr("93.184.215.14:443")]));
         for (answer, kind) in [
             ("127.0.0.1:443", "loopback"),

@@ -72,7 +72,9 @@ impl fmt::Display for Host {
 
 /// A rule the settings could not be read as, and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("`{rule}` is not a network domain rule: {reason} (write `example.com`, `*.example.com` or either with a `:port` suffix)")]
+#[error(
+    "`{rule}` is not a network domain rule: {reason} (write `example.com`, `*.example.com` or either with a `:port` suffix)"
+)]
 pub struct DomainRuleError {
     rule: String,
     reason: &'static str,
@@ -188,7 +190,10 @@ mod tests {
         assert!(wild_port.covers(&name("x.example.com"), 8443));
         assert!(!wild_port.covers(&name("x.example.com"), 443));
         let v6 = rule("[2001:db8::1]:443");
-        assert!(v6.covers(&Host::parse("[2001:db8::1]").unwrap_or_else(|| unreachable!()), 443));
+        assert!(v6.covers(
+            &Host::parse("[2001:db8::1]").unwrap_or_else(|| unreachable!()),
+            443
+        ));
         assert!(!v6.covers(&name("example.com"), 443));
     }
 
@@ -222,7 +227,14 @@ mod tests {
         );
         assert_eq!(
             Host::parse_authority("[::ffff:127.0.0.1]:80"),
-            Some((Host::Ip("::ffff:127.0.0.1".parse().unwrap_or_else(|_| unreachable!())), 80))
+            Some((
+                Host::Ip(
+                    "::ffff:127.0.0.1"
+                        .parse()
+                        .unwrap_or_else(|_| unreachable!())
+                ),
+                80
+            ))
         );
         assert_eq!(Host::parse_authority("example.com"), None);
         assert_eq!(Host::parse_authority("example.com:x"), None);

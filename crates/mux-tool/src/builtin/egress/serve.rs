@@ -61,7 +61,10 @@ impl Proxy {
 async fn connection(gate: &Gate, mut stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let mut buf = Vec::new();
-    if head::fill(&mut stream, &mut buf, 1, |b| !b.is_empty()).await.is_err() {
+    if head::fill(&mut stream, &mut buf, 1, |b| !b.is_empty())
+        .await
+        .is_err()
+    {
         return;
     }
     let served = if buf[0] == 5 {

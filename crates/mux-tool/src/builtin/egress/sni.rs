@@ -45,7 +45,8 @@ pub(crate) fn read(buf: &[u8]) -> Hello {
             if handshake[0] != 0x01 {
                 return Hello::NotTls("the first handshake message is not a ClientHello");
             }
-            let need = 4 + u32::from_be_bytes([0, handshake[1], handshake[2], handshake[3]]) as usize;
+            let need =
+                4 + u32::from_be_bytes([0, handshake[1], handshake[2], handshake[3]]) as usize;
             if need > MAX_HELLO {
                 return Hello::NotTls("the ClientHello is too large");
             }
@@ -71,7 +72,8 @@ impl<'a> Cursor<'a> {
     }
 
     fn u16(&mut self) -> Option<usize> {
-        self.take(2).map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
+        self.take(2)
+            .map(|b| usize::from(u16::from_be_bytes([b[0], b[1]])))
     }
 
     fn vec8(&mut self) -> Option<&'a [u8]> {
@@ -216,12 +218,21 @@ pub(crate) mod tests {
     #[test]
     fn refusals() {
         assert_eq!(read(&hello(&[], &[])), Hello::NoName);
-        assert!(matches!(read(&hello(&["a.test", "b.test"], &[])), Hello::NotTls(_)));
-        assert_eq!(read(&hello(&["a.test"], &[(0xfe0d, &[1, 2])])), Hello::Encrypted);
+        assert!(matches!(
+            read(&hello(&["a.test", "b.test"], &[])),
+            Hello::NotTls(_)
+        ));
+        assert_eq!(
+            read(&hello(&["a.test"], &[(0xfe0d, &[1, 2])])),
+            Hello::Encrypted
+        );
         assert!(matches!(read(b"GET / HTTP/1.1\r\n\r\n"), Hello::NotTls(_)));
         let mut truncated = hello(&["a.test"], &[]);
         truncated[4] = truncated[4].wrapping_sub(3);
         truncated.truncate(truncated.len() - 3);
-        assert!(matches!(read(&truncated), Hello::NotTls(_) | Hello::Partial));
+        assert!(matches!(
+            read(&truncated),
+            Hello::NotTls(_) | Hello::Partial
+        ));
     }
 }

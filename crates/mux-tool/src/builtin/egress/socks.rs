@@ -18,9 +18,15 @@ const BAD_COMMAND: u8 = 7;
 const BAD_ADDRESS: u8 = 8;
 
 /// Serves one SOCKS5 connection whose first bytes are in `buf`.
-pub(crate) async fn serve(gate: &Gate, mut client: TcpStream, mut buf: Vec<u8>) -> Result<(), String> {
+pub(crate) async fn serve(
+    gate: &Gate,
+    mut client: TcpStream,
+    mut buf: Vec<u8>,
+) -> Result<(), String> {
     let greeting = |b: &[u8]| b.len() >= 2 && b.len() >= 2 + usize::from(b[1]);
-    head::fill(&mut client, &mut buf, 300, greeting).await.map_err(describe)?;
+    head::fill(&mut client, &mut buf, 300, greeting)
+        .await
+        .map_err(describe)?;
     let methods = &buf[2..2 + usize::from(buf[1])];
     if !methods.contains(&0) {
         let _ = client.write_all(&[5, 0xff]).await;
@@ -29,7 +35,9 @@ pub(crate) async fn serve(gate: &Gate, mut client: TcpStream, mut buf: Vec<u8>) 
     let rest = buf.split_off(2 + usize::from(buf[1]));
     client.write_all(&[5, 0]).await.map_err(|e| e.to_string())?;
     let mut buf = rest;
-    head::fill(&mut client, &mut buf, 300, |b| request_len(b).is_some()).await.map_err(describe)?;
+    head::fill(&mut client, &mut buf, 300, |b| request_len(b).is_some())
+        .await
+        .map_err(describe)?;
     let len = request_len(&buf).unwrap_or(buf.len());
     let early = buf.split_off(len);
     if buf[0] != 5 || buf[1] != 1 {
@@ -38,13 +46,17 @@ pub(crate) async fn serve(gate: &Gate, mut client: TcpStream, mut buf: Vec<u8>) 
     }
     let port = u16::from_be_bytes([buf[len - 2], buf[len - 1]]);
     let host = match buf[3] {
-        1 => Some(Host::Ip(Ipv4Addr::new(buf[4], buf[5], buf[6], buf[7]).into())),
+        1 => Some(Host::Ip(
+            Ipv4Addr::new(buf[4], buf[5], buf[6], buf[7]).into(),
+        )),
         4 => {
             let mut octets = [0u8; 16];
             octets.copy_from_slice(&buf[4..20]);
             Some(Host::Ip(Ipv6Addr::from(octets).into()))
         }
-        3 => std::str::from_utf8(&buf[5..len - 2]).ok().and_then(Host::parse),
+        3 => std::str::from_utf8(&buf[5..len - 2])
+            .ok()
+            .and_then(Host::parse),
         _ => None,
     };
     let Some(host) = host.filter(|_| port != 0) else {
@@ -52,7 +64,15 @@ pub(crate) async fn serve(gate: &Gate, mut client: TcpStream, mut buf: Vec<u8>) 
         return Err("the SOCKS5 address is not a valid host and port".into());
     };
     if let Err(refusal) = gate.admit(&host, port).await {
-        reply(&mut client, if refusal.is_denial() { NOT_ALLOWED } else { UNREACHABLE }).await;
+        reply(
+            &mut client,
+            if refusal.is_denial() {
+                NOT_ALLOWED
+            } else {
+                UNREACHABLE
+            },
+        )
+        .await;
         return Err(refusal.to_string());
     }
     client

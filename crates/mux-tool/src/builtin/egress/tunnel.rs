@@ -24,7 +24,13 @@ pub(crate) async fn carry(
     host: &Host,
     port: u16,
 ) -> Result<(), Refusal> {
-    let closed = |_| Refusal::mismatch(host, port, "the tunnel closed before its first request".into());
+    let closed = |_| {
+        Refusal::mismatch(
+            host,
+            port,
+            "the tunnel closed before its first request".into(),
+        )
+    };
     head::fill(&mut client, &mut early, 1, |b| !b.is_empty())
         .await
         .map_err(closed)?;
@@ -35,11 +41,19 @@ pub(crate) async fn carry(
             hello != Hello::Partial
         })
         .await
-        .map_err(|_| Refusal::mismatch(host, port, "the TLS ClientHello did not arrive whole".into()))?;
+        .map_err(|_| {
+            Refusal::mismatch(
+                host,
+                port,
+                "the TLS ClientHello did not arrive whole".into(),
+            )
+        })?;
         check_name(host, port, hello)?;
         let mut origin = gate.connect(host, port).await?;
         let _ = origin.write_all(&early).await;
-        let _ = copy_bidirectional_with_sizes(&mut client, &mut origin, TUNNEL_BUFFER, TUNNEL_BUFFER).await;
+        let _ =
+            copy_bidirectional_with_sizes(&mut client, &mut origin, TUNNEL_BUFFER, TUNNEL_BUFFER)
+                .await;
         return Ok(());
     }
     if !head::looks_like_http(&early) {
@@ -59,9 +73,27 @@ pub(crate) async fn carry(
     }
     let body = match forward::body(&request) {
         Ok(body) => body,
-        Err(why) => return Err(refuse_http(&mut client, host, port, format!("the request's body cannot be framed: {why}")).await),
+        Err(why) => {
+            return Err(refuse_http(
+                &mut client,
+                host,
+                port,
+                format!("the request's body cannot be framed: {why}"),
+            )
+            .await);
+        }
     };
-    plain(gate, client, rest, &request, request.target.clone(), body, host, port).await
+    plain(
+        gate,
+        client,
+        rest,
+        &request,
+        request.target.clone(),
+        body,
+        host,
+        port,
+    )
+    .await
 }
 
 /// Forwards one plain request (already checked) to `host:port`.
@@ -98,12 +130,21 @@ async fn refuse_http(client: &mut TcpStream, host: &Host, port: u16, why: String
 /// Writes `refusal` as an HTTP response: `403` for a denial, `502` when the destination
 /// could not be reached; the text is in the reason phrase (which clients print) and the
 /// body.
-pub(crate) async fn write_refusal(client: &mut TcpStream, refusal: &Refusal) -> std::io::Result<()> {
+pub(crate) async fn write_refusal(
+    client: &mut TcpStream,
+    refusal: &Refusal,
+) -> std::io::Result<()> {
     let text = refusal.to_string();
     let status = if refusal.is_denial() { 403 } else { 502 };
     let reason: String = text
         .chars()
-        .map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '?' })
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '?'
+            }
+        })
         .collect();
     let body = format!("{text}\n");
     let response = format!(
@@ -132,12 +173,18 @@ fn check_name(host: &Host, port: u16, hello: Hello) -> Result<(), Refusal> {
 pub(crate) fn host_matches(request: &head::Head, host: &Host, port: u16) -> Result<(), String> {
     let values: Vec<&[u8]> = request.values("host").collect();
     let [value] = values.as_slice() else {
-        return Err(format!("the request has {} Host headers, not one", values.len()));
+        return Err(format!(
+            "the request has {} Host headers, not one",
+            values.len()
+        ));
     };
     let text = std::str::from_utf8(value).unwrap_or_default().trim();
     let named = Host::parse_authority(text).or_else(|| Host::parse(text).map(|h| (h, 80)));
     match named {
         Some((named, named_port)) if &named == host && named_port == port => Ok(()),
-        _ => Err(format!("the request's Host header `{}` is not {host}:{port}", text.escape_default())),
+        _ => Err(format!(
+            "the request's Host header `{}` is not {host}:{port}",
+            text.escape_default()
+        )),
     }
 }

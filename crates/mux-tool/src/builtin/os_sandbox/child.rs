@@ -8,8 +8,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use seccompiler::BpfProgram;
 
-use super::step::{Failed, Step};
 use super::loopback::Loopback;
+use super::step::{Failed, Step};
 use super::view::View;
 use super::{files, privileges, syscalls};
 

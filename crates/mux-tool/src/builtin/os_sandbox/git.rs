@@ -428,6 +428,7 @@ mod tests {
         let confinement = Confinement {
             policy: super::super::SandboxPolicy::WorkspaceWrite,
             network: false,
+            egress: None,
             root: root.clone(),
             scratch: dir.path().join("scratch"),
             mount_view: true,

@@ -65,7 +65,8 @@ impl Loopback {
         }
         // SAFETY: both descriptors were just created and are owned by nothing else.
         #[allow(unsafe_code)]
-        let (agent, child) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (agent, child) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let mut name = [0u8; libc::IFNAMSIZ];
         name[..2].copy_from_slice(b"lo");
         let addr = libc::sockaddr_in {
@@ -96,16 +97,32 @@ impl Loopback {
         // SAFETY: plain system calls on stack values prepared before the fork.
         #[allow(unsafe_code)]
         unsafe {
-            let control = check(libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0))?;
+            let control = check(libc::socket(
+                libc::AF_INET,
+                libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+                0,
+            ))?;
             let mut lo = self.lo;
-            let up = check(libc::ioctl(control, libc::SIOCGIFFLAGS, &mut lo as *mut IfReqFlags))
-                .and_then(|_| {
-                    lo.flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
-                    check(libc::ioctl(control, libc::SIOCSIFFLAGS, &lo as *const IfReqFlags))
-                });
+            let up = check(libc::ioctl(
+                control,
+                libc::SIOCGIFFLAGS,
+                &mut lo as *mut IfReqFlags,
+            ))
+            .and_then(|_| {
+                lo.flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+                check(libc::ioctl(
+                    control,
+                    libc::SIOCSIFFLAGS,
+                    &lo as *const IfReqFlags,
+                ))
+            });
             libc::close(control);
             up?;
-            let listener = check(libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0))?;
+            let listener = check(libc::socket(
+                libc::AF_INET,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                0,
+            ))?;
             let sent = check(libc::bind(
                 listener,
                 (&self.addr as *const libc::sockaddr_in).cast(),
@@ -160,7 +177,10 @@ fn check(ret: c_int) -> Result<c_int, Failed> {
 impl Door {
     /// In the agent, once the command has started (its `exec` succeeded, so the child sent
     /// the listener before): the listening socket inside the command's namespace.
-    pub(super) fn take(self, policy: SandboxPolicy) -> Result<std::net::TcpListener, OsSandboxError> {
+    pub(super) fn take(
+        self,
+        policy: SandboxPolicy,
+    ) -> Result<std::net::TcpListener, OsSandboxError> {
         let fail = |why: String| OsSandboxError::Setup {
             policy,
             reason: format!("the command's network namespace sent no proxy listener: {why}"),

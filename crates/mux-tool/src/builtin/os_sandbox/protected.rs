@@ -212,6 +212,7 @@ mod tests {
         Confinement {
             policy: SandboxPolicy::WorkspaceWrite,
             network: false,
+            egress: None,
             root: root.to_owned(),
             scratch: root.join("tmp"),
             mount_view: true,

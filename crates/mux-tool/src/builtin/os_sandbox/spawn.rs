@@ -74,16 +74,12 @@ pub(crate) fn spawn(
         })?;
     let proxy = match (door, confinement.egress) {
         (Some(door), Some(policy)) => {
-            let listener = door
-                .take(confinement.policy)
-                .and_then(|listener| {
-                    tokio::net::TcpListener::from_std(listener).map_err(|err| {
-                        OsSandboxError::Setup {
-                            policy: confinement.policy,
-                            reason: format!("cannot serve the network proxy: {err}"),
-                        }
-                    })
-                })?;
+            let listener = door.take(confinement.policy).and_then(|listener| {
+                tokio::net::TcpListener::from_std(listener).map_err(|err| OsSandboxError::Setup {
+                    policy: confinement.policy,
+                    reason: format!("cannot serve the network proxy: {err}"),
+                })
+            })?;
             Some(Proxy::serve(listener, policy))
         }
         _ => None,
