@@ -7,12 +7,12 @@
 use serde_json::Value;
 
 use self::entry::read_entry;
-use self::expand::expand_vars;
-use self::sandbox::read_sandbox;
 pub use self::environment::DEFAULT_INHERITED_ENV;
 pub(crate) use self::environment::server_environment;
 pub use self::error::ConfigError;
+use self::expand::expand_vars;
 pub use self::oauth_spec::{JwtAlgorithm, OAuthGrant, OAuthSpec, PrivateKeyJwt, SharedTokenStore};
+use self::sandbox::read_sandbox;
 pub use self::sandbox::{StdioSandbox, StdioSandboxPolicy};
 pub use self::spec::{HttpSpec, ServerSpec, StdioSpec, TransportSpec};
 pub use mux_tool::Secret;

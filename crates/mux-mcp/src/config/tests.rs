@@ -405,7 +405,10 @@ fn bad_sandboxes_are_refused_naming_the_field() {
         }
     };
     for (entry, expected) in [
-        (r#"{"command": "x", "sandbox": "yes"}"#, "sandbox: must be true"),
+        (
+            r#"{"command": "x", "sandbox": "yes"}"#,
+            "sandbox: must be true",
+        ),
         (
             r#"{"command": "x", "sandbox": {"policy": "fullAccess"}}"#,
             "sandbox.policy: is `fullAccess`",
@@ -477,7 +480,8 @@ fn a_bad_top_level_sandbox_is_refused_naming_it() {
 
 #[test]
 fn a_sandbox_equal_to_cwd_is_accepted() {
-    let config = r#"{"mcpServers": {"s": {"command": "x", "cwd": "/a", "sandbox": {"root": "/a"}}}}"#;
+    let config =
+        r#"{"mcpServers": {"s": {"command": "x", "cwd": "/a", "sandbox": {"root": "/a"}}}}"#;
     let specs = parse_config_with(config, &env).unwrap();
     assert_eq!(
         sandbox_of(&specs[0]).and_then(|sandbox| sandbox.root),

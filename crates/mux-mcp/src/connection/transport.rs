@@ -22,12 +22,12 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio_util::sync::CancellationToken;
 
 use super::types::ProgressBarrier;
-use crate::config::{HttpSpec, StdioSandbox, StdioSpec, server_environment};
 #[cfg(all(feature = "sandbox", unix))]
 use crate::config::StdioSandboxPolicy;
+use crate::config::{HttpSpec, StdioSandbox, StdioSpec, server_environment};
+use crate::standalone::{Signalling, StandaloneStream};
 #[cfg(all(feature = "sandbox", unix))]
 use mux_tool::builtin::{SandboxPolicy, Wall, WalledChild};
-use crate::standalone::{Signalling, StandaloneStream};
 
 /// A transport that cancels `closed` when the peer's stream ends.
 /// It also counts progress notifications for the [`ProgressBarrier`].
@@ -97,7 +97,7 @@ enum Process {
     /// Behind the wall: a session and process group of its own, and what the wall needs
     /// while it runs.
     #[cfg(all(feature = "sandbox", unix))]
-    Walled(WalledChild),
+    Walled(Box<WalledChild>),
 }
 
 impl Process {
@@ -317,8 +317,12 @@ fn walled(
         .spawn(command)
         .map_err(|err| std::io::Error::other(format!("behind the OS wall: {err}")))?;
     let process = child.child_mut();
-    let pipes = (process.stdin.take(), process.stdout.take(), process.stderr.take());
-    Ok((pipes.0, pipes.1, pipes.2, Process::Walled(child)))
+    let pipes = (
+        process.stdin.take(),
+        process.stdout.take(),
+        process.stderr.take(),
+    );
+    Ok((pipes.0, pipes.1, pipes.2, Process::Walled(Box::new(child))))
 }
 
 /// Without the feature `sandbox` (or off Unix) there is no wall: a server that asks for one

@@ -98,7 +98,10 @@ async fn call(
     arguments: serde_json::Value,
 ) -> (String, bool) {
     let tool = common::find(&coordinator.tools(), &format!("mcp__{server}__{tool}"));
-    let out = tool.call(arguments, ToolContext::new(tool_id())).await.unwrap();
+    let out = tool
+        .call(arguments, ToolContext::new(tool_id()))
+        .await
+        .unwrap();
     // The first text item: a tool's text, without the structured copy of its result.
     let text = out
         .content
@@ -165,13 +168,19 @@ const DEFAULTS: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"]
 /// nothing else is there but what Python and the wall add themselves.
 fn check_environment(env: &BTreeMap<String, String>, walled: bool) {
     for (name, value) in CANARIES {
-        assert!(!env.contains_key(name), "{name} reached the server: {env:?}");
+        assert!(
+            !env.contains_key(name),
+            "{name} reached the server: {env:?}"
+        );
         assert!(
             !env.values().any(|v| v.contains(value)),
             "the value of {name} reached the server: {env:?}"
         );
     }
-    assert_eq!(env.get("MUX_CONFIGURED").map(String::as_str), Some("from the config"));
+    assert_eq!(
+        env.get("MUX_CONFIGURED").map(String::as_str),
+        Some("from the config")
+    );
     assert_eq!(
         env.get("OPENAI_API_KEY_FOR_SERVER").map(String::as_str),
         Some("named-by-config")
@@ -183,7 +192,10 @@ fn check_environment(env: &BTreeMap<String, String>, walled: bool) {
             "{name}: {env:?}"
         );
     }
-    assert!(!env.contains_key("TERM"), "a function-like TERM passed: {env:?}");
+    assert!(
+        !env.contains_key("TERM"),
+        "a function-like TERM passed: {env:?}"
+    );
     let added_by_the_wall = |name: &str| {
         walled && (["TMPDIR", "TMP", "TEMP"].contains(&name) || name.starts_with("GIT_"))
     };
@@ -291,7 +303,13 @@ mod walled {
 
     /// Writes `path` through the server's `write` tool: the answer and whether it is an error.
     async fn write(coordinator: &mux_mcp::Coordinator, server: &str, path: &str) -> (String, bool) {
-        call(coordinator, server, "write", json!({"path": path, "text": "planted"})).await
+        call(
+            coordinator,
+            server,
+            "write",
+            json!({"path": path, "text": "planted"}),
+        )
+        .await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -363,14 +381,20 @@ mod walled {
         .await;
         let target = places.outside("planted.txt");
         let (text, is_error) = write(&walled, "walled", &target).await;
-        assert!(is_error, "the write outside the root was not refused: {text}");
+        assert!(
+            is_error,
+            "the write outside the root was not refused: {text}"
+        );
         assert!(!Path::new(&target).exists(), "{text}");
         // Nor through a symlink inside the root that leads out.
         std::os::unix::fs::symlink(places.dir.path().join("outside"), places.root().join("out"))
             .unwrap();
         let through = places.root().join("out/through-link.txt");
         let (text, is_error) = write(&walled, "walled", &through.to_string_lossy()).await;
-        assert!(is_error, "the write through a symlink was not refused: {text}");
+        assert!(
+            is_error,
+            "the write through a symlink was not refused: {text}"
+        );
         assert!(!Path::new(&places.outside("through-link.txt")).exists());
         walled.stop_all().await;
     }

@@ -98,7 +98,10 @@ impl Wall {
     /// The root's real path; an error naming it when it is not an existing directory.
     fn real_root(&self) -> Result<PathBuf, ToolError> {
         let real = std::fs::canonicalize(&self.root).map_err(|err| {
-            self.setup(format!("the root {} is unusable: {err}", self.root.display()))
+            self.setup(format!(
+                "the root {} is unusable: {err}",
+                self.root.display()
+            ))
         })?;
         if !real.is_dir() {
             return Err(self.setup(format!(
