@@ -34,8 +34,9 @@ mod tls;
 #[allow(deprecated)]
 pub use client::{ClientFeatures, ClientHandlers, HandlerError};
 pub use config::{
-    ConfigError, HttpSpec, JwtAlgorithm, OAuthGrant, OAuthSpec, PrivateKeyJwt, Secret, ServerSpec,
-    SharedTokenStore, StdioSpec, TransportSpec, load_config, parse_config, parse_config_with,
+    ConfigError, DEFAULT_INHERITED_ENV, HttpSpec, JwtAlgorithm, OAuthGrant, OAuthSpec,
+    PrivateKeyJwt, Secret, ServerSpec, SharedTokenStore, StdioSandbox, StdioSandboxPolicy,
+    StdioSpec, TransportSpec, load_config, parse_config, parse_config_with,
 };
 pub use connection::{
     ConnectionOptions, DEFAULT_AUTHORIZATION_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::error::ConfigError;
 use super::fields::{Fields, is_http_url};
 use super::raw::{Loose, Object, RawEntry, RawHttp, RawStdio};
+use super::sandbox::StdioSandbox;
 use super::spec::{HttpSpec, ServerSpec, StdioSpec, TransportSpec};
 use mux_tool::Secret;
 
@@ -20,13 +21,17 @@ pub(crate) struct Entry<'a> {
     pub(crate) raw: RawEntry,
     /// Looks a variable up.
     pub(crate) lookup: &'a dyn Fn(&str) -> Option<String>,
+    /// The wall of a stdio server whose entry has no `sandbox` (the config's top-level one).
+    pub(crate) default_sandbox: Option<&'a StdioSandbox>,
 }
 
-/// Reads the entry `value` of server `server`: `None` when it is `disabled`.
+/// Reads the entry `value` of server `server`: `None` when it is `disabled`. A stdio server
+/// whose entry has no `sandbox` gets `default_sandbox`.
 pub(super) fn read_entry(
     server: &str,
     value: &Value,
     lookup: &dyn Fn(&str) -> Option<String>,
+    default_sandbox: Option<&StdioSandbox>,
 ) -> Result<Option<ServerSpec>, ConfigError> {
     let fields = Fields { server, lookup };
     if server.trim().is_empty() {
@@ -48,6 +53,7 @@ pub(super) fn read_entry(
         server,
         raw,
         lookup,
+        default_sandbox,
     })
     .map(Some)
 }
@@ -62,12 +68,27 @@ impl TryFrom<Entry<'_>> for ServerSpec {
             server,
             raw,
             lookup,
+            default_sandbox,
         } = entry;
         let fields = Fields { server, lookup };
         let kind = fields.string("type", raw.kind)?;
+        let sandbox = fields.sandbox(raw.sandbox)?;
+        let stdio = |raw_stdio| {
+            let sandbox = sandbox.clone().unwrap_or_else(|| default_sandbox.cloned());
+            stdio(fields, raw_stdio, sandbox)
+        };
+        let http = |raw_http| {
+            if sandbox.is_some() {
+                return Err(fields.error(
+                    "sandbox",
+                    "applies to stdio servers only; mux starts no process for an HTTP server",
+                ));
+            }
+            http(fields, raw_http)
+        };
         let transport = match kind.as_deref() {
-            Some("stdio") => stdio(fields, raw.stdio)?,
-            Some("http" | "streamable-http" | "streamableHttp") => http(fields, raw.http)?,
+            Some("stdio") => stdio(raw.stdio)?,
+            Some("http" | "streamable-http" | "streamableHttp") => http(raw.http)?,
             Some(other) => {
                 return Err(fields.error(
                     "type",
@@ -78,8 +99,8 @@ impl TryFrom<Entry<'_>> for ServerSpec {
                 (true, true) => {
                     return Err(fields.error("command", "and `url` are both set; pick one"));
                 }
-                (true, false) => stdio(fields, raw.stdio)?,
-                (false, true) => http(fields, raw.http)?,
+                (true, false) => stdio(raw.stdio)?,
+                (false, true) => http(raw.http)?,
                 (false, false) => return Err(fields.error("command", "is missing (or set `url`)")),
             },
         };
@@ -92,8 +113,12 @@ impl TryFrom<Entry<'_>> for ServerSpec {
     }
 }
 
-/// `command`, `args`, `env` and `cwd`.
-fn stdio(fields: Fields<'_>, raw: RawStdio) -> Result<TransportSpec, ConfigError> {
+/// `command`, `args`, `env`, `cwd` and the wall (`sandbox`, or the config's default).
+fn stdio(
+    fields: Fields<'_>,
+    raw: RawStdio,
+    sandbox: Option<StdioSandbox>,
+) -> Result<TransportSpec, ConfigError> {
     let command = fields
         .string("command", raw.command)?
         .ok_or_else(|| fields.error("command", "is missing"))?;
@@ -103,11 +128,26 @@ fn stdio(fields: Fields<'_>, raw: RawStdio) -> Result<TransportSpec, ConfigError
     let args = fields.strings("args", raw.args, "must be an array of strings")?;
     let env = fields.secrets("env", raw.env)?;
     let cwd = fields.string("cwd", raw.cwd)?.map(PathBuf::from);
+    if let (Some(cwd), Some(root)) = (
+        &cwd,
+        sandbox.as_ref().and_then(|sandbox| sandbox.root.as_ref()),
+    ) && cwd != root
+    {
+        return Err(fields.error(
+            "sandbox.root",
+            format!(
+                "is {} but `cwd` is {}: behind the wall the server starts in its root; set one of them",
+                root.display(),
+                cwd.display()
+            ),
+        ));
+    }
     Ok(TransportSpec::Stdio(StdioSpec {
         command,
         args,
         env,
         cwd,
+        sandbox,
     }))
 }
 

@@ -20,6 +20,15 @@ pub enum ConfigError {
         /// What is wrong.
         problem: String,
     },
+    /// A field at the top of the config (beside `mcpServers`, such as `sandbox`) has the
+    /// wrong type or value.
+    #[error("MCP config: field `{field}` {problem}")]
+    Setting {
+        /// The field, as a path such as `sandbox.policy`.
+        field: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// A `${VAR}` reference names a variable that is not set and has no default.
     #[error("MCP server `{server}`: field `{field}` uses `${{{var}}}`, which is not set")]
     UnsetVariable {

@@ -8,6 +8,17 @@ pub(super) enum ExpandProblem {
     BadName(String),
 }
 
+impl ExpandProblem {
+    /// What is wrong, to follow a field's name.
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Self::Unset(var) => format!("uses `${{{var}}}`, which is not set"),
+            Self::Unclosed => "has a `${` without a closing `}`".into(),
+            Self::BadName(name) => format!("uses `${{{name}}}`, which is not a variable name"),
+        }
+    }
+}
+
 /// Expands `${VAR}` and `${VAR:-default}`; `$$` is a literal `$` (so `$${VAR}` is the text
 /// `${VAR}`), and any other `$` stays as it is.
 pub(super) fn expand_vars(

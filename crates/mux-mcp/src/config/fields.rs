@@ -113,11 +113,7 @@ impl Fields<'_> {
                 field: field.to_string(),
                 var,
             },
-            ExpandProblem::Unclosed => self.error(field, "has a `${` without a closing `}`"),
-            ExpandProblem::BadName(name) => self.error(
-                field,
-                format!("uses `${{{name}}}`, which is not a variable name"),
-            ),
+            other => self.error(field, other.describe()),
         })
     }
 }

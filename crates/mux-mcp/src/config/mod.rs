@@ -7,18 +7,25 @@
 use serde_json::Value;
 
 use self::entry::read_entry;
+pub use self::environment::DEFAULT_INHERITED_ENV;
+pub(crate) use self::environment::server_environment;
 pub use self::error::ConfigError;
+use self::expand::expand_vars;
 pub use self::oauth_spec::{JwtAlgorithm, OAuthGrant, OAuthSpec, PrivateKeyJwt, SharedTokenStore};
+use self::sandbox::read_sandbox;
+pub use self::sandbox::{StdioSandbox, StdioSandboxPolicy};
 pub use self::spec::{HttpSpec, ServerSpec, StdioSpec, TransportSpec};
 pub use mux_tool::Secret;
 
 mod entry;
+mod environment;
 mod error;
 mod expand;
 mod fields;
 mod oauth_entry;
 mod oauth_spec;
 mod raw;
+mod sandbox;
 mod spec;
 #[cfg(test)]
 mod tests;
@@ -30,8 +37,11 @@ mod tests;
 /// `cwd`, `type`, `url`, `headers`), mux reads `bearerToken`, `oauth` (`grant`,
 /// `redirectUri`, `scopes`, `privateKeyFile`, `signingAlgorithm`, `clientId`, `clientSecret`, `clientMetadataUrl`, `clientName`, and `tokenStore`,
 /// a directory where tokens persist across restarts; see [`OAuthSpec`]), `caCertificates` (PEM files of extra CAs for HTTPS, read and checked
-/// while parsing; see [`HttpSpec::ca_certificates`]), `toolTimeoutMs`, `connectTimeoutMs`
-/// and `disabled` (disabled servers are skipped).
+/// while parsing; see [`HttpSpec::ca_certificates`]), `toolTimeoutMs`, `connectTimeoutMs`,
+/// `disabled` (disabled servers are skipped) and `sandbox` (the OS wall around a stdio server:
+/// `true`, `false`, or `{"policy": "readOnly" | "workspaceWrite", "network": bool, "root":
+/// path}`; see [`StdioSandbox`]). A `sandbox` beside `mcpServers` is the wall of every stdio
+/// server whose entry has none; `"sandbox": false` in an entry opts it out.
 ///
 /// ```
 /// let config = r#"{"mcpServers": {
@@ -68,9 +78,25 @@ pub fn parse_config_with(
         .get("mcpServers")
         .and_then(Value::as_object)
         .ok_or(ConfigError::NoServers)?;
+    let default_sandbox = match root.get("sandbox") {
+        None => None,
+        Some(value) => read_sandbox(
+            value,
+            &|field, text| {
+                expand_vars(&text, lookup).map_err(|problem| ConfigError::Setting {
+                    field: field.to_string(),
+                    problem: problem.describe(),
+                })
+            },
+            &|field, problem| ConfigError::Setting {
+                field: field.to_string(),
+                problem,
+            },
+        )?,
+    };
     let mut specs = Vec::with_capacity(servers.len());
     for (name, entry) in servers {
-        if let Some(spec) = read_entry(name, entry, lookup)? {
+        if let Some(spec) = read_entry(name, entry, lookup, default_sandbox.as_ref())? {
             specs.push(spec);
         }
     }

@@ -64,6 +64,8 @@ pub(crate) struct RawEntry {
     pub(super) tool_timeout_ms: Option<Loose<u64>>,
     /// `connectTimeoutMs`.
     pub(super) connect_timeout_ms: Option<Loose<u64>>,
+    /// `sandbox`: the OS wall around a stdio server (module `sandbox`).
+    pub(super) sandbox: Option<Value>,
 }
 
 /// The fields of a stdio server.

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::oauth_spec::OAuthSpec;
+use super::sandbox::StdioSandbox;
 use mux_tool::Secret;
 
 /// How to start a server as a child process speaking MCP over stdin/stdout.
@@ -14,10 +15,14 @@ pub struct StdioSpec {
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Extra environment variables (added to the inherited environment).
+    /// The server's environment besides the default set taken from the agent's (see
+    /// [`DEFAULT_INHERITED_ENV`](crate::DEFAULT_INHERITED_ENV)); nothing else of the agent's
+    /// environment reaches it. These win over the default set.
     pub env: BTreeMap<String, Secret>,
     /// The working directory, when not the current one.
     pub cwd: Option<PathBuf>,
+    /// The OS wall around the server; `None`: none.
+    pub sandbox: Option<StdioSandbox>,
 }
 
 /// How to reach a server over Streamable HTTP.
@@ -82,6 +87,7 @@ impl ServerSpec {
                 args: args.into_iter().map(Into::into).collect(),
                 env: BTreeMap::new(),
                 cwd: None,
+                sandbox: None,
             }),
             tool_timeout: None,
             connect_timeout: None,
@@ -116,6 +122,14 @@ impl ServerSpec {
     pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
         if let TransportSpec::Stdio(stdio) = &mut self.transport {
             stdio.cwd = Some(cwd.into());
+        }
+        self
+    }
+
+    /// Starts the server behind the OS wall `sandbox` (stdio only; ignored for HTTP).
+    pub fn with_sandbox(mut self, sandbox: StdioSandbox) -> Self {
+        if let TransportSpec::Stdio(stdio) = &mut self.transport {
+            stdio.sandbox = Some(sandbox);
         }
         self
     }

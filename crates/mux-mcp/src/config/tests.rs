@@ -332,3 +332,159 @@ fn null_is_absent_and_disabled_entries_are_not_checked() {
     assert!(stdio.args.is_empty() && stdio.env.is_empty());
     assert_eq!(specs[0].tool_timeout, None);
 }
+
+fn sandbox_of(spec: &ServerSpec) -> Option<StdioSandbox> {
+    match &spec.transport {
+        TransportSpec::Stdio(stdio) => stdio.sandbox.clone(),
+        TransportSpec::Http(_) => panic!("not stdio"),
+    }
+}
+
+#[test]
+fn sandbox_is_read_from_stdio_entries() {
+    let config = r#"{"mcpServers": {
+        "a": {"command": "x"},
+        "b": {"command": "x", "sandbox": true},
+        "c": {"command": "x", "sandbox": false},
+        "d": {"command": "x", "sandbox": {"policy": "readOnly", "network": true, "root": "${ROOT}/d"}},
+        "e": {"command": "x", "sandbox": {}}
+    }}"#;
+    let specs = parse_config_with(config, &env).unwrap();
+    let walls: Vec<_> = specs.iter().map(sandbox_of).collect();
+    assert_eq!(
+        walls,
+        [
+            None,
+            Some(StdioSandbox::default()),
+            None,
+            Some(StdioSandbox {
+                policy: StdioSandboxPolicy::ReadOnly,
+                network: true,
+                root: Some("/data/d".into()),
+            }),
+            Some(StdioSandbox::new(StdioSandboxPolicy::WorkspaceWrite)),
+        ]
+    );
+    assert_eq!(
+        StdioSandbox::default(),
+        StdioSandbox {
+            policy: StdioSandboxPolicy::WorkspaceWrite,
+            network: false,
+            root: None
+        }
+    );
+}
+
+#[test]
+fn a_top_level_sandbox_walls_every_stdio_server_whose_entry_has_none() {
+    let config = r#"{"sandbox": {"policy": "readOnly", "root": "${ROOT}"}, "mcpServers": {
+        "a": {"command": "x"},
+        "b": {"command": "x", "sandbox": false},
+        "c": {"command": "x", "sandbox": {"network": true}},
+        "web": {"url": "http://h/mcp"}
+    }}"#;
+    let specs = parse_config_with(config, &env).unwrap();
+    let default = StdioSandbox::new(StdioSandboxPolicy::ReadOnly).with_root("/data");
+    assert_eq!(sandbox_of(&specs[0]), Some(default));
+    assert_eq!(sandbox_of(&specs[1]), None);
+    // An entry's own object replaces the default whole.
+    assert_eq!(
+        sandbox_of(&specs[2]),
+        Some(StdioSandbox::default().with_network(true))
+    );
+    assert!(matches!(specs[3].transport, TransportSpec::Http(_)));
+}
+
+#[test]
+fn bad_sandboxes_are_refused_naming_the_field() {
+    let field = |entry: &str| {
+        let config = format!(r#"{{"mcpServers": {{"s": {entry}}}}}"#);
+        match parse_config_with(&config, &env).unwrap_err() {
+            ConfigError::Field { field, problem, .. } => format!("{field}: {problem}"),
+            other => panic!("{other:?}"),
+        }
+    };
+    for (entry, expected) in [
+        (
+            r#"{"command": "x", "sandbox": "yes"}"#,
+            "sandbox: must be true",
+        ),
+        (
+            r#"{"command": "x", "sandbox": {"policy": "fullAccess"}}"#,
+            "sandbox.policy: is `fullAccess`",
+        ),
+        (
+            r#"{"command": "x", "sandbox": {"policy": "workspace"}}"#,
+            "sandbox.policy: is `workspace`; expected",
+        ),
+        (
+            r#"{"command": "x", "sandbox": {"policy": 1}}"#,
+            "sandbox.policy: must be",
+        ),
+        (
+            r#"{"command": "x", "sandbox": {"network": "off"}}"#,
+            "sandbox.network: must be true or false",
+        ),
+        (
+            r#"{"command": "x", "sandbox": {"netwrok": false}}"#,
+            "sandbox.netwrok: is not a sandbox setting",
+        ),
+        (
+            r#"{"command": "x", "sandbox": {"root": ""}}"#,
+            "sandbox.root: must not be empty",
+        ),
+        (
+            r#"{"command": "x", "sandbox": {"root": 3}}"#,
+            "sandbox.root: must be a path",
+        ),
+        (
+            r#"{"command": "x", "cwd": "/a", "sandbox": {"root": "/b"}}"#,
+            "sandbox.root: is /b but `cwd` is /a",
+        ),
+        (
+            r#"{"url": "http://h/mcp", "sandbox": true}"#,
+            "sandbox: applies to stdio servers only",
+        ),
+    ] {
+        let got = field(entry);
+        assert!(got.starts_with(expected), "{entry}: {got}");
+    }
+    let config = r#"{"mcpServers": {"s": {"command": "x", "sandbox": {"root": "${NOPE}"}}}}"#;
+    assert!(matches!(
+        parse_config_with(config, &env).unwrap_err(),
+        ConfigError::UnsetVariable { field, var, .. } if field == "sandbox.root" && var == "NOPE"
+    ));
+}
+
+#[test]
+fn a_bad_top_level_sandbox_is_refused_naming_it() {
+    for (config, expected) in [
+        (
+            r#"{"sandbox": 1, "mcpServers": {}}"#,
+            "MCP config: field `sandbox` must be true",
+        ),
+        (
+            r#"{"sandbox": {"policy": "none"}, "mcpServers": {}}"#,
+            "MCP config: field `sandbox.policy` is `none`",
+        ),
+        (
+            r#"{"sandbox": {"root": "${NOPE}"}, "mcpServers": {}}"#,
+            "MCP config: field `sandbox.root` uses `${NOPE}`, which is not set",
+        ),
+    ] {
+        let error = parse_config_with(config, &env).unwrap_err();
+        assert!(matches!(error, ConfigError::Setting { .. }), "{error:?}");
+        assert!(error.to_string().starts_with(expected), "{error}");
+    }
+}
+
+#[test]
+fn a_sandbox_equal_to_cwd_is_accepted() {
+    let config =
+        r#"{"mcpServers": {"s": {"command": "x", "cwd": "/a", "sandbox": {"root": "/a"}}}}"#;
+    let specs = parse_config_with(config, &env).unwrap();
+    assert_eq!(
+        sandbox_of(&specs[0]).and_then(|sandbox| sandbox.root),
+        Some("/a".into())
+    );
+}

@@ -16,3 +16,4 @@ mod registry_sync;
 #[cfg(feature = "server")]
 mod server_side;
 mod standalone_stream;
+mod stdio_walls;

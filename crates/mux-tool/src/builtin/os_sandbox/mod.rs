@@ -46,8 +46,10 @@ mod step;
 mod syscalls;
 #[cfg(target_os = "linux")]
 mod view;
+mod wall;
 
 pub use crate::protected::PROTECTED_NAMES;
+pub use wall::{Wall, WalledChild};
 
 use std::fmt;
 use std::path::PathBuf;
