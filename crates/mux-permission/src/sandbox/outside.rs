@@ -3,8 +3,9 @@
 
 use std::fmt;
 
+use crate::PathContext;
+use crate::command::{CommandPattern, CommandPatternError};
 use crate::prepared::Prepared;
-use crate::{PathContext, Rule, RuleError};
 
 /// Why a command runs outside the OS sandbox.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,27 +33,41 @@ impl fmt::Display for Outside {
     }
 }
 
-/// The rule an `excludedCommands` pattern stands for.
-pub(super) fn compile(pattern: &str) -> Result<Rule, RuleError> {
-    super::parse::bash_rule(pattern)
+/// The command pattern an `excludedCommands` entry stands for, as in a `Bash(…)` rule,
+/// except that a program name alone (`docker`, as Claude Code's examples write it) stands
+/// for every command of that program (`docker:*`).
+pub(super) fn compile(pattern: &str) -> Result<CommandPattern, CommandPatternError> {
+    let pattern = pattern.trim();
+    let is_program = !pattern.is_empty()
+        && !pattern.contains(['*', ' ', '\t', '\'', '"', ':'])
+        && !pattern.contains(char::is_whitespace);
+    if is_program {
+        CommandPattern::parse(&format!("{pattern}:*"))
+    } else {
+        CommandPattern::parse(pattern)
+    }
 }
 
-/// The first excluded pattern one of `command`'s commands matches, anywhere in it
-/// (after `&&`, in a pipeline, inside `$(…)`), as a deny rule would find it. A pattern that
-/// does not compile (settings built in code without [`validate`](super::SandboxSettings::validate))
-/// counts as matching: the command then runs outside the wall and is not allowed by it.
+/// The first excluded pattern one of the script's commands matches as written (or by its
+/// program's base name), anywhere in it: after `&&`, in a pipeline, inside `$(…)`, behind a
+/// wrapper. Only a command the analysis reads counts: what it cannot read runs inside the
+/// wall, the safe side. A pattern that does not compile (settings built in code without
+/// [`validate`](super::SandboxSettings::validate)) matches every command.
 pub(crate) fn excluded(
     patterns: &[String],
     prepared: &Prepared,
-    context: &PathContext,
+    _context: &PathContext,
 ) -> Option<String> {
-    if !matches!(prepared, Prepared::Command(_)) {
+    let Prepared::Command(analysis) = prepared else {
         return None;
-    }
+    };
     patterns
         .iter()
         .find(|pattern| match compile(pattern) {
-            Ok(rule) => prepared.caught_by(&rule, context),
+            Ok(compiled) => analysis
+                .everywhere
+                .iter()
+                .any(|words| compiled.matches_any_path(words)),
             Err(_) => true,
         })
         .cloned()
