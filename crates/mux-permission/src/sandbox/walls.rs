@@ -189,17 +189,17 @@ impl SandboxSettings {
                 push_path(&mut walls.allow_write, specifier, origin(), context, false);
             }
             (Some(Family::WebFetch), RuleKind::Deny) => {
-                if let Some(domain) = web_fetch_domain(specifier) {
-                    if !walls.denied_domains.contains(&domain) {
-                        walls.denied_domains.push(domain);
-                    }
+                if let Some(domain) = web_fetch_domain(specifier)
+                    && !walls.denied_domains.contains(&domain)
+                {
+                    walls.denied_domains.push(domain);
                 }
             }
             (Some(Family::WebFetch), RuleKind::Allow) if self.shares_web_fetch_domains() => {
-                if let Some(domain) = web_fetch_domain(specifier) {
-                    if !walls.allowed_domains.contains(&domain) {
-                        walls.allowed_domains.push(domain);
-                    }
+                if let Some(domain) = web_fetch_domain(specifier)
+                    && !walls.allowed_domains.contains(&domain)
+                {
+                    walls.allowed_domains.push(domain);
                 }
             }
             _ => {}
