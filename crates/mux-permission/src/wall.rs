@@ -114,14 +114,15 @@ impl WallCheck {
         )
     }
 
-    /// The verdict as the wall leaves it: marked when the command runs outside, and a call
-    /// that asked to leave the wall asks in every mode (refused where no one can be asked).
+    /// The verdict as the wall leaves it: marked when the command runs outside, and then
+    /// asking in every mode, even where a rule or bypass mode would allow it (refused where
+    /// no one can be asked), so no settings file can let a command leave the wall unseen.
     pub(crate) fn finish(&self, mut verdict: PolicyVerdict, mode: Mode) -> PolicyVerdict {
         let Some(outside) = &self.outside else {
             return verdict;
         };
         verdict.unsandboxed = true;
-        if *outside == Outside::Requested && verdict.verdict == Verdict::Allow {
+        if verdict.verdict == Verdict::Allow {
             verdict.verdict = Verdict::Ask;
             verdict.reason = format!(
                 "{outside}: leaving the wall asks in every mode (it would be {})",

@@ -52,8 +52,9 @@ pub struct SandboxSettings {
     /// `autoAllowBashIfSandboxed` (default `true`): when the wall is up, a command that would
     /// ask runs without asking; deny and ask rules still hold.
     pub auto_allow_bash_if_sandboxed: Option<bool>,
-    /// `excludedCommands`: command patterns, as in `Bash(…)` rules, that run outside the
-    /// wall. Such a command is never allowed by the wall; it takes the rules' verdict.
+    /// `excludedCommands`: command patterns, as in `Bash(…)` rules (a program name alone
+    /// stands for all its commands), that run outside the wall. A command with one of them
+    /// anywhere in it asks in every mode, whatever allows it.
     pub excluded_commands: Vec<String>,
     /// `allowUnsandboxedCommands` (default `true`): `false` refuses every command that would
     /// run outside the wall (an excluded command, or a call asking for it).

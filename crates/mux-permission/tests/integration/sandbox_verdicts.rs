@@ -165,10 +165,20 @@ fn an_excluded_command_runs_outside_and_is_not_allowed_by_the_wall() {
             Some(Outside::Excluded("docker:*".into()))
         );
     }
-    // The rules still decide it: an allow rule runs it, outside the wall.
-    let verdict = check(&permissions, "docker ps");
-    assert_eq!(verdict.verdict, Verdict::Allow);
-    assert!(verdict.unsandboxed);
+    // It asks even where an allow rule covers it, in every mode that can ask: no settings
+    // file lets a command leave the wall unseen.
+    for mode in [Mode::Default, Mode::AcceptEdits, Mode::Bypass] {
+        let permissions = policy(Some(SandboxPolicy::WorkspaceWrite), settings(), mode);
+        let verdict = check(&permissions, "docker ps");
+        assert_eq!(verdict.verdict, Verdict::Ask, "{mode}");
+        assert!(verdict.unsandboxed);
+    }
+    let dont_ask = policy(
+        Some(SandboxPolicy::WorkspaceWrite),
+        settings(),
+        Mode::DontAsk,
+    );
+    assert!(check(&dont_ask, "docker ps").is_deny());
     // Another command stays inside and is allowed by the wall.
     let verdict = check(&permissions, "npm install");
     assert!(verdict.is_allow() && !verdict.unsandboxed);
@@ -438,6 +448,7 @@ proptest! {
         let verdict = check(&permissions, &command);
         if verdict.unsandboxed {
             prop_assert!(!verdict.reason.starts_with(AUTO), "{}", verdict.reason);
+            prop_assert!(!verdict.is_allow(), "{:?}", verdict);
             let mut strict = excluded();
             strict.allow_unsandboxed_commands = Some(false);
             let strict = policy(Some(SandboxPolicy::WorkspaceWrite), strict, mode);
