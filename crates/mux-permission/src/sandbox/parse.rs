@@ -24,6 +24,26 @@ const NETWORK: [&str; 7] = [
     "allowWebFetchDomains",
 ];
 const FILESYSTEM: [&str; 4] = ["allowWrite", "denyWrite", "denyRead", "allowDefaultSecrets"];
+/// Claude Code's other `sandbox` keys: mux has no wall for them, and says so.
+const CLAUDE_ONLY: [&str; 17] = [
+    "sandbox.ignoreViolations",
+    "sandbox.enableWeakerNestedSandbox",
+    "sandbox.enableWeakerNetworkIsolation",
+    "sandbox.failIfUnavailable",
+    "sandbox.enabledPlatforms",
+    "sandbox.credentials",
+    "sandbox.ripgrep",
+    "sandbox.bwrapPath",
+    "sandbox.socatPath",
+    "sandbox.allowAppleEvents",
+    "sandbox.allowNestedUserNamespaces",
+    "sandbox.network.allowAllUnixSockets",
+    "sandbox.network.allowManagedDomainsOnly",
+    "sandbox.network.strictAllowlist",
+    "sandbox.filesystem.allowRead",
+    "sandbox.filesystem.disabled",
+    "sandbox.filesystem.allowManagedReadPathsOnly",
+];
 
 /// A `sandbox` setting that cannot be used. Every variant names the key, as a dotted path
 /// from `sandbox`.
@@ -40,6 +60,13 @@ pub enum SandboxError {
         key: String,
         /// The closest known key, if one is close.
         suggestion: Option<String>,
+    },
+    /// A Claude Code setting mux has no wall for: left in, it would promise what mux does
+    /// not do.
+    #[error("`{key}` is a Claude Code sandbox setting mux does not read; remove it")]
+    Unsupported {
+        /// The key.
+        key: String,
     },
     /// A value of the wrong type.
     #[error("`{key}` must be {expected}, not {found}")]
@@ -158,6 +185,10 @@ fn object<'a>(
         return Err(type_error(key, "an object", value));
     };
     if let Some(unknown) = object.keys().find(|k| !known.contains(&k.as_str())) {
+        let full = format!("{key}.{unknown}");
+        if CLAUDE_ONLY.contains(&full.as_str()) {
+            return Err(SandboxError::Unsupported { key: full });
+        }
         return Err(SandboxError::UnknownKey {
             key: format!("{key}.{unknown}"),
             suggestion: closest(unknown, known).map(|s| format!("{key}.{s}")),
@@ -317,7 +348,17 @@ mod tests {
         );
         let text = err(json!({"ignoreViolations": {}}));
         assert!(
-            text.contains("`sandbox.ignoreViolations`") && !text.contains("did you mean"),
+            text.contains("`sandbox.ignoreViolations` is a Claude Code sandbox setting"),
+            "{text}"
+        );
+        let text = err(json!({"filesystem": {"allowRead": ["."]}}));
+        assert!(
+            text.contains("`sandbox.filesystem.allowRead` is a Claude Code"),
+            "{text}"
+        );
+        let text = err(json!({"colour": "red"}));
+        assert!(
+            text.contains("`sandbox.colour`") && !text.contains("did you mean"),
             "{text}"
         );
     }

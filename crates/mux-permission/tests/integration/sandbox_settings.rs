@@ -199,3 +199,85 @@ fn saving_rules_keeps_the_sandbox_object() {
     assert_eq!(again.read().sandbox.network.allowed_domains, ["crates.io"]);
     assert_eq!(again.read().allow.len(), 1);
 }
+
+mod properties {
+    use mux_permission::sandbox::WallDomain;
+    use mux_permission::{PathContext, ScopeRules};
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    const KEYS: &[&str] = &[
+        "enabled",
+        "autoAllowBashIfSandboxed",
+        "excludedCommands",
+        "allowUnsandboxedCommands",
+        "network",
+        "filesystem",
+        "allowedDomains",
+        "deniedDomains",
+        "allowUnixSockets",
+        "allowLocalBinding",
+        "httpProxyPort",
+        "socksProxyPort",
+        "allowWebFetchDomains",
+        "allowWrite",
+        "denyWrite",
+        "denyRead",
+        "allowDefaultSecrets",
+        "enable",
+        "allowRead",
+        "",
+    ];
+
+    fn leaf() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            (0u32..70_000).prop_map(|n| json!(n)),
+            "[ -~]{0,12}".prop_map(Value::String),
+            prop::collection::vec("[ -~]{0,12}", 0..3).prop_map(|v| json!(v)),
+        ]
+    }
+
+    fn object() -> impl Strategy<Value = Value> {
+        leaf().prop_recursive(3, 24, 6, |inner| {
+            prop::collection::vec((prop::sample::select(KEYS), inner), 0..6).prop_map(|pairs| {
+                let mut map = Map::new();
+                for (key, value) in pairs {
+                    map.insert(key.to_owned(), value);
+                }
+                Value::Object(map)
+            })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Whatever the `sandbox` object holds, loading it gives settings or an error that
+        /// names a key under `sandbox`; it never panics.
+        #[test]
+        fn any_sandbox_object_loads_or_names_its_key(sandbox in object()) {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("s.json");
+            std::fs::write(&file, json!({"sandbox": sandbox}).to_string()).unwrap();
+            match ScopeRules::load(&file, &PathContext::with_home(dir.path(), None)) {
+                Ok(scope) => prop_assert!(scope.read().sandbox.validate().is_ok()),
+                Err(err) => {
+                    let text = err.to_string();
+                    prop_assert!(text.contains("`sandbox"), "{}", text);
+                }
+            }
+        }
+
+        /// A domain entry that parses prints as an entry that parses to the same domain.
+        #[test]
+        fn domains_round_trip(text in "[*.]{0,2}[a-zA-Z0-9.:\\[\\]_-]{0,20}") {
+            if let Ok(domain) = WallDomain::parse(&text) {
+                let again = WallDomain::parse(&domain.to_string());
+                prop_assert_eq!(again.as_ref(), Ok(&domain), "{}", text);
+            }
+        }
+    }
+}
