@@ -462,3 +462,68 @@ proptest! {
         }
     }
 }
+
+/// A stand-in for a `bash` that takes Claude Code's `dangerouslyDisableSandbox` flag: the
+/// gate reads the flag from the call's input.
+struct FlaggedBash {
+    ran: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[allow(non_snake_case, dead_code)]
+struct FlaggedArgs {
+    command: String,
+    dangerouslyDisableSandbox: Option<bool>,
+}
+
+impl mux_tool::TypedTool for FlaggedBash {
+    type Args = FlaggedArgs;
+    const NAME: &'static str = "bash";
+    fn description(&self) -> String {
+        "Runs a shell command".into()
+    }
+    fn subject(&self, args: &FlaggedArgs) -> Subject {
+        Subject::command(&args.command)
+    }
+    async fn call(
+        &self,
+        args: FlaggedArgs,
+        _cx: mux_tool::ToolContext,
+    ) -> Result<mux_tool::ToolOutput, mux_tool::ToolError> {
+        self.ran.lock().unwrap().push(args.command);
+        Ok(mux_tool::ToolOutput::text("ran"))
+    }
+}
+
+#[tokio::test]
+async fn the_gate_reads_the_request_to_leave_the_wall_from_the_call() {
+    let ran = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let registry = Registry::new();
+    registry
+        .register_typed(FlaggedBash { ran: ran.clone() })
+        .unwrap();
+    let executor = Executor::builder(registry)
+        .gate(PermissionGate::without_asker(walled(Mode::Default)))
+        .build();
+    let run = |id: &'static str, input: Value| {
+        let executor = &executor;
+        async move {
+            let outcome = executor
+                .execute(ToolCall::new(id, "bash", input), &CallScope::default())
+                .await;
+            (outcome.is_error(), outcome.output().to_text())
+        }
+    };
+    let (is_error, _) = run("1", json!({"command": "npm install"})).await;
+    assert!(!is_error);
+    let (is_error, text) = run(
+        "2",
+        json!({"command": "npm install", DANGEROUSLY_DISABLE_SANDBOX: true}),
+    )
+    .await;
+    assert!(
+        is_error && text.contains(DANGEROUSLY_DISABLE_SANDBOX),
+        "{text}"
+    );
+    assert_eq!(*ran.lock().unwrap(), ["npm install"]);
+}
