@@ -272,6 +272,7 @@ impl Permissions {
             rule = decision.rule.as_deref().unwrap_or(""),
             scope = decision.scope.map(Scope::as_str).unwrap_or(""),
             reason = decision.reason.as_str(),
+            unsandboxed = decision.unsandboxed,
             "permission verdict"
         );
         decision
