@@ -212,7 +212,8 @@ impl Permissions {
     /// `FullAccess`, declared with [`PermissionsBuilder::bash_wall`] or by `sandbox.enabled:
     /// true`, and no settings file sets `sandbox.enabled: false`. Then
     /// `autoAllowBashIfSandboxed` lets commands that would ask run, and
-    /// `excludedCommands` and `allowUnsandboxedCommands` apply.
+    /// `excludedCommands` and `allowUnsandboxedCommands` apply. Fixed when the policy is
+    /// built (as the tool built from it is): a scope changed later does not move the wall.
     pub fn sandboxed(&self) -> bool {
         self.wall.is_up()
     }
