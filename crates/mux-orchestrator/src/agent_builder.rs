@@ -50,6 +50,10 @@ pub struct AgentBuilder {
     needs_approval: HashMap<String, NeedsApproval>,
     root: Option<PathBuf>,
     problem: Option<RegistryError>,
+    /// Where [`builtin_tools`](Self::builtin_tools) goes among `tools_at`, if it was asked
+    /// for: its `bash` is built by [`build`](Self::build), from the permission policy.
+    #[cfg(feature = "builtin")]
+    builtin_at: Option<usize>,
     #[cfg(feature = "mcp")]
     mcp: Option<mux_mcp::Coordinator>,
     #[cfg(feature = "mcp")]
@@ -83,6 +87,8 @@ impl AgentBuilder {
             needs_approval: HashMap::new(),
             root: None,
             problem: None,
+            #[cfg(feature = "builtin")]
+            builtin_at: None,
             #[cfg(feature = "mcp")]
             mcp: None,
             #[cfg(feature = "mcp")]
@@ -144,13 +150,14 @@ impl AgentBuilder {
     }
 
     /// Offers mux's built-in tools (files, search, shell, todo list; see
-    /// [`mux_tool::builtin`]) confined to each conversation's root.
+    /// [`mux_tool::builtin`]) confined to each conversation's root. With a
+    /// [`permissions`](Self::permissions) policy, `bash` runs under the policy's
+    /// [`bash_policy`](Permissions::bash_policy): the one value that also tells the policy
+    /// whether the OS sandbox bounds its commands.
     #[cfg(feature = "builtin")]
-    pub fn builtin_tools(self) -> Self {
-        self.tools_at(|root| {
-            let sandbox = mux_tool::builtin::Sandbox::new(root)?;
-            Ok(mux_tool::builtin::tools(&sandbox)?)
-        })
+    pub fn builtin_tools(mut self) -> Self {
+        self.builtin_at.get_or_insert(self.tools_at.len());
+        self
     }
 
     /// Adds a context provider; its content joins the instructions every turn.
@@ -295,11 +302,20 @@ impl AgentBuilder {
         for tool in self.tools {
             tools.register_shared(tool)?;
         }
+        #[allow(unused_mut)]
+        let mut tools_at = self.tools_at;
+        #[cfg(feature = "builtin")]
+        if let Some(at) = self.builtin_at {
+            let permissions = self.permissions.clone();
+            let build: ToolsAt =
+                Arc::new(move |root: &Path| builtin_at(root, permissions.as_ref()));
+            tools_at.insert(at.min(tools_at.len()), build);
+        }
         Agent::from_spec(Spec {
             client: self.client,
             config: self.config,
             tools,
-            tools_at: self.tools_at,
+            tools_at,
             contexts: self.contexts,
             contexts_at: self.contexts_at,
             permissions: self.permissions,
@@ -316,4 +332,24 @@ impl AgentBuilder {
             mcp_filter: self.mcp_filter,
         })
     }
+}
+
+/// mux's built-in tools at `root`, their `bash` under `permissions`' OS sandbox.
+#[cfg(feature = "builtin")]
+fn builtin_at(
+    root: &Path,
+    permissions: Option<&Permissions>,
+) -> Result<Vec<Arc<dyn Tool>>, ToolsetError> {
+    use mux_tool::builtin::{Bash, Sandbox};
+    let sandbox = Sandbox::new(root)?;
+    let mut tools = mux_tool::builtin::tools(&sandbox)?;
+    if let Some(permissions) = permissions {
+        let bash: Arc<dyn Tool> = Arc::new(mux_tool::Typed::new(permissions.bash(sandbox))?);
+        for tool in &mut tools {
+            if tool.spec().name.as_str() == <Bash as TypedTool>::NAME {
+                *tool = Arc::clone(&bash);
+            }
+        }
+    }
+    Ok(tools)
 }

@@ -222,7 +222,9 @@ impl LoopGate {
     /// Asks the face, unless a deny rule of the policy refuses the call first.
     async fn ask_unless_denied(&self, request: &ApprovalRequest<'_>, reason: &str) -> GateVerdict {
         if let Some(gate) = &self.permissions {
-            let verdict: PolicyVerdict = gate.permissions().check(request.spec, request.subject);
+            let verdict: PolicyVerdict =
+                gate.permissions()
+                    .check_call(request.spec, request.subject, &request.call.input);
             if verdict.verdict == Verdict::Deny {
                 return GateVerdict::deny(verdict.reason);
             }

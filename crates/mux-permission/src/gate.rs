@@ -163,7 +163,9 @@ impl PermissionGate {
     }
 
     async fn decide(&self, request: ApprovalRequest<'_>) -> GateVerdict {
-        let verdict = self.permissions.check(request.spec, request.subject);
+        let verdict =
+            self.permissions
+                .check_call(request.spec, request.subject, &request.call.input);
         match verdict.verdict {
             Verdict::Allow => GateVerdict::allow(),
             Verdict::Deny => GateVerdict::deny(verdict.reason),

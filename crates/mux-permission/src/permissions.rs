@@ -3,9 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLockReadGuard};
 
+use mux_tool::builtin::{Bash, Sandbox, SandboxPolicy};
 use mux_tool::{PathFilter, Subject, ToolSpec};
+use serde_json::Value;
 
 use crate::prepared::Prepared;
+use crate::sandbox::{SandboxError, SandboxSettings, Walls};
+use crate::wall::{BashWall, WallCheck};
 use crate::{
     Family, Mode, PathContext, PolicyVerdict, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
 };
@@ -34,6 +38,8 @@ pub struct Permissions {
     context: PathContext,
     /// [`unset`](Permissions::unset): read-only tools run whatever they touch.
     unset: bool,
+    /// The OS sandbox of the `bash` tool, fixed when the policy was built.
+    wall: BashWall,
 }
 
 /// Builds [`Permissions`].
@@ -41,6 +47,7 @@ pub struct Permissions {
 pub struct PermissionsBuilder {
     layers: Vec<(Scope, ScopeRules)>,
     context: PathContext,
+    bash_policy: Option<SandboxPolicy>,
 }
 
 impl PermissionsBuilder {
@@ -48,6 +55,15 @@ impl PermissionsBuilder {
     /// scope, [`build`](Self::build) adds an empty one.
     pub fn scope(mut self, scope: Scope, rules: ScopeRules) -> Self {
         self.layers.push((scope, rules));
+        self
+    }
+
+    /// Declares the OS sandbox the `bash` tool runs under: the one value that configures the
+    /// tool ([`Permissions::bash`], [`Permissions::bash_policy`]) and tells the policy
+    /// whether a wall bounds its commands ([`Permissions::sandboxed`]). Without it, only a
+    /// settings file's `sandbox.enabled: true` puts the wall up for the policy.
+    pub fn bash_wall(mut self, policy: SandboxPolicy) -> Self {
+        self.bash_policy = Some(policy);
         self
     }
 
@@ -61,10 +77,19 @@ impl PermissionsBuilder {
             self.layers.push((Scope::Session, ScopeRules::default()));
         }
         self.layers.sort_by_key(|(scope, _)| *scope);
+        let enabled = SandboxSettings::merged(
+            self.layers
+                .iter()
+                .map(|(_, rules)| rules.read().sandbox.clone())
+                .collect::<Vec<_>>()
+                .iter(),
+        )
+        .enabled;
         Permissions {
             layers: self.layers,
             context: self.context,
             unset: false,
+            wall: BashWall::new(self.bash_policy, enabled),
         }
     }
 }
@@ -75,6 +100,7 @@ impl Permissions {
         PermissionsBuilder {
             layers: Vec::new(),
             context,
+            bash_policy: None,
         }
     }
 
@@ -123,6 +149,7 @@ impl Permissions {
             layers,
             context: self.context.clone(),
             unset: self.unset,
+            wall: self.wall,
         }
     }
 
@@ -138,6 +165,75 @@ impl Permissions {
     /// The root and home directory paths are anchored at.
     pub fn context(&self) -> &PathContext {
         &self.context
+    }
+
+    /// The `sandbox` settings of every scope, merged: lists join, and each single value comes
+    /// from the highest scope that sets it.
+    pub fn sandbox(&self) -> SandboxSettings {
+        let layers = self.read_layers();
+        SandboxSettings::merged(layers.iter().map(|(_, rules)| &rules.sandbox))
+    }
+
+    /// The walls around a sandboxed command: the merged `sandbox` settings and every scope's
+    /// rules compiled by [`SandboxSettings::walls`], anchored at this policy's
+    /// [`context`](Self::context). A managed scope that allows only its own rules keeps the
+    /// other scopes' allow rules out of the walls too.
+    pub fn walls(&self) -> Result<Walls, SandboxError> {
+        let settings = self.sandbox();
+        let layers = self.read_layers();
+        let managed_only = layers
+            .iter()
+            .any(|(scope, rules)| *scope == Scope::Managed && rules.managed_rules_only);
+        let mut merged = RuleSet::new();
+        for (scope, rules) in &layers {
+            for kind in [RuleKind::Allow, RuleKind::Ask, RuleKind::Deny] {
+                if kind == RuleKind::Allow && managed_only && *scope != Scope::Managed {
+                    continue;
+                }
+                for rule in rules.list(kind) {
+                    merged.add(kind, rule.clone());
+                }
+            }
+        }
+        drop(layers);
+        settings.walls(&merged, &self.context)
+    }
+
+    /// The OS sandbox the `bash` tool must run under: the one declared with
+    /// [`PermissionsBuilder::bash_wall`] (default
+    /// [`WorkspaceWrite`](SandboxPolicy::WorkspaceWrite)), raised from `FullAccess` to
+    /// `WorkspaceWrite` when a settings file sets `sandbox.enabled: true`. Settings never
+    /// lower it.
+    pub fn bash_policy(&self) -> SandboxPolicy {
+        self.wall.policy()
+    }
+
+    /// Whether the wall is up for the policy: the `bash` tool runs under a policy other than
+    /// `FullAccess`, declared with [`PermissionsBuilder::bash_wall`] or by `sandbox.enabled:
+    /// true`, and no settings file sets `sandbox.enabled: false`. Then
+    /// `autoAllowBashIfSandboxed` lets commands that would ask run, and
+    /// `excludedCommands` and `allowUnsandboxedCommands` apply. Fixed when the policy is
+    /// built (as the tool built from it is): a scope changed later does not move the wall.
+    pub fn sandboxed(&self) -> bool {
+        self.wall.is_up()
+    }
+
+    /// The `bash` tool over `sandbox`, under [`bash_policy`](Self::bash_policy): built from
+    /// the same value the policy judges its commands by.
+    pub fn bash(&self, sandbox: Sandbox) -> Bash {
+        Bash::new(sandbox).sandbox_policy(self.bash_policy())
+    }
+
+    /// Why `command` would run outside the wall, when the wall is up and it would: one of
+    /// its commands matches `sandbox.excludedCommands`, or `requested` (the call's
+    /// `dangerouslyDisableSandbox`) is set. The `bash` tool runs such a command without the
+    /// OS sandbox; every other command of a walled `bash` runs inside it.
+    pub fn outside_wall(&self, command: &str, requested: bool) -> Option<crate::sandbox::Outside> {
+        if !self.wall.is_up() {
+            return None;
+        }
+        let prepared = Prepared::new(&Subject::command(command), &self.context);
+        WallCheck::new(&self.sandbox(), &prepared, requested, &self.context).outside
     }
 
     /// The first handle of a scope, if the policy has one.
@@ -159,7 +255,17 @@ impl Permissions {
     /// Decides whether a call to `spec` touching `subject` may run. Emits a `tracing` event
     /// (target `mux_permission`) with the verdict, rule and scope.
     pub fn check(&self, spec: &ToolSpec, subject: &Subject) -> PolicyVerdict {
-        let decision = self.decide(spec, subject);
+        self.check_call(spec, subject, &Value::Null)
+    }
+
+    /// [`check`](Self::check) for a call with its `input`: a `bash` call whose input sets
+    /// [`dangerouslyDisableSandbox`](crate::sandbox::DANGEROUSLY_DISABLE_SANDBOX) (to
+    /// anything but `false`) asks to run outside the OS sandbox. Under a wall that is
+    /// refused when `sandbox.allowUnsandboxedCommands` is `false`, and asks otherwise, in
+    /// every mode; the verdict says so in [`PolicyVerdict::unsandboxed`].
+    pub fn check_call(&self, spec: &ToolSpec, subject: &Subject, input: &Value) -> PolicyVerdict {
+        let requested = crate::wall::requests_unsandboxed(spec, input);
+        let decision = self.decide(spec, subject, requested);
         tracing::info!(
             target: "mux_permission",
             tool = spec.name.as_str(),
@@ -167,12 +273,50 @@ impl Permissions {
             rule = decision.rule.as_deref().unwrap_or(""),
             scope = decision.scope.map(Scope::as_str).unwrap_or(""),
             reason = decision.reason.as_str(),
+            unsandboxed = decision.unsandboxed,
             "permission verdict"
         );
         decision
     }
 
-    fn decide(&self, spec: &ToolSpec, subject: &Subject) -> PolicyVerdict {
+    fn decide(&self, spec: &ToolSpec, subject: &Subject, requested: bool) -> PolicyVerdict {
+        let prepared = Prepared::new(subject, &self.context);
+        let wall = self.wall_check(spec, &prepared, requested);
+        let verdict = self.judge(spec, subject, &prepared, wall.as_ref());
+        match &wall {
+            Some(wall) => wall.finish(verdict, self.mode()),
+            None => verdict,
+        }
+    }
+
+    /// The wall's part in a call to the walled `bash` tool, when the wall is up.
+    fn wall_check(
+        &self,
+        spec: &ToolSpec,
+        prepared: &Prepared,
+        requested: bool,
+    ) -> Option<WallCheck> {
+        if !self.wall.is_up() || !crate::wall::is_walled_tool(spec) {
+            return None;
+        }
+        let Prepared::Command(_) = prepared else {
+            return None;
+        };
+        Some(WallCheck::new(
+            &self.sandbox(),
+            prepared,
+            requested,
+            &self.context,
+        ))
+    }
+
+    fn judge(
+        &self,
+        spec: &ToolSpec,
+        subject: &Subject,
+        prepared: &Prepared,
+        wall: Option<&WallCheck>,
+    ) -> PolicyVerdict {
         let layers = self.read_layers();
         let (mode, mode_scope) = layers
             .iter()
@@ -185,7 +329,6 @@ impl Permissions {
         let family = Family::of(spec, subject);
         let applicable = |kind: RuleKind| applicable(&layers, tool, family, kind);
         let deny_rules = applicable(RuleKind::Deny);
-        let prepared = Prepared::new(subject, &self.context);
 
         // 1. Deny rules hold in every mode and look at everything the call touches.
         for &(scope, rule) in &deny_rules {
@@ -199,6 +342,10 @@ impl Permissions {
                 return PolicyVerdict::new(Verdict::Deny, reason).by(rule.as_str(), scope);
             }
         }
+        // 1b. A command that would leave the OS sandbox, where the settings forbid that.
+        if let Some(refused) = wall.and_then(WallCheck::refusal) {
+            return refused;
+        }
         // 2. Internal addresses (loopback, link-local, cloud metadata): refused in every mode
         //    unless an allow rule names them.
         if let Prepared::Url(_) = prepared {
@@ -207,7 +354,7 @@ impl Permissions {
                 .iter()
                 .copied()
                 .filter(|(scope, _)| !managed_only || *scope == Scope::Managed);
-            if let Some(decision) = crate::address::internal_address(&prepared, allow_rules) {
+            if let Some(decision) = crate::address::internal_address(prepared, allow_rules) {
                 return match (decision.verdict, mode) {
                     (Verdict::Ask, Mode::DontAsk | Mode::Plan) => {
                         refuse(decision, mode, mode_scope)
@@ -262,7 +409,13 @@ impl Permissions {
             })
             .or_else(|| {
                 prepared.hazard().map(|why| {
-                    PolicyVerdict::new(Verdict::Ask, format!("no rule can allow this: {why}"))
+                    let ask =
+                        PolicyVerdict::new(Verdict::Ask, format!("no rule can allow this: {why}"));
+                    // Under the wall, the analysis' doubt need not ask: the wall bounds it.
+                    match wall {
+                        Some(wall) => wall.auto_allow(ask),
+                        None => ask,
+                    }
                 })
             });
         let outcome = match asked {
@@ -273,7 +426,7 @@ impl Permissions {
                     (!managed_only || *scope == Scope::Managed)
                         && protected.as_ref().is_none_or(|p| p.named_by(rule))
                 });
-                match (allowed(&prepared, allow_rules, &self.context), &protected) {
+                match (allowed(prepared, allow_rules, &self.context), &protected) {
                     (Some(decision), _) => decision,
                     (None, Some(protected)) => PolicyVerdict::new(
                         Verdict::Ask,
@@ -285,7 +438,11 @@ impl Permissions {
                         ),
                     ),
                     (None, None) => {
-                        return unmatched(spec, &prepared, mode, mode_scope, self);
+                        let decision = unmatched(spec, prepared, mode, mode_scope, self);
+                        return match wall {
+                            Some(wall) if mode != Mode::Plan => wall.auto_allow(decision),
+                            _ => decision,
+                        };
                     }
                 }
             }

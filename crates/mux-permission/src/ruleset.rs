@@ -53,6 +53,8 @@ pub struct RuleSet {
     pub mode: Option<Mode>,
     /// Only for the managed scope: allow rules of every other scope are ignored.
     pub managed_rules_only: bool,
+    /// The `sandbox` settings of this scope.
+    pub sandbox: crate::sandbox::SandboxSettings,
     /// Settings-file entries with examples, by rule text, kept so that saving preserves them.
     pub(crate) entries: BTreeMap<String, Value>,
 }
@@ -121,6 +123,12 @@ impl RuleSet {
     /// Sets the mode.
     pub fn with_mode(mut self, mode: Mode) -> Self {
         self.mode = Some(mode);
+        self
+    }
+
+    /// Sets the `sandbox` settings.
+    pub fn with_sandbox(mut self, sandbox: crate::sandbox::SandboxSettings) -> Self {
+        self.sandbox = sandbox;
         self
     }
 

@@ -1,4 +1,5 @@
-//! Settings files: `{"permissions": {"allow": [], "ask": [], "deny": [], "defaultMode": …}}`.
+//! Settings files: `{"permissions": {"allow": [], "ask": [], "deny": [], "defaultMode": …},
+//! "sandbox": {…}}` (see [`crate::sandbox`] for the `sandbox` object).
 //!
 //! A rule is a string, or an object carrying examples that are checked at load:
 //! `{"rule": "Bash(git diff:*)", "match": ["git diff HEAD"], "not_match": ["git diff-index"]}`.
@@ -86,6 +87,15 @@ pub enum LoadError {
         /// The closest known name, if one is close.
         suggestion: Option<String>,
     },
+    /// The `sandbox` object has a key mux does not read, a value of the wrong type or an
+    /// entry that does not parse; the error names the key.
+    #[error("permission settings {}: {source}", file.display())]
+    Sandbox {
+        /// The file.
+        file: PathBuf,
+        /// The key and its problem.
+        source: crate::sandbox::SandboxError,
+    },
     /// `defaultMode` names no mode.
     #[error("permission settings {}: {source}", file.display())]
     Mode {
@@ -157,6 +167,12 @@ pub fn parse_for_tools(
         return Err(shape("the top level must be a JSON object".into()));
     };
     let mut rules = RuleSet::new();
+    if let Some(sandbox) = root.get("sandbox") {
+        rules.sandbox = crate::sandbox::parse(sandbox).map_err(|source| LoadError::Sandbox {
+            file: file.to_owned(),
+            source,
+        })?;
+    }
     let Some(permissions) = root.get("permissions") else {
         return Ok(rules);
     };

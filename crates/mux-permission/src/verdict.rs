@@ -23,6 +23,11 @@ pub struct PolicyVerdict {
     pub rule: Option<String>,
     /// The scope of the deciding rule (or of the mode, when the mode decided).
     pub scope: Option<Scope>,
+    /// The command runs outside the OS sandbox of the `bash` tool, which is up: it matches
+    /// `sandbox.excludedCommands` or its call asked to (`dangerouslyDisableSandbox`). The
+    /// tool must then run it without the wall; a face can show it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unsandboxed: bool,
 }
 
 impl PolicyVerdict {
@@ -32,6 +37,7 @@ impl PolicyVerdict {
             reason: reason.into(),
             rule: None,
             scope: None,
+            unsandboxed: false,
         }
     }
 

@@ -23,5 +23,7 @@ mod runs;
 mod session_stores;
 mod sessions_and_compaction;
 mod the_same_defaults_on_every_face;
+#[cfg(feature = "builtin")]
+mod the_wall_and_the_policy_are_one_value;
 mod unanswered_calls;
 mod writes_behind_the_loop;
