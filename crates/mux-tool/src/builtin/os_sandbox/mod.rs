@@ -31,6 +31,8 @@ mod git;
 mod privileges;
 mod protected;
 #[cfg(target_os = "linux")]
+mod spare;
+#[cfg(target_os = "linux")]
 mod spawn;
 #[cfg(target_os = "linux")]
 mod step;
@@ -40,6 +42,8 @@ mod syscalls;
 mod view;
 
 pub use crate::protected::PROTECTED_NAMES;
+#[cfg(target_os = "linux")]
+pub use spare::{SPARE_MAX_BYTES, SPARE_MAX_STRINGS, SealedChild, SealedOutput, SealedSpare};
 
 use std::fmt;
 use std::path::PathBuf;
