@@ -37,6 +37,8 @@ pub const SPARE_MAX_BYTES: usize = 2 * 1024 * 1024;
 pub const SPARE_MAX_STRINGS: usize = 4096;
 /// The spare's stack, below the program's `exec`; it runs a few system calls.
 const STACK_BYTES: usize = 256 * 1024;
+/// The holder's thread's stack: it only clones and waits.
+const HOLDER_STACK_BYTES: usize = 128 * 1024;
 /// The guard page under the stack.
 const GUARD_BYTES: usize = 4096;
 /// How long [`SealedSpare::exec`] waits for the program to start once it has its input.
@@ -125,6 +127,7 @@ impl SealedSpare {
         let (tx, started) = mpsc::channel();
         std::thread::Builder::new()
             .name("mux-sealed-spare".to_owned())
+            .stack_size(HOLDER_STACK_BYTES)
             .spawn(move || holder.hold(&tx))
             .map_err(|err| setup_error(format!("cannot start the spare's holder: {err}")))?;
         let mut spare = Self {
