@@ -142,10 +142,10 @@ impl SealedSpare {
             Ok(true) => Ok(spare),
             Ok(false) => {
                 let status = match spare.started.recv_timeout(START_TIMEOUT) {
-                    Ok(Ok(pid)) => wait(pid, 0).ok().flatten().map_or_else(
-                        || "unknown".to_owned(),
-                        |status| status.to_string(),
-                    ),
+                    Ok(Ok(pid)) => wait(pid, 0)
+                        .ok()
+                        .flatten()
+                        .map_or_else(|| "unknown".to_owned(), |status| status.to_string()),
                     Ok(Err(err)) => format!("not cloned: {err}"),
                     Err(_) => "unknown".to_owned(),
                 };
@@ -153,7 +153,9 @@ impl SealedSpare {
                     "the sealed spare ended before it was walled (status {status})"
                 )))
             }
-            Err(err) => Err(setup_error(format!("the sealed spare did not start: {err}"))),
+            Err(err) => Err(setup_error(format!(
+                "the sealed spare did not start: {err}"
+            ))),
         }
     }
 
@@ -208,7 +210,9 @@ fn read_one(file: &mut File, timeout: Duration) -> io::Result<bool> {
         // SAFETY: `fds` is one initialised `pollfd` that outlives the call.
         #[allow(unsafe_code)]
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), 1, ms) };
-        if ready == 0 || (ready < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted) {
+        if ready == 0
+            || (ready < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted)
+        {
             continue;
         }
         if ready < 0 {
@@ -228,7 +232,9 @@ fn read_one(file: &mut File, timeout: Duration) -> io::Result<bool> {
 fn encode(args: &[&str], env: &[(&str, &str)]) -> io::Result<Vec<u8>> {
     let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidInput, what);
     if args.is_empty() {
-        return Err(invalid("a program needs its name as its first argument".to_owned()));
+        return Err(invalid(
+            "a program needs its name as its first argument".to_owned(),
+        ));
     }
     if args.len() + env.len() > SPARE_MAX_STRINGS {
         return Err(invalid(format!(
@@ -714,11 +720,17 @@ mod tests {
         let spare = SealedSpare::start(bash()).expect("spare");
         let child = spare
             .exec(
-                &["bash", "-c", "printf '%s|%s|' \"$A\" \"$PWD\"; env | wc -l; echo err >&2"],
+                &[
+                    "bash",
+                    "-c",
+                    "printf '%s|%s|' \"$A\" \"$PWD\"; env | wc -l; echo err >&2",
+                ],
                 &[("A", "one two")],
             )
             .expect("exec");
-        let output = child.output(Duration::from_secs(10), 1 << 20).expect("output");
+        let output = child
+            .output(Duration::from_secs(10), 1 << 20)
+            .expect("output");
         assert_eq!(output.status, 0, "{output:?}");
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(stdout.starts_with("one two|/|"), "{stdout}");
