@@ -204,6 +204,13 @@ pub fn analyze(script: &str) -> Analysis {
     finish(analysis)
 }
 
+/// [`analyze`], with each bash that reads started fresh (a fork of this process, walled, then
+/// `exec`), as before sealed spares waited ready. Only for benchmarks that compare the two;
+/// the verdict is the same.
+pub fn analyze_cold_bash(script: &str) -> Analysis {
+    super::bash_reading::with_start(super::bash_reading::Start::Cold, || analyze(script))
+}
+
 /// tree-sitter's reading of `script` alone, as the analysis read before bash read first.
 /// Only for benchmarks and differential tests, never for a verdict: it can disagree with
 /// bash.

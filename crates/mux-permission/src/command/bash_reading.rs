@@ -13,6 +13,14 @@
 //! The printed reading has no comments and no line continuations, and puts the commands of a
 //! list on lines of their own; the analysis then parses that text. A random last command (`:
 //! <nonce>`) shows that bash read the whole script as the function's body.
+//!
+//! Cost: on Linux the bash that reads is started ahead of time as a
+//! [`mux_tool::builtin::SealedSpare`] (cloned and walled, waiting for its environment), so a
+//! reading pays only bash's `exec` and start, not the fork of this process and its wall. The
+//! functions still come in through the environment (no other way into bash gives the import's
+//! one-definition guarantee: `eval` of the same text runs whatever follows an early `}`).
+//! Each bash reads one batch and exits, so nothing carries from one reading to another. Two
+//! spares wait; a taken one is replaced after the reading, off its path.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -181,15 +189,32 @@ fn bash() -> Option<&'static std::path::Path> {
     .as_deref()
 }
 
-/// Reads each script of `batch` with one bash.
-fn read_batch(batch: &[String]) -> Vec<Reading> {
-    let unavailable = |why: String| vec![Reading::Unavailable(why); batch.len()];
-    let Some(bash) = bash() else {
-        return unavailable("bash is not on the PATH".to_owned());
-    };
-    let nonce = nonce();
-    let mut command = Command::new(bash);
-    // Each function is printed, then a NUL (which no environment string can hold) ends it.
+/// How bash is started for a reading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// A sealed spare started ahead of time (Linux), or else a fresh process.
+    Warm,
+    /// A fresh sealed process, forked from this one when it is needed (as before spares;
+    /// kept for the benchmark that compares the two).
+    Cold,
+}
+
+thread_local! {
+    static START: std::cell::Cell<Start> = const { std::cell::Cell::new(Start::Warm) };
+}
+
+/// Runs `f` with this thread's readings started as `start` says.
+pub(crate) fn with_start<T>(start: Start, f: impl FnOnce() -> T) -> T {
+    let before = START.with(|cell| cell.replace(start));
+    let out = f();
+    START.with(|cell| cell.set(before));
+    out
+}
+
+/// What bash is given to read `batch`: its program (`-c`) and its environment, one
+/// function a script. Each function is printed, then a NUL (which no environment string can
+/// hold) ends it.
+fn invocation(batch: &[String], nonce: &str) -> (String, Vec<(String, String)>) {
     let mut program = String::new();
     for index in 0..batch.len() {
         program.push_str(&format!(
@@ -197,24 +222,32 @@ fn read_batch(batch: &[String]) -> Vec<Reading> {
             function_name(index)
         ));
     }
-    command
-        .arg("-c")
-        .arg(program)
-        .env_clear()
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (index, script) in batch.iter().enumerate() {
-        command.env(
-            format!("BASH_FUNC_{}%%", function_name(index)),
-            format!("() {{ \n{script}\n: {nonce}\n}}"),
-        );
-    }
-    if let Err(why) = seal(&mut command) {
-        return unavailable(why);
-    }
-    let (stdout, stderr) = match run(command) {
+    let env = batch
+        .iter()
+        .enumerate()
+        .map(|(index, script)| {
+            (
+                format!("BASH_FUNC_{}%%", function_name(index)),
+                format!("() {{ \n{script}\n: {nonce}\n}}"),
+            )
+        })
+        .collect();
+    (program, env)
+}
+
+/// Reads each script of `batch` with one bash.
+fn read_batch(batch: &[String]) -> Vec<Reading> {
+    let unavailable = |why: String| vec![Reading::Unavailable(why); batch.len()];
+    let Some(bash) = bash() else {
+        return unavailable("bash is not on the PATH".to_owned());
+    };
+    let nonce = nonce();
+    let (program, env) = invocation(batch, &nonce);
+    let output = match START.with(std::cell::Cell::get) {
+        Start::Warm => run_warm(bash, &program, &env),
+        Start::Cold => run_cold(bash, &program, &env),
+    };
+    let (stdout, stderr) = match output {
         Ok(output) => output,
         Err(why) => return unavailable(why),
     };
@@ -229,6 +262,146 @@ fn read_batch(batch: &[String]) -> Vec<Reading> {
                 .map_or_else(|| Reading::Refused(refusal(&stderr, &name)), Reading::Read)
         })
         .collect()
+}
+
+/// Runs the reading bash as a fresh sealed process (forked now), to its end: its standard
+/// output and error.
+fn run_cold(
+    bash: &std::path::Path,
+    program: &str,
+    env: &[(String, String)],
+) -> Result<(String, String), String> {
+    let mut command = Command::new(bash);
+    command
+        .arg("-c")
+        .arg(program)
+        .env_clear()
+        .envs(env.iter().map(|(name, value)| (name, value)))
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    seal(&mut command)?;
+    run(command)
+}
+
+/// Runs the reading bash in a sealed spare (Linux), to its end: its standard output and
+/// error. Elsewhere, a fresh process.
+#[cfg(target_os = "linux")]
+fn run_warm(
+    bash: &std::path::Path,
+    program: &str,
+    env: &[(String, String)],
+) -> Result<(String, String), String> {
+    let spare = match spares::take() {
+        Some(spare) => spare,
+        None => mux_tool::builtin::SealedSpare::start(bash)
+            .map_err(|err| format!("bash cannot read it: {err}"))?,
+    };
+    let env: Vec<(&str, &str)> = env
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    // argv[0] as `Command` gives it, so that bash's messages name it alike.
+    let name = bash.to_string_lossy();
+    let output = spare
+        .exec(&[&name, "-c", program], &env)
+        .and_then(|child| child.output(READ_TIMEOUT, 8 * MAX_BATCH_BYTES));
+    spares::refill(bash);
+    let output = output.map_err(|err| format!("bash could not read the command: {err}"))?;
+    if output.stdout.is_empty() && matches!(output.status, 125..=127) {
+        return Err(format!(
+            "bash could not be started to read the command (status {})",
+            output.status
+        ));
+    }
+    Ok((
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_warm(
+    bash: &std::path::Path,
+    program: &str,
+    env: &[(String, String)],
+) -> Result<(String, String), String> {
+    run_cold(bash, program, env)
+}
+
+/// The sealed bash processes waiting to read (Linux).
+#[cfg(target_os = "linux")]
+mod spares {
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Mutex, OnceLock, mpsc};
+
+    use mux_tool::builtin::SealedSpare;
+
+    /// How many spares wait.
+    const SPARES: usize = 2;
+
+    fn pool() -> &'static Mutex<Vec<SealedSpare>> {
+        static POOL: OnceLock<Mutex<Vec<SealedSpare>>> = OnceLock::new();
+        POOL.get_or_init(Mutex::default)
+    }
+
+    /// Set when a spare could not be made: no more are tried (each reading then starts its
+    /// own, and reports why it cannot).
+    static FAILED: AtomicBool = AtomicBool::new(false);
+
+    /// A waiting spare, if one is ready.
+    pub(super) fn take() -> Option<SealedSpare> {
+        pool().lock().ok()?.pop()
+    }
+
+    /// Has the pool filled again in the background.
+    pub(super) fn refill(bash: &Path) {
+        if FAILED.load(Ordering::Relaxed) {
+            return;
+        }
+        static REFILLER: OnceLock<Option<Mutex<mpsc::Sender<PathBuf>>>> = OnceLock::new();
+        let sender = REFILLER.get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<PathBuf>();
+            std::thread::Builder::new()
+                .name("mux-bash-spares".to_owned())
+                .spawn(move || {
+                    while let Ok(bash) = rx.recv() {
+                        fill(&bash);
+                    }
+                })
+                .ok()
+                .map(|_| Mutex::new(tx))
+        });
+        if let Some(sender) = sender
+            && let Ok(sender) = sender.lock()
+        {
+            let _ = sender.send(bash.to_owned());
+        }
+    }
+
+    fn fill(bash: &Path) {
+        loop {
+            let missing = pool()
+                .lock()
+                .map_or(0, |pool| SPARES.saturating_sub(pool.len()));
+            if missing == 0 {
+                return;
+            }
+            match SealedSpare::start(bash) {
+                Ok(spare) => {
+                    if let Ok(mut pool) = pool().lock() {
+                        pool.push(spare);
+                    }
+                }
+                Err(_) => {
+                    FAILED.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// Seals the reading bash; only Linux can, and elsewhere bash's own rule (one function
@@ -376,6 +549,26 @@ mod tests {
             readings.get(&scripts[2]),
             Some(&Reading::Read("    a && b;\n    c".to_owned()))
         );
+    }
+
+    #[test]
+    fn a_spare_and_a_fresh_bash_read_alike() {
+        let scripts = [
+            "echo ok\\\n#; touch CANARY",
+            "ls $HOME | wc -l # count",
+            "a && b\nc &",
+            "echo (",
+            "}; touch x; f() {",
+        ];
+        for script in scripts {
+            let nonce = nonce();
+            let batch = vec![script.to_owned()];
+            let (program, env) = invocation(&batch, &nonce);
+            let bash = bash().expect("bash");
+            let warm = run_warm(bash, &program, &env).expect("warm");
+            let cold = run_cold(bash, &program, &env).expect("cold");
+            assert_eq!(warm, cold, "{script}");
+        }
     }
 
     #[test]

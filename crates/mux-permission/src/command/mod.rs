@@ -17,7 +17,9 @@ mod words;
 mod wrappers;
 
 pub use allow::covers;
-pub use analyze::{Analysis, MAX_SCRIPT_BYTES, analyze, parse_only, tree_sitter_reading};
+pub use analyze::{
+    Analysis, MAX_SCRIPT_BYTES, analyze, analyze_cold_bash, parse_only, tree_sitter_reading,
+};
 pub use model::programs;
 pub(crate) use pattern::split_words;
 pub use pattern::{CommandPattern, CommandPatternError};

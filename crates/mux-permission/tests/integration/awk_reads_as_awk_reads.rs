@@ -9,9 +9,7 @@
 
 use mux_permission::{Permissions, Verdict};
 
-use super::real_programs::{
-    self, Rng, insert_after, insert_anywhere, iterations, permissions, quote, verdict,
-};
+use super::real_programs::{self, Rng, insert_after, iterations, permissions, quote, verdict};
 
 const INPUT: &str = "a/b c\n1 2 3\n";
 
@@ -191,31 +189,18 @@ const PAYLOADS: &[&str] = &[
     "print /(/ > \"out\"",
 ];
 
-/// One mutant of a seed program.
-fn mutant(rng: &mut Rng) -> String {
-    let mut program = (*rng.pick(SEEDS)).to_owned();
-    for _ in 0..1 + rng.below(3) {
-        let disguise = *rng.pick(DISGUISES);
-        let payload = *rng.pick(PAYLOADS);
-        program = match rng.below(5) {
-            0 => insert_anywhere(rng, &program, disguise),
-            1 => insert_anywhere(rng, &program, payload),
-            2 => insert_after(
-                rng,
-                &program,
-                &['{', ';'],
-                &format!("{disguise} {payload};"),
-            ),
-            3 => format!("{program}\n{disguise}\n{{ {payload} }}"),
-            _ => insert_after(
-                rng,
-                &program,
-                &[' ', '{', '(', ','],
-                &format!(" {disguise} "),
-            ),
-        };
+/// Where a mutation puts awk pieces (see [`real_programs::mutate`]).
+fn splice(rng: &mut Rng, program: &str, disguise: &str, payload: &str, kind: usize) -> String {
+    match kind {
+        2 => insert_after(rng, program, &['{', ';'], &format!("{disguise} {payload};")),
+        3 => format!("{program}\n{disguise}\n{{ {payload} }}"),
+        _ => insert_after(
+            rng,
+            program,
+            &[' ', '{', '(', ','],
+            &format!(" {disguise} "),
+        ),
     }
-    program
 }
 
 #[test]
@@ -228,7 +213,7 @@ fn mutated_programs_are_allowed_only_when_awk_does_nothing_else() {
     let mut failures = Vec::new();
     let runs = iterations(400);
     for _ in 0..runs {
-        let program = mutant(&mut rng);
+        let program = real_programs::mutate(&mut rng, SEEDS, DISGUISES, PAYLOADS, splice);
         if let Some(failure) = disagreement(&permissions, &program) {
             failures.push(failure);
         }

@@ -14,28 +14,9 @@ use std::path::Path;
 use std::process::Command;
 
 use mux_permission::command::{analyze, tree_sitter_reading};
-use mux_permission::{
-    Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin,
-};
-use mux_tool::Subject;
+use mux_permission::{Mode, Verdict};
 
-fn policy(mode: Mode, allow: &[&str], deny: &[&str]) -> Permissions {
-    let mut set = RuleSet::new().with_mode(mode);
-    for rule in allow {
-        set = set.with_allow(rule).unwrap();
-    }
-    for rule in deny {
-        set = set.with_deny(rule).unwrap();
-    }
-    Permissions::builder(PathContext::new("/nonexistent/project"))
-        .scope(Scope::Project, ScopeRules::new(set))
-        .build()
-}
-
-fn verdict(policy: &Permissions, command: &str) -> Verdict {
-    let bash = builtin::spec("Bash").unwrap();
-    policy.check(&bash, &Subject::command(command)).verdict
-}
+use super::real_programs::{policy, verdict};
 
 /// Runs `command` with the real bash in `dir`; whether it made `CANARY` there.
 fn ran_canary(command: &str, dir: &Path) -> bool {

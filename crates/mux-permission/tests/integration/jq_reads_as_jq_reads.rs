@@ -7,9 +7,7 @@
 
 use mux_permission::{Permissions, Verdict};
 
-use super::real_programs::{
-    self, Rng, insert_after, insert_anywhere, iterations, permissions, quote, verdict,
-};
+use super::real_programs::{self, Rng, insert_after, iterations, permissions, quote, verdict};
 
 const SECRET: &str = "zq7-canary-secret";
 
@@ -135,20 +133,13 @@ const PAYLOADS: &[&str] = &[
     "{$ ENV}",
 ];
 
-fn mutant(rng: &mut Rng) -> String {
-    let mut program = (*rng.pick(SEEDS)).to_owned();
-    for _ in 0..1 + rng.below(3) {
-        let disguise = *rng.pick(DISGUISES);
-        let payload = *rng.pick(PAYLOADS);
-        program = match rng.below(5) {
-            0 => insert_anywhere(rng, &program, disguise),
-            1 => insert_anywhere(rng, &program, payload),
-            2 => format!("{program} {disguise} | {payload}"),
-            3 => format!("({disguise}{payload}), {program}"),
-            _ => insert_after(rng, &program, &['|', '(', ',', ' ', '$'], disguise),
-        };
+/// Where a mutation puts jq pieces (see [`real_programs::mutate`]).
+fn splice(rng: &mut Rng, program: &str, disguise: &str, payload: &str, kind: usize) -> String {
+    match kind {
+        2 => format!("{program} {disguise} | {payload}"),
+        3 => format!("({disguise}{payload}), {program}"),
+        _ => insert_after(rng, program, &['|', '(', ',', ' ', '$'], disguise),
     }
-    program
 }
 
 #[test]
@@ -163,7 +154,7 @@ fn mutated_programs_are_allowed_only_when_jq_reads_no_environment() {
     let mut leaked = 0;
     let mut tried = 0;
     for round in 0..runs {
-        let program = mutant(&mut rng);
+        let program = real_programs::mutate(&mut rng, SEEDS, DISGUISES, PAYLOADS, splice);
         let allowed = allowed(&permissions, &program);
         // Every allowed mutant runs; one refused mutant in ten runs too, to show the search
         // reaches the environment.

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mux_permission::{PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin};
+use mux_permission::{
+    Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin,
+};
 use mux_tool::Subject;
 
 /// The file a command run by the program creates (`touch CANARY`).
@@ -14,13 +16,29 @@ pub(crate) const CANARY: &str = "CANARY";
 
 /// Permissions that allow `allow` and deny `touch`, `rm` and `curl`.
 pub(crate) fn permissions(allow: &[&str]) -> Permissions {
+    project(rules(
+        allow,
+        &["Bash(touch:*)", "Bash(rm:*)", "Bash(curl:*)"],
+    ))
+}
+
+/// Permissions in `mode` that allow `allow` and deny `deny`.
+pub(crate) fn policy(mode: Mode, allow: &[&str], deny: &[&str]) -> Permissions {
+    project(rules(allow, deny).with_mode(mode))
+}
+
+fn rules(allow: &[&str], deny: &[&str]) -> RuleSet {
     let mut rules = RuleSet::new();
     for rule in allow {
         rules = rules.with_allow(rule).unwrap();
     }
-    for rule in ["Bash(touch:*)", "Bash(rm:*)", "Bash(curl:*)"] {
+    for rule in deny {
         rules = rules.with_deny(rule).unwrap();
     }
+    rules
+}
+
+fn project(rules: RuleSet) -> Permissions {
     Permissions::builder(PathContext::new("/nonexistent/project"))
         .scope(Scope::Project, ScopeRules::new(rules))
         .build()
@@ -149,6 +167,33 @@ impl Rng {
     pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len())]
     }
+}
+
+/// Where a language puts a disguise and a payload in a program, for mutation kinds 2, 3 and
+/// 4 (`kind`); kinds 0 and 1 insert one of them anywhere.
+pub(crate) type Splice =
+    fn(rng: &mut Rng, program: &str, disguise: &str, payload: &str, kind: usize) -> String;
+
+/// One mutant: a program of `seeds` with one to three disguises and payloads put in it, each
+/// anywhere or where `splice` says.
+pub(crate) fn mutate(
+    rng: &mut Rng,
+    seeds: &[&str],
+    disguises: &[&str],
+    payloads: &[&str],
+    splice: Splice,
+) -> String {
+    let mut program = (*rng.pick(seeds)).to_owned();
+    for _ in 0..1 + rng.below(3) {
+        let disguise = *rng.pick(disguises);
+        let payload = *rng.pick(payloads);
+        program = match rng.below(5) {
+            0 => insert_anywhere(rng, &program, disguise),
+            1 => insert_anywhere(rng, &program, payload),
+            kind => splice(rng, &program, disguise, payload, kind),
+        };
+    }
+    program
 }
 
 /// Inserts `piece` into `text` at a random character boundary.

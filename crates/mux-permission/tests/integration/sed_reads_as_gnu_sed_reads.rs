@@ -12,9 +12,7 @@ use std::process::{Command, Stdio};
 
 use mux_permission::{Permissions, Verdict};
 
-use super::real_programs::{
-    self, Rng, insert_after, insert_anywhere, iterations, permissions, quote, verdict,
-};
+use super::real_programs::{self, Rng, insert_after, iterations, permissions, quote, verdict};
 
 /// GNU sed's own reading of `script`: whether it compiles, and whether it holds a command
 /// that runs a program or touches a file.
@@ -190,25 +188,18 @@ const PAYLOADS: &[&str] = &[
     "W out",
 ];
 
-fn mutant(rng: &mut Rng) -> String {
-    let mut script = (*rng.pick(SEEDS)).to_owned();
-    for _ in 0..1 + rng.below(3) {
-        let disguise = *rng.pick(DISGUISES);
-        let payload = *rng.pick(PAYLOADS);
-        script = match rng.below(5) {
-            0 => insert_anywhere(rng, &script, disguise),
-            1 => insert_anywhere(rng, &script, payload),
-            2 => insert_after(
-                rng,
-                &script,
-                &[';', '{', '\n'],
-                &format!("{disguise}{payload}\n"),
-            ),
-            3 => format!("{script}\n{disguise}{payload}"),
-            _ => insert_after(rng, &script, &['/', ';', ' ', 'p'], disguise),
-        };
+/// Where a mutation puts sed pieces (see [`real_programs::mutate`]).
+fn splice(rng: &mut Rng, script: &str, disguise: &str, payload: &str, kind: usize) -> String {
+    match kind {
+        2 => insert_after(
+            rng,
+            script,
+            &[';', '{', '\n'],
+            &format!("{disguise}{payload}\n"),
+        ),
+        3 => format!("{script}\n{disguise}{payload}"),
+        _ => insert_after(rng, script, &['/', ';', ' ', 'p'], disguise),
     }
-    script
 }
 
 #[test]
@@ -222,7 +213,7 @@ fn mutated_scripts_are_allowed_only_when_gnu_sed_reads_no_command() {
     let mut failures = Vec::new();
     let mut touching = 0;
     for _ in 0..runs {
-        let script = mutant(&mut rng);
+        let script = real_programs::mutate(&mut rng, SEEDS, DISGUISES, PAYLOADS, splice);
         let touches = gnu_reading(&script).1;
         touching += usize::from(touches);
         if let Some(failure) = disagreement(&permissions, &script, touches) {

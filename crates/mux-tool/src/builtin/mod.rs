@@ -86,6 +86,8 @@ pub use glob::{Glob, GlobArgs};
 pub use grep::{Grep, GrepArgs};
 pub use list_dir::{ListDir, ListDirArgs};
 pub use os_sandbox::{OsSandboxError, PROTECTED_NAMES, SandboxPolicy, Wall, WalledChild, seal};
+#[cfg(target_os = "linux")]
+pub use os_sandbox::{SPARE_MAX_BYTES, SPARE_MAX_STRINGS, SealedChild, SealedOutput, SealedSpare};
 pub use read_file::{ReadFile, ReadFileArgs};
 pub use sandbox::{Sandbox, SandboxPath};
 pub use sandbox_error::SandboxError;

@@ -19,14 +19,20 @@
 //!    merge drivers are named by attributes (`.git/info/attributes` included, which nothing
 //!    turns off), and a remote's `uploadpack` by the remote's name.
 //! 2. **Git directories given explicitly** (`--git-dir`, `GIT_DIR`, which the permission layer
-//!    asks about): `includeIf.gitdir:` patterns that match every git directory in the
+//!    asks about) are matched by `includeIf.gitdir:` patterns: every git directory in the
 //!    writable places but the root's `.git` (and, when git may write `.git`, its `modules` and
-//!    `worktrees`) include a file of neutral values ([`NEUTRAL`]): hooks in `/dev/null`, no
-//!    fsmonitor, no external diff, no credential helper, `ssh` for ssh, no editor, no `ext::`,
-//!    `git://` (whose proxy command cannot be overridden) or local transport (whose
-//!    `uploadpack` a remote's name chooses), attributes from the empty tree rather than the
-//!    working tree's `.gitattributes` (in a SHA-1 repository). Later entries of the command line's
-//!    scope win over the repository's own, so the planted values lose.
+//!    `worktrees`). One in the root includes a file git cannot read ([`REFUSED`]), so every git
+//!    command on it stops before it runs anything: drivers named by `info/attributes` and
+//!    trailer commands are named under any name, so no fixed key could switch them off.
+//!    With [`Bash::nested_git`](crate::builtin::Bash::nested_git), and for one in the call's
+//!    temp dir (which only this command filled), the file included is one of neutral values
+//!    ([`NEUTRAL`]): hooks in `/dev/null`, no fsmonitor, no external diff, no credential
+//!    helper, `ssh` for ssh, no editor, no `ext::`, `git://` (whose proxy command cannot be
+//!    overridden) or local transport (whose `uploadpack` a remote's name chooses), attributes
+//!    from the empty tree rather than the working tree's `.gitattributes` (in a SHA-1
+//!    repository). Later entries of the command line's scope win over the repository's own, so
+//!    the planted values lose. Both files live in one directory a user (`mux-git-<uid>` in
+//!    the temp dir, mode 0700), reused by every process, so none leaves one behind.
 //! 3. `GIT_PAGER=cat` for every repository: the wall gives no terminal, so git pages nothing
 //!    anyway; a command that makes one (`script`) gets no pager either.
 //!
@@ -86,21 +92,62 @@ pub(crate) const NEUTRAL: &str = "\
 \ttunnel =
 ";
 
-/// Where [`NEUTRAL`] is written: a directory of this process, outside every writable place.
-static NEUTRAL_FILE: Mutex<Option<(tempfile::TempDir, PathBuf)>> = Mutex::new(None);
+/// A config file git cannot read (an unclosed section on its second line): included for a
+/// git directory the agent could have written, it makes every git command that reads
+/// configuration stop before it runs anything, as `fatal: bad config line 2 in file
+/// …/REFUSED_NAME`. Drivers are named by attributes (`filter=x` in `info/attributes`, which
+/// nothing turns off) and trailer commands by their token (`trailer.<token>.cmd`), under any
+/// name, so no file of fixed keys can switch them off.
+pub(crate) const REFUSED: &str = "\
+# Written by mux: git reads no git directory the agent could have written under the OS wall
+# (Bash::nested_git opens them, with neutral keys).
+[mux refuses this git directory
+";
 
-/// The neutral file, written again if it went missing or was changed.
-fn neutral_file() -> io::Result<PathBuf> {
-    let mut held = NEUTRAL_FILE.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((_, path)) = held.as_ref()
-        && std::fs::read(path).is_ok_and(|text| text == NEUTRAL.as_bytes())
+/// The name of [`REFUSED`]'s file, which git's message shows.
+const REFUSED_NAME: &str = "mux-refuses-git-directories-the-agent-could-have-written.gitconfig";
+/// The name of [`NEUTRAL`]'s file.
+const NEUTRAL_NAME: &str = "neutral.gitconfig";
+
+/// A directory of this process's own, used only when the user's shared one cannot be (see
+/// [`config_dir`]).
+static OWN_DIR: Mutex<Option<tempfile::TempDir>> = Mutex::new(None);
+
+/// Where [`NEUTRAL`] and [`REFUSED`] are written, outside every writable place: one
+/// directory a user (`mux-git-<uid>` in the temp dir), shared by every mux process of theirs
+/// and reused, so that no process leaves one behind. It is made with mode 0700 and used only
+/// when it is a directory (not a link) owned by the user with no access for others; else
+/// (another user took the name) a directory of this process's own.
+fn config_dir() -> io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let uid = rustix::process::geteuid().as_raw();
+    let shared = std::env::temp_dir().join(format!("mux-git-{uid}"));
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&shared);
+    if std::fs::symlink_metadata(&shared)
+        .is_ok_and(|meta| meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0)
     {
-        return Ok(path.clone());
+        return Ok(shared);
     }
-    let dir = tempfile::Builder::new().prefix("mux-git-").tempdir()?;
-    let path = dir.path().join("neutral.gitconfig");
-    std::fs::write(&path, NEUTRAL)?;
-    *held = Some((dir, path.clone()));
+    let mut own = OWN_DIR.lock().unwrap_or_else(PoisonError::into_inner);
+    if own.is_none() {
+        *own = Some(tempfile::Builder::new().prefix("mux-git-").tempdir()?);
+    }
+    Ok(own
+        .as_ref()
+        .map(|dir| dir.path().to_path_buf())
+        .unwrap_or_default())
+}
+
+/// The file `name` in `dir` holding `text`, written again (whole, by a rename) if it went
+/// missing or was changed.
+fn config_file(dir: &Path, name: &str, text: &str) -> io::Result<PathBuf> {
+    let path = dir.join(name);
+    if std::fs::read(&path).is_ok_and(|held| held == text.as_bytes()) {
+        return Ok(path);
+    }
+    let mut fresh = tempfile::NamedTempFile::new_in(dir)?;
+    io::Write::write_all(&mut fresh, text.as_bytes())?;
+    fresh.persist(&path).map_err(|err| err.error)?;
     Ok(path)
 }
 
@@ -124,7 +171,16 @@ pub(crate) fn wall(confinement: &Confinement) -> io::Result<GitWall> {
         scratch,
         ..confinement.clone()
     };
-    let neutral = neutral_file()?;
+    let dir = config_dir()?;
+    let neutral = config_file(&dir, NEUTRAL_NAME, NEUTRAL)?;
+    // A git directory in the root the agent could have written is refused, unless nested
+    // repositories are opened; one in the call's temp dir (which this command filled) gets
+    // the neutral keys.
+    let in_root = if confinement.nested_git {
+        neutral.clone()
+    } else {
+        config_file(&dir, REFUSED_NAME, REFUSED)?
+    };
     let mut config: Vec<(OsString, OsString)> = Vec::new();
     let mut set = |key: OsString, value: OsString| config.push((key, value));
     set("safe.bareRepository".into(), "explicit".into());
@@ -140,11 +196,14 @@ pub(crate) fn wall(confinement: &Confinement) -> io::Result<GitWall> {
             gitfiles.push(gitfile);
         }
     }
-    for pattern in untrusted_gitdirs(confinement) {
-        let mut key = OsString::from("includeIf.gitdir:");
-        key.push(pattern);
-        key.push(".path");
-        set(key, neutral.clone().into_os_string());
+    let (root_dirs, scratch_dirs) = untrusted_gitdirs(confinement);
+    for (patterns, file) in [(root_dirs, &in_root), (scratch_dirs, &neutral)] {
+        for pattern in patterns {
+            let mut key = OsString::from("includeIf.gitdir:");
+            key.push(pattern);
+            key.push(".path");
+            set(key, file.clone().into_os_string());
+        }
     }
     // The call's temp dir is new and empty: what is in it, this command made.
     let mut scratch = confinement.scratch.clone().into_os_string();
@@ -167,8 +226,8 @@ pub(crate) fn wall(confinement: &Confinement) -> io::Result<GitWall> {
 
 /// `includeIf.gitdir:` patterns (git's wildmatch, `/` not matched by `*`) that match every
 /// git directory in the writable places but the root's own `.git` and what is read-only
-/// inside it.
-fn untrusted_gitdirs(confinement: &Confinement) -> Vec<OsString> {
+/// inside it: those in the root, and those in the call's temp dir.
+fn untrusted_gitdirs(confinement: &Confinement) -> (Vec<OsString>, Vec<OsString>) {
     let root = escape(confinement.root.as_os_str());
     let mut patterns = vec![root.clone()];
     let mut beneath = |base: &OsStr, names: Vec<String>| {
@@ -190,11 +249,9 @@ fn untrusted_gitdirs(confinement: &Confinement) -> Vec<OsString> {
         beneath(&dot_git, names_other_than(&["modules", "worktrees"]));
     }
     let scratch = escape(confinement.scratch.as_os_str());
-    patterns.push(scratch.clone());
-    let mut under = scratch;
+    let mut under = scratch.clone();
     under.push("/**");
-    patterns.push(under);
-    patterns
+    (patterns, vec![scratch, under])
 }
 
 /// Wildmatch patterns of one path component that match every name but `excluded` (names of

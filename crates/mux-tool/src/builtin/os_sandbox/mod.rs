@@ -39,6 +39,8 @@ mod loopback;
 mod privileges;
 mod protected;
 #[cfg(target_os = "linux")]
+mod spare;
+#[cfg(target_os = "linux")]
 mod spawn;
 #[cfg(target_os = "linux")]
 mod step;
@@ -50,6 +52,8 @@ mod wall;
 
 pub use crate::protected::PROTECTED_NAMES;
 pub use wall::{Wall, WalledChild};
+#[cfg(target_os = "linux")]
+pub use spare::{SPARE_MAX_BYTES, SPARE_MAX_STRINGS, SealedChild, SealedOutput, SealedSpare};
 
 use std::fmt;
 use std::path::PathBuf;
