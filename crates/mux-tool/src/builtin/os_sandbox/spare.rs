@@ -28,7 +28,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::child::Setup;
-use super::{Confinement, OsSandboxError, SandboxPolicy, files, syscalls};
+use super::{OsSandboxError, SandboxPolicy};
 
 /// The most bytes a spare takes: its arguments and environment, each with its end byte, and
 /// an 8-byte header.
@@ -95,21 +95,7 @@ impl SealedSpare {
         };
         let program = CString::new(program.as_os_str().as_encoded_bytes())
             .map_err(|_| setup_error("the program's path holds a NUL byte".to_owned()))?;
-        let confinement = Confinement {
-            policy: SandboxPolicy::ReadOnly,
-            network: false,
-            root: "/".into(),
-            scratch: "/dev/null".into(),
-            mount_view: false,
-            git_writes: false,
-            nested_git: false,
-        };
-        let setup = Setup {
-            view: None,
-            ruleset: files::sealed_ruleset(&confinement)?,
-            filter: syscalls::sealed_filter(&confinement)?,
-            unprivileged: !rustix::process::geteuid().is_root(),
-        };
+        let setup = super::spawn::sealed_setup()?;
         let pipes = |what: &str| pipe().map_err(|err| setup_error(format!("{what} pipe: {err}")));
         let (input_read, input_write) = pipes("input")?;
         let (stdout_read, stdout_write) = pipes("output")?;

@@ -111,6 +111,19 @@ fn start(mut command: Command, mut setup: Setup) -> std::io::Result<Child> {
 pub(crate) fn seal(command: &mut std::process::Command) -> Result<(), OsSandboxError> {
     use std::os::unix::process::CommandExt;
 
+    let mut setup = sealed_setup()?;
+    // SAFETY: as in `start`: the closure only makes system calls on what was prepared before
+    // the fork, and allocates nothing.
+    #[allow(unsafe_code)]
+    unsafe {
+        command.pre_exec(move || setup.run());
+    }
+    Ok(())
+}
+
+/// The child's steps for the tightest wall (see [`seal`]): no view, no network namespace,
+/// everything read-only, no socket.
+pub(super) fn sealed_setup() -> Result<Setup, OsSandboxError> {
     let confinement = Confinement {
         policy: SandboxPolicy::ReadOnly,
         network: false,
@@ -121,20 +134,13 @@ pub(crate) fn seal(command: &mut std::process::Command) -> Result<(), OsSandboxE
         git_writes: false,
         nested_git: false,
     };
-    let mut setup = Setup {
+    Ok(Setup {
         view: None,
         loopback: None,
         ruleset: files::sealed_ruleset(&confinement)?,
         filter: syscalls::sealed_filter(&confinement)?,
         unprivileged: !rustix::process::geteuid().is_root(),
-    };
-    // SAFETY: as in `start`: the closure only makes system calls on what was prepared before
-    // the fork, and allocates nothing.
-    #[allow(unsafe_code)]
-    unsafe {
-        command.pre_exec(move || setup.run());
-    }
-    Ok(())
+    })
 }
 
 fn cannot_start(program: &str, err: std::io::Error) -> ToolError {

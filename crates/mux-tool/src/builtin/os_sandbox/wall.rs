@@ -128,6 +128,7 @@ fn confinement(wall: &Wall, root: PathBuf, scratch: &Path) -> Confinement {
     Confinement {
         policy: wall.policy,
         network: wall.network,
+        egress: None,
         root,
         scratch: scratch.to_path_buf(),
         mount_view: true,
