@@ -7,8 +7,9 @@ use mux_tool::builtin::{Bash, Sandbox, SandboxPolicy};
 use mux_tool::{PathFilter, Subject, ToolSpec};
 use serde_json::Value;
 
+use crate::Walls;
 use crate::prepared::Prepared;
-use crate::sandbox::{SandboxError, SandboxSettings, Walls};
+use crate::sandbox::{SandboxError, SandboxSettings};
 use crate::wall::{BashWall, WallCheck};
 use crate::{
     Family, Mode, PathContext, PolicyVerdict, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
@@ -228,7 +229,7 @@ impl Permissions {
     /// its commands matches `sandbox.excludedCommands`, or `requested` (the call's
     /// `dangerouslyDisableSandbox`) is set. The `bash` tool runs such a command without the
     /// OS sandbox; every other command of a walled `bash` runs inside it.
-    pub fn outside_wall(&self, command: &str, requested: bool) -> Option<crate::sandbox::Outside> {
+    pub fn outside_wall(&self, command: &str, requested: bool) -> Option<crate::Outside> {
         if !self.wall.is_up() {
             return None;
         }

@@ -1,5 +1,6 @@
-//! The `sandbox` object of a settings file, as Claude Code defines it, and what it compiles
-//! to: the walls around a command ([`Walls`]) and whether a command runs inside them.
+//! The `sandbox` object of a settings file, as Claude Code defines it. What it compiles to,
+//! the walls around a command ([`Walls`](crate::Walls)), and whether a command runs inside
+//! them, is module `wall`'s.
 //!
 //! ```json
 //! {"sandbox": {
@@ -19,19 +20,16 @@
 //! every other key is Claude Code's. A key mux does not read is an error that names it.
 
 mod domain;
+mod excluded;
 mod merge;
-mod outside;
 mod parse;
 mod secrets;
-mod walls;
 
 pub use domain::{WallDomain, WallDomainError};
-pub use outside::Outside;
-pub(crate) use outside::excluded;
+pub(crate) use excluded::excluded_pattern;
 pub use parse::SandboxError;
 pub(crate) use parse::parse;
 pub use secrets::DEFAULT_SECRETS;
-pub use walls::{WallOrigin, WallPath, Walls};
 
 /// The input key of a `bash` call that asks to run the command outside the OS sandbox, as
 /// Claude Code's Bash tool names it.

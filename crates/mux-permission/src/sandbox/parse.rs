@@ -136,7 +136,7 @@ pub(super) fn validate(settings: &SandboxSettings) -> Result<(), SandboxError> {
         problem,
     };
     for pattern in &settings.excluded_commands {
-        super::outside::compile(pattern).map_err(|err| {
+        super::excluded_pattern(pattern).map_err(|err| {
             entry(
                 "sandbox.excludedCommands",
                 pattern,

@@ -1,7 +1,8 @@
 //! The wall replaces the prompt for `bash` (`autoAllowBashIfSandboxed`), deny and ask rules
 //! still hold, and commands that leave the wall ask or are refused.
 
-use mux_permission::sandbox::{DANGEROUSLY_DISABLE_SANDBOX, Outside, SandboxSettings};
+use mux_permission::Outside;
+use mux_permission::sandbox::{DANGEROUSLY_DISABLE_SANDBOX, SandboxSettings};
 use mux_permission::{
     Mode, PathContext, PermissionGate, Permissions, PolicyVerdict, RuleSet, Scope, ScopeRules,
     Verdict, builtin,

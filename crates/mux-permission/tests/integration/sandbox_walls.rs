@@ -2,8 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use mux_permission::sandbox::{DEFAULT_SECRETS, SandboxSettings, WallDomain, WallOrigin, WallPath};
+use mux_permission::sandbox::{DEFAULT_SECRETS, SandboxSettings, WallDomain};
 use mux_permission::{PathContext, Permissions, RuleKind, RuleSet, Scope, ScopeRules, Walls};
+use mux_permission::{WallOrigin, WallPath};
 
 fn context() -> PathContext {
     PathContext::with_home("/nonexistent/project", Some("/nonexistent/home".into()))

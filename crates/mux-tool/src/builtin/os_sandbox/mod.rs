@@ -51,9 +51,9 @@ mod view;
 mod wall;
 
 pub use crate::protected::PROTECTED_NAMES;
-pub use wall::{Wall, WalledChild};
 #[cfg(target_os = "linux")]
 pub use spare::{SPARE_MAX_BYTES, SPARE_MAX_STRINGS, SealedChild, SealedOutput, SealedSpare};
+pub use wall::{Wall, WalledChild};
 
 use std::fmt;
 use std::path::PathBuf;

@@ -4,7 +4,6 @@
 use std::fmt;
 
 use crate::PathContext;
-use crate::command::{CommandPattern, CommandPatternError};
 use crate::prepared::Prepared;
 
 /// Why a command runs outside the OS sandbox.
@@ -27,24 +26,9 @@ impl fmt::Display for Outside {
             Outside::Requested => write!(
                 f,
                 "the call asks to run outside the OS sandbox ({})",
-                super::DANGEROUSLY_DISABLE_SANDBOX
+                crate::sandbox::DANGEROUSLY_DISABLE_SANDBOX
             ),
         }
-    }
-}
-
-/// The command pattern an `excludedCommands` entry stands for, as in a `Bash(…)` rule,
-/// except that a program name alone (`docker`, as Claude Code's examples write it) stands
-/// for every command of that program (`docker:*`).
-pub(super) fn compile(pattern: &str) -> Result<CommandPattern, CommandPatternError> {
-    let pattern = pattern.trim();
-    let is_program = !pattern.is_empty()
-        && !pattern.contains(['*', ' ', '\t', '\'', '"', ':'])
-        && !pattern.contains(char::is_whitespace);
-    if is_program {
-        CommandPattern::parse(&format!("{pattern}:*"))
-    } else {
-        CommandPattern::parse(pattern)
     }
 }
 
@@ -52,7 +36,7 @@ pub(super) fn compile(pattern: &str) -> Result<CommandPattern, CommandPatternErr
 /// program's base name), anywhere in it: after `&&`, in a pipeline, inside `$(…)`, behind a
 /// wrapper. Only a command the analysis reads counts: what it cannot read runs inside the
 /// wall, the safe side. A pattern that does not compile (settings built in code without
-/// [`validate`](super::SandboxSettings::validate)) matches every command.
+/// [`validate`](crate::sandbox::SandboxSettings::validate)) matches every command.
 pub(crate) fn excluded(
     patterns: &[String],
     prepared: &Prepared,
@@ -63,7 +47,7 @@ pub(crate) fn excluded(
     };
     patterns
         .iter()
-        .find(|pattern| match compile(pattern) {
+        .find(|pattern| match crate::sandbox::excluded_pattern(pattern) {
             Ok(compiled) => analysis
                 .everywhere
                 .iter()

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{DEFAULT_SECRETS, SandboxError, SandboxSettings, WallDomain};
 use crate::path::normalize;
+use crate::sandbox::{DEFAULT_SECRETS, SandboxError, SandboxSettings, WallDomain};
 use crate::{Family, PathContext, PathPattern, Rule, RuleKind, RuleSet, resolve};
 
 /// What the walls around a sandboxed command are made of: plain data, each entry with

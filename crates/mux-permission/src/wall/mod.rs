@@ -6,7 +6,14 @@ use mux_tool::{ToolSpec, TypedTool};
 use serde_json::Value;
 
 use crate::prepared::Prepared;
-use crate::sandbox::{DANGEROUSLY_DISABLE_SANDBOX, Outside, SandboxSettings};
+mod outside;
+mod walls;
+
+pub use outside::Outside;
+pub(crate) use outside::excluded;
+pub use walls::{WallOrigin, WallPath, Walls};
+
+use crate::sandbox::{DANGEROUSLY_DISABLE_SANDBOX, SandboxSettings};
 use crate::{Mode, PathContext, PolicyVerdict, Verdict};
 
 /// The `bash` tool's OS sandbox, fixed when the policy is built, so the tool built from it
@@ -74,8 +81,7 @@ impl WallCheck {
         let outside = if requested {
             Some(Outside::Requested)
         } else {
-            crate::sandbox::excluded(&settings.excluded_commands, prepared, context)
-                .map(Outside::Excluded)
+            excluded(&settings.excluded_commands, prepared, context).map(Outside::Excluded)
         };
         Self {
             auto_allow: settings.auto_allows_bash(),
