@@ -491,4 +491,29 @@ mod walled {
         coordinator.stop_all().await;
         accept.abort();
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wall_that_cannot_be_built_starts_nothing_and_says_why() {
+        let places = Places::new();
+        let missing = places.dir.path().join("no-such-root");
+        let marker = places.outside("started.txt");
+        // A server that would leave a mark if it ran at all.
+        let spec = ServerSpec::stdio(
+            "nowhere",
+            "/bin/sh",
+            ["-c".to_owned(), format!("echo ran > '{marker}'")],
+        )
+        .with_sandbox(StdioSandbox::default().with_root(&missing));
+        let coordinator = common::coordinator();
+        let report = coordinator.start_all_and_wait(vec![spec]).await.unwrap();
+        assert!(report.connected.is_empty(), "{report:?}");
+        let (name, reason) = &report.failed[0];
+        assert_eq!(name, "nowhere");
+        assert!(
+            reason.contains("behind the OS wall") && reason.contains("no-such-root"),
+            "{reason}"
+        );
+        assert!(!Path::new(&marker).exists());
+        coordinator.stop_all().await;
+    }
 }

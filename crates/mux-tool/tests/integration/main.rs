@@ -15,6 +15,7 @@ mod builtin_file_tools;
 mod builtin_paths_cannot_escape_the_root;
 mod builtin_schemas;
 mod builtin_tools_present_themselves;
+mod builtin_wall_around_any_command;
 mod builtin_web_fetch;
 mod executor_hooks_and_approval;
 mod executor_isolation_and_batches;
