@@ -49,7 +49,21 @@ impl LoopAsker {
             }
             return answer;
         }
-        if self.run.attended {
+        self.ask_now(call, subject, reason, true).await
+    }
+
+    /// Asks the face about `call` now, and waits. A question asked in the middle of a
+    /// running call (`recorded: false`, such as a walled command's network destination) is
+    /// not journaled: the call itself is, and a run resumed elsewhere runs it again or
+    /// reports its outcome unknown.
+    pub(crate) async fn ask_now(
+        &self,
+        call: &ToolCall,
+        subject: &Subject,
+        reason: &str,
+        recorded: bool,
+    ) -> Answer {
+        if self.run.attended && recorded {
             self.journal
                 .record(&call.id, || CallProgress::AwaitingApproval {
                     reason: reason.to_owned(),

@@ -36,6 +36,8 @@ mod limits;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod needs_approval;
+#[cfg(feature = "builtin")]
+mod network_ask;
 mod orchestrator;
 mod parent;
 #[cfg(feature = "postgres")]
@@ -76,6 +78,8 @@ pub use limits::{Budget, LimitReached, ModelPrice, PriceTable, RunLimits, Spent}
 #[cfg(feature = "mcp")]
 pub use mcp::{McpServers, McpStartError};
 pub use mux_permission::Answer;
+#[cfg(feature = "builtin")]
+pub use network_ask::NETWORK_APPROVAL;
 pub use orchestrator::Orchestrator;
 pub use parent::ParentRun;
 pub use state::{InvalidTransition, LoopState};

@@ -602,6 +602,11 @@ impl<'a> Turns<'a> {
         let permissions = services.permissions.as_ref().map(|policy| {
             PermissionGate::new(policy.clone(), Arc::clone(&asker) as Arc<dyn Asker>)
         });
+        #[cfg(feature = "builtin")]
+        let domain_askers = crate::network_ask::RunDomainAskers {
+            asker: Arc::clone(&asker),
+            always: Arc::clone(&services.network_always),
+        };
         let gate = LoopGate {
             permissions,
             asker,
@@ -613,6 +618,8 @@ impl<'a> Turns<'a> {
         let resources = services.resources.child();
         resources.insert(AskUserLink(Arc::clone(self.run), journal.clone()));
         resources.insert(self.budget.clone());
+        #[cfg(feature = "builtin")]
+        resources.insert(mux_tool::builtin::CallDomainAskers(Arc::new(domain_askers)));
         Executor::builder(services.tools.clone())
             .pre_hook(AskUserIsAllowed)
             .pre_hook(PreToolHooks {

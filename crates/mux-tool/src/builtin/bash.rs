@@ -394,7 +394,14 @@ mod run {
                 SandboxPolicy::ReadOnly | SandboxPolicy::WorkspaceWrite,
             ) => {
                 cmd.envs(crate::builtin::egress::proxy_env());
-                Some(policy.clone())
+                let mut policy = policy.clone();
+                // A domain no rule covers is asked about on the run's face, for this call.
+                if policy.asker.is_none()
+                    && let Some(askers) = cx.resources().get::<crate::builtin::CallDomainAskers>()
+                {
+                    policy.asker = Some(askers.0.for_call(cx.call_id()));
+                }
+                Some(policy)
             }
             _ => None,
         };

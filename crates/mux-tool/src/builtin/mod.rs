@@ -80,7 +80,10 @@ use std::sync::Arc;
 
 pub use bash::{Bash, BashArgs};
 pub use edit_file::{EditFile, EditFileArgs};
-pub use egress::{DomainAnswer, DomainAsker, DomainRequest, DomainRuleError, NetworkPolicy};
+pub use egress::{
+    CallDomainAskers, DomainAnswer, DomainAsker, DomainAskers, DomainRequest, DomainRuleError,
+    NetworkPolicy,
+};
 pub use environment::DEFAULT_KEPT_ENV;
 pub use glob::{Glob, GlobArgs};
 pub use grep::{Grep, GrepArgs};

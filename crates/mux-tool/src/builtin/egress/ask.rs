@@ -2,6 +2,7 @@
 //! the face asks "allow network access to `crates.io`?".
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::BoxFuture;
 
@@ -48,3 +49,16 @@ pub trait DomainAsker: Send + Sync + fmt::Debug {
     /// own timeout.
     fn ask(&self, request: DomainRequest) -> BoxFuture<'_, DomainAnswer>;
 }
+
+/// Makes the [`DomainAsker`] of one tool call. An orchestrator puts one in each run's
+/// [`Resources`](crate::Resources) (as [`CallDomainAskers`]); a walled `bash` call whose
+/// [`NetworkPolicy`](super::NetworkPolicy) has no asker of its own asks through it, so the
+/// person sees "allow network access to `crates.io:443`?" on the face that runs the agent.
+pub trait DomainAskers: Send + Sync + fmt::Debug {
+    /// The asker for the call `call_id`.
+    fn for_call(&self, call_id: &str) -> Arc<dyn DomainAsker>;
+}
+
+/// The [`DomainAskers`] of a run, as stored in its [`Resources`](crate::Resources).
+#[derive(Clone, Debug)]
+pub struct CallDomainAskers(pub Arc<dyn DomainAskers>);

@@ -27,7 +27,7 @@ mod sni;
 mod socks;
 mod tunnel;
 
-pub use ask::{DomainAnswer, DomainAsker, DomainRequest};
+pub use ask::{CallDomainAskers, DomainAnswer, DomainAsker, DomainAskers, DomainRequest};
 pub use policy::NetworkPolicy;
 pub use rule::DomainRuleError;
 pub(crate) use serve::Proxy;
