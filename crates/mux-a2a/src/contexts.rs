@@ -63,14 +63,11 @@ impl Contexts {
             }
             Err(e) => return Err(session(e)),
         }
-        builder
-            .resume(id)
-            .await
-            .map_err(|e| match e {
-                LoopError::Session(
-                    e @ (SessionError::Io { .. } | SessionError::Database { .. }),
-                ) => RpcError::unavailable("session", &e),
-                e => RpcError::internal(format!("cannot resume `{id}`: {e}")),
-            })
+        builder.resume(id).await.map_err(|e| match e {
+            LoopError::Session(e @ (SessionError::Io { .. } | SessionError::Database { .. })) => {
+                RpcError::unavailable("session", &e)
+            }
+            e => RpcError::internal(format!("cannot resume `{id}`: {e}")),
+        })
     }
 }

@@ -74,9 +74,7 @@ impl RpcError {
         Self {
             code: UNAVAILABLE,
             reason: "UNAVAILABLE",
-            message: format!(
-                "the {store} store is unavailable; retry in {RETRY_AFTER_SECS} s"
-            ),
+            message: format!("the {store} store is unavailable; retry in {RETRY_AFTER_SECS} s"),
         }
     }
 

@@ -170,7 +170,9 @@ impl A2aServer {
             move |request: axum::http::Request<RequestBody>, addrs: Addrs| {
                 let mut router = router.clone();
                 let mut request = request.map(Body::new);
-                request.extensions_mut().insert(LocalPort(addrs.local.port()));
+                request
+                    .extensions_mut()
+                    .insert(LocalPort(addrs.local.port()));
                 async move {
                     match tower_service::Service::call(&mut router, request).await {
                         Ok(response) => response,

@@ -59,7 +59,9 @@ async fn a_postgres_outage_is_unavailable_with_a_retry_hint_and_then_passes() {
     let model = ScriptedClient::new().respond_with(|_| Ok(mux_llm::Response::from_text("Hello.")));
     let server = A2aServer::new(agent(model, dir.path()))
         .config(A2aConfig::default())
-        .session_store(Arc::new(PostgresSessionStore::connect(&db.url).await.unwrap()))
+        .session_store(Arc::new(
+            PostgresSessionStore::connect(&db.url).await.unwrap(),
+        ))
         .run_store(Arc::new(PostgresRunStore::connect(&db.url).await.unwrap()))
         .serve(([127, 0, 0, 1], 0).into())
         .await
@@ -73,9 +75,17 @@ async fn a_postgres_outage_is_unavailable_with_a_retry_hint_and_then_passes() {
 
     let restart = db.outage(Duration::from_secs(12));
     let down = [
-        ("a message on a known context", "SendMessage", message_on(&context, "again")),
+        (
+            "a message on a known context",
+            "SendMessage",
+            message_on(&context, "again"),
+        ),
         ("a task", "GetTask", json!({"id": task_id})),
-        ("the tasks of a context", "ListTasks", json!({"contextId": context})),
+        (
+            "the tasks of a context",
+            "ListTasks",
+            json!({"contextId": context}),
+        ),
     ];
     for (what, method, params) in down {
         let answer = rpc(&url, method, params).await;

@@ -124,9 +124,7 @@ impl WebError {
                     "run"
                 };
                 tracing::warn!(store, %cause, "a request failed: the {store} store is unavailable");
-                format!(
-                    "the {store} store is unavailable; retry in {STORE_RETRY_AFTER_SECS} s"
-                )
+                format!("the {store} store is unavailable; retry in {STORE_RETRY_AFTER_SECS} s")
             }
             _ => self.to_string(),
         }

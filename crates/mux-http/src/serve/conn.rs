@@ -318,12 +318,18 @@ mod tests {
         let (_, waiting) = tracker.add();
         let (_, later) = tracker.add();
         assert!(tracker.shed_oldest());
-        assert!(waiting.shed.is_cancelled(), "the oldest idle one goes first");
+        assert!(
+            waiting.shed.is_cancelled(),
+            "the oldest idle one goes first"
+        );
         assert!(!receiving.shed.is_cancelled() && !later.shed.is_cancelled());
         assert!(tracker.shed_oldest());
         assert!(later.shed.is_cancelled());
         assert!(tracker.shed_oldest());
-        assert!(receiving.shed.is_cancelled(), "then one still sending its body");
+        assert!(
+            receiving.shed.is_cancelled(),
+            "then one still sending its body"
+        );
         assert!(!sending.shed.is_cancelled());
         assert!(!tracker.shed_oldest(), "only a sending connection is left");
         assert_eq!(tracker.len(), 1);

@@ -50,10 +50,8 @@ pub struct Addrs {
 /// [`Bytes`].
 pub trait Handler: Clone + Send + Sync + 'static {
     /// The response body.
-    type Body: http_body::Body<
-            Data = Bytes,
-            Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-        > + Send
+    type Body: http_body::Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
         + Unpin
         + 'static;
     /// The response, to come.
@@ -89,8 +87,12 @@ where
 /// doubling to 500 ms), never spins. Once `stop` is cancelled no connection is accepted,
 /// responses in progress get [`Limits::shutdown_grace`] to end, and then every connection is
 /// closed; the loop returns when they all are.
-pub async fn accept_loop<H>(listener: TcpListener, limits: Limits, stop: CancellationToken, handler: H)
-where
+pub async fn accept_loop<H>(
+    listener: TcpListener,
+    limits: Limits,
+    stop: CancellationToken,
+    handler: H,
+) where
     H: Handler,
 {
     let fallback = listener

@@ -32,8 +32,7 @@ pub use catalog::{Catalog, CatalogError, Offers, PromptOutcome};
 pub use handler::{MAX_PAUSED, PAUSE_LIMIT};
 pub use http::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT,
-    HttpOptions,
-    HttpServer,
+    HttpOptions, HttpServer,
 };
 
 use handler::{Handler, Shared};

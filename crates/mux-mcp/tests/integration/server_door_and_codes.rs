@@ -7,7 +7,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use mux_mcp::{HttpOptions, McpServer};
-use mux_tool::{Executor, Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use mux_tool::{
+    Executor, Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
@@ -226,7 +228,10 @@ async fn tools_call_with_bad_params_answers_invalid_params() {
     }
     // A method nobody defines is still -32601.
     let unknown = json!({"jsonrpc": "2.0", "id": 99, "method": "tools/nope", "params": {}});
-    let message = post(addr, Some(&session), &unknown).await.message().unwrap();
+    let message = post(addr, Some(&session), &unknown)
+        .await
+        .message()
+        .unwrap();
     assert_eq!(message["error"]["code"], -32601, "{message}");
     // And a good call still works.
     let good = json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call",

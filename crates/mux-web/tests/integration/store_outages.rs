@@ -29,7 +29,10 @@ const LEAKS: [&str; 7] = [
 
 fn assert_no_leak(what: &str, body: &str) {
     for leak in LEAKS {
-        assert!(!body.contains(leak), "{what}: `{leak}` shown to the client: {body}");
+        assert!(
+            !body.contains(leak),
+            "{what}: `{leak}` shown to the client: {body}"
+        );
     }
 }
 
@@ -55,8 +58,7 @@ async fn a_postgres_outage_is_503_with_a_retry_hint_on_every_path_and_then_passe
     let db = TestDatabase::new().await;
     let sessions = PostgresSessionStore::connect(&db.url).await.unwrap();
     let runs = PostgresRunStore::connect(&db.url).await.unwrap();
-    let model =
-        ScriptedClient::new().respond_with(|_| Ok(mux_llm::Response::from_text("Hello.")));
+    let model = ScriptedClient::new().respond_with(|_| Ok(mux_llm::Response::from_text("Hello.")));
     let agent = Agent::builder(model, "scripted").build().unwrap();
     let router = AguiRouter::new(agent)
         .session_store(Arc::new(sessions))
@@ -77,8 +79,14 @@ async fn a_postgres_outage_is_503_with_a_retry_hint_on_every_path_and_then_passe
     resume["resume"] =
         json!([{"interruptId": "i-none", "status": "resolved", "payload": {"approved": true}}]);
     let down: [(&str, reqwest::RequestBuilder); 5] = [
-        ("a prompt on a known thread", post(input("t", "r2", "again"))),
-        ("a prompt on a new thread", post(input("t-new", "r3", "new"))),
+        (
+            "a prompt on a known thread",
+            post(input("t", "r2", "again")),
+        ),
+        (
+            "a prompt on a new thread",
+            post(input("t-new", "r3", "new")),
+        ),
         ("a resume", post(resume)),
         (
             "the history",
@@ -86,7 +94,8 @@ async fn a_postgres_outage_is_503_with_a_retry_hint_on_every_path_and_then_passe
         ),
         (
             "a cancel",
-            http.post(format!("{url}/agui/runs/r-unknown/cancel")).json(&json!({})),
+            http.post(format!("{url}/agui/runs/r-unknown/cancel"))
+                .json(&json!({})),
         ),
     ];
     for (what, request) in down {
