@@ -213,11 +213,10 @@ impl ErrorCode {
     }
 }
 
-/// Whether a `RUN_ERROR` code is always a store's failure: the session store (`session`), or
-/// records the store has not taken (`unwritten`). (`run_store` also names a run taken over
-/// or gone, which the client is told as is.)
+/// Whether a `RUN_ERROR` code names a store: the session store (`session`), records the
+/// store has not taken (`unwritten`), or the run store (`run_store`).
 fn is_store_code(code: &str) -> bool {
-    matches!(code, "session" | "unwritten")
+    matches!(code, "session" | "unwritten" | "run_store")
 }
 
 /// Whether `text` carries an operating system's error (`… (os error 32)`), whose words,
@@ -226,17 +225,16 @@ fn carries_os_error(text: &str) -> bool {
     text.contains("(os error ")
 }
 
-/// The message a client is shown for a `RUN_ERROR` with `code`: a store's failure, or any
-/// message carrying an OS error, is replaced by what failed (and, for a store, a retry hint);
-/// the original goes to the log.
+/// The message a client is shown for a `RUN_ERROR` with `code`: one carrying an OS error (a
+/// store that went away, a socket, a full disk) is logged and replaced by what failed (for a
+/// store, with a retry hint); any other is shown as it is.
 pub(crate) fn run_error_message(code: Option<&str>, message: String) -> String {
-    let store = code.is_some_and(is_store_code);
-    if !store && !carries_os_error(&message) {
+    if !carries_os_error(&message) {
         return message;
     }
     let code = code.unwrap_or("error");
     tracing::warn!(code, cause = %message, "a run failed");
-    if store {
+    if is_store_code(code) {
         format!(
             "the store is unavailable ({code}); the run stopped; retry in {STORE_RETRY_AFTER_SECS} s"
         )
@@ -252,4 +250,46 @@ pub enum ConfigError {
     /// An allowed host that is not `name` or `name:port`.
     #[error("allowed host `{0}` is not `name` or `name:port`")]
     InvalidAllowedHost(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_error_shows_no_os_error_and_keeps_other_words() {
+        let shown = run_error_message(
+            Some("session"),
+            "session `t`: loading failed: Broken pipe (os error 32)".into(),
+        );
+        assert!(
+            !shown.contains("os error") && !shown.contains("Broken pipe"),
+            "{shown}"
+        );
+        assert!(shown.contains("store is unavailable"), "{shown}");
+        let shown = run_error_message(
+            Some("llm"),
+            "connect: Connection refused (os error 111)".into(),
+        );
+        assert!(!shown.contains("os error"), "{shown}");
+        let kept = "session `t-race` already exists";
+        assert_eq!(run_error_message(Some("session"), kept.into()), kept);
+    }
+
+    #[test]
+    fn a_store_failure_is_503_with_retry_after_and_no_cause() {
+        for err in [
+            WebError::Session("loading failed: Broken pipe (os error 32)".into()),
+            WebError::RunStore("/tmp/mux-pg-x/.s.PGSQL.5432: No such file (os error 2)".into()),
+        ] {
+            assert_eq!(err.code(), "run_store_unavailable");
+            let response = err.into_response();
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert!(
+                response
+                    .headers()
+                    .contains_key(axum::http::header::RETRY_AFTER)
+            );
+        }
+    }
 }
