@@ -40,7 +40,8 @@ pub struct A2aConfig {
     /// How long a connection may stay silent with no request in progress (keep-alive, or a
     /// stream whose client stopped reading).
     pub idle_timeout: Duration,
-    /// Connections served at once; more wait in the kernel's backlog.
+    /// Connections served at once; at the cap a new connection sheds the oldest idle one (no
+    /// request in flight, whether it ever sent a byte or not).
     pub max_connections: usize,
     /// Tasks this process runs at once (a paused task does not count); past it, new tasks
     /// and answers are refused.

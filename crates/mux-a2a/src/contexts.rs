@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use mux_orchestrator::session::{ID_RULE, SessionError, SessionMeta, SessionStore, valid_id};
-use mux_orchestrator::{Agent, Orchestrator};
+use mux_orchestrator::{Agent, LoopError, Orchestrator};
 
 use crate::rpc::RpcError;
 use crate::rpc::shown;
@@ -48,8 +48,11 @@ impl Contexts {
             return Ok(builder.build());
         };
         Self::check(id)?;
-        let session = |e: SessionError| {
-            RpcError::internal(format!("the session store failed on `{id}`: {e}"))
+        let session = |e: SessionError| match e {
+            SessionError::Io { .. } | SessionError::Database { .. } => {
+                RpcError::unavailable("session", &e)
+            }
+            e => RpcError::internal(format!("the session store failed on `{id}`: {e}")),
         };
         match self.store.load(id).await {
             Ok(_) => {}
@@ -60,9 +63,11 @@ impl Contexts {
             }
             Err(e) => return Err(session(e)),
         }
-        builder
-            .resume(id)
-            .await
-            .map_err(|e| RpcError::internal(format!("cannot resume `{id}`: {e}")))
+        builder.resume(id).await.map_err(|e| match e {
+            LoopError::Session(e @ (SessionError::Io { .. } | SessionError::Database { .. })) => {
+                RpcError::unavailable("session", &e)
+            }
+            e => RpcError::internal(format!("cannot resume `{id}`: {e}")),
+        })
     }
 }

@@ -10,7 +10,6 @@ mod router;
 pub mod rpc;
 mod runner;
 mod security;
-mod serve;
 mod server;
 mod stored;
 mod task;

@@ -217,7 +217,9 @@ impl Methods {
             Err(e) => {
                 let reply = runner::agent_message(
                     task,
-                    vec![Part::text(format!("The run did not {what}: {e}"))],
+                    vec![Part::text(crate::rpc::client_text(format!(
+                        "The run did not {what}: {e}"
+                    )))],
                 );
                 task.set_status(TaskState::Failed, Some(reply));
                 writer.finish(RunStatus::Failed);

@@ -194,9 +194,13 @@ fn json_response(status: StatusCode, body: String) -> Response {
     response
 }
 
-/// A JSON-RPC error, sent with HTTP 200 as the binding does.
+/// A JSON-RPC error, sent with HTTP 200 as the binding does (an OS error's text goes to the
+/// log, not to the client).
 fn rpc_error(id: &RequestId, error: &RpcError) -> Response {
-    json_response(StatusCode::OK, error_response(id, error).to_string())
+    json_response(
+        StatusCode::OK,
+        error_response(id, &error.for_client()).to_string(),
+    )
 }
 
 /// A request refused at the HTTP level: its status, with a JSON-RPC error body a client

@@ -57,21 +57,80 @@ errors! {
     version = -32009, "VERSION_NOT_SUPPORTED";
 }
 
+/// The JSON-RPC code of an unreachable store: -32000, the first of the codes JSON-RPC leaves
+/// to servers (A2A's own are -32001 to -32009), with the reason `UNAVAILABLE` (gRPC's name
+/// for a failure a retry may cure, which the A2A gRPC binding uses).
+pub const UNAVAILABLE: i64 = -32000;
+
+/// Seconds a client is asked to wait before retrying after a store outage (a
+/// `google.rpc.RetryInfo` detail of the error).
+pub const RETRY_AFTER_SECS: u64 = 2;
+
+impl RpcError {
+    /// -32000 `UNAVAILABLE`: the `store` (`session`, `task`) did not answer. The cause goes
+    /// to the log, not to the client, whose message names the store and the retry delay.
+    pub fn unavailable(store: &str, cause: &dyn std::fmt::Display) -> Self {
+        tracing::warn!(store, %cause, "mux-a2a: the {store} store is unavailable");
+        Self {
+            code: UNAVAILABLE,
+            reason: "UNAVAILABLE",
+            message: format!("the {store} store is unavailable; retry in {RETRY_AFTER_SECS} s"),
+        }
+    }
+
+    /// The error as a client may see it: a message carrying an operating system's error
+    /// (`… (os error 32)`, with its socket or file path) is logged and replaced by what
+    /// failed.
+    pub fn for_client(&self) -> std::borrow::Cow<'_, Self> {
+        if !carries_os_error(&self.message) {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        tracing::warn!(code = self.code, reason = self.reason, cause = %self.message, "mux-a2a: a request failed");
+        std::borrow::Cow::Owned(Self {
+            code: self.code,
+            reason: self.reason,
+            message: "the server failed to answer this request; the cause is in its log".into(),
+        })
+    }
+}
+
+/// Whether `text` carries an operating system's error (`… (os error 32)`).
+fn carries_os_error(text: &str) -> bool {
+    text.contains("(os error ")
+}
+
+/// `text` as a client may see it in a task (a failed run's message): one carrying an OS
+/// error is logged and replaced by a sentence saying where the cause is.
+pub(crate) fn client_text(text: String) -> String {
+    if !carries_os_error(&text) {
+        return text;
+    }
+    tracing::warn!(cause = %text, "mux-a2a: a run failed");
+    "The run failed; the cause is in the server's log.".to_owned()
+}
+
 /// The `ErrorInfo` domain of A2A errors.
 const DOMAIN: &str = "a2a-protocol.org";
 
 impl RpcError {
     /// The error object.
     pub fn to_json(&self) -> Value {
+        let mut details = vec![json!({
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": self.reason,
+            "domain": DOMAIN,
+            "metadata": {},
+        })];
+        if self.code == UNAVAILABLE {
+            details.push(json!({
+                "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                "retryDelay": format!("{RETRY_AFTER_SECS}s"),
+            }));
+        }
         json!({
             "code": self.code,
             "message": self.message,
-            "data": [{
-                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                "reason": self.reason,
-                "domain": DOMAIN,
-                "metadata": {},
-            }],
+            "data": details,
         })
     }
 }

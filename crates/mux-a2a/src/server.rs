@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::Body;
+use mux_http::serve::{Addrs, Limits, RequestBody, accept_loop};
 use mux_orchestrator::Agent;
 use mux_orchestrator::runs::{MemoryRunStore, RunStore};
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
@@ -16,9 +18,8 @@ use crate::card::{Card, RPC_PATH};
 use crate::config::A2aConfig;
 use crate::contexts::Contexts;
 use crate::methods::Methods;
-use crate::router::{Shared, router};
+use crate::router::{LocalPort, Shared, router};
 use crate::security::Guard;
-use crate::serve::{accept_loop, bound};
 use crate::stored::Durable;
 use crate::tasks::Tasks;
 
@@ -152,12 +153,34 @@ impl A2aServer {
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| A2aError::Bind { addr, source })?;
-        let addr = bound(&listener, addr);
-        let limits =
-            mux_http::serve::Limits::new(self.config.header_timeout, self.config.max_connections)
-                .idle_timeout(self.config.idle_timeout);
+        let addr = listener.local_addr().unwrap_or(addr);
+        // mux-http's one accept loop, as every mux server: at the cap a new connection sheds
+        // the oldest idle one. Stopping stops every run, so nothing is left to wait for.
+        let limits = Limits::default()
+            .header_read_timeout(self.config.header_timeout)
+            .body_read_timeout(self.config.body_timeout)
+            .idle_timeout(self.config.idle_timeout)
+            .max_connections(self.config.max_connections)
+            .shutdown_grace(std::time::Duration::ZERO);
         let (router, stop) = self.router()?;
-        let task = tokio::spawn(accept_loop(listener, router, limits, stop.clone()));
+        let task = tokio::spawn(accept_loop(
+            listener,
+            limits,
+            stop.clone(),
+            move |request: axum::http::Request<RequestBody>, addrs: Addrs| {
+                let mut router = router.clone();
+                let mut request = request.map(Body::new);
+                request
+                    .extensions_mut()
+                    .insert(LocalPort(addrs.local.port()));
+                async move {
+                    match tower_service::Service::call(&mut router, request).await {
+                        Ok(response) => response,
+                        Err(never) => match never {},
+                    }
+                }
+            },
+        ));
         Ok(Running { addr, stop, task })
     }
 }

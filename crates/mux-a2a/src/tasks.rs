@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use mux_orchestrator::runs::RunStoreError;
+
 use crate::rpc::{RpcError, shown};
 use crate::stored::{self, Durable};
 use crate::task::{Record, TaskEntry};
@@ -101,7 +103,10 @@ pub(crate) async fn list(
     };
     let from = read_token(&request.page_token)?;
     let status = request.status.filter(|s| *s != TaskState::Unspecified);
-    let failed = |e| RpcError::internal(format!("the task store failed: {e}"));
+    let failed = |e| match e {
+        e @ RunStoreError::Store { .. } => RpcError::unavailable("task", &e),
+        e => RpcError::internal(format!("the task store failed: {e}")),
+    };
 
     // (updated, id): every task that matches.
     let mut matching: Vec<(i64, String)> = Vec::new();

@@ -74,7 +74,11 @@ impl AcpError {
             | Self::UnsupportedContent(_)
             | Self::UnknownMode(_)
             | Self::BadCursor(_)
-            | Self::UnknownAuthMethod(_) => Error::invalid_params().data(message),
+            | Self::UnknownAuthMethod(_)
+            // A session runs one prompt at a time: a second one while it is busy is the
+            // client's mistake. ACP defines no busy code, so -32602 (invalid params), as for
+            // any request that cannot apply to the session it names.
+            | Self::Loop(LoopError::AlreadyRunning) => Error::invalid_params().data(message),
             Self::MissingKey(_) => Error::auth_required().data(message),
             _ => Error::internal_error().data(message),
         }

@@ -58,8 +58,8 @@ pub use proxy::McpTool;
 #[cfg(feature = "server")]
 pub use server::{
     APPROVAL_KEY, CALLER_TIMEOUT, CallerAnswer, CallerError, Callers, Catalog, CatalogError,
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT, HttpOptions,
-    HttpServer, MAX_PAUSED, McpServer, Offers, PAUSE_LIMIT, PromptOutcome, ServeError,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT,
+    HttpOptions, HttpServer, MAX_PAUSED, McpServer, Offers, PAUSE_LIMIT, PromptOutcome, ServeError,
 };
 pub use state::{AuthProgress, ConnectionState, ToolInfo, TransitionError};
 pub use sync::{RegistrySync, SyncReport};

@@ -109,6 +109,7 @@ impl RunBuffer {
                 return false;
             }
             for event in events {
+                let event = for_client(event);
                 let ending = Ending::of(&event);
                 match EventJson::of(&event) {
                     Ok(json) => log.events.push(json),
@@ -209,6 +210,18 @@ impl RunBuffer {
     /// A receiver that changes whenever events are pushed (for the writer).
     pub(crate) fn watch_pushed(&self) -> watch::Receiver<usize> {
         self.pushed.subscribe()
+    }
+}
+
+/// The event as a client may see it: a `RUN_ERROR`'s store failure or OS error is logged and
+/// named, not shown (see [`crate::error::run_error_message`]).
+fn for_client(event: Event) -> Event {
+    match event {
+        Event::RunError { message, code } => Event::RunError {
+            message: crate::error::run_error_message(code.as_deref(), message),
+            code,
+        },
+        other => other,
     }
 }
 

@@ -36,11 +36,13 @@ pub enum WebError {
     /// A run with this id exists already (409).
     #[error("run `{0}` exists already; every run needs a new runId")]
     RunExists(String),
-    /// The session store failed (500).
+    /// The session store failed or is unreachable (503 `run_store_unavailable`, with
+    /// `Retry-After`). The cause (here) goes to the log, never to the client.
     #[error("the session store failed: {0}")]
     Session(String),
-    /// The run store failed or is unreachable (503): no run can start or resume until it
-    /// answers again.
+    /// The run store failed or is unreachable (503 `run_store_unavailable`, with
+    /// `Retry-After`): no run can start or resume until it answers again. The cause (here)
+    /// goes to the log, never to the client.
     #[error("the run store failed: {0}")]
     RunStore(String),
     /// No run has this id, or it is no longer kept (404).
@@ -82,8 +84,7 @@ impl WebError {
             Self::HostNotAllowed(_) | Self::OriginNotAllowed(_) => StatusCode::FORBIDDEN,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyMisses { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Session(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::RunStore(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Session(_) | Self::RunStore(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -96,20 +97,43 @@ impl WebError {
             Self::InterruptPending { .. } => "interrupt_pending",
             Self::RunExists(_) => "run_exists",
             Self::RunNotFound(_) => "run_not_found",
-            Self::RunStore(_) => "run_store_unavailable",
+            // One code for any store outage (sessions and runs live in one store, and which
+            // of them a request needs first is not the client's concern).
+            Self::Session(_) | Self::RunStore(_) => "run_store_unavailable",
             Self::ThreadNotFound(_) => "thread_not_found",
             Self::HostNotAllowed(_) => "host_not_allowed",
             Self::OriginNotAllowed(_) => "origin_not_allowed",
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::TooManyMisses { .. } => "too_many_misses",
-            Self::Session(_) => "session",
+        }
+    }
+}
+
+/// Seconds a client is asked to wait (`Retry-After`) after a store outage.
+pub(crate) const STORE_RETRY_AFTER_SECS: u64 = 2;
+
+impl WebError {
+    /// The message the client sees: a store's failure is named, its cause (an OS error, a
+    /// socket or file path, the driver's words) is logged instead.
+    fn client_message(&self) -> String {
+        match self {
+            Self::Session(cause) | Self::RunStore(cause) => {
+                let store = if matches!(self, Self::Session(_)) {
+                    "session"
+                } else {
+                    "run"
+                };
+                tracing::warn!(store, %cause, "a request failed: the {store} store is unavailable");
+                format!("the {store} store is unavailable; retry in {STORE_RETRY_AFTER_SECS} s")
+            }
+            _ => self.to_string(),
         }
     }
 }
 
 impl IntoResponse for WebError {
     fn into_response(self) -> Response {
-        let mut body = json!({"error": self.code(), "message": self.to_string()});
+        let mut body = json!({"error": self.code(), "message": self.client_message()});
         match &self {
             Self::ThreadBusy { thread_id, run_id } => {
                 body["threadId"] = json!(thread_id);
@@ -137,6 +161,12 @@ impl IntoResponse for WebError {
                     .headers_mut()
                     .insert(axum::http::header::RETRY_AFTER, retry_after_secs.into());
             }
+            Self::Session(_) | Self::RunStore(_) => {
+                response.headers_mut().insert(
+                    axum::http::header::RETRY_AFTER,
+                    STORE_RETRY_AFTER_SECS.into(),
+                );
+            }
             _ => {}
         }
         response
@@ -158,9 +188,10 @@ pub enum ErrorCode {
     NoUserMessage,
     /// A frontend tool in `tools` is not usable (bad name or parameters schema).
     InvalidTool,
-    /// The session store failed.
+    /// The session store failed (the cause is logged, not sent).
     Session,
-    /// The run store failed, or another process took the run over.
+    /// The run store failed, or another process took the run over (a failure's cause is
+    /// logged, not sent).
     RunStore,
     /// The loop could not start or failed: its `LoopEvent::Error` kind.
     Loop(String),
@@ -182,6 +213,36 @@ impl ErrorCode {
     }
 }
 
+/// Whether a `RUN_ERROR` code names a store: the session store (`session`), records the
+/// store has not taken (`unwritten`), or the run store (`run_store`).
+fn is_store_code(code: &str) -> bool {
+    matches!(code, "session" | "unwritten" | "run_store")
+}
+
+/// Whether `text` carries an operating system's error (`… (os error 32)`), whose words,
+/// socket and file paths are for the log, not the client.
+fn carries_os_error(text: &str) -> bool {
+    text.contains("(os error ")
+}
+
+/// The message a client is shown for a `RUN_ERROR` with `code`: one carrying an OS error (a
+/// store that went away, a socket, a full disk) is logged and replaced by what failed (for a
+/// store, with a retry hint); any other is shown as it is.
+pub(crate) fn run_error_message(code: Option<&str>, message: String) -> String {
+    if !carries_os_error(&message) {
+        return message;
+    }
+    let code = code.unwrap_or("error");
+    tracing::warn!(code, cause = %message, "a run failed");
+    if is_store_code(code) {
+        format!(
+            "the store is unavailable ({code}); the run stopped; retry in {STORE_RETRY_AFTER_SECS} s"
+        )
+    } else {
+        format!("the run failed ({code}); the cause is in the server's log")
+    }
+}
+
 /// A configuration the router cannot use.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -189,4 +250,46 @@ pub enum ConfigError {
     /// An allowed host that is not `name` or `name:port`.
     #[error("allowed host `{0}` is not `name` or `name:port`")]
     InvalidAllowedHost(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_error_shows_no_os_error_and_keeps_other_words() {
+        let shown = run_error_message(
+            Some("session"),
+            "session `t`: loading failed: Broken pipe (os error 32)".into(),
+        );
+        assert!(
+            !shown.contains("os error") && !shown.contains("Broken pipe"),
+            "{shown}"
+        );
+        assert!(shown.contains("store is unavailable"), "{shown}");
+        let shown = run_error_message(
+            Some("llm"),
+            "connect: Connection refused (os error 111)".into(),
+        );
+        assert!(!shown.contains("os error"), "{shown}");
+        let kept = "session `t-race` already exists";
+        assert_eq!(run_error_message(Some("session"), kept.into()), kept);
+    }
+
+    #[test]
+    fn a_store_failure_is_503_with_retry_after_and_no_cause() {
+        for err in [
+            WebError::Session("loading failed: Broken pipe (os error 32)".into()),
+            WebError::RunStore("/tmp/mux-pg-x/.s.PGSQL.5432: No such file (os error 2)".into()),
+        ] {
+            assert_eq!(err.code(), "run_store_unavailable");
+            let response = err.into_response();
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert!(
+                response
+                    .headers()
+                    .contains_key(axum::http::header::RETRY_AFTER)
+            );
+        }
+    }
 }

@@ -405,3 +405,41 @@ async fn allow_always_can_record_in_the_project_scope() {
         "{rules:?}"
     );
 }
+
+#[tokio::test]
+async fn a_second_prompt_on_a_busy_session_is_the_clients_error_not_an_internal_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedClient::new()
+        .reply_tool_call("q1", "bash", json!({"command": "true"}))
+        .reply_text("never");
+    let mut peer = Peer::start(agent(model));
+    let session = session_in(&mut peer, dir.path()).await;
+    let first = peer.start_request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
+    );
+    loop {
+        if peer.next_message().await["method"] == "session/request_permission" {
+            break;
+        }
+    }
+    let second = peer.start_request(
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "again"}]}),
+    );
+    let busy = loop {
+        let message = peer.next_message().await;
+        if message["id"] == json!(second) && message.get("method").is_none() {
+            break message;
+        }
+    };
+    // -32602 invalid params: ACP defines no "busy" code, and the request is the client's
+    // mistake (a session runs one prompt at a time), not the agent's failure (-32603).
+    assert_eq!(busy["error"]["code"], -32602, "{busy}");
+    let data = busy["error"]["data"].to_string();
+    assert!(data.contains("already in progress"), "{busy}");
+    peer.answer = None;
+    peer.notify("session/cancel", json!({"sessionId": session}));
+    let (done, _) = peer.finish(first).await;
+    assert_eq!(done["result"]["stopReason"], "cancelled", "{done}");
+}

@@ -11,14 +11,14 @@ use std::time::Duration;
 use futures::future::Either;
 use mux_tool::{CallOutcome, CallScope, Executor, ProgressSender, ToolCall, ToolUpdate};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ErrorData,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InputRequests, InputRequiredResult,
-    InputResponses, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CustomRequest,
+    CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InputRequests, InputRequiredResult, InputResponses, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler};
@@ -29,6 +29,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::callers::{self, CALLER_TIMEOUT, CallGuard, CallerError, Callers, Declared, Route};
 use super::catalog::{Catalog, CatalogError, PromptOutcome};
 use super::convert;
+use super::unreadable;
 
 /// How long a call paused on an `input_required` result waits for the client to send it again.
 pub const PAUSE_LIMIT: Duration = Duration::from_secs(300);
@@ -689,6 +690,16 @@ impl ServerHandler for Handler {
                 Err(err) => Either::Right(std::future::ready(Err(err))),
             }),
         }
+    }
+
+    /// A request rmcp read as no method it knows: -32602 when MCP defines its method (its
+    /// params did not fit), -32601 otherwise.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(unreadable::answer(&request))
     }
 
     async fn set_level(

@@ -1,7 +1,13 @@
 //! Streamable HTTP serving: rmcp's session service behind mux's own door (bearer token, body
 //! limit and timeouts, loopback by default), on mux-http's accept loop. The `Host` and
 //! `Origin` checks are rmcp's (they take `:*` port patterns); the bearer token and the
-//! accept loop are mux-http's, shared with mux-web and mux-a2a.
+//! accept loop (connection cap that sheds the oldest idle connection, header, body and idle
+//! timeouts) are mux-http's, shared with mux-web and mux-a2a.
+//!
+//! A `DELETE` of a session this server does not hold (unknown, or ended) answers 404, as the
+//! transport spec asks of any request naming an ended session; a live one ends with 204
+//! (rmcp's own answer is 202 for both, and the reference Python client logs a warning for
+//! anything but 200 or 204).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -9,12 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response, StatusCode, header};
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
 use mux_http::BearerToken;
-use mux_http::serve::{Limits, accept_loop};
+use mux_http::serve::{Addrs, Limits, RequestBody, accept_loop};
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
@@ -29,8 +35,12 @@ use crate::Secret;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Default time a client has to send its request headers, and separately its body.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// Default number of connections served at once; more wait in the kernel's backlog.
+/// Default number of connections served at once; at the cap a new connection sheds the
+/// oldest idle one.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Default time a connection may stay idle between requests, or a response stream may go
+/// without a byte out (Streamable HTTP streams send a keep-alive every 15 s).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How to serve over HTTP. The defaults listen on `127.0.0.1` (a free port), at `/mcp`,
 /// accept the `Host` names `localhost`, `127.0.0.1` and `::1` only (DNS rebinding), refuse
@@ -55,8 +65,12 @@ pub struct HttpOptions {
     /// Time allowed for the request headers, and again for the body (408 or a closed
     /// connection after it).
     pub request_timeout: Duration,
-    /// Connections served at once.
+    /// Connections served at once; at the cap a new connection sheds the oldest idle one
+    /// (no request in flight, whether it ever sent a byte or not).
     pub max_connections: usize,
+    /// How long a connection may wait between requests, or a response stream go without a
+    /// byte out, before it is closed.
+    pub idle_timeout: Duration,
 }
 
 impl Default for HttpOptions {
@@ -70,6 +84,7 @@ impl Default for HttpOptions {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
     }
 }
@@ -126,6 +141,9 @@ type Body = BoxBody<Bytes, Infallible>;
 
 struct Door {
     service: StreamableHttpService<Handler, LocalSessionManager>,
+    sessions: Arc<LocalSessionManager>,
+    /// Held across a `DELETE`'s check and its close, so two for one session get 204 once.
+    deleting: tokio::sync::Mutex<()>,
     path: String,
     token: Option<BearerToken>,
     max_body_bytes: usize,
@@ -169,13 +187,16 @@ pub(super) async fn serve(
     config = config
         .with_allowed_origins(origins)
         .enforce_origin_validation();
+    let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(Handler::new(Arc::clone(&shared))),
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&sessions),
         config,
     );
     let door = Arc::new(Door {
         service,
+        sessions,
+        deleting: tokio::sync::Mutex::new(()),
         path: options.path.clone(),
         token: options
             .bearer_token
@@ -184,12 +205,18 @@ pub(super) async fn serve(
         max_body_bytes: options.max_body_bytes,
         request_timeout: options.request_timeout,
     });
-    let limits = Limits::new(options.request_timeout, options.max_connections);
+    // Stopping ends every session, and with them their streams: nothing to wait for.
+    let limits = Limits::default()
+        .header_read_timeout(options.request_timeout)
+        .body_read_timeout(options.request_timeout)
+        .idle_timeout(options.idle_timeout)
+        .max_connections(options.max_connections)
+        .shutdown_grace(Duration::ZERO);
     let task = tokio::spawn(accept_loop(
         listener,
         limits,
         stop.clone(),
-        move |request, _local| {
+        move |request: Request<RequestBody>, _addrs: Addrs| {
             let door = Arc::clone(&door);
             async move { door.handle(request).await }
         },
@@ -203,7 +230,7 @@ pub(super) async fn serve(
 }
 
 impl Door {
-    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn handle(&self, request: Request<RequestBody>) -> Response<Body> {
         if request.uri().path() != self.path {
             return plain(
                 StatusCode::NOT_FOUND,
@@ -247,11 +274,45 @@ impl Door {
             Ok(Err(_)) => return plain(StatusCode::BAD_REQUEST, "request body could not be read"),
             Ok(Ok(collected)) => collected.to_bytes(),
         };
-        self.service
-            .handle(Request::from_parts(parts, Full::new(bytes)))
-            .await
+        let request = Request::from_parts(parts, Full::new(bytes));
+        if request.method() == Method::DELETE {
+            return self.delete(request).await;
+        }
+        self.service.handle(request).await
+    }
+
+    /// A `DELETE`: 404 for a session this server does not hold, else rmcp ends it (its 202
+    /// answered as 204).
+    async fn delete(&self, request: Request<Full<Bytes>>) -> Response<Body> {
+        let Some(id) = request
+            .headers()
+            .get(HEADER_SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(|id| Arc::<str>::from(id.to_owned()))
+        else {
+            // rmcp answers a DELETE without a session id (400).
+            return self.service.handle(request).await;
+        };
+        let _one_at_a_time = self.deleting.lock().await;
+        if !self.sessions.has_session(&id).await.unwrap_or(false) {
+            return plain(
+                StatusCode::NOT_FOUND,
+                "not found: no such session (unknown, or it has ended)",
+            );
+        }
+        let mut response = self.service.handle(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::NO_CONTENT;
+            *response.body_mut() = Full::new(Bytes::new()).boxed();
+            response.headers_mut().remove(header::CONTENT_TYPE);
+            response.headers_mut().remove(header::CONTENT_LENGTH);
+        }
+        response
     }
 }
+
+/// The session header of Streamable HTTP.
+const HEADER_SESSION_ID: &str = "mcp-session-id";
 
 fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());

@@ -18,6 +18,7 @@ mod catalog;
 mod convert;
 mod handler;
 mod http;
+mod unreadable;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -30,8 +31,8 @@ pub use callers::{APPROVAL_KEY, CALLER_TIMEOUT, CallerAnswer, CallerError, Calle
 pub use catalog::{Catalog, CatalogError, Offers, PromptOutcome};
 pub use handler::{MAX_PAUSED, PAUSE_LIMIT};
 pub use http::{
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT, HttpOptions,
-    HttpServer,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT,
+    HttpOptions, HttpServer,
 };
 
 use handler::{Handler, Shared};

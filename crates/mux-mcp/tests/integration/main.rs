@@ -14,6 +14,8 @@ mod paging_and_logging;
 mod python_peers;
 mod registry_sync;
 #[cfg(feature = "server")]
+mod server_door_and_codes;
+#[cfg(feature = "server")]
 mod server_side;
 mod standalone_stream;
 mod stdio_walls;

@@ -109,3 +109,32 @@ async fn a_graceful_shutdown_finishes_the_run_in_progress_and_takes_no_new_conne
         "a new connection was served"
     );
 }
+
+#[tokio::test]
+async fn three_hundred_silent_sockets_at_a_cap_of_256_do_not_delay_a_get() {
+    let (router, _dir) = common::router(WebConfig::default());
+    let listener = mux_web::bind(0).await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let limits = ServeLimits::default().max_connections(256);
+    let server = tokio::spawn(Server::new(listener, router).limits(limits).run());
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        idle.push(TcpStream::connect(address).await.unwrap());
+    }
+    // Let the server accept what it will before the real request.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut tcp = TcpStream::connect(address).await.unwrap();
+    let get = format!(
+        "GET /agui/threads/t/messages HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    );
+    tcp.write_all(get.as_bytes()).await.unwrap();
+    // A hang detector, not a timing assertion.
+    let answered = until_closed(&mut tcp, Duration::from_secs(5)).await;
+    assert!(
+        answered.starts_with(b"HTTP/1.1 404"),
+        "{}",
+        String::from_utf8_lossy(&answered)
+    );
+    drop(idle);
+    server.abort();
+}

@@ -1,12 +1,13 @@
-//! The server's time limits and connection cap.
+//! The time limits and the connection cap of [`super::accept_loop`].
 
 use std::time::Duration;
 
-/// Limits [`crate::Server`] enforces on every connection, before any route runs (so before
-/// authentication: a token does not protect against idle sockets, these do).
+/// Limits [`super::accept_loop`] enforces on every connection, before any handler runs (so
+/// before authentication: a token does not protect against idle sockets, these do). The same
+/// for every mux server: the web face, A2A and MCP.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ServeLimits {
+pub struct Limits {
     /// How long a new connection may take to send its first request's headers.
     pub header_read_timeout: Duration,
     /// How long a connection may wait between requests (keep-alive), or take to send a later
@@ -27,7 +28,7 @@ pub struct ServeLimits {
     pub max_header_bytes: usize,
 }
 
-impl Default for ServeLimits {
+impl Default for Limits {
     fn default() -> Self {
         Self {
             header_read_timeout: Duration::from_secs(10),
@@ -40,14 +41,14 @@ impl Default for ServeLimits {
     }
 }
 
-impl ServeLimits {
+impl Limits {
     /// Sets the header read timeout.
     pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
         self.header_read_timeout = timeout;
         self
     }
 
-    /// Sets the idle (keep-alive) timeout.
+    /// Sets the idle (keep-alive, stalled response) timeout.
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout;
         self
@@ -71,8 +72,14 @@ impl ServeLimits {
         self
     }
 
+    /// Sets the largest request head in bytes (at least 8 KiB is used).
+    pub fn max_header_bytes(mut self, max: usize) -> Self {
+        self.max_header_bytes = max;
+        self
+    }
+
     /// The connection cap: the configured one, or one derived from the descriptor limit.
-    pub(crate) fn connection_cap(&self) -> usize {
+    pub fn connection_cap(&self) -> usize {
         if let Some(max) = self.max_connections {
             return max.max(1);
         }

@@ -7,13 +7,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::Bytes;
+use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::limits::ServeLimits;
+use super::limits::Limits;
 
 /// What a connection is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,12 +39,12 @@ struct State {
 
 /// One connection.
 #[derive(Debug)]
-pub(crate) struct Conn {
+pub(super) struct Conn {
     state: Mutex<State>,
     /// Cancelled to close the connection (shed at the cap).
-    pub(crate) shed: CancellationToken,
+    pub(super) shed: CancellationToken,
     /// Woken at every phase change.
-    pub(crate) changed: Notify,
+    pub(super) changed: Notify,
 }
 
 impl Conn {
@@ -65,7 +66,7 @@ impl Conn {
     }
 
     /// A request's headers arrived; `body_ended` when it has no body.
-    pub(crate) fn request_started(&self, body_ended: bool) {
+    pub(super) fn request_started(&self, body_ended: bool) {
         let to = if body_ended {
             Phase::Sending
         } else {
@@ -94,14 +95,21 @@ impl Conn {
         }
     }
 
-    /// Whether the connection is idle or still sending its request: shed first at the cap.
-    fn sheddable(&self) -> bool {
-        matches!(self.state().phase, Phase::Waiting | Phase::Receiving)
+    /// How readily the connection is shed at the cap: 0 when idle (no request in flight:
+    /// waiting for a first request, between requests, or partway through a request's
+    /// headers), 1 while it sends a request's body, `None` while a response is produced or
+    /// sent (never shed).
+    fn shed_rank(&self) -> Option<u8> {
+        match self.state().phase {
+            Phase::Waiting => Some(0),
+            Phase::Receiving => Some(1),
+            Phase::Sending | Phase::Streaming => None,
+        }
     }
 
     /// When the connection's current phase runs out of time (`None`: producing a response,
     /// which has no limit).
-    pub(crate) fn deadline(&self, limits: &ServeLimits) -> Option<Instant> {
+    pub(super) fn deadline(&self, limits: &Limits) -> Option<Instant> {
         let state = self.state();
         let limit: Duration = match state.phase {
             Phase::Waiting if state.served == 0 => limits.header_read_timeout,
@@ -116,7 +124,7 @@ impl Conn {
 
 /// The open connections, oldest first.
 #[derive(Debug, Default)]
-pub(crate) struct Tracker {
+pub(super) struct Tracker {
     next: Mutex<u64>,
     conns: Mutex<BTreeMap<u64, Arc<Conn>>>,
 }
@@ -127,12 +135,12 @@ impl Tracker {
     }
 
     /// How many connections are open.
-    pub(crate) fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.conns().len()
     }
 
     /// Registers a new connection; its id is for [`Tracker::remove`].
-    pub(crate) fn add(&self) -> (u64, Arc<Conn>) {
+    pub(super) fn add(&self) -> (u64, Arc<Conn>) {
         let id = {
             let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
             *next += 1;
@@ -152,19 +160,26 @@ impl Tracker {
     }
 
     /// Forgets a closed connection.
-    pub(crate) fn remove(&self, id: u64) {
+    pub(super) fn remove(&self, id: u64) {
         self.conns().remove(&id);
     }
 
-    /// Closes the oldest connection that is idle or still sending its request; false when
-    /// every connection is sending a response.
-    pub(crate) fn shed_oldest(&self) -> bool {
+    /// Closes the oldest idle connection, or when none is idle the oldest one still sending
+    /// its request's body; false when every connection is producing or sending a response.
+    pub(super) fn shed_oldest(&self) -> bool {
         let mut conns = self.conns();
-        let oldest = conns
-            .iter()
-            .find(|(_, conn)| conn.sheddable())
-            .map(|(id, _)| *id);
-        match oldest.and_then(|id| conns.remove(&id)) {
+        let mut pick: Option<(u8, u64)> = None;
+        for (id, conn) in conns.iter() {
+            match conn.shed_rank() {
+                Some(0) => {
+                    pick = Some((0, *id));
+                    break;
+                }
+                Some(rank) if pick.is_none() => pick = Some((rank, *id)),
+                _ => {}
+            }
+        }
+        match pick.and_then(|(_, id)| conns.remove(&id)) {
             Some(conn) => {
                 conn.shed.cancel();
                 true
@@ -174,22 +189,38 @@ impl Tracker {
     }
 
     /// Every open connection (for graceful shutdown).
-    pub(crate) fn all(&self) -> Vec<Arc<Conn>> {
+    pub(super) fn all(&self) -> Vec<Arc<Conn>> {
         self.conns().values().cloned().collect()
     }
 }
 
-/// A request body that tells its connection when it ends (read to the end, failed, or
-/// dropped unread).
-pub(crate) struct RequestBody<B> {
-    pub(crate) inner: B,
-    pub(crate) conn: Option<Arc<Conn>>,
+/// A request's body as a handler gets it: hyper's body, which tells the accept loop when it
+/// ends (read to the end, failed, or dropped unread), so that a slow body is timed and a
+/// connection whose request was read is not shed as idle.
+pub struct RequestBody {
+    inner: Incoming,
+    conn: Option<Arc<Conn>>,
+}
+
+impl RequestBody {
+    pub(super) fn new(inner: Incoming, conn: Arc<Conn>) -> Self {
+        Self {
+            inner,
+            conn: Some(conn),
+        }
+    }
+}
+
+impl std::fmt::Debug for RequestBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestBody").finish_non_exhaustive()
+    }
 }
 
 /// A response body that tells its connection when it ends (sent, failed, or dropped).
-pub(crate) struct ResponseBody<B> {
-    pub(crate) inner: B,
-    pub(crate) conn: Option<Arc<Conn>>,
+pub(super) struct ResponseBody<B> {
+    pub(super) inner: B,
+    pub(super) conn: Option<Arc<Conn>>,
 }
 
 fn moved(conn: &Option<Arc<Conn>>, response: bool) {
@@ -208,71 +239,105 @@ fn end(conn: &mut Option<Arc<Conn>>, response: bool) {
     }
 }
 
-macro_rules! reporting_body {
-    ($name:ident, $response:expr) => {
-        impl<B> Body for $name<B>
-        where
-            B: Body<Data = Bytes> + Unpin,
-        {
-            type Data = Bytes;
-            type Error = B::Error;
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
 
-            fn poll_frame(
-                mut self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-            ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-                let polled = Pin::new(&mut self.inner).poll_frame(cx);
-                match &polled {
-                    Poll::Ready(None) | Poll::Ready(Some(Err(_))) => end(&mut self.conn, $response),
-                    Poll::Ready(Some(Ok(_))) => moved(&self.conn, $response),
-                    Poll::Pending => {}
-                }
-                polled
-            }
-
-            fn is_end_stream(&self) -> bool {
-                self.inner.is_end_stream()
-            }
-
-            fn size_hint(&self) -> SizeHint {
-                self.inner.size_hint()
-            }
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+            end(&mut self.conn, false);
         }
+        polled
+    }
 
-        impl<B> Drop for $name<B> {
-            fn drop(&mut self) {
-                end(&mut self.conn, $response);
-            }
-        }
-    };
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }
 
-reporting_body!(RequestBody, false);
-reporting_body!(ResponseBody, true);
+impl Drop for RequestBody {
+    fn drop(&mut self) {
+        end(&mut self.conn, false);
+    }
+}
+
+impl<B> Body for ResponseBody<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(None | Some(Err(_))) => end(&mut self.conn, true),
+            Poll::Ready(Some(Ok(_))) => moved(&self.conn, true),
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl<B> Drop for ResponseBody<B> {
+    fn drop(&mut self) {
+        end(&mut self.conn, true);
+    }
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn the_oldest_idle_or_receiving_connection_is_shed_never_a_sending_one() {
+    async fn the_oldest_idle_connection_is_shed_first_never_a_sending_one() {
         let tracker = Tracker::default();
         let (_, sending) = tracker.add();
         sending.request_started(true);
         let (_, receiving) = tracker.add();
         receiving.request_started(false);
         let (_, waiting) = tracker.add();
+        let (_, later) = tracker.add();
         assert!(tracker.shed_oldest());
-        assert!(receiving.shed.is_cancelled() && !sending.shed.is_cancelled());
+        assert!(
+            waiting.shed.is_cancelled(),
+            "the oldest idle one goes first"
+        );
+        assert!(!receiving.shed.is_cancelled() && !later.shed.is_cancelled());
         assert!(tracker.shed_oldest());
-        assert!(waiting.shed.is_cancelled());
+        assert!(later.shed.is_cancelled());
+        assert!(tracker.shed_oldest());
+        assert!(
+            receiving.shed.is_cancelled(),
+            "then one still sending its body"
+        );
+        assert!(!sending.shed.is_cancelled());
         assert!(!tracker.shed_oldest(), "only a sending connection is left");
         assert_eq!(tracker.len(), 1);
     }
 
     #[tokio::test(start_paused = true)]
     async fn each_phase_has_its_time_limit() {
-        let limits = ServeLimits::default()
+        let limits = Limits::default()
             .header_read_timeout(Duration::from_secs(1))
             .idle_timeout(Duration::from_secs(2))
             .body_read_timeout(Duration::from_secs(3));
