@@ -188,7 +188,18 @@ impl Methods {
         let writer = durable.writer(&held);
         task.set_writer(writer.clone(), true);
         let run = orchestrator.run(text);
+        let stored = run.as_ref().ok().map(|run| run.handle.prompt_stored());
         self.follow(&task, run, writer, "start")?;
+        // The task is acknowledged once its prompt is stored: a pause, a cancel or a takeover
+        // afterwards finds it in the context's session.
+        if let Some(stored) = stored
+            && !stored.await
+        {
+            tracing::warn!(
+                task = %task.id,
+                "the task's prompt was not stored before its run went on or ended"
+            );
+        }
         Ok(task)
     }
 
@@ -428,6 +439,16 @@ impl Methods {
                 {
                     Ok(held) => {
                         let (_, task) = durable.load(id, self.max_log).await?;
+                        // The paused calls get their results before the task says it was
+                        // cancelled. Should the store fail, the context's next task leaves
+                        // them behind just the same.
+                        if let Err(err) = self.contexts.settle_cancelled(&record.session_id).await
+                        {
+                            tracing::warn!(
+                                task = id,
+                                "settling the open calls of a cancelled task: {err}"
+                            );
+                        }
                         let writer = durable.writer(&held);
                         task.set_writer(writer.clone(), false);
                         task.set_status(TaskState::Canceled, None);
