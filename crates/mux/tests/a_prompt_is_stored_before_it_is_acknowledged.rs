@@ -10,6 +10,11 @@
 //!   face reported the run's end;
 //! - (c) no tool call is left without a result.
 //!
+//! The web face and A2A (asked to answer at once) are also checked at the moment they
+//! acknowledge: the prompt must be stored by then. Every store writes the new prompt's
+//! records a little late (the session store is wrapped), so a face that acknowledges
+//! before the write lands is caught every time, not by chance.
+//!
 //! A new prompt refused while the pause is open (409, a JSON-RPC error) is not acknowledged
 //! and is not checked further. Before the fix, the web face's cancel-then-send and interrupt
 //! and A2A's `CancelTask`-then-send lost the prompt on every store: the new run asked the
@@ -38,7 +43,8 @@ use mux::llm::{ContentBlock, Message, Request, Response, Role, StopReason};
 use mux::orchestrator::Agent;
 use mux::orchestrator::runs::{MemoryRunStore, PostgresRunStore, RunStore, SqliteRunStore};
 use mux::orchestrator::session::{
-    FileSessionStore, MemorySessionStore, PostgresSessionStore, SessionStore, SqliteSessionStore,
+    FileSessionStore, HistoryRecord, MemorySessionStore, PostgresSessionStore, Session,
+    SessionError, SessionMeta, SessionStore, SqliteSessionStore,
 };
 use mux::tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use mux::web::{AguiRouter, DoubleTexting, WebConfig};
@@ -50,6 +56,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 const PAY: &str = "pay";
 /// How long any one wait of a case may take.
 const WAIT: Duration = Duration::from_secs(20);
+/// What every new prompt (the one sent after the pause) says.
+const NEW_PROMPT: &str = "hello after";
+/// How late the session store writes a record of a new prompt.
+const LATE: Duration = Duration::from_millis(300);
 
 /// The model's reply to a prompt that is not [`PAY`].
 fn reply_to(prompt: &str) -> String {
@@ -98,6 +108,84 @@ impl Tool for Charge {
 
     fn call(&self, _: Value, _: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         Box::pin(async { Ok(ToolOutput::text("charged")) })
+    }
+}
+
+/// A session store that writes every record saying [`NEW_PROMPT`] [`LATE`]: a face that
+/// acknowledges a prompt before its write lands is seen doing so.
+struct LateNewPrompts(Arc<dyn SessionStore>);
+
+impl LateNewPrompts {
+    async fn delay(records: &[HistoryRecord]) {
+        let new_prompt = records.iter().any(|record| match record {
+            HistoryRecord::Message { message } => message
+                .content
+                .iter()
+                .any(|b| b.as_text().is_some_and(|t| t.contains(NEW_PROMPT))),
+            _ => false,
+        });
+        if new_prompt {
+            tokio::time::sleep(LATE).await;
+        }
+    }
+}
+
+impl SessionStore for LateNewPrompts {
+    fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.0.create(meta)
+    }
+
+    fn save_meta<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.0.save_meta(meta)
+    }
+
+    fn append<'a>(
+        &'a self,
+        id: &'a str,
+        records: &'a [HistoryRecord],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        Box::pin(async move {
+            Self::delay(records).await;
+            self.0.append(id, records).await
+        })
+    }
+
+    fn save_and_append<'a>(
+        &'a self,
+        meta: &'a SessionMeta,
+        records: &'a [HistoryRecord],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        Box::pin(async move {
+            Self::delay(records).await;
+            self.0.save_and_append(meta, records).await
+        })
+    }
+
+    fn create_and_append<'a>(
+        &'a self,
+        meta: &'a SessionMeta,
+        records: &'a [HistoryRecord],
+    ) -> BoxFuture<'a, Result<(), SessionError>> {
+        Box::pin(async move {
+            Self::delay(records).await;
+            self.0.create_and_append(meta, records).await
+        })
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
+        self.0.load(id)
+    }
+
+    fn load_meta<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionMeta, SessionError>> {
+        self.0.load_meta(id)
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>> {
+        self.0.list()
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionError>> {
+        self.0.delete(id)
     }
 }
 
@@ -166,7 +254,7 @@ async fn stores(store: Store, db: &TestDatabase) -> Stores {
         ),
     };
     Stores {
-        sessions,
+        sessions: Arc::new(LateNewPrompts(sessions)),
         runs,
         _dir: dir,
     }
@@ -174,6 +262,25 @@ async fn stores(store: Store, db: &TestDatabase) -> Stores {
 
 /// What a case found wrong, if anything.
 type Verdict = Result<(), String>;
+
+/// Checks that the stored session `id` has `prompt`, at the moment it was acknowledged.
+async fn check_stored_at_ack(sessions: &dyn SessionStore, id: &str, prompt: &str) -> Verdict {
+    let session = sessions
+        .load(id)
+        .await
+        .map_err(|e| format!("loading the session at the ack: {e}"))?;
+    let stored = session.messages.iter().any(|m| {
+        m.role == Role::User
+            && m.content
+                .iter()
+                .any(|b| b.as_text().is_some_and(|t| t.contains(prompt)))
+    });
+    if stored {
+        Ok(())
+    } else {
+        Err("the new prompt was acknowledged before it was stored".into())
+    }
+}
 
 /// Checks the stored session `id` after the new prompt `prompt` was acknowledged.
 async fn check_history(sessions: &dyn SessionStore, id: &str, prompt: &str) -> Verdict {
@@ -356,6 +463,7 @@ async fn web_steps(
     // Run ids are per principal in the run store, and the cases share a database.
     let run = |name: &str| format!("{thread}-{name}");
     let prompt = "hello after the pause";
+    assert!(prompt.starts_with(NEW_PROMPT));
 
     let paused = sse(post(json!({"threadId": thread, "runId": run("r1"), "messages": [user("r1", PAY)]}))
         .await
@@ -393,6 +501,8 @@ async fn web_steps(
     if response.status() != 200 {
         return Err(format!("the new prompt was not acknowledged: {}", response.status()));
     }
+    // The stream is open: the prompt is stored.
+    check_stored_at_ack(&*stores.sessions, thread, prompt).await?;
     let mut events = sse(response).await?;
     if events.first().map(|e| &e["type"]) != Some(&json!("RUN_STARTED")) {
         return Err(format!("no RUN_STARTED: {events:?}"));
@@ -465,6 +575,7 @@ async fn a2a_case(stores: &Stores) -> Verdict {
 
 async fn a2a_steps(url: &str, stores: &Stores) -> Verdict {
     let prompt = "hello after the cancel";
+    assert!(prompt.starts_with(NEW_PROMPT));
     let sent = rpc(url, "SendMessage", a2a_message(PAY, None, None)).await;
     let task = &sent["result"]["task"];
     if task["status"]["state"] != "TASK_STATE_INPUT_REQUIRED" {
@@ -483,10 +594,15 @@ async fn a2a_steps(url: &str, stores: &Stores) -> Verdict {
     if cancelled["result"]["status"]["state"] != "TASK_STATE_CANCELED" {
         return Err(format!("CancelTask: {cancelled}"));
     }
-    let mut sent = rpc(url, "SendMessage", a2a_message(prompt, Some(&context), None)).await;
+    let mut at_once = a2a_message(prompt, Some(&context), None);
+    at_once["configuration"] = json!({"returnImmediately": true});
+    let sent = rpc(url, "SendMessage", at_once).await;
     let Some(task) = sent["result"]["task"]["id"].as_str().map(str::to_owned) else {
         return Err(format!("the new prompt was not acknowledged: {sent}"));
     };
+    // The task is acknowledged: the prompt is stored.
+    check_stored_at_ack(&*stores.sessions, &context, prompt).await?;
+    let mut sent = json!({"result": {"task": settled(url, &task).await?}});
     for _ in 0..3 {
         if sent["result"]["task"]["status"]["state"] != "TASK_STATE_INPUT_REQUIRED" {
             break;
@@ -498,6 +614,22 @@ async fn a2a_steps(url: &str, stores: &Stores) -> Verdict {
         return Err(format!("the new task did not complete: {sent}"));
     }
     check_history(&*stores.sessions, &context, prompt).await
+}
+
+/// Task `id` once it is no longer submitted or working (polled; [`WAIT`] at most).
+async fn settled(url: &str, id: &str) -> Result<Value, String> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let got = rpc(url, "GetTask", json!({"id": id})).await;
+        let state = &got["result"]["status"]["state"];
+        if state != "TASK_STATE_SUBMITTED" && state != "TASK_STATE_WORKING" {
+            return Ok(got["result"].clone());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!("task {id} did not settle: {got}"));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 // ---- ACP (JSON-RPC lines over a socket pair) ----
@@ -597,6 +729,7 @@ async fn acp_case(stores: &Stores) -> Verdict {
         return Err(format!("the paused prompt did not end cancelled: {ended}"));
     }
     let text = "hello after session/cancel";
+    assert!(text.starts_with(NEW_PROMPT));
     let id = acp.request("session/prompt", prompt(text)).await;
     let done = acp.response(id).await?;
     if done["result"]["stopReason"] != "end_turn" {
