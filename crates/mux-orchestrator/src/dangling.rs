@@ -269,6 +269,96 @@ mod tests {
     }
 
     #[test]
+    fn a_left_behind_call_never_runs_and_says_why() {
+        let call = ToolCall::new("1", "deploy", json!({}));
+        let returned = ToolOutput::text("shipped");
+        let waiting = CallProgress::AwaitingApproval {
+            reason: "asks".into(),
+        };
+        let finished = CallProgress::Finished {
+            output: returned.clone(),
+        };
+        // (progress, journaled) → "returned", "not run" or "unknown".
+        let cases: Vec<(Option<&CallProgress>, bool, &str)> = vec![
+            (Some(&finished), true, "returned"),
+            (Some(&waiting), true, "not run"),
+            // Journaled turn, no record of this call: it never reached the gate.
+            (None, true, "not run"),
+            // No journal at all: it may have run.
+            (None, false, "unknown"),
+            (Some(&CallProgress::Started), true, "unknown"),
+        ];
+        for why in [LeftBehind::Cancelled, LeftBehind::NewPrompt] {
+            for (progress, journaled, expected) in &cases {
+                let output = not_run(&call, *progress, *journaled, why);
+                let case = format!("{why:?} {progress:?} {journaled}: {output:?}");
+                match *expected {
+                    "returned" => assert_eq!(output, returned, "{case}"),
+                    "not run" => {
+                        assert!(output.is_error, "{case}");
+                        let text = output.to_text();
+                        assert!(
+                            text.starts_with("not run") && text.contains("`deploy`"),
+                            "{case}"
+                        );
+                        let said = match why {
+                            LeftBehind::Cancelled => "cancelled",
+                            LeftBehind::NewPrompt => "new message",
+                        };
+                        assert!(text.contains(said), "{case}");
+                    }
+                    _ => assert_eq!(output, outcome_unknown(&call), "{case}"),
+                }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn settling_a_cancelled_turn_answers_each_open_call_once() {
+        use crate::session::{MemorySessionStore, SessionMeta};
+        let store = MemorySessionStore::new();
+        let mut meta = SessionMeta::new();
+        meta.id = "s1".into();
+        let records = [
+            HistoryRecord::Message {
+                message: Message::user("ship it"),
+            },
+            HistoryRecord::Message {
+                message: Message::new(Role::Assistant, vec![call("a"), call("b")]),
+            },
+            HistoryRecord::Call {
+                call_id: "a".into(),
+                progress: CallProgress::Finished {
+                    output: ToolOutput::text("done"),
+                },
+            },
+            HistoryRecord::Call {
+                call_id: "b".into(),
+                progress: CallProgress::AwaitingApproval {
+                    reason: "asks".into(),
+                },
+            },
+        ];
+        store.create_and_append(&meta, &records).await.unwrap();
+        assert_eq!(settle_open_turn(&store, "s1").await.unwrap(), 2);
+        let session = store.load("s1").await.unwrap();
+        assert!(unanswered(&session.messages).is_empty());
+        assert!(session.calls.is_empty());
+        let last = session.messages.last().unwrap();
+        let text = format!("{:?}", last.content);
+        assert!(
+            text.contains("done") && text.contains("its run was cancelled"),
+            "{text}"
+        );
+        // Nothing is left to settle, and a session that is not stored is an error.
+        assert_eq!(settle_open_turn(&store, "s1").await.unwrap(), 0);
+        assert!(matches!(
+            settle_open_turn(&store, "nope").await,
+            Err(SessionError::NotFound(_))
+        ));
+    }
+
+    #[test]
     fn an_unknown_outcome_is_an_error_that_says_so() {
         let output = outcome_unknown(&ToolCall::new("1", "deploy", json!({})));
         assert!(output.is_error);

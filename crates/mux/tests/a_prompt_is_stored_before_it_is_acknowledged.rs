@@ -190,7 +190,8 @@ impl SessionStore for LateNewPrompts {
 }
 
 fn agent(sessions: &Arc<dyn SessionStore>) -> Agent {
-    let charge = Charge(ToolSpec::new("charge", "Charges a card", json!({"type": "object"})).unwrap());
+    let charge =
+        Charge(ToolSpec::new("charge", "Charges a card", json!({"type": "object"})).unwrap());
     Agent::builder(ScriptedClient::new().respond_with(respond), "scripted")
         .tools([Arc::new(charge) as Arc<dyn Tool>])
         .needs_approval("charge", |_| true)
@@ -305,7 +306,12 @@ async fn check_history(sessions: &dyn SessionStore, id: &str, prompt: &str) -> V
     let at = messages
         .iter()
         .position(|m| m.role == Role::User && said(m, prompt))
-        .ok_or_else(|| format!("(a) the new prompt is not in the stored history:\n  {}", shown()))?;
+        .ok_or_else(|| {
+            format!(
+                "(a) the new prompt is not in the stored history:\n  {}",
+                shown()
+            )
+        })?;
     // (b) a run answered it.
     let answer = reply_to(prompt);
     if !messages[at..]
@@ -366,12 +372,9 @@ async fn a_prompt_acknowledged_on_any_face_strategy_and_store_is_stored_and_answ
             cases += 1;
             let stores = stores(store, &db).await;
             let thread = format!("t-{store:?}-{n}").to_lowercase();
-            let verdict = tokio::time::timeout(
-                WAIT * 3,
-                run_case(*face, &stores, &thread),
-            )
-            .await
-            .unwrap_or_else(|_| Err("the case did not end in time".into()));
+            let verdict = tokio::time::timeout(WAIT * 3, run_case(*face, &stores, &thread))
+                .await
+                .unwrap_or_else(|_| Err("the case did not end in time".into()));
             if let Err(why) = verdict {
                 failures.push(format!("{face:?} on {store:?}: {why}"));
             }
@@ -459,24 +462,28 @@ async fn web_steps(
 ) -> Verdict {
     let http = http();
     let post = |body: Value| http.post(format!("{url}/agui")).json(&body).send();
-    let user = |run: &str, text: &str| json!({"id": format!("{run}-u"), "role": "user", "content": text});
+    let user =
+        |run: &str, text: &str| json!({"id": format!("{run}-u"), "role": "user", "content": text});
     // Run ids are per principal in the run store, and the cases share a database.
     let run = |name: &str| format!("{thread}-{name}");
     let prompt = "hello after the pause";
     assert!(prompt.starts_with(NEW_PROMPT));
 
-    let paused = sse(post(json!({"threadId": thread, "runId": run("r1"), "messages": [user("r1", PAY)]}))
-        .await
-        .unwrap())
+    let paused = sse(post(
+        json!({"threadId": thread, "runId": run("r1"), "messages": [user("r1", PAY)]}),
+    )
+    .await
+    .unwrap())
     .await?;
     if interrupts(&paused).is_empty() {
         return Err(format!("the first run did not pause: {paused:?}"));
     }
     if strategy != DoubleTexting::Interrupt {
         // Not acknowledged: the pause waits for its answer.
-        let refused = post(json!({"threadId": thread, "runId": run("r2"), "messages": [user("r2", prompt)]}))
-            .await
-            .unwrap();
+        let refused =
+            post(json!({"threadId": thread, "runId": run("r2"), "messages": [user("r2", prompt)]}))
+                .await
+                .unwrap();
         if refused.status() != 409 {
             return Err(format!(
                 "a prompt on a paused thread under {strategy:?} was not refused: {}",
@@ -499,7 +506,10 @@ async fn web_steps(
                       "messages": [user("r1", PAY), user("r3", prompt)]});
     let response = post(body).await.unwrap();
     if response.status() != 200 {
-        return Err(format!("the new prompt was not acknowledged: {}", response.status()));
+        return Err(format!(
+            "the new prompt was not acknowledged: {}",
+            response.status()
+        ));
     }
     // The stream is open: the prompt is stored.
     check_stored_at_ack(&*stores.sessions, thread, prompt).await?;
@@ -518,9 +528,11 @@ async fn web_steps(
             .iter()
             .map(|id| json!({"interruptId": id, "status": "resolved", "payload": {"approved": true}}))
             .collect();
-        events = sse(post(json!({"threadId": thread, "runId": answer, "messages": [], "resume": resume}))
-            .await
-            .unwrap())
+        events = sse(post(
+            json!({"threadId": thread, "runId": answer, "messages": [], "resume": resume}),
+        )
+        .await
+        .unwrap())
         .await?;
     }
     let last = events.last().cloned().unwrap_or_default();
@@ -586,9 +598,16 @@ async fn a2a_steps(url: &str, stores: &Stores) -> Verdict {
         task["contextId"].as_str().unwrap().to_owned(),
     );
     // Not acknowledged: the context has a task in progress.
-    let refused = rpc(url, "SendMessage", a2a_message(prompt, Some(&context), None)).await;
+    let refused = rpc(
+        url,
+        "SendMessage",
+        a2a_message(prompt, Some(&context), None),
+    )
+    .await;
     if refused.get("error").is_none() {
-        return Err(format!("a message on a paused context was taken: {refused}"));
+        return Err(format!(
+            "a message on a paused context was taken: {refused}"
+        ));
     }
     let cancelled = rpc(url, "CancelTask", json!({"id": id})).await;
     if cancelled["result"]["status"]["state"] != "TASK_STATE_CANCELED" {
@@ -607,7 +626,12 @@ async fn a2a_steps(url: &str, stores: &Stores) -> Verdict {
         if sent["result"]["task"]["status"]["state"] != "TASK_STATE_INPUT_REQUIRED" {
             break;
         }
-        sent = rpc(url, "SendMessage", a2a_message("approve", Some(&context), Some(&task))).await;
+        sent = rpc(
+            url,
+            "SendMessage",
+            a2a_message("approve", Some(&context), Some(&task)),
+        )
+        .await;
     }
     let state = &sent["result"]["task"]["status"]["state"];
     if state != "TASK_STATE_COMPLETED" {
@@ -700,7 +724,10 @@ async fn acp_case(stores: &Stores) -> Verdict {
     let agent = AcpAgent::new(agent(&stores.sessions)).session_store(Arc::clone(&stores.sessions));
     let mut acp = Acp::serve(agent);
     let init = acp
-        .request("initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}))
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
         .await;
     acp.response(init).await?;
     let new = acp
@@ -711,7 +738,8 @@ async fn acp_case(stores: &Stores) -> Verdict {
         .as_str()
         .ok_or_else(|| format!("session/new: {new}"))?
         .to_owned();
-    let prompt = |text: &str| json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
+    let prompt =
+        |text: &str| json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
     let paused = acp.request("session/prompt", prompt(PAY)).await;
     // Waits for the permission request, then cancels (and withdraws the request).
     let asked = loop {
@@ -720,8 +748,10 @@ async fn acp_case(stores: &Stores) -> Verdict {
             break message;
         }
     };
-    acp.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}))
-        .await;
+    acp.send(
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    )
+    .await;
     acp.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "cancelled"}}}))
         .await;
     let ended = acp.response(paused).await?;
