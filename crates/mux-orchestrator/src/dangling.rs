@@ -102,7 +102,8 @@ pub(crate) enum LeftBehind {
 
 /// The result of an open call whose turn is left behind ([`LeftBehind`]): the output it
 /// returned, "not run" when it never started (it waited for an approval, or never reached
-/// the gate), and an unknown outcome when it started. Nothing runs or asks again.
+/// the gate), and an unknown outcome when it started (or its turn has no journal). Nothing
+/// runs or asks again.
 pub(crate) fn not_run(
     call: &ToolCall,
     progress: Option<&CallProgress>,
@@ -115,13 +116,18 @@ pub(crate) fn not_run(
         None => journaled,
         Some(CallProgress::Started) => false,
     };
-    if !never_started {
-        return outcome_unknown(call);
-    }
     let why = match why {
         LeftBehind::Cancelled => "its run was cancelled",
         LeftBehind::NewPrompt => "the user sent a new message instead",
     };
+    if !never_started {
+        return ToolOutput::error(format!(
+            "outcome unknown: this `{}` call started, and {why} before it returned. It may or \
+             may not have taken effect: check before calling it again.",
+            call.name
+        ))
+        .with_metadata("mux.outcome", serde_json::Value::from("unknown"));
+    }
     ToolOutput::error(format!(
         "not run: this `{}` call waited for the user's approval (or its turn), and {why}. \
          Call it again if it is still wanted.",
@@ -307,7 +313,17 @@ mod tests {
                         };
                         assert!(text.contains(said), "{case}");
                     }
-                    _ => assert_eq!(output, outcome_unknown(&call), "{case}"),
+                    _ => {
+                        assert!(output.is_error, "{case}");
+                        let text = output.to_text();
+                        assert!(text.starts_with("outcome unknown"), "{case}");
+                        assert!(text.contains("`deploy`"), "{case}");
+                        assert_eq!(
+                            output.metadata.get("mux.outcome"),
+                            Some(&serde_json::Value::from("unknown")),
+                            "{case}"
+                        );
+                    }
                 }
             }
         }
