@@ -34,6 +34,13 @@ impl Contexts {
         }
     }
 
+    /// Gives the open calls of context `id`'s session their results, after its paused task
+    /// was cancelled ([`mux_orchestrator::settle_open_turn`]); the caller holds the task's
+    /// run, so no loop runs on the session.
+    pub(crate) async fn settle_cancelled(&self, id: &str) -> Result<usize, SessionError> {
+        mux_orchestrator::settle_open_turn(&*self.store, id).await
+    }
+
     /// The conversation of context `id` (the client's, or a new one when `None`), as the
     /// session store has it now.
     pub(crate) async fn open(&self, id: Option<&str>) -> Result<Orchestrator, RpcError> {

@@ -21,6 +21,23 @@ use crate::wire::{
 };
 use mux_http::unguessable as new_id;
 
+/// Resolves once a new task's prompt is stored (see
+/// [`RunHandle::prompt_stored`](mux_orchestrator::RunHandle::prompt_stored)).
+type PromptStored = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>;
+
+/// Waits until `task`'s prompt is stored (`stored`; none for an answer), so that a pause, a
+/// cancel or a takeover after the acknowledgement finds it in the context's session.
+async fn acknowledge(task: &TaskEntry, stored: Option<PromptStored>) {
+    if let Some(stored) = stored
+        && !stored.await
+    {
+        tracing::warn!(
+            task = %task.id,
+            "the task's prompt was not stored before its run went on or ended"
+        );
+    }
+}
+
 /// How long `CancelTask` waits for the run to stop before answering with the task as it is.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
 /// How long an answer waits for this process to finish giving up a paused run.
@@ -131,28 +148,42 @@ impl Methods {
         let history = history_length(configuration.history_length)?;
         let text = prompt_text(&message)?;
 
-        let task = if message.task_id.is_empty() {
-            self.start(&mut message, &text).await?
+        let (task, stored) = if message.task_id.is_empty() {
+            let (task, stored) = self.start(&mut message, &text).await?;
+            (task, Some(stored))
         } else {
-            self.answer(message, &text).await?
+            (self.answer(message, &text).await?, None)
         };
+        // The reply acknowledges a new task's prompt: it goes once the prompt is stored (the
+        // task as it was when it was submitted, when the reply is at once).
         if streaming {
             let (cursor, snapshot) = task.position_and_snapshot(history);
+            acknowledge(&task, stored).await;
             return Ok(Reply::Stream {
                 source: Source::Local { task, cursor },
                 first: json_text(&StreamResponse::Task(snapshot)),
             });
         }
-        if !configuration.return_immediately {
+        let snapshot = if configuration.return_immediately {
+            let snapshot = task.snapshot(history, true);
+            acknowledge(&task, stored).await;
+            snapshot
+        } else {
+            acknowledge(&task, stored).await;
             task.settled().await;
             stored_by_now(&task).await;
-        }
-        let snapshot = task.snapshot(history, true);
+            task.snapshot(history, true)
+        };
         Ok(Reply::Result(json_text(&StreamResponse::Task(snapshot))))
     }
 
-    /// A new task on the message's context (a new one when it names none).
-    async fn start(&self, message: &mut Message, text: &str) -> Result<Arc<TaskEntry>, RpcError> {
+    /// A new task on the message's context (a new one when it names none), and what resolves
+    /// once its prompt is stored.
+    async fn start(
+        &self,
+        message: &mut Message,
+        text: &str,
+    ) -> Result<(Arc<TaskEntry>, PromptStored), RpcError> {
         let wanted = (!message.context_id.is_empty()).then_some(message.context_id.as_str());
         if let Some(id) = wanted {
             Contexts::check(id)?;
@@ -188,8 +219,12 @@ impl Methods {
         let writer = durable.writer(&held);
         task.set_writer(writer.clone(), true);
         let run = orchestrator.run(text);
+        let stored: PromptStored = match &run {
+            Ok(run) => Box::pin(run.handle.prompt_stored()),
+            Err(_) => Box::pin(std::future::ready(false)),
+        };
         self.follow(&task, run, writer, "start")?;
-        Ok(task)
+        Ok((task, stored))
     }
 
     /// Follows `run` (started for `task` under `writer`) in the background; a run that did
@@ -430,6 +465,15 @@ impl Methods {
                 {
                     Ok(held) => {
                         let (_, task) = durable.load(id, self.max_log).await?;
+                        // The paused calls get their results before the task says it was
+                        // cancelled. Should the store fail, the context's next task leaves
+                        // them behind just the same.
+                        if let Err(err) = self.contexts.settle_cancelled(&record.session_id).await {
+                            tracing::warn!(
+                                task = id,
+                                "settling the open calls of a cancelled task: {err}"
+                            );
+                        }
                         let writer = durable.writer(&held);
                         task.set_writer(writer.clone(), false);
                         task.set_status(TaskState::Canceled, None);

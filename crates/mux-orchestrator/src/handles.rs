@@ -1,7 +1,7 @@
 //! What a run hands back: the events, the input sender and the handle of a started run, and
 //! the summary of a finished one.
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -53,9 +53,29 @@ impl InputSender {
 pub struct RunHandle {
     pub(crate) join: JoinHandle<Result<RunSummary, LoopError>>,
     pub(crate) cancel: CancellationToken,
+    /// Whether the prompt's message is stored (`None` until the loop appended it).
+    pub(crate) prompt: watch::Receiver<Option<bool>>,
 }
 
 impl RunHandle {
+    /// Resolves once the run's prompt is in the conversation, before the model is asked and
+    /// before anything can wait for a person: true when the session store took it (or the
+    /// session has no store), false when the store holds it back for a later write, or when
+    /// the run ended first (a hook blocked the prompt; the run failed or was cancelled; a
+    /// run without a prompt, such as [`resume_run`](crate::Orchestrator::resume_run)).
+    ///
+    /// A face awaits it before it acknowledges the prompt, while it reads the run's events
+    /// (the loop may wait for the face to take one before it gets there).
+    pub fn prompt_stored(&self) -> impl Future<Output = bool> + Send + 'static {
+        let mut prompt = self.prompt.clone();
+        async move {
+            prompt
+                .wait_for(Option::is_some)
+                .await
+                .is_ok_and(|stored| *stored == Some(true))
+        }
+    }
+
     /// Cancels the run: the model stream is dropped and running tools are cancelled.
     pub fn cancel(&self) {
         self.cancel.cancel();

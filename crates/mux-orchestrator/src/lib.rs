@@ -68,6 +68,7 @@ pub use compaction::CompactionConfig;
 pub use config::{OrchestratorConfig, TitleConfig, ToolParallelism};
 pub use context::ContextProvider;
 pub use convert::tool_result_block;
+pub use dangling::settle_open_turn;
 pub use emitter::{EventReceiver, Subscription};
 pub use error::LoopError;
 pub use event::{LoopEvent, LoopInput};

@@ -298,6 +298,7 @@ impl Orchestrator {
                 .with_answers(answers),
         );
 
+        let prompt_stored = run.prompt_watch();
         let this = self.clone();
         // One task: the input router runs beside the loop, and the run ends when both have.
         let join = tokio::spawn(async move {
@@ -322,7 +323,11 @@ impl Orchestrator {
                 tx: input,
                 cancel: cancel.clone(),
             },
-            handle: RunHandle { join, cancel },
+            handle: RunHandle {
+                join,
+                cancel,
+                prompt: prompt_stored,
+            },
         })
     }
 

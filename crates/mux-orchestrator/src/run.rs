@@ -215,11 +215,15 @@ impl<'a> Turns<'a> {
         }
         let executor = self.executor();
         // The results of calls an earlier run left open lead the prompt's message; without a
-        // prompt (a paused run resumed), they are the message.
+        // prompt (a paused run resumed), they are the message. A prompt leaves the open turn
+        // behind: nothing of it runs or asks again, so the prompt is stored before anything
+        // can wait for a person (see [`dangling`]).
         // Boxed, as are the turn's other large steps below: a task is as large as its
         // largest state, and a run idles in one (a tool that waits), so the rare and the
         // short ones live on the heap only while they run.
-        let mut content = Box::pin(self.resolve_unanswered(&executor)).await?;
+        let prompted = prompt.is_some();
+        let left_behind = prompted.then_some(dangling::LeftBehind::NewPrompt);
+        let mut content = Box::pin(self.resolve_unanswered(&executor, left_behind)).await?;
         match prompt {
             Some(prompt) => {
                 let text = Box::pin(self.submit_prompt(prompt.text)).await?;
@@ -234,6 +238,13 @@ impl<'a> Turns<'a> {
         }
         if !content.is_empty() {
             self.append_said(Message::new(Role::User, content)).await?;
+        }
+        if prompted {
+            let written = self.orch.services.store.is_none() || {
+                let conversation = self.orch.lock();
+                conversation.persisted && conversation.unwritten.is_empty()
+            };
+            self.run.prompt_appended(written);
         }
 
         loop {
@@ -344,10 +355,15 @@ impl<'a> Turns<'a> {
 
     /// Answers the calls an earlier run left without results (see [`dangling`]) before this
     /// run adds its prompt: read-only and idempotent ones run again, the others get an
-    /// "outcome unknown" error. The faces see each call and its result. Returns the result
+    /// "outcome unknown" error; when the turn is `left_behind` (a new prompt), none runs
+    /// ([`dangling::not_run`]). The faces see each call and its result. Returns the result
     /// blocks, which lead the prompt's message; when a limit stops the run, they are written
     /// on their own first.
-    async fn resolve_unanswered(&mut self, executor: &Executor) -> Result<Vec<ContentBlock>, Halt> {
+    async fn resolve_unanswered(
+        &mut self,
+        executor: &Executor,
+        left_behind: Option<dangling::LeftBehind>,
+    ) -> Result<Vec<ContentBlock>, Halt> {
         let calls = dangling::unanswered(&self.orch.lock().messages);
         if calls.is_empty() {
             return Ok(Vec::new());
@@ -375,6 +391,12 @@ impl<'a> Turns<'a> {
                     input: call.input.clone(),
                 })
                 .await;
+            if let Some(why) = left_behind {
+                let output =
+                    dangling::not_run(&call, progress.get(&call.id), !progress.is_empty(), why);
+                known.push((call, output));
+                continue;
+            }
             let spec = tools.get(&call.name).map(|tool| tool.spec().clone());
             match dangling::resolution(progress.get(&call.id), !progress.is_empty(), spec.as_ref())
             {

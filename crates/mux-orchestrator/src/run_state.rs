@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::emitter::Emitter;
@@ -34,6 +34,9 @@ pub(crate) struct RunShared {
     /// The run that started this one (a subagent's parent): its budget is charged as well,
     /// and its span holds this run's.
     pub(crate) parent: Option<crate::ParentRun>,
+    /// Whether the prompt's message is in the session store: unknown (`None`) until the loop
+    /// appended it; see [`RunHandle::prompt_stored`](crate::RunHandle::prompt_stored).
+    prompt: watch::Sender<Option<bool>>,
 }
 
 #[derive(Debug)]
@@ -69,7 +72,19 @@ impl RunShared {
             unapproved: Mutex::new(Vec::new()),
             output: None,
             parent: None,
+            prompt: watch::channel(None).0,
         }
+    }
+
+    /// Follows whether the prompt's message is stored (see [`RunShared::prompt_appended`]).
+    pub(crate) fn prompt_watch(&self) -> watch::Receiver<Option<bool>> {
+        self.prompt.subscribe()
+    }
+
+    /// The prompt's message was appended: `written` when the session store took it (or the
+    /// session has no store), false when the store holds it back for a later write.
+    pub(crate) fn prompt_appended(&self, written: bool) {
+        self.prompt.send_replace(Some(written));
     }
 
     /// Keeps a call denied because no one could approve it, for the run's summary.

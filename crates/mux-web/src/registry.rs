@@ -66,6 +66,10 @@ where
     }
 }
 
+/// Resolves once a new loop's prompt is stored (see
+/// [`RunHandle::prompt_stored`](mux_orchestrator::RunHandle::prompt_stored)).
+type PromptStored = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>;
+
 /// A run's key: run ids are per principal, so one principal cannot see, or learn of,
 /// another's runs.
 type RunKey = (Principal, String);
@@ -436,7 +440,9 @@ impl RunRegistry {
     }
 
     /// Cancels a stored run: a running one through its owner (who sees the request at its
-    /// next look), a paused one here.
+    /// next look), a paused one here. A paused run's open calls get their results in its
+    /// thread's session first ([`mux_orchestrator::settle_open_turn`]): the next prompt on
+    /// the thread follows a closed turn.
     async fn cancel_stored(&self, id: &str) -> Result<bool, WebError> {
         let store = &self.durable.store;
         let record = store.get(id).await.map_err(run_store_error)?;
@@ -456,6 +462,17 @@ impl RunRegistry {
                 let owner = &self.durable.owner;
                 match store.claim(id, owner, self.durable.lease).await {
                     Ok(_) => {
+                        // Held here: no loop runs on the session. Should the store fail, the
+                        // next run's prompt leaves the open calls behind just the same.
+                        let settled =
+                            mux_orchestrator::settle_open_turn(&*self.store, &record.session_id)
+                                .await;
+                        if let Err(err) = settled {
+                            tracing::warn!(
+                                thread = %record.session_id,
+                                "settling the open calls of a cancelled run: {err}"
+                            );
+                        }
                         store
                             .set_status(id, owner, RunStatus::Cancelled)
                             .await
@@ -577,9 +594,22 @@ impl RunRegistry {
         // A thread the store did not have, with no run on it since: its session is new (were
         // it made meanwhile, the loop's first write would fail rather than write into it).
         let new = claimed == Claimed::New && at_once;
-        if let Err((code, message)) = self.new_loop(principal, &thread, &run, &input, new).await {
-            fail(&run, code, message);
-            thread.detach(&run);
+        match self.new_loop(principal, &thread, &run, &input, new).await {
+            // The prompt is acknowledged (the stream opens) once it is stored: a loop that
+            // pauses, is cancelled or is taken over afterwards finds it in the session.
+            Ok(stored) => {
+                if !stored.await {
+                    tracing::warn!(
+                        thread = %input.thread_id,
+                        run = %input.run_id,
+                        "the run's prompt was not stored before its run went on or ended"
+                    );
+                }
+            }
+            Err((code, message)) => {
+                fail(&run, code, message);
+                thread.detach(&run);
+            }
         }
         Ok(run)
     }
@@ -921,7 +951,8 @@ impl RunRegistry {
         ]);
     }
 
-    /// Starts a loop run on the thread's session with the input's last user message.
+    /// Starts a loop run on the thread's session with the input's last user message; what
+    /// resolves once the prompt is stored.
     async fn new_loop(
         &self,
         principal: &Principal,
@@ -929,7 +960,7 @@ impl RunRegistry {
         run: &Arc<RunBuffer>,
         input: &RunAgentInput,
         new: bool,
-    ) -> Result<(), (ErrorCode, String)> {
+    ) -> Result<PromptStored, (ErrorCode, String)> {
         let Some((user_id, prompt)) = input.messages.iter().rev().find_map(|m| match m {
             Message::User { id, content } => Some((id.clone(), content.text())),
             _ => None,
@@ -988,14 +1019,15 @@ impl RunRegistry {
     }
 
     /// Builds the thread's loop from its stored session and starts it: with a prompt, or
-    /// continuing its open turn.
+    /// continuing its open turn. Returns what resolves once the prompt is stored (false at
+    /// the run's end for a run continued without one).
     async fn build_loop(
         &self,
         thread: &Arc<Thread>,
         prefix: &str,
         frontend: Vec<crate::types::Tool>,
         start: Start,
-    ) -> Result<(), (ErrorCode, String)> {
+    ) -> Result<PromptStored, (ErrorCode, String)> {
         let tools = Registry::new();
         for tool in &frontend {
             let tool = FrontendTool::new(tool, thread, self.config.interrupt_timeout)
@@ -1030,6 +1062,7 @@ impl RunRegistry {
             }
         };
         let started = started.map_err(|e| (ErrorCode::Loop(e.kind().into()), e.to_string()))?;
+        let stored = Box::pin(started.handle.prompt_stored());
         let translator = Translator::new(prefix, thread.todos(), orchestrator.tools().clone());
         let live = LiveLoop::new(
             started.input,
@@ -1039,7 +1072,7 @@ impl RunRegistry {
             started.handle,
         );
         thread.start_loop(live, started.events);
-        Ok(())
+        Ok(stored)
     }
 }
 

@@ -5,7 +5,8 @@
 //!   that returned gives its recorded output, a started one that is not read-only or idempotent
 //!   gets an "outcome unknown" error and is never run twice.
 //! - A process killed while its run waits for an approval: a fresh process lists the pending
-//!   approval, answers it and continues the run; or, unanswered, asks again.
+//!   approval, answers it and continues the run; or, unanswered, asks again; or, given a new
+//!   prompt instead, stores it at once and runs nothing of the old turn.
 //!
 //! The child process is this test binary, re-run with `child_process_role` selected by an
 //! environment variable.
@@ -27,7 +28,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::common::{drain, tool_calls};
+use crate::common::{answer_approvals, drain, tool_calls};
 
 const ROLE: &str = "MUX_UNANSWERED_CHILD";
 /// `mid-call` (killed while `deploy` runs) or `paused` (killed while `deploy` waits for its
@@ -380,6 +381,75 @@ fn a_paused_approval_outlives_its_process_and_is_answered_in_another() {
             matches!(outcome, Err(LoopError::NothingToResume)),
             "{outcome:?}"
         );
+    });
+}
+
+#[test]
+fn a_new_prompt_after_a_paused_approval_is_stored_at_once_and_asks_nothing_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = child_until("paused", dir.path(), "paused");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let id = std::fs::read_to_string(dir.path().join("session")).unwrap();
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        // The person moved on: a new prompt instead of an answer. (A face that drops a loop
+        // paused on an approval would drop a prompt held while the old approval is asked
+        // again; it is stored first instead.)
+        let model = ScriptedClient::new().reply_text("It is noon.");
+        let orchestrator = asking_builder(dir.path(), model.clone(), false)
+            .resume(&id)
+            .await
+            .unwrap();
+        let run = orchestrator.run("Never mind: what time is it?").unwrap();
+        let stored = run.handle.prompt_stored();
+        // Were the old approval asked again, it is denied (the run does not hang on it).
+        let (events, outcome) = answer_approvals(run, || Some(Answer::deny("asked again"))).await;
+        assert!(stored.await, "the prompt was stored");
+        assert_eq!(outcome.unwrap().text, "It is noon.");
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, LoopEvent::ApprovalRequired { .. })),
+            "the old approval was asked again: {events:#?}"
+        );
+        no_invalid_state(&events);
+        assert_eq!(count(&dir.path().join("deploy")), 0, "never ran");
+        assert_eq!(count(&dir.path().join("look")), 1, "not run again");
+
+        // The model read the old calls' results, then the prompt, in one message: `look`'s
+        // recorded output, and `deploy` not run.
+        let last = last_sent(&model);
+        let [look, deploy, prompt] = &last.content[..] else {
+            panic!("expected two results and the prompt: {last:#?}");
+        };
+        assert!(format!("{look:?}").contains("all quiet"), "{look:?}");
+        let ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            is_error: true,
+        } = deploy
+        else {
+            panic!("deploy's result: {deploy:?}");
+        };
+        assert_eq!(tool_use_id, "call-deploy");
+        let text = format!("{content:?}");
+        assert!(
+            text.contains("not run") && text.contains("new message"),
+            "{text}"
+        );
+        assert_eq!(prompt, &ContentBlock::text("Never mind: what time is it?"));
+
+        // Stored as the model read it; nothing is left open.
+        let store = FileSessionStore::new(dir.path().join("sessions"));
+        let stored = store.load(&id).await.unwrap();
+        every_call_answered(&stored.messages);
+        let resumed = asking_builder(dir.path(), ScriptedClient::new(), false)
+            .resume(&id)
+            .await
+            .unwrap();
+        assert!(resumed.pending_approvals().is_empty());
     });
 }
 
