@@ -628,7 +628,25 @@ async fn attack_connect_to_a_denied_domain_and_a_sni_that_differs_from_the_conne
     let attack = sni("127.0.0.1", "allowed.test", "other.test");
     let attack = strs(&attack);
     let out = inside(&bash, &l.root, &attack).await;
-    assert!(out.starts_with("error"), "{out}");
+    assert!(out.contains("ALERT_ACCESS_DENIED"), "{out}");
+    // A ClientHello with no server name at all; its control reaches the server.
+    assert_eq!(
+        outside(&l.root, &strs(&sni("-", "allowed.test", "-"))),
+        "hello from allowed.test"
+    );
+    let before = tls.requests();
+    let out = inside(
+        &bash,
+        &l.root,
+        &strs(&sni("127.0.0.1", "allowed.test", "-")),
+    )
+    .await;
+    assert!(out.contains("ALERT_ACCESS_DENIED"), "{out}");
+    assert_eq!(
+        tls.requests(),
+        before,
+        "the hello without a name reached the server"
+    );
     assert_eq!(
         tls.requests(),
         before,
