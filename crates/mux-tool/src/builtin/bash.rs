@@ -50,7 +50,9 @@ pub struct BashArgs {
 /// read-only) and a temp dir of its own (`TMPDIR`), opens no Internet socket, has no
 /// terminal and no capability, cannot signal a process outside the sandbox, and none of its
 /// processes can leave the process group that is killed with it. Where the machine cannot
-/// enforce the policy, the call fails instead of running unconfined. git, under the wall,
+/// enforce the policy, the call fails instead of running unconfined. With
+/// [`Bash::network_policy`] it reaches the network only through the agent's own proxy, to
+/// the domains the policy allows. git, under the wall,
 /// runs nothing the config of a repository the agent could have written names: it refuses a
 /// repository it finds inside the root other than the root's own (see [`Bash::nested_git`]),
 /// and one named explicitly (`--git-dir`, `GIT_DIR`) runs with its hooks, fsmonitor, pager,

@@ -145,6 +145,11 @@ fn outside(root: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
+/// The arguments as `&str`s.
+fn strs(args: &[String; 7]) -> [&str; 7] {
+    args.each_ref().map(String::as_str)
+}
+
 /// A self-signed certificate for `allowed.test` and `other.test`, in `dir`: (cert, key).
 fn certificate(dir: &Path) -> (PathBuf, PathBuf) {
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
@@ -533,6 +538,13 @@ async fn attack_a_direct_socket_to_an_ip_has_no_route() {
         let attack = inside(&bash, &l.root, &["direct", ip, &port]).await;
         assert!(attack.starts_with("error"), "{ip}: {attack}");
     }
+    // A program that ignores the proxy variables has neither a resolver nor a route.
+    let ignoring = run(
+        &bash,
+        &format!("curl -sS --noproxy '*' http://allowed.test:{port}/hello"),
+    )
+    .await;
+    assert!(ignoring.is_error, "{}", text(&ignoring));
     // The proxy's own port is the one thing listening in the namespace.
     let proxied = inside(&bash, &l.root, &["direct", "127.0.0.1", "3128"]).await;
     assert!(proxied.contains("400"), "{proxied}");
@@ -588,38 +600,21 @@ async fn attack_connect_to_a_denied_domain_and_a_sni_that_differs_from_the_conne
     let bash = walled(&l.root, policy);
     let port = tls.port.to_string();
     let cafile = cert.to_str().unwrap();
+    // `sni PROXY 3128 CONNECT-HOST PORT SERVER-NAME CAFILE` (PROXY `-`: straight to the server).
     let sni = |proxy: &'static str, host: &'static str, name: &'static str| {
-        let port = port.clone();
-        let cafile = cafile.to_owned();
-        move || {
-            vec![
-                "sni".to_owned(),
-                proxy.into(),
-                "3128".into(),
-                host.into(),
-                port,
-                name.into(),
-                cafile,
-            ]
-        }
-    };
-    let args = |f: Vec<String>| f;
-    let as_strs = |v: &Vec<String>| {
-        v.iter()
-            .map(String::as_str)
-            .map(str::to_owned)
-            .collect::<Vec<_>>()
+        ["sni", proxy, "3128", host, &port, name, cafile].map(str::to_owned)
     };
 
     // The way that works: CONNECT allowed.test, SNI allowed.test.
-    let ok = args(sni("127.0.0.1", "allowed.test", "allowed.test")());
-    let ok: Vec<&str> = ok.iter().map(String::as_str).collect();
-    assert_eq!(inside(&bash, &l.root, &ok).await, "hello from allowed.test");
+    let ok = sni("127.0.0.1", "allowed.test", "allowed.test");
+    assert_eq!(
+        inside(&bash, &l.root, &strs(&ok)).await,
+        "hello from allowed.test"
+    );
 
     // CONNECT to a denied domain.
-    let denied = as_strs(&sni("127.0.0.1", "denied.test", "denied.test")());
-    let denied: Vec<&str> = denied.iter().map(String::as_str).collect();
-    let out = inside(&bash, &l.root, &denied).await;
+    let denied = sni("127.0.0.1", "denied.test", "denied.test");
+    let out = inside(&bash, &l.root, &strs(&denied)).await;
     assert!(
         out.starts_with("HTTP/1.1 403 network access to denied.test"),
         "{out}"
@@ -627,18 +622,35 @@ async fn attack_connect_to_a_denied_domain_and_a_sni_that_differs_from_the_conne
 
     // CONNECT allowed.test, then a ClientHello for other.test: the control shows the server
     // answers other.test when the hello reaches it.
-    let control = as_strs(&sni("-", "-", "other.test")());
-    let control: Vec<&str> = control.iter().map(String::as_str).collect();
-    assert_eq!(outside(&l.root, &control), "hello from other.test");
+    let control = sni("-", "-", "other.test");
+    assert_eq!(outside(&l.root, &strs(&control)), "hello from other.test");
     let before = tls.requests();
-    let attack = as_strs(&sni("127.0.0.1", "allowed.test", "other.test")());
-    let attack: Vec<&str> = attack.iter().map(String::as_str).collect();
+    let attack = sni("127.0.0.1", "allowed.test", "other.test");
+    let attack = strs(&attack);
     let out = inside(&bash, &l.root, &attack).await;
-    assert!(out.starts_with("error"), "{out}");
+    assert!(out.contains("ALERT_ACCESS_DENIED"), "{out}");
     assert_eq!(
         tls.requests(),
         before,
         "the mismatched hello reached the server"
+    );
+    // A ClientHello with no server name at all; its control reaches the server.
+    assert_eq!(
+        outside(&l.root, &strs(&sni("-", "allowed.test", "-"))),
+        "hello from allowed.test"
+    );
+    let before = tls.requests();
+    let out = inside(
+        &bash,
+        &l.root,
+        &strs(&sni("127.0.0.1", "allowed.test", "-")),
+    )
+    .await;
+    assert!(out.contains("ALERT_ACCESS_DENIED"), "{out}");
+    assert_eq!(
+        tls.requests(),
+        before,
+        "the hello without a name reached the server"
     );
 }
 
@@ -801,4 +813,16 @@ async fn attack_a_relay_through_a_unix_socket_to_a_host_process() {
         inside(&open, &l.root, &["unix", socket]).await,
         "hello from relay.test"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_policy_without_the_mount_view_is_a_typed_error_not_an_open_network() {
+    let l = layout();
+    let bash = walled(&l.root, NetworkPolicy::new()).mount_view(false);
+    let args: mux_tool::builtin::BashArgs =
+        serde_json::from_value(serde_json::json!({"command": "true"})).unwrap();
+    let err = mux_tool::TypedTool::call(&bash, args, mux_tool::ToolContext::new("c"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("needs the mount view"), "{err}");
 }

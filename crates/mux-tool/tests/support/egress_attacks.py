@@ -63,7 +63,7 @@ def raw(proxy_host, proxy_port, payload):
 
 def sni(proxy_host, proxy_port, connect_host, port, server_name, cafile):
     """CONNECT connect_host:port through the proxy (or straight there when proxy_host is
-    `-`), then TLS with server_name, then GET /hello."""
+    `-`), then TLS with server_name (none when `-`), then GET /hello."""
     if proxy_host == "-":
         sock = socket.create_connection(("127.0.0.1", int(port)), timeout=5)
     else:
@@ -79,8 +79,12 @@ def sni(proxy_host, proxy_port, connect_host, port, server_name, cafile):
         if " 200 " not in status:
             return status
     context = ssl.create_default_context(cafile=cafile)
+    if server_name == "-":  # no SNI at all
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        server_name = None
     tls = context.wrap_socket(sock, server_hostname=server_name)
-    tls.sendall(f"GET /hello HTTP/1.1\r\nHost: {server_name}\r\nConnection: close\r\n\r\n".encode())
+    tls.sendall(f"GET /hello HTTP/1.1\r\nHost: {server_name or connect_host}\r\nConnection: close\r\n\r\n".encode())
     return whole(tls).splitlines()[-1]
 
 

@@ -12,6 +12,9 @@ use super::refusal::Refusal;
 use super::rule::Host;
 use super::sni::{self, Hello};
 
+/// A TLS alert record: fatal (2), `access_denied` (49).
+const ACCESS_DENIED: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 49];
+
 /// Buffer size of each direction of a tunnel.
 const TUNNEL_BUFFER: usize = 64 * 1024;
 
@@ -48,7 +51,12 @@ pub(crate) async fn carry(
                 "the TLS ClientHello did not arrive whole".into(),
             )
         })?;
-        check_name(host, port, hello)?;
+        if let Err(refusal) = check_name(host, port, hello) {
+            // A fatal `access_denied` alert: TLS clients print "tlsv1 alert access denied".
+            let _ = client.write_all(&ACCESS_DENIED).await;
+            let _ = client.shutdown().await;
+            return Err(refusal);
+        }
         let mut origin = gate.connect(host, port).await?;
         let _ = origin.write_all(&early).await;
         let _ =
