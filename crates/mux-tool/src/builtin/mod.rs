@@ -83,7 +83,7 @@ pub use environment::DEFAULT_KEPT_ENV;
 pub use glob::{Glob, GlobArgs};
 pub use grep::{Grep, GrepArgs};
 pub use list_dir::{ListDir, ListDirArgs};
-pub use os_sandbox::{OsSandboxError, PROTECTED_NAMES, SandboxPolicy, seal};
+pub use os_sandbox::{FilePolicy, OsSandboxError, PROTECTED_NAMES, SandboxPolicy, seal};
 pub use read_file::{ReadFile, ReadFileArgs};
 pub use sandbox::{Sandbox, SandboxPath};
 pub use sandbox_error::SandboxError;

@@ -23,6 +23,7 @@
 
 #[cfg(target_os = "linux")]
 mod child;
+mod file_policy;
 #[cfg(target_os = "linux")]
 mod files;
 #[cfg(target_os = "linux")]
@@ -30,6 +31,8 @@ mod git;
 #[cfg(target_os = "linux")]
 mod privileges;
 mod protected;
+#[cfg(target_os = "linux")]
+mod reaper;
 #[cfg(target_os = "linux")]
 mod spawn;
 #[cfg(target_os = "linux")]
@@ -40,6 +43,8 @@ mod syscalls;
 mod view;
 
 pub use crate::protected::PROTECTED_NAMES;
+pub use file_policy::FilePolicy;
+pub(crate) use file_policy::{Files, Place};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -100,6 +105,29 @@ pub enum OsSandboxError {
         /// What the machine lacks.
         reason: String,
     },
+    /// A path of the [`FilePolicy`] cannot be resolved, or would hide the place the command
+    /// runs in; the command was not run.
+    #[error("the file policy ({policy} policy) cannot use {}: {reason}; the command was not run", path.display())]
+    FilePolicy {
+        /// The policy asked for.
+        policy: SandboxPolicy,
+        /// The path as given.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Paths must be hidden or kept read-only beneath a writable place, which only the mount
+    /// view can do, and it is off; the command was not run.
+    #[error(
+        "the OS sandbox ({policy} policy) can hide paths and keep them read-only inside writable places only with the mount view, which is off (Bash::mount_view(false)); paths: {}; the command was not run (FilePolicy::secrets_visible or a narrower FilePolicy opts out)",
+        paths.iter().map(|path| path.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    NeedsMountView {
+        /// The policy asked for.
+        policy: SandboxPolicy,
+        /// The paths that need the view.
+        paths: Vec<PathBuf>,
+    },
     /// The sandbox could not be set up.
     #[error("cannot set up the OS sandbox ({policy} policy): {reason}")]
     Setup {
@@ -136,6 +164,8 @@ pub(crate) struct Confinement {
     /// Whether git may open the repositories it finds inside the writable places other than
     /// the root's own (with every program key neutral; module `git`).
     pub(crate) nested_git: bool,
+    /// The resolved file policy: hidden, extra writable and read-only paths.
+    pub(crate) files: Files,
 }
 
 impl Confinement {
@@ -145,6 +175,7 @@ impl Confinement {
             SandboxPolicy::ReadOnly => vec![self.scratch.clone()],
             _ => vec![self.root.clone(), self.scratch.clone()],
         };
+        dirs.extend(self.files.allow_write.iter().cloned());
         dirs.sort_by_key(|dir| dir.components().count());
         dirs
     }
@@ -156,7 +187,7 @@ pub(crate) struct Spawned {
     /// The command.
     pub(crate) child: tokio::process::Child,
     /// Placeholders that keep absent protected paths from being created; removed on drop.
-    pub(crate) _placeholders: protected::Placeholders,
+    pub(crate) placeholders: protected::Placeholders,
 }
 
 #[cfg(target_os = "linux")]
@@ -202,6 +233,6 @@ pub(crate) fn spawn(
         .map_err(|err| crate::ToolError::failed(format!("cannot start {program}: {err}")))?;
     Ok(Spawned {
         child,
-        _placeholders: protected::Placeholders::default(),
+        placeholders: protected::Placeholders::default(),
     })
 }

@@ -27,7 +27,7 @@ pub(crate) fn spawn(
         command.process_group(0);
         return Ok(Spawned {
             child: command.spawn().map_err(|err| cannot_start(&program, err))?,
-            _placeholders: protected::Placeholders::default(),
+            placeholders: protected::Placeholders::default(),
         });
     }
     let git = git::wall(&confinement).map_err(|err| OsSandboxError::Setup {
@@ -54,7 +54,7 @@ pub(crate) fn spawn(
         })?;
     Ok(Spawned {
         child,
-        _placeholders: protection.placeholders,
+        placeholders: protection.placeholders,
     })
 }
 
@@ -86,6 +86,7 @@ pub(crate) fn seal(command: &mut std::process::Command) -> Result<(), OsSandboxE
         mount_view: false,
         git_writes: false,
         nested_git: false,
+        files: super::Files::default(),
     };
     let mut setup = Setup {
         view: None,
