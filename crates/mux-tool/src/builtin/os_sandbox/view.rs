@@ -54,6 +54,10 @@ pub(super) struct View {
     gid_map: Vec<u8>,
     /// Writable directories, outermost first.
     writable: Vec<CString>,
+    /// Directories between a writable place and a path kept read-only or hidden beneath it,
+    /// outermost first: bound onto themselves, so the command cannot rename them and leave
+    /// the path where the next call does not look.
+    pins: Vec<CString>,
     /// Paths inside the root to mount read-only again.
     protected: Vec<CString>,
     /// Paths to hide, outermost first, and whether each is a directory.
@@ -79,7 +83,11 @@ impl View {
             .iter()
             .map(|dir| c_path(dir))
             .collect::<Result<Vec<_>, _>>()?;
-        let protected = protected
+        let protected_c = protected
+            .iter()
+            .map(|path| c_path(path))
+            .collect::<Result<Vec<_>, _>>()?;
+        let pins = pins(confinement, protected)
             .iter()
             .map(|path| c_path(path))
             .collect::<Result<Vec<_>, _>>()?;
@@ -97,7 +105,8 @@ impl View {
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             writable,
-            protected,
+            pins,
+            protected: protected_c,
             hidden,
             cwd: c_path(&confinement.root)?,
         })
@@ -138,6 +147,9 @@ impl View {
                     set_attr(dir, &WRITABLE, 0)?;
                 }
             }
+            for dir in &self.pins {
+                bind(dir)?;
+            }
             for path in &self.protected {
                 bind(path)?;
                 set_attr(path, &READ_ONLY, AT_RECURSIVE)?;
@@ -150,6 +162,33 @@ impl View {
         }
         Ok(())
     }
+}
+
+/// The directories to pin for `confinement` with `protected` paths: every directory strictly
+/// between a writable place and a protected, `deny_write` or hidden path beneath it.
+fn pins(confinement: &Confinement, protected: &[PathBuf]) -> Vec<PathBuf> {
+    let writable = confinement.writable();
+    let kept = protected
+        .iter()
+        .chain(confinement.files.hidden.iter().map(|hidden| &hidden.path));
+    let mut pins: Vec<PathBuf> = Vec::new();
+    for path in kept {
+        for dir in &writable {
+            if path == dir || !path.starts_with(dir) {
+                continue;
+            }
+            for ancestor in path.ancestors().skip(1) {
+                if ancestor == dir {
+                    break;
+                }
+                if !pins.iter().any(|pin| pin == ancestor) {
+                    pins.push(ancestor.to_owned());
+                }
+            }
+        }
+    }
+    pins.sort_by_key(|pin| pin.components().count());
+    pins
 }
 
 /// Maps a `-1` return to the failure of `step`, with `errno`.
