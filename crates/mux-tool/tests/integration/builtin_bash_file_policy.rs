@@ -163,6 +163,7 @@ async fn every_spelling_of_a_hidden_path_is_hidden() {
     ];
     for attack in &attacks {
         let out = run(&walled(&w), attack).await;
+        println!("walled {attack}: {}", out.to_text().replace('\n', " | "));
         assert!(!has_canary(&out.to_text()), "{attack}: {}", out.to_text());
     }
     // The controls: outside the wall, each spelling reads a canary (the two through the
@@ -196,6 +197,7 @@ async fn a_mount_cannot_be_taken_away_or_worked_around() {
     ];
     for attack in &attacks {
         let out = run(&walled(&w), attack).await;
+        println!("walled {attack}: {}", out.to_text().replace('\n', " | "));
         assert!(!has_canary(&out.to_text()), "{attack}: {}", out.to_text());
     }
     // The controls: outside the wall, a user namespace of one's own can mount a tmpfs over
@@ -206,6 +208,108 @@ async fn a_mount_cannot_be_taken_away_or_worked_around() {
     );
     let text = run(&unwalled(&w), &control).await.to_text();
     assert_eq!(text.matches("MUX-CANARY-").count(), 2, "{text}");
+}
+
+/// The attacks that need system calls the shell has no command for: in a user and mount
+/// namespace of its own (every capability in it, no id map needed), unmount the hidden path,
+/// bind its parent (plain and recursive, then unmount inside the copy), clone the parent's
+/// tree with `open_tree` and read through the detached copy, and open the secret by a file
+/// handle (`open_by_handle_at`) before and after. Arguments: the secret directory, the file
+/// in it, the file's handle (hex), a scratch dir, and `cover` to mount a tmpfs over the
+/// secret first (the control: what the attacks do to a mount that is not locked).
+const NS_ATTACK: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+MS_BIND, MS_REC, MS_PRIVATE, MNT_DETACH = 4096, 16384, 1 << 18, 2
+secret, name, handle, scratch, cover = sys.argv[1:6]
+home, base = os.path.dirname(secret), os.path.basename(secret)
+def say(what, r):
+    print(what, "ok" if r >= 0 else os.strerror(ctypes.get_errno()))
+    return r
+def read(what, path, dir_fd=None):
+    try:
+        print(what, os.read(os.open(path, os.O_RDONLY, dir_fd=dir_fd), 100).decode())
+    except OSError as e:
+        print(what, e.strerror)
+def by_handle(what):
+    raw = bytes.fromhex(handle)
+    mount_fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
+    fd = libc.open_by_handle_at(mount_fd, ctypes.create_string_buffer(raw, len(raw)), os.O_RDONLY)
+    print(what, os.read(fd, 100).decode() if fd >= 0 else os.strerror(ctypes.get_errno()))
+for d in ("b1", "b2"):
+    os.makedirs(os.path.join(scratch, d), exist_ok=True)
+by_handle("handle-before")
+say("unshare", libc.unshare(CLONE_NEWUSER | CLONE_NEWNS))
+if cover == "cover":
+    say("cover", libc.mount(b"none", secret.encode(), b"tmpfs", 0, None))
+say("private", libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None))
+say("umount", libc.umount2(secret.encode(), MNT_DETACH))
+read("after-umount", os.path.join(secret, name))
+b1, b2 = os.path.join(scratch, "b1"), os.path.join(scratch, "b2")
+say("bind", libc.mount(home.encode(), b1.encode(), None, MS_BIND, None))
+read("through-bind", os.path.join(b1, base, name))
+say("rbind", libc.mount(home.encode(), b2.encode(), None, MS_BIND | MS_REC, None))
+say("umount-copy", libc.umount2(os.path.join(b2, base).encode(), MNT_DETACH))
+read("through-rbind", os.path.join(b2, base, name))
+tree = say("open_tree", libc.syscall(428, -100, home.encode(), 1))
+if tree >= 0:
+    read("through-tree", os.path.join(base, name), dir_fd=tree)
+by_handle("handle-after")
+"#;
+
+/// The file handle of `path`, in hex, from `name_to_handle_at` (Python, outside the wall).
+fn handle_of(path: &Path) -> String {
+    let script = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(8 + 128)
+ctypes.memmove(buf, (128).to_bytes(4, "little"), 4)
+mount_id = ctypes.c_int()
+if libc.name_to_handle_at(-100, sys.argv[1].encode(), buf, ctypes.byref(mount_id), 0) != 0:
+    sys.exit(os.strerror(ctypes.get_errno()))
+size = int.from_bytes(buf.raw[:4], "little")
+print(buf.raw[: 8 + size].hex())
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[tokio::test]
+async fn a_nested_user_namespace_cannot_uncover_a_hidden_path() {
+    let w = world();
+    std::fs::write(w.root.join("attack.py"), NS_ATTACK).unwrap();
+    let secret = w.home.join(".aws");
+    let handle = handle_of(&secret.join("credentials"));
+    let attack = |cover: &str| {
+        format!(
+            "python3 attack.py '{}' credentials {handle} \"$TMPDIR\" {cover}",
+            secret.display()
+        )
+    };
+    let out = run(&walled(&w), &attack("no")).await;
+    let text = out.to_text();
+    println!("walled: {}", text.replace('\n', " | "));
+    assert!(!has_canary(&text), "{text}");
+    assert!(text.contains("unshare ok"), "the namespace itself is allowed: {text}");
+    // The control: outside the wall, each technique uncovers a tmpfs the attacker mounted
+    // over the secret in its own namespace, and the handle opens the file.
+    let text = run(&unwalled(&w), &attack("cover")).await.to_text();
+    println!("control: {}", text.replace('\n', " | "));
+    for line in [
+        "handle-before MUX-CANARY",
+        "after-umount MUX-CANARY",
+        "through-bind MUX-CANARY",
+        "through-tree MUX-CANARY",
+    ] {
+        assert!(text.contains(line), "control {line}: {text}");
+    }
 }
 
 #[tokio::test]
