@@ -152,8 +152,12 @@ async fn every_spelling_of_a_hidden_path_is_hidden() {
         "cat /proc/self/cwd/../home/.aws/credentials".into(),
         // The agent's own view, through /proc of the parent process.
         format!("cat /proc/$PPID/root{home}/.aws/credentials"),
-        format!("cat /proc/$PPID/cwd/../home/.aws/credentials; cat /proc/$PPID/root/proc/self/root{home}/.aws/credentials"),
-        format!("python3 read.py {home}/.aws/credentials /proc/self/root{home}/.netrc {home}/.config/gcloud/credentials"),
+        format!(
+            "cat /proc/$PPID/cwd/../home/.aws/credentials; cat /proc/$PPID/root/proc/self/root{home}/.aws/credentials"
+        ),
+        format!(
+            "python3 read.py {home}/.aws/credentials /proc/self/root{home}/.netrc {home}/.config/gcloud/credentials"
+        ),
         "cp -r ~/.aws copied; cat copied/credentials".into(),
         "ln ~/.aws/credentials hard && cat hard".into(),
         "ln ~/.netrc hard2 && cat hard2".into(),
@@ -174,7 +178,11 @@ async fn every_spelling_of_a_hidden_path_is_hidden() {
             let _ = std::fs::remove_dir_all(w.root.join(made));
         }
         let out = run(&unwalled(&w), attack).await;
-        assert!(has_canary(&out.to_text()), "control {attack}: {}", out.to_text());
+        assert!(
+            has_canary(&out.to_text()),
+            "control {attack}: {}",
+            out.to_text()
+        );
     }
 }
 
@@ -184,13 +192,21 @@ async fn a_mount_cannot_be_taken_away_or_worked_around() {
     let home = w.home.display().to_string();
     let attacks = [
         format!("umount {home}/.aws; umount -l {home}/.aws; cat {home}/.aws/credentials"),
-        format!("mkdir -p $TMPDIR/h && mount --bind {home} $TMPDIR/h; cat $TMPDIR/h/.aws/credentials"),
+        format!(
+            "mkdir -p $TMPDIR/h && mount --bind {home} $TMPDIR/h; cat $TMPDIR/h/.aws/credentials"
+        ),
         // The main attack: a nested user namespace, with every capability in it.
         format!("unshare -Urm sh -c 'umount {home}/.aws; cat {home}/.aws/credentials'"),
         format!("unshare -Urm sh -c 'umount -l {home}/.aws; cat {home}/.aws/credentials'"),
-        format!("unshare -Urm sh -c 'mkdir -p $TMPDIR/h && mount --bind {home} $TMPDIR/h; cat $TMPDIR/h/.aws/credentials'"),
-        format!("unshare -Urm sh -c 'mkdir -p $TMPDIR/h && mount --rbind {home} $TMPDIR/h && umount $TMPDIR/h/.aws; cat $TMPDIR/h/.aws/credentials'"),
-        format!("unshare -Urm --propagation private sh -c 'mount -o remount,rw {home}/.netrc; umount {home}/.netrc; cat {home}/.netrc'"),
+        format!(
+            "unshare -Urm sh -c 'mkdir -p $TMPDIR/h && mount --bind {home} $TMPDIR/h; cat $TMPDIR/h/.aws/credentials'"
+        ),
+        format!(
+            "unshare -Urm sh -c 'mkdir -p $TMPDIR/h && mount --rbind {home} $TMPDIR/h && umount $TMPDIR/h/.aws; cat $TMPDIR/h/.aws/credentials'"
+        ),
+        format!(
+            "unshare -Urm --propagation private sh -c 'mount -o remount,rw {home}/.netrc; umount {home}/.netrc; cat {home}/.netrc'"
+        ),
         format!("unshare -Urmpf --mount-proc sh -c 'cat /proc/1/root{home}/.aws/credentials'"),
         format!("nsenter -t $PPID -m cat {home}/.aws/credentials"),
         format!("nsenter -t $PPID -U -m cat {home}/.aws/credentials"),
@@ -297,7 +313,10 @@ async fn a_nested_user_namespace_cannot_uncover_a_hidden_path() {
     let text = out.to_text();
     println!("walled: {}", text.replace('\n', " | "));
     assert!(!has_canary(&text), "{text}");
-    assert!(text.contains("unshare ok"), "the namespace itself is allowed: {text}");
+    assert!(
+        text.contains("unshare ok"),
+        "the namespace itself is allowed: {text}"
+    );
     // The control: outside the wall, each technique uncovers a tmpfs the attacker mounted
     // over the secret in its own namespace, and the handle opens the file.
     let text = run(&unwalled(&w), &attack("cover")).await.to_text();
@@ -325,7 +344,10 @@ async fn a_secret_that_is_a_symlink_hides_its_target() {
     std::fs::write(vault.join("id_ed25519"), "MUX-CANARY-ssh").unwrap();
     std::os::unix::fs::symlink(&vault, home.join(".ssh")).unwrap();
     let walled = bash(&root, SandboxPolicy::WorkspaceWrite).home(&home);
-    let read = format!("cat ~/.ssh/id_ed25519; cat '{}/id_ed25519'", vault.display());
+    let read = format!(
+        "cat ~/.ssh/id_ed25519; cat '{}/id_ed25519'",
+        vault.display()
+    );
     let text = run(&walled, &read).await.to_text();
     assert!(!has_canary(&text), "{text}");
     let control = bash(&root, SandboxPolicy::FullAccess).home(&home);
@@ -356,7 +378,10 @@ async fn deny_read_hides_paths_in_the_root_too() {
         let text = run(&walled, attack).await.to_text();
         assert!(!has_canary(&text), "{attack}: {text}");
     }
-    assert!(!w.root.join("moved").exists(), "the parent of a hidden path stays");
+    assert!(
+        !w.root.join("moved").exists(),
+        "the parent of a hidden path stays"
+    );
     // The rest of the root is as readable and writable as ever, and the file is still there.
     let out = run(&walled, "cat main.rs && echo ok > new.txt").await;
     assert!(!out.is_error, "{}", out.to_text());
@@ -383,7 +408,11 @@ async fn allow_write_opens_a_cache_and_deny_write_closes_part_of_the_root() {
     };
     let walled = walled(&w).file_policy(policy);
     let out = run(&walled, cache).await;
-    assert!(!out.is_error && out.to_text().contains("cached"), "{}", out.to_text());
+    assert!(
+        !out.is_error && out.to_text().contains("cached"),
+        "{}",
+        out.to_text()
+    );
     assert!(w.home.join(".npm/entry").exists());
     // The home is writable now, but its protected names and secrets are not.
     let out = run(&walled, "echo x > ~/notes.txt").await;
@@ -399,7 +428,10 @@ async fn allow_write_opens_a_cache_and_deny_write_closes_part_of_the_root() {
         let out = run(&walled, attack).await;
         assert!(out.is_error, "{attack}: {}", out.to_text());
     }
-    assert_eq!(std::fs::read_to_string(w.home.join(".bashrc")).unwrap(), "# mine\n");
+    assert_eq!(
+        std::fs::read_to_string(w.home.join(".bashrc")).unwrap(),
+        "# mine\n"
+    );
     assert!(!w.root.join("build/out").exists());
     assert!(!w.root.join("dist").exists(), "the placeholder is gone");
     // The rest of the root is writable; the control outside writes build/.
@@ -450,7 +482,10 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, Vec<u8>)> {
                 stack.push(path.clone());
                 Vec::new()
             };
-            out.insert(path.strip_prefix(dir).unwrap().to_owned(), (meta.mode(), content));
+            out.insert(
+                path.strip_prefix(dir).unwrap().to_owned(),
+                (meta.mode(), content),
+            );
         }
     }
     out
@@ -483,7 +518,10 @@ async fn a_call_leaves_the_project_as_it_was_and_protected_names_stay_uncreatabl
     let mut expected = before.clone();
     expected.insert("made.txt".into(), (0o100644, b"new\n".to_vec()));
     let after = snapshot(&w.root);
-    assert_eq!(after.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>());
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>()
+    );
     // The control: outside the wall the same command plants the config.
     let out = run(&unwalled(&w), "mkdir -p .git && echo x > .git/config").await;
     assert!(!out.is_error, "{}", out.to_text());

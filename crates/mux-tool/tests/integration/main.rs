@@ -4,9 +4,9 @@
 mod common;
 
 mod builtin_a_swapped_symlink_never_wins_the_race;
+mod builtin_bash_file_policy;
 mod builtin_bash_git_under_the_wall;
 mod builtin_bash_kills_its_process_group;
-mod builtin_bash_file_policy;
 mod builtin_bash_os_sandbox;
 mod builtin_bash_os_wall;
 mod builtin_delegated_files;

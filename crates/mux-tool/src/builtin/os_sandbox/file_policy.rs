@@ -117,10 +117,7 @@ impl FilePolicy {
                 if place_dir.starts_with(&target) {
                     return Err(invalid(
                         &path,
-                        format!(
-                            "it hides {}, where the command runs",
-                            place_dir.display()
-                        ),
+                        format!("it hides {}, where the command runs", place_dir.display()),
                     ));
                 }
             }
@@ -136,7 +133,10 @@ impl FilePolicy {
         });
         let mut outermost: Vec<Hidden> = Vec::new();
         for path in hidden {
-            if !outermost.iter().any(|outer| path.path.starts_with(&outer.path)) {
+            if !outermost
+                .iter()
+                .any(|outer| path.path.starts_with(&outer.path))
+            {
                 outermost.push(path);
             }
         }
@@ -235,9 +235,9 @@ fn expand(path: &Path, place: &Place<'_>) -> Result<PathBuf, String> {
             Some(home) => Ok(home.join(components.as_path())),
             None => Err("`~` needs a home directory, and none is set (HOME)".into()),
         },
-        Some(Component::Normal(first)) if first.as_encoded_bytes().starts_with(b"~") => Err(
-            "`~name` (another user's home directory) is not supported; give the path".into(),
-        ),
+        Some(Component::Normal(first)) if first.as_encoded_bytes().starts_with(b"~") => {
+            Err("`~name` (another user's home directory) is not supported; give the path".into())
+        }
         None => Err("the path is empty".into()),
         _ => Ok(place.root.join(path)),
     }
@@ -425,7 +425,13 @@ mod tests {
             deny_read: vec!["~/.x".into()],
             ..FilePolicy::default()
         };
-        assert!(policy.resolve(&at).unwrap_err().to_string().contains("home"));
+        assert!(
+            policy
+                .resolve(&at)
+                .unwrap_err()
+                .to_string()
+                .contains("home")
+        );
         let policy = FilePolicy {
             deny_read: vec!["~bob/.ssh".into()],
             ..FilePolicy::default()

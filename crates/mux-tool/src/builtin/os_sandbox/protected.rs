@@ -252,7 +252,10 @@ mod tests {
             "still held by the second call"
         );
         drop(second);
-        assert!(!dir.path().join(".claude").exists(), "gone with the last call");
+        assert!(
+            !dir.path().join(".claude").exists(),
+            "gone with the last call"
+        );
         assert!(!dir.path().join(".git").exists());
         assert!(
             dir.path().join(".mcp.json").is_file(),
