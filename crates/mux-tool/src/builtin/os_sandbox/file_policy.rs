@@ -46,6 +46,7 @@ pub struct FilePolicy {
 }
 
 /// A hidden path: canonical, existing.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Hidden {
     /// The canonical path.
@@ -55,6 +56,7 @@ pub(crate) struct Hidden {
 }
 
 /// A [`FilePolicy`] resolved for one command: canonical paths that exist.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Files {
     /// Hidden paths, outermost first, none beneath another.

@@ -118,21 +118,42 @@ impl Drop for Placeholders {
             return;
         }
         let mut registry = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut last = Vec::new();
         for path in self.held.drain(..).rev() {
             if let Some(count) = registry.get_mut(&path) {
                 *count -= 1;
                 if *count == 0 {
                     registry.remove(&path);
-                    // Only an empty directory goes; anything put in it from outside stays.
-                    let _ = std::fs::remove_dir(&path);
+                    last.push(path);
                 }
             }
         }
+        remove(&last);
         drop(registry);
         // Then the reaper is told the call ended (its drop), and exits.
         #[cfg(target_os = "linux")]
         drop(self.reaper.take());
     }
+}
+
+/// Removes the placeholders `paths` (only empty directories: anything put in one from
+/// outside stays). Removing a directory that was a mount point waits for an RCU grace period
+/// (milliseconds each), so they are removed at once, one thread each, and the wait is paid
+/// once; the first fails over to the calling thread.
+fn remove(paths: &[PathBuf]) {
+    std::thread::scope(|scope| {
+        for path in paths.iter().skip(1) {
+            let spawned = std::thread::Builder::new()
+                .name("mux-placeholder".into())
+                .spawn_scoped(scope, move || std::fs::remove_dir(path));
+            if spawned.is_err() {
+                let _ = std::fs::remove_dir(path);
+            }
+        }
+        if let Some(first) = paths.first() {
+            let _ = std::fs::remove_dir(first);
+        }
+    });
 }
 
 /// The protected paths of a call confined as `confinement` says, with `more` (paths inside the
