@@ -4,8 +4,11 @@
 //! On Linux the child, between `fork` and `exec` (module `child`), in this order:
 //! 1. starts a new session, so it has no controlling terminal;
 //! 2. enters a user and a mount namespace of its own (module `view`) in which the whole file
-//!    system is mounted read-only, except the root and the per-call temp dir, with the
-//!    protected paths inside the root (module `protected`) read-only again;
+//!    system is mounted read-only, except the root, the per-call temp dir and the extra
+//!    writable paths of the [`FilePolicy`], with the protected paths inside the root (module
+//!    `protected`) and the policy's `deny_write` paths read-only again, and the hidden paths
+//!    (the default secret locations, [`crate::secrets`], and the policy's `deny_read`)
+//!    covered by something empty (module `file_policy` resolves them before the fork);
 //!    (before that, the parent sets git's configuration so that a repository the agent could
 //!    have written runs nothing its config names: module `git`);
 //! 3. drops every capability and sets `no_new_privs`;
