@@ -419,6 +419,8 @@ async fn allow_write_opens_a_cache_and_deny_write_closes_part_of_the_root() {
     assert!(!out.is_error, "{}", out.to_text());
     for attack in [
         "echo evil >> ~/.bashrc",
+        "echo evil > ~/.zshrc",
+        "mkdir ~/.git",
         "echo evil > ~/.aws/config",
         "echo x > build/out",
         "rmdir build",
@@ -434,6 +436,9 @@ async fn allow_write_opens_a_cache_and_deny_write_closes_part_of_the_root() {
     );
     assert!(!w.root.join("build/out").exists());
     assert!(!w.root.join("dist").exists(), "the placeholder is gone");
+    for absent in [".zshrc", ".git", ".profile"] {
+        assert!(!w.home.join(absent).exists(), "{absent} left in the home");
+    }
     // The rest of the root is writable; the control outside writes build/.
     let out = run(&walled, "echo x > src.txt").await;
     assert!(!out.is_error, "{}", out.to_text());

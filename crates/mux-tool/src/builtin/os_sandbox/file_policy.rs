@@ -65,6 +65,8 @@ pub(crate) struct Files {
     pub(crate) allow_write: Vec<PathBuf>,
     /// Paths kept read-only: existing ones, and absent ones to hold with a placeholder.
     pub(crate) deny_write: Vec<PathBuf>,
+    /// The home directory, canonical, if there is one.
+    pub(crate) home: Option<PathBuf>,
 }
 
 /// Where a policy is resolved: the command's root and temp dir, its home, its wall.
@@ -189,6 +191,7 @@ impl FilePolicy {
             hidden: outermost,
             allow_write,
             deny_write,
+            home: place.home.and_then(|home| std::fs::canonicalize(home).ok()),
         };
         if !place.mount_view {
             let writable = files.writable_beneath(place);

@@ -157,8 +157,9 @@ fn remove(paths: &[PathBuf]) {
 }
 
 /// The protected paths of a call confined as `confinement` says, with `more` (paths inside the
-/// root that must stay as they are for this call): none but under `WorkspaceWrite` (under
-/// `ReadOnly` the whole root is read-only already).
+/// root that must stay as they are for this call): the protected names at the top of the root
+/// under `WorkspaceWrite` (under `ReadOnly` the whole root is read-only already) and at the
+/// top of every extra writable dir, and the `deny_write` paths. None without the mount view.
 #[cfg(target_os = "linux")]
 pub(super) fn protect(
     confinement: &Confinement,
@@ -169,7 +170,14 @@ pub(super) fn protect(
         return Ok(protection);
     }
     if confinement.policy == SandboxPolicy::WorkspaceWrite {
-        protect_names(&mut protection, confinement, more)?;
+        protect_names(&mut protection, confinement, &confinement.root, more)?;
+    }
+    // The extra writable dirs keep their protected names as the root does (a writable home
+    // keeps its `.bashrc`, and cannot be given one).
+    for dir in &confinement.files.allow_write {
+        if std::fs::metadata(dir).is_ok_and(|meta| meta.is_dir()) {
+            protect_names(&mut protection, confinement, dir, &[])?;
+        }
     }
     // `deny_write` paths: kept read-only where they exist, held where they do not and could
     // be made (inside a writable place).
@@ -181,6 +189,8 @@ pub(super) fn protect(
             add(&mut protection, path.clone(), confinement)?;
         }
     }
+    let mut seen = std::collections::BTreeSet::new();
+    protection.paths.retain(|path| seen.insert(path.clone()));
     protection
         .placeholders
         .guard()
@@ -191,19 +201,26 @@ pub(super) fn protect(
     Ok(protection)
 }
 
-/// The protected names at the top of the root, and `more`.
+/// The protected names at the top of `dir` (the root, or an extra writable dir), and `more`.
 #[cfg(target_os = "linux")]
 fn protect_names(
     protection: &mut Protection,
     confinement: &Confinement,
+    dir: &Path,
     more: &[PathBuf],
 ) -> Result<(), OsSandboxError> {
-    let at_home = std::env::var_os("HOME")
-        .and_then(|home| std::fs::canonicalize(home).ok())
-        .is_some_and(|home| home == confinement.root);
+    let at_home = match &confinement.files.home {
+        Some(home) => home == dir,
+        None => std::env::var_os("HOME")
+            .and_then(|home| std::fs::canonicalize(home).ok())
+            .is_some_and(|home| home == dir),
+    };
     for entry in PROTECTED {
         let name = entry.name;
-        let path = confinement.root.join(name);
+        let path = dir.join(name);
+        if protection.paths.contains(&path) {
+            continue;
+        }
         // A file read only from the home directory changes nothing elsewhere: held when it
         // exists (it may be read one day), not made when it does not.
         if entry.home && !at_home && std::fs::symlink_metadata(&path).is_err() {
@@ -211,7 +228,7 @@ fn protect_names(
         }
         let git_dir = name == ".git"
             && std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_dir());
-        if git_dir && confinement.git_writes {
+        if git_dir && confinement.git_writes && dir == confinement.root {
             for inner in GIT_CODE {
                 add(protection, path.join(inner), confinement)?;
             }
