@@ -27,6 +27,7 @@ pub mod protected;
 mod registry;
 mod resources;
 mod secret;
+pub mod secrets;
 mod spec;
 mod subject;
 mod tool;

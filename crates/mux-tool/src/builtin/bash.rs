@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -11,7 +12,7 @@ use serde::Deserialize;
 use super::NetworkPolicy;
 use super::Sandbox;
 use super::environment::EnvPolicy;
-use super::os_sandbox::SandboxPolicy;
+use super::os_sandbox::{FilePolicy, SandboxPolicy};
 use super::text::{decode_head, decode_tail};
 use crate::{Subject, ToolAnnotations, ToolContext, ToolError, ToolKind, ToolOutput, TypedTool};
 
@@ -49,10 +50,13 @@ pub struct BashArgs {
 /// system read-only except the root (whose protected paths, [`PROTECTED_NAMES`], stay
 /// read-only) and a temp dir of its own (`TMPDIR`), opens no Internet socket, has no
 /// terminal and no capability, cannot signal a process outside the sandbox, and none of its
-/// processes can leave the process group that is killed with it. Where the machine cannot
-/// enforce the policy, the call fails instead of running unconfined. With
-/// [`Bash::network_policy`] it reaches the network only through the agent's own proxy, to
-/// the domains the policy allows. git, under the wall,
+/// processes can leave the process group that is killed with it. The default secret locations
+/// of the home directory ([`SECRET_LOCATIONS`]: SSH and GnuPG keys, cloud credentials,
+/// browser profiles, …) are hidden from it, and a [`FilePolicy`] hides more, or grants or
+/// withholds writes ([`Bash::file_policy`]). Where the machine cannot enforce the policy, the
+/// call fails instead of running unconfined. With [`Bash::network_policy`] it reaches the
+/// network only through the agent's own proxy, to the domains the policy allows. git, under
+/// the wall,
 /// runs nothing the config of a repository the agent could have written names: it refuses a
 /// repository it finds inside the root other than the root's own (see [`Bash::nested_git`]),
 /// and one named explicitly (`--git-dir`, `GIT_DIR`) runs with its hooks, fsmonitor, pager,
@@ -63,6 +67,7 @@ pub struct BashArgs {
 /// left out even when listed, unless passed on by name with [`Bash::pass_env`].
 ///
 /// [`PROTECTED_NAMES`]: super::PROTECTED_NAMES
+/// [`SECRET_LOCATIONS`]: crate::secrets::SECRET_LOCATIONS
 /// [`DEFAULT_KEPT_ENV`]: super::DEFAULT_KEPT_ENV
 ///
 /// Unix only: elsewhere every call fails with an error that says so.
@@ -78,6 +83,8 @@ pub struct Bash {
     mount_view: bool,
     git_writes: bool,
     nested_git: bool,
+    files: FilePolicy,
+    home: Option<PathBuf>,
 }
 
 impl Bash {
@@ -94,6 +101,8 @@ impl Bash {
             mount_view: true,
             git_writes: false,
             nested_git: false,
+            files: FilePolicy::default(),
+            home: None,
         }
     }
 
@@ -160,6 +169,24 @@ impl Bash {
     /// have made, are always opened (with neutral keys).
     pub fn nested_git(mut self, allowed: bool) -> Self {
         self.nested_git = allowed;
+        self
+    }
+
+    /// What commands may read and write beyond the [`SandboxPolicy`]: hidden paths (with the
+    /// default secret locations unless [`FilePolicy::secrets_visible`]), extra writable paths
+    /// and paths kept read-only (default: [`FilePolicy::default`], which hides the secret
+    /// locations of the home directory that exist). Ignored under `FullAccess`. A path that
+    /// cannot be enforced fails the call with a typed [`OsSandboxError`](super::OsSandboxError)
+    /// and the command is not run.
+    pub fn file_policy(mut self, files: FilePolicy) -> Self {
+        self.files = files;
+        self
+    }
+
+    /// The home directory: commands get it as `HOME`, and `~` in the [`FilePolicy`] and the
+    /// default secret locations are under it (default: the agent's `HOME`).
+    pub fn home(mut self, home: impl Into<PathBuf>) -> Self {
+        self.home = Some(home.into());
         self
     }
 
@@ -330,7 +357,7 @@ mod run {
     use tokio::sync::mpsc;
 
     use super::{Bash, DRAIN_TIMEOUT, HeadTail};
-    use crate::builtin::os_sandbox::{self, Confinement, SandboxPolicy};
+    use crate::builtin::os_sandbox::{self, Confinement, Place, SandboxPolicy};
     use crate::builtin::text::Utf8Stream;
     use crate::{ToolContext, ToolError, ToolOutput};
 
@@ -407,6 +434,21 @@ mod run {
             }
             _ => None,
         };
+        if let Some(home) = &bash.home {
+            cmd.env("HOME", home);
+        }
+        let home = bash
+            .home
+            .clone()
+            .or_else(|| std::env::var_os("HOME").map(Into::into))
+            .filter(|home: &std::path::PathBuf| home.is_absolute());
+        let files = bash.files.resolve(&Place {
+            root,
+            scratch: scratch.path(),
+            home: home.as_deref(),
+            policy: bash.policy,
+            mount_view: bash.mount_view,
+        })?;
         let confinement = Confinement {
             policy: bash.policy,
             network: matches!(bash.network, super::Network::Open),
@@ -416,14 +458,18 @@ mod run {
             mount_view: bash.mount_view,
             git_writes: bash.git_writes,
             nested_git: bash.nested_git,
+            files,
         };
         let program = bash.shell.to_string_lossy().into_owned();
         // The placeholders of absent protected paths live until the command has ended.
         let os_sandbox::Spawned {
             mut child,
-            _placeholders,
+            placeholders,
             _proxy,
         } = os_sandbox::spawn(cmd, program, confinement)?;
+        if let Some(id) = child.id() {
+            placeholders.started(id);
+        }
         let mut guard = GroupGuard {
             group: child
                 .id()

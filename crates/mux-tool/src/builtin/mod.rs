@@ -88,7 +88,9 @@ pub use environment::DEFAULT_KEPT_ENV;
 pub use glob::{Glob, GlobArgs};
 pub use grep::{Grep, GrepArgs};
 pub use list_dir::{ListDir, ListDirArgs};
-pub use os_sandbox::{OsSandboxError, PROTECTED_NAMES, SandboxPolicy, Wall, WalledChild, seal};
+pub use os_sandbox::{
+    FilePolicy, OsSandboxError, PROTECTED_NAMES, SandboxPolicy, Wall, WalledChild, seal,
+};
 #[cfg(target_os = "linux")]
 pub use os_sandbox::{SPARE_MAX_BYTES, SPARE_MAX_STRINGS, SealedChild, SealedOutput, SealedSpare};
 pub use read_file::{ReadFile, ReadFileArgs};

@@ -488,7 +488,11 @@ async fn helper_without_user_namespaces() {
         Err(err) => println!("sandboxed: refused {err}"),
     }
     println!("sandboxed: file {}", dir.path().join("ran.txt").exists());
-    let landlock_only = bash(dir.path(), SandboxPolicy::WorkspaceWrite).mount_view(false);
+    // A home of its own with no secret in it: secrets to hide would need the view.
+    let home = tempfile::tempdir().unwrap();
+    let landlock_only = bash(dir.path(), SandboxPolicy::WorkspaceWrite)
+        .mount_view(false)
+        .home(home.path());
     let out = run(&landlock_only, "echo inside > x && cat x && touch /x").await;
     println!("without the view: {}", out.to_text().replace('\n', " | "));
 }

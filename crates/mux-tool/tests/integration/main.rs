@@ -5,6 +5,7 @@ mod common;
 
 mod builtin_a_swapped_symlink_never_wins_the_race;
 mod builtin_bash_egress;
+mod builtin_bash_file_policy;
 mod builtin_bash_git_drivers_and_trailers;
 mod builtin_bash_git_under_the_wall;
 mod builtin_bash_kills_its_process_group;

@@ -491,6 +491,7 @@ mod tests {
             mount_view: true,
             git_writes: false,
             nested_git: false,
+            files: Default::default(),
         };
         let vars = wall(&confinement).unwrap().vars;
         for line in [

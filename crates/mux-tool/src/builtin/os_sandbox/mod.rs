@@ -4,8 +4,11 @@
 //! On Linux the child, between `fork` and `exec` (module `child`), in this order:
 //! 1. starts a new session, so it has no controlling terminal;
 //! 2. enters a user and a mount namespace of its own (module `view`) in which the whole file
-//!    system is mounted read-only, except the root and the per-call temp dir, with the
-//!    protected paths inside the root (module `protected`) read-only again;
+//!    system is mounted read-only, except the root, the per-call temp dir and the extra
+//!    writable paths of the [`FilePolicy`], with the protected paths inside the root (module
+//!    `protected`) and the policy's `deny_write` paths read-only again, and the hidden paths
+//!    (the default secret locations, [`crate::secrets`], and the policy's `deny_read`)
+//!    covered by something empty (module `file_policy` resolves them before the fork);
 //!    (before that, the parent sets git's configuration so that a repository the agent could
 //!    have written runs nothing its config names: module `git`);
 //! 3. drops every capability and sets `no_new_privs`;
@@ -29,6 +32,7 @@
 
 #[cfg(target_os = "linux")]
 mod child;
+mod file_policy;
 #[cfg(target_os = "linux")]
 mod files;
 #[cfg(target_os = "linux")]
@@ -38,6 +42,8 @@ mod loopback;
 #[cfg(target_os = "linux")]
 mod privileges;
 mod protected;
+#[cfg(target_os = "linux")]
+mod reaper;
 #[cfg(target_os = "linux")]
 mod spare;
 #[cfg(target_os = "linux")]
@@ -51,6 +57,8 @@ mod view;
 mod wall;
 
 pub use crate::protected::PROTECTED_NAMES;
+pub use file_policy::FilePolicy;
+pub(crate) use file_policy::{Files, Place};
 #[cfg(target_os = "linux")]
 pub use spare::{SPARE_MAX_BYTES, SPARE_MAX_STRINGS, SealedChild, SealedOutput, SealedSpare};
 pub use wall::{Wall, WalledChild};
@@ -114,6 +122,29 @@ pub enum OsSandboxError {
         /// What the machine lacks.
         reason: String,
     },
+    /// A path of the [`FilePolicy`] cannot be resolved, or would hide the place the command
+    /// runs in; the command was not run.
+    #[error("the file policy ({policy} policy) cannot use {}: {reason}; the command was not run", path.display())]
+    FilePolicy {
+        /// The policy asked for.
+        policy: SandboxPolicy,
+        /// The path as given.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Paths must be hidden or kept read-only beneath a writable place, which only the mount
+    /// view can do, and it is off; the command was not run.
+    #[error(
+        "the OS sandbox ({policy} policy) can hide paths and keep them read-only inside writable places only with the mount view, which is off (Bash::mount_view(false)); paths: {}; the command was not run (FilePolicy::secrets_visible or a narrower FilePolicy opts out)",
+        paths.iter().map(|path| path.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    NeedsMountView {
+        /// The policy asked for.
+        policy: SandboxPolicy,
+        /// The paths that need the view.
+        paths: Vec<PathBuf>,
+    },
     /// The sandbox could not be set up.
     #[error("cannot set up the OS sandbox ({policy} policy): {reason}")]
     Setup {
@@ -153,6 +184,8 @@ pub(crate) struct Confinement {
     /// Whether git may open the repositories it finds inside the writable places other than
     /// the root's own (with every program key neutral; module `git`).
     pub(crate) nested_git: bool,
+    /// The resolved file policy: hidden, extra writable and read-only paths.
+    pub(crate) files: Files,
 }
 
 impl Confinement {
@@ -162,6 +195,7 @@ impl Confinement {
             SandboxPolicy::ReadOnly => vec![self.scratch.clone()],
             _ => vec![self.root.clone(), self.scratch.clone()],
         };
+        dirs.extend(self.files.allow_write.iter().cloned());
         dirs.sort_by_key(|dir| dir.components().count());
         dirs
     }
@@ -173,7 +207,7 @@ pub(crate) struct Spawned {
     /// The command.
     pub(crate) child: tokio::process::Child,
     /// Placeholders that keep absent protected paths from being created; removed on drop.
-    pub(crate) _placeholders: protected::Placeholders,
+    pub(crate) placeholders: protected::Placeholders,
     /// The command's egress proxy, stopped on drop.
     pub(crate) _proxy: Option<super::egress::Proxy>,
 }
@@ -221,7 +255,7 @@ pub(crate) fn spawn(
         .map_err(|err| crate::ToolError::failed(format!("cannot start {program}: {err}")))?;
     Ok(Spawned {
         child,
-        _placeholders: protected::Placeholders::default(),
+        placeholders: protected::Placeholders::default(),
         _proxy: None,
     })
 }

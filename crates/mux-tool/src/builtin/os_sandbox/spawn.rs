@@ -29,7 +29,7 @@ pub(crate) fn spawn(
         command.process_group(0);
         return Ok(Spawned {
             child: command.spawn().map_err(|err| cannot_start(&program, err))?,
-            _placeholders: protected::Placeholders::default(),
+            placeholders: protected::Placeholders::default(),
             _proxy: None,
         });
     }
@@ -86,7 +86,7 @@ pub(crate) fn spawn(
     };
     Ok(Spawned {
         child,
-        _placeholders: protection.placeholders,
+        placeholders: protection.placeholders,
         _proxy: proxy,
     })
 }
@@ -133,6 +133,7 @@ pub(super) fn sealed_setup() -> Result<Setup, OsSandboxError> {
         mount_view: false,
         git_writes: false,
         nested_git: false,
+        files: super::Files::default(),
     };
     Ok(Setup {
         view: None,

@@ -1,8 +1,14 @@
 //! The read-only view: the child enters a user and a mount namespace of its own (as
 //! bubblewrap does, unprivileged), in which every mount is read-only except bind mounts of
-//! the writable directories, with the protected paths read-only again on top. So writes
-//! outside the root fail whatever they are, metadata included (`chmod`, `utimes`, `setxattr`,
-//! `chown`, for which Landlock has no right).
+//! the writable directories, with the protected and `deny_write` paths read-only again on
+//! top, and the hidden paths covered last by something empty (an empty read-only `tmpfs` over
+//! a directory, `/dev/null` read-only over a file). So writes outside the root fail whatever
+//! they are, metadata included (`chmod`, `utimes`, `setxattr`, `chown`, for which Landlock has
+//! no right), and a hidden path shows nothing however it is spelled (symlinks, `..`,
+//! `/proc/self/root`: every lookup crosses the same mounts). The command cannot take a mount
+//! away: it has no capability in this namespace, Landlock refuses every mount and unmount to a
+//! restricted process (in a nested user namespace too), and a nested namespace would get
+//! these mounts locked to their parents.
 //!
 //! Everything here is prepared by the parent ([`View::new`]); the child only makes system
 //! calls on it ([`View::enter`]), allocating nothing.
@@ -48,8 +54,14 @@ pub(super) struct View {
     gid_map: Vec<u8>,
     /// Writable directories, outermost first.
     writable: Vec<CString>,
+    /// Directories between a writable place and a path kept read-only or hidden beneath it,
+    /// outermost first: bound onto themselves, so the command cannot rename them and leave
+    /// the path where the next call does not look.
+    pins: Vec<CString>,
     /// Paths inside the root to mount read-only again.
     protected: Vec<CString>,
+    /// Paths to hide, outermost first, and whether each is a directory.
+    hidden: Vec<(CString, bool)>,
     /// The working directory, entered again once the root is a new mount.
     cwd: CString,
     /// The namespaces entered: user and mount, and network under the egress proxy.
@@ -73,10 +85,20 @@ impl View {
             .iter()
             .map(|dir| c_path(dir))
             .collect::<Result<Vec<_>, _>>()?;
-        let protected = protected
+        let protected_c = protected
             .iter()
             .map(|path| c_path(path))
             .collect::<Result<Vec<_>, _>>()?;
+        let pins = pins(confinement, protected)
+            .iter()
+            .map(|path| c_path(path))
+            .collect::<Result<Vec<_>, _>>()?;
+        let hidden = confinement
+            .files
+            .hidden
+            .iter()
+            .map(|hidden| Ok((c_path(&hidden.path)?, hidden.dir)))
+            .collect::<Result<Vec<_>, OsSandboxError>>()?;
         // The same ids inside as outside: files keep their owner, and root stays uid 0 (with
         // no capability left once the child drops them).
         let uid = rustix::process::geteuid().as_raw();
@@ -85,7 +107,9 @@ impl View {
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             writable,
-            protected,
+            pins,
+            protected: protected_c,
+            hidden,
             cwd: c_path(&confinement.root)?,
             namespaces: libc::CLONE_NEWUSER
                 | libc::CLONE_NEWNS
@@ -129,14 +153,48 @@ impl View {
                     set_attr(dir, &WRITABLE, 0)?;
                 }
             }
+            for dir in &self.pins {
+                bind(dir)?;
+            }
             for path in &self.protected {
                 bind(path)?;
                 set_attr(path, &READ_ONLY, AT_RECURSIVE)?;
+            }
+            // Last, so nothing mounted before shows through.
+            for (path, dir) in &self.hidden {
+                hide(path, *dir)?;
             }
             check(Step::Mounts, libc::chdir(self.cwd.as_ptr()))?;
         }
         Ok(())
     }
+}
+
+/// The directories to pin for `confinement` with `protected` paths: every directory strictly
+/// between a writable place and a protected, `deny_write` or hidden path beneath it.
+fn pins(confinement: &Confinement, protected: &[PathBuf]) -> Vec<PathBuf> {
+    let writable = confinement.writable();
+    let kept = protected
+        .iter()
+        .chain(confinement.files.hidden.iter().map(|hidden| &hidden.path));
+    let mut pins: Vec<PathBuf> = Vec::new();
+    for path in kept {
+        for dir in &writable {
+            if path == dir || !path.starts_with(dir) {
+                continue;
+            }
+            for ancestor in path.ancestors().skip(1) {
+                if ancestor == dir {
+                    break;
+                }
+                if !pins.iter().any(|pin| pin == ancestor) {
+                    pins.push(ancestor.to_owned());
+                }
+            }
+        }
+    }
+    pins.sort_by_key(|pin| pin.components().count());
+    pins
 }
 
 /// Maps a `-1` return to the failure of `step`, with `errno`.
@@ -176,6 +234,35 @@ unsafe fn bind(path: &CStr) -> Result<(), Failed> {
         )
     };
     check(Step::Mounts, ret)
+}
+
+/// Covers `path` with something empty and read-only: a `tmpfs` no one may enter over a
+/// directory, `/dev/null` over anything else.
+#[allow(unsafe_code)]
+unsafe fn hide(path: &CStr, dir: bool) -> Result<(), Failed> {
+    // SAFETY: (for the caller) nothing: every string is NUL-terminated.
+    unsafe {
+        if dir {
+            let ret = libc::mount(
+                c"none".as_ptr(),
+                path.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                c"mode=000,size=4k".as_ptr().cast(),
+            );
+            check(Step::Mounts, ret)
+        } else {
+            let ret = libc::mount(
+                c"/dev/null".as_ptr(),
+                path.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            );
+            check(Step::Mounts, ret)?;
+            set_attr(path, &READ_ONLY, 0)
+        }
+    }
 }
 
 /// Changes the attributes of the mount at `path` (with `AT_RECURSIVE`, of those beneath too).

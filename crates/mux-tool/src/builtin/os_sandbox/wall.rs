@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Confinement, OsSandboxError, SandboxPolicy, protected};
+use super::{Confinement, FilePolicy, OsSandboxError, Place, SandboxPolicy, protected};
 use crate::ToolError;
 
 /// A wall for one command: its policy, its root and whether it may open Internet sockets.
@@ -29,6 +29,7 @@ pub struct Wall {
     policy: SandboxPolicy,
     root: PathBuf,
     network: bool,
+    files: FilePolicy,
 }
 
 impl Wall {
@@ -39,7 +40,15 @@ impl Wall {
             policy,
             root: root.into(),
             network: false,
+            files: FilePolicy::default(),
         }
+    }
+
+    /// What the command may not read and where else it may write (default: the secret
+    /// locations of the home directory hidden, nothing else).
+    pub fn file_policy(mut self, files: FilePolicy) -> Self {
+        self.files = files;
+        self
     }
 
     /// Whether the command may open Internet sockets (off unless set).
@@ -85,12 +94,16 @@ impl Wall {
         for name in ["TMPDIR", "TMP", "TEMP"] {
             command.env(name, scratch.path());
         }
-        let spawned = super::spawn(command, program, confinement(self, root, scratch.path()))?;
+        let confinement = confinement(self, root, scratch.path())?;
+        let spawned = super::spawn(command, program, confinement)?;
         let group = spawned.child.id();
+        if let Some(group) = group {
+            spawned.placeholders.started(group);
+        }
         Ok(WalledChild {
             child: spawned.child,
             group,
-            _placeholders: spawned._placeholders,
+            _placeholders: spawned.placeholders,
             _scratch: scratch,
         })
     }
@@ -124,8 +137,18 @@ impl Wall {
 /// What `wall` confines a command to: the one place a [`Wall`] becomes a [`Confinement`].
 /// The read-only mount view is required; git may neither write the root's repository nor
 /// open a nested one (a long-lived server has no business in either).
-fn confinement(wall: &Wall, root: PathBuf, scratch: &Path) -> Confinement {
-    Confinement {
+fn confinement(wall: &Wall, root: PathBuf, scratch: &Path) -> Result<Confinement, ToolError> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|home| home.is_absolute());
+    let files = wall.files.resolve(&Place {
+        root: &root,
+        scratch,
+        home: home.as_deref(),
+        policy: wall.policy,
+        mount_view: true,
+    })?;
+    Ok(Confinement {
         policy: wall.policy,
         network: wall.network,
         egress: None,
@@ -134,7 +157,8 @@ fn confinement(wall: &Wall, root: PathBuf, scratch: &Path) -> Confinement {
         mount_view: true,
         git_writes: false,
         nested_git: false,
-    }
+        files,
+    })
 }
 
 /// A command started behind a [`Wall`]: the leader of its own session and process group.
