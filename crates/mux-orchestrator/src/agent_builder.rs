@@ -344,7 +344,7 @@ fn builtin_at(
     let sandbox = Sandbox::new(root)?;
     let mut tools = mux_tool::builtin::tools(&sandbox)?;
     if let Some(permissions) = permissions {
-        let bash: Arc<dyn Tool> = Arc::new(mux_tool::Typed::new(permissions.bash(sandbox))?);
+        let bash: Arc<dyn Tool> = Arc::new(mux_tool::Typed::new(permissions.bash(sandbox)?)?);
         for tool in &mut tools {
             if tool.spec().name.as_str() == <Bash as TypedTool>::NAME {
                 *tool = Arc::clone(&bash);

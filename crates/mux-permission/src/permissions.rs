@@ -220,9 +220,28 @@ impl Permissions {
     }
 
     /// The `bash` tool over `sandbox`, under [`bash_policy`](Self::bash_policy): built from
-    /// the same value the policy judges its commands by.
-    pub fn bash(&self, sandbox: Sandbox) -> Bash {
-        Bash::new(sandbox).sandbox_policy(self.bash_policy())
+    /// the same value the policy judges its commands by. While the wall is up
+    /// ([`sandboxed`](Self::sandboxed)), the [`walls`](Self::walls) become its walls: hidden
+    /// and read-only paths and extra writable ones (a [`FilePolicy`]), and the network through
+    /// the agent's proxy, to the allowed domains (a [`NetworkPolicy`]; a domain no rule
+    /// covers is asked about on the run's face).
+    ///
+    /// Fails when a wall entry set in code (not loaded from a file, which checks them) is
+    /// unusable.
+    pub fn bash(&self, sandbox: Sandbox) -> Result<Bash, SandboxError> {
+        let bash = Bash::new(sandbox).sandbox_policy(self.bash_policy());
+        if !self.sandboxed() {
+            return Ok(bash);
+        }
+        let walls = self.walls()?;
+        let network = walls.network_policy().map_err(|err| SandboxError::Entry {
+            key: "sandbox.network domains".into(),
+            entry: err.to_string(),
+            problem: "is not a domain the egress proxy reads".into(),
+        })?;
+        Ok(bash
+            .file_policy(walls.file_policy(self.sandbox().hides_default_secrets(), &self.context))
+            .network_policy(network))
     }
 
     /// Why `command` would run outside the wall, when the wall is up and it would: one of

@@ -23,13 +23,11 @@ mod domain;
 mod excluded;
 mod merge;
 mod parse;
-mod secrets;
 
 pub use domain::{WallDomain, WallDomainError};
 pub(crate) use excluded::excluded_pattern;
 pub use parse::SandboxError;
 pub(crate) use parse::parse;
-pub use secrets::DEFAULT_SECRETS;
 
 /// The input key of a `bash` call that asks to run the command outside the OS sandbox, as
 /// Claude Code's Bash tool names it.
@@ -97,7 +95,7 @@ pub struct FilesystemSettings {
     /// `denyRead`: paths hidden from it.
     pub deny_read: Vec<String>,
     /// mux's `allowDefaultSecrets` (default `false`): the secret locations mux hides by
-    /// default ([`DEFAULT_SECRETS`]) are readable.
+    /// default ([`mux_tool::secrets::SECRET_LOCATIONS`]) are readable.
     pub allow_default_secrets: Option<bool>,
 }
 

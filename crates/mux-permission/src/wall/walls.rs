@@ -4,7 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::path::normalize;
-use crate::sandbox::{DEFAULT_SECRETS, SandboxError, SandboxSettings, WallDomain};
+use mux_tool::builtin::{DomainRuleError, FilePolicy, NetworkPolicy};
+use mux_tool::secrets::SECRET_LOCATIONS;
+
+use crate::sandbox::{SandboxError, SandboxSettings, WallDomain};
 use crate::{Family, PathContext, PathPattern, Rule, RuleKind, RuleSet, resolve};
 
 /// What the walls around a sandboxed command are made of: plain data, each entry with
@@ -13,7 +16,7 @@ use crate::{Family, PathContext, PathPattern, Rule, RuleKind, RuleSet, resolve};
 ///
 /// | list | fed by |
 /// |---|---|
-/// | `deny_read` | `sandbox.filesystem.denyRead`; `Read(…)` deny and ask rules; [`DEFAULT_SECRETS`] unless allowed |
+/// | `deny_read` | `sandbox.filesystem.denyRead`; `Read(…)` deny and ask rules; the secret locations ([`SECRET_LOCATIONS`]) unless allowed |
 /// | `allow_write` | `sandbox.filesystem.allowWrite`; `Edit(…)` and `Write(…)` allow rules |
 /// | `deny_write` | `sandbox.filesystem.denyWrite`; `Edit(…)` deny and ask rules |
 /// | `allowed_domains` | `sandbox.network.allowedDomains`; `WebFetch(domain:…)` allow rules unless `allowWebFetchDomains` is `false` |
@@ -77,7 +80,8 @@ pub enum WallOrigin {
         /// Allow, ask or deny.
         kind: RuleKind,
     },
-    /// One of mux's [`DEFAULT_SECRETS`].
+    /// One of the secret locations hidden by default ([`SECRET_LOCATIONS`]), relative to the
+    /// home directory.
     DefaultSecret(&'static str),
     /// The symlink-resolved location of another entry of a deny list.
     Resolved(Box<WallOrigin>),
@@ -130,9 +134,10 @@ impl SandboxSettings {
             push_path(&mut walls.deny_write, entry, origin, context, true);
         }
         if self.hides_default_secrets() {
-            for secret in DEFAULT_SECRETS {
-                let origin = WallOrigin::DefaultSecret(secret);
-                push_path(&mut walls.deny_read, secret, origin, context, true);
+            for secret in SECRET_LOCATIONS {
+                let origin = WallOrigin::DefaultSecret(secret.path);
+                let entry = format!("~/{}", secret.path);
+                push_path(&mut walls.deny_read, &entry, origin, context, true);
             }
         }
         for kind in [RuleKind::Deny, RuleKind::Ask, RuleKind::Allow] {
@@ -205,6 +210,69 @@ impl SandboxSettings {
             _ => {}
         }
     }
+}
+
+impl Walls {
+    /// The file side, for the `bash` tool's mount view: hidden paths, writable and read-only
+    /// ones; `hide_secrets` keeps the secret locations hidden (they are already in
+    /// `deny_read` when the settings hide them).
+    ///
+    /// A wall a mount can enforce names a place. An entry with a glob below its place
+    /// (`Read(~/keys/*.pem)`) is enforced on that whole place when it denies (the safe side),
+    /// unless the place is the project root, the home directory, `/` or holds one of them:
+    /// hiding those would hide the project itself, so such an entry binds the file tools and
+    /// the command analysis only. An allow entry with a glob grants nothing here.
+    pub fn file_policy(&self, hide_secrets: bool, context: &PathContext) -> FilePolicy {
+        let whole = |list: &[WallPath], grants: bool| -> Vec<PathBuf> {
+            list.iter()
+                .filter(|wall| match wall.glob {
+                    None => true,
+                    Some(_) if grants => false,
+                    Some(_) => !holds_a_home(&wall.path, context),
+                })
+                .map(|wall| wall.path.clone())
+                .collect()
+        };
+        FilePolicy {
+            deny_read: whole(&self.deny_read, false),
+            allow_read: Vec::new(),
+            allow_write: whole(&self.allow_write, true),
+            deny_write: whole(&self.deny_write, false),
+            secrets_visible: !hide_secrets,
+        }
+    }
+
+    /// The network side, for the `bash` tool's egress proxy: the allowed and denied domains
+    /// (a denied name covers its subdomains, as the policy reads it) and the Unix sockets.
+    pub fn network_policy(&self) -> Result<NetworkPolicy, DomainRuleError> {
+        let allowed = self.allowed_domains.iter().map(ToString::to_string);
+        let denied = self.denied_domains.iter().flat_map(|domain| {
+            let exact = domain.to_string();
+            match (&domain.host, domain.subdomains_only) {
+                (Some(host), false) if crate::domain::normalised_ip(host).is_none() => {
+                    let port = domain.port.map(|p| format!(":{p}")).unwrap_or_default();
+                    vec![exact, format!("*.{host}{port}")]
+                }
+                _ => vec![exact],
+            }
+        });
+        let mut policy = NetworkPolicy::new()
+            .allow_domains(allowed)?
+            .deny_domains(denied)?;
+        for socket in &self.allow_unix_sockets {
+            policy = policy.allow_unix_socket(socket.clone());
+        }
+        Ok(policy)
+    }
+}
+
+/// Whether `place` is the project root, the home directory, `/`, or holds one of them.
+fn holds_a_home(place: &Path, context: &PathContext) -> bool {
+    [Some(context.root()), context.home()]
+        .into_iter()
+        .flatten()
+        .any(|home| home.starts_with(place))
+        || place.parent().is_none()
 }
 
 fn web_fetch_domain(specifier: &str) -> Option<WallDomain> {

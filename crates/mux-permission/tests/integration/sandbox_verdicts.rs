@@ -349,7 +349,7 @@ async fn the_policy_builds_the_tool_it_judges() {
         .build();
     let registry = Registry::new();
     registry
-        .register_typed(permissions.bash(Sandbox::new(&root).unwrap()))
+        .register_typed(permissions.bash(Sandbox::new(&root).unwrap()).unwrap())
         .unwrap();
     // No one to ask: only what the policy allows runs.
     let executor = Executor::builder(registry)

@@ -2,9 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use mux_permission::sandbox::{DEFAULT_SECRETS, SandboxSettings, WallDomain};
+use mux_permission::sandbox::{SandboxSettings, WallDomain};
 use mux_permission::{PathContext, Permissions, RuleKind, RuleSet, Scope, ScopeRules, Walls};
 use mux_permission::{WallOrigin, WallPath};
+use mux_tool::secrets::SECRET_LOCATIONS;
 
 fn context() -> PathContext {
     PathContext::with_home("/nonexistent/project", Some("/nonexistent/home".into()))
@@ -171,13 +172,13 @@ fn web_fetch_rules_feed_the_domains_unless_kept_apart() {
 #[test]
 fn default_secrets_are_hidden_unless_allowed() {
     let hidden = walls(RuleSet::new(), SandboxSettings::new());
-    for secret in DEFAULT_SECRETS {
-        let path = format!("/nonexistent/home/{}", &secret[2..]);
+    for secret in SECRET_LOCATIONS {
+        let path = format!("/nonexistent/home/{}", secret.path);
         assert!(
-            hidden.deny_read.iter().any(
-                |w| w.path == Path::new(&path) && w.origin == WallOrigin::DefaultSecret(secret)
-            ),
-            "{secret}"
+            hidden.deny_read.iter().any(|w| w.path == Path::new(&path)
+                && w.origin == WallOrigin::DefaultSecret(secret.path)),
+            "{}",
+            secret.path
         );
     }
     let mut allowed = SandboxSettings::new();

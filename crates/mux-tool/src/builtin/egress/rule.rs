@@ -1,7 +1,8 @@
 //! Domain rules as Claude Code reads `sandbox.network.allowedDomains`, `deniedDomains` and
 //! `WebFetch(domain:…)`: `example.com` (that name only), `*.example.com` (every name beneath
-//! it, not the name itself), an IP address, each with an optional `:port` suffix that narrows
-//! the rule to one port.
+//! it, not the name itself), an IP address, `*` (every host; internal addresses stay refused
+//! whatever the rules say), each with an optional `:port` suffix that narrows the rule to one
+//! port.
 
 use std::fmt;
 use std::net::IpAddr;
@@ -87,7 +88,8 @@ pub(crate) struct DomainRule {
     text: String,
     /// Whether it covers the names beneath `name` (`*.`), not `name` itself.
     wildcard: bool,
-    host: Host,
+    /// `None` for `*`: every host.
+    host: Option<Host>,
     port: Option<u16>,
 }
 
@@ -104,6 +106,27 @@ impl DomainRule {
         }
         if trimmed.contains("://") || trimmed.contains('/') {
             return Err(fail("a rule names a domain, not a URL or a path"));
+        }
+        if let Some(port) = trimmed
+            .strip_prefix('*')
+            .filter(|rest| !rest.starts_with('.'))
+        {
+            let port = match port.strip_prefix(':') {
+                None if port.is_empty() => None,
+                Some(port) => Some(
+                    port.parse::<u16>()
+                        .ok()
+                        .filter(|&p| p != 0)
+                        .ok_or_else(|| fail("its port (1 to 65535) is not valid"))?,
+                ),
+                None => return Err(fail("`*` is only allowed alone or as a leading `*.`")),
+            };
+            return Ok(Self {
+                text: trimmed.to_owned(),
+                wildcard: false,
+                host: None,
+                port,
+            });
         }
         let (wildcard, rest) = match trimmed.strip_prefix("*.") {
             Some(rest) => (true, rest),
@@ -135,7 +158,7 @@ impl DomainRule {
         Ok(Self {
             text: trimmed.to_owned(),
             wildcard,
-            host,
+            host: Some(host),
             port,
         })
     }
@@ -146,10 +169,11 @@ impl DomainRule {
             return false;
         }
         match (&self.host, host) {
-            (Host::Name(rule), Host::Name(name)) if self.wildcard => name
+            (None, _) => true,
+            (Some(Host::Name(rule)), Host::Name(name)) if self.wildcard => name
                 .strip_suffix(rule.as_str())
                 .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
-            (rule, host) => rule == host,
+            (Some(rule), host) => rule == host,
         }
     }
 }
@@ -170,6 +194,19 @@ mod tests {
 
     fn rule(text: &str) -> DomainRule {
         DomainRule::parse(text).unwrap_or_else(|err| unreachable!("{err}"))
+    }
+
+    #[test]
+    fn a_star_covers_every_host_on_its_port() {
+        let any = rule("*");
+        assert!(any.covers(&name("example.com"), 443));
+        assert!(any.covers(&name("10.0.0.1"), 80));
+        let any_tls = rule("*:443");
+        assert!(any_tls.covers(&name("example.com"), 443));
+        assert!(!any_tls.covers(&name("example.com"), 80));
+        for bad in ["*x", "*:0", "*:http", "**"] {
+            assert!(DomainRule::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
