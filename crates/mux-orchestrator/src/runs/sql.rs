@@ -164,10 +164,7 @@ fn prefix_end(prefix: &str) -> Option<String> {
 
 /// A database error, named by what was being done.
 fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError {
-    move |err| RunStoreError::Store {
-        operation,
-        reason: err.to_string(),
-    }
+    move |err| RunStoreError::of_sqlx(operation, &err)
 }
 
 /// The events of a stored batch row of `run_id` numbered `first..=last`, its `text`: a JSON

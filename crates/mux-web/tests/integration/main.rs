@@ -10,6 +10,7 @@ mod durable_runs;
 mod http_surface;
 mod real_agui_client;
 mod requests_from_elsewhere_are_refused;
+mod store_outage;
 #[cfg(feature = "page")]
 mod the_chat_page;
 mod the_server_limits_connections;
