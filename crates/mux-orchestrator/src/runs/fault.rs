@@ -63,7 +63,10 @@ impl StoreFault {
     /// extended) or PostgreSQL's SQLSTATE; `None` when the code names a refusal of the
     /// request itself (a constraint, a syntax error).
     pub fn of_code(code: &str) -> Option<Self> {
-        if let Ok(number) = code.parse::<i64>() {
+        // A SQLSTATE has five characters; SQLite's codes, at most four digits.
+        if let Ok(number) = code.parse::<i64>().map_err(|_| ()).and_then(|n| {
+            if code.len() < 5 { Ok(n) } else { Err(()) }
+        }) {
             // SQLite: the primary result code is the extended code's low byte.
             return match number & 0xff {
                 13 => Some(Self::Full),

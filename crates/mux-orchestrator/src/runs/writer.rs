@@ -676,6 +676,118 @@ mod tests {
         }
     }
 
+    /// A store that refuses every write past the timeout fails the run, saying why; the end
+    /// the face then hands over is stored once the store is back, after what was stored.
+    #[tokio::test]
+    async fn a_store_that_refuses_past_the_timeout_fails_the_run_and_takes_its_end_later() {
+        let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
+        let lease = Duration::from_secs(30);
+        store.begin("s", "r", "me", lease).await.unwrap();
+        let dyn_store: Arc<dyn RunStore> = store.clone();
+        let timeout = Duration::from_millis(300);
+        let writer = RunWriter::start_within(
+            dyn_store,
+            "r",
+            0,
+            "me",
+            lease,
+            CancellationToken::new(),
+            timeout,
+        );
+        writer.push(json!("started"));
+        tokio::time::timeout(Duration::from_secs(10), writer.stored().wait_for(|n| *n == 1))
+            .await
+            .unwrap()
+            .unwrap();
+        store.cut_off(true);
+        writer.push(json!("lost"));
+        tokio::time::timeout(Duration::from_secs(10), writer.failed().cancelled())
+            .await
+            .expect("the writer never gave up");
+        let failure = writer.failure().unwrap();
+        assert_eq!(failure.fault, StoreFault::Unreachable);
+        assert_eq!(failure.within, timeout);
+        assert!(failure.reason.contains("cut off"), "{}", failure.reason);
+        // Pushed after giving up: dropped. The face's end is written, once the store is back.
+        writer.push(json!("late"));
+        writer.finish_with([json!("error")], RunStatus::Failed);
+        tokio::time::sleep(timeout * 3).await;
+        assert!(!writer.is_done(), "the end is tried until the store takes it");
+        store.cut_off(false);
+        tokio::time::timeout(Duration::from_secs(10), writer.done())
+            .await
+            .unwrap();
+        let record = store.get("r").await.unwrap();
+        assert_eq!((record.status, record.last_seq), (RunStatus::Failed, 2));
+        let events = store.events_after("r", 0, 10).await.unwrap();
+        let values: Vec<Value> = events.into_iter().map(|e| e.event).collect();
+        assert_eq!(values, [json!("started"), json!("error")]);
+    }
+
+    /// A store that does not answer at all fails the run within the timeout too.
+    #[tokio::test]
+    async fn a_store_that_does_not_answer_fails_the_run_within_the_timeout() {
+        let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
+        let lease = Duration::from_secs(30);
+        store.begin("s", "r", "me", lease).await.unwrap();
+        let dyn_store: Arc<dyn RunStore> = store.clone();
+        store.hang(true);
+        let writer = RunWriter::start_within(
+            dyn_store,
+            "r",
+            0,
+            "me",
+            lease,
+            CancellationToken::new(),
+            Duration::from_millis(300),
+        );
+        writer.push(json!("started"));
+        tokio::time::timeout(Duration::from_secs(10), writer.failed().cancelled())
+            .await
+            .expect("a hung store held the writer");
+        assert_eq!(writer.failure().unwrap().fault, StoreFault::Unanswered);
+        store.hang(false);
+        writer.finish_with([json!("error")], RunStatus::Failed);
+        tokio::time::timeout(Duration::from_secs(10), writer.done())
+            .await
+            .unwrap();
+        assert_eq!(store.get("r").await.unwrap().status, RunStatus::Failed);
+    }
+
+    /// An outage shorter than the timeout costs nothing: the run goes on, every event stored
+    /// once, and nothing of the outage (no failure, no backoff) is left.
+    #[tokio::test]
+    async fn an_outage_within_the_timeout_loses_nothing_and_leaves_nothing_behind() {
+        let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
+        let lease = Duration::from_secs(30);
+        store.begin("s", "r", "me", lease).await.unwrap();
+        let dyn_store: Arc<dyn RunStore> = store.clone();
+        let writer = RunWriter::start_within(
+            dyn_store,
+            "r",
+            0,
+            "me",
+            lease,
+            CancellationToken::new(),
+            Duration::from_secs(30),
+        );
+        store.cut_off(true);
+        writer.push(json!(0));
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        store.cut_off(false);
+        tokio::time::timeout(Duration::from_secs(10), writer.stored().wait_for(|n| *n == 1))
+            .await
+            .unwrap()
+            .unwrap();
+        writer.finish_with([json!(1)], RunStatus::Finished);
+        tokio::time::timeout(Duration::from_secs(10), writer.done())
+            .await
+            .unwrap();
+        assert!(!writer.failed().is_cancelled() && writer.failure().is_none());
+        let record = store.get("r").await.unwrap();
+        assert_eq!((record.status, record.last_seq), (RunStatus::Finished, 2));
+    }
+
     #[tokio::test]
     async fn a_run_whose_lease_ran_out_with_no_one_taking_it_is_taken_back_and_goes_on() {
         let store: Arc<dyn RunStore> = Arc::new(MemoryRunStore::new());

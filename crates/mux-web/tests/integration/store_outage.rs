@@ -24,7 +24,7 @@ use mux_orchestrator::runs::{PostgresRunStore, SqliteRunStore};
 use mux_orchestrator::session::{PostgresSessionStore, SqliteSessionStore};
 use mux_testkit::postgres::TestDatabase;
 use mux_tool::Tool;
-use mux_web::{AguiRouter, WebConfig};
+use mux_web::{AguiRouter, DoubleTexting, WebConfig};
 use serde_json::{Value, json};
 
 /// The tmpfs directory the child serves from; unset in a normal test run.
@@ -62,10 +62,13 @@ fn outage_child_server() {
         let path = dir.join("mux.db");
         let sessions = Arc::new(SqliteSessionStore::open(&path).await.unwrap());
         let runs = Arc::new(SqliteRunStore::open(&path).await.unwrap());
+        // A new run on a thread whose run failed waits for that run's end to be stored
+        // (once the store is back) instead of being refused as busy.
+        let config = WebConfig::default().double_texting(DoubleTexting::Enqueue);
         let router = AguiRouter::new(agent())
             .session_store(sessions)
             .run_store(runs)
-            .config(WebConfig::default())
+            .config(config)
             .build();
         let listener = mux_web::bind(0).await.unwrap();
         println!("{LISTENING}{}", listener.local_addr().unwrap());
@@ -204,9 +207,10 @@ impl ChildServer {
         loop {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match self.lines.recv_timeout(left) {
+                // The test harness may print before it on the same line.
                 Ok(line) => {
-                    if let Some(rest) = line.strip_prefix(prefix) {
-                        return rest.to_owned();
+                    if let Some(at) = line.find(prefix) {
+                        return line[at + prefix.len()..].trim().to_owned();
                     }
                 }
                 Err(err) => {
@@ -365,10 +369,11 @@ async fn postgres_stopped_mid_stream_ends_it_with_a_run_error_and_the_next_run_s
     let db = TestDatabase::new().await;
     let sessions = Arc::new(PostgresSessionStore::connect(&db.url).await.unwrap());
     let runs = Arc::new(PostgresRunStore::connect(&db.url).await.unwrap());
+    let config = WebConfig::default().double_texting(DoubleTexting::Enqueue);
     let router = AguiRouter::new(agent())
         .session_store(sessions)
         .run_store(runs)
-        .config(WebConfig::default())
+        .config(config)
         .build();
     let listener = mux_web::bind(0).await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -404,7 +409,8 @@ async fn postgres_stopped_mid_stream_ends_it_with_a_run_error_and_the_next_run_s
         .collect();
     assert!(outage.is_some(), "the run had no tool result: {events:?}");
     assert!(store_failure(&Answer::Streamed(events.clone())), "{events:?}");
-    // PostgreSQL is back: the next run succeeds at once.
+    // PostgreSQL is back: the next run succeeds at once, on a new thread and on this one
+    // (whose failed run ends in the store with the store's next write).
     let restarted = outage.unwrap();
     tokio::task::spawn_blocking(move || restarted.join().unwrap())
         .await
