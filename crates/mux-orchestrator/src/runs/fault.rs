@@ -64,9 +64,11 @@ impl StoreFault {
     /// request itself (a constraint, a syntax error).
     pub fn of_code(code: &str) -> Option<Self> {
         // A SQLSTATE has five characters; SQLite's codes, at most four digits.
-        if let Ok(number) = code.parse::<i64>().map_err(|_| ()).and_then(|n| {
-            if code.len() < 5 { Ok(n) } else { Err(()) }
-        }) {
+        if let Ok(number) = code
+            .parse::<i64>()
+            .map_err(|_| ())
+            .and_then(|n| if code.len() < 5 { Ok(n) } else { Err(()) })
+        {
             // SQLite: the primary result code is the extended code's low byte.
             return match number & 0xff {
                 13 => Some(Self::Full),

@@ -91,6 +91,9 @@ struct Shared {
     /// Fired when the writer gave up the run's events ([`Shared::failure`] says why).
     failed: CancellationToken,
     failure: Mutex<Option<WriteFailure>>,
+    /// The store's most telling error since its last success: a refusal that names a cause
+    /// (a full disk) rather than a call cut short by the timeout.
+    telling: Mutex<Option<(StoreFault, String)>>,
     /// How long the store may take a write before the writer gives up.
     timeout: Duration,
 }
@@ -153,6 +156,7 @@ impl RunWriter {
             alive,
             failed: CancellationToken::new(),
             failure: Mutex::new(None),
+            telling: Mutex::new(None),
             timeout,
         });
         tokio::spawn(Arc::clone(&shared).write());
@@ -356,6 +360,7 @@ impl Shared {
                     Ok(seq) => {
                         backoff = Duration::from_millis(20);
                         deadline = None;
+                        *self.telling.lock().unwrap_or_else(PoisonError::into_inner) = None;
                         pending.clear();
                         self.stored.send_replace(seq);
                         if end.is_some() {
@@ -549,6 +554,13 @@ impl Shared {
     ) -> Outage {
         let backlog = taken + self.lock().events.len();
         tracing::warn!(run = %self.run_id, backlog, "writing a run's events failed: {err}");
+        let fault = err.fault().unwrap_or(StoreFault::Failed);
+        {
+            let mut telling = self.telling.lock().unwrap_or_else(PoisonError::into_inner);
+            if fault != StoreFault::Unanswered || telling.is_none() {
+                *telling = Some((fault, err.to_string()));
+            }
+        }
         if backlog > BACKLOG_LIMIT {
             self.lose("the run store stayed unreachable");
             return Outage::Stop;
@@ -576,10 +588,16 @@ impl Shared {
     /// dropped and the failure reported (the face hands over the end it showed, which is
     /// written next).
     fn give_up(&self, err: &RunStoreError) -> Outage {
+        let (fault, reason) = self
+            .telling
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .unwrap_or_else(|| (err.fault().unwrap_or(StoreFault::Failed), err.to_string()));
         let failure = WriteFailure {
-            fault: err.fault().unwrap_or(StoreFault::Failed),
+            fault,
             within: self.timeout,
-            reason: err.to_string(),
+            reason,
         };
         tracing::error!(
             run = %self.run_id,
@@ -695,10 +713,13 @@ mod tests {
             timeout,
         );
         writer.push(json!("started"));
-        tokio::time::timeout(Duration::from_secs(10), writer.stored().wait_for(|n| *n == 1))
-            .await
-            .unwrap()
-            .unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            writer.stored().wait_for(|n| *n == 1),
+        )
+        .await
+        .unwrap()
+        .unwrap();
         store.cut_off(true);
         writer.push(json!("lost"));
         tokio::time::timeout(Duration::from_secs(10), writer.failed().cancelled())
@@ -712,7 +733,10 @@ mod tests {
         writer.push(json!("late"));
         writer.finish_with([json!("error")], RunStatus::Failed);
         tokio::time::sleep(timeout * 3).await;
-        assert!(!writer.is_done(), "the end is tried until the store takes it");
+        assert!(
+            !writer.is_done(),
+            "the end is tried until the store takes it"
+        );
         store.cut_off(false);
         tokio::time::timeout(Duration::from_secs(10), writer.done())
             .await
@@ -775,10 +799,13 @@ mod tests {
         writer.push(json!(0));
         tokio::time::sleep(Duration::from_millis(1500)).await;
         store.cut_off(false);
-        tokio::time::timeout(Duration::from_secs(10), writer.stored().wait_for(|n| *n == 1))
-            .await
-            .unwrap()
-            .unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            writer.stored().wait_for(|n| *n == 1),
+        )
+        .await
+        .unwrap()
+        .unwrap();
         writer.finish_with([json!(1)], RunStatus::Finished);
         tokio::time::timeout(Duration::from_secs(10), writer.done())
             .await

@@ -271,9 +271,17 @@ async fn run(http: &reqwest::Client, url: &str, body: &Value, within: Duration) 
                 .collect(),
         )
     };
-    tokio::time::timeout(within, answer)
+    let started = std::time::Instant::now();
+    let answer = tokio::time::timeout(within, answer)
         .await
-        .unwrap_or_else(|_| panic!("no answer within {within:?} to {body}: the request hangs"))
+        .unwrap_or_else(|_| panic!("no answer within {within:?} to {body}: the request hangs"));
+    // What happened, for the log of a failed test.
+    let summary = match &answer {
+        Answer::Refused(status, body) => format!("{status} {body}"),
+        Answer::Streamed(events) => format!("{:?} {}", kinds(events), events.last().unwrap()),
+    };
+    eprintln!("{} after {:?}: {summary}", body["runId"], started.elapsed());
+    answer
 }
 
 fn kinds(events: &[Value]) -> Vec<&str> {
@@ -296,8 +304,14 @@ fn store_failure(answer: &Answer) -> bool {
             if last["type"] != "RUN_ERROR" {
                 return false;
             }
-            assert!(last["code"].as_str().is_some_and(|c| !c.is_empty()), "{last}");
-            assert!(last["message"].as_str().is_some_and(|m| !m.is_empty()), "{last}");
+            assert!(
+                last["code"].as_str().is_some_and(|c| !c.is_empty()),
+                "{last}"
+            );
+            assert!(
+                last["message"].as_str().is_some_and(|m| !m.is_empty()),
+                "{last}"
+            );
             true
         }
     }
@@ -324,15 +338,95 @@ async fn a_full_disk_fails_the_run_with_a_cause_and_the_next_run_after_succeeds_
     server.command("fill").await;
     // A new thread, and a new run on a thread the store has: each ends, saying why.
     for (thread, run_id) in [("t2", "r2"), ("t1", "r3")] {
-        let answer = run(&http, &server.url, &input(thread, run_id, &big_prompt()), HANG).await;
+        let answer = run(
+            &http,
+            &server.url,
+            &input(thread, run_id, &big_prompt()),
+            HANG,
+        )
+        .await;
         assert!(store_failure(&answer), "{thread}: {answer:?}");
     }
 
     server.command("free").await;
     for (thread, run_id) in [("t1", "r4"), ("t3", "r5"), ("t2", "r6")] {
-        let answer = run(&http, &server.url, &input(thread, run_id, "hello"), RECOVERY).await;
+        let answer = run(
+            &http,
+            &server.url,
+            &input(thread, run_id, "hello"),
+            RECOVERY,
+        )
+        .await;
         assert!(finished(&answer), "{thread}: {answer:?}");
     }
+}
+
+/// Reads `response`'s SSE events to the end (within [`HANG`]), calling `seen` with the text
+/// so far after each chunk.
+async fn read_stream(
+    mut response: reqwest::Response,
+    mut seen: impl AsyncFnMut(&str),
+) -> Vec<Value> {
+    let mut text = String::new();
+    let read = async {
+        while let Some(chunk) = response.chunk().await.unwrap() {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            seen(&text).await;
+        }
+    };
+    tokio::time::timeout(HANG, read)
+        .await
+        .expect("the stream did not end while the store could not write");
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_that_fills_mid_stream_ends_it_with_a_run_error_naming_the_cause() {
+    let mut server = ChildServer::start();
+    let http = reqwest::Client::new();
+    let response = http
+        .post(format!("{}/agui", server.url))
+        .json(&input("m1", "r1", "slow"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut filled = false;
+    let events = read_stream(response, async |text: &str| {
+        if !filled && text.contains("TOOL_CALL_RESULT") {
+            filled = true;
+            server.command("fill").await;
+        }
+    })
+    .await;
+    assert!(filled, "the run had no tool result: {events:?}");
+    assert!(
+        store_failure(&Answer::Streamed(events.clone())),
+        "{events:?}"
+    );
+    let error = events.last().unwrap();
+    assert_eq!(error["code"], "run_store", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("disk is full"),
+        "the error names the cause: {error}"
+    );
+    // The events before the error are the stored ones: a replay shows the same.
+    server.command("free").await;
+    let answer = run(&http, &server.url, &input("m1", "r2", "hello"), RECOVERY).await;
+    assert!(finished(&answer), "{answer:?}");
+    let replay = http
+        .get(format!("{}/agui/runs/r1/events", server.url))
+        .send()
+        .await
+        .unwrap();
+    let replayed = read_stream(replay, async |_: &str| {}).await;
+    assert_eq!(
+        replayed, events,
+        "the store ended the run as its client saw"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -346,9 +440,7 @@ async fn after_a_three_second_disk_full_blip_every_run_succeeds_at_once() {
     let url = server.url.clone();
     let during = {
         let http = http.clone();
-        tokio::spawn(async move {
-            run(&http, &url, &input("b1", "r2", &big_prompt()), HANG).await
-        })
+        tokio::spawn(async move { run(&http, &url, &input("b1", "r2", &big_prompt()), HANG).await })
     };
     tokio::time::sleep(Duration::from_secs(3)).await;
     server.command("free").await;
@@ -408,7 +500,10 @@ async fn postgres_stopped_mid_stream_ends_it_with_a_run_error_and_the_next_run_s
         .map(|d| serde_json::from_str(d.trim()).unwrap())
         .collect();
     assert!(outage.is_some(), "the run had no tool result: {events:?}");
-    assert!(store_failure(&Answer::Streamed(events.clone())), "{events:?}");
+    assert!(
+        store_failure(&Answer::Streamed(events.clone())),
+        "{events:?}"
+    );
     // PostgreSQL is back: the next run succeeds at once, on a new thread and on this one
     // (whose failed run ends in the store with the store's next write).
     let restarted = outage.unwrap();
