@@ -86,8 +86,10 @@ impl Durable {
         // How many of the run's events the writer has.
         let mut handed = 0;
         let mut finished = false;
+        let mut ended_here = false;
         loop {
-            if failed.is_cancelled() && !run.is_moved() {
+            if failed.is_cancelled() && !ended_here && !run.is_moved() {
+                ended_here = true;
                 // The store did not take the run's events in time: the run ends here with
                 // an error naming the cause, and the writer stores that end if it can.
                 self.fail(writer, run, thread);
