@@ -520,3 +520,77 @@ async fn postgres_stopped_mid_stream_ends_it_with_a_run_error_and_the_next_run_s
     assert!(finished(&answer), "{answer:?}");
     server.abort();
 }
+
+/// Holds `BEGIN EXCLUSIVE` on the SQLite file `argv[1]` for `argv[2]` seconds, after saying
+/// `locked` (another process's long write transaction, or an operator's open shell).
+const HOLD_LOCK: &str = "
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+db.execute('BEGIN EXCLUSIVE')
+print('locked', flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute('ROLLBACK')
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_locked_mid_stream_ends_it_with_a_run_error_and_the_next_run_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mux.db");
+    let sessions = Arc::new(SqliteSessionStore::open(&path).await.unwrap());
+    let runs = Arc::new(SqliteRunStore::open(&path).await.unwrap());
+    let config = WebConfig::default().double_texting(DoubleTexting::Enqueue);
+    let router = AguiRouter::new(agent())
+        .session_store(sessions)
+        .run_store(runs)
+        .config(config)
+        .build();
+    let listener = mux_web::bind(0).await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(mux_web::serve(listener, router));
+    let http = reqwest::Client::new();
+
+    let response = http
+        .post(format!("{url}/agui"))
+        .json(&input("l1", "r1", "slow"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // After the first tool result, another process holds the database's write lock for
+    // longer than the bound.
+    let mut holder: Option<Child> = None;
+    let events = read_stream(response, async |text: &str| {
+        if holder.is_none() && text.contains("TOOL_CALL_RESULT") {
+            let mut child = Command::new("python3")
+                .args(["-c", HOLD_LOCK])
+                .arg(&path)
+                .arg("14")
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("running python3");
+            let stdout = child.stdout.take().unwrap();
+            let said = tokio::task::block_in_place(|| {
+                BufReader::new(stdout).lines().next().unwrap().unwrap()
+            });
+            assert_eq!(said, "locked");
+            holder = Some(child);
+        }
+    })
+    .await;
+    let mut holder = holder.expect("the run had no tool result");
+    assert!(
+        store_failure(&Answer::Streamed(events.clone())),
+        "{events:?}"
+    );
+    assert_eq!(events.last().unwrap()["type"], "RUN_ERROR", "{events:?}");
+    // The lock is let go: the next runs succeed at once.
+    let released = tokio::task::spawn_blocking(move || holder.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(released.success(), "{released:?}");
+    let answer = run(&http, &url, &input("l2", "r2", "hello"), RECOVERY).await;
+    assert!(finished(&answer), "{answer:?}");
+    let answer = run(&http, &url, &input("l1", "r3", "hello"), RECOVERY).await;
+    assert!(finished(&answer), "{answer:?}");
+    server.abort();
+}
