@@ -29,8 +29,9 @@ pub(crate) struct Unanswered(pub(crate) Duration);
 
 impl From<Unanswered> for crate::runs::RunStoreError {
     fn from(err: Unanswered) -> Self {
-        Self::Store {
+        Self::Unavailable {
             operation: "waiting for the database's answer",
+            fault: crate::runs::StoreFault::Unanswered,
             reason: err.to_string(),
         }
     }

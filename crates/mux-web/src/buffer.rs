@@ -196,6 +196,36 @@ impl RunBuffer {
         self.readable.send_modify(|n| *n = readable);
     }
 
+    /// The run store did not take the run's events in time: the run ends here with `error`
+    /// (a `RUN_ERROR`), shown at once though the store has not taken it. What the store did
+    /// not take is dropped (and `RUN_STARTED` kept, when nothing was stored), so clients see
+    /// the stored events, then the error. Returns the events after the stored ones (what the
+    /// writer is handed as the run's end), or `None` when every client has its end already
+    /// (the last event, stored, ended the run).
+    pub(crate) fn fail_unstored(&self, error: &Event) -> Option<Vec<EventJson>> {
+        let readable = {
+            let mut log = self.log();
+            if log.done && log.confirmed == log.events.len() {
+                return None;
+            }
+            let keep = log.confirmed.max(1).min(log.events.len());
+            log.events.truncate(keep);
+            match EventJson::of(error) {
+                Ok(json) => log.events.push(json),
+                Err(err) => tracing::error!(%err, "unserializable AG-UI event"),
+            }
+            log.done = true;
+            log.ending = Some(Ending::Failed);
+            let unstored = log.events[log.confirmed..].to_vec();
+            log.confirmed = log.events.len();
+            (log.events.len(), unstored)
+        };
+        let (len, unstored) = readable;
+        self.pushed.send_replace(len);
+        self.readable.send_replace(len);
+        Some(unstored)
+    }
+
     /// Whether [`move_to_store`](Self::move_to_store) was called: what is not readable here
     /// by now is read from the run store.
     pub(crate) fn is_moved(&self) -> bool {
@@ -252,6 +282,42 @@ mod tests {
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].0, 2);
         assert_eq!(buffer.pushed_ending(), Some(Ending::Failed));
+    }
+
+    #[test]
+    fn a_run_the_store_did_not_take_ends_with_its_error_after_what_was_stored() {
+        let step = |name: &str| Event::StepStarted {
+            step_name: name.into(),
+        };
+        let error = Event::RunError {
+            message: "the store's disk is full".into(),
+            code: Some("run_store_unavailable".into()),
+        };
+        // Nothing stored: the first event (RUN_STARTED) and the error, readable at once.
+        let buffer = RunBuffer::stored("t", "r", 0);
+        buffer.push([step("started"), step("a")]);
+        let unstored = buffer.fail_unstored(&error).unwrap();
+        assert_eq!(unstored.len(), 2);
+        let (events, done) = buffer.read(0);
+        assert!(done);
+        assert_eq!(events.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [1, 2]);
+        assert!(events[1].1.contains("RUN_ERROR"), "{}", events[1].1);
+        assert!(!buffer.push([step("late")]), "the log is closed");
+        // Some stored: the error follows them.
+        let buffer = RunBuffer::stored("t", "r", 0);
+        buffer.push([step("started"), step("a"), step("b")]);
+        buffer.confirm(2);
+        assert_eq!(buffer.fail_unstored(&error).unwrap().len(), 1);
+        let (events, done) = buffer.read(0);
+        assert!(done);
+        assert_eq!(events.len(), 3);
+        assert!(events[2].1.contains("RUN_ERROR"));
+        // Every client has its stored end already: nothing changes.
+        let buffer = RunBuffer::stored("t", "r", 0);
+        buffer.push([step("started"), error.clone()]);
+        buffer.confirm(2);
+        assert!(buffer.fail_unstored(&error).is_none());
+        assert_eq!(buffer.read(0).0.len(), 2);
     }
 
     #[test]

@@ -82,10 +82,19 @@ impl Durable {
         let mut pushed = run.watch_pushed();
         let mut stored = writer.stored();
         let cancel = writer.cancel_requested();
+        let failed = writer.failed();
         // How many of the run's events the writer has.
         let mut handed = 0;
         let mut finished = false;
+        let mut ended_here = false;
         loop {
+            if failed.is_cancelled() && !ended_here && !run.is_moved() {
+                ended_here = true;
+                // The store did not take the run's events in time: the run ends here with
+                // an error naming the cause, and the writer stores that end if it can.
+                self.fail(writer, run, thread);
+                finished = true;
+            }
             if !finished {
                 pushed.borrow_and_update();
                 let (events, ending) = run.pushed_after(handed);
@@ -109,6 +118,7 @@ impl Durable {
                 () = cancel.cancelled(), if !cancel.is_cancelled() => {
                     thread.cancel();
                 }
+                () = failed.cancelled(), if !failed.is_cancelled() => {}
                 () = tokio::time::sleep(self.lease / 3), if waits_here => {}
                 () = writer.done() => break,
             }
@@ -124,6 +134,34 @@ impl Durable {
             thread.abort();
             // Its clients go on from the store, where the new owner writes.
             run.move_to_store();
+        }
+    }
+
+    /// Ends `run`, whose events the store did not take within the writer's timeout: stops its
+    /// loop, shows its clients a `RUN_ERROR` naming the cause after the events stored, and
+    /// hands that end to the writer.
+    fn fail(&self, writer: &RunWriter, run: &RunBuffer, thread: &Thread) {
+        let Some(failure) = writer.failure() else {
+            return;
+        };
+        tracing::error!(
+            run = writer.run_id(),
+            fault = failure.fault.as_str(),
+            "ending the run: {failure} (last error: {})",
+            failure.reason
+        );
+        thread.abort();
+        let error = crate::types::Event::RunError {
+            message: format!(
+                "{}: the run store did not take this run's events within {} s; try again \
+                 once it is back",
+                failure.fault,
+                failure.within.as_secs()
+            ),
+            code: Some(crate::error::ErrorCode::RunStore.as_str().to_owned()),
+        };
+        if let Some(end) = run.fail_unstored(&error) {
+            writer.finish_with(end, RunStatus::Failed);
         }
     }
 

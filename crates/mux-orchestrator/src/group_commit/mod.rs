@@ -48,6 +48,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool};
 
 use crate::pg_connections::Connections;
+use crate::runs::StoreFault;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
@@ -105,12 +106,23 @@ pub(crate) enum Written {
 pub(crate) struct Failure {
     /// The database's error.
     pub(crate) reason: String,
+    /// The store's fault it shows, if any (a refused statement shows none).
+    pub(crate) fault: Option<StoreFault>,
 }
 
 impl Failure {
     fn of(err: &sqlx::Error) -> Self {
         Self {
             reason: err.to_string(),
+            fault: StoreFault::of_sqlx(err),
+        }
+    }
+
+    /// A commit whose answer was lost: `reason` says what is known of it.
+    pub(crate) fn unanswered(reason: String) -> Self {
+        Self {
+            reason,
+            fault: Some(StoreFault::Unanswered),
         }
     }
 }
@@ -272,12 +284,19 @@ impl GroupCommit {
 fn mismatch() -> Failure {
     Failure {
         reason: "the group commit answered a write of another kind".to_owned(),
+        fault: Some(StoreFault::Failed),
     }
 }
 
+/// The answer of a write whose commit ended without answering it (the writer's runtime
+/// ended, or its commit task failed): it may have landed, so its caller settles it as a
+/// lost answer.
 fn stopped() -> Failure {
     Failure {
-        reason: "the group-commit writer stopped (its runtime ended)".to_owned(),
+        reason: "the group-commit writer ended without answering this write (its runtime \
+                 ended or its commit failed); whether it landed is not known"
+            .to_owned(),
+        fault: Some(StoreFault::Unanswered),
     }
 }
 
@@ -335,7 +354,12 @@ async fn dispatch(mut queue: mpsc::Receiver<Job>, connections: Arc<Connections>)
             Some(done) = flights.join_next_with_id(), if !flights.is_empty() => {
                 let (id, outcome) = match done {
                     Ok((id, outcome)) => (id, outcome),
-                    Err(err) => (err.id(), Outcome::default()),
+                    // Its writes' callers are answered by their replies' drop (see
+                    // `stopped`): none waits forever.
+                    Err(err) => {
+                        tracing::error!("a group commit's task failed: {err}");
+                        (err.id(), Outcome::default())
+                    }
                 };
                 for key in in_flight.remove(&id).unwrap_or_default() {
                     busy.remove(&key);

@@ -224,11 +224,9 @@ pub(super) async fn answer_lost_commit(
                         ..job
                     }),
                     Landed::ForTheWriter => {
-                        let _ = job.reply.send(Err(Failure {
-                            reason: format!(
+                        let _ = job.reply.send(Err(Failure::unanswered(format!(
                                 "the commit's answer was lost ({why}); it may have landed, and its server process has stopped, so the run tells"
-                            ),
-                        }));
+                            ))));
                     }
                 }
             }
@@ -236,11 +234,9 @@ pub(super) async fn answer_lost_commit(
         Err(unknown) => {
             tracing::warn!("what a group commit wrote is not known yet: {unknown}");
             for job in jobs {
-                let _ = job.reply.send(Err(Failure {
-                    reason: format!(
+                let _ = job.reply.send(Err(Failure::unanswered(format!(
                         "the commit's answer was lost ({why}) and whether it landed is not known yet ({unknown}); the next write settles it"
-                    ),
-                }));
+                    ))));
                 outcome.unsettled.push(Unsettled {
                     backend: backend.clone(),
                     write: job.write,
@@ -274,11 +270,9 @@ pub(super) async fn settle_first(
     let landed = match landed {
         Ok(mut landed) => landed.pop().unwrap_or(Landed::No),
         Err(unknown) => {
-            let _ = job.reply.send(Err(Failure {
-                reason: format!(
+            let _ = job.reply.send(Err(Failure::unanswered(format!(
                     "an earlier commit of this write's run or session went unanswered, and whether it landed is not known yet ({unknown})"
-                ),
-            }));
+                ))));
             outcome.unsettled.push(earlier);
             return None;
         }
@@ -286,9 +280,7 @@ pub(super) async fn settle_first(
     match (earlier.write, &mut job.write, landed) {
         // The writer of a run read it before its earlier append was settled: it reads again.
         (Write::Run(_), Write::Run(_), _) => {
-            let _ = job.reply.send(Err(Failure {
-                reason: "an earlier append of this run went unanswered and is settled now: the run tells whether it landed".to_owned(),
-            }));
+            let _ = job.reply.send(Err(Failure::unanswered("an earlier append of this run went unanswered and is settled now: the run tells whether it landed".to_owned())));
             None
         }
         (Write::Session(before), Write::Session(now), Landed::Yes(_))

@@ -7,16 +7,21 @@ use std::time::Duration;
 
 use mux_tool::BoxFuture;
 
-use super::{EventJson, ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
+use super::{
+    EventJson, ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoreFault, StoredEvent,
+};
 
 /// Wraps a run store: while [cut off](Self::cut_off) every call fails as an unreachable
 /// store would (a partition between one process and the database), and after
 /// [`lose_next_answer`](Self::lose_next_answer) the next append is stored but answered with
-/// an error (the connection dropped after the commit).
+/// an error (the connection dropped after the commit); while [hung](Self::hang) every call
+/// waits without an answer (a lock held elsewhere, a server that stopped answering) until the
+/// store is let go.
 pub struct FaultyRunStore {
     inner: Arc<dyn RunStore>,
     cut: AtomicBool,
     lose_answer: AtomicBool,
+    hung: tokio::sync::watch::Sender<bool>,
 }
 
 impl std::fmt::Debug for FaultyRunStore {
@@ -24,6 +29,7 @@ impl std::fmt::Debug for FaultyRunStore {
         f.debug_struct("FaultyRunStore")
             .field("cut", &self.cut)
             .field("lose_answer", &self.lose_answer)
+            .field("hung", &*self.hung.borrow())
             .finish_non_exhaustive()
     }
 }
@@ -35,7 +41,13 @@ impl FaultyRunStore {
             inner,
             cut: AtomicBool::new(false),
             lose_answer: AtomicBool::new(false),
+            hung: tokio::sync::watch::Sender::new(false),
         }
+    }
+
+    /// Makes every call wait without an answer (`true`) until let go (`false`).
+    pub fn hang(&self, hung: bool) {
+        self.hung.send_replace(hung);
     }
 
     /// Cuts the store off (`true`) or reconnects it (`false`).
@@ -48,10 +60,14 @@ impl FaultyRunStore {
         self.lose_answer.store(true, Ordering::SeqCst);
     }
 
-    fn reach(&self, operation: &'static str) -> Result<(), RunStoreError> {
+    async fn reach(&self, operation: &'static str) -> Result<(), RunStoreError> {
+        let mut hung = self.hung.subscribe();
+        // Closed only with the store, which outlives its calls.
+        let _ = hung.wait_for(|hung| !hung).await;
         if self.cut.load(Ordering::SeqCst) {
-            return Err(RunStoreError::Store {
+            return Err(RunStoreError::Unavailable {
                 operation,
+                fault: StoreFault::Unreachable,
                 reason: "cut off".into(),
             });
         }
@@ -63,7 +79,7 @@ impl FaultyRunStore {
 macro_rules! reached {
     ($self:ident, $operation:literal, $call:expr) => {
         Box::pin(async move {
-            $self.reach($operation)?;
+            $self.reach($operation).await?;
             $call.await
         })
     };
@@ -181,7 +197,7 @@ impl RunStore for FaultyRunStore {
         end: Option<RunStatus>,
     ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
         Box::pin(async move {
-            self.reach("appending events")?;
+            self.reach("appending events").await?;
             let stored = self.inner.append_json(run_id, owner, events, end).await?;
             if self.lose_answer.swap(false, Ordering::SeqCst) {
                 return Err(RunStoreError::Store {

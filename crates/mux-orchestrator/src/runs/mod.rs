@@ -29,6 +29,7 @@
 //! `postgres`) across machines, with the database's clock and `LISTEN/NOTIFY` to wake
 //! readers.
 
+mod fault;
 #[cfg(any(test, feature = "testing"))]
 mod faulty;
 mod json;
@@ -48,6 +49,7 @@ use serde_json::Value;
 
 use mux_tool::BoxFuture;
 
+pub use fault::StoreFault;
 #[cfg(any(test, feature = "testing"))]
 pub use faulty::FaultyRunStore;
 pub use json::EventJson;
@@ -56,7 +58,7 @@ pub use memory::MemoryRunStore;
 pub use postgres::PostgresRunStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteRunStore;
-pub use writer::{BACKLOG_LIMIT, RunWriter};
+pub use writer::{BACKLOG_LIMIT, RunWriter, WRITE_TIMEOUT, WriteFailure};
 
 /// Where a run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -191,6 +193,46 @@ pub enum RunStoreError {
         /// The underlying error.
         reason: String,
     },
+    /// The store cannot be used now (its disk is full, it is read-only, locked, down or not
+    /// answering): trying again once the cause is gone succeeds. A face answers it with its
+    /// "store unavailable" status; `fault` is what a client may be shown, `reason` the
+    /// driver's text (for the log).
+    #[error("run store: {operation}: {fault}: {reason}")]
+    Unavailable {
+        /// What was being done.
+        operation: &'static str,
+        /// Why, in words a client may see.
+        fault: StoreFault,
+        /// The driver's error.
+        reason: String,
+    },
+}
+
+impl RunStoreError {
+    /// Why the store could not be used, when the store (not the request) is at fault: a face
+    /// answers these with its "store unavailable" status.
+    pub fn fault(&self) -> Option<StoreFault> {
+        match self {
+            Self::Unavailable { fault, .. } => Some(*fault),
+            Self::Store { .. } => Some(StoreFault::Failed),
+            _ => None,
+        }
+    }
+
+    /// The error of a driver's failure while doing `operation`: [`Unavailable`](Self::Unavailable)
+    /// when the driver's error names a fault of the store, else [`Store`](Self::Store).
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub(crate) fn of_sqlx(operation: &'static str, err: &sqlx::Error) -> Self {
+        let reason = err.to_string();
+        match StoreFault::of_sqlx(err) {
+            Some(fault) => Self::Unavailable {
+                operation,
+                fault,
+                reason,
+            },
+            None => Self::Store { operation, reason },
+        }
+    }
 }
 
 /// Runs, their owners and their events; see the [module docs](self) for the contract.

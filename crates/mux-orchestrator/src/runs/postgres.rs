@@ -245,17 +245,21 @@ impl Drop for PostgresRunStore {
 
 /// A database error, named by what was being done.
 fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError {
-    move |err| RunStoreError::Store {
-        operation,
-        reason: err.to_string(),
-    }
+    move |err| RunStoreError::of_sqlx(operation, &err)
 }
 
 /// A group commit's failure as the run store's error, named by `operation`.
 fn group_failed(operation: &'static str) -> impl FnOnce(Failure) -> RunStoreError {
-    move |failure| RunStoreError::Store {
-        operation,
-        reason: failure.reason,
+    move |failure| match failure.fault {
+        Some(fault) => RunStoreError::Unavailable {
+            operation,
+            fault,
+            reason: failure.reason,
+        },
+        None => RunStoreError::Store {
+            operation,
+            reason: failure.reason,
+        },
     }
 }
 

@@ -162,12 +162,19 @@ fn prefix_end(prefix: &str) -> Option<String> {
     None
 }
 
+/// The row a writing statement's `RETURNING` gave, if any, out of all its rows. A statement
+/// outside a transaction is read to its end (`fetch_all`, never `fetch_one` or
+/// `fetch_optional`): SQLite commits it when it ends, and a commit that fails (a full disk)
+/// is reported only to a reader that steps that far. A reader that stops at the first row
+/// resets the statement, which rolls the write back and drops the error: the write would be
+/// answered as stored though it was not (a run "begun" that does not exist).
+fn written<R>(rows: Vec<R>) -> Option<R> {
+    rows.into_iter().next()
+}
+
 /// A database error, named by what was being done.
 fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError {
-    move |err| RunStoreError::Store {
-        operation,
-        reason: err.to_string(),
-    }
+    move |err| RunStoreError::of_sqlx(operation, &err)
 }
 
 /// The events of a stored batch row of `run_id` numbered `first..=last`, its `text`: a JSON
@@ -315,8 +322,9 @@ where
             .bind(session_id)
             .bind(owner)
             .bind(millis(lease))
-            .fetch_one(&self.pool)
-            .await;
+            .fetch_all(&self.pool)
+            .await
+            .and_then(|rows| written(rows).ok_or(sqlx::Error::RowNotFound));
         match inserted {
             Ok(row) => Self::record(&row),
             Err(sqlx::Error::Database(err)) if err.is_unique_violation() => {
@@ -351,8 +359,9 @@ where
             .bind(run_id)
             .bind(owner)
             .bind(millis(lease))
-            .fetch_optional(&self.pool)
+            .fetch_all(&self.pool)
             .await
+            .map(written)
             .map_err(failed("renewing a lease"))?;
         self.held(row, run_id, owner).await
     }
@@ -376,8 +385,9 @@ where
             .bind(owner)
             .bind(status.as_str())
             .bind(status == RunStatus::Running)
-            .fetch_optional(&self.pool)
+            .fetch_all(&self.pool)
             .await
+            .map(written)
             .map_err(failed("setting a status"))?;
         if done.is_none() {
             return Err(self.not_held(run_id, owner).await);
@@ -396,8 +406,9 @@ where
             .bind(run_id)
             .bind(owner)
             .bind(millis(lease))
-            .fetch_optional(&self.pool)
+            .fetch_all(&self.pool)
             .await
+            .map(written)
             .map_err(failed("claiming a run"))?;
         match row {
             Some(row) => Self::record(&row),
@@ -463,8 +474,9 @@ where
             .bind(millis(lease))
             .bind(prefix)
             .bind(prefix_end(prefix))
-            .fetch_optional(&self.pool)
+            .fetch_all(&self.pool)
             .await
+            .map(written)
             .map_err(failed("claiming an expired run"))?;
         row.as_ref().map(Self::record).transpose()
     }
@@ -496,8 +508,9 @@ where
     pub(super) async fn request_cancel(&self, run_id: &str) -> Result<(), RunStoreError> {
         let done = sqlx::query(D::SQL.request_cancel)
             .bind(run_id)
-            .fetch_optional(&self.pool)
+            .fetch_all(&self.pool)
             .await
+            .map(written)
             .map_err(failed("cancelling"))?;
         if done.is_none() {
             return Err(RunStoreError::NotFound(run_id.to_owned()));
@@ -528,8 +541,9 @@ where
             (Some(appender), _) => appender(run_id, owner, events, status).await?,
             (None, None) => append
                 .bind(EventJson::array(events))
-                .fetch_optional(&self.pool)
+                .fetch_all(&self.pool)
                 .await
+                .map(written)
                 .map_err(failed())?,
             (None, Some(insert)) => {
                 let mut tx = self.pool.begin().await.map_err(failed())?;

@@ -13,9 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::Sqlite;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqliteSynchronous};
 use tokio::sync::Notify;
 
 use super::RunStoreError;
@@ -210,10 +208,7 @@ pub struct SqliteRunStore {
 
 /// A database error, named by what was being done.
 fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError {
-    move |err| RunStoreError::Store {
-        operation,
-        reason: err.to_string(),
-    }
+    move |err| RunStoreError::of_sqlx(operation, &err)
 }
 
 impl SqliteRunStore {
@@ -236,9 +231,9 @@ impl SqliteRunStore {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(30));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .test_before_acquire(false)
+        // A connection left in a transaction (SQLite rolled it back after a failed write)
+        // is not reused: it would hold the write lock or refuse every transaction.
+        let pool = crate::session::sqlite_pool::pool_options(4)
             .connect_with(options)
             .await
             .map_err(failed("opening the database"))?;

@@ -12,8 +12,14 @@
 //! - renews the lease every third of it, and fires [`cancel_requested`](RunWriter::cancel_requested)
 //!   when another process asked to cancel the run (seen at the heartbeat, or at once on a
 //!   store that [notifies](RunStore::notifies));
-//! - keeps events while the store is unreachable, retrying with a backoff up to a second, and
-//!   gives up past [`BACKLOG_LIMIT`] of them;
+//! - keeps events while the store is unreachable, retrying with a backoff up to a second;
+//!   gives up when the store has not taken them within [`WRITE_TIMEOUT`] of the first try
+//!   (each call to the store is bounded by what is left of it), or past [`BACKLOG_LIMIT`]
+//!   of them. Giving up is reported ([`failed`](RunWriter::failed), [`failure`](RunWriter::failure)):
+//!   the face ends the run with an error naming the cause, which the writer then tries to
+//!   store as the run's end (within [`WRITE_TIMEOUT`] again) so the store agrees with what
+//!   clients saw. Nothing of a failure is kept: the next write starts afresh, with no backoff
+//!   left over;
 //! - takes the run back when its lease ran out meanwhile (the store was unreachable for longer
 //!   than the lease) and no one else took it or wrote to it;
 //! - fires [`lost`](RunWriter::lost) when the run is no longer this owner's (its lease ran
@@ -29,7 +35,7 @@ use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{EventJson, RunStatus, RunStore, RunStoreError};
+use super::{EventJson, RunStatus, RunStore, RunStoreError, StoreFault};
 
 /// The most events one append writes.
 const BATCH: usize = 256;
@@ -37,6 +43,25 @@ const BATCH: usize = 256;
 const CANCEL_CHECK: Duration = Duration::from_millis(100);
 /// How many events a run keeps while the store is unreachable before it gives up.
 pub const BACKLOG_LIMIT: usize = 10_000;
+/// How long a run's events may wait for the store, from the first try of a write it has not
+/// taken, before the writer gives up (see [`RunWriter::failed`]). A call to the store is
+/// bounded by what is left of it, so a store that hangs (a held lock, a server that does not
+/// answer) fails as surely as one that refuses.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a writer gave up its run: the store did not take its events (or its end) within
+/// [`WRITE_TIMEOUT`].
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("the run store did not take the run's events within {within:?}: {fault}")]
+#[non_exhaustive]
+pub struct WriteFailure {
+    /// The store's fault, in words a client may be shown.
+    pub fault: StoreFault,
+    /// How long the writer tried.
+    pub within: Duration,
+    /// The store's last error (for the log: it may hold the driver's text).
+    pub reason: String,
+}
 
 /// The writer of one run its owner holds: it appends what is [pushed](Self::push) in
 /// batches, renews the lease every third of it, reports what is [stored](Self::stored), a
@@ -63,12 +88,23 @@ struct Shared {
     /// Cancelled when the face goes away: the writer stops where it is, writing nothing
     /// more, and the run is left to be taken over.
     alive: CancellationToken,
+    /// Fired when the writer gave up the run's events ([`Shared::failure`] says why).
+    failed: CancellationToken,
+    failure: Mutex<Option<WriteFailure>>,
+    /// The store's most telling error since its last success: a refusal that names a cause
+    /// (a full disk) rather than a call cut short by the timeout.
+    telling: Mutex<Option<(StoreFault, String)>>,
+    /// How long the store may take a write before the writer gives up.
+    timeout: Duration,
 }
 
 #[derive(Debug, Default)]
 struct Queue {
     events: Vec<EventJson>,
     end: Option<RunStatus>,
+    /// The writer gave up the events: pushes are ignored, and only the end the face gives
+    /// (with its last events) is written.
+    gave_up: bool,
 }
 
 impl std::fmt::Debug for RunWriter {
@@ -92,6 +128,20 @@ impl RunWriter {
         lease: Duration,
         alive: CancellationToken,
     ) -> Self {
+        Self::start_within(store, run_id, last_seq, owner, lease, alive, WRITE_TIMEOUT)
+    }
+
+    /// [`start`](Self::start), giving up a write the store has not taken within `timeout`
+    /// instead of [`WRITE_TIMEOUT`].
+    pub fn start_within(
+        store: Arc<dyn RunStore>,
+        run_id: impl Into<String>,
+        last_seq: u64,
+        owner: impl Into<String>,
+        lease: Duration,
+        alive: CancellationToken,
+        timeout: Duration,
+    ) -> Self {
         let shared = Arc::new(Shared {
             store,
             run_id: run_id.into(),
@@ -104,6 +154,10 @@ impl RunWriter {
             lost: CancellationToken::new(),
             done: CancellationToken::new(),
             alive,
+            failed: CancellationToken::new(),
+            failure: Mutex::new(None),
+            telling: Mutex::new(None),
+            timeout,
         });
         tokio::spawn(Arc::clone(&shared).write());
         Self { shared }
@@ -118,7 +172,7 @@ impl RunWriter {
     /// already). Ignored after [`finish`](Self::finish).
     pub fn push(&self, event: impl Into<EventJson>) {
         let mut queue = self.shared.lock();
-        if queue.end.is_none() {
+        if queue.end.is_none() && !queue.gave_up {
             queue.events.push(event.into());
             drop(queue);
             self.shared.pushed.notify_one();
@@ -133,7 +187,9 @@ impl RunWriter {
 
     /// Queues the run's last `events` and ends it in `status` with them: the store takes the
     /// last events and the end in one step, so whoever reads the end finds the status
-    /// agreeing. Ignored after [`finish`](Self::finish).
+    /// agreeing. Ignored after [`finish`](Self::finish). After [`failed`](Self::failed),
+    /// this is how the face hands over the end it showed (an error naming the cause): those
+    /// events alone follow the ones stored.
     pub fn finish_with(
         &self,
         events: impl IntoIterator<Item = impl Into<EventJson>>,
@@ -165,6 +221,25 @@ impl RunWriter {
         self.shared.lost.clone()
     }
 
+    /// Fires when the writer gave up the run's events: the store did not take them within
+    /// [`WRITE_TIMEOUT`] ([`failure`](Self::failure) says why). The events not stored are
+    /// dropped, and reported so: the face ends the run (stopping its loop) with an error naming
+    /// the cause and hands that end over with [`finish_with`](Self::finish_with); the writer
+    /// tries to store it, within [`WRITE_TIMEOUT`] again, and otherwise leaves the run to be
+    /// taken over once its lease runs out.
+    pub fn failed(&self) -> CancellationToken {
+        self.shared.failed.clone()
+    }
+
+    /// Why the writer gave up, once [`failed`](Self::failed) fired.
+    pub fn failure(&self) -> Option<WriteFailure> {
+        self.shared
+            .failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// Waits until the writer is done: the end stored, or the run lost, or `alive` cancelled.
     pub async fn done(&self) {
         self.shared.done.cancelled().await;
@@ -194,6 +269,23 @@ impl Shared {
         self.done.cancel();
     }
 
+    /// `call`, or the store's "did not answer" error when it has no answer by `deadline`.
+    async fn bounded<T>(
+        &self,
+        deadline: Instant,
+        call: impl Future<Output = Result<T, RunStoreError>>,
+    ) -> Result<T, RunStoreError> {
+        let within = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(within, call).await {
+            Ok(answer) => answer,
+            Err(_) => Err(RunStoreError::Unavailable {
+                operation: "writing a run",
+                fault: StoreFault::Unanswered,
+                reason: format!("the run store did not answer within {:?}", self.timeout),
+            }),
+        }
+    }
+
     async fn run(&self) {
         let mut renew_at = Instant::now() + self.heartbeat();
         let mut backoff = Duration::from_millis(20);
@@ -208,24 +300,36 @@ impl Shared {
         // The events taken from the queue and not yet stored, in order: written again as
         // they are after a failure, never copied.
         let mut pending: Vec<EventJson> = Vec::new();
+        // Until when the store may take the write under way (from its first try): past it,
+        // the writer gives up. `None` while nothing waits for the store.
+        let mut deadline: Option<Instant> = None;
+        // After the writer gave up: until when the face may hand over the run's end.
+        let mut handover_by: Option<Instant> = None;
         loop {
             if self.alive.is_cancelled() {
                 return;
             }
             if let Some(end) = uncertain {
-                match self.settle(pending.len(), end).await {
+                let until = *deadline.get_or_insert_with(|| Instant::now() + self.timeout);
+                match self.bounded(until, self.settle(pending.len(), end)).await {
                     Ok(stored) => {
                         uncertain = None;
                         if stored {
                             pending.clear();
+                            deadline = None;
                             if end.is_some() {
                                 return;
                             }
                         }
                     }
                     Err(err) => {
-                        if !self.outage(&err, pending.len(), &mut backoff).await {
-                            return;
+                        match self.outage(&err, pending.len(), &mut backoff, until).await {
+                            Outage::Retry => {}
+                            Outage::Again => deadline = None,
+                            Outage::GaveUp => {
+                                (pending, uncertain, deadline) = (Vec::new(), None, None);
+                            }
+                            Outage::Stop => return,
                         }
                         continue;
                     }
@@ -244,13 +348,19 @@ impl Shared {
                 queue.end.filter(|_| queue.events.is_empty())
             };
             if !pending.is_empty() {
-                match self
-                    .store
-                    .append_json(&self.run_id, &self.owner, &pending, end)
-                    .await
-                {
+                let until = *deadline.get_or_insert_with(|| Instant::now() + self.timeout);
+                let appended = self
+                    .bounded(
+                        until,
+                        self.store
+                            .append_json(&self.run_id, &self.owner, &pending, end),
+                    )
+                    .await;
+                match appended {
                     Ok(seq) => {
                         backoff = Duration::from_millis(20);
+                        deadline = None;
+                        *self.telling.lock().unwrap_or_else(PoisonError::into_inner) = None;
                         pending.clear();
                         self.stored.send_replace(seq);
                         if end.is_some() {
@@ -259,15 +369,20 @@ impl Shared {
                         continue;
                     }
                     Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
-                        match self.reclaim().await {
+                        match self.bounded(until, self.reclaim()).await {
                             Ok(true) => {
                                 renew_at = Instant::now() + self.heartbeat();
                                 continue;
                             }
                             Ok(false) => return self.lose("another owner holds it now"),
                             Err(err) => {
-                                if !self.outage(&err, pending.len(), &mut backoff).await {
-                                    return;
+                                match self.outage(&err, pending.len(), &mut backoff, until).await {
+                                    Outage::Retry => {}
+                                    Outage::Again => deadline = None,
+                                    Outage::GaveUp => {
+                                        (pending, uncertain, deadline) = (Vec::new(), None, None);
+                                    }
+                                    Outage::Stop => return,
                                 }
                                 continue;
                             }
@@ -275,8 +390,13 @@ impl Shared {
                     }
                     Err(err) => {
                         uncertain = Some(end);
-                        if !self.outage(&err, pending.len(), &mut backoff).await {
-                            return;
+                        match self.outage(&err, pending.len(), &mut backoff, until).await {
+                            Outage::Retry => {}
+                            Outage::Again => deadline = None,
+                            Outage::GaveUp => {
+                                (pending, uncertain, deadline) = (Vec::new(), None, None);
+                            }
+                            Outage::Stop => return,
                         }
                         continue;
                     }
@@ -284,6 +404,9 @@ impl Shared {
             }
             if let Some(status) = end {
                 return self.end(status).await;
+            }
+            if self.failed.is_cancelled() && handover_by.is_none() {
+                handover_by = Some(Instant::now() + self.timeout);
             }
             let renew = tokio::select! {
                 () = self.pushed.notified() => continue,
@@ -296,11 +419,15 @@ impl Shared {
                 }
                 () = tokio::time::sleep_until(look.unwrap_or(renew_at)), if look.is_some() => false,
                 () = self.alive.cancelled() => return,
+                () = tokio::time::sleep_until(handover_by.unwrap_or(renew_at)), if handover_by.is_some() => {
+                    return self.lose("the writer gave the run up and no end was handed over");
+                }
             };
+            let until = Instant::now() + self.timeout;
             if !renew {
                 look = None;
                 looked = Instant::now();
-                match self.store.get(&self.run_id).await {
+                match self.bounded(until, self.store.get(&self.run_id)).await {
                     // Only while it is ours: a run handed over or taken over is not.
                     Ok(record)
                         if record.cancel_requested
@@ -315,8 +442,10 @@ impl Shared {
                 continue;
             }
             match self
-                .store
-                .renew(&self.run_id, &self.owner, self.lease)
+                .bounded(
+                    until,
+                    self.store.renew(&self.run_id, &self.owner, self.lease),
+                )
                 .await
             {
                 Ok(record) => {
@@ -326,7 +455,7 @@ impl Shared {
                     }
                 }
                 Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
-                    match self.reclaim().await {
+                    match self.bounded(until, self.reclaim()).await {
                         Ok(true) => {
                             renew_at = Instant::now() + self.heartbeat();
                             continue;
@@ -413,47 +542,113 @@ impl Shared {
         self.lost.cancel();
     }
 
-    /// The store was unreachable: keeps the events (`taken` out of the queue, and the
-    /// queue's; up to [`BACKLOG_LIMIT`]) and waits. False when the writer gave up.
-    async fn outage(&self, err: &RunStoreError, taken: usize, backoff: &mut Duration) -> bool {
+    /// The store failed a write (`err`): keeps the events (`taken` out of the queue, and the
+    /// queue's; up to [`BACKLOG_LIMIT`]) and waits to try again, or gives them up when the
+    /// store has not taken them by `deadline` (see [`Outage`]).
+    async fn outage(
+        &self,
+        err: &RunStoreError,
+        taken: usize,
+        backoff: &mut Duration,
+        deadline: Instant,
+    ) -> Outage {
         let backlog = taken + self.lock().events.len();
         tracing::warn!(run = %self.run_id, backlog, "writing a run's events failed: {err}");
+        let fault = err.fault().unwrap_or(StoreFault::Failed);
+        {
+            let mut telling = self.telling.lock().unwrap_or_else(PoisonError::into_inner);
+            if fault != StoreFault::Unanswered || telling.is_none() {
+                *telling = Some((fault, err.to_string()));
+            }
+        }
         if backlog > BACKLOG_LIMIT {
             self.lose("the run store stayed unreachable");
-            return false;
+            return Outage::Stop;
         }
+        let late = Instant::now() >= deadline;
+        if late && !self.failed.is_cancelled() {
+            return self.give_up(err);
+        }
+        // The end of a run given up is tried until the store takes it (each try bounded),
+        // so the run ends as its clients saw once the cause is gone.
+        let wake = if late {
+            Instant::now() + *backoff
+        } else {
+            (Instant::now() + *backoff).min(deadline)
+        };
         tokio::select! {
-            () = tokio::time::sleep(*backoff) => {}
-            () = self.alive.cancelled() => return false,
+            () = tokio::time::sleep_until(wake) => {}
+            () = self.alive.cancelled() => return Outage::Stop,
         }
         *backoff = (*backoff * 2).min(Duration::from_secs(1));
-        true
+        if late { Outage::Again } else { Outage::Retry }
     }
 
-    /// Sets the status the run ended in, retrying while the store is unreachable.
+    /// The store did not take a write within the timeout: the run's events not stored are
+    /// dropped and the failure reported (the face hands over the end it showed, which is
+    /// written next).
+    fn give_up(&self, err: &RunStoreError) -> Outage {
+        let (fault, reason) = self
+            .telling
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .unwrap_or_else(|| (err.fault().unwrap_or(StoreFault::Failed), err.to_string()));
+        let failure = WriteFailure {
+            fault,
+            within: self.timeout,
+            reason,
+        };
+        tracing::error!(
+            run = %self.run_id,
+            fault = failure.fault.as_str(),
+            "giving the run up: {failure}; last error: {err}"
+        );
+        *self.failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(failure);
+        {
+            let mut queue = self.lock();
+            queue.gave_up = true;
+            queue.events.clear();
+            queue.end = None;
+        }
+        self.failed.cancel();
+        Outage::GaveUp
+    }
+
+    /// Sets the status the run ended in, retrying while the store fails, for at most the
+    /// timeout.
     async fn end(&self, status: RunStatus) {
         let mut backoff = Duration::from_millis(20);
+        let deadline = Instant::now() + self.timeout;
         loop {
-            match self
-                .store
-                .set_status(&self.run_id, &self.owner, status)
-                .await
-            {
+            let set = self.store.set_status(&self.run_id, &self.owner, status);
+            match self.bounded(deadline, set).await {
                 Ok(()) => return,
                 Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
                     return self.lose("it was taken over before its end was stored");
                 }
-                Err(err) => {
-                    tracing::warn!(run = %self.run_id, "setting a run's status failed: {err}");
-                    tokio::select! {
-                        () = tokio::time::sleep(backoff) => {}
-                        () = self.alive.cancelled() => return,
-                    }
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
-                }
+                Err(err) => match self.outage(&err, 0, &mut backoff, deadline).await {
+                    Outage::Retry => {}
+                    // The end is the last write: nothing follows to be stored.
+                    Outage::Again | Outage::GaveUp | Outage::Stop => return,
+                },
             }
         }
     }
+}
+
+/// What the writer does after the store failed a write.
+enum Outage {
+    /// Try again (after the backoff).
+    Retry,
+    /// Try again (after the backoff), the store's time for the write renewed: the end of a
+    /// run given up, tried until the store takes it.
+    Again,
+    /// The store did not take the write in time: the events were dropped and the failure
+    /// reported; write the end the face hands over.
+    GaveUp,
+    /// Stop writing.
+    Stop,
 }
 
 #[cfg(test)]
@@ -497,6 +692,127 @@ mod tests {
             let record = store.get("r").await.unwrap();
             assert_eq!((record.status, record.last_seq), (RunStatus::Finished, 3));
         }
+    }
+
+    /// A store that refuses every write past the timeout fails the run, saying why; the end
+    /// the face then hands over is stored once the store is back, after what was stored.
+    #[tokio::test]
+    async fn a_store_that_refuses_past_the_timeout_fails_the_run_and_takes_its_end_later() {
+        let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
+        let lease = Duration::from_secs(30);
+        store.begin("s", "r", "me", lease).await.unwrap();
+        let dyn_store: Arc<dyn RunStore> = store.clone();
+        let timeout = Duration::from_millis(300);
+        let writer = RunWriter::start_within(
+            dyn_store,
+            "r",
+            0,
+            "me",
+            lease,
+            CancellationToken::new(),
+            timeout,
+        );
+        writer.push(json!("started"));
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            writer.stored().wait_for(|n| *n == 1),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        store.cut_off(true);
+        writer.push(json!("lost"));
+        tokio::time::timeout(Duration::from_secs(10), writer.failed().cancelled())
+            .await
+            .expect("the writer never gave up");
+        let failure = writer.failure().unwrap();
+        assert_eq!(failure.fault, StoreFault::Unreachable);
+        assert_eq!(failure.within, timeout);
+        assert!(failure.reason.contains("cut off"), "{}", failure.reason);
+        // Pushed after giving up: dropped. The face's end is written, once the store is back.
+        writer.push(json!("late"));
+        writer.finish_with([json!("error")], RunStatus::Failed);
+        tokio::time::sleep(timeout * 3).await;
+        assert!(
+            !writer.is_done(),
+            "the end is tried until the store takes it"
+        );
+        store.cut_off(false);
+        tokio::time::timeout(Duration::from_secs(10), writer.done())
+            .await
+            .unwrap();
+        let record = store.get("r").await.unwrap();
+        assert_eq!((record.status, record.last_seq), (RunStatus::Failed, 2));
+        let events = store.events_after("r", 0, 10).await.unwrap();
+        let values: Vec<Value> = events.into_iter().map(|e| e.event).collect();
+        assert_eq!(values, [json!("started"), json!("error")]);
+    }
+
+    /// A store that does not answer at all fails the run within the timeout too.
+    #[tokio::test]
+    async fn a_store_that_does_not_answer_fails_the_run_within_the_timeout() {
+        let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
+        let lease = Duration::from_secs(30);
+        store.begin("s", "r", "me", lease).await.unwrap();
+        let dyn_store: Arc<dyn RunStore> = store.clone();
+        store.hang(true);
+        let writer = RunWriter::start_within(
+            dyn_store,
+            "r",
+            0,
+            "me",
+            lease,
+            CancellationToken::new(),
+            Duration::from_millis(300),
+        );
+        writer.push(json!("started"));
+        tokio::time::timeout(Duration::from_secs(10), writer.failed().cancelled())
+            .await
+            .expect("a hung store held the writer");
+        assert_eq!(writer.failure().unwrap().fault, StoreFault::Unanswered);
+        store.hang(false);
+        writer.finish_with([json!("error")], RunStatus::Failed);
+        tokio::time::timeout(Duration::from_secs(10), writer.done())
+            .await
+            .unwrap();
+        assert_eq!(store.get("r").await.unwrap().status, RunStatus::Failed);
+    }
+
+    /// An outage shorter than the timeout costs nothing: the run goes on, every event stored
+    /// once, and nothing of the outage (no failure, no backoff) is left.
+    #[tokio::test]
+    async fn an_outage_within_the_timeout_loses_nothing_and_leaves_nothing_behind() {
+        let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
+        let lease = Duration::from_secs(30);
+        store.begin("s", "r", "me", lease).await.unwrap();
+        let dyn_store: Arc<dyn RunStore> = store.clone();
+        let writer = RunWriter::start_within(
+            dyn_store,
+            "r",
+            0,
+            "me",
+            lease,
+            CancellationToken::new(),
+            Duration::from_secs(30),
+        );
+        store.cut_off(true);
+        writer.push(json!(0));
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        store.cut_off(false);
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            writer.stored().wait_for(|n| *n == 1),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        writer.finish_with([json!(1)], RunStatus::Finished);
+        tokio::time::timeout(Duration::from_secs(10), writer.done())
+            .await
+            .unwrap();
+        assert!(!writer.failed().is_cancelled() && writer.failure().is_none());
+        let record = store.get("r").await.unwrap();
+        assert_eq!((record.status, record.last_seq), (RunStatus::Finished, 2));
     }
 
     #[tokio::test]

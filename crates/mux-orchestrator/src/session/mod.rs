@@ -11,6 +11,8 @@ mod sql;
 mod sql_store;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+pub(crate) mod sqlite_pool;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -227,6 +229,26 @@ pub enum SessionError {
     },
 }
 
+/// The fault a database error's `source` shows: the driver's, the group commit's, an
+/// unanswered statement's; a refused statement or another error is the store failing.
+fn database_fault(source: &(dyn std::error::Error + 'static)) -> crate::runs::StoreFault {
+    use crate::runs::StoreFault;
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    if let Some(err) = source.downcast_ref::<sqlx::Error>() {
+        return StoreFault::of_sqlx(err).unwrap_or(StoreFault::Failed);
+    }
+    #[cfg(feature = "postgres")]
+    if let Some(failure) = source.downcast_ref::<crate::group_commit::Failure>() {
+        return failure.fault.unwrap_or(StoreFault::Failed);
+    }
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    if source.is::<crate::store_bound::Unanswered>() {
+        return StoreFault::Unanswered;
+    }
+    let _ = source;
+    StoreFault::Failed
+}
+
 /// What an error is about: "session `id`", or "session store" for the whole store.
 fn subject(id: &Option<String>) -> String {
     match id {
@@ -241,6 +263,19 @@ impl SessionError {
     /// record that does not serialize, a corrupt log, a newer schema) stay as they are.
     pub(crate) fn is_transient(&self) -> bool {
         matches!(self, Self::Io { .. } | Self::Database { .. })
+    }
+
+    /// Why the store could not be used, when the store (not the request) is at fault: its
+    /// disk is full, it is read-only, locked, down or not answering. A face answers these with
+    /// its "store unavailable" status (a retry once the cause is gone succeeds); `None` for a
+    /// session that exists or does not, an invalid id, a corrupt log or a newer schema.
+    pub fn fault(&self) -> Option<crate::runs::StoreFault> {
+        use crate::runs::StoreFault;
+        match self {
+            Self::Io { source, .. } => Some(StoreFault::of_io(source)),
+            Self::Database { source, .. } => Some(database_fault(&**source)),
+            _ => None,
+        }
     }
 
     /// An I/O error of session `id`.

@@ -4,8 +4,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use sqlx::sqlite::{
-    Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteQueryResult, SqliteSynchronous,
+    Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqliteQueryResult,
+    SqliteSynchronous,
 };
 
 use super::SessionError;
@@ -128,10 +128,8 @@ impl SqliteSessionStore {
     /// Opens a database with the caller's connection options (four pooled connections) and
     /// migrates it. The options should keep WAL mode and a busy timeout.
     pub async fn open_with(options: SqliteConnectOptions) -> Result<Self, SessionError> {
-        // A connection to a local file does not go stale: no ping before each use.
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .test_before_acquire(false)
+        // No ping before each use; a connection left in a transaction is not reused.
+        let pool = super::sqlite_pool::pool_options(4)
             .connect_with(options)
             .await
             .map_err(store_error("opening the database"))?;

@@ -4,6 +4,7 @@
 mod common;
 
 mod a_run_on_a_budget_ends_with_its_limit;
+mod a_store_that_cannot_write;
 mod ag_ui_validate;
 mod an_agent_is_served_as_described;
 mod durable_runs;
