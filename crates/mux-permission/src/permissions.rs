@@ -233,6 +233,10 @@ impl Permissions {
         if !self.sandboxed() {
             return Ok(bash);
         }
+        let judge = self.clone();
+        let bash = bash.leaves_wall_when(move |command, requested| {
+            judge.outside_wall(command, requested).is_some()
+        });
         let walls = self.walls()?;
         let network = walls.network_policy().map_err(|err| SandboxError::Entry {
             key: "sandbox.network domains".into(),

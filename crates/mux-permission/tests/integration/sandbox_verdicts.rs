@@ -380,6 +380,82 @@ async fn the_policy_builds_the_tool_it_judges() {
     assert!(!outside.exists());
 }
 
+/// A command that leaves the wall is asked about, and once allowed runs outside it: what the
+/// wall refuses (a write outside the root) then happens. Through the flag too; without an
+/// exclusion or the flag, the same write is refused by the wall.
+#[tokio::test]
+async fn an_excluded_command_asks_and_runs_outside_the_wall() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir(&root).unwrap();
+    let settings = sandbox(|s| s.excluded_commands = vec!["touch".into()]);
+    let project = ScopeRules::new(RuleSet::new().with_sandbox(settings));
+    let permissions = Permissions::builder(PathContext::with_home(&root, None))
+        .scope(Scope::Project, project)
+        .bash_wall(SandboxPolicy::WorkspaceWrite)
+        .build();
+    let registry = Registry::new();
+    registry
+        .register_typed(permissions.bash(Sandbox::new(&root).unwrap()).unwrap())
+        .unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&asked);
+    let asker = mux_permission::asker_fn(move |call: ToolCall, _subject, _verdict| {
+        seen.lock().unwrap().push(call.input["command"].clone());
+        async { mux_permission::Answer::AllowOnce }
+    });
+    let executor = Executor::builder(registry)
+        .gate(PermissionGate::new(permissions, asker))
+        .build();
+    let run = |id: &'static str, input: Value| {
+        let executor = &executor;
+        async move {
+            let outcome = executor
+                .execute(ToolCall::new(id, "bash", input), &CallScope::default())
+                .await;
+            (outcome.is_error(), outcome.output().to_text())
+        }
+    };
+    let walled = dir.path().join("walled.txt");
+    let (_, text) = run(
+        "1",
+        json!({"command": format!("echo x > {}", walled.display())}),
+    )
+    .await;
+    if text.contains("unsupported") || text.contains("Unsupported") {
+        eprintln!("skipped: this machine cannot enforce the OS sandbox: {text}");
+        return;
+    }
+    assert!(
+        !walled.exists(),
+        "the wall let a write outside the root: {text}"
+    );
+    let excluded = dir.path().join("excluded.txt");
+    let (is_error, text) = run(
+        "2",
+        json!({"command": format!("touch {}", excluded.display())}),
+    )
+    .await;
+    assert!(!is_error, "{text}");
+    assert!(
+        excluded.exists(),
+        "the excluded command ran inside the wall: {text}"
+    );
+    let flagged = dir.path().join("flagged.txt");
+    let (is_error, text) = run(
+        "3",
+        json!({"command": format!("echo y > {}", flagged.display()), DANGEROUSLY_DISABLE_SANDBOX: true}),
+    )
+    .await;
+    assert!(!is_error, "{text}");
+    assert!(
+        flagged.exists(),
+        "the flagged command ran inside the wall: {text}"
+    );
+    let asked = asked.lock().unwrap();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+}
+
 const WORDS: &[&str] = &[
     "git", "status", "push", "diff", "ls", "-la", "rm", "-rf", "echo", "cat", "npm", "install",
     "$(id)", "`id`", "$HOME", "*.txt", "sudo", "sh", "-c", "x", "FOO=1", "> out", "2>&1", "curl",

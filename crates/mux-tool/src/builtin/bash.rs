@@ -35,6 +35,23 @@ pub struct BashArgs {
     /// How long the command may run, in milliseconds. Default: 120000; at most 600000.
     #[schemars(range(min = 1, max = 600_000))]
     pub timeout_ms: Option<u64>,
+    /// Run the command outside the OS sandbox, for a command the sandbox keeps from working.
+    /// It is always asked about first, refused where the settings forbid commands outside the
+    /// sandbox, and ignored (the command runs inside) where nothing lets commands leave it.
+    #[serde(default, rename = "dangerouslyDisableSandbox")]
+    #[schemars(rename = "dangerouslyDisableSandbox")]
+    pub dangerously_disable_sandbox: Option<bool>,
+}
+
+/// Decides, from a command and its `dangerouslyDisableSandbox`, whether it runs outside the
+/// OS sandbox ([`Bash::leaves_wall_when`]).
+#[derive(Clone)]
+struct LeavesWall(std::sync::Arc<dyn Fn(&str, bool) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for LeavesWall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LeavesWall")
+    }
 }
 
 /// Runs a shell command in the sandbox root.
@@ -85,6 +102,7 @@ pub struct Bash {
     nested_git: bool,
     files: FilePolicy,
     home: Option<PathBuf>,
+    leaves_wall: Option<LeavesWall>,
 }
 
 impl Bash {
@@ -103,6 +121,7 @@ impl Bash {
             nested_git: false,
             files: FilePolicy::default(),
             home: None,
+            leaves_wall: None,
         }
     }
 
@@ -110,6 +129,18 @@ impl Bash {
     /// [`WorkspaceWrite`](SandboxPolicy::WorkspaceWrite)).
     pub fn sandbox_policy(mut self, policy: SandboxPolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Which commands run outside the OS sandbox: `decide(command, requested)`, where
+    /// `requested` is the call's `dangerouslyDisableSandbox`, says so for one command (mux-
+    /// permission's `Permissions::bash` sets it from `sandbox.excludedCommands`, and its
+    /// verdict asks for every such command). Without it, every command runs inside.
+    pub fn leaves_wall_when(
+        mut self,
+        decide: impl Fn(&str, bool) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.leaves_wall = Some(LeavesWall(std::sync::Arc::new(decide)));
         self
     }
 
@@ -271,6 +302,16 @@ impl TypedTool for Bash {
             return Err(ToolError::InvalidArguments("command is empty".into()));
         }
         let root = self.sandbox.resolve_existing(".")?;
+        let requested = args.dangerously_disable_sandbox.unwrap_or(false);
+        if self
+            .leaves_wall
+            .as_ref()
+            .is_some_and(|leaves| (leaves.0)(&args.command, requested))
+        {
+            let mut outside = self.clone();
+            outside.policy = SandboxPolicy::FullAccess;
+            return run::run(&outside, &args.command, root.real(), timeout, &cx).await;
+        }
         run::run(self, &args.command, root.real(), timeout, &cx).await
     }
 }
