@@ -46,7 +46,10 @@ pub struct BashArgs {
 /// Decides, from a command and its `dangerouslyDisableSandbox`, whether it runs outside the
 /// OS sandbox ([`Bash::leaves_wall_when`]).
 #[derive(Clone)]
-struct LeavesWall(std::sync::Arc<dyn Fn(&str, bool) -> bool + Send + Sync>);
+struct LeavesWall(std::sync::Arc<LeavesWallFn>);
+
+/// `decide(command, requested)`: whether the command runs outside the OS sandbox.
+type LeavesWallFn = dyn Fn(&str, bool) -> bool + Send + Sync;
 
 impl std::fmt::Debug for LeavesWall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
