@@ -222,8 +222,8 @@ impl Permissions {
     /// The `bash` tool over `sandbox`, under [`bash_policy`](Self::bash_policy): built from
     /// the same value the policy judges its commands by. While the wall is up
     /// ([`sandboxed`](Self::sandboxed)), the [`walls`](Self::walls) become its walls: hidden
-    /// and read-only paths and extra writable ones (a [`FilePolicy`]), and the network through
-    /// the agent's proxy, to the allowed domains (a [`NetworkPolicy`]; a domain no rule
+    /// and read-only paths and extra writable ones (a [`FilePolicy`](mux_tool::builtin::FilePolicy)), and the network through
+    /// the agent's proxy, to the allowed domains (a [`NetworkPolicy`](mux_tool::builtin::NetworkPolicy); a domain no rule
     /// covers is asked about on the run's face).
     ///
     /// Fails when a wall entry set in code (not loaded from a file, which checks them) is
