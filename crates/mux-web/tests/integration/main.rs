@@ -3,6 +3,7 @@
 
 mod common;
 
+mod a_network_destination_is_asked_about;
 mod a_run_on_a_budget_ends_with_its_limit;
 mod ag_ui_validate;
 mod an_agent_is_served_as_described;
