@@ -87,3 +87,100 @@ impl DomainAsker for CallDomainAsker {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use std::time::Duration;
+
+    use mux_llm::testing::ScriptedClient;
+    use mux_tool::builtin::{CallDomainAskers, DomainRequest};
+    use mux_tool::{Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec};
+    use serde_json::Value;
+
+    use super::*;
+    use crate::{Agent, LoopEvent, LoopInput, LoopState, Run};
+
+    /// A read-only tool that asks about `a.test:80` and gives up on it (as a command that
+    /// ends before the answer), then asks about `b.test:80` and reports that answer.
+    struct TwoDestinations(ToolSpec);
+
+    impl Tool for TwoDestinations {
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+
+        fn call(&self, _: Value, cx: ToolContext) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+            Box::pin(async move {
+                let askers = cx.resources().get::<CallDomainAskers>().unwrap();
+                let asker = askers.0.for_call(cx.call_id());
+                let first = asker.ask(DomainRequest::new("a.test", 80));
+                let gave_up = tokio::time::timeout(Duration::from_millis(100), first).await;
+                assert!(gave_up.is_err(), "nobody answers a.test");
+                let second = asker.ask(DomainRequest::new("b.test", 80)).await;
+                Ok(ToolOutput::text(format!("b.test: {second:?}")))
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_question_given_up_before_its_answer_leaves_no_wait_behind() {
+        let spec = ToolSpec::new("two", "asks twice", json!({"type": "object"}))
+            .unwrap()
+            .with_annotations(ToolAnnotations::read_only());
+        let model = ScriptedClient::new()
+            .reply_tool_call("c1", "two", json!({}))
+            .reply_text("done");
+        let agent = Agent::builder(model, "m")
+            .tools([Arc::new(TwoDestinations(spec)) as Arc<dyn Tool>])
+            .build()
+            .unwrap();
+        let Run {
+            mut events,
+            input,
+            handle,
+        } = agent.stream("go").unwrap();
+        let mut asked = Vec::new();
+        let mut states = Vec::new();
+        let mut result = None;
+        while let Some(event) = events.recv().await {
+            match event {
+                LoopEvent::ApprovalRequired {
+                    call_id,
+                    name,
+                    input: args,
+                    reason,
+                    ..
+                } => {
+                    assert_eq!(name, NETWORK_APPROVAL);
+                    assert_eq!(args["call_id"], "c1");
+                    if call_id == "c1:network:b.test:80" {
+                        assert_eq!(reason, "allow network access to `b.test:80`?");
+                        let answer = Answer::AllowOnce;
+                        input
+                            .send(LoopInput::ToolApproval {
+                                call_id: call_id.clone(),
+                                answer,
+                            })
+                            .await;
+                    }
+                    asked.push(call_id);
+                }
+                LoopEvent::StateChanged { to, .. } if result.is_none() => states.push(to),
+                LoopEvent::ToolResult { output, .. } => result = Some(output.to_text()),
+                _ => {}
+            }
+        }
+        handle.wait().await.unwrap();
+        assert_eq!(asked, ["c1:network:a.test:80", "c1:network:b.test:80"]);
+        assert_eq!(result.as_deref(), Some("b.test: AllowOnce"));
+        // The tool went on executing once its last question was answered: the abandoned
+        // one did not keep the run awaiting approval.
+        assert_eq!(
+            states.last(),
+            Some(&LoopState::ExecutingTools),
+            "{states:?}"
+        );
+    }
+}
