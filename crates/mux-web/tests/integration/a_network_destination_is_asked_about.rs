@@ -141,10 +141,11 @@ fn respond(port: u16) -> impl Fn(&Request) -> Result<Response, mux_llm::LlmError
     }
 }
 
-/// A server whose agent has a walled `bash` that reaches `pkgs.test` only when asked, and
-/// runs its commands unasked (only the network question is asked).
+/// A server whose agent has a walled `bash` that reaches `pkgs.test` only when asked; with
+/// `ApprovalPolicy::Never` it runs its commands unasked (only the network question is asked).
 async fn server(
     site: &Site,
+    approval: ApprovalPolicy,
 ) -> (
     String,
     tokio::task::JoinHandle<std::io::Result<()>>,
@@ -160,7 +161,7 @@ async fn server(
         "scripted",
     )
     .tool(bash)
-    .approval(ApprovalPolicy::Never)
+    .approval(approval)
     .root(dir.path())
     .build()
     .unwrap();
@@ -229,7 +230,7 @@ fn is_network_question(interrupt: &Value, port: u16, call: &str) {
 async fn an_allowed_destination_lets_curl_through_and_a_denied_one_gets_the_proxys_reason() {
     needs_namespaces!();
     let site = Site::start().await;
-    let (url, _server, _dir) = server(&site).await;
+    let (url, _server, _dir) = server(&site, ApprovalPolicy::Never).await;
     let http = reqwest::Client::new();
 
     // Allowed once: the command was waiting in its call; it goes on and prints the body.
@@ -306,7 +307,7 @@ async fn an_allowed_destination_lets_curl_through_and_a_denied_one_gets_the_prox
 async fn a_destination_allowed_always_is_not_asked_about_again() {
     needs_namespaces!();
     let site = Site::start().await;
-    let (url, _server, _dir) = server(&site).await;
+    let (url, _server, _dir) = server(&site, ApprovalPolicy::Never).await;
     let http = reqwest::Client::new();
     let paused = post(&http, &url, &input("net-always", "r1", "fetch twice")).await;
     let asked = interrupts(&paused);
@@ -382,4 +383,50 @@ async fn always_is_not_offered_for_a_tool_call_and_is_ignored_there() {
     // The second call is asked about again.
     let asked = interrupts(&resumed);
     assert_eq!(asked[0]["toolCallId"], "call-11-1", "{resumed:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_question_after_the_calls_own_approval_keeps_the_call_running() {
+    needs_namespaces!();
+    // The command is asked about first: the run pauses at a step boundary, and the loop is
+    // evicted to the store. The resume rebuilds it, the command runs and asks about its
+    // destination in the middle of the call: that pause must keep the loop (and the
+    // command) alive, and the answer must reach it, not a rebuilt loop.
+    let site = Site::start().await;
+    let (url, _server, _dir) = server(&site, ApprovalPolicy::Always).await;
+    let http = reqwest::Client::new();
+    let paused = post(&http, &url, &input("net-both", "b1", "fetch")).await;
+    let asked = interrupts(&paused);
+    assert_eq!(asked[0]["toolCallId"], "call-5-0", "{asked:#?}");
+    assert!(
+        asked[0]["responseSchema"]["properties"]
+            .get("always")
+            .is_none()
+    );
+    let approved = post(
+        &http,
+        &url,
+        &resume("net-both", "b2", &asked[0], json!({"approved": true})),
+    )
+    .await;
+    let asked = interrupts(&approved);
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    is_network_question(&asked[0], site.port, "call-5-0");
+    let resumed = post(
+        &http,
+        &url,
+        &resume("net-both", "b3", &asked[0], json!({"approved": true})),
+    )
+    .await;
+    assert_eq!(
+        resumed.last().unwrap()["outcome"]["type"],
+        "success",
+        "{resumed:#?}"
+    );
+    assert_eq!(
+        results(&resumed),
+        ["hello from pkgs.test\n"],
+        "{resumed:#?}"
+    );
+    assert_eq!(site.requests(), 1);
 }
