@@ -65,9 +65,11 @@ impl DomainAsker for CallDomainAsker {
             if remembered {
                 return DomainAnswer::AllowOnce;
             }
-            // An id of its own, so the question cannot take or give the answer of the call.
+            // An id of its own, so the question cannot take or give the answer of the call,
+            // ending in a part the model cannot guess: a call the model names with the same
+            // id would otherwise take this answer (or give it its own).
             let call = ToolCall::new(
-                format!("{}:network:{destination}", self.call_id),
+                format!("{}:network:{destination}:{}", self.call_id, unguessable()),
                 NETWORK_APPROVAL,
                 json!({"host": request.host, "port": request.port, "call_id": self.call_id}),
             );
@@ -86,6 +88,14 @@ impl DomainAsker for CallDomainAsker {
             }
         })
     }
+}
+
+/// 64 bits the model cannot guess, as 16 hex digits: the standard library's hasher keys are
+/// drawn from the operating system's random source once per thread.
+fn unguessable() -> String {
+    use std::hash::BuildHasher;
+    let state = std::collections::hash_map::RandomState::new();
+    format!("{:016x}", state.hash_one(std::time::Instant::now()))
 }
 
 #[cfg(test)]
@@ -155,7 +165,7 @@ mod tests {
                 } => {
                     assert_eq!(name, NETWORK_APPROVAL);
                     assert_eq!(args["call_id"], "c1");
-                    if call_id == "c1:network:b.test:80" {
+                    if call_id.starts_with("c1:network:b.test:80:") {
                         assert_eq!(reason, "allow network access to `b.test:80`?");
                         let answer = Answer::AllowOnce;
                         input
@@ -173,7 +183,14 @@ mod tests {
             }
         }
         handle.wait().await.unwrap();
-        assert_eq!(asked, ["c1:network:a.test:80", "c1:network:b.test:80"]);
+        // Each question has an id of its own that no call of the model can name.
+        assert_eq!(asked.len(), 2, "{asked:?}");
+        for (id, destination) in asked.iter().zip(["a.test:80", "b.test:80"]) {
+            let prefix = format!("c1:network:{destination}:");
+            let suffix = id.strip_prefix(&prefix).unwrap_or_else(|| panic!("{id}"));
+            assert_eq!(suffix.len(), 16, "{id}");
+            assert!(suffix.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+        }
         assert_eq!(result.as_deref(), Some("b.test: AllowOnce"));
         // The tool went on executing once its last question was answered: the abandoned
         // one did not keep the run awaiting approval.
