@@ -9,10 +9,8 @@ use mux_tool::builtin::{DomainAnswer, DomainAsker, DomainAskers, DomainRequest};
 use mux_tool::{BoxFuture, Subject, ToolCall};
 use serde_json::json;
 
+use crate::NETWORK_APPROVAL;
 use crate::approval::LoopAsker;
-
-/// The name a destination's approval carries on the face, in place of a tool's.
-pub const NETWORK_APPROVAL: &str = "network";
 
 /// The run's askers: one per call, sharing the destinations allowed "always" for the rest of
 /// the conversation.
