@@ -1,23 +1,63 @@
 //! A walled command's network destination that no rule covers, asked about on the run's face
 //! like a tool call: "allow network access to `crates.io:443`?", once or always.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use mux_permission::Answer;
 use mux_tool::builtin::{DomainAnswer, DomainAsker, DomainAskers, DomainRequest};
 use mux_tool::{BoxFuture, Subject, ToolCall};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::NETWORK_APPROVAL;
 use crate::approval::LoopAsker;
+use crate::core::Core;
 
-/// The run's askers: one per call, sharing the destinations allowed "always" for the rest of
-/// the conversation.
+/// The run's askers: one per call, sharing the destinations allowed "always", which the
+/// conversation keeps in its session metadata ([`ALWAYS_KEY`]): a face that builds a new
+/// loop per run (the web) or a process that takes the conversation over does not ask again.
 pub(crate) struct RunDomainAskers {
     pub(crate) asker: Arc<LoopAsker>,
-    /// `host:port` answered "always", kept by the orchestrator across its runs.
-    pub(crate) always: Arc<Mutex<HashSet<String>>>,
+    pub(crate) conversation: Core,
+}
+
+/// The key of the session metadata's `extra` that lists the `host:port` destinations the
+/// person allowed "always" in the conversation, sorted.
+const ALWAYS_KEY: &str = "network_always";
+
+/// Whether the conversation allowed `destination` "always".
+fn allowed_always(conversation: &Core, destination: &str) -> bool {
+    conversation
+        .lock()
+        .meta
+        .extra
+        .get(ALWAYS_KEY)
+        .and_then(Value::as_array)
+        .is_some_and(|allowed| allowed.iter().any(|d| d.as_str() == Some(destination)))
+}
+
+/// Remembers `destination` as allowed "always" in the conversation (saved with its next
+/// write).
+fn allow_always(conversation: &Core, destination: String) {
+    let mut conversation = conversation.lock();
+    let mut allowed: Vec<String> = conversation
+        .meta
+        .extra
+        .get(ALWAYS_KEY)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    allowed.push(destination);
+    allowed.sort();
+    allowed.dedup();
+    conversation
+        .meta
+        .extra
+        .insert(ALWAYS_KEY.to_owned(), json!(allowed));
 }
 
 impl std::fmt::Debug for RunDomainAskers {
@@ -38,7 +78,7 @@ impl DomainAskers for RunDomainAskers {
     fn for_call(&self, call_id: &str) -> Arc<dyn DomainAsker> {
         Arc::new(CallDomainAsker {
             asker: Arc::clone(&self.asker),
-            always: Arc::clone(&self.always),
+            conversation: self.conversation.clone(),
             call_id: call_id.to_owned(),
         })
     }
@@ -47,7 +87,7 @@ impl DomainAskers for RunDomainAskers {
 /// Asks about the destinations of one call.
 struct CallDomainAsker {
     asker: Arc<LoopAsker>,
-    always: Arc<Mutex<HashSet<String>>>,
+    conversation: Core,
     call_id: String,
 }
 
@@ -55,12 +95,7 @@ impl DomainAsker for CallDomainAsker {
     fn ask(&self, request: DomainRequest) -> BoxFuture<'_, DomainAnswer> {
         Box::pin(async move {
             let destination = request.to_string();
-            let remembered = self
-                .always
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .contains(&destination);
-            if remembered {
+            if allowed_always(&self.conversation, &destination) {
                 return DomainAnswer::AllowOnce;
             }
             // An id of its own, so the question cannot take or give the answer of the call,
@@ -76,10 +111,7 @@ impl DomainAsker for CallDomainAsker {
             match self.asker.ask_now(&call, &subject, &reason, false).await {
                 Answer::AllowOnce => DomainAnswer::AllowOnce,
                 Answer::AllowAlways { .. } => {
-                    self.always
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .insert(destination);
+                    allow_always(&self.conversation, destination);
                     DomainAnswer::AllowAlways
                 }
                 _ => DomainAnswer::Deny,

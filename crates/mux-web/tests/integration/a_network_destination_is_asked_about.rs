@@ -335,6 +335,19 @@ async fn a_destination_allowed_always_is_not_asked_about_again() {
         "{resumed:#?}"
     );
     assert_eq!(site.requests(), 2);
+
+    // The next run on the thread (a loop built anew from the session) does not ask either.
+    let next = post(&http, &url, &input("net-always", "r3", "fetch")).await;
+    assert_eq!(
+        next.last().unwrap()["outcome"]["type"],
+        "success",
+        "{next:#?}"
+    );
+    assert_eq!(results(&next), ["hello from pkgs.test\n"], "{next:#?}");
+    assert_eq!(site.requests(), 3);
+    // Another thread is another conversation: it asks.
+    let other = post(&http, &url, &input("net-other", "r4", "fetch")).await;
+    is_network_question(&interrupts(&other)[0], site.port, "call-5-0");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
