@@ -8,7 +8,7 @@ use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
     RequestPermissionRequest, SessionInfoUpdate, SessionNotification, SessionUpdate, StopReason,
-    ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
+    ToolCall, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use mux_orchestrator::{Answer, InputSender, LoopError, LoopEvent, LoopInput, Run};
 use serde_json::Value;
@@ -280,6 +280,9 @@ impl RunView {
             reason,
             preview,
         } = asked;
+        if name == mux_orchestrator::NETWORK_APPROVAL {
+            return self.ask_network(call_id, args, reason, input, cancel);
+        }
         let name = name.as_str();
         let described = self.describe(name, &args);
         // What the call would do (the diff of an edit), so the user sees it before answering.
@@ -332,7 +335,96 @@ impl RunView {
     }
 }
 
-/// The four options, in the order editors show them.
+impl RunView {
+    /// Asks the editor about a walled command's network destination. The question is not
+    /// a call the editor was told of, so it is announced first as a tool call of its own
+    /// (kind `fetch`, titled "Network access to host:port", under the approval's id), then
+    /// asked about, then completed (allowed) or failed (refused). "Reject always" is not
+    /// offered: a refusal holds for the rest of the command.
+    fn ask_network(
+        &self,
+        call_id: String,
+        args: Value,
+        reason: String,
+        input: &InputSender,
+        cancel: &CancellationToken,
+    ) {
+        let destination = match (args["host"].as_str(), args["port"].as_u64()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            _ => reason.clone(),
+        };
+        let title = format!("Network access to {destination}");
+        let call = ToolCall::new(call_id.clone(), title.clone())
+            .kind(ToolKind::Fetch)
+            .status(ToolCallStatus::Pending)
+            .raw_input(args.clone());
+        self.send(SessionUpdate::ToolCall(call));
+        let fields = ToolCallUpdateFields::new()
+            .title(title)
+            .kind(ToolKind::Fetch)
+            .raw_input(args)
+            .content(vec![tool_view::text_content(format!(
+                "Needs approval: {reason}"
+            ))]);
+        let options = permission_options()
+            .into_iter()
+            .filter(|option| option.option_id.0.as_ref() != REJECT_ALWAYS)
+            .collect();
+        let request = RequestPermissionRequest::new(
+            self.session.id().to_owned(),
+            ToolCallUpdate::new(call_id.clone(), fields),
+            options,
+        );
+        let (cx, input, cancel) = (self.cx.clone(), input.clone(), cancel.clone());
+        let session = Arc::clone(&self.session);
+        tokio::spawn(async move {
+            let answer = tokio::select! {
+                answer = cx.send_request(request).block_task() => answer,
+                () = cancel.cancelled() => return,
+            };
+            let decision = match answer {
+                Ok(response) => match response.outcome {
+                    RequestPermissionOutcome::Selected(selected) => {
+                        match selected.option_id.0.as_ref() {
+                            ALLOW_ONCE => Answer::AllowOnce,
+                            ALLOW_ALWAYS => Answer::AllowAlways {
+                                remember: session.always.clone(),
+                            },
+                            _ => Answer::deny(format!(
+                                "the user refused network access to {destination}"
+                            )),
+                        }
+                    }
+                    _ => Answer::deny("the user cancelled the request"),
+                },
+                Err(err) => Answer::deny(format!(
+                    "the editor did not answer the permission request: {err}"
+                )),
+            };
+            let status = if matches!(decision, Answer::Deny { .. }) {
+                ToolCallStatus::Failed
+            } else {
+                ToolCallStatus::Completed
+            };
+            let update =
+                ToolCallUpdate::new(call_id.clone(), ToolCallUpdateFields::new().status(status));
+            let notification = SessionNotification::new(
+                session.id().to_owned(),
+                SessionUpdate::ToolCallUpdate(update),
+            );
+            if let Err(err) = cx.send_notification(notification) {
+                tracing::debug!(target: "mux_acp", error = %err, "could not send an update");
+            }
+            input
+                .send(LoopInput::ToolApproval {
+                    call_id,
+                    answer: decision,
+                })
+                .await;
+        });
+    }
+}
+
 /// A call the loop asks about, as the editor is asked.
 struct Asked {
     call_id: String,
@@ -343,6 +435,7 @@ struct Asked {
     preview: Option<mux_tool::Presentation>,
 }
 
+/// The four options, in the order editors show them.
 fn permission_options() -> Vec<PermissionOption> {
     [
         (ALLOW_ONCE, "Allow", PermissionOptionKind::AllowOnce),

@@ -72,6 +72,14 @@ impl LoopAsker {
         }
         let preview = self.preview(call).await;
         let answer = self.run.expect_approval(&call.id);
+        // Until answered, a drop (the walled command whose question this is ended first)
+        // forgets the waiter and ends the wait.
+        let mut abandoned = Abandoned {
+            run: &self.run,
+            call_id: &call.id,
+            waiting: false,
+            armed: true,
+        };
         self.run
             .emit(LoopEvent::ApprovalRequired {
                 call_id: call.id.clone(),
@@ -100,6 +108,7 @@ impl LoopAsker {
                 reason: UNATTENDED_DENIAL.into(),
             };
         }
+        abandoned.waiting = true;
         self.run.begin_wait(Waiting::Approval).await;
         let timeout = async {
             match self.timeout {
@@ -117,6 +126,7 @@ impl LoopAsker {
                 Some(Answer::deny("the run was cancelled"))
             }
         };
+        abandoned.armed = false;
         self.run.forget(&call.id);
         self.run.end_wait(Waiting::Approval).await;
         match answer {
@@ -161,6 +171,37 @@ impl LoopAsker {
                 always,
             })
             .await;
+    }
+}
+
+/// A wait for the face's answer, undone if it is dropped before the answer: the waiter is
+/// forgotten and, once the run waited, the wait ends, so the run's state does not stay
+/// "awaiting approval" for a question nobody waits for any more. A walled command's network
+/// question is dropped so when the command ends first (its timeout, or its program giving
+/// up).
+struct Abandoned<'a> {
+    run: &'a Arc<RunShared>,
+    call_id: &'a str,
+    /// Whether the run began waiting.
+    waiting: bool,
+    /// Cleared once the wait ended the ordinary way.
+    armed: bool,
+}
+
+impl Drop for Abandoned<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.run.forget(self.call_id);
+        if !self.waiting {
+            return;
+        }
+        // Ending the wait emits the state change: on the runtime, as the loop would have.
+        let run = Arc::clone(self.run);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { run.end_wait(Waiting::Approval).await });
+        }
     }
 }
 

@@ -231,8 +231,6 @@ impl OrchestratorBuilder {
             needs_approval: Arc::new(self.needs_approval),
             #[cfg(feature = "mcp")]
             mcp,
-            #[cfg(feature = "builtin")]
-            network_always: Arc::default(),
         }
     }
 

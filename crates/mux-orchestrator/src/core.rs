@@ -31,10 +31,6 @@ pub(crate) struct Services {
     pub(crate) needs_approval: NeedsApprovalMap,
     #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<crate::mcp::McpLink>,
-    /// Network destinations of walled commands the person allowed "always" in this
-    /// conversation (`host:port`).
-    #[cfg(feature = "builtin")]
-    pub(crate) network_always: Arc<Mutex<std::collections::HashSet<String>>>,
 }
 
 /// The session an orchestrator carries across runs.

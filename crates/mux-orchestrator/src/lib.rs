@@ -79,8 +79,10 @@ pub use limits::{Budget, LimitReached, ModelPrice, PriceTable, RunLimits, Spent}
 #[cfg(feature = "mcp")]
 pub use mcp::{McpServers, McpStartError};
 pub use mux_permission::Answer;
-#[cfg(feature = "builtin")]
-pub use network_ask::NETWORK_APPROVAL;
+/// The name a walled command's network question carries on the face in place of a tool's
+/// (input: `host`, `port` and the command's `call_id`). Defined whatever the features: a
+/// face built without `builtin` may serve an agent whose `bash` asks.
+pub const NETWORK_APPROVAL: &str = "network";
 pub use orchestrator::Orchestrator;
 pub use parent::ParentRun;
 pub use state::{InvalidTransition, LoopState};

@@ -627,7 +627,7 @@ impl<'a> Turns<'a> {
         #[cfg(feature = "builtin")]
         let domain_askers = crate::network_ask::RunDomainAskers {
             asker: Arc::clone(&asker),
-            always: Arc::clone(&services.network_always),
+            conversation: self.orch.clone(),
         };
         let gate = LoopGate {
             permissions,

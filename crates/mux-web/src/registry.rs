@@ -877,7 +877,11 @@ impl RunRegistry {
                     reason: "the approval expired: nobody answered in time".into(),
                 }
             } else {
-                match crate::thread::approval(&call_id, entry) {
+                match crate::thread::approval(
+                    &call_id,
+                    entry,
+                    crate::types::offers_always(interrupt),
+                ) {
                     LoopInput::ToolApproval { answer, .. } => answer,
                     _ => Answer::Deny {
                         reason: "the user denied this call".into(),

@@ -493,6 +493,24 @@ pub fn approval_response_schema() -> Value {
     })
 }
 
+/// The schema a network destination's approval follows: an approval's, plus `always`
+/// (`true` with `approved` allows the destination for the rest of the conversation). Only
+/// these interrupts take `always`: a tool's "always" would become a rule of the agent's
+/// policy, which every thread of the server shares.
+pub(crate) fn network_approval_response_schema() -> Value {
+    let mut schema = approval_response_schema();
+    schema["properties"]["always"] = serde_json::json!({"type": "boolean"});
+    schema
+}
+
+/// Whether `interrupt` offered `always` (see [`network_approval_response_schema`]).
+pub(crate) fn offers_always(interrupt: &Interrupt) -> bool {
+    interrupt
+        .response_schema
+        .as_ref()
+        .is_some_and(|schema| schema["properties"].get("always").is_some())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

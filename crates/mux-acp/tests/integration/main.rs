@@ -2,6 +2,7 @@
 //! updates a prompt run sends, approvals, modes, cancellation, replay and bad input.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod a_network_destination_is_asked_about;
 mod an_agents_own_mcp_servers_stay;
 mod budgets;
 mod harness;

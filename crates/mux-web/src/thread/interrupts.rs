@@ -224,7 +224,11 @@ pub(super) fn check_resume(
 pub(super) fn answer(pending: &Pending, entry: &ResumeEntry) -> LoopInput {
     let payload = entry.payload.clone().unwrap_or(Value::Null);
     match pending.waits {
-        Waits::Approval => approval(&pending.call_id, entry),
+        Waits::Approval => approval(
+            &pending.call_id,
+            entry,
+            crate::types::offers_always(&pending.interrupt),
+        ),
         Waits::Answer => LoopInput::UserResponse {
             call_id: pending.call_id.clone(),
             text: reply(&entry.status, &payload),
@@ -242,7 +246,9 @@ pub(crate) fn reply(status: &ResumeStatus, payload: &Value) -> String {
 }
 
 /// The loop input that answers the approval of `call_id` with `entry` (see [`answer`]).
-pub(crate) fn approval(call_id: &str, entry: &ResumeEntry) -> LoopInput {
+/// Where the interrupt offered it (`offers_always`), `"always": true` with the approval
+/// allows for the rest of the conversation.
+pub(crate) fn approval(call_id: &str, entry: &ResumeEntry, offers_always: bool) -> LoopInput {
     let payload = entry.payload.clone().unwrap_or(Value::Null);
     {
         {
@@ -256,6 +262,10 @@ pub(crate) fn approval(call_id: &str, entry: &ResumeEntry) -> LoopInput {
                     reason: "the user approved edited arguments, which this server cannot apply; \
                              call the tool again with the arguments the user wants"
                         .to_owned(),
+                }
+            } else if approved && offers_always && payload["always"].as_bool() == Some(true) {
+                Answer::AllowAlways {
+                    remember: mux_permission::Remember::exact(mux_permission::Scope::Session),
                 }
             } else if approved {
                 Answer::AllowOnce
@@ -467,6 +477,50 @@ mod tests {
             let case = format!("{waits:?} {status:?} {payload:?}");
             let got = answer(&pending(waits), &entry("t-c1-x", status, payload));
             assert_eq!(got, expected, "{case}");
+        }
+    }
+
+    #[test]
+    fn always_allows_for_the_conversation_only_where_the_interrupt_offered_it() {
+        use mux_permission::{Remember, Scope};
+        let always = Some(json!({"approved": true, "always": true}));
+        let mut network = pending(Waits::Approval);
+        network.interrupt.response_schema = Some(crate::types::network_approval_response_schema());
+        let table = [
+            (
+                &network,
+                always.clone(),
+                approval(Answer::AllowAlways {
+                    remember: Remember::exact(Scope::Session),
+                }),
+            ),
+            // Only a JSON `true` with the approval; a denial stays a denial.
+            (
+                &network,
+                Some(json!({"approved": true, "always": "true"})),
+                approval(Answer::AllowOnce),
+            ),
+            (
+                &network,
+                Some(json!({"approved": false, "always": true})),
+                deny("the user denied this call"),
+            ),
+        ];
+        for (pending, payload, expected) in table {
+            let case = format!("{payload:?}");
+            let got = answer(pending, &entry("t-c1-x", ResumeStatus::Resolved, payload));
+            assert_eq!(got, expected, "{case}");
+        }
+        // A tool's approval never takes it: the agent's policy is every thread's.
+        let tool = pending(Waits::Approval);
+        let mut schema = tool;
+        schema.interrupt.response_schema = Some(crate::types::approval_response_schema());
+        for pending in [&pending(Waits::Approval), &schema] {
+            let got = answer(
+                pending,
+                &entry("t-c1-x", ResumeStatus::Resolved, always.clone()),
+            );
+            assert_eq!(got, approval(Answer::AllowOnce));
         }
     }
 

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::state::{LiveLoop, Prefill, Thread, Waits};
 use crate::translate::{Signal, token_usage};
-use crate::types::{Event, Outcome, approval_response_schema};
+use crate::types::{Event, Outcome, approval_response_schema, network_approval_response_schema};
 
 /// How a loop ended.
 enum Ending {
@@ -84,13 +84,20 @@ impl Thread {
                     input,
                     reason,
                 } => {
-                    let message = format!("Allow `{name}` with {input}? ({reason})");
-                    self.interrupt(
-                        call_id,
-                        Waits::Approval,
-                        message,
-                        approval_response_schema(),
-                    );
+                    // A walled command's network destination: the question is the reason.
+                    let (message, schema) = if name == mux_orchestrator::NETWORK_APPROVAL {
+                        let question = reason.strip_prefix("allow ").unwrap_or(&reason);
+                        (
+                            format!("Allow {question}"),
+                            network_approval_response_schema(),
+                        )
+                    } else {
+                        (
+                            format!("Allow `{name}` with {input}? ({reason})"),
+                            approval_response_schema(),
+                        )
+                    };
+                    self.interrupt(call_id, Waits::Approval, message, schema);
                 }
                 Signal::Question { call_id, question } => {
                     if let Some(Prefill::Answer(text)) = self.take_prefill(&call_id) {

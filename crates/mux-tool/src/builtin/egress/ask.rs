@@ -16,6 +16,16 @@ pub struct DomainRequest {
     pub port: u16,
 }
 
+impl DomainRequest {
+    /// A request for `host` (lower-case name or IP address) on `port`, for askers' tests.
+    pub fn new(host: impl Into<String>, port: u16) -> Self {
+        Self {
+            host: host.into(),
+            port,
+        }
+    }
+}
+
 impl fmt::Display for DomainRequest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.host, self.port)
