@@ -56,9 +56,7 @@ impl Contexts {
         };
         Self::check(id)?;
         let session = |e: SessionError| match e {
-            SessionError::Io { .. } | SessionError::Database { .. } => {
-                RpcError::unavailable("session", &e)
-            }
+            e if e.fault().is_some() => RpcError::unavailable("session", &e),
             e => RpcError::internal(format!("the session store failed on `{id}`: {e}")),
         };
         match self.store.load(id).await {
@@ -71,9 +69,7 @@ impl Contexts {
             Err(e) => return Err(session(e)),
         }
         builder.resume(id).await.map_err(|e| match e {
-            LoopError::Session(e @ (SessionError::Io { .. } | SessionError::Database { .. })) => {
-                RpcError::unavailable("session", &e)
-            }
+            LoopError::Session(e) if e.fault().is_some() => RpcError::unavailable("session", &e),
             e => RpcError::internal(format!("cannot resume `{id}`: {e}")),
         })
     }

@@ -209,7 +209,7 @@ pub(crate) fn not_found(id: &str) -> RpcError {
 pub(crate) fn store_error(err: RunStoreError, task_id: &str) -> RpcError {
     match err {
         RunStoreError::NotFound(_) => not_found(task_id),
-        other @ RunStoreError::Store { .. } => RpcError::unavailable("task", &other),
+        other if other.fault().is_some() => RpcError::unavailable("task", &other),
         other => RpcError::internal(format!("the task store failed: {other}")),
     }
 }

@@ -104,7 +104,7 @@ pub(crate) async fn list(
     let from = read_token(&request.page_token)?;
     let status = request.status.filter(|s| *s != TaskState::Unspecified);
     let failed = |e| match e {
-        e @ RunStoreError::Store { .. } => RpcError::unavailable("task", &e),
+        e if e.fault().is_some() => RpcError::unavailable("task", &e),
         e => RpcError::internal(format!("the task store failed: {e}")),
     };
 

@@ -269,6 +269,59 @@ mod walled {
         helper(WALLED_ENV_HELPER, &HELPER_ENV);
     }
 
+    const SECRETS_HELPER: &str = "stdio_walls::walled::helper_walled_server_secrets";
+
+    /// Inside a helper whose `HOME` holds a canary credential: a walled server cannot read it,
+    /// however spelled; the same server without the wall can (the control).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn helper_walled_server_secrets() {
+        if !is_helper(SECRETS_HELPER) {
+            return;
+        }
+        let home = std::path::PathBuf::from(std::env::var("HOME").unwrap());
+        let secret = home.join(".aws/credentials");
+        let places = Places::new();
+        let plain = common::running(places.spec("plain")).await;
+        let (text, _) = call(
+            &plain,
+            "plain",
+            "read",
+            json!({"path": secret.to_string_lossy()}),
+        )
+        .await;
+        plain.stop_all().await;
+        assert!(text.contains("canary-aws-key"), "control: {text}");
+        let walled = common::running(places.spec("walled").with_sandbox(
+            StdioSandbox::new(StdioSandboxPolicy::WorkspaceWrite).with_root(places.root()),
+        ))
+        .await;
+        let spellings = [
+            secret.to_string_lossy().into_owned(),
+            format!("{}//.aws/./credentials", home.display()),
+            format!("/proc/self/root{}", secret.display()),
+            format!(
+                "{}/../{}/.aws/credentials",
+                home.display(),
+                home.file_name().unwrap().to_string_lossy()
+            ),
+        ];
+        for path in spellings {
+            let (text, _) = call(&walled, "walled", "read", json!({ "path": path })).await;
+            assert!(!text.contains("canary-aws-key"), "{path} was read: {text}");
+        }
+        walled.stop_all().await;
+        println!("{SECRETS_HELPER}: done");
+    }
+
+    #[test]
+    fn a_walled_server_cannot_read_the_secret_locations() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".aws")).unwrap();
+        std::fs::write(home.join(".aws/credentials"), "canary-aws-key\n").unwrap();
+        helper(SECRETS_HELPER, &[("HOME", &home.to_string_lossy())]);
+    }
+
     /// A test's places: the script's dir, the server's root inside it, and a dir outside
     /// the root.
     struct Places {
