@@ -103,7 +103,7 @@ pub(crate) async fn list(
     };
     let from = read_token(&request.page_token)?;
     let status = request.status.filter(|s| *s != TaskState::Unspecified);
-    let failed = |e| match e {
+    let failed = |e: RunStoreError| match e {
         e if e.fault().is_some() => RpcError::unavailable("task", &e),
         e => RpcError::internal(format!("the task store failed: {e}")),
     };
