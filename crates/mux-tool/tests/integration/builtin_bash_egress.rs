@@ -818,7 +818,14 @@ async fn attack_a_relay_through_a_unix_socket_to_a_host_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_network_policy_without_the_mount_view_is_a_typed_error_not_an_open_network() {
     let l = layout();
-    let bash = walled(&l.root, NetworkPolicy::new()).mount_view(false);
+    // Secrets visible, so the only thing that needs the mount view is the network.
+    let files = mux_tool::builtin::FilePolicy {
+        secrets_visible: true,
+        ..Default::default()
+    };
+    let bash = walled(&l.root, NetworkPolicy::new())
+        .file_policy(files)
+        .mount_view(false);
     let args: mux_tool::builtin::BashArgs =
         serde_json::from_value(serde_json::json!({"command": "true"})).unwrap();
     let err = mux_tool::TypedTool::call(&bash, args, mux_tool::ToolContext::new("c"))

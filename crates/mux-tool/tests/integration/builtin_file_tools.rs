@@ -608,7 +608,10 @@ fn every_tool_has_the_arguments_the_issue_names() {
         properties("grep"),
         ["glob", "ignore_case", "path", "pattern"]
     );
-    assert_eq!(properties("bash"), ["command", "timeout_ms"]);
+    assert_eq!(
+        properties("bash"),
+        ["command", "dangerouslyDisableSandbox", "timeout_ms"]
+    );
     assert_eq!(properties("todo_write"), ["todos"]);
     let read_only = |name: &str| {
         tools
