@@ -244,7 +244,16 @@ impl Methods {
                 let task = Arc::clone(task);
                 tokio::spawn(async move {
                     runner::follow(Arc::clone(&task), run, writer.clone()).await;
-                    writer.done().await;
+                    // The run ended or paused here; should its end not be stored in time,
+                    // the task ends failed all the same.
+                    let failed = writer.failed();
+                    tokio::select! {
+                        () = writer.done() => {}
+                        () = failed.cancelled() => {
+                            runner::store_failed(&task, &writer);
+                            writer.done().await;
+                        }
+                    }
                     tasks.remove(&task.id);
                 });
                 Ok(())
@@ -665,11 +674,20 @@ impl Methods {
 
 /// Waits (a while) until the store has a task that paused or ended here, so that what the
 /// client is told is what every process finds.
+/// A writer that gave up is not waited for: the store did not take the task's changes, and
+/// the task says so (see [`runner::store_failed`]).
 pub(crate) async fn stored_by_now(task: &TaskEntry) {
     if task.input().is_none()
         && let Some(writer) = task.writer()
     {
-        let _ = tokio::time::timeout(HANDOVER_WAIT, writer.done()).await;
+        let failed = writer.failed();
+        let _ = tokio::time::timeout(HANDOVER_WAIT, async {
+            tokio::select! {
+                () = writer.done() => {}
+                () = failed.cancelled() => {}
+            }
+        })
+        .await;
     }
 }
 
