@@ -10,6 +10,7 @@ mod an_agent_is_served_as_described;
 mod durable_runs;
 mod http_surface;
 mod real_agui_client;
+mod reattach_while_the_store_is_down;
 mod requests_from_elsewhere_are_refused;
 mod store_outages;
 #[cfg(feature = "page")]
