@@ -22,6 +22,9 @@ use serde_json::{Value, json};
 /// How long a stream may take to end, or a request to be answered, while the store is down:
 /// a hang detector far above the bound the server keeps (10 s).
 const HANG: Duration = Duration::from_secs(90);
+/// How long PostgreSQL stays down: far longer than the bound (10 s), so that a stream that
+/// ends within the bound ends while it is down.
+const DOWN: Duration = Duration::from_secs(40);
 /// What a client must never be shown.
 const LEAKS: [&str; 6] = [
     "os error",
@@ -138,12 +141,17 @@ async fn a_reattached_stream_ends_with_a_run_error_while_postgres_is_down() {
     let read = read_to_end(reattached, |text| {
         if outage.is_none() && text.contains("RUN_STARTED") {
             outage = Some(tokio::task::block_in_place(|| {
-                db.outage(Duration::from_secs(25))
+                db.outage(DOWN)
             }));
         }
     })
     .await;
     let outage = outage.expect("the reattached stream showed no RUN_STARTED");
+    // It ended while the store was down, not once it was back with the run's end.
+    assert!(
+        !outage.is_finished(),
+        "the reattached stream ended only once PostgreSQL was back: {read:?}"
+    );
     let last = read.last().unwrap();
     assert_eq!(last["type"], "RUN_ERROR", "{read:?}");
     assert_eq!(last["code"], "run_store", "{last}");
