@@ -21,20 +21,37 @@ use crate::wire::{
 };
 use mux_http::unguessable as new_id;
 
-/// Resolves once a new task's prompt is stored (see
-/// [`RunHandle::prompt_stored`](mux_orchestrator::RunHandle::prompt_stored)).
-type PromptStored = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>;
+/// Resolves once a new task's prompt is stored, or the session store could not write it (see
+/// [`RunHandle::prompt_written`](mux_orchestrator::RunHandle::prompt_written)).
+type PromptStored = std::pin::Pin<Box<dyn std::future::Future<Output = Option<bool>> + Send>>;
 
 /// Waits until `task`'s prompt is stored (`stored`; none for an answer), so that a pause, a
-/// cancel or a takeover after the acknowledgement finds it in the context's session.
-async fn acknowledge(task: &TaskEntry, stored: Option<PromptStored>) {
-    if let Some(stored) = stored
-        && !stored.await
-    {
-        tracing::warn!(
-            task = %task.id,
-            "the task's prompt was not stored before its run went on or ended"
-        );
+/// cancel or a takeover after the acknowledgement finds it in the context's session. A prompt
+/// the session store could not write is not acknowledged: the task ends failed, its loop is
+/// cancelled, and the request is answered `UNAVAILABLE`.
+async fn acknowledge(task: &TaskEntry, stored: Option<PromptStored>) -> Result<(), RpcError> {
+    let Some(stored) = stored else {
+        return Ok(());
+    };
+    match stored.await {
+        Some(true) => Ok(()),
+        Some(false) => {
+            let cause = "the session store did not take the task's prompt";
+            let input = task.input();
+            let reply = runner::agent_message(
+                task,
+                vec![Part::text(format!("{cause}; send the message again"))],
+            );
+            task.set_status(TaskState::Failed, Some(reply));
+            if let Some(input) = input {
+                input.send(LoopInput::Cancel).await;
+            }
+            Err(RpcError::unavailable("session", &cause))
+        }
+        None => {
+            tracing::warn!(task = %task.id, "the task's run ended before its prompt was stored");
+            Ok(())
+        }
     }
 }
 
@@ -158,7 +175,7 @@ impl Methods {
         // task as it was when it was submitted, when the reply is at once).
         if streaming {
             let (cursor, snapshot) = task.position_and_snapshot(history);
-            acknowledge(&task, stored).await;
+            acknowledge(&task, stored).await?;
             return Ok(Reply::Stream {
                 source: Source::Local { task, cursor },
                 first: json_text(&StreamResponse::Task(snapshot)),
@@ -166,10 +183,10 @@ impl Methods {
         }
         let snapshot = if configuration.return_immediately {
             let snapshot = task.snapshot(history, true);
-            acknowledge(&task, stored).await;
+            acknowledge(&task, stored).await?;
             snapshot
         } else {
-            acknowledge(&task, stored).await;
+            acknowledge(&task, stored).await?;
             task.settled().await;
             stored_by_now(&task).await;
             task.snapshot(history, true)
@@ -220,8 +237,8 @@ impl Methods {
         task.set_writer(writer.clone(), true);
         let run = orchestrator.run(text);
         let stored: PromptStored = match &run {
-            Ok(run) => Box::pin(run.handle.prompt_stored()),
-            Err(_) => Box::pin(std::future::ready(false)),
+            Ok(run) => Box::pin(run.handle.prompt_written()),
+            Err(_) => Box::pin(std::future::ready(None)),
         };
         self.follow(&task, run, writer, "start")?;
         Ok((task, stored))
@@ -244,7 +261,16 @@ impl Methods {
                 let task = Arc::clone(task);
                 tokio::spawn(async move {
                     runner::follow(Arc::clone(&task), run, writer.clone()).await;
-                    writer.done().await;
+                    // The run ended or paused here; should its end not be stored in time,
+                    // the task ends failed all the same.
+                    let failed = writer.failed();
+                    tokio::select! {
+                        () = writer.done() => {}
+                        () = failed.cancelled() => {
+                            runner::store_failed(&task, &writer);
+                            writer.done().await;
+                        }
+                    }
                     tasks.remove(&task.id);
                 });
                 Ok(())
@@ -665,11 +691,20 @@ impl Methods {
 
 /// Waits (a while) until the store has a task that paused or ended here, so that what the
 /// client is told is what every process finds.
+/// A writer that gave up is not waited for: the store did not take the task's changes, and
+/// the task says so (see [`runner::store_failed`]).
 pub(crate) async fn stored_by_now(task: &TaskEntry) {
     if task.input().is_none()
         && let Some(writer) = task.writer()
     {
-        let _ = tokio::time::timeout(HANDOVER_WAIT, writer.done()).await;
+        let failed = writer.failed();
+        let _ = tokio::time::timeout(HANDOVER_WAIT, async {
+            tokio::select! {
+                () = writer.done() => {}
+                () = failed.cancelled() => {}
+            }
+        })
+        .await;
     }
 }
 

@@ -14,7 +14,9 @@
 //! ([`Orchestrator::resume_run`](mux_orchestrator::Orchestrator::resume_run)), which asks
 //! again under the same call ids; a question's answer waits for that ([`TaskEntry::prefill`]). A
 //! cancel asked on another process cancels the loop; a run another process took over stops
-//! here, writing nothing more.
+//! here, writing nothing more. A run store that stops taking the task's changes for the
+//! writer's bound ([`WRITE_TIMEOUT`](mux_orchestrator::runs::WRITE_TIMEOUT)) ends the task
+//! `failed`, naming the cause ([`store_failed`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -39,6 +41,7 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
     task.set_status(TaskState::Working, None);
     let cancel_asked = writer.cancel_requested();
     let lost = writer.lost();
+    let failed = writer.failed();
     let mut fresh_turn = true;
     let mut ended = false;
     // Calls whose arguments are complete and that have no result yet.
@@ -49,6 +52,11 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
             () = cancel_asked.cancelled(), if !handle.cancellation().is_cancelled() => {
                 handle.cancel();
                 continue;
+            }
+            () = failed.cancelled() => {
+                handle.abort();
+                store_failed(&task, &writer);
+                return;
             }
             () = lost.cancelled() => {
                 // Another process continues it; stop here where we are.
@@ -164,6 +172,39 @@ pub(crate) async fn follow(task: Arc<TaskEntry>, run: Run, writer: RunWriter) {
         TaskState::Canceled => RunStatus::Cancelled,
         _ => RunStatus::Failed,
     });
+}
+
+/// The run store did not take the task's changes within the writer's bound (its loop, if
+/// any, is stopped already): the task ends `failed` with a message naming the cause, shown
+/// at once though the store has not taken it, and the whole task is handed to the writer as
+/// the run's end, stored once the store takes writes again. A task that ended here already
+/// keeps its end, handed over the same way. Does nothing before the writer gave up, and only
+/// the first call hands anything over.
+pub(crate) fn store_failed(task: &TaskEntry, writer: &RunWriter) {
+    let Some(failure) = writer.failure() else {
+        return;
+    };
+    tracing::error!(
+        task = %task.id,
+        fault = failure.fault.as_str(),
+        "ending the task: {failure} (last error: {})",
+        failure.reason
+    );
+    task.release_input();
+    let text = crate::rpc::client_text(format!(
+        "The run store did not take this task's changes within {} s ({}); the run was \
+         stopped. Send the message again once the store is back.",
+        failure.within.as_secs(),
+        failure.fault
+    ));
+    let reply = agent_message(task, vec![Part::text(text)]);
+    task.set_status(TaskState::Failed, Some(reply));
+    let status = match task.state() {
+        TaskState::Completed => RunStatus::Finished,
+        TaskState::Canceled => RunStatus::Cancelled,
+        _ => RunStatus::Failed,
+    };
+    writer.finish_with(task.whole_record(), status);
 }
 
 /// Adds `ask` to what the task waits for, pausing it on the first. When the task then waits

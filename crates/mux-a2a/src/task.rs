@@ -233,6 +233,20 @@ impl TaskEntry {
         }
     }
 
+    /// The whole task as one record, for a writer that gave up the task's changes: the
+    /// records it dropped are covered by it (see [`crate::runner::store_failed`]).
+    pub(crate) fn whole_record(&self) -> Option<EventJson> {
+        let inner = self.lock();
+        let record = Record {
+            state: inner.status.state,
+            at: inner.updated_ms,
+            change: Change::Task(snapshot_of(&self.id, &self.context_id, &inner, None, true)),
+        };
+        EventJson::of(&record)
+            .inspect_err(|err| tracing::error!(%err, "a task record does not serialize"))
+            .ok()
+    }
+
     /// The writer of the task, while this process runs it.
     pub(crate) fn writer(&self) -> Option<RunWriter> {
         self.lock().writer.clone()

@@ -76,6 +76,21 @@ impl RunHandle {
         }
     }
 
+    /// As [`prompt_stored`](Self::prompt_stored), telling the two cases of false apart:
+    /// `Some(true)` when the session store took the prompt (or the session has no store),
+    /// `Some(false)` when the store could not write it (it holds it back for a later write:
+    /// a face must not acknowledge it), `None` when the run ended before the prompt was
+    /// appended.
+    pub fn prompt_written(&self) -> impl Future<Output = Option<bool>> + Send + 'static {
+        let mut prompt = self.prompt.clone();
+        async move {
+            prompt
+                .wait_for(Option::is_some)
+                .await
+                .map_or(None, |written| *written)
+        }
+    }
+
     /// Cancels the run: the model stream is dropped and running tools are cancelled.
     pub fn cancel(&self) {
         self.cancel.cancel();

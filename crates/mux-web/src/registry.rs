@@ -66,9 +66,9 @@ where
     }
 }
 
-/// Resolves once a new loop's prompt is stored (see
-/// [`RunHandle::prompt_stored`](mux_orchestrator::RunHandle::prompt_stored)).
-type PromptStored = std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>>;
+/// Resolves once a new loop's prompt is stored, or the session store could not write it (see
+/// [`RunHandle::prompt_written`](mux_orchestrator::RunHandle::prompt_written)).
+type PromptStored = std::pin::Pin<Box<dyn std::future::Future<Output = Option<bool>> + Send>>;
 
 /// A run's key: run ids are per principal, so one principal cannot see, or learn of,
 /// another's runs.
@@ -597,15 +597,29 @@ impl RunRegistry {
         match self.new_loop(principal, &thread, &run, &input, new).await {
             // The prompt is acknowledged (the stream opens) once it is stored: a loop that
             // pauses, is cancelled or is taken over afterwards finds it in the session.
-            Ok(stored) => {
-                if !stored.await {
+            Ok(stored) => match stored.await {
+                // The session store could not write the prompt: nothing is acknowledged.
+                // The loop stops, the run ends failed, and the request is answered 503.
+                Some(false) => {
+                    let cause = "the session store did not take the run's prompt";
                     tracing::warn!(
                         thread = %input.thread_id,
                         run = %input.run_id,
-                        "the run's prompt was not stored before its run went on or ended"
+                        "refusing the run: {cause}"
                     );
+                    thread.abort();
+                    fail(&run, ErrorCode::RunStore, format!("{cause}; send it again"));
+                    thread.detach(&run);
+                    lock(&self.runs).remove(&key);
+                    return Err(WebError::Session(cause.into()));
                 }
-            }
+                Some(true) => {}
+                None => tracing::warn!(
+                    thread = %input.thread_id,
+                    run = %input.run_id,
+                    "the run ended before its prompt was stored"
+                ),
+            },
             Err((code, message)) => {
                 fail(&run, code, message);
                 thread.detach(&run);
@@ -1066,7 +1080,7 @@ impl RunRegistry {
             }
         };
         let started = started.map_err(|e| (ErrorCode::Loop(e.kind().into()), e.to_string()))?;
-        let stored = Box::pin(started.handle.prompt_stored());
+        let stored = Box::pin(started.handle.prompt_written());
         let translator = Translator::new(prefix, thread.todos(), orchestrator.tools().clone());
         let live = LiveLoop::new(
             started.input,

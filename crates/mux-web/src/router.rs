@@ -12,7 +12,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use futures::{Stream, StreamExt as _};
-use mux_orchestrator::runs::{MemoryRunStore, RunStatus, RunStore};
+use mux_orchestrator::runs::{
+    MemoryRunStore, RunStatus, RunStore, RunStoreError, StoreFault, WRITE_TIMEOUT,
+};
+use tokio::time::Instant;
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -367,7 +370,8 @@ const POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A run's events from the run store, numbered after `after`, then new ones as they are
 /// stored (a wake-up makes the reader look; a lost one only delays it), until the run's
-/// events end.
+/// events end. A store that cannot be read for [`WRITE_TIMEOUT`] on end (each read bounded
+/// by it too) ends the stream with a `RUN_ERROR` (code `run_store`) naming the cause.
 fn follow_stored(
     store: Arc<dyn RunStore>,
     id: String,
@@ -379,11 +383,14 @@ fn follow_stored(
             if ended {
                 return None;
             }
+            // Since when the store could not be read (reset by a read that succeeds).
+            let mut failing: Option<Instant> = None;
             loop {
-                let Some(wake) = mux_orchestrator::runs::watch(&*store, &id, POLL).await else {
-                    continue;
-                };
-                match store.events_after(&id, next, PAGE).await {
+                let wake = mux_orchestrator::runs::watch(&*store, &id, POLL).await;
+                let read = tokio::time::timeout(WRITE_TIMEOUT, store.events_after(&id, next, PAGE))
+                    .await
+                    .unwrap_or_else(|_| Err(unanswered()));
+                match read {
                     Ok(events) if !events.is_empty() => {
                         let last = events.last().map_or(next, |e| e.seq);
                         let ended = events
@@ -401,19 +408,70 @@ fn follow_stored(
                         return Some((futures::stream::iter(batch), (store, id, last, ended)));
                     }
                     Ok(_) => {
-                        if stored_run_over(&*store, &id, next).await {
+                        failing = None;
+                        let over = tokio::time::timeout(
+                            WRITE_TIMEOUT,
+                            stored_run_over(&*store, &id, next),
+                        )
+                        .await;
+                        if matches!(over, Ok(true)) {
                             return None;
                         }
                     }
                     Err(err) => {
+                        drop(wake);
                         tracing::debug!(run = %id, "reading stored events: {err}");
+                        let since = *failing.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= WRITE_TIMEOUT {
+                            let event = unreadable(&id, &err);
+                            return Some((
+                                futures::stream::iter(vec![Ok(event)]),
+                                (store, id, next, true),
+                            ));
+                        }
+                        tokio::time::sleep(RETRY).await;
+                        continue;
                     }
                 }
-                wake.await;
+                if let Some(wake) = wake {
+                    wake.await;
+                }
             }
         },
     )
     .flat_map(|batch| batch)
+}
+
+/// How long a reader waits before it reads a store that failed again.
+const RETRY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The error of a store read cut short after [`WRITE_TIMEOUT`].
+fn unanswered() -> RunStoreError {
+    RunStoreError::Unavailable {
+        operation: "reading a run",
+        fault: StoreFault::Unanswered,
+        reason: format!("the run store did not answer within {WRITE_TIMEOUT:?}"),
+    }
+}
+
+/// The `RUN_ERROR` that ends a stream whose run store could not be read for
+/// [`WRITE_TIMEOUT`]: it names the cause in a client's words (the driver's text, `err`, goes
+/// to the log). It has no event id: it is not one of the run's stored events.
+fn unreadable(id: &str, err: &RunStoreError) -> SseEvent {
+    let fault = err.fault().unwrap_or(StoreFault::Failed);
+    tracing::warn!(
+        run = %id,
+        fault = fault.as_str(),
+        "ending a stream read from the run store: it could not be read for {WRITE_TIMEOUT:?}: {err}"
+    );
+    let error = crate::types::Event::RunError {
+        message: format!(
+            "{fault}: the run store could not be read for {} s; reattach once it is back",
+            WRITE_TIMEOUT.as_secs()
+        ),
+        code: Some(crate::error::ErrorCode::RunStore.as_str().to_owned()),
+    };
+    SseEvent::default().data(serde_json::to_string(&error).unwrap_or_else(|_| "{}".into()))
 }
 
 /// Whether no event will follow `after` in run `id`: it is not running, or its last event

@@ -212,8 +212,10 @@ fn failed(operation: &'static str) -> impl FnOnce(sqlx::Error) -> RunStoreError 
 }
 
 impl SqliteRunStore {
-    /// Opens (creating it if missing) the database file at `path`: WAL, a 30 s busy timeout.
-    /// It may be the session store's file.
+    /// Opens (creating it if missing) the database file at `path`: WAL, and a busy timeout of
+    /// [`WRITE_TIMEOUT`](super::WRITE_TIMEOUT) (a lock another connection holds fails a write
+    /// within the bound a run keeps, before a stream opens as after). It may be the session
+    /// store's file.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, RunStoreError> {
         Self::open_with(SqliteConnectOptions::new().filename(path)).await
     }
@@ -230,7 +232,7 @@ impl SqliteRunStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(30));
+            .busy_timeout(super::WRITE_TIMEOUT);
         // A connection left in a transaction (SQLite rolled it back after a failed write)
         // is not reused: it would hold the write lock or refuse every transaction.
         let pool = crate::session::sqlite_pool::pool_options(4)

@@ -3,6 +3,8 @@
 
 mod common;
 
+mod a_locked_database_before_the_stream;
+mod a_prompt_the_store_refuses;
 mod a_network_destination_is_asked_about;
 mod a_run_on_a_budget_ends_with_its_limit;
 mod a_store_that_cannot_write;
@@ -11,6 +13,7 @@ mod an_agent_is_served_as_described;
 mod durable_runs;
 mod http_surface;
 mod real_agui_client;
+mod reattach_while_the_store_is_down;
 mod requests_from_elsewhere_are_refused;
 mod store_outages;
 #[cfg(feature = "page")]
