@@ -39,6 +39,7 @@ mod files;
 mod git;
 #[cfg(target_os = "linux")]
 mod loopback;
+mod placeholders;
 #[cfg(target_os = "linux")]
 mod privileges;
 mod protected;
@@ -58,6 +59,8 @@ mod wall;
 
 pub use crate::protected::PROTECTED_NAMES;
 pub use file_policy::FilePolicy;
+#[doc(hidden)]
+pub use placeholders::set_placeholder_linger;
 pub(crate) use file_policy::{Files, Place};
 #[cfg(target_os = "linux")]
 pub use spare::{SPARE_MAX_BYTES, SPARE_MAX_STRINGS, SealedChild, SealedOutput, SealedSpare};
