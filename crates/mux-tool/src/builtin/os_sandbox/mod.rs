@@ -59,9 +59,9 @@ mod wall;
 
 pub use crate::protected::PROTECTED_NAMES;
 pub use file_policy::FilePolicy;
+pub(crate) use file_policy::{Files, Place};
 #[doc(hidden)]
 pub use placeholders::set_placeholder_linger;
-pub(crate) use file_policy::{Files, Place};
 #[cfg(target_os = "linux")]
 pub use spare::{SPARE_MAX_BYTES, SPARE_MAX_STRINGS, SealedChild, SealedOutput, SealedSpare};
 pub use wall::{Wall, WalledChild};

@@ -81,6 +81,15 @@ fn linger() -> Duration {
     Duration::from_micros(LINGER_MICROS.load(Ordering::Relaxed))
 }
 
+/// Whether `path` exists and is not a placeholder. A placeholder (held by a running call, or
+/// pending) counts as absent for the protection of a new call, which then holds it too
+/// (takes it over): taken as an existing path, it could go while the call runs, and what
+/// the call put inside it (`.git/hooks` in a placeholder `.git`) would keep it from going.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(super) fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok() && !lock(&REGISTRY).contains_key(path)
+}
+
 /// Placeholder directories held by one call; released on drop (removed once no call holds
 /// them), or by the reaper if the agent dies first.
 #[derive(Debug, Default)]

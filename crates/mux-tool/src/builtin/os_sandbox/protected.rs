@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 
 pub(crate) use super::placeholders::Placeholders;
 #[cfg(target_os = "linux")]
+use super::placeholders::exists;
+#[cfg(target_os = "linux")]
 use super::{Confinement, OsSandboxError, SandboxPolicy};
 
 #[cfg(target_os = "linux")]
@@ -55,7 +57,7 @@ pub(super) fn protect(
     // The extra writable dirs keep their protected names as the root does (a writable home
     // keeps its `.bashrc`, and cannot be given one).
     for dir in &confinement.files.allow_write {
-        if std::fs::metadata(dir).is_ok_and(|meta| meta.is_dir()) {
+        if exists(dir) && std::fs::metadata(dir).is_ok_and(|meta| meta.is_dir()) {
             protect_names(&mut protection, confinement, dir, &[])?;
         }
     }
@@ -63,7 +65,7 @@ pub(super) fn protect(
     // be made (inside a writable place).
     let writable = confinement.writable();
     for path in &confinement.files.deny_write {
-        if std::fs::symlink_metadata(path).is_ok() {
+        if exists(path) {
             protection.paths.push(path.clone());
         } else if writable.iter().any(|dir| path.starts_with(dir)) {
             add(&mut protection, path.clone(), confinement)?;
@@ -103,10 +105,11 @@ fn protect_names(
         }
         // A file read only from the home directory changes nothing elsewhere: held when it
         // exists (it may be read one day), not made when it does not.
-        if entry.home && !at_home && std::fs::symlink_metadata(&path).is_err() {
+        if entry.home && !at_home && !exists(&path) {
             continue;
         }
         let git_dir = name == ".git"
+            && exists(&path)
             && std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_dir());
         if git_dir && confinement.git_writes && dir == confinement.root {
             for inner in GIT_CODE {
