@@ -340,23 +340,35 @@ fn exit_hook_registered() -> bool {
     #[cfg(target_os = "linux")]
     {
         static REGISTERED: OnceLock<bool> = OnceLock::new();
-        // SAFETY: registers a plain function with no argument, which never unwinds.
-        #[allow(unsafe_code)]
-        *REGISTERED.get_or_init(|| unsafe { libc::atexit(at_exit) } == 0)
+        *REGISTERED.get_or_init(|| {
+            AGENT.store(std::process::id(), Ordering::Relaxed);
+            // SAFETY: registers a plain function with no argument, which never unwinds.
+            #[allow(unsafe_code)]
+            let registered = unsafe { libc::atexit(at_exit) };
+            registered == 0
+        })
     }
     #[cfg(not(target_os = "linux"))]
     false
 }
 
+/// The process that registered the exit handler: a child forked from it that calls `exit`
+/// inherits the handler, and must leave the agent's placeholders alone.
+#[cfg(target_os = "linux")]
+static AGENT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// The exit handler: the pending placeholders go before the process does.
 #[cfg(target_os = "linux")]
 extern "C" fn at_exit() {
-    let _ = std::panic::catch_unwind(settle);
+    if AGENT.load(Ordering::Relaxed) == std::process::id() {
+        let _ = std::panic::catch_unwind(settle);
+    }
 }
 
 /// Removes every pending placeholder now, lets the scheduled batches' reapers go, and waits
 /// (at most [`REMOVAL_WAIT`]) for a removal under way. Placeholders a running call holds stay
 /// (at exit, their reapers remove them once the command is killed).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(super) fn settle() {
     let pending: Vec<PathBuf> = {
         let mut registry = lock(&REGISTRY);
