@@ -88,6 +88,8 @@ pub use environment::DEFAULT_KEPT_ENV;
 pub use glob::{Glob, GlobArgs};
 pub use grep::{Grep, GrepArgs};
 pub use list_dir::{ListDir, ListDirArgs};
+#[doc(hidden)]
+pub use os_sandbox::set_placeholder_linger;
 pub use os_sandbox::{
     FilePolicy, OsSandboxError, PROTECTED_NAMES, SandboxPolicy, Wall, WalledChild, seal,
 };

@@ -445,9 +445,11 @@ async fn allow_write_opens_a_cache_and_deny_write_closes_part_of_the_root() {
         "# mine\n"
     );
     assert!(!w.root.join("build/out").exists());
-    assert!(!w.root.join("dist").exists(), "the placeholder is gone");
+    // Placeholders go a moment after the last call (in the background).
+    let gone = |path: PathBuf| wait_for(Duration::from_secs(10), move || !path.exists());
+    assert!(gone(w.root.join("dist")).await, "the placeholder is gone");
     for absent in [".zshrc", ".git", ".profile"] {
-        assert!(!w.home.join(absent).exists(), "{absent} left in the home");
+        assert!(gone(w.home.join(absent)).await, "{absent} left in the home");
     }
     // The rest of the root is writable; the control outside writes build/.
     let out = run(&walled, "echo x > src.txt").await;
@@ -521,7 +523,12 @@ async fn a_call_leaves_the_project_as_it_was_and_protected_names_stay_uncreatabl
     let before = snapshot(&w.root);
     let out = run(&walled(&w), "ls -a").await;
     assert!(!out.is_error, "{}", out.to_text());
-    assert_eq!(snapshot(&w.root), before, "right after the call");
+    // Placeholders go a moment after the last call (in the background).
+    let settled = |expected: BTreeMap<PathBuf, (u32, Vec<u8>)>| {
+        let root = w.root.clone();
+        wait_for(Duration::from_secs(10), move || snapshot(&root) == expected)
+    };
+    assert!(settled(before.clone()).await, "a moment after the call");
     for attack in [
         "mkdir -p .git && echo '[core] fsmonitor = evil' > .git/config",
         "echo '{}' > .mcp.json",
@@ -531,18 +538,21 @@ async fn a_call_leaves_the_project_as_it_was_and_protected_names_stay_uncreatabl
     ] {
         let out = run(&walled(&w), attack).await;
         assert!(out.is_error, "{attack}: {}", out.to_text());
-        assert_eq!(snapshot(&w.root), before, "after {attack}");
+        assert!(settled(before.clone()).await, "after {attack}");
     }
     // What the command makes stays; nothing else appears.
     let out = run(&walled(&w), "echo new > made.txt").await;
     assert!(!out.is_error, "{}", out.to_text());
     let mut expected = before.clone();
     expected.insert("made.txt".into(), (0o100644, b"new\n".to_vec()));
-    let after = snapshot(&w.root);
-    assert_eq!(
-        after.keys().collect::<Vec<_>>(),
-        expected.keys().collect::<Vec<_>>()
-    );
+    let names = |map: &BTreeMap<PathBuf, (u32, Vec<u8>)>| map.keys().cloned().collect::<Vec<_>>();
+    let want = names(&expected);
+    let root = w.root.clone();
+    let settled = wait_for(Duration::from_secs(10), move || {
+        names(&snapshot(&root)) == want
+    })
+    .await;
+    assert!(settled, "left: {:?}", names(&snapshot(&w.root)));
     // The control: outside the wall the same command plants the config.
     let out = run(&unwalled(&w), "mkdir -p .git && echo x > .git/config").await;
     assert!(!out.is_error, "{}", out.to_text());

@@ -9,6 +9,7 @@ mod builtin_bash_file_policy;
 mod builtin_bash_git_drivers_and_trailers;
 mod builtin_bash_git_under_the_wall;
 mod builtin_bash_kills_its_process_group;
+mod builtin_bash_os_placeholders;
 mod builtin_bash_os_sandbox;
 mod builtin_bash_os_wall;
 mod builtin_delegated_files;

@@ -39,6 +39,7 @@ mod files;
 mod git;
 #[cfg(target_os = "linux")]
 mod loopback;
+mod placeholders;
 #[cfg(target_os = "linux")]
 mod privileges;
 mod protected;
@@ -59,6 +60,8 @@ mod wall;
 pub use crate::protected::PROTECTED_NAMES;
 pub use file_policy::FilePolicy;
 pub(crate) use file_policy::{Files, Place};
+#[doc(hidden)]
+pub use placeholders::set_placeholder_linger;
 #[cfg(target_os = "linux")]
 pub use spare::{SPARE_MAX_BYTES, SPARE_MAX_STRINGS, SealedChild, SealedOutput, SealedSpare};
 pub use wall::{Wall, WalledChild};

@@ -7,24 +7,15 @@
 //! length of the call (mounted read-only inside the sandbox), so it cannot be created either.
 //! A name cannot be held without a directory entry (a mount needs one, and a file system
 //! shared with the user has no entry only one mount namespace sees), so the placeholder is
-//! real while the call runs and leaves no residue after it:
-//! - it is removed as soon as the last call holding it ends, before the call returns;
-//! - if the agent dies first, a reaper removes it: a small process forked (no second binary)
-//!   when the call takes its placeholders, in a session of its own, that waits on a pipe only
-//!   the agent writes. Told the call ended, it exits; at end of file without that word (the
-//!   agent was killed) it kills the command's process group, whose namespace would otherwise
-//!   lose the placeholder's mount, then removes the empty placeholders and exits.
-//!
-//! Placeholders are shared by the calls that run at once in the same root (counted), since
-//! removing one a running call holds would take its mount away.
+//! real while the call runs and leaves no residue after it (module `placeholders`: removed in
+//! the background a moment after the last call holding it ends, taken over by a call that
+//! starts meanwhile, removed at exit, and by a reaper if the agent is killed).
 
-use std::collections::BTreeMap;
-use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
 
+pub(crate) use super::placeholders::Placeholders;
 #[cfg(target_os = "linux")]
-use super::reaper::Reaper;
+use super::placeholders::exists;
 #[cfg(target_os = "linux")]
 use super::{Confinement, OsSandboxError, SandboxPolicy};
 
@@ -37,9 +28,6 @@ use crate::protected::PROTECTED;
 #[cfg(target_os = "linux")]
 const GIT_CODE: [&str; 5] = ["config", "hooks", "info", "modules", "worktrees"];
 
-/// The placeholders that exist now, and how many calls hold each.
-static HELD: Mutex<BTreeMap<PathBuf, usize>> = Mutex::new(BTreeMap::new());
-
 /// The protected paths of one call: all exist (a placeholder stands for a missing one).
 #[cfg(target_os = "linux")]
 #[derive(Debug, Default)]
@@ -48,112 +36,6 @@ pub(super) struct Protection {
     pub(super) paths: Vec<PathBuf>,
     /// The placeholders this call holds.
     pub(super) placeholders: Placeholders,
-}
-
-/// Placeholder directories held by one call; released on drop (the last holder removes
-/// them), or by the reaper if the agent dies first.
-#[derive(Debug, Default)]
-pub(crate) struct Placeholders {
-    held: Vec<PathBuf>,
-    #[cfg(target_os = "linux")]
-    reaper: Option<Reaper>,
-}
-
-impl Placeholders {
-    /// Makes sure `path` exists, holding a placeholder (an empty directory) if it does not.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-    fn hold(&mut self, path: &Path) -> io::Result<()> {
-        let mut registry = HELD.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(count) = registry.get_mut(path) {
-            // Removed from outside while another call held it: made again.
-            if let Err(err) = std::fs::create_dir(path)
-                && err.kind() != io::ErrorKind::AlreadyExists
-            {
-                return Err(err);
-            }
-            *count += 1;
-            self.held.push(path.to_owned());
-            return Ok(());
-        }
-        match std::fs::symlink_metadata(path) {
-            Ok(_) => return Ok(()),
-            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
-            Err(err) => return Err(err),
-        }
-        match std::fs::create_dir(path) {
-            Ok(()) => {
-                registry.insert(path.to_owned(), 1);
-                self.held.push(path.to_owned());
-                Ok(())
-            }
-            // Someone else's now: protected as an existing path.
-            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-            Err(err) => Err(err),
-        }
-    }
-
-    /// Starts the reaper of the placeholders held, if any.
-    #[cfg(target_os = "linux")]
-    fn guard(&mut self) -> io::Result<()> {
-        if !self.held.is_empty() {
-            self.reaper = Some(Reaper::start(&self.held)?);
-        }
-        Ok(())
-    }
-
-    /// Tells the reaper the process group of the command, which it kills if the agent dies.
-    pub(crate) fn started(&self, group: u32) {
-        #[cfg(target_os = "linux")]
-        if let Some(reaper) = &self.reaper {
-            reaper.started(group);
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = group;
-    }
-}
-
-impl Drop for Placeholders {
-    fn drop(&mut self) {
-        if self.held.is_empty() {
-            return;
-        }
-        let mut registry = HELD.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut last = Vec::new();
-        for path in self.held.drain(..).rev() {
-            if let Some(count) = registry.get_mut(&path) {
-                *count -= 1;
-                if *count == 0 {
-                    registry.remove(&path);
-                    last.push(path);
-                }
-            }
-        }
-        remove(&last);
-        drop(registry);
-        // Then the reaper is told the call ended (its drop), and exits.
-        #[cfg(target_os = "linux")]
-        drop(self.reaper.take());
-    }
-}
-
-/// Removes the placeholders `paths` (only empty directories: anything put in one from
-/// outside stays). Removing a directory that was a mount point waits for an RCU grace period
-/// (milliseconds each), so they are removed at once, one thread each, and the wait is paid
-/// once; the first fails over to the calling thread.
-fn remove(paths: &[PathBuf]) {
-    std::thread::scope(|scope| {
-        for path in paths.iter().skip(1) {
-            let spawned = std::thread::Builder::new()
-                .name("mux-placeholder".into())
-                .spawn_scoped(scope, move || std::fs::remove_dir(path));
-            if spawned.is_err() {
-                let _ = std::fs::remove_dir(path);
-            }
-        }
-        if let Some(first) = paths.first() {
-            let _ = std::fs::remove_dir(first);
-        }
-    });
 }
 
 /// The protected paths of a call confined as `confinement` says, with `more` (paths inside the
@@ -175,7 +57,7 @@ pub(super) fn protect(
     // The extra writable dirs keep their protected names as the root does (a writable home
     // keeps its `.bashrc`, and cannot be given one).
     for dir in &confinement.files.allow_write {
-        if std::fs::metadata(dir).is_ok_and(|meta| meta.is_dir()) {
+        if exists(dir) && std::fs::metadata(dir).is_ok_and(|meta| meta.is_dir()) {
             protect_names(&mut protection, confinement, dir, &[])?;
         }
     }
@@ -183,7 +65,7 @@ pub(super) fn protect(
     // be made (inside a writable place).
     let writable = confinement.writable();
     for path in &confinement.files.deny_write {
-        if std::fs::symlink_metadata(path).is_ok() {
+        if exists(path) {
             protection.paths.push(path.clone());
         } else if writable.iter().any(|dir| path.starts_with(dir)) {
             add(&mut protection, path.clone(), confinement)?;
@@ -223,10 +105,11 @@ fn protect_names(
         }
         // A file read only from the home directory changes nothing elsewhere: held when it
         // exists (it may be read one day), not made when it does not.
-        if entry.home && !at_home && std::fs::symlink_metadata(&path).is_err() {
+        if entry.home && !at_home && !exists(&path) {
             continue;
         }
         let git_dir = name == ".git"
+            && exists(&path)
             && std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_dir());
         if git_dir && confinement.git_writes && dir == confinement.root {
             for inner in GIT_CODE {
@@ -248,7 +131,7 @@ fn add(
     path: PathBuf,
     confinement: &Confinement,
 ) -> Result<(), OsSandboxError> {
-    let setup = |err: io::Error| OsSandboxError::Setup {
+    let setup = |err: std::io::Error| OsSandboxError::Setup {
         policy: confinement.policy,
         reason: format!("cannot protect {}: {err}", path.display()),
     };
@@ -291,6 +174,8 @@ mod tests {
             "still held by the second call"
         );
         drop(second);
+        // Removed a moment later in the background, or now by `settle` (as at exit).
+        super::super::placeholders::settle();
         assert!(
             !dir.path().join(".claude").exists(),
             "gone with the last call"
@@ -324,6 +209,7 @@ mod tests {
         assert!(!protection.paths.contains(&dir.path().join(".git")));
         assert!(dir.path().join(".git/hooks").is_dir());
         drop(protection);
+        super::super::placeholders::settle();
         assert!(!dir.path().join(".git/hooks").exists());
     }
 }

@@ -1,6 +1,7 @@
-//! The reaper of a call's placeholders (module `protected`): a process forked from the agent
-//! that removes them if the agent dies during the call, so a killed agent leaves no residue
-//! in the user's project either.
+//! The reaper of a call's placeholders (module `placeholders`): a process forked from the
+//! agent that removes them if the agent dies during the call or before their removal (which
+//! comes a moment after the call), so a killed agent leaves no residue in the user's project
+//! either.
 //!
 //! It is a plain `fork` with no `exec` (a library ships no second binary): after the fork the
 //! child only makes system calls on what was prepared before it (paths as C strings), as
@@ -8,7 +9,9 @@
 //! own (so a signal to the agent's process group or terminal spares it), closes every
 //! descriptor but its end of a pipe, and reads from the pipe:
 //! - `P` and four bytes: the process group of the command, to kill if the agent dies;
-//! - `D`: the call ended and its placeholders were dealt with: it exits;
+//! - `E`: the command ended: its group is forgotten (the id may be reused), and the reaper
+//!   stays for the placeholders, whose removal is pending;
+//! - `D`: the placeholders were removed or taken over by another call: it exits;
 //! - end of file without `D`: the agent is gone. It kills the command's process group (the
 //!   placeholders' mounts go with the directories), removes the placeholders (only empty
 //!   directories), and exits.
@@ -65,6 +68,11 @@ impl Reaper {
         self.send(&message);
     }
 
+    /// Tells the reaper the command ended: it must not kill the group any more.
+    pub(super) fn ended(&self) {
+        self.send(b"E");
+    }
+
     fn send(&self, bytes: &[u8]) {
         // A pipe write of at most PIPE_BUF bytes is atomic; a failure means the reaper is
         // gone, and then there is no one to tell.
@@ -109,6 +117,10 @@ fn watch(read: RawFd, paths: &[CString]) -> ! {
             }
             if n == 1 && byte == b'D' {
                 libc::_exit(0);
+            }
+            if n == 1 && byte == b'E' {
+                group = 0;
+                continue;
             }
             if n == 1 && byte == b'P' {
                 let mut bytes = [0u8; 4];
