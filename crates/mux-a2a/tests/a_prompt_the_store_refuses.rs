@@ -155,7 +155,12 @@ async fn a_prompt_the_session_store_refuses_is_answered_unavailable() {
     store.refuse.store(false, Ordering::SeqCst);
     let mut tries = 0;
     loop {
-        let answer = rpc(&server, "SendMessage", on_context(&format!("again {tries}"))).await;
+        let answer = rpc(
+            &server,
+            "SendMessage",
+            on_context(&format!("again {tries}")),
+        )
+        .await;
         if answer["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED" {
             break;
         }
@@ -165,6 +170,9 @@ async fn a_prompt_the_session_store_refuses_is_answered_unavailable() {
     }
     let session = store.inner.load(&context).await.unwrap();
     let said = serde_json::to_string(&session.messages).unwrap();
-    assert!(!said.contains("refused"), "a refused prompt was stored: {said}");
+    assert!(
+        !said.contains("refused"),
+        "a refused prompt was stored: {said}"
+    );
     server.shutdown().await;
 }

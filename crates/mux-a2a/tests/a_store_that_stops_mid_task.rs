@@ -68,7 +68,10 @@ async fn read_all(response: reqwest::Response, mut seen: impl FnMut(&Value)) -> 
             .await
             .unwrap_or_else(|_| {
                 let last = items.last().map(Value::to_string).unwrap_or_default();
-                panic!("the stream hung after {} items; the last: {last}", items.len())
+                panic!(
+                    "the stream hung after {} items; the last: {last}",
+                    items.len()
+                )
             });
         let Some(chunk) = chunk else { return items };
         buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));

@@ -15,9 +15,9 @@ use futures::{Stream, StreamExt as _};
 use mux_orchestrator::runs::{
     MemoryRunStore, RunStatus, RunStore, RunStoreError, StoreFault, WRITE_TIMEOUT,
 };
-use tokio::time::Instant;
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use serde_json::json;
+use tokio::time::Instant;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::buffer::RunBuffer;

@@ -148,7 +148,10 @@ async fn a_prompt_the_session_store_refuses_is_answered_503_before_any_stream() 
 
     store.refuse.store(true, Ordering::SeqCst);
     let (status, body) = post(&http, &url, "r2").await;
-    assert_eq!(status, 503, "the prompt was acknowledged though not stored: {body}");
+    assert_eq!(
+        status, 503,
+        "the prompt was acknowledged though not stored: {body}"
+    );
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["error"], "run_store_unavailable", "{body}");
 
@@ -162,12 +165,18 @@ async fn a_prompt_the_session_store_refuses_is_answered_503_before_any_stream() 
             break;
         }
         tries += 1;
-        assert!(tries < 50, "the store is back but runs fail: {status} {body}");
+        assert!(
+            tries < 50,
+            "the store is back but runs fail: {status} {body}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let session = store.inner.load("p1").await.unwrap();
     let said = serde_json::to_string(&session.messages).unwrap();
     assert!(said.contains("say r1") && said.contains("say r3"), "{said}");
-    assert!(!said.contains("say r2"), "the refused prompt was stored: {said}");
+    assert!(
+        !said.contains("say r2"),
+        "the refused prompt was stored: {said}"
+    );
     server.abort();
 }

@@ -4,8 +4,8 @@
 mod common;
 
 mod a_locked_database_before_the_stream;
-mod a_prompt_the_store_refuses;
 mod a_network_destination_is_asked_about;
+mod a_prompt_the_store_refuses;
 mod a_run_on_a_budget_ends_with_its_limit;
 mod a_store_that_cannot_write;
 mod ag_ui_validate;

@@ -140,9 +140,7 @@ async fn a_reattached_stream_ends_with_a_run_error_while_postgres_is_down() {
     let mut outage = None;
     let read = read_to_end(reattached, |text| {
         if outage.is_none() && text.contains("RUN_STARTED") {
-            outage = Some(tokio::task::block_in_place(|| {
-                db.outage(DOWN)
-            }));
+            outage = Some(tokio::task::block_in_place(|| db.outage(DOWN)));
         }
     })
     .await;
