@@ -24,12 +24,16 @@ pub(crate) fn read(ask: &Ask, message: &Message, text: &str) -> Result<LoopInput
             text: text.to_owned(),
         }),
         Ask::Approval { call_id, tool, .. } => {
-            let answer = from_data(message)
-                .or_else(|| from_text(text))
+            // Only a network destination offers "always" (for the rest of the conversation).
+            let offers_always = tool == mux_orchestrator::NETWORK_APPROVAL;
+            let answer = from_data(message, offers_always)
+                .or_else(|| from_text(text, offers_always))
                 .ok_or_else(|| {
+                    let always = if offers_always { ", `always`" } else { "" };
                     RpcError::invalid_params(format!(
-                        "the task waits for an approval of `{tool}`: send `approve`, or `deny` \
-                         and a reason (or a data part {{\"approved\": true|false, \"reason\": \"...\"}})"
+                        "the task waits for an approval of `{tool}`: send `approve`{always}, or \
+                         `deny` and a reason (or a data part {{\"approved\": true|false, \
+                         \"reason\": \"...\"}})"
                     ))
                 })?;
             Ok(LoopInput::ToolApproval {
@@ -40,16 +44,28 @@ pub(crate) fn read(ask: &Ask, message: &Message, text: &str) -> Result<LoopInput
     }
 }
 
-fn from_data(message: &Message) -> Option<Answer> {
+fn from_data(message: &Message, offers_always: bool) -> Option<Answer> {
     message.parts.iter().find_map(|part| {
         let data = part.data.as_ref()?.as_object()?;
         let approved = data.get("approved")?.as_bool()?;
         let reason = data.get("reason").and_then(Value::as_str);
-        Some(decide(approved, reason))
+        let always = data.get("always").and_then(Value::as_bool) == Some(true);
+        Some(if approved && always && offers_always {
+            allow_always()
+        } else {
+            decide(approved, reason)
+        })
     })
 }
 
-fn from_text(text: &str) -> Option<Answer> {
+/// Allowed for the rest of the conversation.
+fn allow_always() -> Answer {
+    Answer::AllowAlways {
+        remember: mux_permission::Remember::exact(mux_permission::Scope::Session),
+    }
+}
+
+fn from_text(text: &str, offers_always: bool) -> Option<Answer> {
     let text = text.trim();
     let word_end = text
         .find(|c: char| !c.is_alphanumeric())
@@ -58,6 +74,7 @@ fn from_text(text: &str) -> Option<Answer> {
     let rest = rest.trim_start_matches(|c: char| c.is_whitespace() || ",.:;!-".contains(c));
     let reason = (!rest.trim().is_empty()).then_some(rest.trim());
     match word.to_ascii_lowercase().as_str() {
+        "always" if offers_always => Some(allow_always()),
         "approve" | "approved" | "yes" | "y" | "allow" | "ok" => Some(decide(true, None)),
         "deny" | "denied" | "no" | "n" | "reject" => Some(decide(false, reason)),
         _ => None,
@@ -136,6 +153,48 @@ mod tests {
                 answer: Answer::deny("r")
             }
         );
+    }
+
+    #[test]
+    fn always_answers_only_a_network_destination() {
+        let network = Ask::Approval {
+            call_id: "c1:network:pkgs.test:443:x".into(),
+            tool: mux_orchestrator::NETWORK_APPROVAL.into(),
+            input: json!({"host": "pkgs.test", "port": 443}),
+            reason: "allow network access to `pkgs.test:443`?".into(),
+        };
+        let answer =
+            |ask: &Ask, parts: Vec<Part>, text: &str| match read(ask, &message(parts), text) {
+                Ok(LoopInput::ToolApproval { answer, .. }) => Ok(answer),
+                Ok(other) => unreachable!("{other:?}"),
+                Err(e) => Err(e),
+            };
+        for always in [
+            (vec![Part::text("Always")], "Always"),
+            (
+                vec![Part::data(json!({"approved": true, "always": true}))],
+                "",
+            ),
+        ] {
+            assert!(matches!(
+                answer(&network, always.0, always.1).unwrap(),
+                Answer::AllowAlways { .. }
+            ));
+        }
+        // Refused "always" is a refusal; "always" as a string is not a yes.
+        let no = vec![Part::data(json!({"approved": false, "always": true}))];
+        assert!(matches!(
+            answer(&network, no, "").unwrap(),
+            Answer::Deny { .. }
+        ));
+        let loose = vec![Part::data(json!({"approved": true, "always": "true"}))];
+        assert_eq!(answer(&network, loose, "").unwrap(), Answer::AllowOnce);
+        // A tool's approval does not offer it: the word is not an answer, and the data is once.
+        assert_eq!(answer_to("always").unwrap_err().code, -32602);
+        let data = vec![Part::data(json!({"approved": true, "always": true}))];
+        assert_eq!(answer(&approval(), data, "").unwrap(), Answer::AllowOnce);
+        let err = answer(&network, vec![Part::text("sometimes")], "sometimes").unwrap_err();
+        assert!(err.message.contains("`always`"), "{}", err.message);
     }
 
     #[test]

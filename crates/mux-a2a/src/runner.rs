@@ -294,6 +294,25 @@ fn question_parts(ask: &Ask) -> Vec<Part> {
             tool,
             input,
             reason,
+        } if tool == mux_orchestrator::NETWORK_APPROVAL => {
+            // A walled command's destination: the reason is the question.
+            let question = reason.strip_prefix("allow ").unwrap_or(reason);
+            vec![
+                Part::text(format!(
+                    "Allow {question} Reply `approve` (this time), `always` (for the rest of \
+                     this conversation) or `deny` with a reason."
+                )),
+                Part::data(json!({"approval": {
+                    "callId": call_id, "tool": tool, "input": input, "reason": reason,
+                    "always": true,
+                }})),
+            ]
+        }
+        Ask::Approval {
+            call_id,
+            tool,
+            input,
+            reason,
         } => vec![
             Part::text(format!(
                 "Approve `{tool}` {input}? ({reason}) Reply `approve` or `deny` with a reason."
