@@ -130,11 +130,13 @@ where
                     Ok(next) => next,
                     Err(_) => {
                         self.finished = true;
-                        return Some(Err(LlmError::Timeout {
-                            provider: self.mapper.provider().to_owned(),
-                            phase: TimeoutPhase::Idle,
-                            after: limit,
-                        }));
+                        return Some(Err(LlmError::new(
+                            self.mapper.provider().to_owned(),
+                            crate::LlmFailure::Timeout {
+                                phase: TimeoutPhase::Idle,
+                                after: limit,
+                            },
+                        )));
                     }
                 },
                 None => self.bytes.next().await,

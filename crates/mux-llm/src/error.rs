@@ -1,4 +1,5 @@
-//! Typed errors. Every variant names the provider; none ever carries an API key.
+//! Typed errors: the provider named once, what went wrong as a [`LlmFailure`]; none ever
+//! carries an API key.
 
 use std::time::Duration;
 
@@ -23,45 +24,47 @@ impl TimeoutPhase {
     }
 }
 
-/// An error from a model provider.
+/// An error from a model provider: the provider, named once, and what went wrong.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{provider}: {failure}")]
+pub struct LlmError {
+    /// The provider (`anthropic`, `openai`, a fallback chain's member, ...).
+    pub provider: String,
+    /// What went wrong.
+    pub failure: LlmFailure,
+}
+
+/// What went wrong in an [`LlmError`].
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
-pub enum LlmError {
+pub enum LlmFailure {
     /// The API key is missing or wrong (401).
-    #[error("{provider}: authentication failed (HTTP {status}): {message}")]
+    #[error("authentication failed (HTTP {status}): {message}")]
     Authentication {
-        /// The provider.
-        provider: String,
         /// The HTTP status.
         status: u16,
         /// The provider's message.
         message: String,
     },
     /// The key may not do this (403).
-    #[error("{provider}: permission denied (HTTP {status}): {message}")]
+    #[error("permission denied (HTTP {status}): {message}")]
     PermissionDenied {
-        /// The provider.
-        provider: String,
         /// The HTTP status.
         status: u16,
         /// The provider's message.
         message: String,
     },
     /// The endpoint or model does not exist (404).
-    #[error("{provider}: not found (HTTP {status}; unknown model or endpoint?): {message}")]
+    #[error("not found (HTTP {status}; unknown model or endpoint?): {message}")]
     NotFound {
-        /// The provider.
-        provider: String,
         /// The HTTP status.
         status: u16,
         /// The provider's message.
         message: String,
     },
     /// Too many requests (429).
-    #[error("{provider}: rate limited (HTTP {status}){}: {message}", retry_hint(.retry_after))]
+    #[error("rate limited (HTTP {status}){}: {message}", retry_hint(.retry_after))]
     RateLimited {
-        /// The provider.
-        provider: String,
         /// The HTTP status.
         status: u16,
         /// The provider's message.
@@ -70,10 +73,8 @@ pub enum LlmError {
         retry_after: Option<Duration>,
     },
     /// The provider is overloaded (Anthropic's 529, or an `overloaded_error` in a stream).
-    #[error("{provider}: overloaded (HTTP {status}){}: {message}", retry_hint(.retry_after))]
+    #[error("overloaded (HTTP {status}){}: {message}", retry_hint(.retry_after))]
     Overloaded {
-        /// The provider.
-        provider: String,
         /// The HTTP status (529; 0 when reported inside a stream).
         status: u16,
         /// The provider's message.
@@ -82,30 +83,24 @@ pub enum LlmError {
         retry_after: Option<Duration>,
     },
     /// The prompt does not fit the model's context window.
-    #[error("{provider}: context length exceeded (HTTP {status}): {message}")]
+    #[error("context length exceeded (HTTP {status}): {message}")]
     ContextLength {
-        /// The provider.
-        provider: String,
         /// The HTTP status.
         status: u16,
         /// The provider's message.
         message: String,
     },
     /// The provider rejected the request.
-    #[error("{provider}: invalid request (HTTP {status}): {message}")]
+    #[error("invalid request (HTTP {status}): {message}")]
     InvalidRequest {
-        /// The provider.
-        provider: String,
         /// The HTTP status (0 when reported inside a stream).
         status: u16,
         /// The provider's message.
         message: String,
     },
     /// The provider failed (5xx, or an `api_error` inside a stream).
-    #[error("{provider}: server error (HTTP {status}): {message}")]
+    #[error("server error (HTTP {status}): {message}")]
     Server {
-        /// The provider.
-        provider: String,
         /// The HTTP status (0 when reported inside a stream).
         status: u16,
         /// The provider's message.
@@ -114,38 +109,30 @@ pub enum LlmError {
         retry_after: Option<Duration>,
     },
     /// The connection failed or broke.
-    #[error("{provider}: transport error: {message}")]
+    #[error("transport error: {message}")]
     Transport {
-        /// The provider.
-        provider: String,
         /// What happened.
         message: String,
     },
     /// A wait ran out.
-    #[error("{provider}: timed out {} after {after:?}", .phase.as_str())]
+    #[error("timed out {} after {after:?}", .phase.as_str())]
     Timeout {
-        /// The provider.
-        provider: String,
         /// Which wait.
         phase: TimeoutPhase,
         /// The limit that was reached.
         after: Duration,
     },
     /// The provider sent something this crate could not read.
-    #[error("{provider}: could not decode the response: {message} (near `{snippet}`)")]
+    #[error("could not decode the response: {message} (near `{snippet}`)")]
     Decode {
-        /// The provider.
-        provider: String,
         /// What was wrong.
         message: String,
         /// The offending text, shortened.
         snippet: String,
     },
     /// The client was configured wrongly (missing key, bad URL).
-    #[error("{provider}: configuration error: {message}")]
+    #[error("configuration error: {message}")]
     Config {
-        /// The provider.
-        provider: String,
         /// What is wrong.
         message: String,
     },
@@ -196,6 +183,185 @@ pub(crate) fn snippet(text: &str) -> String {
 }
 
 impl LlmError {
+    /// `failure` at `provider`.
+    pub fn new(provider: impl Into<String>, failure: LlmFailure) -> Self {
+        Self {
+            provider: provider.into(),
+            failure,
+        }
+    }
+
+    /// A stable name of the kind: `authentication`, `rate_limited`, ...
+    pub fn kind(&self) -> &'static str {
+        self.failure.kind()
+    }
+
+    /// The HTTP status, when the error came from one (0 or absent for in-stream errors).
+    pub fn status(&self) -> Option<u16> {
+        self.failure.status()
+    }
+
+    /// How long the provider asked to wait before retrying.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self.failure {
+            LlmFailure::RateLimited { retry_after, .. }
+            | LlmFailure::Overloaded { retry_after, .. }
+            | LlmFailure::Server { retry_after, .. } => retry_after,
+            _ => None,
+        }
+    }
+
+    /// Whether trying again may succeed: rate limits, overload, server errors, transport
+    /// failures and timeouts. Authentication, bad requests and decode errors are final.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.failure,
+            LlmFailure::RateLimited { .. }
+                | LlmFailure::Overloaded { .. }
+                | LlmFailure::Server { .. }
+                | LlmFailure::Transport { .. }
+                | LlmFailure::Timeout { .. }
+        )
+    }
+
+    /// The provider's message (or what happened), without the kind and provider prefix.
+    pub fn message(&self) -> String {
+        match &self.failure {
+            LlmFailure::Timeout { phase, after } => {
+                format!("timed out {} after {after:?}", phase.as_str())
+            }
+            failure => failure.message().unwrap_or_default().to_owned(),
+        }
+    }
+
+    /// A decode error with a snippet of the offending text.
+    pub fn decode(provider: &str, message: impl Into<String>, text: &str) -> Self {
+        Self::new(
+            provider,
+            LlmFailure::Decode {
+                message: message.into(),
+                snippet: snippet(text),
+            },
+        )
+    }
+
+    /// A transport error.
+    pub fn transport(provider: &str, message: impl Into<String>) -> Self {
+        Self::new(
+            provider,
+            LlmFailure::Transport {
+                message: message.into(),
+            },
+        )
+    }
+
+    /// A configuration error (a missing key, a bad URL).
+    pub fn config(provider: &str, message: impl Into<String>) -> Self {
+        Self::new(
+            provider,
+            LlmFailure::Config {
+                message: message.into(),
+            },
+        )
+    }
+
+    /// A wait that ran out.
+    pub fn timeout(provider: &str, phase: TimeoutPhase, after: Duration) -> Self {
+        Self::new(provider, LlmFailure::Timeout { phase, after })
+    }
+
+    /// Maps an HTTP error status and the provider's message to a typed error. `error_type` is
+    /// the provider's own error code when the body had one (`overloaded_error`,
+    /// `context_length_exceeded`, ...).
+    pub fn from_status(
+        provider: &str,
+        status: u16,
+        error_type: Option<&str>,
+        message: String,
+        retry_after: Option<Duration>,
+    ) -> Self {
+        let kind = error_type.unwrap_or("");
+        let failure = if is_context_length(kind, &message) {
+            LlmFailure::ContextLength { status, message }
+        } else if kind == "overloaded_error" || status == 529 {
+            LlmFailure::Overloaded {
+                status,
+                message,
+                retry_after,
+            }
+        } else {
+            match status {
+                401 => LlmFailure::Authentication { status, message },
+                403 => LlmFailure::PermissionDenied { status, message },
+                404 => LlmFailure::NotFound { status, message },
+                429 => LlmFailure::RateLimited {
+                    status,
+                    message,
+                    retry_after,
+                },
+                500..=599 => LlmFailure::Server {
+                    status,
+                    message,
+                    retry_after,
+                },
+                _ => LlmFailure::InvalidRequest { status, message },
+            }
+        };
+        Self::new(provider, failure)
+    }
+
+    /// Maps an error reported inside a stream (`{"type":"error","error":{...}}`).
+    pub fn in_stream(provider: &str, error_type: &str, message: String) -> Self {
+        let status = match error_type {
+            "authentication_error" => 401,
+            "permission_error" => 403,
+            "not_found_error" => 404,
+            "rate_limit_error" => 429,
+            "overloaded_error" => 529,
+            "api_error" | "server_error" => 500,
+            _ => 400,
+        };
+        let mut error = Self::from_status(provider, status, Some(error_type), message, None);
+        if let Some(status) = error.failure.status_mut() {
+            *status = 0;
+        }
+        error
+    }
+
+    /// The error after `attempts` tries: its message ends with `(after N attempts)`, so the
+    /// final error of a retried request says it was retried. One attempt changes nothing; a
+    /// timeout, which has no message, is returned as it is.
+    pub fn after_attempts(mut self, attempts: u32) -> Self {
+        if attempts > 1
+            && let Some(message) = self.failure.message_mut()
+        {
+            message.push_str(&format!(" (after {attempts} attempts)"));
+        }
+        self
+    }
+
+    /// Replaces every occurrence of `secret` in the error's texts with `[redacted]`.
+    pub fn redact(mut self, secret: &str) -> Self {
+        if secret.len() < 4 {
+            return self;
+        }
+        let scrub = |text: &mut String| {
+            if text.contains(secret) {
+                *text = text.replace(secret, "[redacted]");
+            }
+        };
+        scrub(&mut self.provider);
+        if let LlmFailure::Decode { snippet, .. } = &mut self.failure {
+            scrub(snippet);
+        }
+        if let Some(message) = self.failure.message_mut() {
+            scrub(message);
+        }
+        self
+    }
+}
+
+impl LlmFailure {
     /// A stable name of the kind: `authentication`, `rate_limited`, ...
     pub fn kind(&self) -> &'static str {
         match self {
@@ -214,8 +380,23 @@ impl LlmError {
         }
     }
 
-    /// The HTTP status, when the error came from one (0 or absent for in-stream errors).
+    /// The HTTP status, when the failure came from one (0 or absent for in-stream failures).
     pub fn status(&self) -> Option<u16> {
+        let status = match self {
+            Self::Authentication { status, .. }
+            | Self::PermissionDenied { status, .. }
+            | Self::NotFound { status, .. }
+            | Self::RateLimited { status, .. }
+            | Self::Overloaded { status, .. }
+            | Self::ContextLength { status, .. }
+            | Self::InvalidRequest { status, .. }
+            | Self::Server { status, .. } => *status,
+            _ => 0,
+        };
+        (status != 0).then_some(status)
+    }
+
+    fn status_mut(&mut self) -> Option<&mut u16> {
         match self {
             Self::Authentication { status, .. }
             | Self::PermissionDenied { status, .. }
@@ -224,37 +405,15 @@ impl LlmError {
             | Self::Overloaded { status, .. }
             | Self::ContextLength { status, .. }
             | Self::InvalidRequest { status, .. }
-            | Self::Server { status, .. } => (*status != 0).then_some(*status),
+            | Self::Server { status, .. } => Some(status),
             _ => None,
         }
     }
 
-    /// How long the provider asked to wait before retrying.
-    pub fn retry_after(&self) -> Option<Duration> {
+    /// The provider's message or what happened; none for a timeout.
+    pub fn message(&self) -> Option<&str> {
         match self {
-            Self::RateLimited { retry_after, .. }
-            | Self::Overloaded { retry_after, .. }
-            | Self::Server { retry_after, .. } => *retry_after,
-            _ => None,
-        }
-    }
-
-    /// Whether trying again may succeed: rate limits, overload, server errors, transport
-    /// failures and timeouts. Authentication, bad requests and decode errors are final.
-    pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            Self::RateLimited { .. }
-                | Self::Overloaded { .. }
-                | Self::Server { .. }
-                | Self::Transport { .. }
-                | Self::Timeout { .. }
-        )
-    }
-
-    /// The provider's message (or what happened), without the kind and provider prefix.
-    pub fn message(&self) -> String {
-        match self {
+            Self::Timeout { .. } => None,
             Self::Authentication { message, .. }
             | Self::PermissionDenied { message, .. }
             | Self::NotFound { message, .. }
@@ -263,139 +422,15 @@ impl LlmError {
             | Self::ContextLength { message, .. }
             | Self::InvalidRequest { message, .. }
             | Self::Server { message, .. }
-            | Self::Transport { message, .. }
+            | Self::Transport { message }
             | Self::Decode { message, .. }
-            | Self::Config { message, .. } => message.clone(),
-            Self::Timeout { phase, after, .. } => {
-                format!("timed out {} after {after:?}", phase.as_str())
-            }
+            | Self::Config { message } => Some(message),
         }
-    }
-
-    /// A decode error with a snippet of the offending text.
-    pub fn decode(provider: &str, message: impl Into<String>, text: &str) -> Self {
-        Self::Decode {
-            provider: provider.to_owned(),
-            message: message.into(),
-            snippet: snippet(text),
-        }
-    }
-
-    /// A transport error.
-    pub fn transport(provider: &str, message: impl Into<String>) -> Self {
-        Self::Transport {
-            provider: provider.to_owned(),
-            message: message.into(),
-        }
-    }
-
-    /// Maps an HTTP error status and the provider's message to a typed error. `error_type` is
-    /// the provider's own error code when the body had one (`overloaded_error`,
-    /// `context_length_exceeded`, ...).
-    pub fn from_status(
-        provider: &str,
-        status: u16,
-        error_type: Option<&str>,
-        message: String,
-        retry_after: Option<Duration>,
-    ) -> Self {
-        let provider = provider.to_owned();
-        let kind = error_type.unwrap_or("");
-        if is_context_length(kind, &message) {
-            return Self::ContextLength {
-                provider,
-                status,
-                message,
-            };
-        }
-        if kind == "overloaded_error" || status == 529 {
-            return Self::Overloaded {
-                provider,
-                status,
-                message,
-                retry_after,
-            };
-        }
-        match status {
-            401 => Self::Authentication {
-                provider,
-                status,
-                message,
-            },
-            403 => Self::PermissionDenied {
-                provider,
-                status,
-                message,
-            },
-            404 => Self::NotFound {
-                provider,
-                status,
-                message,
-            },
-            429 => Self::RateLimited {
-                provider,
-                status,
-                message,
-                retry_after,
-            },
-            500..=599 => Self::Server {
-                provider,
-                status,
-                message,
-                retry_after,
-            },
-            _ => Self::InvalidRequest {
-                provider,
-                status,
-                message,
-            },
-        }
-    }
-
-    /// Maps an error reported inside a stream (`{"type":"error","error":{...}}`).
-    pub fn in_stream(provider: &str, error_type: &str, message: String) -> Self {
-        let status = match error_type {
-            "authentication_error" => 401,
-            "permission_error" => 403,
-            "not_found_error" => 404,
-            "rate_limit_error" => 429,
-            "overloaded_error" => 529,
-            "api_error" | "server_error" => 500,
-            _ => 400,
-        };
-        let mut error = Self::from_status(provider, status, Some(error_type), message, None);
-        error.clear_status();
-        error
-    }
-
-    fn clear_status(&mut self) {
-        match self {
-            Self::Authentication { status, .. }
-            | Self::PermissionDenied { status, .. }
-            | Self::NotFound { status, .. }
-            | Self::RateLimited { status, .. }
-            | Self::Overloaded { status, .. }
-            | Self::ContextLength { status, .. }
-            | Self::InvalidRequest { status, .. }
-            | Self::Server { status, .. } => *status = 0,
-            _ => {}
-        }
-    }
-
-    /// The error after `attempts` tries: its message ends with `(after N attempts)`, so the
-    /// final error of a retried request says it was retried. One attempt changes nothing; a
-    /// timeout, which has no message, is returned as it is.
-    pub fn after_attempts(mut self, attempts: u32) -> Self {
-        if attempts > 1
-            && let Some(message) = self.message_mut()
-        {
-            message.push_str(&format!(" (after {attempts} attempts)"));
-        }
-        self
     }
 
     fn message_mut(&mut self) -> Option<&mut String> {
         match self {
+            Self::Timeout { .. } => None,
             Self::Authentication { message, .. }
             | Self::PermissionDenied { message, .. }
             | Self::NotFound { message, .. }
@@ -404,30 +439,10 @@ impl LlmError {
             | Self::ContextLength { message, .. }
             | Self::InvalidRequest { message, .. }
             | Self::Server { message, .. }
-            | Self::Transport { message, .. }
+            | Self::Transport { message }
             | Self::Decode { message, .. }
-            | Self::Config { message, .. } => Some(message),
-            Self::Timeout { .. } => None,
+            | Self::Config { message } => Some(message),
         }
-    }
-
-    /// Replaces every occurrence of `secret` in the error's texts with `[redacted]`.
-    pub fn redact(mut self, secret: &str) -> Self {
-        if secret.len() < 4 {
-            return self;
-        }
-        let scrub = |text: &mut String| {
-            if text.contains(secret) {
-                *text = text.replace(secret, "[redacted]");
-            }
-        };
-        if let Self::Decode { snippet, .. } = &mut self {
-            scrub(snippet);
-        }
-        if let Some(message) = self.message_mut() {
-            scrub(message);
-        }
-        self
     }
 }
 

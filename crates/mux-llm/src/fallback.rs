@@ -45,9 +45,9 @@ struct Entry {
 /// use mux_llm::{FallbackClient, LlmClient, LlmError, Request};
 ///
 /// # futures::executor::block_on(async {
-/// let busy = ScriptedClient::new().push(mux_llm::testing::Script::Error(LlmError::Overloaded {
-///     provider: "primary".into(), status: 529, message: "Overloaded".into(), retry_after: None,
-/// }));
+/// let busy = ScriptedClient::new().push(mux_llm::testing::Script::Error(LlmError::new("primary", mux_llm::LlmFailure::Overloaded {
+///     status: 529, message: "Overloaded".into(), retry_after: None,
+/// })));
 /// let spare = ScriptedClient::new().reply_text("Hello");
 /// let client = FallbackClient::new([busy, spare]);
 /// let reply = client.complete(Request::new("m", 10).user("Hi")).await?;
@@ -157,10 +157,12 @@ impl FallbackClient {
     }
 
     fn empty() -> LlmError {
-        LlmError::Config {
-            provider: "fallback".into(),
-            message: "a FallbackClient needs at least one client".into(),
-        }
+        LlmError::new(
+            "fallback",
+            crate::LlmFailure::Config {
+                message: "a FallbackClient needs at least one client".into(),
+            },
+        )
     }
 }
 
@@ -248,12 +250,14 @@ mod tests {
     use std::sync::Mutex;
 
     fn overloaded() -> LlmError {
-        LlmError::Overloaded {
-            provider: "scripted".into(),
-            status: 529,
-            message: "Overloaded".into(),
-            retry_after: None,
-        }
+        LlmError::new(
+            "scripted",
+            crate::LlmFailure::Overloaded {
+                status: 529,
+                message: "Overloaded".into(),
+                retry_after: None,
+            },
+        )
     }
 
     #[tokio::test]
@@ -271,11 +275,13 @@ mod tests {
         assert_eq!(reply.text(), "from b");
         assert_eq!(*seen.lock().unwrap(), vec!["overloaded"]);
 
-        let auth = LlmError::Authentication {
-            provider: "a".into(),
-            status: 401,
-            message: "bad key".into(),
-        };
+        let auth = LlmError::new(
+            "a",
+            crate::LlmFailure::Authentication {
+                status: 401,
+                message: "bad key".into(),
+            },
+        );
         let a = ScriptedClient::new().push(Script::Error(auth));
         let b = ScriptedClient::new().reply_text("never");
         let client = FallbackClient::new([a, b.clone()]);

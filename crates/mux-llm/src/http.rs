@@ -85,10 +85,10 @@ impl HttpOptions {
             _ => None,
         };
         if let Some(message) = missing {
-            return Err(LlmError::Config {
-                provider: provider.into(),
-                message,
-            });
+            return Err(LlmError::new(
+                provider,
+                crate::LlmFailure::Config { message },
+            ));
         }
         let base = base.unwrap_or_else(|| default_base.to_owned());
         Ok(Self::new(base, api_key))
@@ -239,9 +239,13 @@ impl Transport {
             .connect_timeout(options.timeouts.connect)
             .tcp_nodelay(true)
             .build()
-            .map_err(|err| LlmError::Config {
-                provider: provider.to_owned(),
-                message: format!("building the HTTP client: {err}"),
+            .map_err(|err| {
+                LlmError::new(
+                    provider,
+                    crate::LlmFailure::Config {
+                        message: format!("building the HTTP client: {err}"),
+                    },
+                )
             })?;
         Ok(Self {
             provider: provider.to_owned(),
@@ -263,11 +267,13 @@ impl Transport {
 
     fn map_reqwest(&self, err: reqwest::Error) -> LlmError {
         let error = if err.is_timeout() && err.is_connect() {
-            LlmError::Timeout {
-                provider: self.provider.clone(),
-                phase: TimeoutPhase::Connect,
-                after: self.options.timeouts.connect,
-            }
+            LlmError::new(
+                self.provider.clone(),
+                crate::LlmFailure::Timeout {
+                    phase: TimeoutPhase::Connect,
+                    after: self.options.timeouts.connect,
+                },
+            )
         } else {
             let mut message = err.to_string();
             let mut source = std::error::Error::source(&err);
@@ -432,21 +438,25 @@ impl Transport {
         let limit = self.options.timeouts.request;
         match tokio::time::timeout(limit, work).await {
             Ok(result) => result.map_err(|err| self.map_reqwest(err)),
-            Err(_) => Err(LlmError::Timeout {
-                provider: self.provider.clone(),
-                phase: TimeoutPhase::Request,
-                after: limit,
-            }),
+            Err(_) => Err(LlmError::new(
+                self.provider.clone(),
+                crate::LlmFailure::Timeout {
+                    phase: TimeoutPhase::Request,
+                    after: limit,
+                },
+            )),
         }
     }
 
     fn encode(&self, body: &Value) -> Result<Bytes, LlmError> {
-        serde_json::to_vec(body)
-            .map(Bytes::from)
-            .map_err(|err| LlmError::Config {
-                provider: self.provider.clone(),
-                message: format!("encoding the request: {err}"),
-            })
+        serde_json::to_vec(body).map(Bytes::from).map_err(|err| {
+            LlmError::new(
+                self.provider.clone(),
+                crate::LlmFailure::Config {
+                    message: format!("encoding the request: {err}"),
+                },
+            )
+        })
     }
 
     /// Runs `attempt` until it succeeds, fails for good, or the retry policy gives up; the
@@ -484,11 +494,13 @@ impl Transport {
             Ok(Ok(text)) => text,
             Ok(Err(err)) => return self.map_reqwest(err),
             Err(_) => {
-                return LlmError::Timeout {
-                    provider: self.provider.clone(),
-                    phase: TimeoutPhase::Request,
-                    after: limit,
-                };
+                return LlmError::new(
+                    self.provider.clone(),
+                    crate::LlmFailure::Timeout {
+                        phase: TimeoutPhase::Request,
+                        after: limit,
+                    },
+                );
             }
         };
         let error = match error_body(&text) {
@@ -511,13 +523,21 @@ impl Transport {
 pub(crate) fn headers(provider: &str, pairs: &[(&str, &str)]) -> Result<HeaderMap, LlmError> {
     let mut map = HeaderMap::new();
     for (name, value) in pairs {
-        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| LlmError::Config {
-            provider: provider.to_owned(),
-            message: format!("invalid header name `{name}`"),
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            LlmError::new(
+                provider,
+                crate::LlmFailure::Config {
+                    message: format!("invalid header name `{name}`"),
+                },
+            )
         })?;
-        let mut value = HeaderValue::from_str(value).map_err(|_| LlmError::Config {
-            provider: provider.to_owned(),
-            message: format!("invalid value for header `{name}` (not shown)"),
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            LlmError::new(
+                provider,
+                crate::LlmFailure::Config {
+                    message: format!("invalid value for header `{name}` (not shown)"),
+                },
+            )
         })?;
         value.set_sensitive(true);
         map.insert(name, value);

@@ -43,7 +43,7 @@ pub mod testing;
 
 pub use accumulate::Accumulator;
 pub use client::{BoxFuture, EventStream, LlmClient, accumulate};
-pub use error::{LlmError, TimeoutPhase};
+pub use error::{LlmError, LlmFailure, TimeoutPhase};
 pub use event::{BlockStart, StreamEvent};
 pub use fallback::{FallbackClient, FallbackSwitch};
 pub use message::{CacheHint, ContentBlock, ImageSource, Message, Role};

@@ -63,11 +63,13 @@ fn model(plan: Value, fail: &'static str, prompts: Arc<Mutex<Vec<String>>>) -> S
             .unwrap_or("?")
             .to_owned();
         if id == fail {
-            return Err(LlmError::InvalidRequest {
-                provider: "scripted".into(),
-                status: 400,
-                message: format!("step {id} broke"),
-            });
+            return Err(LlmError::new(
+                "scripted",
+                mux_llm::LlmFailure::InvalidRequest {
+                    status: 400,
+                    message: format!("step {id} broke"),
+                },
+            ));
         }
         Ok(text(&format!("done {id}")))
     })

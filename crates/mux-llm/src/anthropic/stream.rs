@@ -335,7 +335,7 @@ mod tests {
     fn bad_json_is_a_decode_error_with_a_snippet() {
         let err =
             decode("event: message_start\ndata: {\"type\":\"message_start\",\n\n").unwrap_err();
-        let LlmError::Decode { snippet, .. } = &err else {
+        let crate::LlmFailure::Decode { snippet, .. } = &err.failure else {
             panic!("expected a decode error, got {err:?}");
         };
         assert!(snippet.contains("message_start"));

@@ -77,10 +77,12 @@ fn model_path(model: &str) -> Result<&str, LlmError> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
     {
-        return Err(LlmError::Config {
-            provider: "gemini".into(),
-            message: format!("invalid model name `{model}`"),
-        });
+        return Err(LlmError::new(
+            "gemini",
+            crate::LlmFailure::Config {
+                message: format!("invalid model name `{model}`"),
+            },
+        ));
     }
     Ok(model)
 }

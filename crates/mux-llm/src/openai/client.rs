@@ -155,10 +155,12 @@ impl OpenAiClient {
     pub fn with_options(preset: Preset, options: HttpOptions) -> Result<Self, LlmError> {
         if preset.needs_key() && options.api_key.is_none() && options.base_url == preset.base_url()
         {
-            return Err(LlmError::Config {
-                provider: preset.name().into(),
-                message: "an API key is required".into(),
-            });
+            return Err(LlmError::new(
+                preset.name(),
+                crate::LlmFailure::Config {
+                    message: "an API key is required".into(),
+                },
+            ));
         }
         let provider = label(preset, &options.base_url);
         Ok(Self {

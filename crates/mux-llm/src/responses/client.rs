@@ -52,10 +52,12 @@ impl ResponsesClient {
     /// A client with explicit HTTP options. OpenAI's own URL needs a key.
     pub fn with_options(options: HttpOptions) -> Result<Self, LlmError> {
         if options.api_key.is_none() && options.base_url == DEFAULT_BASE_URL {
-            return Err(LlmError::Config {
-                provider: PROVIDER.into(),
-                message: "an API key is required".into(),
-            });
+            return Err(LlmError::new(
+                PROVIDER,
+                crate::LlmFailure::Config {
+                    message: "an API key is required".into(),
+                },
+            ));
         }
         Ok(Self {
             transport: Transport::new(PROVIDER, options)?,

@@ -143,10 +143,13 @@ pub fn request_body(
     stream: bool,
 ) -> Result<Value, LlmError> {
     if !request.stop_sequences.is_empty() {
-        return Err(LlmError::Config {
-            provider: "openai-responses".into(),
-            message: "the Responses API has no stop sequences; remove them from the request".into(),
-        });
+        return Err(LlmError::new(
+            "openai-responses",
+            crate::LlmFailure::Config {
+                message: "the Responses API has no stop sequences; remove them from the request"
+                    .into(),
+            },
+        ));
     }
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));

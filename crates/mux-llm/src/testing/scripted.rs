@@ -160,13 +160,15 @@ impl ScriptedClient {
                 Ok(response) => Script::Response(response),
                 Err(error) => Script::Error(error),
             },
-            None => Script::Error(LlmError::Config {
-                provider: "scripted".into(),
-                message: format!(
-                    "no scripted reply left for request {}",
-                    inner.requests.len()
-                ),
-            }),
+            None => Script::Error(LlmError::new(
+                "scripted",
+                crate::LlmFailure::Config {
+                    message: format!(
+                        "no scripted reply left for request {}",
+                        inner.requests.len()
+                    ),
+                },
+            )),
         }
     }
 }

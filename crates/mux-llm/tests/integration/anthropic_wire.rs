@@ -412,8 +412,8 @@ async fn a_stalled_stream_hits_the_idle_timeout() {
         .unwrap_err();
     assert!(
         matches!(
-            error,
-            mux_llm::LlmError::Timeout {
+            error.failure,
+            mux_llm::LlmFailure::Timeout {
                 phase: TimeoutPhase::Idle,
                 ..
             }
@@ -517,8 +517,8 @@ async fn a_slow_response_hits_the_request_timeout_and_is_retried() {
         .unwrap_err();
     assert!(
         matches!(
-            error,
-            mux_llm::LlmError::Timeout {
+            error.failure,
+            mux_llm::LlmFailure::Timeout {
                 phase: TimeoutPhase::Request,
                 ..
             }
