@@ -385,9 +385,9 @@ impl Coordinator {
         arguments: Value,
         cx: &ToolContext,
     ) -> Result<CallToolResult, CallError> {
-        let entry = self.entry(server).ok_or_else(|| CallError::UnknownServer {
-            server: server.to_string(),
-        })?;
+        let entry = self
+            .entry(server)
+            .ok_or_else(|| CallError::new(server, tool, crate::CallFailure::UnknownServer))?;
         entry
             .connection
             .call_tool(tool, arguments, cx, entry.tool_timeout)

@@ -106,81 +106,104 @@ pub enum ConnectError {
     },
 }
 
-/// Why a tool call produced no result.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+/// Why a tool call produced no result: the server and the tool, named once, and what failed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallError {
+    /// The server's name.
+    pub server: String,
+    /// The tool's name.
+    pub tool: String,
+    /// What failed.
+    pub failure: CallFailure,
+}
+
+/// What failed in a [`CallError`].
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum CallError {
+pub enum CallFailure {
     /// No server has this name.
-    #[error("no MCP server named `{server}`")]
-    UnknownServer {
-        /// The name asked for.
-        server: String,
-    },
+    UnknownServer,
     /// The server is not connected.
-    #[error("MCP server `{server}` is not connected (it is {state}); tool `{tool}` cannot run now")]
     NotConnected {
-        /// The server.
-        server: String,
-        /// The tool.
-        tool: String,
         /// The connection's state name.
         state: &'static str,
     },
     /// The connection was lost while the call was in flight.
-    #[error("MCP server `{server}` closed the connection during a call to `{tool}`")]
-    ConnectionLost {
-        /// The server.
-        server: String,
-        /// The tool.
-        tool: String,
-    },
+    ConnectionLost,
     /// The caller cancelled the call; the server was sent `notifications/cancelled`.
-    #[error("call to `{tool}` on MCP server `{server}` was cancelled")]
-    Cancelled {
-        /// The server.
-        server: String,
-        /// The tool.
-        tool: String,
-    },
+    Cancelled,
     /// The call took longer than the timeout; the server was sent `notifications/cancelled`.
-    #[error("call to `{tool}` on MCP server `{server}` timed out after {timeout:?}")]
     TimedOut {
-        /// The server.
-        server: String,
-        /// The tool.
-        tool: String,
         /// The timeout.
         timeout: Duration,
     },
     /// The arguments are not a JSON object.
-    #[error("arguments for `{tool}` on MCP server `{server}` must be a JSON object")]
-    InvalidArguments {
-        /// The server.
-        server: String,
-        /// The tool.
-        tool: String,
-    },
+    InvalidArguments,
     /// The server asked for input (a 2026-07-28 `input_required` result) that could not be
     /// given: a handler refused, the client lacks the feature, or the rounds ran out.
-    #[error(
-        "MCP server `{server}` asked for input during `{tool}` that mux could not give: {message}"
-    )]
     InputRequired {
-        /// The server.
-        server: String,
-        /// The tool.
-        tool: String,
         /// What went wrong.
         message: String,
     },
     /// The server answered with a JSON-RPC error or something that is not a tool result.
-    #[error("MCP server `{server}` rejected the call to `{tool}`: {message}")]
     Protocol {
-        /// The server.
-        server: String,
-        /// The tool.
-        tool: String,
         /// The error.
         message: String,
     },
 }
+
+impl CallError {
+    /// `failure` of a call to `tool` on `server`.
+    pub fn new(server: impl Into<String>, tool: impl Into<String>, failure: CallFailure) -> Self {
+        Self {
+            server: server.into(),
+            tool: tool.into(),
+            failure,
+        }
+    }
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            server,
+            tool,
+            failure,
+        } = self;
+        match failure {
+            CallFailure::UnknownServer => {
+                write!(f, "no MCP server named `{server}` (for the tool `{tool}`)")
+            }
+            CallFailure::NotConnected { state } => write!(
+                f,
+                "MCP server `{server}` is not connected (it is {state}); tool `{tool}` cannot run now"
+            ),
+            CallFailure::ConnectionLost => write!(
+                f,
+                "MCP server `{server}` closed the connection during a call to `{tool}`"
+            ),
+            CallFailure::Cancelled => {
+                write!(f, "call to `{tool}` on MCP server `{server}` was cancelled")
+            }
+            CallFailure::TimedOut { timeout } => write!(
+                f,
+                "call to `{tool}` on MCP server `{server}` timed out after {timeout:?}"
+            ),
+            CallFailure::InvalidArguments => write!(
+                f,
+                "arguments for `{tool}` on MCP server `{server}` must be a JSON object"
+            ),
+            CallFailure::InputRequired { message } => write!(
+                f,
+                "MCP server `{server}` asked for input during `{tool}` that mux could not give: \
+                 {message}"
+            ),
+            CallFailure::Protocol { message } => write!(
+                f,
+                "MCP server `{server}` rejected the call to `{tool}`: {message}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}

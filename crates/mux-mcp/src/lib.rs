@@ -46,7 +46,7 @@ pub use coordinator::{
     AddServerError, Coordinator, CoordinatorConfig, DEFAULT_TOOL_TIMEOUT, ServerSnapshot, Snapshot,
     StartReport,
 };
-pub use error::{CallError, ConnectError};
+pub use error::{CallError, CallFailure, ConnectError};
 pub use event::{CallEnd, EVENT_BUFFER, Events, McpEvent, Received};
 pub use log::{LOG_CAPACITY, LogEntry, LogLevel, LogSource};
 pub use modes::{McpFilter, ToolModes, UnknownMode};

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::content::to_output;
 use crate::coordinator::{CoordInner, Coordinator};
-use crate::{CallError, ToolInfo};
+use crate::{CallError, CallFailure, ToolInfo};
 
 /// An MCP tool as a mux tool. It names its server and tool, not a connection, so it keeps
 /// working after the coordinator reconnects.
@@ -93,7 +93,10 @@ impl McpTool {
             .await
         {
             Ok(result) => Ok(to_output(result, &self.server, &self.tool)),
-            Err(CallError::TimedOut { timeout, .. }) => Ok(ToolOutput::error(format!(
+            Err(CallError {
+                failure: CallFailure::TimedOut { timeout },
+                ..
+            }) => Ok(ToolOutput::error(format!(
                 "The tool `{}` on MCP server `{}` did not finish within {} s and was cancelled. \
                  It may be slow or stuck: retry with a simpler request or smaller input, or try \
                  another approach.",
@@ -105,7 +108,10 @@ impl McpTool {
                 "mcp",
                 json!({"server": self.server, "tool": self.tool, "timed_out": true}),
             )),
-            Err(CallError::Cancelled { .. }) => Err(ToolError::Cancelled),
+            Err(CallError {
+                failure: CallFailure::Cancelled,
+                ..
+            }) => Err(ToolError::Cancelled),
             Err(err) => Err(ToolError::other(err)),
         }
     }

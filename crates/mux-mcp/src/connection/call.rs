@@ -15,7 +15,7 @@ use super::handler::answer_input;
 use super::types::{PendingEntry, lock};
 use super::{Inner, MAX_AUTH_ROUNDS, MAX_INPUT_ROUNDS, ServerConnection};
 use crate::oauth::{Challenge, FlowContext, OAuth, request_challenge};
-use crate::{AuthProgress, CallEnd, CallError, LogLevel, LogSource, McpEvent};
+use crate::{AuthProgress, CallEnd, CallError, CallFailure, LogLevel, LogSource, McpEvent};
 
 impl ServerConnection {
     /// Calls `tool` with `arguments` (a JSON object or null). Progress goes to `cx`'s
@@ -29,29 +29,22 @@ impl ServerConnection {
     ) -> Result<CallToolResult, CallError> {
         let inner = &self.inner;
         let server = inner.spec.name.as_str();
+        let fail = |failure| CallError::new(server, tool, failure);
         let arguments = match arguments {
             Value::Object(map) => Some(map),
             Value::Null => None,
             _ => {
-                return Err(CallError::InvalidArguments {
-                    server: server.to_string(),
-                    tool: tool.to_string(),
-                });
+                return Err(fail(CallFailure::InvalidArguments));
             }
         };
         let Some(link) = lock(&inner.link).clone() else {
-            return Err(CallError::NotConnected {
-                server: server.to_string(),
-                tool: tool.to_string(),
+            return Err(fail(CallFailure::NotConnected {
                 state: self.state().name(),
-            });
+            }));
         };
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
-        let lost = || CallError::ConnectionLost {
-            server: server.to_string(),
-            tool: tool.to_string(),
-        };
+        let lost = || fail(CallFailure::ConnectionLost);
         let call_id = cx.call_id().to_string();
         let cancel = cx.cancellation().child_token();
         let started = Instant::now();
@@ -116,15 +109,8 @@ impl ServerConnection {
                             .await;
                 })
             };
-            let cancelled = || CallError::Cancelled {
-                server: server.to_string(),
-                tool: tool.to_string(),
-            };
-            let timed_out = || CallError::TimedOut {
-                server: server.to_string(),
-                tool: tool.to_string(),
-                timeout,
-            };
+            let cancelled = || fail(CallFailure::Cancelled);
+            let timed_out = || fail(CallFailure::TimedOut { timeout });
             // How a call whose token fired ends: timed out when the deadline keeper fired it.
             let stop = |route: Option<&Route<'_>>| {
                 if route.is_some_and(Route::timed_out) {
@@ -138,23 +124,17 @@ impl ServerConnection {
                 response = response => match response {
                     Ok(Ok(ServerResult::CallToolResult(result))) => break (Ok(result), CallEnd::Completed),
                     Ok(Ok(ServerResult::InputRequiredResult(asked))) => Next::Input(asked),
-                    Ok(Ok(other)) => break (Err(CallError::Protocol {
-                        server: server.to_string(),
-                        tool: tool.to_string(),
+                    Ok(Ok(other)) => break (Err(fail(CallFailure::Protocol {
                         message: format!("expected a tool result, got {}", result_kind(&other)),
-                    }), CallEnd::Failed),
-                    Ok(Err(ServiceError::McpError(error))) => break (Err(CallError::Protocol {
-                        server: server.to_string(),
-                        tool: tool.to_string(),
+                    })), CallEnd::Failed),
+                    Ok(Err(ServiceError::McpError(error))) => break (Err(fail(CallFailure::Protocol {
                         message: error.message.to_string(),
-                    }), CallEnd::Failed),
+                    })), CallEnd::Failed),
                     Ok(Err(err)) => match request_challenge(&err) {
                         Some(challenge) if oauth.is_some() => Next::Challenge(challenge),
-                        Some(_) => break (Err(CallError::Protocol {
-                            server: server.to_string(),
-                            tool: tool.to_string(),
+                        Some(_) => break (Err(fail(CallFailure::Protocol {
                             message: "the server refused the call's authorization (HTTP 401/403)".into(),
-                        }), CallEnd::Failed),
+                        })), CallEnd::Failed),
                         None => break (Err(lost()), CallEnd::Failed),
                     },
                     Err(_) => break (Err(lost()), CallEnd::Failed),
@@ -192,11 +172,9 @@ impl ServerConnection {
                     };
                     if let Err(message) = authorized {
                         break (
-                            Err(CallError::Protocol {
-                                server: server.to_string(),
-                                tool: tool.to_string(),
+                            Err(fail(CallFailure::Protocol {
                                 message: format!("authorization failed: {message}"),
-                            }),
+                            })),
                             CallEnd::Failed,
                         );
                     }
@@ -208,11 +186,9 @@ impl ServerConnection {
             input_rounds += 1;
             if input_rounds >= MAX_INPUT_ROUNDS {
                 break (
-                    Err(CallError::InputRequired {
-                        server: server.to_string(),
-                        tool: tool.to_string(),
+                    Err(fail(CallFailure::InputRequired {
                         message: format!("still asking for input after {MAX_INPUT_ROUNDS} rounds"),
-                    }),
+                    })),
                     CallEnd::Failed,
                 );
             }
@@ -229,11 +205,7 @@ impl ServerConnection {
                 }
                 Err(message) => {
                     break (
-                        Err(CallError::InputRequired {
-                            server: server.to_string(),
-                            tool: tool.to_string(),
-                            message,
-                        }),
+                        Err(fail(CallFailure::InputRequired { message })),
                         CallEnd::Failed,
                     );
                 }

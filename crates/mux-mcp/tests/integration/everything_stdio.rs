@@ -227,7 +227,7 @@ async fn a_server_killed_mid_call_fails_fast_and_the_same_proxy_works_after_reco
     };
     let error = error.downcast_ref::<CallError>().expect("a CallError");
     assert!(
-        matches!(error, CallError::ConnectionLost { .. }),
+        matches!(error.failure, mux_mcp::CallFailure::ConnectionLost),
         "{error:?}"
     );
     assert!(

@@ -234,10 +234,10 @@ async fn an_input_request_the_handlers_refuse_is_a_typed_error() {
         panic!("expected a typed error, got {result:?}");
     };
     match error.downcast_ref::<CallError>() {
-        Some(CallError::InputRequired {
+        Some(CallError {
             server,
             tool,
-            message,
+            failure: mux_mcp::CallFailure::InputRequired { message },
         }) => {
             assert_eq!((server.as_str(), tool.as_str()), ("py", "greet"));
             assert!(message.contains("no one is at the keyboard"), "{message}");
