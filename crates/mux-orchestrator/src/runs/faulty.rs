@@ -21,6 +21,7 @@ pub struct FaultyRunStore {
     inner: Arc<dyn RunStore>,
     cut: AtomicBool,
     lose_answer: AtomicBool,
+    crash: AtomicBool,
     hung: tokio::sync::watch::Sender<bool>,
 }
 
@@ -29,6 +30,7 @@ impl std::fmt::Debug for FaultyRunStore {
         f.debug_struct("FaultyRunStore")
             .field("cut", &self.cut)
             .field("lose_answer", &self.lose_answer)
+            .field("crash", &self.crash)
             .field("hung", &*self.hung.borrow())
             .finish_non_exhaustive()
     }
@@ -41,6 +43,7 @@ impl FaultyRunStore {
             inner,
             cut: AtomicBool::new(false),
             lose_answer: AtomicBool::new(false),
+            crash: AtomicBool::new(false),
             hung: tokio::sync::watch::Sender::new(false),
         }
     }
@@ -58,6 +61,12 @@ impl FaultyRunStore {
     /// The next append is stored, then answered with an error.
     pub fn lose_next_answer(&self) {
         self.lose_answer.store(true, Ordering::SeqCst);
+    }
+
+    /// The next append is stored, then the store is cut off before it answers (a database
+    /// that crashed after the commit): the writer cannot learn that it was stored.
+    pub fn crash_after_next_append(&self) {
+        self.crash.store(true, Ordering::SeqCst);
     }
 
     async fn reach(&self, operation: &'static str) -> Result<(), RunStoreError> {
@@ -199,6 +208,14 @@ impl RunStore for FaultyRunStore {
         Box::pin(async move {
             self.reach("appending events").await?;
             let stored = self.inner.append_json(run_id, owner, events, end).await?;
+            if self.crash.swap(false, Ordering::SeqCst) {
+                self.cut_off(true);
+                return Err(RunStoreError::Unavailable {
+                    operation: "appending events",
+                    fault: StoreFault::Unreachable,
+                    reason: "the connection closed".into(),
+                });
+            }
             if self.lose_answer.swap(false, Ordering::SeqCst) {
                 return Err(RunStoreError::Store {
                     operation: "appending events",

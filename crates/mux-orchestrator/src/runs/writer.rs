@@ -297,6 +297,9 @@ impl Shared {
         // store may have taken it (the answer was lost with the connection): that is looked
         // up before anything is written again, so no event is stored twice.
         let mut uncertain: Option<Option<RunStatus>> = None;
+        // Events of appends given up while uncertain: the store may hold up to this many
+        // beyond those known stored (taking the run back accepts them; see `reclaim`).
+        let mut unsure: u64 = 0;
         // The events taken from the queue and not yet stored, in order: written again as
         // they are after a failure, never copied.
         let mut pending: Vec<EventJson> = Vec::new();
@@ -311,10 +314,14 @@ impl Shared {
             }
             if let Some(end) = uncertain {
                 let until = *deadline.get_or_insert_with(|| Instant::now() + self.timeout);
-                match self.bounded(until, self.settle(pending.len(), end)).await {
+                match self
+                    .bounded(until, self.settle(pending.len(), end, unsure))
+                    .await
+                {
                     Ok(stored) => {
                         uncertain = None;
                         if stored {
+                            unsure = 0;
                             pending.clear();
                             deadline = None;
                             if end.is_some() {
@@ -327,6 +334,7 @@ impl Shared {
                             Outage::Retry => {}
                             Outage::Again => deadline = None,
                             Outage::GaveUp => {
+                                unsure += pending.len() as u64;
                                 (pending, uncertain, deadline) = (Vec::new(), None, None);
                             }
                             Outage::Stop => return,
@@ -359,7 +367,7 @@ impl Shared {
                 match appended {
                     Ok(seq) => {
                         backoff = Duration::from_millis(20);
-                        deadline = None;
+                        (deadline, unsure) = (None, 0);
                         *self.telling.lock().unwrap_or_else(PoisonError::into_inner) = None;
                         pending.clear();
                         self.stored.send_replace(seq);
@@ -369,8 +377,9 @@ impl Shared {
                         continue;
                     }
                     Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
-                        match self.bounded(until, self.reclaim()).await {
+                        match self.bounded(until, self.reclaim(unsure)).await {
                             Ok(true) => {
+                                unsure = 0;
                                 renew_at = Instant::now() + self.heartbeat();
                                 continue;
                             }
@@ -394,6 +403,7 @@ impl Shared {
                             Outage::Retry => {}
                             Outage::Again => deadline = None,
                             Outage::GaveUp => {
+                                unsure += pending.len() as u64;
                                 (pending, uncertain, deadline) = (Vec::new(), None, None);
                             }
                             Outage::Stop => return,
@@ -455,8 +465,9 @@ impl Shared {
                     }
                 }
                 Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => {
-                    match self.bounded(until, self.reclaim()).await {
+                    match self.bounded(until, self.reclaim(unsure)).await {
                         Ok(true) => {
+                            unsure = 0;
                             renew_at = Instant::now() + self.heartbeat();
                             continue;
                         }
@@ -481,15 +492,24 @@ impl Shared {
 
     /// Whether an append whose answer was lost (the connection dropped, perhaps after the
     /// store committed it) stored its `count` events after those stored (and its `end`):
-    /// then they count as stored. Err when the store does not answer.
-    async fn settle(&self, count: usize, end: Option<RunStatus>) -> Result<bool, RunStoreError> {
+    /// then they count as stored. `unsure` events of appends given up before may be stored
+    /// too; an append after them carries the run's end (pushes are ignored once the writer
+    /// gave up), which the status tells. Err when the store does not answer.
+    async fn settle(
+        &self,
+        count: usize,
+        end: Option<RunStatus>,
+        unsure: u64,
+    ) -> Result<bool, RunStoreError> {
         let record = self.store.get(&self.run_id).await?;
         let through = *self.stored.borrow() + count as u64;
         // Ours: held by this owner, or ended by this append (which gave up the lease).
         let ours = record.owner.as_deref() == Some(&*self.owner)
             || (end.is_some() && Some(record.status) == end && record.owner.is_none());
-        if ours && record.last_seq == through {
-            self.stored.send_replace(through);
+        let taken = (through..=through + unsure).contains(&record.last_seq)
+            && (unsure == 0 || end.is_none() || Some(record.status) == end);
+        if ours && taken {
+            self.stored.send_replace(record.last_seq);
             return Ok(true);
         }
         Ok(false)
@@ -497,15 +517,25 @@ impl Shared {
 
     /// After the lease ran out while the store was unreachable, takes the run back when no
     /// one else took it or wrote to it meanwhile (it is still running, with the events this
-    /// writer stored and no more). True when it is ours again; Err when the store does not
-    /// answer (then it is tried again).
-    async fn reclaim(&self) -> Result<bool, RunStoreError> {
+    /// writer stored, and at most the `unsure` ones of appends whose answer was lost and that
+    /// it gave up: the store may have taken those). True when it is ours again; Err when the
+    /// store does not answer (then it is tried again).
+    async fn reclaim(&self, unsure: u64) -> Result<bool, RunStoreError> {
         if self.alive.is_cancelled() {
             return Ok(false);
         }
         let through = *self.stored.borrow();
+        let ours = |last_seq: u64| {
+            let held = (through..=through + unsure).contains(&last_seq);
+            if held {
+                self.stored.send_replace(last_seq);
+            }
+            held
+        };
         let record = self.store.get(&self.run_id).await?;
-        if record.status != RunStatus::Running || record.last_seq != through {
+        if record.status != RunStatus::Running
+            || !(through..=through + unsure).contains(&record.last_seq)
+        {
             return Ok(false);
         }
         match self
@@ -513,7 +543,7 @@ impl Shared {
             .claim(&self.run_id, &self.owner, self.lease)
             .await
         {
-            Ok(record) if record.last_seq == through => {
+            Ok(record) if ours(record.last_seq) => {
                 tracing::info!(run = %self.run_id, "took the run back after its lease ran out");
                 Ok(true)
             }
@@ -525,7 +555,7 @@ impl Shared {
                     .renew(&self.run_id, &self.owner, self.lease)
                     .await
                 {
-                    Ok(record) => Ok(record.last_seq == through),
+                    Ok(record) => Ok(ours(record.last_seq)),
                     Err(RunStoreError::LeaseLost { .. } | RunStoreError::NotFound(_)) => Ok(false),
                     Err(err) => Err(err),
                 }
@@ -746,6 +776,59 @@ mod tests {
         let events = store.events_after("r", 0, 10).await.unwrap();
         let values: Vec<Value> = events.into_iter().map(|e| e.event).collect();
         assert_eq!(values, [json!("started"), json!("error")]);
+    }
+
+    /// The store crashed after taking an append, before answering, and stayed down past the
+    /// timeout and the lease: the writer gave the run up not knowing whether that append was
+    /// stored. Once the store is back, the run (still running, still unclaimed) is taken
+    /// back with that append counted, and the end the face handed over is stored (before, the
+    /// writer saw one event more than it knew of, called the run someone else's, and left it
+    /// to be taken over and run again).
+    #[tokio::test]
+    async fn a_store_that_crashed_after_an_append_takes_the_end_once_back() {
+        let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
+        let lease = Duration::from_millis(400);
+        store.begin("s", "r", "me", lease).await.unwrap();
+        let dyn_store: Arc<dyn RunStore> = store.clone();
+        let timeout = Duration::from_millis(300);
+        let writer = RunWriter::start_within(
+            dyn_store,
+            "r",
+            0,
+            "me",
+            lease,
+            CancellationToken::new(),
+            timeout,
+        );
+        writer.push(json!("started"));
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            writer.stored().wait_for(|n| *n == 1),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        store.crash_after_next_append();
+        writer.push(json!("taken, unanswered"));
+        tokio::time::timeout(Duration::from_secs(10), writer.failed().cancelled())
+            .await
+            .expect("the writer never gave up");
+        writer.finish_with([json!("error")], RunStatus::Failed);
+        // Down for longer than the lease.
+        tokio::time::sleep(lease * 2).await;
+        store.cut_off(false);
+        tokio::time::timeout(Duration::from_secs(10), writer.done())
+            .await
+            .unwrap();
+        assert!(!writer.lost().is_cancelled(), "the run was called lost");
+        let record = store.get("r").await.unwrap();
+        assert_eq!((record.status, record.last_seq), (RunStatus::Failed, 3));
+        let events = store.events_after("r", 0, 10).await.unwrap();
+        let values: Vec<Value> = events.into_iter().map(|e| e.event).collect();
+        assert_eq!(
+            values,
+            [json!("started"), json!("taken, unanswered"), json!("error")]
+        );
     }
 
     /// A store that does not answer at all fails the run within the timeout too.
