@@ -94,19 +94,31 @@ fn project() -> (tempfile::TempDir, PathBuf) {
 }
 
 /// Every entry under `dir`, hidden ones too, with its mode and content (what `ls -laR`
-/// shows).
+/// shows). An entry removed while it is read (a placeholder the reaper is removing) is not
+/// listed.
 fn listing(dir: &Path) -> BTreeMap<PathBuf, (u32, Vec<u8>)> {
+    let gone = |err: &std::io::Error| err.kind() == std::io::ErrorKind::NotFound;
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
+        let entries = match std::fs::read_dir(&at) {
+            Err(err) if gone(&err) && at != dir => continue,
+            entries => entries.unwrap(),
+        };
+        for entry in entries {
             let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let meta = match std::fs::symlink_metadata(&path) {
+                Err(err) if gone(&err) => continue,
+                meta => meta.unwrap(),
+            };
             let content = if meta.is_dir() {
                 stack.push(path.clone());
                 Vec::new()
             } else if meta.is_file() {
-                std::fs::read(&path).unwrap()
+                match std::fs::read(&path) {
+                    Err(err) if gone(&err) => continue,
+                    content => content.unwrap(),
+                }
             } else {
                 Vec::new()
             };
