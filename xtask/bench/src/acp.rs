@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
 use crate::harness::{Row, per_iter};
-use crate::orchestrator::{InstantModel, Noop, agent, rss_kib, runtime};
+use crate::orchestrator::{InstantModel, Noop, agent, runtime};
 
 /// How long one answer may take before the benchmark gives up.
 const LIMIT: Duration = Duration::from_secs(30);
@@ -203,36 +203,39 @@ fn per_turn(rt: &Runtime, label: &str, cwd: &std::path::Path) -> Result<Vec<Row>
     ])
 }
 
-/// RSS of 1,000 open ACP sessions against 1,000 orchestrators built directly.
+/// The heap kept by 1,000 open ACP sessions against 1,000 orchestrators built directly.
 fn open_sessions(rt: &Runtime, cwd: &std::path::Path) -> Result<Row, String> {
     const SESSIONS: usize = 1_000;
     let model: Arc<dyn LlmClient> = Arc::new(InstantModel { deltas: 0 });
-    let before = rss_kib();
-    let client = rt.block_on(async {
-        let mut client = Client::start(face(Arc::clone(&model)));
-        client
-            .request("initialize", json!({"protocolVersion": 1}))
-            .await?;
-        for _ in 0..SESSIONS {
-            open(&mut client, cwd).await?;
-        }
-        Ok::<Client, String>(client)
-    })?;
-    let acp_kib = rss_kib().saturating_sub(before);
+    let (client, acp_bytes) = crate::heap::growth(|| {
+        rt.block_on(async {
+            let mut client = Client::start(face(Arc::clone(&model)));
+            client
+                .request("initialize", json!({"protocolVersion": 1}))
+                .await?;
+            for _ in 0..SESSIONS {
+                open(&mut client, cwd).await?;
+            }
+            Ok::<Client, String>(client)
+        })
+    });
+    let client = client?;
     // The same sessions built directly: an orchestrator each, with its own tools and policy.
-    let before = rss_kib();
-    let bare = (0..SESSIONS)
-        .map(|_| agent(Arc::clone(&model)))
-        .collect::<Result<Vec<Orchestrator>, String>>()?;
-    let bare_kib = rss_kib().saturating_sub(before);
+    let (bare, bare_bytes) = crate::heap::growth(|| {
+        (0..SESSIONS)
+            .map(|_| agent(Arc::clone(&model)))
+            .collect::<Result<Vec<Orchestrator>, String>>()
+    });
+    let bare = bare?;
     assert_eq!(bare.len(), SESSIONS);
     drop(client);
+    let mib = |bytes: i64| bytes as f64 / (1024.0 * 1024.0);
     Ok(Row {
-        name: "1,000 open ACP sessions, RSS".into(),
-        value: acp_kib as f64 / 1024.0,
+        name: "1,000 open ACP sessions, heap kept".into(),
+        value: mib(acp_bytes),
         unit: "MiB",
         baseline: "1,000 orchestrators built directly".into(),
-        baseline_value: bare_kib as f64 / 1024.0,
+        baseline_value: mib(bare_bytes),
     })
 }
 

@@ -8,6 +8,7 @@ mod builtin;
 mod durable;
 mod executor;
 mod harness;
+mod heap;
 mod llm_decode;
 mod load;
 mod mcp;
@@ -23,6 +24,9 @@ mod web;
 use std::process::ExitCode;
 
 use harness::Row;
+
+#[global_allocator]
+static ALLOCATOR: heap::Counting = heap::Counting;
 
 /// A benchmark: measures subjects and their baselines, one row each.
 type Benchmark = fn() -> Result<Vec<Row>, String>;
