@@ -267,8 +267,10 @@ impl PostgresRunStore {
     /// Connects to `url` (a pool of up to sixteen connections, 2 s to get one), creates the
     /// tables if needed and starts listening for changes.
     pub async fn connect(url: &str) -> Result<Self, RunStoreError> {
+        let options =
+            crate::pg_pool::connect_options(url).map_err(failed("reading the database URL"))?;
         let pool = crate::pg_pool::options(16, Duration::from_secs(2))
-            .connect(url)
+            .connect_with(options)
             .await
             .map_err(failed("connecting"))?;
         Self::with_pool(pool).await

@@ -128,8 +128,10 @@ impl PostgresSessionStore {
     /// Connects to the database at `url` (a pool of up to sixteen connections, and as many
     /// of the store's own for loads) and migrates it.
     pub async fn connect(url: &str) -> Result<Self, SessionError> {
+        let options = crate::pg_pool::connect_options(url)
+            .map_err(store_error("reading the database URL"))?;
         let pool = crate::pg_pool::options(POOL_SIZE, ACQUIRE)
-            .connect(url)
+            .connect_with(options)
             .await
             .map_err(store_error("connecting to the database"))?;
         Self::with_pool(pool).await

@@ -354,6 +354,28 @@ mod postgres {
         });
     }
 
+    /// A URL libpq takes, a user and no host (the socket named by `host=`), opens both
+    /// stores (before: sqlx's `EmptyHost`, so docs/sessions.md's example failed).
+    #[test]
+    fn a_user_without_a_host_connects_through_the_socket() {
+        runtime().block_on(async {
+            let db = TestDatabase::new().await;
+            assert!(db.url.contains("@localhost/"), "{}", db.url);
+            let url = db.url.replace("@localhost/", "@/");
+            let runs = PostgresRunStore::connect(&url).await.unwrap();
+            runs.begin("s", "r", "a", HELD).await.unwrap();
+            let sessions = mux_orchestrator::session::PostgresSessionStore::connect(&url)
+                .await
+                .unwrap();
+            drop(sessions);
+            let bad = PostgresRunStore::connect("postgres://app@/mux?host=/nonexistent/dir")
+                .await
+                .err()
+                .unwrap();
+            assert!(!bad.to_string().contains("EmptyHost"), "{bad}");
+        });
+    }
+
     #[test]
     fn processes_racing_to_take_over_expired_runs_each_get_different_ones() {
         let rt = runtime();
