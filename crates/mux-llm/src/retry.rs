@@ -194,63 +194,17 @@ pub fn parse_go_duration(text: &str) -> Option<Duration> {
     Some(Duration::from_secs_f64(total))
 }
 
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn to_system_time(days: i64, secs_of_day: f64) -> Option<SystemTime> {
-    let total = days as f64 * 86_400.0 + secs_of_day;
-    if total < 0.0 {
-        return None;
-    }
-    Some(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(total))
-}
-
-/// Parses `2025-01-02T03:04:05Z` (fractional seconds and `Z` only; offsets are rejected).
+/// Parses an RFC 3339 time (`2025-01-02T03:04:05Z`, with a fraction or an offset).
 fn parse_rfc3339(text: &str) -> Option<SystemTime> {
-    let text = text.trim().strip_suffix('Z')?;
-    let (date, time) = text.split_once('T')?;
-    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
-    let (year, month, day) = (d.next()??, d.next()??, d.next()??);
-    let mut t = time.split(':');
-    let hour: f64 = t.next()?.parse().ok()?;
-    let minute: f64 = t.next()?.parse().ok()?;
-    let second: f64 = t.next()?.parse().ok()?;
-    to_system_time(
-        days_from_civil(year, month, day),
-        hour * 3600.0 + minute * 60.0 + second,
-    )
+    let at =
+        time::OffsetDateTime::parse(text.trim(), &time::format_description::well_known::Rfc3339)
+            .ok()?;
+    Some(SystemTime::from(at))
 }
 
-/// Parses an IMF-fixdate: `Wed, 21 Oct 2015 07:28:00 GMT`.
+/// Parses an HTTP date (`Wed, 21 Oct 2015 07:28:00 GMT`, or the obsolete forms HTTP allows).
 fn parse_http_date(text: &str) -> Option<SystemTime> {
-    let mut parts = text.split_whitespace().skip(1);
-    let day: i64 = parts.next()?.parse().ok()?;
-    let month = match parts.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year: i64 = parts.next()?.parse().ok()?;
-    let mut t = parts.next()?.split(':').map(|p| p.parse::<f64>().ok());
-    let (h, m, s) = (t.next()??, t.next()??, t.next()??);
-    to_system_time(days_from_civil(year, month, day), h * 3600.0 + m * 60.0 + s)
+    httpdate::parse_http_date(text.trim()).ok()
 }
 
 #[cfg(test)]
