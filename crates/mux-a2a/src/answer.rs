@@ -8,8 +8,8 @@
 //!
 //! Anything else is refused with a message saying what to send; the task stays paused.
 
+use mux_orchestrator::Answer;
 use mux_orchestrator::LoopInput;
-use mux_permission::Answer;
 use serde_json::Value;
 
 use crate::rpc::RpcError;
@@ -60,9 +60,7 @@ fn from_data(message: &Message, offers_always: bool) -> Option<Answer> {
 
 /// Allowed for the rest of the conversation.
 fn allow_always() -> Answer {
-    Answer::AllowAlways {
-        remember: mux_permission::Remember::exact(mux_permission::Scope::Session),
-    }
+    Answer::allow_for_session()
 }
 
 fn from_text(text: &str, offers_always: bool) -> Option<Answer> {

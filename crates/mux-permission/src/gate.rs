@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use mux_tool::approval::ApprovalRequest;
 use mux_tool::{ApprovalGate, BoxFuture, GateVerdict, PathFilter, Subject, ToolCall};
 
-use crate::{Permissions, PolicyVerdict, Remember, Verdict};
+use crate::{Permissions, PolicyVerdict, Remember, Scope, Verdict};
 
 /// A call the policy wants someone to approve.
 #[derive(Clone, Copy, Debug)]
@@ -43,6 +43,13 @@ pub enum Answer {
 }
 
 impl Answer {
+    /// Allowed, and calls like it for the rest of the session (remembered in memory).
+    pub fn allow_for_session() -> Self {
+        Self::AllowAlways {
+            remember: Remember::exact(Scope::Session),
+        }
+    }
+
     /// A denial with a reason.
     pub fn deny(reason: impl Into<String>) -> Self {
         Self::Deny {

@@ -264,9 +264,7 @@ pub(crate) fn approval(call_id: &str, entry: &ResumeEntry, offers_always: bool) 
                         .to_owned(),
                 }
             } else if approved && offers_always && payload["always"].as_bool() == Some(true) {
-                Answer::AllowAlways {
-                    remember: mux_permission::Remember::exact(mux_permission::Scope::Session),
-                }
+                Answer::allow_for_session()
             } else if approved {
                 Answer::AllowOnce
             } else {
