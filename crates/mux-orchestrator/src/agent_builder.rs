@@ -184,7 +184,9 @@ impl AgentBuilder {
     }
 
     /// Which calls need approval when no permission policy is set (default: every tool not
-    /// annotated read-only). `ApprovalPolicy::Never` runs every tool unasked.
+    /// annotated read-only). `ApprovalPolicy::Never` runs every tool unasked. With
+    /// [`permissions`](Self::permissions) the policy's rules and mode decide instead, and
+    /// [`build`](Self::build) refuses any other value than the default rather than ignore it.
     pub fn approval(self, approval: ApprovalPolicy) -> Self {
         self.configure(|config| config.approval(approval))
     }
@@ -292,11 +294,17 @@ impl AgentBuilder {
         self
     }
 
-    /// The agent, or why it cannot be built: a tool that could not be registered, or tools
-    /// that could not be built for the root.
+    /// The agent, or why it cannot be built: a tool that could not be registered, tools
+    /// that could not be built for the root, or an approval policy beside a permission
+    /// policy (which would ignore it).
     pub fn build(self) -> Result<Agent, AgentBuildError> {
         if let Some(err) = self.problem {
             return Err(AgentBuildError::Tool(err));
+        }
+        if self.permissions.is_some() && self.config.approval != ApprovalPolicy::UnlessReadOnly {
+            return Err(AgentBuildError::ApprovalBesidePermissions(
+                self.config.approval,
+            ));
         }
         let tools = Registry::new();
         for tool in self.tools {

@@ -116,6 +116,15 @@ pub enum AgentBuildError {
     /// A tool could not be registered (a name offered twice, an invalid spec).
     #[error("cannot offer a tool to the agent: {0}")]
     Tool(#[from] RegistryError),
+    /// [`AgentBuilder::approval`](crate::AgentBuilder::approval) was given beside
+    /// [`AgentBuilder::permissions`](crate::AgentBuilder::permissions), whose rules and mode
+    /// decide every call: the approval policy would have no effect.
+    #[error(
+        "`approval({0:?})` has no effect beside a permission policy, whose rules and mode decide \
+         every call: drop one (for no prompts under a policy, use its mode \
+         `bypassPermissions`; deny rules still hold)"
+    )]
+    ApprovalBesidePermissions(ApprovalPolicy),
     /// A [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at) function failed for `root`.
     #[error("cannot build the agent's tools for `{}`: {source}", root.display())]
     Toolset {

@@ -282,3 +282,34 @@ async fn each_conversation_gets_a_session_scope_of_its_own_anchored_at_its_root(
         "a rule one conversation remembers stays in it"
     );
 }
+
+/// An approval policy beside a permission policy would be ignored (the policy's rules and
+/// mode decide every call): the build refuses it and says what to do instead (before, the
+/// tool was denied at run time with "no one is available to approve this call").
+#[test]
+fn an_approval_policy_beside_a_permission_policy_is_refused_not_ignored() {
+    use mux_permission::{PathContext, Permissions};
+    for approval in [ApprovalPolicy::Never, ApprovalPolicy::Always] {
+        let err = Agent::builder(scripted(), "m")
+            .tool(Shell::default())
+            .permissions(Permissions::builder(PathContext::new("/")).build())
+            .approval(approval)
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(err, AgentBuildError::ApprovalBesidePermissions(a) if a == approval),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("bypassPermissions"), "{err}");
+    }
+    // The default beside a policy, and any policy alone, build.
+    Agent::builder(scripted(), "m")
+        .permissions(Permissions::builder(PathContext::new("/")).build())
+        .approval(ApprovalPolicy::UnlessReadOnly)
+        .build()
+        .unwrap();
+    Agent::builder(scripted(), "m")
+        .approval(ApprovalPolicy::Never)
+        .build()
+        .unwrap();
+}
