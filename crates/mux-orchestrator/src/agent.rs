@@ -72,8 +72,26 @@ impl Agent {
 
     /// Runs `prompt` to the end and returns the final answer's text. The session goes
     /// on: the next prompt sees this one.
+    ///
+    /// The text alone cannot say that something went wrong, so a run stopped by a limit is
+    /// [`LoopError::LimitReached`] and one that had calls denied for want of an approver is
+    /// [`LoopError::Unapproved`] (each with the text); [`run`](Self::run) reports both in
+    /// its summary instead.
     pub async fn prompt(&self, prompt: impl Into<String>) -> Result<String, LoopError> {
-        Ok(self.run(prompt).await?.text)
+        let summary = self.run(prompt).await?;
+        if let Some(limit) = summary.limit {
+            return Err(LoopError::LimitReached {
+                limit,
+                text: summary.text,
+            });
+        }
+        if !summary.unapproved.is_empty() {
+            return Err(LoopError::Unapproved {
+                calls: summary.unapproved,
+                text: summary.text,
+            });
+        }
+        Ok(summary.text)
     }
 
     /// Runs `prompt` to the end and returns everything the run produced: the text, each tool

@@ -94,6 +94,32 @@ pub enum LoopError {
         /// The last reply.
         reply: String,
     },
+    /// [`Agent::prompt`](crate::Agent::prompt) stopped at a limit of
+    /// [`RunLimits`](crate::RunLimits): its text alone would hide that the answer is cut
+    /// short. [`Agent::run`](crate::Agent::run) reports it in
+    /// [`RunSummary::limit`](crate::RunSummary::limit).
+    #[error("the run stopped at its limit: {limit}")]
+    LimitReached {
+        /// The limit.
+        limit: crate::LimitReached,
+        /// What the model had said when it stopped.
+        text: String,
+    },
+    /// [`Agent::prompt`](crate::Agent::prompt), which has no one to ask, had calls denied
+    /// because they needed approval. [`Agent::run`](crate::Agent::run) lists them in
+    /// [`RunSummary::unapproved`](crate::RunSummary::unapproved).
+    #[error(
+        "{} call(s) needed approval and no one could give it ({}); allow them with a permission \
+         rule or `.approval(ApprovalPolicy::Never)`, or run the agent behind a face",
+        calls.len(),
+        calls.iter().map(|c| format!("`{}`", c.tool)).collect::<Vec<_>>().join(", ")
+    )]
+    Unapproved {
+        /// The calls denied.
+        calls: Vec<crate::UnapprovedCall>,
+        /// The answer the model gave without them.
+        text: String,
+    },
     /// The agent could not open a conversation: its tools could not be built for the root
     /// ([`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at)).
     #[error(transparent)]
@@ -120,6 +146,8 @@ impl LoopError {
             Self::Unwritten { .. } => "unwritten",
             Self::NothingToResume => "nothing_to_resume",
             Self::Agent(_) => "agent",
+            Self::LimitReached { .. } => "limit_reached",
+            Self::Unapproved { .. } => "unapproved",
         }
     }
 }

@@ -313,3 +313,48 @@ fn an_approval_policy_beside_a_permission_policy_is_refused_not_ignored() {
         .build()
         .unwrap();
 }
+
+/// `prompt` returns only text, which cannot say that the run was cut short or that calls
+/// were denied: both are errors carrying the text (before: `Ok` with empty or partial text
+/// and a warning in the log). `run` keeps reporting them in its summary.
+#[tokio::test]
+async fn prompt_fails_loudly_at_a_limit_and_on_calls_no_one_could_approve() {
+    use mux_orchestrator::{LimitReached, LoopError, RunLimits};
+    let model = scripted()
+        .reply_tool_call("c1", "Bash", json!({"command": "ls"}))
+        .reply(text("could not"));
+    let agent = Agent::builder(model, "m")
+        .tool(Shell::default())
+        .build()
+        .unwrap();
+    let err = agent.prompt("list").await.unwrap_err();
+    let LoopError::Unapproved { calls, text: said } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!((calls.len(), calls[0].tool.as_str()), (1, "Bash"));
+    assert_eq!(said, "could not");
+    assert!(err.to_string().contains("`Bash`"), "{err}");
+    assert_eq!(err.kind(), "unapproved");
+
+    let model = scripted()
+        .reply_tool_call("c1", "Bash", json!({"command": "ls"}))
+        .reply(text("never reached"));
+    let agent = Agent::builder(model, "m")
+        .tool(Shell::default())
+        .approval(ApprovalPolicy::Never)
+        .limits(RunLimits::new().model_calls(1))
+        .build()
+        .unwrap();
+    let err = agent.prompt("list").await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            LoopError::LimitReached {
+                limit: LimitReached::ModelCalls { max: 1 },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), "limit_reached");
+}
