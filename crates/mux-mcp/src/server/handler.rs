@@ -697,9 +697,10 @@ impl ServerHandler for Handler {
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        Err(unreadable::answer(&request))
+        let stateless = cx.meta.protocol_version().is_some();
+        Err(unreadable::answer(&request, stateless))
     }
 
     async fn set_level(

@@ -72,10 +72,24 @@ const KNOWN: [(&str, Reader); 21] = [
     ),
 ];
 
-/// -32602 naming what is wrong when `request` names a method MCP defines; -32601 otherwise.
-pub(super) fn answer(request: &CustomRequest) -> ErrorData {
+/// The methods the stateless protocol (2026-07-28, SEP-2575) removed: a request of that
+/// protocol naming one is for a method that does not exist there.
+const REMOVED_WHEN_STATELESS: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// -32602 naming what is wrong when `request` names a method MCP defines; -32601 otherwise,
+/// a method the request's protocol removed included (`stateless`: the request's `_meta`
+/// names its protocol version, as only the stateless protocol's requests do).
+pub(super) fn answer(request: &CustomRequest, stateless: bool) -> ErrorData {
     let method = request.method.as_str();
-    let Some((_, reader)) = KNOWN.iter().find(|(name, _)| *name == method) else {
+    let removed = stateless && REMOVED_WHEN_STATELESS.contains(&method);
+    let known = KNOWN.iter().find(|(name, _)| *name == method && !removed);
+    let Some((_, reader)) = known else {
         return ErrorData::new(
             ErrorCode::METHOD_NOT_FOUND,
             format!("method `{}` is not found", shown(method)),
@@ -103,7 +117,11 @@ mod tests {
     use super::*;
 
     fn code(method: &str, params: Option<Value>) -> (i32, String) {
-        let error = answer(&CustomRequest::new(method, params));
+        coded(method, params, false)
+    }
+
+    fn coded(method: &str, params: Option<Value>, stateless: bool) -> (i32, String) {
+        let error = answer(&CustomRequest::new(method, params), stateless);
         (error.code.0, error.message.into_owned())
     }
 
@@ -118,6 +136,12 @@ mod tests {
         assert_eq!(code("tools/call", None).0, -32602);
         assert_eq!(code("resources/read", Some(json!({"url": "x"}))).0, -32602);
         assert_eq!(code("initialize", Some(json!([]))).0, -32602);
+        // A stateless request (its version in `_meta`) naming a method that protocol
+        // removed: not found, as SEP-2575 says (the server answers it with HTTP 404).
+        for removed in REMOVED_WHEN_STATELESS {
+            assert_eq!(coded(removed, Some(json!({})), true).0, -32601, "{removed}");
+        }
+        assert_eq!(coded("tools/call", Some(json!({})), true).0, -32602);
     }
 
     #[test]
