@@ -54,7 +54,7 @@ pub(crate) fn run() -> Result<(), String> {
         (false, cycles) => {
             let mut message = format!("layering violations:\n  {}", problems.join("\n  "));
             if let Err(cycles) = cycles {
-                message.push_str("\n");
+                message.push('\n');
                 message.push_str(&cycles);
             }
             Err(message)

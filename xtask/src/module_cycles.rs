@@ -41,32 +41,31 @@ fn cycles(tree: &Tree, edges: &Edges) -> Vec<Cycle> {
     strongly_connected(&nodes, &adjacency)
         .into_iter()
         .filter(|component| component.len() > 1)
-        .map(|component| {
+        .filter_map(|component| {
             let mut names: Vec<String> =
                 component.iter().map(|&m| tree.modules[m].name()).collect();
             names.sort();
-            let start = *component
-                .iter()
-                .min_by_key(|&&m| tree.modules[m].name())
-                .expect("a component has members");
+            let Some(&start) = component.iter().min_by_key(|&&m| tree.modules[m].name()) else {
+                return None;
+            };
             let members: BTreeSet<usize> = component.iter().copied().collect();
             let circle = shortest_circle(start, &members, &adjacency)
                 .windows(2)
-                .map(|pair| {
-                    let site = &edges[&(pair[0], pair[1])];
-                    format!(
+                .filter_map(|pair| {
+                    let site = edges.get(&(pair[0], pair[1]))?;
+                    Some(format!(
                         "{} -> {} ({}:{})",
                         tree.modules[pair[0]].name(),
                         tree.modules[pair[1]].name(),
                         site.file.display(),
                         site.line
-                    )
+                    ))
                 })
                 .collect();
-            Cycle {
+            Some(Cycle {
                 modules: names,
                 circle,
-            }
+            })
         })
         .collect()
 }
