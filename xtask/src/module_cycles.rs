@@ -45,9 +45,7 @@ fn cycles(tree: &Tree, edges: &Edges) -> Vec<Cycle> {
             let mut names: Vec<String> =
                 component.iter().map(|&m| tree.modules[m].name()).collect();
             names.sort();
-            let Some(&start) = component.iter().min_by_key(|&&m| tree.modules[m].name()) else {
-                return None;
-            };
+            let &start = component.iter().min_by_key(|&&m| tree.modules[m].name())?;
             let members: BTreeSet<usize> = component.iter().copied().collect();
             let circle = shortest_circle(start, &members, &adjacency)
                 .windows(2)
