@@ -133,6 +133,9 @@ fn load_items(
     child_dir: &Path,
 ) -> Result<(), String> {
     for item in items {
+        if item_attrs(item).is_some_and(|attrs| test_only(attrs)) {
+            continue;
+        }
         match item {
             syn::Item::Mod(m) => load_mod(tree, read, id, m, child_dir)?,
             syn::Item::Use(u) => {
@@ -214,6 +217,49 @@ fn path_attribute(attrs: &[syn::Attribute]) -> Option<String> {
                 _ => None,
             },
             _ => None,
+        }
+    })
+}
+
+fn item_attrs(item: &syn::Item) -> Option<&[syn::Attribute]> {
+    Some(match item {
+        syn::Item::Const(i) => &i.attrs,
+        syn::Item::Enum(i) => &i.attrs,
+        syn::Item::ExternCrate(i) => &i.attrs,
+        syn::Item::Fn(i) => &i.attrs,
+        syn::Item::ForeignMod(i) => &i.attrs,
+        syn::Item::Impl(i) => &i.attrs,
+        syn::Item::Macro(i) => &i.attrs,
+        syn::Item::Mod(i) => &i.attrs,
+        syn::Item::Static(i) => &i.attrs,
+        syn::Item::Struct(i) => &i.attrs,
+        syn::Item::Trait(i) => &i.attrs,
+        syn::Item::TraitAlias(i) => &i.attrs,
+        syn::Item::Type(i) => &i.attrs,
+        syn::Item::Union(i) => &i.attrs,
+        syn::Item::Use(i) => &i.attrs,
+        _ => return None,
+    })
+}
+
+/// `#[cfg(test)]` or `#[cfg(all(test, …))]`: code only the crate's own tests compile. Tests
+/// may use the crate from above (an `Agent` to drive a low module), which is no cycle of the
+/// modules themselves.
+fn test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        if !attr.path().is_ident("cfg") {
+            return false;
+        }
+        let Ok(list) = attr.meta.require_list() else {
+            return false;
+        };
+        let tokens: Vec<TokenTree> = list.tokens.clone().into_iter().collect();
+        match tokens.as_slice() {
+            [TokenTree::Ident(i)] => i == "test",
+            [TokenTree::Ident(all), TokenTree::Group(g)] if all == "all" => {
+                g.stream().into_iter().any(|t| matches!(&t, TokenTree::Ident(i) if i == "test"))
+            }
+            _ => false,
         }
     })
 }
@@ -412,6 +458,22 @@ mod tests {
         // The inline module `c` belongs to lib.rs; `c::d` is a file of its own.
         assert_eq!(t.modules[5].file_module, 0);
         assert_eq!(t.modules[6].file_module, 6);
+    }
+
+    #[test]
+    fn test_only_code_is_left_out() {
+        let t = tree(&[(
+            "src/lib.rs",
+            "#[cfg(test)]\nmod tests;\n#[cfg(all(test, unix))]\nuse crate::a::B;\n\
+             #[cfg(test)]\nfn helper() -> crate::a::C { todo!() }\n\
+             #[cfg(not(test))]\nfn real() -> crate::a::D { todo!() }",
+        )]);
+        assert_eq!(t.modules.len(), 1, "the test module's file is not even read");
+        assert!(t.modules[0].imports.is_empty());
+        let refs: Vec<String> = t.modules[0].refs.iter().map(|r| r.path.join("::")).collect();
+        assert!(refs.contains(&"crate::a::D".to_owned()), "{refs:?}");
+        assert!(!refs.contains(&"crate::a::C".to_owned()), "{refs:?}");
+        assert!(!t.modules[0].items.contains("helper"));
     }
 
     #[test]
