@@ -1,6 +1,9 @@
-//! Why a run ended without finishing.
+//! Why a run ended without finishing, and why an agent could not be built.
+
+use std::path::PathBuf;
 
 use mux_llm::LlmError;
+use mux_tool::RegistryError;
 
 use crate::session::SessionError;
 use crate::state::InvalidTransition;
@@ -97,7 +100,7 @@ pub enum LoopError {
     /// The agent could not open a conversation: its tools could not be built for the root
     /// ([`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at)).
     #[error(transparent)]
-    Agent(#[from] crate::AgentBuildError),
+    Agent(#[from] AgentBuildError),
 }
 
 impl LoopError {
@@ -122,4 +125,25 @@ impl LoopError {
             Self::Agent(_) => "agent",
         }
     }
+}
+
+/// Why a tool set could not be built for a root (the error a [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at)
+/// function returns).
+pub type ToolsetError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why an agent, or one of its conversations, could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentBuildError {
+    /// A tool could not be registered (a name offered twice, an invalid spec).
+    #[error("cannot offer a tool to the agent: {0}")]
+    Tool(#[from] RegistryError),
+    /// A [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at) function failed for `root`.
+    #[error("cannot build the agent's tools for `{}`: {source}", root.display())]
+    Toolset {
+        /// The root the tools were built for.
+        root: PathBuf,
+        /// What the function said.
+        source: ToolsetError,
+    },
 }
