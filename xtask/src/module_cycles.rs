@@ -47,13 +47,6 @@ fn cycles(tree: &Tree, edges: &Edges) -> Vec<Cycle> {
             names.sort();
             let &start = component.iter().min_by_key(|&&m| tree.modules[m].name())?;
             let members: BTreeSet<usize> = component.iter().copied().collect();
-            if std::env::var_os("DEBUG_EDGES").is_some() {
-                for ((a, b), site) in edges.iter() {
-                    if members.contains(a) && members.contains(b) {
-                        eprintln!("EDGE {} -> {} {}:{}", tree.modules[*a].name(), tree.modules[*b].name(), site.file.display(), site.line);
-                    }
-                }
-            }
             let circle = shortest_circle(start, &members, &adjacency)
                 .windows(2)
                 .filter_map(|pair| {

@@ -258,13 +258,15 @@ mod tests {
         let edges = edge_list(&[
             (
                 "src/lib.rs",
-                "mod a;\npub use other_crate::session;\npub use other_crate::Store;",
+                "mod a; mod b;\npub use other_crate::session;\npub use other_crate::Store;\n\
+                 pub mod runs {\n    pub use other_crate::runs::*;\n}",
             ),
             (
                 "src/a.rs",
-                "use crate::Store;\nfn f(_: crate::session::S) {}",
+                "use crate::Store;\nfn f(_: crate::session::S, _: crate::runs::R) -> crate::b::B {}",
             ),
+            ("src/b.rs", "pub struct B;"),
         ]);
-        assert!(edges.is_empty(), "{edges:?}");
+        assert_eq!(edges, ["a -> b @ src/a.rs:2"]);
     }
 }

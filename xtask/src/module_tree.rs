@@ -256,9 +256,10 @@ fn test_only(attrs: &[syn::Attribute]) -> bool {
         let tokens: Vec<TokenTree> = list.tokens.clone().into_iter().collect();
         match tokens.as_slice() {
             [TokenTree::Ident(i)] => i == "test",
-            [TokenTree::Ident(all), TokenTree::Group(g)] if all == "all" => {
-                g.stream().into_iter().any(|t| matches!(&t, TokenTree::Ident(i) if i == "test"))
-            }
+            [TokenTree::Ident(all), TokenTree::Group(g)] if all == "all" => g
+                .stream()
+                .into_iter()
+                .any(|t| matches!(&t, TokenTree::Ident(i) if i == "test")),
             _ => false,
         }
     })
@@ -468,9 +469,17 @@ mod tests {
              #[cfg(test)]\nfn helper() -> crate::a::C { todo!() }\n\
              #[cfg(not(test))]\nfn real() -> crate::a::D { todo!() }",
         )]);
-        assert_eq!(t.modules.len(), 1, "the test module's file is not even read");
+        assert_eq!(
+            t.modules.len(),
+            1,
+            "the test module's file is not even read"
+        );
         assert!(t.modules[0].imports.is_empty());
-        let refs: Vec<String> = t.modules[0].refs.iter().map(|r| r.path.join("::")).collect();
+        let refs: Vec<String> = t.modules[0]
+            .refs
+            .iter()
+            .map(|r| r.path.join("::"))
+            .collect();
         assert!(refs.contains(&"crate::a::D".to_owned()), "{refs:?}");
         assert!(!refs.contains(&"crate::a::C".to_owned()), "{refs:?}");
         assert!(!t.modules[0].items.contains("helper"));
