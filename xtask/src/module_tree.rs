@@ -133,7 +133,7 @@ fn load_items(
     child_dir: &Path,
 ) -> Result<(), String> {
     for item in items {
-        if item_attrs(item).is_some_and(|attrs| test_only(attrs)) {
+        if item_attrs(item).is_some_and(test_only) {
             continue;
         }
         match item {
