@@ -187,7 +187,16 @@ fn load_mod(
         None => {
             let (file, dir) = match explicit {
                 Some(p) => {
-                    let file = child_dir.join(p);
+                    // Beside the declaring file when it declares the module itself; under
+                    // the inline module's folder when an inline module does.
+                    let parent_module = &tree.modules[parent];
+                    let base = if parent_module.file_module == parent {
+                        parent_module.file.parent().unwrap_or(Path::new(""))
+                    } else {
+                        child_dir
+                    };
+                    let file = base.join(p);
+                    // A file named by `#[path]` keeps its children beside it, as a `mod.rs`.
                     let dir = file.parent().unwrap_or(Path::new("")).to_path_buf();
                     (file, dir)
                 }
@@ -446,19 +455,24 @@ mod tests {
     fn file_modules_nest_as_rust_finds_them() {
         let t = tree(&[
             ("src/lib.rs", "mod a; mod b; mod c { mod d; }"),
-            ("src/a.rs", "mod inner;"),
+            ("src/a.rs", "mod inner;\n#[path = \"beside.rs\"] mod e;"),
             ("src/a/inner.rs", "pub struct S;"),
+            ("src/beside.rs", ""),
             ("src/b/mod.rs", "#[path = \"other.rs\"] mod x;"),
             ("src/b/other.rs", "fn f() {}"),
             ("src/c/d.rs", ""),
         ]);
         let names: Vec<String> = t.modules.iter().map(Module::name).collect();
-        assert_eq!(names, ["crate", "a", "a::inner", "b", "b::x", "c", "c::d"]);
+        assert_eq!(
+            names,
+            ["crate", "a", "a::inner", "a::e", "b", "b::x", "c", "c::d"]
+        );
+        assert_eq!(t.modules[3].file, Path::new("src/beside.rs"));
         assert!(t.modules[2].items.contains("S"));
-        assert!(t.modules[4].items.contains("f"));
+        assert!(t.modules[5].items.contains("f"));
         // The inline module `c` belongs to lib.rs; `c::d` is a file of its own.
-        assert_eq!(t.modules[5].file_module, 0);
-        assert_eq!(t.modules[6].file_module, 6);
+        assert_eq!(t.modules[6].file_module, 0);
+        assert_eq!(t.modules[7].file_module, 7);
     }
 
     #[test]
