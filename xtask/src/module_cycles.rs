@@ -30,6 +30,8 @@ impl Cycle {
     }
 }
 
+/// The cycles among the file-level modules of `tree`: each strongly connected component of
+/// more than one module.
 fn cycles(tree: &Tree, edges: &Edges) -> Vec<Cycle> {
     let mut adjacency: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for &(a, b) in edges.keys() {
@@ -177,7 +179,7 @@ pub(crate) fn run(root: &Path, crates: &[(String, PathBuf)]) -> Result<String, S
         ))
     } else {
         Err(format!(
-            "{} module cycles:\n  {}",
+            "module cycles ({}):\n  {}",
             report.len(),
             report.join("\n  ")
         ))
