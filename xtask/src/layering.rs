@@ -1,7 +1,12 @@
 //! The layering check: every dependency between mux crates points strictly downward. Crates
-//! at one level are siblings: neither may depend on the other.
+//! at one level are siblings: neither may depend on the other. Within each crate, no modules
+//! depend on each other in a cycle ([`crate::module_cycles`]).
 
+use std::path::{Path, PathBuf};
+
+use crate::cargo::workspace_root;
 use crate::metadata::{self, Package, is_library_crate};
+use crate::module_cycles;
 
 /// The layers, bottom first; the crates of one layer are siblings. The facade sits above
 /// everything and may depend on all of them.
@@ -27,12 +32,33 @@ fn rank(name: &str) -> Option<usize> {
 pub(crate) fn run() -> Result<(), String> {
     let packages = metadata::load()?;
     let problems = violations(&packages);
-    if problems.is_empty() {
-        let crates = packages.iter().filter(|p| is_library_crate(p)).count();
-        eprintln!("layering: {crates} crates, every mux dependency points downward");
-        Ok(())
-    } else {
-        Err(format!("layering violations:\n  {}", problems.join("\n  ")))
+    let crates: Vec<(String, PathBuf)> = packages
+        .iter()
+        .filter(|p| is_library_crate(p))
+        .map(|p| {
+            let dir = Path::new(&p.manifest).parent().unwrap_or(Path::new(""));
+            (p.name.clone(), dir.to_path_buf())
+        })
+        .collect();
+    let cycles = module_cycles::run(&workspace_root(), &crates);
+    match (problems.is_empty(), cycles) {
+        (true, Ok(summary)) => {
+            eprintln!(
+                "layering: {} crates, every mux dependency points downward",
+                crates.len()
+            );
+            eprintln!("layering: {summary}");
+            Ok(())
+        }
+        (true, Err(cycles)) => Err(cycles),
+        (false, cycles) => {
+            let mut message = format!("layering violations:\n  {}", problems.join("\n  "));
+            if let Err(cycles) = cycles {
+                message.push('\n');
+                message.push_str(&cycles);
+            }
+            Err(message)
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 //! cargo xtask test        nextest (or cargo test) plus doctests
 //! cargo xtask conformance the official MCP conformance suite (client side) against mux-mcp
 //! cargo xtask doc         every page with Rust code is included as doctests; cargo doc with warnings denied
-//! cargo xtask layering    every mux-* dependency points strictly downward
+//! cargo xtask layering    every mux-* dependency points strictly downward; no module cycles in a crate
 //! cargo xtask features    each crate builds with no and all features; the facade with each alone
 //! cargo xtask deny        cargo deny check bans licenses sources (installs cargo-deny if missing)
 //! cargo xtask bench       every benchmark; writes target/bench-report.json
@@ -23,6 +23,9 @@ mod doc_pages;
 mod features;
 mod layering;
 mod metadata;
+mod module_cycles;
+mod module_graph;
+mod module_tree;
 mod page;
 mod peers;
 

@@ -56,6 +56,7 @@ mod definition;
 mod error;
 mod event;
 mod handle;
+mod id;
 mod plan;
 pub mod presets;
 mod runtime;
@@ -72,7 +73,8 @@ pub use decomposition::{
 pub use definition::AgentDefinition;
 pub use error::AgentError;
 pub use event::{AgentEvent, AgentEvents};
-pub use handle::{AgentHandle, AgentId, AgentRun, AgentState, RunStatus};
+pub use handle::{AgentHandle, AgentRun, AgentState, RunStatus};
+pub use id::AgentId;
 pub use plan::{FINISH_PLAN, FinishPlan, Plan, PlanError, PlanStep};
 pub use runtime::{AgentRuntime, AgentRuntimeBuilder, AgentSession, PARENT_KEY, SUBAGENTS_KEY};
 pub use task::{TASK, TaskArgs};

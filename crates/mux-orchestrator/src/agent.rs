@@ -2,7 +2,7 @@
 //! MCP, limits, store) and prompted in one call, or handed to a face (web, editor, runtime),
 //! which opens its own sessions of it. It is the [`Orchestrator`] underneath, not a second loop.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use mux_llm::LlmClient;
@@ -294,9 +294,4 @@ impl Agent {
             servers.shutdown().await;
         }
     }
-}
-
-/// The current directory, or `.` when it cannot be read.
-pub(crate) fn current_dir() -> PathBuf {
-    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
 }

@@ -9,8 +9,9 @@ use mux_permission::Permissions;
 use mux_tool::{ApprovalPolicy, Registry, RegistryError, Resources, Tool, TypedTool};
 use serde_json::Value;
 
-use crate::agent_spec::{AgentBuildError, ContextAt, Spec, ToolsAt, ToolsetError};
+use crate::agent_spec::{ContextAt, Spec, ToolsAt};
 use crate::context::ContextProvider;
+use crate::error::{AgentBuildError, ToolsetError};
 use crate::hooks::{Hook, Hooks};
 use crate::needs_approval::NeedsApproval;
 use crate::session::SessionStore;
@@ -331,7 +332,7 @@ impl AgentBuilder {
             store: self.store,
             resources: self.resources,
             needs_approval: self.needs_approval,
-            root: self.root.unwrap_or_else(crate::agent::current_dir),
+            root: self.root.unwrap_or_else(crate::builder::current_dir),
             #[cfg(feature = "mcp")]
             mcp: self.mcp,
             #[cfg(feature = "mcp")]

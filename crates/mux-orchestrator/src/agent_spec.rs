@@ -1,5 +1,4 @@
-//! The description of an agent ([`Spec`]) that every face opens its conversations from, and
-//! why one could not be built.
+//! The description of an agent ([`Spec`]) that every face opens its conversations from.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -7,17 +6,14 @@ use std::sync::Arc;
 
 use mux_llm::LlmClient;
 use mux_permission::Permissions;
-use mux_tool::{ApprovalPolicy, Registry, RegistryError, Resources, Tool};
+use mux_tool::{ApprovalPolicy, Registry, Resources, Tool};
 
 use crate::context::ContextProvider;
+use crate::error::{AgentBuildError, ToolsetError};
 use crate::hooks::Hooks;
 use crate::needs_approval::NeedsApproval;
 use crate::session::SessionStore;
 use crate::{Orchestrator, OrchestratorBuilder, OrchestratorConfig};
-
-/// Why a tool set could not be built for a root (the error a [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at)
-/// function returns).
-pub type ToolsetError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Tools built for a root.
 pub(crate) type ToolsAt =
@@ -107,30 +103,4 @@ impl Spec {
         }
         builder
     }
-}
-
-/// Why an agent, or one of its conversations, could not be built.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentBuildError {
-    /// A tool could not be registered (a name offered twice, an invalid spec).
-    #[error("cannot offer a tool to the agent: {0}")]
-    Tool(#[from] RegistryError),
-    /// [`AgentBuilder::approval`](crate::AgentBuilder::approval) was given beside
-    /// [`AgentBuilder::permissions`](crate::AgentBuilder::permissions), whose rules and mode
-    /// decide every call: the approval policy would have no effect.
-    #[error(
-        "`approval({0:?})` has no effect beside a permission policy, whose rules and mode decide \
-         every call: drop one (for no prompts under a policy, use its mode \
-         `bypassPermissions`; deny rules still hold)"
-    )]
-    ApprovalBesidePermissions(ApprovalPolicy),
-    /// A [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at) function failed for `root`.
-    #[error("cannot build the agent's tools for `{}`: {source}", root.display())]
-    Toolset {
-        /// The root the tools were built for.
-        root: PathBuf,
-        /// What the function said.
-        source: ToolsetError,
-    },
 }

@@ -1,6 +1,7 @@
 //! Building an [`Orchestrator`]: its services, then a new or resumed session.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mux_llm::LlmClient;
@@ -41,6 +42,13 @@ impl std::fmt::Debug for OrchestratorBuilder {
             .field("config", &self.config)
             .field("tools", &self.tools.names())
             .finish_non_exhaustive()
+    }
+}
+
+impl Orchestrator {
+    /// A builder with `client` and `config`.
+    pub fn builder(client: Arc<dyn LlmClient>, config: OrchestratorConfig) -> OrchestratorBuilder {
+        OrchestratorBuilder::new(client, config)
     }
 }
 
@@ -210,7 +218,7 @@ impl OrchestratorBuilder {
         let broadcast = Broadcast::new(self.config.broadcast_capacity);
         let permissions = self.permissions.or_else(|| {
             (self.config.approval == ApprovalPolicy::UnlessReadOnly)
-                .then(|| Permissions::unset(crate::agent::current_dir()))
+                .then(|| Permissions::unset(current_dir()))
         });
         #[cfg(feature = "mcp")]
         let mcp = self.mcp.map(|(coordinator, owned)| {
@@ -266,4 +274,9 @@ impl OrchestratorBuilder {
     pub fn build_session(self, meta: SessionMeta) -> Orchestrator {
         Orchestrator::from_parts(self.services(), meta, Vec::new(), false)
     }
+}
+
+/// The current directory, or `.` when it cannot be read.
+pub(crate) fn current_dir() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
 }

@@ -1,6 +1,9 @@
-//! Why a run ended without finishing.
+//! Why a run ended without finishing, and why an agent could not be built.
+
+use std::path::PathBuf;
 
 use mux_llm::LlmError;
+use mux_tool::RegistryError;
 
 use crate::session::SessionError;
 use crate::state::InvalidTransition;
@@ -123,7 +126,7 @@ pub enum LoopError {
     /// The agent could not open a conversation: its tools could not be built for the root
     /// ([`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at)).
     #[error(transparent)]
-    Agent(#[from] crate::AgentBuildError),
+    Agent(#[from] AgentBuildError),
 }
 
 impl LoopError {
@@ -150,4 +153,34 @@ impl LoopError {
             Self::Unapproved { .. } => "unapproved",
         }
     }
+}
+
+/// Why a tool set could not be built for a root (the error a [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at)
+/// function returns).
+pub type ToolsetError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why an agent, or one of its conversations, could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentBuildError {
+    /// A tool could not be registered (a name offered twice, an invalid spec).
+    #[error("cannot offer a tool to the agent: {0}")]
+    Tool(#[from] RegistryError),
+    /// [`AgentBuilder::approval`](crate::AgentBuilder::approval) was given beside
+    /// [`AgentBuilder::permissions`](crate::AgentBuilder::permissions), whose rules and mode
+    /// decide every call: the approval policy would have no effect.
+    #[error(
+        "`approval({0:?})` has no effect beside a permission policy, whose rules and mode decide \
+         every call: drop one (for no prompts under a policy, use its mode \
+         `bypassPermissions`; deny rules still hold)"
+    )]
+    ApprovalBesidePermissions(mux_tool::ApprovalPolicy),
+    /// A [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at) function failed for `root`.
+    #[error("cannot build the agent's tools for `{}`: {source}", root.display())]
+    Toolset {
+        /// The root the tools were built for.
+        root: PathBuf,
+        /// What the function said.
+        source: ToolsetError,
+    },
 }

@@ -58,7 +58,6 @@ mod typed_output;
 
 pub use agent::Agent;
 pub use agent_builder::AgentBuilder;
-pub use agent_spec::{AgentBuildError, ToolsetError};
 #[cfg(feature = "mcp-server")]
 pub use agent_tool::{ASK_TOOL, AgentTool, AskArgs, DEFAULT_ASK_TIMEOUT, DEFAULT_MAX_SESSIONS};
 pub use ask_user::{ASK_USER, AskUser, AskUserArgs};
@@ -71,6 +70,7 @@ pub use convert::tool_result_block;
 pub use dangling::settle_open_turn;
 pub use emitter::{EventReceiver, Subscription};
 pub use error::LoopError;
+pub use error::{AgentBuildError, ToolsetError};
 pub use event::{LoopEvent, LoopInput};
 pub use handles::{InputSender, Run, RunHandle, RunSummary, ToolCallRecord, UnapprovedCall};
 pub use hooks::{Hook, HookError, Hooks};

@@ -23,9 +23,7 @@ use crate::run::UserPrompt;
 use crate::run_state::RunShared;
 use crate::session::CallProgress;
 use crate::session::SessionMeta;
-use crate::{
-    InputSender, LoopError, OrchestratorBuilder, OrchestratorConfig, Run, RunHandle, RunSummary,
-};
+use crate::{InputSender, LoopError, OrchestratorConfig, Run, RunHandle, RunSummary};
 use mux_permission::Answer;
 
 /// The think-act loop over one session.
@@ -40,11 +38,6 @@ pub struct Orchestrator {
 }
 
 impl Orchestrator {
-    /// A builder with `client` and `config`.
-    pub fn builder(client: Arc<dyn LlmClient>, config: OrchestratorConfig) -> OrchestratorBuilder {
-        OrchestratorBuilder::new(client, config)
-    }
-
     pub(crate) fn from_parts(
         services: Services,
         meta: SessionMeta,
@@ -141,7 +134,7 @@ impl Orchestrator {
     /// Shuts the orchestrator down: cancels every run (of every clone and of sessions
     /// made with [`Orchestrator::new_session`]; later runs end cancelled at once) and,
     /// with the `mcp` feature, stops the MCP servers it owns and waits until their processes
-    /// are gone. The token given to [`OrchestratorBuilder::cancellation`] is not cancelled,
+    /// are gone. The token given to [`OrchestratorBuilder::cancellation`](crate::OrchestratorBuilder::cancellation) is not cancelled,
     /// and a coordinator passed to `OrchestratorBuilder::mcp` is left running.
     pub async fn shutdown(&self) {
         self.core.services.cancel.cancel();

@@ -529,18 +529,6 @@ impl Permissions {
             .into_iter()
             .any(|kind| !applicable(&layers, tool, family, kind).is_empty())
     }
-
-    /// Records an "always allow" answer: the narrowest rule covering the call (or the
-    /// caller's prefix) added to `scope`, and saved when `persist` is set and the scope has a
-    /// settings file. Returns the rules added.
-    pub fn remember(
-        &self,
-        spec: &ToolSpec,
-        subject: &Subject,
-        choice: &crate::remember::Remember,
-    ) -> Result<Vec<Rule>, crate::remember::RememberError> {
-        crate::remember::remember(self, spec, subject, choice)
-    }
 }
 
 /// The rules of `kind`, with their scopes, that reach a call to `tool` of `family`.

@@ -1,4 +1,5 @@
-//! "Always allow": the narrowest rule that covers a call.
+//! "Always allow": the narrowest rule that covers a call, and [`Permissions::remember`], which
+//! adds it.
 
 use mux_tool::{Subject, ToolSpec};
 
@@ -114,34 +115,39 @@ pub fn suggest_prefixes(subject: &Subject) -> Vec<String> {
         .collect()
 }
 
-pub(crate) fn remember(
-    permissions: &Permissions,
-    spec: &ToolSpec,
-    subject: &Subject,
-    choice: &Remember,
-) -> Result<Vec<Rule>, RememberError> {
-    let target = permissions
-        .scope(choice.scope)
-        .ok_or(RememberError::NoScope(choice.scope))?;
-    let tool = spec.name.as_str();
-    let texts = narrowest(tool, subject, choice.prefix.as_deref(), permissions)?;
-    let mut rules = Vec::with_capacity(texts.len());
-    for text in texts {
-        let rule = Rule::parse(&text)?;
-        target.add(RuleKind::Allow, rule.clone());
-        rules.push(rule);
+impl Permissions {
+    /// Records an "always allow" answer: the narrowest rule covering the call (or the
+    /// caller's prefix) added to `scope`, and saved when `persist` is set and the scope has a
+    /// settings file. Returns the rules added.
+    pub fn remember(
+        &self,
+        spec: &ToolSpec,
+        subject: &Subject,
+        choice: &Remember,
+    ) -> Result<Vec<Rule>, RememberError> {
+        let target = self
+            .scope(choice.scope)
+            .ok_or(RememberError::NoScope(choice.scope))?;
+        let tool = spec.name.as_str();
+        let texts = narrowest(tool, subject, choice.prefix.as_deref(), self)?;
+        let mut rules = Vec::with_capacity(texts.len());
+        for text in texts {
+            let rule = Rule::parse(&text)?;
+            target.add(RuleKind::Allow, rule.clone());
+            rules.push(rule);
+        }
+        tracing::info!(
+            target: "mux_permission",
+            tool,
+            scope = choice.scope.as_str(),
+            rules = ?rules.iter().map(Rule::as_str).collect::<Vec<_>>(),
+            "remembered an always-allow answer"
+        );
+        if choice.persist {
+            target.save()?;
+        }
+        Ok(rules)
     }
-    tracing::info!(
-        target: "mux_permission",
-        tool,
-        scope = choice.scope.as_str(),
-        rules = ?rules.iter().map(Rule::as_str).collect::<Vec<_>>(),
-        "remembered an always-allow answer"
-    );
-    if choice.persist {
-        target.save()?;
-    }
-    Ok(rules)
 }
 
 fn narrowest(

@@ -1,12 +1,35 @@
-//! Rules: `Tool` or `Tool(specifier)`.
+//! Rules: `Tool` or `Tool(specifier)`, and the list ([`RuleKind`]) a rule sits in.
 
 use std::fmt;
 use std::str::FromStr;
 
+use crate::Family;
 use crate::command::{CommandPattern, CommandPatternError};
 use crate::domain::{DomainPattern, DomainPatternError};
 use crate::path::{PathPattern, PathPatternError};
-use crate::{Family, RuleKind};
+
+/// Which list a rule sits in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleKind {
+    /// Calls it matches run without asking.
+    Allow,
+    /// Calls it matches ask, even when an allow rule matches too.
+    Ask,
+    /// Calls it matches are refused, whatever else matches.
+    Deny,
+}
+
+impl RuleKind {
+    /// The settings-file key.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleKind::Allow => "allow",
+            RuleKind::Ask => "ask",
+            RuleKind::Deny => "deny",
+        }
+    }
+}
 
 /// One permission rule, such as `Bash(git diff:*)`, `Read(./src/**)`,
 /// `WebFetch(domain:example.com)` or `mcp__github__*`.

@@ -4,30 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::{Mode, Rule, RuleError};
-
-/// Which list a rule sits in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RuleKind {
-    /// Calls it matches run without asking.
-    Allow,
-    /// Calls it matches ask, even when an allow rule matches too.
-    Ask,
-    /// Calls it matches are refused, whatever else matches.
-    Deny,
-}
-
-impl RuleKind {
-    /// The settings-file key.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuleKind::Allow => "allow",
-            RuleKind::Ask => "ask",
-            RuleKind::Deny => "deny",
-        }
-    }
-}
+use crate::{Mode, Rule, RuleError, RuleKind};
 
 /// The rules and mode of one scope.
 ///

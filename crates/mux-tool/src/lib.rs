@@ -33,6 +33,7 @@ mod subject;
 mod tool;
 pub mod truncate;
 mod typed;
+mod utf8_cut;
 mod validation;
 mod withhold;
 

@@ -18,7 +18,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::truncate::floor_char_boundary;
+use crate::utf8_cut::floor_char_boundary;
 
 /// The most bytes of each side of a [`Diff`] (old text, new text), after trimming to the
 /// changed lines: 32 KiB.

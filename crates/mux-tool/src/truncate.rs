@@ -1,30 +1,9 @@
 //! Cutting text and tool outputs to a size on UTF-8 boundaries, always visibly.
 
-use std::borrow::Cow;
-
 use serde_json::json;
 
+pub use crate::utf8_cut::{floor_char_boundary, truncate_str};
 use crate::{Content, ToolOutput};
-
-/// The largest index `<= max` that is a char boundary of `s`.
-pub fn floor_char_boundary(s: &str, max: usize) -> usize {
-    if max >= s.len() {
-        return s.len();
-    }
-    (0..=max)
-        .rev()
-        .find(|&i| s.is_char_boundary(i))
-        .unwrap_or(0)
-}
-
-/// `s` cut to at most `max` bytes on a char boundary, with `…` appended when cut.
-pub fn truncate_str(s: &str, max: usize) -> Cow<'_, str> {
-    if s.len() <= max {
-        Cow::Borrowed(s)
-    } else {
-        Cow::Owned(format!("{}…", &s[..floor_char_boundary(s, max)]))
-    }
-}
 
 /// Metadata key set on an output that was cut, holding `{"omitted_bytes", "limit_bytes"}`.
 pub const TRUNCATED_METADATA_KEY: &str = "mux.truncated";

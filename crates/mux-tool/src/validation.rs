@@ -7,7 +7,8 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{SpecError, ToolSpec, truncate::truncate_str};
+use crate::utf8_cut::truncate_str;
+use crate::{SpecError, ToolSpec};
 
 /// The longest problem message kept; longer ones (which quote a huge argument) are cut.
 const MAX_PROBLEM_LEN: usize = 300;

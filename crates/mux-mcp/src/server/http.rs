@@ -27,7 +27,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::ServeError;
+use super::error::ServeError;
 use super::handler::{Handler, Shared};
 use crate::Secret;
 

@@ -16,11 +16,11 @@
 mod callers;
 mod catalog;
 mod convert;
+mod error;
 mod handler;
 mod http;
 mod unreadable;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use mux_tool::Executor;
@@ -29,6 +29,7 @@ use rmcp::model::Implementation;
 
 pub use callers::{APPROVAL_KEY, CALLER_TIMEOUT, CallerAnswer, CallerError, Callers};
 pub use catalog::{Catalog, CatalogError, Offers, PromptOutcome};
+pub use error::ServeError;
 pub use handler::{MAX_PAUSED, PAUSE_LIMIT};
 pub use http::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT,
@@ -36,33 +37,6 @@ pub use http::{
 };
 
 use handler::{Handler, Shared};
-
-/// Why serving failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ServeError {
-    /// The HTTP listener could not bind.
-    #[error("MCP server: cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A non-loopback address without a bearer token.
-    #[error(
-        "MCP server: refusing to listen on {addr} without a bearer token; \
-         use a loopback address or set `HttpOptions::bearer_token`"
-    )]
-    Unprotected {
-        /// The address.
-        addr: SocketAddr,
-    },
-    /// The session over stdio or a stream failed to start or ended in error.
-    #[error("MCP server: the session failed: {0}")]
-    Session(String),
-}
 
 /// An MCP server over a mux [`Executor`].
 ///

@@ -129,10 +129,4 @@ impl SandboxSettings {
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
     }
-
-    /// Checks every entry as loading a settings file does: domains, paths and command
-    /// patterns must parse. Settings built in code can be checked with this.
-    pub fn validate(&self) -> Result<(), SandboxError> {
-        parse::validate(self)
-    }
 }

@@ -128,8 +128,16 @@ pub(crate) fn parse(value: &Value) -> Result<SandboxSettings, SandboxError> {
     Ok(settings)
 }
 
+impl SandboxSettings {
+    /// Checks every entry as loading a settings file does: domains, paths and command
+    /// patterns must parse. Settings built in code can be checked with this.
+    pub fn validate(&self) -> Result<(), SandboxError> {
+        validate(self)
+    }
+}
+
 /// Checks every entry: domains, paths, sockets and command patterns.
-pub(super) fn validate(settings: &SandboxSettings) -> Result<(), SandboxError> {
+fn validate(settings: &SandboxSettings) -> Result<(), SandboxError> {
     let entry = |key: &str, entry: &str, problem: String| SandboxError::Entry {
         key: key.to_owned(),
         entry: entry.to_owned(),

@@ -62,6 +62,7 @@ mod environment;
 mod glob;
 mod grep;
 mod list_dir;
+mod offload;
 mod os_sandbox;
 #[cfg(feature = "web")]
 mod public_dns;
@@ -88,6 +89,7 @@ pub use environment::DEFAULT_KEPT_ENV;
 pub use glob::{Glob, GlobArgs};
 pub use grep::{Grep, GrepArgs};
 pub use list_dir::{ListDir, ListDirArgs};
+pub(crate) use offload::blocking;
 #[doc(hidden)]
 pub use os_sandbox::set_placeholder_linger;
 pub use os_sandbox::{
@@ -106,7 +108,7 @@ pub use crate::{TodoItem, TodoStatus};
 pub use web_fetch::{WebFetch, WebFetchArgs};
 pub use write_file::{WriteFile, WriteFileArgs};
 
-use crate::{Registry, RegistryError, SpecError, Tool, ToolError, Typed, TypedTool};
+use crate::{Registry, RegistryError, SpecError, Tool, Typed, TypedTool};
 
 /// Why the built-in tools could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -152,13 +154,4 @@ pub fn register(registry: &Registry, sandbox: &Sandbox) -> Result<(), BuiltinErr
         registry.register_shared(tool)?;
     }
     Ok(())
-}
-
-/// Runs blocking file-system work off the async threads.
-pub(crate) async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
-) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|err| ToolError::failed(format!("the file operation did not finish: {err}")))?
 }

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::text::decode_head;
 use super::{Sandbox, blocking, text_files};
-use crate::truncate::floor_char_boundary;
+use crate::utf8_cut::floor_char_boundary;
 use crate::{
     Location, Presentation, Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool,
 };

@@ -4,7 +4,7 @@
 //! never explained.
 
 use super::opt::Effect;
-use super::parse::Arg;
+use super::spec::Arg;
 
 /// `find` primaries that run a command or write and delete files.
 pub(crate) const ACTIONS: &[(&str, Effect)] = &[

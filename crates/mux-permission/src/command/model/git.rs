@@ -9,7 +9,8 @@ use super::opt::Effect::{
     Writes,
 };
 use super::opt::{Opt, l, o, s};
-use super::parse::{Arg, Parsed, check};
+use super::parse::check;
+use super::spec::{Arg, Parsed};
 use super::{Form, Kind, Lang, Model, Operands, PATHS, Style, TEXTS, model};
 
 /// git's global options (git.c `handle_options`: exact spellings, stop at the subcommand). A

@@ -3,41 +3,7 @@
 
 use super::super::scripts;
 use super::opt::{Effect, Opt};
-use super::{Kind, Lang, Model, Style};
-
-/// One argument: its text after quote removal, and its shell pattern when it is an unquoted
-/// glob the shell expands.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Arg<'a> {
-    /// The word.
-    pub(crate) text: &'a str,
-    /// The pattern, when the word is a glob.
-    pub(crate) glob: Option<&'a str>,
-}
-
-/// What the arguments held, once every word is explained.
-#[derive(Debug, Default)]
-pub(crate) struct Parsed<'a> {
-    /// The options given, by their model entry, with their values.
-    pub(crate) options: Vec<(&'static Opt, Option<&'a str>)>,
-    /// The operands, in order, the program operand included.
-    pub(crate) operands: Vec<&'a str>,
-    /// An option came after an operand (a parser that stops at its first operand, as
-    /// `git config` does, reads it as an operand).
-    pub(crate) option_after_operand: bool,
-}
-
-impl Parsed<'_> {
-    /// Whether the option with this long name (or, when empty, short letter) was given.
-    pub(crate) fn has(&self, long: &str) -> bool {
-        self.options.iter().any(|(o, _)| o.long == long)
-    }
-
-    /// Whether the option with this short letter was given.
-    pub(crate) fn has_short(&self, short: char) -> bool {
-        self.options.iter().any(|(o, _)| o.short == Some(short))
-    }
-}
+use super::spec::{Arg, Kind, Lang, Model, Parsed, Style};
 
 /// Whether giving an option with this effect is explained: it neither runs code, writes
 /// files, reads a program the checker cannot see, nor reaches a remote shell.

@@ -4,7 +4,8 @@
 
 use super::opt::Effect::{Flag, OptionalValue, Runs, Script, ScriptFile, Value, WritesOptional};
 use super::opt::{Opt, l, o, s};
-use super::parse::{Arg, check};
+use super::parse::check;
+use super::spec::Arg;
 use super::{Kind, Lang, Model, Operands, Style, model};
 
 const GREP: &[Opt] = &[
