@@ -2,10 +2,10 @@
 //! binaries), plus what only a shared database promises: OS processes racing to take over
 //! expired runs each get different ones, and a wake-up crosses processes.
 
-use crate::common::runtime;
+use crate::runtime;
 use std::time::{Duration, Instant};
 
-use mux_orchestrator::runs::{MemoryRunStore, RunStatus, RunStore, RunStoreError};
+use mux_store::runs::{MemoryRunStore, RunStatus, RunStore, RunStoreError};
 use serde_json::json;
 
 /// Long enough never to run out during a test step; short enough to run out on purpose.
@@ -293,7 +293,7 @@ fn the_memory_run_store_keeps_the_contract() {
 #[cfg(feature = "sqlite")]
 #[test]
 fn the_sqlite_run_store_keeps_the_contract_and_a_reopened_file_keeps_the_runs() {
-    use mux_orchestrator::runs::SqliteRunStore;
+    use mux_store::runs::SqliteRunStore;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runs.db");
     runtime().block_on(async {
@@ -316,7 +316,7 @@ fn the_sqlite_run_store_keeps_the_contract_and_a_reopened_file_keeps_the_runs() 
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    use mux_orchestrator::runs::PostgresRunStore;
+    use mux_store::runs::PostgresRunStore;
 
     use super::*;
     use mux_testkit::postgres::TestDatabase;
@@ -367,7 +367,7 @@ mod postgres {
 #[cfg(feature = "sqlite")]
 #[test]
 fn processes_racing_for_expired_runs_in_one_sqlite_file_each_get_different_ones() {
-    use mux_orchestrator::runs::SqliteRunStore;
+    use mux_store::runs::SqliteRunStore;
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("runs.db").display());
     let rt = runtime();
@@ -393,16 +393,12 @@ const EXPIRED_RUNS: usize = 200;
 async fn open(url: &str) -> Box<dyn RunStore> {
     #[cfg(feature = "sqlite")]
     if url.starts_with("sqlite:") {
-        return Box::new(
-            mux_orchestrator::runs::SqliteRunStore::connect(url)
-                .await
-                .unwrap(),
-        );
+        return Box::new(mux_store::runs::SqliteRunStore::connect(url).await.unwrap());
     }
     #[cfg(feature = "postgres")]
     if url.starts_with("postgres:") {
         return Box::new(
-            mux_orchestrator::runs::PostgresRunStore::connect(url)
+            mux_store::runs::PostgresRunStore::connect(url)
                 .await
                 .unwrap(),
         );

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use mux_orchestrator::runs::{MemoryRunStore, RunStatus, RunStore, RunStoreError};
+use mux_store::runs::{MemoryRunStore, RunStatus, RunStore, RunStoreError};
 use serde_json::{Value, json};
 
 const HELD: Duration = Duration::from_secs(60);
@@ -224,7 +224,7 @@ where
 
 #[cfg(feature = "sqlite")]
 mod sqlite {
-    use mux_orchestrator::runs::SqliteRunStore;
+    use mux_store::runs::SqliteRunStore;
 
     use super::*;
 
@@ -330,7 +330,7 @@ mod sqlite {
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    use mux_orchestrator::runs::PostgresRunStore;
+    use mux_store::runs::PostgresRunStore;
     use mux_testkit::postgres::TestDatabase;
 
     use super::*;
