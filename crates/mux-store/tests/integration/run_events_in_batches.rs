@@ -100,6 +100,32 @@ async fn any_json_round_trips(store: &dyn RunStore, tag: &str) {
 }
 
 #[tokio::test]
+async fn the_file_run_store_reads_any_window_of_events_before_and_after_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = mux_store::runs::FileRunStore::open(dir.path())
+        .await
+        .unwrap();
+    windows(&store, "file").await;
+    any_json_round_trips(&store, "file").await;
+    drop(store);
+    let reopened = mux_store::runs::FileRunStore::open(dir.path())
+        .await
+        .unwrap();
+    let read = reopened.events_after("file-windows", 0, 100).await.unwrap();
+    assert_eq!(
+        read.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=12).collect::<Vec<_>>()
+    );
+    assert_eq!(read[11].event, json!({"n": 12, "end": true}));
+    assert_eq!(
+        reopened.get("file-windows").await.unwrap().status,
+        RunStatus::Finished
+    );
+    let json = reopened.events_after("file-json", 0, 100).await.unwrap();
+    assert_eq!(json[0].event["text"], json!("a\u{0}b"));
+}
+
+#[tokio::test]
 async fn the_memory_run_store_reads_any_window_of_events() {
     let store = MemoryRunStore::new();
     windows(&store, "memory").await;

@@ -56,6 +56,15 @@ async fn the_memory_run_store_lists_runs_by_prefix() {
     lists(&MemoryRunStore::new()).await;
 }
 
+#[tokio::test]
+async fn the_file_run_store_lists_runs_by_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = mux_store::runs::FileRunStore::open(dir.path())
+        .await
+        .unwrap();
+    lists(&store).await;
+}
+
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn the_sqlite_run_store_lists_runs_by_prefix() {

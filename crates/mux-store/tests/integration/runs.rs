@@ -290,6 +290,98 @@ fn the_memory_run_store_keeps_the_contract() {
     runtime().block_on(contract(&MemoryRunStore::new(), "memory"));
 }
 
+#[test]
+fn the_file_run_store_keeps_the_contract_and_a_reopened_directory_keeps_the_runs() {
+    use mux_store::runs::FileRunStore;
+    let dir = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        let store = FileRunStore::open(dir.path()).await.unwrap();
+        contract(&store, "file").await;
+        // A running run, a paused one asked to cancel, and their events.
+        store.begin("kept", "kept-run", "a", HELD).await.unwrap();
+        store
+            .append_events("kept-run", "a", &[json!({"n": 1})], None)
+            .await
+            .unwrap();
+        store
+            .begin("paused", "paused-run", "a", HELD)
+            .await
+            .unwrap();
+        store
+            .append_events(
+                "paused-run",
+                "a",
+                &[json!({"ask": "approve?"})],
+                Some(RunStatus::Paused),
+            )
+            .await
+            .unwrap();
+        store.request_cancel("paused-run").await.unwrap();
+        // One process at a time: a second store on the directory is refused, typed.
+        let second = FileRunStore::open(dir.path()).await.unwrap_err();
+        assert!(
+            matches!(second, RunStoreError::Unavailable { .. }),
+            "{second:?}"
+        );
+        drop(store);
+
+        let reopened = FileRunStore::open(dir.path()).await.unwrap();
+        let kept = reopened.get("kept-run").await.unwrap();
+        assert_eq!((kept.status, kept.last_seq), (RunStatus::Running, 1));
+        assert!(matches!(
+            reopened.begin("kept", "other", "b", HELD).await,
+            Err(RunStoreError::Busy { .. })
+        ));
+        // What the contract forgot stays forgotten.
+        assert!(matches!(
+            reopened.get("file-run-2").await,
+            Err(RunStoreError::NotFound(_))
+        ));
+        assert_eq!(
+            reopened.get("file-run-9").await.unwrap().status,
+            RunStatus::Running
+        );
+        // The paused run waits for its answer: whoever gets it claims the run.
+        let paused = reopened.get("paused-run").await.unwrap();
+        assert_eq!(
+            (paused.status, paused.owner, paused.cancel_requested),
+            (RunStatus::Paused, None, true)
+        );
+        assert_eq!(
+            reopened.events_after("paused-run", 0, 10).await.unwrap()[0].event,
+            json!({"ask": "approve?"})
+        );
+        let claimed = reopened.claim("paused-run", "b", HELD).await.unwrap();
+        assert_eq!(claimed.owner.as_deref(), Some("b"));
+        // The running run's owner is gone with its process: its lease is over, and the
+        // first takeover of its prefix gets it (and no other).
+        let taken = reopened
+            .claim_expired("kept", "c", HELD)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(taken.run_id, "kept-run");
+        assert!(matches!(
+            reopened
+                .append_events("kept-run", "a", &[json!({})], None)
+                .await,
+            Err(RunStoreError::LeaseLost { .. })
+        ));
+        assert_eq!(
+            reopened
+                .append_events(
+                    "kept-run",
+                    "c",
+                    &[json!({"n": 2})],
+                    Some(RunStatus::Finished)
+                )
+                .await
+                .unwrap(),
+            2
+        );
+    });
+}
+
 #[cfg(feature = "sqlite")]
 #[test]
 fn the_sqlite_run_store_keeps_the_contract_and_a_reopened_file_keeps_the_runs() {
