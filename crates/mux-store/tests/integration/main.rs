@@ -8,6 +8,7 @@ mod lost_answers;
 mod run_events_in_batches;
 mod run_listing;
 mod runs;
+mod store_urls;
 
 /// A two-worker runtime for tests that start servers or processes of their own.
 pub(crate) fn runtime() -> tokio::runtime::Runtime {

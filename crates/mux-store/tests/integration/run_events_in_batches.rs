@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use mux_store::runs::{MemoryRunStore, RunStatus, RunStore, RunStoreError};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+use mux_store::runs::RunStoreError;
+use mux_store::runs::{MemoryRunStore, RunStatus, RunStore};
 use serde_json::{Value, json};
 
 const HELD: Duration = Duration::from_secs(60);
@@ -132,6 +134,7 @@ async fn the_memory_run_store_reads_any_window_of_events() {
     any_json_round_trips(&store, "memory").await;
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// A run of `tag` with batches of 2 and 1 events, numbers 1 to 3.
 async fn three_events(store: &dyn RunStore, tag: &str) -> String {
     let run = format!("{tag}-damaged");
@@ -150,6 +153,7 @@ async fn three_events(store: &dyn RunStore, tag: &str) -> String {
     run
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// `result` is the store's typed error naming `run` and the numbers `numbers`.
 fn names_the_batch<T: std::fmt::Debug>(result: Result<T, RunStoreError>, run: &str, numbers: &str) {
     match result {
@@ -161,6 +165,7 @@ fn names_the_batch<T: std::fmt::Debug>(result: Result<T, RunStoreError>, run: &s
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// Damages the batch rows of a run through `exec` (SQL both dialects take): every damaged
 /// row is a typed error of the reads that need it, and the reads that do not still work.
 async fn damaged_rows_are_typed_errors<F, Fut>(store: &dyn RunStore, tag: &str, exec: F)
@@ -209,6 +214,7 @@ where
     names_the_batch(store.list_runs(&run, "", 10).await, &run, "3 to 3");
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// `forget_ended` deletes an ended run's batch rows with it and keeps an active run's;
 /// `count` counts the batch rows of a run id.
 async fn forgetting_deletes_the_batches<F, Fut>(store: &dyn RunStore, count: F)
