@@ -1,6 +1,7 @@
 //! The integration tests of the stores, one module per area, linked into one test binary.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod file_runs_on_a_full_disk;
 #[cfg(feature = "postgres")]
 mod group_commit;
 #[cfg(feature = "postgres")]
