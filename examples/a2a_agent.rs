@@ -36,8 +36,10 @@ async fn run() -> Result<(), String> {
     let agent = mux_examples::coding_agent::agent(chosen.client, &chosen.model)
         .map_err(|e| e.to_string())?;
     let mut server = A2aServer::new(agent).config(options.config());
-    if let Some((sessions, runs)) = options.stores().await? {
-        server = server.session_store(sessions).run_store(runs);
+    if let Some(store) = options.store().await? {
+        server = server
+            .session_store(store.sessions())
+            .run_store(store.runs());
     }
     let server = server
         .serve(SocketAddr::from(([127, 0, 0, 1], options.port)))

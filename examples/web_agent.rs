@@ -48,8 +48,13 @@ async fn run() -> Result<(), String> {
     // The agent, described once (examples/src/coding_agent.rs), at the current directory.
     let agent = mux_examples::coding_agent::agent(chosen.client, &chosen.model)
         .map_err(|e| e.to_string())?;
-    let (sessions, runs) = options.stores().await?;
-    let app = mux_examples::web_agent::app_on(agent, options.web_config(), sessions, runs)?;
+    let store = options.store().await?;
+    let app = mux_examples::web_agent::app_on(
+        agent,
+        options.web_config(),
+        store.sessions(),
+        store.runs(),
+    )?;
     let listener = mux::web::bind(options.port)
         .await
         .map_err(|e| format!("cannot listen on 127.0.0.1:{}: {e}", options.port))?;

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use mux::a2a::A2aConfig;
 
-use crate::database::{Database, Stores};
+use mux::store::{Store, StoreUrl};
 
 /// The example's usage line.
 pub const USAGE: &str = "usage: cargo run --example a2a_agent [-- --port N] [--token T] \
-[--allowed-host HOST[:PORT]]... [--database-url sqlite://PATH | postgres://...] [--lease-ms N]";
+[--allowed-host HOST[:PORT]]... [--database-url sqlite://PATH | postgres://... | file://DIR | memory:] [--lease-ms N]";
 
 /// The command line.
 #[derive(Clone, Debug, Default)]
@@ -20,8 +20,8 @@ pub struct Options {
     pub token: Option<String>,
     /// Host names to answer to besides loopback (a proxy's).
     pub allowed_hosts: Vec<String>,
-    /// Where contexts and tasks live: `sqlite://PATH` or `postgres://…` (`None`: in memory,
-    /// gone with the process).
+    /// Where contexts and tasks live: `sqlite://PATH`, `postgres://…`, `file://DIR` or
+    /// `memory:` (`None`: in memory, gone with the process).
     pub database_url: Option<String>,
     /// The task lease (`None`: the A2A face's default).
     pub lease: Option<Duration>,
@@ -54,7 +54,7 @@ impl Options {
                 "--allowed-host" => options.allowed_hosts.push(value("--allowed-host")?),
                 "--database-url" => {
                     let url = value("--database-url")?;
-                    Database::parse(&url)?;
+                    StoreUrl::parse(&url).map_err(|e| e.to_string())?;
                     options.database_url = Some(url);
                 }
                 "--lease-ms" => {
@@ -89,10 +89,10 @@ impl Options {
         config
     }
 
-    /// The session store and the run store of `--database-url`, if given.
-    pub async fn stores(&self) -> Result<Option<Stores>, String> {
+    /// The sessions and runs of `--database-url`, if given.
+    pub async fn store(&self) -> Result<Option<Store>, String> {
         match &self.database_url {
-            Some(url) => Database::parse(url)?.open().await.map(Some),
+            Some(url) => Store::open(url).await.map(Some).map_err(|e| e.to_string()),
             None => Ok(None),
         }
     }
@@ -124,6 +124,8 @@ mod tests {
             &["--what"],
             &["--database-url", "mysql://x"],
             &["--database-url", "sqlite://"],
+            &["--database-url", "file://"],
+            &["--database-url", "memory:x"],
             &["--lease-ms", "5"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");

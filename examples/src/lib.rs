@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 pub mod a2a_agent;
 pub mod coding_agent;
-pub mod database;
 pub mod llm_call;
 pub mod mcp_agent_server;
 pub mod mcp_inspect;

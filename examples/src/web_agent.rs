@@ -1,7 +1,6 @@
 //! The web_agent example's server: the examples' coding agent behind mux-web's AG-UI
 //! router, plus the chat page at `/`.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,13 +10,13 @@ use mux::orchestrator::runs::RunStore;
 use mux::orchestrator::session::SessionStore;
 use mux::web::{AguiRouter, DoubleTexting, ServeLimits, WebConfig};
 
-use crate::database::{Database, Stores};
+use mux::store::{Store, StoreUrl};
 
 /// The example's usage line.
 pub const USAGE: &str = "usage: cargo run --example web_agent [-- --port N] [--token T | --no-token] \
 [--cors-origin ORIGIN]... [--allowed-host HOST[:PORT]]... \
 [--header-timeout-ms N] [--idle-timeout-ms N] [--body-timeout-ms N] [--max-connections N] \
-[--database-url sqlite://PATH | postgres://...] [--model-delay-ms N] [--lease-ms N] \
+[--database-url sqlite://PATH | postgres://... | file://DIR | memory:] [--model-delay-ms N] [--lease-ms N] \
 [--double-texting reject|enqueue|interrupt]";
 
 /// Where threads and runs live without `--database-url`: a SQLite file under the current
@@ -43,8 +42,8 @@ pub struct Options {
     pub allowed_hosts: Vec<String>,
     /// The server's connection limits.
     pub limits: ServeLimits,
-    /// Where threads and runs live: `sqlite://PATH` or `postgres://…` (`None`: SQLite at
-    /// [`DEFAULT_DATABASE`]).
+    /// Where threads and runs live: `sqlite://PATH`, `postgres://…`, `file://DIR` or
+    /// `memory:` (`None`: SQLite at [`DEFAULT_DATABASE`]).
     pub database_url: Option<String>,
     /// With the offline model: how long it waits before each streamed event (word by word).
     pub model_delay: Option<Duration>,
@@ -104,7 +103,7 @@ impl Options {
                 }
                 "--database-url" => {
                     let url = value(&arg)?;
-                    Database::parse(&url)?;
+                    StoreUrl::parse(&url).map_err(|e| e.to_string())?;
                     options.database_url = Some(url);
                 }
                 "--model-delay-ms" => options.model_delay = Some(millis(&arg, &value(&arg)?)?),
@@ -160,15 +159,14 @@ impl Options {
         config.double_texting(self.double_texting)
     }
 
-    /// Opens the session store and the run store on the database (creating the default
-    /// SQLite file's directory).
-    pub async fn stores(&self) -> Result<Stores, String> {
-        match &self.database_url {
-            Some(url) => Database::parse(url)?,
-            None => Database::Sqlite(PathBuf::from(DEFAULT_DATABASE)),
-        }
-        .open()
-        .await
+    /// Opens the sessions and the runs of `--database-url` (creating the default SQLite
+    /// file's directory).
+    pub async fn store(&self) -> Result<Store, String> {
+        let url = match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!("sqlite://{DEFAULT_DATABASE}"),
+        };
+        Store::open(&url).await.map_err(|e| e.to_string())
     }
 }
 

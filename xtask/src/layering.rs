@@ -16,7 +16,8 @@ pub(crate) const LAYERS: &[&[&str]] = &[
     // The base: mux-tool, and mux-http, the door every HTTP server of mux shares.
     &["mux-tool", "mux-http"],
     &["mux-llm"],
-    &["mux-permission"],
+    // Permissions, and the stores of sessions and runs: siblings over mux-llm.
+    &["mux-permission", "mux-store"],
     &["mux-mcp"],
     &["mux-orchestrator"],
     // The faces beside the agents: none depends on another.

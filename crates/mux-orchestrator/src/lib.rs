@@ -27,8 +27,6 @@ mod event;
 #[cfg(test)]
 mod event_wire_tests;
 mod failure;
-#[cfg(feature = "postgres")]
-mod group_commit;
 mod handles;
 pub mod hooks;
 mod journal;
@@ -40,21 +38,16 @@ mod needs_approval;
 mod network_ask;
 mod orchestrator;
 mod parent;
-#[cfg(feature = "postgres")]
-mod pg_connections;
-#[cfg(feature = "postgres")]
-mod pg_pool;
 mod run;
 mod run_state;
-pub mod runs;
-pub mod session;
 mod state;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-mod store_bound;
 mod telemetry;
 mod title;
 mod tool_hooks;
 mod typed_output;
+
+/// Sessions and runs live in mux-store; these paths stay for the loop's callers.
+pub use mux_store::{runs, session};
 
 pub use agent::Agent;
 pub use agent_builder::AgentBuilder;

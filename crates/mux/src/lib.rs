@@ -12,6 +12,7 @@
 //! | `mcp` | [`mcp`] | MCP servers as tools: configs, connections, coordinator, tool proxies (with `orchestrator`: the loop offers them) |
 //! | `mcp-server` | [`mcp`] | mux-mcp's server side: any tool set served over stdio and Streamable HTTP (`McpServer`, `Callers`) |
 //! | `testing` | [`llm`]`::testing` | a scripted model and a local replay server for tests |
+//! | `store` | [`store`] | sessions and runs in memory and in files (`sqlite`, `postgres`: in databases) |
 //! | `orchestrator` | [`orchestrator`] | the think-act loop: events, approvals, sessions, hooks, compaction |
 //! | `sqlite`, `postgres` | [`orchestrator`]`::session` | session stores on SQLite (a file, WAL) and PostgreSQL (shared by many processes), on sqlx |
 //! | `agents` | [`agents`] | runtime and handles, subagents, `task` tool, voting, decomposition, presets, console face |
@@ -121,6 +122,10 @@ pub use mux_permission as permission;
 #[cfg(feature = "mcp")]
 #[doc(inline)]
 pub use mux_mcp as mcp;
+
+#[cfg(feature = "store")]
+#[doc(inline)]
+pub use mux_store as store;
 
 #[cfg(feature = "orchestrator")]
 #[doc(inline)]

@@ -9,17 +9,10 @@ mod approvals_and_ask_user;
 mod budgets;
 mod cancellation;
 mod context_providers;
-#[cfg(feature = "postgres")]
-mod group_commit;
 mod hooks_at_every_point;
 mod loop_on_a_scripted_model;
 mod loop_on_recorded_provider_traffic;
-#[cfg(feature = "postgres")]
-mod lost_answers;
 mod mcp_servers;
-mod run_events_in_batches;
-mod run_listing;
-mod runs;
 mod session_stores;
 mod sessions_and_compaction;
 mod the_same_defaults_on_every_face;

@@ -5,6 +5,7 @@ mod common;
 
 mod a_locked_database_before_the_stream;
 mod a_network_destination_is_asked_about;
+mod a_pause_survives_kill_9_on_every_store;
 mod a_prompt_the_store_refuses;
 mod a_run_on_a_budget_ends_with_its_limit;
 mod a_store_that_cannot_write;

@@ -261,7 +261,7 @@ impl SessionError {
     /// Whether trying again may succeed: the store could not be reached or failed to answer
     /// (I/O, the database). The others (a session that exists or does not, an invalid id, a
     /// record that does not serialize, a corrupt log, a newer schema) stay as they are.
-    pub(crate) fn is_transient(&self) -> bool {
+    pub fn is_transient(&self) -> bool {
         matches!(self, Self::Io { .. } | Self::Database { .. })
     }
 
@@ -409,7 +409,7 @@ pub const ID_RULE: &str = "1 to 128 of A-Z a-z 0-9 _ -";
 /// it, and the faces check the ids they are sent (AG-UI thread and run ids) before any lookup.
 ///
 /// ```
-/// use mux_orchestrator::session::valid_id;
+/// use mux_store::session::valid_id;
 ///
 /// assert!(valid_id("0190a1b2c3d4-1f2e-0"));
 /// assert!(!valid_id("../etc"));

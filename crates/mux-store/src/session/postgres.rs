@@ -106,9 +106,9 @@ impl Dialect for PostgresDialect {
 /// mux is refused with [`SessionError::SchemaTooNew`].
 ///
 /// ```no_run
-/// use mux_orchestrator::session::{PostgresSessionStore, SessionMeta, SessionStore};
+/// use mux_store::session::{PostgresSessionStore, SessionMeta, SessionStore};
 ///
-/// # async fn demo() -> Result<(), mux_orchestrator::session::SessionError> {
+/// # async fn demo() -> Result<(), mux_store::session::SessionError> {
 /// // A unix socket in /run/postgresql, or `postgres://user:password@localhost/db`.
 /// let store = PostgresSessionStore::connect("postgres:///mux?host=/run/postgresql").await?;
 /// let meta = SessionMeta::new();

@@ -24,7 +24,8 @@
 //!   changed (new events, status, a cancel) or when its wait is over; readers then read the
 //!   store, since a wake-up can be lost.
 //!
-//! [`MemoryRunStore`] keeps the contract in one process; `SqliteRunStore` (feature `sqlite`)
+//! [`MemoryRunStore`] keeps the contract in one process; [`FileRunStore`] in one process
+//! too, in a directory that outlives it; `SqliteRunStore` (feature `sqlite`)
 //! for the processes of one machine, polling for changes; `PostgresRunStore` (feature
 //! `postgres`) across machines, with the database's clock and `LISTEN/NOTIFY` to wake
 //! readers.
@@ -32,6 +33,7 @@
 mod fault;
 #[cfg(any(test, feature = "testing"))]
 mod faulty;
+mod file;
 mod json;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -52,6 +54,7 @@ use mux_tool::BoxFuture;
 pub use fault::StoreFault;
 #[cfg(any(test, feature = "testing"))]
 pub use faulty::FaultyRunStore;
+pub use file::FileRunStore;
 pub use json::EventJson;
 pub use memory::MemoryRunStore;
 #[cfg(feature = "postgres")]

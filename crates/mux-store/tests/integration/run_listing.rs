@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mux_orchestrator::runs::{MemoryRunStore, RunStatus, RunStore};
+use mux_store::runs::{MemoryRunStore, RunStatus, RunStore};
 use serde_json::json;
 
 const HELD: Duration = Duration::from_secs(60);
@@ -56,11 +56,20 @@ async fn the_memory_run_store_lists_runs_by_prefix() {
     lists(&MemoryRunStore::new()).await;
 }
 
+#[tokio::test]
+async fn the_file_run_store_lists_runs_by_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = mux_store::runs::FileRunStore::open(dir.path())
+        .await
+        .unwrap();
+    lists(&store).await;
+}
+
 #[cfg(feature = "sqlite")]
 #[tokio::test]
 async fn the_sqlite_run_store_lists_runs_by_prefix() {
     let dir = tempfile::tempdir().unwrap();
-    let store = mux_orchestrator::runs::SqliteRunStore::open(dir.path().join("runs.db"))
+    let store = mux_store::runs::SqliteRunStore::open(dir.path().join("runs.db"))
         .await
         .unwrap();
     lists(&store).await;
@@ -70,7 +79,7 @@ async fn the_sqlite_run_store_lists_runs_by_prefix() {
 #[tokio::test]
 async fn the_postgres_run_store_lists_runs_by_prefix() {
     let db = mux_testkit::postgres::TestDatabase::new().await;
-    let store = mux_orchestrator::runs::PostgresRunStore::connect(&db.url)
+    let store = mux_store::runs::PostgresRunStore::connect(&db.url)
         .await
         .unwrap();
     lists(&store).await;

@@ -2,10 +2,10 @@
 //! binaries), plus what only a shared database promises: OS processes racing to take over
 //! expired runs each get different ones, and a wake-up crosses processes.
 
-use crate::common::runtime;
+use crate::runtime;
 use std::time::{Duration, Instant};
 
-use mux_orchestrator::runs::{MemoryRunStore, RunStatus, RunStore, RunStoreError};
+use mux_store::runs::{MemoryRunStore, RunStatus, RunStore, RunStoreError};
 use serde_json::json;
 
 /// Long enough never to run out during a test step; short enough to run out on purpose.
@@ -290,10 +290,102 @@ fn the_memory_run_store_keeps_the_contract() {
     runtime().block_on(contract(&MemoryRunStore::new(), "memory"));
 }
 
+#[test]
+fn the_file_run_store_keeps_the_contract_and_a_reopened_directory_keeps_the_runs() {
+    use mux_store::runs::FileRunStore;
+    let dir = tempfile::tempdir().unwrap();
+    runtime().block_on(async {
+        let store = FileRunStore::open(dir.path()).await.unwrap();
+        contract(&store, "file").await;
+        // A running run, a paused one asked to cancel, and their events.
+        store.begin("kept", "kept-run", "a", HELD).await.unwrap();
+        store
+            .append_events("kept-run", "a", &[json!({"n": 1})], None)
+            .await
+            .unwrap();
+        store
+            .begin("paused", "paused-run", "a", HELD)
+            .await
+            .unwrap();
+        store
+            .append_events(
+                "paused-run",
+                "a",
+                &[json!({"ask": "approve?"})],
+                Some(RunStatus::Paused),
+            )
+            .await
+            .unwrap();
+        store.request_cancel("paused-run").await.unwrap();
+        // One process at a time: a second store on the directory is refused, typed.
+        let second = FileRunStore::open(dir.path()).await.unwrap_err();
+        assert!(
+            matches!(second, RunStoreError::Unavailable { .. }),
+            "{second:?}"
+        );
+        drop(store);
+
+        let reopened = FileRunStore::open(dir.path()).await.unwrap();
+        let kept = reopened.get("kept-run").await.unwrap();
+        assert_eq!((kept.status, kept.last_seq), (RunStatus::Running, 1));
+        assert!(matches!(
+            reopened.begin("kept", "other", "b", HELD).await,
+            Err(RunStoreError::Busy { .. })
+        ));
+        // What the contract forgot stays forgotten.
+        assert!(matches!(
+            reopened.get("file-run-2").await,
+            Err(RunStoreError::NotFound(_))
+        ));
+        assert_eq!(
+            reopened.get("file-run-9").await.unwrap().status,
+            RunStatus::Running
+        );
+        // The paused run waits for its answer: whoever gets it claims the run.
+        let paused = reopened.get("paused-run").await.unwrap();
+        assert_eq!(
+            (paused.status, paused.owner, paused.cancel_requested),
+            (RunStatus::Paused, None, true)
+        );
+        assert_eq!(
+            reopened.events_after("paused-run", 0, 10).await.unwrap()[0].event,
+            json!({"ask": "approve?"})
+        );
+        let claimed = reopened.claim("paused-run", "b", HELD).await.unwrap();
+        assert_eq!(claimed.owner.as_deref(), Some("b"));
+        // The running run's owner is gone with its process: its lease is over, and the
+        // first takeover of its prefix gets it (and no other).
+        let taken = reopened
+            .claim_expired("kept", "c", HELD)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(taken.run_id, "kept-run");
+        assert!(matches!(
+            reopened
+                .append_events("kept-run", "a", &[json!({})], None)
+                .await,
+            Err(RunStoreError::LeaseLost { .. })
+        ));
+        assert_eq!(
+            reopened
+                .append_events(
+                    "kept-run",
+                    "c",
+                    &[json!({"n": 2})],
+                    Some(RunStatus::Finished)
+                )
+                .await
+                .unwrap(),
+            2
+        );
+    });
+}
+
 #[cfg(feature = "sqlite")]
 #[test]
 fn the_sqlite_run_store_keeps_the_contract_and_a_reopened_file_keeps_the_runs() {
-    use mux_orchestrator::runs::SqliteRunStore;
+    use mux_store::runs::SqliteRunStore;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runs.db");
     runtime().block_on(async {
@@ -316,7 +408,7 @@ fn the_sqlite_run_store_keeps_the_contract_and_a_reopened_file_keeps_the_runs() 
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    use mux_orchestrator::runs::PostgresRunStore;
+    use mux_store::runs::PostgresRunStore;
 
     use super::*;
     use mux_testkit::postgres::TestDatabase;
@@ -389,7 +481,7 @@ mod postgres {
 #[cfg(feature = "sqlite")]
 #[test]
 fn processes_racing_for_expired_runs_in_one_sqlite_file_each_get_different_ones() {
-    use mux_orchestrator::runs::SqliteRunStore;
+    use mux_store::runs::SqliteRunStore;
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("runs.db").display());
     let rt = runtime();
@@ -415,16 +507,12 @@ const EXPIRED_RUNS: usize = 200;
 async fn open(url: &str) -> Box<dyn RunStore> {
     #[cfg(feature = "sqlite")]
     if url.starts_with("sqlite:") {
-        return Box::new(
-            mux_orchestrator::runs::SqliteRunStore::connect(url)
-                .await
-                .unwrap(),
-        );
+        return Box::new(mux_store::runs::SqliteRunStore::connect(url).await.unwrap());
     }
     #[cfg(feature = "postgres")]
     if url.starts_with("postgres:") {
         return Box::new(
-            mux_orchestrator::runs::PostgresRunStore::connect(url)
+            mux_store::runs::PostgresRunStore::connect(url)
                 .await
                 .unwrap(),
         );

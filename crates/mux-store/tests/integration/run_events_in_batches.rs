@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use mux_orchestrator::runs::{MemoryRunStore, RunStatus, RunStore, RunStoreError};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+use mux_store::runs::RunStoreError;
+use mux_store::runs::{MemoryRunStore, RunStatus, RunStore};
 use serde_json::{Value, json};
 
 const HELD: Duration = Duration::from_secs(60);
@@ -100,12 +102,39 @@ async fn any_json_round_trips(store: &dyn RunStore, tag: &str) {
 }
 
 #[tokio::test]
+async fn the_file_run_store_reads_any_window_of_events_before_and_after_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = mux_store::runs::FileRunStore::open(dir.path())
+        .await
+        .unwrap();
+    windows(&store, "file").await;
+    any_json_round_trips(&store, "file").await;
+    drop(store);
+    let reopened = mux_store::runs::FileRunStore::open(dir.path())
+        .await
+        .unwrap();
+    let read = reopened.events_after("file-windows", 0, 100).await.unwrap();
+    assert_eq!(
+        read.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=12).collect::<Vec<_>>()
+    );
+    assert_eq!(read[11].event, json!({"n": 12, "end": true}));
+    assert_eq!(
+        reopened.get("file-windows").await.unwrap().status,
+        RunStatus::Finished
+    );
+    let json = reopened.events_after("file-json", 0, 100).await.unwrap();
+    assert_eq!(json[0].event["text"], json!("a\u{0}b"));
+}
+
+#[tokio::test]
 async fn the_memory_run_store_reads_any_window_of_events() {
     let store = MemoryRunStore::new();
     windows(&store, "memory").await;
     any_json_round_trips(&store, "memory").await;
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// A run of `tag` with batches of 2 and 1 events, numbers 1 to 3.
 async fn three_events(store: &dyn RunStore, tag: &str) -> String {
     let run = format!("{tag}-damaged");
@@ -124,6 +153,7 @@ async fn three_events(store: &dyn RunStore, tag: &str) -> String {
     run
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// `result` is the store's typed error naming `run` and the numbers `numbers`.
 fn names_the_batch<T: std::fmt::Debug>(result: Result<T, RunStoreError>, run: &str, numbers: &str) {
     match result {
@@ -135,6 +165,7 @@ fn names_the_batch<T: std::fmt::Debug>(result: Result<T, RunStoreError>, run: &s
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// Damages the batch rows of a run through `exec` (SQL both dialects take): every damaged
 /// row is a typed error of the reads that need it, and the reads that do not still work.
 async fn damaged_rows_are_typed_errors<F, Fut>(store: &dyn RunStore, tag: &str, exec: F)
@@ -183,6 +214,7 @@ where
     names_the_batch(store.list_runs(&run, "", 10).await, &run, "3 to 3");
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// `forget_ended` deletes an ended run's batch rows with it and keeps an active run's;
 /// `count` counts the batch rows of a run id.
 async fn forgetting_deletes_the_batches<F, Fut>(store: &dyn RunStore, count: F)
@@ -224,7 +256,7 @@ where
 
 #[cfg(feature = "sqlite")]
 mod sqlite {
-    use mux_orchestrator::runs::SqliteRunStore;
+    use mux_store::runs::SqliteRunStore;
 
     use super::*;
 
@@ -330,7 +362,7 @@ mod sqlite {
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    use mux_orchestrator::runs::PostgresRunStore;
+    use mux_store::runs::PostgresRunStore;
     use mux_testkit::postgres::TestDatabase;
 
     use super::*;

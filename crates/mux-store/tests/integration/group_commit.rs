@@ -2,14 +2,14 @@
 //! runs and sessions written at once land whole and in order per run, and a crash of the
 //! database in the middle of it loses nothing that was acknowledged.
 
-use crate::common::runtime;
+use crate::runtime;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mux_llm::Message;
-use mux_orchestrator::runs::{PostgresRunStore, RunStatus, RunStore, RunStoreError};
-use mux_orchestrator::session::{HistoryRecord, PostgresSessionStore, SessionMeta, SessionStore};
+use mux_store::runs::{PostgresRunStore, RunStatus, RunStore, RunStoreError};
+use mux_store::session::{HistoryRecord, PostgresSessionStore, SessionMeta, SessionStore};
 use mux_testkit::postgres::TestDatabase;
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
@@ -286,10 +286,7 @@ fn a_commit_kept_waiting_by_a_lock_gives_up_and_stores_nothing() {
             .expect("the commit gave up instead of waiting for the lock")
             .unwrap_err();
         assert!(
-            matches!(
-                err,
-                mux_orchestrator::session::SessionError::Database { .. }
-            ),
+            matches!(err, mux_store::session::SessionError::Database { .. }),
             "{err:?}"
         );
         assert!(err.to_string().contains("lock"), "{err}");

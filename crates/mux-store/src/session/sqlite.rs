@@ -80,11 +80,11 @@ impl Dialect for SqliteDialect {
 /// with [`SessionError::SchemaTooNew`].
 ///
 /// ```
-/// use mux_orchestrator::session::{HistoryRecord, SessionMeta, SessionStore, SqliteSessionStore};
+/// use mux_store::session::{HistoryRecord, SessionMeta, SessionStore, SqliteSessionStore};
 /// use mux_llm::Message;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
-/// let dir = std::env::temp_dir().join(format!("mux-doc-{}", mux_orchestrator::session::new_session_id()));
+/// let dir = std::env::temp_dir().join(format!("mux-doc-{}", mux_store::session::new_session_id()));
 /// std::fs::create_dir_all(&dir)?;
 /// let store = SqliteSessionStore::open(dir.join("sessions.db")).await?;
 /// let meta = SessionMeta::new();

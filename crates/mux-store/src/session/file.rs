@@ -22,11 +22,11 @@ const HISTORY: &str = "history.jsonl";
 /// on a clean line.
 ///
 /// ```
-/// use mux_orchestrator::session::{FileSessionStore, HistoryRecord, SessionMeta, SessionStore};
+/// use mux_store::session::{FileSessionStore, HistoryRecord, SessionMeta, SessionStore};
 /// use mux_llm::Message;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
-/// let dir = std::env::temp_dir().join(format!("mux-doc-{}", mux_orchestrator::session::new_session_id()));
+/// let dir = std::env::temp_dir().join(format!("mux-doc-{}", mux_store::session::new_session_id()));
 /// let store = FileSessionStore::new(&dir);
 /// let meta = SessionMeta::new();
 /// store.create(&meta).await?;

@@ -3,14 +3,14 @@
 //! stopped, and what it wrote is read back. No session write is lost or stored twice, and
 //! no caller hangs.
 
-use crate::common::runtime;
+use crate::runtime;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use mux_llm::Message;
-use mux_orchestrator::session::{HistoryRecord, PostgresSessionStore, SessionMeta, SessionStore};
+use mux_store::session::{HistoryRecord, PostgresSessionStore, SessionMeta, SessionStore};
 use mux_testkit::postgres::TestDatabase;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -296,7 +296,7 @@ fn a_server_process_stopped_mid_commit_fails_the_write_and_the_retry_stores_it_o
 
 #[test]
 fn a_read_on_a_connection_that_never_answers_fails_in_time_and_the_next_one_goes_through() {
-    use mux_orchestrator::runs::{PostgresRunStore, RunStore};
+    use mux_store::runs::{PostgresRunStore, RunStore};
     runtime().block_on(async {
         let db = TestDatabase::new().await;
         let proxy = proxy(&db);
