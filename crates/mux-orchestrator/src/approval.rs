@@ -16,11 +16,11 @@ use mux_tool::{
 
 use crate::dangling::may_rerun;
 use crate::event::LoopEvent;
-use crate::handles::UnapprovedCall;
 use crate::journal::Journal;
 use crate::needs_approval::NeedsApprovalMap;
 use crate::run_state::{RunShared, Waiting};
 use crate::session::CallProgress;
+use crate::unapproved::UnapprovedCall;
 
 /// How long a tool may take to preview a call asked about.
 const PREVIEW_TIMEOUT: Duration = Duration::from_secs(5);

@@ -119,7 +119,7 @@ pub enum LoopError {
     )]
     Unapproved {
         /// The calls denied.
-        calls: Vec<crate::UnapprovedCall>,
+        calls: Vec<crate::unapproved::UnapprovedCall>,
         /// The answer the model gave without them.
         text: String,
     },

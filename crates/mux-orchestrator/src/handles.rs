@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use mux_llm::{StopReason, Usage};
 
 use crate::limits::LimitReached;
+use crate::unapproved::UnapprovedCall;
 use mux_tool::ToolOutput;
 use serde_json::Value;
 
@@ -134,20 +135,6 @@ pub struct ToolCallRecord {
     pub input: Value,
     /// The output the model read.
     pub output: ToolOutput,
-}
-
-/// A call denied because no one could approve it: a run with no face (such as
-/// [`Orchestrator::run_to_completion`](crate::Orchestrator::run_to_completion)) called a tool that needs approval. Allow it with a
-/// permission rule, or, without a policy, with
-/// `OrchestratorConfig::new(model).approval(ApprovalPolicy::Never)`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnapprovedCall {
-    /// The call id.
-    pub call_id: String,
-    /// The tool name.
-    pub tool: String,
-    /// Why the call needed approval.
-    pub reason: String,
 }
 
 /// What a finished run produced.

@@ -45,6 +45,7 @@ mod telemetry;
 mod title;
 mod tool_hooks;
 mod typed_output;
+mod unapproved;
 
 /// Sessions and runs live in mux-store; these paths stay for the loop's callers.
 pub use mux_store::{runs, session};
@@ -65,13 +66,14 @@ pub use emitter::{EventReceiver, Subscription};
 pub use error::LoopError;
 pub use error::{AgentBuildError, ToolsetError};
 pub use event::{LoopEvent, LoopInput};
-pub use handles::{InputSender, Run, RunHandle, RunSummary, ToolCallRecord, UnapprovedCall};
+pub use handles::{InputSender, Run, RunHandle, RunSummary, ToolCallRecord};
 pub use hooks::{Hook, HookError, Hooks};
 pub use journal::{PendingApproval, PendingQuestion};
 pub use limits::{Budget, LimitReached, ModelPrice, PriceTable, RunLimits, Spent};
 #[cfg(feature = "mcp")]
 pub use mcp::{McpServers, McpStartError};
 pub use mux_permission::Answer;
+pub use unapproved::UnapprovedCall;
 /// The name a walled command's network question carries on the face in place of a tool's
 /// (input: `host`, `port` and the command's `call_id`). Defined whatever the features: a
 /// face built without `builtin` may serve an agent whose `bash` asks.

@@ -9,8 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::emitter::Emitter;
 use crate::event::LoopEvent;
-use crate::handles::UnapprovedCall;
 use crate::state::{LoopState, StateMachine};
+use crate::unapproved::UnapprovedCall;
 use mux_permission::Answer;
 
 /// A run's shared state.

@@ -14,6 +14,7 @@
 #[cfg(feature = "postgres")]
 mod group_commit;
 mod open;
+mod open_error;
 #[cfg(feature = "postgres")]
 mod pg_connections;
 #[cfg(feature = "postgres")]
@@ -24,5 +25,6 @@ pub mod session;
 mod store_bound;
 mod url;
 
-pub use open::{FILE_RUNS_DIR, OpenError, Store};
+pub use open::{FILE_RUNS_DIR, Store};
+pub use open_error::OpenError;
 pub use url::{StoreUrl, redact};

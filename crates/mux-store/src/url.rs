@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::OpenError;
+use crate::open_error::OpenError;
 
 /// A store named by a URL: `memory:`, `file://DIR`, `sqlite://PATH` (or `sqlite:PATH`), or
 /// `postgres://…` / `postgresql://…`. Schemes are read without regard to case.

@@ -456,7 +456,7 @@ mod postgres {
             let url = db.url.replace("@localhost/", "@/");
             let runs = PostgresRunStore::connect(&url).await.unwrap();
             runs.begin("s", "r", "a", HELD).await.unwrap();
-            let sessions = mux_orchestrator::session::PostgresSessionStore::connect(&url)
+            let sessions = mux_store::session::PostgresSessionStore::connect(&url)
                 .await
                 .unwrap();
             drop(sessions);
