@@ -224,14 +224,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_scheme_compiled_out_names_its_feature() {
-        for (url, feature) in [
-            ("sqlite://x.db", "sqlite"),
-            ("postgres://u:pw@h/d", "postgres"),
+        for (url, feature, compiled) in [
+            ("sqlite://x.db", "sqlite", cfg!(feature = "sqlite")),
+            (
+                "postgres://u:pw@h/d",
+                "postgres",
+                cfg!(feature = "postgres"),
+            ),
         ] {
-            let compiled = match feature {
-                "sqlite" => cfg!(feature = "sqlite"),
-                _ => cfg!(feature = "postgres"),
-            };
             if compiled {
                 continue;
             }

@@ -27,26 +27,6 @@ pub(crate) fn answer_within(statement_timeout: Duration) -> Duration {
 #[error("the database did not answer within {0:?}")]
 pub(crate) struct Unanswered(pub(crate) Duration);
 
-impl From<Unanswered> for crate::runs::RunStoreError {
-    fn from(err: Unanswered) -> Self {
-        Self::Unavailable {
-            operation: "waiting for the database's answer",
-            fault: crate::runs::StoreFault::Unanswered,
-            reason: err.to_string(),
-        }
-    }
-}
-
-impl From<Unanswered> for crate::session::SessionError {
-    fn from(err: Unanswered) -> Self {
-        Self::Database {
-            id: None,
-            operation: "waiting for the database's answer",
-            source: Box::new(err),
-        }
-    }
-}
-
 /// `call`'s result, or [`Unanswered`] when it has none within `within`.
 pub(crate) async fn bounded<T, E: From<Unanswered>>(
     within: Duration,

@@ -37,9 +37,12 @@
 //!   timeout; one whose answer was lost is settled by stopping its server process and reading
 //!   back what landed (see [`settle`]).
 
+mod job;
+mod part;
 mod runs;
 mod sessions;
 mod settle;
+mod token;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -52,8 +55,12 @@ use crate::runs::StoreFault;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
+pub(crate) use job::{Failure, Write, Written};
+use job::{Job, Key};
+use part::{Part, shift};
 pub(crate) use runs::{RunAppend, RunBegin};
 pub(crate) use sessions::{SavedMeta, SessionRow, SessionWrite};
+use settle::Outcome;
 
 /// The most commits a writer has in flight at once (and its connections).
 pub(crate) const FLIGHTS: usize = 4;
@@ -74,94 +81,6 @@ const APPLICATION_NAME: &str = "mux group commit";
 const QUEUE: usize = 4_096;
 /// How long the writer waits for a connection before the batch fails.
 const ACQUIRE: Duration = Duration::from_secs(2);
-
-/// One write: a run begun, a run's events and status, or a session's records and metadata.
-#[derive(Debug)]
-pub(crate) enum Write {
-    /// See [`RunBegin`].
-    Begin(RunBegin),
-    /// See [`RunAppend`].
-    Run(RunAppend),
-    /// See [`SessionWrite`].
-    Session(SessionWrite),
-}
-
-/// What a write did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Written {
-    /// A run's begin: whether it was inserted (not when its id is taken or its session has a
-    /// run in progress).
-    Begin(bool),
-    /// A run's append: the number before its first event, or `None` when the owner does not
-    /// hold the run (nothing was written).
-    Run(Option<i64>),
-    /// A session's write: whether the session exists (nothing was written when not).
-    Session(bool),
-}
-
-/// Why a write failed: the database's error, as text (one error answers every write of a
-/// batch).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{reason}")]
-pub(crate) struct Failure {
-    /// The database's error.
-    pub(crate) reason: String,
-    /// The store's fault it shows, if any (a refused statement shows none).
-    pub(crate) fault: Option<StoreFault>,
-}
-
-impl Failure {
-    fn of(err: &sqlx::Error) -> Self {
-        Self {
-            reason: err.to_string(),
-            fault: StoreFault::of_sqlx(err),
-        }
-    }
-
-    /// A commit whose answer was lost: `reason` says what is known of it.
-    pub(crate) fn unanswered(reason: String) -> Self {
-        Self {
-            reason,
-            fault: Some(StoreFault::Unanswered),
-        }
-    }
-}
-
-impl Write {
-    /// What orders this write: writes with the same key commit in the order they were queued.
-    fn key(&self) -> Key {
-        match self {
-            // One begin per session a batch: a batch's begins do not meet each other.
-            Self::Begin(begin) => Key::Session(begin.session_id.clone()),
-            Self::Run(run) => Key::Run(run.run_id.clone()),
-            Self::Session(session) => Key::Session(session.id.clone()),
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum Key {
-    Run(String),
-    Session(String),
-}
-
-/// A write and where its answer goes.
-struct Job {
-    write: Write,
-    reply: oneshot::Sender<Result<Written, Failure>>,
-    /// Whether it commits in a batch of its own (its batch was given up).
-    alone: bool,
-}
-
-/// What a commit hands back to the dispatcher: the writes of a batch PostgreSQL gave up, to
-/// commit again each alone (or of a commit whose answer was lost, which did not land), the
-/// key of a write that was given up alone, and the writes whose outcome is not known yet.
-#[derive(Default)]
-struct Outcome {
-    again: Vec<Job>,
-    suspect: Option<Key>,
-    unsettled: Vec<settle::Unsettled>,
-}
 
 /// The handle a store holds on its database's writer.
 #[derive(Debug)]
@@ -602,66 +521,16 @@ fn jobs(
         .collect()
 }
 
-/// A query of a commit's statement, its parameters bound in turn.
-type Query<'q> = sqlx::query::QueryAs<
-    'q,
-    sqlx::Postgres,
-    (String, String, Option<String>, Option<i64>),
-    sqlx::postgres::PgArguments,
->;
+/// The parts, in the order their parameters are bound.
+const PARTS: [&Part; 3] = [&runs::BEGIN, &runs::APPEND, &sessions::WRITE];
 
-/// One kind of write's share of a commit's statement: its common table expressions, with
-/// parameters numbered from `$1`, and the `SELECT` that answers its writes as rows of (kind,
-/// id, session, first number).
-pub(super) struct Part {
-    ctes: &'static str,
-    answer: &'static str,
-}
-
-impl Part {
-    /// The parts, in the order their parameters are bound.
-    const ALL: [&'static Part; 3] = [&runs::BEGIN, &runs::APPEND, &sessions::WRITE];
-
-    /// How many parameters the part takes: its highest `$n`.
-    fn params(&self) -> usize {
-        placeholders(self.ctes).max().unwrap_or(0)
-    }
-}
-
-/// The numbers of the `$n` placeholders in `sql`, in order.
-fn placeholders(sql: &str) -> impl Iterator<Item = usize> + '_ {
-    sql.split('$').skip(1).filter_map(|rest| {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        rest[..digits].parse().ok()
-    })
-}
-
-/// `sql` with each `$n` placeholder moved on by `by`.
-fn shift(sql: &str, by: usize) -> String {
-    let mut out = String::with_capacity(sql.len() + 16);
-    let mut pieces = sql.split('$');
-    out.push_str(pieces.next().unwrap_or_default());
-    for rest in pieces {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        out.push('$');
-        match rest[..digits].parse::<usize>() {
-            Ok(n) => {
-                out.push_str(&(n + by).to_string());
-                out.push_str(&rest[digits..]);
-            }
-            Err(_) => out.push_str(rest),
-        }
-    }
-    out
-}
-
-/// The statement of a commit holding the kinds in `present` (by [`Part::ALL`]'s order): one
+/// The statement of a commit holding the kinds in `present` (by [`PARTS`]'s order): one
 /// statement whatever the mix, so a commit is one round trip and its own transaction.
 fn statement(present: [bool; 3]) -> &'static str {
     static STATEMENTS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
         (0..8)
             .map(|mask: usize| {
-                let parts = Part::ALL
+                let parts = PARTS
                     .iter()
                     .enumerate()
                     .filter(|(i, _)| mask & (1 << i) != 0)
@@ -753,6 +622,7 @@ async fn commit(conn: &mut PgConnection, writes: &[Write]) -> Result<Vec<Written
 
 #[cfg(test)]
 mod tests {
+    use super::part::placeholders;
     use super::*;
 
     fn job(write: Write) -> Job {
@@ -789,7 +659,7 @@ mod tests {
     fn a_commits_statement_numbers_each_kinds_parameters_after_the_last() {
         assert_eq!(shift("a $1, $10::b $2", 4), "a $5, $14::b $6");
         assert_eq!(
-            Part::ALL.map(Part::params),
+            PARTS.map(Part::params),
             [4, 6, 11],
             "begin, append, session"
         );
@@ -800,7 +670,7 @@ mod tests {
             used.dedup();
             let params: usize = (0..3)
                 .filter(|&i| present[i])
-                .map(|i| Part::ALL[i].params())
+                .map(|i| PARTS[i].params())
                 .sum();
             assert_eq!(used, (1..=params).collect::<Vec<_>>(), "{sql}");
         }

@@ -1,7 +1,7 @@
 //! A commit's run appends (`RunStore::append_events` and `set_status`) and runs begun
 //! (`RunStore::begin`): their parts of the commit's statement.
 
-use super::{Part, Query};
+use super::part::{Part, Query};
 
 use crate::runs::{EventJson, RunStatus};
 

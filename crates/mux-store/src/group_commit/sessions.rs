@@ -1,7 +1,7 @@
 //! A commit's session writes (`SessionStore::append`, `save_and_append` and
 //! `create_and_append`): their part of the commit's statement.
 
-use super::{Part, Query};
+use super::part::{Part, Query};
 
 /// Records appended to session `id`, and what becomes of the session's row.
 #[derive(Debug)]
@@ -22,7 +22,7 @@ impl SessionWrite {
             id,
             records,
             row,
-            token: super::settle::token(),
+            token: super::token::token(),
         }
     }
 }

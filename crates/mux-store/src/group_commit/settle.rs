@@ -18,11 +18,10 @@
 //!   write found to have landed is then not written again: the next write, its caller's retry,
 //!   skips the records it begins with.
 
-use std::sync::LazyLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::{Failure, Job, Outcome, SessionRow, Write, Written};
+use super::job::{Failure, Job, Key, Write, Written};
+use super::sessions::SessionRow;
 use crate::pg_connections::{Backend, Connections};
 
 /// How long a commit's server process has to stop once its answer was given up.
@@ -30,23 +29,14 @@ pub(super) const FENCE_FOR: Duration = Duration::from_secs(5);
 /// How often `pg_stat_activity` is read while a server process stops.
 const LOOK_EVERY: Duration = Duration::from_millis(50);
 
-/// A token no other write is likely to carry: this process's random prefix and a counter.
-pub(crate) fn token() -> String {
-    static PREFIX: LazyLock<u64> = LazyLock::new(|| {
-        use std::hash::{BuildHasher, Hasher};
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u32(std::process::id());
-        if let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-            hasher.write_u128(now.as_nanos());
-        }
-        hasher.finish()
-    });
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!(
-        "{:016x}-{:x}",
-        *PREFIX,
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
+/// What a commit hands back to the dispatcher: the writes of a batch PostgreSQL gave up, to
+/// commit again each alone (or of a commit whose answer was lost, which did not land), the
+/// key of a write that was given up alone, and the writes whose outcome is not known yet.
+#[derive(Default)]
+pub(super) struct Outcome {
+    pub(super) again: Vec<Job>,
+    pub(super) suspect: Option<Key>,
+    pub(super) unsettled: Vec<Unsettled>,
 }
 
 /// Whether `err`, met by a commit after its statement was sent, leaves its outcome unknown:
@@ -315,11 +305,6 @@ mod tests {
             alone: false,
         };
         (job, answer)
-    }
-
-    #[test]
-    fn tokens_differ() {
-        assert_ne!(token(), token());
     }
 
     #[tokio::test]

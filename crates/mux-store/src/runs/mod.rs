@@ -211,6 +211,17 @@ pub enum RunStoreError {
     },
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl From<crate::store_bound::Unanswered> for RunStoreError {
+    fn from(err: crate::store_bound::Unanswered) -> Self {
+        Self::Unavailable {
+            operation: "waiting for the database's answer",
+            fault: StoreFault::Unanswered,
+            reason: err.to_string(),
+        }
+    }
+}
+
 impl RunStoreError {
     /// Why the store could not be used, when the store (not the request) is at fault: a face
     /// answers these with its "store unavailable" status.

@@ -2,6 +2,7 @@
 
 mod file;
 mod memory;
+mod meta;
 mod page;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -15,67 +16,19 @@ mod sqlite;
 pub(crate) mod sqlite_pool;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use mux_llm::Message;
 use mux_tool::BoxFuture;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 pub use file::FileSessionStore;
 pub use memory::MemorySessionStore;
+pub use meta::{SessionMeta, new_session_id};
 pub use page::{PageCursor, SessionPage};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresSessionStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSessionStore;
-
-/// What a store keeps about a session besides its messages.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SessionMeta {
-    /// The id (`[A-Za-z0-9_-]`, at most 128 bytes).
-    pub id: String,
-    /// A title, once generated or set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Milliseconds since the Unix epoch.
-    pub created_at_ms: u64,
-    /// Milliseconds since the Unix epoch of the last change.
-    pub updated_at_ms: u64,
-    /// The session this one was forked from or spawned by.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent: Option<String>,
-    /// Free-form data (subagent links, the agent type, ...), sorted by key.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extra: BTreeMap<String, Value>,
-}
-
-impl SessionMeta {
-    /// Metadata for a new session with a fresh id.
-    pub fn new() -> Self {
-        let now = now_ms();
-        Self {
-            id: session_id_at(now),
-            title: None,
-            created_at_ms: now,
-            updated_at_ms: now,
-            parent: None,
-            extra: BTreeMap::new(),
-        }
-    }
-
-    /// Marks the metadata as changed now.
-    pub fn touch(&mut self) {
-        self.updated_at_ms = now_ms();
-    }
-}
-
-impl Default for SessionMeta {
-    fn default() -> Self {
-        Self::new()
-    }
-}
 
 /// A loaded session.
 #[derive(Clone, Debug, PartialEq)]
@@ -227,6 +180,17 @@ pub enum SessionError {
         /// The newest version this build can use.
         supported: i64,
     },
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+impl From<crate::store_bound::Unanswered> for SessionError {
+    fn from(err: crate::store_bound::Unanswered) -> Self {
+        Self::Database {
+            id: None,
+            operation: "waiting for the database's answer",
+            source: Box::new(err),
+        }
+    }
 }
 
 /// The fault a database error's `source` shows: the driver's, the group commit's, an
@@ -432,47 +396,9 @@ pub(crate) fn check_id(id: &str) -> Result<(), SessionError> {
     }
 }
 
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// A new, unique, sortable session id: milliseconds, process id and a counter, in hex.
-pub fn new_session_id() -> String {
-    session_id_at(now_ms())
-}
-
-/// A session id for the time `now_ms`.
-fn session_id_at(now_ms: u64) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    // The process id is read once: `getpid` is a system call on every Linux libc today.
-    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let pid = *PID.get_or_init(std::process::id);
-    // Written by hand: `format!` cost as much as the rest of a new conversation.
-    let mut id = String::with_capacity(12 + 1 + 8 + 1 + 16);
-    push_hex(&mut id, now_ms, 12);
-    id.push('-');
-    push_hex(&mut id, u64::from(pid), 1);
-    id.push('-');
-    push_hex(&mut id, count, 1);
-    id
-}
-
-/// Appends `value` in lower-case hex, zero-padded to at least `width` digits (at most 16).
-fn push_hex(out: &mut String, value: u64, width: usize) {
-    let significant = (64 - value.leading_zeros() as usize).div_ceil(4);
-    let digits = significant.max(width).clamp(1, 16);
-    for position in (0..digits).rev() {
-        let nibble = (value >> (position * 4)) & 0xf;
-        out.push(char::from(b"0123456789abcdef"[nibble as usize]));
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::meta::push_hex;
     use super::*;
 
     #[test]

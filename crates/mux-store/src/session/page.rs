@@ -2,7 +2,7 @@
 
 use std::cmp::Ordering;
 
-use super::SessionMeta;
+use super::meta::SessionMeta;
 
 /// Where a page of the session list ends: the last session's update time and id.
 ///
