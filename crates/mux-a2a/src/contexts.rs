@@ -49,7 +49,12 @@ impl Contexts {
             .orchestrator_at(self.agent.root())
             // A server that stops aborts its loops where they are (through their writers),
             // as a process that ends would, rather than cancelling them.
-            .map(|b| b.session_store(Arc::clone(&self.store)))
+            .map(|b| {
+                b.session_store(Arc::clone(&self.store))
+                    // A prompt the store did not take is refused (UNAVAILABLE), so it must
+                    // not stay behind in the conversation.
+                    .configure(|config| config.prompts_need_store(true))
+            })
             .map_err(|e| RpcError::internal(format!("the agent could not be set up: {e}")))?;
         let Some(id) = id else {
             return Ok(builder.build());

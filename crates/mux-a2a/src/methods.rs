@@ -46,6 +46,11 @@ async fn acknowledge(task: &TaskEntry, stored: Option<PromptStored>) -> Result<(
             if let Some(input) = input {
                 input.send(LoopInput::Cancel).await;
             }
+            // The task's end stored first (within a bound), so the context is free for the
+            // message the client sends again.
+            if let Some(writer) = task.writer() {
+                let _ = tokio::time::timeout(HANDOVER_WAIT, writer.done()).await;
+            }
             Err(RpcError::unavailable("session", &cause))
         }
         None => {

@@ -61,6 +61,11 @@ pub struct OrchestratorConfig {
     pub thinking_budget: Option<u32>,
     /// Register the `ask_user` tool. Default true.
     pub ask_user: bool,
+    /// A prompt the session store does not take ends its run before the model sees it, and
+    /// leaves the conversation (it is not held for a later write). For faces that must not
+    /// acknowledge a prompt the store has not taken (the web and A2A faces set it). Default
+    /// false: an unreachable store does not stop a run, its records are held.
+    pub prompts_need_store: bool,
     /// Without a permission policy: which calls need a face's approval. Default
     /// [`ApprovalPolicy::UnlessReadOnly`]. With a policy, its rules and mode decide.
     pub approval: ApprovalPolicy,
@@ -103,6 +108,7 @@ impl OrchestratorConfig {
             temperature: None,
             thinking_budget: None,
             ask_user: true,
+            prompts_need_store: false,
             approval: ApprovalPolicy::default(),
             limits: RunLimits::default(),
             name: None,
@@ -123,6 +129,12 @@ impl OrchestratorConfig {
     /// [`RunSummary::limit`](crate::RunSummary::limit) saying which.
     pub fn limits(mut self, limits: RunLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sets [`prompts_need_store`](Self::prompts_need_store).
+    pub fn prompts_need_store(mut self, on: bool) -> Self {
+        self.prompts_need_store = on;
         self
     }
 

@@ -244,6 +244,18 @@ impl<'a> Turns<'a> {
                 let conversation = self.orch.lock();
                 conversation.persisted && conversation.unwritten.is_empty()
             };
+            if !written && self.orch.services.config.prompts_need_store {
+                // Not acknowledged, so not kept: the prompt's message leaves the conversation
+                // (and its record the held ones) before the model sees it.
+                let held = self.withdraw_last_message();
+                self.run.prompt_appended(false);
+                return Err(LoopError::Unwritten {
+                    records: held.max(1),
+                    reason: "the session store did not take the prompt, which was withdrawn"
+                        .to_owned(),
+                }
+                .into());
+            }
             self.run.prompt_appended(written);
         }
 
@@ -593,6 +605,22 @@ impl<'a> Turns<'a> {
                 .await?;
         }
         Ok(())
+    }
+
+    /// Takes the message just added (a prompt's) back out of the conversation, and its
+    /// record out of the held ones; how many records are still held.
+    fn withdraw_last_message(&self) -> usize {
+        let mut conversation = self.orch.lock();
+        Arc::make_mut(&mut conversation.messages).pop();
+        if conversation.persisted
+            && matches!(
+                conversation.unwritten.last(),
+                Some(HistoryRecord::Message { .. })
+            )
+        {
+            conversation.unwritten.pop();
+        }
+        conversation.unwritten.len()
     }
 
     /// Adds `message` to the conversation; its record when a store keeps the session.

@@ -1060,6 +1060,8 @@ impl RunRegistry {
             .builder(tools)
             .map_err(|e| (ErrorCode::Loop("agent_setup".into()), e))?
             .session_store(Arc::clone(&self.store))
+            // A prompt the store did not take is refused (503), so it must not stay behind.
+            .configure(|config| config.prompts_need_store(true))
             .cancellation(cancel.clone());
         let (orchestrator, started) = match start {
             Start::Prompt(prompt, session) => {
