@@ -123,8 +123,15 @@ async fn round_trip(lifecycle: Lifecycle) -> Vec<String> {
             .any(|c| matches!(c, Content::Json { value } if value == &json!({"steps": 3}))),
         "structuredContent comes back as a JSON block: {out:?}"
     );
+    // The server sends them in order, one awaited send after another, before the result;
+    // rmcp's client handles each notification in its own task, so they may reach this
+    // channel in another order, and (on a loaded machine) after the result.
     let mut progress = Vec::new();
-    while let Ok(event) = rx.try_recv() {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while progress.len() < 3 {
+        let Ok(Some(event)) = tokio::time::timeout_at(deadline, rx.recv()).await else {
+            break;
+        };
         if let ToolUpdate::Progress {
             progress: p, total, ..
         } = event.update
@@ -132,9 +139,6 @@ async fn round_trip(lifecycle: Lifecycle) -> Vec<String> {
             progress.push((p, total));
         }
     }
-    // The server sends them in order, one awaited send after another; rmcp's client handles
-    // each notification in its own task, so they may reach this channel in another order.
-    // All three arrive before the result.
     progress.sort_by(|a, b| a.0.total_cmp(&b.0));
     assert_eq!(
         progress,
