@@ -20,8 +20,8 @@
 //! and A2A's `CancelTask`-then-send lost the prompt on every store: the new run asked the
 //! old approval again, holding the prompt in memory, and the pause dropped that loop.
 //!
-//! Stores: memory, SQLite, PostgreSQL (a throw-away server from mux-testkit) and files (its
-//! runs in memory: the file store has no run store of its own yet).
+//! Stores: memory, SQLite, PostgreSQL (a throw-away server from mux-testkit) and files
+//! (sessions and runs in a directory).
 #![cfg(all(
     feature = "web",
     feature = "a2a",
@@ -41,7 +41,9 @@ use mux::acp::AcpAgent;
 use mux::llm::testing::ScriptedClient;
 use mux::llm::{ContentBlock, Message, Request, Response, Role, StopReason};
 use mux::orchestrator::Agent;
-use mux::orchestrator::runs::{MemoryRunStore, PostgresRunStore, RunStore, SqliteRunStore};
+use mux::orchestrator::runs::{
+    FileRunStore, MemoryRunStore, PostgresRunStore, RunStore, SqliteRunStore,
+};
 use mux::orchestrator::session::{
     FileSessionStore, HistoryRecord, MemorySessionStore, PostgresSessionStore, Session,
     SessionError, SessionMeta, SessionStore, SqliteSessionStore,
@@ -240,7 +242,7 @@ async fn stores(store: Store, db: &TestDatabase) -> Stores {
         ),
         Store::Files => (
             Arc::new(FileSessionStore::new(dir.path().join("sessions"))),
-            Arc::new(MemoryRunStore::new()),
+            Arc::new(FileRunStore::open(dir.path().join("runs")).await.unwrap()),
         ),
         Store::Sqlite => {
             let path = dir.path().join("mux.db");
