@@ -31,7 +31,8 @@ pub struct OrchestratorConfig {
     pub system_prompt: Option<String>,
     /// Model calls allowed per run before it stops with an error. Default 50.
     pub max_iterations: u32,
-    /// Tool calls running at once. Default 8.
+    /// Tool calls running at once. Default [`mux_tool::DEFAULT_CONCURRENCY`] (16), the
+    /// executor's own.
     pub tool_concurrency: usize,
     /// Which calls of a turn may run together.
     pub parallelism: ToolParallelism,
@@ -87,7 +88,7 @@ pub struct TitleConfig {
 }
 
 impl OrchestratorConfig {
-    /// Defaults for `model`: 4096 output tokens, 50 iterations, 8 concurrent tools, 120 s tool
+    /// Defaults for `model`: 4096 output tokens, 50 iterations, 16 concurrent tools, 120 s tool
     /// timeout, failure threshold 3, no compaction, no title.
     pub fn new(model: impl Into<String>) -> Self {
         Self {
@@ -95,7 +96,7 @@ impl OrchestratorConfig {
             max_tokens: 4_096,
             system_prompt: None,
             max_iterations: 50,
-            tool_concurrency: 8,
+            tool_concurrency: mux_tool::DEFAULT_CONCURRENCY,
             parallelism: ToolParallelism::default(),
             tool_timeout: Duration::from_secs(120),
             failure_threshold: 3,
