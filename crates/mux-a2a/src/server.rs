@@ -95,6 +95,12 @@ impl A2aServer {
         self
     }
 
+    /// Keeps contexts and tasks in `store` (one database: [`Store::open`](mux_orchestrator::Store::open))
+    /// rather than the agent's: give every process that serves the agent the same one.
+    pub fn store(self, store: &mux_orchestrator::Store) -> Self {
+        self.session_store(store.sessions()).run_store(store.runs())
+    }
+
     /// Keeps contexts in `store` rather than the agent's store.
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = Some(store);
@@ -120,8 +126,9 @@ impl A2aServer {
             .or_else(|| self.agent.session_store().cloned())
             .unwrap_or_else(|| Arc::new(MemorySessionStore::new()));
         // Only a store another process may share has tasks to take over.
-        let shared_store = self.runs.is_some();
-        let runs = self.runs.unwrap_or_else(|| Arc::new(MemoryRunStore::new()));
+        let runs = self.runs.or_else(|| self.agent.run_store().cloned());
+        let shared_store = runs.is_some();
+        let runs = runs.unwrap_or_else(|| Arc::new(MemoryRunStore::new()));
         let card = Card::new(&self.agent, &self.config);
         let config = self.config;
         let shared = Shared {

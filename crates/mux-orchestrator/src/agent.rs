@@ -279,6 +279,11 @@ impl Agent {
         self.spec.store.as_ref()
     }
 
+    /// The run store, if one was set with [`AgentBuilder::store`](crate::AgentBuilder::store).
+    pub fn run_store(&self) -> Option<&Arc<dyn crate::runs::RunStore>> {
+        self.spec.runs.as_ref()
+    }
+
     /// The hooks every conversation shares; hooks added here apply from the next call on.
     pub fn hooks(&self) -> &Hooks {
         &self.spec.hooks

@@ -47,6 +47,7 @@ pub struct AgentBuilder {
     permissions: Option<Permissions>,
     hooks: Hooks,
     store: Option<Arc<dyn SessionStore>>,
+    runs: Option<Arc<dyn crate::runs::RunStore>>,
     resources: Resources,
     needs_approval: HashMap<String, NeedsApproval>,
     root: Option<PathBuf>,
@@ -84,6 +85,7 @@ impl AgentBuilder {
             permissions: None,
             hooks: Hooks::new(),
             store: None,
+            runs: None,
             resources: Resources::new(),
             needs_approval: HashMap::new(),
             root: None,
@@ -239,8 +241,18 @@ impl AgentBuilder {
         })
     }
 
+    /// Keeps conversations and runs in `store` (one database: [`Store::open`](crate::Store::open)),
+    /// the faces' too: a paused approval then survives a restart, and every process on the
+    /// store serves every thread.
+    pub fn store(mut self, store: &crate::Store) -> Self {
+        self.store = Some(store.sessions());
+        self.runs = Some(store.runs());
+        self
+    }
+
     /// Persists conversations in `store`: the web face's threads and the editor's sessions
-    /// too, and [`Agent::session`] resumes from it.
+    /// too, and [`Agent::session`] resumes from it. Prefer [`store`](Self::store), which keeps
+    /// the runs beside them.
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.store = Some(store);
         self
@@ -330,6 +342,7 @@ impl AgentBuilder {
             permissions: self.permissions,
             hooks: self.hooks,
             store: self.store,
+            runs: self.runs,
             resources: self.resources,
             needs_approval: self.needs_approval,
             root: self.root.unwrap_or_else(crate::builder::current_dir),

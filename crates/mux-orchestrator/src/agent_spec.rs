@@ -34,6 +34,9 @@ pub(crate) struct Spec {
     pub(crate) permissions: Option<Permissions>,
     pub(crate) hooks: Hooks,
     pub(crate) store: Option<Arc<dyn SessionStore>>,
+    /// The run store beside `store` (from [`AgentBuilder::store`](crate::AgentBuilder::store)),
+    /// for the faces.
+    pub(crate) runs: Option<Arc<dyn crate::runs::RunStore>>,
     pub(crate) resources: Resources,
     pub(crate) needs_approval: HashMap<String, NeedsApproval>,
     pub(crate) root: PathBuf,

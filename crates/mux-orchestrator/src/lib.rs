@@ -48,7 +48,7 @@ mod typed_output;
 mod unapproved;
 
 /// Sessions and runs live in mux-store; these paths stay for the loop's callers.
-pub use mux_store::{runs, session};
+pub use mux_store::{OpenError, Store, runs, session};
 
 pub use agent::Agent;
 pub use agent_builder::AgentBuilder;

@@ -42,6 +42,11 @@ pub trait AgentFactory: Send + Sync + 'static {
     fn session_store(&self) -> Option<Arc<dyn SessionStore>> {
         None
     }
+
+    /// Where runs are kept when the router is given no run store: the agent's, if it has one.
+    fn run_store(&self) -> Option<Arc<dyn mux_orchestrator::runs::RunStore>> {
+        None
+    }
 }
 
 impl AgentFactory for Agent {
@@ -54,6 +59,10 @@ impl AgentFactory for Agent {
 
     fn session_store(&self) -> Option<Arc<dyn SessionStore>> {
         Agent::session_store(self).cloned()
+    }
+
+    fn run_store(&self) -> Option<Arc<dyn mux_orchestrator::runs::RunStore>> {
+        Agent::run_store(self).cloned()
     }
 }
 

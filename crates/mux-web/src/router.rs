@@ -55,14 +55,24 @@ impl AguiRouter {
         let store = agent
             .session_store()
             .unwrap_or_else(|| Arc::new(MemorySessionStore::new()));
+        let runs = agent
+            .run_store()
+            .unwrap_or_else(|| Arc::new(MemoryRunStore::new()));
         Self {
             factory: Arc::new(agent),
             store,
-            runs: Arc::new(MemoryRunStore::new()),
+            runs,
             config: WebConfig::default(),
             #[cfg(feature = "page")]
             page: false,
         }
+    }
+
+    /// Keeps threads and runs in `store` (one database: [`Store::open`](mux_orchestrator::Store::open))
+    /// rather than the agent's: a paused approval survives a restart, and every process on
+    /// the store serves every thread.
+    pub fn store(self, store: &mux_orchestrator::Store) -> Self {
+        self.session_store(store.sessions()).run_store(store.runs())
     }
 
     /// Keeps threads in `store` (a file, SQLite or PostgreSQL session store) rather than the

@@ -99,11 +99,11 @@ fn child_process_role() {
         let agent = Agent::builder(ScriptedClient::new().respond_with(respond), "scripted")
             .tools([std::sync::Arc::new(charge) as std::sync::Arc<dyn Tool>])
             .needs_approval("charge", |_| true)
+            // One value for the agent; the face takes its sessions and its runs from it.
+            .store(&store)
             .build()
             .unwrap();
         let router = AguiRouter::new(agent)
-            .session_store(store.sessions())
-            .run_store(store.runs())
             .config(WebConfig::default())
             .build();
         let listener = mux_web::bind(0).await.unwrap();
