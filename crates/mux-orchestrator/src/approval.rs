@@ -1,11 +1,10 @@
 //! Asking the face: the permission layer's `Ask` becomes an approval-required event, and the
 //! loop waits for the matching input.
 
-use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mux_permission::{Answer, Asker, PermissionGate, PolicyVerdict, Question, Verdict};
@@ -212,15 +211,13 @@ impl Asker for LoopAsker {
 }
 
 /// The orchestrator's gate: the permission policy ([`Permissions::unset`] when none was set),
-/// plus calls a pre-tool-use hook forced to ask. It reports denials and starts as events.
+/// plus calls a pre-tool-use hook asked about (marked on the request). It reports denials and starts as events.
 /// Only `ApprovalPolicy::Always` and `Never` without a policy decide here alone.
 ///
 /// [`Permissions::unset`]: mux_permission::Permissions::unset
 pub(crate) struct LoopGate {
     pub(crate) permissions: Option<PermissionGate>,
     pub(crate) asker: Arc<LoopAsker>,
-    /// Calls a hook said to ask about, whatever the rules say (deny rules still hold).
-    pub(crate) forced_asks: Arc<Mutex<HashSet<String>>>,
     /// Without a policy (`Always` or `Never`): which calls need approval.
     pub(crate) approval: ApprovalPolicy,
     /// Per-tool predicates over the input: `true` asks (deny rules still hold), `false`
@@ -232,11 +229,8 @@ pub(crate) struct LoopGate {
 
 impl LoopGate {
     async fn decide(&self, request: ApprovalRequest<'_>) -> GateVerdict {
-        let forced = self
-            .forced_asks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&request.call.id);
+        // A hook asked: the request carries it (deny rules still hold).
+        let forced = request.ask_requested_by.is_some();
         let predicate = self.needs_approval.get(request.spec.name.as_str());
         // A predicate that panics asks, as a gate that panics denies: never run unasked.
         let predicate_asks = predicate.map(|needs| {

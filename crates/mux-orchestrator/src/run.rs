@@ -1,8 +1,8 @@
 //! One run of the loop: inject context, stream the model, run the tools, repeat.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
 use mux_llm::{
@@ -648,7 +648,6 @@ impl<'a> Turns<'a> {
             journal: journal.clone(),
             tools: services.tools.clone(),
         });
-        let forced_asks = Arc::new(Mutex::new(HashSet::new()));
         let permissions = services.permissions.as_ref().map(|policy| {
             PermissionGate::new(policy.clone(), Arc::clone(&asker) as Arc<dyn Asker>)
         });
@@ -660,7 +659,6 @@ impl<'a> Turns<'a> {
         let gate = LoopGate {
             permissions,
             asker,
-            forced_asks: Arc::clone(&forced_asks),
             approval: config.approval,
             needs_approval: Arc::clone(&services.needs_approval),
             journal: journal.clone(),
@@ -675,7 +673,6 @@ impl<'a> Turns<'a> {
             .pre_hook(PreToolHooks {
                 hooks: services.hooks.clone(),
                 run: Arc::clone(self.run),
-                forced_asks,
             })
             .post_hook(PostToolHooks {
                 hooks: services.hooks.clone(),

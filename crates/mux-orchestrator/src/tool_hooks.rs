@@ -1,8 +1,7 @@
 //! The loop's pre- and post-tool-use hooks, plugged into mux-tool's executor.
 
-use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use futures::FutureExt;
 use mux_tool::hooks::{
@@ -15,13 +14,13 @@ use crate::event::LoopEvent;
 use crate::hooks::{Hooks, PostToolAction, PreToolAction};
 use crate::run_state::RunShared;
 
-/// Runs every loop hook's `pre_tool_use` in order. Allow pre-approves, Deny blocks, Ask forces
-/// the gate to ask, Rewrite changes what later hooks and the tool see. A hook that fails or
-/// panics blocks the call (an unchecked call must not run) and is reported as an event.
+/// Runs every loop hook's `pre_tool_use` in order. Allow pre-approves, Deny blocks, Ask makes
+/// the gate ask (it travels with the call: [`PreHookAction::Ask`]), Rewrite changes what later
+/// hooks and the tool see. A hook that fails or panics blocks the call (an unchecked call must
+/// not run) and is reported as an event.
 pub(crate) struct PreToolHooks {
     pub(crate) hooks: Hooks,
     pub(crate) run: Arc<RunShared>,
-    pub(crate) forced_asks: Arc<Mutex<HashSet<String>>>,
 }
 
 impl PreHook for PreToolHooks {
@@ -42,6 +41,7 @@ impl PreHook for PreToolHooks {
             let mut current = call.clone();
             let mut rewritten = false;
             let mut allowed = false;
+            let mut asked = false;
             for hook in self.hooks.snapshot() {
                 let outcome = AssertUnwindSafe(async { hook.pre_tool_use(&current).await })
                     .catch_unwind()
@@ -71,22 +71,20 @@ impl PreHook for PreToolHooks {
                     PreToolAction::Continue => {}
                     PreToolAction::Allow => allowed = true,
                     PreToolAction::Deny { reason } => return Ok(PreHookAction::Deny { reason }),
-                    PreToolAction::Ask => {
-                        self.forced_asks
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .insert(call.id.clone());
-                    }
+                    PreToolAction::Ask => asked = true,
                     PreToolAction::Rewrite(input) => {
                         current.input = input;
                         rewritten = true;
                     }
                 }
             }
-            Ok(match (rewritten, allowed) {
-                (true, _) => PreHookAction::Rewrite(current.input),
-                (false, true) => PreHookAction::Allow,
-                (false, false) => PreHookAction::Continue,
+            Ok(match (asked, rewritten, allowed) {
+                (true, rewritten, _) => PreHookAction::Ask {
+                    input: rewritten.then_some(current.input),
+                },
+                (false, true, _) => PreHookAction::Rewrite(current.input),
+                (false, false, true) => PreHookAction::Allow,
+                (false, false, false) => PreHookAction::Continue,
             })
         })
     }

@@ -170,14 +170,24 @@ impl PermissionGate {
     }
 
     async fn decide(&self, request: ApprovalRequest<'_>) -> GateVerdict {
-        let verdict =
+        let mut verdict =
             self.permissions
                 .check_call(request.spec, request.subject, &request.call.input);
+        // A hook that asks turns an allow into a question; a deny still holds.
+        if let (Some(hook), Verdict::Allow | Verdict::Ask) =
+            (request.ask_requested_by, verdict.verdict)
+        {
+            verdict.verdict = Verdict::Ask;
+            verdict.reason = format!("the pre-tool-use hook `{hook}` asked for approval");
+        }
         match verdict.verdict {
             Verdict::Allow => GateVerdict::allow(),
             Verdict::Deny => GateVerdict::deny(verdict.reason),
             Verdict::Ask => {
-                if let Some(hook) = request.pre_approved_by {
+                if let Some(hook) = request
+                    .pre_approved_by
+                    .filter(|_| request.ask_requested_by.is_none())
+                {
                     tracing::info!(
                         target: "mux_permission",
                         tool = request.spec.name.as_str(),

@@ -18,6 +18,10 @@ pub struct ApprovalRequest<'a> {
     pub subject: &'a Subject,
     /// The pre-hook that approved the call in advance, if one did.
     pub pre_approved_by: Option<&'a str>,
+    /// The pre-hook that asked for the call to be approved by someone, if one did
+    /// ([`PreHookAction::Ask`](crate::PreHookAction::Ask)): the gate asks unless a rule
+    /// denies.
+    pub ask_requested_by: Option<&'a str>,
 }
 
 /// The policy's three outcomes for a call: run it, ask someone first, or refuse it.
@@ -174,6 +178,8 @@ pub struct OwnedApprovalRequest {
     pub subject: Subject,
     /// The pre-hook that approved the call in advance, if one did.
     pub pre_approved_by: Option<String>,
+    /// The pre-hook that asked for the call to be approved by someone, if one did.
+    pub ask_requested_by: Option<String>,
 }
 
 impl From<ApprovalRequest<'_>> for OwnedApprovalRequest {
@@ -183,6 +189,7 @@ impl From<ApprovalRequest<'_>> for OwnedApprovalRequest {
             spec: Arc::clone(request.spec),
             subject: request.subject.clone(),
             pre_approved_by: request.pre_approved_by.map(str::to_owned),
+            ask_requested_by: request.ask_requested_by.map(str::to_owned),
         }
     }
 }

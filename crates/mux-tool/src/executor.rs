@@ -253,23 +253,22 @@ impl Executor {
                 problems,
             });
         }
-        let pre_approved_by = self.run_pre_hooks(&entry, call).await?;
-        let path_filter = self
-            .approve(&entry, call, pre_approved_by.as_deref(), scope)
-            .await?;
+        let hooks = self.run_pre_hooks(&entry, call).await?;
+        let path_filter = self.approve(&entry, call, &hooks, scope).await?;
         let mut output = self.run_tool(&entry, call, scope, path_filter).await?;
         limit_output(&mut output, inner.max_output_bytes);
         Ok(output)
     }
 
-    /// Runs the pre-hooks; returns the name of the hook that pre-approved the call, if any.
+    /// Runs the pre-hooks; returns which hook pre-approved the call and which asked for it
+    /// to be approved, if any did.
     async fn run_pre_hooks(
         &self,
         entry: &Entry,
         call: &mut ToolCall,
-    ) -> Result<Option<String>, ExecError> {
+    ) -> Result<HooksSaid, ExecError> {
         let spec = entry.tool.spec();
-        let mut pre_approved_by = None;
+        let mut said = HooksSaid::default();
         for hook in &self.inner.pre_hooks {
             // Named only when the result needs the name: most hooks just continue.
             let hook_name = || hook.name().to_owned();
@@ -282,7 +281,21 @@ impl Executor {
             };
             match action {
                 PreHookAction::Continue => {}
-                PreHookAction::Allow => pre_approved_by = Some(hook_name()),
+                PreHookAction::Allow => said.pre_approved_by = Some(hook_name()),
+                PreHookAction::Ask { input } => {
+                    said.ask_requested_by = Some(hook_name());
+                    if let Some(input) = input {
+                        let problems = entry.validator.problems(&input);
+                        if !problems.is_empty() {
+                            return Err(ExecError::InvalidRewrite {
+                                tool: spec.name.to_string(),
+                                hook: hook_name(),
+                                problems,
+                            });
+                        }
+                        call.input = input;
+                    }
+                }
                 PreHookAction::Deny { reason } => {
                     return Err(ExecError::Blocked {
                         tool: spec.name.to_string(),
@@ -303,20 +316,25 @@ impl Executor {
                 }
             }
         }
-        Ok(pre_approved_by)
+        Ok(said)
     }
 
     async fn approve(
         &self,
         entry: &Entry,
         call: &ToolCall,
-        pre_approved_by: Option<&str>,
+        hooks: &HooksSaid,
         scope: &CallScope,
     ) -> Result<Option<Arc<dyn PathFilter>>, ExecError> {
+        let pre_approved_by = hooks.pre_approved_by.as_deref();
+        let ask_requested_by = hooks.ask_requested_by.as_deref();
         let spec = entry.tool.spec();
         let tool = || spec.name.to_string();
         let Some(gate) = &self.inner.gate else {
-            if pre_approved_by.is_none() && self.inner.policy.requires_approval(spec) {
+            // No gate, no one to ask: a hook that asks refuses the call.
+            let needs = ask_requested_by.is_some()
+                || (pre_approved_by.is_none() && self.inner.policy.requires_approval(spec));
+            if needs {
                 return Err(ExecError::ApprovalRequired { tool: tool() });
             }
             return Ok(None);
@@ -336,6 +354,7 @@ impl Executor {
             spec: &entry.spec,
             subject: &subject,
             pre_approved_by,
+            ask_requested_by,
         };
         let verdict = tokio::select! {
             // The gate first: an instant verdict never registers a cancellation waiter (the
@@ -635,4 +654,12 @@ fn failure(hook: &str, message: String) -> HookFailure {
         hook: hook.to_owned(),
         message,
     }
+}
+/// What the pre-hooks said of a call, for the approval step.
+#[derive(Debug, Default)]
+struct HooksSaid {
+    /// The hook that approved the call in advance.
+    pre_approved_by: Option<String>,
+    /// The hook that asked for someone's approval.
+    ask_requested_by: Option<String>,
 }

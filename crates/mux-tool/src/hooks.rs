@@ -22,6 +22,14 @@ pub enum PreHookAction {
     },
     /// Replace the arguments. The new arguments are validated against the schema again.
     Rewrite(Value),
+    /// Ask someone before the call runs, whatever the policy says (deny rules still hold):
+    /// the approval gate sees the call marked so. With no gate, no one can be asked, and the
+    /// call is refused as needing approval. Wins over another hook's `Allow`. With `input`,
+    /// the arguments are replaced first (validated again, as with `Rewrite`).
+    Ask {
+        /// New arguments, if the hook also rewrote them.
+        input: Option<Value>,
+    },
 }
 
 impl PreHookAction {

@@ -228,6 +228,58 @@ async fn a_pre_approving_hook_is_passed_to_the_gate_and_suffices_without_one() {
     assert!(matches!(denied.result, Err(ExecError::Denied { .. })));
 }
 
+/// A hook that asks: the request carries it to the gate (no side channel), it wins over
+/// another hook's approval, it may rewrite the arguments too, and with no gate to ask the
+/// call is refused as needing approval.
+#[tokio::test]
+async fn a_hook_that_asks_is_carried_to_the_gate_and_refuses_without_one() {
+    let ask = |input: Option<serde_json::Value>| {
+        pre_hook_fn("careful", move |_, _| PreHookAction::Ask {
+            input: input.clone(),
+        })
+    };
+    let no_gate = Executor::builder(common::registry())
+        .pre_hook(pre_hook_fn("trusted", |_, _| PreHookAction::Allow))
+        .pre_hook(ask(None))
+        .build();
+    let refused = no_gate
+        .execute(call("run", json!({"command": "ls"})), &CallScope::default())
+        .await;
+    assert!(
+        matches!(refused.result, Err(ExecError::ApprovalRequired { .. })),
+        "{:?}",
+        refused.result
+    );
+
+    let with_gate = Executor::builder(common::registry())
+        .pre_hook(pre_hook_fn("trusted", |_, _| PreHookAction::Allow))
+        .pre_hook(ask(Some(json!({"command": "ls -la"}))))
+        .gate(gate_fn(|request| async move {
+            assert_eq!(request.ask_requested_by.as_deref(), Some("careful"));
+            assert_eq!(request.pre_approved_by.as_deref(), Some("trusted"));
+            assert_eq!(request.call.input, json!({"command": "ls -la"}));
+            GateVerdict::allow()
+        }))
+        .build();
+    let ran = with_gate
+        .execute(call("run", json!({"command": "ls"})), &CallScope::default())
+        .await;
+    assert_eq!(ran.output().to_text(), "ran ls -la");
+
+    // The rewrite an asking hook brings is validated like any other.
+    let bad = Executor::builder(common::registry())
+        .pre_hook(ask(Some(json!({"command": 5}))))
+        .gate(gate_fn(|_| async { GateVerdict::allow() }))
+        .build();
+    let refused = bad
+        .execute(call("run", json!({"command": "ls"})), &CallScope::default())
+        .await;
+    assert!(matches!(
+        refused.result,
+        Err(ExecError::InvalidRewrite { .. })
+    ));
+}
+
 #[tokio::test]
 async fn a_gate_left_asking_refuses_the_call_with_its_reason() {
     let executor = Executor::builder(common::registry())

@@ -103,9 +103,7 @@ fn child_process_role() {
             .store(&store)
             .build()
             .unwrap();
-        let router = AguiRouter::new(agent)
-            .config(WebConfig::default())
-            .build();
+        let router = AguiRouter::new(agent).config(WebConfig::default()).build();
         let listener = mux_web::bind(0).await.unwrap();
         println!("{LISTENING}{}", listener.local_addr().unwrap());
         std::io::stdout().flush().unwrap();
