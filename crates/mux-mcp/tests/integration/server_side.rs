@@ -41,6 +41,12 @@ impl TypedTool for Steps {
                 .await;
             cx.output(format!("step {step} done")).await;
         }
+        // rmcp's client handles each notification in a task of its own, and the result on
+        // the request's own path: a notification sent right before the result may be handled
+        // after it, when the call's progress route is gone (progress of a finished call is
+        // dropped). A moment between them lets the client's tasks run, even on a loaded
+        // machine.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         Ok(ToolOutput::json(json!({"steps": args.steps})))
     }
 }
