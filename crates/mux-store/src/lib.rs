@@ -11,6 +11,8 @@
 //! nothing of them: it uses only mux-llm's `Message` and mux-tool's `BoxFuture`.
 #![forbid(unsafe_code)]
 
+mod event_json;
+mod fault;
 #[cfg(feature = "postgres")]
 mod group_commit;
 mod open;
@@ -19,8 +21,11 @@ mod open_error;
 mod pg_connections;
 #[cfg(feature = "postgres")]
 mod pg_pool;
+mod run_status;
 pub mod runs;
 pub mod session;
+#[cfg(feature = "sqlite")]
+mod sqlite_pool;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod store_bound;
 mod url;

@@ -11,10 +11,12 @@ pub use self::environment::DEFAULT_INHERITED_ENV;
 pub(crate) use self::environment::server_environment;
 pub use self::error::ConfigError;
 use self::expand::expand_vars;
-pub use self::oauth_spec::{JwtAlgorithm, OAuthGrant, OAuthSpec, PrivateKeyJwt, SharedTokenStore};
 use self::sandbox::read_sandbox;
 pub use self::sandbox::{StdioSandbox, StdioSandboxPolicy};
 pub use self::spec::{HttpSpec, ServerSpec, StdioSpec, TransportSpec};
+pub use crate::oauth::spec::{
+    JwtAlgorithm, OAuthGrant, OAuthSpec, PrivateKeyJwt, SharedTokenStore,
+};
 pub use mux_tool::Secret;
 
 mod entry;
@@ -23,7 +25,6 @@ mod error;
 mod expand;
 mod fields;
 mod oauth_entry;
-mod oauth_spec;
 mod raw;
 mod sandbox;
 mod spec;

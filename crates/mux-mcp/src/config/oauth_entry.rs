@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::error::ConfigError;
 use super::fields::{Fields, is_http_url};
-use super::oauth_spec::{JwtAlgorithm, OAuthGrant, OAuthSpec, PrivateKeyJwt};
 use super::raw::RawOAuth;
+use crate::oauth::spec::{JwtAlgorithm, OAuthGrant, OAuthSpec, PrivateKeyJwt};
 use crate::oauth::token_file::FileTokenStore;
 use mux_tool::Secret;
 

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::oauth_spec::OAuthSpec;
 use super::sandbox::StdioSandbox;
+use crate::oauth::spec::OAuthSpec;
 use mux_tool::Secret;
 
 /// How to start a server as a child process speaking MCP over stdin/stdout.

@@ -11,7 +11,7 @@ use ring::signature::{self, EcdsaKeyPair, RsaKeyPair};
 use rustls::pki_types::PrivatePkcs8KeyDer;
 use rustls::pki_types::pem::PemObject;
 
-use crate::config::{JwtAlgorithm, PrivateKeyJwt};
+use super::spec::{JwtAlgorithm, PrivateKeyJwt};
 
 /// How long an assertion is valid.
 const LIFETIME_SECS: u64 = 300;
@@ -99,7 +99,7 @@ fn sign(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Secret;
+    use mux_tool::Secret;
     use ring::signature::KeyPair;
 
     fn es256_pem() -> (String, Vec<u8>) {

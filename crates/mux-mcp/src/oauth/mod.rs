@@ -30,14 +30,15 @@ use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientSco
 use rustls::pki_types::CertificateDer;
 
 use self::http::OAuthHttp;
+use self::spec::{OAuthGrant, OAuthSpec, PrivateKeyJwt};
 use self::token_store::{InMemoryTokenStore, ServerCredentials, TokenStore, TokenStoreError};
 use crate::client::ClientHandlers;
-use crate::config::{OAuthGrant, OAuthSpec, PrivateKeyJwt};
 use crate::state::AuthProgress;
 use crate::tls;
 
 mod http;
 mod jwt;
+pub(crate) mod spec;
 pub(crate) mod token_file;
 pub(crate) mod token_store;
 

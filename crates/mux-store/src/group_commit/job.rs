@@ -4,7 +4,7 @@ use tokio::sync::oneshot;
 
 use super::runs::{RunAppend, RunBegin};
 use super::sessions::SessionWrite;
-use crate::runs::StoreFault;
+use crate::fault::StoreFault;
 
 /// One write: a run begun, a run's events and status, or a session's records and metadata.
 #[derive(Debug)]

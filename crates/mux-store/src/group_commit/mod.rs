@@ -50,8 +50,8 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool};
 
+use crate::fault::StoreFault;
 use crate::pg_connections::Connections;
-use crate::runs::StoreFault;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 

@@ -3,7 +3,8 @@
 
 use super::part::{Part, Query};
 
-use crate::runs::{EventJson, RunStatus};
+use crate::event_json::EventJson;
+use crate::run_status::RunStatus;
 
 /// The owner `owner` appends `events` to `run_id` and moves it to `status`, if it holds the
 /// run (running, its owner, the lease not run out). `set_status` is an append of no events.

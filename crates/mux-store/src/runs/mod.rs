@@ -30,11 +30,9 @@
 //! `postgres`) across machines, with the database's clock and `LISTEN/NOTIFY` to wake
 //! readers.
 
-mod fault;
 #[cfg(any(test, feature = "testing"))]
 mod faulty;
 mod file;
-mod json;
 mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -46,69 +44,22 @@ mod writer;
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use mux_tool::BoxFuture;
 
-pub use fault::StoreFault;
+pub use crate::event_json::EventJson;
+pub use crate::fault::StoreFault;
+pub use crate::run_status::RunStatus;
 #[cfg(any(test, feature = "testing"))]
 pub use faulty::FaultyRunStore;
 pub use file::FileRunStore;
-pub use json::EventJson;
 pub use memory::MemoryRunStore;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresRunStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteRunStore;
 pub use writer::{BACKLOG_LIMIT, RunWriter, WRITE_TIMEOUT, WriteFailure};
-
-/// Where a run is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    /// An owner executes it under a lease.
-    Running,
-    /// It waits for an answer (an approval, a question, a frontend tool); no one executes it.
-    Paused,
-    /// It ended with an answer.
-    Finished,
-    /// It ended with an error.
-    Failed,
-    /// It was cancelled.
-    Cancelled,
-}
-
-impl RunStatus {
-    /// The lower-case name, as stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Running => "running",
-            Self::Paused => "paused",
-            Self::Finished => "finished",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    /// The status named `name`.
-    pub fn parse(name: &str) -> Option<Self> {
-        [
-            Self::Running,
-            Self::Paused,
-            Self::Finished,
-            Self::Failed,
-            Self::Cancelled,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == name)
-    }
-
-    /// Whether the run still holds its session (running or paused).
-    pub fn is_active(self) -> bool {
-        matches!(self, Self::Running | Self::Paused)
-    }
-}
 
 /// A run as the store has it.
 #[derive(Clone, Debug, PartialEq, Eq)]

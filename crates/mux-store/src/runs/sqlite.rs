@@ -235,7 +235,7 @@ impl SqliteRunStore {
             .busy_timeout(super::WRITE_TIMEOUT);
         // A connection left in a transaction (SQLite rolled it back after a failed write)
         // is not reused: it would hold the write lock or refuse every transaction.
-        let pool = crate::session::sqlite_pool::pool_options(4)
+        let pool = crate::sqlite_pool::pool_options(4)
             .connect_with(options)
             .await
             .map_err(failed("opening the database"))?;

@@ -12,8 +12,6 @@ mod sql;
 mod sql_store;
 #[cfg(feature = "sqlite")]
 mod sqlite;
-#[cfg(feature = "sqlite")]
-pub(crate) mod sqlite_pool;
 
 use std::collections::BTreeMap;
 
@@ -195,8 +193,8 @@ impl From<crate::store_bound::Unanswered> for SessionError {
 
 /// The fault a database error's `source` shows: the driver's, the group commit's, an
 /// unanswered statement's; a refused statement or another error is the store failing.
-fn database_fault(source: &(dyn std::error::Error + 'static)) -> crate::runs::StoreFault {
-    use crate::runs::StoreFault;
+fn database_fault(source: &(dyn std::error::Error + 'static)) -> crate::fault::StoreFault {
+    use crate::fault::StoreFault;
     #[cfg(any(feature = "sqlite", feature = "postgres"))]
     if let Some(err) = source.downcast_ref::<sqlx::Error>() {
         return StoreFault::of_sqlx(err).unwrap_or(StoreFault::Failed);
@@ -233,8 +231,8 @@ impl SessionError {
     /// disk is full, it is read-only, locked, down or not answering. A face answers these with
     /// its "store unavailable" status (a retry once the cause is gone succeeds); `None` for a
     /// session that exists or does not, an invalid id, a corrupt log or a newer schema.
-    pub fn fault(&self) -> Option<crate::runs::StoreFault> {
-        use crate::runs::StoreFault;
+    pub fn fault(&self) -> Option<crate::fault::StoreFault> {
+        use crate::fault::StoreFault;
         match self {
             Self::Io { source, .. } => Some(StoreFault::of_io(source)),
             Self::Database { source, .. } => Some(database_fault(&**source)),

@@ -129,7 +129,7 @@ impl SqliteSessionStore {
     /// migrates it. The options should keep WAL mode and a busy timeout.
     pub async fn open_with(options: SqliteConnectOptions) -> Result<Self, SessionError> {
         // No ping before each use; a connection left in a transaction is not reused.
-        let pool = super::sqlite_pool::pool_options(4)
+        let pool = crate::sqlite_pool::pool_options(4)
             .connect_with(options)
             .await
             .map_err(store_error("opening the database"))?;

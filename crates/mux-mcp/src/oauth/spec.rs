@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::oauth::token_store::TokenStore;
+use super::token_store::TokenStore;
 use mux_tool::Secret;
 
 /// How mux authorizes with a server's OAuth authorization server (MCP authorization, OAuth 2.1
