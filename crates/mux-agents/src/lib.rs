@@ -43,6 +43,7 @@
 //! assert_eq!(runtime.count(), 0);
 //! # Ok::<(), mux_agents::AgentError>(()) }).unwrap();
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 
 /// The crate's README.md (its crates.io page), compiled as doctests.

@@ -1,3 +1,4 @@
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 

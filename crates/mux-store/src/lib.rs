@@ -9,6 +9,7 @@
 //!
 //! The think-act loop (mux-orchestrator) and the faces take these stores; this crate knows
 //! nothing of them: it uses only mux-llm's `Message` and mux-tool's `BoxFuture`.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 
 mod event_json;

@@ -1,3 +1,4 @@
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc = include_str!("docs/crate.md")]
 // Unsafe code is denied; the one exception, the OS sandbox's `pre_exec`, allows it locally.
 #![deny(unsafe_code)]

@@ -58,6 +58,7 @@
 //! # });
 //! # }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 
 /// The README's code, compiled and run as doctests.
