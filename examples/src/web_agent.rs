@@ -186,7 +186,7 @@ fn millis(flag: &str, value: &str) -> Result<Duration, String> {
 pub fn app(agent: Agent, config: WebConfig) -> Result<Router, String> {
     AguiRouter::new(agent)
         .config(config)
-        .with_page()
+        .with_page(PageOptions::default())
         .try_build()
         .map_err(|e| e.to_string())
 }
@@ -203,7 +203,7 @@ pub fn app_on(
         .session_store(sessions)
         .run_store(runs)
         .config(config)
-        .with_page()
+        .with_page(PageOptions::default())
         .try_build()
         .map_err(|e| e.to_string())
 }

@@ -1,7 +1,7 @@
 //! `cargo xtask`: the project's checks, each a subcommand, and `ci`, which runs them all.
 //!
 //! ```text
-//! cargo xtask ci          fmt, clippy, peers, page, test, doc, layering, features, deny; then "N passed, N failed"
+//! cargo xtask ci          fmt, clippy, peers, page, test, doc, layering, features, deny, package; then "N passed, N failed"
 //! cargo xtask lint        fmt --check and clippy -D warnings
 //! cargo xtask peers       the npm and PyPI peers the interop tests use (tests/peers, tests/acp-peers, tests/web-peers)
 //! cargo xtask page        mux-web's committed chat page bundle is esbuild's output of its source
@@ -11,6 +11,7 @@
 //! cargo xtask layering    every mux-* dependency points strictly downward; no module cycles in a crate
 //! cargo xtask features    each crate builds with no and all features; the facade with each alone
 //! cargo xtask deny        cargo deny check bans licenses sources (installs cargo-deny if missing)
+//! cargo xtask package     every published crate has crates.io's and docs.rs' metadata, an honest rust-version, and packages and builds
 //! cargo xtask bench       every benchmark; writes target/bench-report.json
 //! cargo xtask oracle      the shell analysis' differential oracle, full corpus (`--slice`: the fast slice)
 //! cargo xtask oracle-slice  the oracle's fast slice (a step of `ci`)
@@ -26,6 +27,7 @@ mod metadata;
 mod module_cycles;
 mod module_graph;
 mod module_tree;
+mod package;
 mod page;
 mod peers;
 
@@ -83,6 +85,10 @@ const CI_STEPS: &[Step] = &[
     Step {
         name: "deny",
         run: deny,
+    },
+    Step {
+        name: "package",
+        run: package::run,
     },
 ];
 
@@ -148,7 +154,7 @@ fn report(name: &str, result: Result<(), String>) -> ExitCode {
 }
 
 fn usage() -> &'static str {
-    "usage: cargo xtask <ci|lint|fmt|clippy|peers|page|test|conformance|doc|layering|features|deny|bench|oracle [--slice]|oracle-slice>"
+    "usage: cargo xtask <ci|lint|fmt|clippy|peers|page|test|conformance|doc|layering|features|deny|package|bench|oracle [--slice]|oracle-slice>"
 }
 
 fn fmt() -> Result<(), String> {

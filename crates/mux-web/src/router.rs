@@ -44,7 +44,7 @@ pub struct AguiRouter {
     runs: Arc<dyn RunStore>,
     config: WebConfig,
     #[cfg(feature = "page")]
-    page: bool,
+    page: Option<crate::page::PageOptions>,
 }
 
 impl AguiRouter {
@@ -64,7 +64,7 @@ impl AguiRouter {
             runs,
             config: WebConfig::default(),
             #[cfg(feature = "page")]
-            page: false,
+            page: None,
         }
     }
 
@@ -103,11 +103,13 @@ impl AguiRouter {
     /// Deny for interrupts and reloads a thread's history. The page passes the same `Host` and
     /// `Origin` checks as the AG-UI routes but needs no token (it holds none: open it as
     /// `/?token=…` and it sends the token on every request); every answer carries
-    /// [`crate::page::CONTENT_SECURITY_POLICY`]. The page calls `/agui` at the root, so merge
-    /// this router at `/`, not under a prefix.
+    /// [`crate::page::CONTENT_SECURITY_POLICY`]. `options` brand it (title, placeholder) and
+    /// can place every route of this router under a path prefix
+    /// ([`PageOptions::prefix`](crate::page::PageOptions::prefix)); serve or merge the built
+    /// router at `/` either way. `PageOptions::default()` is the plain page at the root.
     #[cfg(feature = "page")]
-    pub fn with_page(mut self) -> Self {
-        self.page = true;
+    pub fn with_page(mut self, options: crate::page::PageOptions) -> Self {
+        self.page = Some(options);
         self
     }
 
@@ -165,11 +167,16 @@ impl AguiRouter {
                 security::guard,
             ));
         #[cfg(feature = "page")]
-        if page {
-            router = router.merge(crate::page::routes().layer(middleware::from_fn_with_state(
-                Arc::clone(&guard),
-                security::guard_public,
-            )));
+        if let Some(options) = &page {
+            let public = || middleware::from_fn_with_state(Arc::clone(&guard), security::guard_public);
+            router = router.merge(crate::page::routes(options).layer(public()));
+            if !options.base().is_empty() {
+                // Under a prefix, the page is both `/a/b` and `/a/b/`.
+                let slash = format!("{}/", options.base());
+                router = Router::new()
+                    .nest(options.base(), router)
+                    .merge(crate::page::index_at(&slash, options).layer(public()));
+            }
         }
         if let Some(cors) = cors(&config.cors_origins) {
             router = router.layer(cors);

@@ -6,8 +6,11 @@
 import { HttpAgent } from "@ag-ui/client";
 
 const $ = (id) => document.getElementById(id);
-const THREAD_KEY = "mux-web-thread";
-const TOKEN_KEY = "mux-web-token";
+// Where the server mounted its routes (`PageOptions::prefix`; empty at the root).
+const BASE = document.querySelector('meta[name="mux-base"]')?.content ?? "";
+// Two pages on one origin under different prefixes keep their threads and tokens apart.
+const THREAD_KEY = `mux-web-thread:${BASE}`;
+const TOKEN_KEY = `mux-web-token:${BASE}`;
 
 const fromUrl = new URLSearchParams(location.search).get("token");
 if (fromUrl) {
@@ -23,7 +26,7 @@ if (!threadId) {
   localStorage.setItem(THREAD_KEY, threadId);
 }
 
-const agent = new HttpAgent({ url: "/agui", threadId, headers });
+const agent = new HttpAgent({ url: `${BASE}/agui`, threadId, headers });
 let busy = false;
 
 function el(tag, className, text) {
@@ -109,7 +112,7 @@ async function send(event) {
 }
 
 async function loadHistory() {
-  const response = await fetch(`/agui/threads/${threadId}/messages`, { headers });
+  const response = await fetch(`${BASE}/agui/threads/${threadId}/messages`, { headers });
   if (response.status === 401) {
     $("error").textContent = "The server wants its token: open the URL it printed (…/?token=…).";
   } else if (response.ok) {

@@ -41,7 +41,7 @@ async fn start(with_page: bool) -> PageServer {
     })
     .config(config);
     if with_page {
-        router = router.with_page();
+        router = router.with_page(mux_web::page::PageOptions::default());
     }
     let router = router.try_build().unwrap();
     let listener = mux_web::bind(0).await.unwrap();
