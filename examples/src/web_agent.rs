@@ -8,6 +8,7 @@ use axum::Router;
 use mux::orchestrator::Agent;
 use mux::orchestrator::runs::RunStore;
 use mux::orchestrator::session::SessionStore;
+use mux::web::page::PageOptions;
 use mux::web::{AguiRouter, DoubleTexting, ServeLimits, WebConfig};
 
 use mux::store::{Store, StoreUrl};
@@ -184,9 +185,15 @@ fn millis(flag: &str, value: &str) -> Result<Duration, String> {
 /// `/agui`, serving `agent` (its read-only tools run; edits and commands ask, as AG-UI
 /// interrupts). The page's frontend tools replace the agent's tools of the same name.
 pub fn app(agent: Agent, config: WebConfig) -> Result<Router, String> {
+    branded_app(agent, config, PageOptions::default())
+}
+
+/// [`app`] with the page branded and placed by `page` (a title, a placeholder, a path prefix
+/// every route moves under).
+pub fn branded_app(agent: Agent, config: WebConfig, page: PageOptions) -> Result<Router, String> {
     AguiRouter::new(agent)
         .config(config)
-        .with_page(PageOptions::default())
+        .with_page(page)
         .try_build()
         .map_err(|e| e.to_string())
 }

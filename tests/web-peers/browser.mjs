@@ -2,6 +2,8 @@
 // `chromium`), driven by playwright-core: the styles apply under the page's
 // Content-Security-Policy with no violation, send a prompt, approve the `git log` call, see the
 // tool results and the answer, reload and see the history. Usage: node browser.mjs <page-url> <screenshot-dir>
+// With EXPECT_TITLE and EXPECT_PLACEHOLDER set (a branded page, `PageOptions`), the tab's title,
+// the heading and the prompt box's placeholder must be those texts.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -27,6 +29,17 @@ try {
   const response = await page.goto(url);
   check((response.headers()["content-security-policy"] ?? "").includes("script-src 'self'"), "the page has no CSP");
   const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  if (process.env.EXPECT_TITLE) {
+    const title = await page.title();
+    check(title === process.env.EXPECT_TITLE, `the tab's title is ${JSON.stringify(title)}`);
+    const heading = await page.locator("h1").textContent();
+    check(heading === process.env.EXPECT_TITLE, `the heading is ${JSON.stringify(heading)}`);
+    check((await page.locator("script:not([src])").count()) === 0, "the title made an inline script");
+  }
+  if (process.env.EXPECT_PLACEHOLDER) {
+    const placeholder = await page.getAttribute("#prompt", "placeholder");
+    check(placeholder === process.env.EXPECT_PLACEHOLDER, `the placeholder is ${JSON.stringify(placeholder)}`);
+  }
   check(background === "rgb(246, 246, 244)", `the stylesheet did not apply: body background ${background}`);
   await page.fill("#prompt", "What is this project?");
   await page.click("#send");

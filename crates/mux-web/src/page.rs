@@ -223,7 +223,12 @@ mod tests {
 
     #[test]
     fn prefixes_are_normalised_or_refused_with_the_reason() {
-        for (given, base) in [("", ""), ("/", ""), ("/a", "/a"), ("/a/b-c_d.e~f/", "/a/b-c_d.e~f")] {
+        for (given, base) in [
+            ("", ""),
+            ("/", ""),
+            ("/a", "/a"),
+            ("/a/b-c_d.e~f/", "/a/b-c_d.e~f"),
+        ] {
             assert_eq!(checked_prefix(given).as_deref(), Ok(base), "{given}");
         }
         for (given, reason) in [

@@ -168,7 +168,8 @@ impl AguiRouter {
             ));
         #[cfg(feature = "page")]
         if let Some(options) = &page {
-            let public = || middleware::from_fn_with_state(Arc::clone(&guard), security::guard_public);
+            let public =
+                || middleware::from_fn_with_state(Arc::clone(&guard), security::guard_public);
             router = router.merge(crate::page::routes(options).layer(public()));
             if !options.base().is_empty() {
                 // Under a prefix, the page is both `/a/b` and `/a/b/`.

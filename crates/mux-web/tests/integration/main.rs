@@ -3,6 +3,9 @@
 
 mod common;
 
+#[cfg(feature = "page")]
+mod a_branded_page_under_a_prefix;
+
 mod a_locked_database_before_the_stream;
 mod a_network_destination_is_asked_about;
 mod a_pause_survives_kill_9_on_every_store;
