@@ -3,12 +3,11 @@
 
 use std::path::PathBuf;
 
-use mux::mcp::{CallerAnswer, Callers, McpServer};
-use mux::permission::{
-    Answer, PathContext, PermissionGate, Permissions, Scope, ScopeRules, asker_fn,
-};
+use mux::mcp::McpServer;
+use mux::orchestrator::ToolServer;
+use mux::permission::{PathContext, Permissions, Scope, ScopeRules};
+use mux::tool::Registry;
 use mux::tool::builtin::{self, Sandbox};
-use mux::tool::{Executor, Registry};
 
 /// The command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,33 +99,9 @@ pub fn server(args: &Args) -> Result<McpServer, String> {
     let registry = Registry::new();
     builtin::register(&registry, &sandbox).map_err(|err| err.to_string())?;
     let permissions = settings_permissions(&root, &args.settings)?;
-    let callers = Callers::new();
-    let asking = callers.clone();
-    let asker = asker_fn(move |call, _subject, decision| {
-        let callers = asking.clone();
-        async move {
-            let mut input = call.input.to_string();
-            if input.len() > 400 {
-                let cut = (0..=400)
-                    .rev()
-                    .find(|i| input.is_char_boundary(*i))
-                    .unwrap_or(0);
-                input.truncate(cut);
-                input.push('…');
-            }
-            let message = format!("Allow `{}` with {input}? ({})", call.name, decision.reason);
-            match callers.ask_approval(&call.id, message).await {
-                CallerAnswer::Allow => Answer::AllowOnce,
-                CallerAnswer::Deny { reason } => Answer::deny(reason),
-                _ => Answer::deny("the caller's answer was not understood"),
-            }
-        }
-    });
-    let gate = PermissionGate::new(permissions, asker);
-    let executor = Executor::builder(registry).gate(gate).build();
-    Ok(McpServer::new(executor)
+    Ok(ToolServer::new(registry, permissions)
+        .into_server()
         .with_name("mux-tools", env!("CARGO_PKG_VERSION"))
-        .with_callers(callers)
         .with_instructions(format!(
             "File and shell tools confined to {}. Calls the settings do not allow ask you first.",
             root.display()

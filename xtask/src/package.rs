@@ -157,13 +157,16 @@ fn list(value: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
+/// A dependency's `rust-version` and name.
+type Newest = Option<(String, String)>;
+
 /// The newest `rust-version` among the dependencies the published crates build with (normal
 /// and build edges, every feature), and a problem for each newer than `msrv`.
 fn dependencies_newer_than(
     root: &Value,
     published: &[&Value],
     msrv: &str,
-) -> Result<(Option<(String, String)>, Vec<String>), String> {
+) -> Result<(Newest, Vec<String>), String> {
     let limit = version(msrv).ok_or_else(|| format!("rust-version `{msrv}` is not a version"))?;
     let packages: BTreeMap<&str, &Value> = root["packages"]
         .as_array()

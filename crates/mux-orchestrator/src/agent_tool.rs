@@ -18,8 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mux_mcp::rmcp::model::{ElicitRequest, ElicitRequestParams, InputRequest, InputRequests};
-use mux_mcp::{CallerAnswer, Callers, McpServer};
-use mux_permission::Answer;
+use mux_mcp::{Callers, McpServer};
 use mux_tool::{
     ApprovalPolicy, Executor, Registry, RegistryError, ToolAnnotations, ToolContext, ToolError,
     ToolOutput, TypedTool,
@@ -27,6 +26,7 @@ use mux_tool::{
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::caller_answer::{QUOTED_ARGS, answer_of, quote};
 use crate::{Agent, InputSender, LoopError, LoopEvent, LoopInput, Run};
 
 /// The tool's name.
@@ -35,8 +35,6 @@ pub const ASK_TOOL: &str = "ask";
 pub const DEFAULT_MAX_SESSIONS: usize = 256;
 /// How long one `ask` may run by default (the executor's timeout for the tool).
 pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
-/// The most of a call's arguments an approval question quotes.
-const QUOTED_ARGS: usize = 2_000;
 /// The key of an `ask_user` question in an elicitation round.
 const QUESTION_KEY: &str = "mux_question";
 
@@ -301,11 +299,7 @@ impl Turn<'_> {
                 );
                 let asked = self.callers.ask_approval(self.cx.call_id(), question);
                 let answer = tokio::select! {
-                    answer = asked => match answer {
-                        CallerAnswer::Allow => Answer::AllowOnce,
-                        CallerAnswer::Deny { reason } => Answer::deny(reason),
-                        _ => Answer::deny("the caller's answer was not understood"),
-                    },
+                    answer = asked => answer_of(answer),
                     // The call is being cancelled: stop waiting; the run is stopping.
                     () = self.cx.cancellation().cancelled() => {
                         stop.cancel();
@@ -410,17 +404,6 @@ fn session_id() -> String {
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, marked when cut.
-fn quote(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

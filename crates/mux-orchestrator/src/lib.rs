@@ -15,6 +15,8 @@ mod agent_tool;
 mod approval;
 mod ask_user;
 mod builder;
+#[cfg(feature = "mcp-server")]
+mod caller_answer;
 mod client_ext;
 pub mod compaction;
 mod config;
@@ -45,6 +47,8 @@ mod state;
 mod telemetry;
 mod title;
 mod tool_hooks;
+#[cfg(feature = "mcp-server")]
+mod tool_server;
 mod typed_output;
 mod unapproved;
 
@@ -74,6 +78,8 @@ pub use limits::{Budget, LimitReached, ModelPrice, PriceTable, RunLimits, Spent}
 #[cfg(feature = "mcp")]
 pub use mcp::{McpServers, McpStartError};
 pub use mux_permission::Answer;
+#[cfg(feature = "mcp-server")]
+pub use tool_server::ToolServer;
 pub use unapproved::UnapprovedCall;
 /// The name a walled command's network question carries on the face in place of a tool's
 /// (input: `host`, `port` and the command's `call_id`). Defined whatever the features: a
