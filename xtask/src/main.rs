@@ -13,6 +13,7 @@
 //! cargo xtask deny        cargo deny check bans licenses sources (installs cargo-deny if missing)
 //! cargo xtask package     every published crate has crates.io's and docs.rs' metadata, an honest rust-version, and packages and builds
 //! cargo xtask bench       every benchmark; writes target/bench-report.json
+//! cargo xtask outdated    what is behind its latest release: Rust dependencies, npm and PyPI peers (not in ci)
 //! cargo xtask oracle      the shell analysis' differential oracle, full corpus (`--slice`: the fast slice)
 //! cargo xtask oracle-slice  the oracle's fast slice (a step of `ci`)
 //! ```
@@ -27,6 +28,7 @@ mod metadata;
 mod module_cycles;
 mod module_graph;
 mod module_tree;
+mod outdated;
 mod package;
 mod page;
 mod peers;
@@ -93,7 +95,10 @@ const CI_STEPS: &[Step] = &[
 ];
 
 /// Steps that run alone by name but are not part of `ci`.
-const OTHER_STEPS: &[Step] = &[];
+const OTHER_STEPS: &[Step] = &[Step {
+    name: "outdated",
+    run: outdated::run,
+}];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -154,7 +159,7 @@ fn report(name: &str, result: Result<(), String>) -> ExitCode {
 }
 
 fn usage() -> &'static str {
-    "usage: cargo xtask <ci|lint|fmt|clippy|peers|page|test|conformance|doc|layering|features|deny|package|bench|oracle [--slice]|oracle-slice>"
+    "usage: cargo xtask <ci|lint|fmt|clippy|peers|page|test|conformance|doc|layering|features|deny|package|bench|outdated|oracle [--slice]|oracle-slice>"
 }
 
 fn fmt() -> Result<(), String> {

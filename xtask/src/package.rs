@@ -53,7 +53,8 @@ pub(crate) fn run() -> Result<(), String> {
             problems.join("\n  ")
         ));
     }
-    let mut cargo = Cmd::cargo(["package", "--locked"]);
+    // The working tree as it is: what `ci` checks is what is about to be committed.
+    let mut cargo = Cmd::cargo(["package", "--locked", "--allow-dirty"]);
     for package in &published {
         cargo = cargo.args(["-p", name_of(package)]);
     }
@@ -180,15 +181,17 @@ fn dependencies_newer_than(
         .iter()
         .filter_map(|n| Some((n["id"].as_str()?, n)))
         .collect();
+    let ours: BTreeSet<&str> = published.iter().filter_map(|p| p["id"].as_str()).collect();
     let mut seen: BTreeSet<&str> = BTreeSet::new();
-    let mut queue: VecDeque<&str> = published.iter().filter_map(|p| p["id"].as_str()).collect();
+    let mut queue: VecDeque<&str> = ours.iter().copied().collect();
     let mut newest: Option<((u64, u64, u64), String, String)> = None;
     let mut problems = Vec::new();
     while let Some(id) = queue.pop_front() {
         if !seen.insert(id) {
             continue;
         }
-        if let Some(package) = packages.get(id)
+        if !ours.contains(id)
+            && let Some(package) = packages.get(id)
             && let Some(declared) = package["rust_version"].as_str()
             && let Some(parsed) = version(declared)
         {
