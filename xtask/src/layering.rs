@@ -13,8 +13,8 @@ use crate::module_cycles;
 pub(crate) const LAYERS: &[&[&str]] = &[
     // Test helpers: no mux dependency, so any crate may dev-depend on them.
     &["mux-testkit"],
-    // The base: mux-tool, and mux-http, the door every HTTP server of mux shares.
-    &["mux-tool", "mux-http"],
+    // The base: mux-tool, mux-http (the door every HTTP server of mux shares), mux-macros.
+    &["mux-tool", "mux-http", "mux-macros"],
     &["mux-llm"],
     // Permissions, and the stores of sessions and runs: siblings over mux-llm.
     &["mux-permission", "mux-store"],

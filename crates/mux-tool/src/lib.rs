@@ -22,6 +22,7 @@ mod context;
 mod executor;
 mod filter;
 pub mod hooks;
+mod into_result;
 mod output;
 mod presentation;
 pub mod protected;
@@ -47,6 +48,7 @@ pub use executor::{
 };
 pub use filter::{GlobPattern, ToolFilter};
 pub use hooks::{HookError, PostHook, PostHookAction, PreHook, PreHookAction};
+pub use into_result::{IntoToolOutput, IntoToolResult};
 pub use output::{Content, ToolOutput};
 pub use presentation::{
     DIFF_CONTEXT_LINES, Diff, Location, MAX_DIFF_TEXT_BYTES, MAX_DIFFS, MAX_LOCATIONS,

@@ -130,6 +130,20 @@ pub enum ToolError {
     Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
+impl From<String> for ToolError {
+    /// A failure with this message.
+    fn from(message: String) -> Self {
+        Self::Failed(message)
+    }
+}
+
+impl From<&str> for ToolError {
+    /// A failure with this message.
+    fn from(message: &str) -> Self {
+        Self::Failed(message.to_owned())
+    }
+}
+
 impl ToolError {
     /// A failure with a message.
     pub fn failed(message: impl Into<String>) -> Self {

@@ -108,6 +108,63 @@ pub mod otel;
 #[doc(inline)]
 pub use mux_tool as tool;
 
+/// Makes a typed tool of an `async fn` (see [`mux_macros::tool`]).
+///
+/// ```
+/// /// The weather in a city.
+/// #[mux::tool(read_only)]
+/// async fn weather(
+///     /// The city, in English.
+///     city: String,
+/// ) -> Result<String, String> {
+///     Ok(format!("Sunny in {city}"))
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let tools = mux::tool::Registry::new();
+/// tools.register_typed(Weather)?;
+/// assert!(tools.contains("weather"));
+/// # Ok(()) }
+/// ```
+///
+/// Every argument must have a JSON Schema (and deserialize); one that has none does not
+/// compile:
+///
+/// ```compile_fail,E0277
+/// /// When it happened.
+/// #[mux::tool]
+/// async fn when(at: std::time::Instant) -> String {
+///     format!("{at:?}")
+/// }
+/// ```
+///
+/// Nor does a function that is not `async`, or one without a description:
+///
+/// ```compile_fail
+/// /// Not async.
+/// #[mux::tool]
+/// fn now() -> String {
+///     String::new()
+/// }
+/// ```
+///
+/// ```compile_fail
+/// #[mux::tool]
+/// async fn undocumented(x: u8) -> String {
+///     x.to_string()
+/// }
+/// ```
+#[cfg(feature = "tool")]
+pub use mux_macros::tool;
+
+/// What `#[mux::tool]`'s expansion names; not part of the API.
+#[cfg(feature = "tool")]
+#[doc(hidden)]
+pub mod __private {
+    pub use mux_tool::schemars;
+    pub use serde;
+}
+
 #[cfg(feature = "builtin")]
 #[doc(inline)]
 pub use mux_tool::builtin;
