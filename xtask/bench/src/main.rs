@@ -5,6 +5,7 @@
 mod a2a;
 mod acp;
 mod builtin;
+mod cold_build;
 mod durable;
 mod executor;
 mod harness;
@@ -87,6 +88,7 @@ fn main() -> ExitCode {
         ("acp", acp::run),
         ("a2a", a2a::run),
         ("wall", wall::run),
+        ("cold_build", cold_build::run),
     ];
     // `BENCH_ONLY=mcp,orchestrator` runs only the named benchmarks.
     let only = std::env::var("BENCH_ONLY").ok();
