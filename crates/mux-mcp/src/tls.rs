@@ -9,13 +9,10 @@
 
 use std::error::Error as StdError;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{ClientConfig, RootCertStore};
 
 /// A CA certificate file that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,92 +56,11 @@ pub(crate) fn read_ca_files(
     Ok(certs)
 }
 
-/// The rustls config for HTTPS: `ring`, TLS 1.2 and 1.3, HTTP/1.1 over ALPN, and the
-/// platform's roots plus `extra_roots`.
+/// The rustls config for HTTPS: mux-tool's (`ring`, the platform's roots) plus `extra_roots`.
 pub(crate) fn client_config(
     extra_roots: Vec<CertificateDer<'static>>,
 ) -> Result<ClientConfig, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = if extra_roots.is_empty() {
-        // Reading the system store takes tens of milliseconds; without extra roots it is
-        // done once per process.
-        static PLATFORM: OnceLock<Arc<dyn ServerCertVerifier>> = OnceLock::new();
-        PLATFORM
-            .get_or_init(|| verifier(Vec::new(), provider.clone()))
-            .clone()
-    } else {
-        verifier(extra_roots, provider.clone())
-    };
-    let mut config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|err| format!("cannot set up TLS: {err}"))?
-        .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(config)
-}
-
-/// The platform's verifier with `extra_roots` added.
-fn verifier(
-    extra_roots: Vec<CertificateDer<'static>>,
-    provider: Arc<CryptoProvider>,
-) -> Arc<dyn ServerCertVerifier> {
-    let algorithms = provider.signature_verification_algorithms;
-    match rustls_platform_verifier::Verifier::new_with_extra_roots(extra_roots, provider) {
-        Ok(verifier) => Arc::new(verifier),
-        // No system roots and no extra ones: plain `http://` must still work, so the
-        // failure waits for the first HTTPS handshake.
-        Err(err) => Arc::new(NoRoots {
-            reason: err.to_string(),
-            algorithms,
-        }),
-    }
-}
-
-/// A verifier for a machine without trust roots: every certificate is refused, saying why.
-#[derive(Debug)]
-struct NoRoots {
-    reason: String,
-    algorithms: WebPkiSupportedAlgorithms,
-}
-
-impl ServerCertVerifier for NoRoots {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Err(rustls::Error::General(format!(
-            "no trusted CA certificates: {}",
-            self.reason
-        )))
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms.supported_schemes()
-    }
+    mux_tool::tls::client_config(extra_roots)
 }
 
 /// A reqwest client builder with mux's TLS and TCP_NODELAY on every socket.

@@ -32,6 +32,8 @@ mod secret;
 pub mod secrets;
 mod spec;
 mod subject;
+#[cfg(feature = "tls")]
+pub mod tls;
 mod tool;
 pub mod truncate;
 mod typed;
