@@ -147,6 +147,11 @@ pub use mux_web as web;
 #[doc(inline)]
 pub use mux_a2a as a2a;
 
+/// Evals: datasets of cases run offline from cassettes or live, evaluators, reports, comparisons.
+#[cfg(feature = "eval")]
+#[doc(inline)]
+pub use mux_eval as eval;
+
 /// The names a first program needs, in one import: an agent, a tool of its own, approvals,
 /// events, sessions and a scripted model. Everything else is one path away (`mux::tool::…`,
 /// `mux::llm::…`, …).
