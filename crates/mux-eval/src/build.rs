@@ -29,7 +29,11 @@ pub fn build(
         EvaluatorSpec::Equals { value } => Arc::new(Equals::new(value.clone())),
         EvaluatorSpec::Contains { text, ignore_case } => {
             let contains = Contains::new(text.clone());
-            Arc::new(if *ignore_case { contains.ignore_case() } else { contains })
+            Arc::new(if *ignore_case {
+                contains.ignore_case()
+            } else {
+                contains
+            })
         }
         EvaluatorSpec::Regex { pattern } => {
             Arc::new(Matches::new(pattern).map_err(|m| invalid("regex", m))?)
@@ -43,7 +47,10 @@ pub fn build(
             pointer,
         } => {
             if !expected.is_finite() || !tolerance.is_finite() {
-                return Err(invalid("numeric", "expected and tolerance must be finite".into()));
+                return Err(invalid(
+                    "numeric",
+                    "expected and tolerance must be finite".into(),
+                ));
             }
             let numeric = Numeric::new(*expected, *tolerance);
             Arc::new(match pointer {
@@ -61,7 +68,7 @@ pub fn build(
         EvaluatorSpec::ToolNotCalled { tool } => Arc::new(ToolNotCalled::new(tool.clone())),
         EvaluatorSpec::ApprovalAsked { tool, asked } => {
             let check = ApprovalAsked::new(tool.clone());
-            Arc::new(if *asked { check } else { check.not() })
+            Arc::new(if *asked { check } else { check.never() })
         }
         EvaluatorSpec::NoError => Arc::new(NoError),
         EvaluatorSpec::Judge { rubric, threshold } => {

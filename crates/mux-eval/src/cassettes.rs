@@ -65,7 +65,13 @@ impl Cassettes {
 /// `name` as a file stem: ASCII letters, digits, `-` and `_` kept, anything else `_`.
 pub(crate) fn file_stem(name: &str) -> String {
     name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -89,7 +95,9 @@ pub(crate) fn check(server: &CassetteServer, record: &mut RunRecord) {
             crate::drive::fail(
                 record,
                 "cassette",
-                format!("{left} recorded interaction(s) were not requested: the agent made fewer model calls than when it was recorded"),
+                format!(
+                    "{left} recorded interaction(s) were not requested: the agent made fewer model calls than when it was recorded"
+                ),
             );
         }
     }
@@ -106,7 +114,14 @@ mod tests {
     #[test]
     fn names_cannot_leave_the_directory() {
         let cassettes = Cassettes::new("/c", "http://x");
-        for name in ["../../etc/passwd", "/abs", "a\\..\\b", "..", ".hidden", "a\0b"] {
+        for name in [
+            "../../etc/passwd",
+            "/abs",
+            "a\\..\\b",
+            "..",
+            ".hidden",
+            "a\0b",
+        ] {
             let path = cassettes.path_for(name);
             assert_eq!(path.parent(), Some(Path::new("/c")), "{name}");
             assert!(!path.to_string_lossy().contains(".."), "{name}");

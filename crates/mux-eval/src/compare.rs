@@ -158,7 +158,10 @@ impl Comparison {
             }
             let _ = writeln!(out, "{title} ({}):", cases.len());
             for case in cases {
-                let score = |s: &Option<Side>| s.as_ref().map_or("-".to_owned(), |s| format!("{:.2}", s.score));
+                let score = |s: &Option<Side>| {
+                    s.as_ref()
+                        .map_or("-".to_owned(), |s| format!("{:.2}", s.score))
+                };
                 let _ = write!(
                     out,
                     "  {:<28}  {} → {}",

@@ -89,11 +89,10 @@ impl Dataset {
 
     /// Reads a dataset from YAML text, and checks it ([`validate`](Self::validate)).
     pub fn from_yaml(text: &str) -> Result<Self, EvalError> {
-        let dataset: Dataset =
-            serde_yaml_ng::from_str(text).map_err(|err| EvalError::Parse {
-                path: "<yaml>".into(),
-                message: err.to_string(),
-            })?;
+        let dataset: Dataset = serde_yaml_ng::from_str(text).map_err(|err| EvalError::Parse {
+            path: "<yaml>".into(),
+            message: err.to_string(),
+        })?;
         dataset.validate()?;
         Ok(dataset)
     }
@@ -177,7 +176,10 @@ impl Dataset {
                 return Err(invalid(format!("two cases are named {:?}", case.name)));
             }
             if case.input.messages().is_empty() {
-                return Err(invalid(format!("case {:?} has no input message", case.name)));
+                return Err(invalid(format!(
+                    "case {:?} has no input message",
+                    case.name
+                )));
             }
         }
         Ok(())
@@ -210,24 +212,50 @@ mod tests {
         let twice = Dataset::new("d")
             .case(Case::new("a", "x"))
             .case(Case::new("a", "y"));
-        assert!(twice.validate().is_err_and(|e| e.to_string().contains("two cases")));
+        assert!(
+            twice
+                .validate()
+                .is_err_and(|e| e.to_string().contains("two cases"))
+        );
         let empty = Dataset::new("d").case(Case::new(" ", "x"));
-        assert!(empty.validate().is_err_and(|e| e.to_string().contains("empty name")));
+        assert!(
+            empty
+                .validate()
+                .is_err_and(|e| e.to_string().contains("empty name"))
+        );
         assert!(Dataset::new("d").validate().is_err());
-        let conversation = Dataset::new("d").case(Case::new("c", crate::Input::Conversation(vec![])));
-        assert!(conversation.validate().is_err_and(|e| e.to_string().contains("no input")));
+        let conversation =
+            Dataset::new("d").case(Case::new("c", crate::Input::Conversation(vec![])));
+        assert!(
+            conversation
+                .validate()
+                .is_err_and(|e| e.to_string().contains("no input"))
+        );
     }
 
     #[test]
     fn unknown_fields_and_alias_bombs_are_parse_errors() {
         let typo = "name: d\ncases:\n  - name: a\n    input: x\n    expected_outptu: y\n";
         assert!(Dataset::from_yaml(typo).is_err_and(|e| e.to_string().contains("expected_outptu")));
-        // A billion-laughs document: aliases nested nine deep.
-        let mut bomb = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
-        for (prev, next) in ["a", "b", "c", "d", "e", "f", "g", "h"].iter().zip(["b", "c", "d", "e", "f", "g", "h", "i"]) {
-            bomb.push_str(&format!("{next}: &{next} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"));
-        }
-        bomb.push_str("name: d\ncases: []\n");
-        assert!(Dataset::from_yaml(&bomb).is_err());
+        // A billion-laughs document: levels of nine aliases each in a case's metadata.
+        let laughs = |levels: usize| {
+            let mut doc =
+                String::from("name: d\ncases:\n  - name: a\n    input: x\n    metadata:\n");
+            doc.push_str("      l0: &l0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+            for level in 1..levels {
+                let refs = vec![format!("*l{}", level - 1); 9].join(",");
+                doc.push_str(&format!("      l{level}: &l{level} [{refs}]\n"));
+            }
+            doc
+        };
+        assert!(
+            Dataset::from_yaml(&laughs(3)).is_ok(),
+            "a few aliases are fine"
+        );
+        let err = Dataset::from_yaml(&laughs(9));
+        assert!(
+            err.is_err_and(|e| e.to_string().contains("repetition limit")),
+            "the bomb parsed"
+        );
     }
 }

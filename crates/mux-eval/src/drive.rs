@@ -207,11 +207,20 @@ async fn follow(
 }
 
 fn over_budget(budget: &CaseBudget, spent: &Spent) -> Option<String> {
-    if let Some(max) = budget.max_model_calls.filter(|max| spent.model_calls > *max) {
-        return Some(format!("{} model calls, over the budget of {max}", spent.model_calls));
+    if let Some(max) = budget
+        .max_model_calls
+        .filter(|max| spent.model_calls > *max)
+    {
+        return Some(format!(
+            "{} model calls, over the budget of {max}",
+            spent.model_calls
+        ));
     }
     if let Some(max) = budget.max_tool_calls.filter(|max| spent.tool_calls > *max) {
-        return Some(format!("{} tool calls, over the budget of {max}", spent.tool_calls));
+        return Some(format!(
+            "{} tool calls, over the budget of {max}",
+            spent.tool_calls
+        ));
     }
     if let Some(max) = budget.max_tokens.filter(|max| spent.tokens > *max) {
         return Some(format!("{} tokens, over the budget of {max}", spent.tokens));
@@ -240,10 +249,18 @@ fn finish(record: &mut RunRecord, summary: RunSummary) {
         }));
     if let Some(limit) = summary.limit {
         let message = serde_json::to_string(&limit).unwrap_or_else(|_| format!("{limit:?}"));
-        fail(record, "limit", format!("the run reached a limit: {message}"));
+        fail(
+            record,
+            "limit",
+            format!("the run reached a limit: {message}"),
+        );
     }
     if !summary.unapproved.is_empty() {
-        let names: Vec<String> = summary.unapproved.iter().map(|c| format!("{} ({})", c.tool, c.reason)).collect();
+        let names: Vec<String> = summary
+            .unapproved
+            .iter()
+            .map(|c| format!("{} ({})", c.tool, c.reason))
+            .collect();
         fail(
             record,
             "unapproved",

@@ -150,7 +150,9 @@ impl ArgMatcher {
             Self::Contains(text) => actual
                 .and_then(Value::as_str)
                 .is_some_and(|s| s.contains(text.as_str())),
-            Self::Regex(re) => actual.and_then(Value::as_str).is_some_and(|s| re.is_match(s)),
+            Self::Regex(re) => actual
+                .and_then(Value::as_str)
+                .is_some_and(|s| re.is_match(s)),
             Self::Present(want) => actual.is_some() == *want,
         }
     }
@@ -230,8 +232,17 @@ mod tests {
                      "o": {"x": 1, "y": 2}}
         }))?;
         assert_eq!(call.args["path"], ArgMatcher::equals("a.txt"));
-        assert!(call.check("read_file", &json!({"path": "a.txt", "q": "aaa", "o": {"x": 1, "y": 2}})).is_ok());
-        let miss = call.check("read_file", &json!({"path": "a.txt", "q": "ab", "o": {"x": 1, "y": 2}}));
+        assert!(
+            call.check(
+                "read_file",
+                &json!({"path": "a.txt", "q": "aaa", "o": {"x": 1, "y": 2}})
+            )
+            .is_ok()
+        );
+        let miss = call.check(
+            "read_file",
+            &json!({"path": "a.txt", "q": "ab", "o": {"x": 1, "y": 2}}),
+        );
         assert!(miss.is_err_and(|why| why.contains("argument q")));
         assert!(call.check("write_file", &json!({})).is_err());
         Ok(())

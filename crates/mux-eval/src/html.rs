@@ -103,7 +103,11 @@ fn case_html(out: &mut String, index: usize, case: &CaseReport) {
     if !case.tags.is_empty() {
         let _ = write!(out, "<p>tags: {}</p>", escape(&case.tags.join(", ")));
     }
-    let _ = write!(out, "<p class=\"who\">input</p><pre>{}</pre>", escape(&case.input));
+    let _ = write!(
+        out,
+        "<p class=\"who\">input</p><pre>{}</pre>",
+        escape(&case.input)
+    );
     if let Some(expected) = &case.expected_output {
         let _ = write!(
             out,
@@ -139,13 +143,19 @@ fn attempt_html(out: &mut String, number: usize, attempt: &Attempt) {
             escape(&failure.message)
         );
     }
-    out.push_str("<table><tr><th>evaluator</th><th>score</th><th>verdict</th><th>reasons</th></tr>");
+    out.push_str(
+        "<table><tr><th>evaluator</th><th>score</th><th>verdict</th><th>reasons</th></tr>",
+    );
     for verdict in &attempt.verdicts {
         let mut reasons = verdict.score.reasons.join("; ");
         if let Some(error) = &verdict.error {
             reasons = format!("error: {error}");
         }
-        let (class, word) = if verdict.score.passed { ("yes", "pass") } else { ("no", "fail") };
+        let (class, word) = if verdict.score.passed {
+            ("yes", "pass")
+        } else {
+            ("no", "fail")
+        };
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{:.2}</td><td class=\"{class}\">{word}</td><td>{}</td></tr>",
@@ -184,7 +194,11 @@ fn entry_html(out: &mut String, entry: &Entry) {
         }
         Entry::Error { kind, message } => (format!("error ({kind})"), message.clone()),
     };
-    let _ = write!(out, "<div class=\"entry\"><span class=\"who\">{}</span>", escape(&who));
+    let _ = write!(
+        out,
+        "<div class=\"entry\"><span class=\"who\">{}</span>",
+        escape(&who)
+    );
     if !body.is_empty() {
         let _ = write!(out, "<pre>{}</pre>", escape(&body));
     }

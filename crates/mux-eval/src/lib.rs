@@ -32,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 mod assert;
+mod bounds;
 pub mod build;
 mod case;
 mod cassettes;

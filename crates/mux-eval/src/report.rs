@@ -110,7 +110,11 @@ impl CaseStats {
             (0.0, 0.0, 0.0)
         } else {
             let mean = attempts.iter().map(|a| a.score).sum::<f64>() / n as f64;
-            let var = attempts.iter().map(|a| (a.score - mean).powi(2)).sum::<f64>() / n as f64;
+            let var = attempts
+                .iter()
+                .map(|a| (a.score - mean).powi(2))
+                .sum::<f64>()
+                / n as f64;
             (passes as f64 / n as f64, mean, var.sqrt())
         };
         let passed = n > 0
@@ -177,7 +181,10 @@ impl CaseReport {
 
     /// Why the case failed, in short (from its first failed attempt).
     pub fn first_problem(&self) -> Option<String> {
-        self.attempts.iter().find(|a| !a.passed).and_then(Attempt::first_problem)
+        self.attempts
+            .iter()
+            .find(|a| !a.passed)
+            .and_then(Attempt::first_problem)
     }
 }
 
@@ -252,7 +259,8 @@ impl Report {
 
     /// The report as pretty JSON.
     pub fn to_json(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|err| format!("{{\"error\": {:?}}}", err.to_string()))
+        serde_json::to_string_pretty(self)
+            .unwrap_or_else(|err| format!("{{\"error\": {:?}}}", err.to_string()))
     }
 
     /// Writes the report as JSON.

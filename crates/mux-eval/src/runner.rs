@@ -31,7 +31,8 @@ use crate::target::{CaseEnv, Target};
 /// The most attempts run at once by default.
 pub const DEFAULT_CONCURRENCY: usize = 4;
 
-type TypedCall = Arc<dyn Fn(Agent, String) -> BoxFuture<'static, Result<Value, String>> + Send + Sync>;
+type TypedCall =
+    Arc<dyn Fn(Agent, String) -> BoxFuture<'static, Result<Value, String>> + Send + Sync>;
 
 /// Runs datasets against a target.
 ///
@@ -158,7 +159,10 @@ impl Runner {
     {
         self.typed = Some(Arc::new(|agent: Agent, prompt: String| {
             Box::pin(async move {
-                let value: O = agent.prompt_typed(prompt).await.map_err(|e| e.to_string())?;
+                let value: O = agent
+                    .prompt_typed(prompt)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 serde_json::to_value(value).map_err(|e| e.to_string())
             })
         }));
@@ -254,7 +258,11 @@ impl Runner {
     async fn attempt(&self, plan: &Plan, attempt: u32, deadline: Option<Instant>) -> Attempt {
         let run = if deadline.is_some_and(|at| Instant::now() >= at) {
             let mut record = RunRecord::default();
-            fail(&mut record, "deadline", "the eval's deadline passed before this attempt started".into());
+            fail(
+                &mut record,
+                "deadline",
+                "the eval's deadline passed before this attempt started".into(),
+            );
             record
         } else {
             self.record(plan, attempt).await

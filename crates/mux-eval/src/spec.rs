@@ -50,7 +50,7 @@ pub enum EvaluatorSpec {
     /// The tool calls follow a trajectory.
     Trajectory(Trajectory),
     /// Spending stays within bounds.
-    Bounds(crate::evaluators::bounds::Bounds),
+    Bounds(crate::bounds::Bounds),
     /// The tool was never called.
     ToolNotCalled {
         /// The tool's name.

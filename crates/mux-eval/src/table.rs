@@ -101,7 +101,10 @@ mod tests {
     fn escapes_and_bidi_controls_never_reach_the_terminal() {
         let hostile = "ok\u{1b}[2J\u{1b}]0;pwned\u{7}\u{202E}txt.exe\r\nnext";
         let shown = clean(hostile, 200);
-        assert!(!shown.chars().any(|c| c.is_control() || is_bidi(c)), "{shown:?}");
+        assert!(
+            !shown.chars().any(|c| c.is_control() || is_bidi(c)),
+            "{shown:?}"
+        );
         assert!(shown.contains("\\u{1b}[2J"));
         assert_eq!(clean("abcdef", 3), "abc…");
     }

@@ -23,8 +23,18 @@ impl Check for ToolNotCalled {
     }
 
     fn check(&self, cx: &EvalContext<'_>) -> Score {
-        let calls = cx.run.tool_calls.iter().filter(|c| c.name == self.tool).count();
-        let asked = cx.run.approvals.iter().filter(|a| a.tool == self.tool).count();
+        let calls = cx
+            .run
+            .tool_calls
+            .iter()
+            .filter(|c| c.name == self.tool)
+            .count();
+        let asked = cx
+            .run
+            .approvals
+            .iter()
+            .filter(|a| a.tool == self.tool)
+            .count();
         let seen = calls.max(asked);
         Score::check(seen == 0, format!("{} called {seen} time(s)", self.tool))
     }
@@ -44,7 +54,7 @@ impl ApprovalAsked {
     }
 
     /// Expects no such question instead.
-    pub fn not(mut self) -> Self {
+    pub fn never(mut self) -> Self {
         self.asked = false;
         self
     }

@@ -138,8 +138,8 @@ pub fn parse_verdict(reply: &str, threshold: f64) -> Result<Score, EvalError> {
     if end < start {
         return Err(bad("no JSON object"));
     }
-    let value: Value =
-        serde_json::from_str(&reply[start..=end]).map_err(|err| bad(&format!("not JSON: {err}")))?;
+    let value: Value = serde_json::from_str(&reply[start..=end])
+        .map_err(|err| bad(&format!("not JSON: {err}")))?;
     let Value::Object(map) = value else {
         return Err(bad("not a JSON object"));
     };
@@ -181,7 +181,10 @@ mod tests {
         let score = parse_verdict(fenced, 0.5)?;
         assert!(score.passed && (score.value - 0.8).abs() < 1e-9);
         assert_eq!(score.reasons, ["cites the file"]);
-        let vetoed = parse_verdict("{\"score\": 0.9, \"pass\": false, \"reasons\": \"wrong file\"}", 0.5)?;
+        let vetoed = parse_verdict(
+            "{\"score\": 0.9, \"pass\": false, \"reasons\": \"wrong file\"}",
+            0.5,
+        )?;
         assert!(!vetoed.passed);
         Ok(())
     }

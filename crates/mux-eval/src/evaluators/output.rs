@@ -35,7 +35,11 @@ impl Check for Equals {
                 let got = cx.run.output.trim();
                 Score::check(
                     got == want.trim(),
-                    format!("output {:?}, expected {:?}", clip(got, 200), clip(want, 200)),
+                    format!(
+                        "output {:?}, expected {:?}",
+                        clip(got, 200),
+                        clip(want, 200)
+                    ),
                 )
             }
             want => match cx.run.json() {
@@ -94,7 +98,10 @@ impl Check for Contains {
             cx.run.output.contains(&self.text)
         };
         let verb = if found { "contains" } else { "lacks" };
-        Score::check(found, format!("the output {verb} {:?}", clip(&self.text, 80)))
+        Score::check(
+            found,
+            format!("the output {verb} {:?}", clip(&self.text, 80)),
+        )
     }
 }
 
@@ -122,7 +129,10 @@ impl Check for Matches {
     fn check(&self, cx: &EvalContext<'_>) -> Score {
         let found = self.regex.is_match(&cx.run.output);
         let verb = if found { "matches" } else { "does not match" };
-        Score::check(found, format!("the output {verb} /{}/", self.regex.as_str()))
+        Score::check(
+            found,
+            format!("the output {verb} /{}/", self.regex.as_str()),
+        )
     }
 }
 
@@ -201,17 +211,19 @@ impl Numeric {
     fn actual(&self, cx: &EvalContext<'_>) -> Result<f64, String> {
         match &self.pointer {
             Some(pointer) => {
-                let json = cx
-                    .run
-                    .json()
-                    .ok_or_else(|| format!("the output is not JSON: {:?}", clip(&cx.run.output, 200)))?;
+                let json = cx.run.json().ok_or_else(|| {
+                    format!("the output is not JSON: {:?}", clip(&cx.run.output, 200))
+                })?;
                 let found = json
                     .pointer(pointer)
                     .ok_or_else(|| format!("nothing at {pointer:?} in the output"))?;
                 match found {
                     Value::Number(n) => n.as_f64().ok_or_else(|| format!("{n} is not a number")),
                     Value::String(s) => parse_number(s),
-                    other => Err(format!("{} at {pointer:?} is not a number", clip(&other.to_string(), 80))),
+                    other => Err(format!(
+                        "{} at {pointer:?} is not a number",
+                        clip(&other.to_string(), 80)
+                    )),
                 }
             }
             None => parse_number(&cx.run.output),
@@ -240,7 +252,10 @@ impl Check for Numeric {
                 let ok = diff <= self.tolerance;
                 Score::check(
                     ok,
-                    format!("{actual} is {diff} from {}, tolerance {}", self.expected, self.tolerance),
+                    format!(
+                        "{actual} is {diff} from {}, tolerance {}",
+                        self.expected, self.tolerance
+                    ),
                 )
             }
             Err(why) => Score::fail(why),

@@ -42,7 +42,11 @@ impl Check for TrajectoryMatch {
         let passed = found == total
             && (self.trajectory.order != Order::Exact || calls.len() == expected.len());
         reasons.push(format!("calls made: [{}]", made.join(", ")));
-        let value = if total == 0 { 1.0 } else { found as f64 / total as f64 };
+        let value = if total == 0 {
+            1.0
+        } else {
+            found as f64 / total as f64
+        };
         let mut score = Score::new(if passed { 1.0 } else { value.min(0.999) }, passed);
         score.reasons = reasons;
         score
@@ -61,8 +65,12 @@ fn exact(expected: &[crate::expect::ExpectedCall], calls: &[ToolCall]) -> Outcom
                 Ok(()) => found += 1,
                 Err(why) => reasons.push(format!("call {}: {why}", i + 1)),
             },
-            (Some(want), None) => reasons.push(format!("call {}: {} was not made", i + 1, want.tool)),
-            (None, Some(got)) => reasons.push(format!("call {}: {} was not expected", i + 1, got.name)),
+            (Some(want), None) => {
+                reasons.push(format!("call {}: {} was not made", i + 1, want.tool))
+            }
+            (None, Some(got)) => {
+                reasons.push(format!("call {}: {} was not expected", i + 1, got.name))
+            }
             (None, None) => {}
         }
     }
@@ -124,7 +132,11 @@ fn any_order(expected: &[crate::expect::ExpectedCall], calls: &[ToolCall]) -> Ou
         .filter(|(_, m)| !**m)
         .map(|(want, _)| format!("no call matches {} {}", want.tool, args_of(want)))
         .collect();
-    (matched.iter().filter(|m| **m).count(), expected.len(), reasons)
+    (
+        matched.iter().filter(|m| **m).count(),
+        expected.len(),
+        reasons,
+    )
 }
 
 fn augment(i: usize, fits: &[Vec<usize>], owner: &mut [Option<usize>], seen: &mut [bool]) -> bool {

@@ -20,7 +20,10 @@ fn answer(text: &str) -> Reply {
     let text = serde_json::to_string(text).unwrap();
     Reply::sse(format!(
         "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
-        chunk(&format!(r#"{{"role":"assistant","content":{text}}}"#), "null"),
+        chunk(
+            &format!(r#"{{"role":"assistant","content":{text}}}"#),
+            "null"
+        ),
         chunk("{}", r#""stop""#)
     ))
 }
@@ -30,7 +33,8 @@ fn runner(cassettes: Cassettes) -> Runner {
         let url = env.model_url.ok_or("no cassette server")?;
         let mut options = HttpOptions::new(format!("{url}/v1"), None);
         options.retry.max_retries = 0;
-        let client = OpenAiClient::with_options(Preset::Vllm, options).map_err(|e| e.to_string())?;
+        let client =
+            OpenAiClient::with_options(Preset::Vllm, options).map_err(|e| e.to_string())?;
         Ok(agent_on(Arc::new(client)))
     }))
     .cassettes(cassettes)
@@ -51,16 +55,25 @@ async fn recorded_cases_replay_offline_and_a_changed_prompt_fails_with_the_diff(
             .await
             .unwrap();
         let recording = Cassettes::new(dir.path(), provider.url()).mode(CassetteMode::Record);
-        let recorded = runner(recording).run(&dataset("Capital of Peru?")).await.unwrap();
+        let recorded = runner(recording)
+            .run(&dataset("Capital of Peru?"))
+            .await
+            .unwrap();
         assert!(recorded.passed(), "{}", recorded.to_json());
         assert_eq!(provider.requests().len(), 2);
     }
     // The provider is gone: only the files can answer.
     let replay = || Cassettes::new(dir.path(), "http://127.0.0.1:9").mode(CassetteMode::Replay);
-    let replayed = runner(replay()).run(&dataset("Capital of Peru?")).await.unwrap();
+    let replayed = runner(replay())
+        .run(&dataset("Capital of Peru?"))
+        .await
+        .unwrap();
     assert!(replayed.passed(), "{}", mux_eval::table::render(&replayed));
 
-    let changed = runner(replay()).run(&dataset("Capital of Peru, please?")).await.unwrap();
+    let changed = runner(replay())
+        .run(&dataset("Capital of Peru, please?"))
+        .await
+        .unwrap();
     let peru = changed.case("peru").unwrap();
     let failure = peru.attempts[0].run.failure.clone().unwrap();
     assert_eq!(failure.kind, "cassette");
@@ -74,9 +87,17 @@ async fn recorded_cases_replay_offline_and_a_changed_prompt_fails_with_the_diff(
     // A case without a cassette names the file it looked for.
     let added = dataset("Capital of Peru?").case(Case::new("brazil/../x", "Capital of Brazil?"));
     let report = runner(replay()).run(&added).await.unwrap();
-    let failure = report.case("brazil/../x").unwrap().attempts[0].run.failure.clone().unwrap();
+    let failure = report.case("brazil/../x").unwrap().attempts[0]
+        .run
+        .failure
+        .clone()
+        .unwrap();
     assert_eq!(failure.kind, "cassette");
-    assert!(failure.message.contains("brazil____x.json"), "{}", failure.message);
+    assert!(
+        failure.message.contains("brazil____x.json"),
+        "{}",
+        failure.message
+    );
 }
 
 #[tokio::test]
@@ -86,7 +107,14 @@ async fn recording_with_repeats_is_refused_before_any_call() {
     let result = runner(recording).repeats(3).run(&dataset("x")).await;
     assert!(matches!(result, Err(mux_eval::EvalError::Settings(_))));
     // Names that would share a file are refused too.
-    let clash = Dataset::new("c").case(Case::new("a/b", "x")).case(Case::new("a_b", "y"));
+    let clash = Dataset::new("c")
+        .case(Case::new("a/b", "x"))
+        .case(Case::new("a_b", "y"));
     let replay = Cassettes::new(dir.path(), "http://127.0.0.1:9").mode(CassetteMode::Replay);
-    assert!(runner(replay).run(&clash).await.is_err_and(|e| e.to_string().contains("share a cassette")));
+    assert!(
+        runner(replay)
+            .run(&clash)
+            .await
+            .is_err_and(|e| e.to_string().contains("share a cassette"))
+    );
 }

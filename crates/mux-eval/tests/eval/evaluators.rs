@@ -43,13 +43,21 @@ async fn passes(spec: EvaluatorSpec, run: &RunRecord) -> bool {
 
 #[tokio::test]
 async fn equals_compares_text_trimmed_and_json_as_values() {
-    let text = || EvaluatorSpec::Equals { value: json!("Lima") };
+    let text = || EvaluatorSpec::Equals {
+        value: json!("Lima"),
+    };
     assert!(passes(text(), &run(" Lima\n")).await);
     assert!(!passes(text(), &run("lima")).await);
     let object = || EvaluatorSpec::Equals {
         value: json!({"city": "Lima", "country": "Peru"}),
     };
-    assert!(passes(object(), &run("```json\n{\"country\": \"Peru\", \"city\": \"Lima\"}\n```")).await);
+    assert!(
+        passes(
+            object(),
+            &run("```json\n{\"country\": \"Peru\", \"city\": \"Lima\"}\n```")
+        )
+        .await
+    );
     assert!(!passes(object(), &run("{\"city\": \"Lima\"}")).await);
     let missing = score(object(), &run("not json")).await;
     assert!(!missing.passed && missing.reasons[0].contains("not JSON"));
@@ -69,10 +77,24 @@ async fn contains_and_regex() {
     };
     assert!(passes(regex(), &run("call 555-1234 now")).await);
     assert!(!passes(regex(), &run("call 5551234 now")).await);
-    let bad = build(&EvaluatorSpec::Regex { pattern: "(".into() }, "c", None);
-    assert!(bad.is_err_and(|e| e.to_string().contains("regex") && e.to_string().contains("case c")));
+    let bad = build(
+        &EvaluatorSpec::Regex {
+            pattern: "(".into(),
+        },
+        "c",
+        None,
+    );
+    assert!(
+        bad.is_err_and(|e| e.to_string().contains("regex") && e.to_string().contains("case c"))
+    );
     // A pattern whose compiled program is huge is refused, not built.
-    let huge = build(&EvaluatorSpec::Regex { pattern: r"\w{1000}{1000}".into() }, "c", None);
+    let huge = build(
+        &EvaluatorSpec::Regex {
+            pattern: r"\w{1000}{1000}".into(),
+        },
+        "c",
+        None,
+    );
     assert!(huge.is_err());
 }
 
@@ -84,21 +106,30 @@ async fn json_schema_validates_the_output() {
     };
     assert!(passes(spec(), &run("{\"city\": \"Lima\"}")).await);
     let wrong = score(spec(), &run("{\"city\": 7}")).await;
-    assert!(!wrong.passed && wrong.reasons[0].contains("/city"), "{wrong:?}");
+    assert!(
+        !wrong.passed && wrong.reasons[0].contains("/city"),
+        "{wrong:?}"
+    );
     assert!(!passes(spec(), &run("Lima")).await);
-    let invalid = build(&EvaluatorSpec::JsonSchema { schema: json!({"type": 12}) }, "c", None);
+    let invalid = build(
+        &EvaluatorSpec::JsonSchema {
+            schema: json!({"type": 12}),
+        },
+        "c",
+        None,
+    );
     assert!(invalid.is_err());
 }
 
 #[tokio::test]
 async fn numeric_within_tolerance_in_text_or_at_a_pointer() {
     let text = || EvaluatorSpec::Numeric {
-        expected: 3.14,
+        expected: 12.5,
         tolerance: 0.01,
         pointer: None,
     };
-    assert!(passes(text(), &run("3.141")).await);
-    assert!(!passes(text(), &run("3.2")).await);
+    assert!(passes(text(), &run("12.505")).await);
+    assert!(!passes(text(), &run("12.6")).await);
     assert!(!passes(text(), &run("pi")).await);
     assert!(!passes(text(), &run("NaN")).await);
     let at = || EvaluatorSpec::Numeric {
@@ -110,7 +141,11 @@ async fn numeric_within_tolerance_in_text_or_at_a_pointer() {
     assert!(!passes(at(), &run("{\"answer\": {\"value\": 41}}")).await);
     assert!(!passes(at(), &run("{\"answer\": {}}")).await);
     let infinite = build(
-        &EvaluatorSpec::Numeric { expected: f64::INFINITY, tolerance: 0.0, pointer: None },
+        &EvaluatorSpec::Numeric {
+            expected: f64::INFINITY,
+            tolerance: 0.0,
+            pointer: None,
+        },
         "c",
         None,
     );
@@ -123,7 +158,10 @@ fn trajectory_run() -> RunRecord {
             call("list_dir", json!({"path": "."})),
             call("read_file", json!({"path": "src/main.rs"})),
             call("read_file", json!({"path": "README.md"})),
-            call("edit_file", json!({"path": "src/main.rs", "old": "a", "new": "b"})),
+            call(
+                "edit_file",
+                json!({"path": "src/main.rs", "old": "a", "new": "b"}),
+            ),
         ],
         ..RunRecord::default()
     }
@@ -143,7 +181,13 @@ async fn trajectory_in_exact_order() {
     ];
     assert!(passes(traj(Order::Exact, all.clone()), &trajectory_run()).await);
     let fewer = score(traj(Order::Exact, all[..3].to_vec()), &trajectory_run()).await;
-    assert!(!fewer.passed && fewer.reasons.iter().any(|r| r.contains("edit_file was not expected")));
+    assert!(
+        !fewer.passed
+            && fewer
+                .reasons
+                .iter()
+                .any(|r| r.contains("edit_file was not expected"))
+    );
     let mut swapped = all.clone();
     swapped.swap(0, 1);
     assert!(!passes(traj(Order::Exact, swapped), &trajectory_run()).await);
@@ -198,21 +242,60 @@ async fn bounds_on_calls_tokens_latency_and_cost() {
         .tool_calls(4)
         .total_tokens(1200)
         .latency_ms(1200)
-        .cost_usd(0.01, Price { input: 3.0, output: 15.0 });
+        .cost_usd(
+            0.01,
+            Price {
+                input: 3.0,
+                output: 15.0,
+            },
+        );
     assert!(passes(EvaluatorSpec::Bounds(within), &record).await);
-    let over = Bounds::new().model_calls(2).tool_calls(4).cost_usd(0.001, Price { input: 3.0, output: 15.0 });
+    let over = Bounds::new().model_calls(2).tool_calls(4).cost_usd(
+        0.001,
+        Price {
+            input: 3.0,
+            output: 15.0,
+        },
+    );
     let score = score(EvaluatorSpec::Bounds(over), &record).await;
-    assert!(!score.passed && (score.value - 1.0 / 3.0).abs() < 1e-9, "{score:?}");
-    assert!(score.reasons.iter().any(|r| r.contains("model calls 3 over 2")));
-    let unpriced = Bounds { max_cost_usd: Some(1.0), ..Bounds::default() };
+    assert!(
+        !score.passed && (score.value - 1.0 / 3.0).abs() < 1e-9,
+        "{score:?}"
+    );
+    assert!(
+        score
+            .reasons
+            .iter()
+            .any(|r| r.contains("model calls 3 over 2"))
+    );
+    let unpriced = Bounds {
+        max_cost_usd: Some(1.0),
+        ..Bounds::default()
+    };
     assert!(build(&EvaluatorSpec::Bounds(unpriced), "c", None).is_err());
 }
 
 #[tokio::test]
 async fn events_tool_never_called_approval_asked_no_error() {
     let mut record = trajectory_run();
-    assert!(passes(EvaluatorSpec::ToolNotCalled { tool: "bash".into() }, &record).await);
-    assert!(!passes(EvaluatorSpec::ToolNotCalled { tool: "read_file".into() }, &record).await);
+    assert!(
+        passes(
+            EvaluatorSpec::ToolNotCalled {
+                tool: "bash".into()
+            },
+            &record
+        )
+        .await
+    );
+    assert!(
+        !passes(
+            EvaluatorSpec::ToolNotCalled {
+                tool: "read_file".into()
+            },
+            &record
+        )
+        .await
+    );
     let asked = |tool: Option<&str>, asked| EvaluatorSpec::ApprovalAsked {
         tool: tool.map(str::to_owned),
         asked,
@@ -228,7 +311,15 @@ async fn events_tool_never_called_approval_asked_no_error() {
     assert!(passes(asked(Some("bash"), true), &record).await);
     assert!(!passes(asked(Some("edit_file"), true), &record).await);
     // A call refused at the approval still counts as called.
-    assert!(!passes(EvaluatorSpec::ToolNotCalled { tool: "bash".into() }, &record).await);
+    assert!(
+        !passes(
+            EvaluatorSpec::ToolNotCalled {
+                tool: "bash".into()
+            },
+            &record
+        )
+        .await
+    );
     assert!(passes(EvaluatorSpec::NoError, &record).await);
     record.failure = Some(Failure {
         kind: "timeout".into(),
@@ -240,11 +331,32 @@ async fn events_tool_never_called_approval_asked_no_error() {
 #[tokio::test]
 async fn custom_evaluators_in_rust() {
     let short = evaluator::from_fn("short", |cx: &EvalContext<'_>| {
-        Score::check(cx.run.output.len() <= 5, format!("{} chars", cx.run.output.len()))
+        Score::check(
+            cx.run.output.len() <= 5,
+            format!("{} chars", cx.run.output.len()),
+        )
     });
     let case = Case::new("c", "x");
     let ok = run("tiny");
     let long = run("much too long");
-    assert!(short.evaluate(EvalContext { case: &case, run: &ok }).await.unwrap().passed);
-    assert!(!short.evaluate(EvalContext { case: &case, run: &long }).await.unwrap().passed);
+    assert!(
+        short
+            .evaluate(EvalContext {
+                case: &case,
+                run: &ok
+            })
+            .await
+            .unwrap()
+            .passed
+    );
+    assert!(
+        !short
+            .evaluate(EvalContext {
+                case: &case,
+                run: &long
+            })
+            .await
+            .unwrap()
+            .passed
+    );
 }

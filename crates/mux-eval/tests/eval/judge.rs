@@ -21,7 +21,11 @@ fn judged(name: &str, prompt: &str) -> Case {
 #[tokio::test]
 async fn a_scripted_judge_scores_and_a_malformed_verdict_is_a_typed_failure() {
     let judge = ScriptedClient::new().respond_with(|request| {
-        let asked = request.messages[0].content.iter().find_map(|b| b.as_text()).unwrap_or("");
+        let asked = request.messages[0]
+            .content
+            .iter()
+            .find_map(|b| b.as_text())
+            .unwrap_or("");
         Ok(Response::from_text(if asked.contains("value of good") {
             "```json\n{\"score\": 0.9, \"pass\": true, \"reasons\": [\"names the value\"]}\n```"
         } else if asked.contains("value of bad") {
@@ -47,12 +51,24 @@ async fn a_scripted_judge_scores_and_a_malformed_verdict_is_a_typed_failure() {
     assert!(!bad.score.passed && bad.error.is_none());
     let garbled = verdict("garbled");
     assert!(!garbled.score.passed);
-    assert!(garbled.error.as_deref().is_some_and(|e| e.contains("no JSON object")), "{garbled:?}");
+    assert!(
+        garbled
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("no JSON object")),
+        "{garbled:?}"
+    );
     // The judge saw the rubric, the task and the answer between markers.
     let seen = judge.requests();
     assert_eq!(seen.len(), 3);
-    let text = seen[0].messages[0].content.iter().find_map(|b| b.as_text()).unwrap();
-    assert!(text.contains("names the value it looked up") && text.contains("<<<ANSWER\ndone: value of"));
+    let text = seen[0].messages[0]
+        .content
+        .iter()
+        .find_map(|b| b.as_text())
+        .unwrap();
+    assert!(
+        text.contains("names the value it looked up") && text.contains("<<<ANSWER\ndone: value of")
+    );
     assert_eq!(seen[0].model, "judge-model");
 }
 
@@ -75,5 +91,9 @@ async fn a_judge_on_the_openai_compatible_provider() {
     assert!(report.passed(), "{}", report.to_json());
     let requests = server.requests();
     assert_eq!(requests[0].path, "/v1/chat/completions");
-    assert!(requests[0].json()["messages"].to_string().contains("<<<ANSWER\\n42\\nANSWER>>>"));
+    assert!(
+        requests[0].json()["messages"]
+            .to_string()
+            .contains("<<<ANSWER\\n42\\nANSWER>>>")
+    );
 }

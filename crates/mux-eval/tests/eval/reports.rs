@@ -29,17 +29,30 @@ fn dataset() -> Dataset {
 /// A model that answers `say X` with X, except for the prompts in `wrong`, answered "?".
 fn model(wrong: &'static [&'static str]) -> Arc<ScriptedClient> {
     Arc::new(ScriptedClient::new().respond_with(move |request| {
-        let prompt = request.messages[0].content.iter().find_map(|b| b.as_text()).unwrap_or("");
+        let prompt = request.messages[0]
+            .content
+            .iter()
+            .find_map(|b| b.as_text())
+            .unwrap_or("");
         let answer = prompt.strip_prefix("say ").unwrap_or(prompt);
-        Ok(Response::from_text(if wrong.contains(&prompt) { "?" } else { answer }))
+        Ok(Response::from_text(if wrong.contains(&prompt) {
+            "?"
+        } else {
+            answer
+        }))
     }))
 }
 
 #[tokio::test]
 async fn a_comparison_finds_the_seeded_regression_case_by_case() {
     let dir = tempfile::tempdir().unwrap();
-    let baseline = Runner::new(agent_on(model(&["say d"]))).run(&dataset()).await.unwrap();
-    baseline.save_json(dir.path().join("baseline.json")).unwrap();
+    let baseline = Runner::new(agent_on(model(&["say d"])))
+        .run(&dataset())
+        .await
+        .unwrap();
+    baseline
+        .save_json(dir.path().join("baseline.json"))
+        .unwrap();
     let loaded = Report::load_json(dir.path().join("baseline.json")).unwrap();
     assert_eq!(loaded.to_json(), baseline.to_json());
 
@@ -47,9 +60,17 @@ async fn a_comparison_finds_the_seeded_regression_case_by_case() {
     let mut candidate_set = dataset();
     candidate_set.cases.remove(2);
     candidate_set = candidate_set.case(Case::new("epsilon", "say e").expect_output("e"));
-    let candidate = Runner::new(agent_on(model(&["say b"]))).run(&candidate_set).await.unwrap();
+    let candidate = Runner::new(agent_on(model(&["say b"])))
+        .run(&candidate_set)
+        .await
+        .unwrap();
     let comparison = Comparison::of(&loaded, &candidate, 0.01);
-    let names = |change| comparison.with(change).map(|c| c.name.clone()).collect::<Vec<_>>();
+    let names = |change| {
+        comparison
+            .with(change)
+            .map(|c| c.name.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(names(Change::Regression), ["beta"]);
     assert_eq!(names(Change::Improvement), ["delta"]);
     assert_eq!(names(Change::Unchanged), ["alpha"]);
@@ -57,7 +78,13 @@ async fn a_comparison_finds_the_seeded_regression_case_by_case() {
     assert_eq!(names(Change::Removed), ["gamma"]);
     assert!(comparison.has_regressions());
     let regression = comparison.with(Change::Regression).next().unwrap();
-    assert!(regression.why.as_deref().is_some_and(|w| w.contains("\"?\"")), "{regression:?}");
+    assert!(
+        regression
+            .why
+            .as_deref()
+            .is_some_and(|w| w.contains("\"?\"")),
+        "{regression:?}"
+    );
     let text = comparison.render();
     assert!(text.contains("regressions (1):\n  beta"), "{text}");
     // The same report against itself changes nothing.
@@ -72,7 +99,10 @@ fn hostile_report() -> impl std::future::Future<Output = Report> {
                 .tag("x\"><script>alert(1)</script>")
                 .expect_output("something else"),
         )
-        .case(Case::new("tool", r#"call lookup {"key": "<script>k</script>"}"#));
+        .case(Case::new(
+            "tool",
+            r#"call lookup {"key": "<script>k</script>"}"#,
+        ));
     async move { Runner::new(agent()).run(&dataset).await.unwrap() }
 }
 
@@ -89,7 +119,9 @@ async fn the_html_page_escapes_everything_and_lists_failures_first() {
     let hostile = html.find("hostile &lt;i&gt;name&lt;/i&gt;").unwrap();
     assert!(hostile < html.find(">calm<").unwrap(), "failures first");
     // The transcript shows the tool call and its result.
-    assert!(html.contains("call lookup") && html.contains("value of &lt;script&gt;k&lt;/script&gt;"));
+    assert!(
+        html.contains("call lookup") && html.contains("value of &lt;script&gt;k&lt;/script&gt;")
+    );
 }
 
 #[tokio::test]
@@ -100,11 +132,21 @@ async fn the_html_page_renders_in_chromium_with_the_script_inert() {
     mux_eval::html::save(&report, &page).unwrap();
     let browser = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
-        .find(|b| std::process::Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .find(|b| {
+            std::process::Command::new(b)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
         .expect("Chromium is needed for this test (apt-get install chromium)");
     let profile = dir.path().join("profile");
     let child = tokio::process::Command::new(browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(["--virtual-time-budget=2000", "--dump-dom"])
         .arg(format!("file://{}", page.display()))
@@ -115,9 +157,16 @@ async fn the_html_page_renders_in_chromium_with_the_script_inert() {
         .expect("Chromium answers within two minutes")
         .unwrap();
     let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(dom.contains("id=\"totals\""), "no page rendered: {dom}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        dom.contains("id=\"totals\""),
+        "no page rendered: {dom}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Scripts never ran: the title is the report's, and the DOM holds no script or img element.
-    assert!(dom.contains("<title>eval html &lt;b&gt;title&lt;/b&gt;</title>"), "{dom}");
+    assert!(
+        dom.contains("<title>eval html &lt;b&gt;title&lt;/b&gt;</title>"),
+        "{dom}"
+    );
     assert!(!dom.contains("pwned</title>"));
     assert!(!dom.to_lowercase().contains("<script") && !dom.to_lowercase().contains("<img"));
     // Failures first: the statuses in document order.

@@ -26,25 +26,41 @@ async fn approvals_follow_each_cases_script_and_trajectories_are_scored() {
                     ..Approvals::default()
                 })
                 .expect_output("done: deleted k1")
-                .evaluator(EvaluatorSpec::ApprovalAsked { tool: Some("delete".into()), asked: true }),
+                .evaluator(EvaluatorSpec::ApprovalAsked {
+                    tool: Some("delete".into()),
+                    asked: true,
+                }),
         )
         .case(
             Case::new("denied", delete)
-                .evaluator(EvaluatorSpec::ApprovalAsked { tool: Some("delete".into()), asked: true })
+                .evaluator(EvaluatorSpec::ApprovalAsked {
+                    tool: Some("delete".into()),
+                    asked: true,
+                })
                 .expect_output("done: deleted k1"),
         )
         .case(
-            Case::new("read-only", r#"call lookup {"key": "a"} then call lookup {"key": "b"}"#)
-                .expect_tools(Trajectory::new(
-                    Order::Exact,
-                    [
-                        ExpectedCall::tool("lookup").arg("key", mux_eval::ArgMatcher::equals("a")),
-                        ExpectedCall::tool("lookup").arg("key", mux_eval::ArgMatcher::equals("b")),
-                    ],
-                ))
-                .evaluator(EvaluatorSpec::ApprovalAsked { tool: None, asked: false }),
+            Case::new(
+                "read-only",
+                r#"call lookup {"key": "a"} then call lookup {"key": "b"}"#,
+            )
+            .expect_tools(Trajectory::new(
+                Order::Exact,
+                [
+                    ExpectedCall::tool("lookup").arg("key", mux_eval::ArgMatcher::equals("a")),
+                    ExpectedCall::tool("lookup").arg("key", mux_eval::ArgMatcher::equals("b")),
+                ],
+            ))
+            .evaluator(EvaluatorSpec::ApprovalAsked {
+                tool: None,
+                asked: false,
+            }),
         );
-    let report = Runner::new(agent()).progress(false).run(&dataset).await.unwrap();
+    let report = Runner::new(agent())
+        .progress(false)
+        .run(&dataset)
+        .await
+        .unwrap();
     let allowed = report.case("allowed").unwrap();
     assert!(allowed.passed(), "{}", report.to_json());
     let run = &allowed.attempts[0].run;
@@ -59,7 +75,10 @@ async fn approvals_follow_each_cases_script_and_trajectories_are_scored() {
     assert!(run.tool_calls[0].is_error, "{:?}", run.tool_calls);
     // The approval was asked (that verdict passes); the output differs (that one fails).
     let verdicts = &denied.attempts[0].verdicts;
-    assert!(verdicts[0].score.passed && !verdicts[1].score.passed, "{verdicts:?}");
+    assert!(
+        verdicts[0].score.passed && !verdicts[1].score.passed,
+        "{verdicts:?}"
+    );
 
     let read_only = report.case("read-only").unwrap();
     assert!(read_only.passed(), "{:?}", read_only.first_problem());
@@ -107,7 +126,12 @@ async fn budgets_and_timeouts_stop_an_attempt_with_a_typed_failure() {
     assert_eq!(report.totals().failed, 3);
     let runaway = &report.case("runaway").unwrap().attempts[0];
     assert_eq!(runaway.score, 0.0);
-    assert!(runaway.first_problem().unwrap().contains("4 tool calls, over the budget of 3"));
+    assert!(
+        runaway
+            .first_problem()
+            .unwrap()
+            .contains("4 tool calls, over the budget of 3")
+    );
 }
 
 #[tokio::test]
@@ -117,7 +141,11 @@ async fn repeats_give_pass_rate_spread_and_pass_at_k() {
     let counter = count.clone();
     let model = ScriptedClient::new().respond_with(move |_| {
         let n = counter.fetch_add(1, Ordering::SeqCst);
-        Ok(Response::from_text(if n % 2 == 0 { "yes" } else { "no" }))
+        Ok(Response::from_text(if n.is_multiple_of(2) {
+            "yes"
+        } else {
+            "no"
+        }))
     });
     let dataset = Dataset::new("flaky").case(Case::new("coin", "?").expect_output("yes"));
     let all = Runner::new(agent_on(Arc::new(model.clone())))
@@ -130,7 +158,11 @@ async fn repeats_give_pass_rate_spread_and_pass_at_k() {
     assert_eq!((stats.attempts, stats.passes), (4, 2));
     assert!((stats.pass_rate - 0.5).abs() < 1e-9 && (stats.spread - 0.5).abs() < 1e-9);
     assert!(!stats.passed);
-    assert!(stats.pass_at(2).is_some_and(|p| (p - 5.0 / 6.0).abs() < 1e-9));
+    assert!(
+        stats
+            .pass_at(2)
+            .is_some_and(|p| (p - 5.0 / 6.0).abs() < 1e-9)
+    );
     let any = Runner::new(agent_on(Arc::new(model)))
         .repeats(4)
         .rule(PassRule::Any)
@@ -145,17 +177,29 @@ async fn many_cases_at_once_keep_their_order_and_fresh_conversations() {
     let mut dataset = Dataset::new("many");
     for i in 0..24 {
         dataset = dataset.case(
-            Case::new(format!("case-{i}"), format!(r#"call lookup {{"key": "k{i}"}}"#))
-                .expect_output(format!("done: value of k{i}")),
+            Case::new(
+                format!("case-{i}"),
+                format!(r#"call lookup {{"key": "k{i}"}}"#),
+            )
+            .expect_output(format!("done: value of k{i}")),
         );
     }
-    let report = Runner::new(agent()).concurrency(8).run(&dataset).await.unwrap();
+    let report = Runner::new(agent())
+        .concurrency(8)
+        .run(&dataset)
+        .await
+        .unwrap();
     assert!(report.passed(), "{}", mux_eval::table::render(&report));
     let names: Vec<&str> = report.cases.iter().map(|c| c.name.as_str()).collect();
     let expected: Vec<String> = (0..24).map(|i| format!("case-{i}")).collect();
     assert_eq!(names, expected);
     // Each attempt saw only its own prompt: one user message in its first request.
-    assert!(report.cases.iter().all(|c| c.attempts[0].run.model_calls == 2));
+    assert!(
+        report
+            .cases
+            .iter()
+            .all(|c| c.attempts[0].run.model_calls == 2)
+    );
 }
 
 #[tokio::test]
@@ -170,8 +214,11 @@ async fn a_conversation_runs_its_messages_on_one_session() {
             .join("|");
         Ok(Response::from_text(prompts))
     });
-    let case = Case::new("chat", mux_eval::Input::Conversation(vec!["one".into(), "two".into()]))
-        .expect_output("one|two");
+    let case = Case::new(
+        "chat",
+        mux_eval::Input::Conversation(vec!["one".into(), "two".into()]),
+    )
+    .expect_output("one|two");
     let report = Runner::new(agent_on(Arc::new(model)))
         .run(&Dataset::new("chat").case(case))
         .await
@@ -188,11 +235,24 @@ struct Capital {
 #[tokio::test]
 async fn typed_cases_compare_structured_output() {
     let model = ScriptedClient::new().respond_with(|request| {
-        let asked = request.messages[0].content.iter().find_map(|b| b.as_text()).unwrap_or("");
-        let city = if asked.contains("Peru") { "Lima" } else { "Quito" };
-        Ok(Response::from_text(format!(r#"{{"city": "{city}", "country": "x"}}"#)))
+        let asked = request.messages[0]
+            .content
+            .iter()
+            .find_map(|b| b.as_text())
+            .unwrap_or("");
+        let city = if asked.contains("Peru") {
+            "Lima"
+        } else {
+            "Quito"
+        };
+        Ok(Response::from_text(format!(
+            r#"{{"city": "{city}", "country": "x"}}"#
+        )))
     });
-    let expected = Capital { country: "x".into(), city: "Lima".into() };
+    let expected = Capital {
+        country: "x".into(),
+        city: "Lima".into(),
+    };
     let dataset = Dataset::new("typed")
         .case(Case::typed("peru", &json!({"country": "Peru"}), Some(&expected)).unwrap())
         .case(Case::typed("chile", &json!({"country": "Chile"}), Some(&expected)).unwrap());
@@ -201,7 +261,11 @@ async fn typed_cases_compare_structured_output() {
         .run(&dataset)
         .await
         .unwrap();
-    assert!(report.case("peru").unwrap().passed(), "{}", report.to_json());
+    assert!(
+        report.case("peru").unwrap().passed(),
+        "{}",
+        report.to_json()
+    );
     assert!(!report.case("chile").unwrap().passed());
     assert_eq!(
         report.case("peru").unwrap().attempts[0].run.output_json,
@@ -248,7 +312,12 @@ cases:
     assert!(report.case("read").unwrap().passed());
     let remove = report.case("remove").unwrap();
     assert!(!remove.passed());
-    assert!(remove.first_problem().unwrap().contains("never calls delete"));
+    assert!(
+        remove
+            .first_problem()
+            .unwrap()
+            .contains("never calls delete")
+    );
     // The CI gate: passes on the passing subset, fails with the table otherwise.
     assert_dataset(&runner, &from_json.with_tag("smoke")).await;
     let table = check_dataset(&runner, &from_json).await.unwrap_err();
@@ -266,19 +335,33 @@ async fn assert_dataset_panics_with_the_table() {
 async fn settings_errors_come_before_any_attempt() {
     let model = ScriptedClient::new();
     let runner = Runner::new(agent_on(Arc::new(model.clone())));
-    let bad = Dataset::new("bad").case(
-        Case::new("a", "x").evaluator(EvaluatorSpec::Regex { pattern: "[".into() }),
+    let bad = Dataset::new("bad").case(Case::new("a", "x").evaluator(EvaluatorSpec::Regex {
+        pattern: "[".into(),
+    }));
+    assert!(
+        runner
+            .run(&bad)
+            .await
+            .is_err_and(|e| e.to_string().contains("case a"))
     );
-    assert!(runner.run(&bad).await.is_err_and(|e| e.to_string().contains("case a")));
     let judged = Dataset::new("judged").case(Case::new("a", "x").evaluator(EvaluatorSpec::Judge {
         rubric: "r".into(),
         threshold: 0.5,
     }));
-    assert!(matches!(runner.run(&judged).await, Err(mux_eval::EvalError::NoJudge { .. })));
+    assert!(matches!(
+        runner.run(&judged).await,
+        Err(mux_eval::EvalError::NoJudge { .. })
+    ));
     assert!(model.requests().is_empty());
     // A target that cannot make the agent fails the attempt, not the run.
     let broken = Runner::new(target::from_fn(|_| Err("no key".to_owned())));
-    let report = broken.run(&Dataset::new("t").case(Case::new("a", "x"))).await.unwrap();
+    let report = broken
+        .run(&Dataset::new("t").case(Case::new("a", "x")))
+        .await
+        .unwrap();
     let failure = report.cases[0].attempts[0].run.failure.clone().unwrap();
-    assert_eq!((failure.kind.as_str(), failure.message.as_str()), ("target", "no key"));
+    assert_eq!(
+        (failure.kind.as_str(), failure.message.as_str()),
+        ("target", "no key")
+    );
 }

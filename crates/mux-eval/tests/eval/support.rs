@@ -129,7 +129,10 @@ fn reply(messages: &[Message]) -> Response {
                         .iter()
                         .filter_map(|b| match b {
                             ContentBlock::ToolResult { content, .. } => Some(
-                                content.iter().filter_map(ContentBlock::as_text).collect::<String>(),
+                                content
+                                    .iter()
+                                    .filter_map(ContentBlock::as_text)
+                                    .collect::<String>(),
                             ),
                             _ => None,
                         })
