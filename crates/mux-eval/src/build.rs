@@ -7,7 +7,7 @@ use crate::case::Case;
 use crate::error::EvalError;
 use crate::evaluator::SharedEvaluator;
 use crate::evaluators::bounds::Bounds;
-use crate::evaluators::events::{ApprovalAsked, NoError, ToolNotCalled};
+use crate::evaluators::events::{ApprovalAsked, NoError, ToolFailed, ToolNotCalled};
 use crate::evaluators::judge::{Judge, JudgeModel};
 use crate::evaluators::output::{Contains, Equals, JsonSchema, Matches, Numeric};
 use crate::evaluators::trajectory::TrajectoryMatch;
@@ -69,6 +69,10 @@ pub fn build(
         EvaluatorSpec::ApprovalAsked { tool, asked } => {
             let check = ApprovalAsked::new(tool.clone());
             Arc::new(if *asked { check } else { check.never() })
+        }
+        EvaluatorSpec::ToolFailed { tool, failed } => {
+            let check = ToolFailed::new(tool.clone());
+            Arc::new(if *failed { check } else { check.never() })
         }
         EvaluatorSpec::NoError => Arc::new(NoError),
         EvaluatorSpec::Judge { rubric, threshold } => {

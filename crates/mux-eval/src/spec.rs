@@ -65,6 +65,16 @@ pub enum EvaluatorSpec {
         #[serde(default = "yes")]
         asked: bool,
     },
+    /// A tool call failed (`failed: true`, the default: an error result, a refusal, a denial),
+    /// or none did (`failed: false`); only calls of `tool` when it is set.
+    ToolFailed {
+        /// The tool; any when absent.
+        #[serde(default)]
+        tool: Option<String>,
+        /// Whether a failed call is expected (default) or none.
+        #[serde(default = "yes")]
+        failed: bool,
+    },
     /// The run ended without an error (no limit, no cancellation, no failed model call).
     NoError,
     /// An LLM judge scores the output against `rubric` (the runner's judge model).

@@ -85,6 +85,61 @@ impl Check for ApprovalAsked {
     }
 }
 
+/// Some tool call failed (an error result, a refusal, a denial), or, negated, none did.
+#[derive(Clone, Debug)]
+pub struct ToolFailed {
+    tool: Option<String>,
+    failed: bool,
+}
+
+impl ToolFailed {
+    /// Expects a failed call of `tool` (any tool when `None`).
+    pub fn new(tool: Option<String>) -> Self {
+        Self { tool, failed: true }
+    }
+
+    /// Expects every such call to succeed instead (and at least one to be made).
+    pub fn never(mut self) -> Self {
+        self.failed = false;
+        self
+    }
+}
+
+impl Check for ToolFailed {
+    fn name(&self) -> String {
+        let what = self.tool.as_deref().unwrap_or("a tool call");
+        if self.failed {
+            format!("{what} fails")
+        } else {
+            format!("{what} succeeds")
+        }
+    }
+
+    fn check(&self, cx: &EvalContext<'_>) -> Score {
+        let calls: Vec<_> = cx
+            .run
+            .tool_calls
+            .iter()
+            .filter(|c| self.tool.as_ref().is_none_or(|t| *t == c.name))
+            .collect();
+        let failed: Vec<&str> = calls
+            .iter()
+            .filter(|c| c.is_error)
+            .map(|c| c.name.as_str())
+            .collect();
+        let what = self.tool.as_deref().unwrap_or("tool");
+        if calls.is_empty() {
+            return Score::fail(format!("no {what} call was made"));
+        }
+        let reason = format!("{} of {} {what} call(s) failed", failed.len(), calls.len());
+        if self.failed {
+            Score::check(!failed.is_empty(), reason)
+        } else {
+            Score::check(failed.is_empty(), reason)
+        }
+    }
+}
+
 /// The attempt finished without a failure (limit, budget, timeout, cassette miss, error).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoError;

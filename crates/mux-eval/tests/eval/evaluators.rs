@@ -321,6 +321,20 @@ async fn events_tool_never_called_approval_asked_no_error() {
         .await
     );
     assert!(passes(EvaluatorSpec::NoError, &record).await);
+    let failed = |tool: Option<&str>, failed| EvaluatorSpec::ToolFailed {
+        tool: tool.map(str::to_owned),
+        failed,
+    };
+    assert!(passes(failed(None, false), &record).await);
+    assert!(!passes(failed(None, true), &record).await);
+    record.tool_calls[1].is_error = true;
+    assert!(passes(failed(Some("read_file"), true), &record).await);
+    assert!(passes(failed(Some("list_dir"), false), &record).await);
+    assert!(!passes(failed(None, false), &record).await);
+    assert!(
+        !passes(failed(Some("bash"), true), &record).await,
+        "no call made"
+    );
     record.failure = Some(Failure {
         kind: "timeout".into(),
         message: "slow".into(),
