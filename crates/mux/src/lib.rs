@@ -95,6 +95,11 @@ pub struct ArchitectureDocDoctests;
 #[doc = include_str!("../../../docs/xtask.md")]
 pub struct XtaskDocDoctests;
 
+/// docs/evals.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/evals.md")]
+pub struct EvalsDocDoctests;
+
 /// docs/observability.md's code, compiled and run as doctests.
 #[cfg(all(doctest, feature = "full"))]
 #[doc = include_str!("../../../docs/observability.md")]
