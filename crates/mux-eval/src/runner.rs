@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use std::panic::AssertUnwindSafe;
+
 use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
 use mux_orchestrator::Agent;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -273,17 +275,34 @@ impl Runner {
         };
         let mut verdicts = Vec::with_capacity(plan.evaluators.len());
         for evaluator in &plan.evaluators {
-            let verdict = match evaluator.evaluate(cx).await {
-                Ok(score) => Verdict {
+            // A custom evaluator that panics fails its verdict, not the whole run.
+            let outcome = AssertUnwindSafe(async { evaluator.evaluate(cx).await })
+                .catch_unwind()
+                .await;
+            let verdict = match outcome {
+                Ok(Ok(score)) => Verdict {
                     evaluator: evaluator.name(),
                     score,
                     error: None,
                 },
-                Err(err) => Verdict {
+                Ok(Err(err)) => Verdict {
                     evaluator: evaluator.name(),
                     score: Score::fail(err.to_string()),
                     error: Some(err.to_string()),
                 },
+                Err(panic) => {
+                    let message = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "a panic without a message".to_owned());
+                    let error = format!("the evaluator panicked: {message}");
+                    Verdict {
+                        evaluator: evaluator.name(),
+                        score: Score::fail(error.clone()),
+                        error: Some(error),
+                    }
+                }
             };
             verdicts.push(verdict);
         }

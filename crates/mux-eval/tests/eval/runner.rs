@@ -365,3 +365,28 @@ async fn settings_errors_come_before_any_attempt() {
         ("target", "no key")
     );
 }
+
+#[tokio::test]
+async fn a_panicking_custom_evaluator_fails_its_verdict_not_the_run() {
+    let grumpy = mux_eval::evaluator::from_fn("grumpy", |cx: &mux_eval::EvalContext<'_>| {
+        assert!(cx.run.output != "boom", "cannot stand {}", cx.run.output);
+        mux_eval::Score::pass()
+    });
+    let dataset = Dataset::new("panics")
+        .case(Case::new("calm", "say fine"))
+        .case(Case::new("loud", "say boom"));
+    let report = Runner::new(agent())
+        .evaluator(grumpy)
+        .run(&dataset)
+        .await
+        .unwrap();
+    assert!(report.case("calm").unwrap().passed());
+    let loud = &report.case("loud").unwrap().attempts[0].verdicts[0];
+    assert!(!loud.score.passed);
+    assert!(
+        loud.error
+            .as_deref()
+            .is_some_and(|e| e.contains("panicked: cannot stand boom")),
+        "{loud:?}"
+    );
+}
