@@ -6,6 +6,7 @@ mod a2a;
 mod acp;
 mod builtin;
 mod durable;
+mod evals;
 mod executor;
 mod harness;
 mod heap;
@@ -87,6 +88,7 @@ fn main() -> ExitCode {
         ("acp", acp::run),
         ("a2a", a2a::run),
         ("wall", wall::run),
+        ("evals", evals::run),
     ];
     // `BENCH_ONLY=mcp,orchestrator` runs only the named benchmarks.
     let only = std::env::var("BENCH_ONLY").ok();
