@@ -52,6 +52,7 @@ mod score;
 mod spec;
 pub mod table;
 pub mod target;
+mod telemetry;
 
 pub use assert::{assert_dataset, check_dataset};
 pub use case::{Approvals, Case, CaseBudget, Input};

@@ -15,6 +15,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::build;
 use crate::case::{Case, CaseBudget};
@@ -29,6 +30,7 @@ use crate::record::{Entry, RunRecord};
 use crate::report::{Attempt, CaseReport, CaseStats, PassRule, Report, Verdict};
 use crate::score::Score;
 use crate::target::{CaseEnv, Target};
+use crate::telemetry;
 
 /// The most attempts run at once by default.
 pub const DEFAULT_CONCURRENCY: usize = 4;
@@ -184,10 +186,16 @@ impl Runner {
         let mut progress = Progress::new(jobs.len(), self.progress);
         let plans = &plans;
         let mut results = futures::stream::iter(jobs)
-            .map(|(index, attempt)| async move {
+            .map(|(index, attempt)| {
                 let plan = &plans[index];
-                let outcome = self.attempt(plan, attempt, deadline).await;
-                (index, attempt, outcome)
+                let span = telemetry::case_span(&dataset.name, &plan.case.name, attempt);
+                let traced = span.clone();
+                async move {
+                    let outcome = self.attempt(plan, attempt, deadline).await;
+                    telemetry::record(&traced, &outcome);
+                    (index, attempt, outcome)
+                }
+                .instrument(span)
             })
             .buffer_unordered(self.concurrency);
         let mut attempts: BTreeMap<(usize, u32), Attempt> = BTreeMap::new();

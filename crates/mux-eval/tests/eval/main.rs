@@ -12,4 +12,5 @@ mod evaluators;
 mod judge;
 mod reports;
 mod runner;
+mod spans;
 mod support;
