@@ -10,13 +10,16 @@ use tracing::{Event, Metadata, Subscriber};
 
 use crate::support::agent;
 
-/// Collects the fields of every `eval_case` span, by span.
+/// One span's fields, as (name, value) in the order recorded.
+type SpanFields = Vec<(String, String)>;
+
+/// Collects the fields of every span, by span.
 #[derive(Clone, Default)]
 struct Spans {
-    fields: Arc<Mutex<Vec<Vec<(String, String)>>>>,
+    fields: Arc<Mutex<Vec<SpanFields>>>,
 }
 
-struct Fields<'a>(&'a mut Vec<(String, String)>);
+struct Fields<'a>(&'a mut SpanFields);
 
 impl Visit for Fields<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
@@ -64,12 +67,12 @@ fn every_attempt_has_a_span_with_its_verdict() {
         });
     });
     let spans = seen.fields.lock().unwrap();
-    let cases: Vec<&Vec<(String, String)>> = spans
+    let cases: Vec<&SpanFields> = spans
         .iter()
         .filter(|f| f.iter().any(|(k, v)| k == "name" && v == "eval_case"))
         .collect();
     assert_eq!(cases.len(), 4);
-    let get = |fields: &Vec<(String, String)>, key: &str| {
+    let get = |fields: &SpanFields, key: &str| {
         fields
             .iter()
             .rev()
