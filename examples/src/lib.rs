@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 pub mod a2a_agent;
 pub mod coding_agent;
+pub mod evals;
 pub mod llm_call;
 pub mod mcp_agent_server;
 pub mod mcp_inspect;

@@ -96,6 +96,11 @@ pub struct ArchitectureDocDoctests;
 #[doc = include_str!("../../../docs/xtask.md")]
 pub struct XtaskDocDoctests;
 
+/// docs/evals.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/evals.md")]
+pub struct EvalsDocDoctests;
+
 /// docs/observability.md's code, compiled and run as doctests.
 #[cfg(all(doctest, feature = "full"))]
 #[doc = include_str!("../../../docs/observability.md")]
@@ -204,6 +209,11 @@ pub use mux_web as web;
 #[cfg(feature = "a2a")]
 #[doc(inline)]
 pub use mux_a2a as a2a;
+
+/// Evals: datasets of cases run offline from cassettes or live, evaluators, reports, comparisons.
+#[cfg(feature = "eval")]
+#[doc(inline)]
+pub use mux_eval as eval;
 
 /// The names a first program needs, in one import: an agent, a tool of its own, approvals,
 /// events, sessions and a scripted model. Everything else is one path away (`mux::tool::…`,

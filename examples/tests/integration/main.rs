@@ -7,6 +7,7 @@ mod acp_agent;
 mod acp_agent_hostile_input;
 mod agent_in_twelve_lines;
 mod common;
+mod evals;
 mod llm_call;
 mod mcp_agent_server;
 mod mcp_client;

@@ -7,6 +7,7 @@ mod acp;
 mod builtin;
 mod cold_build;
 mod durable;
+mod evals;
 mod executor;
 mod harness;
 mod heap;
@@ -88,6 +89,7 @@ fn main() -> ExitCode {
         ("acp", acp::run),
         ("a2a", a2a::run),
         ("wall", wall::run),
+        ("evals", evals::run),
         ("cold_build", cold_build::run),
     ];
     // `BENCH_ONLY=mcp,orchestrator` runs only the named benchmarks.
