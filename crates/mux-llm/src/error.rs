@@ -361,6 +361,45 @@ impl LlmError {
     }
 }
 
+/// `Some(status)` of the variants that carry an HTTP status, by reference or by mutable
+/// reference as `$failure` is (one list of variants for both accessors).
+macro_rules! status_field {
+    ($failure:expr) => {
+        match $failure {
+            LlmFailure::Authentication { status, .. }
+            | LlmFailure::PermissionDenied { status, .. }
+            | LlmFailure::NotFound { status, .. }
+            | LlmFailure::RateLimited { status, .. }
+            | LlmFailure::Overloaded { status, .. }
+            | LlmFailure::ContextLength { status, .. }
+            | LlmFailure::InvalidRequest { status, .. }
+            | LlmFailure::Server { status, .. } => Some(status),
+            _ => None,
+        }
+    };
+}
+
+/// `Some(message)` of every variant but a timeout, by reference or by mutable reference as
+/// `$failure` is.
+macro_rules! message_field {
+    ($failure:expr) => {
+        match $failure {
+            LlmFailure::Timeout { .. } => None,
+            LlmFailure::Authentication { message, .. }
+            | LlmFailure::PermissionDenied { message, .. }
+            | LlmFailure::NotFound { message, .. }
+            | LlmFailure::RateLimited { message, .. }
+            | LlmFailure::Overloaded { message, .. }
+            | LlmFailure::ContextLength { message, .. }
+            | LlmFailure::InvalidRequest { message, .. }
+            | LlmFailure::Server { message, .. }
+            | LlmFailure::Transport { message }
+            | LlmFailure::Decode { message, .. }
+            | LlmFailure::Config { message } => Some(message),
+        }
+    };
+}
+
 impl LlmFailure {
     /// A stable name of the kind: `authentication`, `rate_limited`, ...
     pub fn kind(&self) -> &'static str {
@@ -382,67 +421,21 @@ impl LlmFailure {
 
     /// The HTTP status, when the failure came from one (0 or absent for in-stream failures).
     pub fn status(&self) -> Option<u16> {
-        let status = match self {
-            Self::Authentication { status, .. }
-            | Self::PermissionDenied { status, .. }
-            | Self::NotFound { status, .. }
-            | Self::RateLimited { status, .. }
-            | Self::Overloaded { status, .. }
-            | Self::ContextLength { status, .. }
-            | Self::InvalidRequest { status, .. }
-            | Self::Server { status, .. } => *status,
-            _ => 0,
-        };
+        let status = status_field!(self).copied().unwrap_or(0);
         (status != 0).then_some(status)
     }
 
     fn status_mut(&mut self) -> Option<&mut u16> {
-        match self {
-            Self::Authentication { status, .. }
-            | Self::PermissionDenied { status, .. }
-            | Self::NotFound { status, .. }
-            | Self::RateLimited { status, .. }
-            | Self::Overloaded { status, .. }
-            | Self::ContextLength { status, .. }
-            | Self::InvalidRequest { status, .. }
-            | Self::Server { status, .. } => Some(status),
-            _ => None,
-        }
+        status_field!(self)
     }
 
     /// The provider's message or what happened; none for a timeout.
     pub fn message(&self) -> Option<&str> {
-        match self {
-            Self::Timeout { .. } => None,
-            Self::Authentication { message, .. }
-            | Self::PermissionDenied { message, .. }
-            | Self::NotFound { message, .. }
-            | Self::RateLimited { message, .. }
-            | Self::Overloaded { message, .. }
-            | Self::ContextLength { message, .. }
-            | Self::InvalidRequest { message, .. }
-            | Self::Server { message, .. }
-            | Self::Transport { message }
-            | Self::Decode { message, .. }
-            | Self::Config { message } => Some(message),
-        }
+        message_field!(self).map(|m| m.as_str())
     }
 
     fn message_mut(&mut self) -> Option<&mut String> {
-        match self {
-            Self::Timeout { .. } => None,
-            Self::Authentication { message, .. }
-            | Self::PermissionDenied { message, .. }
-            | Self::NotFound { message, .. }
-            | Self::RateLimited { message, .. }
-            | Self::Overloaded { message, .. }
-            | Self::ContextLength { message, .. }
-            | Self::InvalidRequest { message, .. }
-            | Self::Server { message, .. }
-            | Self::Transport { message }
-            | Self::Decode { message, .. }
-            | Self::Config { message } => Some(message),
-        }
+        message_field!(self)
     }
 }
 
