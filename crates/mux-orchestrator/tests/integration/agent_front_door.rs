@@ -239,13 +239,13 @@ async fn tools_at_are_built_for_each_root_and_a_failure_names_the_root() {
         description(agent.orchestrator().tools()),
         one.path().display().to_string()
     );
-    let other = agent.orchestrator_at(two.path()).unwrap().build();
+    let other = agent.conversation_at(two.path()).unwrap().build();
     assert_eq!(description(other.tools()), two.path().display().to_string());
     assert!(other.tools().contains("echo"), "fixed tools come along");
     assert_ne!(other.session().id, agent.orchestrator().session().id);
 
     let missing = one.path().join("missing");
-    let err = agent.orchestrator_at(&missing).unwrap_err();
+    let err = agent.conversation_at(&missing).unwrap_err();
     assert!(matches!(err, AgentBuildError::Toolset { .. }), "{err}");
     assert!(err.to_string().contains("missing"), "{err}");
     let err = Agent::builder(scripted(), "m")
@@ -265,7 +265,7 @@ async fn each_conversation_gets_a_session_scope_of_its_own_anchored_at_its_root(
         .permissions(permissions)
         .build()
         .unwrap();
-    let session = agent.orchestrator_at(dir.path()).unwrap().build();
+    let session = agent.conversation_at(dir.path()).unwrap().build();
     let policy = session.permissions().unwrap();
     assert_eq!(policy.context().root(), dir.path());
     policy.scope(Scope::Session).unwrap().add(
