@@ -238,20 +238,6 @@ impl Agent {
     /// built for `root`), a fresh session scope of its permissions anchored at `root`, its
     /// hooks, context, MCP servers, store and limits. A face adds its own (frontend tools, a
     /// cancellation token) and builds or resumes it.
-    ///
-    /// ```
-    /// use mux_llm::testing::ScriptedClient;
-    /// use mux_orchestrator::Agent;
-    ///
-    /// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
-    /// let agent = Agent::builder(ScriptedClient::new().reply_text("Hi."), "m").build()?;
-    /// let dir = tempfile::tempdir()?;
-    /// let conversation = agent.conversation_at(dir.path())?.build();
-    /// assert_eq!(conversation.run_to_completion("Hello").await?.text, "Hi.");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
     pub fn conversation_at(&self, root: &Path) -> Result<ConversationBuilder, AgentBuildError> {
         self.spec.builder_at(root)
     }

@@ -109,11 +109,6 @@ impl ConversationBuilder {
             .clone()
     }
 
-    /// This conversation's permission policy, if it has one.
-    pub fn current_permissions(&self) -> Option<&Permissions> {
-        self.permissions.as_ref()
-    }
-
     /// The agent's MCP coordinator, if it has one.
     #[cfg(feature = "mcp")]
     pub fn current_mcp(&self) -> Option<&mux_mcp::Coordinator> {
@@ -124,11 +119,6 @@ impl ConversationBuilder {
     /// what only this conversation reaches.
     pub fn current_resources(&self) -> &Resources {
         &self.resources
-    }
-
-    /// The loop's settings so far.
-    pub fn config(&self) -> &OrchestratorConfig {
-        &self.config
     }
 
     fn services(self) -> Services {
