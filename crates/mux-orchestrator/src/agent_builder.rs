@@ -418,7 +418,10 @@ fn tool_names(build: &ToolsAt, root: &Path) -> Result<Vec<String>, AgentBuildErr
         root: root.to_path_buf(),
         source,
     })?;
-    Ok(tools.iter().map(|tool| tool.spec().name.to_string()).collect())
+    Ok(tools
+        .iter()
+        .map(|tool| tool.spec().name.to_string())
+        .collect())
 }
 
 /// mux's built-in tools at `root`, their `bash` under `permissions`' OS sandbox.

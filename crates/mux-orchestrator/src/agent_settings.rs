@@ -20,7 +20,11 @@ pub(crate) enum Settings {
 impl Settings {
     /// The policy of these settings at `root`: their rules as the project scope, accepting
     /// rules that name any of `tools` besides the families, built-in and MCP tools.
-    pub(crate) fn load(&self, root: &Path, tools: &[String]) -> Result<Permissions, AgentBuildError> {
+    pub(crate) fn load(
+        &self,
+        root: &Path,
+        tools: &[String],
+    ) -> Result<Permissions, AgentBuildError> {
         let context = PathContext::new(root);
         let tools: Vec<&str> = tools.iter().map(String::as_str).collect();
         let rules = match self {

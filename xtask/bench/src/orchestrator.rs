@@ -9,9 +9,7 @@ use mux_llm::{
     StreamEvent, Usage,
 };
 use mux_orchestrator::{Agent, LoopEvent, Orchestrator, OrchestratorConfig};
-use mux_tool::{
-    Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, Typed, TypedTool,
-};
+use mux_tool::{Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, Typed, TypedTool};
 use serde_json::json;
 use tokio::runtime::Runtime;
 

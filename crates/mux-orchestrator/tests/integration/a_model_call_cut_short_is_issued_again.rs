@@ -9,7 +9,7 @@ use mux_llm::{ContentBlock, Message, Role};
 use mux_orchestrator::session::{FileSessionStore, HistoryRecord, SessionMeta, SessionStore};
 use mux_orchestrator::{LoopError, OrchestratorConfig};
 
-use crate::common::{Conversation, loop_agent, drain};
+use crate::common::{Conversation, drain, loop_agent};
 
 #[tokio::test]
 async fn a_model_call_cut_short_by_its_process_dying_is_issued_again_on_resume() {

@@ -295,7 +295,10 @@ async fn without_a_policy_the_approval_policy_decides_and_denials_are_not_silent
     let echo_model = scripted()
         .reply_tool_call("c1", "echo", json!({"text": "hi"}))
         .reply(text("ok"));
-    let strict = loop_agent(echo_model, OrchestratorConfig::new("m").approval(ApprovalPolicy::Always))
+    let strict = loop_agent(
+        echo_model,
+        OrchestratorConfig::new("m").approval(ApprovalPolicy::Always),
+    )
     .tools(registry().list())
     .conversation();
     let summary = strict.run_to_completion("go").await.unwrap();

@@ -16,8 +16,8 @@ use serde_json::json;
 
 fn limited(model: ScriptedClient, limits: RunLimits) -> Orchestrator {
     loop_agent(model, OrchestratorConfig::new("test-model").limits(limits))
-    .tools(registry().list())
-    .conversation()
+        .tools(registry().list())
+        .conversation()
 }
 
 fn echo(id: &str, text: &str) -> (String, String, serde_json::Value) {

@@ -4,10 +4,9 @@
 
 use crate::common;
 
-
 use common::*;
-use mux_orchestrator::context::{ProjectInstructions, SkillsList, TodoContext};
 use mux_orchestrator::OrchestratorConfig;
+use mux_orchestrator::context::{ProjectInstructions, SkillsList, TodoContext};
 use mux_tool::Resources;
 use mux_tool::builtin::TodoWrite;
 use serde_json::json;
@@ -38,7 +37,10 @@ async fn providers_reach_the_system_content_of_every_turn() {
     let tools = registry();
     tools.register_typed(TodoWrite).unwrap();
     let resources = Resources::new();
-    let agent = loop_agent(model.clone(), OrchestratorConfig::new("m").system_prompt("Be brief."))
+    let agent = loop_agent(
+        model.clone(),
+        OrchestratorConfig::new("m").system_prompt("Be brief."),
+    )
     .tools(tools.list())
     .resources(resources.clone())
     .context(ProjectInstructions::new(dir.path()))

@@ -83,9 +83,9 @@ fn agent_with(
     let hooks = Hooks::new();
     hooks.add(hook);
     loop_agent(model, mux_orchestrator::OrchestratorConfig::new("m"))
-    .tools(registry().list())
-    .hooks(hooks)
-    .conversation()
+        .tools(registry().list())
+        .hooks(hooks)
+        .conversation()
 }
 
 #[tokio::test]
@@ -333,9 +333,9 @@ async fn a_hook_that_registers_a_hook_does_not_deadlock() {
         hooks: hooks.clone(),
     });
     let agent = loop_agent(model, mux_orchestrator::OrchestratorConfig::new("m"))
-    .tools(registry().list())
-    .hooks(hooks)
-    .conversation();
+        .tools(registry().list())
+        .hooks(hooks)
+        .conversation();
     let summary = tokio::time::timeout(
         std::time::Duration::from_secs(5),
         agent.run_to_completion("go"),
@@ -510,7 +510,10 @@ async fn a_message_the_loop_can_no_longer_read_is_rejected_not_dropped() {
         reached: Mutex::new(Some(reached_tx)),
         release: Arc::clone(&release),
     });
-    let agent = loop_agent(scripted().reply(text("done")), mux_orchestrator::OrchestratorConfig::new("m"))
+    let agent = loop_agent(
+        scripted().reply(text("done")),
+        mux_orchestrator::OrchestratorConfig::new("m"),
+    )
     .hooks(hooks)
     .conversation();
     let run = agent.run("go").unwrap();

@@ -2,7 +2,6 @@
 
 use crate::common;
 
-
 use common::*;
 use mux_llm::{ContentBlock, Role};
 use mux_orchestrator::{LoopError, LoopEvent, OrchestratorConfig};
@@ -84,8 +83,8 @@ async fn exceeding_max_iterations_is_a_typed_error() {
     let model =
         scripted().respond_with(|_| Ok(tool_calls(&[("c", "echo", json!({"text": "again"}))])));
     let agent = loop_agent(model, OrchestratorConfig::new("m").max_iterations(3))
-    .tools(registry().list())
-    .conversation();
+        .tools(registry().list())
+        .conversation();
     let (events, outcome) = drain(agent.run("loop forever").unwrap()).await;
     assert!(matches!(outcome, Err(LoopError::MaxIterations(3))));
     assert_eq!(labels(&events).last().unwrap(), "error max_iterations");

@@ -6,7 +6,7 @@ use crate::common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use common::{Conversation, loop_agent, labels};
+use common::{Conversation, labels, loop_agent};
 use mux_llm::anthropic::AnthropicClient;
 use mux_llm::openai::OpenAiClient;
 use mux_llm::testing::{ReplayServer, Reply};
@@ -93,7 +93,10 @@ async fn anthropic_tool_use_then_answer() {
         .unwrap();
     let registry = Registry::new();
     registry.register_typed(GetWeather).unwrap();
-    let agent = loop_agent(Arc::new(client) as Arc<dyn LlmClient>, OrchestratorConfig::new("claude-sonnet-4-20250514"))
+    let agent = loop_agent(
+        Arc::new(client) as Arc<dyn LlmClient>,
+        OrchestratorConfig::new("claude-sonnet-4-20250514"),
+    )
     .tools(registry.list())
     .conversation();
     let (events, outcome) = common::drain(agent.run("What's the weather in Paris?").unwrap()).await;
@@ -142,7 +145,10 @@ async fn openai_parallel_tool_calls_then_answer() {
         .unwrap();
     let registry = Registry::new();
     registry.register_typed(GetWeatherArgs).unwrap();
-    let agent = loop_agent(Arc::new(client) as Arc<dyn LlmClient>, OrchestratorConfig::new("gpt-4o-2024-08-06"))
+    let agent = loop_agent(
+        Arc::new(client) as Arc<dyn LlmClient>,
+        OrchestratorConfig::new("gpt-4o-2024-08-06"),
+    )
     .tools(registry.list())
     .conversation();
     let (events, outcome) = common::drain(
@@ -197,7 +203,10 @@ async fn retries_are_visible_as_events() {
         .unwrap()
         .base_url(server.url())
         .unwrap();
-    let agent = loop_agent(Arc::new(client) as Arc<dyn LlmClient>, OrchestratorConfig::new("claude-sonnet-4-20250514"))
+    let agent = loop_agent(
+        Arc::new(client) as Arc<dyn LlmClient>,
+        OrchestratorConfig::new("claude-sonnet-4-20250514"),
+    )
     .conversation();
     let (events, outcome) = common::drain(agent.run("Hi").unwrap()).await;
     outcome.unwrap();
@@ -306,7 +315,10 @@ async fn responses_api_tool_call_then_answer() {
     .unwrap();
     let registry = Registry::new();
     registry.register_typed(Weather).unwrap();
-    let agent = loop_agent(Arc::new(responses_client(&server)) as Arc<dyn LlmClient>, OrchestratorConfig::new("gpt-5"))
+    let agent = loop_agent(
+        Arc::new(responses_client(&server)) as Arc<dyn LlmClient>,
+        OrchestratorConfig::new("gpt-5"),
+    )
     .tools(registry.list())
     .conversation();
     let summary = agent

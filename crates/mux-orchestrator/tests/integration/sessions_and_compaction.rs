@@ -140,8 +140,7 @@ async fn an_orchestrator_forks_its_conversation_and_without_a_store_says_why() {
         2
     );
 
-    let storeless =
-        loop_agent(scripted(), OrchestratorConfig::new("m")).conversation();
+    let storeless = loop_agent(scripted(), OrchestratorConfig::new("m")).conversation();
     let err = storeless.fork().await.err().unwrap();
     assert_eq!(err.kind(), "no_session_store", "{err}");
     let err = loop_agent(scripted(), OrchestratorConfig::new("m"))
@@ -434,7 +433,10 @@ async fn a_new_session_of_a_chosen_id_is_created_by_its_first_run_and_never_writ
     let mut meta = mux_orchestrator::session::SessionMeta::new();
     meta.id = "chosen-thread".into();
     meta.extra.insert("owner".into(), json!("alice"));
-    let first = loop_agent(scripted().reply(text("hi alice")), OrchestratorConfig::new("m"))
+    let first = loop_agent(
+        scripted().reply(text("hi alice")),
+        OrchestratorConfig::new("m"),
+    )
     .session_store(store.clone())
     .open()
     .build_session(meta.clone());
@@ -450,7 +452,10 @@ async fn a_new_session_of_a_chosen_id_is_created_by_its_first_run_and_never_writ
     let mut other = mux_orchestrator::session::SessionMeta::new();
     other.id = "chosen-thread".into();
     other.extra.insert("owner".into(), json!("mallory"));
-    let intruder = loop_agent(scripted().reply(text("never")), OrchestratorConfig::new("m"))
+    let intruder = loop_agent(
+        scripted().reply(text("never")),
+        OrchestratorConfig::new("m"),
+    )
     .session_store(store.clone())
     .open()
     .build_session(other);
@@ -476,7 +481,10 @@ async fn a_new_session_of_a_chosen_id_is_created_by_its_first_run_and_never_writ
 async fn a_run_on_a_session_deleted_meanwhile_fails_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(FileSessionStore::new(dir.path()));
-    let orchestrator = loop_agent(scripted().reply(text("one")).reply(text("two")), OrchestratorConfig::new("m"))
+    let orchestrator = loop_agent(
+        scripted().reply(text("one")).reply(text("two")),
+        OrchestratorConfig::new("m"),
+    )
     .session_store(store.clone())
     .conversation();
     orchestrator.run_to_completion("first").await.unwrap();

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::common::*;
 use mux_orchestrator::{Agent, AgentBuildError, AgentBuilder};
-use mux_permission::{LoadError, Permissions, PathContext};
+use mux_permission::{LoadError, PathContext, Permissions};
 use mux_tool::{ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -90,7 +90,11 @@ async fn a_rule_naming_a_custom_tool_loads_and_decides_its_calls() {
         .build()
         .unwrap();
     let summary = agent.run("ship it").await.unwrap();
-    assert_eq!(deploy.0.get(), 1, "the allow rule lets `deploy` run unasked");
+    assert_eq!(
+        deploy.0.get(),
+        1,
+        "the allow rule lets `deploy` run unasked"
+    );
     assert_eq!(rollback.0.get(), 0, "the deny rule stops `rollback`");
     assert!(summary.unapproved.is_empty(), "{:?}", summary.unapproved);
     let outputs: Vec<_> = summary
@@ -148,7 +152,10 @@ fn a_rule_naming_no_tool_of_the_agent_fails_the_build_naming_file_and_rule() {
 #[test]
 fn a_file_that_is_not_json_or_a_rule_that_does_not_parse_is_a_typed_error() {
     let dir = tempfile::tempdir().unwrap();
-    for bad in ["{\"permissions\": ", "{\"permissions\": {\"allow\": [\"Bash(\"]}}"] {
+    for bad in [
+        "{\"permissions\": ",
+        "{\"permissions\": {\"allow\": [\"Bash(\"]}}",
+    ] {
         let file = dir.path().join("settings.json");
         std::fs::write(&file, bad).unwrap();
         let err = Agent::builder(scripted(), "m")

@@ -28,7 +28,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::common::{Conversation, loop_agent, answer_approvals, drain, tool_calls};
+use crate::common::{Conversation, answer_approvals, drain, loop_agent, tool_calls};
 
 const ROLE: &str = "MUX_UNANSWERED_CHILD";
 /// `mid-call` (killed while `deploy` runs) or `paused` (killed while `deploy` waits for its
@@ -106,11 +106,7 @@ fn builder(dir: &Path, model: ScriptedClient) -> mux_orchestrator::AgentBuilder 
 }
 
 /// The default policy: `look` runs, `deploy` asks.
-fn asking_builder(
-    dir: &Path,
-    model: ScriptedClient,
-    slow: bool,
-) -> mux_orchestrator::AgentBuilder {
+fn asking_builder(dir: &Path, model: ScriptedClient, slow: bool) -> mux_orchestrator::AgentBuilder {
     let store: Arc<dyn SessionStore> = Arc::new(FileSessionStore::new(dir.join("sessions")));
     loop_agent(model, OrchestratorConfig::new("test-model"))
         .tools(registry(dir, slow).list())

@@ -136,7 +136,10 @@ fn orchestrator<T: mux_tool::TypedTool>(
 ) -> Orchestrator {
     let tools = mux_tool::Registry::new();
     tools.register(mux_tool::Typed::new(tool).unwrap()).unwrap();
-    loop_agent(model.clone(), OrchestratorConfig::new("m").approval(ApprovalPolicy::Never))
+    loop_agent(
+        model.clone(),
+        OrchestratorConfig::new("m").approval(ApprovalPolicy::Never),
+    )
     .tools(tools.list())
     .session_store(Arc::clone(store) as Arc<dyn SessionStore>)
     .conversation()

@@ -38,8 +38,7 @@ async fn start(with_page: bool) -> PageServer {
     let agent = Agent::builder(ScriptedClient::new().reply_text("hello"), "scripted")
         .build()
         .unwrap();
-    let mut router = AguiRouter::new(move |tools| agent.conversation_with(tools))
-    .config(config);
+    let mut router = AguiRouter::new(move |tools| agent.conversation_with(tools)).config(config);
     if with_page {
         router = router.with_page();
     }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use mux_llm::LlmClient;
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Response, StopReason, Usage};
-use mux_llm::LlmClient;
 use mux_orchestrator::{
     Agent, AgentBuilder, Answer, ConversationBuilder, LoopError, LoopEvent, LoopInput,
     Orchestrator, OrchestratorConfig, Run, RunSummary,
