@@ -39,7 +39,7 @@ impl Settings {
                 Settings::File(file) => file.clone(),
                 Settings::Value(_) => PathBuf::from(VALUE),
             },
-            source,
+            source: Box::new(source),
         })?;
         Ok(Permissions::builder(context)
             .scope(Scope::Project, rules)

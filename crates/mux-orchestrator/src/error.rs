@@ -183,7 +183,7 @@ pub enum AgentBuildError {
         /// The settings file (`<settings value>` for a value).
         file: PathBuf,
         /// What is wrong with it, naming the file and the rule.
-        source: mux_permission::LoadError,
+        source: Box<mux_permission::LoadError>,
     },
     /// Both [`AgentBuilder::settings`](crate::AgentBuilder::settings) and
     /// [`AgentBuilder::permissions`](crate::AgentBuilder::permissions) were given: two

@@ -134,12 +134,16 @@ fn a_rule_naming_no_tool_of_the_agent_fails_the_build_naming_file_and_rule() {
         .unwrap_err();
     let AgentBuildError::Settings {
         file: named,
-        source: LoadError::UnknownTool {
-            tool, suggestion, ..
-        },
+        source,
     } = &err
     else {
-        panic!("expected an unknown tool in the settings, got {err:?}");
+        panic!("expected a settings error, got {err:?}");
+    };
+    let LoadError::UnknownTool {
+        tool, suggestion, ..
+    } = &**source
+    else {
+        panic!("expected an unknown tool in the settings, got {source:?}");
     };
     assert_eq!(named, &file);
     assert_eq!(tool, "depoly");
