@@ -63,10 +63,17 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
-    /// The agent with its own conversation, built at its root.
+    /// The agent with its own conversation, built at its root; its first run reports the
+    /// agent's MCP servers that failed to start.
     pub(crate) fn from_spec(spec: Spec) -> Result<Agent, AgentBuildError> {
         let spec = Arc::new(spec);
-        let conversation = spec.builder_at(&spec.root)?.build();
+        #[allow(unused_mut)]
+        let mut own = spec.builder_at(&spec.root)?;
+        #[cfg(feature = "mcp")]
+        if let Some(servers) = &spec.mcp_owned {
+            own.mcp_failed = servers.report().failed.clone();
+        }
+        let conversation = own.build();
         Ok(Agent { spec, conversation })
     }
 

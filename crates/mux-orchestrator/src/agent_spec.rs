@@ -100,6 +100,8 @@ impl Spec {
             mcp: self.mcp.clone().map(|coordinator| (coordinator, None)),
             #[cfg(feature = "mcp")]
             mcp_filter: self.mcp_filter.clone(),
+            #[cfg(feature = "mcp")]
+            mcp_failed: Vec::new(),
         }
     }
 }

@@ -39,6 +39,9 @@ pub struct ConversationBuilder {
     /// The coordinator whose tools are offered, and the servers this conversation owns.
     #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<(mux_mcp::Coordinator, Option<crate::mcp::McpServers>)>,
+    /// MCP servers that failed to start, reported by this conversation's first run.
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp_failed: Vec<(String, String)>,
     #[cfg(feature = "mcp")]
     pub(crate) mcp_filter: mux_mcp::McpFilter,
 }
@@ -96,6 +99,7 @@ impl ConversationBuilder {
     /// servers in this conversation (see [`current_mcp`](Self::current_mcp)).
     #[cfg(feature = "mcp")]
     pub fn face_mcp_servers(mut self, servers: crate::mcp::McpServers) -> Self {
+        self.mcp_failed = servers.report().failed.clone();
         self.mcp = Some((servers.coordinator().clone(), Some(servers)));
         self
     }
@@ -129,7 +133,8 @@ impl ConversationBuilder {
         let broadcast = Broadcast::new(self.config.broadcast_capacity);
         #[cfg(feature = "mcp")]
         let mcp = self.mcp.map(|(coordinator, owned)| {
-            crate::mcp::McpLink::new(&coordinator, owned, self.mcp_filter, &self.tools)
+            let failed = self.mcp_failed;
+            crate::mcp::McpLink::new(&coordinator, owned, failed, self.mcp_filter, &self.tools)
         });
         Services {
             client: self.client,

@@ -144,14 +144,18 @@ impl Drop for McpServers {
 pub(crate) struct McpLink {
     sync: RegistrySync,
     owned: Option<McpServers>,
+    /// Servers that failed to start, reported by the first run.
+    failed: Vec<(String, String)>,
     failures_reported: AtomicBool,
 }
 
 impl McpLink {
-    /// Links `coordinator`'s tools (those `filter` accepts) into `tools` and registers them.
+    /// Links `coordinator`'s tools (those `filter` accepts) into `tools` and registers them;
+    /// `failed` are servers that did not start, for the first run to report.
     pub(crate) fn new(
         coordinator: &Coordinator,
         owned: Option<McpServers>,
+        failed: Vec<(String, String)>,
         filter: mux_mcp::McpFilter,
         tools: &mux_tool::Registry,
     ) -> Self {
@@ -160,6 +164,7 @@ impl McpLink {
         Self {
             sync,
             owned,
+            failed,
             failures_reported: AtomicBool::new(false),
         }
     }
@@ -181,12 +186,10 @@ impl McpLink {
 
     /// The servers that failed to start, the first time it is asked.
     pub(crate) fn take_start_failures(&self) -> Vec<(String, String)> {
-        match &self.owned {
-            Some(servers) if !self.failures_reported.swap(true, Ordering::SeqCst) => {
-                servers.report.failed.clone()
-            }
-            _ => Vec::new(),
+        if self.failures_reported.swap(true, Ordering::SeqCst) {
+            return Vec::new();
         }
+        self.failed.clone()
     }
 
     /// Stops owned servers and removes their tools.

@@ -621,3 +621,44 @@ async fn a_bad_config_is_a_typed_error_naming_the_server() {
     );
     assert!(err.to_string().contains("`x`"), "{err}");
 }
+
+/// The same through the agent: `AgentBuilder::mcp_servers` reports a server that did not
+/// start on the agent's first run, once, and `Agent::shutdown` stops the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_server_that_fails_to_start_is_reported_once_and_shutdown_stops_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    let config_json = json!({"mcpServers": {
+        "ev": {"command": "node", "args": [peer_script("server-everything"), "stdio"]},
+        "broken": {"command": dir.path().join("no-such-server").to_string_lossy()},
+    }});
+    std::fs::write(&config, config_json.to_string()).unwrap();
+    let servers = McpServers::load(&config, coordinator_config())
+        .await
+        .unwrap();
+    let pid = servers
+        .coordinator()
+        .connection("ev")
+        .unwrap()
+        .pid()
+        .unwrap();
+    let model = ScriptedClient::new().reply(text("one")).reply(text("two"));
+    let agent = mux_orchestrator::Agent::builder(model, "m")
+        .mcp_servers(servers)
+        .build()
+        .unwrap();
+    let mut failed = Vec::new();
+    for prompt in ["first", "second"] {
+        let mut run = agent.stream(prompt).unwrap();
+        while let Some(event) = run.events.recv().await {
+            if let LoopEvent::McpServerFailed { server, .. } = event {
+                failed.push((prompt, server));
+            }
+        }
+        run.handle.wait().await.unwrap();
+    }
+    assert_eq!(failed, [("first", "broken".to_owned())]);
+    assert!(alive(pid));
+    agent.shutdown().await;
+    assert!(!alive(pid), "the server outlived the agent's shutdown");
+}
