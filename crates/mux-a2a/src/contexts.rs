@@ -46,14 +46,14 @@ impl Contexts {
     pub(crate) async fn open(&self, id: Option<&str>) -> Result<Orchestrator, RpcError> {
         let builder = self
             .agent
-            .orchestrator_at(self.agent.root())
+            .conversation_at(self.agent.root())
             // A server that stops aborts its loops where they are (through their writers),
             // as a process that ends would, rather than cancelling them.
             .map(|b| {
-                b.session_store(Arc::clone(&self.store))
+                b.stored_in(Arc::clone(&self.store))
                     // A prompt the store did not take is refused (UNAVAILABLE), so it must
                     // not stay behind in the conversation.
-                    .configure(|config| config.prompts_need_store(true))
+                    .reconfigure(|config| config.prompts_need_store(true))
             })
             .map_err(|e| RpcError::internal(format!("the agent could not be set up: {e}")))?;
         let Some(id) = id else {

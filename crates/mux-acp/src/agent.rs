@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use mux_mcp::CoordinatorConfig;
 use mux_orchestrator::session::SessionStore;
-use mux_orchestrator::{Agent, OrchestratorBuilder};
+use mux_orchestrator::{Agent, ConversationBuilder};
 use mux_permission::{Remember, Scope};
 
 /// What the editor asked for when it opened a session, handed to the [`SessionFactory`].
@@ -20,7 +20,7 @@ pub struct SessionSetup {
 }
 
 /// Opens an editor session's conversation: an [`Agent`] does (the documented way), and so
-/// does any `Fn(&SessionSetup) -> Result<OrchestratorBuilder, String>`; called for every
+/// does any `Fn(&SessionSetup) -> Result<ConversationBuilder, String>`; called for every
 /// `session/new` and `session/load`.
 ///
 /// The face adds the rest: the editor's MCP servers, the session store, a fresh session
@@ -30,7 +30,7 @@ pub struct SessionSetup {
 pub trait SessionFactory: Send + Sync + 'static {
     /// The builder for a session rooted at `setup.cwd`; an error fails the request with its
     /// message.
-    fn session(&self, setup: &SessionSetup) -> Result<OrchestratorBuilder, String>;
+    fn session(&self, setup: &SessionSetup) -> Result<ConversationBuilder, String>;
 
     /// Where sessions are kept when the face is given no store: the agent's session store,
     /// if it has one.
@@ -40,8 +40,8 @@ pub trait SessionFactory: Send + Sync + 'static {
 }
 
 impl SessionFactory for Agent {
-    fn session(&self, setup: &SessionSetup) -> Result<OrchestratorBuilder, String> {
-        self.orchestrator_at(&setup.cwd)
+    fn session(&self, setup: &SessionSetup) -> Result<ConversationBuilder, String> {
+        self.conversation_at(&setup.cwd)
             .map_err(|err| err.to_string())
     }
 
@@ -52,9 +52,9 @@ impl SessionFactory for Agent {
 
 impl<F> SessionFactory for F
 where
-    F: Fn(&SessionSetup) -> Result<OrchestratorBuilder, String> + Send + Sync + 'static,
+    F: Fn(&SessionSetup) -> Result<ConversationBuilder, String> + Send + Sync + 'static,
 {
-    fn session(&self, setup: &SessionSetup) -> Result<OrchestratorBuilder, String> {
+    fn session(&self, setup: &SessionSetup) -> Result<ConversationBuilder, String> {
         self(setup)
     }
 }

@@ -96,20 +96,14 @@ impl Sessions {
             .factory
             .session(&setup)
             .map_err(AcpError::Setup)?;
-        // A session scope of its own, where modes and "always" answers go. Without a policy,
-        // the default every face shares (`Permissions::unset`): read-only tools run, the rest
-        // asks the editor.
-        let permissions = match builder.current_permissions() {
-            Some(policy) => policy.new_session(),
-            None => Permissions::unset(&cwd),
-        };
-        // The face's own resources in a layer of this session's.
-        let resources = builder.current_resources().child();
-        builder = builder
-            .permissions(permissions.clone())
-            .resources(resources.clone());
+        // The conversation's session scope, where modes and "always" answers go. Without a
+        // policy, the default every face shares (`Permissions::unset`): read-only tools run,
+        // the rest asks the editor.
+        let permissions = builder.policy_for_face();
+        // The face's own resources, in the conversation's layer.
+        let resources = builder.current_resources().clone();
         if let Some(store) = store.clone() {
-            builder = builder.session_store(store);
+            builder = builder.stored_in(store);
         }
         let (specs, mut mcp_failures) = server_specs(mcp_servers, &cwd);
         if !specs.is_empty() && builder.current_mcp().is_some() {
@@ -124,7 +118,7 @@ impl Sessions {
             match McpServers::start(specs, self.agent.mcp.clone()).await {
                 Ok(servers) => {
                     mcp_failures.extend(servers.report().failed.iter().cloned());
-                    builder = builder.mcp_servers(servers);
+                    builder = builder.face_mcp_servers(servers);
                 }
                 Err(err) => mcp_failures.push(("mcpServers".to_owned(), err.to_string())),
             }

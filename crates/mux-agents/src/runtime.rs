@@ -314,8 +314,8 @@ impl AgentRuntime {
         }
         let builder = shared
             .agent
-            .orchestrator_with(tools)
-            .configure(|_| config)
+            .conversation_with(tools)
+            .reconfigure(|_| config)
             .cancellation(cancel.clone());
         let orchestrator = match session {
             AgentSession::New => builder.build(),

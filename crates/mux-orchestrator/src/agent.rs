@@ -17,7 +17,7 @@ use crate::hooks::Hooks;
 use crate::session::SessionStore;
 use crate::typed_output;
 use crate::{
-    AgentBuildError, LoopError, Orchestrator, OrchestratorBuilder, OrchestratorConfig, Run,
+    AgentBuildError, ConversationBuilder, LoopError, Orchestrator, OrchestratorConfig, Run,
     RunSummary,
 };
 
@@ -40,7 +40,7 @@ use crate::{
 ///
 /// The value is a description plus one conversation of its own (the one `prompt`, `run` and
 /// `prompt_typed` continue). Cloning is cheap and shares both. A face opens a new
-/// conversation per thread or editor session with [`orchestrator_at`](Self::orchestrator_at).
+/// conversation per thread or editor session with [`conversation_at`](Self::conversation_at).
 ///
 /// Defaults, the same on every face: read-only tools run; any other call asks where a face
 /// can ask (the web page, the editor). Without a face nobody can approve a call, so it is
@@ -63,10 +63,17 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
-    /// The agent with its own conversation, built at its root.
+    /// The agent with its own conversation, built at its root; its first run reports the
+    /// agent's MCP servers that failed to start.
     pub(crate) fn from_spec(spec: Spec) -> Result<Agent, AgentBuildError> {
         let spec = Arc::new(spec);
-        let conversation = spec.builder_at(&spec.root)?.build();
+        #[allow(unused_mut)]
+        let mut own = spec.builder_at(&spec.root)?;
+        #[cfg(feature = "mcp")]
+        if let Some(servers) = &spec.mcp_owned {
+            own.mcp_failed = servers.report().failed.clone();
+        }
+        let conversation = own.build();
         Ok(Agent { spec, conversation })
     }
 
@@ -233,18 +240,18 @@ impl Agent {
         &self.conversation
     }
 
-    /// A builder for a new conversation of this agent rooted at `root`, with every setting
-    /// of the agent: its tools (those added with [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at) built for
-    /// `root`), a fresh session scope of its permissions anchored at `root`, its hooks,
-    /// context, MCP servers, store and limits. A face adds its own context (frontend tools,
-    /// a cancellation token, a session to resume) and builds it.
-    pub fn orchestrator_at(&self, root: &Path) -> Result<OrchestratorBuilder, AgentBuildError> {
+    /// A new conversation of this agent rooted at `root`, with every setting of the agent:
+    /// its tools (those added with [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at)
+    /// built for `root`), a fresh session scope of its permissions anchored at `root`, its
+    /// hooks, context, MCP servers, store and limits. A face adds its own (frontend tools, a
+    /// cancellation token) and builds or resumes it.
+    pub fn conversation_at(&self, root: &Path) -> Result<ConversationBuilder, AgentBuildError> {
         self.spec.builder_at(root)
     }
 
-    /// [`orchestrator_at`](Self::orchestrator_at) the agent's root with `tools` instead of
+    /// [`conversation_at`](Self::conversation_at) the agent's root with `tools` instead of
     /// the agent's: for a runtime that picks each agent's tools itself.
-    pub fn orchestrator_with(&self, tools: Registry) -> OrchestratorBuilder {
+    pub fn conversation_with(&self, tools: Registry) -> ConversationBuilder {
         self.spec.builder_with(&self.spec.root, tools)
     }
 

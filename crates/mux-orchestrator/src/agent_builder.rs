@@ -9,6 +9,7 @@ use mux_permission::Permissions;
 use mux_tool::{ApprovalPolicy, Registry, RegistryError, Resources, Tool, TypedTool};
 use serde_json::Value;
 
+use crate::agent_settings::Settings;
 use crate::agent_spec::{ContextAt, Spec, ToolsAt};
 use crate::context::ContextProvider;
 use crate::error::{AgentBuildError, ToolsetError};
@@ -45,6 +46,7 @@ pub struct AgentBuilder {
     contexts: Vec<Arc<dyn ContextProvider>>,
     contexts_at: Vec<ContextAt>,
     permissions: Option<Permissions>,
+    settings: Option<Settings>,
     hooks: Hooks,
     store: Option<Arc<dyn SessionStore>>,
     runs: Option<Arc<dyn crate::runs::RunStore>>,
@@ -83,6 +85,7 @@ impl AgentBuilder {
             contexts: Vec::new(),
             contexts_at: Vec::new(),
             permissions: None,
+            settings: None,
             hooks: Hooks::new(),
             store: None,
             runs: None,
@@ -196,8 +199,9 @@ impl AgentBuilder {
 
     /// Decides per call whether `tool` needs approval, from its input (as the OpenAI Agents
     /// SDK's `needs_approval`): `true` asks, and without a face is denied and listed in
-    /// [`RunSummary::unapproved`](crate::RunSummary::unapproved); `false` runs it. See
-    /// [`OrchestratorBuilder::needs_approval`](crate::OrchestratorBuilder::needs_approval).
+    /// [`RunSummary::unapproved`](crate::RunSummary::unapproved); `false` runs it (with a
+    /// permission policy, leaves it to the policy). Deny rules still hold, and it replaces
+    /// [`approval`](Self::approval) for that tool. A predicate that panics asks.
     pub fn needs_approval(
         mut self,
         tool: impl Into<String>,
@@ -212,6 +216,37 @@ impl AgentBuilder {
     /// session scope of its own, anchored at its root.
     pub fn permissions(mut self, permissions: Permissions) -> Self {
         self.permissions = Some(permissions);
+        self
+    }
+
+    /// The permission policy of a settings file (`{"permissions": {"allow": [..], "deny":
+    /// [..], "defaultMode": ..}, "sandbox": {..}}`), read by [`build`](Self::build) once the
+    /// agent knows its tools, so a rule may name any of them (`deploy(prod)`, an
+    /// `mcp__server__tool`); a rule naming no tool of the agent is an error. The file is the
+    /// policy's project scope, where "always" answers for the project are saved; a missing
+    /// file is a policy without rules. Instead of [`permissions`](Self::permissions).
+    ///
+    /// ```
+    /// use mux_llm::testing::ScriptedClient;
+    /// use mux_orchestrator::{Agent, AgentBuildError};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let settings = dir.path().join("settings.json");
+    /// std::fs::write(&settings, r#"{"permissions": {"deny": ["depoly"]}}"#)?;
+    /// let err = Agent::builder(ScriptedClient::new(), "m").settings(&settings).build().unwrap_err();
+    /// assert!(matches!(err, AgentBuildError::Settings { .. }), "{err}");
+    /// # Ok(()) }
+    /// ```
+    pub fn settings(mut self, file: impl Into<PathBuf>) -> Self {
+        self.settings = Some(Settings::File(file.into()));
+        self
+    }
+
+    /// As [`settings`](Self::settings), from settings already read (the JSON of a
+    /// settings file); "always" answers for the project are not saved anywhere.
+    pub fn settings_value(mut self, settings: Value) -> Self {
+        self.settings = Some(Settings::Value(settings));
         self
     }
 
@@ -308,13 +343,14 @@ impl AgentBuilder {
     }
 
     /// The agent, or why it cannot be built: a tool that could not be registered, tools
-    /// that could not be built for the root, or an approval policy beside a permission
-    /// policy (which would ignore it).
+    /// that could not be built for the root, settings that cannot be used, or an approval
+    /// policy beside a permission policy (which would ignore it).
     pub fn build(self) -> Result<Agent, AgentBuildError> {
         if let Some(err) = self.problem {
             return Err(AgentBuildError::Tool(err));
         }
-        if self.permissions.is_some() && self.config.approval != ApprovalPolicy::UnlessReadOnly {
+        let has_policy = self.permissions.is_some() || self.settings.is_some();
+        if has_policy && self.config.approval != ApprovalPolicy::UnlessReadOnly {
             return Err(AgentBuildError::ApprovalBesidePermissions(
                 self.config.approval,
             ));
@@ -323,11 +359,31 @@ impl AgentBuilder {
         for tool in self.tools {
             tools.register_shared(tool)?;
         }
+        let root = self.root.unwrap_or_else(crate::builder::current_dir);
         #[allow(unused_mut)]
         let mut tools_at = self.tools_at;
+        let permissions = match (self.permissions, self.settings) {
+            (permissions, None) => permissions,
+            (Some(_), Some(_)) => return Err(AgentBuildError::SettingsBesidePermissions),
+            (None, Some(settings)) => {
+                let mut names = tools.names();
+                #[cfg(feature = "builtin")]
+                if self.builtin_at.is_some() {
+                    let builtin: ToolsAt = Arc::new(|root: &Path| builtin_at(root, None));
+                    names.extend(tool_names(&builtin, &root)?);
+                }
+                for build in &tools_at {
+                    names.extend(tool_names(build, &root)?);
+                }
+                if self.config.ask_user {
+                    names.push(crate::ASK_USER.to_owned());
+                }
+                Some(settings.load(&root, &names)?)
+            }
+        };
         #[cfg(feature = "builtin")]
         if let Some(at) = self.builtin_at {
-            let permissions = self.permissions.clone();
+            let permissions = permissions.clone();
             let build: ToolsAt =
                 Arc::new(move |root: &Path| builtin_at(root, permissions.as_ref()));
             tools_at.insert(at.min(tools_at.len()), build);
@@ -339,13 +395,13 @@ impl AgentBuilder {
             tools_at,
             contexts: self.contexts,
             contexts_at: self.contexts_at,
-            permissions: self.permissions,
+            permissions,
             hooks: self.hooks,
             store: self.store,
             runs: self.runs,
             resources: self.resources,
-            needs_approval: self.needs_approval,
-            root: self.root.unwrap_or_else(crate::builder::current_dir),
+            needs_approval: Arc::new(self.needs_approval),
+            root,
             #[cfg(feature = "mcp")]
             mcp: self.mcp,
             #[cfg(feature = "mcp")]
@@ -354,6 +410,18 @@ impl AgentBuilder {
             mcp_filter: self.mcp_filter,
         })
     }
+}
+
+/// The names of the tools `build` makes for `root`.
+fn tool_names(build: &ToolsAt, root: &Path) -> Result<Vec<String>, AgentBuildError> {
+    let tools = build(root).map_err(|source| AgentBuildError::Toolset {
+        root: root.to_path_buf(),
+        source,
+    })?;
+    Ok(tools
+        .iter()
+        .map(|tool| tool.spec().name.to_string())
+        .collect())
 }
 
 /// mux's built-in tools at `root`, their `bash` under `permissions`' OS sandbox.

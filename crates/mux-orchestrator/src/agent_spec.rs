@@ -1,19 +1,19 @@
 //! The description of an agent ([`Spec`]) that every face opens its conversations from.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mux_llm::LlmClient;
 use mux_permission::Permissions;
 use mux_tool::{ApprovalPolicy, Registry, Resources, Tool};
+use tokio_util::sync::CancellationToken;
 
 use crate::context::ContextProvider;
 use crate::error::{AgentBuildError, ToolsetError};
 use crate::hooks::Hooks;
-use crate::needs_approval::NeedsApproval;
+use crate::needs_approval::NeedsApprovalMap;
 use crate::session::SessionStore;
-use crate::{Orchestrator, OrchestratorBuilder, OrchestratorConfig};
+use crate::{ConversationBuilder, OrchestratorConfig};
 
 /// Tools built for a root.
 pub(crate) type ToolsAt =
@@ -38,7 +38,7 @@ pub(crate) struct Spec {
     /// for the faces.
     pub(crate) runs: Option<Arc<dyn crate::runs::RunStore>>,
     pub(crate) resources: Resources,
-    pub(crate) needs_approval: HashMap<String, NeedsApproval>,
+    pub(crate) needs_approval: NeedsApprovalMap,
     pub(crate) root: PathBuf,
     #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<mux_mcp::Coordinator>,
@@ -66,44 +66,42 @@ impl Spec {
     }
 
     /// A conversation's builder at `root` with the agent's tools for it.
-    pub(crate) fn builder_at(&self, root: &Path) -> Result<OrchestratorBuilder, AgentBuildError> {
+    pub(crate) fn builder_at(&self, root: &Path) -> Result<ConversationBuilder, AgentBuildError> {
         Ok(self.builder_with(root, self.tools_at(root)?))
     }
 
     /// A conversation's builder at `root` with `tools`.
-    pub(crate) fn builder_with(&self, root: &Path, tools: Registry) -> OrchestratorBuilder {
-        let mut builder = Orchestrator::builder(Arc::clone(&self.client), self.config.clone())
-            .tools(tools)
-            .hooks(self.hooks.clone())
-            // A layer per conversation: what a face adds stays in its conversation.
-            .resources(self.resources.child());
-        for (tool, predicate) in &self.needs_approval {
-            let predicate = Arc::clone(predicate);
-            builder = builder.needs_approval(tool.clone(), move |input| predicate(input));
-        }
-        for context in &self.contexts {
-            builder = builder.context_shared(Arc::clone(context));
-        }
-        for context in &self.contexts_at {
-            builder = builder.context_shared(context(root));
-        }
-        match &self.permissions {
-            Some(permissions) => builder = builder.permissions(permissions.new_session_at(root)),
+    pub(crate) fn builder_with(&self, root: &Path, tools: Registry) -> ConversationBuilder {
+        let permissions = match &self.permissions {
+            Some(permissions) => Some(permissions.new_session_at(root)),
             // No policy: the shared default, anchored at this conversation's root.
             None if self.config.approval == ApprovalPolicy::UnlessReadOnly => {
-                builder = builder.permissions(Permissions::unset(root));
+                Some(Permissions::unset(root))
             }
-            None => {}
+            None => None,
+        };
+        let contexts = self.contexts.iter().cloned();
+        ConversationBuilder {
+            client: Arc::clone(&self.client),
+            config: self.config.clone(),
+            root: root.to_path_buf(),
+            tools,
+            permissions,
+            contexts: contexts
+                .chain(self.contexts_at.iter().map(|context| context(root)))
+                .collect(),
+            store: self.store.clone(),
+            hooks: self.hooks.clone(),
+            // A layer per conversation: what a face adds stays in its conversation.
+            resources: self.resources.child(),
+            cancel: CancellationToken::new(),
+            needs_approval: Arc::clone(&self.needs_approval),
+            #[cfg(feature = "mcp")]
+            mcp: self.mcp.clone().map(|coordinator| (coordinator, None)),
+            #[cfg(feature = "mcp")]
+            mcp_filter: self.mcp_filter.clone(),
+            #[cfg(feature = "mcp")]
+            mcp_failed: Vec::new(),
         }
-        if let Some(store) = &self.store {
-            builder = builder.session_store(Arc::clone(store));
-        }
-        #[cfg(feature = "mcp")]
-        if let Some(coordinator) = &self.mcp {
-            builder = builder
-                .mcp(coordinator.clone())
-                .mcp_filter(self.mcp_filter.clone());
-        }
-        builder
     }
 }

@@ -1,107 +1,64 @@
-//! Building an [`Orchestrator`]: its services, then a new or resumed session.
+//! [`ConversationBuilder`]: a new conversation of an [`Agent`](crate::Agent), opened by a face
+//! with only what the face adds, then started new or resumed.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use mux_llm::LlmClient;
 use mux_permission::Permissions;
-use mux_tool::{ApprovalPolicy, Registry, Resources};
-use serde_json::Value;
+use mux_tool::{Registry, Resources};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::ContextProvider;
 use crate::core::Services;
 use crate::emitter::Broadcast;
-use crate::hooks::{Hook, Hooks};
-use crate::needs_approval::NeedsApproval;
+use crate::hooks::Hooks;
+use crate::needs_approval::NeedsApprovalMap;
 use crate::session::{Session, SessionMeta, SessionStore};
 use crate::{LoopError, Orchestrator, OrchestratorConfig};
 
-/// Builds an [`Orchestrator`].
-pub struct OrchestratorBuilder {
-    client: Arc<dyn LlmClient>,
-    config: OrchestratorConfig,
-    tools: Registry,
-    permissions: Option<Permissions>,
-    contexts: Vec<Arc<dyn ContextProvider>>,
-    store: Option<Arc<dyn SessionStore>>,
-    hooks: Hooks,
-    resources: Resources,
-    cancel: CancellationToken,
-    needs_approval: HashMap<String, NeedsApproval>,
+/// A new conversation of an agent, from [`Agent::conversation_at`](crate::Agent::conversation_at)
+/// or [`Agent::conversation_with`](crate::Agent::conversation_with): every setting of the agent,
+/// plus what a face adds (its own tools, a cancellation token, context, a store, a loop
+/// setting), then [`build`](Self::build) a new session or [`resume`](Self::resume) a stored one.
+///
+/// What the agent is (model, instructions, tools, permissions, hooks, MCP) is set on
+/// [`AgentBuilder`](crate::AgentBuilder), never here.
+pub struct ConversationBuilder {
+    pub(crate) client: Arc<dyn LlmClient>,
+    pub(crate) config: OrchestratorConfig,
+    pub(crate) root: PathBuf,
+    pub(crate) tools: Registry,
+    pub(crate) permissions: Option<Permissions>,
+    pub(crate) contexts: Vec<Arc<dyn ContextProvider>>,
+    pub(crate) store: Option<Arc<dyn SessionStore>>,
+    pub(crate) hooks: Hooks,
+    pub(crate) resources: Resources,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) needs_approval: NeedsApprovalMap,
+    /// The coordinator whose tools are offered, and the servers this conversation owns.
     #[cfg(feature = "mcp")]
-    mcp: Option<(mux_mcp::Coordinator, Option<crate::mcp::McpServers>)>,
+    pub(crate) mcp: Option<(mux_mcp::Coordinator, Option<crate::mcp::McpServers>)>,
+    /// MCP servers that failed to start, reported by this conversation's first run.
     #[cfg(feature = "mcp")]
-    mcp_filter: mux_mcp::McpFilter,
+    pub(crate) mcp_failed: Vec<(String, String)>,
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp_filter: mux_mcp::McpFilter,
 }
 
-impl std::fmt::Debug for OrchestratorBuilder {
+impl std::fmt::Debug for ConversationBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OrchestratorBuilder")
+        f.debug_struct("ConversationBuilder")
             .field("config", &self.config)
+            .field("root", &self.root)
             .field("tools", &self.tools.names())
             .finish_non_exhaustive()
     }
 }
 
-impl Orchestrator {
-    /// A builder with `client` and `config`.
-    pub fn builder(client: Arc<dyn LlmClient>, config: OrchestratorConfig) -> OrchestratorBuilder {
-        OrchestratorBuilder::new(client, config)
-    }
-}
-
-impl OrchestratorBuilder {
-    pub(crate) fn new(client: Arc<dyn LlmClient>, config: OrchestratorConfig) -> Self {
-        Self {
-            client,
-            config,
-            tools: Registry::new(),
-            permissions: None,
-            contexts: Vec::new(),
-            store: None,
-            hooks: Hooks::new(),
-            resources: Resources::new(),
-            cancel: CancellationToken::new(),
-            needs_approval: HashMap::new(),
-            #[cfg(feature = "mcp")]
-            mcp: None,
-            #[cfg(feature = "mcp")]
-            mcp_filter: mux_mcp::McpFilter::All,
-        }
-    }
-
-    /// The tools the model may call. The orchestrator adds `ask_user` to this registry unless
-    /// [`OrchestratorConfig::ask_user`] is off.
-    pub fn tools(mut self, tools: Registry) -> Self {
-        self.tools = tools;
-        self
-    }
-
-    /// The permission policy. Without one (and with the default
-    /// [`ApprovalPolicy::UnlessReadOnly`](mux_tool::ApprovalPolicy::UnlessReadOnly)), the
-    /// conversation gets [`Permissions::unset`] at the current directory: read-only tools run,
-    /// every other call asks, and "always" answers become its session rules.
-    pub fn permissions(mut self, permissions: Permissions) -> Self {
-        self.permissions = Some(permissions);
-        self
-    }
-
-    /// Adds a context provider; its content joins the system prompt every turn.
-    pub fn context(mut self, provider: impl ContextProvider) -> Self {
-        self.contexts.push(Arc::new(provider));
-        self
-    }
-
-    /// Adds a shared context provider.
-    pub fn context_shared(mut self, provider: Arc<dyn ContextProvider>) -> Self {
-        self.contexts.push(provider);
-        self
-    }
-
-    /// Adds `tools` to the registry, each replacing a tool of the same name: how a face adds
-    /// its own tools (the web page's frontend tools) to an agent's.
+impl ConversationBuilder {
+    /// Adds a face's own `tools` (the web page's frontend tools) to the agent's, each
+    /// replacing a tool of the same name.
     pub fn add_tools(self, tools: &Registry) -> Self {
         for name in self.tools.replace_from(tools) {
             tracing::warn!(tool = %name, "a face's tool replaces the agent's tool of the same name");
@@ -109,81 +66,27 @@ impl OrchestratorBuilder {
         self
     }
 
-    /// The permission policy set so far, if any.
-    pub fn current_permissions(&self) -> Option<&Permissions> {
-        self.permissions.as_ref()
-    }
-
-    /// The MCP coordinator set so far ([`mcp`](Self::mcp) or [`mcp_servers`](Self::mcp_servers)), if any.
-    #[cfg(feature = "mcp")]
-    pub fn current_mcp(&self) -> Option<&mux_mcp::Coordinator> {
-        self.mcp.as_ref().map(|(coordinator, _)| coordinator)
-    }
-
-    /// The resources set so far.
-    pub fn current_resources(&self) -> &Resources {
-        &self.resources
-    }
-
-    /// Persists the session in `store`.
-    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
-        self.store = Some(store);
+    /// Adds context of the face's own; its content joins the instructions every turn.
+    pub fn add_context(mut self, provider: impl ContextProvider) -> Self {
+        self.contexts.push(Arc::new(provider));
         self
     }
 
-    /// Adds a hook.
-    pub fn hook(self, hook: impl Hook) -> Self {
-        self.hooks.add(hook);
-        self
-    }
-
-    /// Uses a shared hook list (hooks added to it later apply too).
-    pub fn hooks(mut self, hooks: Hooks) -> Self {
-        self.hooks = hooks;
-        self
-    }
-
-    /// Resources every tool call can reach.
-    pub fn resources(mut self, resources: Resources) -> Self {
-        self.resources = resources;
-        self
-    }
-
-    /// A parent token: cancelling it cancels every run of this orchestrator.
+    /// A parent token: cancelling it cancels every run of this conversation.
     pub fn cancellation(mut self, token: CancellationToken) -> Self {
         self.cancel = token;
         self
     }
 
-    /// Offers the tools of `coordinator`'s servers (as `mcp__<server>__<tool>` proxies),
-    /// kept current before every model request. You run the coordinator: the orchestrator
-    /// never starts or stops its servers. Replaces an earlier `mcp` or `mcp_servers`.
-    #[cfg(feature = "mcp")]
-    pub fn mcp(mut self, coordinator: mux_mcp::Coordinator) -> Self {
-        self.mcp = Some((coordinator, None));
+    /// Keeps this conversation in the face's session store rather than the agent's.
+    pub fn stored_in(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Some(store);
         self
     }
 
-    /// Offers the tools of `servers` and takes ownership of them: they stop on
-    /// [`Orchestrator::shutdown`] or when the last clone of the orchestrator is dropped.
-    /// Servers that failed to start are reported once, as [`LoopEvent::McpServerFailed`](crate::LoopEvent::McpServerFailed) at
-    /// the start of the first run. Replaces an earlier `mcp` or `mcp_servers`.
-    #[cfg(feature = "mcp")]
-    pub fn mcp_servers(mut self, servers: crate::mcp::McpServers) -> Self {
-        self.mcp = Some((servers.coordinator().clone(), Some(servers)));
-        self
-    }
-
-    /// Offers only the MCP tools `filter` accepts (all by default), for example
-    /// `McpFilter::Spec(ToolFilter::ReadOnly)` or one of a [`mux_mcp::ToolModes`]' filters.
-    #[cfg(feature = "mcp")]
-    pub fn mcp_filter(mut self, filter: mux_mcp::McpFilter) -> Self {
-        self.mcp_filter = filter;
-        self
-    }
-
-    /// Changes the loop's configuration.
-    pub fn configure(
+    /// Changes this conversation's loop settings, which start as the agent's: a face's own
+    /// rule (`prompts_need_store`), or a runtime's model and name for one of its agents.
+    pub fn reconfigure(
         mut self,
         change: impl FnOnce(OrchestratorConfig) -> OrchestratorConfig,
     ) -> Self {
@@ -191,23 +94,35 @@ impl OrchestratorBuilder {
         self
     }
 
-    /// The loop's configuration so far.
-    pub fn config(&self) -> &OrchestratorConfig {
-        &self.config
+    /// Offers the tools of MCP servers the face brought (an editor's), owned by this
+    /// conversation: they stop on [`Orchestrator::shutdown`]. Replaces the agent's MCP
+    /// servers in this conversation (see [`current_mcp`](Self::current_mcp)).
+    #[cfg(feature = "mcp")]
+    pub fn face_mcp_servers(mut self, servers: crate::mcp::McpServers) -> Self {
+        self.mcp_failed = servers.report().failed.clone();
+        self.mcp = Some((servers.coordinator().clone(), Some(servers)));
+        self
     }
 
-    /// Decides per call whether `tool` needs approval, from its input: `true` asks the face
-    /// (deny rules still hold), `false` runs it unasked, or with a permission policy leaves it
-    /// to the policy. It replaces [`OrchestratorConfig::approval`] for that tool. A predicate
-    /// that panics asks.
-    pub fn needs_approval(
-        mut self,
-        tool: impl Into<String>,
-        predicate: impl Fn(&Value) -> bool + Send + Sync + 'static,
-    ) -> Self {
-        self.needs_approval
-            .insert(tool.into(), Arc::new(predicate) as NeedsApproval);
-        self
+    /// This conversation's permission policy, a session scope of its own at its root; a face
+    /// whose modes need a policy gets the default every face shares
+    /// ([`Permissions::unset`] at the root) when the agent runs without one.
+    pub fn policy_for_face(&mut self) -> Permissions {
+        self.permissions
+            .get_or_insert_with(|| Permissions::unset(&self.root))
+            .clone()
+    }
+
+    /// The agent's MCP coordinator, if it has one.
+    #[cfg(feature = "mcp")]
+    pub fn current_mcp(&self) -> Option<&mux_mcp::Coordinator> {
+        self.mcp.as_ref().map(|(coordinator, _)| coordinator)
+    }
+
+    /// This conversation's resources: a layer of its own over the agent's, where a face puts
+    /// what only this conversation reaches.
+    pub fn current_resources(&self) -> &Resources {
+        &self.resources
     }
 
     fn services(self) -> Services {
@@ -216,19 +131,16 @@ impl OrchestratorBuilder {
             self.tools.replace_from(crate::ask_user::registry());
         }
         let broadcast = Broadcast::new(self.config.broadcast_capacity);
-        let permissions = self.permissions.or_else(|| {
-            (self.config.approval == ApprovalPolicy::UnlessReadOnly)
-                .then(|| Permissions::unset(current_dir()))
-        });
         #[cfg(feature = "mcp")]
         let mcp = self.mcp.map(|(coordinator, owned)| {
-            crate::mcp::McpLink::new(&coordinator, owned, self.mcp_filter, &self.tools)
+            let failed = self.mcp_failed;
+            crate::mcp::McpLink::new(&coordinator, owned, failed, self.mcp_filter, &self.tools)
         });
         Services {
             client: self.client,
             config: self.config,
             tools: self.tools,
-            permissions,
+            permissions: self.permissions,
             contexts: self.contexts,
             store: self.store,
             hooks: self.hooks,
@@ -236,18 +148,18 @@ impl OrchestratorBuilder {
             broadcast,
             // A child, so `Orchestrator::shutdown` never cancels the caller's token.
             cancel: self.cancel.child_token(),
-            needs_approval: Arc::new(self.needs_approval),
+            needs_approval: self.needs_approval,
             #[cfg(feature = "mcp")]
             mcp,
         }
     }
 
-    /// Builds an orchestrator with a new, empty session.
+    /// The conversation on a new, empty session.
     pub fn build(self) -> Orchestrator {
         Orchestrator::from_parts(self.services(), SessionMeta::new(), Vec::new(), false)
     }
 
-    /// Builds an orchestrator that continues session `id` from the session store.
+    /// The conversation that continues session `id` from the session store.
     pub async fn resume(self, id: &str) -> Result<Orchestrator, LoopError> {
         let Some(store) = self.store.clone() else {
             return Err(LoopError::NoSessionStore {
@@ -258,7 +170,7 @@ impl OrchestratorBuilder {
         Ok(self.resume_session(session))
     }
 
-    /// Builds an orchestrator that continues `session`, already loaded from the session store
+    /// The conversation that continues `session`, already loaded from the session store
     /// (what [`resume`](Self::resume) does after its load).
     pub fn resume_session(self, session: Session) -> Orchestrator {
         let orchestrator =
@@ -267,8 +179,8 @@ impl OrchestratorBuilder {
         orchestrator
     }
 
-    /// Builds an orchestrator with a new, empty session of metadata `meta` (an id the caller
-    /// chose, say). Its first write creates the session in the store, and fails with
+    /// The conversation on a new, empty session of metadata `meta` (an id the caller chose,
+    /// say). Its first write creates the session in the store, and fails with
     /// [`SessionError::AlreadyExists`](crate::session::SessionError::AlreadyExists) when
     /// another session of that id exists.
     pub fn build_session(self, meta: SessionMeta) -> Orchestrator {

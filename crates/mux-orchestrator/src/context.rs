@@ -153,7 +153,7 @@ impl ContextProvider for FnContext {
 /// use mux_tool::Resources;
 /// use mux_tool::builtin::TodoItem;
 ///
-/// let resources = Resources::new(); // pass to `OrchestratorBuilder::resources`
+/// let resources = Resources::new(); // pass to `AgentBuilder::resources`
 /// let todos = TodoContext::from_resources(&resources);
 /// # let list = resources.get::<mux_tool::builtin::TodoList>().unwrap();
 /// # list.replace(vec![TodoItem::new("Read the code")]);

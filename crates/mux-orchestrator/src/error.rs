@@ -54,7 +54,7 @@ pub enum LoopError {
     #[error(transparent)]
     Session(#[from] SessionError),
     /// A session operation was asked of an orchestrator built without a session store.
-    #[error("cannot {operation}: no session store is set (OrchestratorBuilder::session_store)")]
+    #[error("cannot {operation}: no session store is set (AgentBuilder::store or session_store)")]
     NoSessionStore {
         /// What was asked.
         operation: &'static str,
@@ -175,6 +175,24 @@ pub enum AgentBuildError {
          `bypassPermissions`; deny rules still hold)"
     )]
     ApprovalBesidePermissions(mux_tool::ApprovalPolicy),
+    /// The settings given to [`AgentBuilder::settings`](crate::AgentBuilder::settings) (or
+    /// `settings_value`) cannot be used: unreadable, not JSON, or a rule that does not parse
+    /// or names a tool the agent does not offer.
+    #[error("cannot load the agent's settings: {source}")]
+    Settings {
+        /// The settings file (`<settings value>` for a value).
+        file: PathBuf,
+        /// What is wrong with it, naming the file and the rule.
+        source: Box<mux_permission::LoadError>,
+    },
+    /// Both [`AgentBuilder::settings`](crate::AgentBuilder::settings) and
+    /// [`AgentBuilder::permissions`](crate::AgentBuilder::permissions) were given: two
+    /// policies, of which only one could decide.
+    #[error(
+        "the agent was given both settings and a permission policy: give one (settings become \
+         the policy's project scope)"
+    )]
+    SettingsBesidePermissions,
     /// A [`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at) function failed for `root`.
     #[error("cannot build the agent's tools for `{}`: {source}", root.display())]
     Toolset {

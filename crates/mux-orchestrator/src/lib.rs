@@ -9,6 +9,7 @@ pub struct SessionsDocs;
 
 mod agent;
 mod agent_builder;
+mod agent_settings;
 mod agent_spec;
 #[cfg(feature = "mcp-server")]
 mod agent_tool;
@@ -60,7 +61,7 @@ pub use agent_builder::AgentBuilder;
 #[cfg(feature = "mcp-server")]
 pub use agent_tool::{ASK_TOOL, AgentTool, AskArgs, DEFAULT_ASK_TIMEOUT, DEFAULT_MAX_SESSIONS};
 pub use ask_user::{ASK_USER, AskUser, AskUserArgs};
-pub use builder::OrchestratorBuilder;
+pub use builder::ConversationBuilder;
 pub use client_ext::LlmClientExt;
 pub use compaction::CompactionConfig;
 pub use config::{OrchestratorConfig, TitleConfig, ToolParallelism};

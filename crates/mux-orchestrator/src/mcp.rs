@@ -2,13 +2,11 @@
 //!
 //! Two ways in, with explicit ownership:
 //!
-//! - [`OrchestratorBuilder::mcp`](crate::OrchestratorBuilder::mcp) with a
-//!   [`Coordinator`] you run: the orchestrator offers its tools and never starts or stops
-//!   its servers.
-//! - [`OrchestratorBuilder::mcp_servers`](crate::OrchestratorBuilder::mcp_servers) with
-//!   [`McpServers`]: the orchestrator owns them and stops them on
-//!   [`Orchestrator::shutdown`](crate::Orchestrator::shutdown) or when its last clone is
-//!   dropped.
+//! - [`AgentBuilder::mcp`](crate::AgentBuilder::mcp) with a [`Coordinator`] you run: the
+//!   agent offers its tools and never starts or stops its servers.
+//! - [`AgentBuilder::mcp_servers`](crate::AgentBuilder::mcp_servers) with [`McpServers`]: the
+//!   agent owns them and stops them on [`Agent::shutdown`](crate::Agent::shutdown) or when
+//!   the agent and every face holding it are gone.
 //!
 //! Either way, before every model request the loop brings the tool registry up to date with
 //! mux-mcp's [`RegistrySync`]: tools of servers that connected, reconnected or sent
@@ -45,26 +43,23 @@ pub enum McpStartError {
 /// `connectTimeoutMs` overrides it). Failed servers do not fail the start.
 ///
 /// Stopping: [`McpServers::shutdown`] (or
-/// [`Orchestrator::shutdown`](crate::Orchestrator::shutdown)) closes each server gracefully
+/// [`Agent::shutdown`](crate::Agent::shutdown)) closes each server gracefully
 /// and kills its process group if it lingers; dropping `McpServers` without shutting down
 /// starts the same stop on the current tokio runtime, and a child whose handle is dropped has
 /// its process group killed, so no server outlives its owner.
 ///
 /// ```no_run
-/// use std::sync::Arc;
 /// use mux_llm::testing::ScriptedClient;
 /// use mux_mcp::CoordinatorConfig;
-/// use mux_orchestrator::{McpServers, Orchestrator, OrchestratorConfig};
+/// use mux_orchestrator::{Agent, McpServers};
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let servers = McpServers::load(".mcp.json", CoordinatorConfig::default()).await?;
 /// for (server, reason) in &servers.report().failed {
 ///     eprintln!("MCP server {server} did not start: {reason}");
 /// }
-/// let agent = Orchestrator::builder(Arc::new(ScriptedClient::new()), OrchestratorConfig::new("m"))
-///     .mcp_servers(servers)
-///     .build();
-/// println!("tools: {:?}", agent.tools().names());
+/// let agent = Agent::builder(ScriptedClient::new(), "m").mcp_servers(servers).build()?;
+/// println!("tools: {:?}", agent.orchestrator().tools().names());
 /// agent.shutdown().await; // stops the servers; their processes are gone on return
 /// # Ok(()) }
 /// ```
@@ -149,14 +144,18 @@ impl Drop for McpServers {
 pub(crate) struct McpLink {
     sync: RegistrySync,
     owned: Option<McpServers>,
+    /// Servers that failed to start, reported by the first run.
+    failed: Vec<(String, String)>,
     failures_reported: AtomicBool,
 }
 
 impl McpLink {
-    /// Links `coordinator`'s tools (those `filter` accepts) into `tools` and registers them.
+    /// Links `coordinator`'s tools (those `filter` accepts) into `tools` and registers them;
+    /// `failed` are servers that did not start, for the first run to report.
     pub(crate) fn new(
         coordinator: &Coordinator,
         owned: Option<McpServers>,
+        failed: Vec<(String, String)>,
         filter: mux_mcp::McpFilter,
         tools: &mux_tool::Registry,
     ) -> Self {
@@ -165,6 +164,7 @@ impl McpLink {
         Self {
             sync,
             owned,
+            failed,
             failures_reported: AtomicBool::new(false),
         }
     }
@@ -186,12 +186,10 @@ impl McpLink {
 
     /// The servers that failed to start, the first time it is asked.
     pub(crate) fn take_start_failures(&self) -> Vec<(String, String)> {
-        match &self.owned {
-            Some(servers) if !self.failures_reported.swap(true, Ordering::SeqCst) => {
-                servers.report.failed.clone()
-            }
-            _ => Vec::new(),
+        if self.failures_reported.swap(true, Ordering::SeqCst) {
+            return Vec::new();
         }
+        self.failed.clone()
     }
 
     /// Stops owned servers and removes their tools.

@@ -134,8 +134,8 @@ impl Orchestrator {
     /// Shuts the orchestrator down: cancels every run (of every clone and of sessions
     /// made with [`Orchestrator::new_session`]; later runs end cancelled at once) and,
     /// with the `mcp` feature, stops the MCP servers it owns and waits until their processes
-    /// are gone. The token given to [`OrchestratorBuilder::cancellation`](crate::OrchestratorBuilder::cancellation) is not cancelled,
-    /// and a coordinator passed to `OrchestratorBuilder::mcp` is left running.
+    /// are gone. The token given to [`ConversationBuilder::cancellation`](crate::ConversationBuilder::cancellation) is not cancelled,
+    /// and the agent's MCP servers are left running ([`Agent::shutdown`](crate::Agent::shutdown) stops them).
     pub async fn shutdown(&self) {
         self.core.services.cancel.cancel();
         #[cfg(feature = "mcp")]

@@ -11,7 +11,7 @@ use mux_orchestrator::{Answer, LoopError, LoopInput};
 use mux_orchestrator::session::{
     ID_RULE, Session, SessionError, SessionMeta, SessionStore, valid_id,
 };
-use mux_orchestrator::{Agent, OrchestratorBuilder};
+use mux_orchestrator::{Agent, ConversationBuilder};
 use mux_tool::Registry;
 
 use crate::buffer::{Ending, RunBuffer};
@@ -27,15 +27,15 @@ use crate::translate::Translator;
 use crate::types::{Event, Message, PROTOCOL_VERSION, ResumeEntry, RunAgentInput};
 
 /// Opens a thread's conversation: an [`Agent`] does (the documented way), and so does any
-/// `Fn(Registry) -> OrchestratorBuilder`.
+/// `Fn(Registry) -> ConversationBuilder` (a conversation of an agent the closure picks).
 ///
 /// `frontend` holds the run's frontend tools (those the page offers in `RunAgentInput.tools`).
-/// An [`Agent`] adds them to its own, replacing a tool of the same name; a closure adds the
-/// application's tools to it and passes it to the builder. The web face then sets the session
-/// store and a cancellation token, and resumes the thread's session.
+/// An [`Agent`] adds them to its own, replacing a tool of the same name; a closure adds them
+/// itself ([`ConversationBuilder::add_tools`], or `Agent::conversation_with`). The web face
+/// then sets the session store and a cancellation token, and resumes the thread's session.
 pub trait AgentFactory: Send + Sync + 'static {
     /// A builder for one loop run on a thread, or why there is none.
-    fn builder(&self, frontend: Registry) -> Result<OrchestratorBuilder, String>;
+    fn builder(&self, frontend: Registry) -> Result<ConversationBuilder, String>;
 
     /// Where threads are kept when the router is given no store: the agent's session store,
     /// if it has one.
@@ -50,9 +50,9 @@ pub trait AgentFactory: Send + Sync + 'static {
 }
 
 impl AgentFactory for Agent {
-    fn builder(&self, frontend: Registry) -> Result<OrchestratorBuilder, String> {
+    fn builder(&self, frontend: Registry) -> Result<ConversationBuilder, String> {
         let builder = self
-            .orchestrator_at(self.root())
+            .conversation_at(self.root())
             .map_err(|err| err.to_string())?;
         Ok(builder.add_tools(&frontend))
     }
@@ -68,9 +68,9 @@ impl AgentFactory for Agent {
 
 impl<F> AgentFactory for F
 where
-    F: Fn(Registry) -> OrchestratorBuilder + Send + Sync + 'static,
+    F: Fn(Registry) -> ConversationBuilder + Send + Sync + 'static,
 {
-    fn builder(&self, frontend: Registry) -> Result<OrchestratorBuilder, String> {
+    fn builder(&self, frontend: Registry) -> Result<ConversationBuilder, String> {
         Ok(self(frontend))
     }
 }
@@ -1068,9 +1068,9 @@ impl RunRegistry {
             .factory
             .builder(tools)
             .map_err(|e| (ErrorCode::Loop("agent_setup".into()), e))?
-            .session_store(Arc::clone(&self.store))
+            .stored_in(Arc::clone(&self.store))
             // A prompt the store did not take is refused (503), so it must not stay behind.
-            .configure(|config| config.prompts_need_store(true))
+            .reconfigure(|config| config.prompts_need_store(true))
             .cancellation(cancel.clone());
         let (orchestrator, started) = match start {
             Start::Prompt(prompt, session) => {

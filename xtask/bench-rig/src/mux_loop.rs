@@ -6,8 +6,8 @@ use mux_llm::{
     BlockStart, BoxFuture, ContentBlock, EventStream, LlmClient, LlmError, Request, StopReason,
     StreamEvent, Usage,
 };
-use mux_orchestrator::{Orchestrator, OrchestratorConfig};
-use mux_tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
+use mux_orchestrator::{Agent, Orchestrator};
+use mux_tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 
 /// Answers a prompt with a call of `noop {"n":1}` and a tool result with the text "ok",
 /// as a stream of events that is ready at once.
@@ -108,15 +108,15 @@ pub(crate) struct MuxLoop {
 
 impl MuxLoop {
     pub(crate) fn new() -> Result<Self, String> {
-        let registry = Registry::new();
-        registry.register_typed(Noop).map_err(|e| e.to_string())?;
-        let mut config = OrchestratorConfig::new("instant");
-        config.ask_user = false;
         let client: Arc<dyn LlmClient> = Arc::new(InstantModel);
-        let prototype = Orchestrator::builder(client, config)
-            .tools(registry)
-            .build();
-        Ok(Self { prototype })
+        let agent = Agent::builder_shared(client, "instant")
+            .ask_user(false)
+            .tool(Noop)
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            prototype: agent.orchestrator().clone(),
+        })
     }
 
     /// One two-turn run on a fresh conversation: the tool call, then the answer.

@@ -8,10 +8,8 @@ use mux_llm::{
     BlockStart, BoxFuture, ContentBlock, EventStream, LlmClient, LlmError, Message, Request, Role,
     StreamEvent, Usage,
 };
-use mux_orchestrator::{LoopEvent, Orchestrator, OrchestratorConfig};
-use mux_tool::{
-    Registry, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, Typed, TypedTool,
-};
+use mux_orchestrator::{Agent, LoopEvent, Orchestrator, OrchestratorConfig};
+use mux_tool::{Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, Typed, TypedTool};
 use serde_json::json;
 use tokio::runtime::Runtime;
 
@@ -135,13 +133,12 @@ pub(crate) fn runtime() -> Result<Runtime, String> {
 }
 
 pub(crate) fn agent(client: Arc<dyn LlmClient>) -> Result<Orchestrator, String> {
-    let registry = Registry::new();
-    registry.register_typed(Noop).map_err(|e| e.to_string())?;
-    let mut config = OrchestratorConfig::new("instant");
-    config.ask_user = false;
-    Ok(Orchestrator::builder(client, config)
-        .tools(registry)
-        .build())
+    let agent = Agent::builder_shared(client, "instant")
+        .ask_user(false)
+        .tool(Noop)
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok(agent.orchestrator().clone())
 }
 
 /// µs per turn: a two-turn run (tool call, then answer) through the loop, against the same
@@ -278,11 +275,15 @@ fn fan_out(rt: &Runtime) -> Result<Row, String> {
     const EVENTS: usize = 1_000_000;
     const SUBSCRIBERS: usize = 4;
     let model: Arc<dyn LlmClient> = Arc::new(InstantModel { deltas: EVENTS });
-    let registry = Registry::new();
-    let mut config = OrchestratorConfig::new("instant");
-    config.ask_user = false;
-    config.broadcast_capacity = 65_536;
-    let agent = Orchestrator::builder(model, config).tools(registry).build();
+    let agent = Agent::builder_shared(model, "instant")
+        .ask_user(false)
+        .configure(|config| OrchestratorConfig {
+            broadcast_capacity: 65_536,
+            ..config
+        })
+        .build()
+        .map_err(|e| e.to_string())?;
+    let agent = agent.orchestrator();
     let started = Instant::now();
     let counts = rt.block_on(async {
         let subscribers: Vec<_> = (0..SUBSCRIBERS)

@@ -34,8 +34,8 @@ pub(crate) fn serve(kind: &str) -> Result<(), String> {
     let runtime = load::runtime()?;
     runtime.block_on(async {
         let router = match kind {
-            "mux" => server::mux(false),
-            "mux-lean" => server::mux(true),
+            "mux" => server::mux(false)?,
+            "mux-lean" => server::mux(true)?,
             "bare" => server::bare(),
             "bare-hold" => server::bare_hold(),
             "mux-pg" => server::durable().await?,
@@ -59,7 +59,7 @@ mod server {
     use futures::{StreamExt as _, stream};
     use mux_llm::testing::events_of;
     use mux_llm::{ContentBlock, EventStream, LlmClient, LlmError, Request, Response, StopReason};
-    use mux_orchestrator::{Orchestrator, OrchestratorConfig};
+    use mux_orchestrator::{Agent, OrchestratorConfig};
     use mux_tool::{
         BoxFuture, Tool, ToolAnnotations, ToolContext, ToolError, ToolOutput, ToolSpec,
     };
@@ -68,8 +68,8 @@ mod server {
     /// mux-web on a model that calls `noop` (or `hold`, for the prompt "hold"; `act`, which
     /// the face asks about, for "pause"), then says "ok". `lean` turns `ask_user` off and
     /// makes the event channel small.
-    pub(super) fn mux(lean: bool) -> Router {
-        agui(lean).build()
+    pub(super) fn mux(lean: bool) -> Result<Router, String> {
+        Ok(agui(lean)?.build())
     }
 
     /// The same on PostgreSQL (sessions and runs) at `MUX_BENCH_DATABASE_URL`, with the lease
@@ -89,7 +89,7 @@ mod server {
         let runs = mux_orchestrator::runs::PostgresRunStore::connect(&url)
             .await
             .map_err(|e| e.to_string())?;
-        Ok(agui(false)
+        Ok(agui(false)?
             .session_store(Arc::new(sessions))
             .run_store(Arc::new(runs))
             .config(
@@ -100,7 +100,7 @@ mod server {
             .build())
     }
 
-    fn agui(lean: bool) -> mux_web::AguiRouter {
+    fn agui(lean: bool) -> Result<mux_web::AguiRouter, String> {
         let client = Arc::new(Instant);
         let mut config = OrchestratorConfig::new("bench");
         if lean {
@@ -119,14 +119,19 @@ mod server {
         {
             let _ = fixed.register(tool);
         }
-        mux_web::AguiRouter::new(move |tools: mux_tool::Registry| {
+        // The agent holds no tools: the closure picks each conversation's, as before.
+        let agent = Agent::builder_shared(client, "bench")
+            .configure(|_| config)
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(mux_web::AguiRouter::new(move |tools: mux_tool::Registry| {
             // The page's tools replace the agent's of the same name, as on an `Agent`.
             let all = mux_tool::Registry::new();
             let _ = all.register_from(&fixed);
             all.replace_from(&tools);
-            Orchestrator::builder(client.clone(), config.clone()).tools(all)
+            agent.conversation_with(all)
         })
-        .config(mux_web::WebConfig::default().replay_retention(std::time::Duration::from_secs(1)))
+        .config(mux_web::WebConfig::default().replay_retention(std::time::Duration::from_secs(1))))
     }
 
     /// A model whose replies are ready at once and that records nothing (pydantic-ai's

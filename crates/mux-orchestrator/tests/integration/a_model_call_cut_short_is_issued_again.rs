@@ -7,9 +7,9 @@ use std::sync::Arc;
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Message, Role};
 use mux_orchestrator::session::{FileSessionStore, HistoryRecord, SessionMeta, SessionStore};
-use mux_orchestrator::{LoopError, Orchestrator, OrchestratorConfig};
+use mux_orchestrator::{LoopError, OrchestratorConfig};
 
-use crate::common::drain;
+use crate::common::{Conversation, drain, loop_agent};
 
 #[tokio::test]
 async fn a_model_call_cut_short_by_its_process_dying_is_issued_again_on_resume() {
@@ -29,8 +29,9 @@ async fn a_model_call_cut_short_by_its_process_dying_is_issued_again_on_resume()
         .unwrap();
 
     let model = ScriptedClient::new().reply_text("Hi.");
-    let orchestrator = Orchestrator::builder(Arc::new(model.clone()), OrchestratorConfig::new("m"))
+    let orchestrator = loop_agent(model.clone(), OrchestratorConfig::new("m"))
         .session_store(store.clone())
+        .open()
         .resume(&meta.id)
         .await
         .unwrap();

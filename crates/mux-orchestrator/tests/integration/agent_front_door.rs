@@ -239,13 +239,13 @@ async fn tools_at_are_built_for_each_root_and_a_failure_names_the_root() {
         description(agent.orchestrator().tools()),
         one.path().display().to_string()
     );
-    let other = agent.orchestrator_at(two.path()).unwrap().build();
+    let other = agent.conversation_at(two.path()).unwrap().build();
     assert_eq!(description(other.tools()), two.path().display().to_string());
     assert!(other.tools().contains("echo"), "fixed tools come along");
     assert_ne!(other.session().id, agent.orchestrator().session().id);
 
     let missing = one.path().join("missing");
-    let err = agent.orchestrator_at(&missing).unwrap_err();
+    let err = agent.conversation_at(&missing).unwrap_err();
     assert!(matches!(err, AgentBuildError::Toolset { .. }), "{err}");
     assert!(err.to_string().contains("missing"), "{err}");
     let err = Agent::builder(scripted(), "m")
@@ -265,7 +265,7 @@ async fn each_conversation_gets_a_session_scope_of_its_own_anchored_at_its_root(
         .permissions(permissions)
         .build()
         .unwrap();
-    let session = agent.orchestrator_at(dir.path()).unwrap().build();
+    let session = agent.conversation_at(dir.path()).unwrap().build();
     let policy = session.permissions().unwrap();
     assert_eq!(policy.context().root(), dir.path());
     policy.scope(Scope::Session).unwrap().add(
@@ -357,4 +357,63 @@ async fn prompt_fails_loudly_at_a_limit_and_on_calls_no_one_could_approve() {
         "{err:?}"
     );
     assert_eq!(err.kind(), "limit_reached");
+}
+
+/// What a face adds to one conversation stays in it: its context joins that conversation's
+/// instructions only, and its loop setting changes that conversation only.
+#[tokio::test]
+async fn a_faces_context_and_setting_stay_in_its_conversation() {
+    let model = scripted().reply(text("one")).reply(text("two"));
+    let agent = Agent::builder(model.clone(), "m")
+        .instructions("Be brief.")
+        .build()
+        .unwrap();
+    let face = agent
+        .conversation_at(agent.root())
+        .unwrap()
+        .add_context(mux_orchestrator::context::FnContext::new("page", || {
+            Some("The page shows a chart.".into())
+        }))
+        .reconfigure(|config| config.max_iterations(7))
+        .build();
+    face.run_to_completion("hi").await.unwrap();
+    agent.prompt("hi").await.unwrap();
+    let requests = model.requests();
+    let system = |i: usize| requests[i].system.clone().unwrap_or_default();
+    assert!(system(0).contains("Be brief."), "{}", system(0));
+    assert!(
+        system(0).contains("The page shows a chart."),
+        "{}",
+        system(0)
+    );
+    assert!(!system(1).contains("chart"), "{}", system(1));
+    assert_eq!(face.config().max_iterations, 7);
+    assert_ne!(agent.config().max_iterations, 7);
+}
+
+/// A face whose modes need a policy (the editor's) gets the shared default at the
+/// conversation's root when the agent runs without one; otherwise the conversation's own.
+#[test]
+fn a_face_gets_a_policy_for_its_modes_at_the_conversations_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let unasked = Agent::builder(scripted(), "m")
+        .approval(ApprovalPolicy::Never)
+        .build()
+        .unwrap();
+    let mut builder = unasked.conversation_at(dir.path()).unwrap();
+    let policy = builder.policy_for_face();
+    assert!(policy.is_unset());
+    assert_eq!(policy.context().root(), dir.path());
+    let conversation = builder.build();
+    assert!(conversation.permissions().unwrap().is_unset());
+
+    let strict =
+        mux_permission::Permissions::builder(mux_permission::PathContext::new("/")).build();
+    let agent = Agent::builder(scripted(), "m")
+        .permissions(strict)
+        .build()
+        .unwrap();
+    let policy = agent.conversation_at(dir.path()).unwrap().policy_for_face();
+    assert!(!policy.is_unset());
+    assert_eq!(policy.context().root(), dir.path());
 }

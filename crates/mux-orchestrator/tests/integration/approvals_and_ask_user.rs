@@ -2,7 +2,6 @@
 
 use crate::common;
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -25,10 +24,10 @@ fn shell_agent(
             ScopeRules::new(RuleSet::new().with_deny("Bash(rm:*)").unwrap()),
         )
         .build();
-    let agent = Orchestrator::builder(Arc::new(model), config)
-        .tools(registry)
+    let agent = loop_agent(model, config)
+        .tools(registry.list())
         .permissions(permissions)
-        .build();
+        .conversation();
     (agent, shell)
 }
 
@@ -271,9 +270,9 @@ async fn without_a_policy_the_approval_policy_decides_and_denials_are_not_silent
         let shell = Shell::default();
         let registry = Registry::new();
         registry.register_typed(shell.clone()).unwrap();
-        let agent = Orchestrator::builder(Arc::new(script()), config)
-            .tools(registry)
-            .build();
+        let agent = loop_agent(script(), config)
+            .tools(registry.list())
+            .conversation();
         (agent, shell)
     };
 
@@ -296,12 +295,12 @@ async fn without_a_policy_the_approval_policy_decides_and_denials_are_not_silent
     let echo_model = scripted()
         .reply_tool_call("c1", "echo", json!({"text": "hi"}))
         .reply(text("ok"));
-    let strict = Orchestrator::builder(
-        Arc::new(echo_model),
+    let strict = loop_agent(
+        echo_model,
         OrchestratorConfig::new("m").approval(ApprovalPolicy::Always),
     )
-    .tools(registry())
-    .build();
+    .tools(registry().list())
+    .conversation();
     let summary = strict.run_to_completion("go").await.unwrap();
     assert_eq!(summary.unapproved.len(), 1, "{:?}", summary.unapproved);
     assert!(summary.unapproved[0].reason.contains("Always"));
@@ -320,9 +319,9 @@ async fn without_a_policy_allow_always_is_remembered_as_a_session_rule() {
     registry.register_typed(shell.clone()).unwrap();
     // No `permissions(...)`: the default policy (`Permissions::unset`) takes the answer, and
     // remembers it as a policy does: the narrowest rule, in the session scope.
-    let agent = Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("m"))
-        .tools(registry)
-        .build();
+    let agent = loop_agent(model, OrchestratorConfig::new("m"))
+        .tools(registry.list())
+        .conversation();
     let always = || {
         Some(Answer::AllowAlways {
             remember: Remember::exact(Scope::Session),
@@ -408,11 +407,11 @@ async fn an_always_answer_to_a_forced_question_goes_to_the_same_rule_store() {
     let permissions = Permissions::builder(PathContext::new("."))
         .scope(Scope::Project, ScopeRules::new(RuleSet::new()))
         .build();
-    let agent = Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("m"))
-        .tools(registry)
+    let agent = loop_agent(model, OrchestratorConfig::new("m"))
+        .tools(registry.list())
         .permissions(permissions)
         .needs_approval("Bash", |_| true)
-        .build();
+        .conversation();
     let always = || {
         Some(Answer::AllowAlways {
             remember: Remember::exact(Scope::Session),

@@ -3,7 +3,6 @@
 
 use crate::common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
@@ -16,12 +15,9 @@ use mux_orchestrator::{
 use serde_json::json;
 
 fn limited(model: ScriptedClient, limits: RunLimits) -> Orchestrator {
-    Orchestrator::builder(
-        Arc::new(model),
-        OrchestratorConfig::new("test-model").limits(limits),
-    )
-    .tools(registry())
-    .build()
+    loop_agent(model, OrchestratorConfig::new("test-model").limits(limits))
+        .tools(registry().list())
+        .conversation()
 }
 
 fn echo(id: &str, text: &str) -> (String, String, serde_json::Value) {

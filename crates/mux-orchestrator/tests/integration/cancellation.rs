@@ -2,20 +2,19 @@
 
 use crate::common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
 use futures::StreamExt;
 use mux_llm::{BoxFuture, ContentBlock, EventStream, LlmClient, LlmError, Request, StreamEvent};
 use mux_orchestrator::{
-    Answer, LoopError, LoopEvent, LoopInput, LoopState, Orchestrator, OrchestratorConfig, Run,
+    Answer, LoopError, LoopEvent, LoopInput, LoopState, OrchestratorConfig, Run,
 };
 use serde_json::json;
 
 #[tokio::test]
 async fn cancel_mid_stream_ends_the_run_promptly() {
-    let agent = Orchestrator::builder(Arc::new(Stalls), OrchestratorConfig::new("m")).build();
+    let agent = loop_agent(Stalls, OrchestratorConfig::new("m")).conversation();
     let Run {
         mut events,
         input,
@@ -100,7 +99,8 @@ async fn cancel_mid_tool_answers_every_tool_use() {
 #[tokio::test]
 async fn cancelling_the_orchestrator_token_cancels_its_runs() {
     let token = tokio_util::sync::CancellationToken::new();
-    let agent = Orchestrator::builder(Arc::new(Stalls), OrchestratorConfig::new("m"))
+    let agent = loop_agent(Stalls, OrchestratorConfig::new("m"))
+        .open()
         .cancellation(token.clone())
         .build();
     let run = agent.run("go").unwrap();
@@ -136,7 +136,7 @@ impl LlmClient for Floods {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_stream_that_never_waits_is_still_cancelled() {
-    let agent = Orchestrator::builder(Arc::new(Floods), OrchestratorConfig::new("m")).build();
+    let agent = loop_agent(Floods, OrchestratorConfig::new("m")).conversation();
     // With a face reading.
     let Run {
         mut events,
@@ -151,7 +151,8 @@ async fn a_model_stream_that_never_waits_is_still_cancelled() {
     assert!(matches!(outcome, Err(LoopError::Cancelled)));
     // And without one: the loop takes events in a tight loop, and still sees the cancel.
     let cancel = tokio_util::sync::CancellationToken::new();
-    let quiet = Orchestrator::builder(Arc::new(Floods), OrchestratorConfig::new("m"))
+    let quiet = loop_agent(Floods, OrchestratorConfig::new("m"))
+        .open()
         .cancellation(cancel.clone())
         .build();
     let canceller = tokio::spawn(async move {
@@ -169,7 +170,7 @@ async fn a_model_stream_that_never_waits_is_still_cancelled() {
 async fn a_cancel_input_is_not_held_up_by_inputs_waiting_for_a_face_that_stopped_reading() {
     let mut config = OrchestratorConfig::new("m");
     config.event_capacity = 1;
-    let agent = Orchestrator::builder(Arc::new(Stalls), config).build();
+    let agent = loop_agent(Stalls, config).conversation();
     let mut subscription = agent.subscribe();
     let Run {
         mut events,
@@ -211,7 +212,7 @@ async fn a_face_that_stops_reading_cannot_keep_a_cancelled_run_alive() {
     // Room for one event: the text delta finds the receiver full and the loop waits there.
     let mut config = OrchestratorConfig::new("m");
     config.event_capacity = 1;
-    let agent = Orchestrator::builder(Arc::new(Stalls), config).build();
+    let agent = loop_agent(Stalls, config).conversation();
     let mut subscription = agent.subscribe();
     let Run {
         mut events,

@@ -4,11 +4,9 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
 use common::*;
+use mux_orchestrator::OrchestratorConfig;
 use mux_orchestrator::context::{ProjectInstructions, SkillsList, TodoContext};
-use mux_orchestrator::{Orchestrator, OrchestratorConfig};
 use mux_tool::Resources;
 use mux_tool::builtin::TodoWrite;
 use serde_json::json;
@@ -39,16 +37,16 @@ async fn providers_reach_the_system_content_of_every_turn() {
     let tools = registry();
     tools.register_typed(TodoWrite).unwrap();
     let resources = Resources::new();
-    let agent = Orchestrator::builder(
-        Arc::new(model.clone()),
+    let agent = loop_agent(
+        model.clone(),
         OrchestratorConfig::new("m").system_prompt("Be brief."),
     )
-    .tools(tools)
+    .tools(tools.list())
     .resources(resources.clone())
     .context(ProjectInstructions::new(dir.path()))
     .context(TodoContext::from_resources(&resources))
     .context(SkillsList::new().skill("pdf", "read PDFs"))
-    .build();
+    .conversation();
     agent.run_to_completion("fix it").await.unwrap();
     agent.run_to_completion("and then?").await.unwrap();
 

@@ -82,13 +82,10 @@ fn agent_with(
 ) -> mux_orchestrator::Orchestrator {
     let hooks = Hooks::new();
     hooks.add(hook);
-    mux_orchestrator::Orchestrator::builder(
-        Arc::new(model),
-        mux_orchestrator::OrchestratorConfig::new("m"),
-    )
-    .tools(registry())
-    .hooks(hooks)
-    .build()
+    loop_agent(model, mux_orchestrator::OrchestratorConfig::new("m"))
+        .tools(registry().list())
+        .hooks(hooks)
+        .conversation()
 }
 
 #[tokio::test]
@@ -335,13 +332,10 @@ async fn a_hook_that_registers_a_hook_does_not_deadlock() {
     hooks.add(Registrar {
         hooks: hooks.clone(),
     });
-    let agent = mux_orchestrator::Orchestrator::builder(
-        Arc::new(model),
-        mux_orchestrator::OrchestratorConfig::new("m"),
-    )
-    .tools(registry())
-    .hooks(hooks)
-    .build();
+    let agent = loop_agent(model, mux_orchestrator::OrchestratorConfig::new("m"))
+        .tools(registry().list())
+        .hooks(hooks)
+        .conversation();
     let summary = tokio::time::timeout(
         std::time::Duration::from_secs(5),
         agent.run_to_completion("go"),
@@ -444,10 +438,10 @@ async fn a_hook_that_panics_at_any_point_is_reported_and_the_run_goes_on() {
             keep_last_turns: 1,
             ..Default::default()
         });
-        let agent = mux_orchestrator::Orchestrator::builder(Arc::new(model), config)
-            .tools(registry())
+        let agent = loop_agent(model, config)
+            .tools(registry().list())
             .hook(PanicsAt(point))
-            .build()
+            .conversation()
             .new_session_from(vec![
                 mux_llm::Message::user("earlier"),
                 mux_llm::Message::assistant("earlier answer"),
@@ -516,12 +510,12 @@ async fn a_message_the_loop_can_no_longer_read_is_rejected_not_dropped() {
         reached: Mutex::new(Some(reached_tx)),
         release: Arc::clone(&release),
     });
-    let agent = mux_orchestrator::Orchestrator::builder(
-        Arc::new(scripted().reply(text("done"))),
+    let agent = loop_agent(
+        scripted().reply(text("done")),
         mux_orchestrator::OrchestratorConfig::new("m"),
     )
     .hooks(hooks)
-    .build();
+    .conversation();
     let run = agent.run("go").unwrap();
     reached.await.unwrap();
     let late = mux_orchestrator::LoopInput::UserMessage {

@@ -2,11 +2,9 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
 use common::*;
 use mux_llm::{ContentBlock, Role};
-use mux_orchestrator::{LoopError, LoopEvent, Orchestrator, OrchestratorConfig};
+use mux_orchestrator::{LoopError, LoopEvent, OrchestratorConfig};
 use serde_json::json;
 
 #[tokio::test]
@@ -84,12 +82,9 @@ async fn the_conversation_continues_across_runs() {
 async fn exceeding_max_iterations_is_a_typed_error() {
     let model =
         scripted().respond_with(|_| Ok(tool_calls(&[("c", "echo", json!({"text": "again"}))])));
-    let agent = Orchestrator::builder(
-        Arc::new(model),
-        OrchestratorConfig::new("m").max_iterations(3),
-    )
-    .tools(registry())
-    .build();
+    let agent = loop_agent(model, OrchestratorConfig::new("m").max_iterations(3))
+        .tools(registry().list())
+        .conversation();
     let (events, outcome) = drain(agent.run("loop forever").unwrap()).await;
     assert!(matches!(outcome, Err(LoopError::MaxIterations(3))));
     assert_eq!(labels(&events).last().unwrap(), "error max_iterations");
@@ -147,9 +142,9 @@ async fn a_slow_subscriber_is_told_how_many_events_it_missed() {
         .reply(text("hi"));
     let mut config = OrchestratorConfig::new("m");
     config.broadcast_capacity = 2;
-    let agent = Orchestrator::builder(Arc::new(model), config)
-        .tools(registry())
-        .build();
+    let agent = loop_agent(model, config)
+        .tools(registry().list())
+        .conversation();
     let mut subscription = agent.subscribe();
     let (events, _) = drain(agent.run("x").unwrap()).await;
     let first = subscription.recv().await.unwrap();

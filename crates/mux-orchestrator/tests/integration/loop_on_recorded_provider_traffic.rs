@@ -6,12 +6,12 @@ use crate::common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use common::labels;
+use common::{Conversation, labels, loop_agent};
 use mux_llm::anthropic::AnthropicClient;
 use mux_llm::openai::OpenAiClient;
 use mux_llm::testing::{ReplayServer, Reply};
 use mux_llm::{ContentBlock, LlmClient, Secret};
-use mux_orchestrator::{LoopEvent, Orchestrator, OrchestratorConfig};
+use mux_orchestrator::{LoopEvent, OrchestratorConfig};
 use mux_tool::{Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -93,12 +93,12 @@ async fn anthropic_tool_use_then_answer() {
         .unwrap();
     let registry = Registry::new();
     registry.register_typed(GetWeather).unwrap();
-    let agent = Orchestrator::builder(
+    let agent = loop_agent(
         Arc::new(client) as Arc<dyn LlmClient>,
         OrchestratorConfig::new("claude-sonnet-4-20250514"),
     )
-    .tools(registry)
-    .build();
+    .tools(registry.list())
+    .conversation();
     let (events, outcome) = common::drain(agent.run("What's the weather in Paris?").unwrap()).await;
     let summary = outcome.unwrap();
 
@@ -145,12 +145,12 @@ async fn openai_parallel_tool_calls_then_answer() {
         .unwrap();
     let registry = Registry::new();
     registry.register_typed(GetWeatherArgs).unwrap();
-    let agent = Orchestrator::builder(
+    let agent = loop_agent(
         Arc::new(client) as Arc<dyn LlmClient>,
         OrchestratorConfig::new("gpt-4o-2024-08-06"),
     )
-    .tools(registry)
-    .build();
+    .tools(registry.list())
+    .conversation();
     let (events, outcome) = common::drain(
         agent
             .run("Weather in Edinburgh and New York? And a stock price.")
@@ -203,11 +203,11 @@ async fn retries_are_visible_as_events() {
         .unwrap()
         .base_url(server.url())
         .unwrap();
-    let agent = Orchestrator::builder(
+    let agent = loop_agent(
         Arc::new(client) as Arc<dyn LlmClient>,
         OrchestratorConfig::new("claude-sonnet-4-20250514"),
     )
-    .build();
+    .conversation();
     let (events, outcome) = common::drain(agent.run("Hi").unwrap()).await;
     outcome.unwrap();
     let retrying: Vec<_> = events
@@ -315,12 +315,12 @@ async fn responses_api_tool_call_then_answer() {
     .unwrap();
     let registry = Registry::new();
     registry.register_typed(Weather).unwrap();
-    let agent = Orchestrator::builder(
+    let agent = loop_agent(
         Arc::new(responses_client(&server)) as Arc<dyn LlmClient>,
         OrchestratorConfig::new("gpt-5"),
     )
-    .tools(registry)
-    .build();
+    .tools(registry.list())
+    .conversation();
     let summary = agent
         .run_to_completion("What's the weather in Florence?")
         .await

@@ -15,6 +15,7 @@ mod loop_on_recorded_provider_traffic;
 mod mcp_servers;
 mod session_stores;
 mod sessions_and_compaction;
+mod settings_name_the_agents_tools;
 mod the_same_defaults_on_every_face;
 #[cfg(feature = "builtin")]
 mod the_wall_and_the_policy_are_one_value;

@@ -6,10 +6,9 @@
 use crate::common;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::{text, tool_calls};
+use common::{Conversation, loop_agent, text, tool_calls};
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Request, Role};
 use mux_mcp::{
@@ -142,9 +141,10 @@ async fn a_scripted_model_calls_a_real_mcp_tool_and_reads_its_result() {
         )]))
         .reply(text("The server said hello."));
     let parent = tokio_util::sync::CancellationToken::new();
-    let agent = Orchestrator::builder(Arc::new(model.clone()), OrchestratorConfig::new("m"))
+    let agent = loop_agent(model.clone(), OrchestratorConfig::new("m"))
         .permissions(allow(RuleSet::new().with_allow("mcp__ev__*").unwrap()))
-        .mcp_servers(servers)
+        .open()
+        .face_mcp_servers(servers)
         .cancellation(parent.clone())
         .build();
     assert!(agent.tools().contains("mcp__ev__echo"));
@@ -199,10 +199,10 @@ async fn permission_rules_deny_an_mcp_tool_by_name_and_allow_its_server_by_wildc
         .unwrap()
         .with_deny("mcp__ev__echo")
         .unwrap();
-    let agent = Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("m"))
+    let agent = loop_agent(model, OrchestratorConfig::new("m"))
         .permissions(allow(rules))
         .mcp(coordinator.clone())
-        .build();
+        .conversation();
     let mut observer = agent.subscribe();
 
     let summary = agent.run_to_completion("add and echo").await.unwrap();
@@ -251,10 +251,10 @@ async fn cancelling_mid_mcp_call_sends_cancelled_and_answers_the_tool_use() {
         "mcp__ev__trigger-long-running-operation",
         json!({"duration": 30, "steps": 30}),
     )]));
-    let agent = Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("m"))
+    let agent = loop_agent(model, OrchestratorConfig::new("m"))
         .permissions(allow(RuleSet::new().with_allow("mcp__ev").unwrap()))
         .mcp(coordinator.clone())
-        .build();
+        .conversation();
 
     let Run {
         mut events,
@@ -384,8 +384,8 @@ async fn tools_of_a_disconnected_server_disappear_and_return_after_a_reconnect()
         .unwrap()
         .with_allow("mcp__b__echo")
         .unwrap();
-    let agent = Orchestrator::builder(Arc::new(model.clone()), OrchestratorConfig::new("m"))
-        .tools(registry)
+    let agent = loop_agent(model.clone(), OrchestratorConfig::new("m"))
+        .tools(registry.list())
         .permissions(allow(rules))
         .mcp(coordinator.clone())
         // Only echo and get-sum, from every server.
@@ -393,7 +393,7 @@ async fn tools_of_a_disconnected_server_disappear_and_return_after_a_reconnect()
             McpFilter::Spec(mux_tool::ToolFilter::glob("mcp__*__echo").unwrap()),
             McpFilter::Spec(mux_tool::ToolFilter::glob("mcp__*__get-sum").unwrap()),
         ]))
-        .build();
+        .conversation();
     let mut observer = agent.subscribe();
 
     let summary = agent.run_to_completion("juggle servers").await.unwrap();
@@ -516,11 +516,11 @@ async fn tools_added_and_removed_by_list_changed_follow_in_the_next_turn() {
         .unwrap()
         .with_allow("mcp__lc__*")
         .unwrap();
-    let agent = Orchestrator::builder(Arc::new(model.clone()), OrchestratorConfig::new("m"))
-        .tools(registry)
+    let agent = loop_agent(model.clone(), OrchestratorConfig::new("m"))
+        .tools(registry.list())
         .permissions(allow(rules))
         .mcp(coordinator.clone())
-        .build();
+        .conversation();
     let mut observer = agent.subscribe();
 
     let summary = agent.run_to_completion("grow and shrink").await.unwrap();
@@ -582,8 +582,9 @@ async fn a_server_that_fails_to_start_is_reported_and_dropping_the_orchestrator_
         .unwrap();
 
     let model = ScriptedClient::new().reply(text("one")).reply(text("two"));
-    let agent = Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("m"))
-        .mcp_servers(servers)
+    let agent = loop_agent(model, OrchestratorConfig::new("m"))
+        .open()
+        .face_mcp_servers(servers)
         .build();
     let mut observer = agent.subscribe();
     agent.run_to_completion("first").await.unwrap();
@@ -619,4 +620,45 @@ async fn a_bad_config_is_a_typed_error_naming_the_server() {
         "{err:?}"
     );
     assert!(err.to_string().contains("`x`"), "{err}");
+}
+
+/// The same through the agent: `AgentBuilder::mcp_servers` reports a server that did not
+/// start on the agent's first run, once, and `Agent::shutdown` stops the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_server_that_fails_to_start_is_reported_once_and_shutdown_stops_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.json");
+    let config_json = json!({"mcpServers": {
+        "ev": {"command": "node", "args": [peer_script("server-everything"), "stdio"]},
+        "broken": {"command": dir.path().join("no-such-server").to_string_lossy()},
+    }});
+    std::fs::write(&config, config_json.to_string()).unwrap();
+    let servers = McpServers::load(&config, coordinator_config())
+        .await
+        .unwrap();
+    let pid = servers
+        .coordinator()
+        .connection("ev")
+        .unwrap()
+        .pid()
+        .unwrap();
+    let model = ScriptedClient::new().reply(text("one")).reply(text("two"));
+    let agent = mux_orchestrator::Agent::builder(model, "m")
+        .mcp_servers(servers)
+        .build()
+        .unwrap();
+    let mut failed = Vec::new();
+    for prompt in ["first", "second"] {
+        let mut run = agent.stream(prompt).unwrap();
+        while let Some(event) = run.events.recv().await {
+            if let LoopEvent::McpServerFailed { server, .. } = event {
+                failed.push((prompt, server));
+            }
+        }
+        run.handle.wait().await.unwrap();
+    }
+    assert_eq!(failed, [("first", "broken".to_owned())]);
+    assert!(alive(pid));
+    agent.shutdown().await;
+    assert!(!alive(pid), "the server outlived the agent's shutdown");
 }

@@ -17,10 +17,10 @@ fn agent(
     store: Arc<FileSessionStore>,
     config: OrchestratorConfig,
 ) -> Orchestrator {
-    Orchestrator::builder(Arc::new(model), config)
-        .tools(registry())
+    loop_agent(model, config)
+        .tools(registry().list())
         .session_store(store)
-        .build()
+        .conversation()
 }
 
 #[tokio::test]
@@ -36,9 +36,10 @@ async fn a_session_resumes_and_continues() {
     assert_eq!(first.messages().len(), 4);
 
     let model = scripted().reply(text("second"));
-    let resumed = Orchestrator::builder(Arc::new(model.clone()), OrchestratorConfig::new("m"))
-        .tools(registry())
+    let resumed = loop_agent(model.clone(), OrchestratorConfig::new("m"))
+        .tools(registry().list())
         .session_store(store.clone())
+        .open()
         .resume(&id)
         .await
         .unwrap();
@@ -139,11 +140,11 @@ async fn an_orchestrator_forks_its_conversation_and_without_a_store_says_why() {
         2
     );
 
-    let storeless =
-        Orchestrator::builder(Arc::new(scripted()), OrchestratorConfig::new("m")).build();
+    let storeless = loop_agent(scripted(), OrchestratorConfig::new("m")).conversation();
     let err = storeless.fork().await.err().unwrap();
     assert_eq!(err.kind(), "no_session_store", "{err}");
-    let err = Orchestrator::builder(Arc::new(scripted()), OrchestratorConfig::new("m"))
+    let err = loop_agent(scripted(), OrchestratorConfig::new("m"))
+        .open()
         .resume("some-id")
         .await
         .err()
@@ -209,9 +210,9 @@ async fn compaction_summarizes_old_turns_and_keeps_pairs_whole() {
         keep_last_turns: 1,
         ..Default::default()
     });
-    let agent = Orchestrator::builder(Arc::new(model.clone()), config)
-        .tools(registry())
-        .build();
+    let agent = loop_agent(model.clone(), config)
+        .tools(registry().list())
+        .conversation();
     let mut subscription = agent.subscribe();
     agent.run_to_completion("one").await.unwrap();
     agent.run_to_completion("two").await.unwrap();
@@ -269,7 +270,7 @@ async fn manual_compaction_is_available() {
         .reply(text("a1"))
         .reply(text("a2"))
         .reply(text("summary of one"));
-    let agent = Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("m")).build();
+    let agent = loop_agent(model, OrchestratorConfig::new("m")).conversation();
     agent.run_to_completion("one").await.unwrap();
     assert_eq!(
         agent.compact().await.unwrap(),
@@ -385,9 +386,9 @@ async fn compaction_on_a_continued_turn_is_a_valid_state_change() {
         keep_last_turns: 1,
         ..Default::default()
     });
-    let agent = Orchestrator::builder(Arc::new(summarizing_model()), config)
+    let agent = loop_agent(summarizing_model(), config)
         .hook(ContinueOnce)
-        .build();
+        .conversation();
     let (events, outcome) = drain(agent.run("one").unwrap()).await;
     let answer = outcome.unwrap().text;
     assert!(answer.ends_with("more"), "{answer}");
@@ -410,8 +411,8 @@ async fn compaction_before_the_first_turn_does_not_go_back_to_idle() {
         keep_last_turns: 1,
         ..Default::default()
     });
-    let agent = Orchestrator::builder(Arc::new(summarizing_model()), config)
-        .build()
+    let agent = loop_agent(summarizing_model(), config)
+        .conversation()
         .new_session_from(vec![Message::user("earlier"), Message::assistant("ok")]);
     let (events, outcome) = drain(agent.run("now").unwrap()).await;
     let answer = outcome.unwrap().text;
@@ -432,11 +433,12 @@ async fn a_new_session_of_a_chosen_id_is_created_by_its_first_run_and_never_writ
     let mut meta = mux_orchestrator::session::SessionMeta::new();
     meta.id = "chosen-thread".into();
     meta.extra.insert("owner".into(), json!("alice"));
-    let first = Orchestrator::builder(
-        Arc::new(scripted().reply(text("hi alice"))),
+    let first = loop_agent(
+        scripted().reply(text("hi alice")),
         OrchestratorConfig::new("m"),
     )
     .session_store(store.clone())
+    .open()
     .build_session(meta.clone());
     assert!(
         store.load("chosen-thread").await.is_err(),
@@ -450,11 +452,12 @@ async fn a_new_session_of_a_chosen_id_is_created_by_its_first_run_and_never_writ
     let mut other = mux_orchestrator::session::SessionMeta::new();
     other.id = "chosen-thread".into();
     other.extra.insert("owner".into(), json!("mallory"));
-    let intruder = Orchestrator::builder(
-        Arc::new(scripted().reply(text("never"))),
+    let intruder = loop_agent(
+        scripted().reply(text("never")),
         OrchestratorConfig::new("m"),
     )
     .session_store(store.clone())
+    .open()
     .build_session(other);
     let err = intruder.run_to_completion("let me in").await.unwrap_err();
     // At once, as the session's own error: not held and retried as if the store were down.
@@ -478,12 +481,12 @@ async fn a_new_session_of_a_chosen_id_is_created_by_its_first_run_and_never_writ
 async fn a_run_on_a_session_deleted_meanwhile_fails_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(FileSessionStore::new(dir.path()));
-    let orchestrator = Orchestrator::builder(
-        Arc::new(scripted().reply(text("one")).reply(text("two"))),
+    let orchestrator = loop_agent(
+        scripted().reply(text("one")).reply(text("two")),
         OrchestratorConfig::new("m"),
     )
     .session_store(store.clone())
-    .build();
+    .conversation();
     orchestrator.run_to_completion("first").await.unwrap();
     let id = orchestrator.session().id;
     store.delete(&id).await.unwrap();

@@ -73,7 +73,7 @@ async fn every_conversation_of_an_agent_without_a_policy_gets_the_unset_policy_a
     let dir = tempfile::tempdir().unwrap();
     let agent = Agent::builder(scripted(), "m").build().unwrap();
     assert!(agent.permissions().is_none(), "no policy was set");
-    let conversation = agent.orchestrator_at(dir.path()).unwrap().build();
+    let conversation = agent.conversation_at(dir.path()).unwrap().build();
     let policy = conversation.permissions().unwrap();
     assert!(policy.is_unset());
     assert_eq!(policy.context().root(), dir.path());

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Message, Role};
 use mux_orchestrator::session::{FileSessionStore, SessionStore};
-use mux_orchestrator::{LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig};
+use mux_orchestrator::{LoopError, LoopEvent, LoopInput, OrchestratorConfig};
 use mux_permission::Answer;
 use mux_tool::{
     ApprovalPolicy, Registry, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool,
@@ -28,7 +28,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::common::{answer_approvals, drain, tool_calls};
+use crate::common::{Conversation, answer_approvals, drain, loop_agent, tool_calls};
 
 const ROLE: &str = "MUX_UNANSWERED_CHILD";
 /// `mid-call` (killed while `deploy` runs) or `paused` (killed while `deploy` waits for its
@@ -101,19 +101,15 @@ fn registry(dir: &Path, slow: bool) -> Registry {
 }
 
 /// Runs every call unasked; `deploy` is slow.
-fn builder(dir: &Path, model: ScriptedClient) -> mux_orchestrator::OrchestratorBuilder {
+fn builder(dir: &Path, model: ScriptedClient) -> mux_orchestrator::AgentBuilder {
     asking_builder(dir, model, true).configure(|config| config.approval(ApprovalPolicy::Never))
 }
 
 /// The default policy: `look` runs, `deploy` asks.
-fn asking_builder(
-    dir: &Path,
-    model: ScriptedClient,
-    slow: bool,
-) -> mux_orchestrator::OrchestratorBuilder {
+fn asking_builder(dir: &Path, model: ScriptedClient, slow: bool) -> mux_orchestrator::AgentBuilder {
     let store: Arc<dyn SessionStore> = Arc::new(FileSessionStore::new(dir.join("sessions")));
-    Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("test-model"))
-        .tools(registry(dir, slow))
+    loop_agent(model, OrchestratorConfig::new("test-model"))
+        .tools(registry(dir, slow).list())
         .session_store(store)
 }
 
@@ -164,13 +160,13 @@ fn child_process_role() {
     runtime.block_on(async {
         match std::env::var(ROLE_KIND).unwrap().as_str() {
             "mid-call" => {
-                let orchestrator = builder(&dir, look_then_deploy()).build();
+                let orchestrator = builder(&dir, look_then_deploy()).conversation();
                 std::fs::write(dir.join("session"), &orchestrator.session().id).unwrap();
                 // Never returns: the parent kills this process while `deploy` sleeps.
                 let _ = orchestrator.run_to_completion("ship it").await;
             }
             "paused" => {
-                let orchestrator = asking_builder(&dir, look_then_deploy(), false).build();
+                let orchestrator = asking_builder(&dir, look_then_deploy(), false).conversation();
                 std::fs::write(dir.join("session"), &orchestrator.session().id).unwrap();
                 let mut run = orchestrator.run("ship it").unwrap();
                 while let Some(event) = run.events.recv().await {
@@ -215,6 +211,7 @@ fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
     runtime.block_on(async {
         let model = ScriptedClient::new().reply_text("I checked.");
         let orchestrator = builder(dir.path(), model.clone())
+            .open()
             .resume(&id)
             .await
             .unwrap();
@@ -286,6 +283,7 @@ fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
         // A further run has nothing left to resolve.
         let model = ScriptedClient::new().reply_text("Still fine.");
         let orchestrator = builder(dir.path(), model.clone())
+            .open()
             .resume(&id)
             .await
             .unwrap();
@@ -318,6 +316,7 @@ fn a_paused_approval_outlives_its_process_and_is_answered_in_another() {
         // A fresh process sees the pending approval, answers it and continues the run.
         let model = ScriptedClient::new().reply_text("Deployed.");
         let orchestrator = asking_builder(dir.path(), model.clone(), false)
+            .open()
             .resume(&id)
             .await
             .unwrap();
@@ -399,6 +398,7 @@ fn a_new_prompt_after_a_paused_approval_is_stored_at_once_and_asks_nothing_again
         // again; it is stored first instead.)
         let model = ScriptedClient::new().reply_text("It is noon.");
         let orchestrator = asking_builder(dir.path(), model.clone(), false)
+            .open()
             .resume(&id)
             .await
             .unwrap();
@@ -446,6 +446,7 @@ fn a_new_prompt_after_a_paused_approval_is_stored_at_once_and_asks_nothing_again
         let stored = store.load(&id).await.unwrap();
         every_call_answered(&stored.messages);
         let resumed = asking_builder(dir.path(), ScriptedClient::new(), false)
+            .open()
             .resume(&id)
             .await
             .unwrap();
@@ -465,6 +466,7 @@ fn a_pending_approval_left_unanswered_is_asked_again_on_resume() {
     runtime.block_on(async {
         let model = ScriptedClient::new().reply_text("Not deployed.");
         let orchestrator = asking_builder(dir.path(), model.clone(), false)
+            .open()
             .resume(&id)
             .await
             .unwrap();
@@ -516,7 +518,7 @@ fn a_question_outlives_its_process_and_is_asked_again_under_the_same_call_id() {
                 "ask_user",
                 json!({"question": "Which color?"}),
             )]));
-            let orchestrator = asking_builder(dir.path(), model, false).build();
+            let orchestrator = asking_builder(dir.path(), model, false).conversation();
             let mut run = orchestrator.run("pick a color").unwrap();
             loop {
                 match run.events.recv().await {
@@ -541,6 +543,7 @@ fn a_question_outlives_its_process_and_is_asked_again_under_the_same_call_id() {
     runtime.block_on(async {
         let model = ScriptedClient::new().reply_text("You picked blue.");
         let orchestrator = asking_builder(dir.path(), model.clone(), false)
+            .open()
             .resume(&id)
             .await
             .unwrap();

@@ -17,7 +17,7 @@ use mux_tool::BoxFuture;
 use serde_json::json;
 use tokio::sync::watch;
 
-use crate::common::{Echo, Shell, Sleep, text, tool_calls};
+use crate::common::{Conversation, Echo, Shell, Sleep, loop_agent, text, tool_calls};
 
 /// How long a test waits for what must happen.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -136,13 +136,13 @@ fn orchestrator<T: mux_tool::TypedTool>(
 ) -> Orchestrator {
     let tools = mux_tool::Registry::new();
     tools.register(mux_tool::Typed::new(tool).unwrap()).unwrap();
-    Orchestrator::builder(
-        Arc::new(model.clone()),
+    loop_agent(
+        model.clone(),
         OrchestratorConfig::new("m").approval(ApprovalPolicy::Never),
     )
-    .tools(tools)
+    .tools(tools.list())
     .session_store(Arc::clone(store) as Arc<dyn SessionStore>)
-    .build()
+    .conversation()
 }
 
 /// The model's reply and the tool's result do not hold the loop up: its next model call is

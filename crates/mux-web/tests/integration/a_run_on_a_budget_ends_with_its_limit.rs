@@ -2,10 +2,9 @@
 //! `CUSTOM mux.limit_reached` (which limit, the figures) and then `RUN_FINISHED`, driven over
 //! HTTP and SSE on loopback.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mux_orchestrator::{ModelPrice, Orchestrator, OrchestratorConfig, PriceTable, RunLimits};
+use mux_orchestrator::{Agent, ModelPrice, PriceTable, RunLimits};
 use mux_web::{AguiRouter, WebConfig};
 use serde_json::{Value, json};
 
@@ -26,16 +25,15 @@ impl Drop for Server {
 async fn serve(limits: RunLimits) -> Server {
     // The model calls `tick` until it has 5 results, then answers; every reply costs 10 input
     // and 5 output tokens.
-    let client = Arc::new(calling_until("tick", "call_", 5, "Ticked."));
+    let agent = Agent::builder(calling_until("tick", "call_", 5, "Ticked."), "scripted")
+        .limits(limits)
+        .build()
+        .unwrap();
     let router = AguiRouter::new(move |tools: mux_tool::Registry| {
         tools
             .register(Tick::new(Duration::from_millis(100)))
             .unwrap();
-        Orchestrator::builder(
-            client.clone(),
-            OrchestratorConfig::new("scripted").limits(limits.clone()),
-        )
-        .tools(tools)
+        agent.conversation_with(tools)
     })
     .config(WebConfig::default())
     .build();

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
+use mux_orchestrator::Agent;
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
-use mux_orchestrator::{Agent, Orchestrator, OrchestratorConfig};
 use mux_web::AguiRouter;
 use serde_json::{Value, json};
 
@@ -51,11 +51,13 @@ async fn threads_are_kept_in_the_agents_store_with_its_instructions() {
 
 #[tokio::test]
 async fn a_closure_factory_still_opens_each_thread() {
-    let client = Arc::new(ScriptedClient::new().reply_text("from a closure"));
-    let router = AguiRouter::new(move |tools| {
-        Orchestrator::builder(client.clone(), OrchestratorConfig::new("scripted")).tools(tools)
-    })
-    .build();
+    let agent = Agent::builder(
+        ScriptedClient::new().reply_text("from a closure"),
+        "scripted",
+    )
+    .build()
+    .unwrap();
+    let router = AguiRouter::new(move |tools| agent.conversation_with(tools)).build();
     let events = run_once(router, "thread-2").await;
     let text: String = events
         .iter()

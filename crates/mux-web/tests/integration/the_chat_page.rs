@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
-use mux_orchestrator::{Orchestrator, OrchestratorConfig};
+use mux_orchestrator::Agent;
 use mux_web::{AguiRouter, WebConfig};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
@@ -35,11 +35,10 @@ async fn start(with_page: bool) -> PageServer {
                 .unwrap()
                 .push(format!("{} {}", r.status, r.path))
         });
-    let client = Arc::new(ScriptedClient::new().reply_text("hello"));
-    let mut router = AguiRouter::new(move |tools| {
-        Orchestrator::builder(client.clone(), OrchestratorConfig::new("scripted")).tools(tools)
-    })
-    .config(config);
+    let agent = Agent::builder(ScriptedClient::new().reply_text("hello"), "scripted")
+        .build()
+        .unwrap();
+    let mut router = AguiRouter::new(move |tools| agent.conversation_with(tools)).config(config);
     if with_page {
         router = router.with_page(mux_web::page::PageOptions::default());
     }

@@ -5,10 +5,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use mux_llm::LlmClient;
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{ContentBlock, Response, StopReason, Usage};
 use mux_orchestrator::{
-    Answer, LoopError, LoopEvent, LoopInput, Orchestrator, OrchestratorConfig, Run, RunSummary,
+    Agent, AgentBuilder, Answer, ConversationBuilder, LoopError, LoopEvent, LoopInput,
+    Orchestrator, OrchestratorConfig, Run, RunSummary,
 };
 use mux_tool::{Registry, Subject, ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use schemars::JsonSchema;
@@ -125,10 +127,37 @@ pub fn registry() -> Registry {
     registry
 }
 
+/// An agent over `model` with the loop settings `config`, to describe further.
+pub fn loop_agent(model: impl LlmClient + 'static, config: OrchestratorConfig) -> AgentBuilder {
+    let name = config.model.clone();
+    Agent::builder(model, name).configure(|_| config)
+}
+
+/// How the tests finish an [`AgentBuilder`].
+pub trait Conversation {
+    /// The agent's own conversation (the agent is dropped: not for agents that own MCP
+    /// servers, which stop with it).
+    fn conversation(self) -> Orchestrator;
+    /// A new conversation of the agent at its root, for what a face adds (a cancellation
+    /// token) or to resume a stored session.
+    fn open(self) -> ConversationBuilder;
+}
+
+impl Conversation for AgentBuilder {
+    fn conversation(self) -> Orchestrator {
+        self.build().unwrap().orchestrator().clone()
+    }
+
+    fn open(self) -> ConversationBuilder {
+        let agent = self.build().unwrap();
+        agent.conversation_at(agent.root()).unwrap()
+    }
+}
+
 pub fn orchestrator(model: ScriptedClient) -> Orchestrator {
-    Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("test-model"))
-        .tools(registry())
-        .build()
+    loop_agent(model, OrchestratorConfig::new("test-model"))
+        .tools(registry().list())
+        .conversation()
 }
 
 /// Drains a run, answering nothing, and returns its events and outcome.

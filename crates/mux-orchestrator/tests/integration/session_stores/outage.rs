@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::runtime;
-use crate::common::tool_calls;
+use crate::common::{Conversation, loop_agent, tool_calls};
 use mux_testkit::postgres::TestDatabase;
 
 #[derive(Deserialize, JsonSchema)]
@@ -73,11 +73,11 @@ fn orchestrator(
         })
         .unwrap();
     let store: Arc<dyn SessionStore> = setup.store.clone();
-    Orchestrator::builder(Arc::new(model), OrchestratorConfig::new("test-model"))
-        .tools(tools)
+    loop_agent(model, OrchestratorConfig::new("test-model"))
+        .tools(tools.list())
         .session_store(store)
         .configure(|config| config.approval(ApprovalPolicy::Never).store_outage(wait))
-        .build()
+        .conversation()
 }
 
 fn model() -> ScriptedClient {
