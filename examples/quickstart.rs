@@ -46,6 +46,8 @@ async fn run() -> Result<(), String> {
         )
         .builtin_tools()
         .project_instructions()
+        // This terminal answers the model's questions, so offer it `ask_user`.
+        .ask_user(true)
         .build()
         .map_err(|e| e.to_string())?;
 

@@ -68,7 +68,7 @@ impl Agent {
     pub(crate) fn from_spec(spec: Spec) -> Result<Agent, AgentBuildError> {
         let spec = Arc::new(spec);
         #[allow(unused_mut)]
-        let mut own = spec.builder_at(&spec.root)?;
+        let mut own = spec.own_builder()?;
         #[cfg(feature = "mcp")]
         if let Some(servers) = &spec.mcp_owned {
             own.mcp_failed = servers.report().failed.clone();
@@ -211,7 +211,7 @@ impl Agent {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub async fn session(&self, id: &str) -> Result<Agent, LoopError> {
-        let builder = self.spec.builder_at(&self.spec.root)?;
+        let builder = self.spec.own_builder()?;
         Ok(Agent {
             spec: Arc::clone(&self.spec),
             conversation: builder.resume(id).await?,

@@ -52,6 +52,8 @@ pub struct AgentBuilder {
     runs: Option<Arc<dyn crate::runs::RunStore>>,
     resources: Resources,
     needs_approval: HashMap<String, NeedsApproval>,
+    /// `ask_user` everywhere (`Some(true)`), nowhere (`Some(false)`), or on faces only.
+    ask_user: Option<bool>,
     root: Option<PathBuf>,
     problem: Option<RegistryError>,
     /// Where [`builtin_tools`](Self::builtin_tools) goes among `tools_at`, if it was asked
@@ -91,6 +93,7 @@ impl AgentBuilder {
             runs: None,
             resources: Resources::new(),
             needs_approval: HashMap::new(),
+            ask_user: None,
             root: None,
             problem: None,
             #[cfg(feature = "builtin")]
@@ -267,13 +270,16 @@ impl AgentBuilder {
         self.configure(|config| config.limits(limits))
     }
 
-    /// Whether the model gets the `ask_user` tool, to ask the person a question mid-run
-    /// (default: on). Without a face it is told the user is not available.
-    pub fn ask_user(self, offer: bool) -> Self {
-        self.configure(|config| OrchestratorConfig {
-            ask_user: offer,
-            ..config
-        })
+    /// Whether the model gets the `ask_user` tool, to ask the person a question mid-run.
+    /// Default: only where someone can answer it, that is in the conversations a face opens
+    /// (the web page, the editor, an A2A client: [`Agent::conversation_at`]), not in the
+    /// agent's own conversation ([`Agent::prompt`], [`Agent::run`], [`Agent::stream`]), so the
+    /// model sees only the tools you gave it. `true` offers it everywhere (a caller of
+    /// `stream` answers [`LoopEvent::AwaitingInput`](crate::LoopEvent::AwaitingInput)), `false`
+    /// nowhere.
+    pub fn ask_user(mut self, offer: bool) -> Self {
+        self.ask_user = Some(offer);
+        self
     }
 
     /// Keeps conversations and runs in `store` (one database: [`Store::open`](crate::Store::open)),
@@ -375,7 +381,7 @@ impl AgentBuilder {
                 for build in &tools_at {
                     names.extend(tool_names(build, &root)?);
                 }
-                if self.config.ask_user {
+                if self.ask_user != Some(false) {
                     names.push(crate::ASK_USER.to_owned());
                 }
                 Some(settings.load(&root, &names)?)
@@ -389,6 +395,7 @@ impl AgentBuilder {
             tools_at.insert(at.min(tools_at.len()), build);
         }
         Agent::from_spec(Spec {
+            ask_user: self.ask_user,
             client: self.client,
             config: self.config,
             tools,

@@ -39,6 +39,8 @@ pub(crate) struct Spec {
     pub(crate) runs: Option<Arc<dyn crate::runs::RunStore>>,
     pub(crate) resources: Resources,
     pub(crate) needs_approval: NeedsApprovalMap,
+    /// [`AgentBuilder::ask_user`](crate::AgentBuilder::ask_user): `None` offers it on faces only.
+    pub(crate) ask_user: Option<bool>,
     pub(crate) root: PathBuf,
     #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<mux_mcp::Coordinator>,
@@ -65,9 +67,17 @@ impl Spec {
         Ok(registry)
     }
 
-    /// A conversation's builder at `root` with the agent's tools for it.
+    /// A conversation's builder at `root` with the agent's tools for it, for a face.
     pub(crate) fn builder_at(&self, root: &Path) -> Result<ConversationBuilder, AgentBuildError> {
         Ok(self.builder_with(root, self.tools_at(root)?))
+    }
+
+    /// The builder of one of the agent's own conversations (no face: `ask_user` only when
+    /// asked for).
+    pub(crate) fn own_builder(&self) -> Result<ConversationBuilder, AgentBuildError> {
+        let mut builder = self.builder_at(&self.root)?;
+        builder.config.ask_user = self.ask_user.unwrap_or(false);
+        Ok(builder)
     }
 
     /// A conversation's builder at `root` with `tools`.
@@ -83,7 +93,10 @@ impl Spec {
         let contexts = self.contexts.iter().cloned();
         ConversationBuilder {
             client: Arc::clone(&self.client),
-            config: self.config.clone(),
+            config: OrchestratorConfig {
+                ask_user: self.ask_user.unwrap_or(true),
+                ..self.config.clone()
+            },
             root: root.to_path_buf(),
             tools,
             permissions,

@@ -60,7 +60,9 @@ pub struct OrchestratorConfig {
     pub temperature: Option<f32>,
     /// Thinking budget in tokens, for models that think.
     pub thinking_budget: Option<u32>,
-    /// Register the `ask_user` tool. Default true.
+    /// Register the `ask_user` tool in this conversation. An agent sets it per conversation
+    /// from [`AgentBuilder::ask_user`](crate::AgentBuilder::ask_user) (faces on, its own
+    /// conversation off, unless told); a value set with `configure` is replaced.
     pub ask_user: bool,
     /// A prompt the session store does not take ends its run before the model sees it, and
     /// leaves the conversation (it is not held for a later write). For faces that must not

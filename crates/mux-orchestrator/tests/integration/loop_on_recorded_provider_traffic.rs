@@ -261,8 +261,10 @@ async fn anthropic_structured_output_through_the_output_tool() {
     let place: Place = agent.prompt_typed("Where?").await.unwrap();
     assert_eq!(place.location, "Paris");
     let request = server.requests()[0].json();
-    // The agent also offers `ask_user`, so the model must call a tool, not this one.
-    assert_eq!(request["tool_choice"]["type"], "any");
+    // The output tool is the only tool (an agent's own conversation offers no `ask_user`
+    // unless told), so the model is made to call it by name.
+    assert_eq!(request["tool_choice"]["type"], "tool");
+    assert_eq!(request["tool_choice"]["name"], "final_result");
     let tools = request["tools"].as_array().unwrap();
     let output = tools.iter().find(|t| t["name"] == "final_result").unwrap();
     assert_eq!(output["input_schema"]["required"][0], "location");

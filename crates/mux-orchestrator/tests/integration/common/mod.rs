@@ -130,7 +130,12 @@ pub fn registry() -> Registry {
 /// An agent over `model` with the loop settings `config`, to describe further.
 pub fn loop_agent(model: impl LlmClient + 'static, config: OrchestratorConfig) -> AgentBuilder {
     let name = config.model.clone();
-    Agent::builder(model, name).configure(|_| config)
+    // The config's `ask_user` says whether these loops offer it (an agent's own conversation
+    // does not unless told).
+    let ask_user = config.ask_user;
+    Agent::builder(model, name)
+        .configure(|_| config)
+        .ask_user(ask_user)
 }
 
 /// How the tests finish an [`AgentBuilder`].
