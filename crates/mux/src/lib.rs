@@ -71,6 +71,21 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../../../docs/web.md")]
 pub struct WebDocDoctests;
 
+/// docs/web-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/web-reference.md")]
+pub struct WebReferenceDocDoctests;
+
+/// docs/web-design.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/web-design.md")]
+pub struct WebDesignDocDoctests;
+
+/// docs/benchmarks.md (no code today; any block added is compiled).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/benchmarks.md")]
+pub struct BenchmarksDocDoctests;
+
 /// docs/agents.md's code, compiled and run as doctests.
 #[cfg(all(doctest, feature = "full"))]
 #[doc = include_str!("../../../docs/agents.md")]
