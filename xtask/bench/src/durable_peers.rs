@@ -62,9 +62,13 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     let part = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let mut rows = Vec::new();
     if part("throughput") {
-        for (c, mux_runs, peer_runs) in [(1, MUX_RUNS_C1, PEER_RUNS_C1), (32, MUX_RUNS_C32, PEER_RUNS_C32)]
-        {
-            rows.extend(throughput(&rt, &peers, &url, &counts, c, mux_runs, peer_runs)?);
+        for (c, mux_runs, peer_runs) in [
+            (1, MUX_RUNS_C1, PEER_RUNS_C1),
+            (32, MUX_RUNS_C32, PEER_RUNS_C32),
+        ] {
+            rows.extend(throughput(
+                &rt, &peers, &url, &counts, c, mux_runs, peer_runs,
+            )?);
         }
     }
     if part("crash") {
@@ -169,7 +173,12 @@ fn body(name: &str) -> String {
 
 /// `runs` runs named `{prefix}-{n}`, `concurrency` at a time, each read to its `RUN_FINISHED`
 /// and checked for "ok".
-async fn mux_load(url: &str, prefix: &str, runs: usize, concurrency: usize) -> Result<Load, String> {
+async fn mux_load(
+    url: &str,
+    prefix: &str,
+    runs: usize,
+    concurrency: usize,
+) -> Result<Load, String> {
     let prefix = prefix.to_owned();
     load::posts(url, runs, concurrency, move |post, n| {
         let name = format!("{prefix}-{n}");
@@ -183,7 +192,7 @@ async fn mux_load(url: &str, prefix: &str, runs: usize, concurrency: usize) -> R
                 .text()
                 .await
                 .map_err(|e| e.to_string())?;
-            if !(text.contains("RUN_FINISHED") && text.contains(r#""ok""#)) {
+            if !(text.contains("RUN_FINISHED") && text.contains(r#""delta":"ok""#)) {
                 return Err(format!("run {name} did not finish with ok: {text}"));
             }
             Ok(())
@@ -268,7 +277,7 @@ async fn follow_to_end(port: u16, run: &str) -> Result<(), String> {
                 {
                     seen.push_str(&String::from_utf8_lossy(&chunk));
                     if seen.contains("RUN_FINISHED") {
-                        return if seen.contains(r#""ok""#) {
+                        return if seen.contains(r#""delta":"ok""#) {
                             Ok(())
                         } else {
                             Err(format!("mux's crash run {run} finished without ok: {seen}"))

@@ -147,7 +147,11 @@ impl Peers {
 
     fn command(&self, mode: &str, system: System, url: &str) -> Command {
         let mut command = Command::new(&self.python);
-        command.arg(&self.script).arg(mode).arg(system.key()).arg(url);
+        command
+            .arg(&self.script)
+            .arg(mode)
+            .arg(system.key())
+            .arg(url);
         command
     }
 }

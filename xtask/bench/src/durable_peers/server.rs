@@ -97,8 +97,9 @@ impl LlmClient for Scripted {
             });
             let response = if answered {
                 if let Some(marker) = &self.slow {
-                    std::fs::write(marker, "second model turn\n")
-                        .map_err(|e| LlmError::config("scripted", format!("writing the marker: {e}")))?;
+                    std::fs::write(marker, "second model turn\n").map_err(|e| {
+                        LlmError::config("scripted", format!("writing the marker: {e}"))
+                    })?;
                     tokio::time::sleep(SLOW_TURN).await;
                     return Err(LlmError::config(
                         "scripted",
@@ -113,7 +114,11 @@ impl LlmClient for Scripted {
                     .map(|m| m.text())
                     .unwrap_or_default();
                 Response::new(
-                    vec![ContentBlock::tool_use("call_1", "count", json!({"run": run}))],
+                    vec![ContentBlock::tool_use(
+                        "call_1",
+                        "count",
+                        json!({"run": run}),
+                    )],
                     StopReason::ToolUse,
                 )
             };
