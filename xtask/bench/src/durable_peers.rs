@@ -20,7 +20,9 @@
 //! `target/bench-durable-peers-venv`, made from the pinned requirements beside it. Each load
 //! checks that every run answered "ok" and that the tool ran once per run.
 //!
-//! Rows: runs/s and p99 at concurrency 1 and 32, mux against each peer. Targets: at c=32,
+//! Rows: runs/s and p99 at concurrency 1 and 32, mux against each peer. The three systems
+//! serve in turns, three rounds each (runs/s over all rounds, the worst round's p99), so the
+//! machine's drift meets them alike. Targets: at c=32,
 //! ≥ 5× LangGraph's runs/s and ≥ 2× DBOS's.
 //!
 //! **Crash check:** for each system a run whose second model turn waits; once it started (the
@@ -49,6 +51,8 @@ const MUX_RUNS_C1: usize = 500;
 const MUX_RUNS_C32: usize = 4_000;
 const PEER_RUNS_C1: usize = 200;
 const PEER_RUNS_C32: usize = 1_000;
+/// Each system's runs of a concurrency are measured in this many rounds, in turns.
+const ROUNDS: usize = 3;
 /// mux's lease in the crash check; the throughput servers hold theirs ten times as long.
 const LEASE: Duration = Duration::from_secs(1);
 /// The longest a crash run may take to reach its second model turn, or to finish after it.
@@ -95,20 +99,26 @@ fn throughput(
     mux_runs: usize,
     peer_runs: usize,
 ) -> Result<Vec<Row>, String> {
-    let mux = {
-        let server = mux_server(url, counts, LEASE * 10, None)?;
-        let agui = format!("http://127.0.0.1:{}/agui", server.port());
-        let prefix = format!("mux-c{c}-{}", std::process::id());
-        rt.block_on(mux_load(&agui, &format!("{prefix}-warm"), mux_runs / 10, c))?;
-        let load = rt.block_on(mux_load(&agui, &format!("{prefix}-run"), mux_runs, c))?;
-        let ran = count_lines(counts, &format!("{prefix}-run-"))?;
-        if ran != mux_runs {
-            return Err(format!("mux: the tool ran {ran} times in {mux_runs} runs"));
+    // In turns, so that the machine's drift (other load on it) meets each system alike.
+    let server = mux_server(url, counts, LEASE * 10, None)?;
+    let agui = format!("http://127.0.0.1:{}/agui", server.port());
+    let prefix = format!("mux-c{c}-{}", std::process::id());
+    rt.block_on(mux_load(&agui, &format!("{prefix}-warm"), mux_runs / 10, c))?;
+    let mut loads: [Vec<(usize, Load)>; 3] = Default::default();
+    for round in 0..ROUNDS {
+        let (mux_n, peer_n) = (mux_runs / ROUNDS, peer_runs / ROUNDS);
+        let run = format!("{prefix}-run{round}");
+        let load = rt.block_on(mux_load(&agui, &run, mux_n, c))?;
+        let ran = count_lines(counts, &format!("{run}-"))?;
+        if ran != mux_n {
+            return Err(format!("mux: the tool ran {ran} times in {mux_n} runs"));
         }
-        load
-    };
-    let langgraph = peers.bench(System::LangGraph, url, c, peer_runs, counts)?;
-    let dbos = peers.bench(System::Dbos, url, c, peer_runs, counts)?;
+        loads[0].push((mux_n, load));
+        for (i, system) in [(1, System::LangGraph), (2, System::Dbos)] {
+            loads[i].push((peer_n, peers.bench(system, url, c, peer_n, counts)?));
+        }
+    }
+    let [mux, langgraph, dbos] = loads.map(|rounds| combined(&rounds));
     println!(
         "durable_peers c={c}: mux {:.0} runs/s p99 {:.1} ms; LangGraph {:.0} runs/s p99 {:.1} ms; DBOS {:.0} runs/s p99 {:.1} ms",
         mux.runs_per_s,
@@ -136,6 +146,16 @@ fn throughput(
         });
     }
     Ok(rows)
+}
+
+/// Rounds measured one after the other: runs/s over all of them, the worst round's p99.
+fn combined(rounds: &[(usize, Load)]) -> Load {
+    let runs: usize = rounds.iter().map(|(n, _)| n).sum();
+    let seconds: f64 = rounds.iter().map(|(n, l)| *n as f64 / l.runs_per_s).sum();
+    Load {
+        runs_per_s: runs as f64 / seconds,
+        p99_ms: rounds.iter().map(|(_, l)| l.p99_ms).fold(0.0, f64::max),
+    }
 }
 
 /// mux's durable server on `url` with `lease`, its tool counting into `counts`; with
