@@ -7,6 +7,7 @@ mod acp;
 mod builtin;
 mod cold_build;
 mod durable;
+mod durable_peers;
 mod evals;
 mod executor;
 mod harness;
@@ -71,6 +72,15 @@ fn main() -> ExitCode {
             }
         };
     }
+    if std::env::args().nth(1).as_deref() == Some(durable_peers::server::SERVER_ARG) {
+        return match durable_peers::server::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("durable peers server: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let path = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "target/bench-report.json".to_owned());
@@ -86,6 +96,7 @@ fn main() -> ExitCode {
         ("session_stores", session_stores::run),
         ("web", web::run),
         ("durable", durable::run),
+        ("durable_peers", durable_peers::run),
         ("acp", acp::run),
         ("a2a", a2a::run),
         ("wall", wall::run),
