@@ -34,6 +34,9 @@ pub(crate) struct RunShared {
     /// The run that started this one (a subagent's parent): its budget is charged as well,
     /// and its span holds this run's.
     pub(crate) parent: Option<crate::ParentRun>,
+    /// The span current where the run was started: the parent of its `invoke_agent` span
+    /// when no delegating call is (held, so it stays open while the run goes on).
+    pub(crate) caller_span: tracing::Span,
     /// Whether the prompt's message is in the session store: unknown (`None`) until the loop
     /// appended it; see [`RunHandle::prompt_stored`](crate::RunHandle::prompt_stored).
     prompt: watch::Sender<Option<bool>>,
@@ -72,6 +75,7 @@ impl RunShared {
             unapproved: Mutex::new(Vec::new()),
             output: None,
             parent: None,
+            caller_span: tracing::Span::current(),
             prompt: watch::channel(None).0,
         }
     }

@@ -25,7 +25,7 @@ pub(crate) fn invoke_agent_span(orch: &Core, run: &Arc<RunShared>) -> Span {
     let config = &orch.services.config;
     let parent = match &run.parent {
         Some(parent) => parent.span.id(),
-        None => Span::current().id(),
+        None => run.caller_span.id(),
     };
     let name = config.name.as_deref();
     let span = tracing::info_span!(

@@ -255,6 +255,31 @@ fn one_thread() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// A run started inside an application's span (an eval case, a request) is its child, though
+/// the loop runs on a task of its own.
+#[test]
+fn a_run_started_inside_a_span_is_its_child() {
+    let spans = traced(|| {
+        let client = ScriptedClient::new().reply(Response::from_text("hi"));
+        one_thread().block_on(async {
+            let agent = Agent::builder(client, "m").build().unwrap();
+            let outer = tracing::info_span!("case");
+            let run = {
+                let _entered = outer.enter();
+                agent.stream("hello").unwrap()
+            };
+            drop(outer);
+            let mut events = run.events;
+            while events.recv().await.is_some() {}
+            run.handle.wait().await.unwrap();
+        });
+    });
+    assert_eq!(
+        tree(&spans),
+        ["case", "  invoke_agent", "    turn", "      chat m"]
+    );
+}
+
 #[test]
 fn a_vote_is_one_invoke_workflow_span_over_its_voters_and_judge() {
     use mux::agents::{Aggregator, Voting};
