@@ -1,3 +1,4 @@
+#![cfg_attr(docsrs, feature(doc_cfg))]
 //! Evals for mux agents: "did this change make my agent worse?"
 //!
 //! A [`Dataset`] of [`Case`]s (built in code, or read from YAML or JSON) runs against an

@@ -11,7 +11,7 @@ use std::time::Duration;
 use futures::stream;
 use mux_llm::testing::events_of;
 use mux_llm::{ContentBlock, EventStream, LlmClient, LlmError, Request, Response, StopReason};
-use mux_orchestrator::{Orchestrator, OrchestratorConfig};
+
 use mux_tool::{ApprovalPolicy, BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use serde_json::{Value, json};
 
@@ -48,27 +48,25 @@ pub(crate) fn serve() -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())?;
         let client = Arc::new(Scripted { slow });
-        let mut config = OrchestratorConfig::new("bench");
-        // `count` has side effects; no face is there to approve it.
-        config.approval = ApprovalPolicy::Never;
         let fixed = mux_tool::Registry::new();
         fixed
             .register(Count::new(counts)?)
             .map_err(|e| e.to_string())?;
-        let router = mux_web::AguiRouter::new(move |tools: mux_tool::Registry| {
-            let all = mux_tool::Registry::new();
-            let _ = all.register_from(&fixed);
-            all.replace_from(&tools);
-            Orchestrator::builder(client.clone(), config.clone()).tools(all)
-        })
-        .session_store(Arc::new(sessions))
-        .run_store(Arc::new(runs))
-        .config(
-            mux_web::WebConfig::default()
-                .replay_retention(Duration::from_secs(1))
-                .lease(lease),
-        )
-        .build();
+        // `count` has side effects; no face is there to approve it.
+        let agent = mux_orchestrator::Agent::builder_shared(client, "bench")
+            .tools(fixed.list())
+            .approval(ApprovalPolicy::Never)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let router = mux_web::AguiRouter::new(agent)
+            .session_store(Arc::new(sessions))
+            .run_store(Arc::new(runs))
+            .config(
+                mux_web::WebConfig::default()
+                    .replay_retention(Duration::from_secs(1))
+                    .lease(lease),
+            )
+            .build();
         let listener = mux_web::bind(0).await.map_err(|e| e.to_string())?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
         println!("PORT {port}");
