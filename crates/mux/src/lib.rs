@@ -3,7 +3,7 @@
 //!
 //! | feature | module | what it brings |
 //! |---|---|---|
-//! | `tool` (default) | [`tool`] | the `Tool` trait, typed tools, registry, filters, executor |
+//! | `tool` (default) | [`mod@tool`] | the `Tool` trait, typed tools, registry, filters, executor |
 //! | `builtin` | [`builtin`] | files, search, bash and todo tools, sandboxed to a root |
 //! | `web-fetch` | [`builtin`] | adds `web_fetch` (reqwest with rustls) |
 //! | `llm` | [`llm`] | messages, `LlmClient`, stream events, accumulator, errors, retries |
