@@ -53,6 +53,7 @@ pub(crate) fn run() -> Result<(), String> {
             problems.join("\n  ")
         ));
     }
+    forget_extracted_sources(&published);
     // The working tree as it is: what `ci` checks is what is about to be committed.
     let mut cargo = Cmd::cargo(["package", "--locked", "--allow-dirty"]);
     for package in &published {
@@ -61,6 +62,35 @@ pub(crate) fn run() -> Result<(), String> {
     cargo.run()?;
     eprintln!("xtask: {} crates package and build", published.len());
     Ok(())
+}
+
+/// Removes cargo's extracted copies of earlier packagings of these crates
+/// (`$CARGO_HOME/registry/src/*/NAME-VERSION`). Verification builds each crate against the
+/// others from a local registry; cargo extracts a `.crate` once per name and version and
+/// reuses that copy while it exists, so without this a second run after a change would build
+/// against the first run's sources. The archives stay, so nothing is downloaded again.
+fn forget_extracted_sources(published: &[&Value]) {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cargo")));
+    let Some(src) = home.map(|h| h.join("registry/src")) else {
+        return;
+    };
+    let Ok(registries) = std::fs::read_dir(&src) else {
+        return;
+    };
+    let names: BTreeSet<String> = published
+        .iter()
+        .map(|p| format!("{}-{}", name_of(p), p["version"].as_str().unwrap_or("?")))
+        .collect();
+    for registry in registries.flatten() {
+        for name in &names {
+            let copy = registry.path().join(name);
+            if copy.is_dir() {
+                let _ = std::fs::remove_dir_all(&copy);
+            }
+        }
+    }
 }
 
 /// The workspace members crates.io would accept (`publish` not `false`).
