@@ -82,20 +82,20 @@ impl Agent {
     ///
     /// The text alone cannot say that something went wrong, so a run stopped by a limit is
     /// [`LoopError::LimitReached`] and one that had calls denied for want of an approver is
-    /// [`LoopError::Unapproved`] (each with the text); [`run`](Self::run) reports both in
-    /// its summary instead.
+    /// [`LoopError::Unapproved`] (each with the run's summary, its partial text included);
+    /// [`run`](Self::run) reports both in its summary instead.
     pub async fn prompt(&self, prompt: impl Into<String>) -> Result<String, LoopError> {
         let summary = self.run(prompt).await?;
-        if let Some(limit) = summary.limit {
+        if let Some(limit) = summary.limit.clone() {
             return Err(LoopError::LimitReached {
                 limit,
-                text: summary.text,
+                summary: Box::new(summary),
             });
         }
         if !summary.unapproved.is_empty() {
             return Err(LoopError::Unapproved {
-                calls: summary.unapproved,
-                text: summary.text,
+                calls: summary.unapproved.clone(),
+                summary: Box::new(summary),
             });
         }
         Ok(summary.text)

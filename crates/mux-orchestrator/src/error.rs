@@ -105,8 +105,9 @@ pub enum LoopError {
     LimitReached {
         /// The limit.
         limit: crate::LimitReached,
-        /// What the model had said when it stopped.
-        text: String,
+        /// The whole run: what the model had said when it stopped (`summary.text`), its tool
+        /// calls and usage.
+        summary: Box<crate::RunSummary>,
     },
     /// [`Agent::prompt`](crate::Agent::prompt), which has no one to ask, had calls denied
     /// because they needed approval. [`Agent::run`](crate::Agent::run) lists them in
@@ -120,8 +121,9 @@ pub enum LoopError {
     Unapproved {
         /// The calls denied.
         calls: Vec<crate::unapproved::UnapprovedCall>,
-        /// The answer the model gave without them.
-        text: String,
+        /// The whole run: the answer the model gave without them (`summary.text`), its other
+        /// tool calls and usage.
+        summary: Box<crate::RunSummary>,
     },
     /// The agent could not open a conversation: its tools could not be built for the root
     /// ([`AgentBuilder::tools_at`](crate::AgentBuilder::tools_at)).

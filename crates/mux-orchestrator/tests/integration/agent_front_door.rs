@@ -328,11 +328,14 @@ async fn prompt_fails_loudly_at_a_limit_and_on_calls_no_one_could_approve() {
         .build()
         .unwrap();
     let err = agent.prompt("list").await.unwrap_err();
-    let LoopError::Unapproved { calls, text: said } = &err else {
+    let LoopError::Unapproved { calls, summary } = &err else {
         panic!("{err:?}");
     };
     assert_eq!((calls.len(), calls[0].tool.as_str()), (1, "Bash"));
-    assert_eq!(said, "could not");
+    assert_eq!(summary.text, "could not");
+    // The whole run comes with the error: the denied call is in it as the model read it.
+    assert_eq!(summary.tool_calls.len(), 1);
+    assert!(summary.tool_calls[0].output.is_error);
     assert!(err.to_string().contains("`Bash`"), "{err}");
     assert_eq!(err.kind(), "unapproved");
 
@@ -356,6 +359,12 @@ async fn prompt_fails_loudly_at_a_limit_and_on_calls_no_one_could_approve() {
         ),
         "{err:?}"
     );
+    let LoopError::LimitReached { summary, .. } = &err else {
+        unreachable!()
+    };
+    // The call made before the limit is in the summary, its output as the model read it.
+    assert_eq!(summary.tool_calls.len(), 1, "{summary:?}");
+    assert_eq!(summary.iterations, 1);
     assert_eq!(err.kind(), "limit_reached");
 }
 
