@@ -1,20 +1,14 @@
-//! What a run hands back: the events, the input sender and the handle of a started run, and
-//! the summary of a finished one.
+//! What a run hands back: the events, the input sender and the handle of a started run (its
+//! summary is [`crate::RunSummary`]).
 
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use mux_llm::{StopReason, Usage};
-
-use crate::limits::LimitReached;
-use crate::unapproved::UnapprovedCall;
-use mux_tool::ToolOutput;
-use serde_json::Value;
-
 use crate::LoopError;
 use crate::emitter::EventReceiver;
 use crate::event::LoopInput;
+use crate::summary::RunSummary;
 
 /// A started run.
 #[derive(Debug)]
@@ -122,37 +116,4 @@ impl RunHandle {
             Err(err) => Err(LoopError::Crashed(err.to_string())),
         }
     }
-}
-
-/// A tool call made during a run, with what the model read back.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ToolCallRecord {
-    /// The call id.
-    pub id: String,
-    /// The tool name.
-    pub name: String,
-    /// The arguments as run (after any rewrite).
-    pub input: Value,
-    /// The output the model read.
-    pub output: ToolOutput,
-}
-
-/// What a finished run produced.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunSummary {
-    /// The final assistant text.
-    pub text: String,
-    /// Why the model's last reply ended: `EndTurn`, or `MaxTokens` when the answer was cut
-    /// off, `Refusal` when the model declined (a face reports these as such).
-    pub stop_reason: StopReason,
-    /// Every tool call, in order.
-    pub tool_calls: Vec<ToolCallRecord>,
-    /// Model calls made.
-    pub iterations: u32,
-    /// Usage of this run.
-    pub usage: Usage,
-    /// Calls denied because no one could approve them (see [`UnapprovedCall`]).
-    pub unapproved: Vec<UnapprovedCall>,
-    /// The budget the run reached, when it stopped on one ([`RunLimits`](crate::RunLimits)).
-    pub limit: Option<LimitReached>,
 }

@@ -45,6 +45,7 @@ mod parent;
 mod run;
 mod run_state;
 mod state;
+mod summary;
 mod telemetry;
 mod title;
 mod tool_hooks;
@@ -72,13 +73,14 @@ pub use emitter::{EventReceiver, Subscription};
 pub use error::LoopError;
 pub use error::{AgentBuildError, ToolsetError};
 pub use event::{LoopEvent, LoopInput};
-pub use handles::{InputSender, Run, RunHandle, RunSummary, ToolCallRecord};
+pub use handles::{InputSender, Run, RunHandle};
 pub use hooks::{Hook, HookError, Hooks};
 pub use journal::{PendingApproval, PendingQuestion};
 pub use limits::{Budget, LimitReached, ModelPrice, PriceTable, RunLimits, Spent};
 #[cfg(feature = "mcp")]
 pub use mcp::{McpServers, McpStartError};
 pub use mux_permission::Answer;
+pub use summary::{RunSummary, ToolCallRecord};
 #[cfg(feature = "mcp-server")]
 pub use tool_server::ToolServer;
 pub use unapproved::UnapprovedCall;

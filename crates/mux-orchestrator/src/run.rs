@@ -23,13 +23,13 @@ use crate::core::{Behind, Core, OnFailure};
 use crate::dangling::{self, Resolution};
 use crate::event::LoopEvent;
 use crate::failure::FailureTracker;
-use crate::handles::{RunSummary, ToolCallRecord};
 use crate::hooks::{CompactAction, HookError, PromptAction, StopAction};
 use crate::journal::Journal;
 use crate::limits::{Budget, LimitReached};
 use crate::run_state::RunShared;
 use crate::session::HistoryRecord;
 use crate::state::LoopState;
+use crate::summary::{RunSummary, ToolCallRecord};
 use crate::tool_hooks::{AskUserIsAllowed, PostToolHooks, PreToolHooks};
 use crate::{LoopError, telemetry, title};
 

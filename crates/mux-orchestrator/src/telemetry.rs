@@ -11,8 +11,8 @@ use tracing::field::{Empty, display};
 
 use crate::LoopError;
 use crate::core::Core;
-use crate::handles::RunSummary;
 use crate::run_state::RunShared;
+use crate::summary::RunSummary;
 
 /// The provider's name as the conventions want it (`openai`, `vllm`): a client's label
 /// without the address it may carry (`vllm (127.0.0.1:8765)`).
