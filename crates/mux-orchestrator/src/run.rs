@@ -153,6 +153,8 @@ struct Turns<'a> {
     /// The calls run again that may have run before, with their attempt (see
     /// [`Turns::effect_scope`]); empty but while an open turn is resolved.
     retries: Vec<(String, u32)>,
+    /// The session's id, the first part of every effect key.
+    session: Arc<str>,
 }
 
 impl<'a> Turns<'a> {
@@ -172,6 +174,7 @@ impl<'a> Turns<'a> {
             continued_by_stop_hook: false,
             behind: Behind::default(),
             retries: Vec::new(),
+            session: Arc::from(orch.lock().meta.id.as_str()),
         }
     }
 
@@ -984,17 +987,18 @@ impl<'a> Turns<'a> {
     }
 
     /// The effect keys of the open turn's calls: `{session}:{turn}:{call id}`, where the turn
-    /// counts the conversation's assistant messages, so the key is the same when a run that
-    /// was taken over (or resumed in another process) runs the call again.
+    /// is the place of the calls' assistant message in the conversation, so the key is the
+    /// same when a run that was taken over (or resumed in another process) runs the call
+    /// again. Written only for a call that asks for its key.
     fn effect_scope(&self) -> Arc<EffectScope> {
         let scope = {
             let conversation = self.orch.lock();
             let turn = conversation
                 .messages
                 .iter()
-                .filter(|message| message.role == Role::Assistant)
-                .count();
-            EffectScope::new(format!("{}:{turn}", conversation.meta.id))
+                .rposition(|message| message.role == Role::Assistant)
+                .unwrap_or(conversation.messages.len());
+            EffectScope::for_turn(Arc::clone(&self.session), turn as u64)
         };
         Arc::new(self.retries.iter().fold(scope, |scope, (call, attempt)| {
             scope.with_attempt(call.clone(), *attempt)

@@ -63,8 +63,11 @@ pub struct EffectScope(Keys);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Keys {
+    /// `{prefix}:{call id}`, or `{prefix}:{turn}:{call id}` with a turn: the prefix shared,
+    /// and the key written only when a call asks for it.
     Prefixed {
-        prefix: String,
+        prefix: Arc<str>,
+        turn: Option<u64>,
         retries: HashMap<String, u32>,
     },
     Exact(EffectKey),
@@ -72,9 +75,19 @@ enum Keys {
 
 impl EffectScope {
     /// Keys `{prefix}:{call id}`.
-    pub fn new(prefix: impl Into<String>) -> Self {
+    pub fn new(prefix: impl Into<Arc<str>>) -> Self {
         Self(Keys::Prefixed {
             prefix: prefix.into(),
+            turn: None,
+            retries: HashMap::new(),
+        })
+    }
+
+    /// Keys `{conversation}:{turn}:{call id}`: the calls of one turn of a conversation.
+    pub fn for_turn(conversation: Arc<str>, turn: u64) -> Self {
+        Self(Keys::Prefixed {
+            prefix: conversation,
+            turn: Some(turn),
             retries: HashMap::new(),
         })
     }
@@ -96,9 +109,17 @@ impl EffectScope {
     /// The key of call `call_id`.
     pub fn key(&self, call_id: &str) -> EffectKey {
         match &self.0 {
-            Keys::Prefixed { prefix, retries } => {
+            Keys::Prefixed {
+                prefix,
+                turn,
+                retries,
+            } => {
                 let attempt = retries.get(call_id).copied().unwrap_or(1);
-                EffectKey::new(format!("{prefix}:{call_id}"), attempt)
+                let key = match turn {
+                    Some(turn) => format!("{prefix}:{turn}:{call_id}"),
+                    None => format!("{prefix}:{call_id}"),
+                };
+                EffectKey::new(key, attempt)
             }
             Keys::Exact(key) => key.clone(),
         }
@@ -139,6 +160,8 @@ mod tests {
         assert_eq!((again.as_str(), again.attempt()), ("s1:3:c2", 2));
         assert!(again.is_retry());
         assert_eq!(EffectKey::new("k", 0).attempt(), 1);
+        let turn = EffectScope::for_turn(Arc::from("s1"), 3).with_attempt("c2", 2);
+        assert_eq!(turn.key("c2"), again);
         let given = EffectKey::new("caller:7", 3);
         assert_eq!(EffectScope::exact(given.clone()).key("any"), given);
     }

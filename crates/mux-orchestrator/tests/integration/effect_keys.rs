@@ -1,4 +1,5 @@
-//! Every tool call carries an effect key: `{session}:{turn}:{call id}`, the same when a run
+//! Every tool call carries an effect key: `{session}:{turn}:{call id}` (the turn is the place
+//! of the calls' message in the conversation), the same when a run
 //! that stopped mid-call is continued (in this process or another), with the attempt number
 //! saying whether the call may have run before.
 
@@ -69,7 +70,7 @@ async fn each_call_is_keyed_by_session_turn_and_call_id() {
         keys,
         vec![
             EffectKey::new(format!("{id}:1:c1"), 1),
-            EffectKey::new(format!("{id}:2:c1"), 1),
+            EffectKey::new(format!("{id}:3:c1"), 1),
         ]
     );
 }
