@@ -32,24 +32,24 @@ mod scope_rules;
 pub mod settings;
 mod wall;
 
+pub use answer::Answer;
 pub use domain::{DomainPattern, DomainPatternError, host_of};
 pub use family::Family;
-pub use answer::Answer;
 pub use gate::{Asker, PermissionGate, Question, RecordedAnswer, asker_fn};
 pub use mode::{Mode, UnknownMode};
+/// The one verdict type: a [`Verdict`] with its reason, rule and scope, defined in mux-tool
+/// so the executor's gate returns the same value.
+pub use mux_tool::GateVerdict;
 /// The policy's allow / ask / deny, defined in mux-tool so the executor's gate shares it.
 pub use mux_tool::Verdict;
+/// The scope a rule or mode comes from, defined in mux-tool so a verdict can name it.
+pub use mux_tool::approval::Scope;
 pub use path::{PathContext, PathPattern, PathPatternError, resolve};
 pub use permissions::{Permissions, PermissionsBuilder};
 pub use remember::{Remember, RememberError, suggest_prefixes};
 pub use rule::{Rule, RuleError, RuleKind, RuleProblem};
 pub use ruleset::RuleSet;
 pub use sandbox::SandboxSettings;
-/// The scope a rule or mode comes from, defined in mux-tool so a verdict can name it.
-pub use mux_tool::approval::Scope;
 pub use scope_rules::ScopeRules;
 pub use settings::{LoadError, SaveError};
-/// The one verdict type: a [`Verdict`] with its reason, rule and scope, defined in mux-tool
-/// so the executor's gate returns the same value.
-pub use mux_tool::GateVerdict;
 pub use wall::{Outside, WallOrigin, WallPath, Walls};

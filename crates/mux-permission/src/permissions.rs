@@ -12,7 +12,7 @@ use crate::prepared::Prepared;
 use crate::sandbox::{SandboxError, SandboxSettings};
 use crate::wall::{BashWall, WallCheck};
 use crate::{
-    Family, Mode, PathContext, GateVerdict, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
+    Family, GateVerdict, Mode, PathContext, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
 };
 
 /// A policy over every scope's rules, checked for each call.
@@ -635,9 +635,7 @@ fn unmatched(
             Verdict::Ask,
             "the tool is not read-only and no permission policy is set",
         ),
-        Mode::Bypass => {
-            GateVerdict::new(Verdict::Allow, "bypass mode allows calls no rule denies")
-        }
+        Mode::Bypass => GateVerdict::new(Verdict::Allow, "bypass mode allows calls no rule denies"),
         Mode::Plan => match prepared {
             Prepared::Nothing => GateVerdict::new(
                 Verdict::Allow,

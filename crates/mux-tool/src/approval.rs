@@ -84,9 +84,7 @@ pub fn before_the_face(
     }
     // 3. A hook's ask, then the tool's own say.
     if let Some(hook) = request.ask_requested_by {
-        return GateVerdict::ask(format!(
-            "the pre-tool-use hook `{hook}` asked for approval"
-        ));
+        return GateVerdict::ask(format!("the pre-tool-use hook `{hook}` asked for approval"));
     }
     match tool {
         ToolSays::Ask(reason) => return GateVerdict::ask(reason),

@@ -22,7 +22,7 @@ struct Probe {
 }
 
 impl Probe {
-    fn new(name: &str, read_only: bool) -> (Arc<dyn Tool>, Arc<AtomicUsize>) {
+    fn counted(name: &str, read_only: bool) -> (Arc<dyn Tool>, Arc<AtomicUsize>) {
         let mut spec = ToolSpec::new(name, "counts its calls", json!({"type": "object"})).unwrap();
         if read_only {
             spec = spec.with_annotations(ToolAnnotations::read_only());
@@ -74,11 +74,10 @@ fn policy(rules: RuleSet) -> Permissions {
 /// Runs one call of `tool` on `agent`, answering every question "allow once"; the reasons
 /// the face was asked with, and whether the call was approved and ran.
 async fn one_call(agent: &Orchestrator, tool: &str) -> (Vec<String>, Vec<String>) {
-    let (events, outcome) =
-        answer_approvals(agent.run(format!("call {tool}")).unwrap(), || {
-            Some(Answer::AllowOnce)
-        })
-        .await;
+    let (events, outcome) = answer_approvals(agent.run(format!("call {tool}")).unwrap(), || {
+        Some(Answer::AllowOnce)
+    })
+    .await;
     outcome.unwrap();
     let reasons = events
         .iter()
@@ -90,9 +89,15 @@ async fn one_call(agent: &Orchestrator, tool: &str) -> (Vec<String>, Vec<String>
     let path = labels(&events)
         .into_iter()
         .filter(|l| {
-            ["approval_required", "approved", "executing", "denied", "result"]
-                .iter()
-                .any(|kind| l.starts_with(kind))
+            [
+                "approval_required",
+                "approved",
+                "executing",
+                "denied",
+                "result",
+            ]
+            .iter()
+            .any(|kind| l.starts_with(kind))
         })
         .collect();
     (reasons, path)
@@ -115,7 +120,7 @@ async fn a_hooks_ask_a_rules_ask_and_the_annotations_ask_all_reach_the_face_one_
     };
 
     // A hook asks about a read-only tool the policy would run unasked.
-    let (look, looked) = Probe::new("look", true);
+    let (look, looked) = Probe::counted("look", true);
     let agent = loop_agent(script("look"), OrchestratorConfig::new("m"))
         .tools([look])
         .hook(Says(PreToolAction::Ask))
@@ -129,7 +134,7 @@ async fn a_hooks_ask_a_rules_ask_and_the_annotations_ask_all_reach_the_face_one_
     assert_eq!(looked.load(Ordering::SeqCst), 1);
 
     // A rule asks about a read-only tool the mode would run unasked.
-    let (look, looked) = Probe::new("look", true);
+    let (look, looked) = Probe::counted("look", true);
     let agent = loop_agent(script("look"), OrchestratorConfig::new("m"))
         .tools([look])
         .permissions(policy(RuleSet::new().with_ask("look").unwrap()))
@@ -142,7 +147,7 @@ async fn a_hooks_ask_a_rules_ask_and_the_annotations_ask_all_reach_the_face_one_
     // No hook, no rule: the annotations decide. The same tool, read-only, runs unasked;
     // not read-only, it is asked about.
     for (read_only, asked) in [(true, false), (false, true)] {
-        let (poke, poked) = Probe::new("poke", read_only);
+        let (poke, poked) = Probe::counted("poke", read_only);
         let agent = loop_agent(script("poke"), OrchestratorConfig::new("m"))
             .tools([poke])
             .conversation();
@@ -170,10 +175,14 @@ async fn a_deny_of_the_rules_or_the_mode_holds_whatever_a_hook_or_the_tool_says(
     };
     let deny = || policy(RuleSet::new().with_deny("poke").unwrap());
     // The hook allows, or asks; the tool's predicate says no approval is needed, or asks.
-    let hooks = [PreToolAction::Allow, PreToolAction::Ask, PreToolAction::Continue];
+    let hooks = [
+        PreToolAction::Allow,
+        PreToolAction::Ask,
+        PreToolAction::Continue,
+    ];
     for hook in hooks {
         for predicate in [false, true] {
-            let (poke, poked) = Probe::new("poke", true);
+            let (poke, poked) = Probe::counted("poke", true);
             let agent = loop_agent(script(), OrchestratorConfig::new("m"))
                 .tools([poke])
                 .permissions(deny())
@@ -182,7 +191,10 @@ async fn a_deny_of_the_rules_or_the_mode_holds_whatever_a_hook_or_the_tool_says(
                 .conversation();
             let (reasons, path) = one_call(&agent, "poke").await;
             let case = format!("hook {hook:?}, predicate {predicate}");
-            assert!(reasons.is_empty(), "{case}: the face was asked: {reasons:?}");
+            assert!(
+                reasons.is_empty(),
+                "{case}: the face was asked: {reasons:?}"
+            );
             assert_eq!(
                 path,
                 [
@@ -207,7 +219,7 @@ async fn a_predicates_no_does_not_open_what_the_default_policy_refuses() {
             .reply(text("done"))
     };
     let agent = |calls: &mut Option<Arc<AtomicUsize>>| {
-        let (poke, poked) = Probe::new("poke", false);
+        let (poke, poked) = Probe::counted("poke", false);
         *calls = Some(poked);
         loop_agent(script(), OrchestratorConfig::new("m"))
             .tools([poke])
@@ -225,7 +237,11 @@ async fn a_predicates_no_does_not_open_what_the_default_policy_refuses() {
 
     // Plan mode on the same default policy: refused.
     let planning = agent(&mut calls);
-    let session = planning.permissions().unwrap().scope(Scope::Session).unwrap();
+    let session = planning
+        .permissions()
+        .unwrap()
+        .scope(Scope::Session)
+        .unwrap();
     session.set_mode(Some(Mode::Plan));
     let (reasons, path) = one_call(&planning, "poke").await;
     assert!(reasons.is_empty(), "{reasons:?}");
@@ -235,13 +251,20 @@ async fn a_predicates_no_does_not_open_what_the_default_policy_refuses() {
 
     // A deny rule the session added ("reject always"): refused.
     let rejecting = agent(&mut calls);
-    let session = rejecting.permissions().unwrap().scope(Scope::Session).unwrap();
+    let session = rejecting
+        .permissions()
+        .unwrap()
+        .scope(Scope::Session)
+        .unwrap();
     session.update(|rules| {
         let rule = mux_permission::Rule::parse("poke").unwrap();
         rules.add(mux_permission::RuleKind::Deny, rule)
     });
     let (reasons, path) = one_call(&rejecting, "poke").await;
     assert!(reasons.is_empty(), "{reasons:?}");
-    assert_eq!(path[0], "denied c1 \"denied by the rule `poke`\"", "{path:?}");
+    assert_eq!(
+        path[0], "denied c1 \"denied by the rule `poke`\"",
+        "{path:?}"
+    );
     assert_eq!(calls.take().unwrap().load(Ordering::SeqCst), 0);
 }

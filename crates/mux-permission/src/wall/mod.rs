@@ -14,7 +14,7 @@ pub(crate) use outside::excluded;
 pub use walls::{WallOrigin, WallPath, Walls};
 
 use crate::sandbox::{DANGEROUSLY_DISABLE_SANDBOX, SandboxSettings};
-use crate::{Mode, PathContext, GateVerdict, Verdict};
+use crate::{GateVerdict, Mode, PathContext, Verdict};
 
 /// The `bash` tool's OS sandbox, fixed when the policy is built, so the tool built from it
 /// and the verdicts cannot disagree.
