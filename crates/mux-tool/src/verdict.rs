@@ -92,9 +92,10 @@ impl fmt::Display for Scope {
 /// runs the call. [`Verdict::Deny`] refuses it, and so does [`Verdict::Ask`] from a gate: a
 /// gate that returns ask found no one to answer. Either way the reason reaches the model.
 ///
-/// Serialises as `{"verdict":"allow|ask|deny","reason":…,"rule":…,"scope":…}` (plus
-/// `"unsandboxed":true` when set); `reason`, `rule` and `scope` may be left out when read,
-/// and the key `"decision"` of earlier releases is still read.
+/// Serialises as `{"verdict":"allow|ask|deny","reason":…,"rule":…,"scope":…}`, leaving out
+/// a rule or scope that is not set (plus `"unsandboxed":true` when set); `reason`, `rule`
+/// and `scope` may be left out or null when read, and the key `"decision"` of earlier
+/// releases is still read.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GateVerdict {
     /// Allow, ask or deny.
@@ -104,10 +105,10 @@ pub struct GateVerdict {
     #[serde(default)]
     pub reason: String,
     /// The deciding rule, as written.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
     /// The scope of the deciding rule (or of the mode, when the mode decided).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
     /// The command runs outside the OS sandbox of the `bash` tool, which is up: it matches
     /// `sandbox.excludedCommands` or its call asked to (`dangerouslyDisableSandbox`). The
@@ -195,12 +196,18 @@ mod tests {
         let old: GateVerdict =
             serde_json::from_str(r#"{"decision":"ask","reason":"why"}"#).unwrap();
         assert_eq!(old, GateVerdict::ask("why"));
-        // Written with every key but a false `unsandboxed`.
+        let nulls: GateVerdict =
+            serde_json::from_str(r#"{"verdict":"ask","reason":"r","rule":null,"scope":null}"#)
+                .unwrap();
+        assert_eq!(nulls, GateVerdict::ask("r"));
+        // Written with the keys that are set; a false `unsandboxed` is left out.
         let written = serde_json::to_value(GateVerdict::ask("r").by("x", Scope::Session)).unwrap();
         assert_eq!(
             written,
             serde_json::json!({"verdict":"ask","reason":"r","rule":"x","scope":"session"})
         );
+        let plain = serde_json::to_value(GateVerdict::deny("no")).unwrap();
+        assert_eq!(plain, serde_json::json!({"verdict":"deny","reason":"no"}));
         let bad = serde_json::from_str::<GateVerdict>(r#"{"verdict":"maybe"}"#).unwrap_err();
         assert!(bad.to_string().contains("maybe"), "{bad}");
     }
