@@ -1,5 +1,5 @@
-//! Asking the face: the permission layer's `Ask` becomes an approval-required event, and the
-//! loop waits for the matching input.
+//! The loop's one approval path: hooks, then rules and mode, then the tool's own say (all
+//! three in [`before_the_face`]), then the face, whose answer the permission layer takes.
 
 use std::panic::AssertUnwindSafe;
 
@@ -7,10 +7,10 @@ use futures::FutureExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mux_permission::{Answer, Asker, PermissionGate, PolicyVerdict, Question, Verdict};
-use mux_tool::approval::ApprovalRequest;
+use mux_permission::{Answer, Permissions};
+use mux_tool::approval::{ApprovalRequest, ToolSays, before_the_face};
 use mux_tool::{
-    ApprovalGate, ApprovalPolicy, BoxFuture, GateVerdict, PathFilter, Subject, ToolCall,
+    ApprovalGate, ApprovalPolicy, BoxFuture, GateVerdict, PathFilter, Subject, ToolCall, Verdict,
 };
 
 use crate::dangling::may_rerun;
@@ -204,111 +204,65 @@ impl Drop for Abandoned<'_> {
     }
 }
 
-impl Asker for LoopAsker {
-    fn ask<'a>(&'a self, question: Question<'a>) -> BoxFuture<'a, Answer> {
-        Box::pin(self.ask_face(question.call, question.subject, &question.verdict.reason))
-    }
-}
-
-/// The orchestrator's gate: the permission policy ([`Permissions::unset`] when none was set),
-/// plus calls a pre-tool-use hook asked about (marked on the request). It reports denials and starts as events.
-/// Only `ApprovalPolicy::Always` and `Never` without a policy decide here alone.
-///
-/// [`Permissions::unset`]: mux_permission::Permissions::unset
+/// The orchestrator's gate. It asks the permission policy for a verdict, asks the face
+/// itself, and hands the face's answer back to the policy: nothing calls back up into it.
 pub(crate) struct LoopGate {
-    pub(crate) permissions: Option<PermissionGate>,
+    /// The permission policy ([`Permissions::unset`] when none was set); none only under
+    /// `ApprovalPolicy::Always` or `Never`, which then decide alone.
+    pub(crate) permissions: Option<Permissions>,
+    /// The face.
     pub(crate) asker: Arc<LoopAsker>,
     /// Without a policy (`Always` or `Never`): which calls need approval.
     pub(crate) approval: ApprovalPolicy,
     /// Per-tool predicates over the input: `true` asks (deny rules still hold), `false`
-    /// leaves the call to the policy, or without one runs it.
+    /// leaves the call to the policy, or under no policy anyone set runs it.
     pub(crate) needs_approval: NeedsApprovalMap,
     /// Where an approved call is recorded as started, before it runs.
     pub(crate) journal: Journal,
 }
 
 impl LoopGate {
+    /// The one approval path, in its documented order.
     async fn decide(&self, request: ApprovalRequest<'_>) -> GateVerdict {
-        // A hook asked: the request carries it (deny rules still hold).
-        let forced = request.ask_requested_by.is_some();
-        let predicate = self.needs_approval.get(request.spec.name.as_str());
-        // A predicate that panics asks, as a gate that panics denies: never run unasked.
-        let predicate_asks = predicate.map(|needs| {
-            std::panic::catch_unwind(AssertUnwindSafe(|| needs(&request.call.input)))
-                .unwrap_or(true)
-        });
-        match predicate_asks {
-            Some(false) if !forced && self.policy_is_unset() => return GateVerdict::allow(),
-            Some(true) if !forced => {
-                return self
-                    .ask_unless_denied(&request, "the tool's needs_approval predicate asked")
-                    .await;
+        // 1. Hooks: a deny never gets here; an ask or an allow is marked on the request.
+        // 2. Rules and mode, which read the tool's annotations where no rule matched.
+        let policy = match &self.permissions {
+            Some(permissions) => {
+                permissions.check_call(request.spec, request.subject, &request.call.input)
             }
-            _ => {}
+            None => self.approval.verdict(request.spec),
+        };
+        // 3. The tool's own say. A deny of step 2 is final, whatever steps 1 and 3 say.
+        let verdict = before_the_face(&request, policy, self.tool_says(&request));
+        if verdict.verdict != Verdict::Ask {
+            return verdict;
         }
-        if forced {
-            return self
-                .ask_unless_denied(&request, "a pre-tool-use hook asked for approval")
-                .await;
-        }
-        match &self.permissions {
-            Some(gate) => gate.review(request).await,
-            None if !self.approval.requires_approval(request.spec)
-                || request.pre_approved_by.is_some() =>
-            {
-                GateVerdict::allow()
-            }
-            None => {
-                let reason = match self.approval {
-                    ApprovalPolicy::Always => "every call needs approval (ApprovalPolicy::Always)",
-                    _ => "the tool is not read-only and no permission policy is set",
-                };
-                self.ask(&request, None, reason).await
-            }
-        }
-    }
-
-    /// Asks the face, unless a deny rule of the policy refuses the call first.
-    async fn ask_unless_denied(&self, request: &ApprovalRequest<'_>, reason: &str) -> GateVerdict {
-        if let Some(gate) = &self.permissions {
-            let verdict: PolicyVerdict =
-                gate.permissions()
-                    .check_call(request.spec, request.subject, &request.call.input);
-            if verdict.verdict == Verdict::Deny {
-                return GateVerdict::deny(verdict.reason);
-            }
-        }
-        self.ask(request, self.permissions.as_ref(), reason).await
-    }
-
-    /// Asks the face. With a policy, its gate takes the answer and remembers "always" as a
-    /// rule (the one place "always" is remembered). Without one, which only
-    /// `ApprovalPolicy::Always` leaves asking, every call asks: "always" allows this one.
-    async fn ask(
-        &self,
-        request: &ApprovalRequest<'_>,
-        policy: Option<&PermissionGate>,
-        reason: &str,
-    ) -> GateVerdict {
+        // 4. The face; the policy takes the answer (and remembers "always").
         let answer = self
             .asker
-            .ask_face(request.call, request.subject, reason)
+            .ask_face(request.call, request.subject, &verdict.reason)
             .await;
-        if let Some(gate) = policy {
-            return gate.answered(*request, answer);
-        }
-        match answer {
-            Answer::AllowOnce | Answer::AllowAlways { .. } => GateVerdict::allow(),
-            Answer::Deny { reason } => GateVerdict::deny(reason),
-            other => GateVerdict::deny(format!("an answer this loop cannot apply: {other:?}")),
+        match &self.permissions {
+            Some(permissions) => permissions.answered(&request, answer),
+            None => answer.into_verdict(),
         }
     }
 
-    /// Whether no one set a policy: a `needs_approval` predicate's "no" then runs the call.
-    fn policy_is_unset(&self) -> bool {
-        self.permissions
-            .as_ref()
-            .is_none_or(|gate| gate.permissions().is_unset())
+    /// What the tool's `needs_approval` predicate says. A predicate that panics asks, as a
+    /// gate that panics denies: never run unasked. Its "no" runs the call only where no one
+    /// set a policy.
+    fn tool_says(&self, request: &ApprovalRequest<'_>) -> ToolSays {
+        let Some(needs) = self.needs_approval.get(request.spec.name.as_str()) else {
+            return ToolSays::Nothing;
+        };
+        let asks = std::panic::catch_unwind(AssertUnwindSafe(|| needs(&request.call.input)))
+            .unwrap_or(true);
+        let unset = self.permissions.as_ref().is_none_or(Permissions::is_unset);
+        match (asks, unset) {
+            (true, _) => ToolSays::Ask("the tool's needs_approval predicate asked".into()),
+            (false, true) => ToolSays::Allow,
+            (false, false) => ToolSays::Nothing,
+        }
     }
 }
 
@@ -366,7 +320,8 @@ impl ApprovalGate for LoopGate {
         })
     }
 
+    /// A search withholds the paths deny and ask rules of its family cover.
     fn path_filter(&self, request: ApprovalRequest<'_>) -> Option<Arc<dyn PathFilter>> {
-        self.permissions.as_ref()?.path_filter(request)
+        self.permissions.as_ref()?.path_filter(request.spec)
     }
 }

@@ -9,7 +9,6 @@ use mux_llm::{
     Accumulator, ContentBlock, Message, OnRetry, Request, Response, Role, StopReason, StreamEvent,
     Usage,
 };
-use mux_permission::{Asker, PermissionGate};
 use mux_tool::{BoxFuture, CallScope, EffectScope, Executor, ProgressSender, ToolCall, ToolOutput};
 use tokio::sync::mpsc;
 use tracing::Instrument;
@@ -662,16 +661,13 @@ impl<'a> Turns<'a> {
             journal: journal.clone(),
             tools: services.tools.clone(),
         });
-        let permissions = services.permissions.as_ref().map(|policy| {
-            PermissionGate::new(policy.clone(), Arc::clone(&asker) as Arc<dyn Asker>)
-        });
         #[cfg(feature = "builtin")]
         let domain_askers = crate::network_ask::RunDomainAskers {
             asker: Arc::clone(&asker),
             conversation: self.orch.clone(),
         };
         let gate = LoopGate {
-            permissions,
+            permissions: services.permissions.clone(),
             asker,
             approval: config.approval,
             needs_approval: Arc::clone(&services.needs_approval),

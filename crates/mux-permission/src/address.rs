@@ -9,21 +9,21 @@
 use mux_tool::address::classify_host;
 
 use crate::prepared::Prepared;
-use crate::{PolicyVerdict, Rule, Scope, Verdict};
+use crate::{GateVerdict, Rule, Scope, Verdict};
 
 /// The decision for a URL subject that is, or may be, internal; `None` for anything else,
 /// and for an internal host an allow rule among `allow_rules` names.
 pub(crate) fn internal_address<'a>(
     prepared: &Prepared,
     mut allow_rules: impl Iterator<Item = (Scope, &'a Rule)>,
-) -> Option<PolicyVerdict> {
+) -> Option<GateVerdict> {
     let Prepared::Url(host) = prepared else {
         return None;
     };
     let host = match host {
         Ok(host) => host,
         Err(why) => {
-            return Some(PolicyVerdict::new(
+            return Some(GateVerdict::new(
                 Verdict::Ask,
                 format!("{why}, so it cannot be ruled out as an internal address"),
             ));
@@ -36,7 +36,7 @@ pub(crate) fn internal_address<'a>(
             .is_some_and(|domain| domain.allows(host))
     });
     (!named).then(|| {
-        PolicyVerdict::new(
+        GateVerdict::new(
             Verdict::Deny,
             format!(
                 "`{host}` is a {kind} address, refused in every mode unless an allow rule names it \

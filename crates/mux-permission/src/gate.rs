@@ -1,11 +1,14 @@
-//! The approval gate the executor consults, and the asker it hands questions to.
+//! [`Permissions`] as a gate for mux-tool's executor on its own, with an [`Asker`] for the
+//! calls it asks about. A thin adapter over [`Permissions::check_call`], the one approval
+//! order ([`before_the_face`]) and [`Permissions::answered`]; the orchestrator does not use
+//! it (its gate asks its face itself).
 
 use std::sync::{Arc, Mutex};
 
-use mux_tool::approval::ApprovalRequest;
-use mux_tool::{ApprovalGate, BoxFuture, GateVerdict, PathFilter, Subject, ToolCall};
+use mux_tool::approval::{ApprovalRequest, ToolSays, before_the_face};
+use mux_tool::{ApprovalGate, BoxFuture, GateVerdict, PathFilter, Subject, ToolCall, Verdict};
 
-use crate::{Permissions, PolicyVerdict, Remember, Scope, Verdict};
+use crate::{Answer, Permissions};
 
 /// A call the policy wants someone to approve.
 #[derive(Clone, Copy, Debug)]
@@ -15,92 +18,11 @@ pub struct Question<'a> {
     /// What it touches.
     pub subject: &'a Subject,
     /// Why the policy asks.
-    pub verdict: &'a PolicyVerdict,
+    pub verdict: &'a GateVerdict,
 }
 
-/// A person's answer to a call that needs approval: the answer to a [`Question`] here, and
-/// what a face sends back into the loop (mux-orchestrator's `LoopInput::ToolApproval`).
-/// The words match the policy's [`Verdict`] (allow / deny) and ACP's permission options.
-///
-/// Serialises as `{"answer":"allow_once"}`, `{"answer":"allow_always","remember":…}` or
-/// `{"answer":"deny","reason":…}`; the tag `"decision"` of earlier releases is still read.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "answer", rename_all = "snake_case", try_from = "AnswerWire")]
-#[non_exhaustive]
-pub enum Answer {
-    /// Run this call only.
-    AllowOnce,
-    /// Run it, and add a rule so that calls like it run without asking.
-    AllowAlways {
-        /// Where and how to remember the rule.
-        remember: Remember,
-    },
-    /// Refuse it; the reason reaches the model.
-    Deny {
-        /// Why.
-        reason: String,
-    },
-}
-
-impl Answer {
-    /// Allowed, and calls like it for the rest of the session (remembered in memory).
-    pub fn allow_for_session() -> Self {
-        Self::AllowAlways {
-            remember: Remember::exact(Scope::Session),
-        }
-    }
-
-    /// A denial with a reason.
-    pub fn deny(reason: impl Into<String>) -> Self {
-        Self::Deny {
-            reason: reason.into(),
-        }
-    }
-}
-
-/// What [`Answer`] reads: today's tag `answer`, or the tag `decision` of earlier releases.
-#[derive(serde::Deserialize)]
-struct AnswerWire {
-    answer: Option<AnswerKind>,
-    decision: Option<AnswerKind>,
-    remember: Option<Remember>,
-    reason: Option<String>,
-}
-
-#[derive(Clone, Copy, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum AnswerKind {
-    AllowOnce,
-    AllowAlways,
-    Deny,
-}
-
-impl TryFrom<AnswerWire> for Answer {
-    type Error = String;
-
-    fn try_from(wire: AnswerWire) -> Result<Self, String> {
-        let kind = match (wire.answer, wire.decision) {
-            (Some(kind), None) | (None, Some(kind)) => kind,
-            (Some(_), Some(_)) => {
-                return Err("an answer has both `answer` and `decision`".to_owned());
-            }
-            (None, None) => return Err("an answer needs its `answer` tag".to_owned()),
-        };
-        match kind {
-            AnswerKind::AllowOnce => Ok(Answer::AllowOnce),
-            AnswerKind::AllowAlways => wire
-                .remember
-                .map(|remember| Answer::AllowAlways { remember })
-                .ok_or_else(|| "an `allow_always` answer needs `remember`".to_owned()),
-            AnswerKind::Deny => wire
-                .reason
-                .map(|reason| Answer::Deny { reason })
-                .ok_or_else(|| "a `deny` answer needs a `reason`".to_owned()),
-        }
-    }
-}
-
-/// Answers questions: the layer above supplies it (the orchestrator asks a human).
+/// Answers a [`PermissionGate`]'s questions: whoever uses the gate supplies it (an MCP
+/// server asks its caller, say).
 pub trait Asker: Send + Sync + 'static {
     /// Answers one question. May wait; the executor stops waiting when the call is cancelled.
     fn ask<'a>(&'a self, question: Question<'a>) -> BoxFuture<'a, Answer>;
@@ -121,7 +43,8 @@ pub struct RecordedAnswer {
 ///
 /// Allow runs the call, deny refuses it with the reason, and ask goes to the [`Asker`]; its
 /// answer is recorded, and "always" adds a rule. A call a pre-hook approved in advance skips
-/// asking, but deny rules still hold. With no asker, ask refuses.
+/// asking, and a hook's ask asks, but deny rules still hold ([`before_the_face`]). With no
+/// asker, ask refuses.
 pub struct PermissionGate {
     permissions: Permissions,
     asker: Option<Arc<dyn Asker>>,
@@ -169,84 +92,31 @@ impl PermissionGate {
             .unwrap_or_else(|poisoned| poisoned.into_inner().clone())
     }
 
+    /// The one approval order over the policy's verdict; an ask goes to the asker, whose
+    /// answer [`Permissions::answered`] applies and the gate records.
     async fn decide(&self, request: ApprovalRequest<'_>) -> GateVerdict {
-        let mut verdict =
+        let policy =
             self.permissions
                 .check_call(request.spec, request.subject, &request.call.input);
-        // A hook that asks turns an allow into a question; a deny still holds.
-        if let (Some(hook), Verdict::Allow | Verdict::Ask) =
-            (request.ask_requested_by, verdict.verdict)
-        {
-            verdict.verdict = Verdict::Ask;
-            verdict.reason = format!("the pre-tool-use hook `{hook}` asked for approval");
+        let verdict = before_the_face(&request, policy, ToolSays::Nothing);
+        if verdict.verdict != Verdict::Ask {
+            return verdict;
         }
-        match verdict.verdict {
-            Verdict::Allow => GateVerdict::allow(),
-            Verdict::Deny => GateVerdict::deny(verdict.reason),
-            Verdict::Ask => {
-                if let Some(hook) = request
-                    .pre_approved_by
-                    .filter(|_| request.ask_requested_by.is_none())
-                {
-                    tracing::info!(
-                        target: "mux_permission",
-                        tool = request.spec.name.as_str(),
-                        hook,
-                        "pre-approved by a hook; not asking"
-                    );
-                    return GateVerdict::allow();
-                }
-                let Some(asker) = &self.asker else {
-                    return GateVerdict::ask(format!("no one to ask: {}", verdict.reason));
-                };
-                let answer = asker
-                    .ask(Question {
-                        call: request.call,
-                        subject: request.subject,
-                        verdict: &verdict,
-                    })
-                    .await;
-                self.answered(request, answer)
-            }
-        }
+        let Some(asker) = &self.asker else {
+            return GateVerdict::ask(format!("no one to ask: {}", verdict.reason));
+        };
+        let answer = asker
+            .ask(Question {
+                call: request.call,
+                subject: request.subject,
+                verdict: &verdict,
+            })
+            .await;
+        self.record(&request, &answer);
+        self.permissions.answered(&request, answer)
     }
 
-    /// Takes a person's answer to `request`: records it, and for "always" adds the rule its
-    /// [`Remember`] describes, so that calls like it run unasked. The one place an "always"
-    /// answer is remembered: the orchestrator hands the answers its face gives here too.
-    ///
-    /// Returns what the executor does: allow for either "allow" answer (also when the rule
-    /// could not be added; the failure is logged), deny with the person's reason otherwise.
-    pub fn answered(&self, request: ApprovalRequest<'_>, answer: Answer) -> GateVerdict {
-        self.record(request, &answer);
-        match answer {
-            Answer::AllowOnce => GateVerdict::allow(),
-            Answer::AllowAlways { remember: choice } => {
-                if let Err(err) = self
-                    .permissions
-                    .remember(request.spec, request.subject, &choice)
-                {
-                    tracing::warn!(
-                        target: "mux_permission",
-                        tool = request.spec.name.as_str(),
-                        error = %err,
-                        "could not remember an always-allow answer; allowing once"
-                    );
-                }
-                GateVerdict::allow()
-            }
-            Answer::Deny { reason } => GateVerdict::deny(reason),
-        }
-    }
-
-    fn record(&self, request: ApprovalRequest<'_>, answer: &Answer) {
-        tracing::info!(
-            target: "mux_permission",
-            tool = request.spec.name.as_str(),
-            call_id = request.call.id.as_str(),
-            answer = ?answer,
-            "permission answer"
-        );
+    fn record(&self, request: &ApprovalRequest<'_>, answer: &Answer) {
         let entry = RecordedAnswer {
             call_id: request.call.id.clone(),
             tool: request.spec.name.to_string(),
@@ -284,7 +154,7 @@ impl ApprovalGate for PermissionGate {
 /// ```
 pub fn asker_fn<F, Fut>(f: F) -> Arc<dyn Asker>
 where
-    F: Fn(ToolCall, Subject, PolicyVerdict) -> Fut + Send + Sync + 'static,
+    F: Fn(ToolCall, Subject, GateVerdict) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Answer> + Send + 'static,
 {
     Arc::new(FnAsker { f })
@@ -296,7 +166,7 @@ struct FnAsker<F> {
 
 impl<F, Fut> Asker for FnAsker<F>
 where
-    F: Fn(ToolCall, Subject, PolicyVerdict) -> Fut + Send + Sync + 'static,
+    F: Fn(ToolCall, Subject, GateVerdict) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Answer> + Send + 'static,
 {
     fn ask<'a>(&'a self, question: Question<'a>) -> BoxFuture<'a, Answer> {

@@ -13,6 +13,7 @@ pub struct ReadmeDoctests;
 pub struct PermissionDocs;
 
 mod address;
+mod answer;
 pub mod builtin;
 pub mod command;
 mod domain;
@@ -27,26 +28,28 @@ mod remember;
 mod rule;
 mod ruleset;
 pub mod sandbox;
-mod scope;
 mod scope_rules;
 pub mod settings;
-mod verdict;
 mod wall;
 
+pub use answer::Answer;
 pub use domain::{DomainPattern, DomainPatternError, host_of};
 pub use family::Family;
-pub use gate::{Answer, Asker, PermissionGate, Question, RecordedAnswer, asker_fn};
+pub use gate::{Asker, PermissionGate, Question, RecordedAnswer, asker_fn};
 pub use mode::{Mode, UnknownMode};
+/// The one verdict type: a [`Verdict`] with its reason, rule and scope, defined in mux-tool
+/// so the executor's gate returns the same value.
+pub use mux_tool::GateVerdict;
 /// The policy's allow / ask / deny, defined in mux-tool so the executor's gate shares it.
 pub use mux_tool::Verdict;
+/// The scope a rule or mode comes from, defined in mux-tool so a verdict can name it.
+pub use mux_tool::approval::Scope;
 pub use path::{PathContext, PathPattern, PathPatternError, resolve};
 pub use permissions::{Permissions, PermissionsBuilder};
 pub use remember::{Remember, RememberError, suggest_prefixes};
 pub use rule::{Rule, RuleError, RuleKind, RuleProblem};
 pub use ruleset::RuleSet;
 pub use sandbox::SandboxSettings;
-pub use scope::Scope;
 pub use scope_rules::ScopeRules;
 pub use settings::{LoadError, SaveError};
-pub use verdict::PolicyVerdict;
 pub use wall::{Outside, WallOrigin, WallPath, Walls};

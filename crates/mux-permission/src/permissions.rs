@@ -12,7 +12,7 @@ use crate::prepared::Prepared;
 use crate::sandbox::{SandboxError, SandboxSettings};
 use crate::wall::{BashWall, WallCheck};
 use crate::{
-    Family, Mode, PathContext, PolicyVerdict, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
+    Family, GateVerdict, Mode, PathContext, Rule, RuleKind, RuleSet, Scope, ScopeRules, Verdict,
 };
 
 /// A policy over every scope's rules, checked for each call.
@@ -278,7 +278,7 @@ impl Permissions {
 
     /// Decides whether a call to `spec` touching `subject` may run. Emits a `tracing` event
     /// (target `mux_permission`) with the verdict, rule and scope.
-    pub fn check(&self, spec: &ToolSpec, subject: &Subject) -> PolicyVerdict {
+    pub fn check(&self, spec: &ToolSpec, subject: &Subject) -> GateVerdict {
         self.check_call(spec, subject, &Value::Null)
     }
 
@@ -286,8 +286,8 @@ impl Permissions {
     /// [`dangerouslyDisableSandbox`](crate::sandbox::DANGEROUSLY_DISABLE_SANDBOX) (to
     /// anything but `false`) asks to run outside the OS sandbox. Under a wall that is
     /// refused when `sandbox.allowUnsandboxedCommands` is `false`, and asks otherwise, in
-    /// every mode; the verdict says so in [`PolicyVerdict::unsandboxed`].
-    pub fn check_call(&self, spec: &ToolSpec, subject: &Subject, input: &Value) -> PolicyVerdict {
+    /// every mode; the verdict says so in [`GateVerdict::unsandboxed`](mux_tool::GateVerdict::unsandboxed).
+    pub fn check_call(&self, spec: &ToolSpec, subject: &Subject, input: &Value) -> GateVerdict {
         let requested = crate::wall::requests_unsandboxed(spec, input);
         let decision = self.decide(spec, subject, requested);
         tracing::info!(
@@ -303,7 +303,7 @@ impl Permissions {
         decision
     }
 
-    fn decide(&self, spec: &ToolSpec, subject: &Subject, requested: bool) -> PolicyVerdict {
+    fn decide(&self, spec: &ToolSpec, subject: &Subject, requested: bool) -> GateVerdict {
         let prepared = Prepared::new(subject, &self.context);
         let wall = self.wall_check(spec, &prepared, requested);
         let verdict = self.judge(spec, subject, &prepared, wall.as_ref());
@@ -340,7 +340,7 @@ impl Permissions {
         subject: &Subject,
         prepared: &Prepared,
         wall: Option<&WallCheck>,
-    ) -> PolicyVerdict {
+    ) -> GateVerdict {
         let layers = self.read_layers();
         let (mode, mode_scope) = layers
             .iter()
@@ -363,7 +363,7 @@ impl Permissions {
                     ),
                     None => format!("denied by the rule `{rule}`"),
                 };
-                return PolicyVerdict::new(Verdict::Deny, reason).by(rule.as_str(), scope);
+                return GateVerdict::new(Verdict::Deny, reason).by(rule.as_str(), scope);
             }
         }
         // 1b. A command that would leave the OS sandbox, where the settings forbid that.
@@ -397,7 +397,7 @@ impl Permissions {
             let why = prepared
                 .hazard()
                 .unwrap_or_else(|| "its specifier does not apply to what this call touches".into());
-            let decision = PolicyVerdict::new(
+            let decision = GateVerdict::new(
                 Verdict::Ask,
                 format!("the deny rule `{rule}` cannot be ruled out: {why}"),
             )
@@ -409,7 +409,7 @@ impl Permissions {
         }
         // 4. Plan mode runs read-only tools only.
         if mode == Mode::Plan && !spec.annotations.read_only {
-            return PolicyVerdict::new(
+            return GateVerdict::new(
                 Verdict::Deny,
                 format!("plan mode allows only read-only tools, and `{tool}` is not one"),
             )
@@ -428,13 +428,13 @@ impl Permissions {
             .into_iter()
             .find(|(_, rule)| prepared.caught_by(rule, &self.context))
             .map(|(scope, rule)| {
-                PolicyVerdict::new(Verdict::Ask, format!("the rule `{rule}` asks"))
+                GateVerdict::new(Verdict::Ask, format!("the rule `{rule}` asks"))
                     .by(rule.as_str(), scope)
             })
             .or_else(|| {
                 prepared.hazard().map(|why| {
                     let ask =
-                        PolicyVerdict::new(Verdict::Ask, format!("no rule can allow this: {why}"));
+                        GateVerdict::new(Verdict::Ask, format!("no rule can allow this: {why}"));
                     // Under the wall, the analysis' doubt need not ask: the wall bounds it.
                     match wall {
                         Some(wall) => wall.auto_allow(ask),
@@ -452,7 +452,7 @@ impl Permissions {
                 });
                 match (allowed(prepared, allow_rules, &self.context), &protected) {
                     (Some(decision), _) => decision,
-                    (None, Some(protected)) => PolicyVerdict::new(
+                    (None, Some(protected)) => GateVerdict::new(
                         Verdict::Ask,
                         format!(
                             "`{}` is {}; in every mode, only an allow rule that names `{}` lets a call change it",
@@ -472,7 +472,7 @@ impl Permissions {
             }
         };
         match (outcome.verdict, mode) {
-            (Verdict::Ask, Mode::Bypass) if protected.is_none() => PolicyVerdict::new(
+            (Verdict::Ask, Mode::Bypass) if protected.is_none() => GateVerdict::new(
                 Verdict::Allow,
                 format!("bypass mode allows what would ask ({})", outcome.reason),
             )
@@ -562,8 +562,8 @@ impl PathFilter for Withholder {
     }
 }
 
-fn refuse(decision: PolicyVerdict, mode: Mode, mode_scope: Option<Scope>) -> PolicyVerdict {
-    PolicyVerdict::new(
+fn refuse(decision: GateVerdict, mode: Mode, mode_scope: Option<Scope>) -> GateVerdict {
+    GateVerdict::new(
         Verdict::Deny,
         format!("{mode} mode cannot ask: {}", decision.reason),
     )
@@ -571,7 +571,12 @@ fn refuse(decision: PolicyVerdict, mode: Mode, mode_scope: Option<Scope>) -> Pol
     .with_rule(decision.rule)
 }
 
-impl PolicyVerdict {
+/// Sets the deciding rule, or clears it.
+trait WithRule {
+    fn with_rule(self, rule: Option<String>) -> Self;
+}
+
+impl WithRule for GateVerdict {
     fn with_rule(mut self, rule: Option<String>) -> Self {
         self.rule = rule;
         self
@@ -583,7 +588,7 @@ fn allowed<'a>(
     prepared: &Prepared,
     rules: impl Iterator<Item = (Scope, &'a Rule)> + Clone,
     context: &PathContext,
-) -> Option<PolicyVerdict> {
+) -> Option<GateVerdict> {
     let (scope, rule) = match prepared {
         Prepared::Command(analysis) => {
             let mut first = None;
@@ -600,7 +605,7 @@ fn allowed<'a>(
             .find(|(_, rule)| prepared.allowed_by(rule, context))?,
     };
     Some(
-        PolicyVerdict::new(Verdict::Allow, format!("allowed by the rule `{rule}`"))
+        GateVerdict::new(Verdict::Allow, format!("allowed by the rule `{rule}`"))
             .by(rule.as_str(), scope),
     )
 }
@@ -613,7 +618,7 @@ fn unmatched(
     mode: Mode,
     mode_scope: Option<Scope>,
     policy: &Permissions,
-) -> PolicyVerdict {
+) -> GateVerdict {
     let tool = spec.name.as_str();
     let context = &policy.context;
     let unset = policy.unset;
@@ -621,38 +626,36 @@ fn unmatched(
         Mode::Default | Mode::AcceptEdits | Mode::DontAsk
             if unset && spec.annotations.read_only =>
         {
-            PolicyVerdict::new(
+            GateVerdict::new(
                 Verdict::Allow,
                 format!("the read-only tool `{tool}` runs (no permission policy is set)"),
             )
         }
-        Mode::Default if unset => PolicyVerdict::new(
+        Mode::Default if unset => GateVerdict::new(
             Verdict::Ask,
             "the tool is not read-only and no permission policy is set",
         ),
-        Mode::Bypass => {
-            PolicyVerdict::new(Verdict::Allow, "bypass mode allows calls no rule denies")
-        }
+        Mode::Bypass => GateVerdict::new(Verdict::Allow, "bypass mode allows calls no rule denies"),
         Mode::Plan => match prepared {
-            Prepared::Nothing => PolicyVerdict::new(
+            Prepared::Nothing => GateVerdict::new(
                 Verdict::Allow,
                 format!("plan mode allows the read-only tool `{tool}`"),
             ),
             Prepared::Path {
                 resolved: Ok(real), ..
-            } if real.starts_with(context.root_resolved()) => PolicyVerdict::new(
+            } if real.starts_with(context.root_resolved()) => GateVerdict::new(
                 Verdict::Allow,
                 format!("plan mode allows `{tool}` to read inside the project root"),
             ),
-            Prepared::Path { .. } => PolicyVerdict::new(
+            Prepared::Path { .. } => GateVerdict::new(
                 Verdict::Ask,
                 format!("plan mode asks before `{tool}` reads outside the project root"),
             ),
-            Prepared::Url(_) => PolicyVerdict::new(
+            Prepared::Url(_) => GateVerdict::new(
                 Verdict::Ask,
                 format!("plan mode asks before `{tool}` fetches from a host no rule allows"),
             ),
-            Prepared::Command(_) => PolicyVerdict::new(
+            Prepared::Command(_) => GateVerdict::new(
                 Verdict::Ask,
                 format!("plan mode asks before `{tool}` runs a command no rule allows"),
             ),
@@ -660,20 +663,20 @@ fn unmatched(
         Mode::Default | Mode::AcceptEdits | Mode::DontAsk
             if is_read_inside_root(spec, prepared, context) =>
         {
-            PolicyVerdict::new(
+            GateVerdict::new(
                 Verdict::Allow,
                 format!("the read-only tool `{tool}` runs inside the project root"),
             )
         }
-        Mode::DontAsk => PolicyVerdict::new(
+        Mode::DontAsk => GateVerdict::new(
             Verdict::Deny,
             format!("no rule allows this call to `{tool}`, and dontAsk mode cannot ask"),
         ),
-        Mode::AcceptEdits if is_edit_inside_root(spec, prepared, context) => PolicyVerdict::new(
+        Mode::AcceptEdits if is_edit_inside_root(spec, prepared, context) => GateVerdict::new(
             Verdict::Allow,
             format!("acceptEdits mode allows `{tool}` inside the project root"),
         ),
-        Mode::Default | Mode::AcceptEdits => PolicyVerdict::new(
+        Mode::Default | Mode::AcceptEdits => GateVerdict::new(
             Verdict::Ask,
             format!("no rule allows this call to `{tool}`"),
         ),

@@ -1,6 +1,5 @@
 //! The approval gate: the seam where the permission layer and the human decide.
 
-use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -24,82 +23,94 @@ pub struct ApprovalRequest<'a> {
     pub ask_requested_by: Option<&'a str>,
 }
 
-/// The policy's three outcomes for a call: run it, ask someone first, or refuse it.
-///
-/// The one word for what a policy or gate concludes; a person's reply is mux-permission's
-/// `Answer`. Serialises as `"allow"`, `"ask"` or `"deny"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Run the call.
+pub use crate::verdict::{GateVerdict, Scope, Verdict};
+
+/// What the tool's own configuration says about one call, beside the policy: step 3 of
+/// [`before_the_face`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ToolSays {
+    /// Nothing: the policy's verdict stands.
+    #[default]
+    Nothing,
+    /// Ask someone first, for this reason; a deny of the policy still holds.
+    Ask(String),
+    /// No approval needed: an ask of the policy becomes allow, a deny still holds. A gate
+    /// says so only where no one set a policy.
     Allow,
-    /// Ask someone first.
-    Ask,
-    /// Refuse the call.
-    Deny,
 }
 
-impl Verdict {
-    /// The lower-case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Allow => "allow",
-            Verdict::Ask => "ask",
-            Verdict::Deny => "deny",
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A gate's result: a [`Verdict`] and the reason for it.
+/// The one approval order, up to the face: what a gate concludes from the hooks' marks on
+/// `request`, the `policy`'s verdict and what the `tool` itself says.
+/// [`Verdict::Ask`] means the face decides; allow and deny are final.
 ///
-/// Only [`Verdict::Allow`] runs the call. [`Verdict::Deny`] refuses it, and so does
-/// [`Verdict::Ask`]: a gate that returns ask found no one to answer. Either way the reason
-/// reaches the model. Serialises as `{"verdict":"allow|ask|deny","reason":…}`; the key
-/// `"decision"` of earlier releases is still read.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GateVerdict {
-    /// Allow, ask (no one answered) or deny.
-    #[serde(alias = "decision")]
-    pub verdict: Verdict,
-    /// Why; empty for a plain allow.
-    #[serde(default)]
-    pub reason: String,
-}
-
-impl GateVerdict {
-    /// Run the call.
-    pub fn allow() -> Self {
-        Self {
-            verdict: Verdict::Allow,
-            reason: String::new(),
-        }
+/// 1. Hooks. A hook's deny never reaches a gate (the executor refuses the call first); a
+///    hook's ask or allow is marked on the request.
+/// 2. Rules and mode: the `policy`'s verdict (mux-permission's `Permissions::check_call`,
+///    where the mode reads the tool's annotations when no rule matched). A deny is final:
+///    no hook, tool or answer runs the call.
+/// 3. A hook's ask, then the tool's own say ([`ToolSays`]).
+/// 4. The policy's allow or ask; a hook's allow answers that ask in advance.
+///
+/// ```
+/// use mux_tool::approval::{ApprovalRequest, ToolSays, before_the_face};
+/// use mux_tool::{GateVerdict, Subject, ToolCall, ToolSpec, Verdict};
+/// use std::sync::Arc;
+///
+/// let call = ToolCall::new("c1", "deploy", serde_json::json!({}));
+/// let spec = Arc::new(ToolSpec::new("deploy", "ships it", serde_json::json!({"type": "object"}))?);
+/// let subject = Subject::None;
+/// let request = ApprovalRequest {
+///     call: &call,
+///     spec: &spec,
+///     subject: &subject,
+///     pre_approved_by: Some("ci"),
+///     ask_requested_by: None,
+/// };
+/// // A hook's allow answers the policy's ask, but never its deny.
+/// let asks = GateVerdict::ask("no rule allows this call to `deploy`");
+/// assert!(before_the_face(&request, asks, ToolSays::Nothing).is_allow());
+/// let denies = GateVerdict::deny("denied by the rule `deploy`");
+/// assert!(before_the_face(&request, denies, ToolSays::Nothing).is_deny());
+/// # Ok::<(), mux_tool::SpecError>(())
+/// ```
+pub fn before_the_face(
+    request: &ApprovalRequest<'_>,
+    policy: GateVerdict,
+    tool: ToolSays,
+) -> GateVerdict {
+    // 2. Rules and mode: a deny is final.
+    if policy.is_deny() {
+        return policy;
     }
-
-    /// Refuse the call, with a reason the model reads.
-    pub fn deny(reason: impl Into<String>) -> Self {
-        Self {
-            verdict: Verdict::Deny,
-            reason: reason.into(),
-        }
+    // 3. A hook's ask, then the tool's own say.
+    if let Some(hook) = request.ask_requested_by {
+        return GateVerdict::ask(format!("the pre-tool-use hook `{hook}` asked for approval"));
     }
-
-    /// The call still needs an answer no one gave: it does not run.
-    pub fn ask(reason: impl Into<String>) -> Self {
-        Self {
-            verdict: Verdict::Ask,
-            reason: reason.into(),
+    match tool {
+        ToolSays::Ask(reason) => return GateVerdict::ask(reason),
+        ToolSays::Allow => {
+            return GateVerdict {
+                verdict: Verdict::Allow,
+                ..policy
+            };
         }
+        ToolSays::Nothing => {}
     }
-
-    /// Whether the call runs.
-    pub fn is_allow(&self) -> bool {
-        self.verdict == Verdict::Allow
+    // 4. The policy's verdict; a hook's allow answers its ask in advance.
+    match request.pre_approved_by {
+        Some(hook) if policy.is_ask() => {
+            tracing::info!(
+                target: "mux_tool",
+                tool = request.spec.name.as_str(),
+                hook,
+                "pre-approved by a hook; not asking"
+            );
+            GateVerdict {
+                verdict: Verdict::Allow,
+                ..policy
+            }
+        }
+        _ => policy,
     }
 }
 
@@ -141,6 +152,16 @@ impl ApprovalPolicy {
             Self::Always => true,
             Self::UnlessReadOnly => !spec.annotations.read_only,
             Self::Never => false,
+        }
+    }
+
+    /// The verdict on a call to `spec` under this policy, for a gate without rules: ask
+    /// (saying why) when the call needs approval, allow otherwise.
+    pub fn verdict(self, spec: &ToolSpec) -> GateVerdict {
+        match self {
+            _ if !self.requires_approval(spec) => GateVerdict::allow(),
+            Self::Always => GateVerdict::ask("every call needs approval (ApprovalPolicy::Always)"),
+            _ => GateVerdict::ask("the tool is not read-only and no permission policy is set"),
         }
     }
 }

@@ -40,6 +40,7 @@ pub mod truncate;
 mod typed;
 mod utf8_cut;
 mod validation;
+mod verdict;
 mod withhold;
 
 pub use approval::{ApprovalGate, ApprovalPolicy, ApprovalRequest, GateVerdict, Verdict};

@@ -14,6 +14,7 @@ mod hooks_at_every_point;
 mod loop_on_a_scripted_model;
 mod loop_on_recorded_provider_traffic;
 mod mcp_servers;
+mod one_approval_path;
 mod only_the_tools_you_gave;
 mod session_stores;
 mod sessions_and_compaction;

@@ -14,7 +14,7 @@ pub(crate) use outside::excluded;
 pub use walls::{WallOrigin, WallPath, Walls};
 
 use crate::sandbox::{DANGEROUSLY_DISABLE_SANDBOX, SandboxSettings};
-use crate::{Mode, PathContext, PolicyVerdict, Verdict};
+use crate::{GateVerdict, Mode, PathContext, Verdict};
 
 /// The `bash` tool's OS sandbox, fixed when the policy is built, so the tool built from it
 /// and the verdicts cannot disagree.
@@ -91,10 +91,10 @@ impl WallCheck {
     }
 
     /// The refusal of a command that would leave the wall where the settings forbid it.
-    pub(crate) fn refusal(&self) -> Option<PolicyVerdict> {
+    pub(crate) fn refusal(&self) -> Option<GateVerdict> {
         let outside = self.outside.as_ref()?;
         (!self.allows_unsandboxed).then(|| {
-            PolicyVerdict::new(
+            GateVerdict::new(
                 Verdict::Deny,
                 format!(
                     "refused: {outside}, and sandbox.allowUnsandboxedCommands is false; \
@@ -106,11 +106,11 @@ impl WallCheck {
 
     /// `decision` (an ask, or dontAsk's refusal of what no rule allows) turned into an allow
     /// when the command runs inside the wall and `autoAllowBashIfSandboxed` is on.
-    pub(crate) fn auto_allow(&self, decision: PolicyVerdict) -> PolicyVerdict {
+    pub(crate) fn auto_allow(&self, decision: GateVerdict) -> GateVerdict {
         if !self.auto_allow || self.outside.is_some() || decision.verdict == Verdict::Allow {
             return decision;
         }
-        PolicyVerdict::new(
+        GateVerdict::new(
             Verdict::Allow,
             format!(
                 "allowed: the OS sandbox bounds it (autoAllowBashIfSandboxed); without the \
@@ -123,7 +123,7 @@ impl WallCheck {
     /// The verdict as the wall leaves it: marked when the command runs outside, and then
     /// asking in every mode, even where a rule or bypass mode would allow it (refused where
     /// no one can be asked), so no settings file can let a command leave the wall unseen.
-    pub(crate) fn finish(&self, mut verdict: PolicyVerdict, mode: Mode) -> PolicyVerdict {
+    pub(crate) fn finish(&self, mut verdict: GateVerdict, mode: Mode) -> GateVerdict {
         let Some(outside) = &self.outside else {
             return verdict;
         };

@@ -668,6 +668,6 @@ fn decisions_name_the_rule_and_scope() {
         let verdict = map.remove("verdict");
         map.insert("decision".to_owned(), verdict.unwrap_or_default());
     }
-    let read: mux_permission::PolicyVerdict = serde_json::from_value(old).unwrap();
+    let read: mux_permission::GateVerdict = serde_json::from_value(old).unwrap();
     assert_eq!(read, denied);
 }

@@ -4,7 +4,7 @@
 use mux_permission::Outside;
 use mux_permission::sandbox::{DANGEROUSLY_DISABLE_SANDBOX, SandboxSettings};
 use mux_permission::{
-    Mode, PathContext, PermissionGate, Permissions, PolicyVerdict, RuleSet, Scope, ScopeRules,
+    GateVerdict, Mode, PathContext, PermissionGate, Permissions, RuleSet, Scope, ScopeRules,
     Verdict, builtin,
 };
 use mux_tool::builtin::{Sandbox, SandboxPolicy};
@@ -58,11 +58,11 @@ fn walled(mode: Mode) -> Permissions {
     )
 }
 
-fn check(permissions: &Permissions, command: &str) -> PolicyVerdict {
+fn check(permissions: &Permissions, command: &str) -> GateVerdict {
     permissions.check(&bash_spec(), &Subject::command(command))
 }
 
-fn check_input(permissions: &Permissions, input: Value) -> PolicyVerdict {
+fn check_input(permissions: &Permissions, input: Value) -> GateVerdict {
     let command = input["command"].as_str().unwrap_or_default().to_owned();
     permissions.check_call(&bash_spec(), &Subject::command(command), &input)
 }
