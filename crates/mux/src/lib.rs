@@ -199,8 +199,9 @@ pub use mux_permission as permission;
 
 /// MCP: servers' tools in the loop (configs, connections, coordinator, tool proxies; mux-mcp),
 /// and with `mcp-server` the server side: any tool set served over stdio and Streamable HTTP
-/// ([`McpServer`](mcp::McpServer)), an agent as one tool ([`AgentTool`](mcp::AgentTool)) and
-/// your tools under permission rules ([`ToolServer`](mcp::ToolServer)), from mux-mcp-face.
+/// ([`McpServer`](crate::mcp::McpServer)), an agent as one tool
+/// ([`AgentTool`](crate::mcp::AgentTool)) and your tools under permission rules
+/// ([`ToolServer`](crate::mcp::ToolServer)), from mux-mcp-face.
 #[cfg(feature = "mcp")]
 pub mod mcp {
     #[doc(inline)]

@@ -1,18 +1,4 @@
-//! Leases and takeover, written once for every face: [`RunOwner`] is one process (one face's
-//! router or server) as the owner of that face's runs in a [`RunStore`].
-//!
-//! - **Who.** An owner has an id of its own (the face's name and 128 random bits), the prefix
-//!   of the run ids its face gives out, and one lease. Every claim it makes (begin, claim,
-//!   hand over, take over) is under that id and lease, and every writer it starts renews it.
-//! - **When.** An owner looks for runs to take over every [`poll_interval`]: a third of the
-//!   lease, at most a second. A run whose process died is therefore taken over within its
-//!   lease and one interval after that process's last heartbeat.
-//! - **The takeover rule.** A look claims, one at a time, every running run under the prefix
-//!   whose lease ran out ([`RunStore::claim_expired`]: each such run goes to exactly one
-//!   claimant, however many processes look at once). A run that a writer of this owner still
-//!   holds (the store was out for longer than the lease, and is back) is left to that writer,
-//!   which takes it back itself; every other run claimed is handed to the face's
-//!   [`Takeover::continue_run`], which continues it from its session.
+//! Leases and takeover, written once for every face: [`RunOwner`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -48,9 +34,23 @@ pub trait Takeover: Send + Sync + 'static {
     }
 }
 
-/// One process as the owner of one face's runs in a run store: the lease it holds them
-/// under, the writers it runs, and the takeover of runs whose owner stopped. See the
-/// [module docs](self). Clones are the same owner.
+/// One process (one face's router or server) as the owner of that face's runs in a run store:
+/// the lease it holds them under, the writers it runs, and the takeover of runs whose owner
+/// stopped. Leases and takeover are written here once, for every face. Clones are the same
+/// owner.
+///
+/// - **Who.** An owner has an id of its own (the face's name and 128 random bits), the prefix
+///   of the run ids its face gives out, and one lease. Every claim it makes (begin, claim,
+///   hand over, take over) is under that id and lease, and every writer it starts renews it.
+/// - **When.** An owner looks for runs to take over every [`poll_interval`]: a third of the
+///   lease, at most a second. A run whose process died is therefore taken over within its
+///   lease and one interval after that process's last heartbeat.
+/// - **The takeover rule.** A look claims, one at a time, every running run under the prefix
+///   whose lease ran out ([`RunStore::claim_expired`]: each such run goes to exactly one
+///   claimant, however many processes look at once). A run that a writer of this owner still
+///   holds (the store was out for longer than the lease, and is back) is left to that writer,
+///   which takes it back itself; every other run claimed is handed to the face's
+///   [`Takeover::continue_run`], which continues it from its session.
 #[derive(Clone)]
 pub struct RunOwner {
     shared: Arc<Shared>,
@@ -206,8 +206,7 @@ impl RunOwner {
     }
 
     /// Takes over one run under the prefix whose lease ran out and that no writer of this
-    /// owner holds, or `None` when there is none left. See the [module docs](self) for the
-    /// rule.
+    /// owner holds, or `None` when there is none left (the rule is [`RunOwner`]'s).
     pub async fn take_over_one(&self) -> Result<Option<RunRecord>, RunStoreError> {
         let shared = &self.shared;
         loop {
