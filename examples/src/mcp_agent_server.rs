@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
+use mux::mcp::AgentTool;
 use mux::mcp::McpServer;
-use mux::orchestrator::AgentTool;
 
 use crate::offline::ChosenModel;
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use mux::mcp::McpServer;
-use mux::orchestrator::ToolServer;
+use mux::mcp::ToolServer;
 use mux::permission::{PathContext, Permissions, Scope, ScopeRules};
 use mux::tool::Registry;
 use mux::tool::builtin::{self, Sandbox};

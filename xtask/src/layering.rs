@@ -21,7 +21,13 @@ pub(crate) const LAYERS: &[&[&str]] = &[
     &["mux-mcp"],
     &["mux-orchestrator"],
     // The faces beside the agents: none depends on another.
-    &["mux-agents", "mux-acp", "mux-web", "mux-a2a"],
+    &[
+        "mux-agents",
+        "mux-acp",
+        "mux-web",
+        "mux-a2a",
+        "mux-mcp-face",
+    ],
     // Evals: over the loop and the agents, below nothing but the facade.
     &["mux-eval"],
     &["mux"],

@@ -217,11 +217,7 @@ impl Methods {
         message.task_id = new_id();
         let run_id = stored::run_id(&message.task_id);
         let durable = &self.durable;
-        let held = match durable
-            .store
-            .begin(&context_id, &run_id, &durable.owner, durable.lease)
-            .await
-        {
+        let held = match durable.owner.begin(&context_id, &run_id).await {
             Ok(held) => held,
             Err(RunStoreError::Busy { run_id: busy, .. }) => {
                 return Err(RpcError::unsupported(format!(
@@ -398,11 +394,7 @@ impl Methods {
         self.tasks.has_room()?;
         let run_id = stored::run_id(&task_id);
         let durable = &self.durable;
-        let held = match durable
-            .store
-            .claim(&run_id, &durable.owner, durable.lease)
-            .await
-        {
+        let held = match durable.owner.claim(&run_id).await {
             Ok(held) => held,
             Err(RunStoreError::Held { .. }) => {
                 return Err(RpcError::unsupported(format!(
@@ -489,11 +481,7 @@ impl Methods {
                 self.wait_stored_end(id, &run_id).await;
             }
             RunStatus::Paused => {
-                match durable
-                    .store
-                    .claim(&run_id, &durable.owner, durable.lease)
-                    .await
-                {
+                match durable.owner.claim(&run_id).await {
                     Ok(held) => {
                         let (_, task) = durable.load(id, self.max_log).await?;
                         // The paused calls get their results before the task says it was
@@ -602,37 +590,12 @@ impl Methods {
         }
     }
 
-    /// Takes over every task whose owner's lease ran out (only tasks: the store's other
-    /// runs belong to other faces).
-    pub(crate) async fn take_over_expired(&self) {
-        let durable = &self.durable;
-        loop {
-            match durable
-                .store
-                .claim_expired(stored::PREFIX, &durable.owner, durable.lease)
-                .await
-            {
-                Ok(Some(record)) => self.take_over(record).await,
-                Ok(None) => return,
-                Err(err) => {
-                    tracing::debug!("looking for tasks to take over: {err}");
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Continues `record`, a task this process claimed after its owner's lease ran out: the
+    /// Continues `record`, a task the run owner took over from a process that stopped: the
     /// loop resumes at the session's last step.
-    async fn take_over(&self, record: RunRecord) {
+    pub(crate) async fn continue_taken_run(&self, record: RunRecord) {
         let Some(task_id) = stored::task_id(&record.run_id) else {
             return;
         };
-        if self.tasks.get(task_id).is_some() {
-            // Our own task, back after the store was unreachable: its writer goes on.
-            return;
-        }
-        tracing::info!(task = task_id, "taking over a task whose process stopped");
         let writer = self.durable.writer(&record);
         let task = match self.durable.load(task_id, self.max_log).await {
             Ok((_, task)) => Arc::new(task),

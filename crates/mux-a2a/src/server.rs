@@ -8,7 +8,7 @@ use axum::Router;
 use axum::body::Body;
 use mux_http::serve::{Addrs, Limits, RequestBody, accept_loop};
 use mux_orchestrator::Agent;
-use mux_orchestrator::runs::{MemoryRunStore, RunStore};
+use mux_orchestrator::runs::{MemoryRunStore, RunOwner, RunRecord, RunStore, Takeover};
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -125,17 +125,23 @@ impl A2aServer {
             .store
             .or_else(|| self.agent.session_store().cloned())
             .unwrap_or_else(|| Arc::new(MemorySessionStore::new()));
-        // Only a store another process may share has tasks to take over.
-        let runs = self.runs.or_else(|| self.agent.run_store().cloned());
-        let shared_store = runs.is_some();
-        let runs = runs.unwrap_or_else(|| Arc::new(MemoryRunStore::new()));
+        let runs = self
+            .runs
+            .or_else(|| self.agent.run_store().cloned())
+            .unwrap_or_else(|| Arc::new(MemoryRunStore::new()));
         let card = Card::new(&self.agent, &self.config);
         let config = self.config;
         let shared = Shared {
             methods: Methods {
                 tasks: Arc::new(Tasks::new(config.max_tasks)),
                 contexts: Contexts::new(self.agent, store),
-                durable: Durable::new(runs, config.lease, stop.clone()),
+                durable: Durable::new(RunOwner::new(
+                    runs,
+                    "a2a",
+                    crate::stored::PREFIX,
+                    config.lease,
+                    stop.clone(),
+                )),
                 max_log: config.max_task_log,
                 retention: config.task_retention,
                 pruned: std::sync::Mutex::default(),
@@ -147,7 +153,8 @@ impl A2aServer {
             body_timeout: config.body_timeout,
         };
         let shared = Arc::new(shared);
-        watch_leases(&shared, config.lease, shared_store, stop.clone());
+        // Tasks of stopped processes are taken over here, and old ended ones forgotten.
+        shared.methods.durable.owner.watch(Arc::downgrade(&shared));
         Ok((router(shared), stop))
     }
 
@@ -217,8 +224,8 @@ impl Running {
     }
 
     /// Stops accepting, closes the connections, stops every run where it is (a process
-    /// sharing the run store takes the tasks over after their lease) and waits for the accept
-    /// loop to end.
+    /// sharing the run store takes the tasks over once their writers fall silent) and waits
+    /// for the accept loop to end.
     pub async fn shutdown(self) {
         self.stop.cancel();
         let _ = self.task.await;
@@ -230,34 +237,14 @@ impl Running {
     }
 }
 
-/// Looks every lease (at most every second) for tasks whose process stopped, and takes them
-/// over (when the run store may be shared), and forgets old ended tasks; ends when the server
-/// stops or goes away.
-fn watch_leases(
-    shared: &Arc<Shared>,
-    lease: std::time::Duration,
-    take_over: bool,
-    stop: CancellationToken,
-) {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        tracing::warn!("no tokio runtime: tasks of stopped processes are not taken over");
-        return;
-    };
-    let shared = Arc::downgrade(shared);
-    let every = lease.min(std::time::Duration::from_secs(1));
-    runtime.spawn(async move {
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep(every) => {}
-                () = stop.cancelled() => return,
-            }
-            let Some(shared) = shared.upgrade() else {
-                return;
-            };
-            if take_over {
-                shared.methods.take_over_expired().await;
-            }
-            shared.methods.prune().await;
-        }
-    });
+/// The tasks of processes that stopped, continued here; after each look, old ended tasks
+/// are forgotten.
+impl Takeover for Shared {
+    fn continue_run(&self, record: RunRecord) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(self.methods.continue_taken_run(record))
+    }
+
+    fn after_look(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(self.methods.prune())
+    }
 }

@@ -5,18 +5,20 @@
 //!   context, on every process). Its events are the task's [`Record`]s: the whole task first,
 //!   then each update, history message and change of what it waits for, each carrying the
 //!   task's state and status time.
-//! - The process that runs a task holds the run under a lease ([`RunWriter`]). A task paused
-//!   on approvals only gives the run up (`paused`): the next message on the task, on any
+//! - Each server is one [`RunOwner`], the store's component every face holds its runs
+//!   through: the process that runs a task holds its run ([`RunWriter`]). A task paused on
+//!   approvals only gives the run up (`paused`): the next message on the task, on any
 //!   process, claims it and rebuilds the loop from the session.
-//! - Every process looks, every lease, for running tasks whose owner's lease ran out and
-//!   takes them over (the loop resumes at the session's last step; a tool call that was
-//!   running is run again only when its tool is read-only or idempotent).
+//! - The owner takes over tasks whose process stopped (the rule and the pace are the
+//!   owner's); the methods continue them (the loop resumes at the session's last step; a
+//!   tool call that was running is run again only when its tool is read-only or idempotent).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use mux_orchestrator::runs::{RunRecord, RunStore, RunStoreError, RunWriter, StoredEvent, watch};
-use tokio_util::sync::CancellationToken;
+use mux_orchestrator::runs::{
+    RunOwner, RunRecord, RunStore, RunStoreError, RunWriter, StoredEvent, watch,
+};
 
 use crate::rpc::RpcError;
 use crate::rpc::shown;
@@ -43,33 +45,22 @@ pub(crate) fn task_id(run_id: &str) -> Option<&str> {
 /// This process as an owner of tasks' runs.
 pub(crate) struct Durable {
     pub(crate) store: Arc<dyn RunStore>,
-    pub(crate) owner: String,
-    pub(crate) lease: Duration,
-    /// Cancelled when the server stops: writers stop where they are, and other processes
-    /// take the tasks over.
-    pub(crate) alive: CancellationToken,
+    /// Holds the tasks' runs; stopped with the server (writers stop where they are, and
+    /// other processes take the tasks over).
+    pub(crate) owner: RunOwner,
 }
 
 impl Durable {
-    pub(crate) fn new(store: Arc<dyn RunStore>, lease: Duration, alive: CancellationToken) -> Self {
+    pub(crate) fn new(owner: RunOwner) -> Self {
         Self {
-            store,
-            owner: format!("a2a-{}", mux_http::unguessable()),
-            lease,
-            alive,
+            store: Arc::clone(owner.store()),
+            owner,
         }
     }
 
     /// A writer for `run`, which this process holds (as it began or claimed it).
     pub(crate) fn writer(&self, run: &RunRecord) -> RunWriter {
-        RunWriter::start(
-            Arc::clone(&self.store),
-            run.run_id.clone(),
-            run.last_seq,
-            self.owner.clone(),
-            self.lease,
-            self.alive.child_token(),
-        )
+        self.owner.writer(run.run_id.clone(), run.last_seq)
     }
 
     /// The stored run of `task_id`, or task-not-found.

@@ -11,13 +11,9 @@ mod agent;
 mod agent_builder;
 mod agent_settings;
 mod agent_spec;
-#[cfg(feature = "mcp-server")]
-mod agent_tool;
 mod approval;
 mod ask_user;
 mod builder;
-#[cfg(feature = "mcp-server")]
-mod caller_answer;
 mod client_ext;
 pub mod compaction;
 mod config;
@@ -49,8 +45,6 @@ mod summary;
 mod telemetry;
 mod title;
 mod tool_hooks;
-#[cfg(feature = "mcp-server")]
-mod tool_server;
 mod typed_output;
 mod unapproved;
 
@@ -59,8 +53,6 @@ pub use mux_store::{OpenError, Store, runs, session};
 
 pub use agent::Agent;
 pub use agent_builder::AgentBuilder;
-#[cfg(feature = "mcp-server")]
-pub use agent_tool::{ASK_TOOL, AgentTool, AskArgs, DEFAULT_ASK_TIMEOUT, DEFAULT_MAX_SESSIONS};
 pub use ask_user::{ASK_USER, AskUser, AskUserArgs};
 pub use builder::ConversationBuilder;
 pub use client_ext::LlmClientExt;
@@ -81,8 +73,6 @@ pub use limits::{Budget, LimitReached, ModelPrice, PriceTable, RunLimits, Spent}
 pub use mcp::{McpServers, McpStartError};
 pub use mux_permission::Answer;
 pub use summary::{RunSummary, ToolCallRecord};
-#[cfg(feature = "mcp-server")]
-pub use tool_server::ToolServer;
 pub use unapproved::UnapprovedCall;
 /// The name a walled command's network question carries on the face in place of a tool's
 /// (input: `host`, `port` and the command's `call_id`). Defined whatever the features: a

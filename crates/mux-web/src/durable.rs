@@ -1,22 +1,21 @@
 //! The run store behind the web face, so any process serves any thread.
 //!
-//! - Each process is one owner (a random id). A run it starts or resumes is begun (or handed
-//!   over) in the store under a lease; the run store's [`RunWriter`] (the one every face
-//!   uses) appends its events in batches, renews the lease every third of it, and reports a
-//!   cancel asked by another process and the loss of the run; [`Durable::keep`] connects it
-//!   to the run's buffer and loop.
+//! - Each process is one [`RunOwner`], the store's component every face holds its runs
+//!   through. A run it starts or resumes is begun (or handed over) by it; the run store's
+//!   [`RunWriter`] appends its events in batches, keeps the run held, and reports a cancel
+//!   asked by another process and the loss of the run; [`Durable::keep`] connects it to the
+//!   run's buffer and loop.
 //! - A client reads only events the store has, so every process replays the same numbers.
 //! - A paused run whose loop waits only for approvals, questions or frontend results is
 //!   evicted: the store and the session hold it, and a resume on any process rebuilds it.
-//! - Each process claims runs of the web face ([`PREFIX`]) whose owner's lease ran out and
-//!   continues them from the session.
+//! - The owner takes over runs of the web face ([`PREFIX`]) whose process stopped (the
+//!   rule and the pace are the owner's); the registry continues them from the session.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::Arc;
 
-use mux_orchestrator::runs::{RunStatus, RunStore, RunStoreError, RunWriter, StoredEvent};
-use tokio_util::sync::CancellationToken;
+use mux_orchestrator::runs::{
+    RunOwner, RunStatus, RunStore, RunStoreError, RunWriter, StoredEvent,
+};
 
 use crate::buffer::{Ending, RunBuffer};
 use crate::security::Principal;
@@ -27,50 +26,26 @@ use crate::types::{Interrupt, Outcome};
 #[derive(Clone)]
 pub(crate) struct Durable {
     pub(crate) store: Arc<dyn RunStore>,
-    pub(crate) owner: Arc<str>,
-    pub(crate) lease: Duration,
-    /// Cancelled when the router goes away: its writers stop where they are.
-    pub(crate) alive: CancellationToken,
-    /// The runs a writer of this process holds.
-    held: Arc<Mutex<HashSet<String>>>,
+    /// Holds this router's runs; stopped when the router goes away (its writers stop where
+    /// they are, and other processes take the runs over).
+    pub(crate) owner: RunOwner,
 }
 
 impl Durable {
-    pub(crate) fn new(store: Arc<dyn RunStore>, lease: Duration) -> Self {
+    pub(crate) fn new(owner: RunOwner) -> Self {
         Self {
-            store,
-            owner: format!("web-{}", crate::security::unguessable()).into(),
-            lease,
-            alive: CancellationToken::new(),
-            held: Arc::default(),
+            store: Arc::clone(owner.store()),
+            owner,
         }
-    }
-
-    fn held(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Whether a writer of this process holds `store_id`.
-    pub(crate) fn holds(&self, store_id: &str) -> bool {
-        self.held().contains(store_id)
     }
 
     /// Writes `run`, which this process holds in the store as `store_id` (it began, handed
     /// over or claimed it, with the events before the buffer's first stored).
     pub(crate) fn keep(&self, store_id: String, run: Arc<RunBuffer>, thread: Arc<Thread>) {
-        self.held().insert(store_id.clone());
-        let writer = RunWriter::start(
-            Arc::clone(&self.store),
-            store_id.clone(),
-            run.stored_through(),
-            self.owner.to_string(),
-            self.lease,
-            self.alive.child_token(),
-        );
+        let writer = self.owner.writer(store_id, run.stored_through());
         let durable = self.clone();
         tokio::spawn(async move {
             durable.follow(&writer, &run, &thread).await;
-            durable.held().remove(&store_id);
         });
     }
 
@@ -110,7 +85,7 @@ impl Durable {
                 }
             }
             // A run that ended waiting here (for a question's answer or a frontend result)
-            // stays held; its status is decided again at each heartbeat.
+            // stays held; its status is decided again at the owner's pace.
             let waits_here = !finished && run.pushed_ending().is_some();
             tokio::select! {
                 _ = pushed.changed(), if !finished => {}
@@ -119,12 +94,12 @@ impl Durable {
                     thread.cancel();
                 }
                 () = failed.cancelled(), if !failed.is_cancelled() => {}
-                () = tokio::time::sleep(self.lease / 3), if waits_here => {}
+                () = tokio::time::sleep(self.owner.poll_interval()), if waits_here => {}
                 () = writer.done() => break,
             }
         }
         confirm(run, *stored.borrow());
-        if writer.lost().is_cancelled() && !self.alive.is_cancelled() && !run.is_done() {
+        if writer.lost().is_cancelled() && !self.owner.alive().is_cancelled() && !run.is_done() {
             // Another process took the run over (or the store stayed unreachable): the loop
             // here stops, and the run continues from the session there.
             tracing::warn!(

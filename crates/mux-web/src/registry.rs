@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use mux_orchestrator::runs::{RunRecord, RunStatus, RunStore, RunStoreError};
+use mux_orchestrator::runs::{RunOwner, RunRecord, RunStatus, RunStore, RunStoreError, Takeover};
 use mux_orchestrator::{Answer, LoopError, LoopInput};
 
 use mux_orchestrator::session::{
@@ -136,10 +136,17 @@ impl Drop for RunRegistry {
     fn drop(&mut self) {
         // The router is gone: its writers stop renewing, its loops stop where they are (as
         // in a process that ended), and other processes take the runs over.
-        self.durable.alive.cancel();
+        self.durable.owner.stop();
         for thread in lock(&self.threads).values() {
             thread.abort();
         }
+    }
+}
+
+/// The runs of processes that stopped, taken over by this registry's run owner.
+impl Takeover for RunRegistry {
+    fn continue_run(&self, record: RunRecord) -> mux_tool::BoxFuture<'_, ()> {
+        Box::pin(self.continue_taken_run(record))
     }
 }
 
@@ -153,7 +160,13 @@ impl RunRegistry {
         let probes = Arc::new(Probes::new(config.probe_limit));
         Self {
             owners: Owners::new(Arc::clone(&store)),
-            durable: Durable::new(runs, config.lease),
+            durable: Durable::new(RunOwner::new(
+                runs,
+                "web",
+                durable::PREFIX,
+                config.lease,
+                tokio_util::sync::CancellationToken::new(),
+            )),
             factory,
             store,
             config,
@@ -165,57 +178,20 @@ impl RunRegistry {
         }
     }
 
-    /// Starts the task that takes over runs whose owner's lease ran out; it ends with the
-    /// registry.
-    pub(crate) fn watch_leases(self: &Arc<Self>) {
-        let registry = Arc::downgrade(self);
-        let alive = self.durable.alive.clone();
-        let every = (self.config.lease / 3).min(Duration::from_secs(1));
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = tokio::time::sleep(every) => {}
-                    () = alive.cancelled() => return,
-                }
-                let Some(registry) = registry.upgrade() else {
-                    return;
-                };
-                registry.take_over_expired().await;
-            }
-        });
+    /// Starts the run owner's watch: runs of stopped processes are taken over and continued
+    /// here ([`Takeover`]); it ends with the registry.
+    pub(crate) fn watch_runs(self: &Arc<Self>) {
+        self.durable.owner.watch(Arc::downgrade(self));
     }
 
-    /// Claims and continues every run whose owner's lease ran out.
-    async fn take_over_expired(&self) {
-        let durable = &self.durable;
-        loop {
-            match durable
-                .store
-                .claim_expired(durable::PREFIX, &durable.owner, durable.lease)
-                .await
-            {
-                Ok(Some(record)) => self.take_over(record).await,
-                Ok(None) => return,
-                Err(err) => {
-                    tracing::debug!("looking for runs to take over: {err}");
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Continues `record`, a run this process claimed after its owner's lease ran out: its
+    /// Continues `record`, a run the owner took over from a process that stopped: its
     /// events go on after the last stored one; its loop resumes at the session's last step.
-    async fn take_over(&self, record: RunRecord) {
+    async fn continue_taken_run(&self, record: RunRecord) {
         let durable = &self.durable;
-        if durable.holds(&record.run_id) {
-            // Our own run, back after the store was unreachable: its writer goes on.
-            return;
-        }
         let Some((principal, run_id)) = parse_store_id(&record.run_id) else {
             let _ = durable
                 .store
-                .set_status(&record.run_id, &durable.owner, RunStatus::Failed)
+                .set_status(&record.run_id, durable.owner.id(), RunStatus::Failed)
                 .await;
             return;
         };
@@ -245,7 +221,7 @@ impl RunRegistry {
             };
             let _ = durable
                 .store
-                .set_status(&record.run_id, &durable.owner, status)
+                .set_status(&record.run_id, durable.owner.id(), status)
                 .await;
             return;
         }
@@ -458,7 +434,7 @@ impl RunRegistry {
         match record.status {
             RunStatus::Running => {
                 store.request_cancel(id).await.map_err(run_store_error)?;
-                if self.durable.holds(id) {
+                if self.durable.owner.holds(id) {
                     // Ours: cancel it now rather than at the writer's next look.
                     let thread = lock(&self.threads).get(&record.session_id).cloned();
                     if let Some(thread) = thread {
@@ -468,8 +444,7 @@ impl RunRegistry {
                 Ok(true)
             }
             RunStatus::Paused => {
-                let owner = &self.durable.owner;
-                match store.claim(id, owner, self.durable.lease).await {
+                match self.durable.owner.claim(id).await {
                     Ok(_) => {
                         // Held here: no loop runs on the session. Should the store fail, the
                         // next run's prompt leaves the open calls behind just the same.
@@ -483,7 +458,7 @@ impl RunRegistry {
                             );
                         }
                         store
-                            .set_status(id, owner, RunStatus::Cancelled)
+                            .set_status(id, self.durable.owner.id(), RunStatus::Cancelled)
                             .await
                             .map_err(run_store_error)?;
                         Ok(true)
@@ -637,14 +612,16 @@ impl RunRegistry {
         Ok(run)
     }
 
-    /// Whether another process holds a loop (in memory, under its lease) that waits for an
+    /// Whether another process holds a loop (in memory, holding its run) that waits for an
     /// interrupt of `resume`.
     async fn held_elsewhere(&self, thread_id: &str, resume: &[ResumeEntry]) -> bool {
         let durable = &self.durable;
         let Ok(Some(active)) = durable.store.active_run(thread_id).await else {
             return false;
         };
-        if active.status != RunStatus::Running || active.owner.as_deref() == Some(&*durable.owner) {
+        if active.status != RunStatus::Running
+            || active.owner.as_deref() == Some(durable.owner.id())
+        {
             return false;
         }
         let Ok(waiting) = durable.waits(&active.run_id).await else {
@@ -682,11 +659,7 @@ impl RunRegistry {
         let mut tries = 0_u32;
         loop {
             tries += 1;
-            let busy = match durable
-                .store
-                .begin(thread_id, id, &durable.owner, durable.lease)
-                .await
-            {
+            let busy = match durable.owner.begin(thread_id, id).await {
                 Ok(_) => return Ok(tries == 1),
                 Err(RunStoreError::Exists(_)) => return Err(WebError::RunExists(run_id.into())),
                 Err(RunStoreError::Busy { run_id: active, .. }) => active,
@@ -744,8 +717,8 @@ impl RunRegistry {
                         self.cancel_stored(&busy).await?;
                     }
                     // The owner sees the cancel within a heartbeat; a dead one's run is
-                    // taken over after its lease.
-                    durable.lease * 3
+                    // taken over once it may be.
+                    durable.owner.settle_within()
                 }
             };
             if waited.elapsed() >= limit {
@@ -753,7 +726,13 @@ impl RunRegistry {
             }
             durable
                 .store
-                .changed(&busy, (durable.lease / 3).min(Duration::from_millis(500)))
+                .changed(
+                    &busy,
+                    durable
+                        .owner
+                        .poll_interval()
+                        .min(Duration::from_millis(500)),
+                )
                 .await;
         }
     }
@@ -801,11 +780,7 @@ impl RunRegistry {
                 "the paused run is no longer in the run store".into(),
             ));
         };
-        match durable
-            .store
-            .hand_over(&active.run_id, &id, &durable.owner, durable.lease)
-            .await
-        {
+        match durable.owner.hand_over(&active.run_id, &id).await {
             Ok(_) => {}
             Err(RunStoreError::Exists(_)) => return Err(WebError::RunExists(input.run_id.clone())),
             Err(RunStoreError::Held { .. }) => {
@@ -913,11 +888,7 @@ impl RunRegistry {
             };
             answers.push((call_id, answer));
         }
-        match durable
-            .store
-            .hand_over(&paused.run_id, &id, &durable.owner, durable.lease)
-            .await
-        {
+        match durable.owner.hand_over(&paused.run_id, &id).await {
             Ok(_) => {}
             Err(RunStoreError::Exists(_)) => return Err(WebError::RunExists(input.run_id.clone())),
             Err(RunStoreError::Held { .. } | RunStoreError::NotFound(_)) => {

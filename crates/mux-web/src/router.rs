@@ -139,13 +139,8 @@ impl AguiRouter {
             self.runs,
             self.config,
         ));
-        if tokio::runtime::Handle::try_current().is_ok() {
-            registry.watch_leases();
-        } else {
-            tracing::warn!(
-                "the AG-UI router was built outside a tokio runtime: it takes no runs over"
-            );
-        }
+        // Outside a tokio runtime the owner says it takes no runs over.
+        registry.watch_runs();
         let guard = Arc::new(Guard {
             hosts,
             origins: OriginAllowList::new(&config.cors_origins),

@@ -10,7 +10,7 @@
 //! | `anthropic`, `openai`, `gemini` | [`llm`]`::anthropic`, ... | the providers (reqwest + rustls) |
 //! | `permission` | [`permission`] | modes, `Tool(specifier)` rules, scopes, shell-aware matching, the approval gate |
 //! | `mcp` | [`mcp`] | MCP servers as tools: configs, connections, coordinator, tool proxies (with `orchestrator`: the loop offers them) |
-//! | `mcp-server` | [`mcp`] | mux-mcp's server side: any tool set served over stdio and Streamable HTTP (`McpServer`, `Callers`) |
+//! | `mcp-server` | [`mcp`] | the server side: any tool set served over stdio and Streamable HTTP (`McpServer`, `Callers`), an agent as one tool (`AgentTool`), your tools under rules (`ToolServer`) |
 //! | `testing` | [`llm`]`::testing` | a scripted model and a local replay server for tests |
 //! | `store` | [`store`] | sessions and runs in memory and in files (`sqlite`, `postgres`: in databases) |
 //! | `orchestrator` | [`orchestrator`] | the think-act loop: events, approvals, sessions, hooks, compaction |
@@ -197,9 +197,22 @@ pub use mux_llm as llm;
 #[doc(inline)]
 pub use mux_permission as permission;
 
+/// MCP: servers' tools in the loop (configs, connections, coordinator, tool proxies; mux-mcp),
+/// and with `mcp-server` the server side: any tool set served over stdio and Streamable HTTP
+/// ([`McpServer`](crate::mcp::McpServer)), an agent as one tool
+/// ([`AgentTool`](crate::mcp::AgentTool)) and your tools under permission rules
+/// ([`ToolServer`](crate::mcp::ToolServer)), from mux-mcp-face.
 #[cfg(feature = "mcp")]
-#[doc(inline)]
-pub use mux_mcp as mcp;
+pub mod mcp {
+    #[doc(inline)]
+    pub use mux_mcp::*;
+
+    #[cfg(feature = "mcp-server")]
+    #[doc(inline)]
+    pub use mux_mcp_face::{
+        ASK_TOOL, AgentTool, AskArgs, DEFAULT_ASK_TIMEOUT, DEFAULT_MAX_SESSIONS, ToolServer,
+    };
+}
 
 #[cfg(feature = "store")]
 #[doc(inline)]

@@ -20,6 +20,8 @@
 //!   once. A face gives its runs ids under its own prefix (the web face `web.`, the A2A face
 //!   `a2a.`), so faces sharing a store never take over each other's runs. A paused run has
 //!   no owner: [`claim`](RunStore::claim) takes it when an answer arrives.
+//! - **One owner per face and process.** A face holds its runs through a [`RunOwner`]: one
+//!   lease, one polling interval ([`poll_interval`]) and one takeover rule for every face.
 //! - **Wake-ups only wake.** [`changed`](RunStore::changed) resolves when the run may have
 //!   changed (new events, status, a cancel) or when its wait is over; readers then read the
 //!   store, since a wake-up can be lost.
@@ -34,6 +36,7 @@
 mod faulty;
 mod file;
 mod memory;
+mod owner;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -55,6 +58,7 @@ pub use crate::run_status::RunStatus;
 pub use faulty::FaultyRunStore;
 pub use file::FileRunStore;
 pub use memory::MemoryRunStore;
+pub use owner::{MIN_LEASE, RunOwner, Takeover, poll_interval};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresRunStore;
 #[cfg(feature = "sqlite")]

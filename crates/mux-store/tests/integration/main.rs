@@ -8,6 +8,7 @@ mod group_commit;
 mod lost_answers;
 mod run_events_in_batches;
 mod run_listing;
+mod run_owners;
 mod runs;
 mod store_urls;
 

@@ -1,4 +1,4 @@
-//! Your own tools served over MCP under permission rules (feature `mcp-server`):
+//! Your own tools served over MCP under permission rules:
 //! [`ToolServer`], the tools' counterpart of [`crate::AgentTool`].
 
 use mux_mcp::{Callers, McpServer};
@@ -13,7 +13,7 @@ use crate::caller_answer::{QUOTED_ARGS, answer_of, quote};
 /// client that can do neither gets the call refused with the reason; it never runs unasked.
 ///
 /// ```no_run
-/// use mux_orchestrator::ToolServer;
+/// use mux_mcp_face::ToolServer;
 /// use mux_permission::{PathContext, Permissions};
 /// use mux_tool::Registry;
 /// use mux_tool::builtin::{self, Sandbox};

@@ -1,9 +1,9 @@
-//! One agent as one MCP tool (feature `mcp-server`): [`AgentTool`], the tool `ask`
+//! One agent as one MCP tool: [`AgentTool`], the tool `ask`
 //! `{prompt, session_id?}` that runs the agent on a conversation of its own and answers with
 //! the final text and the conversation's id.
 //!
-//! It lives here, not in mux-mcp: the tool drives the loop (this crate), and asks the MCP
-//! caller through mux-mcp's [`Callers`], a crate below.
+//! It lives in a face crate, not in mux-mcp: the tool drives the loop (mux-orchestrator), and
+//! asks the MCP caller through mux-mcp's [`Callers`]; both crates sit below this one.
 //!
 //! - The loop's events stream to the caller while the agent works: text as partial output
 //!   (`notifications/message`), each tool call's lifecycle as `notifications/progress`.
@@ -26,8 +26,9 @@ use mux_tool::{
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use mux_orchestrator::{Agent, InputSender, LoopError, LoopEvent, LoopInput, Run};
+
 use crate::caller_answer::{QUOTED_ARGS, answer_of, quote};
-use crate::{Agent, InputSender, LoopError, LoopEvent, LoopInput, Run};
 
 /// The tool's name.
 pub const ASK_TOOL: &str = "ask";
@@ -42,7 +43,8 @@ const QUESTION_KEY: &str = "mux_question";
 ///
 /// ```no_run
 /// use mux_llm::testing::ScriptedClient;
-/// use mux_orchestrator::{Agent, AgentTool};
+/// use mux_mcp_face::AgentTool;
+/// use mux_orchestrator::Agent;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let agent = Agent::builder(ScriptedClient::new().reply_text("Hi!"), "m").build()?;
@@ -398,12 +400,11 @@ fn session_id() -> String {
     let mut bytes = [0u8; 16];
     if getrandom::fill(&mut bytes).is_err() {
         // No randomness: the store's id still differs per conversation.
-        return crate::session::new_session_id();
+        return mux_orchestrator::session::new_session_id();
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `text` cut to at most `max` bytes at a character boundary, marked when cut.
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
