@@ -143,6 +143,7 @@ fn create_dir(dir: &Path, url: &str) -> Result<(), OpenError> {
 type Pair = (Arc<dyn SessionStore>, Arc<dyn RunStore>);
 
 /// The error of a session store that did not open at `url`.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 fn sessions_failed(url: &str) -> impl FnOnce(crate::session::SessionError) -> OpenError + '_ {
     move |source| OpenError::Sessions {
         url: url.to_owned(),

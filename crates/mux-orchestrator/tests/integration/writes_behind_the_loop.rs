@@ -9,8 +9,7 @@ use std::time::Duration;
 use mux_llm::Role;
 use mux_llm::testing::ScriptedClient;
 use mux_orchestrator::session::{
-    HistoryRecord, MemorySessionStore, Session, SessionError, SessionFuture, SessionMeta,
-    SessionStore,
+    HistoryRecord, MemorySessionStore, Session, SessionFuture, SessionMeta, SessionStore,
 };
 use mux_orchestrator::{LoopEvent, LoopInput, Orchestrator, OrchestratorConfig};
 use mux_tool::ApprovalPolicy;

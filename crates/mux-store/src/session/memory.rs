@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-
 use super::{
     HistoryRecord, Session, SessionError, SessionFuture, SessionMeta, SessionStore, check_id,
 };
