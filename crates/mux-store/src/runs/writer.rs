@@ -720,7 +720,7 @@ mod tests {
     }
 
     /// A writer of run `r`, held by `me` for `lease` with `last_seq` events stored.
-    fn writer(store: &Arc<dyn RunStore>, last_seq: u64, lease: Duration) -> RunWriter {
+    fn started(store: &Arc<dyn RunStore>, last_seq: u64, lease: Duration) -> RunWriter {
         let alive = CancellationToken::new();
         RunWriter::start(Arc::clone(store), "r", last_seq, "me", lease, alive)
     }
@@ -893,7 +893,7 @@ mod tests {
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let writer = writer(&store, 2, lease);
+        let writer = started(&store, 2, lease);
         let stored = writer.stored();
         writer.push(json!(2));
         writer.finish_with([json!(3)], RunStatus::Finished);
@@ -910,7 +910,7 @@ mod tests {
         let store: Arc<dyn RunStore> = Arc::new(MemoryRunStore::new());
         let lease = Duration::from_millis(90);
         store.begin("s", "r", "me", lease).await.unwrap();
-        let writer = writer(&store, 0, lease);
+        let writer = started(&store, 0, lease);
         let stored = writer.stored();
         for n in 0..600 {
             writer.push(json!({ "n": n }));
@@ -956,7 +956,7 @@ mod tests {
             .append_events("r", "other", &[json!(0)], None)
             .await
             .unwrap();
-        let again = writer(&store, 0, lease);
+        let again = started(&store, 0, lease);
         again.push(json!(1));
         soon(again.lost().cancelled()).await;
         let record = store.get("r").await.unwrap();
