@@ -11,7 +11,7 @@ use std::path::Path;
 
 use mux_tool::builtin::SandboxPolicy;
 
-use crate::common::git::{canaries, git, one_commit, top_repository};
+use crate::common::git::{canaries, one_commit, top_repository};
 use crate::common::{bash, layout, run};
 
 /// Plants `planted/` in `root`: a repository whose config defines drivers and trailers that

@@ -109,12 +109,12 @@ async fn a_rewrite_changes_what_later_hooks_the_gate_and_the_tool_see() {
         }))
         .build();
 
-    let output = common::failed(
-        &executor,
-        call("run", json!({"command": "deploy"})),
-        &CallScope::default(),
-    )
-    .await;
+    let outcome = executor
+        .execute(
+            call("run", json!({"command": "deploy"})),
+            &CallScope::default(),
+        )
+        .await;
 
     assert_eq!(outcome.output().to_text(), "ran deploy --dry-run");
     assert_eq!(outcome.call.input, json!({"command": "deploy --dry-run"}));
@@ -159,9 +159,7 @@ async fn denial_reason_reaches_the_output() {
             }
         }))
         .build();
-    let outcome = executor
-        .execute(call("run", json!({"command": "rm -rf /"})))
-        .await;
+    let output = common::failed(&executor, call("run", json!({"command": "rm -rf /"}))).await;
     assert_eq!(
         output.to_text(),
         "permission to run tool `run` was denied: `rm -rf /` deletes files"
