@@ -15,9 +15,7 @@ use mux_llm::anthropic::AnthropicClient;
 use mux_llm::gemini::GeminiClient;
 use mux_llm::http::HttpOptions;
 use mux_llm::openai::{OpenAiClient, Preset};
-use mux_llm::testing::{
-    Cassette, CassetteError, CassetteMode, CassetteServer, ReplayServer, Reply,
-};
+use mux_llm::testing::{Cassette, CassetteError, CassetteMode, CassetteServer, Reply};
 use mux_llm::{LlmClient, Request, Response, Secret};
 
 const ANTHROPIC_KEY: &str = "sk-ant-api03-cassette-secret-0123456789";
