@@ -201,12 +201,7 @@ fn child_process_role() {
         return;
     };
     let dir = PathBuf::from(dir);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    crate::common::runtime().block_on(async {
         match std::env::var(ROLE_KIND).unwrap().as_str() {
             "mid-call" => {
                 let orchestrator = builder(&dir, look_then_deploy()).conversation();
