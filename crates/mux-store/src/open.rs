@@ -72,10 +72,7 @@ impl Store {
                 create_dir(dir, &shown)?;
                 let runs = FileRunStore::open(dir.join(FILE_RUNS_DIR))
                     .await
-                    .map_err(|source| OpenError::Runs {
-                        url: shown.clone(),
-                        source,
-                    })?;
+                    .map_err(runs_failed(&shown))?;
                 (
                     Arc::new(FileSessionStore::new(dir).with_sync(true)),
                     Arc::new(runs),
@@ -145,6 +142,32 @@ fn create_dir(dir: &Path, url: &str) -> Result<(), OpenError> {
 
 type Pair = (Arc<dyn SessionStore>, Arc<dyn RunStore>);
 
+/// The error of a session store that did not open at `url`.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn sessions_failed(url: &str) -> impl FnOnce(crate::session::SessionError) -> OpenError + '_ {
+    move |source| OpenError::Sessions {
+        url: url.to_owned(),
+        source,
+    }
+}
+
+/// The error of a run store that did not open at `url`.
+fn runs_failed(url: &str) -> impl FnOnce(crate::runs::RunStoreError) -> OpenError + '_ {
+    move |source| OpenError::Runs {
+        url: url.to_owned(),
+        source,
+    }
+}
+
+/// The error of a scheme whose `feature` is compiled out.
+#[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+fn feature_off(url: &str, feature: &'static str) -> Result<Pair, OpenError> {
+    Err(OpenError::FeatureOff {
+        url: url.to_owned(),
+        feature,
+    })
+}
+
 #[cfg(feature = "sqlite")]
 async fn sqlite(path: &Path, url: &str) -> Result<Pair, OpenError> {
     use crate::runs::SqliteRunStore;
@@ -154,25 +177,14 @@ async fn sqlite(path: &Path, url: &str) -> Result<Pair, OpenError> {
     }
     let sessions = SqliteSessionStore::open(path)
         .await
-        .map_err(|source| OpenError::Sessions {
-            url: url.to_owned(),
-            source,
-        })?;
-    let runs = SqliteRunStore::open(path)
-        .await
-        .map_err(|source| OpenError::Runs {
-            url: url.to_owned(),
-            source,
-        })?;
+        .map_err(sessions_failed(url))?;
+    let runs = SqliteRunStore::open(path).await.map_err(runs_failed(url))?;
     Ok((Arc::new(sessions), Arc::new(runs)))
 }
 
 #[cfg(not(feature = "sqlite"))]
 async fn sqlite(_: &Path, url: &str) -> Result<Pair, OpenError> {
-    Err(OpenError::FeatureOff {
-        url: url.to_owned(),
-        feature: "sqlite",
-    })
+    feature_off(url, "sqlite")
 }
 
 #[cfg(feature = "postgres")]
@@ -181,25 +193,16 @@ async fn postgres(database: &str, url: &str) -> Result<Pair, OpenError> {
     use crate::session::PostgresSessionStore;
     let sessions = PostgresSessionStore::connect(database)
         .await
-        .map_err(|source| OpenError::Sessions {
-            url: url.to_owned(),
-            source,
-        })?;
+        .map_err(sessions_failed(url))?;
     let runs = PostgresRunStore::connect(database)
         .await
-        .map_err(|source| OpenError::Runs {
-            url: url.to_owned(),
-            source,
-        })?;
+        .map_err(runs_failed(url))?;
     Ok((Arc::new(sessions), Arc::new(runs)))
 }
 
 #[cfg(not(feature = "postgres"))]
 async fn postgres(_: &str, url: &str) -> Result<Pair, OpenError> {
-    Err(OpenError::FeatureOff {
-        url: url.to_owned(),
-        feature: "postgres",
-    })
+    feature_off(url, "postgres")
 }
 
 #[cfg(test)]

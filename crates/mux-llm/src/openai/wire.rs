@@ -4,8 +4,10 @@ use serde_json::{Map, Value, json};
 
 use crate::error::LlmError;
 use crate::message::{ContentBlock, Message, Role};
-use crate::openai_content::{image_url, schema_name, text_of, tool_result_text};
-use crate::request::{OutputSchema, Request, ToolChoice};
+use crate::openai_content::{
+    UsageFields, image_url, schema_name, text_of, tool_arguments, tool_choice, usage_at, user_parts,
+};
+use crate::request::{OutputSchema, Request};
 use crate::response::{Response, StopReason, Usage};
 
 /// Differences between OpenAI and the servers that imitate it.
@@ -35,30 +37,13 @@ impl Default for WireOptions {
 fn push_message(message: &Message, out: &mut Vec<Value>) {
     match message.role {
         Role::User => {
-            let mut parts = Vec::new();
-            for block in &message.content {
-                match block {
-                    ContentBlock::ToolResult {
-                        tool_use_id,
-                        content,
-                        is_error,
-                    } => {
-                        let text = tool_result_text(content, *is_error);
-                        out.push(
-                            json!({"role": "tool", "tool_call_id": tool_use_id, "content": text}),
-                        );
-                    }
-                    ContentBlock::Text { text } => {
-                        parts.push(json!({"type": "text", "text": text}))
-                    }
-                    ContentBlock::Image { source } => {
-                        parts.push(
-                            json!({"type": "image_url", "image_url": {"url": image_url(source)}}),
-                        );
-                    }
-                    _ => {}
-                }
-            }
+            let parts = user_parts(
+                &message.content,
+                out,
+                |id, text| json!({"role": "tool", "tool_call_id": id, "content": text}),
+                |text| json!({"type": "text", "text": text}),
+                |source| json!({"type": "image_url", "image_url": {"url": image_url(source)}}),
+            );
             if parts.is_empty() {
                 return;
             }
@@ -135,12 +120,10 @@ pub fn request_body(request: &Request, options: WireOptions, stream: bool) -> Va
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
-        let choice = match &request.tool_choice {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::Any => json!("required"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Tool { name } => json!({"type": "function", "function": {"name": name}}),
-        };
+        let choice = tool_choice(
+            &request.tool_choice,
+            |name| json!({"type": "function", "function": {"name": name}}),
+        );
         body.insert("tool_choice".into(), choice);
     }
     if let Some(output) = &request.output {
@@ -192,18 +175,15 @@ pub(crate) fn stop_reason(finish: &str) -> StopReason {
 
 /// Reads a `usage` object; `prompt_tokens` counts cached tokens too, so they are split off.
 pub(crate) fn usage(value: &Value) -> Option<Usage> {
-    if !value.is_object() {
-        return None;
-    }
-    let n = |pointer: &str| value.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
-    let cached = n("/prompt_tokens_details/cached_tokens");
-    Some(Usage {
-        input_tokens: n("/prompt_tokens").saturating_sub(cached),
-        output_tokens: n("/completion_tokens"),
-        cache_read_tokens: cached,
-        cache_write_tokens: 0,
-        reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
-    })
+    usage_at(
+        value,
+        &UsageFields {
+            input: "/prompt_tokens",
+            cached: "/prompt_tokens_details/cached_tokens",
+            output: "/completion_tokens",
+            reasoning: "/completion_tokens_details/reasoning_tokens",
+        },
+    )
 }
 
 /// Converts a non-streaming Chat Completions reply to a [`Response`].
@@ -244,17 +224,7 @@ pub fn response_from_json(provider: &str, value: &Value) -> Result<Response, Llm
             .pointer("/function/name")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let input = if arguments.trim().is_empty() {
-            json!({})
-        } else {
-            serde_json::from_str(arguments).map_err(|err| {
-                LlmError::decode(
-                    provider,
-                    format!("arguments of tool call `{name}` are not valid JSON: {err}"),
-                    arguments,
-                )
-            })?
-        };
+        let input = tool_arguments(provider, name, arguments)?;
         content.push(ContentBlock::ToolUse {
             id: call["id"]
                 .as_str()

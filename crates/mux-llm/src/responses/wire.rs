@@ -5,8 +5,10 @@ use serde_json::{Map, Value, json};
 use crate::error::LlmError;
 use crate::message::RESPONSES_REASONING as REASONING_MARK;
 use crate::message::{ContentBlock, Message, Role};
-use crate::openai_content::{image_url, schema_name, tool_result_text};
-use crate::request::{OutputSchema, Request, ToolChoice};
+use crate::openai_content::{
+    UsageFields, image_url, schema_name, tool_arguments, tool_choice, usage_at, user_parts,
+};
+use crate::request::{OutputSchema, Request};
 use crate::response::{Response, StopReason, Usage};
 
 /// What a request asks of the Responses API beyond the [`Request`] itself.
@@ -61,30 +63,13 @@ pub(crate) const SUMMARY_SEPARATOR: &str = "\n\n";
 fn push_items(message: &Message, out: &mut Vec<Value>) {
     match message.role {
         Role::User => {
-            let mut parts = Vec::new();
-            for block in &message.content {
-                match block {
-                    ContentBlock::ToolResult {
-                        tool_use_id,
-                        content,
-                        is_error,
-                    } => {
-                        let output = tool_result_text(content, *is_error);
-                        out.push(json!({
-                            "type": "function_call_output",
-                            "call_id": tool_use_id,
-                            "output": output,
-                        }));
-                    }
-                    ContentBlock::Text { text } => {
-                        parts.push(json!({"type": "input_text", "text": text}));
-                    }
-                    ContentBlock::Image { source } => {
-                        parts.push(json!({"type": "input_image", "image_url": image_url(source)}));
-                    }
-                    _ => {}
-                }
-            }
+            let parts = user_parts(
+                &message.content,
+                out,
+                |id, output| json!({"type": "function_call_output", "call_id": id, "output": output}),
+                |text| json!({"type": "input_text", "text": text}),
+                |source| json!({"type": "input_image", "image_url": image_url(source)}),
+            );
             if !parts.is_empty() {
                 out.push(json!({"type": "message", "role": "user", "content": parts}));
             }
@@ -178,12 +163,10 @@ pub fn request_body(
             })
             .collect();
         body.insert("tools".into(), Value::Array(tools));
-        let choice = match &request.tool_choice {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::Any => json!("required"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Tool { name } => json!({"type": "function", "name": name}),
-        };
+        let choice = tool_choice(
+            &request.tool_choice,
+            |name| json!({"type": "function", "name": name}),
+        );
         body.insert("tool_choice".into(), choice);
     }
     if let Some(output) = &request.output {
@@ -225,18 +208,15 @@ fn text_format(output: &OutputSchema) -> Value {
 
 /// Reads a `usage` object: `input_tokens` counts cached tokens too, so they are split off.
 pub(crate) fn usage(value: &Value) -> Option<Usage> {
-    if !value.is_object() {
-        return None;
-    }
-    let n = |pointer: &str| value.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
-    let cached = n("/input_tokens_details/cached_tokens");
-    Some(Usage {
-        input_tokens: n("/input_tokens").saturating_sub(cached),
-        output_tokens: n("/output_tokens"),
-        cache_read_tokens: cached,
-        cache_write_tokens: 0,
-        reasoning_tokens: n("/output_tokens_details/reasoning_tokens"),
-    })
+    usage_at(
+        value,
+        &UsageFields {
+            input: "/input_tokens",
+            cached: "/input_tokens_details/cached_tokens",
+            output: "/output_tokens",
+            reasoning: "/output_tokens_details/reasoning_tokens",
+        },
+    )
 }
 
 /// The stop reason of an incomplete response, from `incomplete_details.reason`.
@@ -334,17 +314,7 @@ pub fn response_from_json(provider: &str, value: &Value) -> Result<Response, Llm
                 called = true;
                 let name = item["name"].as_str().unwrap_or_default();
                 let arguments = item["arguments"].as_str().unwrap_or("");
-                let input = if arguments.trim().is_empty() {
-                    json!({})
-                } else {
-                    serde_json::from_str(arguments).map_err(|err| {
-                        LlmError::decode(
-                            provider,
-                            format!("arguments of tool call `{name}` are not valid JSON: {err}"),
-                            arguments,
-                        )
-                    })?
-                };
+                let input = tool_arguments(provider, name, arguments)?;
                 let id = item["call_id"]
                     .as_str()
                     .or(item["id"].as_str())

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::common::{fast_retries, fixture};
+use crate::common::{assert_key_hidden, assert_timed_out, fast_retries, fixture, serve};
 use futures::StreamExt;
 use mux_llm::anthropic::AnthropicClient;
 use mux_llm::http::{HttpOptions, Timeouts};
@@ -23,6 +23,30 @@ fn client(server: &ReplayServer, retries: u32) -> AnthropicClient {
     AnthropicClient::with_options(options).unwrap()
 }
 
+/// Sends "Hi" to `server` through the streaming path, with `retries`.
+async fn hi(server: &ReplayServer, retries: u32) -> Result<mux_llm::Response, mux_llm::LlmError> {
+    client(server, retries)
+        .complete_streaming(Request::new("m", 64).user("Hi"))
+        .await
+}
+
+/// The recorded conversation's first request: Florence's weather, with thinking on.
+fn florence_with_thinking() -> Request {
+    Request::new("claude-sonnet-4-20250514", 4096)
+        .system("You are a helpful assistant")
+        .user("What's the weather in Florence, Italy?")
+        .tools([weather_tool()])
+        .thinking(4000)
+}
+
+/// `first` followed by `reply` and the tool's answer "40 C" to the call `id`.
+fn with_tool_result(first: Request, reply: &mux_llm::Response, id: &str) -> Request {
+    first.message(reply.to_message()).message(Message::new(
+        Role::User,
+        vec![ContentBlock::tool_result(id, "40 C", false)],
+    ))
+}
+
 fn weather_tool() -> ToolSpec {
     ToolSpec::new(
         "weather",
@@ -34,9 +58,7 @@ fn weather_tool() -> ToolSpec {
 
 #[tokio::test]
 async fn text_stream_is_assembled_with_merged_usage() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("anthropic/basic.sse"))])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::sse(fixture("anthropic/basic.sse"))]).await;
     let reply = client(&server, 0)
         .complete_streaming(Request::new("claude-3-opus-latest", 64).user("Hi"))
         .await
@@ -77,11 +99,10 @@ impl<C: LlmClient> CompleteStreaming for C {
 
 #[tokio::test]
 async fn tool_call_json_split_mid_token_across_chunks() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("anthropic/tool_use.sse")).chunked(7),
     ])
-    .await
-    .unwrap();
+    .await;
     let reply = client(&server, 0)
         .complete_streaming(
             Request::new("claude-sonnet-4-20250514", 256)
@@ -107,18 +128,13 @@ async fn thinking_signature_round_trips_and_split_utf8_survives() {
         .windows(2)
         .position(|w| w == "°".as_bytes())
         .unwrap();
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("anthropic/thinking_tool_use.sse")).chunked(13),
         Reply::sse(followup).split_at(&[degree + 1]),
     ])
-    .await
-    .unwrap();
+    .await;
     let client = client(&server, 0);
-    let first = Request::new("claude-sonnet-4-20250514", 4096)
-        .system("You are a helpful assistant")
-        .user("What's the weather in Florence, Italy?")
-        .tools([weather_tool()])
-        .thinking(4000);
+    let first = florence_with_thinking();
     let reply = client.complete_streaming(first.clone()).await.unwrap();
     let ContentBlock::Thinking {
         thinking,
@@ -133,10 +149,7 @@ async fn thinking_signature_round_trips_and_split_utf8_survives() {
     assert_eq!((id, name), ("toolu_0171KFcBwn1Z64XzvQfz3sZS", "weather"));
     assert_eq!(input, &json!({"location": "Florence, Italy"}));
 
-    let second = first.message(reply.to_message()).message(Message::new(
-        Role::User,
-        vec![ContentBlock::tool_result(id, "40 C", false)],
-    ));
+    let second = with_tool_result(first, &reply, id);
     let answer = client.complete_streaming(second).await.unwrap();
     assert!(answer.text().contains("40°C (104°F)"));
     assert_eq!(answer.stop_reason, StopReason::EndTurn);
@@ -158,9 +171,7 @@ async fn thinking_signature_round_trips_and_split_utf8_survives() {
 
 #[tokio::test]
 async fn refusal_is_a_stop_reason_with_reasoning_tokens() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("anthropic/refusal.sse"))])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::sse(fixture("anthropic/refusal.sse"))]).await;
     let reply = client(&server, 0)
         .complete_streaming(Request::new("claude-opus-4-7", 64).user("x"))
         .await
@@ -184,12 +195,11 @@ fn with_error_after_first_delta() -> Vec<u8> {
 
 #[tokio::test]
 async fn a_mid_stream_error_reaches_the_consumer_typed_and_is_not_retried() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(with_error_after_first_delta()),
         Reply::sse(fixture("anthropic/basic.sse")),
     ])
-    .await
-    .unwrap();
+    .await;
     let mut stream = client(&server, 3)
         .stream(Request::new("m", 64).user("Hi"))
         .await
@@ -246,9 +256,8 @@ async fn transient_failures_are_retried_then_succeed() {
     for (case, mut replies) in cases {
         let failures = replies.len();
         replies.push(Reply::sse(fixture("anthropic/basic.sse")));
-        let server = ReplayServer::start(replies).await.unwrap();
-        let reply = client(&server, 2)
-            .complete_streaming(Request::new("m", 64).user("Hi"))
+        let server = serve(replies).await;
+        let reply = hi(&server, 2)
             .await
             .unwrap_or_else(|err| panic!("{case}: {err}"));
         assert_eq!(reply.text(), "Hello there!", "{case}");
@@ -258,15 +267,11 @@ async fn transient_failures_are_retried_then_succeed() {
 
 #[tokio::test]
 async fn rate_limit_without_retries_reports_retry_after() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::json(429, RATE_LIMIT_BODY).header("retry-after", "7"),
     ])
-    .await
-    .unwrap();
-    let error = client(&server, 0)
-        .complete_streaming(Request::new("m", 64).user("Hi"))
-        .await
-        .unwrap_err();
+    .await;
+    let error = hi(&server, 0).await.unwrap_err();
     assert_eq!(error.kind(), "rate_limited");
     assert_eq!(error.status(), Some(429));
     assert_eq!(error.retry_after(), Some(Duration::from_secs(7)));
@@ -277,16 +282,12 @@ async fn rate_limit_without_retries_reports_retry_after() {
 async fn exhausted_retries_return_the_last_error() {
     let overloaded =
         r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::json(529, overloaded),
         Reply::json(529, overloaded),
     ])
-    .await
-    .unwrap();
-    let error = client(&server, 1)
-        .complete_streaming(Request::new("m", 64).user("Hi"))
-        .await
-        .unwrap_err();
+    .await;
+    let error = hi(&server, 1).await.unwrap_err();
     assert_eq!(error.kind(), "overloaded");
     assert_eq!(error.status(), Some(529));
     assert_eq!(server.requests().len(), 2);
@@ -300,13 +301,8 @@ async fn exhausted_retries_return_the_last_error() {
 #[tokio::test]
 async fn an_html_error_page_is_one_line() {
     let page = "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n<hr><center>nginx</center>\n</body>\n</html>\n";
-    let server = ReplayServer::start(vec![Reply::json(502, page)])
-        .await
-        .unwrap();
-    let error = client(&server, 0)
-        .complete_streaming(Request::new("m", 64).user("Hi"))
-        .await
-        .unwrap_err();
+    let server = serve(vec![Reply::json(502, page)]).await;
+    let error = hi(&server, 0).await.unwrap_err();
     let shown = error.to_string();
     assert!(!shown.contains('\n') && !shown.contains('<'), "{shown}");
     assert!(
@@ -320,12 +316,11 @@ async fn unauthorized_is_not_retried_and_never_shows_the_key() {
     let body = format!(
         r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key {KEY}"}}}}"#
     );
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::json(401, body),
         Reply::sse(fixture("anthropic/basic.sse")),
     ])
-    .await
-    .unwrap();
+    .await;
     let client = client(&server, 3);
     let error = client
         .complete_streaming(Request::new("m", 64).user("Hi"))
@@ -334,29 +329,19 @@ async fn unauthorized_is_not_retried_and_never_shows_the_key() {
     assert_eq!(error.kind(), "authentication");
     assert_eq!(error.status(), Some(401));
     assert_eq!(server.requests().len(), 1);
-    for text in [
-        format!("{error}"),
-        format!("{error:?}"),
-        format!("{client:?}"),
-    ] {
-        assert!(!text.contains(KEY), "the key leaked into {text}");
-    }
+    assert_key_hidden(KEY, &error, &client);
     assert!(error.message().contains("[redacted]"));
 }
 
 #[tokio::test]
 async fn a_non_json_error_body_keeps_the_status() {
-    let server = ReplayServer::start(vec![Reply::new(
+    let server = serve(vec![Reply::new(
         502,
         "text/html",
         "<html><body>502 Bad Gateway</body></html>",
     )])
-    .await
-    .unwrap();
-    let error = client(&server, 0)
-        .complete_streaming(Request::new("m", 64).user("Hi"))
-        .await
-        .unwrap_err();
+    .await;
+    let error = hi(&server, 0).await.unwrap_err();
     assert_eq!(error.kind(), "server");
     assert_eq!(error.status(), Some(502));
     assert!(error.message().contains("502 Bad Gateway"));
@@ -365,13 +350,8 @@ async fn a_non_json_error_body_keeps_the_status() {
 #[tokio::test]
 async fn context_length_is_its_own_kind() {
     let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 211000 tokens > 200000 maximum"}}"#;
-    let server = ReplayServer::start(vec![Reply::json(400, body)])
-        .await
-        .unwrap();
-    let error = client(&server, 2)
-        .complete_streaming(Request::new("m", 64).user("Hi"))
-        .await
-        .unwrap_err();
+    let server = serve(vec![Reply::json(400, body)]).await;
+    let error = hi(&server, 2).await.unwrap_err();
     assert_eq!(error.kind(), "context_length");
     assert_eq!(server.requests().len(), 1);
 }
@@ -379,26 +359,20 @@ async fn context_length_is_its_own_kind() {
 #[tokio::test]
 async fn a_stream_cut_short_is_a_transport_error() {
     let body = fixture("anthropic/basic.sse");
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(body.clone())
             .split_at(&[body.len() / 2])
             .cut_after(1),
     ])
-    .await
-    .unwrap();
-    let error = client(&server, 0)
-        .complete_streaming(Request::new("m", 64).user("Hi"))
-        .await
-        .unwrap_err();
+    .await;
+    let error = hi(&server, 0).await.unwrap_err();
     assert_eq!(error.kind(), "transport");
 }
 
 #[tokio::test]
 async fn a_stalled_stream_hits_the_idle_timeout() {
     let body = fixture("anthropic/basic.sse");
-    let server = ReplayServer::start(vec![Reply::sse(body).split_at(&[600]).stall_after(1)])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::sse(body).split_at(&[600]).stall_after(1)]).await;
     let mut options = HttpOptions::new(server.url(), Some(Secret::new(KEY)));
     options.retry = RetryPolicy::none();
     options.timeouts = Timeouts {
@@ -410,23 +384,12 @@ async fn a_stalled_stream_hits_the_idle_timeout() {
         .complete_streaming(Request::new("m", 64).user("Hi"))
         .await
         .unwrap_err();
-    assert!(
-        matches!(
-            error.failure,
-            mux_llm::LlmFailure::Timeout {
-                phase: TimeoutPhase::Idle,
-                ..
-            }
-        ),
-        "{error:?}"
-    );
+    assert_timed_out(&error, TimeoutPhase::Idle);
 }
 
 #[tokio::test]
 async fn environment_configuration_reads_key_and_base_url() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("anthropic/basic.sse"))])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::sse(fixture("anthropic/basic.sse"))]).await;
     let url = server.url();
     let client = AnthropicClient::from_lookup(|name| match name {
         "ANTHROPIC_API_KEY" => Some(KEY.to_owned()),
@@ -446,18 +409,13 @@ async fn environment_configuration_reads_key_and_base_url() {
 
 #[tokio::test]
 async fn non_streaming_thinking_and_tool_use_round_trip() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::json(200, fixture("anthropic/thinking_tool_use.json")),
         Reply::json(200, fixture("anthropic/thinking_followup.json")),
     ])
-    .await
-    .unwrap();
+    .await;
     let client = client(&server, 0);
-    let first = Request::new("claude-sonnet-4-20250514", 4096)
-        .system("You are a helpful assistant")
-        .user("What's the weather in Florence, Italy?")
-        .tools([weather_tool()])
-        .thinking(4000);
+    let first = florence_with_thinking();
     let reply = client.complete(first.clone()).await.unwrap();
     let ContentBlock::Thinking { signature, .. } = &reply.content[0] else {
         panic!("expected a thinking block, got {:?}", reply.content[0]);
@@ -472,10 +430,7 @@ async fn non_streaming_thinking_and_tool_use_round_trip() {
         (423, 126)
     );
 
-    let second = first.message(reply.to_message()).message(Message::new(
-        Role::User,
-        vec![ContentBlock::tool_result(id, "40 C", false)],
-    ));
+    let second = with_tool_result(first, &reply, id);
     let answer = client.complete(second).await.unwrap();
     assert!(
         answer
@@ -495,13 +450,12 @@ async fn non_streaming_thinking_and_tool_use_round_trip() {
 #[tokio::test]
 async fn a_slow_response_hits_the_request_timeout_and_is_retried() {
     let slow = || Reply::sse(fixture("anthropic/basic.sse")).delay(Duration::from_secs(5));
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         slow(),
         slow(),
         Reply::sse(fixture("anthropic/basic.sse")),
     ])
-    .await
-    .unwrap();
+    .await;
     let client = |retries| {
         let mut options = HttpOptions::new(server.url(), Some(Secret::new(KEY)));
         options.retry = fast_retries(retries);
@@ -515,16 +469,7 @@ async fn a_slow_response_hits_the_request_timeout_and_is_retried() {
         .complete_streaming(Request::new("m", 64).user("Hi"))
         .await
         .unwrap_err();
-    assert!(
-        matches!(
-            error.failure,
-            mux_llm::LlmFailure::Timeout {
-                phase: TimeoutPhase::Request,
-                ..
-            }
-        ),
-        "{error:?}"
-    );
+    assert_timed_out(&error, TimeoutPhase::Request);
     assert!(error.is_retryable());
     let reply = client(1)
         .complete_streaming(Request::new("m", 64).user("Hi"))
@@ -536,9 +481,7 @@ async fn a_slow_response_hits_the_request_timeout_and_is_retried() {
 
 #[tokio::test]
 async fn beta_flags_are_sent_as_one_header() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("anthropic/basic.sse"))])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::sse(fixture("anthropic/basic.sse"))]).await;
     let client = client(&server, 0)
         .beta("prompt-caching-2024-07-31")
         .beta("interleaved-thinking-2025-05-14");

@@ -10,14 +10,12 @@
 
 use std::path::Path;
 
-use crate::common::{fixture, streamed};
+use crate::common::{fixture, serve, streamed};
 use mux_llm::anthropic::AnthropicClient;
 use mux_llm::gemini::GeminiClient;
 use mux_llm::http::HttpOptions;
 use mux_llm::openai::{OpenAiClient, Preset};
-use mux_llm::testing::{
-    Cassette, CassetteError, CassetteMode, CassetteServer, ReplayServer, Reply,
-};
+use mux_llm::testing::{Cassette, CassetteError, CassetteMode, CassetteServer, Reply};
 use mux_llm::{LlmClient, Request, Response, Secret};
 
 const ANTHROPIC_KEY: &str = "sk-ant-api03-cassette-secret-0123456789";
@@ -42,12 +40,11 @@ fn follow_up() -> Request {
 
 /// Records two exchanges through a cassette at `path`; returns the replies.
 async fn record(path: &Path) -> (Response, Response) {
-    let provider = ReplayServer::start(vec![
+    let provider = serve(vec![
         Reply::sse(fixture("anthropic/basic.sse")).chunked(64),
         Reply::json(200, fixture("anthropic/thinking_tool_use.json")),
     ])
-    .await
-    .unwrap();
+    .await;
     let cassette = CassetteServer::record(path, &provider.url()).await.unwrap();
     assert_eq!(cassette.mode(), CassetteMode::Record);
     let client = anthropic(&cassette.url());
@@ -131,14 +128,13 @@ async fn no_key_reaches_the_cassette_even_when_the_provider_echoes_it() {
             r#"{{"error":{{"message":"Incorrect API key provided: {key}.","type":"invalid_request_error","code":"invalid_api_key"}}}}"#
         )
     };
-    let provider = ReplayServer::start(vec![
+    let provider = serve(vec![
         Reply::json(401, echo(ANTHROPIC_KEY)),
         Reply::json(401, echo(OPENAI_KEY)),
         Reply::json(400, echo(GEMINI_KEY)),
         Reply::json(200, format!(r#"{{"echo":"{GEMINI_KEY}"}}"#)),
     ])
-    .await
-    .unwrap();
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("secrets.json");
     let cassette = CassetteServer::record(&path, &provider.url())

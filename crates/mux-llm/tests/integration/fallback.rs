@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::common::{fast_retries, fixture};
+use crate::common::{fast_retries, fixture, serve};
 use futures::StreamExt;
 use mux_llm::anthropic::AnthropicClient;
 use mux_llm::http::HttpOptions;
@@ -44,16 +44,12 @@ async fn collect(client: &FallbackClient, request: Request) -> Result<Vec<Stream
 #[tokio::test]
 async fn an_overloaded_provider_falls_back_and_the_stream_shows_the_switch() {
     // The primary answers 529 to its first try and to its one retry.
-    let primary = ReplayServer::start(vec![
+    let primary = serve(vec![
         Reply::json(529, OVERLOADED),
         Reply::json(529, OVERLOADED),
     ])
-    .await
-    .unwrap();
-    let secondary =
-        ReplayServer::start(vec![Reply::sse(fixture("responses/text.sse")).chunked(16)])
-            .await
-            .unwrap();
+    .await;
+    let secondary = serve(vec![Reply::sse(fixture("responses/text.sse")).chunked(16)]).await;
     let switches = Arc::new(Mutex::new(Vec::new()));
     let log = switches.clone();
     let client = FallbackClient::new([Arc::new(anthropic(&primary, 1)) as Arc<dyn LlmClient>])
@@ -110,14 +106,11 @@ async fn an_error_after_the_first_event_is_not_retried_elsewhere() {
         .nth(2)
         .map(|(at, _)| at + 2)
         .unwrap();
-    let primary = ReplayServer::start(vec![
+    let primary = serve(vec![
         Reply::sse(body).split_at(&[third_event_end]).cut_after(1),
     ])
-    .await
-    .unwrap();
-    let secondary = ReplayServer::start(vec![Reply::sse(fixture("responses/text.sse"))])
-        .await
-        .unwrap();
+    .await;
+    let secondary = serve(vec![Reply::sse(fixture("responses/text.sse"))]).await;
     let client = FallbackClient::new([responses(&primary), responses(&secondary)]);
     let mut stream = client
         .stream(Request::new("gpt-5", 100).user("weather?"))
@@ -150,12 +143,8 @@ async fn an_error_retrying_cannot_fix_is_returned_at_once() {
             "invalid_request",
         ),
     ] {
-        let primary = ReplayServer::start(vec![Reply::json(status, body)])
-            .await
-            .unwrap();
-        let secondary = ReplayServer::start(vec![Reply::sse(fixture("responses/text.sse"))])
-            .await
-            .unwrap();
+        let primary = serve(vec![Reply::json(status, body)]).await;
+        let secondary = serve(vec![Reply::sse(fixture("responses/text.sse"))]).await;
         let client = FallbackClient::new([Arc::new(anthropic(&primary, 2)) as Arc<dyn LlmClient>])
             .then(responses(&secondary));
         let err = client
@@ -171,15 +160,12 @@ async fn an_error_retrying_cannot_fix_is_returned_at_once() {
 
 #[tokio::test]
 async fn when_every_client_fails_the_last_error_is_returned_after_each_switch() {
-    let a = ReplayServer::start(vec![Reply::json(529, OVERLOADED)])
-        .await
-        .unwrap();
-    let b = ReplayServer::start(vec![Reply::json(
+    let a = serve(vec![Reply::json(529, OVERLOADED)]).await;
+    let b = serve(vec![Reply::json(
         503,
         r#"{"error":{"message":"Service unavailable","type":"server_error"}}"#,
     )])
-    .await
-    .unwrap();
+    .await;
     let count = Arc::new(Mutex::new(0));
     let seen = count.clone();
     let client = FallbackClient::new([Arc::new(anthropic(&a, 0)) as Arc<dyn LlmClient>])
@@ -200,11 +186,10 @@ async fn a_conversation_with_responses_reasoning_falls_back_without_its_reasonin
     // A first turn from the Responses API (a reasoning item with encrypted content, a call),
     // continued on Anthropic and Gemini: the reasoning item is OpenAI's alone and is left out,
     // the call and its result go through.
-    let server = ReplayServer::start(vec![Reply::sse(fixture(
+    let server = serve(vec![Reply::sse(fixture(
         "responses/reasoning_tool_call.sse",
     ))])
-    .await
-    .unwrap();
+    .await;
     let stream = responses(&server)
         .stream(Request::new("gpt-5", 1000).user("Weather in Florence?"))
         .await

@@ -1,7 +1,7 @@
 //! The Gemini provider against a local server replaying recorded Gemini traffic.
 #![cfg(all(feature = "gemini", feature = "testing"))]
 
-use crate::common::{fast_retries, fixture, streamed};
+use crate::common::{fast_retries, fixture, serve, streamed};
 use mux_llm::gemini::GeminiClient;
 use mux_llm::http::HttpOptions;
 use mux_llm::testing::{ReplayServer, Reply};
@@ -19,9 +19,7 @@ fn client(server: &ReplayServer, retries: u32) -> GeminiClient {
 
 #[tokio::test]
 async fn text_with_crlf_frames_and_the_key_in_a_header() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("gemini/simple.sse")).chunked(9)])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::sse(fixture("gemini/simple.sse")).chunked(9)]).await;
     let reply = streamed(
         &client(&server, 0),
         Request::new("gemini-2.5-flash", 4000)
@@ -46,12 +44,11 @@ async fn text_with_crlf_frames_and_the_key_in_a_header() {
 
 #[tokio::test]
 async fn function_call_round_trip_keeps_the_thought_signature() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("gemini/tool_call.sse")).chunked(17),
         Reply::sse(fixture("gemini/tool_followup.sse")),
     ])
-    .await
-    .unwrap();
+    .await;
     let client = client(&server, 0);
     let weather = ToolSpec::new(
         "weather",
@@ -93,12 +90,11 @@ async fn function_call_round_trip_keeps_the_thought_signature() {
 #[tokio::test]
 async fn resource_exhausted_is_rate_limited_and_retried() {
     let body = r#"{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}"#;
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::json(429, body).header("retry-after", "0"),
         Reply::sse(fixture("gemini/simple.sse")),
     ])
-    .await
-    .unwrap();
+    .await;
     let reply = streamed(
         &client(&server, 1),
         Request::new("gemini-2.5-flash", 64).user("hi"),
@@ -111,7 +107,7 @@ async fn resource_exhausted_is_rate_limited_and_retried() {
 
 #[tokio::test]
 async fn a_model_name_cannot_reshape_the_url() {
-    let server = ReplayServer::start(vec![]).await.unwrap();
+    let server = serve(vec![]).await;
     let error = streamed(
         &client(&server, 0),
         Request::new("../x?key=1", 64).user("hi"),
@@ -124,9 +120,7 @@ async fn a_model_name_cannot_reshape_the_url() {
 
 #[tokio::test]
 async fn non_streaming_function_call() {
-    let server = ReplayServer::start(vec![Reply::json(200, fixture("gemini/tool_call.json"))])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::json(200, fixture("gemini/tool_call.json"))]).await;
     let reply = client(&server, 0)
         .complete(
             Request::new("gemini-2.5-flash", 4000).user("What's the weather in Florence,Italy?"),

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::fixture;
+use crate::common::{fixture, serve};
 use mux_llm::anthropic::AnthropicClient;
 use mux_llm::http::HttpOptions;
 use mux_llm::openai::{OpenAiClient, Preset};
@@ -74,15 +74,14 @@ async fn retries_failures_and_successes_log_no_key() {
     let _guard = tracing::subscriber::set_default(recorder.clone());
     let echo =
         format!(r#"{{"error":{{"type":"rate_limit_error","message":"key {KEY} is limited"}}}}"#);
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::json(429, echo.clone()).header("retry-after-ms", "1"),
         Reply::sse(fixture("anthropic/basic.sse")),
         Reply::json(500, echo.clone()),
         Reply::sse(fixture("openai/max_tokens.sse")),
         Reply::json(401, echo),
     ])
-    .await
-    .unwrap();
+    .await;
     let anthropic = AnthropicClient::with_options(options(&server)).unwrap();
     let stream = anthropic
         .stream(Request::new("m", 8).user("hi"))

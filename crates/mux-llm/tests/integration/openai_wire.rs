@@ -2,7 +2,7 @@
 //! Ollama traffic.
 #![cfg(all(feature = "openai", feature = "testing"))]
 
-use crate::common::{fast_retries, fixture, streamed};
+use crate::common::{assert_key_hidden, fast_retries, fixture, serve, streamed};
 use mux_llm::http::HttpOptions;
 use mux_llm::openai::{OpenAiClient, Preset};
 use mux_llm::testing::{ReplayServer, Reply};
@@ -19,11 +19,10 @@ fn client(server: &ReplayServer, preset: Preset, key: Option<&str>, retries: u32
 
 #[tokio::test]
 async fn parallel_tool_calls_and_the_usage_chunk() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("openai/parallel_tools.sse")).chunked(5),
     ])
-    .await
-    .unwrap();
+    .await;
     let client = client(&server, Preset::OpenAi, Some(KEY), 0);
     let reply = streamed(
         &client,
@@ -67,9 +66,7 @@ async fn parallel_tool_calls_and_the_usage_chunk() {
 
 #[tokio::test]
 async fn length_finish_is_max_tokens() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("openai/max_tokens.sse"))])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::sse(fixture("openai/max_tokens.sse"))]).await;
     let reply = streamed(
         &client(&server, Preset::OpenAi, Some(KEY), 0),
         Request::new("gpt-4o", 1).user("x"),
@@ -83,9 +80,7 @@ async fn length_finish_is_max_tokens() {
 
 #[tokio::test]
 async fn refusal_deltas_become_text_and_a_refusal_stop() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("openai/refusal.sse")).chunked(3)])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::sse(fixture("openai/refusal.sse")).chunked(3)]).await;
     let reply = streamed(
         &client(&server, Preset::OpenAi, Some(KEY), 0),
         Request::new("gpt-4o", 64).user("x"),
@@ -101,11 +96,10 @@ async fn refusal_deltas_become_text_and_a_refusal_stop() {
 
 #[tokio::test]
 async fn vllm_tool_call_stream_without_usage() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("openai/vllm_tool_call.sse")).chunked(11),
     ])
-    .await
-    .unwrap();
+    .await;
     let reply = streamed(
         &client(&server, Preset::Vllm, None, 0),
         Request::new("m", 64).user("ls"),
@@ -125,9 +119,7 @@ async fn vllm_tool_call_stream_without_usage() {
 
 #[tokio::test]
 async fn ollama_whole_tool_call_in_one_chunk_and_no_done() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("openai/ollama_tool_call.sse"))])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::sse(fixture("openai/ollama_tool_call.sse"))]).await;
     let reply = streamed(
         &client(&server, Preset::Ollama, None, 0),
         Request::new("qwen2.5-coder", 64).user("ls -a"),
@@ -145,30 +137,23 @@ async fn unauthorized_is_not_retried_and_the_key_is_redacted() {
     let body = format!(
         r#"{{"error":{{"message":"Incorrect API key provided: {KEY}.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}}}"#
     );
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::json(401, body),
         Reply::sse(fixture("openai/max_tokens.sse")),
     ])
-    .await
-    .unwrap();
+    .await;
     let client = client(&server, Preset::OpenAi, Some(KEY), 3);
     let error = streamed(&client, Request::new("gpt-4o", 8).user("x"))
         .await
         .unwrap_err();
     assert_eq!(error.kind(), "authentication");
     assert_eq!(server.requests().len(), 1);
-    for text in [
-        format!("{error}"),
-        format!("{error:?}"),
-        format!("{client:?}"),
-    ] {
-        assert!(!text.contains(KEY), "the key leaked into {text}");
-    }
+    assert_key_hidden(KEY, &error, &client);
 }
 
 #[tokio::test]
 async fn server_errors_are_retried_then_succeed() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::json(
             500,
             r#"{"error":{"message":"The server had an error","type":"server_error"}}"#,
@@ -180,8 +165,7 @@ async fn server_errors_are_retried_then_succeed() {
         .header("x-ratelimit-reset-requests", "20ms"),
         Reply::sse(fixture("openai/max_tokens.sse")),
     ])
-    .await
-    .unwrap();
+    .await;
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = std::sync::Arc::clone(&seen);
     let on_retry = mux_llm::OnRetry::new(move |notice| {
@@ -211,9 +195,7 @@ async fn server_errors_are_retried_then_succeed() {
 
 #[tokio::test]
 async fn environment_configuration_allows_a_keyless_local_server() {
-    let server = ReplayServer::start(vec![Reply::sse(fixture("openai/max_tokens.sse"))])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::sse(fixture("openai/max_tokens.sse"))]).await;
     let url = server.url();
     let client =
         OpenAiClient::from_lookup(|name| (name == "OPENAI_BASE_URL").then(|| url.clone())).unwrap();
@@ -229,9 +211,7 @@ async fn environment_configuration_allows_a_keyless_local_server() {
 
 #[tokio::test]
 async fn non_streaming_tool_call() {
-    let server = ReplayServer::start(vec![Reply::json(200, fixture("openai/tool_call.json"))])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::json(200, fixture("openai/tool_call.json"))]).await;
     let client = client(&server, Preset::OpenAi, Some(KEY), 0);
     let reply = client
         .complete(
@@ -265,9 +245,7 @@ fn an_error_chunk_in_the_stream_is_a_typed_error() {
 #[tokio::test]
 async fn a_json_error_with_status_200_on_a_stream_is_typed() {
     let body = r#"{"error":{"message":"model 'llama9' not found, try pulling it first","type":"api_error"}}"#;
-    let server = ReplayServer::start(vec![Reply::json(200, body)])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::json(200, body)]).await;
     let error = streamed(
         &client(&server, Preset::Ollama, None, 0),
         Request::new("llama9", 8).user("x"),
@@ -282,12 +260,11 @@ async fn a_json_error_with_status_200_on_a_stream_is_typed() {
 /// `openai-compatible (host:port)`.
 #[tokio::test]
 async fn a_custom_base_url_is_labelled_openai_compatible() {
-    let server = ReplayServer::start(vec![Reply::json(
+    let server = serve(vec![Reply::json(
         400,
         r#"{"error":{"message":"bad model","type":"invalid_request_error"}}"#,
     )])
-    .await
-    .unwrap();
+    .await;
     let client =
         OpenAiClient::with_options(Preset::OpenAi, HttpOptions::new(server.url(), None)).unwrap();
     let error = client

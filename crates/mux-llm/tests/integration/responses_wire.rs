@@ -4,7 +4,7 @@
 //! decoder under every chunking.
 #![cfg(all(feature = "openai-responses", feature = "testing"))]
 
-use crate::common::{fast_retries, fixture, streamed};
+use crate::common::{fast_retries, fixture, serve, streamed};
 use mux_llm::decode::decode_chunks;
 use mux_llm::http::HttpOptions;
 use mux_llm::responses::{ResponsesClient, ResponsesDecoder};
@@ -65,12 +65,11 @@ fn thinking(response: &Response) -> Vec<(&str, Value)> {
 
 #[tokio::test]
 async fn a_tool_call_then_its_answer_over_two_recorded_turns() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("responses/tool_call.sse")).chunked(7),
         Reply::sse(fixture("responses/tool_followup.sse")).chunked(3),
     ])
-    .await
-    .unwrap();
+    .await;
     let client = client(&server, 0);
 
     let first = streamed(&client, question()).await.unwrap();
@@ -146,12 +145,11 @@ async fn a_tool_call_then_its_answer_over_two_recorded_turns() {
 
 #[tokio::test]
 async fn reasoning_summaries_and_encrypted_content_are_carried_to_the_next_turn() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("responses/reasoning_tool_call.sse")).chunked(11),
         Reply::sse(fixture("responses/reasoning_followup.sse")).chunked(13),
     ])
-    .await
-    .unwrap();
+    .await;
     let client = client(&server, 0)
         .encrypted_reasoning(true)
         .reasoning_summary("auto");
@@ -204,11 +202,10 @@ async fn reasoning_summaries_and_encrypted_content_are_carried_to_the_next_turn(
 
 #[tokio::test]
 async fn structured_output_goes_out_as_text_format_and_comes_back_as_json_text() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("responses/structured_output.sse")).chunked(2),
     ])
-    .await
-    .unwrap();
+    .await;
     let schema = json!({"type": "object", "additionalProperties": false,
         "properties": {"age": {"type": "integer"}, "city": {"type": "string"}, "name": {"type": "string"}},
         "required": ["name", "age", "city"]});
@@ -227,13 +224,12 @@ async fn structured_output_goes_out_as_text_format_and_comes_back_as_json_text()
 
 #[tokio::test]
 async fn parallel_calls_cached_tokens_and_an_incomplete_answer() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("responses/parallel_tools.sse")).chunked(9),
         Reply::sse(fixture("responses/cached_usage_utf8.sse")).chunked(1),
         Reply::sse(fixture("responses/incomplete.sse")),
     ])
-    .await
-    .unwrap();
+    .await;
     let client = client(&server, 0);
     let reply = streamed(&client, Request::new("gpt-4o-mini", 4000).user("2 and 3"))
         .await
@@ -293,13 +289,12 @@ fn cut_after_events(body: &[u8], n: usize) -> Vec<u8> {
 
 #[tokio::test]
 async fn failures_inside_the_stream_are_typed() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("responses/failed.sse")),
         Reply::sse(fixture("responses/error_event.sse")),
         Reply::sse(cut_after_events(&fixture("responses/tool_call.sse"), 8)),
     ])
-    .await
-    .unwrap();
+    .await;
     let client = client(&server, 2);
     let failed = streamed(&client, question()).await.unwrap_err();
     assert_eq!(failed.kind(), "server");
@@ -323,7 +318,7 @@ async fn failures_inside_the_stream_are_typed() {
 
 #[tokio::test]
 async fn http_errors_are_retried_then_typed_and_never_show_the_key() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::json(
             429,
             r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#,
@@ -335,9 +330,7 @@ async fn http_errors_are_retried_then_typed_and_never_show_the_key() {
             401,
             format!(r#"{{"error":{{"message":"Incorrect API key provided: {KEY}.","type":"invalid_request_error","code":"invalid_api_key"}}}}"#),
         ),
-    ])
-    .await
-    .unwrap();
+    ]).await;
     let client = client(&server, 3);
     let reply = streamed(
         &client,
@@ -358,9 +351,7 @@ async fn http_errors_are_retried_then_typed_and_never_show_the_key() {
 
 #[tokio::test]
 async fn a_non_streamed_reply_is_read_whole() {
-    let server = ReplayServer::start(vec![Reply::json(200, fixture("responses/tool_call.json"))])
-        .await
-        .unwrap();
+    let server = serve(vec![Reply::json(200, fixture("responses/tool_call.json"))]).await;
     let reply = client(&server, 0).complete(question()).await.unwrap();
     assert_eq!(reply.stop_reason, StopReason::ToolUse);
     let (_, name, input) = reply.tool_calls().next().unwrap();

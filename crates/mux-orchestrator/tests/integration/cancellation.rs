@@ -8,7 +8,8 @@ use common::*;
 use futures::StreamExt;
 use mux_llm::{BoxFuture, ContentBlock, EventStream, LlmClient, LlmError, Request, StreamEvent};
 use mux_orchestrator::{
-    Answer, LoopError, LoopEvent, LoopInput, LoopState, OrchestratorConfig, Run,
+    Answer, LoopError, LoopEvent, LoopInput, LoopState, Orchestrator, OrchestratorConfig, Run,
+    Subscription,
 };
 use serde_json::json;
 
@@ -166,18 +167,28 @@ async fn a_model_stream_that_never_waits_is_still_cancelled() {
     canceller.await.unwrap();
 }
 
-#[tokio::test]
-async fn a_cancel_input_is_not_held_up_by_inputs_waiting_for_a_face_that_stopped_reading() {
+/// A run of [`Stalls`] whose face has room for one event and has stopped reading, with a
+/// subscription that has seen its text delta. Subscribers get each event before the
+/// receiver: once the delta is out, the loop is waiting for room in the receiver nobody
+/// reads. The conversation is returned too, so that it lives as long as the test.
+async fn a_face_that_stopped_reading() -> (Orchestrator, Subscription, Run) {
     let mut config = OrchestratorConfig::new("m");
     config.event_capacity = 1;
     let agent = loop_agent(Stalls, config).conversation();
     let mut subscription = agent.subscribe();
+    let run = agent.run("go").unwrap();
+    while !matches!(subscription.recv().await, Some(LoopEvent::TextDelta { .. })) {}
+    (agent, subscription, run)
+}
+
+#[tokio::test]
+async fn a_cancel_input_is_not_held_up_by_inputs_waiting_for_a_face_that_stopped_reading() {
+    let (_agent, mut subscription, run) = a_face_that_stopped_reading().await;
     let Run {
         mut events,
         input,
         handle,
-    } = agent.run("go").unwrap();
-    while !matches!(subscription.recv().await, Some(LoopEvent::TextDelta { .. })) {}
+    } = run;
     // An answer nobody asked for: its rejection waits for room in the full receiver, and so
     // does the input router that emits it.
     let stray = LoopInput::ToolApproval {
@@ -195,10 +206,7 @@ async fn a_cancel_input_is_not_held_up_by_inputs_waiting_for_a_face_that_stopped
         .expect("the cancel input ended the run although the router was waiting");
     assert!(matches!(outcome, Err(LoopError::Cancelled)));
     // The rejection was not lost either.
-    let mut seen = Vec::new();
-    while let Some(event) = events.recv().await {
-        seen.push(event);
-    }
+    let seen = rest(&mut events).await;
     assert!(
         seen.iter().any(
             |e| matches!(e, LoopEvent::InputRejected { message } if message.contains("nobody"))
@@ -209,29 +217,19 @@ async fn a_cancel_input_is_not_held_up_by_inputs_waiting_for_a_face_that_stopped
 
 #[tokio::test]
 async fn a_face_that_stops_reading_cannot_keep_a_cancelled_run_alive() {
-    // Room for one event: the text delta finds the receiver full and the loop waits there.
-    let mut config = OrchestratorConfig::new("m");
-    config.event_capacity = 1;
-    let agent = loop_agent(Stalls, config).conversation();
-    let mut subscription = agent.subscribe();
+    let (_agent, _subscription, run) = a_face_that_stopped_reading().await;
     let Run {
         mut events,
         input: _input,
         handle,
-    } = agent.run("go").unwrap();
-    // Subscribers get each event before the receiver: once the delta is out, the loop is
-    // waiting for room in the receiver nobody reads.
-    while !matches!(subscription.recv().await, Some(LoopEvent::TextDelta { .. })) {}
+    } = run;
     handle.cancel();
     let outcome = tokio::time::timeout(Duration::from_secs(1), handle.wait())
         .await
         .expect("the run ended although the face never read");
     assert!(matches!(outcome, Err(LoopError::Cancelled)));
     // Nothing was dropped: the face reads every event, in order, when it comes back.
-    let mut seen = Vec::new();
-    while let Some(event) = events.recv().await {
-        seen.push(event);
-    }
+    let seen = rest(&mut events).await;
     assert_eq!(
         labels(&seen),
         [

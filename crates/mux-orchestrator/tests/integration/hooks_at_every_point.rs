@@ -76,12 +76,60 @@ impl Hook for Scripted {
     }
 }
 
+impl Scripted {
+    fn prompt(action: PromptAction) -> Self {
+        Self {
+            prompt: Some(action),
+            ..Self::default()
+        }
+    }
+    fn pre(action: PreToolAction) -> Self {
+        Self {
+            pre: Some(action),
+            ..Self::default()
+        }
+    }
+    fn post(action: PostToolAction) -> Self {
+        Self {
+            post: Some(action),
+            ..Self::default()
+        }
+    }
+    fn fail_pre() -> Self {
+        Self {
+            fail_pre: true,
+            ..Self::default()
+        }
+    }
+    fn panic_post() -> Self {
+        Self {
+            panic_post: true,
+            ..Self::default()
+        }
+    }
+}
+
+/// A model that calls echo with `a` once, then answers `ok`.
+fn echo_a_then_ok() -> mux_llm::testing::ScriptedClient {
+    scripted()
+        .reply(tool_calls(&[("c1", "echo", json!({"text": "a"}))]))
+        .reply(text("ok"))
+}
+
 fn agent_with(
     model: mux_llm::testing::ScriptedClient,
     hook: Scripted,
 ) -> mux_orchestrator::Orchestrator {
     let hooks = Hooks::new();
     hooks.add(hook);
+    agent_with_hooks(model, hooks)
+}
+
+/// A conversation of `model` with the test tools and `hooks`.
+fn agent_with_hooks(
+    model: mux_llm::testing::ScriptedClient,
+    hooks: Hooks,
+) -> mux_orchestrator::Orchestrator {
     loop_agent(model, mux_orchestrator::OrchestratorConfig::new("m"))
         .tools(registry().list())
         .hooks(hooks)
@@ -93,22 +141,16 @@ async fn a_prompt_can_be_rewritten_or_blocked() {
     let model = scripted().reply(text("ok"));
     let agent = agent_with(
         model.clone(),
-        Scripted {
-            prompt: Some(PromptAction::Rewrite("polite".into())),
-            ..Default::default()
-        },
+        Scripted::prompt(PromptAction::Rewrite("polite".into())),
     );
     agent.run_to_completion("rude").await.unwrap();
     assert_eq!(model.requests()[0].messages[0].text(), "polite");
 
     let blocked = agent_with(
         scripted(),
-        Scripted {
-            prompt: Some(PromptAction::Block {
-                reason: "secrets".into(),
-            }),
-            ..Default::default()
-        },
+        Scripted::prompt(PromptAction::Block {
+            reason: "secrets".into(),
+        }),
     );
     let err = blocked
         .run_to_completion("my password is hunter2")
@@ -123,17 +165,12 @@ async fn a_prompt_can_be_rewritten_or_blocked() {
 
 #[tokio::test]
 async fn pre_tool_use_can_deny_or_rewrite() {
-    let model = scripted()
-        .reply(tool_calls(&[("c1", "echo", json!({"text": "a"}))]))
-        .reply(text("ok"));
+    let model = echo_a_then_ok();
     let agent = agent_with(
         model,
-        Scripted {
-            pre: Some(PreToolAction::Deny {
-                reason: "no echo".into(),
-            }),
-            ..Default::default()
-        },
+        Scripted::pre(PreToolAction::Deny {
+            reason: "no echo".into(),
+        }),
     );
     let summary = agent.run_to_completion("go").await.unwrap();
     assert_eq!(
@@ -141,15 +178,10 @@ async fn pre_tool_use_can_deny_or_rewrite() {
         "tool `echo` was blocked by hook `pre_tool_use`: no echo"
     );
 
-    let model = scripted()
-        .reply(tool_calls(&[("c1", "echo", json!({"text": "a"}))]))
-        .reply(text("ok"));
+    let model = echo_a_then_ok();
     let agent = agent_with(
         model,
-        Scripted {
-            pre: Some(PreToolAction::Rewrite(json!({"text": "b"}))),
-            ..Default::default()
-        },
+        Scripted::pre(PreToolAction::Rewrite(json!({"text": "b"}))),
     );
     let summary = agent.run_to_completion("go").await.unwrap();
     assert_eq!(summary.tool_calls[0].output.to_text(), "b");
@@ -162,13 +194,7 @@ async fn pre_tool_use_allow_skips_asking_and_ask_forces_it() {
     let model = scripted()
         .reply(tool_calls(&[("c1", "Bash", json!({"command": "ls"}))]))
         .reply(text("ok"));
-    let agent = agent_with(
-        model,
-        Scripted {
-            pre: Some(PreToolAction::Allow),
-            ..Default::default()
-        },
-    );
+    let agent = agent_with(model, Scripted::pre(PreToolAction::Allow));
     let (events, outcome) = drain(agent.run("go").unwrap()).await;
     assert_eq!(outcome.unwrap().tool_calls[0].output.to_text(), "ran: ls");
     assert!(
@@ -178,16 +204,8 @@ async fn pre_tool_use_allow_skips_asking_and_ask_forces_it() {
     );
 
     // echo is read-only and would run; Ask makes the face decide.
-    let model = scripted()
-        .reply(tool_calls(&[("c1", "echo", json!({"text": "a"}))]))
-        .reply(text("ok"));
-    let agent = agent_with(
-        model,
-        Scripted {
-            pre: Some(PreToolAction::Ask),
-            ..Default::default()
-        },
-    );
+    let model = echo_a_then_ok();
+    let agent = agent_with(model, Scripted::pre(PreToolAction::Ask));
     let summary = agent.run_to_completion("go").await.unwrap();
     assert!(
         summary.tool_calls[0]
@@ -209,10 +227,7 @@ async fn post_tool_use_can_replace_a_result() {
     let redacted = ToolOutput::text("[redacted]");
     let agent = agent_with(
         model.clone(),
-        Scripted {
-            post: Some(PostToolAction::Replace(redacted)),
-            ..Default::default()
-        },
+        Scripted::post(PostToolAction::Replace(redacted)),
     );
     let summary = agent.run_to_completion("go").await.unwrap();
     assert_eq!(summary.tool_calls[0].output.to_text(), "[redacted]");
@@ -253,16 +268,8 @@ async fn a_stop_hook_may_continue_once() {
 
 #[tokio::test]
 async fn a_failing_pre_hook_blocks_its_call_and_a_panicking_post_hook_is_reported() {
-    let model = scripted()
-        .reply(tool_calls(&[("c1", "echo", json!({"text": "a"}))]))
-        .reply(text("ok"));
-    let agent = agent_with(
-        model,
-        Scripted {
-            fail_pre: true,
-            ..Default::default()
-        },
-    );
+    let model = echo_a_then_ok();
+    let agent = agent_with(model, Scripted::fail_pre());
     let (events, outcome) = drain(agent.run("go").unwrap()).await;
     let summary = outcome.unwrap();
     assert!(
@@ -277,16 +284,8 @@ async fn a_failing_pre_hook_blocks_its_call_and_a_panicking_post_hook_is_reporte
             .any(|e| matches!(e, LoopEvent::HookFailed { point, .. } if point == "pre_tool_use"))
     );
 
-    let model = scripted()
-        .reply(tool_calls(&[("c1", "echo", json!({"text": "a"}))]))
-        .reply(text("ok"));
-    let agent = agent_with(
-        model,
-        Scripted {
-            panic_post: true,
-            ..Default::default()
-        },
-    );
+    let model = echo_a_then_ok();
+    let agent = agent_with(model, Scripted::panic_post());
     let (events, outcome) = drain(agent.run("go").unwrap()).await;
     assert_eq!(
         outcome.unwrap().tool_calls[0].output.to_text(),
@@ -311,12 +310,9 @@ impl Hook for Registrar {
     }
     fn pre_tool_use<'a>(&'a self, _: &'a ToolCall) -> HookResult<'a, PreToolAction> {
         if self.hooks.len() == 1 {
-            self.hooks.add(Scripted {
-                pre: Some(PreToolAction::Deny {
-                    reason: "added later".into(),
-                }),
-                ..Default::default()
-            });
+            self.hooks.add(Scripted::pre(PreToolAction::Deny {
+                reason: "added later".into(),
+            }));
         }
         Box::pin(async { Ok(PreToolAction::Continue) })
     }
@@ -332,10 +328,7 @@ async fn a_hook_that_registers_a_hook_does_not_deadlock() {
     hooks.add(Registrar {
         hooks: hooks.clone(),
     });
-    let agent = loop_agent(model, mux_orchestrator::OrchestratorConfig::new("m"))
-        .tools(registry().list())
-        .hooks(hooks)
-        .conversation();
+    let agent = agent_with_hooks(model, hooks);
     let summary = tokio::time::timeout(
         std::time::Duration::from_secs(5),
         agent.run_to_completion("go"),

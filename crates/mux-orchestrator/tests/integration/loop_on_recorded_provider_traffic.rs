@@ -21,32 +21,42 @@ fn fixture(path: &str) -> Vec<u8> {
     std::fs::read(dir.join(path)).unwrap()
 }
 
+/// A read-only "Current weather" tool `$tool` named `$name`, taking `$args` and answering
+/// `$answer` of them (each recording names its own tool and arguments).
+macro_rules! weather_tool {
+    ($(#[$doc:meta])* $tool:ident, $name:literal, $args:ty, |$a:ident| $answer:expr) => {
+        $(#[$doc])*
+        struct $tool;
+
+        impl TypedTool for $tool {
+            type Args = $args;
+            const NAME: &'static str = $name;
+            fn description(&self) -> String {
+                "Current weather".into()
+            }
+            fn annotations(&self) -> ToolAnnotations {
+                ToolAnnotations::read_only()
+            }
+            async fn call(&self, $a: $args, _: ToolContext) -> Result<ToolOutput, ToolError> {
+                Ok(ToolOutput::text($answer))
+            }
+        }
+    };
+}
+
 #[derive(Deserialize, JsonSchema)]
 struct WeatherArgs {
     /// The city.
     location: String,
 }
 
-/// The tool of the Anthropic recording.
-struct GetWeather;
-
-impl TypedTool for GetWeather {
-    type Args = WeatherArgs;
-    const NAME: &'static str = "get_weather";
-    fn description(&self) -> String {
-        "Current weather".into()
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
-    }
-    async fn call(&self, args: WeatherArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(format!(
-            "18°C and cloudy in {}",
-            args.location
-        )))
-    }
-}
-
+weather_tool!(
+    /// The tool of the Anthropic recording.
+    GetWeather,
+    "get_weather",
+    WeatherArgs,
+    |args| format!("18°C and cloudy in {}", args.location)
+);
 #[derive(Deserialize, JsonSchema)]
 #[allow(dead_code)]
 struct CityWeatherArgs {
@@ -58,47 +68,49 @@ struct CityWeatherArgs {
     units: String,
 }
 
-/// The tool of the OpenAI recording.
-struct GetWeatherArgs;
+weather_tool!(
+    /// The tool of the OpenAI recording.
+    GetWeatherArgs,
+    "GetWeatherArgs",
+    CityWeatherArgs,
+    |args| format!("7°{} and raining in {}", args.units.to_uppercase(), args.city)
+);
+/// A local server replaying `replies`.
+async fn serve(replies: Vec<Reply>) -> ReplayServer {
+    ReplayServer::start(replies).await.unwrap()
+}
 
-impl TypedTool for GetWeatherArgs {
-    type Args = CityWeatherArgs;
-    const NAME: &'static str = "GetWeatherArgs";
-    fn description(&self) -> String {
-        "Current weather".into()
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
-    }
-    async fn call(&self, args: CityWeatherArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(format!(
-            "7°{} and raining in {}",
-            args.units.to_uppercase(),
-            args.city
-        )))
-    }
+/// The Anthropic provider at `server`.
+fn anthropic(server: &ReplayServer) -> AnthropicClient {
+    AnthropicClient::new(Secret::new("sk-ant-test"))
+        .unwrap()
+        .base_url(server.url())
+        .unwrap()
+}
+
+/// A conversation on `model` through `client` offering `tool` alone.
+fn with_tool(
+    client: impl LlmClient + 'static,
+    model: &str,
+    tool: impl TypedTool + 'static,
+) -> mux_orchestrator::Orchestrator {
+    let registry = Registry::new();
+    registry.register_typed(tool).unwrap();
+    let client = Arc::new(client) as Arc<dyn LlmClient>;
+    loop_agent(client, OrchestratorConfig::new(model))
+        .tools(registry.list())
+        .conversation()
 }
 
 #[tokio::test]
 async fn anthropic_tool_use_then_answer() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("anthropic/tool_use.sse")).chunked(7),
         Reply::sse(fixture("anthropic/basic.sse")).chunked(5),
     ])
-    .await
-    .unwrap();
-    let client = AnthropicClient::new(Secret::new("sk-ant-test"))
-        .unwrap()
-        .base_url(server.url())
-        .unwrap();
-    let registry = Registry::new();
-    registry.register_typed(GetWeather).unwrap();
-    let agent = loop_agent(
-        Arc::new(client) as Arc<dyn LlmClient>,
-        OrchestratorConfig::new("claude-sonnet-4-20250514"),
-    )
-    .tools(registry.list())
-    .conversation();
+    .await;
+    let client = anthropic(&server);
+    let agent = with_tool(client, "claude-sonnet-4-20250514", GetWeather);
     let (events, outcome) = common::drain(agent.run("What's the weather in Paris?").unwrap()).await;
     let summary = outcome.unwrap();
 
@@ -133,24 +145,16 @@ async fn anthropic_tool_use_then_answer() {
 
 #[tokio::test]
 async fn openai_parallel_tool_calls_then_answer() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("openai/parallel_tools.sse")).chunked(11),
         Reply::sse(fixture("openai/max_tokens.sse")),
     ])
-    .await
-    .unwrap();
+    .await;
     let client = OpenAiClient::new(Secret::new("sk-test"))
         .unwrap()
         .base_url(format!("{}/v1", server.url()))
         .unwrap();
-    let registry = Registry::new();
-    registry.register_typed(GetWeatherArgs).unwrap();
-    let agent = loop_agent(
-        Arc::new(client) as Arc<dyn LlmClient>,
-        OrchestratorConfig::new("gpt-4o-2024-08-06"),
-    )
-    .tools(registry.list())
-    .conversation();
+    let agent = with_tool(client, "gpt-4o-2024-08-06", GetWeatherArgs);
     let (events, outcome) = common::drain(
         agent
             .run("Weather in Edinburgh and New York? And a stock price.")
@@ -189,7 +193,7 @@ async fn openai_parallel_tool_calls_then_answer() {
 /// A retried request shows as `Retrying` events before the turn's text, and the run goes on.
 #[tokio::test]
 async fn retries_are_visible_as_events() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::json(
             529,
             r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
@@ -197,12 +201,8 @@ async fn retries_are_visible_as_events() {
         .header("retry-after-ms", "5"),
         Reply::sse(fixture("anthropic/basic.sse")),
     ])
-    .await
-    .unwrap();
-    let client = AnthropicClient::new(Secret::new("sk-ant-test"))
-        .unwrap()
-        .base_url(server.url())
-        .unwrap();
+    .await;
+    let client = anthropic(&server);
     let agent = loop_agent(
         Arc::new(client) as Arc<dyn LlmClient>,
         OrchestratorConfig::new("claude-sonnet-4-20250514"),
@@ -248,13 +248,8 @@ struct Place {
 async fn anthropic_structured_output_through_the_output_tool() {
     let recorded = String::from_utf8(fixture("anthropic/tool_use.sse")).unwrap();
     let answered = recorded.replace("\"name\":\"get_weather\"", "\"name\":\"final_result\"");
-    let server = ReplayServer::start(vec![Reply::sse(answered.into_bytes()).chunked(9)])
-        .await
-        .unwrap();
-    let client = AnthropicClient::new(Secret::new("sk-ant-test"))
-        .unwrap()
-        .base_url(server.url())
-        .unwrap();
+    let server = serve(vec![Reply::sse(answered.into_bytes()).chunked(9)]).await;
+    let client = anthropic(&server);
     let agent = mux_orchestrator::Agent::builder(client, "claude-sonnet-4-20250514")
         .build()
         .unwrap();
@@ -281,23 +276,13 @@ struct LocationArgs {
     location: String,
 }
 
-/// The tool of the Responses API recording (gpt-5).
-struct Weather;
-
-impl TypedTool for Weather {
-    type Args = LocationArgs;
-    const NAME: &'static str = "weather";
-    fn description(&self) -> String {
-        "Current weather".into()
-    }
-    fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
-    }
-    async fn call(&self, args: LocationArgs, _: ToolContext) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(format!("40°C in {}", args.location)))
-    }
-}
-
+weather_tool!(
+    /// The tool of the Responses API recording (gpt-5).
+    Weather,
+    "weather",
+    LocationArgs,
+    |args| format!("40°C in {}", args.location)
+);
 fn responses_client(server: &ReplayServer) -> mux_llm::responses::ResponsesClient {
     mux_llm::responses::ResponsesClient::new(Secret::new("sk-test"))
         .unwrap()
@@ -309,20 +294,12 @@ fn responses_client(server: &ReplayServer) -> mux_llm::responses::ResponsesClien
 /// sent back as `function_call_output` with the recorded call id, then the recorded answer.
 #[tokio::test]
 async fn responses_api_tool_call_then_answer() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("responses/tool_call.sse")).chunked(13),
         Reply::sse(fixture("responses/tool_followup.sse")).chunked(7),
     ])
-    .await
-    .unwrap();
-    let registry = Registry::new();
-    registry.register_typed(Weather).unwrap();
-    let agent = loop_agent(
-        Arc::new(responses_client(&server)) as Arc<dyn LlmClient>,
-        OrchestratorConfig::new("gpt-5"),
-    )
-    .tools(registry.list())
-    .conversation();
+    .await;
+    let agent = with_tool(responses_client(&server), "gpt-5", Weather);
     let summary = agent
         .run_to_completion("What's the weather in Florence?")
         .await
@@ -366,11 +343,10 @@ struct Person {
 /// recorded JSON answer comes back as a `Person`.
 #[tokio::test]
 async fn responses_api_typed_answer() {
-    let server = ReplayServer::start(vec![
+    let server = serve(vec![
         Reply::sse(fixture("responses/structured_output.sse")).chunked(9),
     ])
-    .await
-    .unwrap();
+    .await;
     let agent = mux_orchestrator::Agent::builder(responses_client(&server), "gpt-4o-mini")
         .build()
         .unwrap();

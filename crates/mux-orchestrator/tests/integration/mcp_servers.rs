@@ -60,6 +60,48 @@ fn coordinator_config() -> CoordinatorConfig {
     }
 }
 
+/// A coordinator that has started `servers` and waited for them.
+async fn started(servers: Vec<ServerSpec>) -> Coordinator {
+    let coordinator = Coordinator::new(coordinator_config());
+    coordinator.start_all_and_wait(servers).await.unwrap();
+    coordinator
+}
+
+/// The process id of server `name`.
+fn pid_of(servers: &McpServers, name: &str) -> u32 {
+    servers
+        .coordinator()
+        .connection(name)
+        .unwrap()
+        .pid()
+        .unwrap()
+}
+
+/// The servers of an `mcp.json` in `dir` naming server-everything as `ev` and a command that
+/// does not exist as `broken`.
+async fn everything_and_a_broken_one(dir: &std::path::Path) -> McpServers {
+    let config = dir.join("mcp.json");
+    let config_json = json!({"mcpServers": {
+        "ev": {"command": "node", "args": [peer_script("server-everything"), "stdio"]},
+        "broken": {"command": dir.join("no-such-server").to_string_lossy()},
+    }});
+    std::fs::write(&config, config_json.to_string()).unwrap();
+    McpServers::load(&config, coordinator_config())
+        .await
+        .unwrap()
+}
+
+/// An agent on `model` with the caller's `coordinator` and the project rules `rules`.
+fn with_mcp(
+    model: ScriptedClient,
+    rules: RuleSet,
+    coordinator: &Coordinator,
+) -> mux_orchestrator::AgentBuilder {
+    loop_agent(model, OrchestratorConfig::new("m"))
+        .permissions(allow(rules))
+        .mcp(coordinator.clone())
+}
+
 fn allow(rules: RuleSet) -> Permissions {
     Permissions::builder(PathContext::new("."))
         .scope(Scope::Project, ScopeRules::new(rules))
@@ -127,12 +169,7 @@ async fn a_scripted_model_calls_a_real_mcp_tool_and_reads_its_result() {
         .await
         .unwrap();
     assert_eq!(servers.report().connected, ["ev"]);
-    let pid = servers
-        .coordinator()
-        .connection("ev")
-        .unwrap()
-        .pid()
-        .unwrap();
+    let pid = pid_of(&servers, "ev");
     let model = ScriptedClient::new()
         .reply(tool_calls(&[(
             "call_1",
@@ -182,11 +219,7 @@ async fn a_scripted_model_calls_a_real_mcp_tool_and_reads_its_result() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permission_rules_deny_an_mcp_tool_by_name_and_allow_its_server_by_wildcard() {
-    let coordinator = Coordinator::new(coordinator_config());
-    coordinator
-        .start_all_and_wait(vec![everything("ev")])
-        .await
-        .unwrap();
+    let coordinator = started(vec![everything("ev")]).await;
     let mut events = coordinator.subscribe();
     let model = ScriptedClient::new()
         .reply(tool_calls(&[
@@ -199,10 +232,7 @@ async fn permission_rules_deny_an_mcp_tool_by_name_and_allow_its_server_by_wildc
         .unwrap()
         .with_deny("mcp__ev__echo")
         .unwrap();
-    let agent = loop_agent(model, OrchestratorConfig::new("m"))
-        .permissions(allow(rules))
-        .mcp(coordinator.clone())
-        .conversation();
+    let agent = with_mcp(model, rules, &coordinator).conversation();
     let mut observer = agent.subscribe();
 
     let summary = agent.run_to_completion("add and echo").await.unwrap();
@@ -240,21 +270,19 @@ async fn permission_rules_deny_an_mcp_tool_by_name_and_allow_its_server_by_wildc
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_mid_mcp_call_sends_cancelled_and_answers_the_tool_use() {
-    let coordinator = Coordinator::new(coordinator_config());
-    coordinator
-        .start_all_and_wait(vec![everything("ev")])
-        .await
-        .unwrap();
+    let coordinator = started(vec![everything("ev")]).await;
     let mut mcp_events = coordinator.subscribe();
     let model = ScriptedClient::new().reply(tool_calls(&[(
         "call_long",
         "mcp__ev__trigger-long-running-operation",
         json!({"duration": 30, "steps": 30}),
     )]));
-    let agent = loop_agent(model, OrchestratorConfig::new("m"))
-        .permissions(allow(RuleSet::new().with_allow("mcp__ev").unwrap()))
-        .mcp(coordinator.clone())
-        .conversation();
+    let agent = with_mcp(
+        model,
+        RuleSet::new().with_allow("mcp__ev").unwrap(),
+        &coordinator,
+    )
+    .conversation();
 
     let Run {
         mut events,
@@ -384,10 +412,8 @@ async fn tools_of_a_disconnected_server_disappear_and_return_after_a_reconnect()
         .unwrap()
         .with_allow("mcp__b__echo")
         .unwrap();
-    let agent = loop_agent(model.clone(), OrchestratorConfig::new("m"))
+    let agent = with_mcp(model.clone(), rules, &coordinator)
         .tools(registry.list())
-        .permissions(allow(rules))
-        .mcp(coordinator.clone())
         // Only echo and get-sum, from every server.
         .mcp_filter(McpFilter::Or(vec![
             McpFilter::Spec(mux_tool::ToolFilter::glob("mcp__*__echo").unwrap()),
@@ -482,11 +508,7 @@ fn list_changing(name: &str) -> ServerSpec {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_added_and_removed_by_list_changed_follow_in_the_next_turn() {
-    let coordinator = Coordinator::new(coordinator_config());
-    coordinator
-        .start_all_and_wait(vec![list_changing("lc")])
-        .await
-        .unwrap();
+    let coordinator = started(vec![list_changing("lc")]).await;
     let registry = Registry::new();
     registry
         .register_typed(WaitForTool(coordinator.clone()))
@@ -516,10 +538,8 @@ async fn tools_added_and_removed_by_list_changed_follow_in_the_next_turn() {
         .unwrap()
         .with_allow("mcp__lc__*")
         .unwrap();
-    let agent = loop_agent(model.clone(), OrchestratorConfig::new("m"))
+    let agent = with_mcp(model.clone(), rules, &coordinator)
         .tools(registry.list())
-        .permissions(allow(rules))
-        .mcp(coordinator.clone())
         .conversation();
     let mut observer = agent.subscribe();
 
@@ -563,23 +583,10 @@ async fn tools_added_and_removed_by_list_changed_follow_in_the_next_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_fails_to_start_is_reported_and_dropping_the_orchestrator_stops_the_rest() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("mcp.json");
-    let config_json = json!({"mcpServers": {
-        "ev": {"command": "node", "args": [peer_script("server-everything"), "stdio"]},
-        "broken": {"command": dir.path().join("no-such-server").to_string_lossy()},
-    }});
-    std::fs::write(&config, config_json.to_string()).unwrap();
-    let servers = McpServers::load(&config, coordinator_config())
-        .await
-        .unwrap();
+    let servers = everything_and_a_broken_one(dir.path()).await;
     assert_eq!(servers.report().connected, ["ev"]);
     assert_eq!(servers.report().failed.len(), 1);
-    let pid = servers
-        .coordinator()
-        .connection("ev")
-        .unwrap()
-        .pid()
-        .unwrap();
+    let pid = pid_of(&servers, "ev");
 
     let model = ScriptedClient::new().reply(text("one")).reply(text("two"));
     let agent = loop_agent(model, OrchestratorConfig::new("m"))
@@ -627,21 +634,8 @@ async fn a_bad_config_is_a_typed_error_naming_the_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agents_server_that_fails_to_start_is_reported_once_and_shutdown_stops_the_rest() {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("mcp.json");
-    let config_json = json!({"mcpServers": {
-        "ev": {"command": "node", "args": [peer_script("server-everything"), "stdio"]},
-        "broken": {"command": dir.path().join("no-such-server").to_string_lossy()},
-    }});
-    std::fs::write(&config, config_json.to_string()).unwrap();
-    let servers = McpServers::load(&config, coordinator_config())
-        .await
-        .unwrap();
-    let pid = servers
-        .coordinator()
-        .connection("ev")
-        .unwrap()
-        .pid()
-        .unwrap();
+    let servers = everything_and_a_broken_one(dir.path()).await;
+    let pid = pid_of(&servers, "ev");
     let model = ScriptedClient::new().reply(text("one")).reply(text("two"));
     let agent = mux_orchestrator::Agent::builder(model, "m")
         .mcp_servers(servers)

@@ -143,6 +143,55 @@ fn child_until(role: &str, dir: &Path, marker: &str) -> std::process::Child {
     child
 }
 
+/// [`child_until`], then kills the child (SIGKILL: no destructor, no last write) and
+/// returns the id of the session it was running.
+fn killed_child(role: &str, dir: &Path, marker: &str) -> String {
+    let mut child = child_until(role, dir, marker);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::read_to_string(dir.join("session")).unwrap()
+}
+
+/// Runs a child in `role` until it writes `marker` and kills it (SIGKILL: no destructor,
+/// no last write), then runs `test` with the directory and the child's session id on a
+/// runtime of its own, as another process would.
+fn after_killing<Fut>(role: &str, marker: &str, test: impl FnOnce(PathBuf, String) -> Fut)
+where
+    Fut: std::future::Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().unwrap();
+    let id = killed_child(role, dir.path(), marker);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(test(dir.path().to_owned(), id));
+}
+
+/// A conversation of `builder`'s agent resuming session `id`.
+async fn resumed(
+    builder: mux_orchestrator::AgentBuilder,
+    id: &str,
+) -> mux_orchestrator::Orchestrator {
+    builder.open().resume(id).await.unwrap()
+}
+
+/// A conversation of the asking agent on `model` resuming session `id`.
+async fn asking_resumed(
+    dir: &Path,
+    model: ScriptedClient,
+    id: &str,
+) -> mux_orchestrator::Orchestrator {
+    resumed(asking_builder(dir, model, false), id).await
+}
+
+/// Session `id` as stored under `dir`, after checking every call in it has its result.
+async fn stored_all_answered(dir: &Path, id: &str) -> mux_orchestrator::session::Session {
+    let stored = FileSessionStore::new(dir.join("sessions"))
+        .load(id)
+        .await
+        .unwrap();
+    every_call_answered(&stored.messages);
+    stored
+}
+
 /// Not a test of its own: the child's role, chosen by `MUX_UNANSWERED_CHILD` (the directory
 /// to work in); without it, this returns at once. It starts a run whose model calls `look`
 /// and `deploy`, and is killed while `deploy` runs.
@@ -152,12 +201,7 @@ fn child_process_role() {
         return;
     };
     let dir = PathBuf::from(dir);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    crate::common::runtime().block_on(async {
         match std::env::var(ROLE_KIND).unwrap().as_str() {
             "mid-call" => {
                 let orchestrator = builder(&dir, look_then_deploy()).conversation();
@@ -200,21 +244,10 @@ fn every_call_answered(messages: &[Message]) {
 
 #[test]
 fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = child_until("mid-call", dir.path(), "started");
-    child.kill().unwrap(); // SIGKILL: no destructor, no last write.
-    child.wait().unwrap();
-    let id = std::fs::read_to_string(dir.path().join("session")).unwrap();
-    assert_eq!(count(&dir.path().join("deploy")), 1);
-
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
+    after_killing("mid-call", "started", |dir, id| async move {
+        assert_eq!(count(&dir.join("deploy")), 1);
         let model = ScriptedClient::new().reply_text("I checked.");
-        let orchestrator = builder(dir.path(), model.clone())
-            .open()
-            .resume(&id)
-            .await
-            .unwrap();
+        let orchestrator = resumed(builder(&dir, model.clone()), &id).await;
         // The stored session ends in the two calls, unanswered.
         let before = orchestrator.messages();
         assert_eq!(before.last().unwrap().role, Role::Assistant);
@@ -225,8 +258,8 @@ fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
 
         // Each ran once in all, in the dead child: `look` returned there (its output was
         // recorded), `deploy` started and is not run again.
-        assert_eq!(count(&dir.path().join("deploy")), 1);
-        assert_eq!(count(&dir.path().join("look")), 1);
+        assert_eq!(count(&dir.join("deploy")), 1);
+        assert_eq!(count(&dir.join("look")), 1);
 
         // The model read both results, in call order, before the new prompt, in one message.
         let request = &model.requests()[0];
@@ -248,16 +281,7 @@ fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
             format!("{look:?}").contains("all quiet"),
             "the recorded output: {look:?}"
         );
-        let ContentBlock::ToolResult {
-            tool_use_id,
-            content,
-            is_error: true,
-        } = deploy
-        else {
-            panic!("deploy's result: {deploy:?}");
-        };
-        assert_eq!(tool_use_id, "call-deploy");
-        let text = format!("{content:?}");
+        let text = deploy_error(deploy);
         assert!(text.contains("outcome unknown"), "{text}");
         assert_eq!(prompt, &ContentBlock::text("Did it ship?"));
 
@@ -277,22 +301,30 @@ fn a_process_killed_mid_call_leaves_no_call_without_a_result() {
         assert_eq!(summary.tool_calls.len(), 2);
 
         // What is stored now is a history a provider accepts, read back by a fresh store.
-        let store = FileSessionStore::new(dir.path().join("sessions"));
-        let stored = store.load(&id).await.unwrap();
-        every_call_answered(&stored.messages);
+        stored_all_answered(&dir, &id).await;
         // A further run has nothing left to resolve.
         let model = ScriptedClient::new().reply_text("Still fine.");
-        let orchestrator = builder(dir.path(), model.clone())
-            .open()
-            .resume(&id)
-            .await
-            .unwrap();
+        let orchestrator = resumed(builder(&dir, model.clone()), &id).await;
         orchestrator.run_to_completion("And now?").await.unwrap();
         let last = model.requests()[0].messages.last().unwrap().clone();
         assert_eq!(last.content, vec![ContentBlock::text("And now?")]);
-        assert_eq!(count(&dir.path().join("deploy")), 1);
-        assert_eq!(count(&dir.path().join("look")), 1);
+        assert_eq!(count(&dir.join("deploy")), 1);
+        assert_eq!(count(&dir.join("look")), 1);
     });
+}
+
+/// The content of `deploy`'s result, which must be an error result of `call-deploy`.
+fn deploy_error(deploy: &ContentBlock) -> String {
+    let ContentBlock::ToolResult {
+        tool_use_id,
+        content,
+        is_error: true,
+    } = deploy
+    else {
+        panic!("deploy's result: {deploy:?}");
+    };
+    assert_eq!(tool_use_id, "call-deploy");
+    format!("{content:?}")
 }
 
 /// The last message of the first request `model` saw.
@@ -302,24 +334,13 @@ fn last_sent(model: &ScriptedClient) -> Message {
 
 #[test]
 fn a_paused_approval_outlives_its_process_and_is_answered_in_another() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = child_until("paused", dir.path(), "paused");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let id = std::fs::read_to_string(dir.path().join("session")).unwrap();
-    // `look` ran before `deploy` asked; `deploy` never ran.
-    assert_eq!(count(&dir.path().join("look")), 1);
-    assert_eq!(count(&dir.path().join("deploy")), 0);
-
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
+    after_killing("paused", "paused", |dir, id| async move {
+        // `look` ran before `deploy` asked; `deploy` never ran.
+        assert_eq!(count(&dir.join("look")), 1);
+        assert_eq!(count(&dir.join("deploy")), 0);
         // A fresh process sees the pending approval, answers it and continues the run.
         let model = ScriptedClient::new().reply_text("Deployed.");
-        let orchestrator = asking_builder(dir.path(), model.clone(), false)
-            .open()
-            .resume(&id)
-            .await
-            .unwrap();
+        let orchestrator = asking_resumed(&dir, model.clone(), &id).await;
         let pending = orchestrator.pending_approvals();
         assert_eq!(pending.len(), 1, "{pending:?}");
         assert_eq!(
@@ -331,9 +352,9 @@ fn a_paused_approval_outlives_its_process_and_is_answered_in_another() {
         let answers = [("call-deploy".to_owned(), Answer::AllowOnce)];
         let (events, outcome) = drain(orchestrator.resume_run(answers).unwrap()).await;
         assert_eq!(outcome.unwrap().text, "Deployed.");
-        assert_eq!(count(&dir.path().join("deploy")), 1);
+        assert_eq!(count(&dir.join("deploy")), 1);
         assert_eq!(
-            count(&dir.path().join("look")),
+            count(&dir.join("look")),
             1,
             "look's recorded output is reused"
         );
@@ -367,11 +388,7 @@ fn a_paused_approval_outlives_its_process_and_is_answered_in_another() {
         assert_eq!(results[1].0, "call-deploy");
         assert!(results[1].1.contains("deployed"));
         assert!(orchestrator.pending_approvals().is_empty());
-        let stored = FileSessionStore::new(dir.path().join("sessions"))
-            .load(&id)
-            .await
-            .unwrap();
-        every_call_answered(&stored.messages);
+        let stored = stored_all_answered(&dir, &id).await;
         assert!(stored.calls.is_empty());
         // Nothing is left to resume.
         let again = orchestrator.resume_run([]).unwrap();
@@ -385,23 +402,12 @@ fn a_paused_approval_outlives_its_process_and_is_answered_in_another() {
 
 #[test]
 fn a_new_prompt_after_a_paused_approval_is_stored_at_once_and_asks_nothing_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = child_until("paused", dir.path(), "paused");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let id = std::fs::read_to_string(dir.path().join("session")).unwrap();
-
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
+    after_killing("paused", "paused", |dir, id| async move {
         // The person moved on: a new prompt instead of an answer. (A face that drops a loop
         // paused on an approval would drop a prompt held while the old approval is asked
         // again; it is stored first instead.)
         let model = ScriptedClient::new().reply_text("It is noon.");
-        let orchestrator = asking_builder(dir.path(), model.clone(), false)
-            .open()
-            .resume(&id)
-            .await
-            .unwrap();
+        let orchestrator = asking_resumed(&dir, model.clone(), &id).await;
         let run = orchestrator.run("Never mind: what time is it?").unwrap();
         let stored = run.handle.prompt_stored();
         // Were the old approval asked again, it is denied (the run does not hang on it).
@@ -415,8 +421,8 @@ fn a_new_prompt_after_a_paused_approval_is_stored_at_once_and_asks_nothing_again
             "the old approval was asked again: {events:#?}"
         );
         no_invalid_state(&events);
-        assert_eq!(count(&dir.path().join("deploy")), 0, "never ran");
-        assert_eq!(count(&dir.path().join("look")), 1, "not run again");
+        assert_eq!(count(&dir.join("deploy")), 0, "never ran");
+        assert_eq!(count(&dir.join("look")), 1, "not run again");
 
         // The model read the old calls' results, then the prompt, in one message: `look`'s
         // recorded output, and `deploy` not run.
@@ -425,16 +431,7 @@ fn a_new_prompt_after_a_paused_approval_is_stored_at_once_and_asks_nothing_again
             panic!("expected two results and the prompt: {last:#?}");
         };
         assert!(format!("{look:?}").contains("all quiet"), "{look:?}");
-        let ContentBlock::ToolResult {
-            tool_use_id,
-            content,
-            is_error: true,
-        } = deploy
-        else {
-            panic!("deploy's result: {deploy:?}");
-        };
-        assert_eq!(tool_use_id, "call-deploy");
-        let text = format!("{content:?}");
+        let text = deploy_error(deploy);
         assert!(
             text.contains("not run") && text.contains("new message"),
             "{text}"
@@ -442,34 +439,17 @@ fn a_new_prompt_after_a_paused_approval_is_stored_at_once_and_asks_nothing_again
         assert_eq!(prompt, &ContentBlock::text("Never mind: what time is it?"));
 
         // Stored as the model read it; nothing is left open.
-        let store = FileSessionStore::new(dir.path().join("sessions"));
-        let stored = store.load(&id).await.unwrap();
-        every_call_answered(&stored.messages);
-        let resumed = asking_builder(dir.path(), ScriptedClient::new(), false)
-            .open()
-            .resume(&id)
-            .await
-            .unwrap();
+        stored_all_answered(&dir, &id).await;
+        let resumed = asking_resumed(&dir, ScriptedClient::new(), &id).await;
         assert!(resumed.pending_approvals().is_empty());
     });
 }
 
 #[test]
 fn a_pending_approval_left_unanswered_is_asked_again_on_resume() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = child_until("paused", dir.path(), "paused");
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let id = std::fs::read_to_string(dir.path().join("session")).unwrap();
-
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
+    after_killing("paused", "paused", |dir, id| async move {
         let model = ScriptedClient::new().reply_text("Not deployed.");
-        let orchestrator = asking_builder(dir.path(), model.clone(), false)
-            .open()
-            .resume(&id)
-            .await
-            .unwrap();
+        let orchestrator = asking_resumed(&dir, model.clone(), &id).await;
         let mut run = orchestrator.resume_run([]).unwrap();
         let mut asked = false;
         let mut events = Vec::new();
@@ -489,7 +469,7 @@ fn a_pending_approval_left_unanswered_is_asked_again_on_resume() {
         assert!(asked);
         no_invalid_state(&events);
         assert_eq!(run.handle.wait().await.unwrap().text, "Not deployed.");
-        assert_eq!(count(&dir.path().join("deploy")), 0, "denied: never ran");
+        assert_eq!(count(&dir.join("deploy")), 0, "denied: never ran");
         let sent = format!("{:?}", last_sent(&model));
         assert!(sent.contains("not today"), "{sent}");
     });
@@ -542,11 +522,7 @@ fn a_question_outlives_its_process_and_is_asked_again_under_the_same_call_id() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let model = ScriptedClient::new().reply_text("You picked blue.");
-        let orchestrator = asking_builder(dir.path(), model.clone(), false)
-            .open()
-            .resume(&id)
-            .await
-            .unwrap();
+        let orchestrator = asking_resumed(dir.path(), model.clone(), &id).await;
         let pending = orchestrator.pending_questions();
         assert_eq!(pending.len(), 1, "{pending:?}");
         assert_eq!(
@@ -579,11 +555,7 @@ fn a_question_outlives_its_process_and_is_asked_again_under_the_same_call_id() {
         no_invalid_state(&events);
         let sent = format!("{:?}", last_sent(&model));
         assert!(sent.contains("blue"), "{sent}");
-        let stored = FileSessionStore::new(dir.path().join("sessions"))
-            .load(&id)
-            .await
-            .unwrap();
-        every_call_answered(&stored.messages);
+        stored_all_answered(dir.path(), &id).await;
         assert!(orchestrator.pending_questions().is_empty());
     });
 }

@@ -9,11 +9,10 @@ use std::time::Duration;
 use mux_llm::Role;
 use mux_llm::testing::ScriptedClient;
 use mux_orchestrator::session::{
-    HistoryRecord, MemorySessionStore, Session, SessionError, SessionMeta, SessionStore,
+    HistoryRecord, MemorySessionStore, Session, SessionFuture, SessionMeta, SessionStore,
 };
 use mux_orchestrator::{LoopEvent, LoopInput, Orchestrator, OrchestratorConfig};
 use mux_tool::ApprovalPolicy;
-use mux_tool::BoxFuture;
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -52,6 +51,14 @@ impl Gate {
             .unwrap();
     }
 
+    /// `write`, once the gate lets it pass.
+    fn after_the_gate<'a, T: 'a>(&'a self, write: SessionFuture<'a, T>) -> SessionFuture<'a, T> {
+        Box::pin(async move {
+            self.pass().await;
+            write.await
+        })
+    }
+
     async fn pass(&self) {
         let mut open = self.open.subscribe();
         if *open.borrow() {
@@ -74,56 +81,43 @@ impl Gate {
 }
 
 impl SessionStore for Gate {
-    fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
+    fn create<'a>(&'a self, meta: &'a SessionMeta) -> SessionFuture<'a, ()> {
         self.inner.create(meta)
     }
 
-    fn save_meta<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
-        Box::pin(async move {
-            self.pass().await;
-            self.inner.save_meta(meta).await
-        })
+    fn save_meta<'a>(&'a self, meta: &'a SessionMeta) -> SessionFuture<'a, ()> {
+        self.after_the_gate(self.inner.save_meta(meta))
     }
 
-    fn append<'a>(
-        &'a self,
-        id: &'a str,
-        records: &'a [HistoryRecord],
-    ) -> BoxFuture<'a, Result<(), SessionError>> {
-        Box::pin(async move {
-            self.pass().await;
-            self.inner.append(id, records).await
-        })
+    fn append<'a>(&'a self, id: &'a str, records: &'a [HistoryRecord]) -> SessionFuture<'a, ()> {
+        self.after_the_gate(self.inner.append(id, records))
     }
 
     fn save_and_append<'a>(
         &'a self,
         meta: &'a SessionMeta,
         records: &'a [HistoryRecord],
-    ) -> BoxFuture<'a, Result<(), SessionError>> {
-        Box::pin(async move {
-            self.pass().await;
-            self.inner.save_and_append(meta, records).await
-        })
+    ) -> SessionFuture<'a, ()> {
+        self.after_the_gate(self.inner.save_and_append(meta, records))
     }
 
     fn create_and_append<'a>(
         &'a self,
         meta: &'a SessionMeta,
         records: &'a [HistoryRecord],
-    ) -> BoxFuture<'a, Result<(), SessionError>> {
+    ) -> SessionFuture<'a, ()> {
         self.inner.create_and_append(meta, records)
     }
 
-    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
+    fn load<'a>(&'a self, id: &'a str) -> SessionFuture<'a, Session> {
         self.inner.load(id)
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>> {
+    fn list(&self) -> SessionFuture<'_, Vec<SessionMeta>> {
         self.inner.list()
     }
 
-    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionError>> {
+    fn delete<'a>(&'a self, id: &'a str) -> SessionFuture<'a, ()> {
         self.inner.delete(id)
     }
 }

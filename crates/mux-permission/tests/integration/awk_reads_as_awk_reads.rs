@@ -9,7 +9,9 @@
 
 use mux_permission::{Permissions, Verdict};
 
-use super::real_programs::{self, Rng, insert_after, iterations, permissions, quote, verdict};
+use super::real_programs::{
+    self, Rng, all_allowed, insert_after, iterations, none_disagree, permissions, quote, verdict,
+};
 
 const INPUT: &str = "a/b c\n1 2 3\n";
 
@@ -51,7 +53,7 @@ const CORPUS: &[&str] = &[
     "{ print /a\\/#/; system(\"touch CANARY\") }",
     "$0 ~ /[/]/ { print }",
     // Division after `)`, `]`, a name, a number, a string.
-    "{ x = (4) /2/ 1; print x }",
+    // (After `)`: in STAYS_ALLOWED.)
     "{ a[1] = 4; x = a[1] /2/ 1; print x }",
     "{ n = 4; x = n /2/ 1; print x }",
     "{ x = 4 /2/ 1; print x }",
@@ -63,17 +65,10 @@ const CORPUS: &[&str] = &[
     // Output redirection behind parentheses.
     "{ for (print > \"out\"; 0;) ; }",
     "{ printf(\"%s\\n\", $0) > \"out\" }",
-    // Plain programs that must stay allowed.
-    "{ print $1 }",
-    "{ print /#/ }",
-    "/a(/ { print }",
-    "{ if ($1 ~ /[0-9]}/) print }",
-    "{ x = $1 / 2; print x }",
-    "BEGIN { FS = \"/\" } { print $2 }",
-    "{ print (1 > 2) }",
+    // Plain programs that must stay allowed: STAYS_ALLOWED.
 ];
 
-/// Programs from the corpus that must be allowed: the checker does not refuse everything.
+/// Programs of the corpus that must be allowed: the checker does not refuse everything.
 const STAYS_ALLOWED: &[&str] = &[
     "{ print $1 }",
     "{ print /#/ }",
@@ -113,22 +108,18 @@ fn tricky_programs_are_allowed_only_when_awk_does_nothing_else() {
         return;
     }
     let permissions = permissions(&["Bash(awk:*)"]);
-    let failures: Vec<String> = CORPUS
+    // The whole corpus: the plain programs that must stay allowed are part of it.
+    let corpus = [CORPUS, STAYS_ALLOWED].concat();
+    let failures: Vec<String> = corpus
         .iter()
         .filter_map(|p| disagreement(&permissions, p))
         .collect();
-    eprintln!(
-        "awk corpus: {} of {} programs disagree",
-        failures.len(),
-        CORPUS.len()
-    );
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-    for program in STAYS_ALLOWED {
-        let command = format!("awk {}", quote(program));
-        assert_eq!(verdict(&permissions, &command), Verdict::Allow, "{program}");
-    }
+    none_disagree("awk corpus", &failures, corpus.len(), "programs");
+    all_allowed(&permissions, STAYS_ALLOWED, |program| {
+        format!("awk {}", quote(program))
+    });
     // The corpus reaches real behaviour: awk runs the canary command for some of it.
-    let ran = CORPUS
+    let ran = corpus
         .iter()
         .filter(|p| real_programs::run(&awk(), &[p], INPUT, &[]).ran_command)
         .count();
@@ -218,6 +209,5 @@ fn mutated_programs_are_allowed_only_when_awk_does_nothing_else() {
             failures.push(failure);
         }
     }
-    eprintln!("awk search: {} of {runs} mutants disagree", failures.len());
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    none_disagree("awk search", &failures, runs, "mutants");
 }

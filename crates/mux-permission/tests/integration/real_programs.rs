@@ -222,3 +222,23 @@ pub(crate) fn insert_after(rng: &mut Rng, text: &str, after: &[char], piece: &st
     };
     format!("{}{piece}{}", &text[..at], &text[at..])
 }
+
+/// Fails with every disagreement in `failures`, after printing how many of `total` `things`
+/// (`programs`, `mutants`, …) disagree under `label`.
+pub(crate) fn none_disagree(label: &str, failures: &[String], total: usize, things: &str) {
+    eprintln!("{label}: {} of {total} {things} disagree", failures.len());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Each of `programs`, as the command line `command(program)`, is allowed by `permissions`:
+/// the checker does not refuse everything.
+pub(crate) fn all_allowed(
+    permissions: &Permissions,
+    programs: &[&str],
+    command: impl Fn(&str) -> String,
+) {
+    for program in programs {
+        let verdict = verdict(permissions, &command(program));
+        assert_eq!(verdict, Verdict::Allow, "{program:?}");
+    }
+}

@@ -336,38 +336,59 @@ fn only_the_walled_bash_tool_is_allowed_by_the_wall() {
     assert_eq!(verdict.verdict, Verdict::Ask);
 }
 
+/// A temp dir holding an empty `project` folder: (the dir, the project).
+fn project() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir(&root).unwrap();
+    (dir, root)
+}
+
+/// A registry holding the bash tool `permissions` builds over `root`.
+fn walled_bash(permissions: &Permissions, root: &std::path::Path) -> Registry {
+    let registry = Registry::new();
+    registry
+        .register_typed(permissions.bash(Sandbox::new(root).unwrap()).unwrap())
+        .unwrap();
+    registry
+}
+
+/// Calls the tool `bash` with `input` through `executor`: (is it an error, its text).
+async fn bash_call(executor: &Executor, id: &'static str, input: Value) -> (bool, String) {
+    let outcome = executor
+        .execute(ToolCall::new(id, "bash", input), &CallScope::default())
+        .await;
+    (outcome.is_error(), outcome.output().to_text())
+}
+
+/// Whether `text` says this machine cannot enforce the OS sandbox (the test is then skipped,
+/// and says so).
+fn cannot_wall(text: &str) -> bool {
+    let cannot = text.contains("unsupported") || text.contains("Unsupported");
+    if cannot {
+        eprintln!("skipped: this machine cannot enforce the OS sandbox: {text}");
+    }
+    cannot
+}
+
 /// The bash tool the policy builds runs under the policy's own wall: a command the gate lets
 /// through without asking really runs, and writes only where the wall lets it.
 #[tokio::test]
 async fn the_policy_builds_the_tool_it_judges() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("project");
-    std::fs::create_dir(&root).unwrap();
+    let (dir, root) = project();
     let outside = dir.path().join("outside.txt");
     let permissions = Permissions::builder(PathContext::with_home(&root, None))
         .bash_wall(SandboxPolicy::WorkspaceWrite)
         .build();
-    let registry = Registry::new();
-    registry
-        .register_typed(permissions.bash(Sandbox::new(&root).unwrap()).unwrap())
-        .unwrap();
+    let registry = walled_bash(&permissions, &root);
     // No one to ask: only what the policy allows runs.
     let executor = Executor::builder(registry)
         .gate(PermissionGate::without_asker(permissions))
         .build();
-    let run = |id: &'static str, input: Value| {
-        let executor = &executor;
-        async move {
-            let outcome = executor
-                .execute(ToolCall::new(id, "bash", input), &CallScope::default())
-                .await;
-            (outcome.is_error(), outcome.output().to_text())
-        }
-    };
+    let run = |id: &'static str, input: Value| bash_call(&executor, id, input);
     let command = format!("echo inside > inside.txt; echo out > {}", outside.display());
     let (is_error, text) = run("1", json!({ "command": command })).await;
-    if text.contains("unsupported") || text.contains("Unsupported") {
-        eprintln!("skipped: this machine cannot enforce the OS sandbox: {text}");
+    if cannot_wall(&text) {
         return;
     }
     // Allowed unasked; the write inside the root happened, the one outside did not.
@@ -385,19 +406,14 @@ async fn the_policy_builds_the_tool_it_judges() {
 /// exclusion or the flag, the same write is refused by the wall.
 #[tokio::test]
 async fn an_excluded_command_asks_and_runs_outside_the_wall() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("project");
-    std::fs::create_dir(&root).unwrap();
+    let (dir, root) = project();
     let settings = sandbox(|s| s.excluded_commands = vec!["touch".into()]);
     let project = ScopeRules::new(RuleSet::new().with_sandbox(settings));
     let permissions = Permissions::builder(PathContext::with_home(&root, None))
         .scope(Scope::Project, project)
         .bash_wall(SandboxPolicy::WorkspaceWrite)
         .build();
-    let registry = Registry::new();
-    registry
-        .register_typed(permissions.bash(Sandbox::new(&root).unwrap()).unwrap())
-        .unwrap();
+    let registry = walled_bash(&permissions, &root);
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = std::sync::Arc::clone(&asked);
     let asker = mux_permission::asker_fn(move |call: ToolCall, _subject, _verdict| {
@@ -407,23 +423,14 @@ async fn an_excluded_command_asks_and_runs_outside_the_wall() {
     let executor = Executor::builder(registry)
         .gate(PermissionGate::new(permissions, asker))
         .build();
-    let run = |id: &'static str, input: Value| {
-        let executor = &executor;
-        async move {
-            let outcome = executor
-                .execute(ToolCall::new(id, "bash", input), &CallScope::default())
-                .await;
-            (outcome.is_error(), outcome.output().to_text())
-        }
-    };
+    let run = |id: &'static str, input: Value| bash_call(&executor, id, input);
     let walled = dir.path().join("walled.txt");
     let (_, text) = run(
         "1",
         json!({"command": format!("echo x > {}", walled.display())}),
     )
     .await;
-    if text.contains("unsupported") || text.contains("Unsupported") {
-        eprintln!("skipped: this machine cannot enforce the OS sandbox: {text}");
+    if cannot_wall(&text) {
         return;
     }
     assert!(
@@ -582,15 +589,7 @@ async fn the_gate_reads_the_request_to_leave_the_wall_from_the_call() {
     let executor = Executor::builder(registry)
         .gate(PermissionGate::without_asker(walled(Mode::Default)))
         .build();
-    let run = |id: &'static str, input: Value| {
-        let executor = &executor;
-        async move {
-            let outcome = executor
-                .execute(ToolCall::new(id, "bash", input), &CallScope::default())
-                .await;
-            (outcome.is_error(), outcome.output().to_text())
-        }
-    };
+    let run = |id: &'static str, input: Value| bash_call(&executor, id, input);
     let (is_error, _) = run("1", json!({"command": "npm install"})).await;
     assert!(!is_error);
     let (is_error, text) = run(

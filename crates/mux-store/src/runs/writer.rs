@@ -688,17 +688,71 @@ mod tests {
     use crate::runs::{FaultyRunStore, MemoryRunStore};
     use serde_json::{Value, json};
 
+    /// How long a test waits for the writer before failing.
+    const WAIT: Duration = Duration::from_secs(10);
+
+    /// `what`, failing the test if it takes longer than [`WAIT`].
+    async fn soon<F: std::future::Future>(what: F) -> F::Output {
+        tokio::time::timeout(WAIT, what)
+            .await
+            .expect("the writer did not get there in time")
+    }
+
+    /// A faulty memory store with run `r` of session `s` begun by `me` for `lease`.
+    async fn faulty(lease: Duration) -> Arc<FaultyRunStore> {
+        let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
+        store.begin("s", "r", "me", lease).await.unwrap();
+        store
+    }
+
+    /// A writer of a new run `r`, held by `me` for `lease`, giving up writes after `timeout`.
+    fn writer_within(store: &Arc<FaultyRunStore>, lease: Duration, timeout: Duration) -> RunWriter {
+        let store: Arc<dyn RunStore> = store.clone();
+        RunWriter::start_within(
+            store,
+            "r",
+            0,
+            "me",
+            lease,
+            CancellationToken::new(),
+            timeout,
+        )
+    }
+
+    /// A writer of run `r`, held by `me` for `lease` with `last_seq` events stored.
+    fn started(store: &Arc<dyn RunStore>, last_seq: u64, lease: Duration) -> RunWriter {
+        let alive = CancellationToken::new();
+        RunWriter::start(Arc::clone(store), "r", last_seq, "me", lease, alive)
+    }
+
+    /// Waits until the writer has stored `n` events.
+    async fn stored(writer: &RunWriter, n: u64) {
+        soon(writer.stored().wait_for(|stored| *stored == n))
+            .await
+            .unwrap();
+    }
+
+    /// Run `r`'s status and last number.
+    async fn status_and_last(store: &dyn RunStore) -> (RunStatus, u64) {
+        let record = store.get("r").await.unwrap();
+        (record.status, record.last_seq)
+    }
+
+    /// Run `r`'s stored events.
+    async fn values(store: &dyn RunStore) -> Vec<Value> {
+        let events = store.events_after("r", 0, 10).await.unwrap();
+        events.into_iter().map(|e| e.event).collect()
+    }
+
     /// An append committed whose answer was lost is not written again: each event is stored
     /// once (before, the retry stored the batch a second time).
     #[tokio::test]
     async fn an_append_whose_answer_was_lost_is_not_stored_twice() {
         for end in [None, Some(RunStatus::Finished)] {
-            let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
-            store.lose_next_answer();
             let lease = Duration::from_secs(30);
-            store.begin("s", "r", "me", lease).await.unwrap();
-            let dyn_store: Arc<dyn RunStore> = store.clone();
-            let writer = RunWriter::start(dyn_store, "r", 0, "me", lease, CancellationToken::new());
+            let store = faulty(lease).await;
+            store.lose_next_answer();
+            let writer = writer_within(&store, lease, WRITE_TIMEOUT);
             match end {
                 None => {
                     writer.push(json!(0));
@@ -708,19 +762,15 @@ mod tests {
                 }
                 Some(status) => writer.finish_with([json!(0), json!(1), json!(2)], status),
             }
-            tokio::time::timeout(Duration::from_secs(10), writer.done())
-                .await
-                .unwrap();
+            soon(writer.done()).await;
             assert!(!writer.lost().is_cancelled());
-            let events = store.events_after("r", 0, 10).await.unwrap();
-            let values: Vec<Value> = events.into_iter().map(|e| e.event).collect();
+            let values = values(&*store).await;
             assert_eq!(
                 values,
                 [json!(0), json!(1), json!(2)],
                 "ending with {end:?}"
             );
-            let record = store.get("r").await.unwrap();
-            assert_eq!((record.status, record.last_seq), (RunStatus::Finished, 3));
+            assert_eq!(status_and_last(&*store).await, (RunStatus::Finished, 3));
         }
     }
 
@@ -728,31 +778,15 @@ mod tests {
     /// the face then hands over is stored once the store is back, after what was stored.
     #[tokio::test]
     async fn a_store_that_refuses_past_the_timeout_fails_the_run_and_takes_its_end_later() {
-        let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
         let lease = Duration::from_secs(30);
-        store.begin("s", "r", "me", lease).await.unwrap();
-        let dyn_store: Arc<dyn RunStore> = store.clone();
+        let store = faulty(lease).await;
         let timeout = Duration::from_millis(300);
-        let writer = RunWriter::start_within(
-            dyn_store,
-            "r",
-            0,
-            "me",
-            lease,
-            CancellationToken::new(),
-            timeout,
-        );
+        let writer = writer_within(&store, lease, timeout);
         writer.push(json!("started"));
-        tokio::time::timeout(
-            Duration::from_secs(10),
-            writer.stored().wait_for(|n| *n == 1),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        stored(&writer, 1).await;
         store.cut_off(true);
         writer.push(json!("lost"));
-        tokio::time::timeout(Duration::from_secs(10), writer.failed().cancelled())
+        tokio::time::timeout(WAIT, writer.failed().cancelled())
             .await
             .expect("the writer never gave up");
         let failure = writer.failure().unwrap();
@@ -768,13 +802,9 @@ mod tests {
             "the end is tried until the store takes it"
         );
         store.cut_off(false);
-        tokio::time::timeout(Duration::from_secs(10), writer.done())
-            .await
-            .unwrap();
-        let record = store.get("r").await.unwrap();
-        assert_eq!((record.status, record.last_seq), (RunStatus::Failed, 2));
-        let events = store.events_after("r", 0, 10).await.unwrap();
-        let values: Vec<Value> = events.into_iter().map(|e| e.event).collect();
+        soon(writer.done()).await;
+        assert_eq!(status_and_last(&*store).await, (RunStatus::Failed, 2));
+        let values = values(&*store).await;
         assert_eq!(values, [json!("started"), json!("error")]);
     }
 
@@ -786,45 +816,25 @@ mod tests {
     /// to be taken over and run again).
     #[tokio::test]
     async fn a_store_that_crashed_after_an_append_takes_the_end_once_back() {
-        let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
         let lease = Duration::from_millis(400);
-        store.begin("s", "r", "me", lease).await.unwrap();
-        let dyn_store: Arc<dyn RunStore> = store.clone();
+        let store = faulty(lease).await;
         let timeout = Duration::from_millis(300);
-        let writer = RunWriter::start_within(
-            dyn_store,
-            "r",
-            0,
-            "me",
-            lease,
-            CancellationToken::new(),
-            timeout,
-        );
+        let writer = writer_within(&store, lease, timeout);
         writer.push(json!("started"));
-        tokio::time::timeout(
-            Duration::from_secs(10),
-            writer.stored().wait_for(|n| *n == 1),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        stored(&writer, 1).await;
         store.crash_after_next_append();
         writer.push(json!("taken, unanswered"));
-        tokio::time::timeout(Duration::from_secs(10), writer.failed().cancelled())
+        tokio::time::timeout(WAIT, writer.failed().cancelled())
             .await
             .expect("the writer never gave up");
         writer.finish_with([json!("error")], RunStatus::Failed);
         // Down for longer than the lease.
         tokio::time::sleep(lease * 2).await;
         store.cut_off(false);
-        tokio::time::timeout(Duration::from_secs(10), writer.done())
-            .await
-            .unwrap();
+        soon(writer.done()).await;
         assert!(!writer.lost().is_cancelled(), "the run was called lost");
-        let record = store.get("r").await.unwrap();
-        assert_eq!((record.status, record.last_seq), (RunStatus::Failed, 3));
-        let events = store.events_after("r", 0, 10).await.unwrap();
-        let values: Vec<Value> = events.into_iter().map(|e| e.event).collect();
+        assert_eq!(status_and_last(&*store).await, (RunStatus::Failed, 3));
+        let values = values(&*store).await;
         assert_eq!(
             values,
             [json!("started"), json!("taken, unanswered"), json!("error")]
@@ -834,30 +844,18 @@ mod tests {
     /// A store that does not answer at all fails the run within the timeout too.
     #[tokio::test]
     async fn a_store_that_does_not_answer_fails_the_run_within_the_timeout() {
-        let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
         let lease = Duration::from_secs(30);
-        store.begin("s", "r", "me", lease).await.unwrap();
-        let dyn_store: Arc<dyn RunStore> = store.clone();
+        let store = faulty(lease).await;
         store.hang(true);
-        let writer = RunWriter::start_within(
-            dyn_store,
-            "r",
-            0,
-            "me",
-            lease,
-            CancellationToken::new(),
-            Duration::from_millis(300),
-        );
+        let writer = writer_within(&store, lease, Duration::from_millis(300));
         writer.push(json!("started"));
-        tokio::time::timeout(Duration::from_secs(10), writer.failed().cancelled())
+        tokio::time::timeout(WAIT, writer.failed().cancelled())
             .await
             .expect("a hung store held the writer");
         assert_eq!(writer.failure().unwrap().fault, StoreFault::Unanswered);
         store.hang(false);
         writer.finish_with([json!("error")], RunStatus::Failed);
-        tokio::time::timeout(Duration::from_secs(10), writer.done())
-            .await
-            .unwrap();
+        soon(writer.done()).await;
         assert_eq!(store.get("r").await.unwrap().status, RunStatus::Failed);
     }
 
@@ -865,37 +863,18 @@ mod tests {
     /// once, and nothing of the outage (no failure, no backoff) is left.
     #[tokio::test]
     async fn an_outage_within_the_timeout_loses_nothing_and_leaves_nothing_behind() {
-        let store = Arc::new(FaultyRunStore::new(Arc::new(MemoryRunStore::new())));
         let lease = Duration::from_secs(30);
-        store.begin("s", "r", "me", lease).await.unwrap();
-        let dyn_store: Arc<dyn RunStore> = store.clone();
-        let writer = RunWriter::start_within(
-            dyn_store,
-            "r",
-            0,
-            "me",
-            lease,
-            CancellationToken::new(),
-            Duration::from_secs(30),
-        );
+        let store = faulty(lease).await;
+        let writer = writer_within(&store, lease, Duration::from_secs(30));
         store.cut_off(true);
         writer.push(json!(0));
         tokio::time::sleep(Duration::from_millis(1500)).await;
         store.cut_off(false);
-        tokio::time::timeout(
-            Duration::from_secs(10),
-            writer.stored().wait_for(|n| *n == 1),
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        stored(&writer, 1).await;
         writer.finish_with([json!(1)], RunStatus::Finished);
-        tokio::time::timeout(Duration::from_secs(10), writer.done())
-            .await
-            .unwrap();
+        soon(writer.done()).await;
         assert!(!writer.failed().is_cancelled() && writer.failure().is_none());
-        let record = store.get("r").await.unwrap();
-        assert_eq!((record.status, record.last_seq), (RunStatus::Finished, 2));
+        assert_eq!(status_and_last(&*store).await, (RunStatus::Finished, 2));
     }
 
     #[tokio::test]
@@ -914,26 +893,15 @@ mod tests {
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let writer = RunWriter::start(
-            Arc::clone(&store),
-            "r",
-            2,
-            "me",
-            lease,
-            CancellationToken::new(),
-        );
+        let writer = started(&store, 2, lease);
         let stored = writer.stored();
         writer.push(json!(2));
         writer.finish_with([json!(3)], RunStatus::Finished);
-        tokio::time::timeout(Duration::from_secs(10), writer.done())
-            .await
-            .unwrap();
+        soon(writer.done()).await;
         assert!(!writer.lost().is_cancelled());
         assert_eq!(*stored.borrow(), 4);
-        let record = store.get("r").await.unwrap();
-        assert_eq!((record.status, record.last_seq), (RunStatus::Finished, 4));
-        let events = store.events_after("r", 0, 10).await.unwrap();
-        let values: Vec<Value> = events.into_iter().map(|e| e.event).collect();
+        assert_eq!(status_and_last(&*store).await, (RunStatus::Finished, 4));
+        let values = values(&*store).await;
         assert_eq!(values, [json!(0), json!(1), json!(2), json!(3)]);
     }
 
@@ -942,14 +910,7 @@ mod tests {
         let store: Arc<dyn RunStore> = Arc::new(MemoryRunStore::new());
         let lease = Duration::from_millis(90);
         store.begin("s", "r", "me", lease).await.unwrap();
-        let writer = RunWriter::start(
-            Arc::clone(&store),
-            "r",
-            0,
-            "me",
-            lease,
-            CancellationToken::new(),
-        );
+        let writer = started(&store, 0, lease);
         let stored = writer.stored();
         for n in 0..600 {
             writer.push(json!({ "n": n }));
@@ -966,9 +927,7 @@ mod tests {
         writer.push(json!({ "n": 600 }));
         writer.finish(RunStatus::Cancelled);
         writer.push(json!("ignored"));
-        tokio::time::timeout(Duration::from_secs(10), writer.done())
-            .await
-            .unwrap();
+        soon(writer.done()).await;
         assert!(!writer.lost().is_cancelled());
         let record = store.get("r").await.unwrap();
         assert_eq!(
@@ -997,18 +956,9 @@ mod tests {
             .append_events("r", "other", &[json!(0)], None)
             .await
             .unwrap();
-        let again = RunWriter::start(
-            Arc::clone(&store),
-            "r",
-            0,
-            "me",
-            lease,
-            CancellationToken::new(),
-        );
+        let again = started(&store, 0, lease);
         again.push(json!(1));
-        tokio::time::timeout(Duration::from_secs(10), again.lost().cancelled())
-            .await
-            .unwrap();
+        soon(again.lost().cancelled()).await;
         let record = store.get("r").await.unwrap();
         assert_eq!(
             (record.last_seq, record.owner.as_deref()),

@@ -4,10 +4,11 @@
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use mux_tool::BoxFuture;
 use tokio::io::AsyncWriteExt;
 
-use super::{HistoryRecord, Session, SessionError, SessionMeta, SessionStore, check_id};
+use super::{
+    HistoryRecord, Session, SessionError, SessionFuture, SessionMeta, SessionStore, check_id,
+};
 
 mod tail;
 
@@ -89,7 +90,7 @@ impl FileSessionStore {
 }
 
 impl SessionStore for FileSessionStore {
-    fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
+    fn create<'a>(&'a self, meta: &'a SessionMeta) -> SessionFuture<'a, ()> {
         Box::pin(async move {
             let dir = self.session_dir(&meta.id)?;
             tokio::fs::create_dir_all(&self.root)
@@ -117,7 +118,7 @@ impl SessionStore for FileSessionStore {
         })
     }
 
-    fn save_meta<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
+    fn save_meta<'a>(&'a self, meta: &'a SessionMeta) -> SessionFuture<'a, ()> {
         Box::pin(async move {
             let dir = self.session_dir(&meta.id)?;
             if !is_dir(&dir).await {
@@ -127,11 +128,7 @@ impl SessionStore for FileSessionStore {
         })
     }
 
-    fn append<'a>(
-        &'a self,
-        id: &'a str,
-        records: &'a [HistoryRecord],
-    ) -> BoxFuture<'a, Result<(), SessionError>> {
+    fn append<'a>(&'a self, id: &'a str, records: &'a [HistoryRecord]) -> SessionFuture<'a, ()> {
         Box::pin(async move {
             let dir = self.session_dir(id)?;
             let io = |operation| SessionError::io(id, operation);
@@ -155,11 +152,11 @@ impl SessionStore for FileSessionStore {
         })
     }
 
-    fn load_meta<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionMeta, SessionError>> {
+    fn load_meta<'a>(&'a self, id: &'a str) -> SessionFuture<'a, SessionMeta> {
         Box::pin(async move { read_meta(&self.session_dir(id)?, id).await })
     }
 
-    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
+    fn load<'a>(&'a self, id: &'a str) -> SessionFuture<'a, Session> {
         Box::pin(async move {
             let dir = self.session_dir(id)?;
             let io = |operation| SessionError::io(id, operation);
@@ -181,7 +178,7 @@ impl SessionStore for FileSessionStore {
         })
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>> {
+    fn list(&self) -> SessionFuture<'_, Vec<SessionMeta>> {
         Box::pin(async move {
             let mut metas = Vec::new();
             let mut entries = match tokio::fs::read_dir(&self.root).await {
@@ -208,7 +205,7 @@ impl SessionStore for FileSessionStore {
         })
     }
 
-    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionError>> {
+    fn delete<'a>(&'a self, id: &'a str) -> SessionFuture<'a, ()> {
         Box::pin(async move {
             let dir = self.session_dir(id)?;
             tokio::fs::remove_dir_all(&dir)

@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use mux_tool::BoxFuture;
-
-use super::{HistoryRecord, Session, SessionError, SessionMeta, SessionStore, check_id};
+use super::{
+    HistoryRecord, Session, SessionError, SessionFuture, SessionMeta, SessionStore, check_id,
+};
 
 /// Keeps sessions in a map; nothing survives the process.
 #[derive(Debug, Default)]
@@ -28,7 +28,7 @@ impl MemorySessionStore {
 }
 
 impl SessionStore for MemorySessionStore {
-    fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
+    fn create<'a>(&'a self, meta: &'a SessionMeta) -> SessionFuture<'a, ()> {
         let result = check_id(&meta.id).and_then(|()| {
             self.with(|map| {
                 if map.contains_key(&meta.id) {
@@ -41,7 +41,7 @@ impl SessionStore for MemorySessionStore {
         Box::pin(std::future::ready(result))
     }
 
-    fn save_meta<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>> {
+    fn save_meta<'a>(&'a self, meta: &'a SessionMeta) -> SessionFuture<'a, ()> {
         let result = self.with(|map| match map.get_mut(&meta.id) {
             Some(entry) => {
                 entry.0 = meta.clone();
@@ -52,11 +52,7 @@ impl SessionStore for MemorySessionStore {
         Box::pin(std::future::ready(result))
     }
 
-    fn append<'a>(
-        &'a self,
-        id: &'a str,
-        records: &'a [HistoryRecord],
-    ) -> BoxFuture<'a, Result<(), SessionError>> {
+    fn append<'a>(&'a self, id: &'a str, records: &'a [HistoryRecord]) -> SessionFuture<'a, ()> {
         let result = self.with(|map| match map.get_mut(id) {
             Some(entry) => {
                 entry.1.extend_from_slice(records);
@@ -67,7 +63,7 @@ impl SessionStore for MemorySessionStore {
         Box::pin(std::future::ready(result))
     }
 
-    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>> {
+    fn load<'a>(&'a self, id: &'a str) -> SessionFuture<'a, Session> {
         let result = self.with(|map| match map.get(id) {
             Some((meta, records)) => Ok(Session::replay(meta.clone(), records.iter().cloned())),
             None => Err(SessionError::NotFound(id.to_owned())),
@@ -75,7 +71,7 @@ impl SessionStore for MemorySessionStore {
         Box::pin(std::future::ready(result))
     }
 
-    fn load_meta<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionMeta, SessionError>> {
+    fn load_meta<'a>(&'a self, id: &'a str) -> SessionFuture<'a, SessionMeta> {
         let result = self.with(|map| match map.get(id) {
             Some((meta, _)) => Ok(meta.clone()),
             None => Err(SessionError::NotFound(id.to_owned())),
@@ -83,14 +79,14 @@ impl SessionStore for MemorySessionStore {
         Box::pin(std::future::ready(result))
     }
 
-    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>> {
+    fn list(&self) -> SessionFuture<'_, Vec<SessionMeta>> {
         let mut metas: Vec<SessionMeta> =
             self.with(|map| map.values().map(|(meta, _)| meta.clone()).collect());
         super::page::sort(&mut metas);
         Box::pin(std::future::ready(Ok(metas)))
     }
 
-    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionError>> {
+    fn delete<'a>(&'a self, id: &'a str) -> SessionFuture<'a, ()> {
         let result = self.with(|map| {
             map.remove(id)
                 .map(|_| ())

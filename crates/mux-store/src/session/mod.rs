@@ -262,20 +262,19 @@ impl SessionError {
     }
 }
 
+/// What a session store's operations return: a boxed future of the result.
+pub type SessionFuture<'a, T> = BoxFuture<'a, Result<T, SessionError>>;
+
 /// Where sessions live. Every method may be called concurrently for different sessions.
 pub trait SessionStore: Send + Sync + 'static {
     /// Creates a session with no messages.
-    fn create<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>>;
+    fn create<'a>(&'a self, meta: &'a SessionMeta) -> SessionFuture<'a, ()>;
 
     /// Replaces a session's metadata.
-    fn save_meta<'a>(&'a self, meta: &'a SessionMeta) -> BoxFuture<'a, Result<(), SessionError>>;
+    fn save_meta<'a>(&'a self, meta: &'a SessionMeta) -> SessionFuture<'a, ()>;
 
     /// Appends records to a session's log.
-    fn append<'a>(
-        &'a self,
-        id: &'a str,
-        records: &'a [HistoryRecord],
-    ) -> BoxFuture<'a, Result<(), SessionError>>;
+    fn append<'a>(&'a self, id: &'a str, records: &'a [HistoryRecord]) -> SessionFuture<'a, ()>;
 
     /// Replaces a session's metadata and appends `records` to its log, in one step where the
     /// store can (the SQL stores: one transaction, so one commit). The default saves the
@@ -284,7 +283,7 @@ pub trait SessionStore: Send + Sync + 'static {
         &'a self,
         meta: &'a SessionMeta,
         records: &'a [HistoryRecord],
-    ) -> BoxFuture<'a, Result<(), SessionError>> {
+    ) -> SessionFuture<'a, ()> {
         Box::pin(async move {
             self.save_meta(meta).await?;
             if records.is_empty() {
@@ -302,7 +301,7 @@ pub trait SessionStore: Send + Sync + 'static {
         &'a self,
         meta: &'a SessionMeta,
         records: &'a [HistoryRecord],
-    ) -> BoxFuture<'a, Result<(), SessionError>> {
+    ) -> SessionFuture<'a, ()> {
         Box::pin(async move {
             self.create(meta).await?;
             if records.is_empty() {
@@ -313,19 +312,19 @@ pub trait SessionStore: Send + Sync + 'static {
     }
 
     /// Loads a session, replaying its log.
-    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Session, SessionError>>;
+    fn load<'a>(&'a self, id: &'a str) -> SessionFuture<'a, Session>;
 
     /// A session's metadata, without its log (`NotFound` as [`load`](Self::load)): what a
     /// face reads to learn a thread's owner.
     ///
     /// The default loads the whole session; every store of this crate reads only the
     /// metadata.
-    fn load_meta<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionMeta, SessionError>> {
+    fn load_meta<'a>(&'a self, id: &'a str) -> SessionFuture<'a, SessionMeta> {
         Box::pin(async move { self.load(id).await.map(|session| session.meta) })
     }
 
     /// Every session's metadata, most recently updated first (ties: by id).
-    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionMeta>, SessionError>>;
+    fn list(&self) -> SessionFuture<'_, Vec<SessionMeta>>;
 
     /// At most `limit` sessions in [`list`](Self::list)'s order, starting after `after` (from
     /// the start when `None`). Pass the page's [`next`](SessionPage::next) to get the next page.
@@ -335,7 +334,7 @@ pub trait SessionStore: Send + Sync + 'static {
         &'a self,
         after: Option<&'a PageCursor>,
         limit: usize,
-    ) -> BoxFuture<'a, Result<SessionPage, SessionError>> {
+    ) -> SessionFuture<'a, SessionPage> {
         Box::pin(async move {
             let all = self.list().await?;
             Ok(page::page_of(all, after, limit))
@@ -343,10 +342,10 @@ pub trait SessionStore: Send + Sync + 'static {
     }
 
     /// Deletes a session.
-    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), SessionError>>;
+    fn delete<'a>(&'a self, id: &'a str) -> SessionFuture<'a, ()>;
 
     /// Copies a session into a new one whose `parent` is the original; returns the new metadata.
-    fn fork<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<SessionMeta, SessionError>> {
+    fn fork<'a>(&'a self, id: &'a str) -> SessionFuture<'a, SessionMeta> {
         Box::pin(async move {
             let original = self.load(id).await?;
             let mut meta = SessionMeta::new();

@@ -41,6 +41,27 @@ async fn begin(
     metas
 }
 
+/// Both stores on the database at `url`, shared.
+async fn connect(url: &str) -> (Arc<PostgresRunStore>, Arc<PostgresSessionStore>) {
+    let runs = PostgresRunStore::connect(url).await.unwrap();
+    let sessions = PostgresSessionStore::connect(url).await.unwrap();
+    (Arc::new(runs), Arc::new(sessions))
+}
+
+/// Spawns `task(i, meta)` for each session, returning the tasks in order.
+fn spawn_each<F, Fut>(metas: Vec<SessionMeta>, task: F) -> Vec<tokio::task::JoinHandle<Fut::Output>>
+where
+    F: Fn(usize, SessionMeta) -> Fut,
+    Fut: std::future::Future + Send + 'static,
+    Fut::Output: Send + 'static,
+{
+    metas
+        .into_iter()
+        .enumerate()
+        .map(|(i, meta)| tokio::spawn(task(i, meta)))
+        .collect()
+}
+
 /// The `n` of each stored event of `run`, after checking they are numbered 1, 2, 3…
 async fn stored_numbers(runs: &PostgresRunStore, run: &str) -> Vec<u64> {
     let stored = runs.events_after(run, 0, 10_000).await.unwrap();
@@ -81,31 +102,26 @@ fn concurrent_appends_of_many_runs_land_in_order_per_run_with_contiguous_ids() {
     const APPENDS: u64 = 12;
     runtime().block_on(async {
         let db = TestDatabase::new().await;
-        let runs = Arc::new(PostgresRunStore::connect(&db.url).await.unwrap());
-        let sessions = Arc::new(PostgresSessionStore::connect(&db.url).await.unwrap());
+        let (runs, sessions) = connect(&db.url).await;
         let metas = begin(&runs, &sessions, RUNS).await;
-        let tasks: Vec<_> = metas
-            .into_iter()
-            .enumerate()
-            .map(|(i, meta)| {
-                let runs = Arc::clone(&runs);
-                let sessions = Arc::clone(&sessions);
-                tokio::spawn(async move {
-                    let run = format!("run-{i}");
-                    for k in 0..APPENDS {
-                        // Two events per append, the run's end with the last.
-                        let events = [json!({"n": 2 * k}), json!({"n": 2 * k + 1})];
-                        let end = (k + 1 == APPENDS).then_some(RunStatus::Finished);
-                        let last = runs.append_events(&run, "owner", &events, end).await;
-                        assert_eq!(last.unwrap(), 2 * (k + 1), "{run}");
-                        sessions
-                            .save_and_append(&meta, &[said(format!("{i}.{k}"))])
-                            .await
-                            .unwrap();
-                    }
-                })
-            })
-            .collect();
+        let tasks = spawn_each(metas, |i, meta| {
+            let runs = Arc::clone(&runs);
+            let sessions = Arc::clone(&sessions);
+            async move {
+                let run = format!("run-{i}");
+                for k in 0..APPENDS {
+                    // Two events per append, the run's end with the last.
+                    let events = [json!({"n": 2 * k}), json!({"n": 2 * k + 1})];
+                    let end = (k + 1 == APPENDS).then_some(RunStatus::Finished);
+                    let last = runs.append_events(&run, "owner", &events, end).await;
+                    assert_eq!(last.unwrap(), 2 * (k + 1), "{run}");
+                    sessions
+                        .save_and_append(&meta, &[said(format!("{i}.{k}"))])
+                        .await
+                        .unwrap();
+                }
+            }
+        });
         for task in tasks {
             task.await.unwrap();
         }
@@ -159,41 +175,36 @@ fn a_database_crash_mid_batch_loses_nothing_acknowledged() {
     const BEFORE_CRASH: u64 = 6;
     runtime().block_on(async {
         let db = Arc::new(TestDatabase::new().await);
-        let runs = Arc::new(PostgresRunStore::connect(&db.url).await.unwrap());
-        let sessions = Arc::new(PostgresSessionStore::connect(&db.url).await.unwrap());
+        let (runs, sessions) = connect(&db.url).await;
         let metas = begin(&runs, &sessions, RUNS).await;
         let failures = Arc::new(AtomicUsize::new(0));
         // Every writer and the crash.
         let crashed = Arc::new(Barrier::new(RUNS + 1));
-        let tasks: Vec<_> = metas
-            .into_iter()
-            .enumerate()
-            .map(|(i, meta)| {
-                let runs = Arc::clone(&runs);
-                let sessions = Arc::clone(&sessions);
-                let failures = Arc::clone(&failures);
-                let crashed = Arc::clone(&crashed);
-                tokio::spawn(async move {
-                    let run = format!("run-{i}");
-                    let mut acknowledged = Vec::new();
-                    for k in 0..APPENDS {
-                        if k == BEFORE_CRASH {
-                            crashed.wait().await;
-                        }
-                        let events: Vec<Value> = vec![json!({"n": k})];
-                        let end = (k + 1 == APPENDS).then_some(RunStatus::Finished);
-                        until_stored(&failures, || {
-                            runs.append_events(&run, "owner", &events, end)
-                        })
-                        .await;
-                        acknowledged.push(k);
-                        let record = [said(format!("{i}.{k}"))];
-                        until_stored(&failures, || sessions.save_and_append(&meta, &record)).await;
+        let tasks = spawn_each(metas, |i, meta| {
+            let runs = Arc::clone(&runs);
+            let sessions = Arc::clone(&sessions);
+            let failures = Arc::clone(&failures);
+            let crashed = Arc::clone(&crashed);
+            async move {
+                let run = format!("run-{i}");
+                let mut acknowledged = Vec::new();
+                for k in 0..APPENDS {
+                    if k == BEFORE_CRASH {
+                        crashed.wait().await;
                     }
-                    acknowledged
-                })
-            })
-            .collect();
+                    let events: Vec<Value> = vec![json!({"n": k})];
+                    let end = (k + 1 == APPENDS).then_some(RunStatus::Finished);
+                    until_stored(&failures, || {
+                        runs.append_events(&run, "owner", &events, end)
+                    })
+                    .await;
+                    acknowledged.push(k);
+                    let record = [said(format!("{i}.{k}"))];
+                    until_stored(&failures, || sessions.save_and_append(&meta, &record)).await;
+                }
+                acknowledged
+            }
+        });
         // Down at once, with the writers about to write; up again after 1.5 s.
         crashed.wait().await;
         let restart = {

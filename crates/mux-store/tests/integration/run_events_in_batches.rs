@@ -13,16 +13,52 @@ use serde_json::{Value, json};
 
 const HELD: Duration = Duration::from_secs(60);
 
+/// A closure that runs a statement on a clone of `pool` (an SQLite or a PostgreSQL pool).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+macro_rules! executor {
+    ($pool:expr) => {
+        |sql: String| {
+            let pool = $pool.clone();
+            async move {
+                sqlx::query(&sql).execute(&pool).await.unwrap();
+            }
+        }
+    };
+}
+
+/// A closure that counts the batch rows of a run on a clone of `pool`.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+macro_rules! batch_counter {
+    ($pool:expr) => {
+        |run| {
+            let pool = $pool.clone();
+            async move {
+                sqlx::query_scalar("SELECT COUNT(*) FROM mux_run_event_batches WHERE run_id = $1")
+                    .bind(run)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap()
+            }
+        }
+    };
+}
+
 /// Batches of 3, 1, 4 and 2 events (`{"n": seq}`, numbers 1 to 10), and an append of none.
 const BATCHES: [u64; 4] = [3, 1, 4, 2];
 
-/// Appends `BATCHES` to a new run of `tag`, then reads every window of its events.
-async fn windows(store: &dyn RunStore, tag: &str) {
-    let run = format!("{tag}-windows");
+/// A run `{tag}-{name}`, begun on a session of its own and held by `a`.
+async fn begun(store: &dyn RunStore, tag: &str, name: &str) -> String {
+    let run = format!("{tag}-{name}");
     store
-        .begin(&format!("{tag}-s"), &run, "a", HELD)
+        .begin(&format!("{run}-s"), &run, "a", HELD)
         .await
         .unwrap();
+    run
+}
+
+/// Appends `BATCHES` to a new run of `tag`, then reads every window of its events.
+async fn windows(store: &dyn RunStore, tag: &str) {
+    let run = begun(store, tag, "windows").await;
     let mut last = 0;
     for size in BATCHES {
         let events: Vec<Value> = (last + 1..=last + size).map(|n| json!({"n": n})).collect();
@@ -81,11 +117,7 @@ async fn windows(store: &dyn RunStore, tag: &str) {
 /// Events whose JSON is awkward to store (a NUL, which PostgreSQL's `jsonb` refuses; lone
 /// escapes; the ends of the number types) read back equal.
 async fn any_json_round_trips(store: &dyn RunStore, tag: &str) {
-    let run = format!("{tag}-json");
-    store
-        .begin(&format!("{tag}-json-s"), &run, "a", HELD)
-        .await
-        .unwrap();
+    let run = begun(store, tag, "json").await;
     let events = [
         json!({"text": "a\u{0}b", "quote": "\"'\\", "line": "\u{2028}\u{1F600}"}),
         json!({"max": u64::MAX, "min": i64::MIN, "float": 0.1, "small": 5e-324}),
@@ -137,11 +169,7 @@ async fn the_memory_run_store_reads_any_window_of_events() {
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// A run of `tag` with batches of 2 and 1 events, numbers 1 to 3.
 async fn three_events(store: &dyn RunStore, tag: &str) -> String {
-    let run = format!("{tag}-damaged");
-    store
-        .begin(&format!("{tag}-damaged-s"), &run, "a", HELD)
-        .await
-        .unwrap();
+    let run = begun(store, tag, "damaged").await;
     store
         .append_events(&run, "a", &[json!(1), json!(2)], None)
         .await
@@ -254,6 +282,27 @@ where
     assert_eq!((read.len(), read[0].seq), (1, 1));
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+/// `store`, opened on a database of the earlier schema, reads the old run's three events.
+async fn has_the_old_events(store: &dyn RunStore) {
+    let read = store.events_after("old", 0, 10).await.unwrap();
+    let events: Vec<(u64, Value)> = read.into_iter().map(|e| (e.seq, e.event)).collect();
+    let want = [(1, json!({"n": 1})), (2, json!([2])), (3, json!("three"))];
+    assert_eq!(events, want);
+}
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+/// The old run goes on after its old events, on either store: `other` appends the fourth,
+/// and `store` reads it.
+async fn goes_on_after_the_old_events(store: &dyn RunStore, other: &dyn RunStore) {
+    let stored = other
+        .append_events("old", "a", &[json!(4)], None)
+        .await
+        .unwrap();
+    assert_eq!(stored, 4);
+    assert_eq!(store.events_after("old", 2, 10).await.unwrap().len(), 2);
+}
+
 #[cfg(feature = "sqlite")]
 mod sqlite {
     use mux_store::runs::SqliteRunStore;
@@ -279,13 +328,7 @@ mod sqlite {
         let dir = tempfile::tempdir().unwrap();
         let store = open(&dir).await;
         let pool = store.pool().clone();
-        damaged_rows_are_typed_errors(&store, "sqlite", |sql| {
-            let pool = pool.clone();
-            async move {
-                sqlx::query(&sql).execute(&pool).await.unwrap();
-            }
-        })
-        .await;
+        damaged_rows_are_typed_errors(&store, "sqlite", executor!(pool)).await;
     }
 
     #[tokio::test]
@@ -293,17 +336,7 @@ mod sqlite {
         let dir = tempfile::tempdir().unwrap();
         let store = open(&dir).await;
         let pool = store.pool().clone();
-        forgetting_deletes_the_batches(&store, |run| {
-            let pool = pool.clone();
-            async move {
-                sqlx::query_scalar("SELECT COUNT(*) FROM mux_run_event_batches WHERE run_id = $1")
-                    .bind(run)
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap()
-            }
-        })
-        .await;
+        forgetting_deletes_the_batches(&store, batch_counter!(pool)).await;
     }
 
     /// The schema of the builds that kept an event a row.
@@ -336,23 +369,14 @@ mod sqlite {
 
         // Two stores opening the file at once: one moves the events, the other finds them moved.
         let (store, other) = tokio::join!(open(&dir), open(&dir));
-        let read = store.events_after("old", 0, 10).await.unwrap();
-        let events: Vec<(u64, Value)> = read.into_iter().map(|e| (e.seq, e.event)).collect();
-        let want = [(1, json!({"n": 1})), (2, json!([2])), (3, json!("three"))];
-        assert_eq!(events, want);
+        has_the_old_events(&store).await;
         let old_tables: i64 =
             sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE name = 'mux_run_events'")
                 .fetch_one(store.pool())
                 .await
                 .unwrap();
         assert_eq!(old_tables, 0);
-        // The run goes on after its old events, on either store.
-        let stored = other
-            .append_events("old", "a", &[json!(4)], None)
-            .await
-            .unwrap();
-        assert_eq!(stored, 4);
-        assert_eq!(store.events_after("old", 2, 10).await.unwrap().len(), 2);
+        goes_on_after_the_old_events(&store, &other).await;
         store.pool().close().await;
         other.pool().close().await;
         let reopened = open(&dir).await;
@@ -380,13 +404,7 @@ mod postgres {
         let db = TestDatabase::new().await;
         let store = PostgresRunStore::connect(&db.url).await.unwrap();
         let pool = store.pool().clone();
-        damaged_rows_are_typed_errors(&store, "pg", |sql| {
-            let pool = pool.clone();
-            async move {
-                sqlx::query(&sql).execute(&pool).await.unwrap();
-            }
-        })
-        .await;
+        damaged_rows_are_typed_errors(&store, "pg", executor!(pool)).await;
     }
 
     #[tokio::test]
@@ -394,17 +412,7 @@ mod postgres {
         let db = TestDatabase::new().await;
         let store = PostgresRunStore::connect(&db.url).await.unwrap();
         let pool = store.pool().clone();
-        forgetting_deletes_the_batches(&store, |run| {
-            let pool = pool.clone();
-            async move {
-                sqlx::query_scalar("SELECT COUNT(*) FROM mux_run_event_batches WHERE run_id = $1")
-                    .bind(run)
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap()
-            }
-        })
-        .await;
+        forgetting_deletes_the_batches(&store, batch_counter!(pool)).await;
     }
 
     /// The schema of the builds that kept an event a row.
@@ -436,22 +444,14 @@ mod postgres {
             PostgresRunStore::connect(&db.url)
         );
         let (store, other) = (store.unwrap(), other.unwrap());
-        let read = store.events_after("old", 0, 10).await.unwrap();
-        let events: Vec<(u64, Value)> = read.into_iter().map(|e| (e.seq, e.event)).collect();
-        let want = [(1, json!({"n": 1})), (2, json!([2])), (3, json!("three"))];
-        assert_eq!(events, want);
+        has_the_old_events(&store).await;
         let old_table: Option<String> =
             sqlx::query_scalar("SELECT to_regclass('mux_run_events')::text")
                 .fetch_one(store.pool())
                 .await
                 .unwrap();
         assert_eq!(old_table, None);
-        let stored = other
-            .append_events("old", "a", &[json!(4)], None)
-            .await
-            .unwrap();
-        assert_eq!(stored, 4);
-        assert_eq!(store.events_after("old", 2, 10).await.unwrap().len(), 2);
+        goes_on_after_the_old_events(&store, &other).await;
         let again = PostgresRunStore::connect(&db.url).await.unwrap();
         assert_eq!(again.events_after("old", 0, 10).await.unwrap().len(), 4);
     }

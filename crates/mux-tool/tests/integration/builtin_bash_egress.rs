@@ -114,6 +114,28 @@ fn policy(peers: &Peers) -> NetworkPolicy {
     policy
 }
 
+/// [`policy`], with `name` also mapped to `peers` and allowed.
+fn policy_with(peers: &Peers, name: &str) -> NetworkPolicy {
+    policy(peers)
+        .resolve_for_tests(name, peers.addr())
+        .allow_domains([name])
+        .unwrap()
+}
+
+/// The output is an error that the proxy refused with 403.
+fn refused(output: &ToolOutput) {
+    assert!(
+        output.is_error && text(output).contains("403"),
+        "{}",
+        text(output)
+    );
+}
+
+/// The output's text contains `needle`.
+fn says(output: &ToolOutput, needle: &str) {
+    assert!(text(output).contains(needle), "{}", text(output));
+}
+
 fn walled(root: &Path, policy: NetworkPolicy) -> Bash {
     bash(root, SandboxPolicy::WorkspaceWrite).network_policy(policy)
 }
@@ -377,10 +399,7 @@ async fn git_clones_over_smart_http_through_the_proxy() {
         None,
     );
     let l = layout();
-    let policy = policy(&peers)
-        .resolve_for_tests("git.test", peers.addr())
-        .allow_domains(["git.test"])
-        .unwrap();
+    let policy = policy_with(&peers, "git.test");
     let bash = walled(&l.root, policy);
     let port = peers.port;
     let out = run(&bash, &format!("git clone -q http://git.test:{port}/git/repo.git \"$TMPDIR/clone\" && cat \"$TMPDIR/clone/README\"")).await;
@@ -400,11 +419,7 @@ async fn git_clones_over_smart_http_through_the_proxy() {
         &format!("git clone -q http://denied.test:{port}/git/repo.git \"$TMPDIR/d\""),
     )
     .await;
-    assert!(
-        denied.is_error && text(&denied).contains("403"),
-        "{}",
-        text(&denied)
-    );
+    refused(&denied);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -436,10 +451,7 @@ async fn npm_installs_from_a_local_registry_through_the_proxy() {
         None,
     );
     let l = layout();
-    let policy = policy(&peers)
-        .resolve_for_tests("registry.test", peers.addr())
-        .allow_domains(["registry.test"])
-        .unwrap();
+    let policy = policy_with(&peers, "registry.test");
     let bash = walled(&l.root, policy);
     let port = peers.port;
     let npm = |host: &str| {
@@ -456,17 +468,9 @@ async fn npm_installs_from_a_local_registry_through_the_proxy() {
         ),
     )
     .await;
-    assert!(
-        text(&out).contains("tiny through the proxy"),
-        "{}",
-        text(&out)
-    );
+    says(&out, "tiny through the proxy");
     let denied = run(&bash, &npm("denied.test")).await;
-    assert!(
-        denied.is_error && text(&denied).contains("403"),
-        "{}",
-        text(&denied)
-    );
+    refused(&denied);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -492,10 +496,7 @@ async fn pip_downloads_from_a_local_simple_index_through_the_proxy() {
         None,
     );
     let l = layout();
-    let policy = policy(&peers)
-        .resolve_for_tests("pypi.test", peers.addr())
-        .allow_domains(["pypi.test"])
-        .unwrap();
+    let policy = policy_with(&peers, "pypi.test");
     let bash = walled(&l.root, policy);
     let port = peers.port;
     let pip = |host: &str| {
@@ -505,11 +506,7 @@ async fn pip_downloads_from_a_local_simple_index_through_the_proxy() {
         )
     };
     let out = run(&bash, &format!("{} && ls \"$TMPDIR/dl\"", pip("pypi.test"))).await;
-    assert!(
-        text(&out).contains("tiny_wheel-1.0-py3-none-any.whl"),
-        "{}",
-        text(&out)
-    );
+    says(&out, "tiny_wheel-1.0-py3-none-any.whl");
     let denied = run(
         &bash,
         &pip("denied.test").replace("download", "download -vv"),

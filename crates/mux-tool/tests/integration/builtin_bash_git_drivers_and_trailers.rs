@@ -11,44 +11,15 @@ use std::path::Path;
 
 use mux_tool::builtin::SandboxPolicy;
 
+use crate::common::git::{canaries, one_commit, top_repository};
 use crate::common::{bash, layout, run};
-
-/// Runs git as the user, outside the wall.
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=u", "-c", "user.email=u@e"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
-
-/// The canaries present in `root` (removed).
-fn canaries(root: &Path) -> Vec<String> {
-    let mut found: Vec<String> = std::fs::read_dir(root)
-        .unwrap()
-        .flatten()
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with("canary-"))
-        .collect();
-    found.sort();
-    for name in &found {
-        std::fs::remove_file(root.join(name)).unwrap();
-    }
-    found
-}
 
 /// Plants `planted/` in `root`: a repository whose config defines drivers and trailers that
 /// each touch `canary-<way>`, named by its `info/attributes` only.
 fn plant(root: &Path) {
     let repo = root.join("planted");
     std::fs::create_dir_all(&repo).unwrap();
-    git(&repo, &["init", "-q"]);
-    std::fs::write(repo.join("f.txt"), "one\n").unwrap();
-    git(&repo, &["add", "f.txt"]);
-    git(&repo, &["commit", "-qm", "one"]);
+    one_commit(&repo, &[]);
     let canary = |way: &str| root.join(format!("canary-{way}")).display().to_string();
     let config = format!(
         "[filter \"q7\"]\n\tclean = \"touch {clean}; cat\"\n\tsmudge = \"touch {smudge}; cat\"\n\
@@ -103,8 +74,7 @@ const WAYS: [&str; 6] = [
 async fn drivers_and_trailers_of_a_planted_git_directory_run_nothing_under_the_wall() {
     let l = layout();
     let root = &l.root;
-    git(root, &["init", "-q"]);
-    git(root, &["commit", "-q", "--allow-empty", "-m", "top"]);
+    top_repository(root);
     plant(root);
 
     // The control: outside the wall, the planted programs run.
@@ -112,7 +82,7 @@ async fn drivers_and_trailers_of_a_planted_git_directory_run_nothing_under_the_w
     for attack in ATTACKS {
         run(&unwalled, attack).await;
     }
-    let ran = canaries(root);
+    let ran = canaries(root, "canary");
     for way in [
         "canary-clean",
         "canary-smudge",
@@ -127,14 +97,14 @@ async fn drivers_and_trailers_of_a_planted_git_directory_run_nothing_under_the_w
     );
     std::fs::remove_dir_all(root.join("planted")).unwrap();
     plant(root);
-    canaries(root);
+    canaries(root, "canary");
 
     for git_writes in [false, true] {
         let walled = bash(root, SandboxPolicy::WorkspaceWrite).git_writes(git_writes);
         for attack in ATTACKS {
             let out = run(&walled, attack).await;
             assert_eq!(
-                canaries(root),
+                canaries(root, "canary"),
                 Vec::<String>::new(),
                 "{attack} (git_writes {git_writes}): {}",
                 out.to_text()

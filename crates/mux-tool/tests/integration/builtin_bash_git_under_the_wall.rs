@@ -10,20 +10,8 @@ use std::path::Path;
 
 use mux_tool::builtin::SandboxPolicy;
 
+use crate::common::git::{canaries, git, one_commit, top_repository};
 use crate::common::{bash, layout, run};
-
-/// Runs git as the user, outside the wall.
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=u", "-c", "user.email=u@e", "-c"])
-        .arg("protocol.file.allow=always")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
 
 /// Appends `text` to the file at `path`.
 fn append(path: &Path, text: &str) {
@@ -64,21 +52,6 @@ fn plant(root: &Path, worktree: &Path, config: &Path, tag: &str) {
     .unwrap();
 }
 
-/// The canaries of `tag` present in `root`.
-fn canaries(root: &Path, tag: &str) -> Vec<String> {
-    let mut found: Vec<String> = std::fs::read_dir(root)
-        .unwrap()
-        .flatten()
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with(&format!("{tag}-")))
-        .collect();
-    found.sort();
-    for name in &found {
-        std::fs::remove_file(root.join(name)).unwrap();
-    }
-    found
-}
-
 const WAYS: [&str; 5] = ["diff", "filter", "fsmonitor", "hook", "pager"];
 
 /// Commands that reach `evil/` by discovery and by naming it, each meant to run one of the
@@ -106,14 +79,10 @@ const ATTACKS: &[&str] = &[
 async fn a_planted_repository_runs_nothing_under_the_wall() {
     let l = layout();
     let root = &l.root;
-    git(root, &["init", "-q"]);
-    git(root, &["commit", "-q", "--allow-empty", "-m", "top"]);
+    top_repository(root);
     let evil = root.join("evil");
     std::fs::create_dir_all(evil.join("sub")).unwrap();
-    git(&evil, &["init", "-q"]);
-    std::fs::write(evil.join("f.txt"), "one\n").unwrap();
-    git(&evil, &["add", "f.txt"]);
-    git(&evil, &["commit", "-qm", "one"]);
+    one_commit(&evil, &[]);
     plant(root, &evil, &evil.join(".git/config"), "evil");
     std::fs::write(evil.join("f.txt"), "changed\n").unwrap();
 
@@ -268,15 +237,11 @@ async fn the_users_submodules_still_work_under_the_wall() {
 async fn drivers_named_by_attributes_run_in_no_repository_git_finds_by_itself() {
     let l = layout();
     let root = &l.root;
-    git(root, &["init", "-q"]);
-    git(root, &["commit", "-q", "--allow-empty", "-m", "top"]);
+    top_repository(root);
     for (name, format) in [("info", "sha1"), ("sha256", "sha256")] {
         let repo = root.join(name);
         std::fs::create_dir_all(repo.join("sub")).unwrap();
-        git(&repo, &["init", "-q", &format!("--object-format={format}")]);
-        std::fs::write(repo.join("f.txt"), "one\n").unwrap();
-        git(&repo, &["add", "f.txt"]);
-        git(&repo, &["commit", "-qm", "one"]);
+        one_commit(&repo, &[&format!("--object-format={format}")]);
         let canary = |way: &str| {
             root.join(format!("driver-{name}-{way}"))
                 .display()

@@ -159,14 +159,7 @@ async fn denial_reason_reaches_the_output() {
             }
         }))
         .build();
-    let outcome = executor
-        .execute(
-            call("run", json!({"command": "rm -rf /"})),
-            &CallScope::default(),
-        )
-        .await;
-    let output = outcome.output();
-    assert!(output.is_error);
+    let output = common::failed(&executor, call("run", json!({"command": "rm -rf /"}))).await;
     assert_eq!(
         output.to_text(),
         "permission to run tool `run` was denied: `rm -rf /` deletes files"

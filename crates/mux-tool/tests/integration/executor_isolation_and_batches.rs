@@ -92,14 +92,7 @@ async fn a_call_in_an_already_cancelled_scope_never_starts() {
 #[tokio::test]
 async fn a_panicking_tool_becomes_an_error_output_naming_it() {
     let executor = Executor::new(common::registry());
-    let outcome = executor
-        .execute(
-            ToolCall::new("1", "explode", json!({})),
-            &CallScope::default(),
-        )
-        .await;
-    let output = outcome.output();
-    assert!(output.is_error);
+    let output = common::failed(&executor, ToolCall::new("1", "explode", json!({}))).await;
     assert_eq!(
         output.to_text(),
         "tool `explode` panicked: boom in the tool"

@@ -17,23 +17,24 @@ def report(fn):
         print(f"error {type(err).__name__}: {err}")
 
 
-def first_line(sock):
+def read_until(sock, done, size):
+    """Reads `size` bytes at a time until done(data) holds or the peer closes; the bytes."""
     data = b""
-    while b"\r\n" not in data:
-        chunk = sock.recv(4096)
+    while not done(data):
+        chunk = sock.recv(size)
         if not chunk:
             break
         data += chunk
+    return data
+
+
+def first_line(sock):
+    data = read_until(sock, lambda data: b"\r\n" in data, 4096)
     return data.split(b"\r\n")[0].decode(errors="replace")
 
 
 def whole(sock):
-    data = b""
-    while True:
-        chunk = sock.recv(65536)
-        if not chunk:
-            return data.decode(errors="replace")
-        data += chunk
+    return read_until(sock, lambda data: False, 65536).decode(errors="replace")
 
 
 def direct(host, port):
@@ -69,12 +70,7 @@ def sni(proxy_host, proxy_port, connect_host, port, server_name, cafile):
     else:
         sock = socket.create_connection((proxy_host, int(proxy_port)), timeout=5)
         sock.sendall(f"CONNECT {connect_host}:{port} HTTP/1.1\r\nHost: {connect_host}:{port}\r\n\r\n".encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            chunk = sock.recv(1)
-            if not chunk:
-                break
-            head += chunk
+        head = read_until(sock, lambda data: b"\r\n\r\n" in data, 1)
         status = head.split(b"\r\n")[0].decode(errors="replace")
         if " 200 " not in status:
             return status

@@ -28,3 +28,30 @@ pub async fn streamed(client: &impl LlmClient, request: Request) -> Result<Respo
     let stream = client.stream(request).await?;
     mux_llm::accumulate(client.provider(), stream).await
 }
+
+/// A local server replaying `replies` in order.
+#[cfg(feature = "testing")]
+pub async fn serve(replies: Vec<mux_llm::testing::Reply>) -> mux_llm::testing::ReplayServer {
+    mux_llm::testing::ReplayServer::start(replies)
+        .await
+        .expect("the replay server starts")
+}
+
+/// Asserts that `key` shows in neither the error (displayed or debugged) nor the client.
+pub fn assert_key_hidden(key: &str, error: &LlmError, client: &impl std::fmt::Debug) {
+    for text in [
+        format!("{error}"),
+        format!("{error:?}"),
+        format!("{client:?}"),
+    ] {
+        assert!(!text.contains(key), "the key leaked into {text}");
+    }
+}
+
+/// Asserts that `error` is a timeout in `phase`.
+pub fn assert_timed_out(error: &LlmError, phase: mux_llm::TimeoutPhase) {
+    assert!(
+        matches!(&error.failure, mux_llm::LlmFailure::Timeout { phase: p, .. } if *p == phase),
+        "expected a {phase:?} timeout, got {error:?}"
+    );
+}

@@ -198,6 +198,15 @@ pub async fn answer_approvals(
     (seen, handle.wait().await)
 }
 
+/// The events still to come, until the run's end.
+pub async fn rest(events: &mut mux_orchestrator::EventReceiver) -> Vec<LoopEvent> {
+    let mut seen = Vec::new();
+    while let Some(event) = events.recv().await {
+        seen.push(event);
+    }
+    seen
+}
+
 /// The events as compact one-line labels, for snapshots and assertions.
 pub fn labels(events: &[LoopEvent]) -> Vec<String> {
     events

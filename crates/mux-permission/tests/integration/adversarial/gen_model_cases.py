@@ -10,8 +10,7 @@ Run from anywhere: python3 gen_model_cases.py
 """
 
 import itertools
-import json
-import os
+from case_file import collector, write
 
 DENY = ["Bash(rm:*)", "Bash(curl:*)", "Bash(git push --force:*)"]
 
@@ -62,13 +61,7 @@ PROFILES = {
     "denier": {"allow": [], "ask": [], "deny": DENY},
 }
 
-CASES = []
-
-
-def case(cls, command, expect, profile="reader", mode="default"):
-    CASES.append(
-        {"class": cls, "command": command, "expect": expect, "profile": profile, "mode": mode}
-    )
+CASES, case = collector("reader")
 
 
 def sq(text):
@@ -615,15 +608,7 @@ for command in [
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    out = os.path.join(here, "model_cases.json")
-    with open(out, "w", encoding="utf-8") as f:
-        json.dump({"profiles": PROFILES, "cases": CASES}, f, indent=1, ensure_ascii=False)
-        f.write("\n")
-    counts = {}
-    for c in CASES:
-        counts[str(c["class"])] = counts.get(str(c["class"]), 0) + 1
-    print(f"wrote {len(CASES)} cases to {out}: {counts}")
+    write("model_cases.json", PROFILES, CASES)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,7 @@ probes. The strings are only ever *analysed* by the test; nothing runs them.
 Run from anywhere: python3 gen_shell_cases.py
 """
 
-import json
-import os
+from case_file import collector, write
 
 NL = "\\\n"  # a backslash-newline inside a word
 
@@ -52,13 +51,7 @@ PROFILES = {
     },
 }
 
-CASES = []
-
-
-def case(cls, command, expect, profile="reviewers", mode="default"):
-    CASES.append(
-        {"class": cls, "command": command, "expect": expect, "profile": profile, "mode": mode}
-    )
+CASES, case = collector("reviewers")
 
 
 # -- class 1: builtins that evaluate their arguments --------------------------------------
@@ -398,15 +391,7 @@ for cmd, expect in [
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    out = os.path.join(here, "shell_cases.json")
-    with open(out, "w", encoding="utf-8") as f:
-        json.dump({"profiles": PROFILES, "cases": CASES}, f, indent=1, ensure_ascii=False)
-        f.write("\n")
-    counts = {}
-    for c in CASES:
-        counts[str(c["class"])] = counts.get(str(c["class"]), 0) + 1
-    print(f"wrote {len(CASES)} cases to {out}: {counts}")
+    write("shell_cases.json", PROFILES, CASES)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ use mux_tool::{Registry, Subject, ToolAnnotations, ToolContext, ToolError, ToolO
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+#[cfg(feature = "builtin")]
+pub mod git;
+
 #[path = "../../support/tools.rs"]
 mod tools;
 pub use tools::*;
@@ -119,6 +122,16 @@ impl TypedTool for Big {
         cx.progress(1.0, Some(2.0), Some("halfway".into())).await;
         Ok(ToolOutput::text(args.unit.repeat(args.times)))
     }
+}
+
+/// Runs `call` on `executor` in the default scope; its output, which must be an error.
+pub async fn failed(executor: &mux_tool::Executor, call: mux_tool::ToolCall) -> ToolOutput {
+    let outcome = executor
+        .execute(call, &mux_tool::CallScope::default())
+        .await;
+    let output = outcome.into_output();
+    assert!(output.is_error, "{output:?}");
+    output
 }
 
 /// A registry holding every test tool.
