@@ -8,7 +8,8 @@ use std::time::Duration;
 use mux_tool::BoxFuture;
 
 use super::{
-    EventJson, ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoreFault, StoredEvent,
+    EventJson, ListedRun, RunFuture, RunRecord, RunStatus, RunStore, RunStoreError, StoreFault,
+    StoredEvent,
 };
 
 /// Wraps a run store: while [cut off](Self::cut_off) every call fails as an unreachable
@@ -101,7 +102,7 @@ impl RunStore for FaultyRunStore {
         run_id: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    ) -> RunFuture<'a, RunRecord> {
         reached!(
             self,
             "beginning a run",
@@ -114,7 +115,7 @@ impl RunStore for FaultyRunStore {
         run_id: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    ) -> RunFuture<'a, RunRecord> {
         reached!(
             self,
             "renewing a lease",
@@ -127,7 +128,7 @@ impl RunStore for FaultyRunStore {
         run_id: &'a str,
         owner: &'a str,
         status: RunStatus,
-    ) -> BoxFuture<'a, Result<(), RunStoreError>> {
+    ) -> RunFuture<'a, ()> {
         reached!(
             self,
             "setting a status",
@@ -140,7 +141,7 @@ impl RunStore for FaultyRunStore {
         run_id: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    ) -> RunFuture<'a, RunRecord> {
         reached!(
             self,
             "claiming a run",
@@ -154,7 +155,7 @@ impl RunStore for FaultyRunStore {
         to: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    ) -> RunFuture<'a, RunRecord> {
         reached!(
             self,
             "handing a run over",
@@ -167,7 +168,7 @@ impl RunStore for FaultyRunStore {
         prefix: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+    ) -> RunFuture<'a, Option<RunRecord>> {
         reached!(
             self,
             "claiming an expired run",
@@ -175,14 +176,11 @@ impl RunStore for FaultyRunStore {
         )
     }
 
-    fn get<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    fn get<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, RunRecord> {
         reached!(self, "reading a run", self.inner.get(run_id))
     }
 
-    fn active_run<'a>(
-        &'a self,
-        session_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+    fn active_run<'a>(&'a self, session_id: &'a str) -> RunFuture<'a, Option<RunRecord>> {
         reached!(
             self,
             "reading the active run",
@@ -190,7 +188,7 @@ impl RunStore for FaultyRunStore {
         )
     }
 
-    fn request_cancel<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<(), RunStoreError>> {
+    fn request_cancel<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, ()> {
         reached!(
             self,
             "asking for a cancel",
@@ -204,7 +202,7 @@ impl RunStore for FaultyRunStore {
         owner: &'a str,
         events: &'a [EventJson],
         end: Option<RunStatus>,
-    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+    ) -> RunFuture<'a, u64> {
         Box::pin(async move {
             self.reach("appending events").await?;
             let stored = self.inner.append_json(run_id, owner, events, end).await?;
@@ -231,7 +229,7 @@ impl RunStore for FaultyRunStore {
         run_id: &'a str,
         after: u64,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>> {
+    ) -> RunFuture<'a, Vec<StoredEvent>> {
         reached!(
             self,
             "reading events",
@@ -244,7 +242,7 @@ impl RunStore for FaultyRunStore {
         prefix: &'a str,
         after: &'a str,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
+    ) -> RunFuture<'a, Vec<ListedRun>> {
         reached!(
             self,
             "listing runs",
@@ -252,10 +250,7 @@ impl RunStore for FaultyRunStore {
         )
     }
 
-    fn forget_ended<'a>(
-        &'a self,
-        older_than: Duration,
-    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+    fn forget_ended<'a>(&'a self, older_than: Duration) -> RunFuture<'a, u64> {
         reached!(
             self,
             "forgetting ended runs",

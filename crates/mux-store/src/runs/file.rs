@@ -12,8 +12,8 @@ use mux_tool::BoxFuture;
 use tokio::sync::Notify;
 
 use super::{
-    EventJson, ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoreFault, StoredEvent,
-    WRITE_TIMEOUT,
+    EventJson, ListedRun, RunFuture, RunRecord, RunStatus, RunStore, RunStoreError, StoreFault,
+    StoredEvent, WRITE_TIMEOUT,
 };
 use journal::Journal;
 use state::{Op, State, now_ms};
@@ -216,7 +216,7 @@ impl RunStore for FileRunStore {
         run_id: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    ) -> RunFuture<'a, RunRecord> {
         let (session, run, owner) = (session_id.to_owned(), run_id.to_owned(), owner.to_owned());
         Box::pin(self.write("beginning a run", false, move |state, _| {
             if let Some(active) = state.active_run(&session) {
@@ -244,7 +244,7 @@ impl RunStore for FileRunStore {
         run_id: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    ) -> RunFuture<'a, RunRecord> {
         let (run, owner) = (run_id.to_owned(), owner.to_owned());
         Box::pin(self.write("renewing a lease", false, move |state, _| {
             let record = state.held(&run, &owner)?.record.clone();
@@ -257,7 +257,7 @@ impl RunStore for FileRunStore {
         run_id: &'a str,
         owner: &'a str,
         status: RunStatus,
-    ) -> BoxFuture<'a, Result<(), RunStoreError>> {
+    ) -> RunFuture<'a, ()> {
         let (run, owner) = (run_id.to_owned(), owner.to_owned());
         Box::pin(async move {
             self.write("setting a run's status", false, move |state, _| {
@@ -280,7 +280,7 @@ impl RunStore for FileRunStore {
         run_id: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    ) -> RunFuture<'a, RunRecord> {
         let (run, owner) = (run_id.to_owned(), owner.to_owned());
         Box::pin(self.write("claiming a run", false, move |state, now| {
             let entry = state.entry(&run)?;
@@ -305,7 +305,7 @@ impl RunStore for FileRunStore {
         to: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    ) -> RunFuture<'a, RunRecord> {
         let (from_id, to_id, owner) = (from.to_owned(), to.to_owned(), owner.to_owned());
         Box::pin(async move {
             let record = self
@@ -344,7 +344,7 @@ impl RunStore for FileRunStore {
         prefix: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+    ) -> RunFuture<'a, Option<RunRecord>> {
         let (prefix, owner) = (prefix.to_owned(), owner.to_owned());
         Box::pin(self.write("taking over a run", false, move |state, now| {
             let Some(entry) = state.oldest_expired(&prefix, now) else {
@@ -360,14 +360,11 @@ impl RunStore for FileRunStore {
         }))
     }
 
-    fn get<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    fn get<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, RunRecord> {
         Box::pin(async move { Ok(self.state().entry(run_id)?.record.clone()) })
     }
 
-    fn active_run<'a>(
-        &'a self,
-        session_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+    fn active_run<'a>(&'a self, session_id: &'a str) -> RunFuture<'a, Option<RunRecord>> {
         Box::pin(async move {
             Ok(self
                 .state()
@@ -376,7 +373,7 @@ impl RunStore for FileRunStore {
         })
     }
 
-    fn request_cancel<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<(), RunStoreError>> {
+    fn request_cancel<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, ()> {
         let run = run_id.to_owned();
         Box::pin(async move {
             self.write("asking to cancel a run", false, move |state, _| {
@@ -395,7 +392,7 @@ impl RunStore for FileRunStore {
         owner: &'a str,
         events: &'a [EventJson],
         end: Option<RunStatus>,
-    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+    ) -> RunFuture<'a, u64> {
         let (run, owner) = (run_id.to_owned(), owner.to_owned());
         let events: Vec<String> = events.iter().map(|e| e.as_str().to_owned()).collect();
         Box::pin(async move {
@@ -424,7 +421,7 @@ impl RunStore for FileRunStore {
         run_id: &'a str,
         after: u64,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>> {
+    ) -> RunFuture<'a, Vec<StoredEvent>> {
         Box::pin(async move { self.state().events_after(run_id, after, limit) })
     }
 
@@ -433,14 +430,11 @@ impl RunStore for FileRunStore {
         prefix: &'a str,
         after: &'a str,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
+    ) -> RunFuture<'a, Vec<ListedRun>> {
         Box::pin(async move { Ok(self.state().list(prefix, after, limit)) })
     }
 
-    fn forget_ended<'a>(
-        &'a self,
-        older_than: Duration,
-    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+    fn forget_ended<'a>(&'a self, older_than: Duration) -> RunFuture<'a, u64> {
         // Nothing to forget: no write (and no compaction) at all.
         if self.state().ended_before(older_than, now_ms()).is_empty() {
             return Box::pin(async { Ok(0) });

@@ -8,7 +8,9 @@ use mux_tool::BoxFuture;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::{EventJson, ListedRun, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent};
+use super::{
+    EventJson, ListedRun, RunFuture, RunRecord, RunStatus, RunStore, RunStoreError, StoredEvent,
+};
 
 /// Runs in memory: the contract for one process (tests, a single node). Nothing survives
 /// the process.
@@ -117,7 +119,7 @@ impl RunStore for MemoryRunStore {
         run_id: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    ) -> RunFuture<'a, RunRecord> {
         Box::pin(async move {
             let mut state = self.lock();
             if let Some(active) = state.active.get(session_id) {
@@ -151,7 +153,7 @@ impl RunStore for MemoryRunStore {
         run_id: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    ) -> RunFuture<'a, RunRecord> {
         Box::pin(async move {
             let mut state = self.lock();
             let entry = Self::held(&mut state, run_id, owner)?;
@@ -165,7 +167,7 @@ impl RunStore for MemoryRunStore {
         run_id: &'a str,
         owner: &'a str,
         status: RunStatus,
-    ) -> BoxFuture<'a, Result<(), RunStoreError>> {
+    ) -> RunFuture<'a, ()> {
         Box::pin(async move {
             let mut state = self.lock();
             Self::held(&mut state, run_id, owner)?;
@@ -181,7 +183,7 @@ impl RunStore for MemoryRunStore {
         run_id: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    ) -> RunFuture<'a, RunRecord> {
         Box::pin(async move {
             let mut state = self.lock();
             let entry = state
@@ -205,7 +207,7 @@ impl RunStore for MemoryRunStore {
         to: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    ) -> RunFuture<'a, RunRecord> {
         Box::pin(async move {
             let mut state = self.lock();
             if state.runs.contains_key(to) {
@@ -257,7 +259,7 @@ impl RunStore for MemoryRunStore {
         prefix: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+    ) -> RunFuture<'a, Option<RunRecord>> {
         Box::pin(async move {
             let mut state = self.lock();
             let now = Instant::now();
@@ -271,7 +273,7 @@ impl RunStore for MemoryRunStore {
         })
     }
 
-    fn get<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RunRecord, RunStoreError>> {
+    fn get<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, RunRecord> {
         Box::pin(async move {
             self.lock()
                 .runs
@@ -281,10 +283,7 @@ impl RunStore for MemoryRunStore {
         })
     }
 
-    fn active_run<'a>(
-        &'a self,
-        session_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>> {
+    fn active_run<'a>(&'a self, session_id: &'a str) -> RunFuture<'a, Option<RunRecord>> {
         Box::pin(async move {
             let state = self.lock();
             Ok(state
@@ -295,7 +294,7 @@ impl RunStore for MemoryRunStore {
         })
     }
 
-    fn request_cancel<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<(), RunStoreError>> {
+    fn request_cancel<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, ()> {
         Box::pin(async move {
             let mut state = self.lock();
             let entry = state
@@ -315,7 +314,7 @@ impl RunStore for MemoryRunStore {
         owner: &'a str,
         events: &'a [EventJson],
         end: Option<RunStatus>,
-    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+    ) -> RunFuture<'a, u64> {
         Box::pin(async move {
             let mut state = self.lock();
             let entry = Self::held(&mut state, run_id, owner)?;
@@ -338,7 +337,7 @@ impl RunStore for MemoryRunStore {
         run_id: &'a str,
         after: u64,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>> {
+    ) -> RunFuture<'a, Vec<StoredEvent>> {
         Box::pin(async move {
             let state = self.lock();
             let entry = state
@@ -366,7 +365,7 @@ impl RunStore for MemoryRunStore {
         prefix: &'a str,
         after: &'a str,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>> {
+    ) -> RunFuture<'a, Vec<ListedRun>> {
         Box::pin(async move {
             let state = self.lock();
             let mut ids: Vec<&String> = state
@@ -390,10 +389,7 @@ impl RunStore for MemoryRunStore {
         })
     }
 
-    fn forget_ended<'a>(
-        &'a self,
-        older_than: Duration,
-    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+    fn forget_ended<'a>(&'a self, older_than: Duration) -> RunFuture<'a, u64> {
         Box::pin(async move {
             let mut state = self.lock();
             let before = state.runs.len();

@@ -204,6 +204,9 @@ impl RunStoreError {
     }
 }
 
+/// What a run store's operations return: a boxed future of the result.
+pub type RunFuture<'a, T> = BoxFuture<'a, Result<T, RunStoreError>>;
+
 /// Runs, their owners and their events; see the [module docs](self) for the contract.
 pub trait RunStore: Send + Sync + 'static {
     /// Records a new running run on `session_id`, held by `owner` for `lease`. Busy when the
@@ -214,7 +217,7 @@ pub trait RunStore: Send + Sync + 'static {
         run_id: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>>;
+    ) -> RunFuture<'a, RunRecord>;
 
     /// The owner's heartbeat: extends its lease and returns the run (whose
     /// `cancel_requested` the owner should act on). `LeaseLost` when it no longer holds it.
@@ -223,7 +226,7 @@ pub trait RunStore: Send + Sync + 'static {
         run_id: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>>;
+    ) -> RunFuture<'a, RunRecord>;
 
     /// The owner moves its run to `status`: `Paused` or an end gives up the lease (and an
     /// end frees the session); `Running` keeps it.
@@ -232,7 +235,7 @@ pub trait RunStore: Send + Sync + 'static {
         run_id: &'a str,
         owner: &'a str,
         status: RunStatus,
-    ) -> BoxFuture<'a, Result<(), RunStoreError>>;
+    ) -> RunFuture<'a, ()>;
 
     /// Takes `run_id` for `owner`: a paused run, or a running one whose lease ran out. It is
     /// running afterwards. `Held` when another owner's lease holds it or it is over.
@@ -241,7 +244,7 @@ pub trait RunStore: Send + Sync + 'static {
         run_id: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>>;
+    ) -> RunFuture<'a, RunRecord>;
 
     /// Ends `from` and begins `to` on its session for `owner`, in one step, so no other run
     /// can take the session between them: a paused run resumed by a new run (a face's resume
@@ -254,7 +257,7 @@ pub trait RunStore: Send + Sync + 'static {
         to: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<RunRecord, RunStoreError>>;
+    ) -> RunFuture<'a, RunRecord>;
 
     /// Takes over one running run whose id starts with `prefix` and whose lease ran out (the
     /// longest expired first), or `None`. Each such run goes to exactly one caller. A face
@@ -264,19 +267,16 @@ pub trait RunStore: Send + Sync + 'static {
         prefix: &'a str,
         owner: &'a str,
         lease: Duration,
-    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>>;
+    ) -> RunFuture<'a, Option<RunRecord>>;
 
     /// The run.
-    fn get<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RunRecord, RunStoreError>>;
+    fn get<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, RunRecord>;
 
     /// The session's active run, if any.
-    fn active_run<'a>(
-        &'a self,
-        session_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<RunRecord>, RunStoreError>>;
+    fn active_run<'a>(&'a self, session_id: &'a str) -> RunFuture<'a, Option<RunRecord>>;
 
     /// Asks the run's owner to cancel it (seen at its next renew) and wakes waiters.
-    fn request_cancel<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<(), RunStoreError>>;
+    fn request_cancel<'a>(&'a self, run_id: &'a str) -> RunFuture<'a, ()>;
 
     /// The owner appends events, numbered after the last, and with `end` moves the run to
     /// that status in the same step (as [`set_status`](Self::set_status) would), so a run's
@@ -289,7 +289,7 @@ pub trait RunStore: Send + Sync + 'static {
         owner: &'a str,
         events: &'a [EventJson],
         end: Option<RunStatus>,
-    ) -> BoxFuture<'a, Result<u64, RunStoreError>>;
+    ) -> RunFuture<'a, u64>;
 
     /// [`append_json`](Self::append_json) of `events`, serialized here.
     fn append_events<'a>(
@@ -298,7 +298,7 @@ pub trait RunStore: Send + Sync + 'static {
         owner: &'a str,
         events: &'a [Value],
         end: Option<RunStatus>,
-    ) -> BoxFuture<'a, Result<u64, RunStoreError>> {
+    ) -> RunFuture<'a, u64> {
         let events: Vec<EventJson> = events.iter().map(EventJson::from).collect();
         Box::pin(async move { self.append_json(run_id, owner, &events, end).await })
     }
@@ -309,7 +309,7 @@ pub trait RunStore: Send + Sync + 'static {
         run_id: &'a str,
         after: u64,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<StoredEvent>, RunStoreError>>;
+    ) -> RunFuture<'a, Vec<StoredEvent>>;
 
     /// Up to `limit` runs whose ids start with `prefix` and sort after `after` (byte order;
     /// `""` for the first page), in id order, each with its last event: a face lists its
@@ -319,14 +319,11 @@ pub trait RunStore: Send + Sync + 'static {
         prefix: &'a str,
         after: &'a str,
         limit: usize,
-    ) -> BoxFuture<'a, Result<Vec<ListedRun>, RunStoreError>>;
+    ) -> RunFuture<'a, Vec<ListedRun>>;
 
     /// Deletes the runs that ended (finished, failed or cancelled) more than `older_than`
     /// ago, with their events; returns how many.
-    fn forget_ended<'a>(
-        &'a self,
-        older_than: Duration,
-    ) -> BoxFuture<'a, Result<u64, RunStoreError>>;
+    fn forget_ended<'a>(&'a self, older_than: Duration) -> RunFuture<'a, u64>;
 
     /// Resolves when `run_id` may have changed, or after `wait`.
     fn changed<'a>(&'a self, run_id: &'a str, wait: Duration) -> BoxFuture<'a, ()>;
