@@ -96,6 +96,21 @@ pub struct McpReferenceDocDoctests;
 #[doc = include_str!("../../../docs/mcp-design.md")]
 pub struct McpDesignDocDoctests;
 
+/// docs/sessions.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/sessions.md")]
+pub struct SessionsDocDoctests;
+
+/// docs/sessions-reference.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/sessions-reference.md")]
+pub struct SessionsReferenceDocDoctests;
+
+/// docs/sessions-design.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/sessions-design.md")]
+pub struct SessionsDesignDocDoctests;
+
 /// docs/benchmarks.md (no code today; any block added is compiled).
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/benchmarks.md")]
