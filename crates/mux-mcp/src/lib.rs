@@ -2,11 +2,6 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
-/// The code in docs/mcp.md, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/mcp.md")]
-pub struct McpDocs;
-
 mod catalog;
 // Roots and sampling are deprecated in 2026-07-28, but servers on earlier versions use them.
 #[allow(deprecated)]

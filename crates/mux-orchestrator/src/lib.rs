@@ -2,11 +2,6 @@
 #![doc = include_str!("docs/crate.md")]
 #![forbid(unsafe_code)]
 
-/// The code in docs/sessions.md, compiled and run as doctests.
-#[cfg(all(doctest, feature = "sqlite", feature = "postgres"))]
-#[doc = include_str!("../../../docs/sessions.md")]
-pub struct SessionsDocs;
-
 mod agent;
 mod agent_builder;
 mod agent_settings;

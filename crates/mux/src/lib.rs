@@ -81,6 +81,36 @@ pub struct WebReferenceDocDoctests;
 #[doc = include_str!("../../../docs/web-design.md")]
 pub struct WebDesignDocDoctests;
 
+/// docs/mcp.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/mcp.md")]
+pub struct McpDocDoctests;
+
+/// docs/mcp-reference.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/mcp-reference.md")]
+pub struct McpReferenceDocDoctests;
+
+/// docs/mcp-design.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/mcp-design.md")]
+pub struct McpDesignDocDoctests;
+
+/// docs/sessions.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/sessions.md")]
+pub struct SessionsDocDoctests;
+
+/// docs/sessions-reference.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/sessions-reference.md")]
+pub struct SessionsReferenceDocDoctests;
+
+/// docs/sessions-design.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/sessions-design.md")]
+pub struct SessionsDesignDocDoctests;
+
 /// docs/benchmarks.md (no code today; any block added is compiled).
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/benchmarks.md")]
