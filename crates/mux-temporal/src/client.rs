@@ -8,14 +8,19 @@ use mux_orchestrator::Agent;
 use mux_permission::Answer;
 use temporalio_client::{
     Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowCancelOptions,
-    WorkflowExecuteUpdateOptions, WorkflowGetResultError, WorkflowGetResultOptions, WorkflowHandle,
+    WorkflowExecuteUpdateOptions, WorkflowGetResultOptions, WorkflowHandle,
     WorkflowQueryOptions, WorkflowStartOptions,
 };
+
+use temporalio_client::errors::WorkflowGetResultError;
 
 use crate::error::TemporalError;
 use crate::retry::{ActivityRetry, millis};
 use crate::wire::{Approval, PendingApproval, RunInput, RunOptions, RunOutcome};
 use crate::workflow::AgentWorkflow;
+
+/// The workflow's run marker (the macro's), which handles are typed by.
+type AgentWorkflowRun = <AgentWorkflow as temporalio_sdk::workflows::WorkflowImplementation>::Run;
 
 /// A model call may take this long by default (each attempt).
 pub const DEFAULT_MODEL_TIMEOUT: Duration = Duration::from_secs(300);
@@ -164,16 +169,17 @@ impl TemporalAgent {
     pub fn run(&self, workflow_id: &str) -> AgentRun {
         AgentRun {
             workflow_id: workflow_id.to_owned(),
-            handle: self.client.get_workflow_handle(workflow_id.to_owned()),
+            handle: self
+                .client
+                .get_workflow_handle::<AgentWorkflowRun>(workflow_id.to_owned()),
         }
     }
 }
 
 /// One run of an agent on Temporal, from any process.
-#[derive(Clone)]
 pub struct AgentRun {
     workflow_id: String,
-    handle: WorkflowHandle<Client, AgentWorkflow>,
+    handle: WorkflowHandle<Client, AgentWorkflowRun>,
 }
 
 impl std::fmt::Debug for AgentRun {

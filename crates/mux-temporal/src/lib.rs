@@ -23,8 +23,7 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let agent = Agent::builder(ScriptedClient::new().reply_text("Hi!"), "m").build()?;
 //! let client = connect("localhost:7233", "default").await?;
-//! let worker = AgentWorker::new(agent.clone(), client.clone(), "agents")?;
-//! tokio::spawn(worker.run());
+//! let _worker = AgentWorker::spawn(agent.clone(), client.clone(), "agents", Default::default())?;
 //!
 //! let run = TemporalAgent::new(client, "agents", &agent).start("run-1", "Hello").await?;
 //! assert_eq!(run.outcome().await?.text, "Hi!");
@@ -53,5 +52,5 @@ pub use wire::{
     Approval, ModelTurn, PendingApproval, Review, ReviewInput, RunInput, RunOptions, RunOutcome,
     RunStatus, ToolCallInput,
 };
-pub use worker::AgentWorker;
+pub use worker::{AgentWorker, WorkerSettings, WorkerThread};
 pub use workflow::{AgentWorkflow, WORKFLOW_TYPE};

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use mux_llm::{Message, Usage};
 use mux_permission::Answer;
-use mux_tool::{ToolCall, ToolOutput};
+use mux_tool::ToolCall;
 use serde::{Deserialize, Serialize};
 
 use crate::retry::ActivityRetry;
