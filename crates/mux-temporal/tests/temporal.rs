@@ -114,12 +114,13 @@ impl TypedTool for Add {
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct BumpArgs {
-    /// How long to hold the call open after counting, in milliseconds.
+    /// How long the first call holds open after counting, in milliseconds.
     #[serde(default)]
     hold_ms: u64,
 }
 
-/// A tool with an effect: adds one to a counter file, then holds the call open. Not
+/// A tool with an effect: adds one to a counter file, then, the first time only, holds the
+/// call open (so a second run, which must not happen, would return at once). Not
 /// read-only, not idempotent: it asks (unless the agent's policy says never), and must never
 /// run twice.
 struct Bump {
@@ -141,8 +142,9 @@ impl TypedTool for Bump {
         std::fs::write(&counter, n.to_string()).map_err(|e| ToolError::Failed(e.to_string()))?;
         std::fs::write(self.dir.join(format!("running.{}", std::process::id())), "")
             .map_err(|e| ToolError::Failed(e.to_string()))?;
+        let hold = if n == 1 { args.hold_ms } else { 0 };
         tokio::select! {
-            () = tokio::time::sleep(Duration::from_millis(args.hold_ms)) => {}
+            () = tokio::time::sleep(Duration::from_millis(hold)) => {}
             () = cx.cancellation().cancelled() => {}
         }
         Ok(ToolOutput::text(format!("counter is {n}")))
