@@ -22,8 +22,9 @@ pub(crate) const LAYERS: &[&[&str]] = &[
     &["mux-orchestrator"],
     // The faces beside the agents: none depends on another.
     &["mux-agents", "mux-acp", "mux-web", "mux-a2a"],
-    // Evals: over the loop and the agents, below nothing but the facade.
-    &["mux-eval"],
+    // Engines: evals, and agents on Temporal; over the loop and the agents, below nothing but
+    // the facade.
+    &["mux-eval", "mux-temporal"],
     &["mux"],
 ];
 
