@@ -8,8 +8,8 @@ use mux_orchestrator::Agent;
 use mux_permission::Answer;
 use temporalio_client::{
     Client, ClientOptions, Connection, ConnectionOptions, Url, WorkflowCancelOptions,
-    WorkflowExecuteUpdateOptions, WorkflowGetResultOptions, WorkflowHandle,
-    WorkflowQueryOptions, WorkflowStartOptions,
+    WorkflowExecuteUpdateOptions, WorkflowGetResultOptions, WorkflowHandle, WorkflowQueryOptions,
+    WorkflowStartOptions,
 };
 
 use temporalio_client::errors::WorkflowGetResultError;

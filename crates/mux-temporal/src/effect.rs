@@ -45,10 +45,9 @@ pub(crate) fn settled<'a>(
         .map(|call| {
             let output = match done.get(&call.id) {
                 Some(output) => output.clone(),
-                None => mux_orchestrator::cancelled_call_result(
-                    call,
-                    running == Some(call.id.as_str()),
-                ),
+                None => {
+                    mux_orchestrator::cancelled_call_result(call, running == Some(call.id.as_str()))
+                }
             };
             (call, output)
         })
@@ -83,7 +82,10 @@ mod tests {
                 panic!("attempt {n} of {s:?} ran again");
             };
             assert!(output.is_error);
-            assert!(output.to_text().starts_with("outcome unknown"), "{output:?}");
+            assert!(
+                output.to_text().starts_with("outcome unknown"),
+                "{output:?}"
+            );
         }
     }
 

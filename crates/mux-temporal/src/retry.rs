@@ -98,7 +98,12 @@ mod tests {
         assert_eq!(temporal.maximum_interval(), Some(Duration::from_secs(4)));
         assert_eq!(temporal.maximum_attempts(), 4);
         // No retries is one attempt, not Temporal's "unlimited" (0).
-        assert_eq!(ActivityRetry::from(&RetryPolicy::none()).to_temporal().maximum_attempts(), 1);
+        assert_eq!(
+            ActivityRetry::from(&RetryPolicy::none())
+                .to_temporal()
+                .maximum_attempts(),
+            1
+        );
     }
 
     #[test]

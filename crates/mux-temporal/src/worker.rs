@@ -86,8 +86,8 @@ impl AgentWorker {
             task_queue: task_queue.clone(),
             reason,
         };
-        let runtime = Runtime::from_current_tokio(Default::default())
-            .map_err(|err| fail(err.to_string()))?;
+        let runtime =
+            Runtime::from_current_tokio(Default::default()).map_err(|err| fail(err.to_string()))?;
         let activities = AgentActivities::new(agent).map_err(|err| fail(err.to_string()))?;
         let options = WorkerOptions::new(task_queue.clone())
             .register_activities(activities)

@@ -128,7 +128,9 @@ impl AgentWorkflow {
             .into());
         }
         if self.answers.contains_key(&approval.call_id) {
-            return Err(format!("approve: call `{}` was answered already", approval.call_id).into());
+            return Err(
+                format!("approve: call `{}` was answered already", approval.call_id).into(),
+            );
         }
         Ok(())
     }

@@ -59,7 +59,11 @@ fn answered(request: &Request) -> Option<String> {
 /// A model that is a function of the conversation (so any worker, fresh or not, answers the
 /// same): with no tool result yet it calls `tool` with `input` (one call per id in `ids`),
 /// and after one it answers "done: " and the results.
-fn model(tool: &'static str, input: serde_json::Value, ids: &'static [&'static str]) -> ScriptedClient {
+fn model(
+    tool: &'static str,
+    input: serde_json::Value,
+    ids: &'static [&'static str],
+) -> ScriptedClient {
     ScriptedClient::new().respond_with(move |request| {
         if let Some(result) = answered(request) {
             let all: Vec<String> = request
@@ -69,7 +73,9 @@ fn model(tool: &'static str, input: serde_json::Value, ids: &'static [&'static s
                     m.content
                         .iter()
                         .filter_map(|b| match b {
-                            ContentBlock::ToolResult { content, .. } => Some(format!("{content:?}")),
+                            ContentBlock::ToolResult { content, .. } => {
+                                Some(format!("{content:?}"))
+                            }
                             _ => None,
                         })
                         .collect()
@@ -160,7 +166,13 @@ fn counter(dir: &Path) -> u64 {
 
 /// A worker for `agent` in this process, on a thread of its own, until the test ends.
 fn spawn_worker(agent: &Agent, client: &temporalio_client::Client, queue: &str) -> WorkerThread {
-    AgentWorker::spawn(agent.clone(), client.clone(), queue, WorkerSettings::default()).unwrap()
+    AgentWorker::spawn(
+        agent.clone(),
+        client.clone(),
+        queue,
+        WorkerSettings::default(),
+    )
+    .unwrap()
 }
 
 async fn until<T, F, Fut>(what: &str, mut probe: F) -> T
@@ -196,7 +208,10 @@ async fn model_tool_model_runs_to_completion_and_the_history_is_a_query() {
     assert_eq!(outcome.text, "done: 5");
     assert_eq!(outcome.turns, 2);
     let roles: Vec<Role> = outcome.messages.iter().map(|m| m.role).collect();
-    assert_eq!(roles, [Role::User, Role::Assistant, Role::User, Role::Assistant]);
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::User, Role::Assistant]
+    );
 
     // The history query, from a handle attached by id (as another face would).
     let history = runs.run(run.id()).history().await.unwrap();
@@ -281,7 +296,10 @@ async fn cancel_ends_a_parked_run_and_settles_its_calls() {
     let last = history.last().unwrap();
     assert_eq!(last.role, Role::User);
     let text = format!("{:?}", last.content);
-    assert!(text.contains("not run") && text.contains("cancelled"), "{text}");
+    assert!(
+        text.contains("not run") && text.contains("cancelled"),
+        "{text}"
+    );
     assert!(run.pending().await.unwrap().is_empty());
 }
 
@@ -299,10 +317,12 @@ async fn cancel_stops_a_running_call_and_says_its_outcome_is_unknown() {
         .build()
         .unwrap();
     let _worker = spawn_worker(&agent, &client, &queue);
-    let runs = TemporalAgent::new(client, &queue, &agent)
-        .heartbeat_timeout(Duration::from_secs(2));
+    let runs = TemporalAgent::new(client, &queue, &agent).heartbeat_timeout(Duration::from_secs(2));
     let run = runs.start(&unique("run"), "Bump it").await.unwrap();
-    until("the call to run", || async { (counter(dir.path()) == 1).then_some(()) }).await;
+    until("the call to run", || async {
+        (counter(dir.path()) == 1).then_some(())
+    })
+    .await;
 
     run.cancel().await.unwrap();
     let err = run.outcome().await.unwrap_err();
@@ -364,7 +384,8 @@ fn crash_agent(dir: &Path) -> Agent {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a worker process for worker_killed_mid_call_is_replaced_and_the_tool_ran_once"]
 async fn worker_child() {
-    let config = std::env::var(WORKER_VAR).expect("started by the crash test, with MUX_TEMPORAL_TEST_WORKER");
+    let config = std::env::var(WORKER_VAR)
+        .expect("started by the crash test, with MUX_TEMPORAL_TEST_WORKER");
     let mut parts = config.split('\t');
     let (address, queue, dir) = (
         parts.next().unwrap(),
@@ -393,7 +414,10 @@ async fn worker_killed_mid_call_is_replaced_and_the_tool_ran_once() {
     let run = runs.start(&unique("run"), "Bump it").await.unwrap();
     // The first worker is the only one: it takes the call, counts, and holds it open.
     let marker = dir.path().join(format!("running.{}", first.pid()));
-    until("the first worker to run the call", || async { marker.exists().then_some(()) }).await;
+    until("the first worker to run the call", || async {
+        marker.exists().then_some(())
+    })
+    .await;
     assert_eq!(counter(dir.path()), 1);
 
     let _second = WorkerProcess::start(&server.address(), &queue, dir.path());
@@ -406,7 +430,14 @@ async fn worker_killed_mid_call_is_replaced_and_the_tool_ran_once() {
     assert_eq!(outcome.status, RunStatus::Complete);
     assert_eq!(counter(dir.path()), 1, "the tool ran twice");
     let result = format!("{:?}", outcome.messages[2].content);
-    assert!(result.contains("outcome unknown") && result.contains("`bump`"), "{result}");
-    assert!(outcome.text.starts_with("done: outcome unknown"), "{}", outcome.text);
+    assert!(
+        result.contains("outcome unknown") && result.contains("`bump`"),
+        "{result}"
+    );
+    assert!(
+        outcome.text.starts_with("done: outcome unknown"),
+        "{}",
+        outcome.text
+    );
     let _ = Message::user("");
 }

@@ -60,7 +60,10 @@ pub fn install(dir: &Path) -> Result<PathBuf, String> {
     if binary.exists() {
         Ok(binary)
     } else {
-        Err(format!("the Temporal CLI is not at {} after installing it", binary.display()))
+        Err(format!(
+            "the Temporal CLI is not at {} after installing it",
+            binary.display()
+        ))
     }
 }
 
@@ -137,7 +140,10 @@ impl DevServer {
                 return Ok(());
             }
             if Instant::now() > deadline {
-                return Err(format!("no connection on port {} within {START_TIMEOUT:?}", self.port));
+                return Err(format!(
+                    "no connection on port {} within {START_TIMEOUT:?}",
+                    self.port
+                ));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
