@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Message, Request, Response, Role};
+use mux_llm::{ContentBlock, Request, Response, Role};
 use mux_orchestrator::Agent;
 use mux_permission::Answer;
 use mux_temporal::{
@@ -58,7 +58,7 @@ fn answered(request: &Request) -> Option<String> {
 
 /// A model that is a function of the conversation (so any worker, fresh or not, answers the
 /// same): with no tool result yet it calls `tool` with `input` (one call per id in `ids`),
-/// and after one it answers "done: " and the results.
+/// and after one it answers "done: " and the first result.
 fn model(
     tool: &'static str,
     input: serde_json::Value,
@@ -66,22 +66,6 @@ fn model(
 ) -> ScriptedClient {
     ScriptedClient::new().respond_with(move |request| {
         if let Some(result) = answered(request) {
-            let all: Vec<String> = request
-                .messages
-                .last()
-                .map(|m| {
-                    m.content
-                        .iter()
-                        .filter_map(|b| match b {
-                            ContentBlock::ToolResult { content, .. } => {
-                                Some(format!("{content:?}"))
-                            }
-                            _ => None,
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            let _ = all;
             return Ok(Response::from_text(format!("done: {result}")));
         }
         let content = ids
@@ -154,6 +138,52 @@ impl TypedTool for Bump {
             () = cx.cancellation().cancelled() => {}
         }
         Ok(ToolOutput::text(format!("counter is {n}")))
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct PutArgs {
+    /// How long the first attempt holds open after its effect, in milliseconds.
+    #[serde(default)]
+    hold_ms: u64,
+}
+
+/// An idempotent tool that makes its effect once per effect key: it records each attempt
+/// (key and attempt number) in `attempts`, and adds one to the counter only when no file
+/// named by its key exists yet, then creates that file. The first attempt holds the call open.
+struct Put {
+    dir: PathBuf,
+}
+impl TypedTool for Put {
+    type Args = PutArgs;
+    const NAME: &'static str = "put";
+    fn description(&self) -> String {
+        "Stores the value once".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::default().with_idempotent(true)
+    }
+    async fn call(&self, args: PutArgs, cx: ToolContext) -> Result<ToolOutput, ToolError> {
+        let key = cx.effect_key();
+        let line = format!("{} {}\n", key.as_str(), key.attempt());
+        let mut log = std::fs::read_to_string(self.dir.join("attempts")).unwrap_or_default();
+        log.push_str(&line);
+        std::fs::write(self.dir.join("attempts"), log).map_err(|e| ToolError::Failed(e.to_string()))?;
+        let done = self.dir.join(format!("done-{}", key.as_str().replace([':', '/'], "_")));
+        if !done.exists() {
+            let n = counter(&self.dir) + 1;
+            std::fs::write(self.dir.join("counter"), n.to_string())
+                .map_err(|e| ToolError::Failed(e.to_string()))?;
+            std::fs::write(&done, "").map_err(|e| ToolError::Failed(e.to_string()))?;
+        }
+        std::fs::write(self.dir.join(format!("running.{}", std::process::id())), "")
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        let hold = if key.attempt() == 1 { args.hold_ms } else { 0 };
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(hold)) => {}
+            () = cx.cancellation().cancelled() => {}
+        }
+        Ok(ToolOutput::text(format!("stored (attempt {})", key.attempt())))
     }
 }
 
@@ -338,13 +368,16 @@ async fn cancel_stops_a_running_call_and_says_its_outcome_is_unknown() {
 struct WorkerProcess(Child);
 
 impl WorkerProcess {
-    fn start(address: &str, queue: &str, dir: &Path) -> Self {
+    fn start(address: &str, queue: &str, dir: &Path, tool: &str) -> Self {
         let exe = std::env::current_exe().unwrap();
         let child = Command::new("setpriv")
             .args(["--pdeathsig", "KILL", "--"])
             .arg(exe)
             .args(["--ignored", "--exact", "worker_child", "--nocapture"])
-            .env(WORKER_VAR, format!("{address}\t{queue}\t{}", dir.display()))
+            .env(
+                WORKER_VAR,
+                format!("{address}\t{queue}\t{}\t{tool}", dir.display()),
+            )
             .stdin(Stdio::null())
             .spawn()
             .unwrap();
@@ -368,15 +401,18 @@ impl Drop for WorkerProcess {
     }
 }
 
-/// The agent both worker processes serve.
-fn crash_agent(dir: &Path) -> Agent {
-    Agent::builder(model("bump", json!({"hold_ms": 600_000}), &["c1"]), "m")
-        .tool(Bump {
+/// The agent both worker processes serve: its model calls `tool` (`bump`, which may not run
+/// twice, or `put`, idempotent), which holds its first attempt open.
+fn crash_agent(dir: &Path, tool: &str) -> Agent {
+    let builder = match tool {
+        "put" => Agent::builder(model("put", json!({"hold_ms": 600_000}), &["c1"]), "m").tool(Put {
             dir: dir.to_owned(),
-        })
-        .approval(ApprovalPolicy::Never)
-        .build()
-        .unwrap()
+        }),
+        _ => Agent::builder(model("bump", json!({"hold_ms": 600_000}), &["c1"]), "m").tool(Bump {
+            dir: dir.to_owned(),
+        }),
+    };
+    builder.approval(ApprovalPolicy::Never).build().unwrap()
 }
 
 /// Not a test: the body of a worker process the crash test starts (it fails when run
@@ -387,14 +423,15 @@ async fn worker_child() {
     let config = std::env::var(WORKER_VAR)
         .expect("started by the crash test, with MUX_TEMPORAL_TEST_WORKER");
     let mut parts = config.split('\t');
-    let (address, queue, dir) = (
+    let (address, queue, dir, tool) = (
         parts.next().unwrap(),
         parts.next().unwrap(),
         PathBuf::from(parts.next().unwrap()),
+        parts.next().unwrap(),
     );
     let client = connect(address, "default").await.unwrap();
     let settings = WorkerSettings::default().sticky_timeout(Duration::from_secs(1));
-    AgentWorker::with_settings(crash_agent(&dir), client, queue, settings)
+    AgentWorker::with_settings(crash_agent(&dir, tool), client, queue, settings)
         .unwrap()
         .run()
         .await
@@ -408,8 +445,8 @@ async fn worker_killed_mid_call_is_replaced_and_the_tool_ran_once() {
     let queue = unique("crash");
     let dir = tempfile::tempdir().unwrap();
 
-    let mut first = WorkerProcess::start(&server.address(), &queue, dir.path());
-    let runs = TemporalAgent::new(client, &queue, &crash_agent(dir.path()))
+    let mut first = WorkerProcess::start(&server.address(), &queue, dir.path(), "bump");
+    let runs = TemporalAgent::new(client, &queue, &crash_agent(dir.path(), "bump"))
         .heartbeat_timeout(Duration::from_secs(2));
     let run = runs.start(&unique("run"), "Bump it").await.unwrap();
     // The first worker is the only one: it takes the call, counts, and holds it open.
@@ -420,7 +457,7 @@ async fn worker_killed_mid_call_is_replaced_and_the_tool_ran_once() {
     .await;
     assert_eq!(counter(dir.path()), 1);
 
-    let _second = WorkerProcess::start(&server.address(), &queue, dir.path());
+    let _second = WorkerProcess::start(&server.address(), &queue, dir.path(), "bump");
     first.kill();
 
     let outcome = tokio::time::timeout(PATIENCE, run.outcome())
