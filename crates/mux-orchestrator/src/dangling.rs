@@ -61,9 +61,14 @@ pub(crate) fn unanswered(messages: &[Message]) -> Vec<ToolCall> {
 pub(crate) enum Resolution {
     /// It returned before its run stopped: the model reads that.
     Known(ToolOutput),
-    /// It runs now, through the gate: it never started (a pending approval is asked again, or
-    /// answered by the answers the run was resumed with), or it may run twice.
-    Run,
+    /// It runs now, through the gate, with the effect key it had ([`mux_tool::EffectKey`]):
+    /// it never started (attempt 1; a pending approval is asked again, or answered by the
+    /// answers the run was resumed with), or it may run twice and may have run (attempt 2:
+    /// such a call records no start, so earlier attempts are not counted).
+    Run {
+        /// Which attempt the run is, from 1.
+        attempt: u32,
+    },
     /// It may have run and must not run twice.
     Unknown,
 }
@@ -77,10 +82,12 @@ pub(crate) fn resolution(
 ) -> Resolution {
     match progress {
         Some(CallProgress::Finished { output }) => Resolution::Known(output.clone()),
-        Some(CallProgress::AwaitingApproval { .. }) => Resolution::Run,
-        None if journaled => Resolution::Run,
+        Some(CallProgress::AwaitingApproval { .. }) => Resolution::Run { attempt: 1 },
+        // A call that may run twice records no start: without a result, it may have run.
+        Some(CallProgress::Started) | None if may_rerun(spec) => Resolution::Run { attempt: 2 },
+        // A turn with a journal records every other call's start: this one never reached it.
+        None if journaled => Resolution::Run { attempt: 1 },
         // Started, or no journal at all (written before mux kept one): it may have run.
-        Some(CallProgress::Started) | None if may_rerun(spec) => Resolution::Run,
         Some(CallProgress::Started) | None => Resolution::Unknown,
     }
 }
@@ -286,6 +293,33 @@ mod tests {
         assert!(!may_rerun(Some(&spec(ToolAnnotations::default()))));
         assert!(!may_rerun(Some(&spec(ToolAnnotations::destructive()))));
         assert!(!may_rerun(None));
+    }
+
+    #[test]
+    fn a_call_run_again_is_a_second_attempt_unless_it_never_started() {
+        let annotated = |annotations| {
+            ToolSpec::new("t", "t", json!({"type": "object"}))
+                .unwrap()
+                .with_annotations(annotations)
+        };
+        let idempotent = annotated(ToolAnnotations::default().with_idempotent(true));
+        let plain = annotated(ToolAnnotations::default());
+        let waiting = CallProgress::AwaitingApproval { reason: "r".into() };
+        let attempt = |progress: Option<&CallProgress>, journaled, spec: &ToolSpec| match resolution(
+            progress,
+            journaled,
+            Some(spec),
+        ) {
+            Resolution::Run { attempt } => attempt,
+            other => panic!("{other:?}"),
+        };
+        // Its start is never recorded: without a result, it may have run.
+        assert_eq!(attempt(None, true, &idempotent), 2);
+        assert_eq!(attempt(None, false, &idempotent), 2);
+        assert_eq!(attempt(Some(&CallProgress::Started), true, &idempotent), 2);
+        // It waited for a person, or (a call whose start is recorded) never reached the gate.
+        assert_eq!(attempt(Some(&waiting), true, &idempotent), 1);
+        assert_eq!(attempt(None, true, &plain), 1);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use mux_llm::{
     Usage,
 };
 use mux_permission::{Asker, PermissionGate};
-use mux_tool::{BoxFuture, CallScope, Executor, ProgressSender, ToolCall, ToolOutput};
+use mux_tool::{BoxFuture, CallScope, EffectScope, Executor, ProgressSender, ToolCall, ToolOutput};
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
@@ -150,6 +150,9 @@ struct Turns<'a> {
     continued_by_stop_hook: bool,
     /// The write that takes the run's messages to the store behind the loop.
     behind: Behind,
+    /// The calls run again that may have run before, with their attempt (see
+    /// [`Turns::effect_scope`]); empty but while an open turn is resolved.
+    retries: Vec<(String, u32)>,
 }
 
 impl<'a> Turns<'a> {
@@ -168,6 +171,7 @@ impl<'a> Turns<'a> {
             failures: FailureTracker::new(orch.services.config.failure_threshold),
             continued_by_stop_hook: false,
             behind: Behind::default(),
+            retries: Vec::new(),
         }
     }
 
@@ -413,7 +417,12 @@ impl<'a> Turns<'a> {
             match dangling::resolution(progress.get(&call.id), !progress.is_empty(), spec.as_ref())
             {
                 Resolution::Known(output) => known.push((call, output)),
-                Resolution::Run => rerun.push(call),
+                Resolution::Run { attempt } => {
+                    if attempt > 1 {
+                        self.retries.push((call.id.clone(), attempt));
+                    }
+                    rerun.push(call);
+                }
                 Resolution::Unknown => unknown.push(call),
             }
         }
@@ -422,7 +431,9 @@ impl<'a> Turns<'a> {
         } else {
             // They may ask again (an approval, a question): the faces see tools at work.
             self.run.set_state(LoopState::ExecutingTools).await;
-            self.execute_within_budget(executor, rerun).await
+            let ran = self.execute_within_budget(executor, rerun).await;
+            self.retries.clear();
+            ran
         };
         let unknown = unknown.into_iter().map(|call| {
             let output = dangling::outcome_unknown(&call);
@@ -930,6 +941,7 @@ impl<'a> Turns<'a> {
             let scope = CallScope {
                 cancel: self.run.cancel.clone(),
                 progress: ProgressSender::disconnected(),
+                effects: Some(self.effect_scope()),
             };
             return self.run_groups(executor, calls, &scope).await;
         }
@@ -938,6 +950,7 @@ impl<'a> Turns<'a> {
         let scope = CallScope {
             cancel: self.run.cancel.clone(),
             progress: ProgressSender::boxed(progress_tx),
+            effects: Some(self.effect_scope()),
         };
         let batches = async move {
             let results = self.run_groups(executor, calls, &scope).await;
@@ -968,6 +981,24 @@ impl<'a> Turns<'a> {
             self.run.emit(event).await;
         }
         results
+    }
+
+    /// The effect keys of the open turn's calls: `{session}:{turn}:{call id}`, where the turn
+    /// counts the conversation's assistant messages, so the key is the same when a run that
+    /// was taken over (or resumed in another process) runs the call again.
+    fn effect_scope(&self) -> Arc<EffectScope> {
+        let scope = {
+            let conversation = self.orch.lock();
+            let turn = conversation
+                .messages
+                .iter()
+                .filter(|message| message.role == Role::Assistant)
+                .count();
+            EffectScope::new(format!("{}:{turn}", conversation.meta.id))
+        };
+        Arc::new(self.retries.iter().fold(scope, |scope, (call, attempt)| {
+            scope.with_attempt(call.clone(), *attempt)
+        }))
     }
 
     /// Runs the calls group after group; returns each call with its output, in call order.

@@ -6,7 +6,8 @@ use tokio_util::sync::CancellationToken;
 
 use std::sync::Arc;
 
-use crate::{PathFilter, Resources, ToolSpec};
+use crate::effect::EffectSource;
+use crate::{EffectKey, EffectScope, PathFilter, Resources, ToolSpec};
 
 /// Something a running tool reports before it returns.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -121,6 +122,7 @@ pub struct ToolContext {
     progress: ProgressSender,
     resources: Resources,
     path_filter: Option<Arc<dyn PathFilter>>,
+    effect: EffectSource,
 }
 
 impl ToolContext {
@@ -134,7 +136,14 @@ impl ToolContext {
             progress: ProgressSender::disconnected(),
             resources: Resources::new(),
             path_filter: None,
+            effect: EffectSource::CallId,
         }
+    }
+
+    /// Keys the call `key` (see [`ToolContext::effect_key`]).
+    pub fn with_effect_key(mut self, key: EffectKey) -> Self {
+        self.effect = EffectSource::Key(key);
+        self
     }
 
     /// Uses `cancel` as the call's cancellation token.
@@ -180,6 +189,7 @@ impl ToolContext {
         progress: ProgressSender,
         resources: Resources,
         path_filter: Option<Arc<dyn PathFilter>>,
+        effects: Option<&Arc<EffectScope>>,
     ) -> Self {
         Self {
             call_id,
@@ -188,12 +198,25 @@ impl ToolContext {
             progress,
             resources,
             path_filter,
+            effect: effects.map_or(EffectSource::CallId, |scope| {
+                EffectSource::Scope(Arc::clone(scope))
+            }),
         }
     }
 
     /// The id of this call, unique within a conversation.
     pub fn call_id(&self) -> &str {
         &self.call_id
+    }
+
+    /// The call's effect key: the same on every attempt of this call, including one after
+    /// the run was taken over or replayed, with the attempt's number. Hand it to whatever
+    /// the call changes (an idempotency key, a row's key) so the change happens once.
+    ///
+    /// Run by an agent, the key names the conversation, the turn and the call; a context
+    /// made by [`ToolContext::new`] is keyed by its call id.
+    pub fn effect_key(&self) -> EffectKey {
+        self.effect.key(&self.call_id)
     }
 
     /// The token that is cancelled when the call should stop (user cancel or timeout).

@@ -13,9 +13,10 @@ use tracing::Instrument;
 
 use crate::truncate::limit_output;
 use crate::{
-    ApprovalGate, ApprovalPolicy, ApprovalRequest, CallOutcome, CallResult, ExecError, GateVerdict,
-    HookFailure, PathFilter, PostHook, PostHookAction, PreHook, PreHookAction, ProgressSender,
-    RegistryView, Resources, ToolCall, ToolContext, ToolOutput, Verdict, registry::Entry,
+    ApprovalGate, ApprovalPolicy, ApprovalRequest, CallOutcome, CallResult, EffectScope, ExecError,
+    GateVerdict, HookFailure, PathFilter, PostHook, PostHookAction, PreHook, PreHookAction,
+    ProgressSender, RegistryView, Resources, ToolCall, ToolContext, ToolOutput, Verdict,
+    registry::Entry,
 };
 
 /// Default per-call timeout.
@@ -27,13 +28,17 @@ pub const DEFAULT_CONCURRENCY: usize = 16;
 /// Default time a cancelled or timed-out tool gets to clean up before its task is aborted.
 pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_millis(500);
 
-/// Where a call runs: its cancellation and where its progress goes.
+/// Where a call runs: its cancellation, where its progress goes, and how its effect key is
+/// made.
 #[derive(Clone, Debug, Default)]
 pub struct CallScope {
     /// Cancelling this stops the calls running under it. Each call gets a child token.
     pub cancel: CancellationToken,
     /// Receives progress and partial output.
     pub progress: ProgressSender,
+    /// Keys each call's effects ([`ToolContext::effect_key`]); without one, a call is keyed
+    /// by its id.
+    pub effects: Option<Arc<EffectScope>>,
 }
 
 impl CallScope {
@@ -42,6 +47,7 @@ impl CallScope {
         Self {
             cancel,
             progress: ProgressSender::disconnected(),
+            effects: None,
         }
     }
 }
@@ -407,6 +413,7 @@ impl Executor {
             scope.progress.clone(),
             inner.resources.clone(),
             path_filter,
+            scope.effects.as_ref(),
         );
         // Making the future runs tool code too (a typed tool parses its arguments there).
         let made = std::panic::catch_unwind(AssertUnwindSafe(|| {

@@ -19,6 +19,7 @@ pub mod approval;
 pub mod builtin;
 mod call;
 mod context;
+mod effect;
 mod executor;
 mod filter;
 pub mod hooks;
@@ -44,6 +45,7 @@ mod withhold;
 pub use approval::{ApprovalGate, ApprovalPolicy, ApprovalRequest, GateVerdict, Verdict};
 pub use call::{CallOutcome, CallResult, ExecError, HookFailure, ToolCall};
 pub use context::{ProgressEvent, ProgressSender, ToolContext, ToolUpdate};
+pub use effect::{EffectKey, EffectScope, META_ATTEMPT, META_EFFECT_KEY};
 pub use executor::{
     CallScope, DEFAULT_CANCEL_GRACE, DEFAULT_CONCURRENCY, DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_TIMEOUT, Executor, ExecutorBuilder,

@@ -2,7 +2,8 @@
 tests: it speaks 2026-07-28 (the `server/discover` lifecycle) as well as older versions.
 
 Tools: `add` (typed arguments and structured output), `shout` (text), `slow` (progress
-notifications, then a result), `fail` (an `isError` result), `greet` (asks the client for a
+notifications, then a result), `effect_key` (echoes the effect key of the request's
+`_meta`), `fail` (an `isError` result), `greet` (asks the client for a
 name by elicitation: an `input_required` round on 2026-07-28, SEP-2322), `add_later` and
 `drop_later` (add and remove the tool `later`, then announce the change; on 2026-07-28 the SDK
 delivers `notifications/tools/list_changed` only on `subscriptions/listen` streams).
@@ -38,6 +39,13 @@ async def slow(steps: int, ctx: Context) -> str:
         await asyncio.sleep(0.05)
         await ctx.report_progress(step, steps)
     return f"done after {steps} steps"
+
+
+@server.tool()
+def effect_key(ctx: Context) -> str:
+    """Returns the effect key and attempt the request's `_meta` carried."""
+    meta = ctx.request_context.meta or {}
+    return f"{meta.get('dev.mux/effectKey')} {meta.get('dev.mux/attempt')}"
 
 
 @server.tool()

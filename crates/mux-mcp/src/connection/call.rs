@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use mux_tool::ToolContext;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, InputRequiredResult, InputResponses, ServerResult,
+    ClientRequest, InputRequiredResult, InputResponses, RequestMetaObject, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::Value;
@@ -44,6 +44,7 @@ impl ServerConnection {
         };
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = arguments;
+        params.meta = Some(effect_meta(cx));
         let lost = || fail(CallFailure::ConnectionLost);
         let call_id = cx.call_id().to_string();
         let cancel = cx.cancellation().child_token();
@@ -341,4 +342,21 @@ fn result_kind(result: &ServerResult) -> String {
             || "an unreadable result".to_string(),
             |keys| format!("a result with fields [{keys}]"),
         )
+}
+
+/// The call's effect key in the request's `_meta` ([`mux_tool::META_EFFECT_KEY`] and
+/// [`mux_tool::META_ATTEMPT`]), so the server can make the call's effect happen once: the
+/// same key comes again when a run that was taken over calls the tool a second time.
+fn effect_meta(cx: &ToolContext) -> RequestMetaObject {
+    let key = cx.effect_key();
+    let mut meta = RequestMetaObject::new();
+    meta.insert(
+        mux_tool::META_EFFECT_KEY.to_owned(),
+        Value::from(key.as_str()),
+    );
+    meta.insert(
+        mux_tool::META_ATTEMPT.to_owned(),
+        Value::from(key.attempt()),
+    );
+    meta
 }

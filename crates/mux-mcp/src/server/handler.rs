@@ -289,9 +289,12 @@ impl Handler {
         } else {
             cx.ct.clone()
         };
+        // A caller's effect key is not taken over: it is the caller's, and another client
+        // could send the same one. The tool's key names this server's call.
         let scope = CallScope {
             cancel: cancel.clone(),
             progress,
+            effects: None,
         };
         let executor = self.shared.executor.clone();
         let input = Value::Object(params.arguments.unwrap_or_default());

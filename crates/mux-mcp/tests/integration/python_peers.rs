@@ -39,6 +39,14 @@ async fn a_2026_07_28_server_connects_through_discover_and_works() {
         "{out:?}"
     );
 
+    // The call's effect key travels in `_meta`, so the server can make its effect once.
+    let cx = ToolContext::new("k").with_effect_key(mux_tool::EffectKey::new("s1:2:toolu_7", 2));
+    let out = common::find(&tools, "mcp__py__effect_key")
+        .call(json!({}), cx)
+        .await
+        .unwrap();
+    assert!(out.to_text().starts_with("s1:2:toolu_7 2\n"), "{out:?}");
+
     let out = common::find(&tools, "mcp__py__fail")
         .call(json!({"reason": "no such thing"}), ToolContext::new("f"))
         .await

@@ -9,6 +9,7 @@ mod approvals_and_ask_user;
 mod budgets;
 mod cancellation;
 mod context_providers;
+mod effect_keys;
 mod hooks_at_every_point;
 mod loop_on_a_scripted_model;
 mod loop_on_recorded_provider_traffic;

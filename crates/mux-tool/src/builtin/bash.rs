@@ -452,6 +452,14 @@ mod run {
             .env_clear()
             .envs(bash.env.select(std::env::vars_os()))
             .env("PWD", root);
+        // The call's effect key, for a command that can make its effect once (an
+        // idempotency key it sends, a marker it checks). A key no environment can hold
+        // (a NUL from a hostile call id) is left out rather than fail the command.
+        let effect = cx.effect_key();
+        if !effect.as_str().contains('\0') {
+            cmd.env("MUX_EFFECT_KEY", effect.as_str())
+                .env("MUX_EFFECT_ATTEMPT", effect.attempt().to_string());
+        }
         let scratch = tempfile::Builder::new()
             .prefix("mux-bash-")
             .tempdir()

@@ -214,6 +214,25 @@ async fn the_environment_is_an_allow_list() {
 }
 
 #[tokio::test]
+async fn a_command_gets_its_calls_effect_key() {
+    let (_dir, bash) = setup();
+    let probe = "printf '%s %s' \"$MUX_EFFECT_KEY\" \"$MUX_EFFECT_ATTEMPT\"";
+    let keyed = ToolContext::new("c9").with_effect_key(mux_tool::EffectKey::new("s:3:c9", 2));
+    let out = bash.call(args(probe, None), keyed).await.unwrap();
+    assert_eq!(out.to_text(), "s:3:c9 2");
+    // Without a scope, the call id is the key.
+    let out = bash
+        .call(args(probe, None), ToolContext::new("c1"))
+        .await
+        .unwrap();
+    assert_eq!(out.to_text(), "c1 1");
+    // A key no environment can hold is left out; the command still runs.
+    let hostile = ToolContext::new("c\0x").with_effect_key(mux_tool::EffectKey::new("a\0b", 1));
+    let out = bash.call(args(probe, None), hostile).await.unwrap();
+    assert_eq!(out.to_text(), " ");
+}
+
+#[tokio::test]
 async fn bad_arguments_and_a_missing_shell_are_errors() {
     let (_dir, bash) = setup();
     let err = bash

@@ -145,6 +145,7 @@ async fn progress_and_partial_output_reach_the_scope_tagged_with_the_call() {
     let scope = CallScope {
         cancel: CancellationToken::new(),
         progress: ProgressSender::new(tx),
+        effects: None,
     };
     let outcome = executor
         .execute(
