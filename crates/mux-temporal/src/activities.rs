@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use mux_llm::{Message, Request};
 use mux_orchestrator::Agent;
-use mux_tool::{CallScope, Executor, Registry, ToolCall, ToolOutput};
+use mux_tool::{CallScope, EffectKey, EffectScope, Executor, Registry, ToolCall, ToolOutput};
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 use tokio_util::sync::CancellationToken;
@@ -167,7 +167,12 @@ impl AgentActivities {
             .filter(|t| !t.is_zero())
             .map_or(DEFAULT_BEAT, |t| t / 3);
         let cancel = CancellationToken::new();
-        let scope = CallScope::with_cancel(cancel.clone());
+        let mut scope = CallScope::with_cancel(cancel.clone());
+        // The tool reads it as `ToolContext::effect_key()`: the same key on every attempt.
+        scope.effects = Some(Arc::new(EffectScope::exact(EffectKey::new(
+            input.effect_key.clone(),
+            attempt,
+        ))));
         let mut run = pin!(self.executor.execute(input.call, &scope));
         let mut ticker = tokio::time::interval(beat);
         loop {

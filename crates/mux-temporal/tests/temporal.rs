@@ -168,8 +168,11 @@ impl TypedTool for Put {
         let line = format!("{} {}\n", key.as_str(), key.attempt());
         let mut log = std::fs::read_to_string(self.dir.join("attempts")).unwrap_or_default();
         log.push_str(&line);
-        std::fs::write(self.dir.join("attempts"), log).map_err(|e| ToolError::Failed(e.to_string()))?;
-        let done = self.dir.join(format!("done-{}", key.as_str().replace([':', '/'], "_")));
+        std::fs::write(self.dir.join("attempts"), log)
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        let done = self
+            .dir
+            .join(format!("done-{}", key.as_str().replace([':', '/'], "_")));
         if !done.exists() {
             let n = counter(&self.dir) + 1;
             std::fs::write(self.dir.join("counter"), n.to_string())
@@ -183,7 +186,10 @@ impl TypedTool for Put {
             () = tokio::time::sleep(Duration::from_millis(hold)) => {}
             () = cx.cancellation().cancelled() => {}
         }
-        Ok(ToolOutput::text(format!("stored (attempt {})", key.attempt())))
+        Ok(ToolOutput::text(format!(
+            "stored (attempt {})",
+            key.attempt()
+        )))
     }
 }
 
@@ -405,9 +411,11 @@ impl Drop for WorkerProcess {
 /// twice, or `put`, idempotent), which holds its first attempt open.
 fn crash_agent(dir: &Path, tool: &str) -> Agent {
     let builder = match tool {
-        "put" => Agent::builder(model("put", json!({"hold_ms": 600_000}), &["c1"]), "m").tool(Put {
-            dir: dir.to_owned(),
-        }),
+        "put" => {
+            Agent::builder(model("put", json!({"hold_ms": 600_000}), &["c1"]), "m").tool(Put {
+                dir: dir.to_owned(),
+            })
+        }
         _ => Agent::builder(model("bump", json!({"hold_ms": 600_000}), &["c1"]), "m").tool(Bump {
             dir: dir.to_owned(),
         }),
@@ -476,5 +484,42 @@ async fn worker_killed_mid_call_is_replaced_and_the_tool_ran_once() {
         "{}",
         outcome.text
     );
-    let _ = Message::user("");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotent_call_runs_again_on_the_other_worker_with_the_same_key() {
+    let server = server();
+    let client = connect(&server.address(), "default").await.unwrap();
+    let queue = unique("crash-idempotent");
+    let dir = tempfile::tempdir().unwrap();
+
+    let mut first = WorkerProcess::start(&server.address(), &queue, dir.path(), "put");
+    let runs = TemporalAgent::new(client, &queue, &crash_agent(dir.path(), "put"))
+        .heartbeat_timeout(Duration::from_secs(2));
+    let workflow_id = unique("run");
+    let run = runs.start(&workflow_id, "Store it").await.unwrap();
+    let marker = dir.path().join(format!("running.{}", first.pid()));
+    until("the first worker to run the call", || async {
+        marker.exists().then_some(())
+    })
+    .await;
+
+    let _second = WorkerProcess::start(&server.address(), &queue, dir.path(), "put");
+    first.kill();
+
+    let outcome = tokio::time::timeout(PATIENCE, run.outcome())
+        .await
+        .expect("the second worker to finish the run")
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Complete);
+    // Run again, with the same key and the next attempt; its effect happened once.
+    let key = format!("{workflow_id}:1:c1");
+    let attempts = std::fs::read_to_string(dir.path().join("attempts")).unwrap();
+    assert_eq!(attempts, format!("{key} 1\n{key} 2\n"));
+    assert_eq!(counter(dir.path()), 1);
+    assert!(
+        outcome.text.contains("stored (attempt 2)"),
+        "{}",
+        outcome.text
+    );
 }

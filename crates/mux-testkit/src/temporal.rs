@@ -117,7 +117,7 @@ impl DevServer {
                 .spawn()
                 .map_err(|e| format!("starting {}: {e}", binary.display()))?;
             let mut server = DevServer { child, port };
-            match server.wait_ready() {
+            match server.wait_ready(&binary) {
                 Ok(()) => return Ok(server),
                 Err(why) => last = why,
             }
@@ -125,7 +125,9 @@ impl DevServer {
         Err(format!("the Temporal dev server did not start: {last}"))
     }
 
-    fn wait_ready(&mut self) -> Result<(), String> {
+    /// Waits until the frontend serves the `default` namespace: it accepts connections a
+    /// moment before it answers ("Frontend is not healthy yet"), so the CLI itself asks.
+    fn wait_ready(&mut self, binary: &Path) -> Result<(), String> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -136,7 +138,22 @@ impl DevServer {
                 }
                 return Err(format!("it exited ({status}): {}", stderr.trim()));
             }
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+                && Command::new(binary)
+                    .args([
+                        "operator",
+                        "namespace",
+                        "describe",
+                        "--namespace",
+                        "default",
+                    ])
+                    .args(["--address", &self.address()])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            {
                 return Ok(());
             }
             if Instant::now() > deadline {
