@@ -132,6 +132,9 @@ impl AgentWorker {
             reason,
         };
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        // Asked to stop (or the handle dropped): the worker's own thread starts the shutdown,
+        // inside the runtime the SDK needs for it.
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
             .name(format!("mux-temporal {task_queue}"))
             .spawn(move || {
@@ -146,18 +149,23 @@ impl AgentWorker {
                     }
                 };
                 runtime.block_on(async move {
-                    match AgentWorker::with_settings(agent, client, task_queue, settings) {
-                        Ok(worker) => {
-                            let stop: Box<dyn Fn() + Send + Sync> =
-                                Box::new(worker.shutdown_handle());
-                            let _ = ready_tx.send(Ok(stop));
-                            worker.run().await
-                        }
-                        Err(err) => {
-                            let _ = ready_tx.send(Err(err));
-                            Ok(())
-                        }
+                    let worker =
+                        match AgentWorker::with_settings(agent, client, task_queue, settings) {
+                            Ok(worker) => worker,
+                            Err(err) => {
+                                let _ = ready_tx.send(Err(err));
+                                return Ok(());
+                            }
+                        };
+                    let stop = worker.shutdown_handle();
+                    let _ = ready_tx.send(Ok(()));
+                    let mut run = std::pin::pin!(worker.run());
+                    tokio::select! {
+                        biased;
+                        result = &mut run => return result,
+                        _ = stop_rx => stop(),
                     }
+                    run.await
                 })
             })
             .map_err(|err| TemporalError::Worker {
@@ -165,8 +173,8 @@ impl AgentWorker {
                 reason: format!("spawning the worker's thread: {err}"),
             })?;
         match ready_rx.recv() {
-            Ok(Ok(stop)) => Ok(WorkerThread {
-                stop,
+            Ok(Ok(())) => Ok(WorkerThread {
+                stop: Some(stop_tx),
                 thread: Some(thread),
             }),
             Ok(Err(err)) => {
@@ -195,7 +203,7 @@ impl AgentWorker {
 
 /// A worker on a thread of its own ([`AgentWorker::spawn`]): shut down and joined on drop.
 pub struct WorkerThread {
-    stop: Box<dyn Fn() + Send + Sync>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<Result<(), TemporalError>>>,
 }
 
@@ -215,7 +223,9 @@ impl WorkerThread {
     }
 
     fn stop_and_join(&mut self) -> Result<(), TemporalError> {
-        (self.stop)();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
         match self.thread.take().map(std::thread::JoinHandle::join) {
             Some(Ok(result)) => result,
             Some(Err(_)) => Err(TemporalError::Worker {

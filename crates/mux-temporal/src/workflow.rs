@@ -227,9 +227,10 @@ impl AgentWorkflow {
                 });
             }
         }
+        // Taken, so that a later turn's call with a reused id is asked again.
         let answers = ctx.state_mut(|s| {
             s.pending.clear();
-            s.answers.clone()
+            std::mem::take(&mut s.answers)
         });
         let mut done = BTreeMap::new();
         let mut outputs = Vec::with_capacity(calls.len());

@@ -523,3 +523,57 @@ async fn an_idempotent_call_runs_again_on_the_other_worker_with_the_same_key() {
         outcome.text
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_id_reused_in_a_later_turn_is_asked_again() {
+    let server = server();
+    let client = connect(&server.address(), "default").await.unwrap();
+    let queue = unique("reused-id");
+    let dir = tempfile::tempdir().unwrap();
+    // Some providers number calls per turn: both turns call `bump` as "call_1".
+    let model = ScriptedClient::new().respond_with(|request| {
+        let results = request
+            .messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter(|b| matches!(b, ContentBlock::ToolResult { .. }))
+            .count();
+        Ok(match results {
+            0 | 1 => Response::new(
+                vec![ContentBlock::ToolUse {
+                    id: "call_1".into(),
+                    name: "bump".into(),
+                    input: json!({}),
+                }],
+                mux_llm::StopReason::ToolUse,
+            ),
+            _ => Response::from_text("done"),
+        })
+    });
+    let agent = Agent::builder(model, "m")
+        .tool(Bump {
+            dir: dir.path().to_owned(),
+        })
+        .build()
+        .unwrap();
+    let _worker = spawn_worker(&agent, &client, &queue);
+    let run = TemporalAgent::new(client, &queue, &agent)
+        .start(&unique("run"), "Bump it")
+        .await
+        .unwrap();
+    for (turn, answer) in [(1, Answer::AllowOnce), (2, Answer::deny("once is enough"))] {
+        until("the turn's call to wait for an answer", || async {
+            let pending = run.pending().await.ok()?;
+            // Turn 2's call is asked only once turn 1's result is in the history.
+            let history = run.history().await.ok()?;
+            (pending.len() == 1 && history.len() == 2 * turn).then_some(())
+        })
+        .await;
+        run.approve("call_1", answer).await.unwrap();
+    }
+    let outcome = run.outcome().await.unwrap();
+    assert_eq!(outcome.text, "done");
+    assert_eq!(counter(dir.path()), 1, "the second call ran unasked");
+    let last_results = format!("{:?}", outcome.messages[4].content);
+    assert!(last_results.contains("once is enough"), "{last_results}");
+}
