@@ -577,3 +577,18 @@ async fn a_call_id_reused_in_a_later_turn_is_asked_again() {
     let last_results = format!("{:?}", outcome.messages[4].content);
     assert!(last_results.contains("once is enough"), "{last_results}");
 }
+
+#[test]
+fn a_worker_thread_stops_when_dropped_outside_any_runtime() {
+    let server = server();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let agent = Agent::builder(ScriptedClient::new(), "m").build().unwrap();
+    let worker = runtime.block_on(async {
+        let client = connect(&server.address(), "default").await.unwrap();
+        spawn_worker(&agent, &client, &unique("drop"))
+    });
+    // Not inside the runtime (which lives on: the client's connection runs on it). The SDK
+    // starts a shutdown with `tokio::spawn`: the worker's own thread does it.
+    worker.shutdown().unwrap();
+    drop(runtime);
+}
