@@ -28,8 +28,9 @@ pub(crate) const LAYERS: &[&[&str]] = &[
         "mux-a2a",
         "mux-mcp-face",
     ],
-    // Evals: over the loop and the agents, below nothing but the facade.
-    &["mux-eval"],
+    // Engines: evals, and agents on Temporal; over the loop and the agents, below nothing but
+    // the facade.
+    &["mux-eval", "mux-temporal"],
     &["mux"],
 ];
 

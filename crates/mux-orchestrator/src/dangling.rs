@@ -94,7 +94,7 @@ pub(crate) fn resolution(
 
 /// Whether a call to `spec` may run a second time: its tool says running it again changes
 /// nothing (read-only or idempotent). A tool that is gone may not.
-pub(crate) fn may_rerun(spec: Option<&ToolSpec>) -> bool {
+pub fn may_rerun(spec: Option<&ToolSpec>) -> bool {
     spec.is_some_and(|spec| spec.annotations.read_only || spec.annotations.idempotent)
 }
 
@@ -141,6 +141,20 @@ pub(crate) fn not_run(
         call.name
     ))
     .with_metadata("mux.outcome", serde_json::Value::from("not_run"))
+}
+
+/// The result of a call whose run was cancelled before it returned, for an engine that keeps
+/// its own record of how far each call got (mux-temporal): "outcome unknown" when the call
+/// had `started`, "not run" when it had not. Nothing runs or asks again.
+pub fn cancelled_call_result(call: &ToolCall, started: bool) -> ToolOutput {
+    let progress = if started {
+        CallProgress::Started
+    } else {
+        CallProgress::AwaitingApproval {
+            reason: String::new(),
+        }
+    };
+    not_run(call, Some(&progress), true, LeftBehind::Cancelled)
 }
 
 /// The message that answers every open call of `messages` (see [`unanswered`]) without
@@ -190,7 +204,7 @@ pub async fn settle_open_turn(
 }
 
 /// The result of a call that is not run again: its outcome is unknown.
-pub(crate) fn outcome_unknown(call: &ToolCall) -> ToolOutput {
+pub fn outcome_unknown(call: &ToolCall) -> ToolOutput {
     ToolOutput::error(format!(
         "outcome unknown: the run that made this `{}` call stopped before the call returned \
          (its process ended or its session could not be written), and it was not run again \

@@ -55,7 +55,7 @@ pub use compaction::CompactionConfig;
 pub use config::{OrchestratorConfig, TitleConfig, ToolParallelism};
 pub use context::ContextProvider;
 pub use convert::tool_result_block;
-pub use dangling::settle_open_turn;
+pub use dangling::{cancelled_call_result, may_rerun, outcome_unknown, settle_open_turn};
 pub use emitter::{EventReceiver, Subscription};
 pub use error::LoopError;
 pub use error::{AgentBuildError, ToolsetError};

@@ -8,3 +8,4 @@ pub mod balancer;
 pub mod mcp;
 pub mod postgres;
 pub mod process;
+pub mod temporal;

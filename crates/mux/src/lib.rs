@@ -19,6 +19,7 @@
 //! | `acp` | [`acp`] | the ACP face: a mux agent inside editors over the Agent Client Protocol (stdio) |
 //! | `web` | [`web`] | the web face: AG-UI 1.0 over HTTP/SSE as an axum `Router`, approvals as interrupts, reattach and stop |
 //! | `a2a` | [`a2a`] | the A2A face: one agent over A2A 1.0 (JSON-RPC over HTTP + SSE), approvals as `input-required` |
+//! | `temporal` | [`temporal`] | agents on Temporal: the loop as a workflow, model and tool calls as activities, approvals as updates |
 //! | `page` | [`web`]`::page` | the web face's chat page: `AguiRouter::with_page()` serves `/`, `/app.js`, `/app.css` |
 //! | `full` | all of the above | every layer |
 //!
@@ -267,6 +268,12 @@ pub use mux_web as web;
 #[cfg(feature = "a2a")]
 #[doc(inline)]
 pub use mux_a2a as a2a;
+
+/// Agents on Temporal: an `Agent` as a Temporal workflow (model and tool calls as activities,
+/// approvals as updates, cancel as workflow cancellation, the history as a query).
+#[cfg(feature = "temporal")]
+#[doc(inline)]
+pub use mux_temporal as temporal;
 
 /// Evals: datasets of cases run offline from cassettes or live, evaluators, reports, comparisons.
 #[cfg(feature = "eval")]

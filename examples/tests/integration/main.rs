@@ -15,6 +15,7 @@ mod mcp_inspect;
 mod mcp_tools_server;
 mod one_agent_on_two_faces;
 mod quickstart;
+mod temporal_agent;
 mod web_agent_durable;
 mod web_agent_in_a_browser;
 mod web_agent_refuses_cross_site_requests;

@@ -31,10 +31,15 @@
 //! a new process invokes the thread again; DBOS: a new process's launch recovers it) to its
 //! answer; the row is how often the tool ran. Target: exactly once.
 //!
-//! `BENCH_DURABLE_PEERS=throughput` or `=crash` runs only that part.
+//! **Temporal (a figure, not a target):** the same workload as mux-temporal's agent workflow
+//! on the Temporal CLI's dev server (in memory, not on the PostgreSQL above), its worker in
+//! this process; runs/s and p99 at concurrency 1 and 32 beside mux's, measured in turns.
+//!
+//! `BENCH_DURABLE_PEERS=throughput`, `=crash` or `=temporal` runs only that part.
 
 mod peers;
 pub(crate) mod server;
+mod temporal;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -51,6 +56,8 @@ const MUX_RUNS_C1: usize = 500;
 const MUX_RUNS_C32: usize = 4_000;
 const PEER_RUNS_C1: usize = 200;
 const PEER_RUNS_C32: usize = 1_000;
+const TEMPORAL_RUNS_C1: usize = 150;
+const TEMPORAL_RUNS_C32: usize = 600;
 /// Each system's runs of a concurrency are measured in this many rounds, in turns.
 const ROUNDS: usize = 3;
 /// mux's lease in the crash check; the throughput servers hold theirs ten times as long.
@@ -62,12 +69,32 @@ pub(crate) fn run() -> Result<Vec<Row>, String> {
     let rt = load::runtime()?;
     let postgres = Postgres::start(Durability::Default)?;
     let url = postgres.url("postgres");
-    let peers = Peers::install()?;
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let counts = dir.path().join("counts");
     let only = std::env::var("BENCH_DURABLE_PEERS").ok();
     let part = |name: &str| only.as_deref().is_none_or(|o| o == name);
     let mut rows = Vec::new();
+    if part("temporal") {
+        let temporal = temporal::Temporal::start(&rt, &counts)?;
+        for (c, mux_runs, temporal_runs) in [
+            (1, MUX_RUNS_C1, TEMPORAL_RUNS_C1),
+            (32, MUX_RUNS_C32, TEMPORAL_RUNS_C32),
+        ] {
+            rows.extend(on_temporal(
+                &rt,
+                &temporal,
+                &url,
+                &counts,
+                c,
+                mux_runs,
+                temporal_runs,
+            )?);
+        }
+    }
+    if only.as_deref() == Some("temporal") {
+        return Ok(rows);
+    }
+    let peers = Peers::install()?;
     if part("throughput") {
         for (c, mux_runs, peer_runs) in [
             (1, MUX_RUNS_C1, PEER_RUNS_C1),
@@ -146,6 +173,69 @@ fn throughput(
         });
     }
     Ok(rows)
+}
+
+/// The Temporal rows of one concurrency: mux-temporal on the dev server beside mux's durable
+/// runs on PostgreSQL, in turns (a figure: no target).
+fn on_temporal(
+    rt: &tokio::runtime::Runtime,
+    temporal: &temporal::Temporal,
+    url: &str,
+    counts: &Path,
+    c: usize,
+    mux_runs: usize,
+    temporal_runs: usize,
+) -> Result<Vec<Row>, String> {
+    let server = mux_server(url, counts, LEASE * 10, None)?;
+    let agui = format!("http://127.0.0.1:{}/agui", server.port());
+    let prefix = format!("temporal-c{c}-{}", std::process::id());
+    rt.block_on(mux_load(
+        &agui,
+        &format!("{prefix}-mux-warm"),
+        mux_runs / 10,
+        c,
+    ))?;
+    rt.block_on(temporal.load(&format!("{prefix}-warm"), temporal_runs / 10, c))?;
+    let mut loads: [Vec<(usize, Load)>; 2] = Default::default();
+    for round in 0..ROUNDS {
+        let (mux_n, temporal_n) = (mux_runs / ROUNDS, temporal_runs / ROUNDS);
+        loads[0].push((
+            mux_n,
+            rt.block_on(mux_load(&agui, &format!("{prefix}-mux{round}"), mux_n, c))?,
+        ));
+        let run = format!("{prefix}-run{round}");
+        let load = rt.block_on(temporal.load(&run, temporal_n, c))?;
+        let ran = count_lines(counts, &format!("{run}-"))?;
+        if ran != temporal_n {
+            return Err(format!(
+                "Temporal: the tool ran {ran} times in {temporal_n} runs"
+            ));
+        }
+        loads[1].push((temporal_n, load));
+    }
+    let [mux, on_temporal] = loads.map(|rounds| combined(&rounds));
+    println!(
+        "durable_peers c={c}: Temporal (dev server) {:.0} runs/s p99 {:.1} ms; mux on PostgreSQL {:.0} runs/s p99 {:.1} ms",
+        on_temporal.runs_per_s, on_temporal.p99_ms, mux.runs_per_s, mux.p99_ms
+    );
+    Ok(vec![
+        Row {
+            name: format!(
+                "durable_peers: agent run on Temporal (dev server), concurrency {c} (runs/s)"
+            ),
+            value: on_temporal.runs_per_s,
+            unit: "1/s",
+            baseline: "mux on PostgreSQL".into(),
+            baseline_value: mux.runs_per_s,
+        },
+        Row {
+            name: format!("durable_peers: agent run on Temporal p99, concurrency {c} (ms)"),
+            value: on_temporal.p99_ms,
+            unit: "ms",
+            baseline: "mux on PostgreSQL".into(),
+            baseline_value: mux.p99_ms,
+        },
+    ])
 }
 
 /// Rounds measured one after the other: runs/s over all of them, the worst round's p99.

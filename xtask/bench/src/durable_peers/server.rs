@@ -76,9 +76,10 @@ pub(crate) fn serve() -> Result<(), String> {
     })
 }
 
-/// The scripted model: asks for `count` with the run's name, then answers "ok".
-struct Scripted {
-    slow: Option<PathBuf>,
+/// The scripted model: asks for `count` with the run's name, then answers "ok" (the
+/// Temporal row's workers run it too).
+pub(crate) struct Scripted {
+    pub(crate) slow: Option<PathBuf>,
 }
 
 impl LlmClient for Scripted {
@@ -128,13 +129,13 @@ impl LlmClient for Scripted {
 }
 
 /// `count`: appends its `run` argument and a newline to a file, in one write.
-struct Count {
+pub(crate) struct Count {
     spec: ToolSpec,
     path: PathBuf,
 }
 
 impl Count {
-    fn new(path: PathBuf) -> Result<Self, String> {
+    pub(crate) fn new(path: PathBuf) -> Result<Self, String> {
         let schema = json!({
             "type": "object",
             "properties": {"run": {"type": "string"}},
