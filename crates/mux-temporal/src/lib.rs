@@ -33,7 +33,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 
-
 /// The code in README.md, compiled as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
