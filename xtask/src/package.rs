@@ -54,7 +54,6 @@ pub(crate) fn run() -> Result<(), String> {
         ));
     }
     forget_extracted_sources(&published);
-    forget_registry_builds(&root, &published);
     // The working tree as it is: what `ci` checks is what is about to be committed.
     let mut cargo = Cmd::cargo(["package", "--locked", "--allow-dirty"]);
     for package in &published {
@@ -90,45 +89,6 @@ fn forget_extracted_sources(published: &[&Value]) {
             if copy.is_dir() {
                 let _ = std::fs::remove_dir_all(&copy);
             }
-        }
-    }
-}
-
-/// Removes the build records of earlier verifications of these crates. Verification builds
-/// each crate against the others as registry packages, and cargo never looks at a registry
-/// package's sources again once it has built that name and version (a registry's crates do
-/// not change), so a second run after a change would link the first run's build. Only the
-/// records of registry builds go (their fingerprint is `Precalculated` from the version); the
-/// workspace's own builds of the same crates stay.
-fn forget_registry_builds(root: &Value, published: &[&Value]) {
-    let Some(target) = root["target_directory"].as_str() else {
-        return;
-    };
-    let fingerprints = std::path::Path::new(target).join("debug/.fingerprint");
-    let Ok(entries) = std::fs::read_dir(&fingerprints) else {
-        return;
-    };
-    let names: BTreeSet<&str> = published.iter().map(|p| name_of(p)).collect();
-    for entry in entries.flatten() {
-        let dir = entry.path();
-        let file_name = entry.file_name();
-        let Some((name, _hash)) = file_name.to_str().and_then(|n| n.rsplit_once('-')) else {
-            continue;
-        };
-        if !names.contains(name) {
-            continue;
-        }
-        let from_registry = std::fs::read_dir(&dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|f| {
-                f.path().extension().is_some_and(|e| e == "json")
-                    && std::fs::read_to_string(f.path())
-                        .is_ok_and(|j| j.contains("\"Precalculated\""))
-            });
-        if from_registry {
-            let _ = std::fs::remove_dir_all(&dir);
         }
     }
 }
