@@ -54,6 +54,7 @@ pub(crate) fn run() -> Result<(), String> {
         ));
     }
     forget_extracted_sources(&published);
+    forget_registry_builds(&root, &published);
     // The working tree as it is: what `ci` checks is what is about to be committed.
     let mut cargo = Cmd::cargo(["package", "--locked", "--allow-dirty"]);
     for package in &published {
@@ -89,6 +90,45 @@ fn forget_extracted_sources(published: &[&Value]) {
             if copy.is_dir() {
                 let _ = std::fs::remove_dir_all(&copy);
             }
+        }
+    }
+}
+
+/// Removes cargo's builds of earlier verifications of these crates (as registry packages and
+/// as packaged copies). Cargo extracts a registry crate with the archive's file times, older
+/// than its last build, so a second run after a change would link the first run's build.
+/// The workspace's own builds stay: their dependency records name `crates/NAME`.
+fn forget_registry_builds(root: &Value, published: &[&Value]) {
+    let Some(target) = root["target_directory"].as_str() else {
+        return;
+    };
+    let fingerprints = std::path::Path::new(target).join("debug/.fingerprint");
+    let Ok(entries) = std::fs::read_dir(&fingerprints) else {
+        return;
+    };
+    let names: BTreeSet<&str> = published.iter().map(|p| name_of(p)).collect();
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some((name, _hash)) = file_name.to_str().and_then(|n| n.rsplit_once('-')) else {
+            continue;
+        };
+        if !names.contains(name) {
+            continue;
+        }
+        let own = format!("crates/{name}/");
+        let Ok(files) = std::fs::read_dir(entry.path()) else {
+            continue;
+        };
+        let dep_infos: Vec<Vec<u8>> = files
+            .flatten()
+            .filter(|f| f.file_name().to_string_lossy().starts_with("dep-"))
+            .filter_map(|f| std::fs::read(f.path()).ok())
+            .collect();
+        let workspace_build = dep_infos
+            .iter()
+            .any(|bytes| bytes.windows(own.len()).any(|w| w == own.as_bytes()));
+        if !dep_infos.is_empty() && !workspace_build {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
     }
 }
