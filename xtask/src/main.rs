@@ -129,9 +129,13 @@ fn main() -> ExitCode {
 /// Runs steps in order, stopping at the first failure, and ends with "N passed, N failed".
 fn run_steps(steps: &[&Step]) -> ExitCode {
     let (mut passed, mut failed) = (0, 0);
+    let mut times = Vec::new();
     for step in steps {
         eprintln!("\n==> xtask: {}", step.name);
-        match (step.run)() {
+        let started = std::time::Instant::now();
+        let result = (step.run)();
+        times.push(format!("{} {:.0}s", step.name, started.elapsed().as_secs_f64()));
+        match result {
             Ok(()) => passed += 1,
             Err(message) => {
                 eprintln!("xtask: step `{}` failed: {message}", step.name);
@@ -139,6 +143,9 @@ fn run_steps(steps: &[&Step]) -> ExitCode {
                 break;
             }
         }
+    }
+    if steps.len() > 1 {
+        eprintln!("xtask: step times: {}", times.join(", "));
     }
     println!("{passed} passed, {failed} failed");
     if failed == 0 {
