@@ -209,7 +209,7 @@ impl Drop for Abandoned<'_> {
 pub(crate) struct LoopGate {
     /// The permission policy ([`Permissions::unset`] when none was set); none only under
     /// `ApprovalPolicy::Always` or `Never`, which then decide alone.
-    pub(crate) permissions: Option<Permissions>,
+    pub(crate) permissions: Option<Arc<Permissions>>,
     /// The face.
     pub(crate) asker: Arc<LoopAsker>,
     /// Without a policy (`Always` or `Never`): which calls need approval.
@@ -257,7 +257,7 @@ impl LoopGate {
         };
         let asks = std::panic::catch_unwind(AssertUnwindSafe(|| needs(&request.call.input)))
             .unwrap_or(true);
-        let unset = self.permissions.as_ref().is_none_or(Permissions::is_unset);
+        let unset = self.permissions.as_deref().is_none_or(Permissions::is_unset);
         match (asks, unset) {
             (true, _) => ToolSays::Ask("the tool's needs_approval predicate asked".into()),
             (false, true) => ToolSays::Allow,

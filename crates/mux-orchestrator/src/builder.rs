@@ -140,7 +140,7 @@ impl ConversationBuilder {
             client: self.client,
             config: self.config,
             tools: self.tools,
-            permissions: self.permissions,
+            permissions: self.permissions.map(Arc::new),
             contexts: self.contexts,
             store: self.store,
             hooks: self.hooks,

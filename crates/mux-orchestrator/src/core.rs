@@ -21,7 +21,8 @@ pub(crate) struct Services {
     pub(crate) client: Arc<dyn LlmClient>,
     pub(crate) config: OrchestratorConfig,
     pub(crate) tools: Registry,
-    pub(crate) permissions: Option<Permissions>,
+    /// Shared: each run's gate holds it without copying the rules.
+    pub(crate) permissions: Option<Arc<Permissions>>,
     pub(crate) contexts: Vec<Arc<dyn ContextProvider>>,
     pub(crate) store: Option<Arc<dyn SessionStore>>,
     pub(crate) hooks: Hooks,

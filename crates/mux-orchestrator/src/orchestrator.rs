@@ -108,7 +108,7 @@ impl Orchestrator {
     /// approval is the default. `None` under `ApprovalPolicy::Always` or `Never` without a
     /// policy.
     pub fn permissions(&self) -> Option<&Permissions> {
-        self.core.services.permissions.as_ref()
+        self.core.services.permissions.as_deref()
     }
 
     /// The coordinator whose tools the loop offers, if one is set.
