@@ -8,11 +8,6 @@
 #[doc = include_str!("../../../docs/tools.md")]
 pub struct ToolsDocs;
 
-/// The code in docs/builtin-tools.md, compiled and run as doctests.
-#[cfg(all(doctest, feature = "builtin"))]
-#[doc = include_str!("../../../docs/builtin-tools.md")]
-pub struct BuiltinToolsDocs;
-
 pub mod address;
 pub mod approval;
 #[cfg(feature = "builtin")]

@@ -127,6 +127,61 @@ pub struct AgentsDocDoctests;
 #[doc = include_str!("../../../docs/orchestrator.md")]
 pub struct OrchestratorDocDoctests;
 
+/// docs/orchestrator-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/orchestrator-reference.md")]
+pub struct OrchestratorReferenceDocDoctests;
+
+/// docs/orchestrator-design.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/orchestrator-design.md")]
+pub struct OrchestratorDesignDocDoctests;
+
+/// docs/permission.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/permission.md")]
+pub struct PermissionDocDoctests;
+
+/// docs/permission-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/permission-reference.md")]
+pub struct PermissionReferenceDocDoctests;
+
+/// docs/permission-design.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/permission-design.md")]
+pub struct PermissionDesignDocDoctests;
+
+/// docs/builtin-tools.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/builtin-tools.md")]
+pub struct BuiltinToolsDocDoctests;
+
+/// docs/builtin-tools-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/builtin-tools-reference.md")]
+pub struct BuiltinToolsReferenceDocDoctests;
+
+/// docs/builtin-tools-design.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/builtin-tools-design.md")]
+pub struct BuiltinToolsDesignDocDoctests;
+
+/// docs/llm.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/llm.md")]
+pub struct LlmDocDoctests;
+
+/// docs/acp-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/acp-reference.md")]
+pub struct AcpReferenceDocDoctests;
+
+/// docs/acp-design.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/acp-design.md")]
+pub struct AcpDesignDocDoctests;
+
 /// This crate's README.md (the crates.io page), compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
