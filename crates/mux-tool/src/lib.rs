@@ -3,11 +3,6 @@
 // Unsafe code is denied; the one exception, the OS sandbox's `pre_exec`, allows it locally.
 #![deny(unsafe_code)]
 
-/// The code in docs/tools.md, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/tools.md")]
-pub struct ToolsDocs;
-
 pub mod address;
 pub mod approval;
 #[cfg(feature = "builtin")]

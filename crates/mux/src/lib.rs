@@ -182,6 +182,16 @@ pub struct AcpReferenceDocDoctests;
 #[doc = include_str!("../../../docs/acp-design.md")]
 pub struct AcpDesignDocDoctests;
 
+/// docs/tools.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/tools.md")]
+pub struct ToolsDocDoctests;
+
+/// docs/a2a.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/a2a.md")]
+pub struct A2aDocDoctests;
+
 /// This crate's README.md (the crates.io page), compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
