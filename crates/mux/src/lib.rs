@@ -212,6 +212,11 @@ pub struct XtaskDocDoctests;
 #[doc = include_str!("../../../docs/evals.md")]
 pub struct EvalsDocDoctests;
 
+/// docs/evals-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/evals-reference.md")]
+pub struct EvalsReferenceDocDoctests;
+
 /// docs/observability.md's code, compiled and run as doctests.
 #[cfg(all(doctest, feature = "full"))]
 #[doc = include_str!("../../../docs/observability.md")]
