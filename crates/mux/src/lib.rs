@@ -122,6 +122,11 @@ pub struct BenchmarksDocDoctests;
 #[doc = include_str!("../../../docs/agents.md")]
 pub struct AgentsDocDoctests;
 
+/// docs/agents-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/agents-reference.md")]
+pub struct AgentsReferenceDocDoctests;
+
 /// docs/orchestrator.md's code, compiled and run as doctests.
 #[cfg(all(doctest, feature = "full"))]
 #[doc = include_str!("../../../docs/orchestrator.md")]
