@@ -21,4 +21,3 @@ pub mod wire;
 pub use card::{CARD_PATH, PROTOCOL_VERSION, RPC_PATH};
 pub use config::A2aConfig;
 pub use server::{A2aError, A2aServer, Running};
-
