@@ -192,6 +192,11 @@ pub struct AcpDesignDocDoctests;
 #[doc = include_str!("../../../docs/tools.md")]
 pub struct ToolsDocDoctests;
 
+/// docs/tools-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/tools-reference.md")]
+pub struct ToolsReferenceDocDoctests;
+
 /// docs/a2a.md's code, compiled and run as doctests.
 #[cfg(all(doctest, feature = "full"))]
 #[doc = include_str!("../../../docs/a2a.md")]
