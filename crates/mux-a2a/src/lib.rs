@@ -21,8 +21,3 @@ pub mod wire;
 pub use card::{CARD_PATH, PROTOCOL_VERSION, RPC_PATH};
 pub use config::A2aConfig;
 pub use server::{A2aError, A2aServer, Running};
-
-/// docs/a2a.md's code, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/a2a.md")]
-pub struct A2aDocDoctests;

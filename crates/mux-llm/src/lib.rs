@@ -2,7 +2,8 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
-/// The code in docs/llm.md, compiled and run as doctests.
+/// The code in docs/llm-reference.md (the Responses API block), compiled as doctests; the
+/// guide, docs/llm.md, is compiled by the facade on `mux::` paths.
 #[cfg(all(
     doctest,
     feature = "anthropic",
@@ -11,8 +12,8 @@
     feature = "gemini",
     feature = "testing"
 ))]
-#[doc = include_str!("../../../docs/llm.md")]
-pub struct LlmDocs;
+#[doc = include_str!("../../../docs/llm-reference.md")]
+pub struct LlmReferenceDocs;
 
 mod accumulate;
 #[cfg(feature = "anthropic")]

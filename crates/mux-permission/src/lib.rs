@@ -7,11 +7,6 @@
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
 
-/// The code in docs/permission.md, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/permission.md")]
-pub struct PermissionDocs;
-
 mod address;
 mod answer;
 pub mod builtin;

@@ -3,16 +3,6 @@
 // Unsafe code is denied; the one exception, the OS sandbox's `pre_exec`, allows it locally.
 #![deny(unsafe_code)]
 
-/// The code in docs/tools.md, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/tools.md")]
-pub struct ToolsDocs;
-
-/// The code in docs/builtin-tools.md, compiled and run as doctests.
-#[cfg(all(doctest, feature = "builtin"))]
-#[doc = include_str!("../../../docs/builtin-tools.md")]
-pub struct BuiltinToolsDocs;
-
 pub mod address;
 pub mod approval;
 #[cfg(feature = "builtin")]

@@ -122,10 +122,85 @@ pub struct BenchmarksDocDoctests;
 #[doc = include_str!("../../../docs/agents.md")]
 pub struct AgentsDocDoctests;
 
+/// docs/agents-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/agents-reference.md")]
+pub struct AgentsReferenceDocDoctests;
+
 /// docs/orchestrator.md's code, compiled and run as doctests.
 #[cfg(all(doctest, feature = "full"))]
 #[doc = include_str!("../../../docs/orchestrator.md")]
 pub struct OrchestratorDocDoctests;
+
+/// docs/orchestrator-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/orchestrator-reference.md")]
+pub struct OrchestratorReferenceDocDoctests;
+
+/// docs/orchestrator-design.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/orchestrator-design.md")]
+pub struct OrchestratorDesignDocDoctests;
+
+/// docs/permission.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/permission.md")]
+pub struct PermissionDocDoctests;
+
+/// docs/permission-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/permission-reference.md")]
+pub struct PermissionReferenceDocDoctests;
+
+/// docs/permission-design.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/permission-design.md")]
+pub struct PermissionDesignDocDoctests;
+
+/// docs/builtin-tools.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/builtin-tools.md")]
+pub struct BuiltinToolsDocDoctests;
+
+/// docs/builtin-tools-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/builtin-tools-reference.md")]
+pub struct BuiltinToolsReferenceDocDoctests;
+
+/// docs/builtin-tools-design.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/builtin-tools-design.md")]
+pub struct BuiltinToolsDesignDocDoctests;
+
+/// docs/llm.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/llm.md")]
+pub struct LlmDocDoctests;
+
+/// docs/acp-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/acp-reference.md")]
+pub struct AcpReferenceDocDoctests;
+
+/// docs/acp-design.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/acp-design.md")]
+pub struct AcpDesignDocDoctests;
+
+/// docs/tools.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/tools.md")]
+pub struct ToolsDocDoctests;
+
+/// docs/tools-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/tools-reference.md")]
+pub struct ToolsReferenceDocDoctests;
+
+/// docs/a2a.md's code, compiled and run as doctests.
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/a2a.md")]
+pub struct A2aDocDoctests;
 
 /// This crate's README.md (the crates.io page), compiled and run as doctests.
 #[cfg(doctest)]
@@ -146,6 +221,11 @@ pub struct XtaskDocDoctests;
 #[cfg(all(doctest, feature = "full"))]
 #[doc = include_str!("../../../docs/evals.md")]
 pub struct EvalsDocDoctests;
+
+/// docs/evals-reference.md (no Rust code today; any block added is compiled and run).
+#[cfg(all(doctest, feature = "full"))]
+#[doc = include_str!("../../../docs/evals-reference.md")]
+pub struct EvalsReferenceDocDoctests;
 
 /// docs/observability.md's code, compiled and run as doctests.
 #[cfg(all(doctest, feature = "full"))]
