@@ -169,7 +169,7 @@ pub fn parse_only(script: &str) -> bool {
 /// Reads `script` as bash reads it.
 ///
 /// Unless nothing in the text could hide another part of it, bash itself reads the script
-/// first, without running it (docs/permission.md, "The reading is the program's"), and the
+/// first, without running it (docs/permission-design.md, "How commands are read"), and the
 /// analysis works on that reading: comments and line continuations are gone. Of a script bash
 /// does not read as one whole, the lines before its error are read, since `bash -c` runs
 /// them. Scripts found inside (`sh -c`, `eval`, an alias) are read by bash too. Deny rules
