@@ -3,9 +3,36 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, PoisonError, RwLock};
 
 type Slot = Arc<dyn Any + Send + Sync>;
+
+/// The map's keys are type ids, already hashes: no keyed hash over them (a run makes a layer
+/// of its own, so this is on every run's path).
+type Slots = HashMap<TypeId, Slot, BuildHasherDefault<TypeIdHasher>>;
+
+/// Passes a [`TypeId`]'s own bits through (folded, for other writes).
+#[derive(Default)]
+struct TypeIdHasher(u64);
+
+impl Hasher for TypeIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(word);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = self.0.rotate_left(5) ^ value;
+    }
+}
 
 /// Shared resources keyed by type: a todo list, an HTTP client, a project root.
 ///
@@ -23,7 +50,7 @@ type Slot = Arc<dyn Any + Send + Sync>;
 /// ```
 #[derive(Clone, Default)]
 pub struct Resources {
-    map: Arc<RwLock<HashMap<TypeId, Slot>>>,
+    map: Arc<RwLock<Slots>>,
     parent: Option<Arc<Resources>>,
 }
 
