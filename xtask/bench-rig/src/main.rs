@@ -44,7 +44,16 @@ const RIG_AGENT: &str = "rig-agent 0.46";
 
 fn main() -> ExitCode {
     if let Ok(count) = std::env::var("BENCH_RIG_PROFILE_MUX_RUNS") {
-        return profile_mux(&count);
+        return match MuxLoop::new() {
+            Ok(mux) => profile(&count, Arc::new(mux)),
+            Err(err) => {
+                eprintln!("bench-rig failed: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if let Ok(count) = std::env::var("BENCH_RIG_PROFILE_RIG_RUNS") {
+        return profile(&count, Arc::new(RigLoop::new()));
     }
     let path = std::env::args()
         .nth(1)
@@ -69,21 +78,41 @@ fn main() -> ExitCode {
     }
 }
 
-/// Only mux's runs, in a runtime task, for a profiler: `BENCH_RIG_PROFILE_MUX_RUNS=N`.
-fn profile_mux(count: &str) -> ExitCode {
+/// A loop the profile mode can drive.
+trait Profiled: Send + Sync + 'static {
+    /// One two-call run.
+    fn one(&self) -> impl Future<Output = Result<(), String>> + Send;
+}
+
+impl Profiled for MuxLoop {
+    fn one(&self) -> impl Future<Output = Result<(), String>> + Send {
+        self.run()
+    }
+}
+
+impl Profiled for RigLoop {
+    fn one(&self) -> impl Future<Output = Result<(), String>> + Send {
+        self.run()
+    }
+}
+
+/// Only one loop's runs, in a runtime task, for a profiler (`valgrind --tool=callgrind`
+/// counts instructions, which the machine's load does not change):
+/// `BENCH_RIG_PROFILE_MUX_RUNS=N` or `BENCH_RIG_PROFILE_RIG_RUNS=N` (rig-core 0.40's
+/// `prompt()`).
+fn profile<L: Profiled>(count: &str, subject: Arc<L>) -> ExitCode {
     let result = count
         .parse::<u32>()
-        .map_err(|e| format!("BENCH_RIG_PROFILE_MUX_RUNS={count:?}: {e}"))
+        .map_err(|e| format!("run count {count:?}: {e}"))
         .and_then(|n| {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
                 .build()
                 .map_err(|e| e.to_string())?;
-            let mux = Arc::new(MuxLoop::new()?);
             let mut subject = runs(&rt, Driver::Task, move || {
-                let mux = Arc::clone(&mux);
-                async move { mux.run().await }
+                let subject = Arc::clone(&subject);
+                async move { subject.one().await }
             });
             let start = std::time::Instant::now();
             subject(n)?;
