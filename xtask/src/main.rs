@@ -1,7 +1,7 @@
 //! `cargo xtask`: the project's checks, each a subcommand, and `ci`, which runs them all.
 //!
 //! ```text
-//! cargo xtask ci          fmt, clippy, peers, page, test, doc, layering, features, deny, package; then "N passed, N failed"
+//! cargo xtask ci          fmt, clippy, peers, page, test, doc, layering, features, deny, package, semver; then "N passed, N failed"
 //! cargo xtask lint        fmt --check and clippy -D warnings
 //! cargo xtask peers       the npm and PyPI peers the interop tests use (tests/peers, tests/acp-peers, tests/web-peers)
 //! cargo xtask page        mux-web's committed chat page bundle is esbuild's output of its source
@@ -12,6 +12,7 @@
 //! cargo xtask features    each crate builds with no and all features; the facade with each alone
 //! cargo xtask deny        cargo deny check bans licenses sources (installs cargo-deny if missing)
 //! cargo xtask package     every published crate has crates.io's and docs.rs' metadata, an honest rust-version, and packages and builds
+//! cargo xtask semver      the published crates' API against the last release tag (cargo-semver-checks); passes while there is none
 //! cargo xtask bench       every benchmark; writes target/bench-report.json
 //! cargo xtask outdated    what is behind its latest release: Rust dependencies, npm and PyPI peers (not in ci)
 //! cargo xtask oracle      the shell analysis' differential oracle, full corpus (`--slice`: the fast slice)
@@ -32,6 +33,7 @@ mod outdated;
 mod package;
 mod page;
 mod peers;
+mod semver;
 
 use std::process::ExitCode;
 
@@ -92,6 +94,10 @@ const CI_STEPS: &[Step] = &[
         name: "package",
         run: package::run,
     },
+    Step {
+        name: "semver",
+        run: semver::run,
+    },
 ];
 
 /// Steps that run alone by name but are not part of `ci`.
@@ -134,7 +140,11 @@ fn run_steps(steps: &[&Step]) -> ExitCode {
         eprintln!("\n==> xtask: {}", step.name);
         let started = std::time::Instant::now();
         let result = (step.run)();
-        times.push(format!("{} {:.0}s", step.name, started.elapsed().as_secs_f64()));
+        times.push(format!(
+            "{} {:.0}s",
+            step.name,
+            started.elapsed().as_secs_f64()
+        ));
         match result {
             Ok(()) => passed += 1,
             Err(message) => {
@@ -166,7 +176,7 @@ fn report(name: &str, result: Result<(), String>) -> ExitCode {
 }
 
 fn usage() -> &'static str {
-    "usage: cargo xtask <ci|lint|fmt|clippy|peers|page|test|conformance|doc|layering|features|deny|package|bench|outdated|oracle [--slice]|oracle-slice>"
+    "usage: cargo xtask <ci|lint|fmt|clippy|peers|page|test|conformance|doc|layering|features|deny|package|semver|bench|outdated|oracle [--slice]|oracle-slice>"
 }
 
 fn fmt() -> Result<(), String> {
