@@ -257,7 +257,10 @@ impl LoopGate {
         };
         let asks = std::panic::catch_unwind(AssertUnwindSafe(|| needs(&request.call.input)))
             .unwrap_or(true);
-        let unset = self.permissions.as_deref().is_none_or(Permissions::is_unset);
+        let unset = self
+            .permissions
+            .as_deref()
+            .is_none_or(Permissions::is_unset);
         match (asks, unset) {
             (true, _) => ToolSays::Ask("the tool's needs_approval predicate asked".into()),
             (false, true) => ToolSays::Allow,
