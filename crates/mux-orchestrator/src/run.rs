@@ -756,14 +756,15 @@ impl<'a> Turns<'a> {
         let provider = services.client.provider().to_owned();
         let span = telemetry::chat_span(&provider, &request, services.config.capture_content);
         // Retries happen inside the client before the stream starts: each one it reports
-        // becomes a `Retrying` event while the request is still being made.
-        let (retries_tx, mut retries) = tokio::sync::mpsc::unbounded_channel();
+        // becomes a `Retrying` event while the request is still being made. Boxed, so the
+        // channel's first block (32 slots, made with it on every turn) is small.
+        let (retries_tx, mut retries) = tokio::sync::mpsc::unbounded_channel::<Box<LoopEvent>>();
         let request = request.on_retry(OnRetry::new(move |notice| {
-            let _ = retries_tx.send(LoopEvent::Retrying {
+            let _ = retries_tx.send(Box::new(LoopEvent::Retrying {
                 attempt: notice.attempt,
                 delay_ms: u64::try_from(notice.delay.as_millis()).unwrap_or(u64::MAX),
                 error: notice.error.to_string(),
-            });
+            }));
         }));
         // Made inside the chat span, so the provider's own (debug) span is its child.
         let request_made = span
@@ -775,7 +776,7 @@ impl<'a> Turns<'a> {
                 biased;
                 () = &mut cancelled => return Err(LoopError::Cancelled.into()),
                 () = &mut out_of_time, if at_deadline.is_some() => return Err(out_of(&at_deadline)),
-                Some(retrying) = retries.recv() => self.run.emit(retrying).await,
+                Some(retrying) = retries.recv() => self.run.emit(*retrying).await,
                 stream = &mut request_made => break stream.map_err(|e| telemetry::chat_failed(&span, e))?,
             }
         };
