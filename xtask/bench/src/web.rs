@@ -83,12 +83,7 @@ mod server {
                 std::time::Duration::from_secs(10),
                 std::time::Duration::from_millis,
             );
-        let sessions = mux_orchestrator::session::PostgresSessionStore::connect(&url)
-            .await
-            .map_err(|e| e.to_string())?;
-        let runs = mux_orchestrator::runs::PostgresRunStore::connect(&url)
-            .await
-            .map_err(|e| e.to_string())?;
+        let (sessions, runs) = crate::durable_peers::server::postgres_stores(&url).await?;
         Ok(agui(false)?
             .session_store(Arc::new(sessions))
             .run_store(Arc::new(runs))
@@ -579,16 +574,11 @@ pub(crate) async fn pause_runs(url: &str, count: usize, offset: usize) -> Result
         let runs = chunk.iter().map(|&n| {
             let client = client.clone();
             async move {
-                let text = client
+                let request = client
                     .post(url)
                     .header("content-type", "application/json")
-                    .body(body(offset + n, "pause"))
-                    .send()
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .text()
-                    .await
-                    .map_err(|e| e.to_string())?;
+                    .body(body(offset + n, "pause"));
+                let text = load::text(request).await?;
                 if text.contains(r#""type":"interrupt""#) {
                     Ok(())
                 } else {
