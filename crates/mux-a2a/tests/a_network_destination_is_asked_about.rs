@@ -5,15 +5,13 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::{Arc, Mutex};
-
 use mux_a2a::{A2aConfig, A2aServer, Running};
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
+use mux_llm::{Request, Response};
 use mux_orchestrator::Agent;
 use mux_testkit::site::{Site, namespaces};
 use mux_tool::ApprovalPolicy;
-use mux_tool::builtin::{Bash, NetworkPolicy, Sandbox, SandboxPolicy};
+use mux_tool::builtin::Sandbox;
 use serde_json::{Value, json};
 
 mod support;
@@ -39,22 +37,13 @@ fn respond(port: u16) -> impl Fn(&Request) -> Result<Response, mux_llm::LlmError
     move |request: &Request| {
         let (prompt, results) = results_since_prompt(request);
         Ok(if results.is_empty() {
-            Response::new(
-                vec![ContentBlock::tool_use(
-                    format!("call-{}", prompt.replace(' ', "-")),
-                    "bash",
-                    json!({"command": format!("curl -sS http://{HOST}:{port}/hello")}),
-                )],
-                StopReason::ToolUse,
+            Response::from_tool_use(
+                format!("call-{}", prompt.replace(' ', "-")),
+                "bash",
+                json!({"command": format!("curl -sS http://{HOST}:{port}/hello")}),
             )
         } else {
-            Response::new(
-                vec![ContentBlock::text(format!(
-                    "Fetched: {}",
-                    results.join(" | ")
-                ))],
-                StopReason::EndTurn,
-            )
+            Response::from_text(format!("Fetched: {}", results.join(" | ")))
         })
     }
 }

@@ -41,13 +41,19 @@ pub(crate) fn serve(kind: &str) -> Result<(), String> {
             "mux-pg" => server::durable().await?,
             other => return Err(format!("unknown web server `{other}`")),
         };
-        let listener = mux_web::bind(0).await.map_err(|e| e.to_string())?;
-        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-        println!("PORT {port}");
-        mux_web::serve(listener, router)
-            .await
-            .map_err(|e| e.to_string())
+        serve_printing_port(router).await
     })
+}
+
+/// Serves `router` on a free port, printing `PORT <port>` for the bench to read, until the
+/// server stops.
+pub(crate) async fn serve_printing_port(router: axum::Router) -> Result<(), String> {
+    let listener = mux_web::bind(0).await.map_err(|e| e.to_string())?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    println!("PORT {port}");
+    mux_web::serve(listener, router)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 mod server {

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Request, Response, StopReason};
+use mux_llm::{Request, Response};
 use mux_orchestrator::Agent;
 use mux_orchestrator::session::MemorySessionStore;
 use mux_testkit::site::{Site, namespaces};
@@ -50,13 +50,7 @@ fn respond(port: u16) -> impl Fn(&Request) -> Result<Response, mux_llm::LlmError
             let id = format!("call-{}-{}", prompt.len(), results.len());
             Response::from_tool_use(id, "bash", json!({"command": command}))
         } else {
-            Response::new(
-                vec![ContentBlock::text(format!(
-                    "Fetched: {}",
-                    results.join(" | ")
-                ))],
-                StopReason::EndTurn,
-            )
+            Response::from_text(format!("Fetched: {}", results.join(" | ")))
         })
     }
 }

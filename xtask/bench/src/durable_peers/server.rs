@@ -62,12 +62,7 @@ pub(crate) fn serve() -> Result<(), String> {
                     .lease(lease),
             )
             .build();
-        let listener = mux_web::bind(0).await.map_err(|e| e.to_string())?;
-        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-        println!("PORT {port}");
-        mux_web::serve(listener, router)
-            .await
-            .map_err(|e| e.to_string())
+        crate::web::serve_printing_port(router).await
     })
 }
 
