@@ -8,10 +8,8 @@
 use mux_a2a::{A2aConfig, A2aServer, Running};
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{Request, Response};
-use mux_orchestrator::Agent;
 use mux_testkit::site::{Site, namespaces};
 use mux_tool::ApprovalPolicy;
-use mux_tool::builtin::Sandbox;
 use serde_json::{Value, json};
 
 mod support;
@@ -21,7 +19,7 @@ use support::{rpc, user};
 /// A walled `bash` reaching one test host.
 #[path = "../../mux-tool/tests/support/walled.rs"]
 mod walled;
-use walled::walled_bash;
+use walled::walled_agent;
 
 /// The test name the policy maps to the local server.
 const HOST: &str = "pkgs.test";
@@ -52,16 +50,8 @@ fn respond(port: u16) -> impl Fn(&Request) -> Result<Response, mux_llm::LlmError
 /// commands run unasked (only the network question is asked).
 async fn serve(site: &Site) -> (Running, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let bash = walled_bash(Sandbox::new(dir.path()).unwrap(), HOST, site.port());
-    let agent = Agent::builder(
-        ScriptedClient::new().respond_with(respond(site.port())),
-        "scripted",
-    )
-    .tool(bash)
-    .approval(ApprovalPolicy::Never)
-    .root(dir.path())
-    .build()
-    .unwrap();
+    let model = ScriptedClient::new().respond_with(respond(site.port()));
+    let agent = walled_agent(model, dir.path(), HOST, site.port(), ApprovalPolicy::Never);
     let running = A2aServer::new(agent)
         .config(A2aConfig::default())
         .serve(([127, 0, 0, 1], 0).into())

@@ -20,6 +20,7 @@ use crate::harness::{Peer, for_call};
 
 /// A walled `bash` reaching one test host.
 #[path = "../../../mux-tool/tests/support/walled.rs"]
+#[allow(dead_code)]
 mod walled;
 use walled::walled_bash;
 

@@ -21,7 +21,7 @@ use crate::common::{events, input, latest_prompt, tool_result_texts, types};
 /// A walled `bash` reaching one test host.
 #[path = "../../../mux-tool/tests/support/walled.rs"]
 mod walled;
-use walled::walled_bash;
+use walled::walled_agent;
 
 /// The test name the policy maps to the local server.
 const HOST: &str = "pkgs.test";
@@ -66,16 +66,8 @@ async fn server(
     tempfile::TempDir,
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let bash = walled_bash(Sandbox::new(dir.path()).unwrap(), HOST, site.port());
-    let agent = Agent::builder(
-        ScriptedClient::new().respond_with(respond(site.port())),
-        "scripted",
-    )
-    .tool(bash)
-    .approval(approval)
-    .root(dir.path())
-    .build()
-    .unwrap();
+    let model = ScriptedClient::new().respond_with(respond(site.port()));
+    let agent = walled_agent(model, dir.path(), HOST, site.port(), approval);
     let router = AguiRouter::new(agent)
         .session_store(Arc::new(MemorySessionStore::new()))
         .config(WebConfig::default())
