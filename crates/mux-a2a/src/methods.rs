@@ -474,7 +474,8 @@ impl Methods {
         match record.status {
             RunStatus::Running => {
                 durable
-                    .store
+                    .owner
+                    .store()
                     .request_cancel(&run_id)
                     .await
                     .map_err(|e| stored::store_error(e, id))?;
@@ -520,7 +521,7 @@ impl Methods {
 
     /// Waits (up to [`CANCEL_WAIT`]) until the stored task ended.
     async fn wait_stored_end(&self, task_id: &str, run_id: &str) {
-        let store = &self.durable.store;
+        let store = self.durable.owner.store();
         let _ = tokio::time::timeout(CANCEL_WAIT, async {
             loop {
                 match store.get(run_id).await {
@@ -565,7 +566,7 @@ impl Methods {
             return Err(err);
         }
         let feed = Feed::new(
-            std::sync::Arc::clone(&self.durable.store),
+            std::sync::Arc::clone(self.durable.owner.store()),
             stored::run_id(id),
             record.last_seq,
             task.state(),
@@ -585,7 +586,13 @@ impl Methods {
             }
             *pruned = Some(tokio::time::Instant::now());
         }
-        if let Err(err) = self.durable.store.forget_ended(self.retention).await {
+        if let Err(err) = self
+            .durable
+            .owner
+            .store()
+            .forget_ended(self.retention)
+            .await
+        {
             tracing::debug!("forgetting ended tasks: {err}");
         }
     }

@@ -135,13 +135,15 @@ impl A2aServer {
             methods: Methods {
                 tasks: Arc::new(Tasks::new(config.max_tasks)),
                 contexts: Contexts::new(self.agent, store),
-                durable: Durable::new(RunOwner::new(
-                    runs,
-                    "a2a",
-                    crate::stored::PREFIX,
-                    config.lease,
-                    stop.clone(),
-                )),
+                durable: Durable {
+                    owner: RunOwner::new(
+                        runs,
+                        "a2a",
+                        crate::stored::PREFIX,
+                        config.lease,
+                        stop.clone(),
+                    ),
+                },
                 max_log: config.max_task_log,
                 retention: config.task_retention,
                 pruned: std::sync::Mutex::default(),

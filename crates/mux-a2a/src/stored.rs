@@ -44,20 +44,12 @@ pub(crate) fn task_id(run_id: &str) -> Option<&str> {
 
 /// This process as an owner of tasks' runs.
 pub(crate) struct Durable {
-    pub(crate) store: Arc<dyn RunStore>,
     /// Holds the tasks' runs; stopped with the server (writers stop where they are, and
     /// other processes take the tasks over).
     pub(crate) owner: RunOwner,
 }
 
 impl Durable {
-    pub(crate) fn new(owner: RunOwner) -> Self {
-        Self {
-            store: Arc::clone(owner.store()),
-            owner,
-        }
-    }
-
     /// A writer for `run`, which this process holds (as it began or claimed it).
     pub(crate) fn writer(&self, run: &RunRecord) -> RunWriter {
         self.owner.writer(run.run_id.clone(), run.last_seq)
@@ -68,7 +60,8 @@ impl Durable {
         if task_id.len() > MAX_ID {
             return Err(not_found(task_id));
         }
-        self.store
+        self.owner
+            .store()
             .get(&run_id(task_id))
             .await
             .map_err(|e| store_error(e, task_id))
@@ -85,7 +78,8 @@ impl Durable {
         let mut after = 0;
         loop {
             let events = self
-                .store
+                .owner
+                .store()
                 .events_after(&id, after, PAGE)
                 .await
                 .map_err(|e| store_error(e, task_id))?;

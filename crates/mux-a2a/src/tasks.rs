@@ -113,7 +113,8 @@ pub(crate) async fn list(
     let mut cursor = String::new();
     loop {
         let runs = durable
-            .store
+            .owner
+            .store()
             .list_runs(stored::PREFIX, &cursor, SCAN)
             .await
             .map_err(failed)?;

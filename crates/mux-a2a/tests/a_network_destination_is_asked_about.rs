@@ -5,107 +5,29 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::{Arc, Mutex};
-
 use mux_a2a::{A2aConfig, A2aServer, Running};
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
-use mux_orchestrator::Agent;
+use mux_llm::{Request, Response};
+use mux_testkit::site::{Site, namespaces};
 use mux_tool::ApprovalPolicy;
-use mux_tool::builtin::{Bash, NetworkPolicy, Sandbox, SandboxPolicy};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 mod support;
 
 use support::{rpc, user};
 
+/// A walled `bash` reaching one test host.
+#[path = "../../mux-tool/tests/support/walled.rs"]
+mod walled;
+use walled::walled_agent;
+
 /// The test name the policy maps to the local server.
 const HOST: &str = "pkgs.test";
 
-/// A local HTTP server answering `hello from <Host>`; it counts the requests it saw.
-struct Site {
-    port: u16,
-    seen: Arc<Mutex<usize>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Site {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Site {
-    async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let seen: Arc<Mutex<usize>> = Arc::default();
-        let count = Arc::clone(&seen);
-        let task = tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let count = Arc::clone(&count);
-                tokio::spawn(async move {
-                    let mut head = Vec::new();
-                    let mut buf = [0u8; 1024];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match socket.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    *count.lock().unwrap() += 1;
-                    let body = format!("hello from {HOST}\n");
-                    let reply = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = socket.write_all(reply.as_bytes()).await;
-                });
-            }
-        });
-        Self { port, seen, task }
-    }
-
-    fn requests(&self) -> usize {
-        *self.seen.lock().unwrap()
-    }
-}
-
-/// Whether this machine lets an unprivileged process make user and network namespaces
-/// (the wall needs them). `None` when it cannot tell (no `unshare`): the test then runs.
-fn namespaces() -> Option<bool> {
-    std::process::Command::new("unshare")
-        .args(["--user", "--map-root-user", "--net", "true"])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .ok()
-        .map(|s| s.success())
-}
-
-/// The texts of the tool results after the last user prompt.
+/// The latest prompt and the texts of the tool results since it.
 fn results_since_prompt(request: &Request) -> (String, Vec<String>) {
-    let at = request
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::User && m.content.iter().any(|b| b.as_text().is_some()))
-        .unwrap_or(0);
-    let results = request.messages[at..]
-        .iter()
-        .flat_map(|m| m.content.iter())
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult { content, .. } => Some(
-                content
-                    .iter()
-                    .filter_map(|c| c.as_text())
-                    .collect::<Vec<_>>()
-                    .join(""),
-            ),
-            _ => None,
-        })
-        .collect();
-    (request.messages[at].text(), results)
+    let (prompt, since) = support::models::latest_prompt(&request.messages);
+    (prompt, support::models::tool_result_texts(since))
 }
 
 /// The model: each prompt runs curl once, then reports what it got.
@@ -113,22 +35,13 @@ fn respond(port: u16) -> impl Fn(&Request) -> Result<Response, mux_llm::LlmError
     move |request: &Request| {
         let (prompt, results) = results_since_prompt(request);
         Ok(if results.is_empty() {
-            Response::new(
-                vec![ContentBlock::tool_use(
-                    format!("call-{}", prompt.replace(' ', "-")),
-                    "bash",
-                    json!({"command": format!("curl -sS http://{HOST}:{port}/hello")}),
-                )],
-                StopReason::ToolUse,
+            Response::from_tool_use(
+                format!("call-{}", prompt.replace(' ', "-")),
+                "bash",
+                json!({"command": format!("curl -sS http://{HOST}:{port}/hello")}),
             )
         } else {
-            Response::new(
-                vec![ContentBlock::text(format!(
-                    "Fetched: {}",
-                    results.join(" | ")
-                ))],
-                StopReason::EndTurn,
-            )
+            Response::from_text(format!("Fetched: {}", results.join(" | ")))
         })
     }
 }
@@ -137,19 +50,8 @@ fn respond(port: u16) -> impl Fn(&Request) -> Result<Response, mux_llm::LlmError
 /// commands run unasked (only the network question is asked).
 async fn serve(site: &Site) -> (Running, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], site.port));
-    let bash = Bash::new(Sandbox::new(dir.path()).unwrap())
-        .sandbox_policy(SandboxPolicy::WorkspaceWrite)
-        .network_policy(NetworkPolicy::new().resolve_for_tests(HOST, vec![addr]));
-    let agent = Agent::builder(
-        ScriptedClient::new().respond_with(respond(site.port)),
-        "scripted",
-    )
-    .tool(bash)
-    .approval(ApprovalPolicy::Never)
-    .root(dir.path())
-    .build()
-    .unwrap();
+    let model = ScriptedClient::new().respond_with(respond(site.port()));
+    let agent = walled_agent(model, dir.path(), HOST, site.port(), ApprovalPolicy::Never);
     let running = A2aServer::new(agent)
         .config(A2aConfig::default())
         .serve(([127, 0, 0, 1], 0).into())
@@ -201,7 +103,7 @@ async fn approve_lets_curl_through_deny_refuses_and_always_is_not_asked_again() 
 
     // Approved once: the command was waiting in its call; it goes on and prints the body.
     let sent = rpc(&server, "SendMessage", user("fetch", None)).await;
-    let task = asks_about_the_destination(&sent["result"]["task"], site.port);
+    let task = asks_about_the_destination(&sent["result"]["task"], site.port());
     assert_eq!(site.requests(), 0, "nothing went out before the answer");
     let unclear = rpc(&server, "SendMessage", user("perhaps", Some(&task))).await;
     assert_eq!(unclear["error"]["code"], -32602, "{unclear}");
@@ -212,7 +114,7 @@ async fn approve_lets_curl_through_deny_refuses_and_always_is_not_asked_again() 
 
     // Denied: curl gets the proxy's refusal, and the site sees nothing.
     let sent = rpc(&server, "SendMessage", user("fetch again", None)).await;
-    let task = asks_about_the_destination(&sent["result"]["task"], site.port);
+    let task = asks_about_the_destination(&sent["result"]["task"], site.port());
     let answered = rpc(
         &server,
         "SendMessage",
@@ -230,7 +132,7 @@ async fn approve_lets_curl_through_deny_refuses_and_always_is_not_asked_again() 
     // Always: allowed for the rest of the task's conversation, so its next prompt is not asked.
     let sent = rpc(&server, "SendMessage", user("fetch once more", None)).await;
     let first = &sent["result"]["task"];
-    let task = asks_about_the_destination(first, site.port);
+    let task = asks_about_the_destination(first, site.port());
     let context = first["contextId"].as_str().unwrap().to_owned();
     let answered = rpc(&server, "SendMessage", user("always", Some(&task))).await;
     assert!(reply(&answered["result"]["task"]).contains("hello from pkgs.test"));

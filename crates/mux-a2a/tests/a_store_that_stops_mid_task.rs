@@ -14,23 +14,12 @@ use mux_a2a::{A2aConfig, A2aServer};
 use mux_llm::testing::ScriptedClient;
 use mux_orchestrator::runs::{PostgresRunStore, RunStatus, RunStore as _};
 use mux_orchestrator::session::PostgresSessionStore;
-use mux_testkit::postgres::TestDatabase;
+use mux_testkit::postgres::{OUTAGE_LEAKS, TestDatabase};
 use serde_json::{Value, json};
 
 mod support;
 
 use support::{agent, client, rpc, user};
-
-/// What a client must never be shown.
-const LEAKS: [&str; 7] = [
-    "os error",
-    "Broken pipe",
-    "Connection refused",
-    "No such file",
-    ".s.PGSQL",
-    "/tmp",
-    "mux-pg-",
-];
 
 /// How long a stream may take to end before the test calls it hung: a hang detector far
 /// above the writer's bound (10 s) and the outage; a task left `working` never ends (its
@@ -93,7 +82,7 @@ async fn read_all(response: reqwest::Response, mut seen: impl FnMut(&Value)) -> 
 /// Checks that a stream ended `failed`, naming the store, showing no OS text.
 fn ends_failed_naming_the_store(what: &str, items: &[Value]) {
     let text = Value::Array(items.to_vec()).to_string();
-    for leak in LEAKS {
+    for leak in OUTAGE_LEAKS {
         assert!(!text.contains(leak), "{what}: `{leak}` shown: {text}");
     }
     let last = items.last().unwrap();

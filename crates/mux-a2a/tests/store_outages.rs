@@ -12,23 +12,12 @@ use mux_a2a::{A2aConfig, A2aServer};
 use mux_llm::testing::ScriptedClient;
 use mux_orchestrator::runs::PostgresRunStore;
 use mux_orchestrator::session::PostgresSessionStore;
-use mux_testkit::postgres::TestDatabase;
+use mux_testkit::postgres::{OUTAGE_LEAKS, TestDatabase};
 use serde_json::{Value, json};
 
 mod support;
 
 use support::{agent, client, user};
-
-/// What a client must never be shown.
-const LEAKS: [&str; 7] = [
-    "os error",
-    "Broken pipe",
-    "Connection refused",
-    "No such file",
-    ".s.PGSQL",
-    "/tmp",
-    "mux-pg-",
-];
 
 /// One JSON-RPC call (id 7); the parsed answer. The client's timeout is a hang detector.
 async fn rpc(url: &str, method: &str, params: Value) -> Value {
@@ -90,18 +79,11 @@ async fn a_postgres_outage_is_unavailable_with_a_retry_hint_and_then_passes() {
     for (what, method, params) in down {
         let answer = rpc(&url, method, params).await;
         let text = answer.to_string();
-        for leak in LEAKS {
+        for leak in OUTAGE_LEAKS {
             assert!(!text.contains(leak), "{what}: `{leak}` shown: {text}");
         }
         assert_eq!(answer["error"]["code"], -32000, "{what}: {answer}");
-        let details = answer["error"]["data"].as_array().unwrap();
-        assert_eq!(details[0]["reason"], "UNAVAILABLE", "{answer}");
-        assert!(
-            details
-                .iter()
-                .any(|d| d["@type"] == "type.googleapis.com/google.rpc.RetryInfo"),
-            "{answer}"
-        );
+        support::assert_unavailable_with_retry(&answer);
     }
     restart.join().unwrap();
 

@@ -308,22 +308,12 @@ impl RunView {
         let session = Arc::clone(&self.session);
         let tool = name.to_owned();
         tokio::spawn(async move {
-            let answer = tokio::select! {
-                answer = cx.send_request(request).block_task() => answer,
-                () = cancel.cancelled() => return,
-            };
-            let decision = match answer {
-                Ok(response) => match response.outcome {
-                    RequestPermissionOutcome::Selected(selected) => {
-                        decide(&selected.option_id.0, &session, &tool)
-                    }
-                    _ => Answer::Deny {
-                        reason: "the user cancelled the request".to_owned(),
-                    },
-                },
-                Err(err) => Answer::Deny {
-                    reason: format!("the editor did not answer the permission request: {err}"),
-                },
+            let Some(decision) = ask_editor(&cx, request, &cancel, |option| {
+                decide(option, &session, &tool)
+            })
+            .await
+            else {
+                return;
             };
             input
                 .send(LoopInput::ToolApproval {
@@ -333,6 +323,30 @@ impl RunView {
                 .await;
         });
     }
+}
+
+/// Sends the editor `request` and makes an answer of its reply: `decide` reads the option
+/// the user selected; a cancelled request or no answer denies. `None` when `cancel` fired
+/// first (the run no longer waits).
+async fn ask_editor(
+    cx: &ConnectionTo<Client>,
+    request: RequestPermissionRequest,
+    cancel: &CancellationToken,
+    decide: impl FnOnce(&str) -> Answer,
+) -> Option<Answer> {
+    let answer = tokio::select! {
+        answer = cx.send_request(request).block_task() => answer,
+        () = cancel.cancelled() => return None,
+    };
+    Some(match answer {
+        Ok(response) => match response.outcome {
+            RequestPermissionOutcome::Selected(selected) => decide(&selected.option_id.0),
+            _ => Answer::deny("the user cancelled the request"),
+        },
+        Err(err) => Answer::deny(format!(
+            "the editor did not answer the permission request: {err}"
+        )),
+    })
 }
 
 impl RunView {
@@ -378,28 +392,16 @@ impl RunView {
         let (cx, input, cancel) = (self.cx.clone(), input.clone(), cancel.clone());
         let session = Arc::clone(&self.session);
         tokio::spawn(async move {
-            let answer = tokio::select! {
-                answer = cx.send_request(request).block_task() => answer,
-                () = cancel.cancelled() => return,
-            };
-            let decision = match answer {
-                Ok(response) => match response.outcome {
-                    RequestPermissionOutcome::Selected(selected) => {
-                        match selected.option_id.0.as_ref() {
-                            ALLOW_ONCE => Answer::AllowOnce,
-                            ALLOW_ALWAYS => Answer::AllowAlways {
-                                remember: session.always.clone(),
-                            },
-                            _ => Answer::deny(format!(
-                                "the user refused network access to {destination}"
-                            )),
-                        }
-                    }
-                    _ => Answer::deny("the user cancelled the request"),
+            let Some(decision) = ask_editor(&cx, request, &cancel, |option| match option {
+                ALLOW_ONCE => Answer::AllowOnce,
+                ALLOW_ALWAYS => Answer::AllowAlways {
+                    remember: session.always.clone(),
                 },
-                Err(err) => Answer::deny(format!(
-                    "the editor did not answer the permission request: {err}"
-                )),
+                _ => Answer::deny(format!("the user refused network access to {destination}")),
+            })
+            .await
+            else {
+                return;
             };
             let status = if matches!(decision, Answer::Deny { .. }) {
                 ToolCallStatus::Failed

@@ -8,4 +8,5 @@ pub mod balancer;
 pub mod mcp;
 pub mod postgres;
 pub mod process;
+pub mod site;
 pub mod temporal;

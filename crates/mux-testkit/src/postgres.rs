@@ -15,6 +15,18 @@ use sqlx::{ConnectOptions, Connection};
 /// user needs the CREATEDB privilege; each test creates and drops a database of its own).
 pub const DATABASE_URL_VAR: &str = "MUX_TEST_DATABASE_URL";
 
+/// What a client of a server whose store is down must never be shown: the driver's and the
+/// operating system's words, and the throw-away server's socket and directory.
+pub const OUTAGE_LEAKS: [&str; 7] = [
+    "os error",
+    "Broken pipe",
+    "Connection refused",
+    "No such file",
+    ".s.PGSQL",
+    "/tmp",
+    "mux-pg-",
+];
+
 /// The account the throw-away server runs as when we run as root (PostgreSQL refuses to run
 /// as root).
 const UNPRIVILEGED_USER: &str = "nobody";

@@ -13,9 +13,7 @@
 
 use std::sync::Arc;
 
-use mux_orchestrator::runs::{
-    RunOwner, RunStatus, RunStore, RunStoreError, RunWriter, StoredEvent,
-};
+use mux_orchestrator::runs::{RunOwner, RunStatus, RunStoreError, RunWriter, StoredEvent};
 
 use crate::buffer::{Ending, RunBuffer};
 use crate::security::Principal;
@@ -25,20 +23,12 @@ use crate::types::{Interrupt, Outcome};
 /// This process as an owner of runs in the run store.
 #[derive(Clone)]
 pub(crate) struct Durable {
-    pub(crate) store: Arc<dyn RunStore>,
     /// Holds this router's runs; stopped when the router goes away (its writers stop where
     /// they are, and other processes take the runs over).
     pub(crate) owner: RunOwner,
 }
 
 impl Durable {
-    pub(crate) fn new(owner: RunOwner) -> Self {
-        Self {
-            store: Arc::clone(owner.store()),
-            owner,
-        }
-    }
-
     /// Writes `run`, which this process holds in the store as `store_id` (it began, handed
     /// over or claimed it, with the events before the buffer's first stored).
     pub(crate) fn keep(&self, store_id: String, run: Arc<RunBuffer>, thread: Arc<Thread>) {
@@ -142,9 +132,10 @@ impl Durable {
 
     /// What a stored run ended waiting for (a paused run's last event).
     pub(crate) async fn waits(&self, store_id: &str) -> Result<Waiting, RunStoreError> {
-        let record = self.store.get(store_id).await?;
+        let record = self.owner.store().get(store_id).await?;
         let last = self
-            .store
+            .owner
+            .store()
             .events_after(store_id, record.last_seq.saturating_sub(1), 1)
             .await?;
         Ok(last.first().map(waiting_on).unwrap_or_default())

@@ -160,13 +160,15 @@ impl RunRegistry {
         let probes = Arc::new(Probes::new(config.probe_limit));
         Self {
             owners: Owners::new(Arc::clone(&store)),
-            durable: Durable::new(RunOwner::new(
-                runs,
-                "web",
-                durable::PREFIX,
-                config.lease,
-                tokio_util::sync::CancellationToken::new(),
-            )),
+            durable: Durable {
+                owner: RunOwner::new(
+                    runs,
+                    "web",
+                    durable::PREFIX,
+                    config.lease,
+                    tokio_util::sync::CancellationToken::new(),
+                ),
+            },
             factory,
             store,
             config,
@@ -190,20 +192,23 @@ impl RunRegistry {
         let durable = &self.durable;
         let Some((principal, run_id)) = parse_store_id(&record.run_id) else {
             let _ = durable
-                .store
+                .owner
+                .store()
                 .set_status(&record.run_id, durable.owner.id(), RunStatus::Failed)
                 .await;
             return;
         };
         tracing::info!(run = %run_id, thread = %record.session_id, "taking over a run whose owner stopped");
         let last = durable
-            .store
+            .owner
+            .store()
             .events_after(&record.run_id, record.last_seq.saturating_sub(1), 1)
             .await
             .unwrap_or_default();
         // The page's frontend tools, stored after `RUN_STARTED`.
         let frontend = durable
-            .store
+            .owner
+            .store()
             .events_after(&record.run_id, 0, 2)
             .await
             .unwrap_or_default()
@@ -220,7 +225,8 @@ impl RunRegistry {
                 Ending::Paused => RunStatus::Paused,
             };
             let _ = durable
-                .store
+                .owner
+                .store()
                 .set_status(&record.run_id, durable.owner.id(), status)
                 .await;
             return;
@@ -262,7 +268,7 @@ impl RunRegistry {
     ) -> Option<(Arc<dyn RunStore>, String)> {
         run.is_stored().then(|| {
             (
-                Arc::clone(&self.durable.store),
+                Arc::clone(self.durable.owner.store()),
                 durable::store_id(principal, &run.run_id),
             )
         })
@@ -282,7 +288,7 @@ impl RunRegistry {
         run_id: &str,
     ) -> Result<String, WebError> {
         let id = store_id(principal, run_id);
-        match self.durable.store.get(&id).await {
+        match self.durable.owner.store().get(&id).await {
             Ok(_) => Ok(id),
             Err(RunStoreError::NotFound(_)) => {
                 self.probes.miss(principal);
@@ -355,7 +361,7 @@ impl RunRegistry {
         if !due(&self.pruned, (retention / 4).min(Duration::from_secs(10))) {
             return;
         }
-        if let Err(err) = self.durable.store.forget_ended(retention).await {
+        if let Err(err) = self.durable.owner.store().forget_ended(retention).await {
             tracing::warn!("forgetting ended runs: {err}");
         }
     }
@@ -396,7 +402,8 @@ impl RunRegistry {
     async fn paused_run(&self, thread_id: &str) -> Result<Option<RunRecord>, WebError> {
         let active = self
             .durable
-            .store
+            .owner
+            .store()
             .active_run(thread_id)
             .await
             .map_err(run_store_error)?;
@@ -429,7 +436,7 @@ impl RunRegistry {
     /// thread's session first ([`mux_orchestrator::settle_open_turn`]): the next prompt on
     /// the thread follows a closed turn.
     async fn cancel_stored(&self, id: &str) -> Result<bool, WebError> {
-        let store = &self.durable.store;
+        let store = self.durable.owner.store();
         let record = store.get(id).await.map_err(run_store_error)?;
         match record.status {
             RunStatus::Running => {
@@ -616,7 +623,7 @@ impl RunRegistry {
     /// interrupt of `resume`.
     async fn held_elsewhere(&self, thread_id: &str, resume: &[ResumeEntry]) -> bool {
         let durable = &self.durable;
-        let Ok(Some(active)) = durable.store.active_run(thread_id).await else {
+        let Ok(Some(active)) = durable.owner.store().active_run(thread_id).await else {
             return false;
         };
         if active.status != RunStatus::Running
@@ -665,7 +672,7 @@ impl RunRegistry {
                 Err(RunStoreError::Busy { run_id: active, .. }) => active,
                 Err(err) => return Err(run_store_error(err)),
             };
-            let record = match durable.store.get(&busy).await {
+            let record = match durable.owner.store().get(&busy).await {
                 Ok(record) => record,
                 // Ended between the two reads: try again.
                 Err(RunStoreError::NotFound(_)) => continue,
@@ -725,7 +732,8 @@ impl RunRegistry {
                 return Err(thread_busy());
             }
             durable
-                .store
+                .owner
+                .store()
                 .changed(
                     &busy,
                     durable
@@ -770,7 +778,8 @@ impl RunRegistry {
         }
         let durable = &self.durable;
         let Some(active) = durable
-            .store
+            .owner
+            .store()
             .active_run(&input.thread_id)
             .await
             .map_err(run_store_error)?

@@ -251,7 +251,7 @@ async fn reattach(
     }
     // Another process's run (or one this process no longer keeps): from the run store.
     let id = registry.stored_run(&principal, &run_id).await?;
-    let store = Arc::clone(&registry.durable.store);
+    let store = Arc::clone(registry.durable.owner.store());
     Ok(sse(follow_stored(store, id, after)))
 }
 

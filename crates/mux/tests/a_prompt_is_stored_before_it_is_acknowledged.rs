@@ -52,7 +52,6 @@ use mux::tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use mux::web::{AguiRouter, DoubleTexting, WebConfig};
 use mux_testkit::postgres::TestDatabase;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// The first prompt: the model calls `charge`, which asks.
 const PAY: &str = "pay";
@@ -661,70 +660,15 @@ async fn settled(url: &str, id: &str) -> Result<Value, String> {
 // ---- ACP (JSON-RPC lines over a socket pair) ----
 
 /// The client end of an ACP connection.
-struct Acp {
-    lines: tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
-    writer: tokio::net::unix::OwnedWriteHalf,
-    next_id: u64,
-}
-
-impl Acp {
-    fn serve(agent: AcpAgent) -> Self {
-        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        let reader = blocking::Unblock::new(theirs.try_clone().unwrap());
-        let writer = blocking::Unblock::new(theirs);
-        tokio::spawn(agent.serve_io(reader, writer));
-        ours.set_nonblocking(true).unwrap();
-        let (read, writer) = tokio::net::UnixStream::from_std(ours).unwrap().into_split();
-        Self {
-            lines: BufReader::new(read).lines(),
-            writer,
-            next_id: 0,
-        }
-    }
-
-    async fn send(&mut self, message: Value) {
-        let mut line = message.to_string();
-        line.push('\n');
-        self.writer.write_all(line.as_bytes()).await.unwrap();
-    }
-
-    async fn next(&mut self) -> Result<Value, String> {
-        let line = tokio::time::timeout(WAIT, self.lines.next_line())
-            .await
-            .map_err(|_| "the agent did not answer in time".to_owned())?
-            .map_err(|e| e.to_string())?
-            .ok_or("the agent hung up")?;
-        serde_json::from_str(&line).map_err(|e| e.to_string())
-    }
-
-    /// Sends a request; its id.
-    async fn request(&mut self, method: &str, params: Value) -> u64 {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        id
-    }
-
-    /// Reads until the response to `id`, approving every permission request.
-    async fn response(&mut self, id: u64) -> Result<Value, String> {
-        loop {
-            let message = self.next().await?;
-            if message["method"] == "session/request_permission" {
-                let reply = json!({"jsonrpc": "2.0", "id": message["id"],
-                    "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}});
-                self.send(reply).await;
-            } else if message.get("method").is_none() && message["id"] == json!(id) {
-                return Ok(message);
-            }
-        }
-    }
-}
+#[path = "support/acp_client.rs"]
+#[allow(dead_code)]
+mod acp_client;
+use acp_client::AcpClient;
 
 async fn acp_case(stores: &Stores) -> Verdict {
     let dir = tempfile::tempdir().unwrap();
     let agent = AcpAgent::new(agent(&stores.sessions)).session_store(Arc::clone(&stores.sessions));
-    let mut acp = Acp::serve(agent);
+    let mut acp = AcpClient::serve(agent, WAIT);
     let init = acp
         .request(
             "initialize",
@@ -735,7 +679,7 @@ async fn acp_case(stores: &Stores) -> Verdict {
     let new = acp
         .request("session/new", json!({"cwd": dir.path(), "mcpServers": []}))
         .await;
-    let new = acp.response(new).await?;
+    let (new, _) = acp.response(new).await?;
     let session = new["result"]["sessionId"]
         .as_str()
         .ok_or_else(|| format!("session/new: {new}"))?
@@ -756,14 +700,14 @@ async fn acp_case(stores: &Stores) -> Verdict {
     .await;
     acp.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "cancelled"}}}))
         .await;
-    let ended = acp.response(paused).await?;
+    let (ended, _) = acp.response(paused).await?;
     if ended["result"]["stopReason"] != "cancelled" {
         return Err(format!("the paused prompt did not end cancelled: {ended}"));
     }
     let text = "hello after session/cancel";
     assert!(text.starts_with(NEW_PROMPT));
     let id = acp.request("session/prompt", prompt(text)).await;
-    let done = acp.response(id).await?;
+    let (done, _) = acp.response(id).await?;
     if done["result"]["stopReason"] != "end_turn" {
         return Err(format!("the new prompt did not end its turn: {done}"));
     }

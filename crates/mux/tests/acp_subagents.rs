@@ -14,64 +14,12 @@ use mux::llm::testing::ScriptedClient;
 use mux::orchestrator::Agent;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// The client end: JSON-RPC lines over a Unix socket to the served agent.
-struct Client {
-    lines: tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
-    writer: tokio::net::unix::OwnedWriteHalf,
-    next_id: u64,
-}
-
-impl Client {
-    /// Serves `agent` on one end of a socket pair; returns the other end.
-    fn serve(agent: AcpAgent) -> Self {
-        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        let reader = blocking::Unblock::new(theirs.try_clone().unwrap());
-        let writer = blocking::Unblock::new(theirs);
-        tokio::spawn(agent.serve_io(reader, writer));
-        ours.set_nonblocking(true).unwrap();
-        let (read, writer) = tokio::net::UnixStream::from_std(ours).unwrap().into_split();
-        Self {
-            lines: BufReader::new(read).lines(),
-            writer,
-            next_id: 0,
-        }
-    }
-
-    async fn send(&mut self, message: Value) {
-        let mut line = message.to_string();
-        line.push('\n');
-        self.writer.write_all(line.as_bytes()).await.unwrap();
-    }
-
-    /// Sends a request and reads until its response, answering permission requests with
-    /// `allow_once`; returns the response and the notifications before it.
-    async fn request(&mut self, method: &str, params: Value) -> (Value, Vec<Value>) {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await;
-        let mut notes = Vec::new();
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
-                .await
-                .expect("the agent answered in time")
-                .unwrap()
-                .expect("the agent is still connected");
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["method"] == "session/request_permission" {
-                let reply = json!({"jsonrpc": "2.0", "id": message["id"],
-                    "result": {"outcome": {"outcome": "selected", "optionId": "allow_once"}}});
-                self.send(reply).await;
-            } else if message.get("method").is_some() {
-                notes.push(message);
-            } else if message["id"] == json!(id) {
-                return (message, notes);
-            }
-        }
-    }
-}
+#[path = "support/acp_client.rs"]
+#[allow(dead_code)]
+mod acp_client;
+use acp_client::AcpClient;
 
 /// The updates of `notes` for `call_id`.
 fn for_call<'a>(notes: &'a [Value], call_id: &str) -> Vec<&'a Value> {
@@ -125,24 +73,27 @@ async fn a_subagents_tool_calls_nest_under_the_task_call() {
             .unwrap(),
     );
     let dir = tempfile::tempdir().unwrap();
-    let mut client = Client::serve(agent);
+    let mut client = AcpClient::serve(agent, Duration::from_secs(20));
     let (init, _) = client
-        .request(
+        .call(
             "initialize",
             json!({"protocolVersion": 1, "clientCapabilities": {}}),
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
     let (new, _) = client
-        .request("session/new", json!({"cwd": dir.path(), "mcpServers": []}))
-        .await;
+        .call("session/new", json!({"cwd": dir.path(), "mcpServers": []}))
+        .await
+        .unwrap();
     let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
     let (done, notes) = client
-        .request(
+        .call(
             "session/prompt",
             json!({"sessionId": session, "prompt": [{"type": "text", "text": "delegate"}]}),
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
 
     let nested = for_call(&notes, "t1/e1");

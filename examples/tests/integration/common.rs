@@ -208,3 +208,24 @@ pub(crate) fn browser() -> (PathBuf, String) {
     );
     (peers, chromium)
 }
+
+/// Waits for `child` to finish, killing it (and failing the test) after `limit`; its output
+/// and its stdout and stderr as text. `name` names it in the failure.
+pub(crate) fn finish(
+    mut child: std::process::Child,
+    name: &str,
+    limit: Duration,
+) -> (std::process::Output, String, String) {
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            panic!("{name} did not finish within {} s", limit.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output, stdout, stderr)
+}

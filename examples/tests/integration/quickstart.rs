@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mux_llm::testing::{ReplayServer, Reply};
 use serde_json::json;
@@ -22,19 +22,8 @@ fn run(env: &[(&str, String)]) -> (Output, String, String) {
     for (key, value) in env {
         command.env(key, value);
     }
-    let mut child = command.spawn().unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(60) {
-            child.kill().unwrap();
-            panic!("the quickstart did not finish within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    (output, stdout, stderr)
+    let child = command.spawn().unwrap();
+    crate::common::finish(child, "the quickstart", Duration::from_secs(60))
 }
 
 #[test]

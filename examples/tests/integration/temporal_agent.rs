@@ -5,7 +5,7 @@
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mux_testkit::temporal::DevServer;
 
@@ -29,18 +29,7 @@ fn run(dir: &Path, env: &[(&str, String)], args: &[&str], stdin: &str) -> (Outpu
         .unwrap()
         .write_all(stdin.as_bytes())
         .unwrap();
-    let started = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > Duration::from_secs(120) {
-            child.kill().unwrap();
-            panic!("temporal_agent did not finish within 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    (output, stdout, stderr)
+    crate::common::finish(child, "temporal_agent", Duration::from_secs(120))
 }
 
 #[test]

@@ -90,15 +90,7 @@ fn body(n: usize) -> String {
 /// One `SendMessage` a round trip, each checked for a completed task with "ok".
 async fn load(url: &str, runs: usize, concurrency: usize) -> Result<Load, String> {
     load::posts(url, runs, concurrency, |post, n| async move {
-        let text = post
-            .header("a2a-version", "1.0")
-            .body(body(n))
-            .send()
-            .await
-            .map_err(|e| e.to_string())?
-            .text()
-            .await
-            .map_err(|e| e.to_string())?;
+        let text = load::text(post.header("a2a-version", "1.0").body(body(n))).await?;
         if !(text.contains("TASK_STATE_COMPLETED") && text.contains("\"ok\"")) {
             return Err(format!("round trip {n} did not complete with ok: {text}"));
         }

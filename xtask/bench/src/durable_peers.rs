@@ -296,15 +296,8 @@ async fn mux_load(
     load::posts(url, runs, concurrency, move |post, n| {
         let name = format!("{prefix}-{n}");
         async move {
-            let text = post
-                .header("accept", "text/event-stream")
-                .body(body(&name))
-                .send()
-                .await
-                .map_err(|e| e.to_string())?
-                .text()
-                .await
-                .map_err(|e| e.to_string())?;
+            let request = post.header("accept", "text/event-stream").body(body(&name));
+            let text = load::text(request).await?;
             if !(text.contains("RUN_FINISHED") && text.contains(r#""delta":"ok""#)) {
                 return Err(format!("run {name} did not finish with ok: {text}"));
             }

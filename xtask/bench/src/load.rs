@@ -33,19 +33,33 @@ pub(crate) async fn posts<F, R>(
 ) -> Result<Load, String>
 where
     F: Fn(reqwest::RequestBuilder, usize) -> R + Clone + Send + 'static,
-    R: Future<Output = Result<(), String>> + Send,
+    R: Future<Output = Result<(), String>> + Send + 'static,
 {
     let client = reqwest::Client::builder()
         .tcp_nodelay(true)
         .pool_max_idle_per_host(concurrency)
         .build()
         .map_err(|e| e.to_string())?;
+    let url = url.to_owned();
+    spread(runs, concurrency, move |n| {
+        let post = client.post(&url).header("content-type", "application/json");
+        round_trip(post, n)
+    })
+    .await
+}
+
+/// Runs `job(n)` for `n` in `0..runs`, `concurrency` at a time (each worker takes the next
+/// number), timing each; the runs per second and the p99 latency.
+pub(crate) async fn spread<F, R>(runs: usize, concurrency: usize, job: F) -> Result<Load, String>
+where
+    F: Fn(usize) -> R + Clone + Send + 'static,
+    R: Future<Output = Result<(), String>> + Send + 'static,
+{
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..concurrency {
-        let (client, next, url) = (client.clone(), Arc::clone(&next), url.to_owned());
-        let round_trip = round_trip.clone();
+        let (next, job) = (Arc::clone(&next), job.clone());
         workers.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             loop {
@@ -54,8 +68,7 @@ where
                     return Ok::<_, String>(latencies);
                 }
                 let t = Instant::now();
-                let post = client.post(&url).header("content-type", "application/json");
-                round_trip(post, n).await?;
+                job(n).await?;
                 latencies.push(t.elapsed());
             }
         }));
@@ -74,4 +87,15 @@ where
         runs_per_s: runs as f64 / elapsed.as_secs_f64(),
         p99_ms: p99.as_secs_f64() * 1000.0,
     })
+}
+
+/// Sends `request` and reads its answer's body as text; the error as text.
+pub(crate) async fn text(request: reqwest::RequestBuilder) -> Result<String, String> {
+    request
+        .send()
+        .await
+        .map_err(|e| e.to_string())?
+        .text()
+        .await
+        .map_err(|e| e.to_string())
 }

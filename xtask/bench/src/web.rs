@@ -41,13 +41,19 @@ pub(crate) fn serve(kind: &str) -> Result<(), String> {
             "mux-pg" => server::durable().await?,
             other => return Err(format!("unknown web server `{other}`")),
         };
-        let listener = mux_web::bind(0).await.map_err(|e| e.to_string())?;
-        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-        println!("PORT {port}");
-        mux_web::serve(listener, router)
-            .await
-            .map_err(|e| e.to_string())
+        serve_printing_port(router).await
     })
+}
+
+/// Serves `router` on a free port, printing `PORT <port>` for the bench to read, until the
+/// server stops.
+pub(crate) async fn serve_printing_port(router: axum::Router) -> Result<(), String> {
+    let listener = mux_web::bind(0).await.map_err(|e| e.to_string())?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    println!("PORT {port}");
+    mux_web::serve(listener, router)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 mod server {
@@ -83,12 +89,7 @@ mod server {
                 std::time::Duration::from_secs(10),
                 std::time::Duration::from_millis,
             );
-        let sessions = mux_orchestrator::session::PostgresSessionStore::connect(&url)
-            .await
-            .map_err(|e| e.to_string())?;
-        let runs = mux_orchestrator::runs::PostgresRunStore::connect(&url)
-            .await
-            .map_err(|e| e.to_string())?;
+        let (sessions, runs) = crate::durable_peers::server::postgres_stores(&url).await?;
         Ok(agui(false)?
             .session_store(Arc::new(sessions))
             .run_store(Arc::new(runs))
@@ -579,16 +580,11 @@ pub(crate) async fn pause_runs(url: &str, count: usize, offset: usize) -> Result
         let runs = chunk.iter().map(|&n| {
             let client = client.clone();
             async move {
-                let text = client
+                let request = client
                     .post(url)
                     .header("content-type", "application/json")
-                    .body(body(offset + n, "pause"))
-                    .send()
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .text()
-                    .await
-                    .map_err(|e| e.to_string())?;
+                    .body(body(offset + n, "pause"));
+                let text = load::text(request).await?;
                 if text.contains(r#""type":"interrupt""#) {
                     Ok(())
                 } else {

@@ -7,6 +7,11 @@ use mux_llm::testing::ScriptedClient;
 use mux_orchestrator::Agent;
 use serde_json::{Value, json};
 
+/// Test models the orchestrator's, the agents' and the faces' tests share.
+#[path = "../../../mux-llm/tests/support/models.rs"]
+#[allow(dead_code, unreachable_pub)]
+pub(crate) mod models;
+
 /// The agent the tests serve: `model`, the built-in tools in `root`.
 pub(crate) fn agent(model: ScriptedClient, root: &std::path::Path) -> Agent {
     Agent::builder(model, "m")
@@ -47,4 +52,17 @@ pub(crate) fn user(text: &str, task: Option<&str>) -> Value {
         message["taskId"] = json!(task);
     }
     json!({"message": message})
+}
+
+/// Asserts that `answer`'s error details say `UNAVAILABLE` first and carry a
+/// `google.rpc.RetryInfo` hint.
+pub(crate) fn assert_unavailable_with_retry(answer: &Value) {
+    let details = answer["error"]["data"].as_array().unwrap();
+    assert_eq!(details[0]["reason"], "UNAVAILABLE", "{answer}");
+    assert!(
+        details
+            .iter()
+            .any(|d| d["@type"] == "type.googleapis.com/google.rpc.RetryInfo"),
+        "{answer}"
+    );
 }

@@ -4,118 +4,41 @@
 //! always (not asked again in the session). curl goes through the proxy to a local site.
 #![cfg(target_os = "linux")]
 
-use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use mux_acp::AcpAgent;
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
+use mux_llm::{ContentBlock, Request, Response, StopReason};
 use mux_orchestrator::Agent;
-use mux_tool::builtin::{Bash, NetworkPolicy, Sandbox, SandboxPolicy};
+use mux_testkit::site::{Site, namespaces};
+use mux_tool::builtin::Sandbox;
 use mux_tool::{Tool, Typed};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 use crate::harness::{Peer, for_call};
 
+/// A walled `bash` reaching one test host.
+#[path = "../../../mux-tool/tests/support/walled.rs"]
+#[allow(dead_code)]
+mod walled;
+use walled::walled_bash;
+
 /// The test name the policy maps to the local site.
 const HOST: &str = "pkgs.test";
-
-/// A local HTTP server answering `hello from <Host>`; it counts the requests it saw.
-struct Site {
-    port: u16,
-    seen: Arc<Mutex<usize>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Site {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Site {
-    async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let seen: Arc<Mutex<usize>> = Arc::default();
-        let count = Arc::clone(&seen);
-        let task = tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let count = Arc::clone(&count);
-                tokio::spawn(async move {
-                    let mut head = Vec::new();
-                    let mut buf = [0u8; 1024];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match socket.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
-                    let host = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("host: "))
-                        .and_then(|h| h.split(':').next())
-                        .unwrap_or("-")
-                        .to_owned();
-                    *count.lock().unwrap() += 1;
-                    let body = format!("hello from {host}\n");
-                    let reply = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = socket.write_all(reply.as_bytes()).await;
-                });
-            }
-        });
-        Self { port, seen, task }
-    }
-
-    fn requests(&self) -> usize {
-        *self.seen.lock().unwrap()
-    }
-}
-
-/// Whether this machine lets an unprivileged process make user and network namespaces
-/// (the wall needs them). `None` when it cannot tell (no `unshare`): the test then runs.
-fn namespaces() -> Option<bool> {
-    std::process::Command::new("unshare")
-        .args(["--user", "--map-root-user", "--net", "true"])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .ok()
-        .map(|s| s.success())
-}
 
 /// The model: each prompt runs curl once in a call of a new id, then reports.
 fn model(port: u16) -> ScriptedClient {
     let next = AtomicU64::new(1);
     ScriptedClient::new().respond_with(move |request: &Request| {
-        let prompt_at = request
-            .messages
-            .iter()
-            .rposition(|m| m.role == Role::User && m.content.iter().any(|b| b.as_text().is_some()))
-            .unwrap_or(0);
-        let answered = request.messages[prompt_at..]
-            .iter()
-            .flat_map(|m| m.content.iter())
-            .any(|b| matches!(b, ContentBlock::ToolResult { .. }));
+        let (_, since) = crate::models::latest_prompt(&request.messages);
+        let answered = crate::models::tool_result_count(since) > 0;
         Ok(if answered {
             Response::new(vec![ContentBlock::text("Fetched.")], StopReason::EndTurn)
         } else {
             let id = format!("fetch-{}", next.fetch_add(1, Ordering::Relaxed));
             let command = format!("curl -sS http://{HOST}:{port}/hello");
-            Response::new(
-                vec![ContentBlock::tool_use(
-                    id,
-                    "bash",
-                    json!({"command": command}),
-                )],
-                StopReason::ToolUse,
-            )
+            Response::from_tool_use(id, "bash", json!({"command": command}))
         })
     })
 }
@@ -123,12 +46,10 @@ fn model(port: u16) -> ScriptedClient {
 /// An agent whose walled `bash` reaches `pkgs.test` only when asked, and whose commands run
 /// unasked (only the network question is asked).
 fn agent(site: &Site) -> AcpAgent {
-    let addr = SocketAddr::from(([127, 0, 0, 1], site.port));
-    let agent = Agent::builder(model(site.port), "scripted")
+    let port = site.port();
+    let agent = Agent::builder(model(port), "scripted")
         .tools_at(move |root| {
-            let bash = Bash::new(Sandbox::new(root)?)
-                .sandbox_policy(SandboxPolicy::WorkspaceWrite)
-                .network_policy(NetworkPolicy::new().resolve_for_tests(HOST, vec![addr]));
+            let bash = walled_bash(Sandbox::new(root)?, HOST, port);
             Ok(vec![Arc::new(Typed::new(bash)?) as Arc<dyn Tool>])
         })
         .needs_approval("bash", |_| false)
@@ -223,7 +144,7 @@ async fn the_editor_allows_once_rejects_once_and_allows_always() {
 
     // Allow once: curl prints the site's body; the question's call completes.
     let once = fetch(&mut peer, &session, "allow_once").await;
-    let id = asked_about_the_destination(&once, site.port);
+    let id = asked_about_the_destination(&once, site.port());
     assert!(
         once.shown.contains("hello from pkgs.test"),
         "{}",
@@ -235,10 +156,10 @@ async fn the_editor_allows_once_rejects_once_and_allows_always() {
 
     // Reject once: the proxy refuses with the reason; the question's call fails.
     let rejected = fetch(&mut peer, &session, "reject_once").await;
-    let id = asked_about_the_destination(&rejected, site.port);
+    let id = asked_about_the_destination(&rejected, site.port());
     let reason = format!(
         "network access to {HOST}:{} denied by the user's answer",
-        site.port
+        site.port()
     );
     assert!(rejected.shown.contains(&reason), "{}", rejected.shown);
     let last = for_call(&rejected.notes, &id).last().unwrap()["status"].clone();
@@ -251,7 +172,7 @@ async fn the_editor_allows_once_rejects_once_and_allows_always() {
 
     // Allow always: not asked again in this session (the next answer would refuse).
     let always = fetch(&mut peer, &session, "allow_always").await;
-    asked_about_the_destination(&always, site.port);
+    asked_about_the_destination(&always, site.port());
     assert!(
         always.shown.contains("hello from pkgs.test"),
         "{}",

@@ -224,14 +224,14 @@ async fn cancel_mid_turn_stops_the_command_and_ends_cancelled() {
     );
 }
 
-#[tokio::test]
-async fn cancel_while_a_permission_request_is_pending_ends_cancelled() {
-    let dir = tempfile::tempdir().unwrap();
+/// A session in `dir` whose prompt "go" calls `bash`, read until the editor is asked for
+/// permission: the peer, the session id and the prompt's request id.
+async fn asked_for_permission(dir: &std::path::Path) -> (Peer, String, u64) {
     let model = ScriptedClient::new()
         .reply_tool_call("q1", "bash", json!({"command": "true"}))
         .reply_text("never");
     let mut peer = Peer::start(agent(model));
-    let session = session_in(&mut peer, dir.path()).await;
+    let session = session_in(&mut peer, dir).await;
     let id = peer.start_request(
         "session/prompt",
         json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
@@ -241,6 +241,13 @@ async fn cancel_while_a_permission_request_is_pending_ends_cancelled() {
             break;
         }
     }
+    (peer, session, id)
+}
+
+#[tokio::test]
+async fn cancel_while_a_permission_request_is_pending_ends_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut peer, session, id) = asked_for_permission(dir.path()).await;
     peer.answer = None;
     peer.notify("session/cancel", json!({"sessionId": session}));
     let (done, notes) = peer.finish(id).await;
@@ -409,20 +416,7 @@ async fn allow_always_can_record_in_the_project_scope() {
 #[tokio::test]
 async fn a_second_prompt_on_a_busy_session_is_the_clients_error_not_an_internal_one() {
     let dir = tempfile::tempdir().unwrap();
-    let model = ScriptedClient::new()
-        .reply_tool_call("q1", "bash", json!({"command": "true"}))
-        .reply_text("never");
-    let mut peer = Peer::start(agent(model));
-    let session = session_in(&mut peer, dir.path()).await;
-    let first = peer.start_request(
-        "session/prompt",
-        json!({"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}),
-    );
-    loop {
-        if peer.next_message().await["method"] == "session/request_permission" {
-            break;
-        }
-    }
+    let (mut peer, session, first) = asked_for_permission(dir.path()).await;
     let second = peer.start_request(
         "session/prompt",
         json!({"sessionId": session, "prompt": [{"type": "text", "text": "again"}]}),

@@ -9,10 +9,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Message, Request, Response, Role, Usage};
+use mux_llm::{Message, Request, Response, Role, Usage};
 use mux_orchestrator::Agent;
 use mux_tool::{ToolAnnotations, ToolContext, ToolError, ToolOutput, TypedTool};
 use serde_json::{Value, json};
+
+/// Test models the integration tests of several crates share.
+#[path = "../../../mux-llm/tests/support/models.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod models;
 
 /// Reads a key; read-only, so it runs unasked.
 pub struct Lookup;
@@ -93,16 +98,9 @@ pub fn plan_reply(request: &Request) -> Response {
 }
 
 fn reply(messages: &[Message]) -> Response {
-    let start = messages
-        .iter()
-        .rposition(|m| m.role == Role::User && m.content.iter().any(|b| b.as_text().is_some()))
-        .unwrap_or(0);
-    let prompt: String = messages
-        .get(start)
-        .map(|m| m.content.iter().filter_map(ContentBlock::as_text).collect())
-        .unwrap_or_default();
-    let done = messages
-        .get(start + 1..)
+    let (prompt, since) = models::latest_prompt(messages);
+    let done = since
+        .get(1..)
         .unwrap_or_default()
         .iter()
         .filter(|m| m.role == Role::Assistant)
@@ -122,23 +120,8 @@ fn reply(messages: &[Message]) -> Response {
             }
         }
         None => {
-            let last = messages
-                .last()
-                .map(|m| {
-                    m.content
-                        .iter()
-                        .filter_map(|b| match b {
-                            ContentBlock::ToolResult { content, .. } => Some(
-                                content
-                                    .iter()
-                                    .filter_map(ContentBlock::as_text)
-                                    .collect::<String>(),
-                            ),
-                            _ => None,
-                        })
-                        .collect::<String>()
-                })
-                .unwrap_or_default();
+            let last = models::tool_result_texts(messages.last().map_or(&[], std::slice::from_ref))
+                .concat();
             Response::from_text(format!("done: {last}"))
         }
     }

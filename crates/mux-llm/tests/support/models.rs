@@ -4,8 +4,8 @@
 use futures::StreamExt;
 use mux_llm::testing::ScriptedClient;
 use mux_llm::{
-    BlockStart, BoxFuture, ContentBlock, EventStream, LlmClient, LlmError, Request, Response,
-    StopReason, StreamEvent, Usage,
+    BlockStart, BoxFuture, ContentBlock, EventStream, LlmClient, LlmError, Message, Request,
+    Response, Role, StopReason, StreamEvent, Usage,
 };
 use serde_json::json;
 
@@ -55,12 +55,7 @@ pub fn calling_until(
     answer: &'static str,
 ) -> ScriptedClient {
     ScriptedClient::new().respond_with(move |request: &Request| {
-        let results = request
-            .messages
-            .iter()
-            .flat_map(|m| m.content.iter())
-            .filter(|b| matches!(b, ContentBlock::ToolResult { .. }))
-            .count();
+        let results = tool_result_count(&request.messages);
         let response = if results < times {
             Response::new(
                 vec![ContentBlock::tool_use(
@@ -79,4 +74,42 @@ pub fn calling_until(
             ..Usage::default()
         }))
     })
+}
+
+/// The latest prompt of a conversation: the text of the last user message that holds text
+/// (empty when there is none), and the messages from that one on (all of them when none).
+/// A scripted model picks its scenario by the prompt and counts the tool results since it.
+pub fn latest_prompt(messages: &[Message]) -> (String, &[Message]) {
+    let at = messages
+        .iter()
+        .rposition(|m| m.role == Role::User && m.content.iter().any(|b| b.as_text().is_some()))
+        .unwrap_or(0);
+    let prompt = messages.get(at).map(Message::text).unwrap_or_default();
+    (prompt, messages.get(at..).unwrap_or_default())
+}
+
+/// How many tool results `messages` hold.
+pub fn tool_result_count(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter(|b| matches!(b, ContentBlock::ToolResult { .. }))
+        .count()
+}
+
+/// The text of every tool result in `messages`, in order.
+pub fn tool_result_texts(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult { content, .. } => Some(
+                content
+                    .iter()
+                    .filter_map(ContentBlock::as_text)
+                    .collect::<String>(),
+            ),
+            _ => None,
+        })
+        .collect()
 }

@@ -31,9 +31,9 @@ fn shell_agent(
     (agent, shell)
 }
 
-#[tokio::test]
-async fn allow_once_runs_the_call_and_asks_again_next_time() {
-    let model = scripted()
+/// A model that runs `git status` in two calls (`c1`, `c2`), then answers "done".
+fn git_status_twice() -> mux_llm::testing::ScriptedClient {
+    scripted()
         .reply(tool_calls(&[(
             "c1",
             "Bash",
@@ -44,8 +44,12 @@ async fn allow_once_runs_the_call_and_asks_again_next_time() {
             "Bash",
             json!({"command": "git status"}),
         )]))
-        .reply(text("done"));
-    let (agent, shell) = shell_agent(model, OrchestratorConfig::new("m"));
+        .reply(text("done"))
+}
+
+#[tokio::test]
+async fn allow_once_runs_the_call_and_asks_again_next_time() {
+    let (agent, shell) = shell_agent(git_status_twice(), OrchestratorConfig::new("m"));
     let (events, outcome) =
         answer_approvals(agent.run("go").unwrap(), || Some(Answer::AllowOnce)).await;
     outcome.unwrap();
@@ -60,19 +64,7 @@ async fn allow_once_runs_the_call_and_asks_again_next_time() {
 
 #[tokio::test]
 async fn allow_always_adds_a_session_rule_so_the_next_call_is_not_asked() {
-    let model = scripted()
-        .reply(tool_calls(&[(
-            "c1",
-            "Bash",
-            json!({"command": "git status"}),
-        )]))
-        .reply(tool_calls(&[(
-            "c2",
-            "Bash",
-            json!({"command": "git status"}),
-        )]))
-        .reply(text("done"));
-    let (agent, shell) = shell_agent(model, OrchestratorConfig::new("m"));
+    let (agent, shell) = shell_agent(git_status_twice(), OrchestratorConfig::new("m"));
     let always = || {
         Some(Answer::AllowAlways {
             remember: Remember::exact(Scope::Session),

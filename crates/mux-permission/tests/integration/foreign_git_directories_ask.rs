@@ -3,10 +3,8 @@
 //! `evil/` with a `core.fsmonitor`, then `git --git-dir=evil status` ran it), and its config
 //! names programs git runs. The strings are only analysed, never run.
 
-use mux_permission::{
-    Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin,
-};
-use mux_tool::Subject;
+use crate::real_programs::verdict;
+use mux_permission::{Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict};
 
 fn permissions(mode: Mode) -> Permissions {
     let rules = [
@@ -22,12 +20,6 @@ fn permissions(mode: Mode) -> Permissions {
     Permissions::builder(PathContext::new("/nonexistent/project"))
         .scope(Scope::Project, ScopeRules::new(rules))
         .build()
-}
-
-fn verdict(permissions: &Permissions, command: &str) -> Verdict {
-    permissions
-        .check(&builtin::spec("Bash").unwrap(), &Subject::command(command))
-        .verdict
 }
 
 #[test]

@@ -1,10 +1,8 @@
 //! Properties: a compound command is allowed exactly when every part is; adding a deny rule
 //! never turns a decision into allow.
 
-use mux_permission::{
-    Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict, builtin,
-};
-use mux_tool::Subject;
+use crate::real_programs::verdict;
+use mux_permission::{Mode, PathContext, Permissions, RuleSet, Scope, ScopeRules, Verdict};
 use proptest::prelude::*;
 
 const WORDS: &[&str] = &[
@@ -68,12 +66,6 @@ fn permissions(allow: &[String], ask: &[String], deny: &[String], mode: Mode) ->
     Permissions::builder(PathContext::with_home("/nonexistent", None))
         .scope(Scope::Project, ScopeRules::new(rules))
         .build()
-}
-
-fn verdict(permissions: &Permissions, command: &str) -> Verdict {
-    permissions
-        .check(&builtin::spec("Bash").unwrap(), &Subject::command(command))
-        .verdict
 }
 
 proptest! {

@@ -1,5 +1,6 @@
 //! Scopes: live global rules, isolated sessions, managed locks, settings files, remembering.
 
+use crate::real_programs::verdict;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -11,12 +12,6 @@ use mux_tool::Subject;
 
 fn context(dir: &std::path::Path) -> PathContext {
     PathContext::with_home(dir, None)
-}
-
-fn verdict(permissions: &Permissions, command: &str) -> Verdict {
-    permissions
-        .check(&builtin::spec("Bash").unwrap(), &Subject::command(command))
-        .verdict
 }
 
 #[test]

@@ -330,14 +330,10 @@ impl Shared {
                         }
                     }
                     Err(err) => {
-                        match self.outage(&err, pending.len(), &mut backoff, until).await {
-                            Outage::Retry => {}
-                            Outage::Again => deadline = None,
-                            Outage::GaveUp => {
-                                unsure += pending.len() as u64;
-                                (pending, uncertain, deadline) = (Vec::new(), None, None);
-                            }
-                            Outage::Stop => return,
+                        let outage = self.outage(&err, pending.len(), &mut backoff, until).await;
+                        let state = (&mut pending, &mut uncertain, &mut deadline, &mut unsure);
+                        if !after_outage(outage, true, state) {
+                            return;
                         }
                         continue;
                     }
@@ -385,13 +381,12 @@ impl Shared {
                             }
                             Ok(false) => return self.lose("another owner holds it now"),
                             Err(err) => {
-                                match self.outage(&err, pending.len(), &mut backoff, until).await {
-                                    Outage::Retry => {}
-                                    Outage::Again => deadline = None,
-                                    Outage::GaveUp => {
-                                        (pending, uncertain, deadline) = (Vec::new(), None, None);
-                                    }
-                                    Outage::Stop => return,
+                                let outage =
+                                    self.outage(&err, pending.len(), &mut backoff, until).await;
+                                let state =
+                                    (&mut pending, &mut uncertain, &mut deadline, &mut unsure);
+                                if !after_outage(outage, false, state) {
+                                    return;
                                 }
                                 continue;
                             }
@@ -399,14 +394,10 @@ impl Shared {
                     }
                     Err(err) => {
                         uncertain = Some(end);
-                        match self.outage(&err, pending.len(), &mut backoff, until).await {
-                            Outage::Retry => {}
-                            Outage::Again => deadline = None,
-                            Outage::GaveUp => {
-                                unsure += pending.len() as u64;
-                                (pending, uncertain, deadline) = (Vec::new(), None, None);
-                            }
-                            Outage::Stop => return,
+                        let outage = self.outage(&err, pending.len(), &mut backoff, until).await;
+                        let state = (&mut pending, &mut uncertain, &mut deadline, &mut unsure);
+                        if !after_outage(outage, true, state) {
+                            return;
                         }
                         continue;
                     }
@@ -679,6 +670,34 @@ enum Outage {
     GaveUp,
     /// Stop writing.
     Stop,
+}
+
+/// The write under way, as the writer's loop keeps it: the pending events, the end of an
+/// append that may have been stored, the deadline, and the count of events that may be stored.
+type WriteState<'a> = (
+    &'a mut Vec<EventJson>,
+    &'a mut Option<Option<RunStatus>>,
+    &'a mut Option<Instant>,
+    &'a mut u64,
+);
+
+/// Applies `outage` to the write under way; `false` when the writer stops. Giving up drops
+/// the pending events; when the failed write may have been stored (`maybe_stored`), they
+/// count as events the store may hold.
+fn after_outage(outage: Outage, maybe_stored: bool, state: WriteState<'_>) -> bool {
+    let (pending, uncertain, deadline, unsure) = state;
+    match outage {
+        Outage::Retry => {}
+        Outage::Again => *deadline = None,
+        Outage::GaveUp => {
+            if maybe_stored {
+                *unsure += pending.len() as u64;
+            }
+            (*pending, *uncertain, *deadline) = (Vec::new(), None, None);
+        }
+        Outage::Stop => return false,
+    }
+    true
 }
 
 #[cfg(test)]

@@ -5,8 +5,6 @@
 //!
 //! Timeouts here are hang detectors, not timing assertions.
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,17 +21,6 @@ const HELD_SECS: &str = "20";
 /// A hang detector for one request.
 const HANG: Duration = Duration::from_secs(90);
 
-/// Holds `BEGIN EXCLUSIVE` on the SQLite file `argv[1]` for `argv[2]` seconds, after saying
-/// `locked`.
-const HOLD_LOCK: &str = "
-import sqlite3, sys, time
-db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
-db.execute('BEGIN EXCLUSIVE')
-print('locked', flush=True)
-time.sleep(float(sys.argv[2]))
-db.execute('ROLLBACK')
-";
-
 fn input(run: &str) -> Value {
     json!({"threadId": "k1", "runId": run,
         "messages": [{"id": format!("{run}-u"), "role": "user", "content": "hello"}]})
@@ -41,19 +28,7 @@ fn input(run: &str) -> Value {
 
 /// Posts a run; its status and body (the SSE text, or the error).
 async fn post(http: &reqwest::Client, url: &str, run: &str) -> (u16, String) {
-    let answer = async {
-        let response = http
-            .post(format!("{url}/agui"))
-            .json(&input(run))
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        (status, response.text().await.unwrap())
-    };
-    tokio::time::timeout(HANG, answer)
-        .await
-        .unwrap_or_else(|_| panic!("run {run} was not answered: the request hangs"))
+    crate::common::post_run(http, url, &input(run), HANG).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -68,9 +43,7 @@ async fn a_database_locked_before_a_run_is_answered_503_while_the_lock_is_held()
         .session_store(Arc::new(SqliteSessionStore::open(&path).await.unwrap()))
         .run_store(Arc::new(SqliteRunStore::open(&path).await.unwrap()))
         .build();
-    let listener = mux_web::bind(0).await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let server = tokio::spawn(mux_web::serve(listener, router));
+    let (url, server) = crate::common::serve(router).await;
     let http = reqwest::Client::new();
 
     // The thread exists, with a run that ended.
@@ -78,20 +51,7 @@ async fn a_database_locked_before_a_run_is_answered_503_while_the_lock_is_held()
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("RUN_FINISHED"), "{body}");
 
-    let mut holder = Command::new("python3")
-        .args(["-c", HOLD_LOCK])
-        .arg(&path)
-        .arg(HELD_SECS)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("running python3");
-    let stdout = holder.stdout.take().unwrap();
-    let said = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout).lines().next().unwrap().unwrap()
-    })
-    .await
-    .unwrap();
-    assert_eq!(said, "locked");
+    let mut holder = crate::common::hold_sqlite_lock(&path, HELD_SECS);
 
     let (status, body) = post(&http, &url, "r2").await;
     let still_held = holder.try_wait().unwrap().is_none();

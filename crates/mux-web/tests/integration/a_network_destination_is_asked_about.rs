@@ -4,95 +4,27 @@
 //! proxy's reason. "Always" is not asked again in the conversation's run.
 #![cfg(target_os = "linux")]
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
+use mux_llm::{Request, Response};
 use mux_orchestrator::Agent;
 use mux_orchestrator::session::MemorySessionStore;
+use mux_testkit::site::{Site, namespaces};
 use mux_tool::ApprovalPolicy;
-use mux_tool::builtin::{Bash, NetworkPolicy, Sandbox, SandboxPolicy};
+use mux_tool::builtin::{Bash, Sandbox, SandboxPolicy};
 use mux_web::{AguiRouter, WebConfig};
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
-use crate::common::{events, input, tool_result_texts, types};
+use crate::common::{events, input, latest_prompt, tool_result_texts, types};
+
+/// A walled `bash` reaching one test host.
+#[path = "../../../mux-tool/tests/support/walled.rs"]
+mod walled;
+use walled::walled_agent;
 
 /// The test name the policy maps to the local server.
 const HOST: &str = "pkgs.test";
-
-/// A local HTTP server answering `hello from <Host>` to every request; it records the
-/// request lines it saw.
-struct Site {
-    port: u16,
-    seen: Arc<Mutex<Vec<String>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Site {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Site {
-    async fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-        let log = Arc::clone(&seen);
-        let task = tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let log = Arc::clone(&log);
-                tokio::spawn(async move {
-                    let mut head = Vec::new();
-                    let mut buf = [0u8; 1024];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match socket.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let head = String::from_utf8_lossy(&head).into_owned();
-                    let host = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("Host: ").or(l.strip_prefix("host: ")))
-                        .unwrap_or("-")
-                        .split(':')
-                        .next()
-                        .unwrap_or("-")
-                        .to_owned();
-                    log.lock()
-                        .unwrap()
-                        .push(head.lines().next().unwrap_or_default().to_owned());
-                    let body = format!("hello from {host}\n");
-                    let reply = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = socket.write_all(reply.as_bytes()).await;
-                });
-            }
-        });
-        Self { port, seen, task }
-    }
-
-    fn requests(&self) -> usize {
-        self.seen.lock().unwrap().len()
-    }
-}
-
-/// Whether this machine lets an unprivileged process make user and network namespaces
-/// (the wall needs them). `None` when it cannot tell (no `unshare`): the test then runs.
-fn namespaces() -> Option<bool> {
-    std::process::Command::new("unshare")
-        .args(["--user", "--map-root-user", "--net", "true"])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .ok()
-        .map(|s| s.success())
-}
 
 /// Skips (saying so) where the machine cannot make namespaces.
 macro_rules! needs_namespaces {
@@ -110,33 +42,15 @@ macro_rules! needs_namespaces {
 /// The model: `fetch` runs curl once, `fetch twice` runs it in two calls, then it reports.
 fn respond(port: u16) -> impl Fn(&Request) -> Result<Response, mux_llm::LlmError> {
     move |request: &Request| {
-        let prompt_at = request
-            .messages
-            .iter()
-            .rposition(|m| m.role == Role::User && m.content.iter().any(|b| b.as_text().is_some()))
-            .unwrap_or(0);
-        let prompt = request.messages[prompt_at].text();
-        let results = tool_result_texts(&request.messages[prompt_at..]);
+        let (prompt, since) = latest_prompt(&request.messages);
+        let results = tool_result_texts(since);
         let calls = if prompt == "fetch twice" { 2 } else { 1 };
         let command = format!("curl -sS http://{HOST}:{port}/hello");
         Ok(if results.len() < calls {
             let id = format!("call-{}-{}", prompt.len(), results.len());
-            Response::new(
-                vec![ContentBlock::tool_use(
-                    id,
-                    "bash",
-                    json!({"command": command}),
-                )],
-                StopReason::ToolUse,
-            )
+            Response::from_tool_use(id, "bash", json!({"command": command}))
         } else {
-            Response::new(
-                vec![ContentBlock::text(format!(
-                    "Fetched: {}",
-                    results.join(" | ")
-                ))],
-                StopReason::EndTurn,
-            )
+            Response::from_text(format!("Fetched: {}", results.join(" | ")))
         })
     }
 }
@@ -152,19 +66,8 @@ async fn server(
     tempfile::TempDir,
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], site.port));
-    let bash = Bash::new(Sandbox::new(dir.path()).unwrap())
-        .sandbox_policy(SandboxPolicy::WorkspaceWrite)
-        .network_policy(NetworkPolicy::new().resolve_for_tests(HOST, vec![addr]));
-    let agent = Agent::builder(
-        ScriptedClient::new().respond_with(respond(site.port)),
-        "scripted",
-    )
-    .tool(bash)
-    .approval(approval)
-    .root(dir.path())
-    .build()
-    .unwrap();
+    let model = ScriptedClient::new().respond_with(respond(site.port()));
+    let agent = walled_agent(model, dir.path(), HOST, site.port(), approval);
     let router = AguiRouter::new(agent)
         .session_store(Arc::new(MemorySessionStore::new()))
         .config(WebConfig::default())
@@ -196,6 +99,23 @@ fn results(run: &[Value]) -> Vec<String> {
         .filter(|e| e["type"] == "TOOL_CALL_RESULT")
         .map(|e| e["content"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// Posts `resume`, which approves the network question: the run ends in success with the
+/// site's one answer as the tool result, the site having been asked once.
+async fn approve_and_fetch_once(http: &reqwest::Client, url: &str, resume: &Value, site: &Site) {
+    let resumed = post(http, url, resume).await;
+    assert_eq!(
+        resumed.last().unwrap()["outcome"]["type"],
+        "success",
+        "{resumed:#?}"
+    );
+    assert_eq!(
+        results(&resumed),
+        ["hello from pkgs.test\n"],
+        "{resumed:#?}"
+    );
+    assert_eq!(site.requests(), 1);
 }
 
 /// A resume answering `interrupt` with `payload`.
@@ -238,33 +158,23 @@ async fn an_allowed_destination_lets_curl_through_and_a_denied_one_gets_the_prox
     let paused = post(&http, &url, &input("net-allow", "r1", "fetch")).await;
     let asked = interrupts(&paused);
     assert_eq!(asked.len(), 1, "{asked:#?}");
-    is_network_question(&asked[0], site.port, "call-5-0");
+    is_network_question(&asked[0], site.port(), "call-5-0");
     // The bash call started and has no result yet: it is waiting for the answer.
     assert!(types(&paused).contains(&"TOOL_CALL_START"), "{paused:#?}");
     assert!(results(&paused).is_empty(), "{paused:#?}");
     assert_eq!(site.requests(), 0);
-    let resumed = post(
+    approve_and_fetch_once(
         &http,
         &url,
         &resume("net-allow", "r2", &asked[0], json!({"approved": true})),
+        &site,
     )
     .await;
-    assert_eq!(
-        resumed.last().unwrap()["outcome"]["type"],
-        "success",
-        "{resumed:#?}"
-    );
-    assert_eq!(
-        results(&resumed),
-        ["hello from pkgs.test\n"],
-        "{resumed:#?}"
-    );
-    assert_eq!(site.requests(), 1);
 
     // Denied: the proxy refuses, and curl prints its reason into the tool result.
     let paused = post(&http, &url, &input("net-deny", "d1", "fetch")).await;
     let asked = interrupts(&paused);
-    is_network_question(&asked[0], site.port, "call-5-0");
+    is_network_question(&asked[0], site.port(), "call-5-0");
     let resumed = post(
         &http,
         &url,
@@ -282,7 +192,7 @@ async fn an_allowed_destination_lets_curl_through_and_a_denied_one_gets_the_prox
     assert!(
         denied[0].contains(&format!(
             "network access to {HOST}:{} denied by the user's answer",
-            site.port
+            site.port()
         )),
         "{denied:?}"
     );
@@ -313,7 +223,7 @@ async fn a_destination_allowed_always_is_not_asked_about_again() {
     let paused = post(&http, &url, &input("net-always", "r1", "fetch twice")).await;
     let asked = interrupts(&paused);
     assert_eq!(asked.len(), 1, "{asked:#?}");
-    is_network_question(&asked[0], site.port, "call-11-0");
+    is_network_question(&asked[0], site.port(), "call-11-0");
     let resumed = post(
         &http,
         &url,
@@ -347,7 +257,7 @@ async fn a_destination_allowed_always_is_not_asked_about_again() {
     assert_eq!(site.requests(), 3);
     // Another thread is another conversation: it asks.
     let other = post(&http, &url, &input("net-other", "r4", "fetch")).await;
-    is_network_question(&interrupts(&other)[0], site.port, "call-5-0");
+    is_network_question(&interrupts(&other)[0], site.port(), "call-5-0");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -358,7 +268,7 @@ async fn always_is_not_offered_for_a_tool_call_and_is_ignored_there() {
     let site = Site::start().await;
     let dir = tempfile::tempdir().unwrap();
     let agent = Agent::builder(
-        ScriptedClient::new().respond_with(respond(site.port)),
+        ScriptedClient::new().respond_with(respond(site.port())),
         "scripted",
     )
     .tool(
@@ -425,22 +335,12 @@ async fn a_network_question_after_the_calls_own_approval_keeps_the_call_running(
     .await;
     let asked = interrupts(&approved);
     assert_eq!(asked.len(), 1, "{asked:#?}");
-    is_network_question(&asked[0], site.port, "call-5-0");
-    let resumed = post(
+    is_network_question(&asked[0], site.port(), "call-5-0");
+    approve_and_fetch_once(
         &http,
         &url,
         &resume("net-both", "b3", &asked[0], json!({"approved": true})),
+        &site,
     )
     .await;
-    assert_eq!(
-        resumed.last().unwrap()["outcome"]["type"],
-        "success",
-        "{resumed:#?}"
-    );
-    assert_eq!(
-        results(&resumed),
-        ["hello from pkgs.test\n"],
-        "{resumed:#?}"
-    );
-    assert_eq!(site.requests(), 1);
 }

@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
+use mux_llm::{ContentBlock, Request, Response, StopReason};
 use mux_orchestrator::Agent;
 use mux_tool::{BoxFuture, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use mux_web::{AguiRouter, WebConfig};
@@ -57,15 +57,8 @@ impl Tool for Charge {
 /// The model: "pay" asks for `charge` (which needs approval), then says it paid.
 fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
     static NEXT: AtomicU32 = AtomicU32::new(1);
-    let prompt_at = request
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::User && m.content.iter().any(|b| b.as_text().is_some()))
-        .unwrap_or(0);
-    let answered = request.messages[prompt_at..]
-        .iter()
-        .flat_map(|m| m.content.iter())
-        .any(|b| matches!(b, ContentBlock::ToolResult { .. }));
+    let (_, since) = crate::common::latest_prompt(&request.messages);
+    let answered = crate::common::tool_result_count(since) > 0;
     Ok(if answered {
         Response::new(vec![ContentBlock::text("Paid.")], StopReason::EndTurn)
     } else {
@@ -230,25 +223,7 @@ async fn a_pause_survives_kill_9(store_url: &str, dir: &Path) {
         1,
         "charged once"
     );
-    let history: Value = http
-        .get(format!("{}/agui/threads/t-kill/messages", fresh.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let roles: Vec<&str> = history["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        roles,
-        ["user", "assistant", "tool", "assistant"],
-        "{history}"
-    );
+    crate::common::assert_approved_history(&http, &fresh.url, "t-kill").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,13 +17,11 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
+use mux_llm::{ContentBlock, Request, Response, StopReason};
 use mux_orchestrator::Agent;
 use mux_orchestrator::runs::{PostgresRunStore, SqliteRunStore};
 use mux_orchestrator::session::{PostgresSessionStore, SqliteSessionStore};
 use mux_testkit::postgres::TestDatabase;
-use mux_tool::Tool;
 use mux_web::{AguiRouter, DoubleTexting, WebConfig};
 use serde_json::{Value, json};
 
@@ -64,12 +62,7 @@ fn outage_child_server() {
         let runs = Arc::new(SqliteRunStore::open(&path).await.unwrap());
         // A new run on a thread whose run failed waits for that run's end to be stored
         // (once the store is back) instead of being refused as busy.
-        let config = WebConfig::default().double_texting(DoubleTexting::Enqueue);
-        let router = AguiRouter::new(agent())
-            .session_store(sessions)
-            .run_store(runs)
-            .config(config)
-            .build();
+        let router = enqueueing_router(sessions, runs);
         let listener = mux_web::bind(0).await.unwrap();
         println!("{LISTENING}{}", listener.local_addr().unwrap());
         tokio::spawn(mux_web::serve(listener, router));
@@ -111,25 +104,12 @@ fn fill(path: &Path) {
 
 /// The agent: a prompt `slow` ticks four times (250 ms each), any other is answered at once.
 fn agent() -> Agent {
-    let client = ScriptedClient::new().respond_with(respond);
-    Agent::builder(client, "scripted")
-        .tools([Arc::new(crate::common::Tick::new(Duration::from_millis(250))) as Arc<dyn Tool>])
-        .build()
-        .unwrap()
+    crate::common::tick_agent(respond)
 }
 
 fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
-    let prompt_at = request
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::User && m.content.iter().any(|b| b.as_text().is_some()))
-        .unwrap_or(0);
-    let prompt = request.messages[prompt_at].text();
-    let results = request.messages[prompt_at..]
-        .iter()
-        .flat_map(|m| m.content.iter())
-        .filter(|b| matches!(b, ContentBlock::ToolResult { .. }))
-        .count();
+    let (prompt, since) = crate::common::latest_prompt(&request.messages);
+    let results = crate::common::tool_result_count(since);
     let content = if prompt == "slow" && results < 4 {
         vec![ContentBlock::tool_use(
             format!("call_{results}"),
@@ -145,6 +125,45 @@ fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
         StopReason::ToolUse
     };
     Ok(Response::new(content, stop))
+}
+
+/// The router of these tests on `sessions` and `runs`: a new run on a thread whose run failed
+/// waits for that run's end to be stored (once the store is back) instead of being refused as
+/// busy.
+fn enqueueing_router(
+    sessions: Arc<dyn mux_orchestrator::session::SessionStore>,
+    runs: Arc<dyn mux_orchestrator::runs::RunStore>,
+) -> axum::Router {
+    let config = WebConfig::default().double_texting(DoubleTexting::Enqueue);
+    AguiRouter::new(agent())
+        .session_store(sessions)
+        .run_store(runs)
+        .config(config)
+        .build()
+}
+
+/// Serves [`enqueueing_router`] and starts a `slow` run on `thread`: the URL, the server's
+/// task, the client and the run's (streaming) response.
+async fn serve_and_start(
+    sessions: Arc<dyn mux_orchestrator::session::SessionStore>,
+    runs: Arc<dyn mux_orchestrator::runs::RunStore>,
+    thread: &str,
+) -> (
+    String,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+    reqwest::Client,
+    reqwest::Response,
+) {
+    let (url, server) = crate::common::serve(enqueueing_router(sessions, runs)).await;
+    let http = reqwest::Client::new();
+    let response = http
+        .post(format!("{url}/agui"))
+        .json(&input(thread, "r1", "slow"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    (url, server, http, response)
 }
 
 /// The server child in its namespace, killed on drop.
@@ -465,24 +484,7 @@ async fn postgres_stopped_mid_stream_ends_it_with_a_run_error_and_the_next_run_s
     let db = TestDatabase::new().await;
     let sessions = Arc::new(PostgresSessionStore::connect(&db.url).await.unwrap());
     let runs = Arc::new(PostgresRunStore::connect(&db.url).await.unwrap());
-    let config = WebConfig::default().double_texting(DoubleTexting::Enqueue);
-    let router = AguiRouter::new(agent())
-        .session_store(sessions)
-        .run_store(runs)
-        .config(config)
-        .build();
-    let listener = mux_web::bind(0).await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let server = tokio::spawn(mux_web::serve(listener, router));
-    let http = reqwest::Client::new();
-
-    let response = http
-        .post(format!("{url}/agui"))
-        .json(&input("p1", "r1", "slow"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    let (url, server, http, response) = serve_and_start(sessions, runs, "p1").await;
     // Reads until the first tool result, then stops the database for longer than the bound.
     let mut response = response;
     let mut text = String::new();
@@ -521,59 +523,19 @@ async fn postgres_stopped_mid_stream_ends_it_with_a_run_error_and_the_next_run_s
     server.abort();
 }
 
-/// Holds `BEGIN EXCLUSIVE` on the SQLite file `argv[1]` for `argv[2]` seconds, after saying
-/// `locked` (another process's long write transaction, or an operator's open shell).
-const HOLD_LOCK: &str = "
-import sqlite3, sys, time
-db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
-db.execute('BEGIN EXCLUSIVE')
-print('locked', flush=True)
-time.sleep(float(sys.argv[2]))
-db.execute('ROLLBACK')
-";
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_locked_mid_stream_ends_it_with_a_run_error_and_the_next_run_succeeds() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mux.db");
     let sessions = Arc::new(SqliteSessionStore::open(&path).await.unwrap());
     let runs = Arc::new(SqliteRunStore::open(&path).await.unwrap());
-    let config = WebConfig::default().double_texting(DoubleTexting::Enqueue);
-    let router = AguiRouter::new(agent())
-        .session_store(sessions)
-        .run_store(runs)
-        .config(config)
-        .build();
-    let listener = mux_web::bind(0).await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let server = tokio::spawn(mux_web::serve(listener, router));
-    let http = reqwest::Client::new();
-
-    let response = http
-        .post(format!("{url}/agui"))
-        .json(&input("l1", "r1", "slow"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
+    let (url, server, http, response) = serve_and_start(sessions, runs, "l1").await;
     // After the first tool result, another process holds the database's write lock for
     // longer than the bound.
     let mut holder: Option<Child> = None;
     let events = read_stream(response, async |text: &str| {
         if holder.is_none() && text.contains("TOOL_CALL_RESULT") {
-            let mut child = Command::new("python3")
-                .args(["-c", HOLD_LOCK])
-                .arg(&path)
-                .arg("14")
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("running python3");
-            let stdout = child.stdout.take().unwrap();
-            let said = tokio::task::block_in_place(|| {
-                BufReader::new(stdout).lines().next().unwrap().unwrap()
-            });
-            assert_eq!(said, "locked");
-            holder = Some(child);
+            holder = Some(crate::common::hold_sqlite_lock(&path, "14"));
         }
     })
     .await;

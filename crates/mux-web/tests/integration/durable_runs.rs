@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
+use mux_llm::{ContentBlock, Request, Response, StopReason};
 use mux_orchestrator::Agent;
 use mux_orchestrator::runs::{FaultyRunStore, PostgresRunStore, RunStore, SqliteRunStore};
 use mux_orchestrator::session::{
@@ -166,17 +166,8 @@ impl Cluster {
 
 /// The model: the prompt picks a scenario; tool results drive it on.
 fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
-    let prompt_at = request
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::User && m.content.iter().any(|b| b.as_text().is_some()))
-        .unwrap_or(0);
-    let prompt = request.messages[prompt_at].text();
-    let results = request.messages[prompt_at..]
-        .iter()
-        .flat_map(|m| m.content.iter())
-        .filter(|b| matches!(b, ContentBlock::ToolResult { .. }))
-        .count();
+    let (prompt, since) = crate::common::latest_prompt(&request.messages);
+    let results = crate::common::tool_result_count(since);
     Ok(match (prompt.as_str(), results) {
         // Pauses for an approval, then charges.
         ("pay", 0) => call("charge", json!({"ask": true})),
@@ -390,25 +381,7 @@ async fn a_pause_survives_every_process_stopping_and_a_fresh_one_answers_it() {
         "{resumed:?}"
     );
     assert_eq!(cluster.charges.load(Ordering::SeqCst), 1);
-    let history: Value = http
-        .get(format!("{}/agui/threads/t-fresh/messages", fresh.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let roles: Vec<&str> = history["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        roles,
-        ["user", "assistant", "tool", "assistant"],
-        "{history}"
-    );
+    crate::common::assert_approved_history(&http, &fresh.url, "t-fresh").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -496,14 +469,7 @@ async fn a_thread_busy_on_one_process_is_busy_on_another_and_each_strategy_holds
         "success",
         "{queued:?}"
     );
-    let history: Value = http
-        .get(format!("{}/agui/threads/t-dt/messages", a.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history = crate::common::history(&http, &a.url, "t-dt").await;
     let messages = history["messages"].as_array().unwrap();
     assert_eq!(messages.last().unwrap()["content"], "Done.");
     let users: Vec<&Value> = messages.iter().filter(|m| m["role"] == "user").collect();

@@ -9,13 +9,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
+use mux_llm::{ContentBlock, Request, Response, StopReason};
 use mux_orchestrator::Agent;
 use mux_orchestrator::runs::PostgresRunStore;
 use mux_orchestrator::session::PostgresSessionStore;
 use mux_testkit::postgres::TestDatabase;
-use mux_tool::Tool;
 use mux_web::AguiRouter;
 use serde_json::{Value, json};
 
@@ -37,25 +35,12 @@ const LEAKS: [&str; 6] = [
 
 /// The agent: a prompt `slow` ticks 80 times (250 ms each), any other is answered at once.
 fn agent() -> Agent {
-    let client = ScriptedClient::new().respond_with(respond);
-    Agent::builder(client, "scripted")
-        .tools([Arc::new(crate::common::Tick::new(Duration::from_millis(250))) as Arc<dyn Tool>])
-        .build()
-        .unwrap()
+    crate::common::tick_agent(respond)
 }
 
 fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
-    let prompt_at = request
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::User && m.content.iter().any(|b| b.as_text().is_some()))
-        .unwrap_or(0);
-    let prompt = request.messages[prompt_at].text();
-    let results = request.messages[prompt_at..]
-        .iter()
-        .flat_map(|m| m.content.iter())
-        .filter(|b| matches!(b, ContentBlock::ToolResult { .. }))
-        .count();
+    let (prompt, since) = crate::common::latest_prompt(&request.messages);
+    let results = crate::common::tool_result_count(since);
     if prompt == "slow" && results < 80 {
         let call = ContentBlock::tool_use(format!("call_{results}"), "tick", json!({}));
         return Ok(Response::new(vec![call], StopReason::ToolUse));

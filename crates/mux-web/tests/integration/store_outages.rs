@@ -10,25 +10,14 @@ use mux_llm::testing::ScriptedClient;
 use mux_orchestrator::Agent;
 use mux_orchestrator::runs::PostgresRunStore;
 use mux_orchestrator::session::PostgresSessionStore;
-use mux_testkit::postgres::TestDatabase;
+use mux_testkit::postgres::{OUTAGE_LEAKS, TestDatabase};
 use mux_web::AguiRouter;
 use serde_json::{Value, json};
 
 use crate::common::{events, input, types};
 
-/// What a client must never be shown.
-const LEAKS: [&str; 7] = [
-    "os error",
-    "Broken pipe",
-    "Connection refused",
-    "No such file",
-    ".s.PGSQL",
-    "/tmp",
-    "mux-pg-",
-];
-
 fn assert_no_leak(what: &str, body: &str) {
-    for leak in LEAKS {
+    for leak in OUTAGE_LEAKS {
         assert!(
             !body.contains(leak),
             "{what}: `{leak}` shown to the client: {body}"

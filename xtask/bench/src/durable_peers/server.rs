@@ -41,12 +41,7 @@ pub(crate) fn serve() -> Result<(), String> {
     let slow = std::env::var_os(SLOW_MARKER_VAR).map(PathBuf::from);
     let runtime = crate::load::runtime()?;
     runtime.block_on(async {
-        let sessions = mux_orchestrator::session::PostgresSessionStore::connect(&url)
-            .await
-            .map_err(|e| e.to_string())?;
-        let runs = mux_orchestrator::runs::PostgresRunStore::connect(&url)
-            .await
-            .map_err(|e| e.to_string())?;
+        let (sessions, runs) = postgres_stores(&url).await?;
         let client = Arc::new(Scripted { slow });
         let fixed = mux_tool::Registry::new();
         fixed
@@ -67,12 +62,7 @@ pub(crate) fn serve() -> Result<(), String> {
                     .lease(lease),
             )
             .build();
-        let listener = mux_web::bind(0).await.map_err(|e| e.to_string())?;
-        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-        println!("PORT {port}");
-        mux_web::serve(listener, router)
-            .await
-            .map_err(|e| e.to_string())
+        crate::web::serve_printing_port(router).await
     })
 }
 
@@ -165,4 +155,23 @@ impl Tool for Count {
             Ok(ToolOutput::text("ok"))
         })
     }
+}
+
+/// The session store and the run store on the PostgreSQL database at `url`.
+pub(crate) async fn postgres_stores(
+    url: &str,
+) -> Result<
+    (
+        mux_orchestrator::session::PostgresSessionStore,
+        mux_orchestrator::runs::PostgresRunStore,
+    ),
+    String,
+> {
+    let sessions = mux_orchestrator::session::PostgresSessionStore::connect(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    let runs = mux_orchestrator::runs::PostgresRunStore::connect(url)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok((sessions, runs))
 }

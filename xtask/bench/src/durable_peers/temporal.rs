@@ -8,8 +8,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
 
 use mux_temporal::{AgentWorker, RunStatus, TemporalAgent, WorkerSettings, WorkerThread, connect};
 use mux_testkit::temporal::DevServer;
@@ -71,45 +69,21 @@ impl Temporal {
         runs: usize,
         concurrency: usize,
     ) -> Result<Load, String> {
-        let next = Arc::new(AtomicUsize::new(0));
-        let started = Instant::now();
-        let mut workers = Vec::new();
-        for _ in 0..concurrency {
-            let (agent, next, prefix) = (self.agent.clone(), Arc::clone(&next), prefix.to_owned());
-            workers.push(tokio::spawn(async move {
-                let mut latencies = Vec::new();
-                loop {
-                    let n = next.fetch_add(1, Ordering::Relaxed);
-                    if n >= runs {
-                        return Ok::<_, String>(latencies);
-                    }
-                    let name = format!("{prefix}-{n}");
-                    let t = Instant::now();
-                    let run = agent
-                        .start(&name, name.clone())
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    let outcome = run.outcome().await.map_err(|e| e.to_string())?;
-                    if outcome.status != RunStatus::Complete || outcome.text != "ok" {
-                        return Err(format!("run {name} did not finish with ok: {outcome:?}"));
-                    }
-                    latencies.push(t.elapsed());
+        let (agent, prefix) = (self.agent.clone(), prefix.to_owned());
+        crate::load::spread(runs, concurrency, move |n| {
+            let (agent, name) = (agent.clone(), format!("{prefix}-{n}"));
+            async move {
+                let run = agent
+                    .start(&name, name.clone())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let outcome = run.outcome().await.map_err(|e| e.to_string())?;
+                if outcome.status != RunStatus::Complete || outcome.text != "ok" {
+                    return Err(format!("run {name} did not finish with ok: {outcome:?}"));
                 }
-            }));
-        }
-        let mut latencies = Vec::new();
-        for worker in workers {
-            latencies.extend(worker.await.map_err(|e| e.to_string())??);
-        }
-        let elapsed = started.elapsed();
-        latencies.sort();
-        let p99 = latencies
-            .get((latencies.len() * 99 / 100).min(latencies.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default();
-        Ok(Load {
-            runs_per_s: runs as f64 / elapsed.as_secs_f64(),
-            p99_ms: p99.as_secs_f64() * 1000.0,
+                Ok(())
+            }
         })
+        .await
     }
 }

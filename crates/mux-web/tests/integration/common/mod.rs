@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mux_llm::testing::ScriptedClient;
-use mux_llm::{ContentBlock, Request, Response, Role, StopReason};
+use mux_llm::{ContentBlock, Request, Response, StopReason};
 use mux_orchestrator::Agent;
 use mux_orchestrator::session::{MemorySessionStore, SessionStore};
 use mux_tool::builtin::{Bash, Sandbox};
@@ -24,7 +24,7 @@ pub(crate) use tools::{PlanSteps, SaveNote};
 #[path = "../../../../mux-llm/tests/support/models.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod models;
-pub(crate) use models::calling_until;
+pub(crate) use models::{calling_until, latest_prompt, tool_result_count, tool_result_texts};
 
 /// A running server; aborted on drop.
 pub(crate) struct Server {
@@ -116,17 +116,8 @@ fn router_on(config: WebConfig, store: Arc<dyn SessionStore>) -> (axum::Router, 
 
 /// The model: the latest prompt picks a scenario; tool results drive it on.
 fn respond(request: &Request) -> Result<Response, mux_llm::LlmError> {
-    let prompt_at = request
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::User && m.content.iter().any(|b| b.as_text().is_some()))
-        .unwrap_or(0);
-    let prompt = request
-        .messages
-        .get(prompt_at)
-        .map(|m| m.text())
-        .unwrap_or_default();
-    let results = tool_result_texts(&request.messages[prompt_at..]);
+    let (prompt, since) = latest_prompt(&request.messages);
+    let results = tool_result_texts(since);
     let last = results.last().cloned();
     Ok(match prompt.as_str() {
         p if p.starts_with("run echo") => match last {
@@ -238,19 +229,99 @@ pub(crate) fn web_peers() -> PathBuf {
     dir
 }
 
-/// The text of every tool result in `messages`, in order.
-pub(crate) fn tool_result_texts(messages: &[mux_llm::Message]) -> Vec<String> {
-    messages
+/// Holds `BEGIN EXCLUSIVE` on the SQLite file `argv[1]` for `argv[2]` seconds, after saying
+/// `locked` (another process's long write transaction, or an operator's open shell).
+const HOLD_LOCK: &str = "
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+db.execute('BEGIN EXCLUSIVE')
+print('locked', flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute('ROLLBACK')
+";
+
+/// Starts a python3 process that holds the SQLite file `path` locked for `secs` seconds;
+/// returns once it holds the lock (blocking this worker thread: a multi-thread runtime only).
+pub(crate) fn hold_sqlite_lock(path: &std::path::Path, secs: &str) -> std::process::Child {
+    use std::io::BufRead as _;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", HOLD_LOCK])
+        .arg(path)
+        .arg(secs)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("running python3");
+    let stdout = child.stdout.take().unwrap();
+    let said = tokio::task::block_in_place(|| {
+        std::io::BufReader::new(stdout)
+            .lines()
+            .next()
+            .unwrap()
+            .unwrap()
+    });
+    assert_eq!(said, "locked");
+    child
+}
+
+/// Posts a run's `input` to `{url}/agui`; its status and body (the SSE text, or the error).
+/// Panics when it is not answered within `hang` (a hang detector, not a timing assertion).
+pub(crate) async fn post_run(
+    http: &reqwest::Client,
+    url: &str,
+    input: &Value,
+    hang: Duration,
+) -> (u16, String) {
+    let answer = async {
+        let response = http
+            .post(format!("{url}/agui"))
+            .json(input)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap())
+    };
+    tokio::time::timeout(hang, answer)
+        .await
+        .unwrap_or_else(|_| panic!("run {} was not answered: the request hangs", input["runId"]))
+}
+
+/// A thread's history as `GET /agui/threads/{thread}/messages` on `url` answers it.
+pub(crate) async fn history(http: &reqwest::Client, url: &str, thread: &str) -> Value {
+    let url = format!("{url}/agui/threads/{thread}/messages");
+    let response = http.get(url).send().await.unwrap();
+    response.json().await.unwrap()
+}
+
+/// Serves `router` on a free port: its URL and the server's task.
+pub(crate) async fn serve(router: axum::Router) -> (String, JoinHandle<std::io::Result<()>>) {
+    let listener = mux_web::bind(0).await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    (url, tokio::spawn(mux_web::serve(listener, router)))
+}
+
+/// An agent on a model answering by `respond`, with one tool: `tick`, taking 250 ms.
+pub(crate) fn tick_agent(respond: fn(&Request) -> Result<Response, mux_llm::LlmError>) -> Agent {
+    let client = ScriptedClient::new().respond_with(respond);
+    Agent::builder(client, "scripted")
+        .tools([Arc::new(Tick::new(Duration::from_millis(250))) as Arc<dyn Tool>])
+        .build()
+        .unwrap()
+}
+
+/// Asserts that a thread's history holds a paused approval carried through: the prompt, the
+/// call, its result and the answer.
+pub(crate) async fn assert_approved_history(http: &reqwest::Client, url: &str, thread: &str) {
+    let history = history(http, url, thread).await;
+    let roles: Vec<&str> = history["messages"]
+        .as_array()
+        .unwrap()
         .iter()
-        .flat_map(|m| m.content.iter())
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult { content, .. } => Some(
-                content
-                    .iter()
-                    .filter_map(ContentBlock::as_text)
-                    .collect::<String>(),
-            ),
-            _ => None,
-        })
-        .collect()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant"],
+        "{history}"
+    );
 }
