@@ -90,7 +90,10 @@ fn check_page(page: &str, text: &str, files: &dyn Files) -> Vec<String> {
             }
         }
         // A reference definition's target is a word too: checked once, as a link.
-        for word in bare_words(line).into_iter().filter(|w| !targets.iter().any(|t| t == w)) {
+        for word in bare_words(line)
+            .into_iter()
+            .filter(|w| !targets.iter().any(|t| t == w))
+        {
             if let Some(path) = repo_path(word)
                 && !files.exists(&normalize(path))
             {
@@ -102,13 +105,7 @@ fn check_page(page: &str, text: &str, files: &dyn Files) -> Vec<String> {
 }
 
 /// A problem with the link `target` on `page` (in `dir`, its text `own`), if it has one.
-fn check_link(
-    page: &str,
-    own: &str,
-    dir: &str,
-    target: &str,
-    files: &dyn Files,
-) -> Option<String> {
+fn check_link(page: &str, own: &str, dir: &str, target: &str, files: &dyn Files) -> Option<String> {
     if target.contains("://") || target.starts_with("mailto:") || target.is_empty() {
         return None;
     }
@@ -124,7 +121,9 @@ fn check_link(
         normalize(&format!("{dir}/{path}"))
     };
     if !files.exists(&resolved) {
-        return Some(format!("link `{target}` names {resolved}, which does not exist"));
+        return Some(format!(
+            "link `{target}` names {resolved}, which does not exist"
+        ));
     }
     let anchor = anchor.filter(|a| !a.is_empty())?;
     if !resolved.ends_with(".md") {
@@ -314,7 +313,10 @@ mod tests {
         fn exists(&self, path: &str) -> bool {
             path.is_empty()
                 || self.0.contains_key(path)
-                || self.0.keys().any(|file| file.starts_with(&format!("{path}/")))
+                || self
+                    .0
+                    .keys()
+                    .any(|file| file.starts_with(&format!("{path}/")))
         }
 
         fn read(&self, path: &str) -> Option<String> {
@@ -339,7 +341,10 @@ mod tests {
 
     #[test]
     fn a_link_to_a_missing_file_fails() {
-        let found = problems("docs/a.md", "See [the guide](gone.md) and [up](../README.md).\n");
+        let found = problems(
+            "docs/a.md",
+            "See [the guide](gone.md) and [up](../README.md).\n",
+        );
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(
             found[0].starts_with("docs/a.md:1:") && found[0].contains("docs/gone.md"),
@@ -352,7 +357,10 @@ mod tests {
         let good = "[a](web.md#the-web-face) [b](web.md#aguirouterbuild-and-you) \
                     [c](web.md#setup-1) [d](web.md#pinned) [e](../crates/mux-web/src/lib.rs#L3)";
         assert_eq!(problems("docs/a.md", good), Vec::<String>::new());
-        let bad = problems("docs/a.md", "[a](web.md#setup-2) [b](web.md#not-a-heading)\n");
+        let bad = problems(
+            "docs/a.md",
+            "[a](web.md#setup-2) [b](web.md#not-a-heading)\n",
+        );
         assert_eq!(bad.len(), 2, "{bad:?}");
         assert!(bad[0].contains("#setup-2"), "{bad:?}");
         // An anchor into the page itself.
@@ -367,7 +375,10 @@ mod tests {
                     the rest `crates/mux-web/src/page.rs` and `examples/src/gone.rs`.\n";
         let found = problems("README.md", text);
         assert_eq!(found.len(), 2, "{found:?}");
-        assert!(found[0].contains("`crates/mux-web/src/page.rs`"), "{found:?}");
+        assert!(
+            found[0].contains("`crates/mux-web/src/page.rs`"),
+            "{found:?}"
+        );
         assert!(found[1].starts_with("README.md:2:"), "{found:?}");
     }
 
@@ -383,11 +394,18 @@ mod tests {
 
     #[test]
     fn a_path_in_prose_or_before_arguments_is_checked() {
-        let text = "See docs/gone.md, or (crates/mux-web/src/lib.rs); run `examples/x.rs --port 1`.\n";
+        let text =
+            "See docs/gone.md, or (crates/mux-web/src/lib.rs); run `examples/x.rs --port 1`.\n";
         let found = problems("README.md", text);
         assert_eq!(found.len(), 2, "{found:?}");
-        assert!(found.iter().any(|p| p.contains("docs/gone.md names")), "{found:?}");
-        assert!(found.iter().any(|p| p.contains("`examples/x.rs --port 1`")), "{found:?}");
+        assert!(
+            found.iter().any(|p| p.contains("docs/gone.md names")),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|p| p.contains("`examples/x.rs --port 1`")),
+            "{found:?}"
+        );
     }
 
     #[test]
@@ -398,9 +416,15 @@ mod tests {
 
     #[test]
     fn headings_become_github_anchors() {
-        assert_eq!(slug("Sessions and their stores, a guide"), "sessions-and-their-stores-a-guide");
+        assert_eq!(
+            slug("Sessions and their stores, a guide"),
+            "sessions-and-their-stores-a-guide"
+        );
         assert_eq!(slug("`Store::open(url)`"), "storeopenurl");
-        assert_eq!(slug("See [the web face](web.md) now"), "see-the-web-face-now");
+        assert_eq!(
+            slug("See [the web face](web.md) now"),
+            "see-the-web-face-now"
+        );
         assert_eq!(slug("Fast_path — 2×"), "fast_path--2");
     }
 

@@ -128,7 +128,10 @@ fn the_postgres_urls_the_docs_show_connect() {
                 .unwrap_or_else(|err| panic!("{page} shows {url}; as {local}: {err}"));
             let meta = SessionMeta::new();
             store.sessions().create(&meta).await.unwrap();
-            assert_eq!(store.sessions().load(&meta.id).await.unwrap().meta.id, meta.id);
+            assert_eq!(
+                store.sessions().load(&meta.id).await.unwrap().meta.id,
+                meta.id
+            );
         }
     });
 }
