@@ -1,6 +1,7 @@
 //! The PostgreSQL URLs docs/sessions.md shows a reader connect: each is read from the page,
 //! its example host replaced by a throw-away server's (the socket directory for `/tmp/pg-sock`
-//! and `/run/postgresql`, 127.0.0.1 and the server's port for `db.internal:5432`), and opened
+//! and `/run/postgresql`, in the query or percent-encoded as the host; 127.0.0.1 and the
+//! server's port for `db.internal:5432`), and opened
 //! with `Store::open`, which writes and reads a session through it.
 
 use std::str::FromStr;
@@ -90,12 +91,16 @@ async fn prepare(server: &Server) {
 /// `url` pointed at `socket` (unix) and `tcp` (its `127.0.0.1:PORT`), or `None` when it
 /// names a host the test does not know how to stand in for.
 fn on_test_servers(url: &str, socket: &Server, tcp: &Server) -> Option<String> {
-    if let Some(example) = EXAMPLE_SOCKETS
-        .iter()
-        .find(|dir| url.contains(&format!("host={dir}")))
-    {
-        let dir = socket.socket_dir().display().to_string();
-        return Some(url.replace(&format!("host={example}"), &format!("host={dir}")));
+    let dir = socket.socket_dir().display().to_string();
+    for example in EXAMPLE_SOCKETS {
+        // In the query (`?host=/dir`), or as the host, percent-encoded (`@%2Fdir/`).
+        if url.contains(&format!("host={example}")) {
+            return Some(url.replace(&format!("host={example}"), &format!("host={dir}")));
+        }
+        let encoded = |path: &str| path.replace('/', "%2F");
+        if url.contains(&format!("@{}/", encoded(example))) {
+            return Some(url.replace(&encoded(example), &encoded(&dir)));
+        }
     }
     url.contains(EXAMPLE_TCP)
         .then(|| url.replace(EXAMPLE_TCP, &format!("127.0.0.1:{}", tcp.port())))
@@ -104,7 +109,10 @@ fn on_test_servers(url: &str, socket: &Server, tcp: &Server) -> Option<String> {
 #[test]
 fn the_postgres_urls_the_docs_show_connect() {
     let urls = documented_urls();
-    let socket_forms = urls.iter().filter(|(_, u)| u.contains("host=/")).count();
+    let socket_forms = urls
+        .iter()
+        .filter(|(_, u)| u.contains("host=/") || u.contains("@%2F"))
+        .count();
     let tcp_forms = urls.len() - socket_forms;
     assert!(
         socket_forms >= 2 && tcp_forms >= 1,
