@@ -5,15 +5,16 @@
 //! cargo xtask lint        fmt --check and clippy -D warnings
 //! cargo xtask peers       the npm and PyPI peers the interop tests use (tests/peers, tests/acp-peers, tests/web-peers)
 //! cargo xtask page        mux-web's committed chat page bundle is esbuild's output of its source
-//! cargo xtask test        nextest (or cargo test) plus doctests
+//! cargo xtask test        nextest (or cargo test) plus doctests (DATABASE_URL: a fresh database on a throw-away PostgreSQL)
 //! cargo xtask conformance the official MCP conformance suite (client side) against mux-mcp
-//! cargo xtask doc         every page with Rust code is included as doctests; cargo doc with warnings denied
+//! cargo xtask doc         every page with Rust code is included as doctests; links, anchors and paths in the docs exist; cargo doc with warnings denied
 //! cargo xtask layering    every mux-* dependency points strictly downward; no module cycles in a crate
 //! cargo xtask features    each crate builds with no and all features; the facade with each alone
 //! cargo xtask deny        cargo deny check bans licenses sources (installs cargo-deny if missing)
 //! cargo xtask package     every published crate has crates.io's and docs.rs' metadata, an honest rust-version, and packages and builds
 //! cargo xtask semver      the published crates' API against the last release tag (cargo-semver-checks); passes while there is none
 //! cargo xtask bench       every benchmark; writes target/bench-report.json
+//! cargo xtask doctests    the doctests alone, as `test` runs them (not in ci: `test` has them)
 //! cargo xtask outdated    what is behind its latest release: Rust dependencies, npm and PyPI peers (not in ci)
 //! cargo xtask oracle      the shell analysis' differential oracle, full corpus (`--slice`: the fast slice)
 //! cargo xtask oracle-slice  the oracle's fast slice (a step of `ci`)
@@ -22,6 +23,8 @@
 mod cargo;
 mod conformance;
 mod crate_env;
+mod doc_database;
+mod doc_links;
 mod doc_pages;
 mod features;
 mod layering;
@@ -101,10 +104,16 @@ const CI_STEPS: &[Step] = &[
 ];
 
 /// Steps that run alone by name but are not part of `ci`.
-const OTHER_STEPS: &[Step] = &[Step {
-    name: "outdated",
-    run: outdated::run,
-}];
+const OTHER_STEPS: &[Step] = &[
+    Step {
+        name: "outdated",
+        run: outdated::run,
+    },
+    Step {
+        name: "doctests",
+        run: doctests,
+    },
+];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -176,7 +185,7 @@ fn report(name: &str, result: Result<(), String>) -> ExitCode {
 }
 
 fn usage() -> &'static str {
-    "usage: cargo xtask <ci|lint|fmt|clippy|peers|page|test|conformance|doc|layering|features|deny|package|semver|bench|outdated|oracle [--slice]|oracle-slice>"
+    "usage: cargo xtask <ci|lint|fmt|clippy|peers|page|test|conformance|doc|layering|features|deny|package|semver|bench|outdated|doctests|oracle [--slice]|oracle-slice>"
 }
 
 fn fmt() -> Result<(), String> {
@@ -221,11 +230,21 @@ fn test() -> Result<(), String> {
         ])
         .run()?;
     }
-    Cmd::cargo(["test", "--workspace", "--all-features", "--doc"]).run()
+    doctests()
+}
+
+/// The workspace's doctests, the docs pages' blocks among them; the blocks that need
+/// PostgreSQL get a fresh database in `DATABASE_URL`.
+fn doctests() -> Result<(), String> {
+    let database = doc_database::start()?;
+    Cmd::cargo(["test", "--workspace", "--all-features", "--doc"])
+        .env(doc_database::DATABASE_URL, &database.url)
+        .run()
 }
 
 fn doc() -> Result<(), String> {
     doc_pages::check()?;
+    doc_links::check()?;
     Cmd::cargo(["doc", "--workspace", "--no-deps", "--all-features"])
         .env("RUSTDOCFLAGS", "-D warnings")
         .run()

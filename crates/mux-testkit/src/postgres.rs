@@ -40,20 +40,39 @@ pub enum Durability {
     Default,
 }
 
-/// A throw-away PostgreSQL server in a temp dir: unix socket only, no TCP port; stopped, and
-/// its data directory removed, on drop.
+/// A throw-away PostgreSQL server in a temp dir: a unix socket there, and a loopback TCP port
+/// when started with [`start_with_tcp`](Server::start_with_tcp); stopped, and its data
+/// directory removed, on drop.
 pub struct Server {
     dir: tempfile::TempDir,
     bin: PathBuf,
     run_as: Option<&'static str>,
     /// The server's `-o` options, to start it again after an outage.
     options: String,
+    /// The TCP port on 127.0.0.1, if it listens on one.
+    tcp_port: Option<u16>,
 }
 
 impl Server {
-    /// Starts a server, or says why not (no binaries: install `postgresql`, as `.ci/run`
-    /// does).
+    /// Starts a server on a unix socket only, or says why not (no binaries: install
+    /// `postgresql`, as `.ci/run` does).
     pub fn start(durability: Durability) -> Result<Server, String> {
+        Self::start_listening(durability, None)
+    }
+
+    /// Starts a server that also listens on a free TCP port of 127.0.0.1 (its socket then
+    /// carries that port's number: [`url`](Server::url) names it).
+    pub fn start_with_tcp(durability: Durability) -> Result<Server, String> {
+        // A port the system had free a moment ago; the server fails to start if another
+        // process took it since, and says so.
+        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|listener| listener.local_addr())
+            .map_err(|e| format!("finding a free TCP port: {e}"))?
+            .port();
+        Self::start_listening(durability, Some(port))
+    }
+
+    fn start_listening(durability: Durability, tcp_port: Option<u16>) -> Result<Server, String> {
         let bin = find_binaries().ok_or_else(|| {
             format!(
                 "PostgreSQL's initdb/pg_ctl were not found on PATH or under /usr/lib/postgresql/*/bin: \
@@ -86,6 +105,7 @@ impl Server {
             bin,
             run_as,
             options: String::new(),
+            tcp_port,
         };
         let data = server.data();
         server.run(
@@ -103,7 +123,13 @@ impl Server {
                 "--no-sync",
             ],
         )?;
-        let mut options = format!("-k {} -c listen_addresses=''", server.dir.path().display());
+        let mut options = match tcp_port {
+            Some(port) => format!(
+                "-k {} -c listen_addresses=127.0.0.1 -p {port}",
+                server.dir.path().display()
+            ),
+            None => format!("-k {} -c listen_addresses=''", server.dir.path().display()),
+        };
         if durability == Durability::Throwaway {
             options.push_str(" -F -c max_connections=100");
         }
@@ -153,10 +179,27 @@ impl Server {
 
     /// A URL for `database` over the server's unix socket, as the superuser `postgres`.
     pub fn url(&self, database: &str) -> String {
+        let port = self.tcp_port.map(|p| format!(":{p}")).unwrap_or_default();
         format!(
-            "postgres://postgres@localhost/{database}?host={}",
-            self.dir.path().display()
+            "postgres://postgres@localhost{port}/{database}?host={}",
+            self.socket_dir().display()
         )
+    }
+
+    /// The directory holding the server's unix socket (`.s.PGSQL.<port>`).
+    pub fn socket_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The port: the TCP one on 127.0.0.1 if it listens there, else PostgreSQL's default,
+    /// which only names the socket file.
+    pub fn port(&self) -> u16 {
+        self.tcp_port.unwrap_or(5432)
+    }
+
+    /// Whether it listens on TCP (127.0.0.1:[`port`](Server::port)).
+    pub fn has_tcp(&self) -> bool {
+        self.tcp_port.is_some()
     }
 
     /// The process ids of the server: the postmaster and its children.

@@ -1,6 +1,8 @@
 //! The integration tests of the stores, one module per area, linked into one test binary.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[cfg(feature = "postgres")]
+mod doc_urls;
 mod file_runs_on_a_full_disk;
 #[cfg(feature = "postgres")]
 mod group_commit;
