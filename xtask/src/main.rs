@@ -34,6 +34,7 @@ mod module_graph;
 mod module_tree;
 mod outdated;
 mod package;
+mod package_check;
 mod page;
 mod peers;
 mod semver;

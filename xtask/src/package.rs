@@ -7,14 +7,16 @@
 //!   feature on) declares a newer one. No older toolchain can be installed from the registries
 //!   these machines reach, so this, with clippy's `incompatible_msrv` lint (on, and denied, in
 //!   the `clippy` step), is the check.
-//! - `cargo package` of them all, each unpacked and built as crates.io would build it (so a
-//!   file outside a crate's directory, or a path dependency without a version, fails here).
+//! - `cargo package` of them all, each unpacked and checked as crates.io would build it (so a
+//!   file outside a crate's directory, or a path dependency without a version, fails here;
+//!   see `package_check`).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde_json::Value;
 
-use crate::cargo::Cmd;
+use crate::cargo::{Cmd, workspace_root};
+use crate::package_check::{self, Packaged};
 
 /// crates.io's limits on keywords.
 const MAX_KEYWORDS: usize = 5;
@@ -53,84 +55,30 @@ pub(crate) fn run() -> Result<(), String> {
             problems.join("\n  ")
         ));
     }
-    forget_extracted_sources(&published);
-    forget_registry_builds(&root, &published);
-    // The working tree as it is: what `ci` checks is what is about to be committed.
-    let mut cargo = Cmd::cargo(["package", "--locked", "--allow-dirty"]);
+    // The working tree as it is: what `ci` checks is what is about to be committed. Each
+    // archive is then unpacked and checked as crates.io would build it (`package_check`).
+    let mut cargo = Cmd::cargo(["package", "--locked", "--allow-dirty", "--no-verify"]);
     for package in &published {
         cargo = cargo.args(["-p", name_of(package)]);
     }
     cargo.run()?;
+    let target = root["target_directory"]
+        .as_str()
+        .ok_or("cargo metadata has no `target_directory`")?;
+    let crates: Vec<Packaged> = published
+        .iter()
+        .map(|p| Packaged {
+            name: name_of(p).to_owned(),
+            version: p["version"].as_str().unwrap_or("?").to_owned(),
+        })
+        .collect();
+    package_check::check(
+        std::path::Path::new(target),
+        &workspace_root().join("Cargo.lock"),
+        &crates,
+    )?;
     eprintln!("xtask: {} crates package and build", published.len());
     Ok(())
-}
-
-/// Removes cargo's extracted copies of earlier packagings of these crates
-/// (`$CARGO_HOME/registry/src/*/NAME-VERSION`). Verification builds each crate against the
-/// others from a local registry; cargo extracts a `.crate` once per name and version and
-/// reuses that copy while it exists, so without this a second run after a change would build
-/// against the first run's sources. The archives stay, so nothing is downloaded again.
-fn forget_extracted_sources(published: &[&Value]) {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cargo")));
-    let Some(src) = home.map(|h| h.join("registry/src")) else {
-        return;
-    };
-    let Ok(registries) = std::fs::read_dir(&src) else {
-        return;
-    };
-    let names: BTreeSet<String> = published
-        .iter()
-        .map(|p| format!("{}-{}", name_of(p), p["version"].as_str().unwrap_or("?")))
-        .collect();
-    for registry in registries.flatten() {
-        for name in &names {
-            let copy = registry.path().join(name);
-            if copy.is_dir() {
-                let _ = std::fs::remove_dir_all(&copy);
-            }
-        }
-    }
-}
-
-/// Removes cargo's builds of earlier verifications of these crates (as registry packages and
-/// as packaged copies). Cargo extracts a registry crate with the archive's file times, older
-/// than its last build, so a second run after a change would link the first run's build.
-/// The workspace's own builds stay: their dependency records name `crates/NAME`.
-fn forget_registry_builds(root: &Value, published: &[&Value]) {
-    let Some(target) = root["target_directory"].as_str() else {
-        return;
-    };
-    let fingerprints = std::path::Path::new(target).join("debug/.fingerprint");
-    let Ok(entries) = std::fs::read_dir(&fingerprints) else {
-        return;
-    };
-    let names: BTreeSet<&str> = published.iter().map(|p| name_of(p)).collect();
-    for entry in entries.flatten() {
-        let file_name = entry.file_name();
-        let Some((name, _hash)) = file_name.to_str().and_then(|n| n.rsplit_once('-')) else {
-            continue;
-        };
-        if !names.contains(name) {
-            continue;
-        }
-        let own = format!("crates/{name}/");
-        let Ok(files) = std::fs::read_dir(entry.path()) else {
-            continue;
-        };
-        let dep_infos: Vec<Vec<u8>> = files
-            .flatten()
-            .filter(|f| f.file_name().to_string_lossy().starts_with("dep-"))
-            .filter_map(|f| std::fs::read(f.path()).ok())
-            .collect();
-        let workspace_build = dep_infos
-            .iter()
-            .any(|bytes| bytes.windows(own.len()).any(|w| w == own.as_bytes()));
-        if !dep_infos.is_empty() && !workspace_build {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
 }
 
 /// The workspace members crates.io would accept (`publish` not `false`).
