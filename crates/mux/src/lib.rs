@@ -132,7 +132,7 @@ pub struct AgentsReferenceDocDoctests;
 #[doc = include_str!("../../../docs/orchestrator.md")]
 pub struct OrchestratorDocDoctests;
 
-/// docs/orchestrator-reference.md (no Rust code today; any block added is compiled and run).
+/// docs/orchestrator-reference.md's code, compiled as doctests.
 #[cfg(all(doctest, feature = "full"))]
 #[doc = include_str!("../../../docs/orchestrator-reference.md")]
 pub struct OrchestratorReferenceDocDoctests;
