@@ -267,7 +267,10 @@ impl<'a> Turns<'a> {
 
         loop {
             self.check_stop()?;
-            Box::pin(self.maybe_compact()).await?;
+            // Decided first, so a turn that needs no compaction makes no boxed future.
+            if let Some(keep) = self.compaction_due() {
+                Box::pin(self.compact(keep)).await?;
+            }
             self.budget.before_model_call().map_err(Halt::Limit)?;
             self.iterations += 1;
             let limit = self.orch.services.config.max_iterations;
@@ -1048,12 +1051,11 @@ impl<'a> Turns<'a> {
         }
     }
 
-    /// Compacts when the conversation is past the budget: the provider's last reported
-    /// context size when there is one, an estimate otherwise.
-    async fn maybe_compact(&mut self) -> Result<(), LoopError> {
-        let Some(config) = self.orch.services.config.compaction.clone() else {
-            return Ok(());
-        };
+    /// The turns to keep when the conversation is past the compaction budget (the provider's
+    /// last reported context size when there is one, an estimate otherwise); `None` when no
+    /// compaction is due.
+    fn compaction_due(&self) -> Option<usize> {
+        let config = self.orch.services.config.compaction.as_ref()?;
         let (reported, estimate) = {
             let conversation = self.orch.lock();
             (
@@ -1061,10 +1063,7 @@ impl<'a> Turns<'a> {
                 estimate_tokens(&conversation.messages),
             )
         };
-        if reported.unwrap_or(estimate) <= config.token_budget {
-            return Ok(());
-        }
-        self.compact(config.keep_last_turns).await.map(|_| ())
+        (reported.unwrap_or(estimate) > config.token_budget).then_some(config.keep_last_turns)
     }
 
     /// Summarizes all but the last `keep` turns; returns the token estimates before and after.
