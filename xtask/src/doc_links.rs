@@ -1,12 +1,14 @@
-//! Part of the `doc` step: what the docs point at exists. In README.md and docs/*.md, every
-//! relative Markdown link names a file or directory of the tree, a link's `#anchor` into a
-//! Markdown page names one of its headings, and every code span that is a repository path
-//! (`crates/…`, `examples/…`, `docs/…`, `xtask/…`) exists. Fenced blocks are not read.
+//! Part of the `doc` step: what the docs point at exists. In every page `doc_pages` lists
+//! (README.md, docs/*.md and the crates' READMEs), every relative Markdown link names a file
+//! or directory of the tree, a link's `#anchor` into a Markdown page names one of its
+//! headings, and every code span that is a repository path (`crates/…`, `examples/…`,
+//! `docs/…`, `xtask/…`) exists. Fenced blocks are not read.
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use crate::cargo::workspace_root;
+use crate::doc_pages::{normalize, pages};
 
 /// Where a code span that is a path starts.
 const PATH_PREFIXES: [&str; 4] = ["crates/", "examples/", "docs/", "xtask/"];
@@ -53,21 +55,6 @@ impl Files for Tree<'_> {
     fn read(&self, path: &str) -> Option<String> {
         std::fs::read_to_string(self.root.join(path)).ok()
     }
-}
-
-/// README.md and docs/*.md, relative to the root, sorted.
-fn pages(root: &Path) -> Result<Vec<String>, String> {
-    let mut pages = vec!["README.md".to_owned()];
-    let entries =
-        std::fs::read_dir(root.join("docs")).map_err(|err| format!("cannot list docs: {err}"))?;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".md") {
-            pages.push(format!("docs/{name}"));
-        }
-    }
-    pages.sort();
-    Ok(pages)
 }
 
 /// The problems of `page` (its path relative to the root), each as `page:line: what`.
@@ -281,21 +268,6 @@ fn slug(heading: &str) -> String {
             _ => None,
         })
         .collect()
-}
-
-/// `a/b/../c` → `a/c`.
-fn normalize(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            ".." => {
-                parts.pop();
-            }
-            "." | "" => {}
-            other => parts.push(other),
-        }
-    }
-    parts.join("/")
 }
 
 #[cfg(test)]

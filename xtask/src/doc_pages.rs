@@ -30,7 +30,7 @@ pub(crate) fn check() -> Result<(), String> {
 }
 
 /// docs/*.md, README.md and crates/*/README.md, relative to the root, sorted.
-fn pages(root: &Path) -> Result<Vec<String>, String> {
+pub(crate) fn pages(root: &Path) -> Result<Vec<String>, String> {
     let mut pages = vec!["README.md".to_owned()];
     for (dir, only_readme) in [("docs", false), ("crates", true)] {
         let entries =
@@ -76,7 +76,7 @@ fn includes(dir: &str, src: &str, page: &str) -> bool {
 }
 
 /// `a/b/../c` → `a/c`.
-fn normalize(path: &str) -> String {
+pub(crate) fn normalize(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for part in path.split('/') {
         match part {
